@@ -1,0 +1,81 @@
+# Veto Sandbox: sandbox-helper, its operator client, unit tests, fuzzers.
+# The nginx module is built by scripts/build-module.sh (nginx's own build).
+#
+#   make                 helper + ctl in build/
+#   make SAN=1 BUILD=build-asan    the same under ASan + UBSan
+#   make unit            cmocka unit tests, run
+#   make fuzz            libFuzzer targets (clang) in build-fuzz/
+
+CC       ?= cc
+BUILD    ?= build
+SAN      ?= 0
+
+WARN      = -Wall -Wextra -Werror -Wshadow -Wpointer-arith -Wformat=2 \
+            -Wstrict-prototypes -Wmissing-prototypes -Wno-unused-parameter
+CSTD      = -std=c11 -D_GNU_SOURCE
+ifeq ($(SAN),1)
+OPT       = -O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined \
+            -fno-sanitize-recover=undefined
+LDSAN     = -fsanitize=address,undefined
+else
+OPT       = -O2 -g -fstack-protector-strong -D_FORTIFY_SOURCE=2
+LDSAN     =
+endif
+
+PKGS      = jansson libseccomp libcrypto
+PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS))
+PKG_LIBS   := $(shell pkg-config --libs $(PKGS))
+
+CFLAGS   += $(CSTD) $(WARN) $(OPT) $(PKG_CFLAGS) -Isandbox-helper
+LDFLAGS  += $(LDSAN)
+
+HELPER_MAIN  = sandbox-helper/main.c
+CTL_SRC      = sandbox-helper/sandbox-helperctl.c
+LIB_SRCS     = $(filter-out $(HELPER_MAIN) $(CTL_SRC), \
+                 $(wildcard sandbox-helper/*.c))
+LIB_OBJS     = $(patsubst sandbox-helper/%.c,$(BUILD)/obj/%.o,$(LIB_SRCS))
+HEADERS      = $(wildcard sandbox-helper/*.h)
+
+UNIT_SRCS    = $(wildcard t/unit/test_*.c)
+UNIT_BINS    = $(patsubst t/unit/%.c,$(BUILD)/unit/%,$(UNIT_SRCS))
+
+FUZZ_SRCS    = $(wildcard t/fuzz/fuzz_*.c)
+FUZZ_BINS    = $(patsubst t/fuzz/%.c,build-fuzz/%,$(FUZZ_SRCS))
+
+.PHONY: all unit fuzz clean
+
+all: $(BUILD)/sandbox-helper $(BUILD)/sandbox-helperctl
+
+$(BUILD)/obj/%.o: sandbox-helper/%.c $(HEADERS)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -c -o $@ $<
+
+$(BUILD)/libvsb.a: $(LIB_OBJS)
+	rm -f $@
+	ar rcs $@ $^
+
+$(BUILD)/sandbox-helper: $(BUILD)/obj/main.o $(BUILD)/libvsb.a
+	$(CC) $(LDFLAGS) -o $@ $^ $(PKG_LIBS)
+
+$(BUILD)/sandbox-helperctl: $(BUILD)/obj/sandbox-helperctl.o $(BUILD)/libvsb.a
+	$(CC) $(LDFLAGS) -o $@ $^ $(PKG_LIBS)
+
+$(BUILD)/unit/%: t/unit/%.c $(BUILD)/libvsb.a $(HEADERS)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $< $(BUILD)/libvsb.a $(PKG_LIBS) -lcmocka
+
+unit: $(UNIT_BINS)
+	@set -e; for t in $(UNIT_BINS); do echo "# $$t"; $$t; done
+
+# libFuzzer needs clang; every helper source except main is linked in.
+FUZZ_CFLAGS = $(CSTD) -g -O1 -fsanitize=fuzzer,address,undefined \
+              $(PKG_CFLAGS) -Isandbox-helper -DVSB_FUZZING
+
+build-fuzz/%: t/fuzz/%.c $(LIB_SRCS) $(HEADERS)
+	@mkdir -p build-fuzz
+	clang $(FUZZ_CFLAGS) -o $@ $< $(LIB_SRCS) $(PKG_LIBS)
+
+fuzz: $(FUZZ_BINS)
+
+clean:
+	rm -rf build build-asan build-fuzz

@@ -1,0 +1,72 @@
+/*
+ * cgroup limits and process tracking, for cgroup v2 and for the v1
+ * (hybrid) layout.  One vsb_cgroup_t names the same relative path in every
+ * hierarchy the helper uses: on v2 the unified tree, on v1 the memory,
+ * pids, cpu(acct) and freezer trees.  Sandbox cgroups hold the limits;
+ * each exec gets a child cgroup for its usage and its kill.
+ *
+ *     <parent>/<cgroup_name>/<sandbox id>/            limits
+ *     <parent>/<cgroup_name>/<sandbox id>/e<n>/       one exec
+ */
+#ifndef VSB_CGROUP_H
+#define VSB_CGROUP_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "vsb_config.h"
+
+typedef enum {
+    VSB_CGROUP_V1 = 1,
+    VSB_CGROUP_V2 = 2
+} vsb_cgroup_mode_t;
+
+typedef struct vsb_cgroup_s  vsb_cgroup_t;
+
+typedef struct {
+    uint64_t  cpu_usec;          /* user + system */
+    uint64_t  memory_current;    /* bytes */
+    uint64_t  memory_peak;       /* bytes, since creation */
+    uint64_t  pids_current;
+    uint64_t  pids_peak;
+    uint64_t  oom_kills;         /* processes killed by the OOM killer */
+} vsb_cgroup_usage_t;
+
+/* Detects v2 or v1 (cf->cgroup_mode "auto"), creates the helper's parent
+ * cgroup, enables controllers on v2.  -1 with err filled on failure. */
+int vsb_cgroup_init(const vsb_config_t *cf, char *err, size_t errlen);
+vsb_cgroup_mode_t vsb_cgroup_mode(void);
+
+/* parent NULL: directly under the helper's parent cgroup.  limits NULL:
+ * no limits of its own.  NULL with err filled on failure (nothing left
+ * behind). */
+vsb_cgroup_t *vsb_cgroup_create(vsb_cgroup_t *parent, const char *name,
+    const vsb_limits_t *limits, char *err, size_t errlen);
+
+int vsb_cgroup_attach(vsb_cgroup_t *cg, pid_t pid);
+
+/* SIGKILL every process in cg and below: cgroup.kill on v2; freeze,
+ * kill, thaw on v1.  Returns 0 once the signals are sent. */
+int vsb_cgroup_kill(vsb_cgroup_t *cg);
+
+/* 1 if any process is in cg or below, 0 if empty, -1 on error. */
+int vsb_cgroup_populated(vsb_cgroup_t *cg);
+
+int vsb_cgroup_usage(vsb_cgroup_t *cg, vsb_cgroup_usage_t *u);
+
+/* rmdir in every hierarchy (children first), verifies each directory is
+ * gone, frees cg.  -1 with err naming the directory if one remains (cg is
+ * still valid then and may be retried). */
+int vsb_cgroup_destroy(vsb_cgroup_t *cg, char *err, size_t errlen);
+
+/* At start: kill and remove whatever a previous run left under the
+ * helper's parent cgroup.  Returns how many sandbox cgroups it removed,
+ * -1 if one could not be removed. */
+int vsb_cgroup_cleanup_stale(void);
+
+/* Count of directories under the helper's parent cgroup (for tests and
+ * status). */
+int vsb_cgroup_count(void);
+
+#endif

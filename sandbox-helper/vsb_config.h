@@ -1,0 +1,85 @@
+/*
+ * The helper's configuration and its hard ceilings.  The file format is
+ * "key = value" lines, '#' comments; see conf/sandbox-helper.conf.  The
+ * compiled-in VSB_ABS_* bound what a config file may set; the config's
+ * max_* bound what any request may ask for.
+ */
+#ifndef VSB_CONFIG_H
+#define VSB_CONFIG_H
+
+#include <limits.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#define VSB_ABS_MEMORY_MB      (64 * 1024)
+#define VSB_ABS_PIDS           32768
+#define VSB_ABS_CPU_PERCENT    (100 * 256)
+#define VSB_ABS_DISK_MB        (64 * 1024)
+#define VSB_ABS_TIMEOUT_S      (24 * 3600)
+#define VSB_ABS_OUTPUT_BYTES   (64 * 1024 * 1024)
+#define VSB_ABS_TTL_S          (7 * 24 * 3600)
+#define VSB_ABS_SANDBOXES      1024
+#define VSB_ABS_FILE_BYTES     (64 * 1024 * 1024)
+
+#define VSB_MAX_ALLOWED_UIDS   32
+#define VSB_MAX_PROFILES       16
+#define VSB_PROFILE_NAME_LEN   63
+
+/* Inside every sandbox, uids/gids 0 .. VSB_UID_RANGE-1 are mapped to a
+ * host range of its own: host = sandbox->host_uid + inside. */
+#define VSB_UID_RANGE          65536
+#define VSB_WORKLOAD_UID       1000     /* the non-root user workloads run as */
+#define VSB_WORKLOAD_GID       1000
+
+typedef struct {
+    uint64_t   memory_mb;
+    uint64_t   pids;
+    uint64_t   cpu_percent;     /* 100 = one full core */
+    uint64_t   disk_mb;         /* size of the sandbox's writable tmpfs */
+    uint64_t   timeout_s;       /* default exec timeout */
+    uint64_t   output_bytes;    /* per stream, per exec */
+} vsb_limits_t;
+
+typedef struct {
+    char       name[VSB_PROFILE_NAME_LEN + 1];
+    char       root[PATH_MAX];  /* read-only image; its usr/ becomes /usr */
+} vsb_profile_t;
+
+typedef struct {
+    char           socket_path[108];
+    gid_t          socket_gid;          /* (gid_t) -1: leave root's group */
+    mode_t         socket_mode;         /* default 0660 */
+    uid_t          allowed_uids[VSB_MAX_ALLOWED_UIDS];
+    size_t         n_allowed_uids;
+
+    char           state_dir[PATH_MAX]; /* sandboxes live in state_dir/sb */
+    char           cgroup_name[64];     /* parent cgroup, e.g. "veto-sandbox" */
+    char           cgroup_mode[8];      /* "auto", "v1" or "v2" */
+    uid_t          uid_base;            /* first host uid handed out */
+
+    vsb_limits_t   max;                 /* ceilings: no request exceeds */
+    vsb_limits_t   def;                 /* defaults for omitted limits */
+    uint64_t       max_ttl_s;
+    uint64_t       default_ttl_s;
+    uint64_t       max_sandboxes;
+    uint64_t       max_file_bytes;
+    uint64_t       max_execs_per_sandbox;
+
+    vsb_profile_t  profiles[VSB_MAX_PROFILES];
+    size_t         n_profiles;          /* profiles[0] is "default" */
+
+    int            log_level;
+} vsb_config_t;
+
+extern vsb_config_t  vsb_cf;
+
+/* Defaults, then the file (if path is not NULL).  On error fills err
+ * with "file:line: what is wrong" and returns -1. */
+int vsb_config_load(const char *path, vsb_config_t *cf, char *err,
+    size_t errlen);
+
+const vsb_profile_t *vsb_config_profile(const vsb_config_t *cf,
+    const char *name);
+
+#endif

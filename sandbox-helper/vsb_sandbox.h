@@ -1,0 +1,54 @@
+/*
+ * A sandbox as the helper holds it, and the registry of live sandboxes.
+ * The registry is the only owner of vsb_sandbox_t; everything else borrows.
+ */
+#ifndef VSB_SANDBOX_H
+#define VSB_SANDBOX_H
+
+#include <jansson.h>
+#include <limits.h>
+#include <time.h>
+
+#include "vsb_cgroup.h"
+#include "vsb_config.h"
+#include "vsb_loop.h"
+#include "vsb_protocol.h"
+
+typedef struct vsb_exec_s     vsb_exec_t;
+typedef struct vsb_sandbox_s  vsb_sandbox_t;
+
+struct vsb_sandbox_s {
+    char                  id[VSB_SANDBOX_ID_LEN + 1];
+    char                  tenant[VSB_MAX_ID_LEN + 1];
+    char                  agent[VSB_MAX_ID_LEN + 1];
+    const vsb_profile_t  *profile;
+    vsb_limits_t          limits;            /* effective */
+    uint64_t              ttl_s;
+    time_t                created_at;
+    time_t                expires_at;
+
+    unsigned              slot;              /* 0 .. max_sandboxes-1 */
+    uid_t                 host_uid;          /* inside uid/gid 0 */
+
+    /* state_dir/sb/<id>: a tmpfs of limits.disk_mb, mounted nodev,nosuid;
+     * its root/ subdirectory becomes the sandbox's "/". */
+    char                  dir[PATH_MAX];
+
+    json_t               *env;               /* object, sandbox-wide */
+    json_t               *metadata;          /* object or NULL */
+
+    vsb_cgroup_t         *cgroup;            /* limits for all its execs */
+    unsigned              exec_seq;          /* names exec cgroups */
+    unsigned              execs_running;
+    vsb_exec_t           *execs;             /* running execs */
+
+    vsb_timer_t           ttl_timer;
+    unsigned              destroying:1;
+
+    vsb_sandbox_t        *next;
+};
+
+/* Host uid that inside uid `inside` maps to. */
+#define vsb_sandbox_host_uid(sb, inside)  ((sb)->host_uid + (uid_t) (inside))
+
+#endif

@@ -1,0 +1,1012 @@
+/*
+ * Veto Sandbox: approval records and their state machine in Redis,
+ * and the canonical request hash an approval is bound to.
+ * Contract: ngx_http_veto_sandbox_approval.h and docs/approvals.md.
+ */
+
+#include <ngx_config.h>
+#include <ngx_core.h>
+#include <ngx_http.h>
+
+#include <openssl/evp.h>
+#include <openssl/rand.h>
+
+#include "ngx_http_veto_sandbox_approval.h"
+
+
+typedef struct {
+    ngx_str_t   name;
+    ngx_str_t   value;
+} ngx_http_veto_sandbox_qpair_t;
+
+
+static ngx_int_t ngx_http_veto_sandbox_approval_call(
+    ngx_http_veto_sandbox_redis_t *rds, ngx_msec_t timeout,
+    ngx_http_veto_sandbox_approval_op_e op, int numkeys, int argc,
+    ngx_str_t *args, ngx_http_veto_sandbox_redis_handler_pt handler,
+    void *data, ngx_http_veto_sandbox_redis_cmd_t **cmdp);
+static u_char *ngx_http_veto_sandbox_pct_encode(u_char *dst, u_char *src,
+    size_t len, ngx_uint_t keep_slash);
+static u_char *ngx_http_veto_sandbox_pct_decode(u_char *dst, u_char *src,
+    size_t len);
+static int ngx_libc_cdecl ngx_http_veto_sandbox_qpair_cmp(const void *one,
+    const void *two);
+
+
+/*
+ * The Lua scripts.  Each one is the whole transition, so it is atomic:
+ * Redis runs one script at a time.  The state of a record is checked
+ * against Redis' own clock on every call ("lazy expiry"): a pending or
+ * approved record past expires_ms becomes expired the first time anyone
+ * looks at it, and that call reports the transition (third element "1").
+ * t/20*.t read these literals out of this file and run them directly.
+ */
+
+/* KEYS: rec, rv, idx
+ * ARGV: id, tenant, agent, action, hash, summary, ttl_ms, threshold,
+ *       retention_ms */
+static const char ngx_http_veto_sandbox_approval_create_lua[] =
+    "local t = redis.call('TIME')\n"
+    "local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)\n"
+    "local ttl = tonumber(ARGV[7])\n"
+    "local thr = tonumber(ARGV[8])\n"
+    "local ret = tonumber(ARGV[9])\n"
+    "if not ttl or ttl < 1 or not thr or thr < 1 or not ret or ret < 0 then\n"
+    "  return redis.error_reply('ERR veto approval_create: bad ttl, threshold or retention')\n"
+    "end\n"
+    "if redis.call('EXISTS', KEYS[1]) == 1 then\n"
+    "  return {'exists', 'pending'}\n"
+    "end\n"
+    "local exp = now + ttl\n"
+    "redis.call('HSET', KEYS[1], 'id', ARGV[1], 'tenant', ARGV[2], 'agent', ARGV[3],\n"
+    "  'action', ARGV[4], 'hash', ARGV[5], 'summary', ARGV[6], 'state', 'pending',\n"
+    "  'created_ms', now, 'expires_ms', exp, 'threshold', thr, 'approvals', 0)\n"
+    "redis.call('PEXPIRE', KEYS[1], ttl + ret)\n"
+    "redis.call('ZADD', KEYS[3], now, ARGV[1])\n"
+    "redis.call('ZREMRANGEBYSCORE', KEYS[3], '-inf', now - ttl - ret)\n"
+    "redis.call('PEXPIRE', KEYS[3], ttl + ret)\n"
+    "return {'ok', 'pending', '0', tostring(now), tostring(exp)}\n"
+    ;
+
+/* KEYS: rec, rv;  ARGV: tenant, reviewer */
+static const char ngx_http_veto_sandbox_approval_approve_lua[] =
+    "local t = redis.call('TIME')\n"
+    "local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)\n"
+    "local f = redis.call('HMGET', KEYS[1], 'tenant', 'state', 'expires_ms', 'agent', 'threshold')\n"
+    "if not f[1] or f[1] ~= ARGV[1] then\n"
+    "  return {'not_found', ''}\n"
+    "end\n"
+    "local state = f[2]\n"
+    "if state == 'pending' and now >= tonumber(f[3]) then\n"
+    "  redis.call('HSET', KEYS[1], 'state', 'expired', 'decided_ms', f[3])\n"
+    "  return {'expired', 'expired', '1'}\n"
+    "end\n"
+    "if state ~= 'pending' then\n"
+    "  return {'not_pending', state}\n"
+    "end\n"
+    "if ARGV[2] == '' or ARGV[2] == f[4] then\n"
+    "  return {'self_approval', state}\n"
+    "end\n"
+    "if redis.call('SADD', KEYS[2], ARGV[2]) == 0 then\n"
+    "  return {'already_approved', state, '0', tostring(redis.call('SCARD', KEYS[2]))}\n"
+    "end\n"
+    "local pttl = redis.call('PTTL', KEYS[1])\n"
+    "if pttl > 0 then\n"
+    "  redis.call('PEXPIRE', KEYS[2], pttl)\n"
+    "end\n"
+    "local n = redis.call('SCARD', KEYS[2])\n"
+    "redis.call('HSET', KEYS[1], 'approvals', n, 'last_reviewer', ARGV[2])\n"
+    "if n >= tonumber(f[5]) then\n"
+    "  redis.call('HSET', KEYS[1], 'state', 'approved', 'decided_ms', now)\n"
+    "  return {'ok', 'approved', '0', tostring(n)}\n"
+    "end\n"
+    "return {'ok', 'pending', '0', tostring(n)}\n"
+    ;
+
+/* KEYS: rec, rv;  ARGV: tenant, reviewer, reason */
+static const char ngx_http_veto_sandbox_approval_deny_lua[] =
+    "local t = redis.call('TIME')\n"
+    "local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)\n"
+    "local f = redis.call('HMGET', KEYS[1], 'tenant', 'state', 'expires_ms', 'agent')\n"
+    "if not f[1] or f[1] ~= ARGV[1] then\n"
+    "  return {'not_found', ''}\n"
+    "end\n"
+    "local state = f[2]\n"
+    "if state == 'pending' and now >= tonumber(f[3]) then\n"
+    "  redis.call('HSET', KEYS[1], 'state', 'expired', 'decided_ms', f[3])\n"
+    "  return {'expired', 'expired', '1'}\n"
+    "end\n"
+    "if state ~= 'pending' then\n"
+    "  return {'not_pending', state}\n"
+    "end\n"
+    "if ARGV[2] == '' or ARGV[2] == f[4] then\n"
+    "  return {'self_approval', state}\n"
+    "end\n"
+    "if not ARGV[3] or not string.find(ARGV[3], '%S') then\n"
+    "  return {'reason_required', state}\n"
+    "end\n"
+    "redis.call('HSET', KEYS[1], 'state', 'denied', 'decided_ms', now,\n"
+    "  'denied_by', ARGV[2], 'deny_reason', ARGV[3])\n"
+    "return {'ok', 'denied'}\n"
+    ;
+
+/* KEYS: rec;  ARGV: tenant, agent, action, hash */
+static const char ngx_http_veto_sandbox_approval_consume_lua[] =
+    "local t = redis.call('TIME')\n"
+    "local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)\n"
+    "local f = redis.call('HMGET', KEYS[1], 'tenant', 'state', 'expires_ms', 'agent', 'action', 'hash')\n"
+    "if not f[1] or f[1] ~= ARGV[1] then\n"
+    "  return {'not_found', ''}\n"
+    "end\n"
+    "local state = f[2]\n"
+    "if (state == 'pending' or state == 'approved') and now >= tonumber(f[3]) then\n"
+    "  redis.call('HSET', KEYS[1], 'state', 'expired', 'decided_ms', f[3])\n"
+    "  return {'expired', 'expired', '1'}\n"
+    "end\n"
+    "if state ~= 'approved' then\n"
+    "  return {'not_approved', state}\n"
+    "end\n"
+    "if f[4] ~= ARGV[2] then\n"
+    "  return {'mismatch', state, '0', 'agent'}\n"
+    "end\n"
+    "if f[5] ~= ARGV[3] then\n"
+    "  return {'mismatch', state, '0', 'action'}\n"
+    "end\n"
+    "if f[6] ~= ARGV[4] then\n"
+    "  return {'mismatch', state, '0', 'hash'}\n"
+    "end\n"
+    "redis.call('HSET', KEYS[1], 'state', 'consumed', 'consumed_ms', now)\n"
+    "return {'ok', 'consumed'}\n"
+    ;
+
+/* KEYS: rec;  ARGV: tenant, force ("1": expire now) */
+static const char ngx_http_veto_sandbox_approval_expire_lua[] =
+    "local t = redis.call('TIME')\n"
+    "local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)\n"
+    "local f = redis.call('HMGET', KEYS[1], 'tenant', 'state', 'expires_ms')\n"
+    "if not f[1] or f[1] ~= ARGV[1] then\n"
+    "  return {'not_found', ''}\n"
+    "end\n"
+    "local state = f[2]\n"
+    "if state ~= 'pending' and state ~= 'approved' then\n"
+    "  return {'not_pending', state}\n"
+    "end\n"
+    "if now >= tonumber(f[3]) then\n"
+    "  redis.call('HSET', KEYS[1], 'state', 'expired', 'decided_ms', f[3])\n"
+    "  return {'expired', 'expired', '1'}\n"
+    "end\n"
+    "if ARGV[2] == '1' then\n"
+    "  redis.call('HSET', KEYS[1], 'state', 'expired', 'decided_ms', now, 'expires_ms', now)\n"
+    "  return {'expired', 'expired', '1'}\n"
+    "end\n"
+    "return {'not_pending', state}\n"
+    ;
+
+/* KEYS: rec, rv;  ARGV: tenant */
+static const char ngx_http_veto_sandbox_approval_get_lua[] =
+    "local t = redis.call('TIME')\n"
+    "local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)\n"
+    "local f = redis.call('HMGET', KEYS[1], 'tenant', 'state', 'expires_ms')\n"
+    "if not f[1] or f[1] ~= ARGV[1] then\n"
+    "  return {'not_found', ''}\n"
+    "end\n"
+    "local state = f[2]\n"
+    "local just = '0'\n"
+    "if (state == 'pending' or state == 'approved') and now >= tonumber(f[3]) then\n"
+    "  redis.call('HSET', KEYS[1], 'state', 'expired', 'decided_ms', f[3])\n"
+    "  state = 'expired'\n"
+    "  just = '1'\n"
+    "end\n"
+    "return {'ok', state, just, redis.call('HGETALL', KEYS[1]), redis.call('SMEMBERS', KEYS[2])}\n"
+    ;
+
+/* KEYS: idx;  ARGV: tenant, record key prefix, state or "", limit */
+static const char ngx_http_veto_sandbox_approval_list_lua[] =
+    "local t = redis.call('TIME')\n"
+    "local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)\n"
+    "local limit = tonumber(ARGV[4]) or 100\n"
+    "if limit < 1 or limit > 1000 then\n"
+    "  limit = 100\n"
+    "end\n"
+    "local out = {}\n"
+    "local expired = {}\n"
+    "local ids = redis.call('ZREVRANGE', KEYS[1], 0, 4999)\n"
+    "for _, id in ipairs(ids) do\n"
+    "  if #out >= limit then\n"
+    "    break\n"
+    "  end\n"
+    "  local k = ARGV[2] .. id\n"
+    "  local f = redis.call('HMGET', k, 'tenant', 'state', 'expires_ms', 'agent',\n"
+    "    'action', 'created_ms', 'approvals', 'threshold', 'summary', 'hash')\n"
+    "  if not f[1] then\n"
+    "    redis.call('ZREM', KEYS[1], id)\n"
+    "  elseif f[1] == ARGV[1] then\n"
+    "    local state = f[2]\n"
+    "    if (state == 'pending' or state == 'approved') and now >= tonumber(f[3]) then\n"
+    "      redis.call('HSET', k, 'state', 'expired', 'decided_ms', f[3])\n"
+    "      state = 'expired'\n"
+    "      table.insert(expired, id)\n"
+    "    end\n"
+    "    if ARGV[3] == '' or ARGV[3] == state then\n"
+    "      table.insert(out, {'id', id, 'state', state, 'agent', f[4], 'action', f[5],\n"
+    "        'created_ms', f[6], 'expires_ms', f[3], 'approvals', f[7],\n"
+    "        'threshold', f[8], 'summary', f[9], 'hash', f[10]})\n"
+    "    end\n"
+    "  end\n"
+    "end\n"
+    "return {'ok', '', '0', out, expired}\n"
+    ;
+
+
+ngx_http_veto_sandbox_redis_script_t  ngx_http_veto_sandbox_approval_scripts[]
+    = {
+    { "approval_create", ngx_http_veto_sandbox_approval_create_lua, "" },
+    { "approval_approve", ngx_http_veto_sandbox_approval_approve_lua, "" },
+    { "approval_deny", ngx_http_veto_sandbox_approval_deny_lua, "" },
+    { "approval_consume", ngx_http_veto_sandbox_approval_consume_lua, "" },
+    { "approval_expire", ngx_http_veto_sandbox_approval_expire_lua, "" },
+    { "approval_get", ngx_http_veto_sandbox_approval_get_lua, "" },
+    { "approval_list", ngx_http_veto_sandbox_approval_list_lua, "" },
+    { NULL, NULL, "" }
+};
+
+
+static ngx_str_t  ngx_http_veto_sandbox_approval_codes[] = {
+    ngx_string("ok"),
+    ngx_string("not_found"),
+    ngx_string("expired"),
+    ngx_string("not_pending"),
+    ngx_string("not_approved"),
+    ngx_string("self_approval"),
+    ngx_string("already_approved"),
+    ngx_string("reason_required"),
+    ngx_string("mismatch"),
+    ngx_string("exists"),
+    ngx_null_string
+};
+
+
+ngx_int_t
+ngx_http_veto_sandbox_approval_init(void)
+{
+    ngx_http_veto_sandbox_redis_script_t  *s;
+
+    for (s = ngx_http_veto_sandbox_approval_scripts; s->name; s++) {
+        if (ngx_http_veto_sandbox_redis_script_init(s) != NGX_OK) {
+            return NGX_ERROR;
+        }
+    }
+
+    return NGX_OK;
+}
+
+
+ngx_int_t
+ngx_http_veto_sandbox_approval_id(u_char *id)
+{
+    u_char  rnd[16];
+
+    if (RAND_bytes(rnd, sizeof(rnd)) != 1) {
+        return NGX_ERROR;
+    }
+
+    (void) ngx_hex_dump(ngx_cpymem(id, "apr_", 4), rnd, sizeof(rnd));
+
+    return NGX_OK;
+}
+
+
+ngx_uint_t
+ngx_http_veto_sandbox_approval_id_valid(ngx_str_t *id)
+{
+    size_t  i;
+
+    if (id->len != NGX_HTTP_VETO_SANDBOX_APPROVAL_ID_LEN
+        || ngx_strncmp(id->data, "apr_", 4) != 0)
+    {
+        return 0;
+    }
+
+    for (i = 4; i < id->len; i++) {
+        if (!((id->data[i] >= '0' && id->data[i] <= '9')
+              || (id->data[i] >= 'a' && id->data[i] <= 'f')))
+        {
+            return 0;
+        }
+    }
+
+    return 1;
+}
+
+
+/*
+ * Canonical encoding: every byte but the RFC 3986 unreserved ones
+ * (A-Z a-z 0-9 - . _ ~), and '/' in a path, becomes %XX, upper case.
+ * dst must hold 3 * len bytes.
+ */
+static u_char *
+ngx_http_veto_sandbox_pct_encode(u_char *dst, u_char *src, size_t len,
+    ngx_uint_t keep_slash)
+{
+    u_char         c;
+    static u_char  hex[] = "0123456789ABCDEF";
+
+    while (len--) {
+        c = *src++;
+
+        if ((c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z')
+            || (c >= '0' && c <= '9') || c == '-' || c == '.' || c == '_'
+            || c == '~' || (keep_slash && c == '/'))
+        {
+            *dst++ = c;
+            continue;
+        }
+
+        *dst++ = '%';
+        *dst++ = hex[c >> 4];
+        *dst++ = hex[c & 0xf];
+    }
+
+    return dst;
+}
+
+
+/* %XX with two hex digits decodes; any other '%' stays as it is */
+static u_char *
+ngx_http_veto_sandbox_pct_decode(u_char *dst, u_char *src, size_t len)
+{
+    u_char     *last;
+    ngx_int_t   hi, lo;
+
+    last = src + len;
+
+    while (src < last) {
+        if (*src == '%' && last - src >= 3) {
+            hi = ngx_hextoi(src + 1, 1);
+            lo = ngx_hextoi(src + 2, 1);
+
+            if (hi != NGX_ERROR && lo != NGX_ERROR) {
+                *dst++ = (u_char) (hi * 16 + lo);
+                src += 3;
+                continue;
+            }
+        }
+
+        *dst++ = *src++;
+    }
+
+    return dst;
+}
+
+
+ngx_int_t
+ngx_http_veto_sandbox_approval_canon_path(ngx_pool_t *pool, ngx_str_t *path,
+    ngx_str_t *out)
+{
+    out->data = ngx_pnalloc(pool, 3 * path->len + 1);
+    if (out->data == NULL) {
+        return NGX_ERROR;
+    }
+
+    out->len = ngx_http_veto_sandbox_pct_encode(out->data, path->data,
+                                                path->len, 1)
+               - out->data;
+
+    return NGX_OK;
+}
+
+
+static int ngx_libc_cdecl
+ngx_http_veto_sandbox_qpair_cmp(const void *one, const void *two)
+{
+    int                             rc;
+    size_t                          n;
+    ngx_str_t                      *a, *b;
+    ngx_http_veto_sandbox_qpair_t  *p1, *p2;
+    ngx_uint_t                      i;
+
+    p1 = (ngx_http_veto_sandbox_qpair_t *) one;
+    p2 = (ngx_http_veto_sandbox_qpair_t *) two;
+
+    /* bytewise on the encoded name, then the encoded value */
+
+    for (i = 0; i < 2; i++) {
+        a = i ? &p1->value : &p1->name;
+        b = i ? &p2->value : &p2->name;
+
+        n = ngx_min(a->len, b->len);
+        rc = n ? ngx_memcmp(a->data, b->data, n) : 0;
+
+        if (rc != 0) {
+            return rc;
+        }
+
+        if (a->len != b->len) {
+            return a->len < b->len ? -1 : 1;
+        }
+    }
+
+    return 0;
+}
+
+
+/*
+ * Query: split on '&', drop empty parts, split each on the first '='
+ * (none: empty value), percent-decode name and value (%XX with two hex
+ * digits only; any other '%' and '+' stay as they are),
+ * re-encode both canonically, sort the pairs bytewise by name then value,
+ * join as name=value with '&'.
+ */
+ngx_int_t
+ngx_http_veto_sandbox_approval_canon_query(ngx_pool_t *pool, ngx_str_t *args,
+    ngx_str_t *out)
+{
+    u_char                         *p, *last, *start, *eq, *dec, *s, *d;
+    ngx_str_t                      *part;
+    ngx_uint_t                      i, j;
+    ngx_array_t                     pairs;
+    ngx_http_veto_sandbox_qpair_t  *qp;
+
+    if (ngx_array_init(&pairs, pool, 8, sizeof(ngx_http_veto_sandbox_qpair_t))
+        != NGX_OK)
+    {
+        return NGX_ERROR;
+    }
+
+    p = args->data;
+    last = p + args->len;
+
+    while (p < last) {
+        start = p;
+
+        while (p < last && *p != '&') {
+            p++;
+        }
+
+        if (p > start) {
+            qp = ngx_array_push(&pairs);
+            if (qp == NULL) {
+                return NGX_ERROR;
+            }
+
+            eq = ngx_strlchr(start, p, '=');
+
+            for (j = 0; j < 2; j++) {
+                part = j ? &qp->value : &qp->name;
+
+                if (j == 0) {
+                    s = start;
+                    d = eq ? eq : p;
+
+                } else {
+                    s = eq ? eq + 1 : p;
+                    d = p;
+                }
+
+                dec = ngx_pnalloc(pool, (d - s) + 1);
+                if (dec == NULL) {
+                    return NGX_ERROR;
+                }
+
+                {
+                    u_char  *dst;
+
+                    dst = ngx_http_veto_sandbox_pct_decode(dec, s, d - s);
+
+                    part->data = ngx_pnalloc(pool, 3 * (dst - dec) + 1);
+                    if (part->data == NULL) {
+                        return NGX_ERROR;
+                    }
+
+                    part->len = ngx_http_veto_sandbox_pct_encode(part->data,
+                                                       dec, dst - dec, 0)
+                                - part->data;
+                }
+            }
+        }
+
+        if (p < last) {
+            p++;
+        }
+    }
+
+    qp = pairs.elts;
+
+    if (pairs.nelts > 1) {
+        ngx_qsort(qp, pairs.nelts, sizeof(ngx_http_veto_sandbox_qpair_t),
+                  ngx_http_veto_sandbox_qpair_cmp);
+    }
+
+    out->len = 0;
+
+    for (i = 0; i < pairs.nelts; i++) {
+        out->len += qp[i].name.len + 1 + qp[i].value.len + 1;
+    }
+
+    out->data = ngx_pnalloc(pool, out->len + 1);
+    if (out->data == NULL) {
+        return NGX_ERROR;
+    }
+
+    p = out->data;
+
+    for (i = 0; i < pairs.nelts; i++) {
+        if (i) {
+            *p++ = '&';
+        }
+
+        p = ngx_cpymem(p, qp[i].name.data, qp[i].name.len);
+        *p++ = '=';
+        p = ngx_cpymem(p, qp[i].value.data, qp[i].value.len);
+    }
+
+    out->len = p - out->data;
+
+    return NGX_OK;
+}
+
+
+ngx_int_t
+ngx_http_veto_sandbox_approval_hash(ngx_pool_t *pool, ngx_str_t *method,
+    ngx_str_t *path, ngx_str_t *args, u_char *body_sha256, off_t body_len,
+    u_char *out)
+{
+    u_char        *p, *canon;
+    size_t         len;
+    ngx_str_t      cpath, cquery;
+    unsigned int   mdlen;
+    u_char         md[EVP_MAX_MD_SIZE];
+
+    if (ngx_http_veto_sandbox_approval_canon_path(pool, path, &cpath)
+        != NGX_OK
+        || ngx_http_veto_sandbox_approval_canon_query(pool, args, &cquery)
+           != NGX_OK)
+    {
+        return NGX_ERROR;
+    }
+
+    len = sizeof("veto-request-v1\n") - 1 + method->len + 1 + cpath.len + 1
+          + cquery.len + 1 + 64 + 1 + NGX_OFF_T_LEN + 1;
+
+    canon = ngx_pnalloc(pool, len);
+    if (canon == NULL) {
+        return NGX_ERROR;
+    }
+
+    p = ngx_sprintf(canon, "veto-request-v1\n%V\n%V\n%V\n", method, &cpath,
+                    &cquery);
+    p = ngx_hex_dump(p, body_sha256, 32);
+    p = ngx_sprintf(p, "\n%O\n", body_len);
+
+    if (EVP_Digest(canon, p - canon, md, &mdlen, EVP_sha256(), NULL) != 1) {
+        return NGX_ERROR;
+    }
+
+    p = ngx_hex_dump(out, md, 32);
+    *p = '\0';
+
+    return NGX_OK;
+}
+
+
+ngx_int_t
+ngx_http_veto_sandbox_approval_body(ngx_chain_t *bufs, u_char *md,
+    off_t *len, ngx_log_t *log)
+{
+    u_char        buf[16384];
+    off_t         pos;
+    ssize_t       n;
+    ngx_int_t     rc;
+    ngx_buf_t    *b;
+    EVP_MD_CTX   *ctx;
+    unsigned int  mdlen;
+
+    ctx = EVP_MD_CTX_new();
+    if (ctx == NULL || EVP_DigestInit_ex(ctx, EVP_sha256(), NULL) != 1) {
+        EVP_MD_CTX_free(ctx);
+        return NGX_ERROR;
+    }
+
+    rc = NGX_ERROR;
+    *len = 0;
+
+    for ( /* void */ ; bufs; bufs = bufs->next) {
+        b = bufs->buf;
+
+        if (ngx_buf_in_memory(b)) {
+            if (EVP_DigestUpdate(ctx, b->pos, b->last - b->pos) != 1) {
+                goto done;
+            }
+
+            *len += b->last - b->pos;
+            continue;
+        }
+
+        if (!b->in_file || b->file == NULL) {
+            continue;
+        }
+
+        /* a request body spooled to a temp file: the same bytes */
+
+        for (pos = b->file_pos; pos < b->file_last; pos += n) {
+            n = ngx_read_file(b->file, buf,
+                              (size_t) ngx_min((off_t) sizeof(buf),
+                                               b->file_last - pos),
+                              pos);
+            if (n == NGX_ERROR || n == 0) {
+                ngx_log_error(NGX_LOG_ERR, log, ngx_errno,
+                              "veto_sandbox: reading request body from "
+                              "\"%V\" for its digest failed", &b->file->name);
+                goto done;
+            }
+
+            if (EVP_DigestUpdate(ctx, buf, n) != 1) {
+                goto done;
+            }
+
+            *len += n;
+        }
+    }
+
+    if (EVP_DigestFinal_ex(ctx, md, &mdlen) == 1) {
+        rc = NGX_OK;
+    }
+
+done:
+
+    EVP_MD_CTX_free(ctx);
+    return rc;
+}
+
+
+ngx_int_t
+ngx_http_veto_sandbox_approval_keys(ngx_pool_t *pool, ngx_str_t *tenant,
+    ngx_str_t *id, ngx_str_t *rec, ngx_str_t *rv, ngx_str_t *idx)
+{
+    size_t  len;
+
+    if (!ngx_http_veto_sandbox_redis_key_part_valid(tenant->data,
+                                                    tenant->len)
+        || (id && !ngx_http_veto_sandbox_approval_id_valid(id)))
+    {
+        return NGX_DECLINED;
+    }
+
+    len = sizeof(NGX_HTTP_VETO_SANDBOX_KEY_PREFIX "{}:appr:idx") + tenant->len
+          + NGX_HTTP_VETO_SANDBOX_APPROVAL_ID_LEN + sizeof(":rv");
+
+    if (rec) {
+        rec->data = ngx_pnalloc(pool, len);
+        if (rec->data == NULL) {
+            return NGX_ERROR;
+        }
+
+        rec->len = ngx_sprintf(rec->data,
+                               NGX_HTTP_VETO_SANDBOX_KEY_PREFIX "{%V}:appr:%V",
+                               tenant, id)
+                   - rec->data;
+    }
+
+    if (rv) {
+        rv->data = ngx_pnalloc(pool, len);
+        if (rv->data == NULL) {
+            return NGX_ERROR;
+        }
+
+        rv->len = ngx_sprintf(rv->data,
+                              NGX_HTTP_VETO_SANDBOX_KEY_PREFIX
+                              "{%V}:appr:%V:rv", tenant, id)
+                  - rv->data;
+    }
+
+    if (idx) {
+        idx->data = ngx_pnalloc(pool, len);
+        if (idx->data == NULL) {
+            return NGX_ERROR;
+        }
+
+        idx->len = ngx_sprintf(idx->data,
+                               NGX_HTTP_VETO_SANDBOX_KEY_PREFIX
+                               "{%V}:appr:idx", tenant)
+                   - idx->data;
+    }
+
+    return NGX_OK;
+}
+
+
+static ngx_int_t
+ngx_http_veto_sandbox_approval_call(ngx_http_veto_sandbox_redis_t *rds,
+    ngx_msec_t timeout, ngx_http_veto_sandbox_approval_op_e op, int numkeys,
+    int argc, ngx_str_t *args, ngx_http_veto_sandbox_redis_handler_pt handler,
+    void *data, ngx_http_veto_sandbox_redis_cmd_t **cmdp)
+{
+    int          i;
+    size_t       argvlen[16];
+    const char  *argv[16];
+
+    for (i = 0; i < argc; i++) {
+        argv[i] = (const char *) args[i].data;
+        argvlen[i] = args[i].len;
+    }
+
+    return ngx_http_veto_sandbox_redis_eval(rds, timeout,
+                                &ngx_http_veto_sandbox_approval_scripts[op],
+                                handler, data, cmdp, numkeys, argc, argv,
+                                argvlen);
+}
+
+
+ngx_int_t
+ngx_http_veto_sandbox_approval_create(ngx_http_veto_sandbox_redis_t *rds,
+    ngx_pool_t *pool, ngx_msec_t timeout, ngx_str_t *id,
+    ngx_http_veto_sandbox_approval_bind_t *bind, ngx_str_t *summary,
+    ngx_msec_t ttl, ngx_uint_t threshold, ngx_msec_t retention,
+    ngx_http_veto_sandbox_redis_handler_pt handler, void *data,
+    ngx_http_veto_sandbox_redis_cmd_t **cmdp)
+{
+    u_char     *p;
+    ngx_int_t   rc;
+    ngx_str_t   a[12];
+
+    rc = ngx_http_veto_sandbox_approval_keys(pool, &bind->tenant, id, &a[0],
+                                             &a[1], &a[2]);
+    if (rc != NGX_OK) {
+        return rc;
+    }
+
+    if (!ngx_http_veto_sandbox_redis_key_part_valid(bind->agent.data,
+                                                    bind->agent.len))
+    {
+        return NGX_DECLINED;
+    }
+
+    p = ngx_pnalloc(pool, 3 * NGX_INT_T_LEN);
+    if (p == NULL) {
+        return NGX_ERROR;
+    }
+
+    a[3] = *id;
+    a[4] = bind->tenant;
+    a[5] = bind->agent;
+    a[6] = bind->action;
+    a[7].data = bind->hash;
+    a[7].len = NGX_HTTP_VETO_SANDBOX_HASH_HEX_LEN;
+    a[8] = *summary;
+
+    a[9].data = p;
+    p = ngx_sprintf(p, "%M", ttl);
+    a[9].len = p - a[9].data;
+
+    a[10].data = p;
+    p = ngx_sprintf(p, "%ui", threshold ? threshold : 1);
+    a[10].len = p - a[10].data;
+
+    a[11].data = p;
+    p = ngx_sprintf(p, "%M", retention);
+    a[11].len = p - a[11].data;
+
+    return ngx_http_veto_sandbox_approval_call(rds, timeout,
+                                     NGX_HTTP_VETO_SANDBOX_APPROVAL_CREATE,
+                                     3, 12, a, handler, data, cmdp);
+}
+
+
+ngx_int_t
+ngx_http_veto_sandbox_approval_decide(ngx_http_veto_sandbox_redis_t *rds,
+    ngx_pool_t *pool, ngx_msec_t timeout, ngx_str_t *tenant, ngx_str_t *id,
+    ngx_str_t *reviewer, ngx_uint_t approve, ngx_str_t *reason,
+    ngx_http_veto_sandbox_redis_handler_pt handler, void *data,
+    ngx_http_veto_sandbox_redis_cmd_t **cmdp)
+{
+    ngx_int_t   rc;
+    ngx_str_t   a[5];
+
+    rc = ngx_http_veto_sandbox_approval_keys(pool, tenant, id, &a[0], &a[1],
+                                             NULL);
+    if (rc != NGX_OK) {
+        return rc;
+    }
+
+    a[2] = *tenant;
+    a[3] = *reviewer;
+
+    if (approve) {
+        return ngx_http_veto_sandbox_approval_call(rds, timeout,
+                                     NGX_HTTP_VETO_SANDBOX_APPROVAL_APPROVE,
+                                     2, 4, a, handler, data, cmdp);
+    }
+
+    if (reason) {
+        a[4] = *reason;
+
+    } else {
+        ngx_str_null(&a[4]);
+        a[4].data = (u_char *) "";
+    }
+
+    return ngx_http_veto_sandbox_approval_call(rds, timeout,
+                                     NGX_HTTP_VETO_SANDBOX_APPROVAL_DENY,
+                                     2, 5, a, handler, data, cmdp);
+}
+
+
+ngx_int_t
+ngx_http_veto_sandbox_approval_consume(ngx_http_veto_sandbox_redis_t *rds,
+    ngx_pool_t *pool, ngx_msec_t timeout, ngx_str_t *id,
+    ngx_http_veto_sandbox_approval_bind_t *bind,
+    ngx_http_veto_sandbox_redis_handler_pt handler, void *data,
+    ngx_http_veto_sandbox_redis_cmd_t **cmdp)
+{
+    ngx_int_t   rc;
+    ngx_str_t   a[5];
+
+    rc = ngx_http_veto_sandbox_approval_keys(pool, &bind->tenant, id, &a[0],
+                                             NULL, NULL);
+    if (rc != NGX_OK) {
+        return rc;
+    }
+
+    a[1] = bind->tenant;
+    a[2] = bind->agent;
+    a[3] = bind->action;
+    a[4].data = bind->hash;
+    a[4].len = NGX_HTTP_VETO_SANDBOX_HASH_HEX_LEN;
+
+    return ngx_http_veto_sandbox_approval_call(rds, timeout,
+                                     NGX_HTTP_VETO_SANDBOX_APPROVAL_CONSUME,
+                                     1, 5, a, handler, data, cmdp);
+}
+
+
+ngx_int_t
+ngx_http_veto_sandbox_approval_expire(ngx_http_veto_sandbox_redis_t *rds,
+    ngx_pool_t *pool, ngx_msec_t timeout, ngx_str_t *tenant, ngx_str_t *id,
+    ngx_uint_t force, ngx_http_veto_sandbox_redis_handler_pt handler,
+    void *data, ngx_http_veto_sandbox_redis_cmd_t **cmdp)
+{
+    ngx_int_t   rc;
+    ngx_str_t   a[3];
+
+    rc = ngx_http_veto_sandbox_approval_keys(pool, tenant, id, &a[0], NULL,
+                                             NULL);
+    if (rc != NGX_OK) {
+        return rc;
+    }
+
+    a[1] = *tenant;
+    a[2].data = (u_char *) (force ? "1" : "0");
+    a[2].len = 1;
+
+    return ngx_http_veto_sandbox_approval_call(rds, timeout,
+                                     NGX_HTTP_VETO_SANDBOX_APPROVAL_EXPIRE,
+                                     1, 3, a, handler, data, cmdp);
+}
+
+
+ngx_int_t
+ngx_http_veto_sandbox_approval_get(ngx_http_veto_sandbox_redis_t *rds,
+    ngx_pool_t *pool, ngx_msec_t timeout, ngx_str_t *tenant, ngx_str_t *id,
+    ngx_http_veto_sandbox_redis_handler_pt handler, void *data,
+    ngx_http_veto_sandbox_redis_cmd_t **cmdp)
+{
+    ngx_int_t   rc;
+    ngx_str_t   a[3];
+
+    rc = ngx_http_veto_sandbox_approval_keys(pool, tenant, id, &a[0], &a[1],
+                                             NULL);
+    if (rc != NGX_OK) {
+        return rc;
+    }
+
+    a[2] = *tenant;
+
+    return ngx_http_veto_sandbox_approval_call(rds, timeout,
+                                     NGX_HTTP_VETO_SANDBOX_APPROVAL_GET,
+                                     2, 3, a, handler, data, cmdp);
+}
+
+
+ngx_int_t
+ngx_http_veto_sandbox_approval_list(ngx_http_veto_sandbox_redis_t *rds,
+    ngx_pool_t *pool, ngx_msec_t timeout, ngx_str_t *tenant,
+    ngx_str_t *state, ngx_uint_t limit,
+    ngx_http_veto_sandbox_redis_handler_pt handler, void *data,
+    ngx_http_veto_sandbox_redis_cmd_t **cmdp)
+{
+    u_char     *p;
+    ngx_int_t   rc;
+    ngx_str_t   a[5];
+
+    rc = ngx_http_veto_sandbox_approval_keys(pool, tenant, NULL, NULL, NULL,
+                                             &a[0]);
+    if (rc != NGX_OK) {
+        return rc;
+    }
+
+    p = ngx_pnalloc(pool, sizeof(NGX_HTTP_VETO_SANDBOX_KEY_PREFIX "{}:appr:")
+                          + tenant->len + NGX_INT_T_LEN);
+    if (p == NULL) {
+        return NGX_ERROR;
+    }
+
+    a[1] = *tenant;
+
+    a[2].data = p;
+    p = ngx_sprintf(p, NGX_HTTP_VETO_SANDBOX_KEY_PREFIX "{%V}:appr:", tenant);
+    a[2].len = p - a[2].data;
+
+    if (state && state->len) {
+        a[3] = *state;
+
+    } else {
+        a[3].data = (u_char *) "";
+        a[3].len = 0;
+    }
+
+    a[4].data = p;
+    p = ngx_sprintf(p, "%ui", limit ? limit : 100);
+    a[4].len = p - a[4].data;
+
+    return ngx_http_veto_sandbox_approval_call(rds, timeout,
+                                     NGX_HTTP_VETO_SANDBOX_APPROVAL_LIST,
+                                     1, 5, a, handler, data, cmdp);
+}
+
+
+void
+ngx_http_veto_sandbox_approval_result(redisReply *reply,
+    ngx_http_veto_sandbox_approval_result_t *res)
+{
+    ngx_uint_t   i;
+    redisReply  *e;
+
+    ngx_memzero(res, sizeof(ngx_http_veto_sandbox_approval_result_t));
+    res->code = NGX_HTTP_VETO_SANDBOX_AR_BAD_REPLY;
+
+    if (reply == NULL || reply->type != REDIS_REPLY_ARRAY
+        || reply->elements < 2)
+    {
+        return;
+    }
+
+    for (i = 0; i < 4 && i < reply->elements; i++) {
+        if (reply->element[i]->type != REDIS_REPLY_STRING) {
+            if (i < 2) {
+                return;
+            }
+
+            continue;
+        }
+
+        e = reply->element[i];
+
+        switch (i) {
+        case 1:
+            res->state.data = (u_char *) e->str;
+            res->state.len = e->len;
+            break;
+
+        case 2:
+            res->just_expired = (e->len == 1 && e->str[0] == '1');
+            break;
+
+        case 3:
+            res->detail.data = (u_char *) e->str;
+            res->detail.len = e->len;
+            break;
+        }
+    }
+
+    e = reply->element[0];
+
+    for (i = 0; ngx_http_veto_sandbox_approval_codes[i].len; i++) {
+        if ((size_t) e->len == ngx_http_veto_sandbox_approval_codes[i].len
+            && ngx_strncmp(e->str, ngx_http_veto_sandbox_approval_codes[i].data,
+                           e->len) == 0)
+        {
+            res->code = (ngx_http_veto_sandbox_approval_code_e) i;
+            return;
+        }
+    }
+}

@@ -1,0 +1,193 @@
+/*
+ * Veto Sandbox: human approvals held in Redis.
+ *
+ * An approval record binds tenant, agent (requester), action and the
+ * canonical request hash.  States:
+ *
+ *     pending -> approved | denied | expired
+ *     approved -> consumed | expired
+ *
+ * Every transition is one Lua script (atomic in Redis); the scripts,
+ * their keys, arguments and replies are documented in docs/approvals.md
+ * and tested directly by t/20*.t.  Time is Redis' clock (TIME), so every
+ * gateway sharing one Redis agrees on expiry.
+ *
+ * Every script replies with an array whose first element is a code:
+ *
+ *     ok, not_found, expired, not_pending, not_approved, self_approval,
+ *     already_approved, reason_required, mismatch, exists
+ *
+ * and whose second element is the record's state after the call.  A
+ * third element "1" on "expired" means this call made the transition, so
+ * the caller writes the approval_expired audit record exactly once.
+ */
+
+#ifndef _NGX_HTTP_VETO_SANDBOX_APPROVAL_H_INCLUDED_
+#define _NGX_HTTP_VETO_SANDBOX_APPROVAL_H_INCLUDED_
+
+
+#include <ngx_config.h>
+#include <ngx_core.h>
+#include <ngx_http.h>
+
+#include "ngx_http_veto_sandbox_redis.h"
+
+
+#define NGX_HTTP_VETO_SANDBOX_KEY_PREFIX         "veto:"
+
+/* "apr_" and 32 lowercase hex digits (128 random bits) */
+#define NGX_HTTP_VETO_SANDBOX_APPROVAL_ID_LEN    36
+
+/* SHA-256, lowercase hex */
+#define NGX_HTTP_VETO_SANDBOX_HASH_HEX_LEN       64
+
+#define NGX_HTTP_VETO_SANDBOX_APPROVAL_TTL       900000      /* ms, 15 min */
+#define NGX_HTTP_VETO_SANDBOX_APPROVAL_RETENTION 604800000   /* ms, 7 days */
+
+
+typedef enum {
+    NGX_HTTP_VETO_SANDBOX_APPROVAL_CREATE = 0,
+    NGX_HTTP_VETO_SANDBOX_APPROVAL_APPROVE,
+    NGX_HTTP_VETO_SANDBOX_APPROVAL_DENY,
+    NGX_HTTP_VETO_SANDBOX_APPROVAL_CONSUME,
+    NGX_HTTP_VETO_SANDBOX_APPROVAL_EXPIRE,
+    NGX_HTTP_VETO_SANDBOX_APPROVAL_GET,
+    NGX_HTTP_VETO_SANDBOX_APPROVAL_LIST,
+    NGX_HTTP_VETO_SANDBOX_APPROVAL_NSCRIPTS
+} ngx_http_veto_sandbox_approval_op_e;
+
+
+typedef enum {
+    NGX_HTTP_VETO_SANDBOX_AR_OK = 0,
+    NGX_HTTP_VETO_SANDBOX_AR_NOT_FOUND,
+    NGX_HTTP_VETO_SANDBOX_AR_EXPIRED,
+    NGX_HTTP_VETO_SANDBOX_AR_NOT_PENDING,
+    NGX_HTTP_VETO_SANDBOX_AR_NOT_APPROVED,
+    NGX_HTTP_VETO_SANDBOX_AR_SELF_APPROVAL,
+    NGX_HTTP_VETO_SANDBOX_AR_ALREADY_APPROVED,
+    NGX_HTTP_VETO_SANDBOX_AR_REASON_REQUIRED,
+    NGX_HTTP_VETO_SANDBOX_AR_MISMATCH,
+    NGX_HTTP_VETO_SANDBOX_AR_EXISTS,
+    NGX_HTTP_VETO_SANDBOX_AR_BAD_REPLY     /* unexpected reply: fail closed */
+} ngx_http_veto_sandbox_approval_code_e;
+
+
+/* A parsed script reply.  Strings point into the hiredis reply. */
+typedef struct {
+    ngx_http_veto_sandbox_approval_code_e  code;
+    ngx_str_t                              state;
+    ngx_uint_t                             just_expired;
+    ngx_str_t                              detail;  /* mismatch: field;
+                                                       approve: count */
+} ngx_http_veto_sandbox_approval_result_t;
+
+
+/* What an approval binds; the strings must be valid key parts. */
+typedef struct {
+    ngx_str_t   tenant;
+    ngx_str_t   agent;
+    ngx_str_t   action;     /* e.g. "sandbox.create", "sandbox.exec" */
+    u_char      hash[NGX_HTTP_VETO_SANDBOX_HASH_HEX_LEN + 1];
+} ngx_http_veto_sandbox_approval_bind_t;
+
+
+extern ngx_http_veto_sandbox_redis_script_t
+    ngx_http_veto_sandbox_approval_scripts[];
+
+
+/* init_process (or postconfiguration): compute the scripts' SHA-1s */
+ngx_int_t ngx_http_veto_sandbox_approval_init(void);
+
+/* "apr_" + 32 hex digits from RAND_bytes(); id must hold ID_LEN bytes */
+ngx_int_t ngx_http_veto_sandbox_approval_id(u_char *id);
+ngx_uint_t ngx_http_veto_sandbox_approval_id_valid(ngx_str_t *id);
+
+/*
+ * The canonical request hash (docs/approvals.md, "Canonical request"):
+ *
+ *     SHA-256( "veto-request-v1\n"
+ *              METHOD "\n"
+ *              canonical-path "\n"
+ *              canonical-query "\n"
+ *              hex(SHA-256(body)) "\n"
+ *              decimal(body length) "\n" )
+ *
+ * path is the decoded, normalized path (r->uri); args the raw query
+ * string (r->args).  body_sha256 is the 32-byte digest of the body bytes
+ * (empty body: digest of ""), from ngx_http_veto_sandbox_approval_body().
+ * out receives 64 lowercase hex digits and a NUL.
+ */
+ngx_int_t ngx_http_veto_sandbox_approval_hash(ngx_pool_t *pool,
+    ngx_str_t *method, ngx_str_t *path, ngx_str_t *args,
+    u_char *body_sha256, off_t body_len, u_char *out);
+
+/* SHA-256 over a request body chain, in memory and/or in a temp file. */
+ngx_int_t ngx_http_veto_sandbox_approval_body(ngx_chain_t *bufs,
+    u_char *md, off_t *len, ngx_log_t *log);
+
+/* the canonical path or query alone, for tests and debugging */
+ngx_int_t ngx_http_veto_sandbox_approval_canon_path(ngx_pool_t *pool,
+    ngx_str_t *path, ngx_str_t *out);
+ngx_int_t ngx_http_veto_sandbox_approval_canon_query(ngx_pool_t *pool,
+    ngx_str_t *args, ngx_str_t *out);
+
+/*
+ * Key names: veto:{<tenant>}:appr:<id>, veto:{<tenant>}:appr:<id>:rv and
+ * veto:{<tenant>}:appr:idx.  Returns NGX_DECLINED when tenant or id is
+ * not a valid key part.
+ */
+ngx_int_t ngx_http_veto_sandbox_approval_keys(ngx_pool_t *pool,
+    ngx_str_t *tenant, ngx_str_t *id, ngx_str_t *rec, ngx_str_t *rv,
+    ngx_str_t *idx);
+
+/*
+ * Script calls.  Each builds the keys and arguments documented for its
+ * script and calls ngx_http_veto_sandbox_redis_eval(); the handler gets
+ * the raw reply, to be read with ngx_http_veto_sandbox_approval_result().
+ * NGX_DECLINED: an argument is not a valid key part (refuse the request).
+ */
+ngx_int_t ngx_http_veto_sandbox_approval_create(
+    ngx_http_veto_sandbox_redis_t *rds, ngx_pool_t *pool, ngx_msec_t timeout,
+    ngx_str_t *id, ngx_http_veto_sandbox_approval_bind_t *bind,
+    ngx_str_t *summary, ngx_msec_t ttl, ngx_uint_t threshold,
+    ngx_msec_t retention, ngx_http_veto_sandbox_redis_handler_pt handler,
+    void *data, ngx_http_veto_sandbox_redis_cmd_t **cmdp);
+
+ngx_int_t ngx_http_veto_sandbox_approval_decide(
+    ngx_http_veto_sandbox_redis_t *rds, ngx_pool_t *pool, ngx_msec_t timeout,
+    ngx_str_t *tenant, ngx_str_t *id, ngx_str_t *reviewer,
+    ngx_uint_t approve, ngx_str_t *reason,
+    ngx_http_veto_sandbox_redis_handler_pt handler, void *data,
+    ngx_http_veto_sandbox_redis_cmd_t **cmdp);
+
+ngx_int_t ngx_http_veto_sandbox_approval_consume(
+    ngx_http_veto_sandbox_redis_t *rds, ngx_pool_t *pool, ngx_msec_t timeout,
+    ngx_str_t *id, ngx_http_veto_sandbox_approval_bind_t *bind,
+    ngx_http_veto_sandbox_redis_handler_pt handler, void *data,
+    ngx_http_veto_sandbox_redis_cmd_t **cmdp);
+
+ngx_int_t ngx_http_veto_sandbox_approval_expire(
+    ngx_http_veto_sandbox_redis_t *rds, ngx_pool_t *pool, ngx_msec_t timeout,
+    ngx_str_t *tenant, ngx_str_t *id, ngx_uint_t force,
+    ngx_http_veto_sandbox_redis_handler_pt handler, void *data,
+    ngx_http_veto_sandbox_redis_cmd_t **cmdp);
+
+ngx_int_t ngx_http_veto_sandbox_approval_get(
+    ngx_http_veto_sandbox_redis_t *rds, ngx_pool_t *pool, ngx_msec_t timeout,
+    ngx_str_t *tenant, ngx_str_t *id,
+    ngx_http_veto_sandbox_redis_handler_pt handler, void *data,
+    ngx_http_veto_sandbox_redis_cmd_t **cmdp);
+
+/* state: empty for any; limit: at most this many records, newest first */
+ngx_int_t ngx_http_veto_sandbox_approval_list(
+    ngx_http_veto_sandbox_redis_t *rds, ngx_pool_t *pool, ngx_msec_t timeout,
+    ngx_str_t *tenant, ngx_str_t *state, ngx_uint_t limit,
+    ngx_http_veto_sandbox_redis_handler_pt handler, void *data,
+    ngx_http_veto_sandbox_redis_cmd_t **cmdp);
+
+/* Reads the code/state/flag head of any approval script reply. */
+void ngx_http_veto_sandbox_approval_result(redisReply *reply,
+    ngx_http_veto_sandbox_approval_result_t *res);
+
+
+#endif /* _NGX_HTTP_VETO_SANDBOX_APPROVAL_H_INCLUDED_ */

@@ -1,0 +1,418 @@
+/*
+ * Veto Sandbox: quotas (concurrent sandboxes, execs per minute) and
+ * sandbox ownership records in Redis.
+ * Contract: ngx_http_veto_sandbox_quota.h and docs/approvals.md.
+ */
+
+#include <ngx_config.h>
+#include <ngx_core.h>
+#include <ngx_http.h>
+
+#include "ngx_http_veto_sandbox_approval.h"
+#include "ngx_http_veto_sandbox_quota.h"
+
+
+static ngx_int_t ngx_http_veto_sandbox_quota_call(
+    ngx_http_veto_sandbox_redis_t *rds, ngx_msec_t timeout,
+    ngx_http_veto_sandbox_quota_op_e op, int numkeys, int argc,
+    ngx_str_t *args, ngx_http_veto_sandbox_redis_handler_pt handler,
+    void *data, ngx_http_veto_sandbox_redis_cmd_t **cmdp);
+static ngx_int_t ngx_http_veto_sandbox_quota_key(ngx_pool_t *pool,
+    ngx_str_t *key, const char *what, ngx_str_t *tenant, ngx_str_t *part);
+
+
+/*
+ * Both limits are checked before either count moves, so a refused call
+ * changes nothing.  The retry-after of a concurrency limit is when the
+ * oldest live sandbox reaches its lifetime, an upper bound; that of a
+ * rate limit is when the oldest event leaves the window.
+ */
+
+/* KEYS: tenant live set, agent live set, owner hash
+ * ARGV: sandbox id, agent, tenant max, agent max, ttl_ms, gateway */
+static const char ngx_http_veto_sandbox_quota_acquire_lua[] =
+    "local t = redis.call('TIME')\n"
+    "local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)\n"
+    "local tmax = tonumber(ARGV[3])\n"
+    "local amax = tonumber(ARGV[4])\n"
+    "local ttl = tonumber(ARGV[5])\n"
+    "if not tmax or not amax or not ttl or ttl < 1 then\n"
+    "  return redis.error_reply('ERR veto quota_sandbox_acquire: bad limits or ttl')\n"
+    "end\n"
+    "redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now)\n"
+    "redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', now)\n"
+    "local function retry(k)\n"
+    "  local o = redis.call('ZRANGE', k, 0, 0, 'WITHSCORES')\n"
+    "  local s = math.ceil((tonumber(o[2]) - now) / 1000)\n"
+    "  if s < 1 then s = 1 end\n"
+    "  return tostring(s)\n"
+    "end\n"
+    "if redis.call('ZSCORE', KEYS[1], ARGV[1]) then\n"
+    "  return {'exists', '0'}\n"
+    "end\n"
+    "if tmax > 0 and redis.call('ZCARD', KEYS[1]) >= tmax then\n"
+    "  return {'tenant_limit', retry(KEYS[1])}\n"
+    "end\n"
+    "if amax > 0 and redis.call('ZCARD', KEYS[2]) >= amax then\n"
+    "  return {'agent_limit', retry(KEYS[2])}\n"
+    "end\n"
+    "local exp = now + ttl\n"
+    "redis.call('ZADD', KEYS[1], exp, ARGV[1])\n"
+    "redis.call('ZADD', KEYS[2], exp, ARGV[1])\n"
+    "for _, k in ipairs({KEYS[1], KEYS[2]}) do\n"
+    "  if redis.call('PTTL', k) < ttl then\n"
+    "    redis.call('PEXPIRE', k, ttl)\n"
+    "  end\n"
+    "end\n"
+    "redis.call('HSET', KEYS[3], 'agent', ARGV[2], 'gateway', ARGV[6],\n"
+    "  'created_ms', now, 'expires_ms', exp)\n"
+    "redis.call('PEXPIRE', KEYS[3], ttl)\n"
+    "return {'ok', '0'}\n"
+    ;
+
+/* KEYS: tenant live set, agent live set, owner hash;  ARGV: sandbox id */
+static const char ngx_http_veto_sandbox_quota_release_lua[] =
+    "local n = redis.call('ZREM', KEYS[1], ARGV[1])\n"
+    "redis.call('ZREM', KEYS[2], ARGV[1])\n"
+    "redis.call('DEL', KEYS[3])\n"
+    "return {'ok', tostring(n)}\n"
+    ;
+
+/* KEYS: tenant exec log, agent exec log
+ * ARGV: tenant max, agent max, window_ms, unique event id */
+static const char ngx_http_veto_sandbox_quota_exec_rate_lua[] =
+    "local t = redis.call('TIME')\n"
+    "local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)\n"
+    "local tmax = tonumber(ARGV[1])\n"
+    "local amax = tonumber(ARGV[2])\n"
+    "local win = tonumber(ARGV[3])\n"
+    "if not tmax or not amax or not win or win < 1 then\n"
+    "  return redis.error_reply('ERR veto quota_exec_rate: bad limits or window')\n"
+    "end\n"
+    "redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now - win)\n"
+    "redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', now - win)\n"
+    "local function retry(k)\n"
+    "  local o = redis.call('ZRANGE', k, 0, 0, 'WITHSCORES')\n"
+    "  local s = math.ceil((tonumber(o[2]) + win - now) / 1000)\n"
+    "  if s < 1 then s = 1 end\n"
+    "  return tostring(s)\n"
+    "end\n"
+    "if tmax > 0 and redis.call('ZCARD', KEYS[1]) >= tmax then\n"
+    "  return {'tenant_limit', retry(KEYS[1])}\n"
+    "end\n"
+    "if amax > 0 and redis.call('ZCARD', KEYS[2]) >= amax then\n"
+    "  return {'agent_limit', retry(KEYS[2])}\n"
+    "end\n"
+    "redis.call('ZADD', KEYS[1], now, ARGV[4])\n"
+    "redis.call('ZADD', KEYS[2], now, ARGV[4])\n"
+    "redis.call('PEXPIRE', KEYS[1], win)\n"
+    "redis.call('PEXPIRE', KEYS[2], win)\n"
+    "return {'ok', '0'}\n"
+    ;
+
+
+ngx_http_veto_sandbox_redis_script_t  ngx_http_veto_sandbox_quota_scripts[] = {
+    { "quota_acquire", ngx_http_veto_sandbox_quota_acquire_lua, "" },
+    { "quota_release", ngx_http_veto_sandbox_quota_release_lua, "" },
+    { "quota_exec_rate", ngx_http_veto_sandbox_quota_exec_rate_lua, "" },
+    { NULL, NULL, "" }
+};
+
+
+ngx_int_t
+ngx_http_veto_sandbox_quota_init(void)
+{
+    ngx_http_veto_sandbox_redis_script_t  *s;
+
+    for (s = ngx_http_veto_sandbox_quota_scripts; s->name; s++) {
+        if (ngx_http_veto_sandbox_redis_script_init(s) != NGX_OK) {
+            return NGX_ERROR;
+        }
+    }
+
+    return NGX_OK;
+}
+
+
+/* veto:{T}:<what> or veto:{T}:<what>:<part> */
+static ngx_int_t
+ngx_http_veto_sandbox_quota_key(ngx_pool_t *pool, ngx_str_t *key,
+    const char *what, ngx_str_t *tenant, ngx_str_t *part)
+{
+    size_t  len;
+
+    len = sizeof(NGX_HTTP_VETO_SANDBOX_KEY_PREFIX "{}::") + tenant->len
+          + ngx_strlen(what) + (part ? part->len : 0);
+
+    key->data = ngx_pnalloc(pool, len);
+    if (key->data == NULL) {
+        return NGX_ERROR;
+    }
+
+    if (part) {
+        key->len = ngx_sprintf(key->data,
+                               NGX_HTTP_VETO_SANDBOX_KEY_PREFIX "{%V}:%s:%V",
+                               tenant, what, part)
+                   - key->data;
+
+    } else {
+        key->len = ngx_sprintf(key->data,
+                               NGX_HTTP_VETO_SANDBOX_KEY_PREFIX "{%V}:%s",
+                               tenant, what)
+                   - key->data;
+    }
+
+    return NGX_OK;
+}
+
+
+static ngx_int_t
+ngx_http_veto_sandbox_quota_call(ngx_http_veto_sandbox_redis_t *rds,
+    ngx_msec_t timeout, ngx_http_veto_sandbox_quota_op_e op, int numkeys,
+    int argc, ngx_str_t *args, ngx_http_veto_sandbox_redis_handler_pt handler,
+    void *data, ngx_http_veto_sandbox_redis_cmd_t **cmdp)
+{
+    int          i;
+    size_t       argvlen[16];
+    const char  *argv[16];
+
+    for (i = 0; i < argc; i++) {
+        argv[i] = (const char *) args[i].data;
+        argvlen[i] = args[i].len;
+    }
+
+    return ngx_http_veto_sandbox_redis_eval(rds, timeout,
+                                    &ngx_http_veto_sandbox_quota_scripts[op],
+                                    handler, data, cmdp, numkeys, argc, argv,
+                                    argvlen);
+}
+
+
+#define ngx_http_veto_sandbox_quota_valid(s)                                  \
+    ngx_http_veto_sandbox_redis_key_part_valid((s)->data, (s)->len)
+
+
+ngx_int_t
+ngx_http_veto_sandbox_quota_acquire(ngx_http_veto_sandbox_redis_t *rds,
+    ngx_pool_t *pool, ngx_msec_t timeout, ngx_str_t *tenant, ngx_str_t *agent,
+    ngx_str_t *sandbox, ngx_http_veto_sandbox_quota_limits_t *limits,
+    ngx_msec_t ttl, ngx_str_t *gateway,
+    ngx_http_veto_sandbox_redis_handler_pt handler, void *data,
+    ngx_http_veto_sandbox_redis_cmd_t **cmdp)
+{
+    u_char     *p;
+    ngx_str_t   a[9];
+
+    if (!ngx_http_veto_sandbox_quota_valid(tenant)
+        || !ngx_http_veto_sandbox_quota_valid(agent)
+        || !ngx_http_veto_sandbox_quota_valid(sandbox))
+    {
+        return NGX_DECLINED;
+    }
+
+    if (ngx_http_veto_sandbox_quota_key(pool, &a[0], "sbx:live", tenant, NULL)
+        != NGX_OK
+        || ngx_http_veto_sandbox_quota_key(pool, &a[1], "sbx:live", tenant,
+                                           agent)
+           != NGX_OK
+        || ngx_http_veto_sandbox_quota_key(pool, &a[2], "sbx:own", tenant,
+                                           sandbox)
+           != NGX_OK)
+    {
+        return NGX_ERROR;
+    }
+
+    p = ngx_pnalloc(pool, 3 * NGX_INT_T_LEN);
+    if (p == NULL) {
+        return NGX_ERROR;
+    }
+
+    a[3] = *sandbox;
+    a[4] = *agent;
+
+    a[5].data = p;
+    p = ngx_sprintf(p, "%ui", limits->tenant_sandboxes);
+    a[5].len = p - a[5].data;
+
+    a[6].data = p;
+    p = ngx_sprintf(p, "%ui", limits->agent_sandboxes);
+    a[6].len = p - a[6].data;
+
+    a[7].data = p;
+    p = ngx_sprintf(p, "%M", ttl);
+    a[7].len = p - a[7].data;
+
+    a[8] = *gateway;
+
+    return ngx_http_veto_sandbox_quota_call(rds, timeout,
+                                         NGX_HTTP_VETO_SANDBOX_QUOTA_ACQUIRE,
+                                         3, 9, a, handler, data, cmdp);
+}
+
+
+ngx_int_t
+ngx_http_veto_sandbox_quota_release(ngx_http_veto_sandbox_redis_t *rds,
+    ngx_pool_t *pool, ngx_msec_t timeout, ngx_str_t *tenant, ngx_str_t *agent,
+    ngx_str_t *sandbox, ngx_http_veto_sandbox_redis_handler_pt handler,
+    void *data, ngx_http_veto_sandbox_redis_cmd_t **cmdp)
+{
+    ngx_str_t  a[4];
+
+    if (!ngx_http_veto_sandbox_quota_valid(tenant)
+        || !ngx_http_veto_sandbox_quota_valid(agent)
+        || !ngx_http_veto_sandbox_quota_valid(sandbox))
+    {
+        return NGX_DECLINED;
+    }
+
+    if (ngx_http_veto_sandbox_quota_key(pool, &a[0], "sbx:live", tenant, NULL)
+        != NGX_OK
+        || ngx_http_veto_sandbox_quota_key(pool, &a[1], "sbx:live", tenant,
+                                           agent)
+           != NGX_OK
+        || ngx_http_veto_sandbox_quota_key(pool, &a[2], "sbx:own", tenant,
+                                           sandbox)
+           != NGX_OK)
+    {
+        return NGX_ERROR;
+    }
+
+    a[3] = *sandbox;
+
+    return ngx_http_veto_sandbox_quota_call(rds, timeout,
+                                         NGX_HTTP_VETO_SANDBOX_QUOTA_RELEASE,
+                                         3, 4, a, handler, data, cmdp);
+}
+
+
+ngx_int_t
+ngx_http_veto_sandbox_quota_exec(ngx_http_veto_sandbox_redis_t *rds,
+    ngx_pool_t *pool, ngx_msec_t timeout, ngx_str_t *tenant, ngx_str_t *agent,
+    ngx_str_t *event_id, ngx_http_veto_sandbox_quota_limits_t *limits,
+    ngx_http_veto_sandbox_redis_handler_pt handler, void *data,
+    ngx_http_veto_sandbox_redis_cmd_t **cmdp)
+{
+    u_char     *p;
+    ngx_str_t   a[6];
+
+    if (!ngx_http_veto_sandbox_quota_valid(tenant)
+        || !ngx_http_veto_sandbox_quota_valid(agent))
+    {
+        return NGX_DECLINED;
+    }
+
+    if (ngx_http_veto_sandbox_quota_key(pool, &a[0], "rate:exec", tenant,
+                                        NULL)
+        != NGX_OK
+        || ngx_http_veto_sandbox_quota_key(pool, &a[1], "rate:exec", tenant,
+                                           agent)
+           != NGX_OK)
+    {
+        return NGX_ERROR;
+    }
+
+    p = ngx_pnalloc(pool, 3 * NGX_INT_T_LEN);
+    if (p == NULL) {
+        return NGX_ERROR;
+    }
+
+    a[2].data = p;
+    p = ngx_sprintf(p, "%ui", limits->tenant_execs);
+    a[2].len = p - a[2].data;
+
+    a[3].data = p;
+    p = ngx_sprintf(p, "%ui", limits->agent_execs);
+    a[3].len = p - a[3].data;
+
+    a[4].data = p;
+    p = ngx_sprintf(p, "%M", limits->exec_window ? limits->exec_window
+                                                 : 60000);
+    a[4].len = p - a[4].data;
+
+    a[5] = *event_id;
+
+    return ngx_http_veto_sandbox_quota_call(rds, timeout,
+                                         NGX_HTTP_VETO_SANDBOX_QUOTA_EXEC_RATE,
+                                         2, 6, a, handler, data, cmdp);
+}
+
+
+ngx_int_t
+ngx_http_veto_sandbox_quota_owner(ngx_http_veto_sandbox_redis_t *rds,
+    ngx_pool_t *pool, ngx_msec_t timeout, ngx_str_t *tenant,
+    ngx_str_t *sandbox, ngx_http_veto_sandbox_redis_handler_pt handler,
+    void *data, ngx_http_veto_sandbox_redis_cmd_t **cmdp)
+{
+    ngx_str_t    key;
+    size_t       argvlen[3];
+    const char  *argv[3];
+
+    if (!ngx_http_veto_sandbox_quota_valid(tenant)
+        || !ngx_http_veto_sandbox_quota_valid(sandbox))
+    {
+        return NGX_DECLINED;
+    }
+
+    if (ngx_http_veto_sandbox_quota_key(pool, &key, "sbx:own", tenant,
+                                        sandbox)
+        != NGX_OK)
+    {
+        return NGX_ERROR;
+    }
+
+    argv[0] = "HGET";
+    argvlen[0] = 4;
+    argv[1] = (const char *) key.data;
+    argvlen[1] = key.len;
+    argv[2] = "agent";
+    argvlen[2] = 5;
+
+    return ngx_http_veto_sandbox_redis_command(rds, timeout, handler, data,
+                                               cmdp, 3, argv, argvlen);
+}
+
+
+void
+ngx_http_veto_sandbox_quota_result(redisReply *reply,
+    ngx_http_veto_sandbox_quota_result_t *res)
+{
+    ngx_int_t    n;
+    redisReply  *code, *retry;
+
+    res->code = NGX_HTTP_VETO_SANDBOX_QR_BAD_REPLY;
+    res->retry_after = 0;
+
+    if (reply == NULL || reply->type != REDIS_REPLY_ARRAY
+        || reply->elements < 2
+        || reply->element[0]->type != REDIS_REPLY_STRING
+        || reply->element[1]->type != REDIS_REPLY_STRING)
+    {
+        return;
+    }
+
+    code = reply->element[0];
+    retry = reply->element[1];
+
+    n = ngx_atoi((u_char *) retry->str, retry->len);
+    res->retry_after = (n == NGX_ERROR || n < 1) ? 1 : (time_t) n;
+
+#define ngx_http_veto_sandbox_is(s)                                           \
+    ((size_t) code->len == sizeof(s) - 1                                      \
+     && ngx_strncmp(code->str, s, sizeof(s) - 1) == 0)
+
+    if (ngx_http_veto_sandbox_is("ok")) {
+        res->code = NGX_HTTP_VETO_SANDBOX_QR_OK;
+        res->retry_after = 0;
+
+    } else if (ngx_http_veto_sandbox_is("tenant_limit")) {
+        res->code = NGX_HTTP_VETO_SANDBOX_QR_TENANT_LIMIT;
+
+    } else if (ngx_http_veto_sandbox_is("agent_limit")) {
+        res->code = NGX_HTTP_VETO_SANDBOX_QR_AGENT_LIMIT;
+
+    } else if (ngx_http_veto_sandbox_is("exists")) {
+        res->code = NGX_HTTP_VETO_SANDBOX_QR_EXISTS;
+    }
+
+#undef ngx_http_veto_sandbox_is
+}

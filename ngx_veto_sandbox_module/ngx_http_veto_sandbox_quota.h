@@ -1,0 +1,116 @@
+/*
+ * Veto Sandbox: quotas and sandbox ownership in Redis, shared by every
+ * gateway on the same Redis.
+ *
+ *   concurrent sandboxes   per tenant and per agent: sorted sets of live
+ *                          sandbox ids scored by their expiry, so a gateway
+ *                          that dies without releasing cannot leak a slot
+ *                          past the sandbox's own lifetime
+ *   execs per minute       per tenant and per agent: a sliding-window log
+ *   ownership              one hash per sandbox: agent, gateway, times
+ *
+ * Keys (docs/approvals.md, "Key layout"):
+ *
+ *   veto:{T}:sbx:live            zset  sandbox id -> expires_ms
+ *   veto:{T}:sbx:live:<agent>    zset  sandbox id -> expires_ms
+ *   veto:{T}:sbx:own:<id>        hash  agent, gateway, created_ms, expires_ms
+ *   veto:{T}:rate:exec           zset  event id -> ms
+ *   veto:{T}:rate:exec:<agent>   zset  event id -> ms
+ *
+ * Script replies: {code, retry_after_seconds}, code one of ok,
+ * tenant_limit, agent_limit, exists.  Limits of 0 mean "no limit".
+ */
+
+#ifndef _NGX_HTTP_VETO_SANDBOX_QUOTA_H_INCLUDED_
+#define _NGX_HTTP_VETO_SANDBOX_QUOTA_H_INCLUDED_
+
+
+#include <ngx_config.h>
+#include <ngx_core.h>
+#include <ngx_http.h>
+
+#include "ngx_http_veto_sandbox_redis.h"
+
+
+typedef enum {
+    NGX_HTTP_VETO_SANDBOX_QUOTA_ACQUIRE = 0,
+    NGX_HTTP_VETO_SANDBOX_QUOTA_RELEASE,
+    NGX_HTTP_VETO_SANDBOX_QUOTA_EXEC_RATE,
+    NGX_HTTP_VETO_SANDBOX_QUOTA_NSCRIPTS
+} ngx_http_veto_sandbox_quota_op_e;
+
+
+typedef enum {
+    NGX_HTTP_VETO_SANDBOX_QR_OK = 0,
+    NGX_HTTP_VETO_SANDBOX_QR_TENANT_LIMIT,   /* 429, Retry-After */
+    NGX_HTTP_VETO_SANDBOX_QR_AGENT_LIMIT,    /* 429, Retry-After */
+    NGX_HTTP_VETO_SANDBOX_QR_EXISTS,         /* id already counted */
+    NGX_HTTP_VETO_SANDBOX_QR_BAD_REPLY       /* fail closed: 503 */
+} ngx_http_veto_sandbox_quota_code_e;
+
+
+typedef struct {
+    ngx_http_veto_sandbox_quota_code_e   code;
+    time_t                               retry_after;    /* seconds */
+} ngx_http_veto_sandbox_quota_result_t;
+
+
+typedef struct {
+    ngx_uint_t   tenant_sandboxes;       /* concurrent, 0: no limit */
+    ngx_uint_t   agent_sandboxes;
+    ngx_uint_t   tenant_execs;           /* per window, 0: no limit */
+    ngx_uint_t   agent_execs;
+    ngx_msec_t   exec_window;            /* 60000 */
+} ngx_http_veto_sandbox_quota_limits_t;
+
+
+extern ngx_http_veto_sandbox_redis_script_t
+    ngx_http_veto_sandbox_quota_scripts[];
+
+
+ngx_int_t ngx_http_veto_sandbox_quota_init(void);
+
+/*
+ * Before asking the helper to create: reserve a slot for sandbox id
+ * (the id is chosen by the gateway, or a provisional one that
+ * ngx_http_veto_sandbox_quota_release() frees if the create fails).
+ * ttl: the sandbox lifetime; the slot frees itself after it.
+ */
+ngx_int_t ngx_http_veto_sandbox_quota_acquire(
+    ngx_http_veto_sandbox_redis_t *rds, ngx_pool_t *pool, ngx_msec_t timeout,
+    ngx_str_t *tenant, ngx_str_t *agent, ngx_str_t *sandbox,
+    ngx_http_veto_sandbox_quota_limits_t *limits, ngx_msec_t ttl,
+    ngx_str_t *gateway, ngx_http_veto_sandbox_redis_handler_pt handler,
+    void *data, ngx_http_veto_sandbox_redis_cmd_t **cmdp);
+
+/* After the sandbox ended (or its creation failed). */
+ngx_int_t ngx_http_veto_sandbox_quota_release(
+    ngx_http_veto_sandbox_redis_t *rds, ngx_pool_t *pool, ngx_msec_t timeout,
+    ngx_str_t *tenant, ngx_str_t *agent, ngx_str_t *sandbox,
+    ngx_http_veto_sandbox_redis_handler_pt handler, void *data,
+    ngx_http_veto_sandbox_redis_cmd_t **cmdp);
+
+/* Before each exec; event_id must be unique (request id). */
+ngx_int_t ngx_http_veto_sandbox_quota_exec(
+    ngx_http_veto_sandbox_redis_t *rds, ngx_pool_t *pool, ngx_msec_t timeout,
+    ngx_str_t *tenant, ngx_str_t *agent, ngx_str_t *event_id,
+    ngx_http_veto_sandbox_quota_limits_t *limits,
+    ngx_http_veto_sandbox_redis_handler_pt handler, void *data,
+    ngx_http_veto_sandbox_redis_cmd_t **cmdp);
+
+/*
+ * Who owns a sandbox, as every gateway sees it: HGET owner agent.  The
+ * reply is a string (the agent) or nil (no such sandbox in this tenant:
+ * answer 404).
+ */
+ngx_int_t ngx_http_veto_sandbox_quota_owner(
+    ngx_http_veto_sandbox_redis_t *rds, ngx_pool_t *pool, ngx_msec_t timeout,
+    ngx_str_t *tenant, ngx_str_t *sandbox,
+    ngx_http_veto_sandbox_redis_handler_pt handler, void *data,
+    ngx_http_veto_sandbox_redis_cmd_t **cmdp);
+
+void ngx_http_veto_sandbox_quota_result(redisReply *reply,
+    ngx_http_veto_sandbox_quota_result_t *res);
+
+
+#endif /* _NGX_HTTP_VETO_SANDBOX_QUOTA_H_INCLUDED_ */

@@ -1,0 +1,1025 @@
+/*
+ * Veto Sandbox: hiredis async context driven by nginx's event loop.
+ * See ngx_http_veto_sandbox_redis.h for the contract.
+ */
+
+#include <ngx_config.h>
+#include <ngx_core.h>
+#include <ngx_event.h>
+#include <ngx_http.h>
+
+#include <openssl/sha.h>
+
+#include "ngx_http_veto_sandbox_redis.h"
+
+
+struct ngx_http_veto_sandbox_redis_cmd_s {
+    ngx_http_veto_sandbox_redis_t          *rds;
+    ngx_http_veto_sandbox_redis_handler_pt  handler;
+    void                                   *data;
+    ngx_event_t                             timer;
+
+    /* EVALSHA only: a private copy of the command, to retry as EVAL */
+    ngx_http_veto_sandbox_redis_script_t   *script;
+    int                                     argc;
+    const char                            **argv;
+    size_t                                 *argvlen;
+
+    unsigned                                in_hiredis:1; /* owns privdata */
+    unsigned                                done:1;       /* handler gone */
+    unsigned                                retried:1;
+};
+
+
+static void ngx_http_veto_sandbox_redis_connect(
+    ngx_http_veto_sandbox_redis_t *rds);
+static void ngx_http_veto_sandbox_redis_schedule(
+    ngx_http_veto_sandbox_redis_t *rds);
+static void ngx_http_veto_sandbox_redis_drop(
+    ngx_http_veto_sandbox_redis_t *rds, const char *why);
+static void ngx_http_veto_sandbox_redis_reconnect_handler(ngx_event_t *ev);
+static void ngx_http_veto_sandbox_redis_handshake_timeout(ngx_event_t *ev);
+static void ngx_http_veto_sandbox_redis_handshake_reply(
+    redisAsyncContext *ac, void *r, void *privdata);
+static void ngx_http_veto_sandbox_redis_on_connect(
+    const redisAsyncContext *ac, int status);
+static void ngx_http_veto_sandbox_redis_on_disconnect(
+    const redisAsyncContext *ac, int status);
+static void ngx_http_veto_sandbox_redis_read_handler(ngx_event_t *rev);
+static void ngx_http_veto_sandbox_redis_write_handler(ngx_event_t *wev);
+static void ngx_http_veto_sandbox_redis_add_read(void *privdata);
+static void ngx_http_veto_sandbox_redis_del_read(void *privdata);
+static void ngx_http_veto_sandbox_redis_add_write(void *privdata);
+static void ngx_http_veto_sandbox_redis_del_write(void *privdata);
+static void ngx_http_veto_sandbox_redis_cleanup(void *privdata);
+static void ngx_http_veto_sandbox_redis_cmd_reply(redisAsyncContext *ac,
+    void *r, void *privdata);
+static void ngx_http_veto_sandbox_redis_cmd_timeout(ngx_event_t *ev);
+static void ngx_http_veto_sandbox_redis_cmd_finish(
+    ngx_http_veto_sandbox_redis_cmd_t *cmd, ngx_int_t rc, redisReply *reply);
+static ngx_int_t ngx_http_veto_sandbox_redis_send(
+    ngx_http_veto_sandbox_redis_t *rds, ngx_msec_t timeout,
+    ngx_http_veto_sandbox_redis_cmd_t *cmd, ngx_http_veto_sandbox_redis_cmd_t
+    **cmdp, int argc, const char **argv, const size_t *argvlen);
+
+
+/* handshake steps, passed as hiredis privdata */
+static char  ngx_http_veto_sandbox_redis_step_auth[] = "AUTH";
+static char  ngx_http_veto_sandbox_redis_step_select[] = "SELECT";
+static char  ngx_http_veto_sandbox_redis_step_ping[] = "PING";
+
+
+/* configuration time */
+
+void
+ngx_http_veto_sandbox_redis_conf_init(ngx_http_veto_sandbox_redis_conf_t *rcf)
+{
+    ngx_memzero(rcf, sizeof(ngx_http_veto_sandbox_redis_conf_t));
+
+    rcf->port = NGX_HTTP_VETO_SANDBOX_REDIS_DEFAULT_PORT;
+    rcf->connect_timeout = NGX_HTTP_VETO_SANDBOX_REDIS_DEFAULT_TIMEOUT;
+    rcf->backoff_min = NGX_HTTP_VETO_SANDBOX_REDIS_BACKOFF_MIN;
+    rcf->backoff_max = NGX_HTTP_VETO_SANDBOX_REDIS_BACKOFF_MAX;
+    rcf->max_timeouts = NGX_HTTP_VETO_SANDBOX_REDIS_MAX_TIMEOUTS;
+}
+
+
+/*
+ * "unix:/path", "ip:port", "[ipv6]:port", "host:port" or "host".  A host
+ * name is resolved here, once, so the worker never resolves.
+ */
+char *
+ngx_http_veto_sandbox_redis_parse_addr(ngx_conf_t *cf, ngx_str_t *value,
+    ngx_http_veto_sandbox_redis_conf_t *rcf)
+{
+    u_char     *p;
+    size_t      len;
+    ngx_url_t   u;
+
+    rcf->addr = *value;
+
+    if (value->len > 5 && ngx_strncasecmp(value->data, (u_char *) "unix:", 5)
+        == 0)
+    {
+        len = value->len - 5;
+
+        if (len >= 108 || value->data[5] != '/') {
+            ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                               "veto_sandbox_redis: \"%V\": a unix socket "
+                               "needs an absolute path shorter than 108 bytes",
+                               value);
+            return NGX_CONF_ERROR;
+        }
+
+        p = ngx_pnalloc(cf->pool, len + 1);
+        if (p == NULL) {
+            return NGX_CONF_ERROR;
+        }
+
+        ngx_memcpy(p, value->data + 5, len);
+        p[len] = '\0';
+
+        rcf->unix_path.data = p;
+        rcf->unix_path.len = len;
+        ngx_str_null(&rcf->host);
+
+        return NGX_CONF_OK;
+    }
+
+    ngx_memzero(&u, sizeof(ngx_url_t));
+
+    u.url = *value;
+    u.default_port = NGX_HTTP_VETO_SANDBOX_REDIS_DEFAULT_PORT;
+
+    if (ngx_parse_url(cf->pool, &u) != NGX_OK) {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                           "veto_sandbox_redis: \"%V\": %s", value,
+                           u.err ? u.err : "invalid address");
+        return NGX_CONF_ERROR;
+    }
+
+    if (u.naddrs == 0) {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                           "veto_sandbox_redis: \"%V\": no address", value);
+        return NGX_CONF_ERROR;
+    }
+
+    if (u.naddrs > 1) {
+        ngx_conf_log_error(NGX_LOG_WARN, cf, 0,
+                           "veto_sandbox_redis: \"%V\" resolves to %ui "
+                           "addresses, using %V", value, u.naddrs,
+                           &u.addrs[0].name);
+    }
+
+    p = ngx_pnalloc(cf->pool, NGX_SOCKADDR_STRLEN + 1);
+    if (p == NULL) {
+        return NGX_CONF_ERROR;
+    }
+
+    /* port 0: the address alone, IPv6 without brackets, as hiredis wants */
+    len = ngx_sock_ntop(u.addrs[0].sockaddr, u.addrs[0].socklen, p,
+                        NGX_SOCKADDR_STRLEN, 0);
+    p[len] = '\0';
+
+    rcf->host.data = p;
+    rcf->host.len = len;
+    rcf->port = ngx_inet_get_port(u.addrs[0].sockaddr);
+    ngx_str_null(&rcf->unix_path);
+
+    return NGX_CONF_OK;
+}
+
+
+ngx_int_t
+ngx_http_veto_sandbox_redis_script_init(
+    ngx_http_veto_sandbox_redis_script_t *script)
+{
+    u_char  md[SHA_DIGEST_LENGTH];
+
+    if (SHA1((const u_char *) script->text, ngx_strlen(script->text), md)
+        == NULL)
+    {
+        return NGX_ERROR;
+    }
+
+    ngx_hex_dump(script->sha1, md, SHA_DIGEST_LENGTH);
+    script->sha1[40] = '\0';
+
+    return NGX_OK;
+}
+
+
+ngx_uint_t
+ngx_http_veto_sandbox_redis_key_part_valid(u_char *p, size_t len)
+{
+    u_char  *end;
+
+    if (len == 0 || len > 128) {
+        return 0;
+    }
+
+    for (end = p + len; p < end; p++) {
+        if (*p <= 0x20 || *p >= 0x7f) {
+            return 0;
+        }
+
+        switch (*p) {
+        case ':': case '{': case '}': case '*': case '?':
+        case '[': case ']': case '\\':
+            return 0;
+        }
+    }
+
+    return 1;
+}
+
+
+/* worker: connection life cycle */
+
+ngx_http_veto_sandbox_redis_t *
+ngx_http_veto_sandbox_redis_create(ngx_cycle_t *cycle,
+    ngx_http_veto_sandbox_redis_conf_t *rcf)
+{
+    ngx_http_veto_sandbox_redis_t  *rds;
+
+    rds = ngx_pcalloc(cycle->pool, sizeof(ngx_http_veto_sandbox_redis_t));
+    if (rds == NULL) {
+        return NULL;
+    }
+
+    rds->conf = *rcf;
+    rds->log = cycle->log;
+    rds->state = NGX_HTTP_VETO_SANDBOX_REDIS_IDLE;
+    rds->backoff = rcf->backoff_min;
+
+    /* cancelable: these timers must not hold a gracefully exiting worker */
+
+    rds->reconnect.handler = ngx_http_veto_sandbox_redis_reconnect_handler;
+    rds->reconnect.data = rds;
+    rds->reconnect.log = rds->log;
+    rds->reconnect.cancelable = 1;
+
+    rds->handshake.handler = ngx_http_veto_sandbox_redis_handshake_timeout;
+    rds->handshake.data = rds;
+    rds->handshake.log = rds->log;
+    rds->handshake.cancelable = 1;
+
+    ngx_http_veto_sandbox_redis_connect(rds);
+
+    return rds;
+}
+
+
+void
+ngx_http_veto_sandbox_redis_destroy(ngx_http_veto_sandbox_redis_t *rds)
+{
+    if (rds == NULL || rds->state == NGX_HTTP_VETO_SANDBOX_REDIS_CLOSED) {
+        return;
+    }
+
+    rds->state = NGX_HTTP_VETO_SANDBOX_REDIS_CLOSED;
+
+    if (rds->reconnect.timer_set) {
+        ngx_del_timer(&rds->reconnect);
+    }
+
+    if (rds->handshake.timer_set) {
+        ngx_del_timer(&rds->handshake);
+    }
+
+    if (rds->ac) {
+        /* pending handlers get 503, then the cleanup hook runs */
+        redisAsyncFree(rds->ac);
+    }
+}
+
+
+ngx_uint_t
+ngx_http_veto_sandbox_redis_ready(ngx_http_veto_sandbox_redis_t *rds)
+{
+    return rds != NULL && rds->state == NGX_HTTP_VETO_SANDBOX_REDIS_READY;
+}
+
+
+static void
+ngx_http_veto_sandbox_redis_connect(ngx_http_veto_sandbox_redis_t *rds)
+{
+    int                  argc;
+    const char          *argv[3];
+    ngx_connection_t    *c;
+    redisAsyncContext   *ac;
+
+    rds->generation++;
+
+    if (rds->conf.unix_path.len) {
+        ac = redisAsyncConnectUnix((const char *) rds->conf.unix_path.data);
+
+    } else {
+        ac = redisAsyncConnect((const char *) rds->conf.host.data,
+                               rds->conf.port);
+    }
+
+    if (ac == NULL) {
+        ngx_log_error(NGX_LOG_ERR, rds->log, 0,
+                      "veto_sandbox redis \"%V\": connect: out of memory",
+                      &rds->conf.addr);
+        ngx_http_veto_sandbox_redis_schedule(rds);
+        return;
+    }
+
+    if (ac->err) {
+        ngx_log_error(NGX_LOG_ERR, rds->log, 0,
+                      "veto_sandbox redis \"%V\": connect: %s",
+                      &rds->conf.addr, ac->errstr);
+        redisAsyncFree(ac);
+        ngx_http_veto_sandbox_redis_schedule(rds);
+        return;
+    }
+
+    c = ngx_get_connection(ac->c.fd, rds->log);
+    if (c == NULL) {
+        ngx_log_error(NGX_LOG_ERR, rds->log, 0,
+                      "veto_sandbox redis \"%V\": no free connection "
+                      "(worker_connections)", &rds->conf.addr);
+        redisAsyncFree(ac);
+        ngx_http_veto_sandbox_redis_schedule(rds);
+        return;
+    }
+
+    c->data = rds;
+    c->read->handler = ngx_http_veto_sandbox_redis_read_handler;
+    c->write->handler = ngx_http_veto_sandbox_redis_write_handler;
+    c->read->log = rds->log;
+    c->write->log = rds->log;
+
+    rds->ac = ac;
+    rds->conn = c;
+    rds->state = NGX_HTTP_VETO_SANDBOX_REDIS_CONNECTING;
+
+    ac->data = rds;
+    ac->ev.data = rds;
+    ac->ev.addRead = ngx_http_veto_sandbox_redis_add_read;
+    ac->ev.delRead = ngx_http_veto_sandbox_redis_del_read;
+    ac->ev.addWrite = ngx_http_veto_sandbox_redis_add_write;
+    ac->ev.delWrite = ngx_http_veto_sandbox_redis_del_write;
+    ac->ev.cleanup = ngx_http_veto_sandbox_redis_cleanup;
+
+    (void) redisAsyncSetConnectCallback(ac,
+                                        ngx_http_veto_sandbox_redis_on_connect);
+    (void) redisAsyncSetDisconnectCallback(ac,
+                                     ngx_http_veto_sandbox_redis_on_disconnect);
+
+    if (rds->conf.unix_path.len == 0) {
+        /* a dead peer behind a silent network is found, eventually */
+        (void) redisEnableKeepAlive(&ac->c);
+    }
+
+    /*
+     * The handshake is pipelined: AUTH, SELECT, PING.  The connection
+     * counts as ready only when PING answers, so a server that accepts
+     * but does not answer (SIGSTOPped) is caught by the handshake timer.
+     */
+
+    if (rds->conf.password.len) {
+        argc = 0;
+        argv[argc++] = "AUTH";
+
+        if (rds->conf.user.len) {
+            argv[argc++] = (const char *) rds->conf.user.data;
+        }
+
+        argv[argc++] = (const char *) rds->conf.password.data;
+
+        if (redisAsyncCommandArgv(ac, ngx_http_veto_sandbox_redis_handshake_reply,
+                                  ngx_http_veto_sandbox_redis_step_auth,
+                                  argc, argv, NULL)
+            != REDIS_OK)
+        {
+            goto failed;
+        }
+    }
+
+    if (rds->conf.db > 0) {
+        if (redisAsyncCommand(ac, ngx_http_veto_sandbox_redis_handshake_reply,
+                              ngx_http_veto_sandbox_redis_step_select,
+                              "SELECT %d", (int) rds->conf.db)
+            != REDIS_OK)
+        {
+            goto failed;
+        }
+    }
+
+    if (redisAsyncCommand(ac, ngx_http_veto_sandbox_redis_handshake_reply,
+                          ngx_http_veto_sandbox_redis_step_ping, "PING")
+        != REDIS_OK)
+    {
+        goto failed;
+    }
+
+    ngx_add_timer(&rds->handshake, rds->conf.connect_timeout);
+
+    ngx_log_debug2(NGX_LOG_DEBUG_EVENT, rds->log, 0,
+                   "veto_sandbox redis \"%V\": connecting, fd:%d",
+                   &rds->conf.addr, c->fd);
+    return;
+
+failed:
+
+    ngx_log_error(NGX_LOG_ERR, rds->log, 0,
+                  "veto_sandbox redis \"%V\": handshake: %s",
+                  &rds->conf.addr, ac->errstr ? ac->errstr : "failed");
+
+    ngx_http_veto_sandbox_redis_drop(rds, NULL);
+}
+
+
+/* A reconnect is always deferred to a timer, never made from a hook. */
+
+static void
+ngx_http_veto_sandbox_redis_schedule(ngx_http_veto_sandbox_redis_t *rds)
+{
+    ngx_msec_t  delay;
+
+    if (rds->state == NGX_HTTP_VETO_SANDBOX_REDIS_CLOSED
+        || ngx_exiting || ngx_quit || ngx_terminate)
+    {
+        return;
+    }
+
+    rds->state = NGX_HTTP_VETO_SANDBOX_REDIS_IDLE;
+
+    if (rds->reconnect.timer_set) {
+        return;
+    }
+
+    /* jitter, so that the workers of many gateways do not reconnect
+     * in lock step */
+    delay = rds->backoff + (ngx_msec_t) ngx_random() % (rds->backoff / 4 + 1);
+
+    rds->backoff *= 2;
+    if (rds->backoff > rds->conf.backoff_max) {
+        rds->backoff = rds->conf.backoff_max;
+    }
+
+    ngx_log_debug2(NGX_LOG_DEBUG_EVENT, rds->log, 0,
+                   "veto_sandbox redis \"%V\": reconnect in %M ms",
+                   &rds->conf.addr, delay);
+
+    ngx_add_timer(&rds->reconnect, delay);
+}
+
+
+static void
+ngx_http_veto_sandbox_redis_reconnect_handler(ngx_event_t *ev)
+{
+    ngx_http_veto_sandbox_redis_t  *rds = ev->data;
+
+    if (rds->state != NGX_HTTP_VETO_SANDBOX_REDIS_IDLE || rds->ac) {
+        return;
+    }
+
+    rds->n_reconnects++;
+    ngx_http_veto_sandbox_redis_connect(rds);
+}
+
+
+/*
+ * Drop the connection from outside hiredis callbacks (timers) or from a
+ * hiredis callback (redisAsyncFree() defers itself then).  Pending
+ * commands get 503; the cleanup hook schedules the reconnect.
+ */
+static void
+ngx_http_veto_sandbox_redis_drop(ngx_http_veto_sandbox_redis_t *rds,
+    const char *why)
+{
+    redisAsyncContext  *ac;
+
+    if (why) {
+        ngx_log_error(NGX_LOG_ERR, rds->log, 0,
+                      "veto_sandbox redis \"%V\": %s, reconnecting",
+                      &rds->conf.addr, why);
+    }
+
+    ac = rds->ac;
+    if (ac == NULL || (ac->c.flags & REDIS_FREEING)) {
+        return;
+    }
+
+    if (rds->state != NGX_HTTP_VETO_SANDBOX_REDIS_CLOSED) {
+        rds->state = NGX_HTTP_VETO_SANDBOX_REDIS_IDLE;
+    }
+
+    redisAsyncFree(ac);
+}
+
+
+static void
+ngx_http_veto_sandbox_redis_handshake_timeout(ngx_event_t *ev)
+{
+    ngx_http_veto_sandbox_redis_t  *rds = ev->data;
+
+    ngx_http_veto_sandbox_redis_drop(rds, "no answer to connect, AUTH, "
+                                          "SELECT or PING in time");
+}
+
+
+static void
+ngx_http_veto_sandbox_redis_handshake_reply(redisAsyncContext *ac, void *r,
+    void *privdata)
+{
+    const char                     *step = privdata;
+    redisReply                     *reply = r;
+    ngx_http_veto_sandbox_redis_t  *rds = ac->data;
+
+    if (reply == NULL) {
+        /* the context is being freed; the cleanup hook takes over */
+        return;
+    }
+
+    if (reply->type == REDIS_REPLY_ERROR) {
+        /* never log the AUTH arguments, only Redis' answer */
+        ngx_log_error(NGX_LOG_ERR, rds->log, 0,
+                      "veto_sandbox redis \"%V\": %s refused: %*s",
+                      &rds->conf.addr, step, (size_t) reply->len, reply->str);
+        ngx_http_veto_sandbox_redis_drop(rds, NULL);
+        return;
+    }
+
+    if (step != ngx_http_veto_sandbox_redis_step_ping) {
+        return;
+    }
+
+    if (rds->handshake.timer_set) {
+        ngx_del_timer(&rds->handshake);
+    }
+
+    rds->state = NGX_HTTP_VETO_SANDBOX_REDIS_READY;
+    rds->backoff = rds->conf.backoff_min;
+    rds->timeouts = 0;
+
+    ngx_log_error(NGX_LOG_NOTICE, rds->log, 0,
+                  "veto_sandbox redis \"%V\": connected", &rds->conf.addr);
+}
+
+
+static void
+ngx_http_veto_sandbox_redis_on_connect(const redisAsyncContext *ac,
+    int status)
+{
+    ngx_http_veto_sandbox_redis_t  *rds = ac->data;
+
+    if (status != REDIS_OK) {
+        ngx_log_error(NGX_LOG_ERR, rds->log, 0,
+                      "veto_sandbox redis \"%V\": connect: %s",
+                      &rds->conf.addr, ac->errstr ? ac->errstr : "failed");
+    }
+}
+
+
+static void
+ngx_http_veto_sandbox_redis_on_disconnect(const redisAsyncContext *ac,
+    int status)
+{
+    ngx_http_veto_sandbox_redis_t  *rds = ac->data;
+
+    if (status != REDIS_OK) {
+        ngx_log_error(NGX_LOG_ERR, rds->log, 0,
+                      "veto_sandbox redis \"%V\": connection lost: %s",
+                      &rds->conf.addr, ac->errstr ? ac->errstr : "error");
+    }
+}
+
+
+/* nginx events -> hiredis */
+
+static void
+ngx_http_veto_sandbox_redis_read_handler(ngx_event_t *rev)
+{
+    ngx_connection_t               *c = rev->data;
+    ngx_http_veto_sandbox_redis_t  *rds = c->data;
+
+    if (rds->ac) {
+        /* may free the context; nothing after this touches it */
+        redisAsyncHandleRead(rds->ac);
+    }
+}
+
+
+static void
+ngx_http_veto_sandbox_redis_write_handler(ngx_event_t *wev)
+{
+    ngx_connection_t               *c = wev->data;
+    ngx_http_veto_sandbox_redis_t  *rds = c->data;
+
+    if (rds->ac) {
+        redisAsyncHandleWrite(rds->ac);
+    }
+}
+
+
+/*
+ * hiredis hooks -> nginx events.  Level-triggered: hiredis reads at most
+ * one buffer per call and adds and removes its write interest itself, so
+ * edge-triggered events could leave data unread in the socket.
+ */
+
+static void
+ngx_http_veto_sandbox_redis_add_read(void *privdata)
+{
+    ngx_http_veto_sandbox_redis_t  *rds = privdata;
+    ngx_event_t                    *rev;
+
+    rev = rds->conn->read;
+
+    if (!rev->active
+        && ngx_add_event(rev, NGX_READ_EVENT, NGX_LEVEL_EVENT) != NGX_OK)
+    {
+        /* the command and handshake timers turn this into a reconnect */
+        ngx_log_error(NGX_LOG_ERR, rds->log, ngx_socket_errno,
+                      "veto_sandbox redis \"%V\": add read event failed",
+                      &rds->conf.addr);
+    }
+}
+
+
+static void
+ngx_http_veto_sandbox_redis_del_read(void *privdata)
+{
+    ngx_http_veto_sandbox_redis_t  *rds = privdata;
+    ngx_event_t                    *rev;
+
+    rev = rds->conn->read;
+
+    if (rev->active
+        && ngx_del_event(rev, NGX_READ_EVENT, NGX_LEVEL_EVENT) != NGX_OK)
+    {
+        ngx_log_error(NGX_LOG_ERR, rds->log, ngx_socket_errno,
+                      "veto_sandbox redis \"%V\": delete read event failed",
+                      &rds->conf.addr);
+    }
+}
+
+
+static void
+ngx_http_veto_sandbox_redis_add_write(void *privdata)
+{
+    ngx_http_veto_sandbox_redis_t  *rds = privdata;
+    ngx_event_t                    *wev;
+
+    wev = rds->conn->write;
+
+    if (!wev->active
+        && ngx_add_event(wev, NGX_WRITE_EVENT, NGX_LEVEL_EVENT) != NGX_OK)
+    {
+        ngx_log_error(NGX_LOG_ERR, rds->log, ngx_socket_errno,
+                      "veto_sandbox redis \"%V\": add write event failed",
+                      &rds->conf.addr);
+    }
+}
+
+
+static void
+ngx_http_veto_sandbox_redis_del_write(void *privdata)
+{
+    ngx_http_veto_sandbox_redis_t  *rds = privdata;
+    ngx_event_t                    *wev;
+
+    wev = rds->conn->write;
+
+    if (wev->active
+        && ngx_del_event(wev, NGX_WRITE_EVENT, NGX_LEVEL_EVENT) != NGX_OK)
+    {
+        ngx_log_error(NGX_LOG_ERR, rds->log, ngx_socket_errno,
+                      "veto_sandbox redis \"%V\": delete write event failed",
+                      &rds->conf.addr);
+    }
+}
+
+
+/*
+ * hiredis frees the context: every pending callback has had its NULL
+ * reply, and hiredis closes the socket right after this hook.  Release
+ * the nginx connection without closing the fd, like ngx_close_connection()
+ * minus close().
+ */
+static void
+ngx_http_veto_sandbox_redis_cleanup(void *privdata)
+{
+    ngx_http_veto_sandbox_redis_t  *rds = privdata;
+    ngx_connection_t               *c;
+
+    c = rds->conn;
+
+    if (c) {
+        if (c->read->timer_set) {
+            ngx_del_timer(c->read);
+        }
+
+        if (c->write->timer_set) {
+            ngx_del_timer(c->write);
+        }
+
+        if (ngx_del_conn) {
+            ngx_del_conn(c, NGX_CLOSE_EVENT);
+
+        } else {
+            if (c->read->active || c->read->disabled) {
+                ngx_del_event(c->read, NGX_READ_EVENT, NGX_CLOSE_EVENT);
+            }
+
+            if (c->write->active || c->write->disabled) {
+                ngx_del_event(c->write, NGX_WRITE_EVENT, NGX_CLOSE_EVENT);
+            }
+        }
+
+        if (c->read->posted) {
+            ngx_delete_posted_event(c->read);
+        }
+
+        if (c->write->posted) {
+            ngx_delete_posted_event(c->write);
+        }
+
+        c->read->closed = 1;
+        c->write->closed = 1;
+
+        ngx_free_connection(c);
+        c->fd = (ngx_socket_t) -1;
+    }
+
+    rds->conn = NULL;
+    rds->ac = NULL;
+
+    if (rds->handshake.timer_set) {
+        ngx_del_timer(&rds->handshake);
+    }
+
+    ngx_http_veto_sandbox_redis_schedule(rds);
+}
+
+
+/* commands */
+
+ngx_int_t
+ngx_http_veto_sandbox_redis_command(ngx_http_veto_sandbox_redis_t *rds,
+    ngx_msec_t timeout, ngx_http_veto_sandbox_redis_handler_pt handler,
+    void *data, ngx_http_veto_sandbox_redis_cmd_t **cmdp, int argc,
+    const char **argv, const size_t *argvlen)
+{
+    ngx_int_t                           rc;
+    ngx_http_veto_sandbox_redis_cmd_t  *cmd;
+
+    if (rds == NULL || rds->ac == NULL
+        || rds->state == NGX_HTTP_VETO_SANDBOX_REDIS_IDLE
+        || rds->state == NGX_HTTP_VETO_SANDBOX_REDIS_CLOSED)
+    {
+        if (rds) {
+            rds->n_failures++;
+        }
+
+        return NGX_HTTP_SERVICE_UNAVAILABLE;
+    }
+
+    cmd = ngx_calloc(sizeof(ngx_http_veto_sandbox_redis_cmd_t), rds->log);
+    if (cmd == NULL) {
+        return NGX_ERROR;
+    }
+
+    cmd->rds = rds;
+    cmd->handler = handler;
+    cmd->data = data;
+
+    rc = ngx_http_veto_sandbox_redis_send(rds, timeout, cmd, cmdp, argc, argv,
+                                          argvlen);
+    if (rc != NGX_OK) {
+        ngx_free(cmd);
+    }
+
+    return rc;
+}
+
+
+ngx_int_t
+ngx_http_veto_sandbox_redis_eval(ngx_http_veto_sandbox_redis_t *rds,
+    ngx_msec_t timeout, ngx_http_veto_sandbox_redis_script_t *script,
+    ngx_http_veto_sandbox_redis_handler_pt handler, void *data,
+    ngx_http_veto_sandbox_redis_cmd_t **cmdp, int numkeys, int argc,
+    const char **argv, const size_t *argvlen)
+{
+    int                                 i, n;
+    u_char                             *p, *nk;
+    size_t                              size, len;
+    ngx_int_t                           rc;
+    ngx_http_veto_sandbox_redis_cmd_t  *cmd;
+
+    if (rds == NULL || rds->ac == NULL
+        || rds->state == NGX_HTTP_VETO_SANDBOX_REDIS_IDLE
+        || rds->state == NGX_HTTP_VETO_SANDBOX_REDIS_CLOSED)
+    {
+        if (rds) {
+            rds->n_failures++;
+        }
+
+        return NGX_HTTP_SERVICE_UNAVAILABLE;
+    }
+
+    if (argc < 0 || numkeys < 0 || numkeys > argc) {
+        return NGX_ERROR;
+    }
+
+    /* one block: cmd, argv[n], argvlen[n], numkeys text, argument bytes */
+
+    n = argc + 3;
+    size = sizeof(ngx_http_veto_sandbox_redis_cmd_t)
+           + n * (sizeof(char *) + sizeof(size_t)) + NGX_INT_T_LEN + 1;
+
+    for (i = 0; i < argc; i++) {
+        size += (argvlen ? argvlen[i] : ngx_strlen(argv[i])) + 1;
+    }
+
+    cmd = ngx_calloc(size, rds->log);
+    if (cmd == NULL) {
+        return NGX_ERROR;
+    }
+
+    cmd->rds = rds;
+    cmd->handler = handler;
+    cmd->data = data;
+    cmd->script = script;
+    cmd->argc = n;
+    cmd->argv = (const char **) (cmd + 1);
+    cmd->argvlen = (size_t *) (cmd->argv + n);
+
+    nk = (u_char *) (cmd->argvlen + n);
+    p = ngx_sprintf(nk, "%d", numkeys);
+    *p++ = '\0';
+
+    cmd->argv[0] = "EVALSHA";
+    cmd->argvlen[0] = 7;
+    cmd->argv[1] = (const char *) script->sha1;
+    cmd->argvlen[1] = 40;
+    cmd->argv[2] = (const char *) nk;
+    cmd->argvlen[2] = ngx_strlen(nk);
+
+    for (i = 0; i < argc; i++) {
+        len = argvlen ? argvlen[i] : ngx_strlen(argv[i]);
+        cmd->argv[i + 3] = (const char *) p;
+        cmd->argvlen[i + 3] = len;
+        p = ngx_cpymem(p, argv[i], len);
+        *p++ = '\0';
+    }
+
+    rc = ngx_http_veto_sandbox_redis_send(rds, timeout, cmd, cmdp, cmd->argc,
+                                          cmd->argv, cmd->argvlen);
+    if (rc != NGX_OK) {
+        ngx_free(cmd);
+    }
+
+    return rc;
+}
+
+
+static ngx_int_t
+ngx_http_veto_sandbox_redis_send(ngx_http_veto_sandbox_redis_t *rds,
+    ngx_msec_t timeout, ngx_http_veto_sandbox_redis_cmd_t *cmd,
+    ngx_http_veto_sandbox_redis_cmd_t **cmdp, int argc, const char **argv,
+    const size_t *argvlen)
+{
+    /* fails while the context is being freed (REDIS_FREEING/DISCONNECTING) */
+    if (redisAsyncCommandArgv(rds->ac, ngx_http_veto_sandbox_redis_cmd_reply,
+                              cmd, argc, argv, argvlen)
+        != REDIS_OK)
+    {
+        rds->n_failures++;
+        return NGX_HTTP_SERVICE_UNAVAILABLE;
+    }
+
+    cmd->in_hiredis = 1;
+
+    cmd->timer.handler = ngx_http_veto_sandbox_redis_cmd_timeout;
+    cmd->timer.data = cmd;
+    cmd->timer.log = rds->log;
+
+    ngx_add_timer(&cmd->timer, timeout ? timeout : rds->conf.connect_timeout);
+
+    rds->n_commands++;
+
+    if (cmdp) {
+        *cmdp = cmd;
+    }
+
+    return NGX_OK;
+}
+
+
+void
+ngx_http_veto_sandbox_redis_cancel(ngx_http_veto_sandbox_redis_cmd_t *cmd)
+{
+    if (cmd == NULL || cmd->done) {
+        return;
+    }
+
+    cmd->done = 1;
+    cmd->handler = NULL;
+
+    if (cmd->timer.timer_set) {
+        ngx_del_timer(&cmd->timer);
+    }
+
+    if (!cmd->in_hiredis) {
+        ngx_free(cmd);
+    }
+}
+
+
+static void
+ngx_http_veto_sandbox_redis_cmd_reply(redisAsyncContext *ac, void *r,
+    void *privdata)
+{
+    redisReply                         *reply = r;
+    ngx_http_veto_sandbox_redis_t      *rds;
+    ngx_http_veto_sandbox_redis_cmd_t  *cmd = privdata;
+
+    rds = cmd->rds;
+    cmd->in_hiredis = 0;
+
+    if (reply) {
+        /* any answer, even a late one, proves the server is alive */
+        rds->timeouts = 0;
+    }
+
+    if (cmd->done) {
+        /* timed out or cancelled earlier: drop the late reply */
+        ngx_free(cmd);
+        return;
+    }
+
+    if (reply == NULL) {
+        ngx_http_veto_sandbox_redis_cmd_finish(cmd,
+                                         NGX_HTTP_SERVICE_UNAVAILABLE, NULL);
+        return;
+    }
+
+    if (reply->type == REDIS_REPLY_ERROR && cmd->script && !cmd->retried
+        && reply->len >= 8 && ngx_strncmp(reply->str, "NOSCRIPT", 8) == 0)
+    {
+        /* script cache flushed or a fresh server: send the text once */
+        cmd->retried = 1;
+        cmd->argv[0] = "EVAL";
+        cmd->argvlen[0] = 4;
+        cmd->argv[1] = cmd->script->text;
+        cmd->argvlen[1] = ngx_strlen(cmd->script->text);
+
+        if (redisAsyncCommandArgv(ac, ngx_http_veto_sandbox_redis_cmd_reply,
+                                  cmd, cmd->argc, cmd->argv, cmd->argvlen)
+            == REDIS_OK)
+        {
+            cmd->in_hiredis = 1;
+            return;
+        }
+
+        ngx_http_veto_sandbox_redis_cmd_finish(cmd,
+                                         NGX_HTTP_SERVICE_UNAVAILABLE, NULL);
+        return;
+    }
+
+    ngx_http_veto_sandbox_redis_cmd_finish(cmd, NGX_OK, reply);
+}
+
+
+static void
+ngx_http_veto_sandbox_redis_cmd_timeout(ngx_event_t *ev)
+{
+    ngx_http_veto_sandbox_redis_t      *rds;
+    ngx_http_veto_sandbox_redis_cmd_t  *cmd = ev->data;
+
+    rds = cmd->rds;
+    rds->n_timeouts++;
+    rds->timeouts++;
+
+    ngx_log_error(NGX_LOG_WARN, rds->log, 0,
+                  "veto_sandbox redis \"%V\": command timed out",
+                  &rds->conf.addr);
+
+    ngx_http_veto_sandbox_redis_cmd_finish(cmd, NGX_HTTP_GATEWAY_TIME_OUT,
+                                           NULL);
+
+    /* the reply may still come: hiredis keeps cmd until it does */
+
+    if (rds->timeouts >= rds->conf.max_timeouts) {
+        rds->timeouts = 0;
+        ngx_http_veto_sandbox_redis_drop(rds, "too many command timeouts");
+    }
+}
+
+
+static void
+ngx_http_veto_sandbox_redis_cmd_finish(ngx_http_veto_sandbox_redis_cmd_t *cmd,
+    ngx_int_t rc, redisReply *reply)
+{
+    ngx_http_veto_sandbox_redis_handler_pt  handler;
+
+    handler = cmd->handler;
+
+    cmd->done = 1;
+    cmd->handler = NULL;
+
+    if (cmd->timer.timer_set) {
+        ngx_del_timer(&cmd->timer);
+    }
+
+    if (rc != NGX_OK) {
+        cmd->rds->n_failures++;
+    }
+
+    /* free first if hiredis let go: the handler may not come back here */
+    if (!cmd->in_hiredis) {
+        void  *data = cmd->data;
+
+        ngx_free(cmd);
+        handler(rc, reply, data);
+        return;
+    }
+
+    handler(rc, reply, cmd->data);
+}

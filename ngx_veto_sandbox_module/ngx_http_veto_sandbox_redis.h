@@ -1,0 +1,188 @@
+/*
+ * Veto Sandbox: a non-blocking Redis client for nginx workers.
+ *
+ * One hiredis (0.14) async context per worker, driven by nginx's event
+ * loop: the hiredis socket is wrapped in an ngx_connection_t and hiredis'
+ * addRead/delRead/addWrite/delWrite/cleanup hooks map onto level-triggered
+ * nginx events.  The connection is made in init_process, authenticated
+ * (AUTH password, or AUTH user password for an ACL user), switched to its
+ * database (SELECT) and checked with PING before it counts as ready.  A
+ * lost or stalled connection is dropped and made again with exponential
+ * backoff driven by an nginx timer; nothing here ever blocks the worker.
+ *
+ * hiredis 0.14 has no command timeouts, so every command carries its own
+ * nginx timer.  The handler of a command is called exactly once, unless
+ * the caller cancels it first:
+ *
+ *     rc == NGX_OK                         a reply arrived; it may be an
+ *                                          error reply (REDIS_REPLY_ERROR),
+ *                                          which a caller that decides
+ *                                          access must treat as a failure
+ *     rc == NGX_HTTP_SERVICE_UNAVAILABLE   connection lost before a reply
+ *     rc == NGX_HTTP_GATEWAY_TIME_OUT      the command's timer fired
+ *
+ * In the two failure cases reply is NULL.  A reply that arrives after its
+ * command timed out or was cancelled is dropped by the adapter.  The reply
+ * belongs to hiredis and is valid only while the handler runs.
+ *
+ * The command handle (ngx_http_veto_sandbox_redis_cmd_t) stays valid until
+ * the handler is called or the command is cancelled, whichever comes
+ * first; after that the caller must forget it.  A request that issued a
+ * command and is finalized before the reply must cancel it (typically from
+ * a request pool cleanup handler), so that the handler never touches a
+ * freed request.
+ *
+ * Fail closed: a caller that needs Redis for an access decision treats any
+ * rc other than NGX_OK, and any error reply, as "refuse with 503".
+ */
+
+#ifndef _NGX_HTTP_VETO_SANDBOX_REDIS_H_INCLUDED_
+#define _NGX_HTTP_VETO_SANDBOX_REDIS_H_INCLUDED_
+
+
+#include <ngx_config.h>
+#include <ngx_core.h>
+#include <ngx_http.h>
+
+#include <hiredis/hiredis.h>
+#include <hiredis/async.h>
+
+
+#define NGX_HTTP_VETO_SANDBOX_REDIS_DEFAULT_PORT     6379
+#define NGX_HTTP_VETO_SANDBOX_REDIS_DEFAULT_TIMEOUT  1000    /* ms */
+#define NGX_HTTP_VETO_SANDBOX_REDIS_BACKOFF_MIN      100     /* ms */
+#define NGX_HTTP_VETO_SANDBOX_REDIS_BACKOFF_MAX      5000    /* ms */
+#define NGX_HTTP_VETO_SANDBOX_REDIS_MAX_TIMEOUTS     3
+
+
+/*
+ * Configuration, filled at configuration time (directives) and copied by
+ * ngx_http_veto_sandbox_redis_create().  Strings are NUL-terminated.
+ * host is always a numeric address: names are resolved at configuration
+ * time by ngx_http_veto_sandbox_redis_parse_addr(), because hiredis would
+ * resolve them with a blocking getaddrinfo() in the worker.
+ */
+typedef struct {
+    ngx_str_t                       addr;           /* as configured, logs */
+    ngx_str_t                       host;           /* numeric, or empty */
+    in_port_t                       port;
+    ngx_str_t                       unix_path;      /* or empty */
+    ngx_str_t                       user;           /* ACL user or empty */
+    ngx_str_t                       password;       /* empty: no AUTH */
+    ngx_int_t                       db;             /* SELECT if > 0 */
+    ngx_msec_t                      connect_timeout; /* connect+handshake */
+    ngx_msec_t                      backoff_min;
+    ngx_msec_t                      backoff_max;
+    ngx_uint_t                      max_timeouts;   /* then reconnect */
+} ngx_http_veto_sandbox_redis_conf_t;
+
+
+typedef enum {
+    NGX_HTTP_VETO_SANDBOX_REDIS_IDLE = 0,    /* waiting for reconnect */
+    NGX_HTTP_VETO_SANDBOX_REDIS_CONNECTING,  /* connect + AUTH/SELECT/PING */
+    NGX_HTTP_VETO_SANDBOX_REDIS_READY,
+    NGX_HTTP_VETO_SANDBOX_REDIS_CLOSED       /* destroyed, worker exiting */
+} ngx_http_veto_sandbox_redis_state_e;
+
+
+typedef struct ngx_http_veto_sandbox_redis_s  ngx_http_veto_sandbox_redis_t;
+typedef struct ngx_http_veto_sandbox_redis_cmd_s
+    ngx_http_veto_sandbox_redis_cmd_t;
+
+typedef void (*ngx_http_veto_sandbox_redis_handler_pt)(ngx_int_t rc,
+    redisReply *reply, void *data);
+
+
+/*
+ * A Lua script known by its SHA-1: EVALSHA first, EVAL on NOSCRIPT.
+ * Define scripts as static objects with name and text set; the sha1
+ * field is filled by ngx_http_veto_sandbox_redis_script_init().
+ */
+typedef struct {
+    const char                     *name;
+    const char                     *text;
+    u_char                          sha1[41];
+} ngx_http_veto_sandbox_redis_script_t;
+
+
+struct ngx_http_veto_sandbox_redis_s {
+    ngx_http_veto_sandbox_redis_conf_t  conf;
+    ngx_log_t                          *log;
+    redisAsyncContext                  *ac;
+    ngx_connection_t                   *conn;
+    ngx_http_veto_sandbox_redis_state_e state;
+    ngx_event_t                         reconnect;  /* backoff timer */
+    ngx_event_t                         handshake;  /* connect deadline */
+    ngx_msec_t                          backoff;
+    ngx_uint_t                          timeouts;   /* consecutive */
+    ngx_uint_t                          generation; /* connections made */
+
+    /* counters for health and metrics */
+    ngx_uint_t                          n_commands;
+    ngx_uint_t                          n_timeouts;
+    ngx_uint_t                          n_failures;
+    ngx_uint_t                          n_reconnects;
+};
+
+
+/* configuration time */
+
+char *ngx_http_veto_sandbox_redis_parse_addr(ngx_conf_t *cf,
+    ngx_str_t *value, ngx_http_veto_sandbox_redis_conf_t *rcf);
+void ngx_http_veto_sandbox_redis_conf_init(
+    ngx_http_veto_sandbox_redis_conf_t *rcf);
+ngx_int_t ngx_http_veto_sandbox_redis_script_init(
+    ngx_http_veto_sandbox_redis_script_t *script);
+
+/* worker: init_process / exit_process */
+
+ngx_http_veto_sandbox_redis_t *ngx_http_veto_sandbox_redis_create(
+    ngx_cycle_t *cycle, ngx_http_veto_sandbox_redis_conf_t *rcf);
+void ngx_http_veto_sandbox_redis_destroy(ngx_http_veto_sandbox_redis_t *rds);
+
+/* worker: commands */
+
+/*
+ * Returns NGX_OK when the command is queued: the handler will be called
+ * exactly once (or never, after ngx_http_veto_sandbox_redis_cancel()).
+ * Returns NGX_HTTP_SERVICE_UNAVAILABLE when Redis is not connected and
+ * NGX_ERROR on allocation failure: then the handler is never called.
+ * argv is copied; the caller's buffers may go away at once.
+ */
+ngx_int_t ngx_http_veto_sandbox_redis_command(
+    ngx_http_veto_sandbox_redis_t *rds, ngx_msec_t timeout,
+    ngx_http_veto_sandbox_redis_handler_pt handler, void *data,
+    ngx_http_veto_sandbox_redis_cmd_t **cmdp,
+    int argc, const char **argv, const size_t *argvlen);
+
+/*
+ * EVALSHA script->sha1 numkeys argv..., retried once as EVAL with the
+ * script text when Redis answers NOSCRIPT.  argv holds the keys first,
+ * then the arguments; numkeys says how many keys.  Same contract as
+ * ngx_http_veto_sandbox_redis_command().
+ */
+ngx_int_t ngx_http_veto_sandbox_redis_eval(
+    ngx_http_veto_sandbox_redis_t *rds, ngx_msec_t timeout,
+    ngx_http_veto_sandbox_redis_script_t *script,
+    ngx_http_veto_sandbox_redis_handler_pt handler, void *data,
+    ngx_http_veto_sandbox_redis_cmd_t **cmdp,
+    int numkeys, int argc, const char **argv, const size_t *argvlen);
+
+/* The handler will not be called; a late reply is dropped. */
+void ngx_http_veto_sandbox_redis_cancel(
+    ngx_http_veto_sandbox_redis_cmd_t *cmd);
+
+/* For health checks: 1 when connected, authenticated and answering. */
+ngx_uint_t ngx_http_veto_sandbox_redis_ready(
+    ngx_http_veto_sandbox_redis_t *rds);
+
+/*
+ * Redis key components (tenant, agent, ids) are restricted so that a
+ * claim can never break out of its key or form a glob pattern: 1..128
+ * bytes of printable ASCII without space, ':', '{', '}', '*', '?', '[',
+ * ']' or '\'.  Returns 1 when valid.
+ */
+ngx_uint_t ngx_http_veto_sandbox_redis_key_part_valid(u_char *p, size_t len);
+
+
+#endif /* _NGX_HTTP_VETO_SANDBOX_REDIS_H_INCLUDED_ */

@@ -1,0 +1,64 @@
+/*
+ * Veto Sandbox: token revocation, checked on every request.
+ *
+ * Keys (tenant-scoped; docs/approvals.md, "Revocation"):
+ *
+ *   veto:{T}:revoked:jti:<jti>      any value; expires with the token
+ *   veto:{T}:revoked:agent:<agent>  "<unix seconds>": every token of the
+ *                                   agent issued at or before that time
+ *                                   (iat) is refused; "*": every token,
+ *                                   whatever its iat
+ *
+ * One MGET per request reads both.  A token whose jti (or sub) cannot be
+ * a key part (ngx_http_veto_sandbox_redis_key_part_valid) is refused: it
+ * could not be revoked, so it is not accepted.  Redis down: refused (503).
+ */
+
+#ifndef _NGX_HTTP_VETO_SANDBOX_REVOKE_H_INCLUDED_
+#define _NGX_HTTP_VETO_SANDBOX_REVOKE_H_INCLUDED_
+
+
+#include <ngx_config.h>
+#include <ngx_core.h>
+#include <ngx_http.h>
+
+#include "ngx_http_veto_sandbox_redis.h"
+
+
+/*
+ * MGET the jti and agent keys.  jti may be empty (token without jti: only
+ * the agent is checked).  NGX_DECLINED: tenant, agent or jti is not a
+ * valid key part; refuse the token (401).
+ */
+ngx_int_t ngx_http_veto_sandbox_revoke_check(
+    ngx_http_veto_sandbox_redis_t *rds, ngx_pool_t *pool, ngx_msec_t timeout,
+    ngx_str_t *tenant, ngx_str_t *agent, ngx_str_t *jti,
+    ngx_http_veto_sandbox_redis_handler_pt handler, void *data,
+    ngx_http_veto_sandbox_redis_cmd_t **cmdp);
+
+/*
+ * Reads the MGET reply: NGX_OK (not revoked), NGX_DECLINED (revoked; why
+ * is set to "jti" or "agent"), NGX_ERROR (unexpected reply: fail closed).
+ * iat: the token's iat claim, or -1 when it has none.
+ */
+ngx_int_t ngx_http_veto_sandbox_revoke_result(redisReply *reply,
+    time_t iat, const char **why);
+
+/*
+ * Admin API: revoke one token until exp (SET ... EXAT exp, Redis >= 6.2),
+ * or every token of an agent issued up to now (SET ... <now>).
+ */
+ngx_int_t ngx_http_veto_sandbox_revoke_jti(
+    ngx_http_veto_sandbox_redis_t *rds, ngx_pool_t *pool, ngx_msec_t timeout,
+    ngx_str_t *tenant, ngx_str_t *jti, time_t exp,
+    ngx_http_veto_sandbox_redis_handler_pt handler, void *data,
+    ngx_http_veto_sandbox_redis_cmd_t **cmdp);
+
+ngx_int_t ngx_http_veto_sandbox_revoke_agent(
+    ngx_http_veto_sandbox_redis_t *rds, ngx_pool_t *pool, ngx_msec_t timeout,
+    ngx_str_t *tenant, ngx_str_t *agent, time_t before,
+    ngx_http_veto_sandbox_redis_handler_pt handler, void *data,
+    ngx_http_veto_sandbox_redis_cmd_t **cmdp);
+
+
+#endif /* _NGX_HTTP_VETO_SANDBOX_REVOKE_H_INCLUDED_ */

@@ -1,0 +1,117 @@
+package VetoRedisTest;
+
+# Test support for t/2*.t: a private redis-server on a unix socket under
+# /tmp, started per test file and stopped at exit, and the Lua scripts read
+# out of the module's C sources, so the tests run exactly what ships.
+
+use strict;
+use warnings;
+
+use Exporter 'import';
+use File::Temp qw(tempdir);
+use File::Basename qw(dirname);
+use Time::HiRes qw(sleep);
+use POSIX qw(:sys_wait_h);
+use Redis;
+use Digest::SHA ();
+
+our @EXPORT_OK = qw(start_redis redis_conn scripts run_script);
+
+my $redis_pid;
+my $owner_pid;
+my $redis_dir;
+my $redis_sock;
+my %scripts;
+
+sub start_redis {
+    return $redis_sock if $redis_sock;
+
+    $redis_dir = tempdir("veto-redis-t-XXXXXX", TMPDIR => 1, CLEANUP => 1);
+    $redis_sock = "$redis_dir/redis.sock";
+
+    $owner_pid = $$;
+    $redis_pid = fork();
+    die "fork: $!" unless defined $redis_pid;
+
+    if ($redis_pid == 0) {
+        open STDOUT, '>', "$redis_dir/redis.log" or die;
+        open STDERR, '>&', \*STDOUT or die;
+        exec 'redis-server', '--port', '0', '--unixsocket', $redis_sock,
+             '--unixsocketperm', '700', '--save', '', '--appendonly', 'no',
+             '--dir', $redis_dir;
+        die "exec redis-server: $!";
+    }
+
+    for (1 .. 100) {
+        last if -S $redis_sock;
+        sleep 0.05;
+    }
+    die "redis-server did not start, see $redis_dir/redis.log"
+        unless -S $redis_sock;
+
+    return $redis_sock;
+}
+
+END {
+    # only the process that started it stops it, never a forked child
+    if ($redis_pid && defined $owner_pid && $$ == $owner_pid) {
+        kill 'TERM', $redis_pid;
+        waitpid $redis_pid, 0;
+    }
+}
+
+sub redis_conn {
+    start_redis();
+    return Redis->new(sock => $redis_sock, reconnect => 0);
+}
+
+# static const char ngx_http_veto_sandbox_<name>_lua[] =
+#     "line\n"
+#     ...
+#     ;
+sub scripts {
+    return \%scripts if %scripts;
+
+    my $dir = dirname(__FILE__) . '/../../ngx_veto_sandbox_module';
+
+    for my $file (glob "$dir/ngx_http_veto_sandbox_*.c") {
+        open my $fh, '<', $file or die "$file: $!";
+        my ($name, $text);
+        while (my $line = <$fh>) {
+            if ($line =~ /^static const char ngx_http_veto_sandbox_(\w+)_lua\[\] =/) {
+                ($name, $text) = ($1, '');
+                next;
+            }
+            next unless defined $name;
+            if ($line =~ /^\s*"(.*)"\s*$/) {
+                my $s = $1;
+                $s =~ s/\\(["\\n])/$1 eq 'n' ? "\n" : $1/ge;
+                $text .= $s;
+            } elsif ($line =~ /^\s*;\s*$/) {
+                $scripts{$name} = $text;
+                undef $name;
+            } else {
+                die "$file: unexpected line in script $name: $line";
+            }
+        }
+    }
+
+    die "no scripts found under $dir" unless %scripts;
+    return \%scripts;
+}
+
+# EVALSHA first, EVAL on NOSCRIPT: the same path the module takes.
+sub run_script {
+    my ($r, $name, $keys, $args) = @_;
+    my $text = scripts()->{$name} or die "no script $name";
+    my $res = eval { $r->evalsha(Digest::SHA::sha1_hex($text),
+                                 scalar(@$keys), @$keys, @$args) };
+    if (!defined $res && $@ =~ /NOSCRIPT/) {
+        $res = $r->eval($text, scalar(@$keys), @$keys, @$args);
+    } elsif (!defined $res) {
+        die $@;
+    }
+    return $res;
+}
+
+1;

@@ -1,0 +1,528 @@
+/*
+ * Clone of the exec's init and everything that runs between clone and
+ * the workload's execve.  The helper is single-threaded, so the child may
+ * use libc freely (no lock can be held by another thread); it still
+ * allocates nothing: argv, envp and the seccomp program were prepared by
+ * the helper.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/keyctl.h>
+#include <linux/sched.h>
+#include <poll.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "vsb_caps.h"
+#include "vsb_net.h"
+#include "vsb_rlimits.h"
+#include "vsb_rootfs.h"
+#include "vsb_seccomp.h"
+#include "vsb_spawn.h"
+#include "vsb_user.h"
+
+#define VSB_SPAWN_NS  (CLONE_NEWUSER | CLONE_NEWPID | CLONE_NEWNS         \
+                       | CLONE_NEWNET | CLONE_NEWIPC | CLONE_NEWUTS)
+
+/* the init's descriptors after it has tidied up */
+#define VSB_FD_STATUS  3
+#define VSB_FD_SYNC    4
+
+extern char  **environ;
+
+static pid_t vsb_spawn_clone(int *pidfd);
+static void vsb_spawn_init(const vsb_spawn_t *sp, int sync_fd)
+    __attribute__((noreturn));
+static void vsb_spawn_workload(const vsb_spawn_t *sp)
+    __attribute__((noreturn));
+static void vsb_spawn_fail(int fd, int code, const char *step)
+    __attribute__((noreturn));
+static void vsb_spawn_fail_msg(int fd, int code, const char *detail)
+    __attribute__((noreturn));
+
+
+static void
+vsb_spawn_report(int fd, uint32_t kind, int status, int errnum,
+    const char *detail)
+{
+    ssize_t             n;
+    vsb_spawn_status_t  st;
+
+    memset(&st, 0, sizeof(st));
+    st.kind = kind;
+    st.status = status;
+    st.errnum = errnum;
+
+    if (detail != NULL) {
+        strncpy(st.detail, detail, sizeof(st.detail) - 1);
+    }
+
+    do {
+        n = write(fd, &st, sizeof(st));
+    } while (n == -1 && errno == EINTR);
+}
+
+
+/* A setup step failed: tell the helper which and why, and die. */
+static void
+vsb_spawn_fail(int fd, int code, const char *step)
+{
+    int   saved;
+    char  detail[sizeof(((vsb_spawn_status_t *) 0)->detail)];
+
+    saved = errno;
+    snprintf(detail, sizeof(detail), "%s: %s", step, strerror(saved));
+    vsb_spawn_report(fd, VSB_SPAWN_FAILED, 0, saved, detail);
+    _exit(code);
+}
+
+
+/* The same, with a message that already says why. */
+static void
+vsb_spawn_fail_msg(int fd, int code, const char *detail)
+{
+    vsb_spawn_report(fd, VSB_SPAWN_FAILED, 0, 0, detail);
+    _exit(code);
+}
+
+
+static pid_t
+vsb_spawn_clone(int *pidfd)
+{
+    long                  pid;
+    struct clone_args     args;
+
+    memset(&args, 0, sizeof(args));
+    args.flags = VSB_SPAWN_NS | CLONE_PIDFD;
+    args.pidfd = (uint64_t) (uintptr_t) pidfd;
+    args.exit_signal = 0;       /* a "clone" child: waitpid(-1) skips it */
+
+    pid = syscall(SYS_clone3, &args, sizeof(args));
+    if (pid == -1 && errno == ENOSYS) {
+        /* fork-like raw clone: no stack, pidfd stored via parent_tid */
+        pid = syscall(SYS_clone, VSB_SPAWN_NS | CLONE_PIDFD, NULL, pidfd,
+                      NULL, NULL);
+    }
+
+    return (pid_t) pid;
+}
+
+
+pid_t
+vsb_spawn(const vsb_spawn_t *sp, int *pidfd, char *err, size_t errlen)
+{
+    int        sync[2], fd;
+    char       byte;
+    pid_t      pid;
+    ssize_t    n;
+    siginfo_t  si;
+
+    if (vsb_seccomp_prepare(err, errlen) != 0) {
+        return -1;
+    }
+
+    if (pipe2(sync, O_CLOEXEC) != 0) {
+        snprintf(err, errlen, "spawn: sync pipe: %s", strerror(errno));
+        return -1;
+    }
+
+    fd = -1;
+
+    pid = vsb_spawn_clone(&fd);
+    if (pid == -1) {
+        snprintf(err, errlen, "spawn: clone with new namespaces: %s",
+                 strerror(errno));
+        close(sync[0]);
+        close(sync[1]);
+        return -1;
+    }
+
+    if (pid == 0) {
+        close(sync[1]);
+        vsb_spawn_init(sp, sync[0]);
+    }
+
+    close(sync[0]);
+
+    if (vsb_cgroup_attach(sp->cgroup, pid) != 0) {
+        snprintf(err, errlen, "spawn: attach init %d to exec cgroup: %s",
+                 (int) pid, strerror(errno));
+        goto failed;
+    }
+
+    if (vsb_user_map(pid, sp->sb->host_uid, err, errlen) != 0) {
+        goto failed;
+    }
+
+    byte = 'g';
+
+    do {
+        n = write(sync[1], &byte, 1);
+    } while (n == -1 && errno == EINTR);
+
+    if (n != 1) {
+        snprintf(err, errlen, "spawn: release init: %s", strerror(errno));
+        goto failed;
+    }
+
+    close(sync[1]);
+
+    *pidfd = fd;
+    return pid;
+
+failed:
+
+    /* the child is still blocked on the sync pipe: this is immediate */
+    close(sync[1]);
+
+    if (syscall(SYS_pidfd_send_signal, fd, SIGKILL, NULL, 0) != 0) {
+        kill(pid, SIGKILL);
+    }
+
+    while (waitid(P_PIDFD, (id_t) fd, &si, WEXITED | __WALL) == -1
+           && errno == EINTR)
+    {
+        /* void */
+    }
+
+    close(fd);
+    return -1;
+}
+
+
+/* ---- in the child ---- */
+
+static void
+vsb_spawn_signals(void)
+{
+    int               sig;
+    sigset_t          set;
+    struct sigaction  sa;
+
+    memset(&sa, 0, sizeof(sa));
+    sa.sa_handler = SIG_DFL;
+    sigemptyset(&sa.sa_mask);
+
+    /* the helper's handlers and mask mean nothing here */
+    for (sig = 1; sig < NSIG; sig++) {
+        if (sig != SIGKILL && sig != SIGSTOP) {
+            (void) sigaction(sig, &sa, NULL);   /* EINVAL for libc's own */
+        }
+    }
+
+    sigemptyset(&set);
+    (void) sigprocmask(SIG_SETMASK, &set, NULL);
+}
+
+
+/*
+ * Moves the pipes to 0, 1, 2 (stdio) and 3 (status, close-on-exec), the
+ * sync pipe to 4, and closes everything else the helper had open: its
+ * sockets, other sandboxes' pipes, its epoll instance.
+ */
+static void
+vsb_spawn_fds(const vsb_spawn_t *sp, int sync_fd)
+{
+    int  in, out, er, st, sy;
+
+    /* first above anything we are about to overwrite */
+    in = fcntl(sp->stdin_fd, F_DUPFD_CLOEXEC, 16);
+    out = fcntl(sp->stdout_fd, F_DUPFD_CLOEXEC, 16);
+    er = fcntl(sp->stderr_fd, F_DUPFD_CLOEXEC, 16);
+    st = fcntl(sp->status_fd, F_DUPFD_CLOEXEC, 16);
+    sy = fcntl(sync_fd, F_DUPFD_CLOEXEC, 16);
+
+    if (in == -1 || out == -1 || er == -1 || st == -1 || sy == -1) {
+        vsb_spawn_fail(sp->status_fd, 1, "init: duplicate pipes");
+    }
+
+    if (dup2(in, 0) == -1 || dup2(out, 1) == -1 || dup2(er, 2) == -1
+        || dup3(st, VSB_FD_STATUS, O_CLOEXEC) == -1
+        || dup3(sy, VSB_FD_SYNC, O_CLOEXEC) == -1)
+    {
+        vsb_spawn_fail(st, 1, "init: move pipes to 0-4");
+    }
+
+    if (close_range(VSB_FD_SYNC + 1, ~0U, 0) != 0) {
+        vsb_spawn_fail(VSB_FD_STATUS, 1, "init: close inherited descriptors");
+    }
+}
+
+
+/*
+ * The init is a copy of the helper: its argv and environment (config
+ * path, whatever the operator exported) would show in the sandbox's
+ * /proc/1/cmdline.  Overwrite both areas in our copy of the memory.
+ */
+static void
+vsb_spawn_hide_args(void)
+{
+    int                 fd, field;
+    char                buf[1024], *p, *end;
+    ssize_t             n;
+    unsigned long long  v[4];
+    static const char   name[] = "sandbox-init";
+
+    if (prctl(PR_SET_NAME, name, 0, 0, 0) != 0) {
+        vsb_spawn_fail(VSB_FD_STATUS, 1, "init: set name");
+    }
+
+    fd = open("/proc/self/stat", O_RDONLY | O_CLOEXEC);
+    if (fd == -1) {
+        vsb_spawn_fail(VSB_FD_STATUS, 1, "init: open /proc/self/stat");
+    }
+
+    n = read(fd, buf, sizeof(buf) - 1);
+    close(fd);
+
+    if (n <= 0) {
+        vsb_spawn_fail(VSB_FD_STATUS, 1, "init: read /proc/self/stat");
+    }
+
+    buf[n] = '\0';
+
+    /* the command name may hold anything; fields resume after the last
+     * ')' with field 3; arg_start .. env_end are fields 48 .. 51 */
+    p = strrchr(buf, ')');
+    if (p == NULL) {
+        errno = EINVAL;
+        vsb_spawn_fail(VSB_FD_STATUS, 1, "init: parse /proc/self/stat");
+    }
+
+    p++;
+
+    for (field = 3; field <= 51; field++) {
+        while (*p == ' ') {
+            p++;
+        }
+
+        errno = 0;
+        if (field == 3) {
+            end = (*p != '\0') ? p + 1 : p;     /* the state letter */
+        } else if (field >= 48) {
+            v[field - 48] = strtoull(p, &end, 10);
+        } else {
+            (void) strtoull(p, &end, 10);   /* "-1" parses too */
+        }
+
+        if (end == p || errno != 0) {
+            errno = EINVAL;
+            vsb_spawn_fail(VSB_FD_STATUS, 1, "init: parse /proc/self/stat");
+        }
+
+        p = end;
+    }
+
+    if (v[1] > v[0] && v[1] - v[0] < 1024 * 1024) {
+        memset((void *) (uintptr_t) v[0], 0, v[1] - v[0]);
+        if (v[1] - v[0] > sizeof(name)) {
+            memcpy((void *) (uintptr_t) v[0], name, sizeof(name));
+        }
+    }
+
+    if (v[3] > v[2] && v[3] - v[2] < 1024 * 1024) {
+        memset((void *) (uintptr_t) v[2], 0, v[3] - v[2]);
+    }
+}
+
+
+static void
+vsb_spawn_init(const vsb_spawn_t *sp, int sync_fd)
+{
+    int             status;
+    char            byte, err[200], msg[240];
+    pid_t           pid, workload;
+    ssize_t         n;
+    struct pollfd   pfd;
+
+    vsb_spawn_fds(sp, sync_fd);
+
+    if (prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) != 0) {
+        vsb_spawn_fail(VSB_FD_STATUS, 1, "init: set parent-death signal");
+    }
+
+    vsb_spawn_signals();
+
+    /* leave the helper's session: no controlling terminal of the host */
+    if (setsid() == -1) {
+        vsb_spawn_fail(VSB_FD_STATUS, 1, "init: setsid");
+    }
+
+    /* wait until we are in the exec cgroup and our uid map exists */
+    do {
+        n = read(VSB_FD_SYNC, &byte, 1);
+    } while (n == -1 && errno == EINTR);
+
+    if (n != 1) {
+        _exit(1);               /* the helper gave up on us */
+    }
+
+    close(VSB_FD_SYNC);
+
+#define VSB_STEP(call)                                                       \
+    if ((call) != 0) {                                                       \
+        snprintf(msg, sizeof(msg), "init: %s", err);                         \
+        vsb_spawn_fail_msg(VSB_FD_STATUS, 1, msg);                           \
+    }
+
+    err[0] = '\0';
+
+    /* until now the kernel still saw host root's uid; become the
+     * sandbox's own root (host_uid) */
+    VSB_STEP(vsb_user_become(0, 0, err, sizeof(err)));
+
+    /* a session keyring of our own, not the helper's (keyctl is refused
+     * to the workload anyway; ENOSYS: a kernel without keys) */
+    if (syscall(SYS_keyctl, KEYCTL_JOIN_SESSION_KEYRING, NULL) == -1
+        && errno != ENOSYS)
+    {
+        vsb_spawn_fail(VSB_FD_STATUS, 1, "init: join a new session keyring");
+    }
+
+    /* the credential change cleared it */
+    if (prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) != 0) {
+        vsb_spawn_fail(VSB_FD_STATUS, 1, "init: set parent-death signal");
+    }
+
+    /* and the helper may have died meanwhile: it alone reads the status
+     * pipe, so a reader-less pipe means nobody would ever reap us */
+    pfd.fd = VSB_FD_STATUS;
+    pfd.events = POLLOUT;
+    pfd.revents = 0;
+
+    if (poll(&pfd, 1, 0) == -1 || (pfd.revents & POLLERR)) {
+        _exit(1);
+    }
+
+    /* we are in the exec cgroup now: make it our cgroup root */
+    if (unshare(CLONE_NEWCGROUP) != 0) {
+        vsb_spawn_fail(VSB_FD_STATUS, 1, "init: unshare cgroup namespace");
+    }
+
+    if (sethostname("sandbox", sizeof("sandbox") - 1) != 0) {
+        vsb_spawn_fail(VSB_FD_STATUS, 1, "init: sethostname");
+    }
+
+    VSB_STEP(vsb_net_loopback_up(err, sizeof(err)));
+    VSB_STEP(vsb_rootfs_enter(sp->sb, err, sizeof(err)));
+
+    vsb_spawn_hide_args();
+
+    workload = fork();
+    if (workload == -1) {
+        vsb_spawn_fail(VSB_FD_STATUS, 1, "init: fork workload");
+    }
+
+    if (workload == 0) {
+        vsb_spawn_workload(sp);
+    }
+
+    /* the init keeps no end of the workload's pipes */
+    status = open("/dev/null", O_RDWR | O_CLOEXEC);
+    if (status == -1 || dup2(status, 0) == -1 || dup2(status, 1) == -1
+        || dup2(status, 2) == -1)
+    {
+        vsb_spawn_fail(VSB_FD_STATUS, 1, "init: stdio to /dev/null");
+    }
+
+    close(status);
+
+    if (prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) != 0) {
+        vsb_spawn_fail(VSB_FD_STATUS, 1, "init: set not dumpable");
+    }
+
+    VSB_STEP(vsb_caps_lock(err, sizeof(err)));
+    VSB_STEP(vsb_caps_drop(err, sizeof(err)));
+    VSB_STEP(vsb_seccomp_apply(err, sizeof(err)));
+
+#undef VSB_STEP
+
+    /* pid 1: reap everything; the workload's end is the exec's end */
+    for ( ;; ) {
+        pid = waitpid(-1, &status, __WALL);
+
+        if (pid == -1) {
+            if (errno == EINTR) {
+                continue;
+            }
+
+            vsb_spawn_fail(VSB_FD_STATUS, 1, "init: wait for workload");
+        }
+
+        if (pid == workload) {
+            vsb_spawn_report(VSB_FD_STATUS, VSB_SPAWN_EXITED, status, 0,
+                             NULL);
+            _exit(0);
+        }
+    }
+}
+
+
+static void
+vsb_spawn_workload(const vsb_spawn_t *sp)
+{
+    char  err[200], msg[240];
+    int   saved;
+
+#define VSB_STEP(call)                                                       \
+    if ((call) != 0) {                                                       \
+        snprintf(msg, sizeof(msg), "workload: %s", err);                     \
+        vsb_spawn_fail_msg(VSB_FD_STATUS, 126, msg);                         \
+    }
+
+    err[0] = '\0';
+
+    if (setsid() == -1) {
+        vsb_spawn_fail(VSB_FD_STATUS, 126, "workload: setsid");
+    }
+
+    /* bounding set and securebits need CAP_SETPCAP, which the uid
+     * change takes away */
+    VSB_STEP(vsb_caps_lock(err, sizeof(err)));
+    VSB_STEP(vsb_user_become(VSB_WORKLOAD_UID, VSB_WORKLOAD_GID, err,
+                             sizeof(err)));
+    VSB_STEP(vsb_caps_drop(err, sizeof(err)));
+
+    /* the init's death kills us with the pid namespace anyway */
+    if (prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) != 0) {
+        vsb_spawn_fail(VSB_FD_STATUS, 126,
+                       "workload: set parent-death signal");
+    }
+
+    VSB_STEP(vsb_rlimits_apply(&sp->sb->limits, err, sizeof(err)));
+
+    /* 0-2 are the pipes, 3 the status pipe (close-on-exec) */
+    if (close_range(VSB_FD_STATUS + 1, ~0U, 0) != 0) {
+        vsb_spawn_fail(VSB_FD_STATUS, 126,
+                       "workload: close inherited descriptors");
+    }
+
+    /* whatever the helper runs under, files come out 0644 and 0755 */
+    (void) umask(022);
+
+    environ = (char **) sp->envp;
+
+    if (chdir(sp->cwd) != 0) {
+        dprintf(2, "sandbox: cwd %s: %s\n", sp->cwd, strerror(errno));
+        _exit(127);
+    }
+
+    /* last: the filter refuses what the steps above needed */
+    VSB_STEP(vsb_seccomp_apply(err, sizeof(err)));
+
+#undef VSB_STEP
+
+    execvp(sp->argv[0], sp->argv);
+
+    saved = errno;
+    dprintf(2, "sandbox: exec %s: %s\n", sp->argv[0], strerror(saved));
+    _exit(127);
+}

@@ -1,0 +1,181 @@
+/*
+ * seccomp filter unit tests: each case forks, sets no_new_privs, loads
+ * the filter and checks one syscall's verdict (errno, or death by
+ * SIGSYS for another ABI), reporting back through the exit status.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <sched.h>
+#include <setjmp.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "vsb_seccomp.h"
+
+#define TEST_ALLOWED  100           /* exit status: the call was allowed */
+#define TEST_CRASHED  101           /* setup failed in the child */
+
+typedef long (*test_call_pt)(void);
+
+
+/* Runs call under the filter; returns the child's wait status. */
+static int
+test_run(test_call_pt call)
+{
+    int    status;
+    long   rc;
+    char   err[256];
+    pid_t  pid;
+
+    assert_int_equal(vsb_seccomp_prepare(err, sizeof(err)), 0);
+
+    pid = fork();
+    assert_true(pid != -1);
+
+    if (pid == 0) {
+        if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0
+            || vsb_seccomp_apply(err, sizeof(err)) != 0)
+        {
+            _exit(TEST_CRASHED);
+        }
+
+        errno = 0;
+        rc = call();
+        _exit(rc == -1 ? (errno & 0x7f) : TEST_ALLOWED);
+    }
+
+    assert_int_equal(waitpid(pid, &status, 0), pid);
+    return status;
+}
+
+
+static void
+test_expect_errno(test_call_pt call, int err)
+{
+    int  status;
+
+    status = test_run(call);
+    assert_true(WIFEXITED(status));
+    assert_int_equal(WEXITSTATUS(status), err);
+}
+
+
+static long call_mount(void)
+{ return syscall(SYS_mount, "none", "/", "tmpfs", 0, NULL); }
+static long call_unshare_user(void)
+{ return syscall(SYS_unshare, CLONE_NEWUSER); }
+static long call_ptrace(void)
+{ return syscall(SYS_ptrace, 16 /* PTRACE_ATTACH */, 1, 0, 0); }
+static long call_keyctl(void)
+{ return syscall(SYS_keyctl, 0, 0, 0, 0, 0); }
+static long call_bpf(void)
+{ return syscall(SYS_bpf, 0, NULL, 0); }
+static long call_clone3(void)
+{ return syscall(SYS_clone3, NULL, 0); }
+static long call_clone_newns(void)
+{ return syscall(SYS_clone, CLONE_NEWNS | SIGCHLD, NULL, NULL, NULL, NULL); }
+static long call_mknod_chr(void)
+{ return syscall(SYS_mknodat, AT_FDCWD, "/nonexistent-vsb-test/x", S_IFCHR | 0600, 0x0103); }
+static long call_personality_norandom(void)
+{ return syscall(SYS_personality, 0x0040000); }
+static long call_personality_query(void)
+{ return syscall(SYS_personality, 0xffffffffUL) == -1 ? -1 : 0; }
+static long call_getpid(void)
+{ return syscall(SYS_getpid) > 0 ? 0 : -1; }
+
+
+static void
+test_refused(void **state)
+{
+    test_expect_errno(call_mount, EPERM);
+    test_expect_errno(call_unshare_user, EPERM);
+    test_expect_errno(call_ptrace, EPERM);
+    test_expect_errno(call_keyctl, EPERM);
+    test_expect_errno(call_bpf, EPERM);
+    test_expect_errno(call_clone_newns, EPERM);
+    test_expect_errno(call_mknod_chr, EPERM);
+    test_expect_errno(call_personality_norandom, EPERM);
+}
+
+
+static void
+test_clone3_enosys(void **state)
+{
+    test_expect_errno(call_clone3, ENOSYS);
+}
+
+
+static void
+test_allowed(void **state)
+{
+    int  status;
+
+    status = test_run(call_getpid);
+    assert_true(WIFEXITED(status));
+    assert_int_equal(WEXITSTATUS(status), TEST_ALLOWED);
+
+    status = test_run(call_personality_query);
+    assert_true(WIFEXITED(status));
+    assert_int_equal(WEXITSTATUS(status), TEST_ALLOWED);
+}
+
+
+#if defined(__x86_64__)
+
+/* x32 getpid: the x32 bit set on a native syscall number */
+static long call_x32_getpid(void)
+{ return syscall(0x40000000 | SYS_getpid); }
+
+/* i386 getpid through int 0x80 */
+static long
+call_i386_getpid(void)
+{
+    long  rc;
+
+    __asm__ volatile ("int $0x80" : "=a" (rc) : "a" (20L) : "memory");
+    return rc;
+}
+
+
+static void
+test_other_abi_killed(void **state)
+{
+    int  status;
+
+    status = test_run(call_x32_getpid);
+    assert_true(WIFSIGNALED(status));
+    assert_int_equal(WTERMSIG(status), SIGSYS);
+
+    status = test_run(call_i386_getpid);
+    assert_true(WIFSIGNALED(status));
+    assert_int_equal(WTERMSIG(status), SIGSYS);
+}
+
+#endif
+
+
+int
+main(void)
+{
+    const struct CMUnitTest  tests[] = {
+        cmocka_unit_test(test_refused),
+        cmocka_unit_test(test_clone3_enosys),
+        cmocka_unit_test(test_allowed),
+#if defined(__x86_64__)
+        cmocka_unit_test(test_other_abi_killed),
+#endif
+    };
+
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,549 @@
+/*
+ * Bearer token verification.  libjwt 1.x verifies with whatever "alg" the
+ * token's header names, so the algorithm is pinned here first: the key is
+ * chosen by "kid" and the header's alg must be that key's alg, or the
+ * token is refused before libjwt sees it (RS256 -> HS256 confusion, "none").
+ * Claims are checked here too: libjwt 1.10 checks none.
+ */
+
+#include "ngx_http_veto_sandbox_module.h"
+
+#include <jwt.h>
+#include <openssl/evp.h>
+
+
+typedef struct {
+    ngx_str_t   name;
+    ngx_int_t   alg;
+} ngx_http_veto_sandbox_alg_t;
+
+
+static ngx_http_veto_sandbox_alg_t  ngx_http_veto_sandbox_algs[] = {
+    { ngx_string("HS256"), JWT_ALG_HS256 },
+    { ngx_string("HS384"), JWT_ALG_HS384 },
+    { ngx_string("HS512"), JWT_ALG_HS512 },
+    { ngx_string("RS256"), JWT_ALG_RS256 },
+    { ngx_string("RS384"), JWT_ALG_RS384 },
+    { ngx_string("RS512"), JWT_ALG_RS512 },
+    { ngx_string("ES256"), JWT_ALG_ES256 },
+    { ngx_string("ES384"), JWT_ALG_ES384 },
+    { ngx_string("ES512"), JWT_ALG_ES512 },
+    { ngx_null_string, JWT_ALG_INVAL }
+};
+
+
+static json_t *ngx_http_veto_sandbox_b64_json(ngx_http_request_t *r,
+    u_char *p, size_t len);
+static ngx_int_t ngx_http_veto_sandbox_claims(ngx_http_request_t *r,
+    ngx_http_veto_sandbox_srv_conf_t *vscf, json_t *claims,
+    ngx_http_veto_sandbox_ctx_t *ctx, time_t *until, const char **reason);
+static ngx_int_t ngx_http_veto_sandbox_id_claim(ngx_http_request_t *r,
+    json_t *claims, const char *name, ngx_str_t *out);
+
+
+/* Maps an algorithm name to libjwt's; "none" and unknown names are
+ * JWT_ALG_INVAL. */
+ngx_int_t
+ngx_http_veto_sandbox_jwt_alg(ngx_str_t *name)
+{
+    ngx_http_veto_sandbox_alg_t  *a;
+
+    for (a = ngx_http_veto_sandbox_algs; a->name.len; a++) {
+        if (a->name.len == name->len
+            && ngx_strncmp(a->name.data, name->data, name->len) == 0)
+        {
+            return a->alg;
+        }
+    }
+
+    return JWT_ALG_INVAL;
+}
+
+
+ngx_int_t
+ngx_http_veto_sandbox_jwt_verify(ngx_http_request_t *r,
+    ngx_http_veto_sandbox_srv_conf_t *vscf, ngx_str_t *token,
+    ngx_http_veto_sandbox_ctx_t *ctx, const char **reason)
+{
+    u_char                       *p, *last, *dot1, *dot2, *copy;
+    u_char                        hash[32];
+    time_t                        until;
+    jwt_t                        *jwt;
+    json_t                       *header, *claims, *v;
+    ngx_int_t                     rc;
+    ngx_str_t                     alg, kid;
+    ngx_uint_t                    i, dots;
+    unsigned int                  hlen;
+    ngx_http_veto_sandbox_key_t  *keys, *key;
+
+    if (token->len == 0) {
+        *reason = "empty token";
+        return NGX_DECLINED;
+    }
+
+    if (token->len > vscf->max_token_size) {
+        *reason = "token too large";
+        return NGX_DECLINED;
+    }
+
+    /* compact serialization: three base64url parts, two dots */
+    dots = 0;
+    dot1 = NULL;
+    dot2 = NULL;
+    last = token->data + token->len;
+
+    for (p = token->data; p < last; p++) {
+        if (*p == '.') {
+            if (++dots == 1) {
+                dot1 = p;
+            } else {
+                dot2 = p;
+            }
+            continue;
+        }
+
+        if (!((*p >= 'A' && *p <= 'Z') || (*p >= 'a' && *p <= 'z')
+              || (*p >= '0' && *p <= '9') || *p == '-' || *p == '_'))
+        {
+            *reason = "malformed token";
+            return NGX_DECLINED;
+        }
+    }
+
+    if (dots != 2 || dot1 == token->data || dot2 == dot1 + 1) {
+        *reason = "malformed token";
+        return NGX_DECLINED;
+    }
+
+    if (dot2 + 1 == last) {
+        *reason = "unsigned token";
+        return NGX_DECLINED;
+    }
+
+    if (EVP_Digest(token->data, token->len, hash, &hlen, EVP_sha256(), NULL)
+        != 1)
+    {
+        *reason = "internal error";
+        return NGX_ERROR;
+    }
+
+    if (vscf->cache_zone
+        && ngx_http_veto_sandbox_cache_get(r, vscf, hash, ctx) == NGX_OK)
+    {
+        return NGX_OK;
+    }
+
+    header = ngx_http_veto_sandbox_b64_json(r, token->data,
+                                            dot1 - token->data);
+    if (header == NULL) {
+        *reason = "malformed token header";
+        return NGX_DECLINED;
+    }
+
+    claims = NULL;
+    jwt = NULL;
+    rc = NGX_DECLINED;
+
+    v = json_object_get(header, "alg");
+    if (!json_is_string(v)) {
+        *reason = "token header has no alg";
+        goto done;
+    }
+
+    alg.data = (u_char *) json_string_value(v);
+    alg.len = json_string_length(v);
+
+    if (ngx_http_veto_sandbox_jwt_alg(&alg) == JWT_ALG_INVAL) {
+        *reason = "token alg not accepted";
+        goto done;
+    }
+
+    /* no extension is understood, so none may be critical */
+    if (json_object_get(header, "crit") != NULL) {
+        *reason = "token header has crit";
+        goto done;
+    }
+
+    v = json_object_get(header, "kid");
+    if (v != NULL && !json_is_string(v)) {
+        *reason = "token kid is not a string";
+        goto done;
+    }
+
+    keys = vscf->keys->elts;
+    key = NULL;
+
+    if (v != NULL) {
+        kid.data = (u_char *) json_string_value(v);
+        kid.len = json_string_length(v);
+
+        for (i = 0; i < vscf->keys->nelts; i++) {
+            if (keys[i].kid.len == kid.len
+                && ngx_strncmp(keys[i].kid.data, kid.data, kid.len) == 0)
+            {
+                key = &keys[i];
+                break;
+            }
+        }
+
+        if (key == NULL) {
+            *reason = "unknown kid";
+            goto done;
+        }
+
+    } else if (vscf->keys->nelts == 1) {
+        key = &keys[0];
+
+    } else {
+        *reason = "token has no kid";
+        goto done;
+    }
+
+    /* the pin: the key, not the token, says how to verify */
+    if (ngx_http_veto_sandbox_jwt_alg(&alg) != key->alg) {
+        *reason = "token alg does not match its key";
+        goto done;
+    }
+
+    copy = ngx_pnalloc(r->pool, token->len + 1);
+    if (copy == NULL) {
+        rc = NGX_ERROR;
+        *reason = "internal error";
+        goto done;
+    }
+
+    ngx_memcpy(copy, token->data, token->len);
+    copy[token->len] = '\0';
+
+    if (jwt_decode(&jwt, (char *) copy, key->key, (int) key->key_len) != 0
+        || jwt == NULL)
+    {
+        jwt = NULL;
+        *reason = "bad signature";
+        goto done;
+    }
+
+    if ((ngx_int_t) jwt_get_alg(jwt) != key->alg) {
+        *reason = "token alg does not match its key";
+        goto done;
+    }
+
+    /* libjwt verified these exact bytes; parse them strictly ourselves */
+    claims = ngx_http_veto_sandbox_b64_json(r, dot1 + 1, dot2 - dot1 - 1);
+    if (claims == NULL) {
+        *reason = "malformed token claims";
+        goto done;
+    }
+
+    rc = ngx_http_veto_sandbox_claims(r, vscf, claims, ctx, &until, reason);
+
+    if (rc == NGX_OK && vscf->cache_zone) {
+        ngx_http_veto_sandbox_cache_put(r, vscf, hash, ctx, until);
+    }
+
+done:
+
+    if (jwt) {
+        jwt_free(jwt);
+    }
+
+    if (claims) {
+        json_decref(claims);
+    }
+
+    json_decref(header);
+
+    return rc;
+}
+
+
+static json_t *
+ngx_http_veto_sandbox_b64_json(ngx_http_request_t *r, u_char *p, size_t len)
+{
+    json_t     *j;
+    ngx_str_t   in, out;
+
+    in.data = p;
+    in.len = len;
+
+    out.data = ngx_pnalloc(r->pool, ngx_base64_decoded_length(len) + 1);
+    if (out.data == NULL) {
+        return NULL;
+    }
+
+    if (ngx_decode_base64url(&out, &in) != NGX_OK) {
+        return NULL;
+    }
+
+    j = json_loadb((char *) out.data, out.len, JSON_REJECT_DUPLICATES, NULL);
+    if (j == NULL) {
+        return NULL;
+    }
+
+    if (!json_is_object(j)) {
+        json_decref(j);
+        return NULL;
+    }
+
+    return j;
+}
+
+
+static ngx_int_t
+ngx_http_veto_sandbox_time_claim(json_t *claims, const char *name,
+    time_t *t)
+{
+    json_t  *v;
+
+    v = json_object_get(claims, name);
+    if (v == NULL) {
+        return NGX_DECLINED;
+    }
+
+    /* NumericDate; beyond year 5000 is nonsense and would overflow the
+     * leeway arithmetic */
+    if (json_is_integer(v)) {
+        if (json_integer_value(v) < 0 || json_integer_value(v) > 95617584000LL)
+        {
+            return NGX_ERROR;
+        }
+
+        *t = (time_t) json_integer_value(v);
+        return NGX_OK;
+    }
+
+    if (json_is_real(v) && json_real_value(v) >= 0
+        && json_real_value(v) <= 95617584000.0)
+    {
+        *t = (time_t) json_real_value(v);
+        return NGX_OK;
+    }
+
+    return NGX_ERROR;
+}
+
+
+static ngx_int_t
+ngx_http_veto_sandbox_claims(ngx_http_request_t *r,
+    ngx_http_veto_sandbox_srv_conf_t *vscf, json_t *claims,
+    ngx_http_veto_sandbox_ctx_t *ctx, time_t *until, const char **reason)
+{
+    u_char       *p, *last, *s;
+    char          name[128];
+    time_t        now, exp, t;
+    json_t       *v, *e;
+    size_t        len;
+    ngx_int_t     rc;
+    ngx_uint_t    i, k;
+    ngx_str_t     scope;
+
+    now = ngx_time();
+
+    rc = ngx_http_veto_sandbox_time_claim(claims, "exp", &exp);
+    if (rc != NGX_OK) {
+        *reason = rc == NGX_DECLINED ? "token has no exp" : "bad exp";
+        return NGX_DECLINED;
+    }
+
+    if (now >= exp + vscf->leeway) {
+        *reason = "token expired";
+        return NGX_DECLINED;
+    }
+
+    rc = ngx_http_veto_sandbox_time_claim(claims, "nbf", &t);
+    if (rc == NGX_ERROR) {
+        *reason = "bad nbf";
+        return NGX_DECLINED;
+    }
+
+    if (rc == NGX_OK && t > now + vscf->leeway) {
+        *reason = "token not yet valid";
+        return NGX_DECLINED;
+    }
+
+    rc = ngx_http_veto_sandbox_time_claim(claims, "iat", &t);
+    if (rc == NGX_ERROR) {
+        *reason = "bad iat";
+        return NGX_DECLINED;
+    }
+
+    if (rc == NGX_OK && t > now + vscf->leeway) {
+        *reason = "token issued in the future";
+        return NGX_DECLINED;
+    }
+
+    v = json_object_get(claims, "iss");
+    if (!json_is_string(v)
+        || json_string_length(v) != vscf->issuer.len
+        || ngx_strncmp(json_string_value(v), vscf->issuer.data,
+                       vscf->issuer.len) != 0)
+    {
+        *reason = "wrong issuer";
+        return NGX_DECLINED;
+    }
+
+    /* aud: a string or an array of strings; ours must be among them */
+    v = json_object_get(claims, "aud");
+    k = 0;
+
+    if (json_is_string(v)) {
+        k = json_string_length(v) == vscf->audience.len
+            && ngx_strncmp(json_string_value(v), vscf->audience.data,
+                           vscf->audience.len) == 0;
+
+    } else if (json_is_array(v)) {
+        json_array_foreach(v, i, e) {
+            if (json_is_string(e)
+                && json_string_length(e) == vscf->audience.len
+                && ngx_strncmp(json_string_value(e), vscf->audience.data,
+                               vscf->audience.len) == 0)
+            {
+                k = 1;
+            }
+        }
+    }
+
+    if (!k) {
+        *reason = "wrong audience";
+        return NGX_DECLINED;
+    }
+
+    if (ngx_http_veto_sandbox_id_claim(r, claims, "sub", &ctx->agent)
+        != NGX_OK)
+    {
+        *reason = "missing or invalid sub";
+        return NGX_DECLINED;
+    }
+
+    if (vscf->tenant_claim.len >= sizeof(name)) {
+        *reason = "tenant claim name too long";
+        return NGX_DECLINED;
+    }
+
+    ngx_cpystrn((u_char *) name, vscf->tenant_claim.data,
+                vscf->tenant_claim.len + 1);
+
+    if (ngx_http_veto_sandbox_id_claim(r, claims, name, &ctx->tenant)
+        != NGX_OK)
+    {
+        *reason = "missing or invalid tenant claim";
+        return NGX_DECLINED;
+    }
+
+    v = json_object_get(claims, "jti");
+    if (json_is_string(v) && json_string_length(v) <= VSB_MAX_ID_LEN) {
+        ctx->jti.len = json_string_length(v);
+        ctx->jti.data = ngx_pnalloc(r->pool, ctx->jti.len);
+        if (ctx->jti.data == NULL) {
+            return NGX_ERROR;
+        }
+        ngx_memcpy(ctx->jti.data, json_string_value(v), ctx->jti.len);
+    }
+
+    /* scope: "a b c" (RFC 8693) or ["a", "b"] */
+    ctx->scopes = 0;
+
+    if (vscf->scope_claim.len >= sizeof(name)) {
+        *reason = "scope claim name too long";
+        return NGX_DECLINED;
+    }
+
+    ngx_cpystrn((u_char *) name, vscf->scope_claim.data,
+                vscf->scope_claim.len + 1);
+
+    v = json_object_get(claims, name);
+
+    for (i = 0; v != NULL; i++) {
+
+        if (json_is_string(v)) {
+            if (i > 0) {
+                break;
+            }
+            s = (u_char *) json_string_value(v);
+            len = json_string_length(v);
+
+        } else if (json_is_array(v)) {
+            if (i >= json_array_size(v)) {
+                break;
+            }
+            e = json_array_get(v, i);
+            if (!json_is_string(e)) {
+                continue;
+            }
+            s = (u_char *) json_string_value(e);
+            len = json_string_length(e);
+
+        } else {
+            *reason = "bad scope claim";
+            return NGX_DECLINED;
+        }
+
+        last = s + len;
+
+        while (s < last) {
+            while (s < last && *s == ' ') {
+                s++;
+            }
+
+            for (p = s; p < last && *p != ' '; p++) { /* void */ }
+
+            scope.data = s;
+            scope.len = p - s;
+
+            for (k = 0; k < NGX_HTTP_VSB_NSCOPES; k++) {
+                if (scope.len == vscf->scope[k].len
+                    && ngx_strncmp(scope.data, vscf->scope[k].data,
+                                   scope.len) == 0)
+                {
+                    ctx->scopes |= (ngx_uint_t) 1 << k;
+                }
+            }
+
+            s = p;
+        }
+    }
+
+    *until = exp + vscf->leeway;
+
+    return NGX_OK;
+}
+
+
+/* sub and tenant name owners in the helper: 1..128 printable ASCII. */
+static ngx_int_t
+ngx_http_veto_sandbox_id_claim(ngx_http_request_t *r, json_t *claims,
+    const char *name, ngx_str_t *out)
+{
+    u_char      *p;
+    json_t      *v;
+    size_t       len, i;
+
+    v = json_object_get(claims, name);
+
+    if (!json_is_string(v)) {
+        return NGX_DECLINED;
+    }
+
+    len = json_string_length(v);
+    p = (u_char *) json_string_value(v);
+
+    if (len == 0 || len > VSB_MAX_ID_LEN) {
+        return NGX_DECLINED;
+    }
+
+    for (i = 0; i < len; i++) {
+        if (p[i] < 0x21 || p[i] > 0x7e) {
+            return NGX_DECLINED;
+        }
+    }
+
+    out->data = ngx_pnalloc(r->pool, len);
+    if (out->data == NULL) {
+        return NGX_ERROR;
+    }
+
+    ngx_memcpy(out->data, p, len);
+    out->len = len;
+
+    return NGX_OK;
+}

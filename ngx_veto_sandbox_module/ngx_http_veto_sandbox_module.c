@@ -1,0 +1,869 @@
+/*
+ * ngx_veto_sandbox_module: directives, configuration, the identity phase
+ * handler and the $veto_* variables.
+ *
+ * Identity is enforced in the POST_READ phase for every request whose URI
+ * is under a location carrying "veto_sandbox_api" on that server, whatever
+ * its method, before any rewrite-phase "return" or "rewrite" can answer
+ * it.  The API content handler checks again (fail closed), so internal
+ * redirects and subrequests, which skip POST_READ, cannot reach it
+ * unauthenticated either.
+ */
+
+#include "ngx_http_veto_sandbox_module.h"
+
+#include <jwt.h>
+
+
+static ngx_int_t ngx_http_veto_sandbox_post_read_handler(
+    ngx_http_request_t *r);
+static ngx_int_t ngx_http_veto_sandbox_variable(ngx_http_request_t *r,
+    ngx_http_variable_value_t *v, uintptr_t data);
+static ngx_int_t ngx_http_veto_sandbox_add_variables(ngx_conf_t *cf);
+static ngx_int_t ngx_http_veto_sandbox_init(ngx_conf_t *cf);
+static void *ngx_http_veto_sandbox_create_srv_conf(ngx_conf_t *cf);
+static char *ngx_http_veto_sandbox_merge_srv_conf(ngx_conf_t *cf,
+    void *parent, void *child);
+static char *ngx_http_veto_sandbox_api(ngx_conf_t *cf, ngx_command_t *cmd,
+    void *conf);
+static char *ngx_http_veto_sandbox_helper(ngx_conf_t *cf,
+    ngx_command_t *cmd, void *conf);
+static char *ngx_http_veto_sandbox_jwt_jwks(ngx_conf_t *cf,
+    ngx_command_t *cmd, void *conf);
+static char *ngx_http_veto_sandbox_jwt_key(ngx_conf_t *cf,
+    ngx_command_t *cmd, void *conf);
+static char *ngx_http_veto_sandbox_jwt_cache(ngx_conf_t *cf,
+    ngx_command_t *cmd, void *conf);
+static char *ngx_http_veto_sandbox_policy(ngx_conf_t *cf,
+    ngx_command_t *cmd, void *conf);
+static char *ngx_http_veto_sandbox_scope(ngx_conf_t *cf, ngx_command_t *cmd,
+    void *conf);
+
+
+const char  *ngx_http_veto_sandbox_limit_names[NGX_HTTP_VSB_NLIMITS] = {
+    VSB_LIMIT_MEMORY_MB,
+    VSB_LIMIT_PIDS,
+    VSB_LIMIT_CPU_PERCENT,
+    VSB_LIMIT_DISK_MB,
+    VSB_LIMIT_TIMEOUT_S,
+    VSB_LIMIT_OUTPUT_BYTES,
+    VSB_LIMIT_TTL_S,
+    VSB_LIMIT_FILE_BYTES
+};
+
+
+static ngx_command_t  ngx_http_veto_sandbox_commands[] = {
+
+    { ngx_string("veto_sandbox_api"),
+      NGX_HTTP_LOC_CONF|NGX_CONF_NOARGS,
+      ngx_http_veto_sandbox_api,
+      0,
+      0,
+      NULL },
+
+    { ngx_string("veto_sandbox_helper"),
+      NGX_HTTP_MAIN_CONF|NGX_HTTP_SRV_CONF|NGX_CONF_TAKE1,
+      ngx_http_veto_sandbox_helper,
+      NGX_HTTP_SRV_CONF_OFFSET,
+      0,
+      NULL },
+
+    { ngx_string("veto_sandbox_helper_connect_timeout"),
+      NGX_HTTP_MAIN_CONF|NGX_HTTP_SRV_CONF|NGX_CONF_TAKE1,
+      ngx_conf_set_msec_slot,
+      NGX_HTTP_SRV_CONF_OFFSET,
+      offsetof(ngx_http_veto_sandbox_srv_conf_t, connect_timeout),
+      NULL },
+
+    { ngx_string("veto_sandbox_helper_send_timeout"),
+      NGX_HTTP_MAIN_CONF|NGX_HTTP_SRV_CONF|NGX_CONF_TAKE1,
+      ngx_conf_set_msec_slot,
+      NGX_HTTP_SRV_CONF_OFFSET,
+      offsetof(ngx_http_veto_sandbox_srv_conf_t, send_timeout),
+      NULL },
+
+    { ngx_string("veto_sandbox_helper_read_timeout"),
+      NGX_HTTP_MAIN_CONF|NGX_HTTP_SRV_CONF|NGX_CONF_TAKE1,
+      ngx_conf_set_msec_slot,
+      NGX_HTTP_SRV_CONF_OFFSET,
+      offsetof(ngx_http_veto_sandbox_srv_conf_t, read_timeout),
+      NULL },
+
+    { ngx_string("veto_sandbox_jwt_jwks"),
+      NGX_HTTP_MAIN_CONF|NGX_HTTP_SRV_CONF|NGX_CONF_TAKE1,
+      ngx_http_veto_sandbox_jwt_jwks,
+      NGX_HTTP_SRV_CONF_OFFSET,
+      0,
+      NULL },
+
+    { ngx_string("veto_sandbox_jwt_key"),
+      NGX_HTTP_MAIN_CONF|NGX_HTTP_SRV_CONF|NGX_CONF_TAKE3,
+      ngx_http_veto_sandbox_jwt_key,
+      NGX_HTTP_SRV_CONF_OFFSET,
+      0,
+      NULL },
+
+    { ngx_string("veto_sandbox_jwt_issuer"),
+      NGX_HTTP_MAIN_CONF|NGX_HTTP_SRV_CONF|NGX_CONF_TAKE1,
+      ngx_conf_set_str_slot,
+      NGX_HTTP_SRV_CONF_OFFSET,
+      offsetof(ngx_http_veto_sandbox_srv_conf_t, issuer),
+      NULL },
+
+    { ngx_string("veto_sandbox_jwt_audience"),
+      NGX_HTTP_MAIN_CONF|NGX_HTTP_SRV_CONF|NGX_CONF_TAKE1,
+      ngx_conf_set_str_slot,
+      NGX_HTTP_SRV_CONF_OFFSET,
+      offsetof(ngx_http_veto_sandbox_srv_conf_t, audience),
+      NULL },
+
+    { ngx_string("veto_sandbox_jwt_leeway"),
+      NGX_HTTP_MAIN_CONF|NGX_HTTP_SRV_CONF|NGX_CONF_TAKE1,
+      ngx_conf_set_sec_slot,
+      NGX_HTTP_SRV_CONF_OFFSET,
+      offsetof(ngx_http_veto_sandbox_srv_conf_t, leeway),
+      NULL },
+
+    { ngx_string("veto_sandbox_jwt_tenant_claim"),
+      NGX_HTTP_MAIN_CONF|NGX_HTTP_SRV_CONF|NGX_CONF_TAKE1,
+      ngx_conf_set_str_slot,
+      NGX_HTTP_SRV_CONF_OFFSET,
+      offsetof(ngx_http_veto_sandbox_srv_conf_t, tenant_claim),
+      NULL },
+
+    { ngx_string("veto_sandbox_jwt_scope_claim"),
+      NGX_HTTP_MAIN_CONF|NGX_HTTP_SRV_CONF|NGX_CONF_TAKE1,
+      ngx_conf_set_str_slot,
+      NGX_HTTP_SRV_CONF_OFFSET,
+      offsetof(ngx_http_veto_sandbox_srv_conf_t, scope_claim),
+      NULL },
+
+    { ngx_string("veto_sandbox_jwt_cache"),
+      NGX_HTTP_MAIN_CONF|NGX_HTTP_SRV_CONF|NGX_CONF_TAKE1,
+      ngx_http_veto_sandbox_jwt_cache,
+      NGX_HTTP_SRV_CONF_OFFSET,
+      0,
+      NULL },
+
+    { ngx_string("veto_sandbox_max_token_size"),
+      NGX_HTTP_MAIN_CONF|NGX_HTTP_SRV_CONF|NGX_CONF_TAKE1,
+      ngx_conf_set_size_slot,
+      NGX_HTTP_SRV_CONF_OFFSET,
+      offsetof(ngx_http_veto_sandbox_srv_conf_t, max_token_size),
+      NULL },
+
+    { ngx_string("veto_sandbox_policy"),
+      NGX_HTTP_MAIN_CONF|NGX_HTTP_SRV_CONF|NGX_CONF_TAKE1,
+      ngx_http_veto_sandbox_policy,
+      NGX_HTTP_SRV_CONF_OFFSET,
+      0,
+      NULL },
+
+    { ngx_string("veto_sandbox_scope_create"),
+      NGX_HTTP_MAIN_CONF|NGX_HTTP_SRV_CONF|NGX_CONF_TAKE1,
+      ngx_http_veto_sandbox_scope,
+      NGX_HTTP_SRV_CONF_OFFSET,
+      0,
+      NULL },
+
+    { ngx_string("veto_sandbox_scope_exec"),
+      NGX_HTTP_MAIN_CONF|NGX_HTTP_SRV_CONF|NGX_CONF_TAKE1,
+      ngx_http_veto_sandbox_scope,
+      NGX_HTTP_SRV_CONF_OFFSET,
+      1,
+      NULL },
+
+    { ngx_string("veto_sandbox_scope_files"),
+      NGX_HTTP_MAIN_CONF|NGX_HTTP_SRV_CONF|NGX_CONF_TAKE1,
+      ngx_http_veto_sandbox_scope,
+      NGX_HTTP_SRV_CONF_OFFSET,
+      2,
+      NULL },
+
+      ngx_null_command
+};
+
+
+static ngx_http_module_t  ngx_http_veto_sandbox_module_ctx = {
+    ngx_http_veto_sandbox_add_variables,   /* preconfiguration */
+    ngx_http_veto_sandbox_init,            /* postconfiguration */
+
+    NULL,                                  /* create main configuration */
+    NULL,                                  /* init main configuration */
+
+    ngx_http_veto_sandbox_create_srv_conf, /* create server configuration */
+    ngx_http_veto_sandbox_merge_srv_conf,  /* merge server configuration */
+
+    NULL,                                  /* create location configuration */
+    NULL                                   /* merge location configuration */
+};
+
+
+ngx_module_t  ngx_http_veto_sandbox_module = {
+    NGX_MODULE_V1,
+    &ngx_http_veto_sandbox_module_ctx,     /* module context */
+    ngx_http_veto_sandbox_commands,        /* module directives */
+    NGX_HTTP_MODULE,                       /* module type */
+    NULL,                                  /* init master */
+    NULL,                                  /* init module */
+    NULL,                                  /* init process */
+    NULL,                                  /* init thread */
+    NULL,                                  /* exit thread */
+    NULL,                                  /* exit process */
+    NULL,                                  /* exit master */
+    NGX_MODULE_V1_PADDING
+};
+
+
+static ngx_str_t  ngx_http_veto_sandbox_default_scopes[] = {
+    ngx_string("sandbox:create"),
+    ngx_string("sandbox:exec"),
+    ngx_string("sandbox:files")
+};
+
+
+static ngx_http_variable_t  ngx_http_veto_sandbox_vars[] = {
+
+    { ngx_string("veto_agent"), NULL, ngx_http_veto_sandbox_variable,
+      offsetof(ngx_http_veto_sandbox_ctx_t, agent), NGX_HTTP_VAR_NOCACHEABLE,
+      0 },
+
+    { ngx_string("veto_tenant"), NULL, ngx_http_veto_sandbox_variable,
+      offsetof(ngx_http_veto_sandbox_ctx_t, tenant), NGX_HTTP_VAR_NOCACHEABLE,
+      0 },
+
+    { ngx_string("veto_decision"), NULL, ngx_http_veto_sandbox_variable,
+      offsetof(ngx_http_veto_sandbox_ctx_t, decision),
+      NGX_HTTP_VAR_NOCACHEABLE, 0 },
+
+    { ngx_string("veto_sandbox"), NULL, ngx_http_veto_sandbox_variable,
+      offsetof(ngx_http_veto_sandbox_ctx_t, sandbox),
+      NGX_HTTP_VAR_NOCACHEABLE, 0 },
+
+      ngx_http_null_variable
+};
+
+
+ngx_http_veto_sandbox_ctx_t *
+ngx_http_veto_sandbox_get_ctx(ngx_http_request_t *r)
+{
+    ngx_http_veto_sandbox_ctx_t  *ctx;
+
+    ctx = ngx_http_get_module_ctx(r, ngx_http_veto_sandbox_module);
+    if (ctx != NULL) {
+        return ctx;
+    }
+
+    ctx = ngx_pcalloc(r->pool, sizeof(ngx_http_veto_sandbox_ctx_t));
+    if (ctx == NULL) {
+        return NULL;
+    }
+
+    ngx_http_set_ctx(r, ctx, ngx_http_veto_sandbox_module);
+
+    return ctx;
+}
+
+
+/* Is r->uri under one of this server's API locations?  "/v1/" also
+ * covers "/v1" itself. */
+ngx_int_t
+ngx_http_veto_sandbox_protected(ngx_http_request_t *r,
+    ngx_http_veto_sandbox_srv_conf_t *vscf)
+{
+    ngx_str_t   *p;
+    ngx_uint_t   i;
+
+    if (vscf->prefixes == NULL) {
+        return 0;
+    }
+
+    p = vscf->prefixes->elts;
+
+    for (i = 0; i < vscf->prefixes->nelts; i++) {
+
+        if (r->uri.len >= p[i].len
+            && ngx_strncmp(r->uri.data, p[i].data, p[i].len) == 0)
+        {
+            return 1;
+        }
+
+        if (p[i].len > 1 && p[i].data[p[i].len - 1] == '/'
+            && r->uri.len == p[i].len - 1
+            && ngx_strncmp(r->uri.data, p[i].data, p[i].len - 1) == 0)
+        {
+            return 1;
+        }
+    }
+
+    return 0;
+}
+
+
+/*
+ * Verifies the bearer token and looks the caller up in the policy.
+ * NGX_OK: ctx->agent, tenant, scopes and rule are set.  NGX_DECLINED:
+ * ctx->decision says why; the caller answers with
+ * ngx_http_veto_sandbox_deny().
+ */
+ngx_int_t
+ngx_http_veto_sandbox_identify(ngx_http_request_t *r,
+    ngx_http_veto_sandbox_ctx_t *ctx)
+{
+    u_char                            *p, *last;
+    ngx_str_t                          token;
+    const char                        *reason;
+    ngx_table_elt_t                   *h;
+    ngx_http_veto_sandbox_srv_conf_t  *vscf;
+
+    if (ctx->identified) {
+        return NGX_OK;
+    }
+
+    vscf = ngx_http_get_module_srv_conf(r, ngx_http_veto_sandbox_module);
+
+    h = r->headers_in.authorization;
+
+    if (h == NULL) {
+        ngx_str_set(&ctx->decision, "deny:no_token");
+        return NGX_DECLINED;
+    }
+
+    p = h->value.data;
+    last = p + h->value.len;
+
+    if (h->value.len < sizeof("Bearer ") - 1
+        || ngx_strncasecmp(p, (u_char *) "Bearer ", sizeof("Bearer ") - 1)
+           != 0)
+    {
+        ngx_str_set(&ctx->decision, "deny:no_token");
+        return NGX_DECLINED;
+    }
+
+    p += sizeof("Bearer ") - 1;
+
+    while (p < last && *p == ' ') {
+        p++;
+    }
+
+    while (last > p && last[-1] == ' ') {
+        last--;
+    }
+
+    token.data = p;
+    token.len = last - p;
+
+    if (ngx_http_veto_sandbox_jwt_verify(r, vscf, &token, ctx, &reason)
+        != NGX_OK)
+    {
+        ngx_log_error(NGX_LOG_INFO, r->connection->log, 0,
+                      "veto sandbox: token refused: %s", reason);
+        ngx_str_set(&ctx->decision, "deny:invalid_token");
+        ctx->reason = reason;
+        return NGX_DECLINED;
+    }
+
+    ctx->rule = ngx_http_veto_sandbox_policy_rule(vscf->policy, &ctx->tenant,
+                                                  &ctx->agent);
+    if (ctx->rule == NULL) {
+        ngx_log_error(NGX_LOG_INFO, r->connection->log, 0,
+                      "veto sandbox: tenant \"%V\" is not in policy \"%V\"",
+                      &ctx->tenant, &vscf->policy->file);
+        ngx_str_set(&ctx->decision, "deny:policy");
+        return NGX_DECLINED;
+    }
+
+    ctx->identified = 1;
+
+    return NGX_OK;
+}
+
+
+/*
+ * The place where approvals, quotas and revocation (Redis) will decide;
+ * called after identity, scope and policy allowed the operation.  It may
+ * later return NGX_AGAIN and resume the request from a Redis reply.
+ * For now it always allows.
+ */
+ngx_int_t
+ngx_http_veto_sandbox_decide(ngx_http_request_t *r,
+    ngx_http_veto_sandbox_ctx_t *ctx)
+{
+    ngx_str_set(&ctx->decision, "allow");
+
+    return NGX_OK;
+}
+
+
+static ngx_int_t
+ngx_http_veto_sandbox_post_read_handler(ngx_http_request_t *r)
+{
+    ngx_int_t                          rc;
+    ngx_http_veto_sandbox_ctx_t       *ctx;
+    ngx_http_veto_sandbox_srv_conf_t  *vscf;
+
+    vscf = ngx_http_get_module_srv_conf(r, ngx_http_veto_sandbox_module);
+
+    if (!ngx_http_veto_sandbox_protected(r, vscf)) {
+        return NGX_DECLINED;
+    }
+
+    ctx = ngx_http_veto_sandbox_get_ctx(r);
+    if (ctx == NULL) {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+
+    /* the liveness probe is public; it reveals only up/down */
+    if (r->uri.len == sizeof("/v1/health") - 1
+        && ngx_strncmp(r->uri.data, "/v1/health", r->uri.len) == 0
+        && (r->method & (NGX_HTTP_GET|NGX_HTTP_HEAD)))
+    {
+        ngx_str_set(&ctx->decision, "public");
+        return NGX_DECLINED;
+    }
+
+    if (ngx_http_veto_sandbox_identify(r, ctx) == NGX_OK) {
+        return NGX_DECLINED;
+    }
+
+    rc = ngx_http_veto_sandbox_deny(r, ctx);
+
+    ngx_http_finalize_request(r, rc);
+
+    return NGX_DONE;
+}
+
+
+static ngx_int_t
+ngx_http_veto_sandbox_variable(ngx_http_request_t *r,
+    ngx_http_variable_value_t *v, uintptr_t data)
+{
+    ngx_str_t                    *s;
+    ngx_http_veto_sandbox_ctx_t  *ctx;
+
+    ctx = ngx_http_get_module_ctx(r, ngx_http_veto_sandbox_module);
+
+    if (ctx == NULL) {
+        v->not_found = 1;
+        return NGX_OK;
+    }
+
+    s = (ngx_str_t *) ((char *) ctx + data);
+
+    if (s->len == 0) {
+        v->not_found = 1;
+        return NGX_OK;
+    }
+
+    v->len = s->len;
+    v->valid = 1;
+    v->no_cacheable = 1;
+    v->not_found = 0;
+    v->data = s->data;
+
+    return NGX_OK;
+}
+
+
+static ngx_int_t
+ngx_http_veto_sandbox_add_variables(ngx_conf_t *cf)
+{
+    ngx_http_variable_t  *var, *v;
+
+    for (v = ngx_http_veto_sandbox_vars; v->name.len; v++) {
+        var = ngx_http_add_variable(cf, &v->name, v->flags);
+        if (var == NULL) {
+            return NGX_ERROR;
+        }
+
+        var->get_handler = v->get_handler;
+        var->data = v->data;
+    }
+
+    return NGX_OK;
+}
+
+
+static ngx_int_t
+ngx_http_veto_sandbox_init(ngx_conf_t *cf)
+{
+    ngx_http_handler_pt        *h;
+    ngx_http_core_main_conf_t  *cmcf;
+
+    cmcf = ngx_http_conf_get_module_main_conf(cf, ngx_http_core_module);
+
+    h = ngx_array_push(&cmcf->phases[NGX_HTTP_POST_READ_PHASE].handlers);
+    if (h == NULL) {
+        return NGX_ERROR;
+    }
+
+    *h = ngx_http_veto_sandbox_post_read_handler;
+
+    return ngx_http_veto_sandbox_filter_init(cf);
+}
+
+
+static void *
+ngx_http_veto_sandbox_create_srv_conf(ngx_conf_t *cf)
+{
+    ngx_http_veto_sandbox_srv_conf_t  *conf;
+
+    conf = ngx_pcalloc(cf->pool, sizeof(ngx_http_veto_sandbox_srv_conf_t));
+    if (conf == NULL) {
+        return NULL;
+    }
+
+    /*
+     * set by ngx_pcalloc():
+     *
+     *     conf->keys = NULL;
+     *     conf->issuer = { 0, NULL };
+     *     conf->audience = { 0, NULL };
+     *     conf->tenant_claim = { 0, NULL };
+     *     conf->scope_claim = { 0, NULL };
+     *     conf->scope[] = { 0, NULL };
+     *     conf->cache_zone = NULL;
+     *     conf->policy = NULL;
+     *     conf->helper = NULL;
+     *     conf->prefixes = NULL;
+     */
+
+    conf->leeway = NGX_CONF_UNSET;
+    conf->max_token_size = NGX_CONF_UNSET_SIZE;
+    conf->connect_timeout = NGX_CONF_UNSET_MSEC;
+    conf->send_timeout = NGX_CONF_UNSET_MSEC;
+    conf->read_timeout = NGX_CONF_UNSET_MSEC;
+    conf->cache_zone = NGX_CONF_UNSET_PTR;
+
+    return conf;
+}
+
+
+static char *
+ngx_http_veto_sandbox_merge_srv_conf(ngx_conf_t *cf, void *parent,
+    void *child)
+{
+    ngx_http_veto_sandbox_srv_conf_t *prev = parent;
+    ngx_http_veto_sandbox_srv_conf_t *conf = child;
+
+    ngx_uint_t  i;
+
+    if (conf->keys == NULL) {
+        conf->keys = prev->keys;
+    }
+
+    ngx_conf_merge_str_value(conf->issuer, prev->issuer, "");
+    ngx_conf_merge_str_value(conf->audience, prev->audience, "");
+    ngx_conf_merge_value(conf->leeway, prev->leeway, 30);
+    ngx_conf_merge_str_value(conf->tenant_claim, prev->tenant_claim,
+                             "tenant");
+    ngx_conf_merge_str_value(conf->scope_claim, prev->scope_claim, "scope");
+    ngx_conf_merge_size_value(conf->max_token_size, prev->max_token_size,
+                              8192);
+
+    for (i = 0; i < NGX_HTTP_VSB_NSCOPES; i++) {
+        if (conf->scope[i].data == NULL) {
+            conf->scope[i] = prev->scope[i].data
+                             ? prev->scope[i]
+                             : ngx_http_veto_sandbox_default_scopes[i];
+        }
+    }
+
+    ngx_conf_merge_ptr_value(conf->cache_zone, prev->cache_zone, NULL);
+
+    if (conf->policy == NULL) {
+        conf->policy = prev->policy;
+    }
+
+    if (conf->helper == NULL) {
+        conf->helper = prev->helper;
+    }
+
+    ngx_conf_merge_msec_value(conf->connect_timeout, prev->connect_timeout,
+                              1000);
+    ngx_conf_merge_msec_value(conf->send_timeout, prev->send_timeout, 30000);
+    ngx_conf_merge_msec_value(conf->read_timeout, prev->read_timeout,
+                              120000);
+
+    /* a new random epoch per load invalidates cached verifications made
+     * under the previous keys, issuer or audience */
+    conf->epoch = (uint32_t) ngx_random();
+
+    if (conf->prefixes == NULL) {
+        return NGX_CONF_OK;
+    }
+
+    /* a server serving the API must be able to verify and to decide */
+
+    if (conf->keys == NULL || conf->keys->nelts == 0) {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                           "\"veto_sandbox_api\" requires "
+                           "\"veto_sandbox_jwt_jwks\" or "
+                           "\"veto_sandbox_jwt_key\" in its server");
+        return NGX_CONF_ERROR;
+    }
+
+    if (conf->issuer.len == 0) {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                           "\"veto_sandbox_api\" requires "
+                           "\"veto_sandbox_jwt_issuer\" in its server");
+        return NGX_CONF_ERROR;
+    }
+
+    if (conf->audience.len == 0) {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                           "\"veto_sandbox_api\" requires "
+                           "\"veto_sandbox_jwt_audience\" in its server");
+        return NGX_CONF_ERROR;
+    }
+
+    if (conf->policy == NULL) {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                           "\"veto_sandbox_api\" requires "
+                           "\"veto_sandbox_policy\" in its server");
+        return NGX_CONF_ERROR;
+    }
+
+    if (conf->helper == NULL) {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                           "\"veto_sandbox_api\" requires "
+                           "\"veto_sandbox_helper\" in its server");
+        return NGX_CONF_ERROR;
+    }
+
+    return NGX_CONF_OK;
+}
+
+
+static char *
+ngx_http_veto_sandbox_api(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
+{
+    ngx_str_t                         *p;
+    ngx_http_core_loc_conf_t          *clcf;
+    ngx_http_veto_sandbox_srv_conf_t  *vscf;
+
+    clcf = ngx_http_conf_get_module_loc_conf(cf, ngx_http_core_module);
+
+    if (clcf->handler == ngx_http_veto_sandbox_api_handler) {
+        return "is duplicate";
+    }
+
+    if (clcf->handler != NULL) {
+        return "conflicts with another content handler in this location";
+    }
+
+    /* the protected prefix is the location's literal name, so it must
+     * be one */
+    if (clcf->named || clcf->noname
+#if (NGX_PCRE)
+        || clcf->regex
+#endif
+        || clcf->name.len == 0 || clcf->name.data[0] != '/')
+    {
+        return "must be in a prefix location such as \"location /v1/\"";
+    }
+
+    vscf = ngx_http_conf_get_module_srv_conf(cf, ngx_http_veto_sandbox_module);
+
+    if (vscf->prefixes == NULL) {
+        vscf->prefixes = ngx_array_create(cf->pool, 2, sizeof(ngx_str_t));
+        if (vscf->prefixes == NULL) {
+            return NGX_CONF_ERROR;
+        }
+    }
+
+    p = ngx_array_push(vscf->prefixes);
+    if (p == NULL) {
+        return NGX_CONF_ERROR;
+    }
+
+    *p = clcf->name;
+
+    clcf->handler = ngx_http_veto_sandbox_api_handler;
+
+    return NGX_CONF_OK;
+}
+
+
+static char *
+ngx_http_veto_sandbox_helper(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
+{
+    ngx_http_veto_sandbox_srv_conf_t *vscf = conf;
+
+    ngx_str_t  *value;
+    ngx_url_t   u;
+
+    if (vscf->helper != NULL) {
+        return "is duplicate";
+    }
+
+    value = cf->args->elts;
+
+    if (ngx_strncmp(value[1].data, "unix:", 5) != 0) {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                           "\"veto_sandbox_helper\" must be a unix socket "
+                           "\"unix:/path\", not \"%V\"", &value[1]);
+        return NGX_CONF_ERROR;
+    }
+
+    ngx_memzero(&u, sizeof(ngx_url_t));
+
+    u.url = value[1];
+    u.no_resolve = 1;
+
+    if (ngx_parse_url(cf->pool, &u) != NGX_OK) {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                           "\"veto_sandbox_helper\": %s in \"%V\"",
+                           u.err ? u.err : "invalid address", &u.url);
+        return NGX_CONF_ERROR;
+    }
+
+    vscf->helper = u.addrs;
+
+    return NGX_CONF_OK;
+}
+
+
+static ngx_array_t *
+ngx_http_veto_sandbox_keys(ngx_conf_t *cf,
+    ngx_http_veto_sandbox_srv_conf_t *vscf)
+{
+    if (vscf->keys == NULL) {
+        vscf->keys = ngx_array_create(cf->pool, 4,
+                                      sizeof(ngx_http_veto_sandbox_key_t));
+    }
+
+    return vscf->keys;
+}
+
+
+static char *
+ngx_http_veto_sandbox_jwt_jwks(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
+{
+    ngx_http_veto_sandbox_srv_conf_t *vscf = conf;
+
+    ngx_str_t    *value;
+    ngx_array_t  *keys;
+
+    value = cf->args->elts;
+
+    keys = ngx_http_veto_sandbox_keys(cf, vscf);
+    if (keys == NULL) {
+        return NGX_CONF_ERROR;
+    }
+
+    if (ngx_conf_full_name(cf->cycle, &value[1], 1) != NGX_OK) {
+        return NGX_CONF_ERROR;
+    }
+
+    return ngx_http_veto_sandbox_keys_jwks(cf, keys, &value[1]);
+}
+
+
+static char *
+ngx_http_veto_sandbox_jwt_key(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
+{
+    ngx_http_veto_sandbox_srv_conf_t *vscf = conf;
+
+    ngx_str_t    *value;
+    ngx_array_t  *keys;
+
+    value = cf->args->elts;
+
+    keys = ngx_http_veto_sandbox_keys(cf, vscf);
+    if (keys == NULL) {
+        return NGX_CONF_ERROR;
+    }
+
+    if (ngx_conf_full_name(cf->cycle, &value[3], 1) != NGX_OK) {
+        return NGX_CONF_ERROR;
+    }
+
+    return ngx_http_veto_sandbox_keys_pem(cf, keys, &value[1], &value[2],
+                                          &value[3]);
+}
+
+
+static char *
+ngx_http_veto_sandbox_jwt_cache(ngx_conf_t *cf, ngx_command_t *cmd,
+    void *conf)
+{
+    ngx_http_veto_sandbox_srv_conf_t *vscf = conf;
+
+    ngx_str_t  *value;
+
+    if (vscf->cache_zone != NGX_CONF_UNSET_PTR) {
+        return "is duplicate";
+    }
+
+    value = cf->args->elts;
+
+    if (ngx_strcmp(value[1].data, "off") == 0) {
+        vscf->cache_zone = NULL;
+        return NGX_CONF_OK;
+    }
+
+    return ngx_http_veto_sandbox_cache_zone(cf, vscf, &value[1]);
+}
+
+
+static char *
+ngx_http_veto_sandbox_policy(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
+{
+    ngx_http_veto_sandbox_srv_conf_t *vscf = conf;
+
+    ngx_str_t  *value;
+
+    if (vscf->policy != NULL) {
+        return "is duplicate";
+    }
+
+    value = cf->args->elts;
+
+    if (ngx_conf_full_name(cf->cycle, &value[1], 1) != NGX_OK) {
+        return NGX_CONF_ERROR;
+    }
+
+    vscf->policy = ngx_http_veto_sandbox_policy_load(cf, &value[1]);
+    if (vscf->policy == NULL) {
+        return NGX_CONF_ERROR;
+    }
+
+    return NGX_CONF_OK;
+}
+
+
+static char *
+ngx_http_veto_sandbox_scope(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
+{
+    ngx_http_veto_sandbox_srv_conf_t *vscf = conf;
+
+    u_char     *p;
+    ngx_str_t  *value, *scope;
+
+    scope = &vscf->scope[cmd->offset];
+
+    if (scope->data != NULL) {
+        return "is duplicate";
+    }
+
+    value = cf->args->elts;
+
+    if (value[1].len == 0) {
+        return "must not be empty";
+    }
+
+    /* a scope is one token of a space separated list */
+    for (p = value[1].data; p < value[1].data + value[1].len; p++) {
+        if (*p <= 0x20 || *p >= 0x7f || *p == '"' || *p == '\\') {
+            ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                               "\"%V\": invalid character in scope \"%V\"",
+                               &cmd->name, &value[1]);
+            return NGX_CONF_ERROR;
+        }
+    }
+
+    *scope = value[1];
+
+    return NGX_CONF_OK;
+}

@@ -1,0 +1,489 @@
+/*
+ * The policy file ("veto_sandbox_policy file"), read at configuration
+ * time, so "nginx -s reload" picks up a changed file and "nginx -t"
+ * rejects a bad one, naming the file and the field:
+ *
+ *   {
+ *     "version": 1,
+ *     "tenants": {
+ *       "<tenant>": {
+ *         "profiles": ["default"],            allowed; absent: any
+ *         "default_profile": "default",
+ *         "ceilings": {"memory_mb": 512, ...},  (422 above these)
+ *         "defaults": {"memory_mb": 256, ...},  (sent when omitted)
+ *         "approvals": {...}, "network": {...}, "quotas": {...},
+ *                                              reserved, objects
+ *         "agents": { "<agent>": { same keys but "agents" } }
+ *       }
+ *     }
+ *   }
+ *
+ * Limit names: memory_mb, pids, cpu_percent, disk_mb, timeout_s,
+ * output_bytes, ttl_s, file_bytes.  An agent's rule starts as a copy of
+ * its tenant's; what it sets replaces the tenant's value, and may not
+ * exceed the tenant's ceilings.  Unknown keys anywhere are errors.
+ */
+
+#include "ngx_http_veto_sandbox_module.h"
+
+
+static ngx_int_t ngx_http_veto_sandbox_policy_rule_load(ngx_conf_t *cf,
+    ngx_str_t *file, const char *where, json_t *obj,
+    ngx_http_veto_sandbox_rule_t *rule, ngx_http_veto_sandbox_rule_t *parent);
+static ngx_int_t ngx_http_veto_sandbox_policy_limits(ngx_conf_t *cf,
+    ngx_str_t *file, const char *where, const char *what, json_t *obj,
+    uint64_t *out);
+static ngx_int_t ngx_http_veto_sandbox_policy_name(ngx_conf_t *cf,
+    ngx_str_t *file, const char *where, const char *name, ngx_str_t *out);
+static void ngx_http_veto_sandbox_policy_cleanup(void *data);
+
+
+ngx_http_veto_sandbox_policy_t *
+ngx_http_veto_sandbox_policy_load(ngx_conf_t *cf, ngx_str_t *file)
+{
+    char                             where[512];
+    json_t                          *doc, *tenants, *tobj, *agents, *aobj, *v;
+    const char                      *key, *tname, *aname;
+    json_error_t                     err;
+    ngx_pool_cleanup_t              *cln;
+    ngx_http_veto_sandbox_agent_t   *agent;
+    ngx_http_veto_sandbox_tenant_t  *tenant;
+    ngx_http_veto_sandbox_policy_t  *policy;
+
+    doc = json_load_file((char *) file->data, JSON_REJECT_DUPLICATES, &err);
+    if (doc == NULL) {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                           "\"veto_sandbox_policy\": \"%V\" line %d: %s",
+                           file, err.line, err.text);
+        return NULL;
+    }
+
+    cln = ngx_pool_cleanup_add(cf->pool, 0);
+    if (cln == NULL) {
+        json_decref(doc);
+        return NULL;
+    }
+
+    cln->handler = ngx_http_veto_sandbox_policy_cleanup;
+    cln->data = doc;
+
+    policy = ngx_pcalloc(cf->pool, sizeof(ngx_http_veto_sandbox_policy_t));
+    if (policy == NULL) {
+        return NULL;
+    }
+
+    policy->file = *file;
+    policy->doc = doc;
+
+    if (!json_is_object(doc)) {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                           "\"veto_sandbox_policy\": \"%V\": the top level "
+                           "must be an object", file);
+        return NULL;
+    }
+
+    json_object_foreach(doc, key, v) {
+        if (ngx_strcmp(key, "version") == 0) {
+            if (!json_is_integer(v) || json_integer_value(v) != 1) {
+                ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                                   "\"veto_sandbox_policy\": \"%V\": "
+                                   "\"version\" must be 1", file);
+                return NULL;
+            }
+            continue;
+        }
+
+        if (ngx_strcmp(key, "tenants") == 0) {
+            continue;
+        }
+
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                           "\"veto_sandbox_policy\": \"%V\": unknown field "
+                           "\"%s\"", file, key);
+        return NULL;
+    }
+
+    tenants = json_object_get(doc, "tenants");
+    if (!json_is_object(tenants)) {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                           "\"veto_sandbox_policy\": \"%V\": \"tenants\" "
+                           "must be an object", file);
+        return NULL;
+    }
+
+    policy->tenants = ngx_array_create(cf->pool,
+                                       ngx_max(json_object_size(tenants), 1),
+                                       sizeof(ngx_http_veto_sandbox_tenant_t));
+    if (policy->tenants == NULL) {
+        return NULL;
+    }
+
+    json_object_foreach(tenants, tname, tobj) {
+
+        ngx_snprintf((u_char *) where, sizeof(where) - 1, "tenants.%s%Z",
+                     tname);
+
+        tenant = ngx_array_push(policy->tenants);
+        if (tenant == NULL) {
+            return NULL;
+        }
+
+        ngx_memzero(tenant, sizeof(ngx_http_veto_sandbox_tenant_t));
+
+        if (ngx_http_veto_sandbox_policy_name(cf, file, "tenants", tname,
+                                              &tenant->name)
+            != NGX_OK
+            || ngx_http_veto_sandbox_policy_rule_load(cf, file, where, tobj,
+                                                      &tenant->rule, NULL)
+               != NGX_OK)
+        {
+            return NULL;
+        }
+
+        agents = json_object_get(tobj, "agents");
+        if (agents == NULL) {
+            continue;
+        }
+
+        tenant->agents = ngx_array_create(cf->pool,
+                                     ngx_max(json_object_size(agents), 1),
+                                     sizeof(ngx_http_veto_sandbox_agent_t));
+        if (tenant->agents == NULL) {
+            return NULL;
+        }
+
+        json_object_foreach(agents, aname, aobj) {
+
+            ngx_snprintf((u_char *) where, sizeof(where) - 1,
+                         "tenants.%s.agents.%s%Z", tname, aname);
+
+            agent = ngx_array_push(tenant->agents);
+            if (agent == NULL) {
+                return NULL;
+            }
+
+            ngx_memzero(agent, sizeof(ngx_http_veto_sandbox_agent_t));
+
+            if (ngx_http_veto_sandbox_policy_name(cf, file, where, aname,
+                                                  &agent->name)
+                != NGX_OK
+                || ngx_http_veto_sandbox_policy_rule_load(cf, file, where,
+                                                          aobj, &agent->rule,
+                                                          &tenant->rule)
+                   != NGX_OK)
+            {
+                return NULL;
+            }
+        }
+    }
+
+    return policy;
+}
+
+
+static void
+ngx_http_veto_sandbox_policy_cleanup(void *data)
+{
+    json_decref((json_t *) data);
+}
+
+
+static ngx_int_t
+ngx_http_veto_sandbox_policy_name(ngx_conf_t *cf, ngx_str_t *file,
+    const char *where, const char *name, ngx_str_t *out)
+{
+    size_t  len, i;
+
+    len = ngx_strlen(name);
+
+    for (i = 0; i < len; i++) {
+        if ((u_char) name[i] < 0x21 || (u_char) name[i] > 0x7e) {
+            break;
+        }
+    }
+
+    if (len == 0 || len > VSB_MAX_ID_LEN || i < len) {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                           "\"veto_sandbox_policy\": \"%V\": %s: name \"%s\" "
+                           "must be 1..%d printable ASCII characters",
+                           file, where, name, VSB_MAX_ID_LEN);
+        return NGX_ERROR;
+    }
+
+    out->len = len;
+    out->data = (u_char *) name;    /* lives as long as policy->doc */
+
+    return NGX_OK;
+}
+
+
+static ngx_int_t
+ngx_http_veto_sandbox_policy_rule_load(ngx_conf_t *cf, ngx_str_t *file,
+    const char *where, json_t *obj, ngx_http_veto_sandbox_rule_t *rule,
+    ngx_http_veto_sandbox_rule_t *parent)
+{
+    json_t      *v, *e;
+    ngx_str_t   *s;
+    ngx_uint_t   i;
+    const char  *key;
+
+    if (!json_is_object(obj)) {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                           "\"veto_sandbox_policy\": \"%V\": %s must be an "
+                           "object", file, where);
+        return NGX_ERROR;
+    }
+
+    if (parent) {
+        *rule = *parent;
+    }
+
+    json_object_foreach(obj, key, v) {
+
+        if (ngx_strcmp(key, "profiles") == 0) {
+            if (!json_is_array(v)) {
+                goto bad_type;
+            }
+
+            rule->profiles = ngx_array_create(cf->pool,
+                                              ngx_max(json_array_size(v), 1),
+                                              sizeof(ngx_str_t));
+            if (rule->profiles == NULL) {
+                return NGX_ERROR;
+            }
+
+            json_array_foreach(v, i, e) {
+                if (!json_is_string(e) || json_string_length(e) == 0) {
+                    goto bad_type;
+                }
+
+                s = ngx_array_push(rule->profiles);
+                if (s == NULL) {
+                    return NGX_ERROR;
+                }
+
+                s->data = (u_char *) json_string_value(e);
+                s->len = json_string_length(e);
+            }
+
+        } else if (ngx_strcmp(key, "default_profile") == 0) {
+            if (!json_is_string(v) || json_string_length(v) == 0) {
+                goto bad_type;
+            }
+
+            rule->default_profile.data = (u_char *) json_string_value(v);
+            rule->default_profile.len = json_string_length(v);
+
+        } else if (ngx_strcmp(key, "ceilings") == 0) {
+            if (ngx_http_veto_sandbox_policy_limits(cf, file, where,
+                                                    "ceilings", v,
+                                                    rule->ceiling)
+                != NGX_OK)
+            {
+                return NGX_ERROR;
+            }
+
+        } else if (ngx_strcmp(key, "defaults") == 0) {
+            if (ngx_http_veto_sandbox_policy_limits(cf, file, where,
+                                                    "defaults", v, rule->def)
+                != NGX_OK)
+            {
+                return NGX_ERROR;
+            }
+
+        } else if (ngx_strcmp(key, "approvals") == 0
+                   || ngx_strcmp(key, "network") == 0
+                   || ngx_strcmp(key, "quotas") == 0)
+        {
+            /* reserved for the approvals, network and quota features */
+            if (!json_is_object(v)) {
+                goto bad_type;
+            }
+
+            if (key[0] == 'a') {
+                rule->approvals = v;
+            } else if (key[0] == 'n') {
+                rule->network = v;
+            } else {
+                rule->quotas = v;
+            }
+
+        } else if (ngx_strcmp(key, "agents") == 0 && parent == NULL) {
+            if (!json_is_object(v)) {
+                goto bad_type;
+            }
+
+        } else {
+            ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                               "\"veto_sandbox_policy\": \"%V\": %s: "
+                               "unknown field \"%s\"", file, where, key);
+            return NGX_ERROR;
+        }
+    }
+
+    for (i = 0; i < NGX_HTTP_VSB_NLIMITS; i++) {
+
+        if (parent && parent->ceiling[i]
+            && (rule->ceiling[i] == 0 || rule->ceiling[i] > parent->ceiling[i]))
+        {
+            ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                               "\"veto_sandbox_policy\": \"%V\": %s: "
+                               "ceilings.%s exceeds the tenant's %uL",
+                               file, where,
+                               ngx_http_veto_sandbox_limit_names[i],
+                               parent->ceiling[i]);
+            return NGX_ERROR;
+        }
+
+        if (rule->ceiling[i] && rule->def[i] > rule->ceiling[i]) {
+            ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                               "\"veto_sandbox_policy\": \"%V\": %s: "
+                               "defaults.%s %uL is above ceilings.%s %uL",
+                               file, where,
+                               ngx_http_veto_sandbox_limit_names[i],
+                               rule->def[i],
+                               ngx_http_veto_sandbox_limit_names[i],
+                               rule->ceiling[i]);
+            return NGX_ERROR;
+        }
+    }
+
+    if (rule->default_profile.len
+        && ngx_http_veto_sandbox_policy_profile(rule,
+                                   (char *) rule->default_profile.data)
+           != NGX_OK)
+    {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                           "\"veto_sandbox_policy\": \"%V\": %s: "
+                           "default_profile \"%V\" is not in profiles",
+                           file, where, &rule->default_profile);
+        return NGX_ERROR;
+    }
+
+    return NGX_OK;
+
+bad_type:
+
+    ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                       "\"veto_sandbox_policy\": \"%V\": %s: field \"%s\" "
+                       "has the wrong type", file, where, key);
+
+    return NGX_ERROR;
+}
+
+
+static ngx_int_t
+ngx_http_veto_sandbox_policy_limits(ngx_conf_t *cf, ngx_str_t *file,
+    const char *where, const char *what, json_t *obj, uint64_t *out)
+{
+    json_t      *v;
+    json_int_t   n;
+    ngx_uint_t   i;
+    const char  *key;
+
+    if (!json_is_object(obj)) {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                           "\"veto_sandbox_policy\": \"%V\": %s: \"%s\" "
+                           "must be an object", file, where, what);
+        return NGX_ERROR;
+    }
+
+    json_object_foreach(obj, key, v) {
+
+        for (i = 0; i < NGX_HTTP_VSB_NLIMITS; i++) {
+            if (ngx_strcmp(key, ngx_http_veto_sandbox_limit_names[i]) == 0) {
+                break;
+            }
+        }
+
+        if (i == NGX_HTTP_VSB_NLIMITS) {
+            ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                               "\"veto_sandbox_policy\": \"%V\": %s: "
+                               "%s: unknown limit \"%s\"",
+                               file, where, what, key);
+            return NGX_ERROR;
+        }
+
+        n = json_is_integer(v) ? json_integer_value(v) : 0;
+
+        if (n <= 0) {
+            ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                               "\"veto_sandbox_policy\": \"%V\": %s: "
+                               "%s.%s must be a positive integer",
+                               file, where, what, key);
+            return NGX_ERROR;
+        }
+
+        out[i] = (uint64_t) n;
+    }
+
+    return NGX_OK;
+}
+
+
+ngx_http_veto_sandbox_rule_t *
+ngx_http_veto_sandbox_policy_rule(ngx_http_veto_sandbox_policy_t *policy,
+    ngx_str_t *tenant, ngx_str_t *agent)
+{
+    ngx_uint_t                       i;
+    ngx_http_veto_sandbox_agent_t   *a;
+    ngx_http_veto_sandbox_tenant_t  *t;
+
+    t = policy->tenants->elts;
+
+    for (i = 0; i < policy->tenants->nelts; i++) {
+        if (t[i].name.len == tenant->len
+            && ngx_strncmp(t[i].name.data, tenant->data, tenant->len) == 0)
+        {
+            break;
+        }
+    }
+
+    if (i == policy->tenants->nelts) {
+        return NULL;
+    }
+
+    t = &t[i];
+
+    if (t->agents == NULL) {
+        return &t->rule;
+    }
+
+    a = t->agents->elts;
+
+    for (i = 0; i < t->agents->nelts; i++) {
+        if (a[i].name.len == agent->len
+            && ngx_strncmp(a[i].name.data, agent->data, agent->len) == 0)
+        {
+            return &a[i].rule;
+        }
+    }
+
+    return &t->rule;
+}
+
+
+/* NGX_OK if the rule allows profile (NUL terminated). */
+ngx_int_t
+ngx_http_veto_sandbox_policy_profile(ngx_http_veto_sandbox_rule_t *rule,
+    const char *profile)
+{
+    size_t       len;
+    ngx_str_t   *p;
+    ngx_uint_t   i;
+
+    if (rule->profiles == NULL) {
+        return NGX_OK;
+    }
+
+    len = ngx_strlen(profile);
+    p = rule->profiles->elts;
+
+    for (i = 0; i < rule->profiles->nelts; i++) {
+        if (p[i].len == len && ngx_strncmp(p[i].data, profile, len) == 0) {
+            return NGX_OK;
+        }
+    }
+
+    return NGX_DECLINED;
+}

@@ -1,0 +1,467 @@
+/*
+ * Responses: JSON bodies, RFC 9457 problem+json errors, RFC 6750
+ * WWW-Authenticate challenges, and a header/body filter that turns any
+ * other error on an API path (nginx's own 400/404/405/413/500/..., a
+ * "return 404") into problem+json as well.
+ */
+
+#include "ngx_http_veto_sandbox_module.h"
+
+
+#define NGX_HTTP_VSB_PROBLEM_TYPE  "urn:veto-sandbox:problem:"
+
+
+static ngx_http_output_header_filter_pt  ngx_http_next_header_filter;
+static ngx_http_output_body_filter_pt    ngx_http_next_body_filter;
+
+
+typedef struct {
+    ngx_uint_t   status;
+    const char  *title;
+    const char  *code;
+    const char  *detail;       /* for nginx's own errors */
+} ngx_http_veto_sandbox_status_t;
+
+
+static ngx_http_veto_sandbox_status_t  ngx_http_veto_sandbox_statuses[] = {
+    { 400, "Bad Request", "bad_request", "the request is malformed" },
+    { 401, "Unauthorized", "unauthorized", "authentication is required" },
+    { 403, "Forbidden", "forbidden", "the request is not permitted" },
+    { 404, "Not Found", "not_found", "no such resource" },
+    { 405, "Method Not Allowed", "method_not_allowed",
+      "the method is not allowed on this resource" },
+    { 408, "Request Timeout", "request_timeout",
+      "the request was not received in time" },
+    { 411, "Length Required", "length_required",
+      "a Content-Length is required" },
+    { 413, "Content Too Large", "body_too_large",
+      "the request body exceeds client_max_body_size" },
+    { 414, "URI Too Long", "uri_too_long", "the request URI is too long" },
+    { 415, "Unsupported Media Type", "unsupported_media_type",
+      "the request body has the wrong media type" },
+    { 422, "Unprocessable Content", "unprocessable",
+      "the request cannot be processed" },
+    { 429, "Too Many Requests", "too_many_requests",
+      "too many requests" },
+    { 500, "Internal Server Error", "internal", "internal error" },
+    { 501, "Not Implemented", "not_implemented", "not implemented" },
+    { 502, "Bad Gateway", "bad_gateway", "the sandbox helper failed" },
+    { 503, "Service Unavailable", "unavailable",
+      "the service is unavailable" },
+    { 504, "Gateway Timeout", "timeout", "the sandbox helper timed out" },
+    { 507, "Insufficient Storage", "no_space",
+      "the sandbox is out of space" },
+    { 0, "Error", "error", "error" }
+};
+
+
+static ngx_http_veto_sandbox_status_t *
+ngx_http_veto_sandbox_status(ngx_uint_t status)
+{
+    ngx_http_veto_sandbox_status_t  *s;
+
+    for (s = ngx_http_veto_sandbox_statuses; s->status; s++) {
+        if (s->status == status) {
+            break;
+        }
+    }
+
+    return s;
+}
+
+
+ngx_int_t
+ngx_http_veto_sandbox_send(ngx_http_request_t *r, ngx_uint_t status,
+    const char *type, u_char *data, size_t len)
+{
+    ngx_int_t                     rc;
+    ngx_buf_t                    *b;
+    ngx_chain_t                   out;
+    ngx_http_veto_sandbox_ctx_t  *ctx;
+
+    ctx = ngx_http_veto_sandbox_get_ctx(r);
+    if (ctx == NULL) {
+        return NGX_ERROR;
+    }
+
+    ctx->own_response = 1;
+
+    r->headers_out.status = status;
+    r->headers_out.content_length_n = len;
+    r->headers_out.content_type.data = (u_char *) type;
+    r->headers_out.content_type.len = ngx_strlen(type);
+    r->headers_out.content_type_len = r->headers_out.content_type.len;
+    r->headers_out.content_type_lowcase = NULL;
+
+    /* responses are per caller; no cache may keep them */
+    if (ngx_http_veto_sandbox_header(r, "Cache-Control", "no-store")
+        != NGX_OK)
+    {
+        return NGX_ERROR;
+    }
+
+    rc = ngx_http_send_header(r);
+
+    if (rc == NGX_ERROR || rc > NGX_OK || r->header_only) {
+        return rc;
+    }
+
+    b = ngx_calloc_buf(r->pool);
+    if (b == NULL) {
+        return NGX_ERROR;
+    }
+
+    b->pos = data;
+    b->last = data + len;
+    b->memory = len ? 1 : 0;
+    b->last_buf = (r == r->main) ? 1 : 0;
+    b->last_in_chain = 1;
+
+    out.buf = b;
+    out.next = NULL;
+
+    return ngx_http_output_filter(r, &out);
+}
+
+
+/* Adds an output header; name and value must outlive the request. */
+ngx_int_t
+ngx_http_veto_sandbox_header(ngx_http_request_t *r, const char *name,
+    const char *value)
+{
+    ngx_table_elt_t  *h;
+
+    h = ngx_list_push(&r->headers_out.headers);
+    if (h == NULL) {
+        return NGX_ERROR;
+    }
+
+    h->hash = 1;
+    h->key.data = (u_char *) name;
+    h->key.len = ngx_strlen(name);
+    h->value.data = (u_char *) value;
+    h->value.len = ngx_strlen(value);
+    h->lowcase_key = NULL;
+#if (nginx_version >= 1023000)
+    h->next = NULL;
+#endif
+
+    return NGX_OK;
+}
+
+
+ngx_int_t
+ngx_http_veto_sandbox_send_json(ngx_http_request_t *r, ngx_uint_t status,
+    json_t *body)
+{
+    u_char  *p;
+    size_t   len;
+
+    if (body == NULL) {
+        return NGX_ERROR;
+    }
+
+    len = json_dumpb(body, NULL, 0, JSON_COMPACT);
+
+    p = ngx_pnalloc(r->pool, len + 1);
+    if (p == NULL) {
+        json_decref(body);
+        return NGX_ERROR;
+    }
+
+    len = json_dumpb(body, (char *) p, len, JSON_COMPACT);
+    p[len++] = '\n';
+
+    json_decref(body);
+
+    return ngx_http_veto_sandbox_send(r, status, "application/json", p, len);
+}
+
+
+static u_char *
+ngx_http_veto_sandbox_problem_body(ngx_http_request_t *r, ngx_uint_t status,
+    const char *code, const char *detail, json_t *extra, size_t *len)
+{
+    u_char                          *p;
+    json_t                          *j;
+    ngx_http_veto_sandbox_status_t  *s;
+    char                             type[128];
+
+    s = ngx_http_veto_sandbox_status(status);
+
+    if (code == NULL) {
+        code = s->code;
+    }
+
+    if (detail == NULL) {
+        detail = s->detail;
+    }
+
+    ngx_snprintf((u_char *) type, sizeof(type) - 1, NGX_HTTP_VSB_PROBLEM_TYPE
+                 "%s%Z", code);
+
+    j = json_pack("{s:s, s:s, s:i, s:s}", "type", type, "title", s->title,
+                  "status", (int) status, "detail", detail);
+
+    if (j == NULL) {
+        /* detail was not UTF-8; the status still has to go out */
+        j = json_pack("{s:s, s:s, s:i}", "type", type, "title", s->title,
+                      "status", (int) status);
+        if (j == NULL) {
+            json_decref(extra);
+            return NULL;
+        }
+    }
+
+    if (extra) {
+        json_object_update(j, extra);
+        json_decref(extra);
+    }
+
+    *len = json_dumpb(j, NULL, 0, JSON_COMPACT);
+
+    p = ngx_pnalloc(r->pool, *len + 1);
+    if (p == NULL) {
+        json_decref(j);
+        return NULL;
+    }
+
+    *len = json_dumpb(j, (char *) p, *len, JSON_COMPACT);
+    p[(*len)++] = '\n';
+
+    json_decref(j);
+
+    return p;
+}
+
+
+ngx_int_t
+ngx_http_veto_sandbox_problem(ngx_http_request_t *r, ngx_uint_t status,
+    const char *code, const char *detail, json_t *extra)
+{
+    u_char  *p;
+    size_t   len;
+
+    /* an unread body must not be taken for the next request */
+    if (ngx_http_discard_request_body(r) != NGX_OK) {
+        r->keepalive = 0;
+    }
+
+    p = ngx_http_veto_sandbox_problem_body(r, status, code, detail, extra,
+                                           &len);
+    if (p == NULL) {
+        return NGX_ERROR;
+    }
+
+    if (status == NGX_HTTP_SERVICE_UNAVAILABLE
+        && ngx_http_veto_sandbox_header(r, "Retry-After", "1") != NGX_OK)
+    {
+        return NGX_ERROR;
+    }
+
+    return ngx_http_veto_sandbox_send(r, status, "application/problem+json",
+                                      p, len);
+}
+
+
+/* 401 or 403 after identity, policy or scope refused the request. */
+ngx_int_t
+ngx_http_veto_sandbox_deny(ngx_http_request_t *r,
+    ngx_http_veto_sandbox_ctx_t *ctx)
+{
+    u_char      *p;
+    size_t       len;
+    ngx_str_t   *d;
+    const char  *reason;
+
+    d = &ctx->decision;
+    reason = ctx->reason ? ctx->reason : "invalid token";
+
+#define ngx_http_vsb_is(s)                                                    \
+    (d->len == sizeof(s) - 1 && ngx_strncmp(d->data, s, d->len) == 0)
+
+    if (ngx_http_vsb_is("deny:invalid_token")) {
+        len = sizeof("Bearer realm=\"veto-sandbox\", error=\"invalid_token\", "
+                     "error_description=\"\"") - 1 + ngx_strlen(reason);
+
+        p = ngx_pnalloc(r->pool, len + 1);
+        if (p == NULL) {
+            return NGX_ERROR;
+        }
+
+        ngx_sprintf(p, "Bearer realm=\"veto-sandbox\", "
+                    "error=\"invalid_token\", error_description=\"%s\"%Z",
+                    reason);
+
+        if (ngx_http_veto_sandbox_header(r, "WWW-Authenticate", (char *) p)
+            != NGX_OK)
+        {
+            return NGX_ERROR;
+        }
+
+        return ngx_http_veto_sandbox_problem(r, NGX_HTTP_UNAUTHORIZED,
+                                             "invalid_token", reason, NULL);
+    }
+
+    if (ngx_http_vsb_is("deny:insufficient_scope")) {
+        len = sizeof("Bearer realm=\"veto-sandbox\", "
+                     "error=\"insufficient_scope\", scope=\"\"") - 1
+              + ngx_strlen(reason);
+
+        p = ngx_pnalloc(r->pool, len + 1);
+        if (p == NULL) {
+            return NGX_ERROR;
+        }
+
+        ngx_sprintf(p, "Bearer realm=\"veto-sandbox\", "
+                    "error=\"insufficient_scope\", scope=\"%s\"%Z", reason);
+
+        if (ngx_http_veto_sandbox_header(r, "WWW-Authenticate", (char *) p)
+            != NGX_OK)
+        {
+            return NGX_ERROR;
+        }
+
+        return ngx_http_veto_sandbox_problem(r, NGX_HTTP_FORBIDDEN,
+                                   "insufficient_scope",
+                                   "the token lacks the scope this needs",
+                                   json_pack("{s:s}", "scope", reason));
+    }
+
+    if (ngx_http_vsb_is("deny:policy")) {
+        return ngx_http_veto_sandbox_problem(r, NGX_HTTP_FORBIDDEN,
+                                   "policy",
+                                   "the policy has no rule for this tenant",
+                                   NULL);
+    }
+
+#undef ngx_http_vsb_is
+
+    /* no token at all: RFC 6750 3.1, no error code */
+    if (ngx_http_veto_sandbox_header(r, "WWW-Authenticate",
+                                     "Bearer realm=\"veto-sandbox\"")
+        != NGX_OK)
+    {
+        return NGX_ERROR;
+    }
+
+    return ngx_http_veto_sandbox_problem(r, NGX_HTTP_UNAUTHORIZED,
+                                         "unauthorized",
+                                         "a bearer token is required", NULL);
+}
+
+
+/* Any other error on an API path leaves as problem+json too. */
+static ngx_int_t
+ngx_http_veto_sandbox_header_filter(ngx_http_request_t *r)
+{
+    u_char                            *p;
+    size_t                             len;
+    ngx_buf_t                         *b;
+    ngx_http_veto_sandbox_ctx_t       *ctx;
+    ngx_http_veto_sandbox_srv_conf_t  *vscf;
+
+    if (r->headers_out.status < NGX_HTTP_BAD_REQUEST || r != r->main) {
+        return ngx_http_next_header_filter(r);
+    }
+
+    vscf = ngx_http_get_module_srv_conf(r, ngx_http_veto_sandbox_module);
+
+    if (vscf == NULL || !ngx_http_veto_sandbox_protected(r, vscf)) {
+        return ngx_http_next_header_filter(r);
+    }
+
+    ctx = ngx_http_veto_sandbox_get_ctx(r);
+    if (ctx == NULL) {
+        return NGX_ERROR;
+    }
+
+    if (ctx->own_response) {
+        return ngx_http_next_header_filter(r);
+    }
+
+    p = ngx_http_veto_sandbox_problem_body(r, r->headers_out.status, NULL,
+                                           NULL, NULL, &len);
+    if (p == NULL) {
+        return NGX_ERROR;
+    }
+
+    b = ngx_calloc_buf(r->pool);
+    if (b == NULL) {
+        return NGX_ERROR;
+    }
+
+    b->pos = p;
+    b->last = p + len;
+    b->memory = 1;
+    b->last_buf = 1;
+    b->last_in_chain = 1;
+
+    ctx->problem = b;
+    ctx->filter_error = 1;
+
+    ngx_http_clear_content_length(r);
+    ngx_http_clear_accept_ranges(r);
+    ngx_http_clear_last_modified(r);
+    ngx_http_clear_etag(r);
+
+    r->headers_out.content_length_n = len;
+    ngx_str_set(&r->headers_out.content_type, "application/problem+json");
+    r->headers_out.content_type_len = r->headers_out.content_type.len;
+    r->headers_out.content_type_lowcase = NULL;
+    r->headers_out.charset.len = 0;
+
+    r->filter_need_in_memory = 1;
+
+    return ngx_http_next_header_filter(r);
+}
+
+
+static ngx_int_t
+ngx_http_veto_sandbox_body_filter(ngx_http_request_t *r, ngx_chain_t *in)
+{
+    ngx_chain_t                   out, *cl;
+    ngx_http_veto_sandbox_ctx_t  *ctx;
+
+    ctx = ngx_http_get_module_ctx(r, ngx_http_veto_sandbox_module);
+
+    if (ctx == NULL || !ctx->filter_error) {
+        return ngx_http_next_body_filter(r, in);
+    }
+
+    /* the original error body is replaced: consume it */
+    for (cl = in; cl; cl = cl->next) {
+        cl->buf->pos = cl->buf->last;
+        cl->buf->file_pos = cl->buf->file_last;
+    }
+
+    if (ctx->problem == NULL) {
+        return NGX_OK;
+    }
+
+    out.buf = ctx->problem;
+    out.next = NULL;
+    ctx->problem = NULL;
+
+    return ngx_http_next_body_filter(r, &out);
+}
+
+
+ngx_int_t
+ngx_http_veto_sandbox_filter_init(ngx_conf_t *cf)
+{
+    ngx_http_next_header_filter = ngx_http_top_header_filter;
+    ngx_http_top_header_filter = ngx_http_veto_sandbox_header_filter;
+
+    ngx_http_next_body_filter = ngx_http_top_body_filter;
+    ngx_http_top_body_filter = ngx_http_veto_sandbox_body_filter;
+
+    return NGX_OK;
+}
+
+
+json_t *
+ngx_http_veto_sandbox_json_ngx_str(ngx_str_t *s)
+{
+    return json_stringn((const char *) s->data, s->len);
+}

@@ -1,0 +1,423 @@
+package VetoNginx;
+
+# Test harness for ngx_veto_sandbox_module: a private nginx (its own
+# prefix, config, port and logs in a temp dir) that loads
+# build-module/ngx_veto_sandbox_module.so, test keys made with openssl at
+# test time (RSA 2048, EC P-256, an HMAC secret, and a JWKS of the public
+# keys), tokens minted with Crypt::JWT, and a private sandbox-helper
+# started through VetoTest (own config, cgroup_name "veto-t-<pid>",
+# state_dir and socket in its own temp dir).  nginx workers run as root,
+# so the helper's allowed_uids is 0.
+
+use strict;
+use warnings;
+
+use Cwd qw(abs_path);
+use File::Basename qw(dirname);
+use File::Temp qw(tempdir);
+use HTTP::Tiny;
+use IO::Socket::INET;
+use JSON::PP;
+use POSIX qw(WNOHANG);
+use Scalar::Util ();
+use Time::HiRes qw(sleep time);
+
+use Crypt::JWT qw(encode_jwt);
+use Crypt::PK::ECC;
+use Crypt::PK::RSA;
+
+# Every instance, so END can stop them before File::Temp removes their
+# directories (and with them the pid files).
+my %INSTANCES;
+
+our $ROOT = abs_path(dirname(__FILE__) . '/../..');
+our $JSON = JSON::PP->new->utf8(1)->canonical(1);
+
+sub module_path
+{
+    return $ENV{VETO_MODULE} // "$ROOT/build-module/ngx_veto_sandbox_module.so";
+}
+
+sub have_module { -f module_path() }
+
+sub have_helper
+{
+    my $b = $ENV{VETO_HELPER} // 'build/sandbox-helper';
+    $b = "$ROOT/$b" unless $b =~ m{^/};
+    return -x $b;
+}
+
+sub run
+{
+    my (@cmd) = @_;
+    system(@cmd) == 0 or die "@cmd: failed ($?)\n";
+}
+
+sub slurp
+{
+    my ($f) = @_;
+    open(my $fh, '<', $f) or die "open $f: $!";
+    local $/;
+    my $d = <$fh>;
+    close $fh;
+    return $d;
+}
+
+sub spew
+{
+    my ($f, $d) = @_;
+    open(my $fh, '>', $f) or die "write $f: $!";
+    print $fh $d;
+    close $fh or die "close $f: $!";
+}
+
+sub free_port
+{
+    my $s = IO::Socket::INET->new(Listen => 1, LocalAddr => '127.0.0.1',
+                                  LocalPort => 0, Proto => 'tcp', ReuseAddr => 1)
+        or die "no free port: $!";
+    my $p = $s->sockport;
+    close $s;
+    return $p;
+}
+
+# new(%opt): makes the temp dir and keys; nothing runs yet.
+sub new
+{
+    my ($class, %opt) = @_;
+    my $self = bless { %opt }, $class;
+
+    $self->{dir} = tempdir("veto-ngx-$$-XXXXXX", TMPDIR => 1,
+                           CLEANUP => !$ENV{VETO_KEEP});
+    chmod 0755, $self->{dir};
+    mkdir "$self->{dir}/logs";
+    mkdir "$self->{dir}/tmp";
+    $self->{port} = free_port();
+    $self->{issuer} = 'https://issuer.veto.test';
+    $self->{audience} = 'veto-sandbox';
+    $self->make_keys;
+    return $self;
+}
+
+sub dir { $_[0]{dir} }
+sub port { $_[0]{port} }
+sub url { "http://127.0.0.1:$_[0]{port}$_[1]" }
+
+# RSA, EC P-256 and an HMAC secret; PEM public keys and a JWKS of both.
+sub make_keys
+{
+    my ($self) = @_;
+    my $d = $self->{dir};
+
+    run("openssl genrsa -out $d/rsa.key 2048 2>/dev/null");
+    run("openssl rsa -in $d/rsa.key -pubout -out $d/rsa.pub 2>/dev/null");
+    run("openssl ecparam -name prime256v1 -genkey -noout -out $d/ec.key "
+        . "2>/dev/null");
+    run("openssl ec -in $d/ec.key -pubout -out $d/ec.pub 2>/dev/null");
+    run("openssl rand -hex 32 > $d/hs.secret");
+    # a second RSA key that nginx does not know
+    run("openssl genrsa -out $d/rsa-other.key 2048 2>/dev/null");
+
+    my $rsa = $JSON->decode(Crypt::PK::RSA->new("$d/rsa.pub")
+                            ->export_key_jwk('public'));
+    my $ec = $JSON->decode(Crypt::PK::ECC->new("$d/ec.pub")
+                           ->export_key_jwk('public'));
+    $rsa->{kid} = 'rsa-1';
+    $rsa->{alg} = 'RS256';
+    $rsa->{use} = 'sig';
+    $ec->{kid} = 'ec-1';
+    $ec->{alg} = 'ES256';
+    spew("$d/jwks.json", $JSON->encode({ keys => [$rsa, $ec] }));
+
+    $self->{secret} = slurp("$d/hs.secret");
+    chomp $self->{secret};
+}
+
+# token(claims override, alg => RS256|ES256|HS256, kid => ..., key => ...,
+# header => {...}): a signed JWT.  Claims set to undef are left out.
+sub token
+{
+    my ($self, %o) = @_;
+    my $alg = delete $o{alg} // 'RS256';
+    my $kid = exists $o{kid} ? delete $o{kid}
+            : { RS256 => 'rsa-1', ES256 => 'ec-1', HS256 => 'hs-1' }->{$alg};
+    my $key = delete $o{key};
+    my $hdr = delete $o{header} // {};
+    my $d = $self->{dir};
+
+    $key //= $alg eq 'RS256' ? \slurp("$d/rsa.key")
+           : $alg eq 'ES256' ? \slurp("$d/ec.key")
+           : $self->{secret};
+
+    my %claims = (
+        iss    => $self->{issuer},
+        aud    => $self->{audience},
+        sub    => 'agent-1',
+        tenant => 'acme',
+        scope  => 'sandbox:create sandbox:exec sandbox:files',
+        iat    => int(time()) - 5,
+        exp    => int(time()) + 300,
+        %o,
+    );
+    delete $claims{$_} for grep { !defined $claims{$_} } keys %claims;
+
+    my %h = %$hdr;
+    $h{kid} = $kid if defined $kid;
+
+    return encode_jwt(payload => \%claims, alg => $alg, key => $key,
+                      extra_headers => \%h);
+}
+
+sub default_policy
+{
+    return {
+        version => 1,
+        tenants => {
+            acme => {
+                profiles => ['default'],
+                ceilings => { memory_mb => 512, pids => 256,
+                              timeout_s => 30, ttl_s => 3600,
+                              file_bytes => 8 * 1024 * 1024 },
+                defaults => { memory_mb => 128, ttl_s => 600 },
+                approvals => {},
+                agents => {
+                    'agent-small' => { ceilings => { memory_mb => 64 },
+                                       defaults => { memory_mb => 32 } },
+                },
+            },
+            globex => {
+                ceilings => { memory_mb => 512, timeout_s => 30 },
+            },
+        },
+    };
+}
+
+sub write_policy
+{
+    my ($self, $policy) = @_;
+    spew("$self->{dir}/policy.json", ref $policy ? $JSON->encode($policy)
+                                                 : $policy);
+}
+
+# The module's server-level directives the tests start from.
+sub default_veto
+{
+    my ($self) = @_;
+    my $d = $self->{dir};
+    my $sock = $self->{helper_sock} // "$d/no-helper.sock";
+    $self->{leeway_s} //= 30;
+    return <<"EOF";
+        veto_sandbox_helper unix:$sock;
+        veto_sandbox_helper_connect_timeout 2s;
+        veto_sandbox_helper_send_timeout 10s;
+        veto_sandbox_helper_read_timeout 30s;
+        veto_sandbox_jwt_jwks $d/jwks.json;
+        veto_sandbox_jwt_key hs-1 HS256 $d/hs.secret;
+        veto_sandbox_jwt_issuer $self->{issuer};
+        veto_sandbox_jwt_audience $self->{audience};
+        veto_sandbox_jwt_leeway $self->{leeway_s}s;
+        veto_sandbox_jwt_cache zone=veto_jwt:1m;
+        veto_sandbox_policy $d/policy.json;
+EOF
+}
+
+# The nginx.conf: the module's directives at server level, the API at
+# /v1/, and whatever the test adds (server_extra, http_extra, veto
+# directives replaced wholesale with veto => '...').
+sub render
+{
+    my ($self, %o) = @_;
+    my $d = $self->{dir};
+    my $workers = $o{workers} // 1;
+    my $veto = $o{veto} // $self->default_veto;
+
+    my $conf = <<"EOF";
+load_module @{[ module_path() ]};
+user root;
+worker_processes $workers;
+pid $d/nginx.pid;
+error_log $d/logs/error.log info;
+events { worker_connections 1024; }
+http {
+    log_format veto '\$status \$request_method \$uri agent=\$veto_agent '
+                    'tenant=\$veto_tenant decision=\$veto_decision '
+                    'sandbox=\$veto_sandbox';
+    access_log $d/logs/access.log veto;
+    client_body_temp_path $d/tmp;
+    client_max_body_size @{[ $o{max_body} // '16m' ]};
+    large_client_header_buffers 4 128k;
+    @{[ $o{http_extra} // '' ]}
+    server {
+        listen 127.0.0.1:$self->{port};
+$veto
+        location /v1/ {
+            veto_sandbox_api;
+            @{[ $o{location_extra} // '' ]}
+        }
+        location = /plain { return 200 "plain\\n"; }
+        @{[ $o{server_extra} // '' ]}
+    }
+}
+EOF
+    spew("$d/nginx.conf", $conf);
+    return "$d/nginx.conf";
+}
+
+sub nginx_cmd
+{
+    my ($self, @args) = @_;
+    my $d = $self->{dir};
+    return ('nginx', '-p', "$d/", '-c', "$d/nginx.conf", '-e',
+            "$d/logs/error.log", @args);
+}
+
+# nginx -t on the current config: (ok, output).
+sub test_config
+{
+    my ($self) = @_;
+    my @cmd = $self->nginx_cmd('-t');
+    my $out = `@cmd 2>&1`;
+    return ($? == 0, $out);
+}
+
+sub start
+{
+    my ($self, %o) = @_;
+    $self->render(%o) unless $o{keep_conf};
+    $self->write_policy($o{policy} // default_policy())
+        unless -f "$self->{dir}/policy.json" && !$o{policy};
+
+    my @cmd = $self->nginx_cmd;
+    my $out = `@cmd 2>&1`;
+    die "nginx did not start: $out" if $?;
+
+    my $deadline = time + 10;
+    while (time < $deadline) {
+        my $s = IO::Socket::INET->new(PeerAddr => "127.0.0.1:$self->{port}",
+                                      Timeout => 1);
+        if ($s) {
+            close $s;
+            $self->{running} = 1;
+            $self->{pid} = $self->master_pid;
+            $INSTANCES{"$self"} = $self;
+            Scalar::Util::weaken($INSTANCES{"$self"});
+            return 1;
+        }
+        sleep 0.05;
+    }
+    die "nginx did not listen on $self->{port}:\n"
+        . slurp("$self->{dir}/logs/error.log");
+}
+
+sub master_pid
+{
+    my ($self) = @_;
+    my $f = "$self->{dir}/nginx.pid";
+    return $self->{pid} unless -f $f;
+    my $p = slurp($f);
+    chomp $p;
+    return $p;
+}
+
+sub worker_pids
+{
+    my ($self) = @_;
+    my $m = $self->master_pid or return ();
+    my @w;
+    for my $st (glob '/proc/[0-9]*/stat') {
+        open(my $fh, '<', $st) or next;
+        my $l = <$fh>;
+        close $fh;
+        my ($pid, $ppid) = $l =~ /^(\d+) \(.*\) \S (\d+)/ or next;
+        push @w, $pid if $ppid == $m;
+    }
+    return @w;
+}
+
+# HUP and wait until the old workers are gone.
+sub reload
+{
+    my ($self) = @_;
+    my @old = $self->worker_pids;
+    kill 'HUP', $self->master_pid or die "HUP nginx: $!";
+    my $deadline = time + 10;
+    while (time < $deadline) {
+        my %alive = map { $_ => 1 } $self->worker_pids;
+        return 1 unless grep { $alive{$_} } @old;
+        sleep 0.05;
+    }
+    die "nginx reload: old workers still running";
+}
+
+sub stop
+{
+    my ($self) = @_;
+    return unless $self->{running};
+    my $m = $self->{pid} // $self->master_pid;
+    if ($m && kill 'QUIT', $m) {
+        my $deadline = time + 10;
+        while (time < $deadline && kill 0, $m) {
+            sleep 0.05;
+        }
+        kill 'KILL', $m if kill 0, $m;
+    }
+    $self->{running} = 0;
+}
+
+sub error_log { slurp("$_[0]{dir}/logs/error.log") }
+sub access_log { slurp("$_[0]{dir}/logs/access.log") }
+
+# A private sandbox-helper through VetoTest; %over goes to its config.
+sub start_helper
+{
+    my ($self, %over) = @_;
+    require VetoTest;
+    $self->{helper} = VetoTest->start(%over);
+    $self->{helper_sock} = $self->{helper}->socket_path;
+    return $self->{helper};
+}
+
+sub helper { $_[0]{helper} }
+
+# request(method, path, token, body, headers) -> (status, headers, body,
+# decoded json or undef).  A hashref/arrayref body is sent as JSON.
+sub request
+{
+    my ($self, $method, $path, $token, $body, $hdr) = @_;
+    my %h = %{ $hdr // {} };
+    $h{Authorization} = "Bearer $token" if defined $token;
+    if (ref $body) {
+        $body = $JSON->encode($body);
+        $h{'Content-Type'} //= 'application/json';
+    }
+    my $ua = HTTP::Tiny->new(timeout => 60, keep_alive => 0);
+    my $res = $ua->request($method, $self->url($path),
+        { headers => \%h, defined $body ? (content => $body) : () });
+    my $json;
+    if (($res->{headers}{'content-type'} // '') =~ m{json}) {
+        $json = eval { $JSON->decode($res->{content}) };
+    }
+    return ($res->{status}, $res->{headers}, $res->{content}, $json);
+}
+
+END
+{
+    for my $n (grep { defined } values %INSTANCES) {
+        local ($?, $@);
+        $n->stop;
+        eval { $n->{helper}->stop } if $n->{helper};
+    }
+}
+
+sub DESTROY
+{
+    my ($self) = @_;
+    local ($?, $@);
+    $self->stop;
+    if ($self->{helper}) {
+        eval { $self->{helper}->stop };
+        delete $self->{helper};
+    }
+}
+
+1;

@@ -79,6 +79,11 @@ extern vsb_config_t  vsb_cf;
 int vsb_config_load(const char *path, vsb_config_t *cf, char *err,
     size_t errlen);
 
+/* The same on an in-memory buffer, named "buffer" in errors (tests,
+ * fuzzing). */
+int vsb_config_parse_buffer(const char *buf, size_t len, vsb_config_t *cf,
+    char *err, size_t errlen);
+
 const vsb_profile_t *vsb_config_profile(const vsb_config_t *cf,
     const char *name);
 

@@ -1,0 +1,257 @@
+/*
+ * The event loop: one epoll instance and a sorted, doubly linked list of
+ * timers.  A few hundred timers at most, so insertion sort is plenty.
+ */
+#include <errno.h>
+#include <stddef.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "vsb_log.h"
+#include "vsb_loop.h"
+
+#define VSB_LOOP_EVENTS  64
+
+static int           vsb_epfd = -1;
+static vsb_timer_t  *vsb_timers;          /* earliest first */
+
+/* The batch being dispatched: vsb_loop_del() clears later entries that
+ * name the deleted event, so a handler may free another event's owner. */
+static struct epoll_event  *vsb_batch;
+static int                  vsb_batch_n;
+
+
+int
+vsb_loop_init(void)
+{
+    if (vsb_epfd != -1) {
+        return 0;
+    }
+
+    vsb_epfd = epoll_create1(EPOLL_CLOEXEC);
+    if (vsb_epfd == -1) {
+        vsb_log_errno(VSB_LOG_ERR, "epoll_create1()");
+        return -1;
+    }
+
+    return 0;
+}
+
+
+int
+vsb_loop_add(vsb_event_t *ev, uint32_t events)
+{
+    struct epoll_event  ee;
+
+    memset(&ee, 0, sizeof(ee));
+    ee.events = events;
+    ee.data.ptr = ev;
+
+    if (epoll_ctl(vsb_epfd, EPOLL_CTL_ADD, ev->fd, &ee) == -1) {
+        vsb_log_errno(VSB_LOG_ERR, "epoll_ctl(ADD, fd %d)", ev->fd);
+        return -1;
+    }
+
+    ev->active = 1;
+    return 0;
+}
+
+
+int
+vsb_loop_mod(vsb_event_t *ev, uint32_t events)
+{
+    struct epoll_event  ee;
+
+    if (!ev->active) {
+        return vsb_loop_add(ev, events);
+    }
+
+    memset(&ee, 0, sizeof(ee));
+    ee.events = events;
+    ee.data.ptr = ev;
+
+    if (epoll_ctl(vsb_epfd, EPOLL_CTL_MOD, ev->fd, &ee) == -1) {
+        vsb_log_errno(VSB_LOG_ERR, "epoll_ctl(MOD, fd %d)", ev->fd);
+        return -1;
+    }
+
+    return 0;
+}
+
+
+int
+vsb_loop_del(vsb_event_t *ev)
+{
+    int  i;
+
+    for (i = 0; i < vsb_batch_n; i++) {
+        if (vsb_batch[i].data.ptr == ev) {
+            vsb_batch[i].data.ptr = NULL;
+        }
+    }
+
+    if (!ev->active) {
+        return 0;
+    }
+
+    ev->active = 0;
+
+    if (epoll_ctl(vsb_epfd, EPOLL_CTL_DEL, ev->fd, NULL) == -1) {
+        vsb_log_errno(VSB_LOG_ERR, "epoll_ctl(DEL, fd %d)", ev->fd);
+        return -1;
+    }
+
+    return 0;
+}
+
+
+uint64_t
+vsb_now_ms(void)
+{
+    struct timespec  ts;
+
+    /* CLOCK_MONOTONIC cannot fail with a valid pointer. */
+    (void) clock_gettime(CLOCK_MONOTONIC, &ts);
+
+    return (uint64_t) ts.tv_sec * 1000 + (uint64_t) ts.tv_nsec / 1000000;
+}
+
+
+void
+vsb_timer_del(vsb_timer_t *t)
+{
+    if (!t->armed) {
+        return;
+    }
+
+    if (t->prev != NULL) {
+        t->prev->next = t->next;
+    } else {
+        vsb_timers = t->next;
+    }
+
+    if (t->next != NULL) {
+        t->next->prev = t->prev;
+    }
+
+    t->prev = NULL;
+    t->next = NULL;
+    t->armed = 0;
+}
+
+
+void
+vsb_timer_add(vsb_timer_t *t, uint64_t after_ms)
+{
+    vsb_timer_t  *p, *last;
+
+    vsb_timer_del(t);
+
+    t->deadline_ms = vsb_now_ms() + after_ms;
+    t->armed = 1;
+
+    last = NULL;
+    for (p = vsb_timers; p != NULL; p = p->next) {
+        if (p->deadline_ms > t->deadline_ms) {
+            break;
+        }
+        last = p;
+    }
+
+    t->prev = last;
+    t->next = p;
+
+    if (last != NULL) {
+        last->next = t;
+    } else {
+        vsb_timers = t;
+    }
+
+    if (p != NULL) {
+        p->prev = t;
+    }
+}
+
+
+/* Fires every expired timer; a handler may add or delete any timer. */
+static void
+vsb_timers_run(void)
+{
+    vsb_timer_t  *t;
+    uint64_t      now;
+
+    now = vsb_now_ms();
+
+    while (vsb_timers != NULL && vsb_timers->deadline_ms <= now) {
+        t = vsb_timers;
+        vsb_timer_del(t);
+        t->handler(t);
+    }
+}
+
+
+static int
+vsb_timers_wait_ms(void)
+{
+    uint64_t  now;
+
+    if (vsb_timers == NULL) {
+        return -1;
+    }
+
+    now = vsb_now_ms();
+    if (vsb_timers->deadline_ms <= now) {
+        return 0;
+    }
+
+    if (vsb_timers->deadline_ms - now > 60000) {
+        return 60000;
+    }
+
+    return (int) (vsb_timers->deadline_ms - now);
+}
+
+
+int
+vsb_loop_run(volatile sig_atomic_t *stop)
+{
+    struct epoll_event  events[VSB_LOOP_EVENTS];
+    vsb_event_t        *ev;
+    int                 i, n;
+
+    while (!*stop) {
+        n = epoll_wait(vsb_epfd, events, VSB_LOOP_EVENTS,
+                       vsb_timers_wait_ms());
+        if (n == -1) {
+            if (errno == EINTR) {
+                continue;
+            }
+            vsb_log_errno(VSB_LOG_ERR, "epoll_wait()");
+            return -1;
+        }
+
+        vsb_batch = events;
+        vsb_batch_n = n;
+
+        for (i = 0; i < n; i++) {
+            ev = events[i].data.ptr;
+
+            /* An earlier handler in this batch may have closed it. */
+            if (ev == NULL || !ev->active) {
+                continue;
+            }
+
+            events[i].data.ptr = NULL;
+            ev->handler(ev, events[i].events);
+        }
+
+        vsb_batch = NULL;
+        vsb_batch_n = 0;
+
+        vsb_timers_run();
+    }
+
+    return 0;
+}

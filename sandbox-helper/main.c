@@ -1,0 +1,227 @@
+/*
+ * sandbox-helper: the privileged daemon.
+ *
+ *     sandbox-helper [-c CONFIG] [-t]
+ *
+ * Start-up order matters: config, root check, cgroups, removal of
+ * whatever a previous run left, and only then the socket.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <grp.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "vsb_cgroup.h"
+#include "vsb_config.h"
+#include "vsb_log.h"
+#include "vsb_loop.h"
+#include "vsb_ops.h"
+#include "vsb_registry.h"
+#include "vsb_server.h"
+#include "vsb_storage.h"
+
+#define VSB_DEFAULT_CONF  "/etc/veto-sandbox/sandbox-helper.conf"
+
+static volatile sig_atomic_t  vsb_stop;
+static volatile sig_atomic_t  vsb_drained;
+static int                    vsb_sigpipe[2] = { -1, -1 };
+static vsb_event_t            vsb_sig_ev;
+
+
+static void
+vsb_on_signal(int signo)
+{
+    int  saved = errno;
+
+    vsb_stop = 1;
+
+    /* Wakes epoll_wait; a full pipe already has a wakeup pending. */
+    if (write(vsb_sigpipe[1], "x", 1) == -1) {
+        /* nothing to do */
+    }
+
+    errno = saved;
+}
+
+
+static void
+vsb_sig_handler(vsb_event_t *ev, uint32_t revents)
+{
+    char  buf[64];
+
+    while (read(ev->fd, buf, sizeof(buf)) > 0) {
+        /* drain */
+    }
+}
+
+
+static int
+vsb_signals_init(void)
+{
+    struct sigaction  sa;
+
+    if (pipe2(vsb_sigpipe, O_NONBLOCK | O_CLOEXEC) == -1) {
+        vsb_log_errno(VSB_LOG_ERR, "pipe2(signal pipe)");
+        return -1;
+    }
+
+    memset(&sa, 0, sizeof(sa));
+    sa.sa_handler = vsb_on_signal;
+    sigemptyset(&sa.sa_mask);
+
+    if (sigaction(SIGTERM, &sa, NULL) == -1
+        || sigaction(SIGINT, &sa, NULL) == -1)
+    {
+        vsb_log_errno(VSB_LOG_ERR, "sigaction(SIGTERM/SIGINT)");
+        return -1;
+    }
+
+    vsb_sig_ev.fd = vsb_sigpipe[0];
+    vsb_sig_ev.handler = vsb_sig_handler;
+
+    return vsb_loop_add(&vsb_sig_ev, EPOLLIN);
+}
+
+
+static void
+vsb_usage(void)
+{
+    fprintf(stderr, "usage: sandbox-helper [-c CONFIG] [-t]\n"
+                    "  -c CONFIG  configuration file (default %s)\n"
+                    "  -t         check the configuration and exit\n",
+            VSB_DEFAULT_CONF);
+}
+
+
+int
+main(int argc, char **argv)
+{
+    const char      *conf = VSB_DEFAULT_CONF;
+    char             err[1024];
+    int              opt, test = 0, n, rc = 0;
+    vsb_sandbox_t   *sb;
+
+    while ((opt = getopt(argc, argv, "c:th")) != -1) {
+        switch (opt) {
+        case 'c':
+            conf = optarg;
+            break;
+        case 't':
+            test = 1;
+            break;
+        default:
+            vsb_usage();
+            return 2;
+        }
+    }
+
+    if (optind != argc) {
+        vsb_usage();
+        return 2;
+    }
+
+    umask(077);
+
+    if (vsb_config_load(conf, &vsb_cf, err, sizeof(err)) != 0) {
+        fprintf(stderr, "sandbox-helper: %s\n", err);
+        if (test) {
+            fprintf(stderr, "sandbox-helper: configuration file %s test "
+                    "failed\n", conf);
+        }
+        return 1;
+    }
+
+    if (test) {
+        fprintf(stderr, "sandbox-helper: configuration file %s test is "
+                "successful\n", conf);
+        return 0;
+    }
+
+    vsb_log_level = vsb_cf.log_level;
+
+    if (geteuid() != 0) {
+        vsb_log(VSB_LOG_ERR, "must run as root (euid is %u)",
+                (unsigned) geteuid());
+        return 1;
+    }
+
+    /* fs-uid switching in files.c must not keep root's extra groups. */
+    if (setgroups(0, NULL) == -1) {
+        vsb_log_errno(VSB_LOG_ERR, "setgroups(0)");
+        return 1;
+    }
+
+    if (signal(SIGPIPE, SIG_IGN) == SIG_ERR) {
+        vsb_log_errno(VSB_LOG_ERR, "signal(SIGPIPE)");
+        return 1;
+    }
+
+    if (vsb_loop_init() != 0 || vsb_signals_init() != 0) {
+        return 1;
+    }
+
+    if (vsb_registry_init((unsigned) vsb_cf.max_sandboxes) != 0) {
+        vsb_log(VSB_LOG_ERR, "out of memory for the registry");
+        return 1;
+    }
+
+    if (vsb_cgroup_init(&vsb_cf, err, sizeof(err)) != 0) {
+        vsb_log(VSB_LOG_ERR, "cgroup setup: %s", err);
+        return 1;
+    }
+
+    /* A previous run may have died: nothing of it may survive. */
+    n = vsb_cgroup_cleanup_stale();
+    if (n < 0) {
+        vsb_log(VSB_LOG_ERR, "stale cgroups under %s could not be removed",
+                vsb_cf.cgroup_name);
+        return 1;
+    }
+
+    n = vsb_storage_cleanup_stale();
+    if (n < 0) {
+        vsb_log(VSB_LOG_ERR, "stale sandbox files under %s/sb could not be "
+                "removed", vsb_cf.state_dir);
+        return 1;
+    }
+
+    if (vsb_server_init(&vsb_cf, err, sizeof(err)) != 0) {
+        vsb_log(VSB_LOG_ERR, "%s", err);
+        return 1;
+    }
+
+    vsb_log(VSB_LOG_INFO, "started: cgroup %s, state %s, %zu allowed uids",
+            vsb_cgroup_mode() == VSB_CGROUP_V1 ? "v1" : "v2",
+            vsb_cf.state_dir, vsb_cf.n_allowed_uids);
+
+    if (vsb_loop_run(&vsb_stop) != 0) {
+        rc = 1;
+    }
+
+    vsb_log(VSB_LOG_INFO, "stopping: destroying %u sandboxes",
+            vsb_registry_count());
+
+    vsb_server_stop_listening();
+    vsb_ops_shutdown(&vsb_drained);
+
+    if (vsb_loop_run(&vsb_drained) != 0) {
+        rc = 1;
+    }
+
+    vsb_server_close_all();
+
+    for (sb = vsb_registry_first(); sb != NULL; sb = sb->next) {
+        vsb_log(VSB_LOG_ERR, "sandbox %s could not be destroyed at exit",
+                sb->id);
+        rc = 1;
+    }
+
+    vsb_log(VSB_LOG_INFO, "stopped");
+    return rc;
+}

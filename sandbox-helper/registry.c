@@ -1,0 +1,184 @@
+/*
+ * Sandbox registry: a list for iteration and a slot table so every live
+ * sandbox owns a distinct host uid range.  Linear lookups: max_sandboxes
+ * is at most VSB_ABS_SANDBOXES.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+
+#include "vsb_registry.h"
+
+static vsb_sandbox_t  *vsb_sandboxes;
+static vsb_sandbox_t **vsb_slots;
+static unsigned        vsb_nslots;
+static unsigned        vsb_count;
+
+
+int
+vsb_registry_init(unsigned max_sandboxes)
+{
+    vsb_slots = calloc(max_sandboxes ? max_sandboxes : 1, sizeof(*vsb_slots));
+    if (vsb_slots == NULL) {
+        return -1;
+    }
+
+    vsb_nslots = max_sandboxes;
+    return 0;
+}
+
+
+int
+vsb_registry_new_id(char *buf)
+{
+    static const char  hex[] = "0123456789abcdef";
+    unsigned char      rnd[12];
+    size_t             got, i;
+    ssize_t            n;
+
+    for (got = 0; got < sizeof(rnd); got += (size_t) n) {
+        n = getrandom(rnd + got, sizeof(rnd) - got, 0);
+        if (n == -1) {
+            if (errno == EINTR) {
+                n = 0;
+                continue;
+            }
+            return -1;
+        }
+    }
+
+    memcpy(buf, "sb-", 3);
+    for (i = 0; i < sizeof(rnd); i++) {
+        buf[3 + 2 * i] = hex[rnd[i] >> 4];
+        buf[3 + 2 * i + 1] = hex[rnd[i] & 0xf];
+    }
+    buf[VSB_SANDBOX_ID_LEN] = '\0';
+    return 0;
+}
+
+
+static vsb_sandbox_t *
+vsb_registry_by_id(const char *id)
+{
+    vsb_sandbox_t  *sb;
+
+    for (sb = vsb_sandboxes; sb != NULL; sb = sb->next) {
+        if (strcmp(sb->id, id) == 0) {
+            return sb;
+        }
+    }
+
+    return NULL;
+}
+
+
+vsb_sandbox_t *
+vsb_registry_alloc(void)
+{
+    vsb_entry_t  *en;
+    unsigned      slot;
+    int           tries;
+
+    for (slot = 0; slot < vsb_nslots; slot++) {
+        if (vsb_slots[slot] == NULL) {
+            break;
+        }
+    }
+
+    if (slot == vsb_nslots) {
+        errno = EAGAIN;
+        return NULL;
+    }
+
+    en = calloc(1, sizeof(*en));
+    if (en == NULL) {
+        errno = ENOMEM;
+        return NULL;
+    }
+
+    /* 96 random bits never collide in practice; check anyway. */
+    for (tries = 0; ; tries++) {
+        if (tries == 4 || vsb_registry_new_id(en->sb.id) != 0) {
+            free(en);
+            errno = EIO;
+            return NULL;
+        }
+        if (vsb_registry_by_id(en->sb.id) == NULL) {
+            break;
+        }
+    }
+
+    en->sb.slot = slot;
+    en->sb.host_uid = vsb_cf.uid_base + (uid_t) slot * VSB_UID_RANGE;
+    vsb_slots[slot] = &en->sb;
+
+    return &en->sb;
+}
+
+
+void
+vsb_registry_insert(vsb_sandbox_t *sb)
+{
+    sb->next = vsb_sandboxes;
+    vsb_sandboxes = sb;
+    vsb_count++;
+}
+
+
+void
+vsb_registry_free(vsb_sandbox_t *sb)
+{
+    vsb_sandbox_t  **pp;
+
+    for (pp = &vsb_sandboxes; *pp != NULL; pp = &(*pp)->next) {
+        if (*pp == sb) {
+            *pp = sb->next;
+            vsb_count--;
+            break;
+        }
+    }
+
+    if (sb->slot < vsb_nslots && vsb_slots[sb->slot] == sb) {
+        vsb_slots[sb->slot] = NULL;
+    }
+
+    vsb_timer_del(&sb->ttl_timer);
+    vsb_timer_del(&vsb_entry(sb)->destroy_timer);
+
+    json_decref(sb->env);
+    json_decref(sb->metadata);
+    free(vsb_entry(sb));
+}
+
+
+vsb_sandbox_t *
+vsb_registry_find(const char *tenant, const char *agent, const char *id)
+{
+    vsb_sandbox_t  *sb;
+
+    sb = vsb_registry_by_id(id);
+
+    /* Another owner's sandbox is indistinguishable from no sandbox. */
+    if (sb == NULL || strcmp(sb->tenant, tenant) != 0
+        || strcmp(sb->agent, agent) != 0)
+    {
+        return NULL;
+    }
+
+    return sb;
+}
+
+
+vsb_sandbox_t *
+vsb_registry_first(void)
+{
+    return vsb_sandboxes;
+}
+
+
+unsigned
+vsb_registry_count(void)
+{
+    return vsb_count;
+}

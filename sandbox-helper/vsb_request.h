@@ -1,0 +1,83 @@
+/*
+ * Strict request schemas.  Parsing a request is pure: it touches no
+ * sandbox and no file, so the fuzzer can drive every op's validator.
+ * Every failure fills a vsb_error_t naming the VSB_E_* error and, where
+ * one field is at fault, the field.
+ */
+#ifndef VSB_REQUEST_H
+#define VSB_REQUEST_H
+
+#include <jansson.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "vsb_config.h"
+#include "vsb_protocol.h"
+
+typedef struct {
+    const char  *error;          /* VSB_E_*, NULL: no error */
+    const char  *field;          /* static string or NULL */
+    const char  *limit;          /* with over_ceiling */
+    const char  *step;           /* with termination_failed */
+    char         detail[256];
+    char         field_buf[VSB_MAX_NAME + 1];  /* field names from input */
+} vsb_error_t;
+
+typedef enum {
+    VSB_REQ_PING = 0,
+    VSB_REQ_CREATE,
+    VSB_REQ_STATUS,
+    VSB_REQ_LIST,
+    VSB_REQ_EXEC,
+    VSB_REQ_WRITE_FILE,
+    VSB_REQ_READ_FILE,
+    VSB_REQ_DESTROY
+} vsb_req_op_t;
+
+/* Strings and JSON values are borrowed from the parsed JSON root. */
+typedef struct {
+    vsb_req_op_t          op;
+    const char           *request_id;     /* NULL if absent */
+    const char           *tenant;
+    const char           *agent;          /* NULL: list without filter */
+    const char           *id;
+
+    /* create */
+    const vsb_profile_t  *profile;
+    vsb_limits_t          limits;         /* effective: defaults applied */
+    uint64_t              ttl_s;
+    json_t               *env;            /* create, exec; may be NULL */
+    json_t               *metadata;
+
+    /* exec */
+    json_t               *argv;
+    const char           *cwd;
+    uint64_t              timeout_s;      /* 0: the sandbox's default */
+
+    /* write_file, read_file */
+    const char           *path;
+    unsigned              mode;
+} vsb_request_t;
+
+/* Sets err (always returns -1), for handlers' convenience. */
+int vsb_error_set(vsb_error_t *e, const char *error, const char *field,
+    const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+
+/* Parses one request header; payload_len is the frame's payload size. */
+int vsb_request_parse(json_t *root, size_t payload_len,
+    const vsb_config_t *cf, vsb_request_t *r, vsb_error_t *e);
+
+/* Building blocks. */
+int vsb_req_fields(json_t *obj, const char *const *allowed, const char *what,
+    vsb_error_t *e);
+int vsb_req_string(json_t *obj, const char *name, int required,
+    size_t maxlen, const char **out, vsb_error_t *e);
+int vsb_req_uint(json_t *obj, const char *name, int required,
+    uint64_t *out, vsb_error_t *e);
+int vsb_req_env(json_t *obj, const char *name, json_t **out,
+    vsb_error_t *e);
+
+/* "sb-" + 24 lowercase hex. */
+int vsb_req_id_ok(const char *s);
+
+#endif

@@ -1,0 +1,71 @@
+/*
+ * The helper's listening socket and its client connections: peer
+ * credential check, frame reading, reply writing, timeouts.  A connection
+ * carries one request at a time; ops reply through vsb_conn_reply(),
+ * possibly much later (exec), and learn of a vanished client through
+ * vsb_ops_detach().
+ */
+#ifndef VSB_SERVER_H
+#define VSB_SERVER_H
+
+#include <jansson.h>
+#include <stddef.h>
+#include <sys/types.h>
+
+#include "vsb_config.h"
+#include "vsb_frame.h"
+#include "vsb_loop.h"
+#include "vsb_request.h"
+
+#ifndef VSB_CONN_TIMEOUT_MS
+#define VSB_CONN_TIMEOUT_MS   60000   /* to read a frame, to write a reply */
+#endif
+#define VSB_MAX_CONNS         1024
+
+typedef enum {
+    VSB_CONN_READING = 0,
+    VSB_CONN_BUSY,                     /* request in flight, no timeout */
+    VSB_CONN_WRITING
+} vsb_conn_state_t;
+
+typedef struct vsb_conn_s  vsb_conn_t;
+
+struct vsb_conn_s {
+    vsb_event_t          ev;
+    vsb_timer_t          timer;
+    vsb_conn_state_t     state;
+    uid_t                uid;
+    pid_t                pid;
+    unsigned long        n;            /* connection number, for logs */
+
+    vsb_frame_parser_t   in;
+
+    unsigned char       *out_head;     /* prefix + JSON */
+    size_t               out_head_len;
+    unsigned char       *out_payload;  /* owned */
+    size_t               out_payload_len;
+    size_t               out_sent;
+    unsigned             close_after:1;
+
+    void                *op;           /* ops' pending request, or NULL */
+
+    vsb_conn_t          *prev, *next;
+};
+
+int vsb_server_init(const vsb_config_t *cf, char *err, size_t errlen);
+/* Stops accepting and removes the socket file. */
+void vsb_server_stop_listening(void);
+void vsb_server_close_all(void);
+
+/* Queues the reply (reply is consumed, payload is owned from now on) and
+ * returns; the write happens from the loop.  After a reply is queued the
+ * request is over: c->op must have been cleared by the caller. */
+void vsb_conn_reply(vsb_conn_t *c, json_t *reply, unsigned char *payload,
+    size_t payload_len);
+void vsb_conn_reply_error(vsb_conn_t *c, const char *request_id,
+    const vsb_error_t *e);
+
+/* {"ok":false,"error":...} with request_id echoed when not NULL. */
+json_t *vsb_error_json(const char *request_id, const vsb_error_t *e);
+
+#endif

@@ -36,7 +36,6 @@ static const vsb_cg1_ctrl_t  vsb_cg1_ctrls[] = {
 
 typedef struct {
     char      mount[PATH_MAX];
-    char      root[PATH_MAX];
     unsigned  ctrl;
 } vsb_cg1_mnt_t;
 
@@ -135,13 +134,11 @@ vsb_cg1_scan(vsb_cg1_mnt_t *mnt, size_t *nmnt, unsigned *have)
             continue;
         }
 
-        vsb_cg1_unescape(f[3]);
         vsb_cg1_unescape(f[4]);
-        if (strlen(f[3]) >= PATH_MAX || strlen(f[4]) >= PATH_MAX) {
+        if (strlen(f[4]) >= PATH_MAX) {
             continue;
         }
 
-        memcpy(mnt[*nmnt].root, f[3], strlen(f[3]) + 1);
         memcpy(mnt[*nmnt].mount, f[4], strlen(f[4]) + 1);
         mnt[*nmnt].ctrl = mask;
         (*nmnt)++;
@@ -174,21 +171,6 @@ vsb_cg1_detect(void)
 
     free(mnt);
     return (have & VSB_CG1_NEEDED) == VSB_CG1_NEEDED;
-}
-
-
-static const char *
-vsb_cg1_first_ctrl(unsigned mask)
-{
-    size_t  i;
-
-    for (i = 0; vsb_cg1_ctrls[i].name != NULL; i++) {
-        if (mask & vsb_cg1_ctrls[i].bit) {
-            return vsb_cg1_ctrls[i].name;
-        }
-    }
-
-    return "";
 }
 
 
@@ -258,11 +240,15 @@ vsb_cg1_init(char *err, size_t errlen)
         memcpy(h->mount, mnt[i].mount, sizeof(h->mount));
         h->ctrl = mnt[i].ctrl;
 
-        if (vsb_cg_own_cgroup(vsb_cg1_first_ctrl(h->ctrl), mnt[i].root,
-                              h->mount, h->own, sizeof(h->own), err, errlen)
-            == -1
-            || vsb_cg_mkdir_base(h, err, errlen) == -1)
-        {
+        /*
+         * v1 has no delegation rules, and the helper's own v1 cgroup may be
+         * wherever its launcher happened to be (a shell, a CI job): the
+         * parent goes at the visible root of each hierarchy, so a restarted
+         * helper finds, and cleans, what the previous run left.
+         */
+        memcpy(h->own, h->mount, sizeof(h->own));
+
+        if (vsb_cg_mkdir_base(h, err, errlen) == -1) {
             free(mnt);
             return -1;
         }

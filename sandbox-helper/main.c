@@ -176,6 +176,11 @@ main(int argc, char **argv)
         return 1;
     }
 
+    if (vsb_storage_init(err, sizeof(err)) != 0) {
+        vsb_log(VSB_LOG_ERR, "%s", err);
+        return 1;
+    }
+
     /* A previous run may have died: nothing of it may survive. */
     n = vsb_cgroup_cleanup_stale();
     if (n < 0) {
@@ -219,6 +224,10 @@ main(int argc, char **argv)
     for (sb = vsb_registry_first(); sb != NULL; sb = sb->next) {
         vsb_log(VSB_LOG_ERR, "sandbox %s could not be destroyed at exit",
                 sb->id);
+        rc = 1;
+    }
+
+    if (vsb_registry_first() == NULL && vsb_cgroup_remove_base() != 0) {
         rc = 1;
     }
 

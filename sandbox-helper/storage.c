@@ -70,6 +70,49 @@ vsb_storage_base(char *base, size_t len, char *err, size_t errlen)
 }
 
 
+/*
+ * Every sandbox's init (an unprivileged host uid) resolves its root through
+ * state_dir, so each ancestor must be searchable by "others".  Checked at
+ * start so that a bad state_dir is a clear startup error, not a failure of
+ * every exec.
+ */
+int
+vsb_storage_init(char *err, size_t errlen)
+{
+    char         base[PATH_MAX], path[PATH_MAX];
+    char        *slash;
+    struct stat  st;
+
+    if (vsb_storage_base(base, sizeof(base), err, errlen) != 0) {
+        return -1;
+    }
+
+    snprintf(path, sizeof(path), "%s", base);
+
+    for ( ;; ) {
+        if (stat(path, &st) == -1) {
+            snprintf(err, errlen, "stat(\"%s\"): %s", path, strerror(errno));
+            return -1;
+        }
+
+        if (!(st.st_mode & S_IXOTH)) {
+            snprintf(err, errlen, "state_dir: \"%s\" has mode %04o: sandbox "
+                     "users must be able to traverse it (chmod o+x, or pick "
+                     "another state_dir)", path, (unsigned) (st.st_mode & 07777));
+            return -1;
+        }
+
+        slash = strrchr(path, '/');
+        if (slash == NULL || slash == path) {
+            break;
+        }
+        *slash = '\0';
+    }
+
+    return 0;
+}
+
+
 int
 vsb_storage_create(vsb_sandbox_t *sb, char *err, size_t errlen)
 {

@@ -65,6 +65,10 @@ int vsb_cgroup_destroy(vsb_cgroup_t *cg, char *err, size_t errlen);
  * -1 if one could not be removed. */
 int vsb_cgroup_cleanup_stale(void);
 
+/* At a clean exit, once every sandbox is gone: rmdir the helper's parent
+ * cgroup in every hierarchy.  -1 if one remains (logged). */
+int vsb_cgroup_remove_base(void);
+
 /* Count of directories under the helper's parent cgroup (for tests and
  * status). */
 int vsb_cgroup_count(void);

@@ -99,7 +99,5 @@ int vsb_cg2_usage(vsb_cgroup_t *cg, vsb_cgroup_usage_t *u);
  * /sys/fs/cgroup/unified of a hybrid host) whatever controllers it has. */
 int vsb_cgroup_init_v2_at(const char *path, const char *cgroup_name,
     char *err, size_t errlen);
-/* test-only: rmdir the parent cgroup in every hierarchy. */
-int vsb_cgroup_remove_base(void);
 
 #endif

@@ -12,6 +12,8 @@
 
 #include "vsb_sandbox.h"
 
+/* At start: creates state_dir/sb and checks sandbox uids can reach it. */
+int vsb_storage_init(char *err, size_t errlen);
 int vsb_storage_create(vsb_sandbox_t *sb, char *err, size_t errlen);
 /* Returns 0 when unmounted and removed (verified); -1 with err naming the
  * step ("mounts" or "files") otherwise. */

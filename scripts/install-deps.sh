@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# Installs everything Veto Sandbox needs to build, test and run on Debian 12.
+# Idempotent: runs apt-get update and install only when a package is missing.
+set -euo pipefail
+
+PKGS=(
+    build-essential pkg-config clang libclang-rt-14-dev
+    nginx nginx-dev
+    libjansson-dev libjwt-dev libseccomp-dev libhiredis-dev libssl-dev
+    redis-server libcmocka-dev
+    libcrypt-jwt-perl libredis-perl libjson-pp-perl
+    iproute2 curl jq wrk hyperfine openssl procps psmisc
+)
+
+missing=()
+for p in "${PKGS[@]}"; do
+    # "install ok installed" only for a fully installed package
+    if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null \
+            | grep -q '^install ok installed$'; then
+        missing+=("$p")
+    fi
+done
+
+if [ ${#missing[@]} -eq 0 ]; then
+    echo "install-deps: all ${#PKGS[@]} packages present"
+    exit 0
+fi
+
+if [ "$(id -u)" -ne 0 ]; then
+    echo "install-deps: missing packages: ${missing[*]}" >&2
+    echo "install-deps: run as root (sudo $0) to install them" >&2
+    exit 1
+fi
+
+echo "install-deps: installing ${missing[*]}"
+export DEBIAN_FRONTEND=noninteractive
+apt-get update -q
+apt-get install -y -q --no-install-recommends "${missing[@]}"

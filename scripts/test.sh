@@ -1,0 +1,118 @@
+#!/usr/bin/env bash
+# THE test command (README, .ci/run): installs dependencies, builds, runs
+# the cmocka unit tests (normal and ASan builds), builds the fuzzers and
+# runs each briefly, then the integration tests with prove: everything
+# with the normal helper, and the helper tests (t/0*.t) again with the
+# ASan helper.  Exits non-zero if anything failed; the last line is
+# "N passed, N failed" over the prove test files and unit binaries.
+#
+#   FUZZ_SECONDS=10   time per fuzz target
+#   PROVE_ARGS=...    extra prove flags (e.g. -v)
+set -uo pipefail
+cd "$(dirname "$0")/.."
+
+FUZZ_SECONDS=${FUZZ_SECONDS:-10}
+PROVE_ARGS=${PROVE_ARGS:-}
+passed=0
+failed=0
+step_failures=()
+
+say() { printf '\n=== %s\n' "$*"; }
+fail_step() { step_failures+=("$1"); }
+
+if [ "$(id -u)" -ne 0 ]; then
+    echo "test.sh: the integration tests need root (sudo $0)" >&2
+    exit 1
+fi
+
+say "dependencies"
+bash scripts/install-deps.sh || fail_step "install-deps"
+
+say "build"
+bash scripts/build.sh || fail_step "build"
+
+# Unit binaries, one by one so each counts (this is what `make unit`
+# runs, for the normal and the ASan build).
+units=()
+for src in t/unit/test_*.c; do
+    [ -e "$src" ] || continue
+    units+=("$(basename "$src" .c)")
+done
+for variant in normal asan; do
+    if [ "$variant" = normal ]; then
+        build=build; makeargs=()
+    else
+        build=build-asan; makeargs=(SAN=1 BUILD=build-asan)
+    fi
+    say "unit tests ($variant build, ${#units[@]} binaries)"
+    for u in "${units[@]}"; do
+        if ! make -s "${makeargs[@]}" "$build/unit/$u"; then
+            echo "not ok - $build/unit/$u does not build"
+            failed=$((failed + 1))
+            continue
+        fi
+        if "$build/unit/$u"; then
+            echo "ok - $build/unit/$u"
+            passed=$((passed + 1))
+        else
+            echo "not ok - $build/unit/$u"
+            failed=$((failed + 1))
+        fi
+    done
+done
+
+say "fuzz targets (build, then ${FUZZ_SECONDS}s each)"
+if make -s fuzz; then
+    for f in build-fuzz/fuzz_*; do
+        [ -x "$f" ] || continue
+        name=$(basename "$f")
+        corpus=$(mktemp -d "/tmp/veto-fuzz-$name-XXXXXX")
+        seeds=()
+        [ -d "t/fuzz/corpus/$name" ] && seeds=("t/fuzz/corpus/$name")
+        if "$f" -max_total_time="$FUZZ_SECONDS" -print_final_stats=0 \
+                "$corpus" "${seeds[@]}" >"$corpus.log" 2>&1; then
+            echo "ok - $name (${FUZZ_SECONDS}s)"
+        else
+            echo "not ok - $name found a crash:"
+            tail -n 40 "$corpus.log"
+            fail_step "fuzz $name"
+        fi
+        rm -rf "$corpus" "$corpus.log"
+    done
+else
+    fail_step "make fuzz"
+fi
+
+# Runs prove and adds its per-file results to the totals.
+run_prove() {
+    local label=$1; shift
+    say "prove: $label"
+    local out
+    out=$(mktemp /tmp/veto-prove-XXXXXX)
+    prove -I t/lib $PROVE_ARGS "$@" 2>&1 | tee "$out"
+    local files bad
+    files=$(sed -n 's/^Files=\([0-9]*\),.*/\1/p' "$out" | tail -n 1)
+    # every failing file has one "name (Wstat: ...)" line in the summary
+    bad=$(sed -n '/^Test Summary Report/,$p' "$out" | grep -c ' (Wstat: [0-9]')
+    files=${files:-0}
+    bad=${bad:-0}
+    if [ "$files" -eq 0 ]; then
+        echo "prove ($label) ran no test file"
+        bad=1
+        files=1
+    fi
+    passed=$((passed + files - bad))
+    failed=$((failed + bad))
+    rm -f "$out"
+}
+
+run_prove "all tests, helper build/sandbox-helper" -r t/
+VETO_HELPER=build-asan/sandbox-helper \
+    run_prove "helper tests, ASan helper build-asan/sandbox-helper" t/0*.t
+
+say "summary"
+for s in "${step_failures[@]+"${step_failures[@]}"}"; do
+    echo "step failed: $s"
+done
+echo "$passed passed, $failed failed"
+[ "$failed" -eq 0 ] && [ ${#step_failures[@]} -eq 0 ]

@@ -1,0 +1,114 @@
+# Life cycle: ping, create, status, list, exec, destroy; the reply shapes of
+# vsb_protocol.h; ownership (another tenant or agent sees not_found).
+use strict;
+use warnings;
+use Test::More;
+use lib 't/lib';
+use VetoTest;
+
+my $h = VetoTest->start;
+
+my $p = $h->ping;
+ok($p->{ok}, 'ping ok') or diag explain $p;
+is($p->{version}, 1, 'protocol version 1');
+like($p->{cgroup} // '', qr/^v[12]$/, 'ping names the cgroup mode');
+is($p->{sandboxes}, 0, 'no sandboxes yet');
+
+my ($r) = $h->call({ op => 'ping', request_id => 'req-42' });
+is($r->{request_id}, 'req-42', 'request_id echoed');
+
+$r = $h->create(limits => { memory_mb => 128, pids => 64 }, ttl_s => 300,
+                metadata => { purpose => 'test' });
+ok($r->{ok}, 'create ok') or diag explain $r;
+my $sb = $r->{sandbox} // {};
+my $id = $sb->{id} // '';
+like($id, qr/^sb-[0-9a-f]{24}$/, 'sandbox id format');
+is($sb->{state}, 'ready', 'state ready');
+is($sb->{tenant}, 't1', 'tenant');
+is($sb->{agent}, 'a1', 'agent');
+is($sb->{network}, 'none', 'network none by default');
+is($sb->{limits}{memory_mb}, 128, 'memory_mb as requested');
+is($sb->{limits}{pids}, 64, 'pids as requested');
+is($sb->{limits}{disk_mb}, $h->cf('default_disk_mb'), 'disk_mb default');
+is($sb->{limits}{timeout_s}, $h->cf('default_timeout_s'), 'timeout_s default');
+is($sb->{limits}{output_bytes}, $h->cf('default_output_bytes'),
+   'output_bytes default');
+is($sb->{ttl_s}, 300, 'ttl_s as requested');
+ok(($sb->{expires_at} // 0) - ($sb->{created_at} // 0) == 300,
+   'expires_at = created_at + ttl_s');
+is_deeply($sb->{metadata}, { purpose => 'test' }, 'metadata kept');
+
+ok(-d $h->state_dir . "/sb/$id", 'sandbox directory exists on the host');
+ok($h->count_mounts >= 1, 'sandbox tmpfs is mounted under the state dir');
+ok($h->count_cgroups >= 1, 'sandbox cgroup exists');
+
+($r) = $h->call({ op => 'status', tenant => 't1', agent => 'a1', id => $id });
+ok($r->{ok}, 'status ok') or diag explain $r;
+is($r->{sandbox}{id}, $id, 'status names the sandbox');
+ok(ref $r->{sandbox}{usage} eq 'HASH', 'status carries usage');
+
+($r) = $h->call({ op => 'list', tenant => 't1' });
+ok($r->{ok} && grep({ $_->{id} eq $id } @{ $r->{sandboxes} // [] }),
+   'list shows it');
+($r) = $h->call({ op => 'list', tenant => 't2' });
+ok($r->{ok}, 'list for another tenant ok');
+is(scalar @{ $r->{sandboxes} // [1] }, 0, 'another tenant sees nothing');
+
+# ownership: not_found exactly as for an unknown id
+for my $who ([ 't2', 'a1' ], [ 't1', 'a2' ]) {
+    ($r) = $h->call({ op => 'status', tenant => $who->[0],
+                      agent => $who->[1], id => $id });
+    is($r->{error}, 'not_found', "status as $who->[0]/$who->[1]: not_found");
+    my ($e) = $h->exec($id, ['true'], tenant => $who->[0], agent => $who->[1]);
+    is($e->{error}, 'not_found', "exec as $who->[0]/$who->[1]: not_found");
+    ($r) = $h->call({ op => 'destroy', tenant => $who->[0],
+                      agent => $who->[1], id => $id });
+    is($r->{error}, 'not_found', "destroy as $who->[0]/$who->[1]: not_found");
+}
+($r) = $h->call({ op => 'status', tenant => 't1', agent => 'a1',
+                  id => 'sb-' . ('0' x 24) });
+is($r->{error}, 'not_found', 'unknown id: not_found');
+
+my ($e, $out, $err) = $h->exec($id, ['/bin/echo', 'hello', 'world']);
+ok($e->{ok}, 'exec ok') or diag explain $e;
+is($out, "hello world\n", 'stdout');
+is($err, '', 'stderr empty');
+is($e->{exit_code}, 0, 'exit 0');
+ok(!defined $e->{signal}, 'signal null');
+ok(!$e->{timed_out} && !$e->{oom_killed}, 'not timed out, not oom');
+ok(defined $e->{usage}{wall_ms} && defined $e->{usage}{cpu_ms}
+   && defined $e->{usage}{peak_memory_bytes} && defined $e->{usage}{peak_pids},
+   'usage fields present');
+
+($e, $out, $err) = $h->sh($id, 'cat; echo err >&2; id -u; pwd; echo "$FOO"; cat /proc/sys/kernel/hostname',
+                          stdin => "in\x00put\n", env => { FOO => 'bar' });
+ok($e->{ok}, 'exec with stdin/env ok');
+is($out, "in\x00put\n1000\n/workspace\nbar\n" . "sandbox\n",
+   'stdin passed through, uid 1000, cwd /workspace, env, hostname')
+    or diag explain [$out, $err];
+is($err, "err\n", 'stderr separate');
+
+($e, $out) = $h->exec($id, ['pwd'], cwd => '/tmp');
+is($out, "/tmp\n", 'cwd honoured');
+
+($r) = $h->call({ op => 'ping' });
+is($r->{sandboxes}, 1, 'ping counts one sandbox');
+
+$r = $h->destroy($id);
+ok($r->{ok}, 'destroy ok') or diag explain $r;
+is($r->{id}, $id, 'destroy names the id');
+is($r->{state}, 'terminated', 'state terminated');
+is_deeply($r->{confirmed},
+          { processes => JSON::PP::true, cgroups => JSON::PP::true,
+            mounts => JSON::PP::true, files => JSON::PP::true },
+          'every confirmed flag true');
+ok(!-e $h->state_dir . "/sb/$id", 'sandbox directory gone');
+$r = $h->destroy($id);
+is($r->{error}, 'not_found', 'second destroy: not_found');
+
+$h->leaks_ok('after destroy');
+my $st = $h->stop;
+is($st, 0, 'helper exits 0 on SIGTERM') or diag $h->log_text;
+$h->leaks_ok('after stop');
+
+done_testing;

@@ -1,0 +1,220 @@
+# The wire: peer credentials, malformed frames (each gets its named error
+# and the helper keeps serving), strict schemas, and ceilings that refuse
+# (never clamp) oversize requests.
+use strict;
+use warnings;
+use Test::More;
+use POSIX ();
+use lib 't/lib';
+use VetoTest;
+
+# The helper refuses world-accessible sockets, so the stranger reaches the
+# socket through its group: nogroup (65534), uid 65534 not allowed.
+my $h = VetoTest->start(socket_mode => '0660', socket_group => 65534);
+
+sub still_serving
+{
+    my ($what) = @_;
+    my $p = $h->ping;
+    ok($p->{ok}, "helper still serves after $what") or diag explain $p;
+}
+
+# --- a peer whose uid is not allowed -----------------------------------
+pipe(my $rd, my $wr) or die "pipe: $!";
+my $pid = fork() // die "fork: $!";
+if ($pid == 0) {
+    close $rd;
+    POSIX::setgid(65534) or POSIX::_exit(2);
+    POSIX::setuid(65534) or POSIX::_exit(3);
+    my $res = eval {
+        my ($r, undef) = $h->call({ op => 'ping' }, undef, timeout => 10);
+        $r->{error} // ($r->{ok} ? 'OK' : 'none');
+    } // "die: $@";
+    print $wr "$<:$res\n";
+    close $wr;
+    POSIX::_exit(0);
+}
+close $wr;
+my $line = <$rd> // '';
+waitpid($pid, 0);
+chomp $line;
+like($line, qr/^65534:(not_permitted|<eof>|<read: .*>)$/,
+     "uid 65534 refused ($line)");
+still_serving('a refused peer');
+like($h->log_text, qr/65534/, 'the refusal is logged with the uid');
+
+# --- malformed frames ---------------------------------------------------
+my $ping = '{"op":"ping"}';
+my @cases = (
+    # name, bytes, expected error, connection closed after?
+    [ 'bad magic', pack('a4NN', 'XSB1', length $ping, 0) . $ping, 'bad_frame', 1 ],
+    [ 'zero json length', pack('a4NN', 'VSB1', 0, 0), 'bad_frame', 1 ],
+    [ 'oversize json length', pack('a4NN', 'VSB1', 64 * 1024 + 1, 0),
+      'frame_too_large', 1 ],
+    [ 'oversize payload length', pack('a4NN', 'VSB1', length $ping,
+      64 * 1024 * 1024 + 1) . $ping, 'frame_too_large', 1 ],
+    [ 'invalid JSON', VetoTest::frame('{"op":"ping",'), 'bad_json', 0 ],
+    [ 'not UTF-8', VetoTest::frame(qq({"op":"ping","request_id":"\xff\xfe"})),
+      'bad_json', 0 ],
+    [ 'trailing garbage', VetoTest::frame('{"op":"ping"} x'), 'bad_json', 0 ],
+    [ 'unknown op', VetoTest::frame('{"op":"format_disk"}'), 'unknown_op', 0 ],
+    [ 'op missing', VetoTest::frame('{}'), 'missing_field', 0 ],
+    [ 'op not a string', VetoTest::frame('{"op":1}'), 'bad_type', 0 ],
+    [ 'unknown field', VetoTest::frame('{"op":"ping","frob":1}'),
+      'unknown_field', 0 ],
+    [ 'unknown field in create',
+      VetoTest::frame('{"op":"create","tenant":"t","agent":"a","frob":1}'),
+      'unknown_field', 0 ],
+    [ 'unknown limit',
+      VetoTest::frame('{"op":"create","tenant":"t","agent":"a","limits":{"gpus":1}}'),
+      'unknown_field', 0 ],
+    [ 'wrong type', VetoTest::frame('{"op":"create","tenant":5,"agent":"a"}'),
+      'bad_type', 0 ],
+    [ 'limit wrong type',
+      VetoTest::frame('{"op":"create","tenant":"t","agent":"a","limits":{"memory_mb":"64"}}'),
+      'bad_type', 0 ],
+    [ 'missing tenant', VetoTest::frame('{"op":"create","agent":"a"}'),
+      'missing_field', 0 ],
+    [ 'missing agent', VetoTest::frame('{"op":"create","tenant":"t"}'),
+      'missing_field', 0 ],
+    [ 'tenant with a space',
+      VetoTest::frame('{"op":"create","tenant":"a b","agent":"a"}'),
+      'bad_value', 0 ],
+    [ 'tenant too long',
+      VetoTest::frame('{"op":"create","tenant":"' . ('t' x 129) . '","agent":"a"}'),
+      'bad_value', 0 ],
+    [ 'bad id', VetoTest::frame('{"op":"status","tenant":"t","agent":"a","id":"sb-../../x"}'),
+      'bad_value', 0 ],
+    [ 'payload on ping', VetoTest::frame($ping, 'unexpected'), 'bad_value', 0 ],
+    [ 'network allowlist not available',
+      VetoTest::frame('{"op":"create","tenant":"t","agent":"a","network":"allowlist"}'),
+      'bad_value', 0 ],
+    [ 'negative limit',
+      VetoTest::frame('{"op":"create","tenant":"t","agent":"a","limits":{"pids":-1}}'),
+      qr/^(bad_value|bad_type)$/, 0 ],
+);
+for my $c (@cases) {
+    my ($name, $bytes, $want, $closes) = @$c;
+    my ($r, $p, $eof, $sock) = $h->raw_send($bytes, eof_wait => $closes ? 2 : 0);
+    if (ref $want) {
+        like($r->{error} // 'ok', $want, "$name: $r->{error}");
+    } else {
+        is($r->{error} // 'ok', $want, "$name: $want") or diag explain $r;
+    }
+    is($r->{ok}, JSON::PP::false, "$name: ok false");
+    ok(defined $r->{detail} && length $r->{detail}, "$name: has a detail");
+    if ($closes) {
+        is($eof, 1, "$name: connection closed after the reply");
+    } else {
+        # the same connection goes on serving
+        my ($r2) = $h->call({ op => 'ping' }, undef, sock => $sock, timeout => 10);
+        ok($r2->{ok}, "$name: the same connection still serves");
+    }
+    still_serving($name);
+}
+
+# JSON array instead of object: a JSON error or a type error, named.
+my ($r) = $h->raw_send(VetoTest::frame('[{"op":"ping"}]'));
+like($r->{error} // 'ok', qr/^(bad_json|bad_type)$/, "JSON array refused ($r->{error})");
+still_serving('a JSON array');
+
+# field names the culprit
+($r) = $h->raw_send(VetoTest::frame('{"op":"create","tenant":5,"agent":"a"}'));
+is($r->{field}, 'tenant', 'bad_type names the field');
+($r) = $h->raw_send(VetoTest::frame('{"op":"ping","frob":1}'));
+is($r->{field}, 'frob', 'unknown_field names the field');
+($r) = $h->raw_send(VetoTest::frame('{"op":"create","agent":"a","request_id":"r1"}'));
+is($r->{field}, 'tenant', 'missing_field names the field');
+is($r->{request_id}, 'r1', 'request_id echoed on errors');
+
+# Truncated frames: the helper closes, nothing else.
+for my $t ([ 'header only', pack('a4NN', 'VSB1', 100, 0) ],
+           [ 'half a header', 'VSB1' . "\0\0" ],
+           [ 'json cut short', pack('a4NN', 'VSB1', 100, 0) . '{"op":"pi' ],
+           [ 'payload cut short', pack('a4NN', 'VSB1', length $ping, 1000) . $ping . 'abc' ]) {
+    my ($rt, $pt, $eof) = $h->raw_send($t->[1], shutdown => 1);
+    ok($eof, "truncated ($t->[0]) then close: connection closed");
+    still_serving("a truncated frame ($t->[0])");
+}
+
+# A client that sends half a frame and keeps the socket open does not
+# block anyone else.
+my $lazy = $h->connect;
+VetoTest::write_all($lazy, pack('a4NN', 'VSB1', 100, 0) . '{"op"');
+still_serving('a stalled client');
+close $lazy;
+
+# Payload just over max_file_bytes on write_file, body never sent.
+my $mf = $h->cf('max_file_bytes');
+my $wf = '{"op":"write_file","tenant":"t1","agent":"a1","id":"sb-000000000000000000000000","path":"x"}';
+($r) = $h->raw_send(pack('a4NN', 'VSB1', length $wf, $mf + 1) . $wf);
+like($r->{error} // 'none', qr/^(frame_too_large|file_too_large)$/,
+     "payload over max_file_bytes refused up front ($r->{error})");
+still_serving('an oversize payload');
+
+# --- many clients, and the per-sandbox exec limit ----------------------
+{
+    my @c = map { $h->connect } 1 .. 50;
+    VetoTest::write_all($_, VetoTest::frame({ op => 'ping' })) for @c;
+    my $okc = grep { my ($x) = VetoTest::recv_frame($_, 10); $x && $x->{ok} } @c;
+    is($okc, 50, '50 clients at once all answered');
+
+    my $idb = $h->create_ok;
+    my $max = $h->cf('max_execs_per_sandbox');
+    my @busy = map { $h->connect } 1 .. $max;
+    VetoTest::write_all($_, VetoTest::frame({ op => 'exec', tenant => 't1',
+        agent => 'a1', id => $idb, argv => [ 'sleep', '3' ] })) for @busy;
+    select(undef, undef, undef, 0.5);
+    my ($x) = $h->exec($idb, ['true']);
+    is($x->{error}, 'busy', "exec number " . ($max + 1) . " while $max run: busy")
+        or diag explain $x;
+    ($x) = $h->call({ op => 'status', tenant => 't1', agent => 'a1', id => $idb });
+    is($x->{sandbox}{execs_running}, $max, "status shows $max execs running");
+    ok(($x->{sandbox}{usage}{pids} // 0) >= $max, 'status usage counts their pids');
+    my $done = grep { my ($y) = VetoTest::recv_frame($_, 20); $y && ($y->{exit_code} // -1) == 0 } @busy;
+    is($done, $max, "the $max execs all finished normally");
+    is($h->destroy($idb)->{state}, 'terminated', 'destroy');
+}
+
+# --- ceilings -------------------------------------------------------------
+for my $l (qw(memory_mb pids cpu_percent disk_mb timeout_s output_bytes)) {
+    my $max = $h->cf("max_$l");
+    $r = $h->create(limits => { $l => $max + 1 });
+    is($r->{error}, 'over_ceiling', "$l over max: over_ceiling");
+    is($r->{limit}, $l, "limit names $l");
+}
+$r = $h->create(ttl_s => $h->cf('max_ttl_s') + 1);
+is($r->{error}, 'over_ceiling', 'ttl_s over max: over_ceiling');
+is($r->{limit}, 'ttl_s', 'limit names ttl_s');
+($r) = $h->call({ op => 'ping' });
+is($r->{sandboxes}, 0, 'nothing was created by refused requests');
+
+# at the ceiling: accepted exactly, not clamped
+my %at = map { $_ => $h->cf("max_$_") }
+    qw(memory_mb pids cpu_percent disk_mb timeout_s output_bytes);
+$r = $h->create(limits => \%at, ttl_s => $h->cf('max_ttl_s'));
+ok($r->{ok}, 'create at every ceiling accepted') or diag explain $r;
+is_deeply($r->{sandbox}{limits}, \%at, 'effective limits are exactly the request');
+my $id = $r->{sandbox}{id};
+my ($e) = $h->exec($id, ['true'], timeout_s => $h->cf('max_timeout_s') + 1);
+is($e->{error}, 'over_ceiling', 'exec timeout_s over max: over_ceiling');
+is($e->{limit}, 'timeout_s', 'limit names timeout_s');
+is($h->destroy($id)->{state}, 'terminated', 'destroy');
+
+# capacity
+my @ids;
+for (1 .. $h->cf('max_sandboxes')) {
+    my $c = $h->create(limits => { disk_mb => 8 });
+    last unless $c->{ok};
+    push @ids, $c->{sandbox}{id};
+}
+is(scalar @ids, $h->cf('max_sandboxes'), 'max_sandboxes sandboxes created');
+$r = $h->create;
+is($r->{error}, 'capacity', 'one more: capacity');
+my @bad = grep { $_->{state} ne 'terminated' } map { $h->destroy($_) } @ids;
+is(scalar @bad, 0, 'all destroyed');
+
+$h->leaks_ok('after destroy');
+my $st = $h->stop;
+is($st, 0, 'helper exits 0 on SIGTERM') or diag $h->log_text;
+done_testing;

@@ -11,16 +11,6 @@
 
 #define NGX_HTTP_VSB_MAX_JSON_BODY  (1024 * 1024)
 
-enum {
-    NGX_HTTP_VSB_OP_HEALTH = 1,
-    NGX_HTTP_VSB_OP_LIST,
-    NGX_HTTP_VSB_OP_CREATE,
-    NGX_HTTP_VSB_OP_GET,
-    NGX_HTTP_VSB_OP_DELETE,
-    NGX_HTTP_VSB_OP_WRITE,
-    NGX_HTTP_VSB_OP_READ,
-    NGX_HTTP_VSB_OP_EXEC
-};
 
 
 static ngx_int_t ngx_http_veto_sandbox_route(ngx_http_request_t *r,
@@ -47,8 +37,6 @@ static ngx_int_t ngx_http_veto_sandbox_reply_exec(ngx_http_request_t *r,
     ngx_http_veto_sandbox_ctx_t *ctx);
 static ngx_int_t ngx_http_veto_sandbox_reply_read(ngx_http_request_t *r,
     ngx_http_veto_sandbox_ctx_t *ctx);
-static json_t *ngx_http_veto_sandbox_read_json(ngx_http_request_t *r,
-    ngx_int_t *rc);
 static void ngx_http_veto_sandbox_json_cleanup(void *data);
 
 
@@ -86,6 +74,8 @@ ngx_http_veto_sandbox_api_handler(ngx_http_request_t *r)
     case NGX_HTTP_VSB_OP_CREATE:
     case NGX_HTTP_VSB_OP_EXEC:
     case NGX_HTTP_VSB_OP_WRITE:
+    case NGX_HTTP_VSB_OP_APR_APPROVE:
+    case NGX_HTTP_VSB_OP_APR_DENY:
 
         if (ctx->op != NGX_HTTP_VSB_OP_WRITE
             && r->headers_in.content_length_n > NGX_HTTP_VSB_MAX_JSON_BODY)
@@ -181,6 +171,68 @@ ngx_http_veto_sandbox_route(ngx_http_request_t *r,
 
         ctx->op = NGX_HTTP_VSB_OP_HEALTH;
         return NGX_OK;
+    }
+
+    if (ngx_http_vsb_eat("audit") && p == last) {
+        if (!(m & (NGX_HTTP_GET|NGX_HTTP_HEAD))) {
+            return ngx_http_veto_sandbox_method_not_allowed(r, "GET, HEAD");
+        }
+
+        ctx->op = NGX_HTTP_VSB_OP_AUDIT;
+        return NGX_OK;
+    }
+
+    if (ngx_http_vsb_eat("approvals")) {
+
+        if (p == last) {
+            if (!(m & (NGX_HTTP_GET|NGX_HTTP_HEAD))) {
+                return ngx_http_veto_sandbox_method_not_allowed(r,
+                                                                "GET, HEAD");
+            }
+
+            ctx->op = NGX_HTTP_VSB_OP_APR_LIST;
+            return NGX_OK;
+        }
+
+        if (*p++ != '/'
+            || (size_t) (last - p) < NGX_HTTP_VETO_SANDBOX_APPROVAL_ID_LEN)
+        {
+            goto not_found;
+        }
+
+        ctx->apr_id.data = p;
+        ctx->apr_id.len = NGX_HTTP_VETO_SANDBOX_APPROVAL_ID_LEN;
+
+        if (!ngx_http_veto_sandbox_approval_id_valid(&ctx->apr_id)) {
+            ngx_str_null(&ctx->apr_id);
+            goto not_found;
+        }
+
+        p += NGX_HTTP_VETO_SANDBOX_APPROVAL_ID_LEN;
+
+        if (p == last) {
+            if (!(m & (NGX_HTTP_GET|NGX_HTTP_HEAD))) {
+                return ngx_http_veto_sandbox_method_not_allowed(r,
+                                                                "GET, HEAD");
+            }
+
+            ctx->op = NGX_HTTP_VSB_OP_APR_GET;
+            return NGX_OK;
+        }
+
+        if ((ngx_http_vsb_eat("/approve") || ngx_http_vsb_eat("/deny"))
+            && p == last)
+        {
+            if (!(m & NGX_HTTP_POST)) {
+                return ngx_http_veto_sandbox_method_not_allowed(r, "POST");
+            }
+
+            ctx->op = last[-1] == 'e' ? NGX_HTTP_VSB_OP_APR_APPROVE
+                                      : NGX_HTTP_VSB_OP_APR_DENY;
+            return NGX_OK;
+        }
+
+        goto not_found;
     }
 
     if (!ngx_http_vsb_eat("sandboxes")) {
@@ -299,6 +351,22 @@ ngx_http_veto_sandbox_scope_check(ngx_http_request_t *r,
         need = NGX_HTTP_VSB_SCOPE_FILES;
         break;
 
+    case NGX_HTTP_VSB_OP_APR_GET:
+        /* reviewers, and requesters reading their own approvals */
+        need = NGX_HTTP_VSB_SCOPE_REVIEW|NGX_HTTP_VSB_SCOPE_CREATE
+               |NGX_HTTP_VSB_SCOPE_EXEC|NGX_HTTP_VSB_SCOPE_FILES;
+        break;
+
+    case NGX_HTTP_VSB_OP_APR_LIST:
+    case NGX_HTTP_VSB_OP_APR_APPROVE:
+    case NGX_HTTP_VSB_OP_APR_DENY:
+        need = NGX_HTTP_VSB_SCOPE_REVIEW;
+        break;
+
+    case NGX_HTTP_VSB_OP_AUDIT:
+        need = NGX_HTTP_VSB_SCOPE_AUDIT;
+        break;
+
     default:  /* create, delete */
         need = NGX_HTTP_VSB_SCOPE_CREATE;
         break;
@@ -315,7 +383,9 @@ ngx_http_veto_sandbox_scope_check(ngx_http_request_t *r,
     /* the scope named in the challenge; scope names are NUL-free tokens
      * of the configuration, which keeps them NUL terminated */
     ctx->reason = (const char *) vscf->scope[
-                      need & NGX_HTTP_VSB_SCOPE_CREATE ? 0
+                      need & NGX_HTTP_VSB_SCOPE_REVIEW ? 3
+                      : need & NGX_HTTP_VSB_SCOPE_AUDIT ? 4
+                      : need & NGX_HTTP_VSB_SCOPE_CREATE ? 0
                       : need & NGX_HTTP_VSB_SCOPE_EXEC ? 1 : 2].data;
 
     return NGX_DECLINED;
@@ -343,6 +413,14 @@ ngx_http_veto_sandbox_start(ngx_http_request_t *r)
 
     case NGX_HTTP_VSB_OP_WRITE:
         rc = ngx_http_veto_sandbox_write(r, ctx);
+        break;
+
+    case NGX_HTTP_VSB_OP_APR_LIST:
+    case NGX_HTTP_VSB_OP_APR_GET:
+    case NGX_HTTP_VSB_OP_APR_APPROVE:
+    case NGX_HTTP_VSB_OP_APR_DENY:
+    case NGX_HTTP_VSB_OP_AUDIT:
+        rc = ngx_http_veto_sandbox_gate(r, ctx, ngx_http_veto_sandbox_review);
         break;
 
     default:
@@ -1021,32 +1099,58 @@ ngx_http_veto_sandbox_write(ngx_http_request_t *r,
 }
 
 
-/* Policy allowed it: ask the decision hook, then the helper.  req is
- * consumed.  NGX_DONE when the reply will finish the request. */
+/* Policy allowed it: the Redis gate (revocation, approval, quotas) may
+ * still refuse, then the helper.  req is consumed (freed with the pool).
+ * NGX_DONE when the reply will finish the request. */
 static ngx_int_t
 ngx_http_veto_sandbox_call(ngx_http_request_t *r,
     ngx_http_veto_sandbox_ctx_t *ctx, json_t *req, ngx_chain_t *payload,
     size_t payload_len)
 {
-    ngx_int_t  rc;
+    ngx_pool_cleanup_t  *cln;
 
-    if (ctx->op != NGX_HTTP_VSB_OP_HEALTH) {
-        rc = ngx_http_veto_sandbox_decide(r, ctx);
-
-        if (rc != NGX_OK) {
-            json_decref(req);
-            return ngx_http_veto_sandbox_problem(r, NGX_HTTP_FORBIDDEN,
-                                                 "denied", NULL, NULL);
-        }
+    cln = ngx_pool_cleanup_add(r->pool, 0);
+    if (cln == NULL) {
+        json_decref(req);
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
     }
 
-    rc = ngx_http_veto_sandbox_helper_send(r, ctx, req, payload, payload_len,
+    cln->handler = ngx_http_veto_sandbox_json_cleanup;
+    cln->data = req;
+
+    ctx->req = req;
+    ctx->payload = payload;
+    ctx->payload_len = payload_len;
+
+    if (ctx->op == NGX_HTTP_VSB_OP_HEALTH) {
+        return ngx_http_veto_sandbox_forward(r, ctx);
+    }
+
+    return ngx_http_veto_sandbox_gate(r, ctx, ngx_http_veto_sandbox_forward);
+}
+
+
+/* Sends ctx->req to the helper. */
+ngx_int_t
+ngx_http_veto_sandbox_forward(ngx_http_request_t *r,
+    ngx_http_veto_sandbox_ctx_t *ctx)
+{
+    ngx_int_t  rc;
+
+    if (ctx->decision.len == 0) {
+        ngx_str_set(&ctx->decision, "allow");
+    }
+
+    rc = ngx_http_veto_sandbox_helper_send(r, ctx, ctx->req, ctx->payload,
+                                           ctx->payload_len,
                                            ngx_http_veto_sandbox_reply);
-    json_decref(req);
 
     if (rc == NGX_OK) {
         return NGX_DONE;
     }
+
+    /* the gate may hold a quota slot: give it back */
+    ngx_http_veto_sandbox_after(r, ctx);
 
     if (rc == NGX_DECLINED) {
         return ngx_http_veto_sandbox_problem(r, NGX_HTTP_SERVICE_UNAVAILABLE,
@@ -1072,6 +1176,9 @@ ngx_http_veto_sandbox_reply(ngx_http_request_t *r,
     ngx_http_veto_sandbox_helper_t  *h;
 
     h = &ctx->helper;
+
+    /* audit records, quota slots: whatever the outcome */
+    ngx_http_veto_sandbox_after(r, ctx);
 
     if (h->status != NGX_OK) {
         rc = ngx_http_veto_sandbox_problem(r,
@@ -1100,8 +1207,13 @@ ngx_http_veto_sandbox_reply(ngx_http_request_t *r,
     case NGX_HTTP_VSB_OP_HEALTH:
         json_object_del(j, "sandboxes");
         rc = ngx_http_veto_sandbox_send_json(r, NGX_HTTP_OK,
-                              json_pack("{s:s, s:O}", "status", "ok",
-                                        "helper", j));
+                              json_pack("{s:s, s:O, s:s}", "status", "ok",
+                                        "helper", j, "redis",
+                                        ngx_http_veto_sandbox_rds == NULL
+                                        ? "not_configured"
+                                        : ngx_http_veto_sandbox_redis_ready(
+                                              ngx_http_veto_sandbox_rds)
+                                          ? "up" : "down"));
         break;
 
     case NGX_HTTP_VSB_OP_CREATE:
@@ -1383,7 +1495,7 @@ ngx_http_veto_sandbox_reply_read(ngx_http_request_t *r,
 
 
 /* The whole JSON request body; NULL with *rc the response sent. */
-static json_t *
+json_t *
 ngx_http_veto_sandbox_read_json(ngx_http_request_t *r, ngx_int_t *rc)
 {
     u_char              *p, *buf;

@@ -372,6 +372,8 @@ ngx_http_veto_sandbox_claims(ngx_http_request_t *r,
         return NGX_DECLINED;
     }
 
+    ctx->iat = (rc == NGX_OK) ? t : -1;
+
     v = json_object_get(claims, "iss");
     if (!json_is_string(v)
         || json_string_length(v) != vscf->issuer.len

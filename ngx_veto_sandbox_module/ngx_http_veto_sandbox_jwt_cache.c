@@ -31,6 +31,7 @@ typedef struct {
     uint32_t                     epoch;
     time_t                       until;
     ngx_uint_t                   scopes;
+    time_t                       iat;        /* revocation by agent */
     u_short                      agent_len;
     u_short                      tenant_len;
     u_short                      jti_len;
@@ -346,6 +347,7 @@ ngx_http_veto_sandbox_cache_get(ngx_http_request_t *r,
     ctx->jti.data = p + 2 * VSB_MAX_ID_LEN;
     ctx->jti.len = n->jti_len;
     ctx->scopes = n->scopes;
+    ctx->iat = n->iat;
 
     ngx_memcpy(ctx->agent.data, n->data, n->agent_len);
     ngx_memcpy(ctx->tenant.data, n->data + n->agent_len, n->tenant_len);
@@ -401,6 +403,7 @@ ngx_http_veto_sandbox_cache_put(ngx_http_request_t *r,
     n->epoch = vscf->epoch;
     n->until = until;
     n->scopes = ctx->scopes;
+    n->iat = ctx->iat;
     n->agent_len = (u_short) ctx->agent.len;
     n->tenant_len = (u_short) ctx->tenant.len;
     n->jti_len = (u_short) ctx->jti.len;

@@ -14,6 +14,9 @@
 
 #include <jwt.h>
 
+#include "ngx_http_veto_sandbox_quota.h"
+#include "ngx_http_veto_sandbox_audit.h"
+
 
 static ngx_int_t ngx_http_veto_sandbox_post_read_handler(
     ngx_http_request_t *r);
@@ -38,6 +41,18 @@ static char *ngx_http_veto_sandbox_policy(ngx_conf_t *cf,
     ngx_command_t *cmd, void *conf);
 static char *ngx_http_veto_sandbox_scope(ngx_conf_t *cf, ngx_command_t *cmd,
     void *conf);
+static void *ngx_http_veto_sandbox_create_main_conf(ngx_conf_t *cf);
+static char *ngx_http_veto_sandbox_init_main_conf(ngx_conf_t *cf,
+    void *conf);
+static char *ngx_http_veto_sandbox_redis(ngx_conf_t *cf, ngx_command_t *cmd,
+    void *conf);
+static char *ngx_http_veto_sandbox_redis_str(ngx_conf_t *cf,
+    ngx_command_t *cmd, void *conf);
+static ngx_int_t ngx_http_veto_sandbox_init_process(ngx_cycle_t *cycle);
+static void ngx_http_veto_sandbox_exit_process(ngx_cycle_t *cycle);
+
+
+ngx_http_veto_sandbox_redis_t  *ngx_http_veto_sandbox_rds;
 
 
 const char  *ngx_http_veto_sandbox_limit_names[NGX_HTTP_VSB_NLIMITS] = {
@@ -180,6 +195,83 @@ static ngx_command_t  ngx_http_veto_sandbox_commands[] = {
       2,
       NULL },
 
+    { ngx_string("veto_sandbox_scope_review"),
+      NGX_HTTP_MAIN_CONF|NGX_HTTP_SRV_CONF|NGX_CONF_TAKE1,
+      ngx_http_veto_sandbox_scope,
+      NGX_HTTP_SRV_CONF_OFFSET,
+      3,
+      NULL },
+
+    { ngx_string("veto_sandbox_scope_audit"),
+      NGX_HTTP_MAIN_CONF|NGX_HTTP_SRV_CONF|NGX_CONF_TAKE1,
+      ngx_http_veto_sandbox_scope,
+      NGX_HTTP_SRV_CONF_OFFSET,
+      4,
+      NULL },
+
+    { ngx_string("veto_sandbox_redis"),
+      NGX_HTTP_MAIN_CONF|NGX_CONF_TAKE1,
+      ngx_http_veto_sandbox_redis,
+      NGX_HTTP_MAIN_CONF_OFFSET,
+      0,
+      NULL },
+
+    { ngx_string("veto_sandbox_redis_user"),
+      NGX_HTTP_MAIN_CONF|NGX_CONF_TAKE1,
+      ngx_http_veto_sandbox_redis_str,
+      NGX_HTTP_MAIN_CONF_OFFSET,
+      offsetof(ngx_http_veto_sandbox_main_conf_t, redis.user),
+      NULL },
+
+    { ngx_string("veto_sandbox_redis_password"),
+      NGX_HTTP_MAIN_CONF|NGX_CONF_TAKE1,
+      ngx_http_veto_sandbox_redis_str,
+      NGX_HTTP_MAIN_CONF_OFFSET,
+      offsetof(ngx_http_veto_sandbox_main_conf_t, redis.password),
+      NULL },
+
+    { ngx_string("veto_sandbox_redis_db"),
+      NGX_HTTP_MAIN_CONF|NGX_CONF_TAKE1,
+      ngx_conf_set_num_slot,
+      NGX_HTTP_MAIN_CONF_OFFSET,
+      offsetof(ngx_http_veto_sandbox_main_conf_t, redis.db),
+      NULL },
+
+    { ngx_string("veto_sandbox_redis_timeout"),
+      NGX_HTTP_MAIN_CONF|NGX_CONF_TAKE1,
+      ngx_conf_set_msec_slot,
+      NGX_HTTP_MAIN_CONF_OFFSET,
+      offsetof(ngx_http_veto_sandbox_main_conf_t, timeout),
+      NULL },
+
+    { ngx_string("veto_sandbox_audit_maxlen"),
+      NGX_HTTP_MAIN_CONF|NGX_CONF_TAKE1,
+      ngx_conf_set_num_slot,
+      NGX_HTTP_MAIN_CONF_OFFSET,
+      offsetof(ngx_http_veto_sandbox_main_conf_t, audit_maxlen),
+      NULL },
+
+    { ngx_string("veto_sandbox_approval_retention"),
+      NGX_HTTP_MAIN_CONF|NGX_CONF_TAKE1,
+      ngx_conf_set_msec_slot,
+      NGX_HTTP_MAIN_CONF_OFFSET,
+      offsetof(ngx_http_veto_sandbox_main_conf_t, retention),
+      NULL },
+
+    { ngx_string("veto_sandbox_approval_ttl"),
+      NGX_HTTP_MAIN_CONF|NGX_HTTP_SRV_CONF|NGX_CONF_TAKE1,
+      ngx_conf_set_msec_slot,
+      NGX_HTTP_SRV_CONF_OFFSET,
+      offsetof(ngx_http_veto_sandbox_srv_conf_t, approval_ttl),
+      NULL },
+
+    { ngx_string("veto_sandbox_approval_threshold"),
+      NGX_HTTP_MAIN_CONF|NGX_HTTP_SRV_CONF|NGX_CONF_TAKE1,
+      ngx_conf_set_num_slot,
+      NGX_HTTP_SRV_CONF_OFFSET,
+      offsetof(ngx_http_veto_sandbox_srv_conf_t, approval_threshold),
+      NULL },
+
       ngx_null_command
 };
 
@@ -188,8 +280,8 @@ static ngx_http_module_t  ngx_http_veto_sandbox_module_ctx = {
     ngx_http_veto_sandbox_add_variables,   /* preconfiguration */
     ngx_http_veto_sandbox_init,            /* postconfiguration */
 
-    NULL,                                  /* create main configuration */
-    NULL,                                  /* init main configuration */
+    ngx_http_veto_sandbox_create_main_conf, /* create main configuration */
+    ngx_http_veto_sandbox_init_main_conf,  /* init main configuration */
 
     ngx_http_veto_sandbox_create_srv_conf, /* create server configuration */
     ngx_http_veto_sandbox_merge_srv_conf,  /* merge server configuration */
@@ -206,10 +298,10 @@ ngx_module_t  ngx_http_veto_sandbox_module = {
     NGX_HTTP_MODULE,                       /* module type */
     NULL,                                  /* init master */
     NULL,                                  /* init module */
-    NULL,                                  /* init process */
+    ngx_http_veto_sandbox_init_process,    /* init process */
     NULL,                                  /* init thread */
     NULL,                                  /* exit thread */
-    NULL,                                  /* exit process */
+    ngx_http_veto_sandbox_exit_process,    /* exit process */
     NULL,                                  /* exit master */
     NGX_MODULE_V1_PADDING
 };
@@ -218,7 +310,9 @@ ngx_module_t  ngx_http_veto_sandbox_module = {
 static ngx_str_t  ngx_http_veto_sandbox_default_scopes[] = {
     ngx_string("sandbox:create"),
     ngx_string("sandbox:exec"),
-    ngx_string("sandbox:files")
+    ngx_string("sandbox:files"),
+    ngx_string("approvals:review"),
+    ngx_string("audit:read")
 };
 
 
@@ -379,22 +473,6 @@ ngx_http_veto_sandbox_identify(ngx_http_request_t *r,
 }
 
 
-/*
- * The place where approvals, quotas and revocation (Redis) will decide;
- * called after identity, scope and policy allowed the operation.  It may
- * later return NGX_AGAIN and resume the request from a Redis reply.
- * For now it always allows.
- */
-ngx_int_t
-ngx_http_veto_sandbox_decide(ngx_http_request_t *r,
-    ngx_http_veto_sandbox_ctx_t *ctx)
-{
-    ngx_str_set(&ctx->decision, "allow");
-
-    return NGX_OK;
-}
-
-
 static ngx_int_t
 ngx_http_veto_sandbox_post_read_handler(ngx_http_request_t *r)
 {
@@ -534,6 +612,8 @@ ngx_http_veto_sandbox_create_srv_conf(ngx_conf_t *cf)
     conf->send_timeout = NGX_CONF_UNSET_MSEC;
     conf->read_timeout = NGX_CONF_UNSET_MSEC;
     conf->cache_zone = NGX_CONF_UNSET_PTR;
+    conf->approval_ttl = NGX_CONF_UNSET_MSEC;
+    conf->approval_threshold = NGX_CONF_UNSET_UINT;
 
     return conf;
 }
@@ -546,7 +626,8 @@ ngx_http_veto_sandbox_merge_srv_conf(ngx_conf_t *cf, void *parent,
     ngx_http_veto_sandbox_srv_conf_t *prev = parent;
     ngx_http_veto_sandbox_srv_conf_t *conf = child;
 
-    ngx_uint_t  i;
+    ngx_uint_t                          i;
+    ngx_http_veto_sandbox_main_conf_t  *vmcf;
 
     if (conf->keys == NULL) {
         conf->keys = prev->keys;
@@ -584,6 +665,24 @@ ngx_http_veto_sandbox_merge_srv_conf(ngx_conf_t *cf, void *parent,
     ngx_conf_merge_msec_value(conf->send_timeout, prev->send_timeout, 30000);
     ngx_conf_merge_msec_value(conf->read_timeout, prev->read_timeout,
                               120000);
+
+    ngx_conf_merge_msec_value(conf->approval_ttl, prev->approval_ttl,
+                              NGX_HTTP_VETO_SANDBOX_APPROVAL_TTL);
+    ngx_conf_merge_uint_value(conf->approval_threshold,
+                              prev->approval_threshold, 1);
+
+    if (conf->approval_ttl == 0) {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                           "\"veto_sandbox_approval_ttl\" must be positive");
+        return NGX_CONF_ERROR;
+    }
+
+    if (conf->approval_threshold < 1 || conf->approval_threshold > 100) {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                           "\"veto_sandbox_approval_threshold\" must be "
+                           "1..100");
+        return NGX_CONF_ERROR;
+    }
 
     /* a new random epoch per load invalidates cached verifications made
      * under the previous keys, issuer or audience */
@@ -628,6 +727,19 @@ ngx_http_veto_sandbox_merge_srv_conf(ngx_conf_t *cf, void *parent,
         ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
                            "\"veto_sandbox_api\" requires "
                            "\"veto_sandbox_helper\" in its server");
+        return NGX_CONF_ERROR;
+    }
+
+    /* approvals and quotas live in Redis: without it they could not be
+     * enforced, and silently allowing is not an option */
+    vmcf = ngx_http_conf_get_module_main_conf(cf,
+                                              ngx_http_veto_sandbox_module);
+
+    if (conf->policy->needs_redis && !vmcf->enabled) {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                           "\"veto_sandbox_policy\" \"%V\" has approvals "
+                           "or quotas, which need \"veto_sandbox_redis\"",
+                           &conf->policy->file);
         return NGX_CONF_ERROR;
     }
 
@@ -866,4 +978,176 @@ ngx_http_veto_sandbox_scope(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
     *scope = value[1];
 
     return NGX_CONF_OK;
+}
+
+
+static void *
+ngx_http_veto_sandbox_create_main_conf(ngx_conf_t *cf)
+{
+    ngx_http_veto_sandbox_main_conf_t  *vmcf;
+
+    vmcf = ngx_pcalloc(cf->pool, sizeof(ngx_http_veto_sandbox_main_conf_t));
+    if (vmcf == NULL) {
+        return NULL;
+    }
+
+    ngx_http_veto_sandbox_redis_conf_init(&vmcf->redis);
+
+    vmcf->redis.db = NGX_CONF_UNSET;
+    vmcf->timeout = NGX_CONF_UNSET_MSEC;
+    vmcf->audit_maxlen = NGX_CONF_UNSET_UINT;
+    vmcf->retention = NGX_CONF_UNSET_MSEC;
+
+    return vmcf;
+}
+
+
+static char *
+ngx_http_veto_sandbox_init_main_conf(ngx_conf_t *cf, void *conf)
+{
+    ngx_http_veto_sandbox_main_conf_t *vmcf = conf;
+
+    ngx_conf_init_value(vmcf->redis.db, 0);
+    ngx_conf_init_msec_value(vmcf->timeout,
+                             NGX_HTTP_VETO_SANDBOX_REDIS_DEFAULT_TIMEOUT);
+    ngx_conf_init_uint_value(vmcf->audit_maxlen,
+                             NGX_HTTP_VETO_SANDBOX_AUDIT_MAXLEN);
+    ngx_conf_init_msec_value(vmcf->retention,
+                             NGX_HTTP_VETO_SANDBOX_APPROVAL_RETENTION);
+
+    if (vmcf->redis.db < 0) {
+        return "\"veto_sandbox_redis_db\" must not be negative";
+    }
+
+    if (vmcf->timeout == 0) {
+        return "\"veto_sandbox_redis_timeout\" must be positive";
+    }
+
+    if (vmcf->audit_maxlen == 0) {
+        return "\"veto_sandbox_audit_maxlen\" must be positive";
+    }
+
+    if (vmcf->retention == 0) {
+        return "\"veto_sandbox_approval_retention\" must be positive";
+    }
+
+    if (!vmcf->enabled
+        && (vmcf->redis.user.len || vmcf->redis.password.len))
+    {
+        return "\"veto_sandbox_redis_user\" and \"veto_sandbox_redis_password\""
+               " need \"veto_sandbox_redis\"";
+    }
+
+    if (vmcf->redis.user.len && vmcf->redis.password.len == 0) {
+        return "\"veto_sandbox_redis_user\" needs "
+               "\"veto_sandbox_redis_password\"";
+    }
+
+    /* connect + AUTH/SELECT/PING gets the same budget as a command */
+    vmcf->redis.connect_timeout = vmcf->timeout;
+
+    return NGX_CONF_OK;
+}
+
+
+static char *
+ngx_http_veto_sandbox_redis(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
+{
+    ngx_http_veto_sandbox_main_conf_t *vmcf = conf;
+
+    ngx_str_t  *value;
+
+    if (vmcf->enabled) {
+        return "is duplicate";
+    }
+
+    value = cf->args->elts;
+
+    if (ngx_http_veto_sandbox_redis_parse_addr(cf, &value[1], &vmcf->redis)
+        != NGX_CONF_OK)
+    {
+        return NGX_CONF_ERROR;
+    }
+
+    vmcf->enabled = 1;
+
+    return NGX_CONF_OK;
+}
+
+
+/* user and password: NUL terminated copies, for hiredis */
+static char *
+ngx_http_veto_sandbox_redis_str(ngx_conf_t *cf, ngx_command_t *cmd,
+    void *conf)
+{
+    ngx_str_t  *field, *value;
+
+    field = (ngx_str_t *) ((char *) conf + cmd->offset);
+
+    if (field->data != NULL) {
+        return "is duplicate";
+    }
+
+    value = cf->args->elts;
+
+    if (value[1].len == 0) {
+        return "must not be empty";
+    }
+
+    field->data = ngx_pnalloc(cf->pool, value[1].len + 1);
+    if (field->data == NULL) {
+        return NGX_CONF_ERROR;
+    }
+
+    ngx_cpystrn(field->data, value[1].data, value[1].len + 1);
+    field->len = value[1].len;
+
+    return NGX_CONF_OK;
+}
+
+
+static ngx_int_t
+ngx_http_veto_sandbox_init_process(ngx_cycle_t *cycle)
+{
+    ngx_http_veto_sandbox_main_conf_t  *vmcf;
+
+    ngx_http_veto_sandbox_rds = NULL;
+
+    vmcf = ngx_http_cycle_get_module_main_conf(cycle,
+                                               ngx_http_veto_sandbox_module);
+
+    if (vmcf == NULL || !vmcf->enabled) {
+        return NGX_OK;
+    }
+
+    if (ngx_http_veto_sandbox_approval_init() != NGX_OK
+        || ngx_http_veto_sandbox_quota_init() != NGX_OK)
+    {
+        ngx_log_error(NGX_LOG_EMERG, cycle->log, 0,
+                      "veto sandbox: cannot prepare the Redis scripts");
+        return NGX_ERROR;
+    }
+
+    /* connects in the background; requests that need Redis before it is
+     * ready are refused (503), never let through */
+    ngx_http_veto_sandbox_rds = ngx_http_veto_sandbox_redis_create(cycle,
+                                                               &vmcf->redis);
+    if (ngx_http_veto_sandbox_rds == NULL) {
+        ngx_log_error(NGX_LOG_EMERG, cycle->log, 0,
+                      "veto sandbox: cannot set up the Redis client for "
+                      "\"%V\"", &vmcf->redis.addr);
+        return NGX_ERROR;
+    }
+
+    return NGX_OK;
+}
+
+
+static void
+ngx_http_veto_sandbox_exit_process(ngx_cycle_t *cycle)
+{
+    if (ngx_http_veto_sandbox_rds) {
+        ngx_http_veto_sandbox_redis_destroy(ngx_http_veto_sandbox_rds);
+        ngx_http_veto_sandbox_rds = NULL;
+    }
 }

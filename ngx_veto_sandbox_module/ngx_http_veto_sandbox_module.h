@@ -11,6 +11,9 @@
  *   _helper.c     non-blocking client to the helper (frames)
  *   _api.c        routing and the HTTP handlers
  *   _problem.c    problem+json responses and the error filter
+ *   _decide.c     the Redis gate: revocation, approvals, quotas, audit
+ *   _review.c     the approvals and audit APIs
+ *   _redis.c, _approval.c, _quota.c, _revoke.c, _audit.c: the Redis layer
  */
 
 #ifndef NGX_HTTP_VETO_SANDBOX_MODULE_H
@@ -23,6 +26,8 @@
 #include <jansson.h>
 
 #include "vsb_protocol.h"
+#include "ngx_http_veto_sandbox_redis.h"
+#include "ngx_http_veto_sandbox_approval.h"
 
 
 /* Statuses nginx 1.22 has no names for (or names differently). */
@@ -33,7 +38,16 @@
 #define NGX_HTTP_VSB_SCOPE_CREATE   0x01
 #define NGX_HTTP_VSB_SCOPE_EXEC     0x02
 #define NGX_HTTP_VSB_SCOPE_FILES    0x04
-#define NGX_HTTP_VSB_NSCOPES        3
+#define NGX_HTTP_VSB_SCOPE_REVIEW   0x08
+#define NGX_HTTP_VSB_SCOPE_AUDIT    0x10
+#define NGX_HTTP_VSB_NSCOPES        5
+
+/* Actions an approval rule can name ("always"); bits of apr.always. */
+#define NGX_HTTP_VSB_ACT_CREATE     0x01
+#define NGX_HTTP_VSB_ACT_EXEC       0x02
+#define NGX_HTTP_VSB_ACT_WRITE      0x04
+#define NGX_HTTP_VSB_ACT_READ       0x08
+#define NGX_HTTP_VSB_ACT_DELETE     0x10
 
 /* Limits the policy knows; indexes into the arrays below. */
 enum {
@@ -63,6 +77,27 @@ typedef struct {
 } ngx_http_veto_sandbox_key_t;
 
 
+/* When a human must approve (policy "approvals"). */
+typedef struct {
+    ngx_uint_t                   always;          /* NGX_HTTP_VSB_ACT_* */
+    ngx_array_t                 *argv;            /* ngx_str_t, fnmatch */
+    ngx_array_t                 *profiles;        /* ngx_str_t */
+    ngx_uint_t                   threshold;       /* 0: the directive's */
+    ngx_msec_t                   ttl;             /* 0: the directive's */
+    unsigned                     network:1;
+    unsigned                     export:1;
+} ngx_http_veto_sandbox_apr_rule_t;
+
+
+/* Quotas (policy "quotas"); 0 means no limit. */
+typedef struct {
+    ngx_uint_t                   tenant_sandboxes;
+    ngx_uint_t                   tenant_execs;    /* per minute */
+    ngx_uint_t                   agent_sandboxes;
+    ngx_uint_t                   agent_execs;     /* per minute */
+} ngx_http_veto_sandbox_quota_rule_t;
+
+
 /* One tenant's or agent's rule; unset fields are inherited from the
  * tenant by its agents. */
 typedef struct {
@@ -70,9 +105,11 @@ typedef struct {
     ngx_str_t                    default_profile;
     uint64_t                     ceiling[NGX_HTTP_VSB_NLIMITS]; /* 0 unset */
     uint64_t                     def[NGX_HTTP_VSB_NLIMITS];     /* 0 unset */
-    json_t                      *approvals;       /* reserved, borrowed */
+    json_t                      *approvals;       /* borrowed */
     json_t                      *network;         /* reserved, borrowed */
-    json_t                      *quotas;          /* reserved, borrowed */
+    json_t                      *quotas;          /* borrowed */
+    ngx_http_veto_sandbox_apr_rule_t    apr;
+    ngx_http_veto_sandbox_quota_rule_t  quota;
 } ngx_http_veto_sandbox_rule_t;
 
 
@@ -93,7 +130,18 @@ typedef struct {
     ngx_str_t                    file;
     json_t                      *doc;      /* owns the reserved sections */
     ngx_array_t                 *tenants;  /* ngx_http_veto_sandbox_tenant_t */
+    unsigned                     needs_redis:1; /* approvals or quotas */
 } ngx_http_veto_sandbox_policy_t;
+
+
+/* http level: the Redis connection and what lives in Redis. */
+typedef struct {
+    ngx_http_veto_sandbox_redis_conf_t  redis;
+    ngx_flag_t                   enabled;       /* veto_sandbox_redis set */
+    ngx_msec_t                   timeout;       /* per command */
+    ngx_uint_t                   audit_maxlen;
+    ngx_msec_t                   retention;     /* decided approvals */
+} ngx_http_veto_sandbox_main_conf_t;
 
 
 typedef struct {
@@ -117,10 +165,18 @@ typedef struct {
     ngx_msec_t                   read_timeout;
 
     ngx_array_t                 *prefixes; /* ngx_str_t, this server only */
+
+    ngx_msec_t                   approval_ttl;
+    ngx_uint_t                   approval_threshold;
 } ngx_http_veto_sandbox_srv_conf_t;
 
 
 typedef struct ngx_http_veto_sandbox_ctx_s  ngx_http_veto_sandbox_ctx_t;
+
+/* What runs once the Redis gate let a request through: NGX_DONE when it
+ * will finish the request itself, else a response code to finalize. */
+typedef ngx_int_t (*ngx_http_veto_sandbox_gate_pt)(ngx_http_request_t *r,
+    ngx_http_veto_sandbox_ctx_t *ctx);
 
 /* Called once with the helper's reply (or an error); must finalize. */
 typedef void (*ngx_http_veto_sandbox_reply_pt)(ngx_http_request_t *r,
@@ -151,6 +207,7 @@ struct ngx_http_veto_sandbox_ctx_s {
     ngx_str_t                    agent;
     ngx_str_t                    tenant;
     ngx_str_t                    jti;
+    time_t                       iat;       /* -1: no iat claim */
     ngx_uint_t                   scopes;
     ngx_str_t                    decision;  /* $veto_decision */
     ngx_str_t                    sandbox;   /* $veto_sandbox */
@@ -167,13 +224,35 @@ struct ngx_http_veto_sandbox_ctx_s {
     /* the error filter's replacement body */
     ngx_buf_t                   *problem;
 
+    /* the Redis gate (_decide.c) */
+    ngx_http_veto_sandbox_redis_cmd_t *rcmd;    /* in flight, or NULL */
+    ngx_uint_t                   step;
+    ngx_http_veto_sandbox_gate_pt next;         /* after the gate */
+    ngx_chain_t                 *payload;       /* for the helper */
+    size_t                       payload_len;
+    ngx_str_t                    action;        /* sandbox.exec, ... */
+    ngx_str_t                    request_id;    /* unique, audit */
+    ngx_str_t                    approval;      /* Veto-Approval or new */
+    ngx_str_t                    summary;       /* JSON text */
+    ngx_str_t                    slot;          /* provisional quota id */
+    ngx_uint_t                   threshold;
+    ngx_msec_t                   ttl;
+    json_t                      *body;          /* approve/deny body */
+    ngx_str_t                    apr_id;        /* /v1/approvals/{id} */
+    u_char                       hash[NGX_HTTP_VETO_SANDBOX_HASH_HEX_LEN + 1];
+
     unsigned                     identified:1;
+    unsigned                     needs_approval:1;
+    unsigned                     slot_held:1;
     unsigned                     own_response:1;
     unsigned                     filter_error:1;
 };
 
 
 extern ngx_module_t  ngx_http_veto_sandbox_module;
+
+/* this worker's Redis connection; NULL when no veto_sandbox_redis */
+extern ngx_http_veto_sandbox_redis_t  *ngx_http_veto_sandbox_rds;
 
 
 /* _module.c */
@@ -182,8 +261,6 @@ ngx_http_veto_sandbox_ctx_t *ngx_http_veto_sandbox_get_ctx(
 ngx_int_t ngx_http_veto_sandbox_protected(ngx_http_request_t *r,
     ngx_http_veto_sandbox_srv_conf_t *vscf);
 ngx_int_t ngx_http_veto_sandbox_identify(ngx_http_request_t *r,
-    ngx_http_veto_sandbox_ctx_t *ctx);
-ngx_int_t ngx_http_veto_sandbox_decide(ngx_http_request_t *r,
     ngx_http_veto_sandbox_ctx_t *ctx);
 
 /* _jwt.c: NGX_OK with ctx identity set, or NGX_DECLINED with *reason. */
@@ -216,6 +293,9 @@ ngx_http_veto_sandbox_rule_t *ngx_http_veto_sandbox_policy_rule(
     ngx_str_t *agent);
 ngx_int_t ngx_http_veto_sandbox_policy_profile(
     ngx_http_veto_sandbox_rule_t *rule, const char *profile);
+ngx_uint_t ngx_http_veto_sandbox_policy_approval(
+    ngx_http_veto_sandbox_rule_t *rule, ngx_uint_t action, json_t *argv,
+    const char *profile, const char *network);
 
 /* _helper.c */
 ngx_int_t ngx_http_veto_sandbox_helper_send(ngx_http_request_t *r,
@@ -224,6 +304,46 @@ ngx_int_t ngx_http_veto_sandbox_helper_send(ngx_http_request_t *r,
 
 /* _api.c */
 ngx_int_t ngx_http_veto_sandbox_api_handler(ngx_http_request_t *r);
+ngx_int_t ngx_http_veto_sandbox_forward(ngx_http_request_t *r,
+    ngx_http_veto_sandbox_ctx_t *ctx);
+json_t *ngx_http_veto_sandbox_read_json(ngx_http_request_t *r,
+    ngx_int_t *rc);
+
+/* API ops, ctx->op */
+enum {
+    NGX_HTTP_VSB_OP_HEALTH = 1,
+    NGX_HTTP_VSB_OP_LIST,
+    NGX_HTTP_VSB_OP_CREATE,
+    NGX_HTTP_VSB_OP_GET,
+    NGX_HTTP_VSB_OP_DELETE,
+    NGX_HTTP_VSB_OP_WRITE,
+    NGX_HTTP_VSB_OP_READ,
+    NGX_HTTP_VSB_OP_EXEC,
+    NGX_HTTP_VSB_OP_APR_LIST,
+    NGX_HTTP_VSB_OP_APR_GET,
+    NGX_HTTP_VSB_OP_APR_APPROVE,
+    NGX_HTTP_VSB_OP_APR_DENY,
+    NGX_HTTP_VSB_OP_AUDIT
+};
+
+/* _decide.c */
+ngx_int_t ngx_http_veto_sandbox_gate(ngx_http_request_t *r,
+    ngx_http_veto_sandbox_ctx_t *ctx, ngx_http_veto_sandbox_gate_pt next);
+void ngx_http_veto_sandbox_after(ngx_http_request_t *r,
+    ngx_http_veto_sandbox_ctx_t *ctx);
+ngx_int_t ngx_http_veto_sandbox_redis_problem(ngx_http_request_t *r,
+    ngx_http_veto_sandbox_ctx_t *ctx, ngx_int_t rc);
+void ngx_http_veto_sandbox_audit(ngx_http_request_t *r,
+    ngx_http_veto_sandbox_ctx_t *ctx, const char *outcome,
+    const char *reason, ngx_str_t *reviewer, ngx_str_t *detail,
+    ngx_uint_t status);
+void ngx_http_veto_sandbox_resume(ngx_http_request_t *r, ngx_int_t rc);
+ngx_int_t ngx_http_veto_sandbox_wait(ngx_http_request_t *r,
+    ngx_http_veto_sandbox_ctx_t *ctx);
+
+/* _review.c */
+ngx_int_t ngx_http_veto_sandbox_review(ngx_http_request_t *r,
+    ngx_http_veto_sandbox_ctx_t *ctx);
 
 /* _problem.c */
 /* type is "urn:veto-sandbox:problem:<code>"; extra (stolen) adds fields */

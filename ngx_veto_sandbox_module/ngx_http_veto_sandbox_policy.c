@@ -11,8 +11,20 @@
  *         "default_profile": "default",
  *         "ceilings": {"memory_mb": 512, ...},  (422 above these)
  *         "defaults": {"memory_mb": 256, ...},  (sent when omitted)
- *         "approvals": {...}, "network": {...}, "quotas": {...},
- *                                              reserved, objects
+ *         "approvals": {                      (a human must approve)
+ *             "always": ["sandbox.exec", ...],  these actions, always
+ *             "network": true,                   a create asking egress
+ *             "exec_argv": ["git push*", ...],   exec whose argv, joined
+ *                                                by spaces, fnmatch()es
+ *             "export": true,                    reading files out
+ *             "profiles": ["privileged"],        creating these profiles
+ *             "threshold": 2, "ttl_s": 900 },    reviewers needed, life
+ *         "quotas": {
+ *             "concurrent_sandboxes": 10,        tenant total (agent: own)
+ *             "execs_per_minute": 120,           tenant total (agent: own)
+ *             "per_agent": {"concurrent_sandboxes": 2,
+ *                           "execs_per_minute": 30} },  tenant only
+ *         "network": {...},                    reserved, object
  *         "agents": { "<agent>": { same keys but "agents" } }
  *       }
  *     }
@@ -21,8 +33,13 @@
  * Limit names: memory_mb, pids, cpu_percent, disk_mb, timeout_s,
  * output_bytes, ttl_s, file_bytes.  An agent's rule starts as a copy of
  * its tenant's; what it sets replaces the tenant's value, and may not
- * exceed the tenant's ceilings.  Unknown keys anywhere are errors.
+ * exceed the tenant's ceilings.  An agent's "approvals" replaces the
+ * tenant's whole approvals rule; an agent's "quotas" sets that agent's
+ * own limits (the tenant totals still apply).  Unknown keys anywhere are
+ * errors.  Approvals or quotas need Redis (veto_sandbox_redis).
  */
+
+#include <fnmatch.h>
 
 #include "ngx_http_veto_sandbox_module.h"
 
@@ -36,6 +53,14 @@ static ngx_int_t ngx_http_veto_sandbox_policy_limits(ngx_conf_t *cf,
 static ngx_int_t ngx_http_veto_sandbox_policy_name(ngx_conf_t *cf,
     ngx_str_t *file, const char *where, const char *name, ngx_str_t *out);
 static void ngx_http_veto_sandbox_policy_cleanup(void *data);
+static ngx_int_t ngx_http_veto_sandbox_policy_approvals(ngx_conf_t *cf,
+    ngx_str_t *file, const char *where, json_t *obj,
+    ngx_http_veto_sandbox_apr_rule_t *apr);
+static ngx_int_t ngx_http_veto_sandbox_policy_quotas(ngx_conf_t *cf,
+    ngx_str_t *file, const char *where, json_t *obj,
+    ngx_http_veto_sandbox_quota_rule_t *q, ngx_uint_t agent);
+static ngx_uint_t ngx_http_veto_sandbox_policy_redis(
+    ngx_http_veto_sandbox_rule_t *rule);
 
 
 ngx_http_veto_sandbox_policy_t *
@@ -174,6 +199,14 @@ ngx_http_veto_sandbox_policy_load(ngx_conf_t *cf, ngx_str_t *file)
             {
                 return NULL;
             }
+
+            if (ngx_http_veto_sandbox_policy_redis(&agent->rule)) {
+                policy->needs_redis = 1;
+            }
+        }
+
+        if (ngx_http_veto_sandbox_policy_redis(&tenant->rule)) {
+            policy->needs_redis = 1;
         }
     }
 
@@ -302,10 +335,27 @@ ngx_http_veto_sandbox_policy_rule_load(ngx_conf_t *cf, ngx_str_t *file,
 
             if (key[0] == 'a') {
                 rule->approvals = v;
+
+                if (ngx_http_veto_sandbox_policy_approvals(cf, file, where, v,
+                                                           &rule->apr)
+                    != NGX_OK)
+                {
+                    return NGX_ERROR;
+                }
+
             } else if (key[0] == 'n') {
                 rule->network = v;
+
             } else {
                 rule->quotas = v;
+
+                if (ngx_http_veto_sandbox_policy_quotas(cf, file, where, v,
+                                                        &rule->quota,
+                                                        parent != NULL)
+                    != NGX_OK)
+                {
+                    return NGX_ERROR;
+                }
             }
 
         } else if (ngx_strcmp(key, "agents") == 0 && parent == NULL) {
@@ -486,4 +536,359 @@ ngx_http_veto_sandbox_policy_profile(ngx_http_veto_sandbox_rule_t *rule,
     }
 
     return NGX_DECLINED;
+}
+
+
+static const struct {
+    const char  *name;
+    ngx_uint_t   bit;
+} ngx_http_veto_sandbox_actions[] = {
+    { "sandbox.create",      NGX_HTTP_VSB_ACT_CREATE },
+    { "sandbox.exec",        NGX_HTTP_VSB_ACT_EXEC },
+    { "sandbox.files.write", NGX_HTTP_VSB_ACT_WRITE },
+    { "sandbox.files.read",  NGX_HTTP_VSB_ACT_READ },
+    { "sandbox.delete",      NGX_HTTP_VSB_ACT_DELETE },
+    { NULL, 0 }
+};
+
+
+static ngx_array_t *
+ngx_http_veto_sandbox_policy_strings(ngx_conf_t *cf, json_t *v)
+{
+    json_t       *e;
+    size_t        i;
+    ngx_str_t    *s;
+    ngx_array_t  *a;
+
+    if (!json_is_array(v)) {
+        return NULL;
+    }
+
+    a = ngx_array_create(cf->pool, ngx_max(json_array_size(v), 1),
+                         sizeof(ngx_str_t));
+    if (a == NULL) {
+        return NULL;
+    }
+
+    json_array_foreach(v, i, e) {
+        if (!json_is_string(e) || json_string_length(e) == 0) {
+            return NULL;
+        }
+
+        s = ngx_array_push(a);
+        if (s == NULL) {
+            return NULL;
+        }
+
+        /* jansson strings are NUL terminated, as fnmatch() needs */
+        s->data = (u_char *) json_string_value(e);
+        s->len = json_string_length(e);
+    }
+
+    return a;
+}
+
+
+static ngx_int_t
+ngx_http_veto_sandbox_policy_approvals(ngx_conf_t *cf, ngx_str_t *file,
+    const char *where, json_t *obj, ngx_http_veto_sandbox_apr_rule_t *apr)
+{
+    json_t      *v, *e;
+    size_t       i;
+    ngx_uint_t   k;
+    const char  *key;
+
+    /* an agent's approvals replace the tenant's as a whole */
+    ngx_memzero(apr, sizeof(ngx_http_veto_sandbox_apr_rule_t));
+
+    json_object_foreach(obj, key, v) {
+
+        if (ngx_strcmp(key, "always") == 0) {
+            if (!json_is_array(v)) {
+                goto bad;
+            }
+
+            json_array_foreach(v, i, e) {
+                for (k = 0; ngx_http_veto_sandbox_actions[k].name; k++) {
+                    if (json_is_string(e)
+                        && ngx_strcmp(json_string_value(e),
+                                      ngx_http_veto_sandbox_actions[k].name)
+                           == 0)
+                    {
+                        break;
+                    }
+                }
+
+                if (ngx_http_veto_sandbox_actions[k].name == NULL) {
+                    ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                               "\"veto_sandbox_policy\": \"%V\": %s: "
+                               "approvals.always: unknown action (known: "
+                               "sandbox.create, sandbox.exec, "
+                               "sandbox.files.write, sandbox.files.read, "
+                               "sandbox.delete)", file, where);
+                    return NGX_ERROR;
+                }
+
+                apr->always |= ngx_http_veto_sandbox_actions[k].bit;
+            }
+
+        } else if (ngx_strcmp(key, "network") == 0
+                   || ngx_strcmp(key, "export") == 0)
+        {
+            if (!json_is_boolean(v)) {
+                goto bad;
+            }
+
+            if (key[0] == 'n') {
+                apr->network = json_is_true(v);
+            } else {
+                apr->export = json_is_true(v);
+            }
+
+        } else if (ngx_strcmp(key, "exec_argv") == 0) {
+            apr->argv = ngx_http_veto_sandbox_policy_strings(cf, v);
+            if (apr->argv == NULL) {
+                goto bad;
+            }
+
+        } else if (ngx_strcmp(key, "profiles") == 0) {
+            apr->profiles = ngx_http_veto_sandbox_policy_strings(cf, v);
+            if (apr->profiles == NULL) {
+                goto bad;
+            }
+
+        } else if (ngx_strcmp(key, "threshold") == 0) {
+            if (!json_is_integer(v) || json_integer_value(v) < 1
+                || json_integer_value(v) > 100)
+            {
+                goto bad;
+            }
+
+            apr->threshold = (ngx_uint_t) json_integer_value(v);
+
+        } else if (ngx_strcmp(key, "ttl_s") == 0) {
+            if (!json_is_integer(v) || json_integer_value(v) < 1
+                || json_integer_value(v) > 30 * 86400)
+            {
+                goto bad;
+            }
+
+            apr->ttl = (ngx_msec_t) json_integer_value(v) * 1000;
+
+        } else {
+            ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                               "\"veto_sandbox_policy\": \"%V\": %s: "
+                               "approvals: unknown field \"%s\"",
+                               file, where, key);
+            return NGX_ERROR;
+        }
+    }
+
+    return NGX_OK;
+
+bad:
+
+    ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                       "\"veto_sandbox_policy\": \"%V\": %s: approvals.%s "
+                       "has the wrong type or value", file, where, key);
+
+    return NGX_ERROR;
+}
+
+
+static ngx_int_t
+ngx_http_veto_sandbox_policy_quota_pair(json_t *obj, ngx_uint_t *sandboxes,
+    ngx_uint_t *execs, const char **bad)
+{
+    json_t      *v;
+    const char  *key;
+
+    json_object_foreach(obj, key, v) {
+        if (ngx_strcmp(key, "concurrent_sandboxes") != 0
+            && ngx_strcmp(key, "execs_per_minute") != 0)
+        {
+            *bad = key;
+            return NGX_DECLINED;
+        }
+
+        if (!json_is_integer(v) || json_integer_value(v) < 0
+            || json_integer_value(v) > 1000000)
+        {
+            *bad = key;
+            return NGX_ERROR;
+        }
+
+        if (key[0] == 'c') {
+            *sandboxes = (ngx_uint_t) json_integer_value(v);
+        } else {
+            *execs = (ngx_uint_t) json_integer_value(v);
+        }
+    }
+
+    return NGX_OK;
+}
+
+
+static ngx_int_t
+ngx_http_veto_sandbox_policy_quotas(ngx_conf_t *cf, ngx_str_t *file,
+    const char *where, json_t *obj, ngx_http_veto_sandbox_quota_rule_t *q,
+    ngx_uint_t agent)
+{
+    json_t      *per, *copy;
+    ngx_int_t    rc;
+    const char  *bad;
+
+    bad = "";
+
+    if (agent) {
+        rc = ngx_http_veto_sandbox_policy_quota_pair(obj, &q->agent_sandboxes,
+                                                     &q->agent_execs, &bad);
+        if (rc != NGX_OK) {
+            goto failed;
+        }
+
+        return NGX_OK;
+    }
+
+    per = json_object_get(obj, "per_agent");
+
+    if (per != NULL) {
+        if (!json_is_object(per)) {
+            bad = "per_agent";
+            rc = NGX_ERROR;
+            goto failed;
+        }
+
+        rc = ngx_http_veto_sandbox_policy_quota_pair(per, &q->agent_sandboxes,
+                                                     &q->agent_execs, &bad);
+        if (rc != NGX_OK) {
+            goto failed;
+        }
+    }
+
+    copy = json_copy(obj);
+    if (copy == NULL) {
+        return NGX_ERROR;
+    }
+
+    json_object_del(copy, "per_agent");
+
+    rc = ngx_http_veto_sandbox_policy_quota_pair(copy, &q->tenant_sandboxes,
+                                                 &q->tenant_execs, &bad);
+    json_decref(copy);
+
+    if (rc == NGX_OK) {
+        return NGX_OK;
+    }
+
+    /* bad pointed into the copy */
+    bad = "concurrent_sandboxes or execs_per_minute";
+
+failed:
+
+    ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                       "\"veto_sandbox_policy\": \"%V\": %s: quotas: %s "
+                       "field \"%s\"", file, where,
+                       rc == NGX_DECLINED ? "unknown" : "bad value in", bad);
+
+    return NGX_ERROR;
+}
+
+
+static ngx_uint_t
+ngx_http_veto_sandbox_policy_redis(ngx_http_veto_sandbox_rule_t *rule)
+{
+    ngx_http_veto_sandbox_apr_rule_t    *a;
+    ngx_http_veto_sandbox_quota_rule_t  *q;
+
+    a = &rule->apr;
+    q = &rule->quota;
+
+    return a->always || a->argv || a->profiles || a->network || a->export
+           || q->tenant_sandboxes || q->tenant_execs || q->agent_sandboxes
+           || q->agent_execs;
+}
+
+
+/* Does this request need a human?  argv: the exec's argv (or NULL),
+ * profile / network: the create's (or NULL). */
+ngx_uint_t
+ngx_http_veto_sandbox_policy_approval(ngx_http_veto_sandbox_rule_t *rule,
+    ngx_uint_t action, json_t *argv, const char *profile,
+    const char *network)
+{
+    u_char                            *p, *buf;
+    size_t                             i, len;
+    json_t                            *e;
+    ngx_str_t                         *s;
+    ngx_uint_t                         k, hit;
+    ngx_http_veto_sandbox_apr_rule_t  *apr;
+
+    apr = &rule->apr;
+
+    if (apr->always & action) {
+        return 1;
+    }
+
+    if (action == NGX_HTTP_VSB_ACT_READ && apr->export) {
+        return 1;
+    }
+
+    if (action == NGX_HTTP_VSB_ACT_CREATE) {
+        if (apr->network && network && ngx_strcmp(network, "none") != 0) {
+            return 1;
+        }
+
+        if (apr->profiles && profile) {
+            s = apr->profiles->elts;
+            for (k = 0; k < apr->profiles->nelts; k++) {
+                if (ngx_strcmp(s[k].data, profile) == 0) {
+                    return 1;
+                }
+            }
+        }
+    }
+
+    if (action != NGX_HTTP_VSB_ACT_EXEC || apr->argv == NULL
+        || !json_is_array(argv))
+    {
+        return 0;
+    }
+
+    /* argv joined by single spaces, NUL terminated */
+    len = 1;
+    json_array_foreach(argv, i, e) {
+        len += json_string_length(e) + 1;
+    }
+
+    buf = ngx_alloc(len, ngx_cycle->log);
+    if (buf == NULL) {
+        return 1;       /* fail closed: ask a human */
+    }
+
+    p = buf;
+    json_array_foreach(argv, i, e) {
+        if (i) {
+            *p++ = ' ';
+        }
+        p = ngx_cpymem(p, json_string_value(e), json_string_length(e));
+    }
+    *p = '\0';
+
+    hit = 0;
+    s = apr->argv->elts;
+
+    for (k = 0; k < apr->argv->nelts; k++) {
+        /* an argv with a NUL byte could hide from the pattern: ask */
+        if (ngx_strlen(buf) != (size_t) (p - buf)
+            || fnmatch((char *) s[k].data, (char *) buf, 0) == 0)
+        {
+            hit = 1;
+            break;
+        }
+    }
+
+    ngx_free(buf);
+
+    return hit;
 }

@@ -221,6 +221,71 @@ sub default_veto
 EOF
 }
 
+# A private redis-server for this instance: unix socket in its temp dir,
+# no persistence.  redis => 1 in render()/start() points nginx at it.
+sub start_redis
+{
+    my ($self) = @_;
+    my $d = $self->{dir};
+    $self->{redis_sock} //= "$d/redis.sock";
+    unlink $self->{redis_sock};
+    my $pid = fork();
+    die "fork: $!" unless defined $pid;
+    if ($pid == 0) {
+        open STDOUT, '>>', "$d/logs/redis.log" or die;
+        open STDERR, '>&', \*STDOUT or die;
+        exec 'redis-server', '--port', '0', '--unixsocket', $self->{redis_sock},
+             '--unixsocketperm', '700', '--save', '', '--appendonly', 'no',
+             '--dir', $d;
+        die "exec redis-server: $!";
+    }
+    $self->{redis_pid} = $pid;
+    $self->{redis_owner} = $$;
+    for (1 .. 200) {
+        last if -S $self->{redis_sock};
+        sleep 0.025;
+    }
+    die "redis-server did not start" unless -S $self->{redis_sock};
+    $INSTANCES{"$self"} = $self;
+    Scalar::Util::weaken($INSTANCES{"$self"});
+    delete $self->{rc};
+    return $self->{redis_sock};
+}
+
+sub stop_redis
+{
+    my ($self) = @_;
+    # never from a forked child of the test
+    return unless $self->{redis_pid} && ($self->{redis_owner} // 0) == $$;
+    my $pid = delete $self->{redis_pid};
+    kill 'CONT', $pid;
+    kill 'TERM', $pid;
+    waitpid $pid, 0;
+    delete $self->{rc};
+}
+
+sub pause_redis { kill 'STOP', $_[0]{redis_pid} }
+sub resume_redis { kill 'CONT', $_[0]{redis_pid} }
+
+# A Redis client to the private server (tests look and poke directly).
+sub redis
+{
+    my ($self) = @_;
+    require Redis;
+    $self->{rc} //= Redis->new(sock => $self->{redis_sock}, reconnect => 0);
+    return $self->{rc};
+}
+
+sub redis_conf
+{
+    my ($self, %o) = @_;
+    return '' unless $o{redis};
+    my $t = $o{redis_timeout} // '1s';
+    return "veto_sandbox_redis unix:$self->{redis_sock};\n"
+         . "    veto_sandbox_redis_timeout $t;\n"
+         . ($o{redis_extra} // '');
+}
+
 # The nginx.conf: the module's directives at server level, the API at
 # /v1/, and whatever the test adds (server_extra, http_extra, veto
 # directives replaced wholesale with veto => '...').
@@ -246,6 +311,7 @@ http {
     client_body_temp_path $d/tmp;
     client_max_body_size @{[ $o{max_body} // '16m' ]};
     large_client_header_buffers 4 128k;
+    @{[ $self->redis_conf(%o) ]}
     @{[ $o{http_extra} // '' ]}
     server {
         listen 127.0.0.1:$self->{port};
@@ -357,6 +423,9 @@ sub stop
     if ($m && kill 'QUIT', $m) {
         my $deadline = time + 10;
         while (time < $deadline && kill 0, $m) {
+            # the daemonized master may be re-parented to us (we can be a
+            # child subreaper): reap it, or it lingers as a zombie
+            last if waitpid($m, WNOHANG) == $m;
             sleep 0.05;
         }
         kill 'KILL', $m if kill 0, $m;
@@ -406,6 +475,7 @@ END
         local ($?, $@);
         $n->stop;
         eval { $n->{helper}->stop } if $n->{helper};
+        $n->stop_redis;
     }
 }
 
@@ -414,6 +484,7 @@ sub DESTROY
     my ($self) = @_;
     local ($?, $@);
     $self->stop;
+    $self->stop_redis;
     if ($self->{helper}) {
         eval { $self->{helper}->stop };
         delete $self->{helper};

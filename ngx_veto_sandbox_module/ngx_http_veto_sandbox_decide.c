@@ -1,0 +1,1074 @@
+/*
+ * The Redis gate between policy and the helper: token revocation, quotas,
+ * human approval (in this order, so that a 429 never burns an approval),
+ * and the audit records of what was decided.
+ *
+ * Each step is one Redis command issued on the worker's shared async
+ * connection; the request waits (NGX_DONE, its count already held by the
+ * API handler) and resumes from the reply.  Anything but an expected
+ * reply refuses with 503: fail closed.  A request in flight when its
+ * pool goes away cancels its command from a pool cleanup, so a late
+ * reply never touches a freed request.  Without veto_sandbox_redis the
+ * gate is open: "nginx -t" refuses a policy with approvals or quotas in
+ * that case.
+ */
+
+#include "ngx_http_veto_sandbox_module.h"
+#include "ngx_http_veto_sandbox_quota.h"
+#include "ngx_http_veto_sandbox_audit.h"
+#include "ngx_http_veto_sandbox_revoke.h"
+
+
+enum {
+    NGX_HTTP_VSB_STEP_REVOKE = 1,
+    NGX_HTTP_VSB_STEP_APPROVAL,
+    NGX_HTTP_VSB_STEP_APR_CREATE,
+    NGX_HTTP_VSB_STEP_APR_CONSUME,
+    NGX_HTTP_VSB_STEP_QUOTA,
+    NGX_HTTP_VSB_STEP_NEXT,
+    NGX_HTTP_VSB_STEP_AFTER          /* after() ran */
+};
+
+
+static ngx_int_t ngx_http_veto_sandbox_run(ngx_http_request_t *r,
+    ngx_http_veto_sandbox_ctx_t *ctx);
+static void ngx_http_veto_sandbox_gate_reply(ngx_int_t rc,
+    redisReply *reply, void *data);
+static ngx_int_t ngx_http_veto_sandbox_gate_result(ngx_http_request_t *r,
+    ngx_http_veto_sandbox_ctx_t *ctx, redisReply *reply);
+static ngx_int_t ngx_http_veto_sandbox_approval_step(ngx_http_request_t *r,
+    ngx_http_veto_sandbox_ctx_t *ctx);
+static ngx_int_t ngx_http_veto_sandbox_quota_step(ngx_http_request_t *r,
+    ngx_http_veto_sandbox_ctx_t *ctx);
+static ngx_int_t ngx_http_veto_sandbox_approval_202(ngx_http_request_t *r,
+    ngx_http_veto_sandbox_ctx_t *ctx, redisReply *reply);
+static ngx_int_t ngx_http_veto_sandbox_refuse(ngx_http_request_t *r,
+    ngx_http_veto_sandbox_ctx_t *ctx, ngx_uint_t status, const char *code,
+    const char *detail, json_t *extra);
+static void ngx_http_veto_sandbox_cancel_cleanup(void *data);
+static void ngx_http_veto_sandbox_ignore(ngx_int_t rc, redisReply *reply,
+    void *data);
+static void ngx_http_veto_sandbox_release_slot(ngx_http_request_t *r,
+    ngx_http_veto_sandbox_ctx_t *ctx);
+
+
+static ngx_http_veto_sandbox_main_conf_t *
+ngx_http_veto_sandbox_mcf(ngx_http_request_t *r)
+{
+    return ngx_http_get_module_main_conf(r, ngx_http_veto_sandbox_module);
+}
+
+
+static ngx_uint_t
+ngx_http_veto_sandbox_act(ngx_uint_t op, ngx_str_t *name)
+{
+    switch (op) {
+    case NGX_HTTP_VSB_OP_CREATE:
+        ngx_str_set(name, "sandbox.create");
+        return NGX_HTTP_VSB_ACT_CREATE;
+    case NGX_HTTP_VSB_OP_EXEC:
+        ngx_str_set(name, "sandbox.exec");
+        return NGX_HTTP_VSB_ACT_EXEC;
+    case NGX_HTTP_VSB_OP_WRITE:
+        ngx_str_set(name, "sandbox.files.write");
+        return NGX_HTTP_VSB_ACT_WRITE;
+    case NGX_HTTP_VSB_OP_READ:
+        ngx_str_set(name, "sandbox.files.read");
+        return NGX_HTTP_VSB_ACT_READ;
+    case NGX_HTTP_VSB_OP_DELETE:
+        ngx_str_set(name, "sandbox.delete");
+        return NGX_HTTP_VSB_ACT_DELETE;
+    case NGX_HTTP_VSB_OP_LIST:
+        ngx_str_set(name, "sandbox.list");
+        return 0;
+    case NGX_HTTP_VSB_OP_GET:
+        ngx_str_set(name, "sandbox.get");
+        return 0;
+    case NGX_HTTP_VSB_OP_APR_LIST:
+        ngx_str_set(name, "approval.list");
+        return 0;
+    case NGX_HTTP_VSB_OP_APR_GET:
+        ngx_str_set(name, "approval.get");
+        return 0;
+    case NGX_HTTP_VSB_OP_APR_APPROVE:
+        ngx_str_set(name, "approval.approve");
+        return 0;
+    case NGX_HTTP_VSB_OP_APR_DENY:
+        ngx_str_set(name, "approval.deny");
+        return 0;
+    default:
+        ngx_str_set(name, "audit.read");
+        return 0;
+    }
+}
+
+
+/*
+ * Runs the gate, then next().  NGX_DONE: the request waits for Redis (or
+ * next() took it over); anything else is the response code to finalize.
+ */
+ngx_int_t
+ngx_http_veto_sandbox_gate(ngx_http_request_t *r,
+    ngx_http_veto_sandbox_ctx_t *ctx, ngx_http_veto_sandbox_gate_pt next)
+{
+    u_char  *p;
+
+    ctx->next = next;
+
+    ngx_http_veto_sandbox_act(ctx->op, &ctx->action);
+
+    if (ngx_http_veto_sandbox_rds == NULL) {
+        return next(r, ctx);
+    }
+
+    /* unique across workers and gateways sharing one Redis */
+    p = ngx_pnalloc(r->pool, NGX_INT64_LEN * 4 + 4);
+    if (p == NULL) {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+
+    ctx->request_id.data = p;
+    ctx->request_id.len = ngx_sprintf(p, "%P-%M-%uA-%ui", ngx_pid,
+                                      ngx_current_msec,
+                                      r->connection->number,
+                                      r->connection->requests)
+                          - p;
+
+    ctx->step = NGX_HTTP_VSB_STEP_REVOKE;
+
+    return ngx_http_veto_sandbox_run(r, ctx);
+}
+
+
+/* Makes the request's pool cancel its Redis command, once. */
+ngx_int_t
+ngx_http_veto_sandbox_wait(ngx_http_request_t *r,
+    ngx_http_veto_sandbox_ctx_t *ctx)
+{
+    ngx_pool_cleanup_t  *cln;
+
+    for (cln = r->pool->cleanup; cln; cln = cln->next) {
+        if (cln->handler == ngx_http_veto_sandbox_cancel_cleanup) {
+            return NGX_OK;
+        }
+    }
+
+    cln = ngx_pool_cleanup_add(r->pool, 0);
+    if (cln == NULL) {
+        return NGX_ERROR;
+    }
+
+    cln->handler = ngx_http_veto_sandbox_cancel_cleanup;
+    cln->data = ctx;
+
+    return NGX_OK;
+}
+
+
+static void
+ngx_http_veto_sandbox_cancel_cleanup(void *data)
+{
+    ngx_http_veto_sandbox_ctx_t  *ctx = data;
+
+    if (ctx->rcmd) {
+        ngx_http_veto_sandbox_redis_cancel(ctx->rcmd);
+        ctx->rcmd = NULL;
+    }
+}
+
+
+/* Finishes a request that waited for Redis. */
+void
+ngx_http_veto_sandbox_resume(ngx_http_request_t *r, ngx_int_t rc)
+{
+    ngx_connection_t  *c;
+
+    if (rc == NGX_DONE) {
+        return;
+    }
+
+    c = r->connection;
+
+    ngx_http_finalize_request(r, rc);
+    ngx_http_run_posted_requests(c);
+}
+
+
+/* Issues the command of ctx->step, or moves on when a step has nothing
+ * to ask. */
+static ngx_int_t
+ngx_http_veto_sandbox_run(ngx_http_request_t *r,
+    ngx_http_veto_sandbox_ctx_t *ctx)
+{
+    ngx_int_t                           rc;
+    ngx_http_veto_sandbox_main_conf_t  *vmcf;
+
+    vmcf = ngx_http_veto_sandbox_mcf(r);
+
+    if (ngx_http_veto_sandbox_wait(r, ctx) != NGX_OK) {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+
+    for ( ;; ) {
+
+        switch (ctx->step) {
+
+        case NGX_HTTP_VSB_STEP_REVOKE:
+            rc = ngx_http_veto_sandbox_revoke_check(ngx_http_veto_sandbox_rds,
+                                   r->pool, vmcf->timeout, &ctx->tenant,
+                                   &ctx->agent, &ctx->jti,
+                                   ngx_http_veto_sandbox_gate_reply, r,
+                                   &ctx->rcmd);
+
+            if (rc == NGX_DECLINED) {
+                /* a sub, tenant or jti that cannot be revoked */
+                ngx_str_set(&ctx->decision, "deny:invalid_token");
+                ctx->reason = "token cannot be checked for revocation";
+                return ngx_http_veto_sandbox_deny(r, ctx);
+            }
+
+            break;
+
+        case NGX_HTTP_VSB_STEP_APPROVAL:
+            rc = ngx_http_veto_sandbox_approval_step(r, ctx);
+            if (rc == NGX_DECLINED) {
+                ctx->step = NGX_HTTP_VSB_STEP_NEXT;
+                continue;
+            }
+
+            if (rc != NGX_OK) {
+                return rc;          /* answered */
+            }
+
+            rc = NGX_OK;
+            break;
+
+        case NGX_HTTP_VSB_STEP_QUOTA:
+            rc = ngx_http_veto_sandbox_quota_step(r, ctx);
+            if (rc == NGX_DECLINED) {
+                ctx->step = NGX_HTTP_VSB_STEP_APPROVAL;
+                continue;
+            }
+
+            break;
+
+        default: /* NGX_HTTP_VSB_STEP_NEXT */
+            return ctx->next(r, ctx);
+        }
+
+        if (rc == NGX_OK) {
+            return NGX_DONE;        /* the reply resumes */
+        }
+
+        return ngx_http_veto_sandbox_redis_problem(r, ctx, rc);
+    }
+}
+
+
+static void
+ngx_http_veto_sandbox_gate_reply(ngx_int_t rc, redisReply *reply, void *data)
+{
+    ngx_http_request_t           *r = data;
+    ngx_http_veto_sandbox_ctx_t  *ctx;
+
+    ctx = ngx_http_get_module_ctx(r, ngx_http_veto_sandbox_module);
+    ctx->rcmd = NULL;
+
+    if (rc != NGX_OK || reply == NULL || reply->type == REDIS_REPLY_ERROR) {
+        if (reply && reply->type == REDIS_REPLY_ERROR) {
+            ngx_log_error(NGX_LOG_ERR, r->connection->log, 0,
+                          "veto sandbox: redis error reply: %*s",
+                          (size_t) reply->len, reply->str);
+        }
+
+        rc = ngx_http_veto_sandbox_redis_problem(r, ctx,
+                                       rc == NGX_OK ? NGX_ERROR : rc);
+        ngx_http_veto_sandbox_resume(r, rc);
+        return;
+    }
+
+    rc = ngx_http_veto_sandbox_gate_result(r, ctx, reply);
+
+    if (rc == NGX_AGAIN) {
+        rc = ngx_http_veto_sandbox_run(r, ctx);
+    }
+
+    ngx_http_veto_sandbox_resume(r, rc);
+}
+
+
+/* NGX_AGAIN: go on with ctx->step; else the response code. */
+static ngx_int_t
+ngx_http_veto_sandbox_gate_result(ngx_http_request_t *r,
+    ngx_http_veto_sandbox_ctx_t *ctx, redisReply *reply)
+{
+    u_char                                  buf[NGX_INT64_LEN + 1];
+    ngx_int_t                               rc;
+    const char                             *why, *code;
+    ngx_http_veto_sandbox_quota_result_t    qr;
+    ngx_http_veto_sandbox_approval_result_t ar;
+
+    switch (ctx->step) {
+
+    case NGX_HTTP_VSB_STEP_REVOKE:
+        rc = ngx_http_veto_sandbox_revoke_result(reply, ctx->iat, &why);
+
+        if (rc == NGX_OK) {
+            ctx->step = NGX_HTTP_VSB_STEP_QUOTA;
+            return NGX_AGAIN;
+        }
+
+        if (rc == NGX_DECLINED) {
+            ngx_http_veto_sandbox_audit(r, ctx, "denied",
+                                        *why == 'j' ? "token_revoked"
+                                                    : "agent_revoked",
+                                        NULL, NULL, NGX_HTTP_UNAUTHORIZED);
+            ngx_str_set(&ctx->decision, "deny:invalid_token");
+            ctx->reason = "token revoked";
+            return ngx_http_veto_sandbox_deny(r, ctx);
+        }
+
+        return ngx_http_veto_sandbox_redis_problem(r, ctx, NGX_ERROR);
+
+    case NGX_HTTP_VSB_STEP_APR_CREATE:
+        ngx_http_veto_sandbox_approval_result(reply, &ar);
+
+        if (ar.code != NGX_HTTP_VETO_SANDBOX_AR_OK) {
+            return ngx_http_veto_sandbox_redis_problem(r, ctx, NGX_ERROR);
+        }
+
+        ngx_http_veto_sandbox_audit(r, ctx, "approval_requested", NULL, NULL,
+                                    &ctx->summary, NGX_HTTP_ACCEPTED);
+
+        return ngx_http_veto_sandbox_approval_202(r, ctx, reply);
+
+    case NGX_HTTP_VSB_STEP_APR_CONSUME:
+        ngx_http_veto_sandbox_approval_result(reply, &ar);
+
+        switch (ar.code) {
+
+        case NGX_HTTP_VETO_SANDBOX_AR_OK:
+            ngx_http_veto_sandbox_audit(r, ctx, "approval_consumed", NULL,
+                                        NULL, NULL, 0);
+            ngx_str_set(&ctx->decision, "allow:approved");
+            ctx->step = NGX_HTTP_VSB_STEP_NEXT;
+            return NGX_AGAIN;
+
+        case NGX_HTTP_VETO_SANDBOX_AR_NOT_FOUND:
+            return ngx_http_veto_sandbox_refuse(r, ctx, NGX_HTTP_FORBIDDEN,
+                                   "approval_invalid",
+                                   "no such approval for this tenant",
+                                   NULL);
+
+        case NGX_HTTP_VETO_SANDBOX_AR_EXPIRED:
+            if (ar.just_expired) {
+                ngx_http_veto_sandbox_audit(r, ctx, "approval_expired", NULL,
+                                            NULL, NULL, 0);
+            }
+
+            return ngx_http_veto_sandbox_refuse(r, ctx, NGX_HTTP_FORBIDDEN,
+                                   "approval_expired",
+                                   "the approval has expired", NULL);
+
+        case NGX_HTTP_VETO_SANDBOX_AR_NOT_APPROVED:
+            code = ar.state.len == 8
+                   && ngx_strncmp(ar.state.data, "consumed", 8) == 0
+                   ? "approval_consumed" : "approval_not_approved";
+
+            return ngx_http_veto_sandbox_refuse(r, ctx, NGX_HTTP_FORBIDDEN,
+                                   code, "the approval is not approved, or "
+                                   "was used already",
+                                   json_pack("{s:s%}", "state",
+                                             ar.state.data ? ar.state.data
+                                                           : (u_char *) "",
+                                             ar.state.len));
+
+        case NGX_HTTP_VETO_SANDBOX_AR_MISMATCH:
+            return ngx_http_veto_sandbox_refuse(r, ctx, NGX_HTTP_FORBIDDEN,
+                                   "approval_mismatch",
+                                   "the approval was given for another "
+                                   "request, agent or action",
+                                   json_pack("{s:s%}", "mismatch",
+                                             ar.detail.data ? ar.detail.data
+                                                            : (u_char *) "",
+                                             ar.detail.len));
+
+        default:
+            return ngx_http_veto_sandbox_redis_problem(r, ctx, NGX_ERROR);
+        }
+
+    case NGX_HTTP_VSB_STEP_QUOTA:
+        ngx_http_veto_sandbox_quota_result(reply, &qr);
+
+        if (qr.code == NGX_HTTP_VETO_SANDBOX_QR_OK
+            || qr.code == NGX_HTTP_VETO_SANDBOX_QR_EXISTS)
+        {
+            if (ctx->op == NGX_HTTP_VSB_OP_CREATE) {
+                ctx->slot_held = 1;
+            }
+
+            ctx->step = NGX_HTTP_VSB_STEP_APPROVAL;
+            return NGX_AGAIN;
+        }
+
+        if (qr.code != NGX_HTTP_VETO_SANDBOX_QR_TENANT_LIMIT
+            && qr.code != NGX_HTTP_VETO_SANDBOX_QR_AGENT_LIMIT)
+        {
+            return ngx_http_veto_sandbox_redis_problem(r, ctx, NGX_ERROR);
+        }
+
+        ngx_sprintf(buf, "%T%Z", qr.retry_after > 0 ? qr.retry_after : 1);
+
+        if (ngx_http_veto_sandbox_header(r, "Retry-After", (char *) buf)
+            != NGX_OK)
+        {
+            return NGX_ERROR;
+        }
+
+        why = qr.code == NGX_HTTP_VETO_SANDBOX_QR_TENANT_LIMIT ? "tenant"
+                                                               : "agent";
+
+        return ngx_http_veto_sandbox_refuse(r, ctx,
+                               NGX_HTTP_VSB_TOO_MANY_REQUESTS,
+                               "quota_exceeded",
+                               ctx->op == NGX_HTTP_VSB_OP_CREATE
+                               ? "too many concurrent sandboxes"
+                               : "too many execs per minute",
+                               json_pack("{s:s, s:s, s:I}", "quota",
+                                         ctx->op == NGX_HTTP_VSB_OP_CREATE
+                                         ? "concurrent_sandboxes"
+                                         : "execs_per_minute",
+                                         "scope", why, "retry_after",
+                                         (json_int_t) ngx_max(qr.retry_after,
+                                                              1)));
+
+    default:
+        return ngx_http_veto_sandbox_redis_problem(r, ctx, NGX_ERROR);
+    }
+}
+
+
+static ngx_table_elt_t *
+ngx_http_veto_sandbox_find_header(ngx_http_request_t *r, const char *name)
+{
+    size_t            len;
+    ngx_uint_t        i;
+    ngx_list_part_t  *part;
+    ngx_table_elt_t  *h;
+
+    len = ngx_strlen(name);
+    part = &r->headers_in.headers.part;
+    h = part->elts;
+
+    for (i = 0; /* void */ ; i++) {
+
+        if (i >= part->nelts) {
+            if (part->next == NULL) {
+                return NULL;
+            }
+
+            part = part->next;
+            h = part->elts;
+            i = 0;
+        }
+
+        if (h[i].key.len == len
+            && ngx_strncasecmp(h[i].key.data, (u_char *) name, len) == 0)
+        {
+            return &h[i];
+        }
+    }
+}
+
+
+/*
+ * NGX_DECLINED: no approval needed; NGX_OK: a command is in flight;
+ * else the response code (refused or failed here).
+ */
+static ngx_int_t
+ngx_http_veto_sandbox_approval_step(ngx_http_request_t *r,
+    ngx_http_veto_sandbox_ctx_t *ctx)
+{
+    u_char                                 md[32], hex[65], *id;
+    off_t                                  size;
+    json_t                                *v;
+    ngx_int_t                              rc;
+    ngx_str_t                              sha, *path;
+    ngx_uint_t                             act;
+    const char                            *profile, *network;
+    ngx_table_elt_t                       *h;
+    ngx_http_veto_sandbox_main_conf_t     *vmcf;
+    ngx_http_veto_sandbox_srv_conf_t      *vscf;
+    ngx_http_veto_sandbox_approval_bind_t  bind;
+
+    act = ngx_http_veto_sandbox_act(ctx->op, &ctx->action);
+
+    if (act == 0 || ctx->req == NULL) {
+        return NGX_DECLINED;
+    }
+
+    v = json_object_get(ctx->req, "profile");
+    profile = json_is_string(v) ? json_string_value(v) : NULL;
+
+    if (profile == NULL && act == NGX_HTTP_VSB_ACT_CREATE) {
+        profile = "default";
+    }
+
+    v = json_object_get(ctx->req, "network");
+    network = json_is_string(v) ? json_string_value(v) : NULL;
+
+    if (!ngx_http_veto_sandbox_policy_approval(ctx->rule, act,
+                                               json_object_get(ctx->req,
+                                                               "argv"),
+                                               profile, network))
+    {
+        return NGX_DECLINED;
+    }
+
+    ctx->needs_approval = 1;
+
+    vmcf = ngx_http_veto_sandbox_mcf(r);
+    vscf = ngx_http_get_module_srv_conf(r, ngx_http_veto_sandbox_module);
+
+    /* the canonical request: method, path, query, body by digest */
+    if (ngx_http_veto_sandbox_approval_body(r->request_body
+                                            ? r->request_body->bufs : NULL,
+                                            md, &size, r->connection->log)
+        != NGX_OK
+        || ngx_http_veto_sandbox_approval_hash(r->pool, &r->method_name,
+                                               &r->uri, &r->args, md, size,
+                                               ctx->hash)
+           != NGX_OK)
+    {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+
+    bind.tenant = ctx->tenant;
+    bind.agent = ctx->agent;
+    bind.action = ctx->action;
+    ngx_memcpy(bind.hash, ctx->hash, sizeof(bind.hash));
+
+    h = ngx_http_veto_sandbox_find_header(r, "Veto-Approval");
+
+    if (h != NULL) {
+        ctx->approval = h->value;
+
+        if (!ngx_http_veto_sandbox_approval_id_valid(&ctx->approval)) {
+            ngx_str_null(&ctx->approval);
+            return ngx_http_veto_sandbox_refuse(r, ctx, NGX_HTTP_FORBIDDEN,
+                                   "approval_invalid",
+                                   "Veto-Approval is not an approval id",
+                                   NULL);
+        }
+
+        ctx->step = NGX_HTTP_VSB_STEP_APR_CONSUME;
+
+        rc = ngx_http_veto_sandbox_approval_consume(ngx_http_veto_sandbox_rds,
+                                   r->pool, vmcf->timeout, &ctx->approval,
+                                   &bind, ngx_http_veto_sandbox_gate_reply, r,
+                                   &ctx->rcmd);
+        goto sent;
+    }
+
+    /* a new approval: what the human will see */
+    id = ngx_pnalloc(r->pool, NGX_HTTP_VETO_SANDBOX_APPROVAL_ID_LEN);
+    if (id == NULL || ngx_http_veto_sandbox_approval_id(id) != NGX_OK) {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+
+    ctx->approval.data = id;
+    ctx->approval.len = NGX_HTTP_VETO_SANDBOX_APPROVAL_ID_LEN;
+
+    path = NULL;
+    sha.len = 0;
+
+    if (ctx->op == NGX_HTTP_VSB_OP_WRITE || ctx->op == NGX_HTTP_VSB_OP_READ) {
+        path = &ctx->path;
+    }
+
+    if (ctx->op == NGX_HTTP_VSB_OP_WRITE) {
+        ngx_hex_dump(hex, md, 32);
+        sha.data = hex;
+        sha.len = 64;
+    }
+
+    if (ngx_http_veto_sandbox_audit_summary(r->pool, &ctx->action, ctx->req,
+                                   path,
+                                   ctx->op == NGX_HTTP_VSB_OP_WRITE ? size
+                                                                    : -1,
+                                   sha.len ? &sha : NULL, &ctx->summary)
+        != NGX_OK)
+    {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+
+    ctx->ttl = ctx->rule->apr.ttl ? ctx->rule->apr.ttl : vscf->approval_ttl;
+    ctx->threshold = ctx->rule->apr.threshold ? ctx->rule->apr.threshold
+                                              : vscf->approval_threshold;
+
+    ctx->step = NGX_HTTP_VSB_STEP_APR_CREATE;
+
+    rc = ngx_http_veto_sandbox_approval_create(ngx_http_veto_sandbox_rds,
+                                   r->pool, vmcf->timeout, &ctx->approval,
+                                   &bind, &ctx->summary, ctx->ttl,
+                                   ctx->threshold, vmcf->retention,
+                                   ngx_http_veto_sandbox_gate_reply, r,
+                                   &ctx->rcmd);
+
+sent:
+
+    if (rc == NGX_OK) {
+        return NGX_OK;
+    }
+
+    if (rc == NGX_DECLINED) {
+        return ngx_http_veto_sandbox_refuse(r, ctx, NGX_HTTP_FORBIDDEN,
+                                            "approval_invalid",
+                                            "the approval cannot be bound "
+                                            "to this identity", NULL);
+    }
+
+    return ngx_http_veto_sandbox_redis_problem(r, ctx, rc);
+}
+
+
+/* 202: the approval's id, where to follow it, and what it covers. */
+static ngx_int_t
+ngx_http_veto_sandbox_approval_202(ngx_http_request_t *r,
+    ngx_http_veto_sandbox_ctx_t *ctx, redisReply *reply)
+{
+    u_char       *loc;
+    json_t       *body, *summary;
+    long long     expires;
+
+    loc = ngx_pnalloc(r->pool, sizeof("/v1/approvals/") + ctx->approval.len);
+    if (loc == NULL) {
+        return NGX_ERROR;
+    }
+
+    ngx_sprintf(loc, "/v1/approvals/%V%Z", &ctx->approval);
+
+    if (ngx_http_veto_sandbox_header(r, "Location", (char *) loc) != NGX_OK) {
+        return NGX_ERROR;
+    }
+
+    expires = 0;
+
+    if (reply->type == REDIS_REPLY_ARRAY && reply->elements >= 5
+        && reply->element[4]->type == REDIS_REPLY_STRING)
+    {
+        expires = strtoll(reply->element[4]->str, NULL, 10);
+    }
+
+    summary = json_loadb((char *) ctx->summary.data, ctx->summary.len, 0,
+                         NULL);
+
+    body = json_pack("{s:s%, s:s, s:s%, s:s%, s:o, s:I, s:I, s:s%, s:s}",
+                     "approval_id", ctx->approval.data, ctx->approval.len,
+                     "state", "pending",
+                     "action", ctx->action.data, ctx->action.len,
+                     "request_hash", ctx->hash,
+                     (size_t) NGX_HTTP_VETO_SANDBOX_HASH_HEX_LEN,
+                     "summary", summary ? summary : json_object(),
+                     "threshold", (json_int_t) ctx->threshold,
+                     "expires_at", (json_int_t) (expires / 1000),
+                     "location", loc, ngx_strlen(loc),
+                     "detail", "a human must approve this request; repeat "
+                     "it unchanged with the header Veto-Approval: <id> "
+                     "once approved");
+
+    ngx_str_set(&ctx->decision, "approval_required");
+
+    /* nothing is created until the repeat: give the quota slot back */
+    ngx_http_veto_sandbox_release_slot(r, ctx);
+
+    return ngx_http_veto_sandbox_send_json(r, NGX_HTTP_ACCEPTED, body);
+}
+
+
+/*
+ * NGX_DECLINED: no quota applies; NGX_OK: a command is in flight; else
+ * the response code.
+ */
+static ngx_int_t
+ngx_http_veto_sandbox_quota_step(ngx_http_request_t *r,
+    ngx_http_veto_sandbox_ctx_t *ctx)
+{
+    u_char                               *p;
+    json_t                               *v;
+    ngx_int_t                             rc;
+    ngx_msec_t                            ttl;
+    ngx_str_t                             gw;
+    ngx_http_veto_sandbox_main_conf_t    *vmcf;
+    ngx_http_veto_sandbox_quota_rule_t   *q;
+    ngx_http_veto_sandbox_quota_limits_t  lim;
+
+    q = &ctx->rule->quota;
+    vmcf = ngx_http_veto_sandbox_mcf(r);
+
+    ngx_memzero(&lim, sizeof(lim));
+    lim.exec_window = 60000;
+
+    if (ctx->op == NGX_HTTP_VSB_OP_CREATE
+        && (q->tenant_sandboxes || q->agent_sandboxes))
+    {
+        lim.tenant_sandboxes = q->tenant_sandboxes;
+        lim.agent_sandboxes = q->agent_sandboxes;
+
+        /* the helper names the sandbox; hold a provisional slot until
+         * it does (after() swaps it for the real id) */
+        p = ngx_pnalloc(r->pool, sizeof("new-") - 1 + ctx->request_id.len);
+        if (p == NULL) {
+            return NGX_HTTP_INTERNAL_SERVER_ERROR;
+        }
+
+        ctx->slot.data = p;
+        ctx->slot.len = ngx_sprintf(p, "new-%V", &ctx->request_id) - p;
+
+        v = json_object_get(ctx->req, "ttl_s");
+        ttl = json_is_integer(v) ? (ngx_msec_t) json_integer_value(v) * 1000
+                                 : 86400000;
+
+        gw = ngx_cycle->hostname;
+
+        rc = ngx_http_veto_sandbox_quota_acquire(ngx_http_veto_sandbox_rds,
+                                   r->pool, vmcf->timeout, &ctx->tenant,
+                                   &ctx->agent, &ctx->slot, &lim, ttl, &gw,
+                                   ngx_http_veto_sandbox_gate_reply, r,
+                                   &ctx->rcmd);
+
+    } else if (ctx->op == NGX_HTTP_VSB_OP_EXEC
+               && (q->tenant_execs || q->agent_execs))
+    {
+        lim.tenant_execs = q->tenant_execs;
+        lim.agent_execs = q->agent_execs;
+
+        rc = ngx_http_veto_sandbox_quota_exec(ngx_http_veto_sandbox_rds,
+                                   r->pool, vmcf->timeout, &ctx->tenant,
+                                   &ctx->agent, &ctx->request_id, &lim,
+                                   ngx_http_veto_sandbox_gate_reply, r,
+                                   &ctx->rcmd);
+
+    } else {
+        return NGX_DECLINED;
+    }
+
+    if (rc == NGX_DECLINED) {
+        return NGX_ERROR;
+    }
+
+    return rc;
+}
+
+
+/* A refusal decided here: on record, then answered. */
+static ngx_int_t
+ngx_http_veto_sandbox_refuse(ngx_http_request_t *r,
+    ngx_http_veto_sandbox_ctx_t *ctx, ngx_uint_t status, const char *code,
+    const char *detail, json_t *extra)
+{
+    ngx_http_veto_sandbox_audit(r, ctx, "denied", code, NULL, NULL, status);
+    ngx_http_veto_sandbox_release_slot(r, ctx);
+
+    ctx->decision.len = sizeof("deny:") - 1 + ngx_strlen(code);
+    ctx->decision.data = ngx_pnalloc(r->pool, ctx->decision.len);
+    if (ctx->decision.data == NULL) {
+        ctx->decision.len = 0;
+        json_decref(extra);
+        return NGX_ERROR;
+    }
+
+    ngx_sprintf(ctx->decision.data, "deny:%s", code);
+
+    return ngx_http_veto_sandbox_problem(r, status, code, detail, extra);
+}
+
+
+/* Redis could not decide: refuse, never allow. */
+ngx_int_t
+ngx_http_veto_sandbox_redis_problem(ngx_http_request_t *r,
+    ngx_http_veto_sandbox_ctx_t *ctx, ngx_int_t rc)
+{
+    if (rc == NGX_HTTP_INTERNAL_SERVER_ERROR) {
+        return rc;
+    }
+
+    ngx_log_error(NGX_LOG_WARN, r->connection->log, 0,
+                  "veto sandbox: redis could not decide \"%V\" (%s), "
+                  "refused", &ctx->action,
+                  rc == NGX_HTTP_GATEWAY_TIME_OUT ? "timed out"
+                  : rc == NGX_HTTP_SERVICE_UNAVAILABLE ? "unavailable"
+                  : "unexpected reply");
+
+    ngx_str_set(&ctx->decision, "deny:redis_unavailable");
+
+    /* best effort: with Redis out the slot frees itself at its expiry;
+     * problem() adds Retry-After to every 503 */
+    ngx_http_veto_sandbox_release_slot(r, ctx);
+
+    return ngx_http_veto_sandbox_problem(r, NGX_HTTP_SERVICE_UNAVAILABLE,
+                                         "redis_unavailable",
+                                         "the decision store is unreachable; "
+                                         "nothing was allowed", NULL);
+}
+
+
+static void
+ngx_http_veto_sandbox_ignore(ngx_int_t rc, redisReply *reply, void *data)
+{
+    if (rc != NGX_OK || reply == NULL || reply->type == REDIS_REPLY_ERROR) {
+        ngx_log_error(NGX_LOG_WARN, ngx_cycle->log, 0,
+                      "veto sandbox: redis bookkeeping (%s) failed",
+                      (char *) data);
+    }
+}
+
+
+static void
+ngx_http_veto_sandbox_release_slot(ngx_http_request_t *r,
+    ngx_http_veto_sandbox_ctx_t *ctx)
+{
+    ngx_http_veto_sandbox_main_conf_t  *vmcf;
+
+    if (!ctx->slot_held) {
+        return;
+    }
+
+    ctx->slot_held = 0;
+    vmcf = ngx_http_veto_sandbox_mcf(r);
+
+    (void) ngx_http_veto_sandbox_quota_release(ngx_http_veto_sandbox_rds,
+                                  r->pool, vmcf->timeout, &ctx->tenant,
+                                  &ctx->agent, &ctx->slot,
+                                  ngx_http_veto_sandbox_ignore,
+                                  "quota release", NULL);
+}
+
+
+/* An audit record; fire and forget (a failure is logged). */
+void
+ngx_http_veto_sandbox_audit(ngx_http_request_t *r,
+    ngx_http_veto_sandbox_ctx_t *ctx, const char *outcome,
+    const char *reason, ngx_str_t *reviewer, ngx_str_t *detail,
+    ngx_uint_t status)
+{
+    ngx_http_veto_sandbox_main_conf_t  *vmcf;
+    ngx_http_veto_sandbox_audit_rec_t   rec;
+
+    if (ngx_http_veto_sandbox_rds == NULL || ctx->tenant.len == 0) {
+        return;
+    }
+
+    vmcf = ngx_http_veto_sandbox_mcf(r);
+
+    ngx_memzero(&rec, sizeof(rec));
+
+    rec.tenant = ctx->tenant;
+    rec.agent = ctx->agent;
+    rec.action = ctx->action;
+    rec.outcome.data = (u_char *) outcome;
+    rec.outcome.len = ngx_strlen(outcome);
+
+    if (reason) {
+        rec.reason.data = (u_char *) reason;
+        rec.reason.len = ngx_strlen(reason);
+    }
+
+    if (ctx->hash[0]) {
+        rec.request_hash.data = ctx->hash;
+        rec.request_hash.len = NGX_HTTP_VETO_SANDBOX_HASH_HEX_LEN;
+    }
+
+    rec.approval = ctx->approval.len ? ctx->approval : ctx->apr_id;
+
+    if (reviewer) {
+        rec.reviewer = *reviewer;
+    }
+
+    rec.sandbox = ctx->sandbox;
+    rec.request_id = ctx->request_id;
+
+    if (detail) {
+        rec.detail = *detail;
+    }
+
+    rec.status = status;
+
+    (void) ngx_http_veto_sandbox_audit_append(ngx_http_veto_sandbox_rds,
+                                              r->pool, vmcf->timeout,
+                                              vmcf->audit_maxlen, &rec, NULL,
+                                              NULL, NULL);
+}
+
+
+/* JSON text of the exec's outcome, for its audit record */
+static void
+ngx_http_veto_sandbox_exec_detail(ngx_http_request_t *r, json_t *j,
+    ngx_str_t *out)
+{
+    char    *s;
+    json_t  *d;
+
+    out->len = 0;
+
+    d = json_pack("{s:O?, s:O?, s:O?, s:O?, s:O?}",
+                  "exit_code", json_object_get(j, "exit_code"),
+                  "signal", json_object_get(j, "signal"),
+                  "timed_out", json_object_get(j, "timed_out"),
+                  "oom_killed", json_object_get(j, "oom_killed"),
+                  "usage", json_object_get(j, "usage"));
+    if (d == NULL) {
+        return;
+    }
+
+    s = json_dumps(d, JSON_COMPACT);
+    json_decref(d);
+
+    if (s == NULL) {
+        return;
+    }
+
+    out->len = ngx_strlen(s);
+    out->data = ngx_pnalloc(r->pool, out->len);
+
+    if (out->data == NULL) {
+        out->len = 0;
+    } else {
+        ngx_memcpy(out->data, s, out->len);
+    }
+
+    free(s);
+}
+
+
+/*
+ * Once the helper answered (or could not be asked): the audit record of
+ * the outcome, and the quota bookkeeping (the provisional slot becomes
+ * the real sandbox, or is given back; a destroyed sandbox frees its).
+ */
+void
+ngx_http_veto_sandbox_after(ngx_http_request_t *r,
+    ngx_http_veto_sandbox_ctx_t *ctx)
+{
+    json_t                               *j, *v;
+    ngx_str_t                             sid, detail, gw;
+    ngx_uint_t                            ok;
+    const char                           *err;
+    ngx_http_veto_sandbox_main_conf_t    *vmcf;
+    ngx_http_veto_sandbox_quota_limits_t  lim;
+
+    if (ngx_http_veto_sandbox_rds == NULL
+        || ctx->step == NGX_HTTP_VSB_STEP_AFTER
+        || ctx->op == NGX_HTTP_VSB_OP_HEALTH)
+    {
+        return;
+    }
+
+    ctx->step = NGX_HTTP_VSB_STEP_AFTER;
+
+    vmcf = ngx_http_veto_sandbox_mcf(r);
+    j = ctx->helper.json;
+
+    ok = ctx->helper.status == NGX_OK && j != NULL
+         && json_is_true(json_object_get(j, "ok"));
+
+    err = "helper_unavailable";
+
+    if (!ok && j != NULL) {
+        v = json_object_get(j, "error");
+        if (json_is_string(v)) {
+            err = json_string_value(v);
+        }
+    }
+
+    ngx_memzero(&lim, sizeof(lim));
+    lim.exec_window = 60000;
+
+    switch (ctx->op) {
+
+    case NGX_HTTP_VSB_OP_CREATE:
+        v = json_object_get(json_object_get(j, "sandbox"), "id");
+
+        if (ok && json_is_string(v)
+            && json_string_length(v) == VSB_SANDBOX_ID_LEN)
+        {
+            sid.data = ngx_pnalloc(r->pool, VSB_SANDBOX_ID_LEN);
+            if (sid.data != NULL) {
+                ngx_memcpy(sid.data, json_string_value(v), VSB_SANDBOX_ID_LEN);
+                sid.len = VSB_SANDBOX_ID_LEN;
+                ctx->sandbox = sid;
+
+                v = json_object_get(json_object_get(j, "sandbox"),
+                                    "expires_at");
+
+                gw = ngx_cycle->hostname;
+
+                /* ownership record and the slot under the real id;
+                 * counted without a limit: the provisional one was */
+                (void) ngx_http_veto_sandbox_quota_acquire(
+                           ngx_http_veto_sandbox_rds, r->pool, vmcf->timeout,
+                           &ctx->tenant, &ctx->agent, &sid, &lim,
+                           json_is_integer(v)
+                           && json_integer_value(v) > ngx_time()
+                           ? (ngx_msec_t) (json_integer_value(v)
+                                           - ngx_time()) * 1000
+                           : 86400000,
+                           &gw, ngx_http_veto_sandbox_ignore,
+                           "ownership", NULL);
+            }
+
+            ngx_http_veto_sandbox_audit(r, ctx, "sandbox_created", NULL,
+                                        NULL, NULL, NGX_HTTP_CREATED);
+
+        } else {
+            ngx_http_veto_sandbox_audit(r, ctx, "error", err, NULL, NULL, 0);
+        }
+
+        if (ctx->slot_held) {
+            ctx->slot_held = 0;
+            (void) ngx_http_veto_sandbox_quota_release(
+                       ngx_http_veto_sandbox_rds, r->pool, vmcf->timeout,
+                       &ctx->tenant, &ctx->agent, &ctx->slot,
+                       ngx_http_veto_sandbox_ignore, "quota release", NULL);
+        }
+
+        break;
+
+    case NGX_HTTP_VSB_OP_DELETE:
+        if (ok) {
+            (void) ngx_http_veto_sandbox_quota_release(
+                       ngx_http_veto_sandbox_rds, r->pool, vmcf->timeout,
+                       &ctx->tenant, &ctx->agent, &ctx->sandbox,
+                       ngx_http_veto_sandbox_ignore, "quota release", NULL);
+
+            ngx_http_veto_sandbox_audit(r, ctx, "sandbox_destroyed", NULL,
+                                        NULL, NULL, NGX_HTTP_OK);
+        } else {
+            ngx_http_veto_sandbox_audit(r, ctx, "error", err, NULL, NULL, 0);
+        }
+
+        break;
+
+    case NGX_HTTP_VSB_OP_EXEC:
+        if (ok) {
+            ngx_http_veto_sandbox_exec_detail(r, j, &detail);
+            ngx_http_veto_sandbox_audit(r, ctx, "exec_finished", NULL, NULL,
+                                        &detail, NGX_HTTP_OK);
+        } else {
+            ngx_http_veto_sandbox_audit(r, ctx, "error", err, NULL, NULL, 0);
+        }
+
+        break;
+
+    case NGX_HTTP_VSB_OP_WRITE:
+    case NGX_HTTP_VSB_OP_READ:
+        ngx_http_veto_sandbox_audit(r, ctx, ok ? "allowed" : "error",
+                                    ok ? NULL : err, NULL, NULL,
+                                    ok ? NGX_HTTP_OK : 0);
+        break;
+
+    default:
+        /* reads of one's own sandboxes are not decisions on record */
+        break;
+    }
+}

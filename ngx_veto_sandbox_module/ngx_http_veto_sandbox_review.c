@@ -1,0 +1,553 @@
+/*
+ * The humans' side: GET /v1/approvals[?state=], GET /v1/approvals/{id},
+ * POST /v1/approvals/{id}/approve and .../deny, and GET /v1/audit.
+ *
+ * Tenant-scoped by the token: another tenant's approval answers 404 (the
+ * Lua scripts compare the record's tenant).  Reviewing needs the review
+ * scope; the requester may read its own approval but never decide it
+ * (the scripts refuse reviewer == requester).  Runs after the Redis gate
+ * (revocation); every answer needs Redis, so Redis down means 503.
+ */
+
+#include "ngx_http_veto_sandbox_module.h"
+#include "ngx_http_veto_sandbox_audit.h"
+
+
+static void ngx_http_veto_sandbox_review_reply(ngx_int_t rc,
+    redisReply *reply, void *data);
+static ngx_int_t ngx_http_veto_sandbox_review_result(ngx_http_request_t *r,
+    ngx_http_veto_sandbox_ctx_t *ctx, redisReply *reply);
+
+
+#define ngx_http_vsb_rstr(e)                                                  \
+    ((e)->type == REDIS_REPLY_STRING || (e)->type == REDIS_REPLY_STATUS)
+
+
+static ngx_http_veto_sandbox_main_conf_t *
+ngx_http_veto_sandbox_review_mcf(ngx_http_request_t *r)
+{
+    return ngx_http_get_module_main_conf(r, ngx_http_veto_sandbox_module);
+}
+
+
+/* ?name= decoded into a NUL terminated copy; empty when absent */
+static ngx_int_t
+ngx_http_veto_sandbox_query(ngx_http_request_t *r, const char *name,
+    ngx_str_t *out)
+{
+    u_char     *dst, *src;
+    ngx_str_t   arg;
+
+    ngx_str_null(out);
+
+    if (ngx_http_arg(r, (u_char *) name, ngx_strlen(name), &arg) != NGX_OK
+        || arg.len == 0)
+    {
+        return NGX_OK;
+    }
+
+    dst = ngx_pnalloc(r->pool, arg.len + 1);
+    if (dst == NULL) {
+        return NGX_ERROR;
+    }
+
+    out->data = dst;
+    src = arg.data;
+
+    ngx_unescape_uri(&dst, &src, arg.len, 0);
+
+    out->len = dst - out->data;
+    *dst = '\0';
+
+    return NGX_OK;
+}
+
+
+static ngx_int_t
+ngx_http_veto_sandbox_review_bad(ngx_http_request_t *r, const char *field,
+    const char *detail)
+{
+    return ngx_http_veto_sandbox_problem(r, NGX_HTTP_BAD_REQUEST, "bad_value",
+                                         detail,
+                                         json_pack("{s:s}", "field", field));
+}
+
+
+ngx_int_t
+ngx_http_veto_sandbox_review(ngx_http_request_t *r,
+    ngx_http_veto_sandbox_ctx_t *ctx)
+{
+    json_t                             *v;
+    ngx_int_t                           rc, n;
+    ngx_str_t                           state, reason, arg, agent, sandbox;
+    uint64_t                            from, to;
+    ngx_http_veto_sandbox_redis_t      *rds;
+    ngx_http_veto_sandbox_main_conf_t  *vmcf;
+
+    rds = ngx_http_veto_sandbox_rds;
+    vmcf = ngx_http_veto_sandbox_review_mcf(r);
+
+    if (rds == NULL) {
+        return ngx_http_veto_sandbox_problem(r, NGX_HTTP_NOT_FOUND,
+                                             "not_found",
+                                             "approvals and audit need "
+                                             "veto_sandbox_redis", NULL);
+    }
+
+    if (ngx_http_veto_sandbox_wait(r, ctx) != NGX_OK) {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+
+    switch (ctx->op) {
+
+    case NGX_HTTP_VSB_OP_APR_LIST:
+        if (ngx_http_veto_sandbox_query(r, "state", &state) != NGX_OK) {
+            return NGX_HTTP_INTERNAL_SERVER_ERROR;
+        }
+
+        if (state.len
+            && ngx_strcmp(state.data, "pending") != 0
+            && ngx_strcmp(state.data, "approved") != 0
+            && ngx_strcmp(state.data, "denied") != 0
+            && ngx_strcmp(state.data, "expired") != 0
+            && ngx_strcmp(state.data, "consumed") != 0)
+        {
+            return ngx_http_veto_sandbox_review_bad(r, "state",
+                                   "state is one of pending, approved, "
+                                   "denied, expired, consumed");
+        }
+
+        rc = ngx_http_veto_sandbox_approval_list(rds, r->pool, vmcf->timeout,
+                                   &ctx->tenant, &state, 1000,
+                                   ngx_http_veto_sandbox_review_reply, r,
+                                   &ctx->rcmd);
+        break;
+
+    case NGX_HTTP_VSB_OP_APR_GET:
+        rc = ngx_http_veto_sandbox_approval_get(rds, r->pool, vmcf->timeout,
+                                   &ctx->tenant, &ctx->apr_id,
+                                   ngx_http_veto_sandbox_review_reply, r,
+                                   &ctx->rcmd);
+        break;
+
+    case NGX_HTTP_VSB_OP_APR_APPROVE:
+    case NGX_HTTP_VSB_OP_APR_DENY:
+        ngx_str_null(&reason);
+
+        /* the body is optional: {"reason": "..."} */
+        if (r->headers_in.content_length_n > 0 || r->headers_in.chunked) {
+            ctx->body = ngx_http_veto_sandbox_read_json(r, &rc);
+            if (ctx->body == NULL) {
+                return rc;
+            }
+
+            v = json_object_get(ctx->body, "reason");
+
+            if (v != NULL && !json_is_string(v)) {
+                return ngx_http_veto_sandbox_review_bad(r, "reason",
+                                              "\"reason\" must be a string");
+            }
+
+            if (v != NULL) {
+                if (json_string_length(v) > 1024) {
+                    return ngx_http_veto_sandbox_review_bad(r, "reason",
+                                       "\"reason\" is at most 1024 bytes");
+                }
+
+                reason.data = (u_char *) json_string_value(v);
+                reason.len = json_string_length(v);
+            }
+        }
+
+        rc = ngx_http_veto_sandbox_approval_decide(rds, r->pool,
+                                   vmcf->timeout, &ctx->tenant, &ctx->apr_id,
+                                   &ctx->agent,
+                                   ctx->op == NGX_HTTP_VSB_OP_APR_APPROVE,
+                                   &reason,
+                                   ngx_http_veto_sandbox_review_reply, r,
+                                   &ctx->rcmd);
+        break;
+
+    default: /* NGX_HTTP_VSB_OP_AUDIT */
+
+        if (ngx_http_veto_sandbox_query(r, "agent", &agent) != NGX_OK
+            || ngx_http_veto_sandbox_query(r, "sandbox", &sandbox) != NGX_OK)
+        {
+            return NGX_HTTP_INTERNAL_SERVER_ERROR;
+        }
+
+        from = 0;
+        to = 0;
+        n = 100;
+
+        if (ngx_http_veto_sandbox_query(r, "from", &arg) != NGX_OK) {
+            return NGX_HTTP_INTERNAL_SERVER_ERROR;
+        }
+
+        if (arg.len) {
+            n = ngx_atoi(arg.data, arg.len);
+            if (n == NGX_ERROR) {
+                return ngx_http_veto_sandbox_review_bad(r, "from",
+                                   "\"from\" is unix time in milliseconds");
+            }
+            from = (uint64_t) n;
+        }
+
+        if (ngx_http_veto_sandbox_query(r, "to", &arg) != NGX_OK) {
+            return NGX_HTTP_INTERNAL_SERVER_ERROR;
+        }
+
+        if (arg.len) {
+            n = ngx_atoi(arg.data, arg.len);
+            if (n == NGX_ERROR) {
+                return ngx_http_veto_sandbox_review_bad(r, "to",
+                                   "\"to\" is unix time in milliseconds");
+            }
+            to = (uint64_t) n;
+        }
+
+        if (ngx_http_veto_sandbox_query(r, "limit", &arg) != NGX_OK) {
+            return NGX_HTTP_INTERNAL_SERVER_ERROR;
+        }
+
+        n = 100;
+
+        if (arg.len) {
+            n = ngx_atoi(arg.data, arg.len);
+            if (n < 1 || n > 1000) {
+                return ngx_http_veto_sandbox_review_bad(r, "limit",
+                                   "\"limit\" is 1..1000");
+            }
+        }
+
+        if ((agent.len
+             && !ngx_http_veto_sandbox_redis_key_part_valid(agent.data,
+                                                            agent.len))
+            || (sandbox.len
+                && !ngx_http_veto_sandbox_redis_key_part_valid(sandbox.data,
+                                                               sandbox.len)))
+        {
+            return ngx_http_veto_sandbox_review_bad(r, "agent",
+                                   "\"agent\" or \"sandbox\" is not a valid "
+                                   "name");
+        }
+
+        rc = ngx_http_veto_sandbox_audit_query(rds, r->pool, vmcf->timeout,
+                                   &ctx->tenant, from, to, &agent, &sandbox,
+                                   (ngx_uint_t) n,
+                                   ngx_http_veto_sandbox_review_reply, r,
+                                   &ctx->rcmd);
+        break;
+    }
+
+    if (rc == NGX_OK) {
+        return NGX_DONE;
+    }
+
+    if (rc == NGX_DECLINED) {
+        /* a tenant or id that cannot be a key names nothing */
+        return ngx_http_veto_sandbox_problem(r, NGX_HTTP_NOT_FOUND,
+                                             "not_found", "no such resource",
+                                             NULL);
+    }
+
+    return ngx_http_veto_sandbox_redis_problem(r, ctx, rc);
+}
+
+
+static void
+ngx_http_veto_sandbox_review_reply(ngx_int_t rc, redisReply *reply,
+    void *data)
+{
+    ngx_http_request_t           *r = data;
+    ngx_http_veto_sandbox_ctx_t  *ctx;
+
+    ctx = ngx_http_get_module_ctx(r, ngx_http_veto_sandbox_module);
+    ctx->rcmd = NULL;
+
+    if (rc != NGX_OK || reply == NULL || reply->type == REDIS_REPLY_ERROR) {
+        if (reply && reply->type == REDIS_REPLY_ERROR) {
+            ngx_log_error(NGX_LOG_ERR, r->connection->log, 0,
+                          "veto sandbox: redis error reply: %*s",
+                          (size_t) reply->len, reply->str);
+        }
+
+        rc = ngx_http_veto_sandbox_redis_problem(r, ctx,
+                                       rc == NGX_OK ? NGX_ERROR : rc);
+    } else {
+        rc = ngx_http_veto_sandbox_review_result(r, ctx, reply);
+    }
+
+    ngx_http_veto_sandbox_resume(r, rc);
+}
+
+
+/* [field, value, ...] as an object; numbers as numbers, the summary as
+ * the JSON it is. */
+static json_t *
+ngx_http_veto_sandbox_record(redisReply *a)
+{
+    json_t      *o, *v;
+    size_t       i;
+    redisReply  *k, *e;
+
+    o = json_object();
+    if (o == NULL || a->type != REDIS_REPLY_ARRAY) {
+        json_decref(o);
+        return NULL;
+    }
+
+    for (i = 0; i + 1 < a->elements; i += 2) {
+        k = a->element[i];
+        e = a->element[i + 1];
+
+        if (!ngx_http_vsb_rstr(k) || !ngx_http_vsb_rstr(e)) {
+            continue;
+        }
+
+        if (ngx_strcmp(k->str, "summary") == 0) {
+            v = json_loadb(e->str, e->len, 0, NULL);
+
+        } else if (ngx_strcmp(k->str, "created_ms") == 0
+                   || ngx_strcmp(k->str, "expires_ms") == 0
+                   || ngx_strcmp(k->str, "decided_ms") == 0
+                   || ngx_strcmp(k->str, "consumed_ms") == 0
+                   || ngx_strcmp(k->str, "approvals") == 0
+                   || ngx_strcmp(k->str, "threshold") == 0)
+        {
+            v = json_integer(strtoll(e->str, NULL, 10));
+
+        } else {
+            v = json_stringn(e->str, e->len);
+        }
+
+        if (v != NULL) {
+            json_object_set_new(o, k->str, v);
+        }
+    }
+
+    return o;
+}
+
+
+static ngx_int_t
+ngx_http_veto_sandbox_review_decided(ngx_http_request_t *r,
+    ngx_http_veto_sandbox_ctx_t *ctx, redisReply *reply)
+{
+    ngx_uint_t                               approve, status;
+    const char                              *code, *detail;
+    ngx_http_veto_sandbox_approval_result_t  ar;
+
+    approve = ctx->op == NGX_HTTP_VSB_OP_APR_APPROVE;
+
+    ngx_http_veto_sandbox_approval_result(reply, &ar);
+
+    switch (ar.code) {
+
+    case NGX_HTTP_VETO_SANDBOX_AR_OK:
+        ngx_http_veto_sandbox_audit(r, ctx,
+                                    approve ? "approval_approved"
+                                            : "approval_denied",
+                                    approve ? NULL
+                                            : (ctx->body
+                                               ? json_string_value(
+                                                     json_object_get(
+                                                         ctx->body, "reason"))
+                                               : NULL),
+                                    &ctx->agent, NULL, NGX_HTTP_OK);
+
+        return ngx_http_veto_sandbox_send_json(r, NGX_HTTP_OK,
+                   json_pack("{s:s%, s:s%, s:I}",
+                             "id", ctx->apr_id.data, ctx->apr_id.len,
+                             "state", ar.state.data ? ar.state.data
+                                                    : (u_char *) "",
+                             ar.state.len,
+                             "approvals",
+                             (json_int_t) (ar.detail.len
+                                           ? ngx_atoi(ar.detail.data,
+                                                      ar.detail.len)
+                                           : 0)));
+
+    case NGX_HTTP_VETO_SANDBOX_AR_NOT_FOUND:
+        return ngx_http_veto_sandbox_problem(r, NGX_HTTP_NOT_FOUND,
+                                             "not_found", "no such approval",
+                                             NULL);
+
+    case NGX_HTTP_VETO_SANDBOX_AR_EXPIRED:
+        if (ar.just_expired) {
+            ngx_http_veto_sandbox_audit(r, ctx, "approval_expired", NULL,
+                                        NULL, NULL, 0);
+        }
+
+        status = NGX_HTTP_CONFLICT;
+        code = "approval_expired";
+        detail = "the approval has expired";
+        break;
+
+    case NGX_HTTP_VETO_SANDBOX_AR_NOT_PENDING:
+        status = NGX_HTTP_CONFLICT;
+        code = "not_pending";
+        detail = "the approval was decided already";
+        break;
+
+    case NGX_HTTP_VETO_SANDBOX_AR_SELF_APPROVAL:
+        status = NGX_HTTP_FORBIDDEN;
+        code = "self_approval";
+        detail = "the requester cannot decide its own request";
+        break;
+
+    case NGX_HTTP_VETO_SANDBOX_AR_ALREADY_APPROVED:
+        status = NGX_HTTP_CONFLICT;
+        code = "already_approved";
+        detail = "this reviewer approved already; another must";
+        break;
+
+    case NGX_HTTP_VETO_SANDBOX_AR_REASON_REQUIRED:
+        status = NGX_HTTP_VSB_UNPROCESSABLE;
+        code = "reason_required";
+        detail = "a denial needs a \"reason\"";
+        break;
+
+    default:
+        return ngx_http_veto_sandbox_redis_problem(r, ctx, NGX_ERROR);
+    }
+
+    ngx_http_veto_sandbox_audit(r, ctx, "denied", code, &ctx->agent, NULL,
+                                status);
+
+    return ngx_http_veto_sandbox_problem(r, status, code, detail,
+                   json_pack("{s:s%}", "state",
+                             ar.state.data ? ar.state.data : (u_char *) "",
+                             ar.state.len));
+}
+
+
+static ngx_int_t
+ngx_http_veto_sandbox_review_result(ngx_http_request_t *r,
+    ngx_http_veto_sandbox_ctx_t *ctx, redisReply *reply)
+{
+    json_t                                  *rec, *list, *v;
+    size_t                                   i;
+    redisReply                              *e;
+    ngx_http_veto_sandbox_approval_result_t  ar;
+
+    switch (ctx->op) {
+
+    case NGX_HTTP_VSB_OP_APR_APPROVE:
+    case NGX_HTTP_VSB_OP_APR_DENY:
+        return ngx_http_veto_sandbox_review_decided(r, ctx, reply);
+
+    case NGX_HTTP_VSB_OP_APR_GET:
+        ngx_http_veto_sandbox_approval_result(reply, &ar);
+
+        if (ar.code == NGX_HTTP_VETO_SANDBOX_AR_NOT_FOUND) {
+            return ngx_http_veto_sandbox_problem(r, NGX_HTTP_NOT_FOUND,
+                                                 "not_found",
+                                                 "no such approval", NULL);
+        }
+
+        if (ar.code != NGX_HTTP_VETO_SANDBOX_AR_OK || reply->elements < 5) {
+            return ngx_http_veto_sandbox_redis_problem(r, ctx, NGX_ERROR);
+        }
+
+        if (ar.just_expired) {
+            ngx_http_veto_sandbox_audit(r, ctx, "approval_expired", NULL,
+                                        NULL, NULL, 0);
+        }
+
+        rec = ngx_http_veto_sandbox_record(reply->element[3]);
+        if (rec == NULL) {
+            return ngx_http_veto_sandbox_redis_problem(r, ctx, NGX_ERROR);
+        }
+
+        /* a requester without the review scope sees only its own */
+        v = json_object_get(rec, "agent");
+
+        if (!(ctx->scopes & NGX_HTTP_VSB_SCOPE_REVIEW)
+            && !(json_is_string(v)
+                 && json_string_length(v) == ctx->agent.len
+                 && ngx_strncmp(json_string_value(v), ctx->agent.data,
+                                ctx->agent.len) == 0))
+        {
+            json_decref(rec);
+            return ngx_http_veto_sandbox_problem(r, NGX_HTTP_NOT_FOUND,
+                                                 "not_found",
+                                                 "no such approval", NULL);
+        }
+
+        json_object_del(rec, "tenant");
+
+        list = json_array();
+        e = reply->element[4];
+
+        for (i = 0; list && e->type == REDIS_REPLY_ARRAY && i < e->elements;
+             i++)
+        {
+            if (ngx_http_vsb_rstr(e->element[i])) {
+                json_array_append_new(list,
+                                      json_stringn(e->element[i]->str,
+                                                   e->element[i]->len));
+            }
+        }
+
+        json_object_set_new(rec, "reviewers", list ? list : json_array());
+
+        return ngx_http_veto_sandbox_send_json(r, NGX_HTTP_OK, rec);
+
+    case NGX_HTTP_VSB_OP_APR_LIST:
+        ngx_http_veto_sandbox_approval_result(reply, &ar);
+
+        if (ar.code != NGX_HTTP_VETO_SANDBOX_AR_OK || reply->elements < 5
+            || reply->element[3]->type != REDIS_REPLY_ARRAY)
+        {
+            return ngx_http_veto_sandbox_redis_problem(r, ctx, NGX_ERROR);
+        }
+
+        list = json_array();
+        if (list == NULL) {
+            return NGX_ERROR;
+        }
+
+        e = reply->element[3];
+
+        for (i = 0; i < e->elements; i++) {
+            rec = ngx_http_veto_sandbox_record(e->element[i]);
+            if (rec != NULL) {
+                json_array_append_new(list, rec);
+            }
+        }
+
+        /* records this listing found past their expiry */
+        e = reply->element[4];
+
+        for (i = 0; e->type == REDIS_REPLY_ARRAY && i < e->elements; i++) {
+            if (ngx_http_vsb_rstr(e->element[i])) {
+                ctx->apr_id.data = ngx_pnalloc(r->pool, e->element[i]->len);
+                if (ctx->apr_id.data == NULL) {
+                    break;
+                }
+
+                ngx_memcpy(ctx->apr_id.data, e->element[i]->str,
+                           e->element[i]->len);
+                ctx->apr_id.len = e->element[i]->len;
+
+                ngx_http_veto_sandbox_audit(r, ctx, "approval_expired", NULL,
+                                            NULL, NULL, 0);
+            }
+        }
+
+        ngx_str_null(&ctx->apr_id);
+
+        return ngx_http_veto_sandbox_send_json(r, NGX_HTTP_OK,
+                                  json_pack("{s:o}", "approvals", list));
+
+    default: /* audit */
+        list = ngx_http_veto_sandbox_audit_to_json(reply);
+        if (list == NULL) {
+            return ngx_http_veto_sandbox_redis_problem(r, ctx, NGX_ERROR);
+        }
+
+        return ngx_http_veto_sandbox_send_json(r, NGX_HTTP_OK,
+                                  json_pack("{s:o}", "records", list));
+    }
+}

@@ -1,0 +1,344 @@
+#!/usr/bin/perl
+# Issue 4 through nginx: the approval story with two identities, every
+# way to misuse an approval, thresholds, the approvals API's scoping, and
+# the audit trail of it all (with no secret in it).  Real Redis, real
+# helper, started privately by this test.
+
+use strict;
+use warnings;
+
+use Test::More;
+use lib 't/lib';
+use VetoNginx;
+use Time::HiRes qw(sleep time);
+
+plan skip_all => 'module not built (scripts/build-module.sh)'
+    unless VetoNginx::have_module();
+plan skip_all => 'helper not built (make)' unless VetoNginx::have_helper();
+plan skip_all => 'needs root' if $>;
+plan skip_all => 'needs redis-server'
+    unless system('redis-server --version >/dev/null 2>&1') == 0;
+
+my $SECRET_ENV = 'sekrit-env-value-4711';
+
+my $policy = {
+    version => 1,
+    tenants => {
+        acme => {
+            ceilings => { memory_mb => 512, timeout_s => 30, ttl_s => 3600 },
+            approvals => { exec_argv => ['sh -c *', 'git push*'],
+                           export => JSON::PP::true },
+            agents => {
+                'agent-fast' => { approvals => { exec_argv => ['sh -c *'],
+                                                 ttl_s => 1 } },
+            },
+        },
+        globex => {
+            ceilings => { memory_mb => 512, timeout_s => 30 },
+            approvals => { always => ['sandbox.exec'] },
+        },
+        initech => {
+            ceilings => { memory_mb => 512, timeout_s => 30 },
+            approvals => { always => ['sandbox.exec'], threshold => 2 },
+        },
+    },
+};
+
+my $n = VetoNginx->new;
+
+# ---- nginx -t: a policy with approvals needs Redis
+$n->write_policy($policy);
+$n->render;
+my ($ok, $out) = $n->test_config;
+ok(!$ok, 'nginx -t: approvals without veto_sandbox_redis fail');
+like($out, qr/need "veto_sandbox_redis"/, 'the message names the directive');
+
+$n->start_redis;
+$n->start_helper;
+$n->render(redis => 1);
+($ok, $out) = $n->test_config;
+ok($ok, 'nginx -t with veto_sandbox_redis') or diag $out;
+$n->start(redis => 1, keep_conf => 1, policy => $policy);
+
+my $agent = $n->token(sub => 'agent-1', jti => 'jti-agent-1');
+my $agent2 = $n->token(sub => 'agent-2');
+my $fast = $n->token(sub => 'agent-fast');
+my $rev = $n->token(sub => 'human-1', scope => 'approvals:review');
+my $rev2 = $n->token(sub => 'human-2', scope => 'approvals:review');
+my $noscope = $n->token(sub => 'human-3', scope => 'sandbox:exec');
+my $other_rev = $n->token(sub => 'human-9', tenant => 'globex',
+                          scope => 'approvals:review');
+my $both = $n->token(sub => 'agent-1', scope =>
+                     'sandbox:create sandbox:exec approvals:review');
+my $auditor = $n->token(sub => 'auditor-1', scope => 'audit:read');
+
+my ($st, $h, $b, $j);
+
+($st, $h, $b, $j) = $n->request(GET => '/v1/health');
+is($st, 200, 'health');
+# the worker connects in the background
+for (1 .. 40) { last if ($j->{redis} // '') eq 'up'; sleep 0.05;
+                ($st, $h, $b, $j) = $n->request(GET => '/v1/health'); }
+is($j->{redis}, 'up', 'health: redis up');
+
+sub create_sb
+{
+    my ($tok) = @_;
+    my ($st, $h, $b, $j) = $n->request(POST => '/v1/sandboxes', $tok,
+                                       { ttl_s => 300,
+                                         env => { API_TOKEN => $SECRET_ENV } });
+    is($st, 201, 'create sandbox') or diag $b;
+    return $j->{id};
+}
+
+my $sb = create_sb($agent);
+my $exec = { argv => ['sh', '-c', 'echo approved-run'], timeout_s => 10,
+             env => { PASSWORD => $SECRET_ENV } };
+
+# ---- no approval needed: runs at once
+($st, $h, $b, $j) = $n->request(POST => "/v1/sandboxes/$sb/exec", $agent,
+                                { argv => ['echo', 'free'] });
+is($st, 200, 'exec not matching any pattern runs') or diag $b;
+is($j->{stdout}, "free\n", 'its output');
+
+# ---- the story
+($st, $h, $b, $j) = $n->request(POST => "/v1/sandboxes/$sb/exec", $agent, $exec);
+is($st, 202, 'risky exec: 202') or diag $b;
+my $id = $j->{approval_id} // '';
+like($id, qr/^apr_[0-9a-f]{32}$/, 'approval id');
+is($h->{location}, "/v1/approvals/$id", 'Location');
+is($j->{state}, 'pending', 'state pending');
+is($j->{action}, 'sandbox.exec', 'action');
+is_deeply($j->{summary}{argv}, ['sh', '-c', 'echo approved-run'],
+          'summary shows argv');
+is_deeply($j->{summary}{env_names}, ['PASSWORD'], 'env names, no values');
+unlike($b, qr/\Q$SECRET_ENV\E/, 'no env value in the 202');
+my $hash = $j->{request_hash};
+like($hash, qr/^[0-9a-f]{64}$/, 'request hash');
+
+# still pending: the header does not help
+($st, $h, $b, $j) = $n->request(POST => "/v1/sandboxes/$sb/exec", $agent, $exec,
+                                { 'Veto-Approval' => $id });
+is($st, 403, 'pending approval refused');
+is($j->{state}, 'pending', '... saying pending');
+
+($st, $h, $b, $j) = $n->request(GET => '/v1/approvals?state=pending', $rev);
+is($st, 200, 'reviewer lists pending') or diag $b;
+ok((grep { $_->{id} eq $id } @{ $j->{approvals} }), 'the approval is listed');
+
+($st, $h, $b, $j) = $n->request(GET => "/v1/approvals/$id", $rev);
+is($st, 200, 'reviewer reads it');
+is($j->{agent}, 'agent-1', 'requester');
+is($j->{hash}, $hash, 'hash');
+is($j->{state}, 'pending', 'pending');
+ok($j->{expires_ms} > $j->{created_ms}, 'created/expires');
+
+($st, $h, $b, $j) = $n->request(GET => "/v1/approvals/$id", $agent);
+is($st, 200, 'the requester may read its own approval');
+($st) = $n->request(GET => "/v1/approvals/$id", $agent2);
+is($st, 404, 'another agent without review scope: 404');
+
+# scoping of decisions
+($st, $h, $b, $j) = $n->request(POST => "/v1/approvals/$id/approve", $noscope, '');
+is($st, 403, 'reviewer without scope: 403');
+($st, $h, $b, $j) = $n->request(POST => "/v1/approvals/$id/approve", $other_rev, '');
+is($st, 404, "other tenant's reviewer: 404");
+($st, $h, $b, $j) = $n->request(GET => "/v1/approvals/$id", $other_rev);
+is($st, 404, "other tenant's reviewer cannot read it");
+($st, $h, $b, $j) = $n->request(POST => "/v1/approvals/$id/approve", $both, '');
+is($st, 403, 'self-approval refused');
+is($j->{type}, 'urn:veto-sandbox:problem:self_approval', '... as self_approval');
+
+($st, $h, $b, $j) = $n->request(POST => "/v1/approvals/$id/approve", $rev,
+                                { reason => 'looks fine' });
+is($st, 200, 'reviewer approves') or diag $b;
+is($j->{state}, 'approved', 'approved');
+
+($st, $h, $b, $j) = $n->request(POST => "/v1/sandboxes/$sb/exec", $agent, $exec,
+                                { 'Veto-Approval' => $id });
+is($st, 200, 'agent repeats with Veto-Approval: runs') or diag $b;
+is($j->{stdout}, "approved-run\n", 'the approved command ran');
+
+($st, $h, $b, $j) = $n->request(POST => "/v1/sandboxes/$sb/exec", $agent, $exec,
+                                { 'Veto-Approval' => $id });
+is($st, 403, 'repeating again: refused');
+is($j->{type}, 'urn:veto-sandbox:problem:approval_consumed', '... consumed');
+
+($st, $h, $b, $j) = $n->request(GET => "/v1/approvals/$id", $rev);
+is($j->{state}, 'consumed', 'state consumed');
+
+my $story_id = $id;
+
+# ---- misuse
+sub approved
+{
+    my ($tok, $body, $sbx) = @_;
+    my ($st, $h, $b, $j) = $n->request(POST => "/v1/sandboxes/$sbx/exec", $tok,
+                                       $body);
+    is($st, 202, 'needs approval') or diag $b;
+    my $id = $j->{approval_id};
+    ($st, $h, $b, $j) = $n->request(POST => "/v1/approvals/$id/approve", $rev, '');
+    is($st, 200, 'approved') or diag $b;
+    return $id;
+}
+
+# A used on B: same path, different argv
+$id = approved($agent, $exec, $sb);
+($st, $h, $b, $j) = $n->request(POST => "/v1/sandboxes/$sb/exec", $agent,
+    { %$exec, argv => ['sh', '-c', 'echo something-else'] },
+    { 'Veto-Approval' => $id });
+is($st, 403, 'approval for A used on B: refused');
+is($j->{type}, 'urn:veto-sandbox:problem:approval_mismatch', '... mismatch');
+is($j->{mismatch}, 'hash', '... of the request hash');
+
+# other agent (same tenant, own sandbox, same body and path shape)
+my $sb2 = create_sb($agent2);
+($st, $h, $b, $j) = $n->request(POST => "/v1/sandboxes/$sb/exec", $agent2, $exec,
+                                { 'Veto-Approval' => $id });
+ok($st == 403, 'other agent: refused');
+is($j->{type}, 'urn:veto-sandbox:problem:approval_mismatch', '... mismatch');
+
+# other tenant
+my $g = $n->token(sub => 'agent-1', tenant => 'globex');
+($st, $h, $b, $j) = $n->request(POST => "/v1/sandboxes/$sb/exec", $g, $exec,
+                                { 'Veto-Approval' => $id });
+is($st, 403, 'other tenant: refused');
+is($j->{type}, 'urn:veto-sandbox:problem:approval_invalid', '... unknown there');
+
+# the rightful use still works after all those refusals
+($st, $h, $b, $j) = $n->request(POST => "/v1/sandboxes/$sb/exec", $agent, $exec,
+                                { 'Veto-Approval' => $id });
+is($st, 200, 'refusals did not use it up') or diag $b;
+
+# denied
+($st, $h, $b, $j) = $n->request(POST => "/v1/sandboxes/$sb/exec", $agent, $exec);
+$id = $j->{approval_id};
+($st, $h, $b, $j) = $n->request(POST => "/v1/approvals/$id/deny", $rev, '');
+is($st, 422, 'deny without a reason: 422');
+($st, $h, $b, $j) = $n->request(POST => "/v1/approvals/$id/deny", $rev,
+                                { reason => 'not today' });
+is($st, 200, 'deny with a reason') or diag $b;
+is($j->{state}, 'denied', 'denied');
+($st, $h, $b, $j) = $n->request(POST => "/v1/sandboxes/$sb/exec", $agent, $exec,
+                                { 'Veto-Approval' => $id });
+is($st, 403, 'denied approval: refused');
+($st, $h, $b, $j) = $n->request(POST => "/v1/approvals/$id/approve", $rev2, '');
+is($st, 409, 'approving a denied approval: 409');
+
+# expired (agent-fast: ttl 1 s)
+my $sbf = create_sb($fast);
+$id = approved($fast, $exec, $sbf);
+sleep 1.3;
+($st, $h, $b, $j) = $n->request(POST => "/v1/sandboxes/$sbf/exec", $fast, $exec,
+                                { 'Veto-Approval' => $id });
+is($st, 403, 'expired approval: refused');
+is($j->{type}, 'urn:veto-sandbox:problem:approval_expired', '... expired');
+
+# a made-up id
+($st, $h, $b, $j) = $n->request(POST => "/v1/sandboxes/$sb/exec", $agent, $exec,
+                                { 'Veto-Approval' => 'apr_' . ('0' x 32) });
+is($st, 403, 'unknown approval id: refused');
+($st, $h, $b, $j) = $n->request(POST => "/v1/sandboxes/$sb/exec", $agent, $exec,
+                                { 'Veto-Approval' => 'nonsense' });
+is($st, 403, 'malformed approval id: refused');
+
+# ---- threshold 2 (initech)
+my $ia = $n->token(sub => 'agent-i', tenant => 'initech');
+my $ir1 = $n->token(sub => 'rev-a', tenant => 'initech', scope => 'approvals:review');
+my $ir2 = $n->token(sub => 'rev-b', tenant => 'initech', scope => 'approvals:review');
+my $isb = create_sb($ia);
+my $iexec = { argv => ['echo', 'two-people'] };
+($st, $h, $b, $j) = $n->request(POST => "/v1/sandboxes/$isb/exec", $ia, $iexec);
+is($st, 202, 'threshold: 202');
+is($j->{threshold}, 2, 'threshold 2');
+$id = $j->{approval_id};
+($st, $h, $b, $j) = $n->request(POST => "/v1/approvals/$id/approve", $ir1, '');
+is($j->{state}, 'pending', 'one approval: still pending');
+is($j->{approvals}, 1, 'count 1');
+($st, $h, $b, $j) = $n->request(POST => "/v1/approvals/$id/approve", $ir1, '');
+is($st, 409, 'the same reviewer twice: 409');
+($st, $h, $b, $j) = $n->request(POST => "/v1/sandboxes/$isb/exec", $ia, $iexec,
+                                { 'Veto-Approval' => $id });
+is($st, 403, 'one of two: not usable');
+($st, $h, $b, $j) = $n->request(POST => "/v1/approvals/$id/approve", $ir2, '');
+is($j->{state}, 'approved', 'second reviewer: approved');
+($st, $h, $b, $j) = $n->request(POST => "/v1/sandboxes/$isb/exec", $ia, $iexec,
+                                { 'Veto-Approval' => $id });
+is($st, 200, 'two of two: runs') or diag $b;
+
+# ---- export needs approval (files read)
+($st) = $n->request(PUT => "/v1/sandboxes/$sb/files?path=out.txt", $agent, "data\n");
+is($st, 200, 'write a file (no approval needed)');
+($st, $h, $b, $j) = $n->request(GET => "/v1/sandboxes/$sb/files?path=out.txt", $agent);
+is($st, 202, 'export: 202');
+is($j->{summary}{path}, 'out.txt', 'summary names the path');
+$id = $j->{approval_id};
+$n->request(POST => "/v1/approvals/$id/approve", $rev, '');
+($st, $h, $b) = $n->request(GET => "/v1/sandboxes/$sb/files?path=out.txt", $agent,
+                            undef, { 'Veto-Approval' => $id });
+is($st, 200, 'export with approval');
+is($b, "data\n", 'content');
+
+# ---- delete, audit
+($st) = $n->request(DELETE => "/v1/sandboxes/$sb", $agent);
+is($st, 200, 'delete');
+
+sleep 0.2;     # fire-and-forget records are on the same connection
+
+($st, $h, $b, $j) = $n->request(GET => '/v1/audit', $agent);
+is($st, 403, 'audit needs audit:read');
+($st, $h, $b, $j) = $n->request(GET => '/v1/audit?limit=1000', $auditor);
+is($st, 200, 'auditor reads the audit') or diag $b;
+my @recs = @{ $j->{records} // [] };
+ok(@recs > 10, 'records: ' . scalar @recs);
+ok(!(grep { $_->{tenant} ne 'acme' } @recs), 'tenant-scoped');
+
+my @story = reverse grep { ($_->{approval} // '') eq $story_id } @recs;
+# requested; the premature use; the self-approval; the approval; the
+# consume; the run; the replay.  (Scope failures and the other tenant's
+# 404 never reach the record: nothing of this tenant was decided.)
+is_deeply([map { $_->{outcome} . ':' . ($_->{reason} // '') } @story],
+          [qw(approval_requested: denied:approval_not_approved
+              denied:self_approval approval_approved: approval_consumed:
+              exec_finished: denied:approval_consumed)],
+          'one record per decision of the story, in order')
+    or diag explain \@story;
+is($story[3]{reviewer}, 'human-1', 'approver on record');
+is($story[2]{reviewer}, 'agent-1', 'self-approver on record');
+is($story[0]{agent}, 'agent-1', 'requester on record');
+is($story[0]{request_hash}, $hash, 'request hash on record');
+is($story[4]{request_hash}, $hash, 'consumed for the same hash');
+like($story[5]{detail} // '', qr/"exit_code":\s*0/, 'exit status on record');
+is($story[5]{sandbox}, $sb, 'sandbox on record');
+ok($story[0]{time} && $story[0]{request_id}, 'time and request id');
+
+ok((grep { $_->{outcome} eq 'sandbox_created' } @recs), 'sandbox_created');
+ok((grep { $_->{outcome} eq 'sandbox_destroyed' } @recs), 'sandbox_destroyed');
+ok((grep { $_->{outcome} eq 'approval_denied' && $_->{reason} eq 'not today' }
+    @recs), 'approval_denied with reason');
+ok((grep { $_->{outcome} eq 'approval_expired' } 
+    @{ ($n->request(GET => '/v1/audit?limit=1000&agent=agent-fast', $auditor))[3]{records} }),
+   'approval_expired (filter by agent)');
+
+($st, $h, $b, $j) = $n->request(GET => "/v1/audit?sandbox=$sb2", $auditor);
+ok(@{ $j->{records} } >= 1 && !(grep { ($_->{sandbox} // '') ne $sb2 } @{ $j->{records} }),
+   'filter by sandbox');
+
+# no secret anywhere in any stream
+my $r = $n->redis;
+my $all = '';
+for my $k ($r->keys('veto:*:audit')) {
+    for my $e (@{ $r->xrange($k, '-', '+') }) {
+        $all .= join("\n", @{ $e->[1] }) . "\n";
+    }
+}
+ok(length $all > 1000, 'audit streams read directly');
+for my $tok ($agent, $agent2, $fast, $rev, $rev2, $both, $ia, $ir1, $ir2) {
+    my ($sig) = $tok =~ /\.([^.]+)$/;
+    unlike($all, qr/\Q$sig\E/, 'no token in the audit') ;
+}
+unlike($all, qr/Bearer|Authorization/i, 'no Authorization header');
+unlike($all, qr/\Q$SECRET_ENV\E/, 'no env value');
+unlike($all, qr/eyJ/, 'nothing JWT-shaped');
+
+done_testing;

@@ -1,0 +1,158 @@
+#!/usr/bin/perl
+# Fail closed: with Redis stopped or stalled (SIGSTOP), requests whose
+# decision needs Redis get 503 within the timeout and nothing is allowed;
+# requests that need no Redis answer at once; service resumes by itself
+# when Redis returns, without touching nginx.
+
+use strict;
+use warnings;
+
+use Test::More;
+use lib 't/lib';
+use VetoNginx;
+use HTTP::Tiny;
+use POSIX ();
+use Time::HiRes qw(time sleep);
+
+plan skip_all => 'module not built (scripts/build-module.sh)'
+    unless VetoNginx::have_module();
+plan skip_all => 'helper not built (make)' unless VetoNginx::have_helper();
+plan skip_all => 'needs root' if $>;
+plan skip_all => 'needs redis-server'
+    unless system('redis-server --version >/dev/null 2>&1') == 0;
+
+my $policy = {
+    version => 1,
+    tenants => {
+        acme => { ceilings => { memory_mb => 512, timeout_s => 30 },
+                  approvals => { exec_argv => ['touch *'] } },
+    },
+};
+
+my $n = VetoNginx->new;
+$n->start_redis;
+$n->start_helper;
+$n->start(redis => 1, redis_timeout => '500ms', policy => $policy);
+
+my $agent = $n->token(sub => 'agent-1');
+my $rev = $n->token(sub => 'human-1', scope => 'approvals:review');
+
+sub timed
+{
+    my (@req) = @_;
+    my $t0 = time;
+    my @r = $n->request(@req);
+    return (time - $t0, @r);
+}
+
+sub wait_ok
+{
+    my (@req) = @_;
+    my $deadline = time + 15;
+    my @r;
+    while (time < $deadline) {
+        @r = $n->request(@req);
+        return @r if $r[0] != 503;
+        sleep 0.1;
+    }
+    return @r;
+}
+
+my ($t, $st, $h, $b, $j);
+
+($st, $h, $b, $j) = wait_ok(POST => '/v1/sandboxes', $agent, { ttl_s => 600 });
+is($st, 201, 'create with Redis up') or diag $b;
+my $sb = $j->{id};
+
+# an approved request, kept for later: while Redis is out it must not run
+my $risky = { argv => ['touch', 'ran-while-redis-was-out'] };
+($st, $h, $b, $j) = $n->request(POST => "/v1/sandboxes/$sb/exec", $agent, $risky);
+is($st, 202, 'risky exec: 202');
+my $id = $j->{approval_id};
+($st) = $n->request(POST => "/v1/approvals/$id/approve", $rev, '');
+is($st, 200, 'approved');
+
+for my $mode (qw(stopped stalled)) {
+
+    if ($mode eq 'stopped') {
+        $n->stop_redis;
+    } else {
+        $n->pause_redis;
+    }
+
+    for my $i (1 .. 2) {
+        ($t, $st, $h, $b, $j) = timed(POST => "/v1/sandboxes/$sb/exec", $agent,
+                                      $risky, { 'Veto-Approval' => $id });
+        is($st, 503, "$mode: approved risky exec refused with 503 (#$i)");
+        is($j->{type}, 'urn:veto-sandbox:problem:redis_unavailable',
+           "$mode: problem+json");
+        ok($t < 2.5, "$mode: within the timeout (" . sprintf('%.2f', $t) . 's)');
+        is($h->{'retry-after'}, 1, "$mode: Retry-After");
+
+        ($t, $st) = timed(POST => "/v1/sandboxes/$sb/exec", $agent,
+                          { argv => ['echo', 'plain'] });
+        is($st, 503, "$mode: any authenticated call needs revocation: 503");
+
+        ($t, $st) = timed(GET => "/v1/approvals?state=approved", $rev);
+        is($st, 503, "$mode: approvals API: 503");
+    }
+
+    # a request that needs no Redis, while one that does is waiting
+    my $pid = fork() // die;
+    if ($pid == 0) {
+        $n->request(POST => "/v1/sandboxes/$sb/exec", $agent, $risky,
+                    { 'Veto-Approval' => $id });
+        POSIX::_exit(0);
+    }
+    sleep 0.05;
+    ($t, $st, $h, $b, $j) = timed(GET => '/v1/health');
+    is($st, 200, "$mode: health answers");
+    ok($t < 0.4, "$mode: at once (" . sprintf('%.3f', $t) . 's)');
+    is($j->{redis}, 'down', "$mode: health says redis down")
+        if $mode eq 'stopped';
+    ($t, $st) = timed(GET => '/plain');
+    is($st, 200, "$mode: a plain location answers");
+    ok($t < 0.4, "$mode: at once");
+    waitpid $pid, 0;
+
+    if ($mode eq 'stopped') {
+        $n->start_redis;        # a fresh, empty Redis on the same socket
+    } else {
+        $n->resume_redis;
+    }
+
+    ($st, $h, $b, $j) = wait_ok(POST => "/v1/sandboxes/$sb/exec", $agent,
+                                { argv => ['echo', "back-$mode"] });
+    is($st, 200, "$mode: Redis back, service resumes without restarting nginx")
+        or diag $b;
+    is($j->{stdout}, "back-$mode\n", "$mode: it ran");
+
+    if ($mode eq 'stopped') {
+        # the restarted Redis is empty: the old approval is gone, so the
+        # approved request asks again
+        ($st, $h, $b, $j) = $n->request(POST => "/v1/sandboxes/$sb/exec", $agent,
+                                        $risky, { 'Veto-Approval' => $id });
+        is($st, 403, 'stopped: the lost approval is not honoured');
+        ($st, $h, $b, $j) = $n->request(POST => "/v1/sandboxes/$sb/exec", $agent, $risky);
+        is($st, 202, 'asks again');
+        $id = $j->{approval_id};
+        ($st) = $n->request(POST => "/v1/approvals/$id/approve", $rev, '');
+        is($st, 200, 'approved again');
+    }
+}
+
+# nothing ran while Redis was out: the approval is still unused
+($st, $h, $b, $j) = $n->request(GET => "/v1/approvals/$id", $rev);
+is($j->{state}, 'approved', 'the approval was not used while Redis was out');
+($st, $h, $b) = $n->request(GET => "/v1/sandboxes/$sb/files?path=ran-while-redis-was-out", $agent);
+is($st, 404, 'and the command never ran');
+($st, $h, $b, $j) = $n->request(POST => "/v1/sandboxes/$sb/exec", $agent, $risky,
+                                { 'Veto-Approval' => $id });
+is($st, 200, 'now it runs, once') or diag $b;
+
+like($n->error_log, qr/veto_sandbox redis .*(timed out|connect)/,
+     'the error log says why');
+
+$n->request(DELETE => "/v1/sandboxes/$sb", $agent);
+
+done_testing;

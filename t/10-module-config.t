@@ -9,9 +9,9 @@ use Test::More;
 use lib 't/lib';
 use VetoNginx;
 
-plan skip_all => 'module not built (scripts/build-module.sh)'
+die "module not built: run scripts/build-module.sh\n"
     unless VetoNginx::have_module();
-plan skip_all => 'needs root' if $>;
+die "these tests need root\n" if $>;
 
 my $n = VetoNginx->new;
 my $d = $n->dir;

@@ -12,9 +12,9 @@ use MIME::Base64 qw(encode_base64url decode_base64url);
 use lib 't/lib';
 use VetoNginx;
 
-plan skip_all => 'module not built (scripts/build-module.sh)'
+die "module not built: run scripts/build-module.sh\n"
     unless VetoNginx::have_module();
-plan skip_all => 'needs root' if $>;
+die "these tests need root\n" if $>;
 
 my $n = VetoNginx->new;
 my $d = $n->dir;

@@ -13,10 +13,10 @@ use Time::HiRes qw(time sleep);
 use lib 't/lib';
 use VetoNginx;
 
-plan skip_all => 'module not built (scripts/build-module.sh)'
+die "module not built: run scripts/build-module.sh\n"
     unless VetoNginx::have_module();
-plan skip_all => 'helper not built (make)' unless VetoNginx::have_helper();
-plan skip_all => 'needs root' if $>;
+die "helper not built: run make\n" unless VetoNginx::have_helper();
+die "these tests need root\n" if $>;
 
 my $n = VetoNginx->new;
 $n->start_helper(max_execs_per_sandbox => 24);

@@ -12,11 +12,11 @@ use lib 't/lib';
 use VetoNginx;
 use Time::HiRes qw(sleep time);
 
-plan skip_all => 'module not built (scripts/build-module.sh)'
+die "module not built: run scripts/build-module.sh\n"
     unless VetoNginx::have_module();
-plan skip_all => 'helper not built (make)' unless VetoNginx::have_helper();
-plan skip_all => 'needs root' if $>;
-plan skip_all => 'needs redis-server'
+die "helper not built: run make\n" unless VetoNginx::have_helper();
+die "these tests need root\n" if $>;
+die "redis-server is not installed\n"
     unless system('redis-server --version >/dev/null 2>&1') == 0;
 
 my $SECRET_ENV = 'sekrit-env-value-4711';

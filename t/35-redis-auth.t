@@ -13,11 +13,11 @@ use IO::Socket::INET;
 use POSIX ();
 use Time::HiRes qw(sleep time);
 
-plan skip_all => 'module not built (scripts/build-module.sh)'
+die "module not built: run scripts/build-module.sh\n"
     unless VetoNginx::have_module();
-plan skip_all => 'helper not built (make)' unless VetoNginx::have_helper();
-plan skip_all => 'needs root' if $>;
-plan skip_all => 'needs redis-server'
+die "helper not built: run make\n" unless VetoNginx::have_helper();
+die "these tests need root\n" if $>;
+die "redis-server is not installed\n"
     unless system('redis-server --version >/dev/null 2>&1') == 0;
 
 # a free port in 6400-6499
@@ -29,7 +29,7 @@ for my $p (map { 6400 + ($$ + $_) % 100 } 0 .. 99) {
     $port = $p;
     last;
 }
-plan skip_all => 'no free port in 6400-6499' unless $port;
+die "no free port in 6400-6499\n" unless $port;
 
 my $n = VetoNginx->new;
 my $d = $n->dir;

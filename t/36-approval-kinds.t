@@ -12,11 +12,11 @@ use VetoNginx;
 use Digest::SHA qw(sha256_hex);
 use Time::HiRes qw(time sleep);
 
-plan skip_all => 'module not built (scripts/build-module.sh)'
+die "module not built: run scripts/build-module.sh\n"
     unless VetoNginx::have_module();
-plan skip_all => 'helper not built (make)' unless VetoNginx::have_helper();
-plan skip_all => 'needs root' if $>;
-plan skip_all => 'needs redis-server'
+die "helper not built: run make\n" unless VetoNginx::have_helper();
+die "these tests need root\n" if $>;
+die "redis-server is not installed\n"
     unless system('redis-server --version >/dev/null 2>&1') == 0;
 
 my $policy = {

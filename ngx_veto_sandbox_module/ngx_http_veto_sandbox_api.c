@@ -38,6 +38,8 @@ static ngx_int_t ngx_http_veto_sandbox_reply_exec(ngx_http_request_t *r,
 static ngx_int_t ngx_http_veto_sandbox_reply_read(ngx_http_request_t *r,
     ngx_http_veto_sandbox_ctx_t *ctx);
 static void ngx_http_veto_sandbox_json_cleanup(void *data);
+static ngx_int_t ngx_http_veto_sandbox_bad_field(ngx_http_request_t *r,
+    const char *code, const char *field, const char *detail);
 
 
 ngx_int_t
@@ -148,7 +150,6 @@ ngx_http_veto_sandbox_route(ngx_http_request_t *r,
     ngx_http_veto_sandbox_ctx_t *ctx)
 {
     u_char      *p, *last, *id;
-    size_t       i;
     ngx_uint_t   m;
 
     p = r->uri.data;
@@ -260,15 +261,8 @@ ngx_http_veto_sandbox_route(ngx_http_request_t *r,
     /* an id that cannot exist is as unknown as one that does not */
     id = p;
 
-    if (ngx_strncmp(id, "sb-", 3) != 0) {
+    if (!ngx_http_veto_sandbox_id_valid(id, VSB_SANDBOX_ID_LEN)) {
         goto not_found;
-    }
-
-    for (i = 3; i < VSB_SANDBOX_ID_LEN; i++) {
-        if (!((id[i] >= '0' && id[i] <= '9') || (id[i] >= 'a' && id[i] <= 'f')))
-        {
-            goto not_found;
-        }
     }
 
     p += VSB_SANDBOX_ID_LEN;
@@ -436,18 +430,28 @@ ngx_http_veto_sandbox_start(ngx_http_request_t *r)
 }
 
 
-/* A helper request with "op", owner and, when one is named, "id". */
+/* A helper request with "op", owner and, when one is named, "id"; freed
+ * with the request's pool. */
 static json_t *
 ngx_http_veto_sandbox_req(ngx_http_request_t *r,
     ngx_http_veto_sandbox_ctx_t *ctx, const char *op)
 {
-    u_char   rid[64], *p;
-    json_t  *req;
+    u_char              rid[64], *p;
+    json_t             *req;
+    ngx_pool_cleanup_t  *cln;
+
+    cln = ngx_pool_cleanup_add(r->pool, 0);
+    if (cln == NULL) {
+        return NULL;
+    }
 
     req = json_object();
     if (req == NULL) {
         return NULL;
     }
+
+    cln->handler = ngx_http_veto_sandbox_json_cleanup;
+    cln->data = req;
 
     p = ngx_snprintf(rid, sizeof(rid), "%uA-%ui", r->connection->number,
                      r->connection->requests);
@@ -456,7 +460,6 @@ ngx_http_veto_sandbox_req(ngx_http_request_t *r,
         || json_object_set_new(req, "request_id",
                                json_stringn((char *) rid, p - rid)) != 0)
     {
-        json_decref(req);
         return NULL;
     }
 
@@ -466,17 +469,11 @@ ngx_http_veto_sandbox_req(ngx_http_request_t *r,
 
     if (json_object_set_new(req, "tenant",
                             ngx_http_veto_sandbox_json_ngx_str(&ctx->tenant))
-        != 0)
-    {
-        json_decref(req);
-        return NULL;
-    }
-
-    if (json_object_set_new(req, "agent",
+        != 0
+        || json_object_set_new(req, "agent",
                             ngx_http_veto_sandbox_json_ngx_str(&ctx->agent))
-        != 0)
+           != 0)
     {
-        json_decref(req);
         return NULL;
     }
 
@@ -485,7 +482,6 @@ ngx_http_veto_sandbox_req(ngx_http_request_t *r,
                           ngx_http_veto_sandbox_json_ngx_str(&ctx->sandbox))
            != 0)
     {
-        json_decref(req);
         return NULL;
     }
 
@@ -493,47 +489,101 @@ ngx_http_veto_sandbox_req(ngx_http_request_t *r,
 }
 
 
-/* ?path= decoded; the helper does the full check (vsb_path_check).
- * On a refusal (answered here) ctx->path is left empty. */
+/* "sb-" and 24 lowercase hex digits (vsb_protocol.h): anything else
+ * names no sandbox, whether a client or the helper sent it (it goes into
+ * a Location header and Redis keys) */
+ngx_uint_t
+ngx_http_veto_sandbox_id_valid(u_char *id, size_t len)
+{
+    size_t  i;
+
+    if (len != VSB_SANDBOX_ID_LEN || ngx_strncmp(id, "sb-", 3) != 0) {
+        return 0;
+    }
+
+    for (i = 3; i < len; i++) {
+        if (!((id[i] >= '0' && id[i] <= '9') || (id[i] >= 'a' && id[i] <= 'f')))
+        {
+            return 0;
+        }
+    }
+
+    return 1;
+}
+
+
+/* A create's reply: the new sandbox's id into ctx->sandbox (once);
+ * NGX_DECLINED when the helper named none that is valid. */
+ngx_int_t
+ngx_http_veto_sandbox_created(ngx_http_request_t *r,
+    ngx_http_veto_sandbox_ctx_t *ctx)
+{
+    json_t  *v;
+
+    if (ctx->sandbox.len) {
+        return NGX_OK;
+    }
+
+    v = json_object_get(json_object_get(ctx->helper.json, "sandbox"), "id");
+
+    if (!json_is_string(v)
+        || !ngx_http_veto_sandbox_id_valid((u_char *) json_string_value(v),
+                                           json_string_length(v)))
+    {
+        return NGX_DECLINED;
+    }
+
+    ctx->sandbox.data = ngx_pnalloc(r->pool, VSB_SANDBOX_ID_LEN);
+    if (ctx->sandbox.data == NULL) {
+        return NGX_ERROR;
+    }
+
+    ngx_memcpy(ctx->sandbox.data, json_string_value(v), VSB_SANDBOX_ID_LEN);
+    ctx->sandbox.len = VSB_SANDBOX_ID_LEN;
+
+    return NGX_OK;
+}
+
+
+/* ?path=, decoded exactly as the approval hash reads the query; the
+ * helper does the full check (vsb_path_check).  On a refusal (answered
+ * here) ctx->path is left empty. */
 static ngx_int_t
 ngx_http_veto_sandbox_path(ngx_http_request_t *r,
     ngx_http_veto_sandbox_ctx_t *ctx)
 {
-    u_char     *dst, *src;
-    ngx_str_t   arg;
+    ngx_int_t    rc;
+    ngx_str_t    path;
+    const char  *why;
 
-    if (ngx_http_arg(r, (u_char *) "path", 4, &arg) != NGX_OK
-        || arg.len == 0)
-    {
-        return ngx_http_veto_sandbox_problem(r, NGX_HTTP_BAD_REQUEST,
-                                   "missing_field",
-                                   "the \"path\" query argument is required",
-                                   json_pack("{s:s}", "field", "path"));
+    ngx_str_null(&ctx->path);
+
+    rc = ngx_http_veto_sandbox_approval_query_arg(r->pool, &r->args, "path",
+                                                  &path, &why);
+
+    if (rc == NGX_ERROR) {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
     }
 
-    dst = ngx_pnalloc(r->pool, arg.len + 1);
-    if (dst == NULL) {
-        return NGX_ERROR;
+    if (rc == NGX_ABORT) {
+        return ngx_http_veto_sandbox_bad_field(r, "bad_value", "path", why);
     }
 
-    ctx->path.data = dst;
-    src = arg.data;
+    if (rc == NGX_DECLINED || path.len == 0) {
+        return ngx_http_veto_sandbox_bad_field(r, "missing_field", "path",
+                                   "the \"path\" query argument is required");
+    }
 
-    ngx_unescape_uri(&dst, &src, arg.len, 0);
-
-    ctx->path.len = dst - ctx->path.data;
-
-    if (ctx->path.len == 0 || ctx->path.len > VSB_MAX_PATH
-        || ngx_strlchr(ctx->path.data, dst, '\0') != NULL
-        || ctx->path.data[0] == '/')
+    if (path.len > VSB_MAX_PATH
+        || ngx_strlchr(path.data, path.data + path.len, '\0') != NULL
+        || path.data[0] == '/')
     {
-        ngx_str_null(&ctx->path);
-        return ngx_http_veto_sandbox_problem(r, NGX_HTTP_BAD_REQUEST,
-                                   "bad_path",
+        return ngx_http_veto_sandbox_bad_field(r, "bad_path", "path",
                                    "\"path\" must be a relative path inside "
-                                   "the workspace",
-                                   json_pack("{s:s}", "field", "path"));
+                                   "the workspace");
     }
+
+    ctx->path = path;
 
     return NGX_OK;
 }
@@ -573,7 +623,6 @@ ngx_http_veto_sandbox_simple(ngx_http_request_t *r,
                                ngx_http_veto_sandbox_json_ngx_str(&ctx->path))
            != 0)
     {
-        json_decref(req);
         return ngx_http_veto_sandbox_problem(r, NGX_HTTP_BAD_REQUEST,
                                    "bad_path", "\"path\" must be UTF-8",
                                    json_pack("{s:s}", "field", "path"));
@@ -593,6 +642,21 @@ ngx_http_veto_sandbox_bad_field(ngx_http_request_t *r, const char *code,
 }
 
 
+/* The policy said no: on the tenant's audit record, then answered. */
+static ngx_int_t
+ngx_http_veto_sandbox_policy_refuse(ngx_http_request_t *r,
+    ngx_http_veto_sandbox_ctx_t *ctx, const char *decision,
+    ngx_uint_t status, const char *code, const char *detail, json_t *extra)
+{
+    ctx->decision.data = (u_char *) decision;
+    ctx->decision.len = ngx_strlen(decision);
+
+    ngx_http_veto_sandbox_audit_denied(r, ctx, code, status);
+
+    return ngx_http_veto_sandbox_problem(r, status, code, detail, extra);
+}
+
+
 static ngx_int_t
 ngx_http_veto_sandbox_over(ngx_http_request_t *r, ngx_uint_t i,
     uint64_t asked, uint64_t ceiling)
@@ -603,11 +667,11 @@ ngx_http_veto_sandbox_over(ngx_http_request_t *r, ngx_uint_t i,
                  "%s %uL is over the policy ceiling %uL%Z",
                  ngx_http_veto_sandbox_limit_names[i], asked, ceiling);
 
-    ngx_str_set(&((ngx_http_veto_sandbox_ctx_t *)
-                  ngx_http_get_module_ctx(r, ngx_http_veto_sandbox_module))
-                ->decision, "deny:over_ceiling");
-
-    return ngx_http_veto_sandbox_problem(r, NGX_HTTP_VSB_UNPROCESSABLE,
+    return ngx_http_veto_sandbox_policy_refuse(r,
+                               ngx_http_get_module_ctx(r,
+                                               ngx_http_veto_sandbox_module),
+                               "deny:over_ceiling",
+                               NGX_HTTP_VSB_UNPROCESSABLE,
                                "over_ceiling", (char *) detail,
                                json_pack("{s:s, s:I, s:I}", "limit",
                                          ngx_http_veto_sandbox_limit_names[i],
@@ -634,20 +698,137 @@ ngx_http_veto_sandbox_uint(json_t *j, uint64_t *v)
 }
 
 
+/*
+ * ttl_s of a create, timeout_s of an exec: the body's positive integer or
+ * the policy's default, within the policy's ceiling, set in req.  *n: the
+ * value (0: none).  NGX_OK, or NGX_ABORT with *rc the refusal's code.
+ */
 static ngx_int_t
-ngx_http_veto_sandbox_string_object(json_t *j)
+ngx_http_veto_sandbox_limited(ngx_http_request_t *r,
+    ngx_http_veto_sandbox_ctx_t *ctx, json_t *body, json_t *req,
+    ngx_uint_t limit, uint64_t *n, ngx_int_t *rc)
 {
-    json_t      *v;
-    const char  *k;
+    const char                    *name;
+    ngx_http_veto_sandbox_rule_t  *rule;
 
-    if (!json_is_object(j)) {
-        return NGX_ERROR;
+    rule = ctx->rule;
+    name = ngx_http_veto_sandbox_limit_names[limit];
+
+    switch (ngx_http_veto_sandbox_uint(json_object_get(body, name), n)) {
+
+    case NGX_ERROR:
+        *rc = ngx_http_veto_sandbox_bad_field(r, "bad_type", name,
+                                              "must be a positive integer");
+        return NGX_ABORT;
+
+    case NGX_DECLINED:
+        *n = rule->def[limit];
+        break;
     }
 
-    json_object_foreach(j, k, v) {
-        if (!json_is_string(v)) {
-            return NGX_ERROR;
+    if (*n == 0) {
+        return NGX_OK;
+    }
+
+    if (rule->ceiling[limit] && *n > rule->ceiling[limit]) {
+        *rc = ngx_http_veto_sandbox_over(r, limit, *n, rule->ceiling[limit]);
+        return NGX_ABORT;
+    }
+
+    if (json_object_set_new(req, name, json_integer((json_int_t) *n)) != 0) {
+        *rc = NGX_HTTP_INTERNAL_SERVER_ERROR;
+        return NGX_ABORT;
+    }
+
+    return NGX_OK;
+}
+
+
+static const char  *ngx_http_veto_sandbox_create_fields[] = {
+    "profile", "limits", "ttl_s", "network", "env", "metadata", NULL
+};
+
+static const char  *ngx_http_veto_sandbox_exec_fields[] = {
+    "argv", "cwd", "env", "stdin", "timeout_s", NULL
+};
+
+
+/* Every key of body is one of names; else NGX_ABORT with the 400 in *rc. */
+static ngx_int_t
+ngx_http_veto_sandbox_known(ngx_http_request_t *r, json_t *body,
+    const char **names, ngx_int_t *rc)
+{
+    char         field[64];
+    json_t      *v;
+    ngx_uint_t   i;
+    const char  *key;
+
+    json_object_foreach(body, key, v) {
+        for (i = 0; names[i]; i++) {
+            if (ngx_strcmp(key, names[i]) == 0) {
+                break;
+            }
         }
+
+        if (names[i] == NULL) {
+            ngx_snprintf((u_char *) field, sizeof(field) - 1, "%s%Z", key);
+            *rc = ngx_http_veto_sandbox_bad_field(r, "unknown_field", field,
+                                                  "unknown field");
+            return NGX_ABORT;
+        }
+    }
+
+    return NGX_OK;
+}
+
+
+enum {
+    NGX_HTTP_VSB_STRING = 0,
+    NGX_HTTP_VSB_OBJECT,
+    NGX_HTTP_VSB_STRINGS            /* an object of strings */
+};
+
+
+/* An optional field copied from the body into the helper request when it
+ * has the type; else NGX_ABORT with the 400 in *rc. */
+static ngx_int_t
+ngx_http_veto_sandbox_copy(ngx_http_request_t *r, json_t *body, json_t *req,
+    const char *name, ngx_uint_t type, ngx_int_t *rc)
+{
+    json_t      *v, *e;
+    ngx_uint_t   ok;
+    const char  *k;
+
+    static const char  *want[] = {
+        "must be a string", "must be an object", "must be an object of strings"
+    };
+
+    v = json_object_get(body, name);
+
+    if (v == NULL) {
+        return NGX_OK;
+    }
+
+    ok = (type == NGX_HTTP_VSB_STRING) ? json_is_string(v)
+                                       : json_is_object(v);
+
+    if (ok && type == NGX_HTTP_VSB_STRINGS) {
+        json_object_foreach(v, k, e) {
+            if (!json_is_string(e)) {
+                ok = 0;
+                break;
+            }
+        }
+    }
+
+    if (!ok) {
+        *rc = ngx_http_veto_sandbox_bad_field(r, "bad_type", name, want[type]);
+        return NGX_ABORT;
+    }
+
+    if (json_object_set(req, name, v) != 0) {
+        *rc = NGX_HTTP_INTERNAL_SERVER_ERROR;
+        return NGX_ABORT;
     }
 
     return NGX_OK;
@@ -673,36 +854,16 @@ ngx_http_veto_sandbox_create(ngx_http_request_t *r,
 
     rule = ctx->rule;
 
-    json_object_foreach(body, key, v) {
-        if (ngx_strcmp(key, "profile") != 0 && ngx_strcmp(key, "limits") != 0
-            && ngx_strcmp(key, "ttl_s") != 0
-            && ngx_strcmp(key, "network") != 0
-            && ngx_strcmp(key, "env") != 0
-            && ngx_strcmp(key, "metadata") != 0)
-        {
-            ngx_snprintf((u_char *) field, sizeof(field) - 1, "%s%Z", key);
-            return ngx_http_veto_sandbox_bad_field(r, "unknown_field", field,
-                                                   "unknown field");
-        }
+    if (ngx_http_veto_sandbox_known(r, body, ngx_http_veto_sandbox_create_fields,
+                                    &rc)
+        != NGX_OK)
+    {
+        return rc;
     }
 
     req = ngx_http_veto_sandbox_req(r, ctx, VSB_OP_CREATE);
     if (req == NULL) {
         return NGX_HTTP_INTERNAL_SERVER_ERROR;
-    }
-
-    /* the request's json is freed with the pool from here on */
-    {
-        ngx_pool_cleanup_t  *cln;
-
-        cln = ngx_pool_cleanup_add(r->pool, 0);
-        if (cln == NULL) {
-            json_decref(req);
-            return NGX_HTTP_INTERNAL_SERVER_ERROR;
-        }
-
-        cln->handler = ngx_http_veto_sandbox_json_cleanup;
-        cln->data = req;
     }
 
     /* profile: allowed by policy, or the policy's default */
@@ -720,9 +881,8 @@ ngx_http_veto_sandbox_create(ngx_http_request_t *r,
 
     if (profile != NULL) {
         if (ngx_http_veto_sandbox_policy_profile(rule, profile) != NGX_OK) {
-            ngx_str_set(&ctx->decision, "deny:policy");
-            return ngx_http_veto_sandbox_problem(r, NGX_HTTP_FORBIDDEN,
-                                   "profile_not_allowed",
+            return ngx_http_veto_sandbox_policy_refuse(r, ctx, "deny:policy",
+                                   NGX_HTTP_FORBIDDEN, "profile_not_allowed",
                                    "the policy does not allow this profile",
                                    json_pack("{s:s, s:s}", "field", "profile",
                                              "profile", profile));
@@ -734,9 +894,8 @@ ngx_http_veto_sandbox_create(ngx_http_request_t *r,
                && ngx_http_veto_sandbox_policy_profile(rule, "default")
                   != NGX_OK)
     {
-        ngx_str_set(&ctx->decision, "deny:policy");
-        return ngx_http_veto_sandbox_problem(r, NGX_HTTP_FORBIDDEN,
-                                   "profile_not_allowed",
+        return ngx_http_veto_sandbox_policy_refuse(r, ctx, "deny:policy",
+                                   NGX_HTTP_FORBIDDEN, "profile_not_allowed",
                                    "the policy does not allow the default "
                                    "profile; name one",
                                    json_pack("{s:s}", "field", "profile"));
@@ -804,28 +963,11 @@ ngx_http_veto_sandbox_create(ngx_http_request_t *r,
         json_object_del(req, "limits");
     }
 
-    v = json_object_get(body, "ttl_s");
-    rc = ngx_http_veto_sandbox_uint(v, &n);
-
-    if (rc == NGX_ERROR) {
-        return ngx_http_veto_sandbox_bad_field(r, "bad_type", "ttl_s",
-                                               "\"ttl_s\" must be a positive "
-                                               "integer");
-    }
-
-    if (rc == NGX_DECLINED) {
-        n = rule->def[NGX_HTTP_VSB_L_TTL_S];
-    }
-
-    if (n) {
-        if (rule->ceiling[NGX_HTTP_VSB_L_TTL_S]
-            && n > rule->ceiling[NGX_HTTP_VSB_L_TTL_S])
-        {
-            return ngx_http_veto_sandbox_over(r, NGX_HTTP_VSB_L_TTL_S, n,
-                                        rule->ceiling[NGX_HTTP_VSB_L_TTL_S]);
-        }
-
-        json_object_set_new(req, "ttl_s", json_integer((json_int_t) n));
+    if (ngx_http_veto_sandbox_limited(r, ctx, body, req, NGX_HTTP_VSB_L_TTL_S,
+                                      &n, &rc)
+        != NGX_OK)
+    {
+        return rc;
     }
 
     /* network: only "none" until the egress proxy arrives */
@@ -839,8 +981,7 @@ ngx_http_veto_sandbox_create(ngx_http_request_t *r,
         }
 
         if (ngx_strcmp(json_string_value(v), "none") != 0) {
-            ngx_str_set(&ctx->decision, "deny:policy");
-            return ngx_http_veto_sandbox_problem(r,
+            return ngx_http_veto_sandbox_policy_refuse(r, ctx, "deny:policy",
                                    NGX_HTTP_VSB_UNPROCESSABLE,
                                    "network_not_allowed",
                                    "only \"network\": \"none\" is available",
@@ -851,31 +992,13 @@ ngx_http_veto_sandbox_create(ngx_http_request_t *r,
         json_object_set(req, "network", v);
     }
 
-    v = json_object_get(body, "env");
-
-    if (v != NULL) {
-        if (ngx_http_veto_sandbox_string_object(v) != NGX_OK) {
-            return ngx_http_veto_sandbox_bad_field(r, "bad_type", "env",
-                                                   "\"env\" must be an object "
-                                                   "of strings");
-        }
-
-        json_object_set(req, "env", v);
+    if (ngx_http_veto_sandbox_copy(r, body, req, "env",
+                                   NGX_HTTP_VSB_STRINGS, &rc) != NGX_OK
+        || ngx_http_veto_sandbox_copy(r, body, req, "metadata",
+                                      NGX_HTTP_VSB_OBJECT, &rc) != NGX_OK)
+    {
+        return rc;
     }
-
-    v = json_object_get(body, "metadata");
-
-    if (v != NULL) {
-        if (!json_is_object(v)) {
-            return ngx_http_veto_sandbox_bad_field(r, "bad_type", "metadata",
-                                                   "\"metadata\" must be an "
-                                                   "object");
-        }
-
-        json_object_set(req, "metadata", v);
-    }
-
-    json_incref(req);
 
     return ngx_http_veto_sandbox_call(r, ctx, req, NULL, 0);
 }
@@ -885,14 +1008,12 @@ static ngx_int_t
 ngx_http_veto_sandbox_exec(ngx_http_request_t *r,
     ngx_http_veto_sandbox_ctx_t *ctx)
 {
-    char                          field[64];
     json_t                       *body, *req, *v, *e;
     uint64_t                      n;
     ngx_buf_t                    *b;
     ngx_int_t                     rc;
     ngx_uint_t                    i;
     ngx_chain_t                  *payload;
-    const char                   *key;
     ngx_http_veto_sandbox_rule_t *rule;
 
     body = ngx_http_veto_sandbox_read_json(r, &rc);
@@ -902,15 +1023,11 @@ ngx_http_veto_sandbox_exec(ngx_http_request_t *r,
 
     rule = ctx->rule;
 
-    json_object_foreach(body, key, v) {
-        if (ngx_strcmp(key, "argv") != 0 && ngx_strcmp(key, "cwd") != 0
-            && ngx_strcmp(key, "env") != 0 && ngx_strcmp(key, "stdin") != 0
-            && ngx_strcmp(key, "timeout_s") != 0)
-        {
-            ngx_snprintf((u_char *) field, sizeof(field) - 1, "%s%Z", key);
-            return ngx_http_veto_sandbox_bad_field(r, "unknown_field", field,
-                                                   "unknown field");
-        }
+    if (ngx_http_veto_sandbox_known(r, body, ngx_http_veto_sandbox_exec_fields,
+                                    &rc)
+        != NGX_OK)
+    {
+        return rc;
     }
 
     v = json_object_get(body, "argv");
@@ -944,53 +1061,19 @@ ngx_http_veto_sandbox_exec(ngx_http_request_t *r,
 
     json_object_set(req, "argv", v);
 
-    v = json_object_get(body, "cwd");
-    if (v != NULL) {
-        if (!json_is_string(v)) {
-            json_decref(req);
-            return ngx_http_veto_sandbox_bad_field(r, "bad_type", "cwd",
-                                                   "\"cwd\" must be a string");
-        }
-
-        json_object_set(req, "cwd", v);
+    if (ngx_http_veto_sandbox_copy(r, body, req, "cwd",
+                                   NGX_HTTP_VSB_STRING, &rc) != NGX_OK
+        || ngx_http_veto_sandbox_copy(r, body, req, "env",
+                                      NGX_HTTP_VSB_STRINGS, &rc) != NGX_OK)
+    {
+        return rc;
     }
 
-    v = json_object_get(body, "env");
-    if (v != NULL) {
-        if (ngx_http_veto_sandbox_string_object(v) != NGX_OK) {
-            json_decref(req);
-            return ngx_http_veto_sandbox_bad_field(r, "bad_type", "env",
-                                                   "\"env\" must be an object "
-                                                   "of strings");
-        }
-
-        json_object_set(req, "env", v);
-    }
-
-    v = json_object_get(body, "timeout_s");
-    rc = ngx_http_veto_sandbox_uint(v, &n);
-
-    if (rc == NGX_ERROR) {
-        json_decref(req);
-        return ngx_http_veto_sandbox_bad_field(r, "bad_type", "timeout_s",
-                                               "\"timeout_s\" must be a "
-                                               "positive integer");
-    }
-
-    if (rc == NGX_DECLINED) {
-        n = rule->def[NGX_HTTP_VSB_L_TIMEOUT_S];
-    }
-
-    if (n) {
-        if (rule->ceiling[NGX_HTTP_VSB_L_TIMEOUT_S]
-            && n > rule->ceiling[NGX_HTTP_VSB_L_TIMEOUT_S])
-        {
-            json_decref(req);
-            return ngx_http_veto_sandbox_over(r, NGX_HTTP_VSB_L_TIMEOUT_S, n,
-                                    rule->ceiling[NGX_HTTP_VSB_L_TIMEOUT_S]);
-        }
-
-        json_object_set_new(req, "timeout_s", json_integer((json_int_t) n));
+    if (ngx_http_veto_sandbox_limited(r, ctx, body, req,
+                                      NGX_HTTP_VSB_L_TIMEOUT_S, &n, &rc)
+        != NGX_OK)
+    {
+        return rc;
     }
 
     /* the reply comes after the command ends: wait that long too */
@@ -1007,7 +1090,6 @@ ngx_http_veto_sandbox_exec(ngx_http_request_t *r,
     v = json_object_get(body, "stdin");
     if (v != NULL) {
         if (!json_is_string(v)) {
-            json_decref(req);
             return ngx_http_veto_sandbox_bad_field(r, "bad_type", "stdin",
                                                    "\"stdin\" must be a "
                                                    "string");
@@ -1020,7 +1102,6 @@ ngx_http_veto_sandbox_exec(ngx_http_request_t *r,
             payload = ngx_alloc_chain_link(r->pool);
 
             if (b == NULL || payload == NULL) {
-                json_decref(req);
                 return NGX_HTTP_INTERNAL_SERVER_ERROR;
             }
 
@@ -1085,7 +1166,6 @@ ngx_http_veto_sandbox_write(ngx_http_request_t *r,
                             ngx_http_veto_sandbox_json_ngx_str(&ctx->path))
         != 0)
     {
-        json_decref(req);
         return ngx_http_veto_sandbox_problem(r, NGX_HTTP_BAD_REQUEST,
                                    "bad_path", "\"path\" must be UTF-8",
                                    json_pack("{s:s}", "field", "path"));
@@ -1100,24 +1180,13 @@ ngx_http_veto_sandbox_write(ngx_http_request_t *r,
 
 
 /* Policy allowed it: the Redis gate (revocation, approval, quotas) may
- * still refuse, then the helper.  req is consumed (freed with the pool).
+ * still refuse, then the helper.  req is freed with the pool.
  * NGX_DONE when the reply will finish the request. */
 static ngx_int_t
 ngx_http_veto_sandbox_call(ngx_http_request_t *r,
     ngx_http_veto_sandbox_ctx_t *ctx, json_t *req, ngx_chain_t *payload,
     size_t payload_len)
 {
-    ngx_pool_cleanup_t  *cln;
-
-    cln = ngx_pool_cleanup_add(r->pool, 0);
-    if (cln == NULL) {
-        json_decref(req);
-        return NGX_HTTP_INTERNAL_SERVER_ERROR;
-    }
-
-    cln->handler = ngx_http_veto_sandbox_json_cleanup;
-    cln->data = req;
-
     ctx->req = req;
     ctx->payload = payload;
     ctx->payload_len = payload_len;
@@ -1170,7 +1239,7 @@ static void
 ngx_http_veto_sandbox_reply(ngx_http_request_t *r,
     ngx_http_veto_sandbox_ctx_t *ctx)
 {
-    json_t                          *j, *sb, *v;
+    json_t                          *j, *sb;
     ngx_int_t                        rc;
     ngx_uint_t                       status;
     ngx_http_veto_sandbox_helper_t  *h;
@@ -1228,22 +1297,23 @@ ngx_http_veto_sandbox_reply(ngx_http_request_t *r,
             break;
         }
 
-        v = json_object_get(sb, "id");
-
-        if (ctx->op == NGX_HTTP_VSB_OP_CREATE && json_is_string(v)
-            && json_string_length(v) == VSB_SANDBOX_ID_LEN)
+        if (ctx->op == NGX_HTTP_VSB_OP_CREATE
+            && ngx_http_veto_sandbox_created(r, ctx) != NGX_OK)
         {
+            rc = ngx_http_veto_sandbox_problem(r, NGX_HTTP_BAD_GATEWAY,
+                                     "bad_gateway",
+                                     "the sandbox helper sent no valid "
+                                     "sandbox id", NULL);
+            break;
+        }
+
+        if (ctx->op == NGX_HTTP_VSB_OP_CREATE) {
             u_char  *loc;
 
-            ctx->sandbox.data = ngx_pnalloc(r->pool, VSB_SANDBOX_ID_LEN);
             loc = ngx_pnalloc(r->pool, sizeof("/v1/sandboxes/")
                                        + VSB_SANDBOX_ID_LEN);
 
-            if (ctx->sandbox.data && loc) {
-                ngx_memcpy(ctx->sandbox.data, json_string_value(v),
-                           VSB_SANDBOX_ID_LEN);
-                ctx->sandbox.len = VSB_SANDBOX_ID_LEN;
-
+            if (loc) {
                 ngx_sprintf(loc, "/v1/sandboxes/%V%Z", &ctx->sandbox);
 
                 if (ngx_http_veto_sandbox_header(r, "Location", (char *) loc)
@@ -1426,7 +1496,10 @@ ngx_http_veto_sandbox_reply_exec(ngx_http_request_t *r,
     olen = json_integer_value(json_object_get(j, "stdout_len"));
     elen = json_integer_value(json_object_get(j, "stderr_len"));
 
-    if (olen < 0 || elen < 0 || (size_t) (olen + elen) != h->payload_len) {
+    /* each bounded first: the sum of two helper numbers must not wrap */
+    if (olen < 0 || elen < 0 || (size_t) olen > h->payload_len
+        || (size_t) elen != h->payload_len - (size_t) olen)
+    {
         return ngx_http_veto_sandbox_problem(r, NGX_HTTP_BAD_GATEWAY,
                                              "bad_gateway",
                                              "the sandbox helper's output "

@@ -28,7 +28,7 @@ static ngx_int_t ngx_http_veto_sandbox_approval_call(
 static u_char *ngx_http_veto_sandbox_pct_encode(u_char *dst, u_char *src,
     size_t len, ngx_uint_t keep_slash);
 static u_char *ngx_http_veto_sandbox_pct_decode(u_char *dst, u_char *src,
-    size_t len);
+    size_t len, ngx_uint_t strict);
 static int ngx_libc_cdecl ngx_http_veto_sandbox_qpair_cmp(const void *one,
     const void *two);
 
@@ -351,9 +351,11 @@ ngx_http_veto_sandbox_pct_encode(u_char *dst, u_char *src, size_t len,
 }
 
 
-/* %XX with two hex digits decodes; any other '%' stays as it is */
+/* %XX with two hex digits decodes; any other '%' stays as it is, or,
+ * when strict, makes it fail (NULL) */
 static u_char *
-ngx_http_veto_sandbox_pct_decode(u_char *dst, u_char *src, size_t len)
+ngx_http_veto_sandbox_pct_decode(u_char *dst, u_char *src, size_t len,
+    ngx_uint_t strict)
 {
     u_char     *last;
     ngx_int_t   hi, lo;
@@ -361,14 +363,18 @@ ngx_http_veto_sandbox_pct_decode(u_char *dst, u_char *src, size_t len)
     last = src + len;
 
     while (src < last) {
-        if (*src == '%' && last - src >= 3) {
-            hi = ngx_hextoi(src + 1, 1);
-            lo = ngx_hextoi(src + 2, 1);
+        if (*src == '%') {
+            hi = last - src >= 3 ? ngx_hextoi(src + 1, 1) : NGX_ERROR;
+            lo = last - src >= 3 ? ngx_hextoi(src + 2, 1) : NGX_ERROR;
 
             if (hi != NGX_ERROR && lo != NGX_ERROR) {
                 *dst++ = (u_char) (hi * 16 + lo);
                 src += 3;
                 continue;
+            }
+
+            if (strict) {
+                return NULL;
             }
         }
 
@@ -376,6 +382,86 @@ ngx_http_veto_sandbox_pct_decode(u_char *dst, u_char *src, size_t len)
     }
 
     return dst;
+}
+
+
+/*
+ * The value of the query argument "name", read the way the canonical
+ * query below reads it (split on '&', empty parts dropped, split at the
+ * first '=', percent-decoded), so that two requests with the same hash
+ * always name the same thing.  It must be the only argument, given once,
+ * with no '%' other than %XX: "?path=a&path=b" and "?path=b&path=a",
+ * "?PATH=b&path=a" and "?path=a&PATH=b", "?path=%zz" and "?path=%25zz"
+ * hash alike but would name different files.  NGX_OK: *value is the
+ * decoded value (NUL terminated); NGX_DECLINED: absent; NGX_ABORT: the
+ * query is ambiguous (*why says how); NGX_ERROR: no memory.
+ */
+ngx_int_t
+ngx_http_veto_sandbox_approval_query_arg(ngx_pool_t *pool, ngx_str_t *args,
+    const char *name, ngx_str_t *value, const char **why)
+{
+    u_char      *p, *last, *start, *eq, *end, *dec;
+    size_t       nlen;
+    ngx_uint_t   found;
+
+    nlen = ngx_strlen(name);
+    found = 0;
+    ngx_str_null(value);
+
+    p = args->data;
+    last = p + args->len;
+
+    for ( /* void */ ; p < last; p++) {
+        start = p;
+
+        while (p < last && *p != '&') {
+            p++;
+        }
+
+        if (p == start) {
+            continue;
+        }
+
+        eq = ngx_strlchr(start, p, '=');
+        end = eq ? eq : p;
+
+        dec = ngx_pnalloc(pool, (p - start) + 1);
+        if (dec == NULL) {
+            return NGX_ERROR;
+        }
+
+        end = ngx_http_veto_sandbox_pct_decode(dec, start, end - start, 1);
+
+        if (end == NULL) {
+            *why = "a query argument name is not percent-encoded correctly";
+            return NGX_ABORT;
+        }
+
+        if ((size_t) (end - dec) != nlen || ngx_memcmp(dec, name, nlen) != 0)
+        {
+            *why = "unknown query argument";
+            return NGX_ABORT;
+        }
+
+        if (found++) {
+            *why = "the query argument is given more than once";
+            return NGX_ABORT;
+        }
+
+        end = eq ? ngx_http_veto_sandbox_pct_decode(dec, eq + 1, p - eq - 1, 1)
+                 : dec;
+
+        if (end == NULL) {
+            *why = "the query argument is not percent-encoded correctly";
+            return NGX_ABORT;
+        }
+
+        *end = '\0';
+        value->data = dec;
+        value->len = end - dec;
+    }
+
+    return found ? NGX_OK : NGX_DECLINED;
 }
 
 
@@ -491,7 +577,7 @@ ngx_http_veto_sandbox_approval_canon_query(ngx_pool_t *pool, ngx_str_t *args,
                 {
                     u_char  *dst;
 
-                    dst = ngx_http_veto_sandbox_pct_decode(dec, s, d - s);
+                    dst = ngx_http_veto_sandbox_pct_decode(dec, s, d - s, 0);
 
                     part->data = ngx_pnalloc(pool, 3 * (dst - dec) + 1);
                     if (part->data == NULL) {
@@ -721,19 +807,10 @@ ngx_http_veto_sandbox_approval_call(ngx_http_veto_sandbox_redis_t *rds,
     int argc, ngx_str_t *args, ngx_http_veto_sandbox_redis_handler_pt handler,
     void *data, ngx_http_veto_sandbox_redis_cmd_t **cmdp)
 {
-    int          i;
-    size_t       argvlen[16];
-    const char  *argv[16];
-
-    for (i = 0; i < argc; i++) {
-        argv[i] = (const char *) args[i].data;
-        argvlen[i] = args[i].len;
-    }
-
-    return ngx_http_veto_sandbox_redis_eval(rds, timeout,
-                                &ngx_http_veto_sandbox_approval_scripts[op],
-                                handler, data, cmdp, numkeys, argc, argv,
-                                argvlen);
+    return ngx_http_veto_sandbox_redis_eval_str(rds, timeout,
+                                                &ngx_http_veto_sandbox_approval_scripts[op],
+                                                handler, data, cmdp, numkeys,
+                                                argc, args);
 }
 
 

@@ -131,6 +131,11 @@ ngx_int_t ngx_http_veto_sandbox_approval_canon_path(ngx_pool_t *pool,
 ngx_int_t ngx_http_veto_sandbox_approval_canon_query(ngx_pool_t *pool,
     ngx_str_t *args, ngx_str_t *out);
 
+/* the only query argument a route takes, read as the hash reads it;
+ * NGX_ABORT when the query is ambiguous (see approval.c) */
+ngx_int_t ngx_http_veto_sandbox_approval_query_arg(ngx_pool_t *pool,
+    ngx_str_t *args, const char *name, ngx_str_t *value, const char **why);
+
 /*
  * Key names: veto:{<tenant>}:appr:<id>, veto:{<tenant>}:appr:<id>:rv and
  * veto:{<tenant>}:appr:idx.  Returns NGX_DECLINED when tenant or id is

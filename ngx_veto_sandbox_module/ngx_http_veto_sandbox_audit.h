@@ -89,13 +89,15 @@ ngx_int_t ngx_http_veto_sandbox_audit_redact(ngx_pool_t *pool,
 /*
  * What a human (approval summary) or an auditor sees of a request body:
  * profile, limits, ttl_s, network (mode, hosts), argv, cwd, timeout_s
- * kept; env reduced to its sorted names; everything else (metadata,
- * stdin) dropped; every string redacted.  path/size/sha256 describe a
- * file body (PUT files/archive) and may be NULL/-1.  out: JSON text.
+ * kept; env reduced to its sorted names; an exec's stdin (in, may be
+ * NULL) as stdin_bytes and its first 4 KiB (a shell reads its commands
+ * there); everything else (metadata) dropped; every string redacted.
+ * path/size/sha256 describe a file body (PUT files/archive) and may be
+ * NULL/-1.  out: JSON text.
  */
 ngx_int_t ngx_http_veto_sandbox_audit_summary(ngx_pool_t *pool,
-    ngx_str_t *action, json_t *body, ngx_str_t *path, off_t size,
-    ngx_str_t *sha256, ngx_str_t *out);
+    ngx_str_t *action, json_t *body, ngx_str_t *in, ngx_str_t *path,
+    off_t size, ngx_str_t *sha256, ngx_str_t *out);
 
 
 #endif /* _NGX_HTTP_VETO_SANDBOX_AUDIT_H_INCLUDED_ */

@@ -96,10 +96,41 @@ ngx_http_veto_sandbox_act(ngx_uint_t op, ngx_str_t *name)
     case NGX_HTTP_VSB_OP_APR_DENY:
         ngx_str_set(name, "approval.deny");
         return 0;
-    default:
+    case NGX_HTTP_VSB_OP_AUDIT:
         ngx_str_set(name, "audit.read");
         return 0;
+    default:
+        /* refused before it was routed */
+        ngx_str_set(name, "request");
+        return 0;
     }
+}
+
+
+/* unique across workers and gateways sharing one Redis */
+static ngx_int_t
+ngx_http_veto_sandbox_request_id(ngx_http_request_t *r,
+    ngx_http_veto_sandbox_ctx_t *ctx)
+{
+    u_char  *p;
+
+    if (ctx->request_id.len) {
+        return NGX_OK;
+    }
+
+    p = ngx_pnalloc(r->pool, NGX_INT64_LEN * 4 + 4);
+    if (p == NULL) {
+        return NGX_ERROR;
+    }
+
+    ctx->request_id.data = p;
+    ctx->request_id.len = ngx_sprintf(p, "%P-%M-%uA-%ui", ngx_pid,
+                                      ngx_current_msec,
+                                      r->connection->number,
+                                      r->connection->requests)
+                          - p;
+
+    return NGX_OK;
 }
 
 
@@ -111,8 +142,6 @@ ngx_int_t
 ngx_http_veto_sandbox_gate(ngx_http_request_t *r,
     ngx_http_veto_sandbox_ctx_t *ctx, ngx_http_veto_sandbox_gate_pt next)
 {
-    u_char  *p;
-
     ctx->next = next;
 
     ngx_http_veto_sandbox_act(ctx->op, &ctx->action);
@@ -121,18 +150,9 @@ ngx_http_veto_sandbox_gate(ngx_http_request_t *r,
         return next(r, ctx);
     }
 
-    /* unique across workers and gateways sharing one Redis */
-    p = ngx_pnalloc(r->pool, NGX_INT64_LEN * 4 + 4);
-    if (p == NULL) {
+    if (ngx_http_veto_sandbox_request_id(r, ctx) != NGX_OK) {
         return NGX_HTTP_INTERNAL_SERVER_ERROR;
     }
-
-    ctx->request_id.data = p;
-    ctx->request_id.len = ngx_sprintf(p, "%P-%M-%uA-%ui", ngx_pid,
-                                      ngx_current_msec,
-                                      r->connection->number,
-                                      r->connection->requests)
-                          - p;
 
     ctx->step = NGX_HTTP_VSB_STEP_REVOKE;
 
@@ -265,6 +285,34 @@ ngx_http_veto_sandbox_run(ngx_http_request_t *r,
 }
 
 
+/*
+ * Every handler of a Redis reply a request waited for starts here: NGX_OK
+ * when the reply is one to read; else the refusal (503: Redis could not
+ * decide, so nothing is allowed) is answered and *rc is its code.
+ */
+ngx_int_t
+ngx_http_veto_sandbox_redis_replied(ngx_http_request_t *r,
+    ngx_http_veto_sandbox_ctx_t *ctx, redisReply *reply, ngx_int_t *rc)
+{
+    ctx->rcmd = NULL;
+
+    if (*rc == NGX_OK && reply != NULL && reply->type != REDIS_REPLY_ERROR) {
+        return NGX_OK;
+    }
+
+    if (reply && reply->type == REDIS_REPLY_ERROR) {
+        ngx_log_error(NGX_LOG_ERR, r->connection->log, 0,
+                      "veto sandbox: redis error reply: %*s",
+                      (size_t) reply->len, reply->str);
+    }
+
+    *rc = ngx_http_veto_sandbox_redis_problem(r, ctx,
+                                       *rc == NGX_OK ? NGX_ERROR : *rc);
+
+    return NGX_ERROR;
+}
+
+
 static void
 ngx_http_veto_sandbox_gate_reply(ngx_int_t rc, redisReply *reply, void *data)
 {
@@ -272,25 +320,13 @@ ngx_http_veto_sandbox_gate_reply(ngx_int_t rc, redisReply *reply, void *data)
     ngx_http_veto_sandbox_ctx_t  *ctx;
 
     ctx = ngx_http_get_module_ctx(r, ngx_http_veto_sandbox_module);
-    ctx->rcmd = NULL;
 
-    if (rc != NGX_OK || reply == NULL || reply->type == REDIS_REPLY_ERROR) {
-        if (reply && reply->type == REDIS_REPLY_ERROR) {
-            ngx_log_error(NGX_LOG_ERR, r->connection->log, 0,
-                          "veto sandbox: redis error reply: %*s",
-                          (size_t) reply->len, reply->str);
+    if (ngx_http_veto_sandbox_redis_replied(r, ctx, reply, &rc) == NGX_OK) {
+        rc = ngx_http_veto_sandbox_gate_result(r, ctx, reply);
+
+        if (rc == NGX_AGAIN) {
+            rc = ngx_http_veto_sandbox_run(r, ctx);
         }
-
-        rc = ngx_http_veto_sandbox_redis_problem(r, ctx,
-                                       rc == NGX_OK ? NGX_ERROR : rc);
-        ngx_http_veto_sandbox_resume(r, rc);
-        return;
-    }
-
-    rc = ngx_http_veto_sandbox_gate_result(r, ctx, reply);
-
-    if (rc == NGX_AGAIN) {
-        rc = ngx_http_veto_sandbox_run(r, ctx);
     }
 
     ngx_http_veto_sandbox_resume(r, rc);
@@ -493,7 +529,7 @@ ngx_http_veto_sandbox_approval_step(ngx_http_request_t *r,
     off_t                                  size;
     json_t                                *v;
     ngx_int_t                              rc;
-    ngx_str_t                              sha, *path;
+    ngx_str_t                              sha, in, *path;
     ngx_uint_t                             act;
     const char                            *profile, *network;
     ngx_table_elt_t                       *h;
@@ -592,8 +628,16 @@ ngx_http_veto_sandbox_approval_step(ngx_http_request_t *r,
         sha.len = 64;
     }
 
+    /* an exec's stdin: one buffer in memory (see _api.c) */
+    in.len = 0;
+
+    if (ctx->op == NGX_HTTP_VSB_OP_EXEC && ctx->payload) {
+        in.data = ctx->payload->buf->pos;
+        in.len = ctx->payload->buf->last - ctx->payload->buf->pos;
+    }
+
     if (ngx_http_veto_sandbox_audit_summary(r->pool, &ctx->action, ctx->req,
-                                   path,
+                                   &in, path,
                                    ctx->op == NGX_HTTP_VSB_OP_WRITE ? size
                                                                     : -1,
                                    sha.len ? &sha : NULL, &ctx->summary)
@@ -861,6 +905,18 @@ ngx_http_veto_sandbox_audit(ngx_http_request_t *r,
 
     vmcf = ngx_http_veto_sandbox_mcf(r);
 
+    if (ctx->action.len == 0) {
+        ngx_http_veto_sandbox_act(ctx->op, &ctx->action);
+    }
+
+    if (ngx_http_veto_sandbox_request_id(r, ctx) != NGX_OK) {
+        return;
+    }
+
+    if (ngx_strcmp(outcome, "denied") == 0) {
+        ctx->audited = 1;
+    }
+
     ngx_memzero(&rec, sizeof(rec));
 
     rec.tenant = ctx->tenant;
@@ -898,6 +954,55 @@ ngx_http_veto_sandbox_audit(ngx_http_request_t *r,
                                               r->pool, vmcf->timeout,
                                               vmcf->audit_maxlen, &rec, NULL,
                                               NULL, NULL);
+}
+
+
+/*
+ * A refusal decided before the gate (token, scope, policy): on the
+ * tenant's record when the tenant is known, i.e. the token's signature
+ * held; once per request.
+ */
+void
+ngx_http_veto_sandbox_audit_denied(ngx_http_request_t *r,
+    ngx_http_veto_sandbox_ctx_t *ctx, const char *code, ngx_uint_t status)
+{
+    char       *s;
+    json_t     *d;
+    ngx_str_t   detail;
+
+    if (ctx->audited || ctx->tenant.len == 0
+        || ngx_http_veto_sandbox_rds == NULL)
+    {
+        return;
+    }
+
+    /* what was asked, and why not; a path that is not UTF-8 is left out */
+    d = json_pack("{s:s%, s:s%, s:s?}",
+                  "method", r->method_name.data, r->method_name.len,
+                  "path", r->uri.data, r->uri.len,
+                  "why", ctx->reason);
+    if (d == NULL) {
+        d = json_pack("{s:s%, s:s?}",
+                      "method", r->method_name.data, r->method_name.len,
+                      "why", ctx->reason);
+    }
+
+    s = d ? json_dumps(d, JSON_COMPACT) : NULL;
+    json_decref(d);
+
+    detail.len = s ? ngx_strlen(s) : 0;
+    detail.data = detail.len ? ngx_pnalloc(r->pool, detail.len) : NULL;
+
+    if (detail.data) {
+        ngx_memcpy(detail.data, s, detail.len);
+    } else {
+        detail.len = 0;
+    }
+
+    free(s);
+
+    ngx_http_veto_sandbox_audit(r, ctx, "denied", code, NULL,
+                                detail.len ? &detail : NULL, status);
 }
 
 
@@ -987,35 +1092,24 @@ ngx_http_veto_sandbox_after(ngx_http_request_t *r,
     switch (ctx->op) {
 
     case NGX_HTTP_VSB_OP_CREATE:
-        v = json_object_get(json_object_get(j, "sandbox"), "id");
+        if (ok && ngx_http_veto_sandbox_created(r, ctx) == NGX_OK) {
+            sid = ctx->sandbox;
 
-        if (ok && json_is_string(v)
-            && json_string_length(v) == VSB_SANDBOX_ID_LEN)
-        {
-            sid.data = ngx_pnalloc(r->pool, VSB_SANDBOX_ID_LEN);
-            if (sid.data != NULL) {
-                ngx_memcpy(sid.data, json_string_value(v), VSB_SANDBOX_ID_LEN);
-                sid.len = VSB_SANDBOX_ID_LEN;
-                ctx->sandbox = sid;
+            v = json_object_get(json_object_get(j, "sandbox"), "expires_at");
 
-                v = json_object_get(json_object_get(j, "sandbox"),
-                                    "expires_at");
+            gw = ngx_cycle->hostname;
 
-                gw = ngx_cycle->hostname;
-
-                /* ownership record and the slot under the real id;
-                 * counted without a limit: the provisional one was */
-                (void) ngx_http_veto_sandbox_quota_acquire(
-                           ngx_http_veto_sandbox_rds, r->pool, vmcf->timeout,
-                           &ctx->tenant, &ctx->agent, &sid, &lim,
-                           json_is_integer(v)
-                           && json_integer_value(v) > ngx_time()
-                           ? (ngx_msec_t) (json_integer_value(v)
-                                           - ngx_time()) * 1000
-                           : 86400000,
-                           &gw, ngx_http_veto_sandbox_ignore,
-                           "ownership", NULL);
-            }
+            /* ownership record and the slot under the real id;
+             * counted without a limit: the provisional one was */
+            (void) ngx_http_veto_sandbox_quota_acquire(
+                       ngx_http_veto_sandbox_rds, r->pool, vmcf->timeout,
+                       &ctx->tenant, &ctx->agent, &sid, &lim,
+                       json_is_integer(v)
+                       && json_integer_value(v) > ngx_time()
+                       ? (ngx_msec_t) (json_integer_value(v) - ngx_time())
+                         * 1000
+                       : 86400000,
+                       &gw, ngx_http_veto_sandbox_ignore, "ownership", NULL);
 
             ngx_http_veto_sandbox_audit(r, ctx, "sandbox_created", NULL,
                                         NULL, NULL, NGX_HTTP_CREATED);

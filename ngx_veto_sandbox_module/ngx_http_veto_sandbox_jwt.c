@@ -337,6 +337,30 @@ ngx_http_veto_sandbox_claims(ngx_http_request_t *r,
     ngx_uint_t    i, k;
     ngx_str_t     scope;
 
+    /* who, first: a signed token refused below (expired, another
+     * audience) is still on its tenant's audit record */
+    if (ngx_http_veto_sandbox_id_claim(r, claims, "sub", &ctx->agent)
+        != NGX_OK)
+    {
+        *reason = "missing or invalid sub";
+        return NGX_DECLINED;
+    }
+
+    if (vscf->tenant_claim.len >= sizeof(name)) {
+        *reason = "tenant claim name too long";
+        return NGX_DECLINED;
+    }
+
+    ngx_cpystrn((u_char *) name, vscf->tenant_claim.data,
+                vscf->tenant_claim.len + 1);
+
+    if (ngx_http_veto_sandbox_id_claim(r, claims, name, &ctx->tenant)
+        != NGX_OK)
+    {
+        *reason = "missing or invalid tenant claim";
+        return NGX_DECLINED;
+    }
+
     now = ngx_time();
 
     rc = ngx_http_veto_sandbox_time_claim(claims, "exp", &exp);
@@ -410,36 +434,15 @@ ngx_http_veto_sandbox_claims(ngx_http_request_t *r,
         return NGX_DECLINED;
     }
 
-    if (ngx_http_veto_sandbox_id_claim(r, claims, "sub", &ctx->agent)
-        != NGX_OK)
+    /* a jti that is there must be usable: revocation looks tokens up by
+     * it, and one it cannot name (a number, 129 bytes) could never be
+     * revoked */
+    if (json_object_get(claims, "jti") != NULL
+        && ngx_http_veto_sandbox_id_claim(r, claims, "jti", &ctx->jti)
+           != NGX_OK)
     {
-        *reason = "missing or invalid sub";
+        *reason = "invalid jti";
         return NGX_DECLINED;
-    }
-
-    if (vscf->tenant_claim.len >= sizeof(name)) {
-        *reason = "tenant claim name too long";
-        return NGX_DECLINED;
-    }
-
-    ngx_cpystrn((u_char *) name, vscf->tenant_claim.data,
-                vscf->tenant_claim.len + 1);
-
-    if (ngx_http_veto_sandbox_id_claim(r, claims, name, &ctx->tenant)
-        != NGX_OK)
-    {
-        *reason = "missing or invalid tenant claim";
-        return NGX_DECLINED;
-    }
-
-    v = json_object_get(claims, "jti");
-    if (json_is_string(v) && json_string_length(v) <= VSB_MAX_ID_LEN) {
-        ctx->jti.len = json_string_length(v);
-        ctx->jti.data = ngx_pnalloc(r->pool, ctx->jti.len);
-        if (ctx->jti.data == NULL) {
-            return NGX_ERROR;
-        }
-        ngx_memcpy(ctx->jti.data, json_string_value(v), ctx->jti.len);
     }
 
     /* scope: "a b c" (RFC 8693) or ["a", "b"] */

@@ -16,6 +16,7 @@
 
 #include "ngx_http_veto_sandbox_quota.h"
 #include "ngx_http_veto_sandbox_audit.h"
+#include "ngx_http_veto_sandbox_revoke.h"
 
 
 static ngx_int_t ngx_http_veto_sandbox_post_read_handler(
@@ -31,9 +32,7 @@ static char *ngx_http_veto_sandbox_api(ngx_conf_t *cf, ngx_command_t *cmd,
     void *conf);
 static char *ngx_http_veto_sandbox_helper(ngx_conf_t *cf,
     ngx_command_t *cmd, void *conf);
-static char *ngx_http_veto_sandbox_jwt_jwks(ngx_conf_t *cf,
-    ngx_command_t *cmd, void *conf);
-static char *ngx_http_veto_sandbox_jwt_key(ngx_conf_t *cf,
+static char *ngx_http_veto_sandbox_jwt_keys(ngx_conf_t *cf,
     ngx_command_t *cmd, void *conf);
 static char *ngx_http_veto_sandbox_jwt_cache(ngx_conf_t *cf,
     ngx_command_t *cmd, void *conf);
@@ -106,14 +105,14 @@ static ngx_command_t  ngx_http_veto_sandbox_commands[] = {
 
     { ngx_string("veto_sandbox_jwt_jwks"),
       NGX_HTTP_MAIN_CONF|NGX_HTTP_SRV_CONF|NGX_CONF_TAKE1,
-      ngx_http_veto_sandbox_jwt_jwks,
+      ngx_http_veto_sandbox_jwt_keys,
       NGX_HTTP_SRV_CONF_OFFSET,
       0,
       NULL },
 
     { ngx_string("veto_sandbox_jwt_key"),
       NGX_HTTP_MAIN_CONF|NGX_HTTP_SRV_CONF|NGX_CONF_TAKE3,
-      ngx_http_veto_sandbox_jwt_key,
+      ngx_http_veto_sandbox_jwt_keys,
       NGX_HTTP_SRV_CONF_OFFSET,
       0,
       NULL },
@@ -836,63 +835,36 @@ ngx_http_veto_sandbox_helper(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
 }
 
 
-static ngx_array_t *
-ngx_http_veto_sandbox_keys(ngx_conf_t *cf,
-    ngx_http_veto_sandbox_srv_conf_t *vscf)
+/* veto_sandbox_jwt_jwks file | veto_sandbox_jwt_key kid alg file */
+static char *
+ngx_http_veto_sandbox_jwt_keys(ngx_conf_t *cf, ngx_command_t *cmd,
+    void *conf)
 {
+    ngx_http_veto_sandbox_srv_conf_t *vscf = conf;
+
+    ngx_str_t  *value, *file;
+
     if (vscf->keys == NULL) {
         vscf->keys = ngx_array_create(cf->pool, 4,
                                       sizeof(ngx_http_veto_sandbox_key_t));
+        if (vscf->keys == NULL) {
+            return NGX_CONF_ERROR;
+        }
     }
-
-    return vscf->keys;
-}
-
-
-static char *
-ngx_http_veto_sandbox_jwt_jwks(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
-{
-    ngx_http_veto_sandbox_srv_conf_t *vscf = conf;
-
-    ngx_str_t    *value;
-    ngx_array_t  *keys;
 
     value = cf->args->elts;
+    file = &value[cf->args->nelts - 1];
 
-    keys = ngx_http_veto_sandbox_keys(cf, vscf);
-    if (keys == NULL) {
+    if (ngx_conf_full_name(cf->cycle, file, 1) != NGX_OK) {
         return NGX_CONF_ERROR;
     }
 
-    if (ngx_conf_full_name(cf->cycle, &value[1], 1) != NGX_OK) {
-        return NGX_CONF_ERROR;
+    if (cf->args->nelts == 2) {
+        return ngx_http_veto_sandbox_keys_jwks(cf, vscf->keys, file);
     }
 
-    return ngx_http_veto_sandbox_keys_jwks(cf, keys, &value[1]);
-}
-
-
-static char *
-ngx_http_veto_sandbox_jwt_key(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
-{
-    ngx_http_veto_sandbox_srv_conf_t *vscf = conf;
-
-    ngx_str_t    *value;
-    ngx_array_t  *keys;
-
-    value = cf->args->elts;
-
-    keys = ngx_http_veto_sandbox_keys(cf, vscf);
-    if (keys == NULL) {
-        return NGX_CONF_ERROR;
-    }
-
-    if (ngx_conf_full_name(cf->cycle, &value[3], 1) != NGX_OK) {
-        return NGX_CONF_ERROR;
-    }
-
-    return ngx_http_veto_sandbox_keys_pem(cf, keys, &value[1], &value[2],
-                                          &value[3]);
+    return ngx_http_veto_sandbox_keys_pem(cf, vscf->keys, &value[1],
+                                          &value[2], file);
 }
 
 
@@ -1121,7 +1093,8 @@ ngx_http_veto_sandbox_init_process(ngx_cycle_t *cycle)
     }
 
     if (ngx_http_veto_sandbox_approval_init() != NGX_OK
-        || ngx_http_veto_sandbox_quota_init() != NGX_OK)
+        || ngx_http_veto_sandbox_quota_init() != NGX_OK
+        || ngx_http_veto_sandbox_revoke_init() != NGX_OK)
     {
         ngx_log_error(NGX_LOG_EMERG, cycle->log, 0,
                       "veto sandbox: cannot prepare the Redis scripts");

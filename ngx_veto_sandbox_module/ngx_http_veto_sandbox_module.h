@@ -246,6 +246,7 @@ struct ngx_http_veto_sandbox_ctx_s {
     unsigned                     slot_held:1;
     unsigned                     own_response:1;
     unsigned                     filter_error:1;
+    unsigned                     audited:1;     /* a "denied" record */
 };
 
 
@@ -308,6 +309,9 @@ ngx_int_t ngx_http_veto_sandbox_forward(ngx_http_request_t *r,
     ngx_http_veto_sandbox_ctx_t *ctx);
 json_t *ngx_http_veto_sandbox_read_json(ngx_http_request_t *r,
     ngx_int_t *rc);
+ngx_uint_t ngx_http_veto_sandbox_id_valid(u_char *id, size_t len);
+ngx_int_t ngx_http_veto_sandbox_created(ngx_http_request_t *r,
+    ngx_http_veto_sandbox_ctx_t *ctx);
 
 /* API ops, ctx->op */
 enum {
@@ -337,6 +341,10 @@ void ngx_http_veto_sandbox_audit(ngx_http_request_t *r,
     ngx_http_veto_sandbox_ctx_t *ctx, const char *outcome,
     const char *reason, ngx_str_t *reviewer, ngx_str_t *detail,
     ngx_uint_t status);
+void ngx_http_veto_sandbox_audit_denied(ngx_http_request_t *r,
+    ngx_http_veto_sandbox_ctx_t *ctx, const char *code, ngx_uint_t status);
+ngx_int_t ngx_http_veto_sandbox_redis_replied(ngx_http_request_t *r,
+    ngx_http_veto_sandbox_ctx_t *ctx, redisReply *reply, ngx_int_t *rc);
 void ngx_http_veto_sandbox_resume(ngx_http_request_t *r, ngx_int_t rc);
 ngx_int_t ngx_http_veto_sandbox_wait(ngx_http_request_t *r,
     ngx_http_veto_sandbox_ctx_t *ctx);

@@ -61,6 +61,8 @@ static ngx_int_t ngx_http_veto_sandbox_policy_quotas(ngx_conf_t *cf,
     ngx_http_veto_sandbox_quota_rule_t *q, ngx_uint_t agent);
 static ngx_uint_t ngx_http_veto_sandbox_policy_redis(
     ngx_http_veto_sandbox_rule_t *rule);
+static ngx_uint_t ngx_http_veto_sandbox_policy_argv(ngx_array_t *patterns,
+    json_t *argv);
 
 
 ngx_http_veto_sandbox_policy_t *
@@ -817,11 +819,8 @@ ngx_http_veto_sandbox_policy_approval(ngx_http_veto_sandbox_rule_t *rule,
     ngx_uint_t action, json_t *argv, const char *profile,
     const char *network)
 {
-    u_char                            *p, *buf;
-    size_t                             i, len;
-    json_t                            *e;
     ngx_str_t                         *s;
-    ngx_uint_t                         k, hit;
+    ngx_uint_t                         k;
     ngx_http_veto_sandbox_apr_rule_t  *apr;
 
     apr = &rule->apr;
@@ -855,38 +854,116 @@ ngx_http_veto_sandbox_policy_approval(ngx_http_veto_sandbox_rule_t *rule,
         return 0;
     }
 
-    /* argv joined by single spaces, NUL terminated */
+    return ngx_http_veto_sandbox_policy_argv(apr->argv, argv);
+}
+
+
+/*
+ * Characters after which a command word may start, inside one argv
+ * element as a shell would read it ("sh -c 'cd x && curl y'") or in a
+ * path ("/usr/bin/curl").
+ */
+#define ngx_http_vsb_word_sep(c)                                              \
+    ((c) == ' ' || (c) == '\t' || (c) == '\n' || (c) == '\r' || (c) == '/'     \
+     || (c) == ';' || (c) == '&' || (c) == '|' || (c) == '(' || (c) == ')'    \
+     || (c) == '`' || (c) == '$' || (c) == '<' || (c) == '>' || (c) == '{'    \
+     || (c) == '}' || (c) == '\'' || (c) == '"' || (c) == '=' || (c) == '!')
+
+/* past this, an argv is not searched: it needs a human */
+#define NGX_HTTP_VSB_ARGV_SCAN_MAX  (64 * 1024)
+
+
+/*
+ * exec_argv: a pattern needs a human when it matches, from any word start
+ * (the start of an element, or after a separator above), the rest of the
+ * argv joined by single spaces, or the rest of that element alone.  So
+ * "curl *" catches ["curl", "x"], ["/usr/bin/curl", "x"],
+ * ["env", "A=1", "curl", "x"], ["sh", "-c", "cd /tmp && curl x"] and
+ * ["timeout", "5", "curl", "x"].  It errs on asking: ["grep", "curl x"]
+ * asks too.  A speed bump, not a boundary: a shell or an interpreter can
+ * build any command at run time ("sh -c 'c\url x'"); list "sh -c *",
+ * "python* -c *" and the like, or "sandbox.exec" in "always", to be sure.
+ */
+static ngx_uint_t
+ngx_http_veto_sandbox_policy_argv(ngx_array_t *patterns, json_t *argv)
+{
+    u_char      *buf, *elt, *q, *end;
+    size_t       i, len, elen, off;
+    json_t      *e;
+    ngx_str_t   *s;
+    ngx_uint_t   k, hit;
+
     len = 1;
     json_array_foreach(argv, i, e) {
         len += json_string_length(e) + 1;
     }
 
-    buf = ngx_alloc(len, ngx_cycle->log);
+    if (len > NGX_HTTP_VSB_ARGV_SCAN_MAX) {
+        return 1;       /* too long to search in the event loop: ask */
+    }
+
+    /* buf: the argv joined, NUL terminated; elt: room for one element */
+    buf = ngx_alloc(2 * len, ngx_cycle->log);
     if (buf == NULL) {
         return 1;       /* fail closed: ask a human */
     }
 
-    p = buf;
+    elt = buf + len;
+    q = buf;
+
     json_array_foreach(argv, i, e) {
         if (i) {
-            *p++ = ' ';
+            *q++ = ' ';
         }
-        p = ngx_cpymem(p, json_string_value(e), json_string_length(e));
+        q = ngx_cpymem(q, json_string_value(e), json_string_length(e));
     }
-    *p = '\0';
+    *q = '\0';
 
     hit = 0;
-    s = apr->argv->elts;
+    s = patterns->elts;
 
-    for (k = 0; k < apr->argv->nelts; k++) {
-        /* an argv with a NUL byte could hide from the pattern: ask */
-        if (ngx_strlen(buf) != (size_t) (p - buf)
-            || fnmatch((char *) s[k].data, (char *) buf, 0) == 0)
-        {
-            hit = 1;
-            break;
-        }
+    /* an argv with a NUL byte could hide from the patterns: ask */
+    if (ngx_strlen(buf) != (size_t) (q - buf)) {
+        hit = 1;
+        goto done;
     }
+
+    off = 0;
+
+    json_array_foreach(argv, i, e) {
+        elen = json_string_length(e);
+        end = ngx_cpymem(elt, json_string_value(e), elen);
+        *end = '\0';
+
+        for (q = elt; q == elt || q < end; q++) {
+
+            if (q != elt && !ngx_http_vsb_word_sep(q[-1])) {
+                continue;
+            }
+
+            for (k = 0; k < patterns->nelts; k++) {
+
+                /* "*..." matching a tail matches the whole string too:
+                 * try it once per element, not at every word */
+                if (s[k].data[0] == '*' && q != elt) {
+                    continue;
+                }
+
+                /* the rest of this element; the rest of the argv */
+                if (fnmatch((char *) s[k].data, (char *) q, 0) == 0
+                    || fnmatch((char *) s[k].data,
+                               (char *) buf + off + (q - elt), 0) == 0)
+                {
+                    hit = 1;
+                    goto done;
+                }
+            }
+        }
+
+        off += elen + 1;
+    }
+
+done:
 
     ngx_free(buf);
 

@@ -281,6 +281,9 @@ ngx_http_veto_sandbox_deny(ngx_http_request_t *r,
     (d->len == sizeof(s) - 1 && ngx_strncmp(d->data, s, d->len) == 0)
 
     if (ngx_http_vsb_is("deny:invalid_token")) {
+        ngx_http_veto_sandbox_audit_denied(r, ctx, "invalid_token",
+                                           NGX_HTTP_UNAUTHORIZED);
+
         len = sizeof("Bearer realm=\"veto-sandbox\", error=\"invalid_token\", "
                      "error_description=\"\"") - 1 + ngx_strlen(reason);
 
@@ -304,6 +307,9 @@ ngx_http_veto_sandbox_deny(ngx_http_request_t *r,
     }
 
     if (ngx_http_vsb_is("deny:insufficient_scope")) {
+        ngx_http_veto_sandbox_audit_denied(r, ctx, "insufficient_scope",
+                                           NGX_HTTP_FORBIDDEN);
+
         len = sizeof("Bearer realm=\"veto-sandbox\", "
                      "error=\"insufficient_scope\", scope=\"\"") - 1
               + ngx_strlen(reason);
@@ -329,6 +335,9 @@ ngx_http_veto_sandbox_deny(ngx_http_request_t *r,
     }
 
     if (ngx_http_vsb_is("deny:policy")) {
+        ngx_http_veto_sandbox_audit_denied(r, ctx, "policy",
+                                           NGX_HTTP_FORBIDDEN);
+
         return ngx_http_veto_sandbox_problem(r, NGX_HTTP_FORBIDDEN,
                                    "policy",
                                    "the policy has no rule for this tenant",

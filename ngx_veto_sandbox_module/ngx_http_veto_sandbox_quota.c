@@ -172,24 +172,45 @@ ngx_http_veto_sandbox_quota_call(ngx_http_veto_sandbox_redis_t *rds,
     int argc, ngx_str_t *args, ngx_http_veto_sandbox_redis_handler_pt handler,
     void *data, ngx_http_veto_sandbox_redis_cmd_t **cmdp)
 {
-    int          i;
-    size_t       argvlen[16];
-    const char  *argv[16];
-
-    for (i = 0; i < argc; i++) {
-        argv[i] = (const char *) args[i].data;
-        argvlen[i] = args[i].len;
-    }
-
-    return ngx_http_veto_sandbox_redis_eval(rds, timeout,
-                                    &ngx_http_veto_sandbox_quota_scripts[op],
-                                    handler, data, cmdp, numkeys, argc, argv,
-                                    argvlen);
+    return ngx_http_veto_sandbox_redis_eval_str(rds, timeout,
+                                                &ngx_http_veto_sandbox_quota_scripts[op],
+                                                handler, data, cmdp, numkeys,
+                                                argc, args);
 }
 
 
 #define ngx_http_veto_sandbox_quota_valid(s)                                  \
     ngx_http_veto_sandbox_redis_key_part_valid((s)->data, (s)->len)
+
+
+/* KEYS of acquire and release: the tenant's and the agent's live sets,
+ * the sandbox's ownership record */
+static ngx_int_t
+ngx_http_veto_sandbox_quota_sbx_keys(ngx_pool_t *pool, ngx_str_t *tenant,
+    ngx_str_t *agent, ngx_str_t *sandbox, ngx_str_t *keys)
+{
+    if (!ngx_http_veto_sandbox_quota_valid(tenant)
+        || !ngx_http_veto_sandbox_quota_valid(agent)
+        || !ngx_http_veto_sandbox_quota_valid(sandbox))
+    {
+        return NGX_DECLINED;
+    }
+
+    if (ngx_http_veto_sandbox_quota_key(pool, &keys[0], "sbx:live", tenant,
+                                        NULL)
+        != NGX_OK
+        || ngx_http_veto_sandbox_quota_key(pool, &keys[1], "sbx:live", tenant,
+                                           agent)
+           != NGX_OK
+        || ngx_http_veto_sandbox_quota_key(pool, &keys[2], "sbx:own", tenant,
+                                           sandbox)
+           != NGX_OK)
+    {
+        return NGX_ERROR;
+    }
+
+    return NGX_OK;
+}
 
 
 ngx_int_t
@@ -201,25 +222,12 @@ ngx_http_veto_sandbox_quota_acquire(ngx_http_veto_sandbox_redis_t *rds,
     ngx_http_veto_sandbox_redis_cmd_t **cmdp)
 {
     u_char     *p;
+    ngx_int_t   rc;
     ngx_str_t   a[9];
 
-    if (!ngx_http_veto_sandbox_quota_valid(tenant)
-        || !ngx_http_veto_sandbox_quota_valid(agent)
-        || !ngx_http_veto_sandbox_quota_valid(sandbox))
-    {
-        return NGX_DECLINED;
-    }
-
-    if (ngx_http_veto_sandbox_quota_key(pool, &a[0], "sbx:live", tenant, NULL)
-        != NGX_OK
-        || ngx_http_veto_sandbox_quota_key(pool, &a[1], "sbx:live", tenant,
-                                           agent)
-           != NGX_OK
-        || ngx_http_veto_sandbox_quota_key(pool, &a[2], "sbx:own", tenant,
-                                           sandbox)
-           != NGX_OK)
-    {
-        return NGX_ERROR;
+    rc = ngx_http_veto_sandbox_quota_sbx_keys(pool, tenant, agent, sandbox, a);
+    if (rc != NGX_OK) {
+        return rc;
     }
 
     p = ngx_pnalloc(pool, 3 * NGX_INT_T_LEN);
@@ -256,25 +264,12 @@ ngx_http_veto_sandbox_quota_release(ngx_http_veto_sandbox_redis_t *rds,
     ngx_str_t *sandbox, ngx_http_veto_sandbox_redis_handler_pt handler,
     void *data, ngx_http_veto_sandbox_redis_cmd_t **cmdp)
 {
+    ngx_int_t  rc;
     ngx_str_t  a[4];
 
-    if (!ngx_http_veto_sandbox_quota_valid(tenant)
-        || !ngx_http_veto_sandbox_quota_valid(agent)
-        || !ngx_http_veto_sandbox_quota_valid(sandbox))
-    {
-        return NGX_DECLINED;
-    }
-
-    if (ngx_http_veto_sandbox_quota_key(pool, &a[0], "sbx:live", tenant, NULL)
-        != NGX_OK
-        || ngx_http_veto_sandbox_quota_key(pool, &a[1], "sbx:live", tenant,
-                                           agent)
-           != NGX_OK
-        || ngx_http_veto_sandbox_quota_key(pool, &a[2], "sbx:own", tenant,
-                                           sandbox)
-           != NGX_OK)
-    {
-        return NGX_ERROR;
+    rc = ngx_http_veto_sandbox_quota_sbx_keys(pool, tenant, agent, sandbox, a);
+    if (rc != NGX_OK) {
+        return rc;
     }
 
     a[3] = *sandbox;

@@ -603,22 +603,37 @@ ngx_http_veto_sandbox_redis_write_handler(ngx_event_t *wev)
  * edge-triggered events could leave data unread in the socket.
  */
 
+/* add (or delete) the interest unless it is already there (gone) */
+static void
+ngx_http_veto_sandbox_redis_event(ngx_http_veto_sandbox_redis_t *rds,
+    ngx_event_t *ev, ngx_int_t event, ngx_uint_t add)
+{
+    ngx_int_t  rc;
+
+    if ((ev->active != 0) == (add != 0)) {
+        return;
+    }
+
+    rc = add ? ngx_add_event(ev, event, NGX_LEVEL_EVENT)
+             : ngx_del_event(ev, event, NGX_LEVEL_EVENT);
+
+    if (rc != NGX_OK) {
+        /* the command and handshake timers turn this into a reconnect */
+        ngx_log_error(NGX_LOG_ERR, rds->log, ngx_socket_errno,
+                      "veto_sandbox redis \"%V\": %s %s event failed",
+                      &rds->conf.addr, add ? "add" : "delete",
+                      event == NGX_READ_EVENT ? "read" : "write");
+    }
+}
+
+
 static void
 ngx_http_veto_sandbox_redis_add_read(void *privdata)
 {
     ngx_http_veto_sandbox_redis_t  *rds = privdata;
-    ngx_event_t                    *rev;
 
-    rev = rds->conn->read;
-
-    if (!rev->active
-        && ngx_add_event(rev, NGX_READ_EVENT, NGX_LEVEL_EVENT) != NGX_OK)
-    {
-        /* the command and handshake timers turn this into a reconnect */
-        ngx_log_error(NGX_LOG_ERR, rds->log, ngx_socket_errno,
-                      "veto_sandbox redis \"%V\": add read event failed",
-                      &rds->conf.addr);
-    }
+    ngx_http_veto_sandbox_redis_event(rds, rds->conn->read, NGX_READ_EVENT,
+                                      1);
 }
 
 
@@ -626,17 +641,9 @@ static void
 ngx_http_veto_sandbox_redis_del_read(void *privdata)
 {
     ngx_http_veto_sandbox_redis_t  *rds = privdata;
-    ngx_event_t                    *rev;
 
-    rev = rds->conn->read;
-
-    if (rev->active
-        && ngx_del_event(rev, NGX_READ_EVENT, NGX_LEVEL_EVENT) != NGX_OK)
-    {
-        ngx_log_error(NGX_LOG_ERR, rds->log, ngx_socket_errno,
-                      "veto_sandbox redis \"%V\": delete read event failed",
-                      &rds->conf.addr);
-    }
+    ngx_http_veto_sandbox_redis_event(rds, rds->conn->read, NGX_READ_EVENT,
+                                      0);
 }
 
 
@@ -644,17 +651,9 @@ static void
 ngx_http_veto_sandbox_redis_add_write(void *privdata)
 {
     ngx_http_veto_sandbox_redis_t  *rds = privdata;
-    ngx_event_t                    *wev;
 
-    wev = rds->conn->write;
-
-    if (!wev->active
-        && ngx_add_event(wev, NGX_WRITE_EVENT, NGX_LEVEL_EVENT) != NGX_OK)
-    {
-        ngx_log_error(NGX_LOG_ERR, rds->log, ngx_socket_errno,
-                      "veto_sandbox redis \"%V\": add write event failed",
-                      &rds->conf.addr);
-    }
+    ngx_http_veto_sandbox_redis_event(rds, rds->conn->write,
+                                      NGX_WRITE_EVENT, 1);
 }
 
 
@@ -662,17 +661,9 @@ static void
 ngx_http_veto_sandbox_redis_del_write(void *privdata)
 {
     ngx_http_veto_sandbox_redis_t  *rds = privdata;
-    ngx_event_t                    *wev;
 
-    wev = rds->conn->write;
-
-    if (wev->active
-        && ngx_del_event(wev, NGX_WRITE_EVENT, NGX_LEVEL_EVENT) != NGX_OK)
-    {
-        ngx_log_error(NGX_LOG_ERR, rds->log, ngx_socket_errno,
-                      "veto_sandbox redis \"%V\": delete write event failed",
-                      &rds->conf.addr);
-    }
+    ngx_http_veto_sandbox_redis_event(rds, rds->conn->write,
+                                      NGX_WRITE_EVENT, 0);
 }
 
 
@@ -856,6 +847,32 @@ ngx_http_veto_sandbox_redis_eval(ngx_http_veto_sandbox_redis_t *rds,
     }
 
     return rc;
+}
+
+
+ngx_int_t
+ngx_http_veto_sandbox_redis_eval_str(ngx_http_veto_sandbox_redis_t *rds,
+    ngx_msec_t timeout, ngx_http_veto_sandbox_redis_script_t *script,
+    ngx_http_veto_sandbox_redis_handler_pt handler, void *data,
+    ngx_http_veto_sandbox_redis_cmd_t **cmdp, int numkeys, int argc,
+    ngx_str_t *args)
+{
+    int          i;
+    size_t       argvlen[16];
+    const char  *argv[16];
+
+    if (argc > 16) {
+        return NGX_ERROR;
+    }
+
+    for (i = 0; i < argc; i++) {
+        argv[i] = (const char *) args[i].data;
+        argvlen[i] = args[i].len;
+    }
+
+    return ngx_http_veto_sandbox_redis_eval(rds, timeout, script, handler,
+                                            data, cmdp, numkeys, argc, argv,
+                                            argvlen);
 }
 
 

@@ -168,6 +168,14 @@ ngx_int_t ngx_http_veto_sandbox_redis_eval(
     ngx_http_veto_sandbox_redis_cmd_t **cmdp,
     int numkeys, int argc, const char **argv, const size_t *argvlen);
 
+/* The same with the keys and arguments as ngx_str_t (at most 16). */
+ngx_int_t ngx_http_veto_sandbox_redis_eval_str(
+    ngx_http_veto_sandbox_redis_t *rds, ngx_msec_t timeout,
+    ngx_http_veto_sandbox_redis_script_t *script,
+    ngx_http_veto_sandbox_redis_handler_pt handler, void *data,
+    ngx_http_veto_sandbox_redis_cmd_t **cmdp,
+    int numkeys, int argc, ngx_str_t *args);
+
 /* The handler will not be called; a late reply is dropped. */
 void ngx_http_veto_sandbox_redis_cancel(
     ngx_http_veto_sandbox_redis_cmd_t *cmd);

@@ -263,18 +263,8 @@ ngx_http_veto_sandbox_review_reply(ngx_int_t rc, redisReply *reply,
     ngx_http_veto_sandbox_ctx_t  *ctx;
 
     ctx = ngx_http_get_module_ctx(r, ngx_http_veto_sandbox_module);
-    ctx->rcmd = NULL;
 
-    if (rc != NGX_OK || reply == NULL || reply->type == REDIS_REPLY_ERROR) {
-        if (reply && reply->type == REDIS_REPLY_ERROR) {
-            ngx_log_error(NGX_LOG_ERR, r->connection->log, 0,
-                          "veto sandbox: redis error reply: %*s",
-                          (size_t) reply->len, reply->str);
-        }
-
-        rc = ngx_http_veto_sandbox_redis_problem(r, ctx,
-                                       rc == NGX_OK ? NGX_ERROR : rc);
-    } else {
+    if (ngx_http_veto_sandbox_redis_replied(r, ctx, reply, &rc) == NGX_OK) {
         rc = ngx_http_veto_sandbox_review_result(r, ctx, reply);
     }
 

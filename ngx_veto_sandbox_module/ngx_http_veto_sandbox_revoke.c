@@ -15,6 +15,32 @@ static ngx_int_t ngx_http_veto_sandbox_revoke_key(ngx_pool_t *pool,
     ngx_str_t *key, const char *what, ngx_str_t *tenant, ngx_str_t *part);
 
 
+/*
+ * KEYS: the jti key, the agent key.  MGET would answer nil for a key of
+ * another type (a hash written by mistake) and so let the token through;
+ * a key that exists but cannot be read as a string counts as "*".
+ */
+static ngx_http_veto_sandbox_redis_script_t  ngx_http_veto_sandbox_revoke_script
+    = { "revoke_check",
+        "local out = {}\n"
+        "for i = 1, 2 do\n"
+        "  local t = redis.call('TYPE', KEYS[i])['ok']\n"
+        "  if t == 'none' then out[i] = false\n"
+        "  elseif t == 'string' then out[i] = redis.call('GET', KEYS[i])\n"
+        "  else out[i] = '*' end\n"
+        "end\n"
+        "return out\n",
+        "" };
+
+
+ngx_int_t
+ngx_http_veto_sandbox_revoke_init(void)
+{
+    return ngx_http_veto_sandbox_redis_script_init(
+                                      &ngx_http_veto_sandbox_revoke_script);
+}
+
+
 static ngx_int_t
 ngx_http_veto_sandbox_revoke_key(ngx_pool_t *pool, ngx_str_t *key,
     const char *what, ngx_str_t *tenant, ngx_str_t *part)
@@ -49,8 +75,8 @@ ngx_http_veto_sandbox_revoke_check(ngx_http_veto_sandbox_redis_t *rds,
 {
     ngx_int_t     rc;
     ngx_str_t     kagent, kjti;
-    size_t        argvlen[3];
-    const char   *argv[3];
+    size_t        argvlen[2];
+    const char   *argv[2];
 
     rc = ngx_http_veto_sandbox_revoke_key(pool, &kagent, "agent", tenant,
                                           agent);
@@ -81,15 +107,15 @@ ngx_http_veto_sandbox_revoke_check(ngx_http_veto_sandbox_redis_t *rds,
         }
     }
 
-    argv[0] = "MGET";
-    argvlen[0] = 4;
-    argv[1] = (const char *) kjti.data;
-    argvlen[1] = kjti.len;
-    argv[2] = (const char *) kagent.data;
-    argvlen[2] = kagent.len;
+    argv[0] = (const char *) kjti.data;
+    argvlen[0] = kjti.len;
+    argv[1] = (const char *) kagent.data;
+    argvlen[1] = kagent.len;
 
-    return ngx_http_veto_sandbox_redis_command(rds, timeout, handler, data,
-                                               cmdp, 3, argv, argvlen);
+    return ngx_http_veto_sandbox_redis_eval(rds, timeout,
+                                            &ngx_http_veto_sandbox_revoke_script,
+                                            handler, data, cmdp, 2, 2, argv,
+                                            argvlen);
 }
 
 

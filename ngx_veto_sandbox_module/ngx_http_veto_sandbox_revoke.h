@@ -9,7 +9,8 @@
  *                                   (iat) is refused; "*": every token,
  *                                   whatever its iat
  *
- * One MGET per request reads both.  A token whose jti (or sub) cannot be
+ * One script per request reads both (revoke_check: like MGET, but a key
+ * of another type than string counts as "*", never as absent).  A token whose jti (or sub) cannot be
  * a key part (ngx_http_veto_sandbox_redis_key_part_valid) is refused: it
  * could not be revoked, so it is not accepted.  Redis down: refused (503).
  */
@@ -25,8 +26,11 @@
 #include "ngx_http_veto_sandbox_redis.h"
 
 
+/* Prepares the script (init_process). */
+ngx_int_t ngx_http_veto_sandbox_revoke_init(void);
+
 /*
- * MGET the jti and agent keys.  jti may be empty (token without jti: only
+ * Reads the jti and agent keys.  jti may be empty (token without jti: only
  * the agent is checked).  NGX_DECLINED: tenant, agent or jti is not a
  * valid key part; refuse the token (401).
  */
@@ -37,7 +41,7 @@ ngx_int_t ngx_http_veto_sandbox_revoke_check(
     ngx_http_veto_sandbox_redis_cmd_t **cmdp);
 
 /*
- * Reads the MGET reply: NGX_OK (not revoked), NGX_DECLINED (revoked; why
+ * Reads the reply ([jti value or nil, agent value or nil]): NGX_OK (not revoked), NGX_DECLINED (revoked; why
  * is set to "jti" or "agent"), NGX_ERROR (unexpected reply: fail closed).
  * iat: the token's iat claim, or -1 when it has none.
  */

@@ -12,9 +12,7 @@ use MIME::Base64 qw(encode_base64url decode_base64url);
 use lib 't/lib';
 use VetoNginx;
 
-die "module not built: run scripts/build-module.sh\n"
-    unless VetoNginx::have_module();
-die "these tests need root\n" if $>;
+VetoNginx::need();
 
 my $n = VetoNginx->new;
 my $d = $n->dir;

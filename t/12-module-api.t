@@ -13,10 +13,7 @@ use MIME::Base64 qw(decode_base64);
 use lib 't/lib';
 use VetoNginx;
 
-die "module not built: run scripts/build-module.sh\n"
-    unless VetoNginx::have_module();
-die "helper not built: run make\n" unless VetoNginx::have_helper();
-die "these tests need root\n" if $>;
+VetoNginx::need(qw(helper));
 
 my $n = VetoNginx->new;
 $n->start_helper;

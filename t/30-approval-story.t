@@ -12,12 +12,7 @@ use lib 't/lib';
 use VetoNginx;
 use Time::HiRes qw(sleep time);
 
-die "module not built: run scripts/build-module.sh\n"
-    unless VetoNginx::have_module();
-die "helper not built: run make\n" unless VetoNginx::have_helper();
-die "these tests need root\n" if $>;
-die "redis-server is not installed\n"
-    unless system('redis-server --version >/dev/null 2>&1') == 0;
+VetoNginx::need(qw(helper redis));
 
 my $SECRET_ENV = 'sekrit-env-value-4711';
 
@@ -294,9 +289,16 @@ ok(@recs > 10, 'records: ' . scalar @recs);
 ok(!(grep { $_->{tenant} ne 'acme' } @recs), 'tenant-scoped');
 
 my @story = reverse grep { ($_->{approval} // '') eq $story_id } @recs;
+# A reviewer without the review scope is on record (refused with this
+# tenant's token); the other tenant's 404 is not (nothing of this tenant
+# was decided).
+my @noscope = grep { ($_->{reason} // '') eq 'insufficient_scope' } @story;
+is(scalar @noscope, 1, 'the refused reviewer without the scope is on record');
+like($noscope[0]{detail} // '', qr{"path":"/v1/approvals/$story_id/approve"},
+     'with what it asked for');
+@story = grep { ($_->{reason} // '') ne 'insufficient_scope' } @story;
 # requested; the premature use; the self-approval; the approval; the
-# consume; the run; the replay.  (Scope failures and the other tenant's
-# 404 never reach the record: nothing of this tenant was decided.)
+# consume; the run; the replay.
 is_deeply([map { $_->{outcome} . ':' . ($_->{reason} // '') } @story],
           [qw(approval_requested: denied:approval_not_approved
               denied:self_approval approval_approved: approval_consumed:

@@ -11,12 +11,7 @@ use VetoNginx;
 use HTTP::Tiny;
 use POSIX ();
 
-die "module not built: run scripts/build-module.sh\n"
-    unless VetoNginx::have_module();
-die "helper not built: run make\n" unless VetoNginx::have_helper();
-die "these tests need root\n" if $>;
-die "redis-server is not installed\n"
-    unless system('redis-server --version >/dev/null 2>&1') == 0;
+VetoNginx::need(qw(helper redis));
 
 my $N = 20;
 my $policy = {

@@ -9,9 +9,7 @@ use Test::More;
 use lib 't/lib';
 use VetoNginx;
 
-die "module not built: run scripts/build-module.sh\n"
-    unless VetoNginx::have_module();
-die "these tests need root\n" if $>;
+VetoNginx::need();
 
 my $n = VetoNginx->new;
 $n->{redis_sock} = '/tmp/veto-no-such-redis.sock';   # nginx -t never connects

@@ -13,12 +13,7 @@ use IO::Socket::INET;
 use POSIX ();
 use Time::HiRes qw(sleep time);
 
-die "module not built: run scripts/build-module.sh\n"
-    unless VetoNginx::have_module();
-die "helper not built: run make\n" unless VetoNginx::have_helper();
-die "these tests need root\n" if $>;
-die "redis-server is not installed\n"
-    unless system('redis-server --version >/dev/null 2>&1') == 0;
+VetoNginx::need(qw(helper redis));
 
 # a free port in 6400-6499
 my $port;

@@ -47,6 +47,26 @@ sub have_helper
     return -x $b;
 }
 
+# need(qw(helper redis)): dies, saying what is missing, unless the module
+# is built, we are root and each named extra is there.  A test that cannot
+# run fails rather than skips.
+sub need
+{
+    my (@what) = @_;
+    die "module not built: run scripts/build-module.sh\n" unless have_module();
+    die "these tests need root\n" if $>;
+    for my $w (@what) {
+        if ($w eq 'helper') {
+            die "helper not built: run make\n" unless have_helper();
+        } elsif ($w eq 'redis') {
+            die "redis-server is not installed\n"
+                unless system('redis-server --version >/dev/null 2>&1') == 0;
+        } else {
+            die "need: unknown requirement $w\n";
+        }
+    }
+}
+
 sub run
 {
     my (@cmd) = @_;

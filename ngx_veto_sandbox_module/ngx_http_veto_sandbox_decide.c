@@ -18,6 +18,8 @@
 #include "ngx_http_veto_sandbox_audit.h"
 #include "ngx_http_veto_sandbox_revoke.h"
 
+#include <openssl/evp.h>
+
 
 enum {
     NGX_HTTP_VSB_STEP_REVOKE = 1,
@@ -957,6 +959,33 @@ ngx_http_veto_sandbox_audit(ngx_http_request_t *r,
 }
 
 
+/* json as JSON text in the request's pool; out->len 0 on failure */
+static void
+ngx_http_veto_sandbox_json_text(ngx_http_request_t *r, json_t *json,
+    ngx_str_t *out)
+{
+    char  *s;
+
+    out->len = 0;
+
+    s = json_dumps(json, JSON_COMPACT);
+    if (s == NULL) {
+        return;
+    }
+
+    out->len = ngx_strlen(s);
+    out->data = ngx_pnalloc(r->pool, out->len);
+
+    if (out->data == NULL) {
+        out->len = 0;
+    } else {
+        ngx_memcpy(out->data, s, out->len);
+    }
+
+    free(s);
+}
+
+
 /*
  * A refusal decided before the gate (token, scope, policy): on the
  * tenant's record when the tenant is known, i.e. the token's signature
@@ -966,7 +995,6 @@ void
 ngx_http_veto_sandbox_audit_denied(ngx_http_request_t *r,
     ngx_http_veto_sandbox_ctx_t *ctx, const char *code, ngx_uint_t status)
 {
-    char       *s;
     json_t     *d;
     ngx_str_t   detail;
 
@@ -987,62 +1015,124 @@ ngx_http_veto_sandbox_audit_denied(ngx_http_request_t *r,
                       "why", ctx->reason);
     }
 
-    s = d ? json_dumps(d, JSON_COMPACT) : NULL;
-    json_decref(d);
+    detail.len = 0;
 
-    detail.len = s ? ngx_strlen(s) : 0;
-    detail.data = detail.len ? ngx_pnalloc(r->pool, detail.len) : NULL;
-
-    if (detail.data) {
-        ngx_memcpy(detail.data, s, detail.len);
-    } else {
-        detail.len = 0;
+    if (d) {
+        ngx_http_veto_sandbox_json_text(r, d, &detail);
+        json_decref(d);
     }
-
-    free(s);
 
     ngx_http_veto_sandbox_audit(r, ctx, "denied", code, NULL,
                                 detail.len ? &detail : NULL, status);
 }
 
 
-/* JSON text of the exec's outcome, for its audit record */
-static void
-ngx_http_veto_sandbox_exec_detail(ngx_http_request_t *r, json_t *j,
-    ngx_str_t *out)
+/* SHA-256 of one output stream, as a JSON string (NULL if it failed) */
+static json_t *
+ngx_http_veto_sandbox_output_sha256(u_char *data, size_t len)
 {
-    char    *s;
-    json_t  *d;
+    u_char        md[EVP_MAX_MD_SIZE], hex[2 * EVP_MAX_MD_SIZE];
+    unsigned int  mdlen;
+
+    if (EVP_Digest(data, len, md, &mdlen, EVP_sha256(), NULL) != 1) {
+        return NULL;
+    }
+
+    ngx_hex_dump(hex, md, mdlen);
+
+    return json_stringn((char *) hex, 2 * mdlen);
+}
+
+
+/*
+ * The execution record: what ran (the redacted request summary: argv,
+ * cwd, env names, timeout, stdin size), how it ended, its usage, and the
+ * size and SHA-256 of each output stream as returned to the agent.
+ */
+static void
+ngx_http_veto_sandbox_exec_detail(ngx_http_request_t *r,
+    ngx_http_veto_sandbox_ctx_t *ctx, json_t *j, ngx_str_t *out)
+{
+    json_t                          *d, *req;
+    ngx_str_t                        in, summary;
+    json_int_t                       olen, elen;
+    ngx_http_veto_sandbox_helper_t  *h;
 
     out->len = 0;
+    h = &ctx->helper;
 
-    d = json_pack("{s:O?, s:O?, s:O?, s:O?, s:O?}",
+    in.len = 0;
+
+    if (ctx->payload) {
+        in.data = ctx->payload->buf->pos;
+        in.len = ctx->payload->buf->last - ctx->payload->buf->pos;
+    }
+
+    req = NULL;
+
+    if (ngx_http_veto_sandbox_audit_summary(r->pool, &ctx->action, ctx->req,
+                                            &in, NULL, -1, NULL, &summary)
+        == NGX_OK)
+    {
+        req = json_loadb((char *) summary.data, summary.len, 0, NULL);
+    }
+
+    d = json_pack("{s:o?, s:O?, s:O?, s:O?, s:O?, s:O?, s:O?, s:O?}",
+                  "request", req,
                   "exit_code", json_object_get(j, "exit_code"),
                   "signal", json_object_get(j, "signal"),
                   "timed_out", json_object_get(j, "timed_out"),
                   "oom_killed", json_object_get(j, "oom_killed"),
+                  "stdout_truncated", json_object_get(j, "stdout_truncated"),
+                  "stderr_truncated", json_object_get(j, "stderr_truncated"),
                   "usage", json_object_get(j, "usage"));
     if (d == NULL) {
         return;
     }
 
-    s = json_dumps(d, JSON_COMPACT);
-    json_decref(d);
+    olen = json_integer_value(json_object_get(j, "stdout_len"));
+    elen = json_integer_value(json_object_get(j, "stderr_len"));
 
-    if (s == NULL) {
+    /* only what the reply check in _api.c accepts is described */
+    if (olen >= 0 && elen >= 0 && (size_t) olen <= h->payload_len
+        && (size_t) elen == h->payload_len - (size_t) olen)
+    {
+        json_object_set_new(d, "stdout_bytes", json_integer(olen));
+        json_object_set_new(d, "stderr_bytes", json_integer(elen));
+        json_object_set_new(d, "stdout_sha256",
+            ngx_http_veto_sandbox_output_sha256(h->payload, (size_t) olen));
+        json_object_set_new(d, "stderr_sha256",
+            ngx_http_veto_sandbox_output_sha256(h->payload + olen,
+                                                (size_t) elen));
+    }
+
+    ngx_http_veto_sandbox_json_text(r, d, out);
+    json_decref(d);
+}
+
+
+/* The creation record: what the sandbox was given */
+static void
+ngx_http_veto_sandbox_create_detail(ngx_http_request_t *r, json_t *j,
+    ngx_str_t *out)
+{
+    json_t  *sb, *d;
+
+    out->len = 0;
+    sb = json_object_get(j, "sandbox");
+
+    d = json_pack("{s:O?, s:O?, s:O?, s:O?, s:O?}",
+                  "profile", json_object_get(sb, "profile"),
+                  "network", json_object_get(sb, "network"),
+                  "limits", json_object_get(sb, "limits"),
+                  "ttl_s", json_object_get(sb, "ttl_s"),
+                  "expires_at", json_object_get(sb, "expires_at"));
+    if (d == NULL) {
         return;
     }
 
-    out->len = ngx_strlen(s);
-    out->data = ngx_pnalloc(r->pool, out->len);
-
-    if (out->data == NULL) {
-        out->len = 0;
-    } else {
-        ngx_memcpy(out->data, s, out->len);
-    }
-
-    free(s);
+    ngx_http_veto_sandbox_json_text(r, d, out);
+    json_decref(d);
 }
 
 
@@ -1111,8 +1201,10 @@ ngx_http_veto_sandbox_after(ngx_http_request_t *r,
                        : 86400000,
                        &gw, ngx_http_veto_sandbox_ignore, "ownership", NULL);
 
+            ngx_http_veto_sandbox_create_detail(r, j, &detail);
             ngx_http_veto_sandbox_audit(r, ctx, "sandbox_created", NULL,
-                                        NULL, NULL, NGX_HTTP_CREATED);
+                                        NULL, detail.len ? &detail : NULL,
+                                        NGX_HTTP_CREATED);
 
         } else {
             ngx_http_veto_sandbox_audit(r, ctx, "error", err, NULL, NULL, 0);
@@ -1145,9 +1237,10 @@ ngx_http_veto_sandbox_after(ngx_http_request_t *r,
 
     case NGX_HTTP_VSB_OP_EXEC:
         if (ok) {
-            ngx_http_veto_sandbox_exec_detail(r, j, &detail);
+            ngx_http_veto_sandbox_exec_detail(r, ctx, j, &detail);
             ngx_http_veto_sandbox_audit(r, ctx, "exec_finished", NULL, NULL,
-                                        &detail, NGX_HTTP_OK);
+                                        detail.len ? &detail : NULL,
+                                        NGX_HTTP_OK);
         } else {
             ngx_http_veto_sandbox_audit(r, ctx, "error", err, NULL, NULL, 0);
         }

@@ -8,6 +8,8 @@ use strict;
 use warnings;
 
 use Test::More;
+use Digest::SHA ();
+use JSON::PP ();
 use lib 't/lib';
 use VetoNginx;
 use Time::HiRes qw(sleep time);
@@ -312,6 +314,20 @@ is($story[0]{request_hash}, $hash, 'request hash on record');
 is($story[4]{request_hash}, $hash, 'consumed for the same hash');
 like($story[5]{detail} // '', qr/"exit_code":\s*0/, 'exit status on record');
 is($story[5]{sandbox}, $sb, 'sandbox on record');
+# the execution record: what ran, and the size and hash of what came out
+my $run = eval { JSON::PP->new->decode($story[5]{detail} // '') } // {};
+is_deeply($run->{request}{argv}, ['sh', '-c', 'echo approved-run'],
+          'argv on the execution record');
+is($run->{stdout_bytes}, length("approved-run\n"), 'stdout size on record');
+is($run->{stdout_sha256}, Digest::SHA::sha256_hex("approved-run\n"),
+   'stdout hash on record');
+is($run->{stderr_sha256}, Digest::SHA::sha256_hex(''), 'stderr hash on record');
+ok(defined $run->{usage}{wall_ms}, 'usage on record');
+my ($created) = grep { $_->{outcome} eq 'sandbox_created'
+                       && ($_->{sandbox} // '') eq $sb } @recs;
+my $given = eval { JSON::PP->new->decode($created->{detail} // '') } // {};
+ok($given->{limits}{memory_mb} && $given->{ttl_s},
+   'limits and ttl on the creation record') or diag explain $created;
 ok($story[0]{time} && $story[0]{request_id}, 'time and request id');
 
 ok((grep { $_->{outcome} eq 'sandbox_created' } @recs), 'sandbox_created');

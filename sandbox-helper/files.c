@@ -90,6 +90,11 @@ vsb_files_lookup_error(vsb_error_t *e, const char *step, const char *path)
     case EISDIR:
         return vsb_error_set(e, VSB_E_NOT_A_FILE, "path",
                              "%s \"%.200s\": is a directory", step, path);
+    case ENXIO:
+        /* open(2) of a unix socket */
+        return vsb_error_set(e, VSB_E_NOT_A_FILE, "path",
+                             "%s \"%.200s\": is not a regular file", step,
+                             path);
     default:
         return vsb_error_set(e, VSB_E_IO, "path", "%s \"%.200s\": %s", step,
                              path, strerror(err));

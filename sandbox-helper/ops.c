@@ -669,6 +669,15 @@ vsb_op_read_file(vsb_conn_t *c, const vsb_request_t *r, vsb_error_t *e)
         return;
     }
 
+    /* replies nobody reads must not pile up without bound */
+    if (!vsb_server_can_buffer(len)) {
+        free(data);
+        vsb_error_set(e, VSB_E_BUSY, NULL, "the helper is buffering too "
+                      "many replies; retry later");
+        vsb_conn_reply_error(c, r->request_id, e);
+        return;
+    }
+
     reply = vsb_ok(r->request_id);
     if (reply != NULL) {
         json_object_set_new(reply, "path", json_string(r->path));

@@ -460,6 +460,14 @@ vsb_rootfs_proc(char *err, size_t errlen)
                      vsb_rootfs_proc_null[i], strerror(errno));
             return -1;
         }
+
+        /* the mask must not become a writable, suid-capable mount */
+        if (vsb_rootfs_setattr(vsb_rootfs_proc_null[i], MOUNT_ATTR_RDONLY
+                               | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NOEXEC, 0,
+                               err, errlen) != 0)
+        {
+            return -1;
+        }
     }
 
     for (i = 0;

@@ -152,29 +152,49 @@ static const vsb_sc_masked_t  vsb_sc_masked[] = {
 #define VSB_SC_ARG0_HI  (offsetof(struct seccomp_data, args[0]) + 4)
 
 /*
+ * A second, hand-written filter for what libseccomp 2.5 cannot say ("not
+ * one of these": one comparison per argument per rule); the kernel
+ * applies the stricter verdict of the two.  Other ABIs are left to the
+ * main filter, which kills them.
+ *
  * personality: only the harmless personas (Docker's list: 0, PER_LINUX32,
  * UNAME26, both, and the 0xffffffff query); notably not
  * ADDR_NO_RANDOMIZE, which switches ASLR off for what the workload runs
- * next.  libseccomp 2.5 cannot say "not one of these" (one comparison per
- * argument per rule), so this is a second, hand-written filter; the
- * kernel applies the stricter verdict of the two.  Other ABIs are left
- * to the main filter, which kills them.
+ * next.
+ *
+ * socket, socketpair: only AF_UNIX, AF_INET, AF_INET6 and AF_NETLINK.
+ * Any other family (AF_ALG, AF_RDS, AF_TIPC, AF_CAN, AF_BLUETOOTH, ...)
+ * makes the kernel autoload its protocol module for an unprivileged
+ * caller: rarely used code, a steady source of privilege escalations.
+ * The family is an int: only the low 32 bits count.
  */
-static struct sock_filter  vsb_sc_personality[] = {
-    BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, arch)),
-    BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, VSB_SC_ARCH, 0, 10),
-    BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
-    BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_personality, 0, 8),
-    BPF_STMT(BPF_LD | BPF_W | BPF_ABS, VSB_SC_ARG0_HI),
-    BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, 0, 0, 5),
-    BPF_STMT(BPF_LD | BPF_W | BPF_ABS, VSB_SC_ARG0_LO),
-    BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, 0x0, 4, 0),
-    BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, 0x8, 3, 0),
-    BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, 0x20000, 2, 0),
-    BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, 0x20008, 1, 0),
-    BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, 0xffffffff, 0, 1),
-    BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
-    BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | (EPERM & SECCOMP_RET_DATA)),
+static struct sock_filter  vsb_sc_extra[] = {
+    /*  0 */ BPF_STMT(BPF_LD | BPF_W | BPF_ABS,
+                      offsetof(struct seccomp_data, arch)),
+    /*  1 */ BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, VSB_SC_ARCH, 0, 17),
+    /*  2 */ BPF_STMT(BPF_LD | BPF_W | BPF_ABS,
+                      offsetof(struct seccomp_data, nr)),
+    /*  3 */ BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_personality, 0, 8),
+    /*  4 */ BPF_STMT(BPF_LD | BPF_W | BPF_ABS, VSB_SC_ARG0_HI),
+    /*  5 */ BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, 0, 0, 14),
+    /*  6 */ BPF_STMT(BPF_LD | BPF_W | BPF_ABS, VSB_SC_ARG0_LO),
+    /*  7 */ BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, 0x0, 11, 0),
+    /*  8 */ BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, 0x8, 10, 0),
+    /*  9 */ BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, 0x20000, 9, 0),
+    /* 10 */ BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, 0x20008, 8, 0),
+    /* 11 */ BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, 0xffffffff, 7, 8),
+    /* 12 */ BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_socket, 1, 0),
+    /* 13 */ BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_socketpair, 0, 5),
+    /* 14 */ BPF_STMT(BPF_LD | BPF_W | BPF_ABS, VSB_SC_ARG0_LO),
+    /* 15 */ BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, AF_UNIX, 3, 0),
+    /* 16 */ BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, AF_INET, 2, 0),
+    /* 17 */ BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, AF_INET6, 1, 0),
+    /* 18 */ BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, AF_NETLINK, 0, 2),
+    /* 19 */ BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+    /* 20 */ BPF_STMT(BPF_RET | BPF_K,
+                      SECCOMP_RET_ERRNO | (EPERM & SECCOMP_RET_DATA)),
+    /* 21 */ BPF_STMT(BPF_RET | BPF_K,
+                      SECCOMP_RET_ERRNO | (EAFNOSUPPORT & SECCOMP_RET_DATA)),
 };
 
 static struct sock_filter  *vsb_sc_insns;
@@ -318,11 +338,11 @@ vsb_seccomp_apply(char *err, size_t errlen)
         return -1;
     }
 
-    prog.len = sizeof(vsb_sc_personality) / sizeof(vsb_sc_personality[0]);
-    prog.filter = vsb_sc_personality;
+    prog.len = sizeof(vsb_sc_extra) / sizeof(vsb_sc_extra[0]);
+    prog.filter = vsb_sc_extra;
 
     if (syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, 0, &prog) != 0) {
-        snprintf(err, errlen, "seccomp: load personality filter: %s",
+        snprintf(err, errlen, "seccomp: load personality/socket filter: %s",
                  strerror(errno));
         return -1;
     }

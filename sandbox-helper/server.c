@@ -28,9 +28,36 @@ static char            vsb_socket_path[108];
 static vsb_conn_t     *vsb_conns;
 static unsigned        vsb_nconns;
 static unsigned long   vsb_conn_seq;
+static size_t          vsb_buffered;       /* held_in + held_out, all */
+static size_t          vsb_buffered_max;
 
 static void vsb_conn_read(vsb_conn_t *c);
 static void vsb_conn_write(vsb_conn_t *c);
+
+
+int
+vsb_server_can_buffer(size_t n)
+{
+    /* exec replies are counted without asking: we may be over */
+    return vsb_buffered <= vsb_buffered_max
+           && n <= vsb_buffered_max - vsb_buffered;
+}
+
+
+static void
+vsb_conn_release_in(vsb_conn_t *c)
+{
+    vsb_buffered -= c->held_in;
+    c->held_in = 0;
+}
+
+
+static void
+vsb_conn_release_out(vsb_conn_t *c)
+{
+    vsb_buffered -= c->held_out;
+    c->held_out = 0;
+}
 
 
 json_t *
@@ -83,6 +110,8 @@ vsb_conn_close(vsb_conn_t *c)
     vsb_frame_reset(&c->in);
     free(c->out_head);
     free(c->out_payload);
+    vsb_conn_release_in(c);
+    vsb_conn_release_out(c);
 
     if (c->prev != NULL) {
         c->prev->next = c->next;
@@ -181,6 +210,11 @@ vsb_conn_reply(vsb_conn_t *c, json_t *reply, unsigned char *payload,
     c->out_sent = 0;
     c->state = VSB_CONN_WRITING;
 
+    /* counted, not refused: ops check vsb_server_can_buffer() first */
+    vsb_conn_release_out(c);
+    c->held_out = c->out_head_len + c->out_payload_len;
+    vsb_buffered += c->held_out;
+
     if (c->out_head == NULL) {
         vsb_log(VSB_LOG_ERR, "connection %lu: cannot encode reply", c->n);
         c->close_after = 1;
@@ -259,6 +293,7 @@ vsb_conn_write(vsb_conn_t *c)
     c->out_head = NULL;
     c->out_payload = NULL;
     c->out_head_len = c->out_payload_len = c->out_sent = 0;
+    vsb_conn_release_out(c);
 
     if (c->close_after) {
         vsb_conn_close(c);
@@ -282,6 +317,38 @@ vsb_conn_frame_error(vsb_conn_t *c)
     /* Framing is lost: answer, then close. */
     c->close_after = 1;
     vsb_conn_reply_error(c, NULL, &e);
+}
+
+
+/*
+ * Counts a frame whose header is in against the global budget before its
+ * body is read; over budget the peer gets "busy" and, since we will not
+ * read the body, the connection is closed after the reply.
+ */
+static int
+vsb_conn_hold_in(vsb_conn_t *c)
+{
+    size_t       n;
+    vsb_error_t  e;
+
+    n = (size_t) c->in.json_len + 1 + c->in.payload_len;
+
+    if (vsb_server_can_buffer(n)) {
+        c->held_in = n;
+        vsb_buffered += n;
+        return 0;
+    }
+
+    vsb_log(VSB_LOG_WARN, "connection %lu (uid %u): refusing a frame of %zu "
+            "bytes: %zu of %zu bytes already buffered for all connections",
+            c->n, (unsigned) c->uid, n, vsb_buffered, vsb_buffered_max);
+
+    memset(&e, 0, sizeof(e));
+    vsb_error_set(&e, VSB_E_BUSY, NULL, "the helper is buffering %zu bytes "
+                  "for other requests; retry later", vsb_buffered);
+    c->close_after = 1;
+    vsb_conn_reply_error(c, NULL, &e);
+    return -1;
 }
 
 
@@ -329,6 +396,12 @@ vsb_conn_read(vsb_conn_t *c)
             return;
         }
 
+        if (c->held_in == 0 && c->in.head_len == VSB_FRAME_HEADER_LEN
+            && vsb_conn_hold_in(c) != 0)
+        {
+            return;
+        }
+
         if (rc == VSB_FRAME_DONE) {
             c->state = VSB_CONN_BUSY;
             vsb_timer_del(&c->timer);
@@ -342,8 +415,10 @@ vsb_conn_read(vsb_conn_t *c)
             vsb_ops_dispatch(c, vsb_frame_json(&c->in), c->in.json_len,
                              vsb_frame_payload(&c->in), c->in.payload_len);
 
-            /* The request's bytes are no longer needed. */
+            /* The request's bytes are no longer needed (the connection
+             * may be gone: dispatch replies only through the loop). */
             vsb_frame_reset(&c->in);
+            vsb_conn_release_in(c);
             return;
         }
     }
@@ -578,6 +653,11 @@ vsb_server_init(const vsb_config_t *cf, char *err, size_t errlen)
                  strerror(errno));
         goto failed;
     }
+
+    vsb_buffered_max = VSB_BUFFERED_FRAMES
+        * ((cf->max_file_bytes < VSB_MAX_PAYLOAD
+            ? (size_t) cf->max_file_bytes : (size_t) VSB_MAX_PAYLOAD)
+           + VSB_MAX_JSON + 1 + VSB_FRAME_HEADER_LEN);
 
     vsb_listen_ev.fd = fd;
     vsb_listen_ev.handler = vsb_listen_handler;

@@ -231,7 +231,7 @@ vsb_storage_rm_tree(int dirfd, int depth)
 }
 
 
-/* Unmount (with a lazy detach as fallback), remove, verify. */
+/* Unmount (never lazily), remove, verify. */
 static int
 vsb_storage_remove(const char *dir, const char **step, char *err,
     size_t errlen)
@@ -251,14 +251,18 @@ vsb_storage_remove(const char *dir, const char **step, char *err,
             break;
         }
 
+        /*
+         * Never MNT_DETACH: a lazy unmount succeeds while something still
+         * holds the tmpfs open, and the files would live on after we had
+         * reported them gone.  EBUSY is reported; destroy may be retried.
+         */
         if (umount2(dir, UMOUNT_NOFOLLOW) == -1) {
-            vsb_log_errno(VSB_LOG_WARN, "umount(\"%s\"), detaching", dir);
-            if (umount2(dir, MNT_DETACH | UMOUNT_NOFOLLOW) == -1) {
-                *step = "mounts";
-                snprintf(err, errlen, "umount2(\"%s\", MNT_DETACH): %s",
-                         dir, strerror(errno));
-                return -1;
-            }
+            *step = "mounts";
+            snprintf(err, errlen, "umount(\"%s\"): %s%s", dir,
+                     strerror(errno), errno == EBUSY
+                     ? " (a host process holds a file or directory there)"
+                     : "");
+            return -1;
         }
     }
 

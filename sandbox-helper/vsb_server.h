@@ -21,6 +21,10 @@
 #define VSB_CONN_TIMEOUT_MS   60000   /* to read a frame, to write a reply */
 #endif
 #define VSB_MAX_CONNS         1024
+/* requests and replies buffered for all connections together, in units
+ * of the largest frame (max_file_bytes + JSON): whatever the number of
+ * connections, the helper holds at most this many frames in memory */
+#define VSB_BUFFERED_FRAMES   8
 
 typedef enum {
     VSB_CONN_READING = 0,
@@ -46,6 +50,8 @@ struct vsb_conn_s {
     size_t               out_payload_len;
     size_t               out_sent;
     unsigned             close_after:1;
+    size_t               held_in;      /* counted in the global budget */
+    size_t               held_out;
 
     void                *op;           /* ops' pending request, or NULL */
 
@@ -64,6 +70,9 @@ void vsb_conn_reply(vsb_conn_t *c, json_t *reply, unsigned char *payload,
     size_t payload_len);
 void vsb_conn_reply_error(vsb_conn_t *c, const char *request_id,
     const vsb_error_t *e);
+
+/* 1 if n more bytes of reply fit in the global buffer budget. */
+int vsb_server_can_buffer(size_t n);
 
 /* {"ok":false,"error":...} with request_id echoed when not NULL. */
 json_t *vsb_error_json(const char *request_id, const vsb_error_t *e);

@@ -51,6 +51,15 @@ main(int argc, char **argv)
     errno = 0; report("kexec_load", syscall(SYS_kexec_load, 0L, 0L, NULL, 0L));
     errno = 0; report("open_by_handle_at", syscall(SYS_open_by_handle_at, -1L, NULL, 0L));
     errno = 0; report("clone_newuser", syscall(SYS_clone, (long) (CLONE_NEWUSER | SIGCHLD), 0L, 0L, 0L, 0L));
+    /* socket families beyond unix, inet, inet6, netlink (AF_PACKET,
+     * AF_XDP: EPERM without the filter, for lack of CAP_NET_RAW) */
+    errno = 0; report("af_packet", syscall(SYS_socket, 17L, 2L, 0L));
+    errno = 0; report("af_xdp", syscall(SYS_socket, 44L, 3L, 0L));
+    errno = 0; report("af_alg", syscall(SYS_socket, 38L, 5L, 0L));
+    errno = 0; report("af_vsock", syscall(SYS_socket, 40L, 1L, 0L));
+    errno = 0; report("af_rds_pair", syscall(SYS_socketpair, 21L, 5L, 0L, NULL));
+    errno = 0; report("af_inet", syscall(SYS_socket, 2L, 1L, 0L) >= 0 ? 0 : -1);
+    errno = 0; report("af_netlink", syscall(SYS_socket, 16L, 2L, 0L) >= 0 ? 0 : -1);
     /* positive control: ordinary calls still work */
     errno = 0; report("getpid", syscall(SYS_getpid) > 0 ? 0 : -1);
     return 0;
@@ -82,6 +91,12 @@ for my $sc (qw(mount umount2 ptrace unshare_user unshare_net keyctl add_key
     is($res{$sc}, 1, "$sc refused with EPERM");
 }
 is($res{getpid}, 0, 'getpid still works (filter is not deny-all)');
+for my $af (qw(af_packet af_xdp af_alg af_rds_pair)) {
+    is($res{$af}, 97, "$af refused with EAFNOSUPPORT (no module autoload)");
+}
+ok($res{af_vsock} == 1 || $res{af_vsock} == 97, 'af_vsock refused');
+is($res{af_inet}, 0, 'AF_INET sockets still work');
+is($res{af_netlink}, 0, 'AF_NETLINK sockets still work');
 
 # Same checks as root inside the sandbox's user namespace are not
 # possible (workloads never run as inside-root); the x32 ABI must be

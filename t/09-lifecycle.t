@@ -117,6 +117,10 @@ ok($h->count_mounts >= 3, 'old sandboxes have mounts');
 ok($h->count_cgroups >= 3, 'old sandboxes have cgroups');
 $h->kill9;
 ok($h->count_mounts >= 3, 'after kill -9 the mounts are still there');
+# no restart needed for the workloads to stop: the inits' parent-death
+# signal takes their pid namespaces down with the helper
+is($h->wait_no_procs(3), 0, 'old processes died with the helper, before any restart')
+    or diag $h->leak_detail;
 $h->launch;
 my $log = $h->log_text;
 for my $i (0 .. 2) {

@@ -93,6 +93,24 @@ static long call_personality_query(void)
 { return syscall(SYS_personality, 0xffffffffUL) == -1 ? -1 : 0; }
 static long call_getpid(void)
 { return syscall(SYS_getpid) > 0 ? 0 : -1; }
+static long call_socket_alg(void)
+{ return syscall(SYS_socket, 38 /* AF_ALG */, 5 /* SOCK_SEQPACKET */, 0); }
+/* AF_PACKET and AF_XDP exist on the test kernel and root may open them:
+ * only the filter stands between them and the call */
+static long call_socket_packet(void)
+{ return syscall(SYS_socket, 17 /* AF_PACKET */, 2 /* SOCK_DGRAM */, 0); }
+static long call_socket_xdp_hi(void)
+{ return syscall(SYS_socket, 0x100000000L | 44 /* AF_XDP */, 3, 0); }
+static long call_socketpair_can(void)
+{ int sv[2]; return syscall(SYS_socketpair, 29 /* AF_CAN */, 2, 1, sv); }
+static long call_socket_inet(void)
+{ long fd = syscall(SYS_socket, 2 /* AF_INET */, 1, 0);
+  return fd >= 0 ? 0 : -1; }
+static long call_socket_netlink(void)
+{ long fd = syscall(SYS_socket, 16 /* AF_NETLINK */, 2, 0);
+  return fd >= 0 ? 0 : -1; }
+static long call_socketpair_unix(void)
+{ int sv[2]; return syscall(SYS_socketpair, 1 /* AF_UNIX */, 1, 0, sv); }
 
 
 static void
@@ -106,6 +124,10 @@ test_refused(void **state)
     test_expect_errno(call_clone_newns, EPERM);
     test_expect_errno(call_mknod_chr, EPERM);
     test_expect_errno(call_personality_norandom, EPERM);
+    test_expect_errno(call_socket_alg, EAFNOSUPPORT);
+    test_expect_errno(call_socket_packet, EAFNOSUPPORT);
+    test_expect_errno(call_socket_xdp_hi, EAFNOSUPPORT);
+    test_expect_errno(call_socketpair_can, EAFNOSUPPORT);
 }
 
 
@@ -126,6 +148,18 @@ test_allowed(void **state)
     assert_int_equal(WEXITSTATUS(status), TEST_ALLOWED);
 
     status = test_run(call_personality_query);
+    assert_true(WIFEXITED(status));
+    assert_int_equal(WEXITSTATUS(status), TEST_ALLOWED);
+
+    status = test_run(call_socket_inet);
+    assert_true(WIFEXITED(status));
+    assert_int_equal(WEXITSTATUS(status), TEST_ALLOWED);
+
+    status = test_run(call_socket_netlink);
+    assert_true(WIFEXITED(status));
+    assert_int_equal(WEXITSTATUS(status), TEST_ALLOWED);
+
+    status = test_run(call_socketpair_unix);
     assert_true(WIFEXITED(status));
     assert_int_equal(WEXITSTATUS(status), TEST_ALLOWED);
 }

@@ -269,15 +269,8 @@ static ngx_str_t  ngx_http_veto_sandbox_approval_codes[] = {
 ngx_int_t
 ngx_http_veto_sandbox_approval_init(void)
 {
-    ngx_http_veto_sandbox_redis_script_t  *s;
-
-    for (s = ngx_http_veto_sandbox_approval_scripts; s->name; s++) {
-        if (ngx_http_veto_sandbox_redis_script_init(s) != NGX_OK) {
-            return NGX_ERROR;
-        }
-    }
-
-    return NGX_OK;
+    return ngx_http_veto_sandbox_redis_scripts_init(
+                                      ngx_http_veto_sandbox_approval_scripts);
 }
 
 
@@ -795,6 +788,37 @@ ngx_http_veto_sandbox_approval_keys(ngx_pool_t *pool, ngx_str_t *tenant,
                                NGX_HTTP_VETO_SANDBOX_KEY_PREFIX
                                "{%V}:appr:idx", tenant)
                    - idx->data;
+    }
+
+    return NGX_OK;
+}
+
+
+ngx_int_t
+ngx_http_veto_sandbox_tenant_key(ngx_pool_t *pool, ngx_str_t *key,
+    const char *what, ngx_str_t *tenant, ngx_str_t *part)
+{
+    size_t  len;
+
+    len = sizeof(NGX_HTTP_VETO_SANDBOX_KEY_PREFIX "{}::") + tenant->len
+          + ngx_strlen(what) + (part ? part->len : 0);
+
+    key->data = ngx_pnalloc(pool, len);
+    if (key->data == NULL) {
+        return NGX_ERROR;
+    }
+
+    if (part) {
+        key->len = ngx_sprintf(key->data,
+                               NGX_HTTP_VETO_SANDBOX_KEY_PREFIX "{%V}:%s:%V",
+                               tenant, what, part)
+                   - key->data;
+
+    } else {
+        key->len = ngx_sprintf(key->data,
+                               NGX_HTTP_VETO_SANDBOX_KEY_PREFIX "{%V}:%s",
+                               tenant, what)
+                   - key->data;
     }
 
     return NGX_OK;

@@ -146,6 +146,14 @@ ngx_int_t ngx_http_veto_sandbox_approval_keys(ngx_pool_t *pool,
     ngx_str_t *idx);
 
 /*
+ * Any other key of a tenant: veto:{<tenant>}:<what>, or with part
+ * veto:{<tenant>}:<what>:<part> (an empty part leaves the ':').  The
+ * caller checks tenant and part with ..._redis_key_part_valid().
+ */
+ngx_int_t ngx_http_veto_sandbox_tenant_key(ngx_pool_t *pool, ngx_str_t *key,
+    const char *what, ngx_str_t *tenant, ngx_str_t *part);
+
+/*
  * Script calls.  Each builds the keys and arguments documented for its
  * script and calls ngx_http_veto_sandbox_redis_eval(); the handler gets
  * the raw reply, to be read with ngx_http_veto_sandbox_approval_result().

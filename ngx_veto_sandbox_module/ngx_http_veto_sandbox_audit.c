@@ -603,9 +603,9 @@ ngx_http_veto_sandbox_audit_append(ngx_http_veto_sandbox_redis_t *rds,
     ngx_http_veto_sandbox_redis_cmd_t **cmdp)
 {
     int           argc;
-    u_char       *p, *key, *num, *start;
+    u_char       *p, *num, *start;
     ngx_tm_t      tm;
-    ngx_str_t     red;
+    ngx_str_t     red, key;
     ngx_uint_t    i;
     ngx_time_t   *tp;
     size_t        argvlen[40];
@@ -636,11 +636,16 @@ ngx_http_veto_sandbox_audit_append(ngx_http_veto_sandbox_redis_t *rds,
         return NGX_DECLINED;
     }
 
-    key = ngx_pnalloc(pool, sizeof(NGX_HTTP_VETO_SANDBOX_KEY_PREFIX
-                                   "{}:audit") + rec->tenant.len);
+    if (ngx_http_veto_sandbox_tenant_key(pool, &key, "audit", &rec->tenant,
+                                         NULL)
+        != NGX_OK)
+    {
+        return NGX_ERROR;
+    }
+
     num = ngx_pnalloc(pool, NGX_INT_T_LEN * 2
                             + sizeof("1970-01-01T00:00:00.000Z"));
-    if (key == NULL || num == NULL) {
+    if (num == NULL) {
         return NGX_ERROR;
     }
 
@@ -649,9 +654,8 @@ ngx_http_veto_sandbox_audit_append(ngx_http_veto_sandbox_redis_t *rds,
     argv[argc] = "XADD";
     argvlen[argc++] = 4;
 
-    argv[argc] = (const char *) key;
-    argvlen[argc++] = ngx_sprintf(key, NGX_HTTP_VETO_SANDBOX_KEY_PREFIX
-                                  "{%V}:audit", &rec->tenant) - key;
+    argv[argc] = (const char *) key.data;
+    argvlen[argc++] = key.len;
 
     /* "~": trimming by whole macro nodes, cheap; the bound is approximate */
     argv[argc] = "MAXLEN";
@@ -727,7 +731,8 @@ ngx_http_veto_sandbox_audit_query(ngx_http_veto_sandbox_redis_t *rds,
     ngx_http_veto_sandbox_redis_handler_pt handler, void *data,
     ngx_http_veto_sandbox_redis_cmd_t **cmdp)
 {
-    u_char      *p, *key;
+    u_char      *p;
+    ngx_str_t    key;
     size_t       argvlen[7];
     const char  *argv[7];
 
@@ -745,16 +750,19 @@ ngx_http_veto_sandbox_audit_query(ngx_http_veto_sandbox_redis_t *rds,
         return NGX_DECLINED;
     }
 
-    key = ngx_pnalloc(pool, sizeof(NGX_HTTP_VETO_SANDBOX_KEY_PREFIX
-                                   "{}:audit") + tenant->len);
-    p = ngx_pnalloc(pool, 4 * (NGX_INT64_LEN + 2));
-    if (key == NULL || p == NULL) {
+    if (ngx_http_veto_sandbox_tenant_key(pool, &key, "audit", tenant, NULL)
+        != NGX_OK)
+    {
         return NGX_ERROR;
     }
 
-    argv[0] = (const char *) key;
-    argvlen[0] = ngx_sprintf(key, NGX_HTTP_VETO_SANDBOX_KEY_PREFIX "{%V}:audit",
-                             tenant) - key;
+    p = ngx_pnalloc(pool, 4 * (NGX_INT64_LEN + 2));
+    if (p == NULL) {
+        return NGX_ERROR;
+    }
+
+    argv[0] = (const char *) key.data;
+    argvlen[0] = key.len;
 
     /* stream ids are "<ms>-<seq>": a time range is an id range */
 

@@ -17,8 +17,6 @@ static ngx_int_t ngx_http_veto_sandbox_quota_call(
     ngx_http_veto_sandbox_quota_op_e op, int numkeys, int argc,
     ngx_str_t *args, ngx_http_veto_sandbox_redis_handler_pt handler,
     void *data, ngx_http_veto_sandbox_redis_cmd_t **cmdp);
-static ngx_int_t ngx_http_veto_sandbox_quota_key(ngx_pool_t *pool,
-    ngx_str_t *key, const char *what, ngx_str_t *tenant, ngx_str_t *part);
 
 
 /*
@@ -122,47 +120,8 @@ ngx_http_veto_sandbox_redis_script_t  ngx_http_veto_sandbox_quota_scripts[] = {
 ngx_int_t
 ngx_http_veto_sandbox_quota_init(void)
 {
-    ngx_http_veto_sandbox_redis_script_t  *s;
-
-    for (s = ngx_http_veto_sandbox_quota_scripts; s->name; s++) {
-        if (ngx_http_veto_sandbox_redis_script_init(s) != NGX_OK) {
-            return NGX_ERROR;
-        }
-    }
-
-    return NGX_OK;
-}
-
-
-/* veto:{T}:<what> or veto:{T}:<what>:<part> */
-static ngx_int_t
-ngx_http_veto_sandbox_quota_key(ngx_pool_t *pool, ngx_str_t *key,
-    const char *what, ngx_str_t *tenant, ngx_str_t *part)
-{
-    size_t  len;
-
-    len = sizeof(NGX_HTTP_VETO_SANDBOX_KEY_PREFIX "{}::") + tenant->len
-          + ngx_strlen(what) + (part ? part->len : 0);
-
-    key->data = ngx_pnalloc(pool, len);
-    if (key->data == NULL) {
-        return NGX_ERROR;
-    }
-
-    if (part) {
-        key->len = ngx_sprintf(key->data,
-                               NGX_HTTP_VETO_SANDBOX_KEY_PREFIX "{%V}:%s:%V",
-                               tenant, what, part)
-                   - key->data;
-
-    } else {
-        key->len = ngx_sprintf(key->data,
-                               NGX_HTTP_VETO_SANDBOX_KEY_PREFIX "{%V}:%s",
-                               tenant, what)
-                   - key->data;
-    }
-
-    return NGX_OK;
+    return ngx_http_veto_sandbox_redis_scripts_init(
+                                      ngx_http_veto_sandbox_quota_scripts);
 }
 
 
@@ -196,14 +155,14 @@ ngx_http_veto_sandbox_quota_sbx_keys(ngx_pool_t *pool, ngx_str_t *tenant,
         return NGX_DECLINED;
     }
 
-    if (ngx_http_veto_sandbox_quota_key(pool, &keys[0], "sbx:live", tenant,
-                                        NULL)
+    if (ngx_http_veto_sandbox_tenant_key(pool, &keys[0], "sbx:live", tenant,
+                                         NULL)
         != NGX_OK
-        || ngx_http_veto_sandbox_quota_key(pool, &keys[1], "sbx:live", tenant,
-                                           agent)
+        || ngx_http_veto_sandbox_tenant_key(pool, &keys[1], "sbx:live",
+                                            tenant, agent)
            != NGX_OK
-        || ngx_http_veto_sandbox_quota_key(pool, &keys[2], "sbx:own", tenant,
-                                           sandbox)
+        || ngx_http_veto_sandbox_tenant_key(pool, &keys[2], "sbx:own",
+                                            tenant, sandbox)
            != NGX_OK)
     {
         return NGX_ERROR;
@@ -296,11 +255,11 @@ ngx_http_veto_sandbox_quota_exec(ngx_http_veto_sandbox_redis_t *rds,
         return NGX_DECLINED;
     }
 
-    if (ngx_http_veto_sandbox_quota_key(pool, &a[0], "rate:exec", tenant,
-                                        NULL)
+    if (ngx_http_veto_sandbox_tenant_key(pool, &a[0], "rate:exec", tenant,
+                                         NULL)
         != NGX_OK
-        || ngx_http_veto_sandbox_quota_key(pool, &a[1], "rate:exec", tenant,
-                                           agent)
+        || ngx_http_veto_sandbox_tenant_key(pool, &a[1], "rate:exec",
+                                            tenant, agent)
            != NGX_OK)
     {
         return NGX_ERROR;
@@ -348,8 +307,8 @@ ngx_http_veto_sandbox_quota_owner(ngx_http_veto_sandbox_redis_t *rds,
         return NGX_DECLINED;
     }
 
-    if (ngx_http_veto_sandbox_quota_key(pool, &key, "sbx:own", tenant,
-                                        sandbox)
+    if (ngx_http_veto_sandbox_tenant_key(pool, &key, "sbx:own", tenant,
+                                         sandbox)
         != NGX_OK)
     {
         return NGX_ERROR;

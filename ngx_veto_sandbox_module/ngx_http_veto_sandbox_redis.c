@@ -189,6 +189,22 @@ ngx_http_veto_sandbox_redis_script_init(
 }
 
 
+ngx_int_t
+ngx_http_veto_sandbox_redis_scripts_init(
+    ngx_http_veto_sandbox_redis_script_t *scripts)
+{
+    ngx_http_veto_sandbox_redis_script_t  *s;
+
+    for (s = scripts; s->name; s++) {
+        if (ngx_http_veto_sandbox_redis_script_init(s) != NGX_OK) {
+            return NGX_ERROR;
+        }
+    }
+
+    return NGX_OK;
+}
+
+
 ngx_uint_t
 ngx_http_veto_sandbox_redis_key_part_valid(u_char *p, size_t len)
 {
@@ -836,7 +852,10 @@ ngx_http_veto_sandbox_redis_eval(ngx_http_veto_sandbox_redis_t *rds,
         len = argvlen ? argvlen[i] : ngx_strlen(argv[i]);
         cmd->argv[i + 3] = (const char *) p;
         cmd->argvlen[i + 3] = len;
-        p = ngx_cpymem(p, argv[i], len);
+        /* an empty argument may come as NULL: memcpy(p, NULL, 0) is UB */
+        if (len) {
+            p = ngx_cpymem(p, argv[i], len);
+        }
         *p++ = '\0';
     }
 

@@ -133,6 +133,9 @@ void ngx_http_veto_sandbox_redis_conf_init(
     ngx_http_veto_sandbox_redis_conf_t *rcf);
 ngx_int_t ngx_http_veto_sandbox_redis_script_init(
     ngx_http_veto_sandbox_redis_script_t *script);
+/* every script of a table ended by a NULL name */
+ngx_int_t ngx_http_veto_sandbox_redis_scripts_init(
+    ngx_http_veto_sandbox_redis_script_t *scripts);
 
 /* worker: init_process / exit_process */
 

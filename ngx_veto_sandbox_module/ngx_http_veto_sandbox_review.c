@@ -63,6 +63,33 @@ ngx_http_veto_sandbox_query(ngx_http_request_t *r, const char *name,
 }
 
 
+/* ?name= as unix time in milliseconds, 0 when absent; NGX_DECLINED when
+ * it is not a number */
+static ngx_int_t
+ngx_http_veto_sandbox_review_ms(ngx_http_request_t *r, const char *name,
+    uint64_t *ms)
+{
+    ngx_int_t  n;
+    ngx_str_t  arg;
+
+    *ms = 0;
+
+    if (ngx_http_veto_sandbox_query(r, name, &arg) != NGX_OK) {
+        return NGX_ERROR;
+    }
+
+    if (arg.len) {
+        n = ngx_atoi(arg.data, arg.len);
+        if (n == NGX_ERROR) {
+            return NGX_DECLINED;
+        }
+        *ms = (uint64_t) n;
+    }
+
+    return NGX_OK;
+}
+
+
 static ngx_int_t
 ngx_http_veto_sandbox_review_bad(ngx_http_request_t *r, const char *field,
     const char *detail)
@@ -176,34 +203,24 @@ ngx_http_veto_sandbox_review(ngx_http_request_t *r,
             return NGX_HTTP_INTERNAL_SERVER_ERROR;
         }
 
-        from = 0;
-        to = 0;
-        n = 100;
-
-        if (ngx_http_veto_sandbox_query(r, "from", &arg) != NGX_OK) {
-            return NGX_HTTP_INTERNAL_SERVER_ERROR;
-        }
-
-        if (arg.len) {
-            n = ngx_atoi(arg.data, arg.len);
-            if (n == NGX_ERROR) {
-                return ngx_http_veto_sandbox_review_bad(r, "from",
+        rc = ngx_http_veto_sandbox_review_ms(r, "from", &from);
+        if (rc == NGX_DECLINED) {
+            return ngx_http_veto_sandbox_review_bad(r, "from",
                                    "\"from\" is unix time in milliseconds");
-            }
-            from = (uint64_t) n;
         }
 
-        if (ngx_http_veto_sandbox_query(r, "to", &arg) != NGX_OK) {
+        if (rc != NGX_OK) {
             return NGX_HTTP_INTERNAL_SERVER_ERROR;
         }
 
-        if (arg.len) {
-            n = ngx_atoi(arg.data, arg.len);
-            if (n == NGX_ERROR) {
-                return ngx_http_veto_sandbox_review_bad(r, "to",
+        rc = ngx_http_veto_sandbox_review_ms(r, "to", &to);
+        if (rc == NGX_DECLINED) {
+            return ngx_http_veto_sandbox_review_bad(r, "to",
                                    "\"to\" is unix time in milliseconds");
-            }
-            to = (uint64_t) n;
+        }
+
+        if (rc != NGX_OK) {
+            return NGX_HTTP_INTERNAL_SERVER_ERROR;
         }
 
         if (ngx_http_veto_sandbox_query(r, "limit", &arg) != NGX_OK) {

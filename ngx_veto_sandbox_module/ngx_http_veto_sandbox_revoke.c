@@ -41,6 +41,7 @@ ngx_http_veto_sandbox_revoke_init(void)
 }
 
 
+/* what: "revoked:jti" or "revoked:agent" */
 static ngx_int_t
 ngx_http_veto_sandbox_revoke_key(ngx_pool_t *pool, ngx_str_t *key,
     const char *what, ngx_str_t *tenant, ngx_str_t *part)
@@ -51,19 +52,7 @@ ngx_http_veto_sandbox_revoke_key(ngx_pool_t *pool, ngx_str_t *key,
         return NGX_DECLINED;
     }
 
-    key->data = ngx_pnalloc(pool, sizeof(NGX_HTTP_VETO_SANDBOX_KEY_PREFIX
-                                         "{}:revoked:agent:")
-                                  + tenant->len + part->len);
-    if (key->data == NULL) {
-        return NGX_ERROR;
-    }
-
-    key->len = ngx_sprintf(key->data,
-                           NGX_HTTP_VETO_SANDBOX_KEY_PREFIX "{%V}:revoked:%s:%V",
-                           tenant, what, part)
-               - key->data;
-
-    return NGX_OK;
+    return ngx_http_veto_sandbox_tenant_key(pool, key, what, tenant, part);
 }
 
 
@@ -74,12 +63,12 @@ ngx_http_veto_sandbox_revoke_check(ngx_http_veto_sandbox_redis_t *rds,
     void *data, ngx_http_veto_sandbox_redis_cmd_t **cmdp)
 {
     ngx_int_t     rc;
-    ngx_str_t     kagent, kjti;
+    ngx_str_t     kagent, kjti, none;
     size_t        argvlen[2];
     const char   *argv[2];
 
-    rc = ngx_http_veto_sandbox_revoke_key(pool, &kagent, "agent", tenant,
-                                          agent);
+    rc = ngx_http_veto_sandbox_revoke_key(pool, &kagent, "revoked:agent",
+                                          tenant, agent);
     if (rc != NGX_OK) {
         return rc;
     }
@@ -90,18 +79,18 @@ ngx_http_veto_sandbox_revoke_check(ngx_http_veto_sandbox_redis_t *rds,
      */
 
     if (jti == NULL || jti->len == 0) {
-        kjti.len = kagent.len;
-        kjti.data = ngx_pnalloc(pool, kagent.len);
-        if (kjti.data == NULL) {
+        ngx_str_set(&none, "");
+
+        if (ngx_http_veto_sandbox_tenant_key(pool, &kjti, "revoked:jti",
+                                             tenant, &none)
+            != NGX_OK)
+        {
             return NGX_ERROR;
         }
 
-        kjti.len = ngx_sprintf(kjti.data, NGX_HTTP_VETO_SANDBOX_KEY_PREFIX
-                               "{%V}:revoked:jti:", tenant)
-                   - kjti.data;
-
     } else {
-        rc = ngx_http_veto_sandbox_revoke_key(pool, &kjti, "jti", tenant, jti);
+        rc = ngx_http_veto_sandbox_revoke_key(pool, &kjti, "revoked:jti",
+                                              tenant, jti);
         if (rc != NGX_OK) {
             return rc;
         }
@@ -188,7 +177,8 @@ ngx_http_veto_sandbox_revoke_jti(ngx_http_veto_sandbox_redis_t *rds,
     size_t       argvlen[5];
     const char  *argv[5];
 
-    rc = ngx_http_veto_sandbox_revoke_key(pool, &key, "jti", tenant, jti);
+    rc = ngx_http_veto_sandbox_revoke_key(pool, &key, "revoked:jti", tenant,
+                                          jti);
     if (rc != NGX_OK) {
         return rc;
     }
@@ -231,7 +221,8 @@ ngx_http_veto_sandbox_revoke_agent(ngx_http_veto_sandbox_redis_t *rds,
     size_t       argvlen[3];
     const char  *argv[3];
 
-    rc = ngx_http_veto_sandbox_revoke_key(pool, &key, "agent", tenant, agent);
+    rc = ngx_http_veto_sandbox_revoke_key(pool, &key, "revoked:agent",
+                                          tenant, agent);
     if (rc != NGX_OK) {
         return rc;
     }

@@ -80,18 +80,32 @@ vsb_cg_path(char *buf, size_t len, const vsb_cg_hier_t *h, const char *rel,
 }
 
 
+/* path = dir/file; ENAMETOOLONG when it does not fit PATH_MAX */
+static int
+vsb_cg_file(char path[PATH_MAX], const char *dir, const char *file)
+{
+    int  n;
+
+    n = snprintf(path, PATH_MAX, "%s/%s", dir, file);
+    if (n < 0 || n >= PATH_MAX) {
+        errno = ENAMETOOLONG;
+        return -1;
+    }
+
+    return 0;
+}
+
+
 int
 vsb_cg_write(const char *dir, const char *file, const char *val, char *err,
     size_t errlen)
 {
-    int      fd, n;
+    int      fd;
     char     path[PATH_MAX];
     size_t   len;
     ssize_t  w;
 
-    n = snprintf(path, sizeof(path), "%s/%s", dir, file);
-    if (n < 0 || (size_t) n >= sizeof(path)) {
-        errno = ENAMETOOLONG;
+    if (vsb_cg_file(path, dir, file) == -1) {
         snprintf(err, errlen, "cgroup: path too long: %s/%s", dir, file);
         return -1;
     }
@@ -126,14 +140,12 @@ vsb_cg_write(const char *dir, const char *file, const char *val, char *err,
 int
 vsb_cg_read(const char *dir, const char *file, char *buf, size_t len)
 {
-    int      fd, n, e;
+    int      fd, e;
     char     path[PATH_MAX];
     size_t   got;
     ssize_t  r;
 
-    n = snprintf(path, sizeof(path), "%s/%s", dir, file);
-    if (n < 0 || (size_t) n >= sizeof(path)) {
-        errno = ENAMETOOLONG;
+    if (vsb_cg_file(path, dir, file) == -1) {
         return -1;
     }
 
@@ -322,10 +334,7 @@ vsb_cg_kill_visit(const char *dir, void *data)
     char  path[PATH_MAX];
     FILE *f;
 
-    if (snprintf(path, sizeof(path), "%s/cgroup.procs", dir)
-        >= (int) sizeof(path))
-    {
-        errno = ENAMETOOLONG;
+    if (vsb_cg_file(path, dir, "cgroup.procs") == -1) {
         return -1;
     }
 

@@ -173,6 +173,35 @@ vsb_files_restore(void)
 }
 
 
+/* The workspace fd, with the fs identity switched to the workload user;
+ * vsb_files_leave() undoes both. */
+static int
+vsb_files_enter(const vsb_sandbox_t *sb, vsb_error_t *e)
+{
+    int  wfd;
+
+    wfd = vsb_files_workspace(sb, e);
+    if (wfd == -1) {
+        return -1;
+    }
+
+    if (vsb_files_become(sb, e) != 0) {
+        close(wfd);
+        return -1;
+    }
+
+    return wfd;
+}
+
+
+static void
+vsb_files_leave(int wfd)
+{
+    vsb_files_restore();
+    close(wfd);
+}
+
+
 /* Opens (creating if asked) each directory of path but the last name;
  * returns its fd and points *name at the last component. */
 static int
@@ -325,20 +354,14 @@ vsb_files_write(const vsb_sandbox_t *sb, const char *path, unsigned mode,
         return vsb_error_set(e, VSB_E_INTERNAL, NULL, "SHA-256 failed");
     }
 
-    wfd = vsb_files_workspace(sb, e);
+    wfd = vsb_files_enter(sb, e);
     if (wfd == -1) {
-        return -1;
-    }
-
-    if (vsb_files_become(sb, e) != 0) {
-        close(wfd);
         return -1;
     }
 
     rc = vsb_files_write_in(wfd, path, mode & 0777, data, len, e);
 
-    vsb_files_restore();
-    close(wfd);
+    vsb_files_leave(wfd);
     return rc;
 }
 
@@ -449,20 +472,14 @@ vsb_files_read(const vsb_sandbox_t *sb, const char *path, uint64_t max,
     *data = NULL;
     *len = 0;
 
-    wfd = vsb_files_workspace(sb, e);
+    wfd = vsb_files_enter(sb, e);
     if (wfd == -1) {
-        return -1;
-    }
-
-    if (vsb_files_become(sb, e) != 0) {
-        close(wfd);
         return -1;
     }
 
     rc = vsb_files_read_in(wfd, path, max, data, len, e);
 
-    vsb_files_restore();
-    close(wfd);
+    vsb_files_leave(wfd);
 
     if (rc == 0 && vsb_sha256_hex(*data, *len, sha256) != 0) {
         free(*data);

@@ -58,19 +58,35 @@ vsb_req_fields(json_t *obj, const char *const *allowed, const char *what,
 }
 
 
+/* The field's value in *v, NULL when absent; absent is an error only
+ * when the field is required. */
+static int
+vsb_req_get(json_t *obj, const char *name, int required, json_t **v,
+    vsb_error_t *e)
+{
+    *v = json_object_get(obj, name);
+    if (*v == NULL && required) {
+        return vsb_error_set(e, VSB_E_MISSING_FIELD, name,
+                             "\"%s\" is required", name);
+    }
+
+    return 0;
+}
+
+
 int
 vsb_req_string(json_t *obj, const char *name, int required, size_t maxlen,
     const char **out, vsb_error_t *e)
 {
     json_t  *v;
 
-    v = json_object_get(obj, name);
+    if (vsb_req_get(obj, name, required, &v, e) != 0) {
+        *out = NULL;
+        return -1;
+    }
+
     if (v == NULL) {
         *out = NULL;
-        if (required) {
-            return vsb_error_set(e, VSB_E_MISSING_FIELD, name,
-                                 "\"%s\" is required", name);
-        }
         return 0;
     }
 
@@ -100,12 +116,11 @@ vsb_req_uint(json_t *obj, const char *name, int required, uint64_t *out,
 {
     json_t  *v;
 
-    v = json_object_get(obj, name);
+    if (vsb_req_get(obj, name, required, &v, e) != 0) {
+        return -1;
+    }
+
     if (v == NULL) {
-        if (required) {
-            return vsb_error_set(e, VSB_E_MISSING_FIELD, name,
-                                 "\"%s\" is required", name);
-        }
         return 0;
     }
 
@@ -425,10 +440,8 @@ vsb_req_exec(json_t *root, const vsb_config_t *cf, vsb_request_t *r,
         return -1;
     }
 
-    argv = json_object_get(root, "argv");
-    if (argv == NULL) {
-        return vsb_error_set(e, VSB_E_MISSING_FIELD, "argv",
-                             "\"argv\" is required");
+    if (vsb_req_get(root, "argv", 1, &argv, e) != 0) {
+        return -1;
     }
     if (!json_is_array(argv)) {
         return vsb_error_set(e, VSB_E_BAD_TYPE, "argv",
@@ -503,10 +516,8 @@ vsb_req_file(json_t *root, int write, vsb_request_t *r, vsb_error_t *e)
         return -1;
     }
 
-    v = json_object_get(root, "path");
-    if (v == NULL) {
-        return vsb_error_set(e, VSB_E_MISSING_FIELD, "path",
-                             "\"path\" is required");
+    if (vsb_req_get(root, "path", 1, &v, e) != 0) {
+        return -1;
     }
     if (!json_is_string(v)) {
         return vsb_error_set(e, VSB_E_BAD_TYPE, "path",

@@ -410,8 +410,11 @@ ngx_http_veto_sandbox_cache_put(ngx_http_request_t *r,
 
     ngx_memcpy(n->data, ctx->agent.data, ctx->agent.len);
     ngx_memcpy(n->data + ctx->agent.len, ctx->tenant.data, ctx->tenant.len);
-    ngx_memcpy(n->data + ctx->agent.len + ctx->tenant.len, ctx->jti.data,
-               ctx->jti.len);
+    /* a token without "jti" leaves jti.data NULL: memcpy(d, NULL, 0) is UB */
+    if (ctx->jti.len) {
+        ngx_memcpy(n->data + ctx->agent.len + ctx->tenant.len, ctx->jti.data,
+                   ctx->jti.len);
+    }
 
     ngx_rbtree_insert(&cache->sh->rbtree, &n->node);
     ngx_queue_insert_head(&cache->sh->queue, &n->queue);

@@ -6,17 +6,44 @@
 #
 #   scripts/build-module.sh            build (incremental)
 #   scripts/build-module.sh clean      start over
+#   scripts/build-module.sh --asan     (or SAN=1) the same under ASan+UBSan,
+#                                      in build-module-asan/, with its own
+#                                      copy of the nginx tree
+#
+# The sanitized module needs libasan first in the process: load it into
+# the system nginx with LD_PRELOAD=$(gcc -print-file-name=libasan.so), as
+# t/lib/VetoNginx.pm does when VETO_MODULE names such a build.
 set -eu
 
 root=$(cd "$(dirname "$0")/.." && pwd)
-out="$root/build-module"
-src="$out/nginx-src"
 ngx_src=${NGX_SRC:-/usr/share/nginx/src}
 nginx_bin=${NGINX:-nginx}
+san=${SAN:-0}
+clean=0
 
-if [ "${1:-}" = clean ]; then
+for arg in "$@"; do
+    case "$arg" in
+    clean) clean=1 ;;
+    --asan) san=1 ;;
+    *) echo "build-module: unknown argument '$arg'" >&2; exit 2 ;;
+    esac
+done
+
+# Only the module's own objects are compiled by "make modules", so these
+# flags instrument our code; nginx itself stays the distribution's binary.
+if [ "$san" = 1 ]; then
+    out="$root/build-module-asan"
+    san_cc="-O1 -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=undefined"
+    san_ld="-fsanitize=address,undefined"
+else
+    out="$root/build-module"
+    san_cc=""
+    san_ld=""
+fi
+src="$out/nginx-src"
+
+if [ "$clean" = 1 ]; then
     rm -rf "$out"
-    shift
 fi
 
 if [ ! -f "$ngx_src/configure" ]; then
@@ -48,7 +75,8 @@ then
     for a in "$@"; do
         case "$a" in
         --with-*=dynamic|--add-dynamic-module=*|--add-module=*) continue ;;
-        --with-cc-opt=*) a="$a $strict" ;;
+        --with-cc-opt=*) a="$a $strict${san_cc:+ $san_cc}" ;;
+        --with-ld-opt=*) a="$a${san_ld:+ $san_ld}" ;;
         esac
         keep="$keep '$(printf '%s' "$a" | sed "s/'/'\\\\''/g")'"
     done
@@ -61,7 +89,7 @@ then
     }
 fi
 
-make -C "$src" -f objs/Makefile modules
+make -j"${JOBS:-$(nproc)}" -C "$src" -f objs/Makefile modules
 # replace, never overwrite in place: a running nginx has the old file mapped
 cp "$src/objs/ngx_http_veto_sandbox_module.so" "$out/.ngx_veto_sandbox_module.so.new"
 mv -f "$out/.ngx_veto_sandbox_module.so.new" "$out/ngx_veto_sandbox_module.so"

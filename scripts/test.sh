@@ -2,9 +2,12 @@
 # THE test command (README, .ci/run): installs dependencies, builds, runs
 # the cmocka unit tests (normal and ASan builds), builds the fuzzers and
 # runs each briefly, then the integration tests with prove: everything
-# with the normal helper, and the helper tests (t/0*.t) again with the
-# ASan helper.  Exits non-zero if anything failed; the last line is
-# "N passed, N failed" over the prove test files and unit binaries.
+# with the normal helper, the helper tests (t/0*.t) again with the ASan
+# helper, and the module tests (t/1*.t, t/3*.t) again with the ASan+UBSan
+# module (build-module-asan/) and the ASan helper; there any sanitizer
+# report from nginx fails the test (t/lib/VetoNginx.pm).  Exits non-zero
+# if anything failed; the last line is "N passed, N failed" over the
+# prove test files and unit binaries.
 #
 #   FUZZ_SECONDS=10   time per fuzz target
 #   PROVE_ARGS=...    extra prove flags (e.g. -v)
@@ -109,6 +112,10 @@ run_prove() {
 run_prove "all tests, helper build/sandbox-helper" -r t/
 VETO_HELPER=build-asan/sandbox-helper \
     run_prove "helper tests, ASan helper build-asan/sandbox-helper" t/0*.t
+VETO_MODULE="$PWD/build-module-asan/ngx_veto_sandbox_module.so" \
+VETO_HELPER=build-asan/sandbox-helper \
+    run_prove "module tests, ASan+UBSan module build-module-asan/, ASan helper" \
+        t/1*.t t/3*.t
 
 say "summary"
 for s in "${step_failures[@]+"${step_failures[@]}"}"; do

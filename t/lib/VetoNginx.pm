@@ -8,6 +8,17 @@ package VetoNginx;
 # started through VetoTest (own config, cgroup_name "veto-t-<pid>",
 # state_dir and socket in its own temp dir).  nginx workers run as root,
 # so the helper's allowed_uids is 0.
+#
+# VETO_MODULE=path/to.so loads another build of the module.  When that
+# build is sanitized (scripts/build-module.sh --asan: it needs libasan),
+# nginx runs with libasan preloaded (gcc -print-file-name=libasan.so, or
+# VETO_ASAN_LIB), ASan reports go to files in the instance's san/
+# directory, UBSan's to nginx's stderr (the error log, or nginx -t's
+# output; in nginx workers UBSan does not see UBSAN_OPTIONS, so it
+# prints no stack and exits the worker with status 1), and any report
+# found after nginx stops (or after nginx -t) fails the test, with the
+# report as diagnostics.  A sanitizer report in a worker would otherwise
+# only look like a respawned worker, or like nothing at all.
 
 use strict;
 use warnings;
@@ -21,6 +32,9 @@ use JSON::PP;
 use POSIX qw(WNOHANG);
 use Scalar::Util ();
 use Time::HiRes qw(sleep time);
+# loaded before our END block is compiled, so that block runs before
+# Test::Builder's and a late sanitizer report still counts as a failure
+use Test::More ();
 
 use Crypt::JWT qw(encode_jwt);
 use Crypt::PK::ECC;
@@ -40,6 +54,43 @@ sub module_path
 
 sub have_module { -f module_path() }
 
+# The module needs a sanitizer runtime when its file names libasan (a
+# DT_NEEDED entry); checked once per path.
+my %SANITIZED;
+
+sub module_sanitized
+{
+    my $so = module_path();
+    return $SANITIZED{$so} if exists $SANITIZED{$so};
+    open(my $fh, '<:raw', $so) or return 0;
+    local $/;
+    my $bin = <$fh> // '';
+    close $fh;
+    return $SANITIZED{$so} = ($bin =~ /\0(libasan\.so[.0-9]*)\0/ ? $1 : 0);
+}
+
+# The libasan to preload: the compiler's, which must be the runtime the
+# module was linked against.
+my $ASAN_LIB;
+
+sub asan_lib
+{
+    return $ASAN_LIB if defined $ASAN_LIB;
+    my $need = module_sanitized() or return;
+    my $lib = $ENV{VETO_ASAN_LIB};
+    unless (defined $lib) {
+        $lib = `gcc -print-file-name=libasan.so 2>/dev/null` // '';
+        chomp $lib;
+    }
+    die "module " . module_path() . " needs $need, but libasan "
+        . "'$lib' is not there (set VETO_ASAN_LIB)\n" unless $lib =~ m{^/} && -e $lib;
+    my $real = abs_path($lib) // $lib;
+    die "module " . module_path() . " needs $need, but $lib is $real "
+        . "(another compiler's runtime? set VETO_ASAN_LIB)\n"
+        unless (File::Basename::basename($real)) =~ /^\Q$need\E/;
+    return $ASAN_LIB = $lib;
+}
+
 sub have_helper
 {
     my $b = $ENV{VETO_HELPER} // 'build/sandbox-helper';
@@ -54,6 +105,7 @@ sub need
 {
     my (@what) = @_;
     die "module not built: run scripts/build-module.sh\n" unless have_module();
+    asan_lib() if module_sanitized();
     die "these tests need root\n" if $>;
     for my $w (@what) {
         if ($w eq 'helper') {
@@ -106,12 +158,14 @@ sub new
 {
     my ($class, %opt) = @_;
     my $self = bless { %opt }, $class;
+    $self->{owner} = $$;
 
     $self->{dir} = tempdir("veto-ngx-$$-XXXXXX", TMPDIR => 1,
                            CLEANUP => !$ENV{VETO_KEEP});
     chmod 0755, $self->{dir};
     mkdir "$self->{dir}/logs";
     mkdir "$self->{dir}/tmp";
+    mkdir "$self->{dir}/san";
     $self->{port} = free_port();
     $self->{issuer} = 'https://issuer.veto.test';
     $self->{audience} = 'veto-sandbox';
@@ -357,13 +411,77 @@ sub nginx_cmd
             "$d/logs/error.log", @args);
 }
 
+# The environment nginx runs in: nothing extra, or for a sanitized
+# module libasan preloaded and the sanitizers' options.  detect_leaks=0:
+# nginx leaves its pools to exit by design; abort_on_error=1: a report
+# kills the worker at once, where it happened (SIGABRT).
+sub nginx_env
+{
+    my ($self) = @_;
+    my $lib = asan_lib() or return ();
+    my $san = "$self->{dir}/san";
+    my $pre = $ENV{LD_PRELOAD};
+    return (
+        LD_PRELOAD    => $lib . (defined $pre && $pre ne '' ? " $pre" : ''),
+        ASAN_OPTIONS  => "detect_leaks=0:abort_on_error=1:log_path=$san/asan",
+        UBSAN_OPTIONS => "print_stacktrace=1:halt_on_error=1:abort_on_error=1",
+    );
+}
+
+my $SAN_REPORT = qr/runtime error: |==\d+==ERROR: |SUMMARY: \w+Sanitizer/;
+
+# Fails the test for every sanitizer report that appeared since the last
+# look: report files in san/, report lines in the error log's new part
+# and in $out (nginx -t's output).  Each report once, and only in the
+# process that made the instance.
+sub check_sanitizer
+{
+    my ($self, $out) = @_;
+    return unless module_sanitized() && ($self->{owner} // 0) == $$;
+    my @what;
+    for my $f (sort glob("$self->{dir}/san/*")) {
+        next if $self->{san_seen}{$f}++;
+        Test::More::diag("sanitizer report $f:\n" . slurp($f));
+        push @what, File::Basename::basename($f);
+    }
+    my $log = "$self->{dir}/logs/error.log";
+    if (open(my $fh, '<', $log)) {
+        seek($fh, $self->{san_log_pos} // 0, 0);
+        local $/;
+        my $new = <$fh> // '';
+        $self->{san_log_pos} = tell($fh);
+        close $fh;
+        if ($new =~ $SAN_REPORT) {
+            # the report and its stack, not the whole info-level log
+            my @l = grep { /$SAN_REPORT|Sanitizer|^==\d+==|^\s+#\d+ / }
+                    split /\n/, $new;
+            splice(@l, 200) if @l > 200;
+            Test::More::diag("sanitizer report in $log:\n"
+                             . join("\n", @l));
+            push @what, 'error.log';
+        }
+    }
+    if (defined $out && $out =~ $SAN_REPORT) {
+        Test::More::diag("sanitizer report from nginx -t:\n$out");
+        push @what, 'nginx -t';
+    }
+    return unless @what;
+    local $Test::Builder::Level = $Test::Builder::Level + 2;
+    Test::More::ok(0, "nginx ran without sanitizer reports ("
+        . join(', ', @what) . ")");
+}
+
 # nginx -t on the current config: (ok, output).
 sub test_config
 {
     my ($self) = @_;
     my @cmd = $self->nginx_cmd('-t');
+    my %env = $self->nginx_env;
+    local @ENV{keys %env} = values %env;
     my $out = `@cmd 2>&1`;
-    return ($? == 0, $out);
+    my $ok = $? == 0;
+    $self->check_sanitizer($out);
+    return ($ok, $out);
 }
 
 sub start
@@ -374,8 +492,15 @@ sub start
         unless -f "$self->{dir}/policy.json" && !$o{policy};
 
     my @cmd = $self->nginx_cmd;
-    my $out = `@cmd 2>&1`;
-    die "nginx did not start: $out" if $?;
+    my %env = $self->nginx_env;
+    my $out = do {
+        local @ENV{keys %env} = values %env;
+        `@cmd 2>&1`;
+    };
+    if ($?) {
+        $self->check_sanitizer($out);
+        die "nginx did not start: $out";
+    }
 
     my $deadline = time + 10;
     while (time < $deadline) {
@@ -451,6 +576,7 @@ sub stop
         kill 'KILL', $m if kill 0, $m;
     }
     $self->{running} = 0;
+    $self->check_sanitizer;
 }
 
 sub error_log { slurp("$_[0]{dir}/logs/error.log") }

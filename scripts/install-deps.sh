@@ -10,6 +10,7 @@ PKGS=(
     redis-server libcmocka-dev
     libcrypt-jwt-perl libredis-perl libjson-pp-perl
     iproute2 curl jq wrk hyperfine openssl procps psmisc
+    perl python3    # prove; workloads in t/05, t/0a, t/0c run python3
 )
 
 missing=()

@@ -256,7 +256,10 @@ vsb_cg2_init(const char *mount, int need_ctrl, char *err, size_t errlen)
         if (vsb_cg_write(h->own, "cgroup.subtree_control", vsb_cg2_enable,
                          err, errlen) == -1)
         {
-            if (errno != EBUSY || strcmp(h->own, h->mount) == 0) {
+            /* EBUSY: processes in a non-root cgroup.  That includes the
+             * root of a container's cgroup namespace (own == mount): only
+             * the host's real root may enable controllers with processes */
+            if (errno != EBUSY) {
                 return -1;
             }
 

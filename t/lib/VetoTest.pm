@@ -511,7 +511,11 @@ sub cgroup_tops
         while (<$fh>) {
             chomp;
             my (undef, undef, $path) = split /:/, $_, 3;
-            push @rel, $path if defined $path && $path ne '/';
+            next unless defined $path && $path ne '/';
+            push @rel, $path;
+            # v2: a helper started in a cgroup holding processes moves
+            # them all (us too) into <own>/helper; its parent is <own>
+            push @rel, $1 if $path =~ m{^(/.+)/helper$};
         }
     }
     my (%seen, @tops);

@@ -331,7 +331,9 @@ test_oom_counted_on_child(void **state)
     assert_true(u.oom_kills >= 1);
     assert_true(us.oom_kills >= 1);
     assert_true(u.memory_peak > (16ULL << 20));
-    assert_true(u.memory_peak <= (32ULL << 20));
+    /* v2: the child's watermark is charged a batch (64 pages) before
+     * its limited parent refuses it, like pids.peak's +1 */
+    assert_true(u.memory_peak <= (32ULL << 20) + (256ULL << 10));
 
     assert_int_equal(test_wait_empty(sb, 1000), 0);
     assert_int_equal(vsb_cgroup_destroy(ex, err, sizeof(err)), 0);

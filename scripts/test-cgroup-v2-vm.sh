@@ -1,0 +1,355 @@
+#!/usr/bin/env bash
+# Runs the helper's tests on a pure cgroup v2 host: a qemu virtual machine
+# (TCG by default, KVM optional) booting Debian 12 with cgroup2 mounted at /sys/fs/cgroup and the memory,
+# pids and cpu controllers enabled at its root, as systemd would leave it.
+# The development hosts are hybrid (v1 controllers), so this is the only
+# place the v2 limit code (memory.max, pids.max, cpu.max, memory.oom.group,
+# memory.events, cgroup.kill, subtree delegation, leaf move) really runs.
+#
+# Inside the VM: make, make unit, prove -I t/lib t/0*.t, the same with
+# the ASan+UBSan helper, then the "systemd-like" case (helper started from
+# a service cgroup that already holds a sleeping sibling) and the
+# "container" case (helper at the root of a private cgroup namespace),
+# each with t/00-basic.t and t/04-resources.t.  Results come back on the
+# serial console between BEGIN/END markers; this script exits 0 only if
+# every step passed, and prints the prove summary.
+#
+# Time on the 2-core dev host (TCG): ~2.5 min to build the cached rootfs
+# (once), then ~6.5 min a run (~3.5 min with VETO_V2VM_ASAN=0).
+#
+#   VETO_V2VM_CACHE=/var/tmp/veto-v2vm   rootfs cache (kept between runs)
+#   VETO_V2VM_WORKTREE=1                 copy the working tree, not HEAD
+#   VETO_V2VM_TIMEOUT=1500               seconds the VM may run
+#   VETO_V2VM_PROVE="t/0*.t"             test files to run inside
+#   VETO_V2VM_ASAN=1                     run them again with the ASan helper
+#   VETO_V2VM_REBUILD=1                  rebuild the cached rootfs
+#   VETO_V2VM_ACCEL=tcg                  or kvm: on the nested-virt dev
+#                                        host a KVM guest hangs in the kernel
+#                                        decompressor; TCG boots in ~15 s
+#
+# Needs root, qemu-system-x86, debootstrap, e2fsprogs and the
+# Debian archive (packages only; the VM itself has no network).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+REPO=$PWD
+
+CACHE=${VETO_V2VM_CACHE:-/var/tmp/veto-v2vm}
+TIMEOUT=${VETO_V2VM_TIMEOUT:-1500}
+PROVE_FILES=${VETO_V2VM_PROVE:-t/0*.t}
+SUITE=bookworm
+ACCEL=${VETO_V2VM_ACCEL:-tcg}
+
+# What the helper's build and tests need inside the VM (install-deps.sh
+# minus nginx, redis and the benchmark tools: only t/0*.t runs here).
+VM_PKGS=(
+    linux-image-amd64 initramfs-tools kmod udev
+    build-essential pkg-config
+    libjansson-dev libseccomp-dev libssl-dev libcmocka-dev
+    perl libjson-pp-perl python3 redis-server ca-certificates
+    iproute2 procps psmisc util-linux mount e2fsprogs
+)
+
+die() { echo "test-cgroup-v2-vm: $*" >&2; exit 1; }
+say() { echo "test-cgroup-v2-vm: $*"; }
+
+[ "$(id -u)" -eq 0 ] || die "needs root (debootstrap, mkfs)"
+[ "$ACCEL" != kvm ] || [ -c /dev/kvm ] || die "/dev/kvm missing"
+command -v qemu-system-x86_64 >/dev/null || die "qemu-system-x86_64 missing"
+
+need_tool() {
+    command -v "$1" >/dev/null && return 0
+    say "installing $2"
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -q \
+        --no-install-recommends "$2" >/dev/null \
+        || die "apt-get install $2 failed"
+}
+need_tool debootstrap debootstrap
+need_tool mkfs.ext4 e2fsprogs
+
+# The Debian mirror this host uses (deb822 or one-line sources).
+mirror() {
+    local m
+    m=$(grep -hs '^URIs:' /etc/apt/sources.list.d/*.sources \
+            /etc/apt/sources.list 2>/dev/null \
+        | awk '{print $2}' | grep -v security | grep -i debian | head -n 1)
+    if [ -z "$m" ]; then
+        m=$(grep -hs '^deb ' /etc/apt/sources.list \
+                /etc/apt/sources.list.d/*.list 2>/dev/null \
+            | awk '{print $2}' | grep -v security | grep -i debian \
+            | head -n 1)
+    fi
+    echo "${m:-http://deb.debian.org/debian}"
+}
+
+# --- 1. the cached rootfs ----------------------------------------------
+
+mkdir -p "$CACHE"
+ROOTFS=$CACHE/rootfs
+
+# one builder at a time; concurrent runs only share the finished rootfs
+exec 9>"$CACHE/.lock"
+flock -w 1800 9 || die "another run holds $CACHE/.lock"
+STAMP="$SUITE ${VM_PKGS[*]}"
+
+if [ "${VETO_V2VM_REBUILD:-0}" = 1 ] \
+        || [ "$(cat "$ROOTFS/.veto-v2vm-stamp" 2>/dev/null)" != "$STAMP" ]
+then
+    MIRROR=$(mirror)
+    say "building the rootfs ($SUITE from $MIRROR) in $ROOTFS"
+    rm -rf "$ROOTFS.new" "$ROOTFS"
+    pkgs=$(IFS=,; echo "${VM_PKGS[*]}")
+    if ! timeout 1800 debootstrap --variant=minbase --include="$pkgs" \
+            "$SUITE" "$ROOTFS.new" "$MIRROR" >"$CACHE/debootstrap.log" 2>&1
+    then
+        tail -n 30 "$CACHE/debootstrap.log" >&2
+        die "debootstrap failed (log: $CACHE/debootstrap.log)"
+    fi
+    ls "$ROOTFS.new"/boot/vmlinuz-* >/dev/null 2>&1 \
+        || die "no kernel in $ROOTFS.new/boot"
+    ls "$ROOTFS.new"/boot/initrd.img-* >/dev/null 2>&1 \
+        || die "no initrd in $ROOTFS.new/boot"
+    rm -rf "$ROOTFS.new"/var/cache/apt/archives/*.deb
+    echo "$STAMP" > "$ROOTFS.new/.veto-v2vm-stamp"
+    mv "$ROOTFS.new" "$ROOTFS"
+else
+    say "reusing the rootfs in $ROOTFS"
+fi
+flock -u 9
+
+# console logs of the last runs are kept, older run dirs go
+ls -dt "$CACHE"/run.* 2>/dev/null | tail -n +6 | xargs -r rm -rf
+
+KERNEL=$(ls "$ROOTFS"/boot/vmlinuz-* | sort -V | tail -n 1)
+INITRD=$(ls "$ROOTFS"/boot/initrd.img-* | sort -V | tail -n 1)
+
+# --- 2. the tree under test and the VM's init ---------------------------
+
+RUN=$(mktemp -d "$CACHE/run.XXXXXX")
+QEMU_PID=
+cleanup() {
+    if [ -n "$QEMU_PID" ] && kill -0 "$QEMU_PID" 2>/dev/null; then
+        kill "$QEMU_PID" 2>/dev/null || true
+    fi
+    rm -rf "$RUN/stage" "$RUN/disk.img"
+}
+trap cleanup EXIT
+
+# The rootfs is copied (hard links: cheap, the cache stays untouched since
+# mkfs only reads) and the tree and init are added to the copy.
+STAGE=$RUN/stage
+cp -al "$ROOTFS" "$STAGE"
+mkdir -p "$STAGE/opt/veto"
+if [ "${VETO_V2VM_WORKTREE:-0}" = 1 ]; then
+    say "copying the working tree"
+    tar -C "$REPO" --exclude=./build --exclude='./build-*' --exclude=./.git \
+        -cf - . | tar -C "$STAGE/opt/veto" -xf -
+else
+    say "copying HEAD ($(git -C "$REPO" rev-parse --short HEAD))"
+    git -C "$REPO" archive --format=tar HEAD | tar -C "$STAGE/opt/veto" -xf -
+fi
+
+rm -f "$STAGE/sbin/veto-v2-init"   # a hard link into the cache: replace
+cat > "$STAGE/sbin/veto-v2-init" <<'INIT'
+#!/bin/bash
+# PID 1 of the test VM: a pure cgroup v2 host, then the helper's tests.
+export PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
+export HOME=/root LANG=C.UTF-8 TERM=dumb
+
+step() { echo "VETO-STEP $*"; }
+halt() { sync; echo o > /proc/sysrq-trigger; sleep 5; poweroff -f; }
+
+mount -t proc proc /proc
+mount -t sysfs sysfs /sys
+mount -t devtmpfs devtmpfs /dev 2>/dev/null || true
+mkdir -p /dev/pts /dev/shm
+mount -t devpts -o gid=5,mode=620 devpts /dev/pts
+mount -t tmpfs -o mode=1777 tmpfs /dev/shm
+mount -t tmpfs -o mode=755 tmpfs /run
+mount -t tmpfs -o mode=1777,size=1200m tmpfs /tmp
+mount -o remount,rw /
+hostname veto-v2vm
+ulimit -n 20000     # as on the dev host: t/0b opens 1100 connections
+ip link set lo up
+
+# Pure v2, as systemd mounts it; PID 1 goes to a leaf first ("no internal
+# processes"), then the controllers are enabled at the root.
+mount -t cgroup2 -o nsdelegate,memory_recursiveprot cgroup2 /sys/fs/cgroup \
+    || mount -t cgroup2 cgroup2 /sys/fs/cgroup
+mkdir -p /sys/fs/cgroup/init.scope
+echo $$ > /sys/fs/cgroup/init.scope/cgroup.procs
+echo "+memory +pids +cpu" > /sys/fs/cgroup/cgroup.subtree_control
+
+echo "VETO-BEGIN"
+echo "VETO-INFO kernel $(uname -r)"
+echo "VETO-INFO mounts $(grep cgroup /proc/self/mounts | tr '\n' ';')"
+echo "VETO-INFO controllers $(cat /sys/fs/cgroup/cgroup.controllers)"
+echo "VETO-INFO subtree $(cat /sys/fs/cgroup/cgroup.subtree_control)"
+
+cd /opt/veto
+status=0
+VETO_PROVE_FILES=${VETO_PROVE_FILES//,/ }
+VETO_SIBLING_FILES=${VETO_SIBLING_FILES//,/ }
+
+step build
+if make -j2 >/tmp/build.log 2>&1; then
+    echo "VETO-RESULT build ok"
+else
+    tail -n 40 /tmp/build.log; echo "VETO-RESULT build FAIL"; status=1
+fi
+
+# Each step runs in a service-like cgroup of its own, as the helper would
+# under systemd (PID 1 stays alone in init.scope).
+step unit
+mkdir -p /sys/fs/cgroup/veto-unit.service
+if ( echo $BASHPID > /sys/fs/cgroup/veto-unit.service/cgroup.procs
+     make unit ) >/tmp/unit.log 2>&1; then
+    echo "VETO-RESULT unit ok"
+else
+    status=1; echo "VETO-RESULT unit FAIL"; cat /tmp/unit.log
+fi
+grep -E '^# build/unit|^\[  (PASSED|FAILED|SKIPPED) ' /tmp/unit.log \
+    | sed 's/^/VETO-UNIT /'
+
+mkdir -p /sys/fs/cgroup/veto-tests.service
+step prove
+echo "VETO-PROVE-BEGIN"
+( echo $BASHPID > /sys/fs/cgroup/veto-tests.service/cgroup.procs
+  prove -I t/lib $VETO_PROVE_FILES 2>&1 ) | tee /tmp/prove.log
+echo "VETO-PROVE-END"
+if grep -q '^Result: PASS' /tmp/prove.log; then
+    echo "VETO-RESULT prove ok"
+else
+    echo "VETO-RESULT prove FAIL"; status=1
+fi
+
+# The helper tests again with the ASan+UBSan helper, as scripts/test.sh
+# does on the dev host.
+if [ "${VETO_ASAN:-0}" = 1 ]; then
+    step asan
+    mkdir -p /sys/fs/cgroup/veto-asan.service
+    if ( echo $BASHPID > /sys/fs/cgroup/veto-asan.service/cgroup.procs
+         make -j2 SAN=1 BUILD=build-asan ) >/tmp/build-asan.log 2>&1; then
+        ( echo $BASHPID > /sys/fs/cgroup/veto-asan.service/cgroup.procs
+          VETO_HELPER=build-asan/sandbox-helper \
+              prove -I t/lib $VETO_PROVE_FILES 2>&1 ) | tee /tmp/asan.log
+    else
+        tail -n 40 /tmp/build-asan.log
+    fi
+    if grep -q '^Result: PASS' /tmp/asan.log 2>/dev/null; then
+        echo "VETO-RESULT asan ok"
+    else
+        echo "VETO-RESULT asan FAIL"; status=1
+    fi
+fi
+
+# Systemd-like case: the helper starts in a service cgroup that already
+# holds another process (a sleeping sibling); it must move itself into a
+# leaf below and still create, limit and remove sandboxes.
+step sibling
+mkdir -p /sys/fs/cgroup/veto.service
+sleep 100000 &
+sib=$!
+echo $sib > /sys/fs/cgroup/veto.service/cgroup.procs
+( echo $BASHPID > /sys/fs/cgroup/veto.service/cgroup.procs
+  prove -I t/lib $VETO_SIBLING_FILES 2>&1 ) | tee /tmp/sibling.log
+echo "VETO-INFO sibling cgroup tree after:"
+find /sys/fs/cgroup/veto.service -name cgroup.procs | while read -r f; do
+    echo "VETO-INFO   ${f%/cgroup.procs}: $(tr '\n' ' ' < "$f")"
+done
+# the sibling lives on, still inside the service (moved to its leaf)
+sibcg=$(sed -n 's/^0:://p' /proc/$sib/cgroup 2>/dev/null)
+echo "VETO-INFO sibling $sib now in ${sibcg:-(gone)}"
+if grep -q '^Result: PASS' /tmp/sibling.log \
+        && case $sibcg in /veto.service|/veto.service/*) true;; *) false;; esac
+then
+    echo "VETO-RESULT sibling ok"
+else
+    echo "VETO-RESULT sibling FAIL"; status=1
+fi
+kill $sib 2>/dev/null
+wait $sib 2>/dev/null
+
+# Container-like case: the helper at the root of its own cgroup namespace
+# (cgroup2 mounted inside it, as with a private cgroupns), which holds
+# processes: the namespace root is not the host's root, so it too must be
+# emptied into a leaf before controllers can be enabled.
+step container
+mkdir -p /sys/fs/cgroup/veto-ct.service
+( echo $BASHPID > /sys/fs/cgroup/veto-ct.service/cgroup.procs
+  exec unshare --cgroup --mount --propagation private --fork sh -c '
+    umount -l /sys/fs/cgroup && mount -t cgroup2 cgroup2 /sys/fs/cgroup \
+        || exit 99
+    echo "VETO-INFO container: /proc/self/cgroup $(cat /proc/self/cgroup)"
+    exec prove -I t/lib '"$VETO_SIBLING_FILES" 2>&1 ) | tee /tmp/container.log
+echo "VETO-INFO container cgroup tree after:"
+find /sys/fs/cgroup/veto-ct.service -name cgroup.procs | while read -r f; do
+    echo "VETO-INFO   ${f%/cgroup.procs}: $(tr '\n' ' ' < "$f")"
+done
+if grep -q '^Result: PASS' /tmp/container.log; then
+    echo "VETO-RESULT container ok"
+else
+    echo "VETO-RESULT container FAIL"; status=1
+fi
+
+echo "VETO-STATUS $status"
+echo "VETO-END"
+halt
+INIT
+chmod 755 "$STAGE/sbin/veto-v2-init"
+
+# Parameters for init, on the kernel command line's environment.
+PROVE_ENV="VETO_PROVE_FILES=$(cd "$STAGE/opt/veto" && echo $PROVE_FILES)"
+SIB_ENV="VETO_SIBLING_FILES=${VETO_V2VM_SIBLING:-t/00-basic.t,t/04-resources.t}"
+ASAN_ENV="VETO_ASAN=${VETO_V2VM_ASAN:-1}"
+
+# --- 3. the disk image and the boot ---------------------------------------
+
+say "making the ext4 image"
+truncate -s 6G "$RUN/disk.img"
+mkfs.ext4 -q -F -L veto-v2vm -d "$STAGE" "$RUN/disk.img" \
+    || die "mkfs.ext4 -d $STAGE failed"
+rm -rf "$STAGE"
+
+say "booting $(basename "$KERNEL") (timeout ${TIMEOUT}s, log $RUN/console.log)"
+# kernel parameters are passed to init as environment when they have '='
+# and are unknown to the kernel; spaces cannot appear, so commas are used.
+case $ACCEL in
+    kvm) accel=(-enable-kvm -machine pc -cpu qemu64) ;;
+    tcg) accel=(-machine pc -accel tcg,thread=multi -cpu qemu64) ;;
+    *)   die "VETO_V2VM_ACCEL=$ACCEL: kvm or tcg" ;;
+esac
+timeout --kill-after=10 "$TIMEOUT" qemu-system-x86_64 \
+    "${accel[@]}" -m 2048 -smp 2 -nographic \
+    -no-reboot \
+    -kernel "$KERNEL" -initrd "$INITRD" \
+    -drive file="$RUN/disk.img",format=raw,if=virtio \
+    -nic none \
+    -append "root=/dev/vda rw console=ttyS0 panic=-1 quiet nokaslr init=/sbin/veto-v2-init systemd.unified_cgroup_hierarchy=1 ${PROVE_ENV// /,} $SIB_ENV $ASAN_ENV" \
+    </dev/null >"$RUN/console.log" 2>&1 &
+QEMU_PID=$!
+wait "$QEMU_PID" || say "qemu exited with status $? (124: timed out)"
+QEMU_PID=
+
+# --- 4. the verdict ---------------------------------------------------
+
+LOG=$RUN/console.log
+tr -d '\r' < "$LOG" > "$LOG.txt"
+if ! grep -q '^VETO-END' "$LOG.txt"; then
+    tail -n 60 "$LOG.txt"
+    die "the VM did not finish (no VETO-END); console: $LOG.txt"
+fi
+
+echo "----- inside the VM -----"
+grep -E '^VETO-(INFO|RESULT|UNIT|STATUS)' "$LOG.txt"
+echo "----- prove (pure cgroup v2) -----"
+sed -n '/^VETO-PROVE-BEGIN/,/^VETO-PROVE-END/p' "$LOG.txt" \
+    | grep -vE '^VETO-PROVE' | grep -vE '^\s*$' | grep -E '\.t \.|^(Files|Result|Test Summary|  Failed|t/)' || true
+echo "----- console: $LOG.txt"
+
+if grep -q '^VETO-STATUS 0$' "$LOG.txt" \
+        && ! grep -q '^VETO-RESULT .* FAIL' "$LOG.txt"; then
+    say "PASS"
+    exit 0
+fi
+say "FAIL"
+exit 1

@@ -5,7 +5,9 @@
 # with the normal helper, the helper tests (t/0*.t) again with the ASan
 # helper, and the module tests (t/1*.t, t/3*.t) again with the ASan+UBSan
 # module (build-module-asan/) and the ASan helper; there any sanitizer
-# report from nginx fails the test (t/lib/VetoNginx.pm).  Exits non-zero
+# report from nginx fails the test (t/lib/VetoNginx.pm); last, the
+# helper's tests on a pure cgroup v2 host in a qemu VM
+# (scripts/test-cgroup-v2-vm.sh).  Exits non-zero
 # if anything failed; the last line is "N passed, N failed" over the
 # prove test files and unit binaries.
 #
@@ -27,6 +29,10 @@ if [ "$(id -u)" -ne 0 ]; then
     echo "test.sh: the integration tests need root (sudo $0)" >&2
     exit 1
 fi
+
+# t/0b opens over a thousand connections to one helper: lift the soft
+# descriptor limit to the hard one (no-op where it already is).
+ulimit -n "$(ulimit -Hn)" 2>/dev/null || true
 
 say "dependencies"
 bash scripts/install-deps.sh || fail_step "install-deps"
@@ -116,6 +122,17 @@ VETO_MODULE="$PWD/build-module-asan/ngx_veto_sandbox_module.so" \
 VETO_HELPER=build-asan/sandbox-helper \
     run_prove "module tests, ASan+UBSan module build-module-asan/, ASan helper" \
         t/1*.t t/3*.t
+
+# The helper on a pure cgroup v2 host (this one may be hybrid v1): a
+# qemu VM running make unit and t/0*.t, also with the ASan helper.
+say "helper on a pure cgroup v2 host (qemu VM)"
+if bash scripts/test-cgroup-v2-vm.sh; then
+    echo "ok - cgroup v2 VM"
+    passed=$((passed + 1))
+else
+    echo "not ok - cgroup v2 VM"
+    failed=$((failed + 1))
+fi
 
 say "summary"
 for s in "${step_failures[@]+"${step_failures[@]}"}"; do

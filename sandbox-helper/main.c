@@ -99,6 +99,31 @@ vsb_usage(void)
 }
 
 
+/*
+ * Started with stdin, stdout or stderr closed, the helper would hand the
+ * lowest free descriptors to its socket or a client, and its log lines
+ * (stderr) would then land in a peer's frame stream.  /dev/null takes
+ * any free slot among 0-2 first.
+ */
+static int
+vsb_std_fds(void)
+{
+    int  fd;
+
+    for (fd = 0; fd <= 2; fd++) {
+        if (fcntl(fd, F_GETFD) != -1 || errno != EBADF) {
+            continue;
+        }
+
+        if (open("/dev/null", O_RDWR) != fd) {
+            return -1;
+        }
+    }
+
+    return 0;
+}
+
+
 int
 main(int argc, char **argv)
 {
@@ -106,6 +131,10 @@ main(int argc, char **argv)
     char             err[1024];
     int              opt, test = 0, n, rc = 0;
     vsb_sandbox_t   *sb;
+
+    if (vsb_std_fds() != 0) {
+        return 1;       /* no stderr to say it on */
+    }
 
     while ((opt = getopt(argc, argv, "c:th")) != -1) {
         switch (opt) {

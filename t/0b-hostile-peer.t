@@ -218,4 +218,32 @@ is($h->destroy($id)->{state}, 'terminated', 'destroy');
 $h->leaks_ok('after destroy');
 my $st = $h->stop;
 is($st, 0, 'helper exits 0') or diag $h->log_text;
+
+# --- started with stdin, stdout and stderr closed ------------------------
+# Its socket and first clients would take descriptors 0-2, and its log
+# lines (stderr) would land in a client's frame stream.
+$h->{closed_std} = 1;
+$h->launch;
+my @peers = map { $h->connect } 1 .. 3;     # idle: they get low fds
+sleep 0.2;
+my $ok = 1;
+for my $round (1 .. 3) {
+    my $sid = $h->create_ok;                # logs "created sandbox ..."
+    my ($x, $o) = $h->exec($sid, ['echo', "round$round"]);
+    $ok &&= $x->{ok} && $o eq "round$round\n";
+    $ok &&= $h->ping->{ok};
+    $ok &&= ($h->destroy($sid)->{state} // '') eq 'terminated';
+}
+ok($ok, 'with stdin/stdout/stderr closed, every reply is a clean frame');
+my $unsolicited = '';
+for my $p (@peers) {
+    $p->blocking(0);
+    my $n = sysread($p, my $buf, 65536);
+    $unsolicited .= $buf if $n;
+}
+is($unsolicited, '', 'idle peers received nothing (no log lines in a socket)');
+$_->close for @peers;
+$h->leaks_ok('after the closed-std run');
+$st = $h->stop;
+is($st, 0, 'helper started without std fds exits 0');
 done_testing;

@@ -163,9 +163,14 @@ sub launch
 
     my $pid = fork() // die "fork: $!";
     if ($pid == 0) {
-        open(STDIN, '<', '/dev/null');
-        open(STDOUT, '>>', $self->{log}) or POSIX::_exit(126);
-        open(STDERR, '>&', \*STDOUT) or POSIX::_exit(126);
+        if ($self->{closed_std}) {
+            # as a careless init might start it: no stdin, stdout, stderr
+            POSIX::close($_) for 0 .. 2;
+        } else {
+            open(STDIN, '<', '/dev/null');
+            open(STDOUT, '>>', $self->{log}) or POSIX::_exit(126);
+            open(STDERR, '>&', \*STDOUT) or POSIX::_exit(126);
+        }
         $ENV{VETO_SECRET_MARKER} = $self->{marker};
         $ENV{ASAN_OPTIONS} //= 'detect_leaks=1:abort_on_error=0:exitcode=66';
         $ENV{UBSAN_OPTIONS} //= 'print_stacktrace=1:halt_on_error=1';

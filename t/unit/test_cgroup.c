@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mount.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/statfs.h>
@@ -165,21 +166,9 @@ test_modes(void **state)
     vsb_config_t  *cf;
     struct statfs  sf;
 
-    assert_int_equal(statfs("/sys/fs/cgroup", &sf), 0);
-    if (sf.f_type == CGROUP2_SUPER_MAGIC) {
-        skip();
-    }
-
     cf = calloc(1, sizeof(*cf));
     assert_non_null(cf);
     snprintf(cf->cgroup_name, sizeof(cf->cgroup_name), "%s", test_name);
-
-    /* hybrid: the unified tree has no controllers, forcing v2 must fail */
-    snprintf(cf->cgroup_mode, sizeof(cf->cgroup_mode), "v2");
-    err[0] = '\0';
-    assert_int_equal(vsb_cgroup_init(cf, err, sizeof(err)), -1);
-    fprintf(stderr, "# forced v2: %s\n", err);
-    assert_non_null(strstr(err, "controllers"));
 
     snprintf(cf->cgroup_mode, sizeof(cf->cgroup_mode), "v3");
     assert_int_equal(vsb_cgroup_init(cf, err, sizeof(err)), -1);
@@ -189,9 +178,33 @@ test_modes(void **state)
     assert_int_equal(vsb_cgroup_init(cf, err, sizeof(err)), -1);
 
     snprintf(cf->cgroup_name, sizeof(cf->cgroup_name), "%s", test_name);
-    snprintf(cf->cgroup_mode, sizeof(cf->cgroup_mode), "v1");
-    assert_int_equal(vsb_cgroup_init(cf, err, sizeof(err)), 0);
-    assert_int_equal(vsb_cgroup_mode(), VSB_CGROUP_V1);
+
+    assert_int_equal(statfs("/sys/fs/cgroup", &sf), 0);
+
+    if (sf.f_type == CGROUP2_SUPER_MAGIC) {
+        /* pure v2: no v1 hierarchies, forcing v1 must say what is missing */
+        snprintf(cf->cgroup_mode, sizeof(cf->cgroup_mode), "v1");
+        err[0] = '\0';
+        assert_int_equal(vsb_cgroup_init(cf, err, sizeof(err)), -1);
+        fprintf(stderr, "# forced v1: %s\n", err);
+        assert_non_null(strstr(err, "v1 needs"));
+
+        snprintf(cf->cgroup_mode, sizeof(cf->cgroup_mode), "v2");
+        assert_int_equal(vsb_cgroup_init(cf, err, sizeof(err)), 0);
+        assert_int_equal(vsb_cgroup_mode(), VSB_CGROUP_V2);
+
+    } else {
+        /* hybrid: the unified tree has no controllers, forcing v2 fails */
+        snprintf(cf->cgroup_mode, sizeof(cf->cgroup_mode), "v2");
+        err[0] = '\0';
+        assert_int_equal(vsb_cgroup_init(cf, err, sizeof(err)), -1);
+        fprintf(stderr, "# forced v2: %s\n", err);
+        assert_non_null(strstr(err, "controllers"));
+
+        snprintf(cf->cgroup_mode, sizeof(cf->cgroup_mode), "v1");
+        assert_int_equal(vsb_cgroup_init(cf, err, sizeof(err)), 0);
+        assert_int_equal(vsb_cgroup_mode(), VSB_CGROUP_V1);
+    }
 
     free(cf);
 }
@@ -613,9 +626,14 @@ test_cpu_accounted(void **state)
 
 /* ---- v2 code path against the hybrid host's empty unified tree ---- */
 
+static char  v2_private_mount[] = "/tmp/veto-cg2-XXXXXX";
+static int   v2_mounted;
+
+
 static int
 setup_v2_unified(void **state)
 {
+    const char    *mnt;
     char           err[512];
     struct statfs  sf;
 
@@ -624,21 +642,55 @@ setup_v2_unified(void **state)
         return setup_auto(state);           /* a real v2 host */
     }
 
-    if (statfs("/sys/fs/cgroup/unified", &sf) == -1
-        || sf.f_type != CGROUP2_SUPER_MAGIC)
+    if (statfs("/sys/fs/cgroup/unified", &sf) == 0
+        && sf.f_type == CGROUP2_SUPER_MAGIC)
     {
-        *state = (void *) 1;                /* nothing to test against */
-        return 0;
+        mnt = "/sys/fs/cgroup/unified";
+
+    } else {
+        /* a v1-only host: the (single) v2 hierarchy, mounted for the test */
+        if (mkdtemp(v2_private_mount) == NULL
+            || mount("none", v2_private_mount, "cgroup2", 0, NULL) == -1)
+        {
+            fprintf(stderr, "mount cgroup2 on %s: %s\n", v2_private_mount,
+                    strerror(errno));
+            return -1;
+        }
+
+        v2_mounted = 1;
+        mnt = v2_private_mount;
     }
 
-    if (vsb_cgroup_init_v2_at("/sys/fs/cgroup/unified", test_name, err,
-                              sizeof(err)) != 0)
+    if (vsb_cgroup_init_v2_at(mnt, test_name, err, sizeof(err)) != 0)
     {
         fprintf(stderr, "init v2: %s\n", err);
         return -1;
     }
 
     return 0;
+}
+
+
+static int
+teardown_v2(void **state)
+{
+    int  rc;
+
+    rc = teardown_base(state);
+
+    if (v2_mounted) {
+        if (umount2(v2_private_mount, 0) == -1
+            || rmdir(v2_private_mount) == -1)
+        {
+            fprintf(stderr, "unmount %s: %s\n", v2_private_mount,
+                    strerror(errno));
+            rc = -1;
+        }
+
+        v2_mounted = 0;
+    }
+
+    return rc;
 }
 
 
@@ -649,10 +701,6 @@ test_v2_path(void **state)
     pid_t               pid;
     vsb_cgroup_t       *sb, *ex;
     vsb_cgroup_usage_t  u;
-
-    if (*state == (void *) 1) {
-        skip();
-    }
 
     assert_int_equal(vsb_cgroup_mode(), VSB_CGROUP_V2);
 
@@ -714,7 +762,7 @@ main(void)
         cmocka_unit_test_setup_teardown(test_cpu_accounted, setup_auto,
                                         teardown_base),
         cmocka_unit_test_setup_teardown(test_v2_path, setup_v2_unified,
-                                        teardown_base),
+                                        teardown_v2),
     };
 
     if (geteuid() != 0) {

@@ -5,6 +5,7 @@
 #   make SAN=1 BUILD=build-asan    the same under ASan + UBSan
 #   make unit            cmocka unit tests, run
 #   make fuzz            libFuzzer targets (clang) in build-fuzz/
+#   make egress          the egress proxy (egress-proxy/egress.mk)
 
 CC       ?= cc
 BUILD    ?= build
@@ -44,7 +45,7 @@ FUZZ_BINS    = $(patsubst t/fuzz/%.c,build-fuzz/%,$(FUZZ_SRCS))
 
 .PHONY: all unit fuzz clean
 
-all: $(BUILD)/sandbox-helper $(BUILD)/sandbox-helperctl
+all: $(BUILD)/sandbox-helper $(BUILD)/sandbox-helperctl egress
 
 $(BUILD)/obj/%.o: sandbox-helper/%.c $(HEADERS)
 	@mkdir -p $(dir $@)
@@ -76,6 +77,8 @@ build-fuzz/%: t/fuzz/%.c $(LIB_SRCS) $(HEADERS)
 	clang $(FUZZ_CFLAGS) -o $@ $< $(LIB_SRCS) $(PKG_LIBS)
 
 fuzz: $(FUZZ_BINS)
+
+include egress-proxy/egress.mk
 
 clean:
 	rm -rf build build-asan build-fuzz

@@ -1,0 +1,994 @@
+/*
+ * Control channel: framed JSON requests from the helper (descriptors by
+ * SCM_RIGHTS), replies, and attempt-record events.  Strict: unknown
+ * ops or fields, wrong types, descriptors where none belong, or a
+ * descriptor count that does not match "listeners" are named errors,
+ * and every descriptor received is either owned by a sandbox or closed.
+ */
+#include <errno.h>
+#include <jansson.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include "eg_control.h"
+#include "eg_listen.h"
+#include "eg_log.h"
+#include "eg_record.h"
+#include "egress.h"
+#include "vsb_egress_protocol.h"
+#include "vsb_frame.h"
+
+#define EG_CTL_MAX_PENDING_FDS  16
+
+typedef struct {
+    eg_handler_t        h;
+    int                 open;
+    vsb_frame_parser_t  fp;
+    int                 fds[EG_CTL_MAX_PENDING_FDS];
+    unsigned            nfds;
+    int                 fd_overflow;
+    unsigned char      *out;
+    size_t              out_off, out_len, out_cap;
+} eg_ctl_conn_t;
+
+static eg_handler_t   eg_ctl_listen_h;
+static eg_ctl_conn_t  eg_ctl;
+
+static void eg_ctl_close(const char *why);
+
+
+static int
+eg_ctl_want_out(void)
+{
+    return eg_loop_mod(&eg_ctl.h, EPOLLIN | (eg_ctl.out_len ? EPOLLOUT : 0));
+}
+
+
+/* Appends one frame; -1 if the output bound would be passed. */
+static int
+eg_ctl_enqueue(const char *json, size_t len)
+{
+    unsigned char  *head, *nb;
+    size_t          hl, need, cap;
+
+    if (eg_ctl.out_len + VSB_FRAME_HEADER_LEN + len
+        > eg_proxy.cf.control_buffer_bytes)
+    {
+        return -1;
+    }
+
+    head = vsb_frame_encode_head(json, len, 0, &hl);
+    if (head == NULL) {
+        return -1;
+    }
+
+    if (eg_ctl.out_off > 0) {
+        memmove(eg_ctl.out, eg_ctl.out + eg_ctl.out_off, eg_ctl.out_len);
+        eg_ctl.out_off = 0;
+    }
+    need = eg_ctl.out_len + hl;
+    if (need > eg_ctl.out_cap) {
+        cap = eg_ctl.out_cap ? eg_ctl.out_cap : 16384;
+        while (cap < need) {
+            cap *= 2;
+        }
+        nb = realloc(eg_ctl.out, cap);
+        if (nb == NULL) {
+            free(head);
+            return -1;
+        }
+        eg_ctl.out = nb;
+        eg_ctl.out_cap = cap;
+    }
+    memcpy(eg_ctl.out + eg_ctl.out_len, head, hl);
+    eg_ctl.out_len += hl;
+    free(head);
+    return 0;
+}
+
+
+/* Records go out before any reply (a reply is a barrier); between
+ * requests only while the output is less than half full. */
+static void
+eg_ctl_push_records(int all)
+{
+    char      *s, buf[96];
+    size_t     len;
+    uint64_t   dropped;
+
+    if (!eg_ctl.open) {
+        return;
+    }
+
+    dropped = eg_record_take_dropped();
+    if (dropped > 0) {
+        len = (size_t) snprintf(buf, sizeof(buf), "{\"event\":"
+                                "\"records_dropped\",\"count\":%llu}",
+                                (unsigned long long) dropped);
+        if (eg_ctl_enqueue(buf, len) != 0) {
+            eg_log(EG_LOG_ERROR, "control: %llu dropped records not "
+                   "reported", (unsigned long long) dropped);
+        }
+    }
+
+    while (all || eg_ctl.out_len < eg_proxy.cf.control_buffer_bytes / 2) {
+        s = eg_record_pop(&len);
+        if (s == NULL) {
+            break;
+        }
+        if (eg_ctl_enqueue(s, len) != 0) {
+            eg_record_unpop(s, len);
+            break;
+        }
+        free(s);
+    }
+}
+
+
+static void
+eg_ctl_reply(json_t *reply, json_t *req)
+{
+    json_t  *rid;
+    char    *s;
+
+    if (req != NULL && (rid = json_object_get(req, "request_id")) != NULL
+        && json_is_string(rid))
+    {
+        json_object_set(reply, "request_id", rid);
+    }
+
+    eg_ctl_push_records(1);
+
+    s = json_dumps(reply, JSON_COMPACT);
+    json_decref(reply);
+    if (s == NULL || eg_ctl_enqueue(s, strlen(s)) != 0) {
+        free(s);
+        eg_ctl_close("reply does not fit in the control buffer (the helper "
+                     "is not reading)");
+        return;
+    }
+    free(s);
+    if (eg_ctl_want_out() != 0) {
+        eg_ctl_close("epoll_ctl failed");
+    }
+}
+
+
+static json_t *
+eg_ctl_err(const char *error, const char *field, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+static json_t *
+eg_ctl_err(const char *error, const char *field, const char *fmt, ...)
+{
+    va_list  ap;
+    char     detail[512];
+    json_t  *o;
+
+    va_start(ap, fmt);
+    vsnprintf(detail, sizeof(detail), fmt, ap);
+    va_end(ap);
+
+    o = json_pack("{s:b, s:s, s:s}", "ok", 0, "error", error,
+                  "detail", detail);
+    if (o != NULL && field != NULL) {
+        json_object_set_new(o, "field", json_string(field));
+    }
+    return o;
+}
+
+
+static json_t *
+eg_ctl_ok(const char *op)
+{
+    return json_pack("{s:b, s:s}", "ok", 1, "op", op);
+}
+
+
+/* Every key of req must be in allowed (NULL-terminated). */
+static json_t *
+eg_ctl_check_fields(json_t *req, const char *const *allowed)
+{
+    const char  *k;
+    json_t      *v;
+    size_t       i;
+
+    json_object_foreach(req, k, v) {
+        for (i = 0; allowed[i] != NULL; i++) {
+            if (strcmp(k, allowed[i]) == 0) {
+                break;
+            }
+        }
+        if (allowed[i] == NULL) {
+            return eg_ctl_err("unknown_field", k, "unknown field \"%s\"", k);
+        }
+    }
+    return NULL;
+}
+
+
+static json_t *
+eg_ctl_sandbox_id(json_t *req, const char *field, const char **out)
+{
+    json_t      *v = json_object_get(req, field);
+    const char  *s;
+    size_t       i, n;
+
+    if (v == NULL) {
+        return eg_ctl_err("missing_field", field, "\"%s\" is required",
+                          field);
+    }
+    if (!json_is_string(v)) {
+        return eg_ctl_err("bad_type", field, "\"%s\" must be a string",
+                          field);
+    }
+    s = json_string_value(v);
+    n = json_string_length(v);
+    if (n == 0 || n > VSB_EGRESS_MAX_ID || strlen(s) != n) {
+        return eg_ctl_err("bad_value", field, "a sandbox id is 1 .. %d "
+                          "bytes", VSB_EGRESS_MAX_ID);
+    }
+    for (i = 0; i < n; i++) {
+        char  c = s[i];
+        if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z')
+              || (c >= '0' && c <= '9') || c == '-' || c == '_' || c == '.'))
+        {
+            return eg_ctl_err("bad_value", field, "a sandbox id is made of "
+                              "[A-Za-z0-9._-]");
+        }
+    }
+    *out = s;
+    return NULL;
+}
+
+
+static json_t *
+eg_ctl_entries(json_t *req, const char *field, int required,
+    eg_allow_entry_t **out, size_t *nout)
+{
+    json_t            *a = json_object_get(req, field), *v;
+    eg_allow_entry_t  *list;
+    size_t             i;
+    char               err[400];
+
+    *out = NULL;
+    *nout = 0;
+
+    if (a == NULL) {
+        return required ? eg_ctl_err("missing_field", field,
+                                     "\"%s\" is required", field)
+                        : NULL;
+    }
+    if (!json_is_array(a)) {
+        return eg_ctl_err("bad_type", field, "\"%s\" must be an array of "
+                          "strings", field);
+    }
+    if (json_array_size(a) > VSB_EGRESS_MAX_ENTRIES) {
+        return eg_ctl_err("over_ceiling", field, "\"%s\" has more than %d "
+                          "entries", field, VSB_EGRESS_MAX_ENTRIES);
+    }
+    if (json_array_size(a) == 0) {
+        return NULL;
+    }
+
+    list = calloc(json_array_size(a), sizeof(*list));
+    if (list == NULL) {
+        return eg_ctl_err("internal", NULL, "out of memory");
+    }
+
+    json_array_foreach(a, i, v) {
+        if (!json_is_string(v)
+            || strlen(json_string_value(v)) != json_string_length(v))
+        {
+            free(list);
+            return eg_ctl_err("bad_type", field, "\"%s\"[%zu] must be a "
+                              "string", field, i);
+        }
+        if (eg_allow_parse(json_string_value(v), &list[i], err, sizeof(err))
+            != 0)
+        {
+            free(list);
+            return eg_ctl_err("bad_value", field, "%s", err);
+        }
+    }
+
+    *out = list;
+    *nout = json_array_size(a);
+    return NULL;
+}
+
+
+static json_t *
+eg_ctl_limits(json_t *req, eg_limits_t *l)
+{
+    json_t      *o = json_object_get(req, "limits"), *v;
+    const char  *k;
+    json_int_t   n;
+    uint64_t     max;
+
+    *l = eg_proxy.cf.ceiling;
+    if (o == NULL) {
+        return NULL;
+    }
+    if (!json_is_object(o)) {
+        return eg_ctl_err("bad_type", "limits", "\"limits\" must be an "
+                          "object");
+    }
+
+    json_object_foreach(o, k, v) {
+        if (!json_is_integer(v) || (n = json_integer_value(v)) < 0) {
+            return eg_ctl_err("bad_type", "limits", "limits.%s must be a "
+                              "non-negative integer", k);
+        }
+        if (strcmp(k, "max_connections") == 0) {
+            max = eg_proxy.cf.ceiling.max_connections;
+        } else if (strcmp(k, "max_bytes_out") == 0) {
+            max = eg_proxy.cf.ceiling.max_bytes_out;
+        } else if (strcmp(k, "max_bytes_in") == 0) {
+            max = eg_proxy.cf.ceiling.max_bytes_in;
+        } else if (strcmp(k, "connect_timeout_ms") == 0) {
+            max = eg_proxy.cf.ceiling.connect_timeout_ms;
+        } else if (strcmp(k, "idle_timeout_ms") == 0) {
+            max = eg_proxy.cf.ceiling.idle_timeout_ms;
+        } else {
+            return eg_ctl_err("unknown_field", "limits", "unknown limit "
+                              "\"%s\"", k);
+        }
+        if ((uint64_t) n > max) {
+            json_t  *e = eg_ctl_err("over_ceiling", "limits", "limits.%s "
+                                    "= %lld is over the proxy's ceiling "
+                                    "%llu", k, (long long) n,
+                                    (unsigned long long) max);
+            json_object_set_new(e, "limit", json_string(k));
+            return e;
+        }
+        if (strcmp(k, "max_connections") == 0) {
+            l->max_connections = (uint32_t) n;
+        } else if (strcmp(k, "max_bytes_out") == 0) {
+            l->max_bytes_out = (uint64_t) n;
+        } else if (strcmp(k, "max_bytes_in") == 0) {
+            l->max_bytes_in = (uint64_t) n;
+        } else if (strcmp(k, "connect_timeout_ms") == 0) {
+            l->connect_timeout_ms = n < 100 ? 100 : (uint32_t) n;
+        } else {
+            l->idle_timeout_ms = n < 100 ? 100 : (uint32_t) n;
+        }
+    }
+    return NULL;
+}
+
+
+static json_t *
+eg_ctl_limits_json(const eg_limits_t *l)
+{
+    return json_pack("{s:I, s:I, s:I, s:I, s:I}",
+                     "max_connections", (json_int_t) l->max_connections,
+                     "max_bytes_out", (json_int_t) l->max_bytes_out,
+                     "max_bytes_in", (json_int_t) l->max_bytes_in,
+                     "connect_timeout_ms", (json_int_t) l->connect_timeout_ms,
+                     "idle_timeout_ms", (json_int_t) l->idle_timeout_ms);
+}
+
+
+static json_t *
+eg_ctl_add(json_t *req)
+{
+    static const char *const  fields[] = {
+        "op", "request_id", "sandbox", "listeners", "allow", "ask", "limits",
+        NULL
+    };
+    json_t            *e, *ls, *v, *r;
+    const char        *id;
+    eg_sandbox_t      *sb;
+    eg_listen_kind_t   kinds[VSB_EGRESS_MAX_FDS];
+    size_t             i, n;
+    char               err[256];
+
+    if ((e = eg_ctl_check_fields(req, fields)) != NULL
+        || (e = eg_ctl_sandbox_id(req, "sandbox", &id)) != NULL)
+    {
+        return e;
+    }
+
+    ls = json_object_get(req, "listeners");
+    if (ls == NULL || !json_is_array(ls)) {
+        return eg_ctl_err(ls ? "bad_type" : "missing_field", "listeners",
+                          "\"listeners\" must be an array naming each "
+                          "descriptor sent");
+    }
+    n = json_array_size(ls);
+    if (n == 0 || n > VSB_EGRESS_MAX_FDS || n != eg_ctl.nfds
+        || eg_ctl.fd_overflow)
+    {
+        return eg_ctl_err(VSB_EGRESS_E_BAD_FDS, "listeners", "\"listeners\" "
+                          "names %zu sockets but %u descriptors came with "
+                          "the request (1 .. %d)", n, eg_ctl.nfds,
+                          VSB_EGRESS_MAX_FDS);
+    }
+    json_array_foreach(ls, i, v) {
+        if (!json_is_string(v)
+            || eg_listen_kind_parse(json_string_value(v), &kinds[i]) != 0)
+        {
+            return eg_ctl_err("bad_value", "listeners", "listeners[%zu] must "
+                              "be \"http\", \"transparent\", \"dns_udp\" or "
+                              "\"dns_tcp\"", i);
+        }
+    }
+
+    if (eg_sandbox_find(id) != NULL) {
+        return eg_ctl_err(VSB_EGRESS_E_EXISTS, "sandbox", "sandbox %s is "
+                          "already known to the proxy", id);
+    }
+    if (eg_proxy.nsandboxes >= eg_proxy.cf.max_sandboxes) {
+        return eg_ctl_err("capacity", NULL, "the proxy serves %u sandboxes "
+                          "already (max_sandboxes)", eg_proxy.nsandboxes);
+    }
+
+    sb = calloc(1, sizeof(*sb));
+    if (sb == NULL) {
+        return eg_ctl_err("internal", NULL, "out of memory");
+    }
+    snprintf(sb->id, sizeof(sb->id), "%s", id);
+
+    if ((e = eg_ctl_entries(req, "allow", 1, &sb->allow, &sb->nallow))
+        != NULL
+        || (e = eg_ctl_entries(req, "ask", 0, &sb->ask, &sb->nask)) != NULL
+        || (e = eg_ctl_limits(req, &sb->limits)) != NULL)
+    {
+        free(sb->allow);
+        free(sb->ask);
+        free(sb);
+        return e;
+    }
+
+    for (i = 0; i < n; i++) {
+        int  fd = eg_ctl.fds[i];
+        eg_ctl.fds[i] = -1;
+        if (eg_listen_attach(sb, kinds[i], fd, err, sizeof(err)) != 0) {
+            for (size_t j = i + 1; j < n; j++) {
+                close(eg_ctl.fds[j]);
+                eg_ctl.fds[j] = -1;
+            }
+            eg_ctl.nfds = 0;
+            eg_listen_close_all(sb);
+            free(sb->allow);
+            free(sb->ask);
+            free(sb);
+            return eg_ctl_err(VSB_EGRESS_E_BAD_FDS, "listeners", "%s", err);
+        }
+    }
+    eg_ctl.nfds = 0;
+
+    sb->next = eg_proxy.sandboxes;
+    eg_proxy.sandboxes = sb;
+    eg_proxy.nsandboxes++;
+
+    eg_log(EG_LOG_INFO, "sandbox %s added: %zu allowed, %zu askable, %zu "
+           "sockets", sb->id, sb->nallow, sb->nask, n);
+
+    r = eg_ctl_ok("add");
+    json_object_set_new(r, "sandbox", json_string(sb->id));
+    json_object_set_new(r, "limits", eg_ctl_limits_json(&sb->limits));
+    return r;
+}
+
+
+static json_t *
+eg_ctl_update(json_t *req)
+{
+    static const char *const  fields[] = {
+        "op", "request_id", "sandbox", "allow", "ask", NULL
+    };
+    json_t            *e, *r;
+    const char        *id;
+    eg_sandbox_t      *sb;
+    eg_allow_entry_t  *allow, *ask;
+    size_t             nallow, nask;
+
+    if ((e = eg_ctl_check_fields(req, fields)) != NULL
+        || (e = eg_ctl_sandbox_id(req, "sandbox", &id)) != NULL)
+    {
+        return e;
+    }
+    if ((sb = eg_sandbox_find(id)) == NULL) {
+        return eg_ctl_err("not_found", "sandbox", "no sandbox %s", id);
+    }
+    if ((e = eg_ctl_entries(req, "allow", 1, &allow, &nallow)) != NULL) {
+        return e;
+    }
+    if ((e = eg_ctl_entries(req, "ask", 0, &ask, &nask)) != NULL) {
+        free(allow);
+        return e;
+    }
+
+    /* Applies to new connections; open ones were checked when made. */
+    free(sb->allow);
+    free(sb->ask);
+    sb->allow = allow;
+    sb->nallow = nallow;
+    sb->ask = ask;
+    sb->nask = nask;
+
+    r = eg_ctl_ok("update");
+    json_object_set_new(r, "sandbox", json_string(sb->id));
+    return r;
+}
+
+
+static json_t *
+eg_ctl_remove(json_t *req)
+{
+    static const char *const  fields[] = {
+        "op", "request_id", "sandbox", NULL
+    };
+    json_t        *e, *r;
+    const char    *id;
+    eg_sandbox_t  *sb;
+    unsigned       nc = 0, nl = 0;
+    char           idcopy[EG_SANDBOX_ID_MAX + 1];
+
+    if ((e = eg_ctl_check_fields(req, fields)) != NULL
+        || (e = eg_ctl_sandbox_id(req, "sandbox", &id)) != NULL)
+    {
+        return e;
+    }
+    if ((sb = eg_sandbox_find(id)) == NULL) {
+        return eg_ctl_err("not_found", "sandbox", "no sandbox %s", id);
+    }
+    snprintf(idcopy, sizeof(idcopy), "%s", id);
+    eg_sandbox_unlink_free(sb, &nc, &nl);
+    eg_log(EG_LOG_INFO, "sandbox %s removed: %u connections, %u sockets "
+           "closed", idcopy, nc, nl);
+
+    r = eg_ctl_ok("remove");
+    json_object_set_new(r, "sandbox", json_string(idcopy));
+    json_object_set_new(r, "closed_connections", json_integer(nc));
+    json_object_set_new(r, "closed_listeners", json_integer(nl));
+    return r;
+}
+
+
+static json_t *
+eg_ctl_sync(json_t *req)
+{
+    static const char *const  fields[] = {
+        "op", "request_id", "sandboxes", NULL
+    };
+    json_t        *e, *keep, *v, *removed, *r;
+    eg_sandbox_t  *sb, *next;
+    size_t         i;
+    int            found;
+
+    if ((e = eg_ctl_check_fields(req, fields)) != NULL) {
+        return e;
+    }
+    keep = json_object_get(req, "sandboxes");
+    if (keep == NULL || !json_is_array(keep)) {
+        return eg_ctl_err(keep ? "bad_type" : "missing_field", "sandboxes",
+                          "\"sandboxes\" must be an array of ids");
+    }
+    json_array_foreach(keep, i, v) {
+        if (!json_is_string(v)) {
+            return eg_ctl_err("bad_type", "sandboxes", "sandboxes[%zu] must "
+                              "be a string", i);
+        }
+    }
+
+    removed = json_array();
+    for (sb = eg_proxy.sandboxes; sb != NULL; sb = next) {
+        next = sb->next;
+        found = 0;
+        json_array_foreach(keep, i, v) {
+            if (strcmp(json_string_value(v), sb->id) == 0) {
+                found = 1;
+                break;
+            }
+        }
+        if (!found) {
+            json_array_append_new(removed, json_string(sb->id));
+            eg_sandbox_unlink_free(sb, NULL, NULL);
+        }
+    }
+
+    r = eg_ctl_ok("sync");
+    json_object_set_new(r, "removed", removed);
+    return r;
+}
+
+
+static json_t *
+eg_ctl_stats(json_t *req)
+{
+    static const char *const  fields[] = {
+        "op", "request_id", "sandbox", NULL
+    };
+    json_t        *e, *arr, *r;
+    const char    *id = NULL;
+    eg_sandbox_t  *sb;
+
+    if ((e = eg_ctl_check_fields(req, fields)) != NULL) {
+        return e;
+    }
+    if (json_object_get(req, "sandbox") != NULL
+        && (e = eg_ctl_sandbox_id(req, "sandbox", &id)) != NULL)
+    {
+        return e;
+    }
+    if (id != NULL && eg_sandbox_find(id) == NULL) {
+        return eg_ctl_err("not_found", "sandbox", "no sandbox %s", id);
+    }
+
+    arr = json_array();
+    for (sb = eg_proxy.sandboxes; sb != NULL; sb = sb->next) {
+        if (id != NULL && strcmp(id, sb->id) != 0) {
+            continue;
+        }
+        json_array_append_new(arr, json_pack(
+            "{s:s, s:I, s:I, s:I, s:I, s:I, s:I}",
+            "sandbox", sb->id,
+            "connections", (json_int_t) sb->usage.connections,
+            "bytes_out", (json_int_t) sb->usage.bytes_out,
+            "bytes_in", (json_int_t) sb->usage.bytes_in,
+            "attempts", (json_int_t) sb->usage.attempts,
+            "refused", (json_int_t) sb->usage.refused,
+            "listeners", (json_int_t) sb->nlisteners));
+    }
+
+    r = eg_ctl_ok("stats");
+    json_object_set_new(r, "sandboxes", arr);
+    json_object_set_new(r, "connections", json_integer(eg_proxy.nconns));
+    json_object_set_new(r, "records_queued",
+                        json_integer((json_int_t) eg_record_queued()));
+    json_object_set_new(r, "records_dropped",
+                        json_integer((json_int_t) eg_record_dropped_total()));
+    return r;
+}
+
+
+static void
+eg_ctl_close_pending_fds(void)
+{
+    unsigned  i;
+
+    for (i = 0; i < eg_ctl.nfds; i++) {
+        if (eg_ctl.fds[i] >= 0) {
+            close(eg_ctl.fds[i]);
+        }
+    }
+    eg_ctl.nfds = 0;
+    eg_ctl.fd_overflow = 0;
+}
+
+
+static void
+eg_ctl_request(const char *text, size_t len)
+{
+    json_t        *req, *op, *r;
+    json_error_t   je;
+    const char    *o;
+
+    req = json_loadb(text, len, JSON_REJECT_DUPLICATES, &je);
+    if (req == NULL || !json_is_object(req)) {
+        eg_ctl_close_pending_fds();
+        eg_ctl_reply(eg_ctl_err("bad_json", NULL, "request is not a JSON "
+                                "object: %s", req ? "not an object"
+                                                  : je.text), NULL);
+        json_decref(req);
+        return;
+    }
+
+    op = json_object_get(req, "op");
+    o = op && json_is_string(op) ? json_string_value(op) : NULL;
+
+    if (o == NULL) {
+        r = eg_ctl_err("missing_field", "op", "\"op\" (a string) is "
+                       "required");
+    } else if (strcmp(o, VSB_EGRESS_OP_ADD) == 0) {
+        r = eg_ctl_add(req);
+    } else if (eg_ctl.nfds > 0) {
+        r = eg_ctl_err(VSB_EGRESS_E_BAD_FDS, NULL, "descriptors sent with "
+                       "\"%s\", which takes none", o);
+    } else if (strcmp(o, VSB_EGRESS_OP_PING) == 0) {
+        static const char *const  fields[] = { "op", "request_id", NULL };
+        r = eg_ctl_check_fields(req, fields);
+        if (r == NULL) {
+            r = eg_ctl_ok("ping");
+            json_object_set_new(r, "version",
+                                json_integer(VSB_EGRESS_PROTOCOL_VERSION));
+        }
+    } else if (strcmp(o, VSB_EGRESS_OP_UPDATE) == 0) {
+        r = eg_ctl_update(req);
+    } else if (strcmp(o, VSB_EGRESS_OP_REMOVE) == 0) {
+        r = eg_ctl_remove(req);
+    } else if (strcmp(o, VSB_EGRESS_OP_SYNC) == 0) {
+        r = eg_ctl_sync(req);
+    } else if (strcmp(o, VSB_EGRESS_OP_STATS) == 0) {
+        r = eg_ctl_stats(req);
+    } else {
+        r = eg_ctl_err("unknown_op", "op", "unknown op \"%.64s\"", o);
+    }
+
+    eg_ctl_close_pending_fds();
+    if (r == NULL) {
+        r = eg_ctl_err("internal", NULL, "out of memory");
+    }
+    eg_ctl_reply(r, req);
+    json_decref(req);
+}
+
+
+static void
+eg_ctl_read(void)
+{
+    unsigned char    buf[8192];
+    char             cbuf[CMSG_SPACE(EG_CTL_MAX_PENDING_FDS * sizeof(int))];
+    struct iovec     iov;
+    struct msghdr    msg;
+    struct cmsghdr  *cm;
+    ssize_t          n;
+    size_t           want, used, off;
+    vsb_frame_rc_t   rc;
+
+    want = vsb_frame_need(&eg_ctl.fp);
+    if (want > sizeof(buf)) {
+        want = sizeof(buf);
+    }
+
+    iov.iov_base = buf;
+    iov.iov_len = want;
+    memset(&msg, 0, sizeof(msg));
+    msg.msg_iov = &iov;
+    msg.msg_iovlen = 1;
+    msg.msg_control = cbuf;
+    msg.msg_controllen = sizeof(cbuf);
+
+    n = recvmsg(eg_ctl.h.fd, &msg, MSG_CMSG_CLOEXEC);
+    if (n < 0) {
+        if (errno != EAGAIN && errno != EINTR) {
+            eg_ctl_close(strerror(errno));
+        }
+        return;
+    }
+
+    for (cm = CMSG_FIRSTHDR(&msg); cm != NULL; cm = CMSG_NXTHDR(&msg, cm)) {
+        if (cm->cmsg_level != SOL_SOCKET || cm->cmsg_type != SCM_RIGHTS) {
+            continue;
+        }
+        size_t  nf = (cm->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+        for (size_t i = 0; i < nf; i++) {
+            int  fd;
+            memcpy(&fd, CMSG_DATA(cm) + i * sizeof(int), sizeof(int));
+            if (eg_ctl.nfds < EG_CTL_MAX_PENDING_FDS) {
+                eg_ctl.fds[eg_ctl.nfds++] = fd;
+            } else {
+                close(fd);
+                eg_ctl.fd_overflow = 1;
+            }
+        }
+    }
+    if (msg.msg_flags & MSG_CTRUNC) {
+        eg_ctl.fd_overflow = 1;
+    }
+
+    if (n == 0) {
+        eg_ctl_close_pending_fds();
+        eg_ctl_close("helper closed the connection");
+        return;
+    }
+
+    off = 0;
+    while (off < (size_t) n && eg_ctl.open) {
+        rc = vsb_frame_feed(&eg_ctl.fp, buf + off, (size_t) n - off, &used);
+        off += used;
+        if (rc == VSB_FRAME_ERROR) {
+            eg_ctl_close_pending_fds();
+            eg_ctl_reply(eg_ctl_err(eg_ctl.fp.error, NULL, "%s",
+                                    eg_ctl.fp.detail), NULL);
+            /* framing is lost: try to send the answer, then close */
+            if (eg_ctl.open) {
+                ssize_t  w = write(eg_ctl.h.fd, eg_ctl.out + eg_ctl.out_off,
+                                   eg_ctl.out_len);
+                (void) w;
+            }
+            eg_ctl_close("bad frame");
+            return;
+        }
+        if (rc == VSB_FRAME_DONE) {
+            eg_ctl_request(vsb_frame_json(&eg_ctl.fp), eg_ctl.fp.json_len);
+            if (!eg_ctl.open) {
+                return;
+            }
+            vsb_frame_reset(&eg_ctl.fp);
+        }
+    }
+}
+
+
+static void
+eg_ctl_event(eg_handler_t *h, uint32_t events)
+{
+    ssize_t  n;
+
+    if ((events & EPOLLOUT) && eg_ctl.out_len > 0) {
+        n = write(h->fd, eg_ctl.out + eg_ctl.out_off, eg_ctl.out_len);
+        if (n < 0 && errno != EAGAIN && errno != EINTR) {
+            eg_ctl_close(strerror(errno));
+            return;
+        }
+        if (n > 0) {
+            eg_ctl.out_off += (size_t) n;
+            eg_ctl.out_len -= (size_t) n;
+            if (eg_ctl.out_len == 0) {
+                eg_ctl.out_off = 0;
+            }
+        }
+    }
+
+    if (events & (EPOLLIN | EPOLLHUP | EPOLLERR)) {
+        eg_ctl_read();
+        if (!eg_ctl.open) {
+            return;
+        }
+    }
+
+    if (eg_ctl_want_out() != 0) {
+        eg_ctl_close("epoll_ctl failed");
+    }
+}
+
+
+static void
+eg_ctl_close(const char *why)
+{
+    if (!eg_ctl.open) {
+        return;
+    }
+    eg_log(EG_LOG_INFO, "control: helper connection closed: %s", why);
+    eg_loop_del(&eg_ctl.h);
+    close(eg_ctl.h.fd);
+    eg_ctl_close_pending_fds();
+    vsb_frame_reset(&eg_ctl.fp);
+    free(eg_ctl.out);
+    eg_ctl.out = NULL;
+    eg_ctl.out_off = eg_ctl.out_len = eg_ctl.out_cap = 0;
+    eg_ctl.open = 0;
+}
+
+
+static void
+eg_ctl_accept(eg_handler_t *h, uint32_t events)
+{
+    struct ucred  cred;
+    socklen_t     cl = sizeof(cred);
+    unsigned      i;
+    int           fd;
+
+    (void) events;
+
+    fd = accept4(h->fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+    if (fd == -1) {
+        return;
+    }
+
+    if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &cl) != 0) {
+        eg_log(EG_LOG_ERROR, "control: SO_PEERCRED: %s", strerror(errno));
+        close(fd);
+        return;
+    }
+    for (i = 0; i < eg_proxy.cf.nallowed_uids; i++) {
+        if (eg_proxy.cf.allowed_uids[i] == cred.uid) {
+            break;
+        }
+    }
+    if (i == eg_proxy.cf.nallowed_uids) {
+        eg_log(EG_LOG_ERROR, "control: refused peer uid %u pid %d",
+               (unsigned) cred.uid, (int) cred.pid);
+        close(fd);
+        return;
+    }
+
+    if (eg_ctl.open) {
+        eg_ctl_close("replaced by a new helper connection");
+    }
+
+    memset(&eg_ctl, 0, sizeof(eg_ctl));
+    vsb_frame_init(&eg_ctl.fp, VSB_EGRESS_MAX_JSON, 0);
+    eg_ctl.h.type = EG_EV_CONTROL;
+    eg_ctl.h.fd = fd;
+    eg_ctl.h.handler = eg_ctl_event;
+    if (eg_loop_add(&eg_ctl.h, EPOLLIN) != 0) {
+        close(fd);
+        return;
+    }
+    eg_ctl.open = 1;
+    eg_log(EG_LOG_INFO, "control: helper connected (uid %u pid %d); %u "
+           "sandboxes, %zu records queued", (unsigned) cred.uid,
+           (int) cred.pid, eg_proxy.nsandboxes, eg_record_queued());
+    eg_control_flush();
+}
+
+
+int
+eg_control_listen(const char *path, unsigned mode, char *err, size_t errlen)
+{
+    struct sockaddr_un  sa;
+    struct stat         st;
+    int                 fd;
+
+    if (lstat(path, &st) == 0) {
+        if (!S_ISSOCK(st.st_mode)) {
+            snprintf(err, errlen, "control socket %s exists and is not a "
+                     "socket", path);
+            return -1;
+        }
+        if (unlink(path) != 0) {
+            snprintf(err, errlen, "unlink %s: %s", path, strerror(errno));
+            return -1;
+        }
+    }
+
+    fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    if (fd == -1) {
+        snprintf(err, errlen, "socket(AF_UNIX): %s", strerror(errno));
+        return -1;
+    }
+    memset(&sa, 0, sizeof(sa));
+    sa.sun_family = AF_UNIX;
+    snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", path);
+
+    if (bind(fd, (struct sockaddr *) &sa, sizeof(sa)) != 0) {
+        snprintf(err, errlen, "bind %s: %s", path, strerror(errno));
+        close(fd);
+        return -1;
+    }
+    if (chmod(path, mode) != 0) {
+        snprintf(err, errlen, "chmod %s: %s", path, strerror(errno));
+        close(fd);
+        return -1;
+    }
+    if (listen(fd, 8) != 0) {
+        snprintf(err, errlen, "listen %s: %s", path, strerror(errno));
+        close(fd);
+        return -1;
+    }
+
+    eg_ctl_listen_h.type = EG_EV_CONTROL_LISTEN;
+    eg_ctl_listen_h.fd = fd;
+    eg_ctl_listen_h.handler = eg_ctl_accept;
+    if (eg_loop_add(&eg_ctl_listen_h, EPOLLIN) != 0) {
+        snprintf(err, errlen, "epoll_ctl: %s", strerror(errno));
+        close(fd);
+        return -1;
+    }
+    return 0;
+}
+
+
+void
+eg_control_flush(void)
+{
+    if (!eg_ctl.open) {
+        return;
+    }
+    if (eg_record_queued() == 0 && !eg_record_dropped_pending()) {
+        return;
+    }
+    eg_ctl_push_records(0);
+    if (eg_ctl_want_out() != 0) {
+        eg_ctl_close("epoll_ctl failed");
+    }
+}
+
+
+void
+eg_control_shutdown(void)
+{
+    eg_ctl_close("proxy stopping");
+}

@@ -1,0 +1,91 @@
+/*
+ * One proxied connection: from the sandbox's first byte to the end of the
+ * relay.  conn.c decides (parse, policy, resolve, classify, dial),
+ * relay.c moves bytes, refuse.c answers refusals.
+ */
+#ifndef EG_CONN_H
+#define EG_CONN_H
+
+#include "egress.h"
+#include "eg_resolve.h"
+#include "eg_sni.h"
+
+#define EG_C2U_CAP   (36 * 1024)    /* request head + its rewrite */
+#define EG_U2C_CAP   (16 * 1024)
+#define EG_SNIFF_MAX (EG_SNI_MAX_HELLO + 4 * 1024)  /* record headers */
+#define EG_REFUSE_LINGER_MS  2000
+#define EG_REFUSE_DISCARD    (64 * 1024)
+
+typedef enum {
+    EG_CS_HEAD = 0,          /* explicit: reading the request head */
+    EG_CS_SNIFF,             /* transparent: ClientHello or HTTP head */
+    EG_CS_RESOLVING,
+    EG_CS_CONNECTING,
+    EG_CS_RELAY,
+    EG_CS_REFUSING           /* writing a refusal, then closing */
+} eg_conn_state_t;
+
+struct eg_conn_s {
+    eg_handler_t       client;
+    eg_handler_t       upstream;
+    eg_sandbox_t      *sb;
+    eg_conn_t         *next;
+    eg_conn_t         *prev;
+    eg_listen_kind_t   via;
+    eg_conn_state_t    state;
+    const char        *kind;        /* "http", "connect", "tls" */
+
+    eg_host_t          host;
+    uint16_t           port;
+    int                have_host;
+    int                is_connect;
+    int                absolute;    /* rewrite the head (explicit HTTP) */
+
+    int                orig_valid;
+    eg_addr_t          orig_dst;
+    uint16_t           orig_port;
+
+    eg_addr_t          addrs[EG_RESOLVE_MAX_ADDRS];
+    size_t             naddrs;
+    size_t             next_addr;
+    eg_addr_t          dialled;
+    int                have_dialled;
+    eg_resolve_req_t  *resolve;
+
+    unsigned char     *c2u;         /* sandbox -> upstream */
+    size_t             c2u_off, c2u_len;
+    unsigned char     *u2c;         /* upstream -> sandbox */
+    size_t             u2c_off, u2c_len;
+    int                client_eof, upstream_eof;
+    int                upstream_shut, client_shut;
+    size_t             discarded;
+
+    uint64_t           start_wall_ms;
+    uint64_t           start_ms;
+    uint64_t           deadline_ms;
+    uint64_t           bytes_out, bytes_in;
+
+    const char        *decision;
+    char               reason[192];
+    int                askable;
+};
+
+/* conn.c */
+void eg_conn_accepted(eg_sandbox_t *sb, eg_listen_kind_t via, int fd);
+void eg_conn_sweep(eg_sandbox_t *sb, uint64_t now);
+void eg_conn_finish(eg_conn_t *c);
+void eg_conn_close_all(eg_sandbox_t *sb, const char *reason);
+
+/* relay.c */
+void eg_relay_start(eg_conn_t *c);
+void eg_relay_client_event(eg_conn_t *c, uint32_t events);
+void eg_relay_upstream_event(eg_conn_t *c, uint32_t events);
+void eg_relay_update(eg_conn_t *c);
+
+/* refuse.c: status 0 means "close without an HTTP answer" (TLS gets an
+ * access_denied alert instead). */
+void eg_refuse(eg_conn_t *c, int status, const char *decision,
+    const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+void eg_refuse_client_event(eg_conn_t *c, uint32_t events);
+
+#endif

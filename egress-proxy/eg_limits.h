@@ -1,0 +1,39 @@
+/*
+ * Per-sandbox limits and usage: concurrent connections, bytes each way
+ * (totals over the sandbox's life), connect and idle timeouts.  The
+ * proxy's config holds ceilings; a sandbox's limits can only be lower.
+ */
+#ifndef EG_LIMITS_H
+#define EG_LIMITS_H
+
+#include <stdint.h>
+
+typedef struct {
+    uint32_t   max_connections;
+    uint64_t   max_bytes_out;       /* sandbox -> world */
+    uint64_t   max_bytes_in;        /* world -> sandbox */
+    uint32_t   connect_timeout_ms;
+    uint32_t   idle_timeout_ms;
+} eg_limits_t;
+
+typedef struct {
+    uint32_t   connections;         /* open now */
+    uint64_t   bytes_out;
+    uint64_t   bytes_in;
+    uint64_t   attempts;
+    uint64_t   refused;
+} eg_usage_t;
+
+typedef enum {
+    EG_DIR_OUT = 0,
+    EG_DIR_IN
+} eg_dir_t;
+
+/* How many of want bytes the sandbox may still move in dir (0: none). */
+uint64_t eg_limits_allow_bytes(const eg_limits_t *l, const eg_usage_t *u,
+    eg_dir_t dir, uint64_t want);
+void eg_limits_account(eg_usage_t *u, eg_dir_t dir, uint64_t n);
+int eg_limits_conn_take(const eg_limits_t *l, eg_usage_t *u);
+void eg_limits_conn_release(eg_usage_t *u);
+
+#endif

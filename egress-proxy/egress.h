@@ -1,0 +1,115 @@
+/*
+ * The egress proxy's core types: the event loop's handles, sandboxes,
+ * listeners and connections.  Each concern has its own file and header;
+ * this one holds what they all share.
+ */
+#ifndef EGRESS_H
+#define EGRESS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "eg_addr.h"
+#include "eg_allow.h"
+#include "eg_config.h"
+#include "eg_limits.h"
+
+#define EG_SANDBOX_ID_MAX   64
+#define EG_MAX_LISTENERS    8         /* sockets handed over per sandbox */
+
+/* Every descriptor registered with epoll carries one of these first. */
+typedef enum {
+    EG_EV_SIGNAL = 1,
+    EG_EV_CONTROL_LISTEN,
+    EG_EV_CONTROL,
+    EG_EV_LISTENER,
+    EG_EV_CLIENT,
+    EG_EV_UPSTREAM,
+    EG_EV_DNS_TCP,
+    EG_EV_RESOLVER
+} eg_ev_type_t;
+
+typedef struct eg_handler_s  eg_handler_t;
+typedef void (*eg_event_pt)(eg_handler_t *h, uint32_t events);
+
+struct eg_handler_s {
+    eg_ev_type_t   type;
+    int            fd;
+    uint32_t       events;          /* what epoll watches now */
+    int            dead;            /* deleted: skip its pending events */
+    eg_event_pt    handler;
+    void          *data;
+};
+
+typedef enum {
+    EG_L_HTTP = 0,                  /* explicit HTTP proxy and CONNECT */
+    EG_L_TRANSPARENT,               /* redirected TCP 80/443 */
+    EG_L_DNS_UDP,
+    EG_L_DNS_TCP,
+    EG_L_KINDS
+} eg_listen_kind_t;
+
+typedef struct eg_sandbox_s  eg_sandbox_t;
+typedef struct eg_conn_s     eg_conn_t;
+typedef struct eg_dnsconn_s  eg_dnsconn_t;
+
+typedef struct {
+    eg_handler_t       h;
+    eg_listen_kind_t   kind;
+    eg_sandbox_t      *sb;
+    int                paused;      /* out of descriptors: retry later */
+} eg_listener_t;
+
+struct eg_sandbox_s {
+    char               id[EG_SANDBOX_ID_MAX + 1];
+    eg_allow_entry_t  *allow;
+    size_t             nallow;
+    eg_allow_entry_t  *ask;
+    size_t             nask;
+    eg_limits_t        limits;
+    eg_usage_t         usage;
+
+    eg_listener_t      listeners[EG_MAX_LISTENERS];
+    unsigned           nlisteners;
+
+    eg_conn_t         *conns;       /* proxied connections */
+    eg_dnsconn_t      *dnsconns;    /* DNS over TCP */
+    eg_sandbox_t      *next;
+};
+
+/* The proxy's whole state (one process, one thread). */
+typedef struct {
+    eg_config_t        cf;
+    int                epfd;
+    eg_sandbox_t      *sandboxes;
+    unsigned           nsandboxes;
+    unsigned           nconns;      /* all proxied connections */
+    uint64_t           now_ms;      /* monotonic, updated per loop turn */
+    int                quit;
+    eg_addr_t         *local_addrs; /* the host's own addresses */
+    size_t             nlocal;
+    uint64_t           local_refreshed_ms;
+} eg_proxy_t;
+
+extern eg_proxy_t  eg_proxy;
+
+/* loop.c */
+int eg_loop_add(eg_handler_t *h, uint32_t events);
+int eg_loop_mod(eg_handler_t *h, uint32_t events);
+void eg_loop_del(eg_handler_t *h);
+/* Frees p after the current batch of events (a handler may still have
+ * an event pending in it). */
+void eg_loop_defer_free(void *p);
+uint64_t eg_now_ms(void);
+uint64_t eg_wall_ms(void);
+int eg_loop_run(void);
+void eg_loop_cleanup(void);
+
+/* sandbox.c */
+eg_sandbox_t *eg_sandbox_find(const char *id);
+void eg_sandbox_unlink_free(eg_sandbox_t *sb, unsigned *closed_conns,
+    unsigned *closed_listeners);
+int eg_sandbox_may_dial(const eg_addr_t *a, const char **why);
+void eg_sandbox_refresh_local(void);
+
+#endif

@@ -1,0 +1,133 @@
+/*
+ * Sandboxes as the proxy knows them, and the one question every dial
+ * asks: may this address be dialled?  Special ranges are refused unless
+ * an operator range allows them; the host's own addresses are refused
+ * always (no operator range can open the host's services to a sandbox).
+ */
+#include <ifaddrs.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "eg_conn.h"
+#include "eg_dnsstub.h"
+#include "eg_listen.h"
+#include "eg_log.h"
+#include "egress.h"
+
+#define EG_LOCAL_MAX  256
+
+
+eg_sandbox_t *
+eg_sandbox_find(const char *id)
+{
+    eg_sandbox_t  *sb;
+
+    for (sb = eg_proxy.sandboxes; sb != NULL; sb = sb->next) {
+        if (strcmp(sb->id, id) == 0) {
+            return sb;
+        }
+    }
+    return NULL;
+}
+
+
+void
+eg_sandbox_unlink_free(eg_sandbox_t *sb, unsigned *closed_conns,
+    unsigned *closed_listeners)
+{
+    eg_sandbox_t  **pp;
+    eg_conn_t      *c;
+    unsigned        n = 0;
+
+    for (c = sb->conns; c != NULL; c = c->next) {
+        n++;
+    }
+    if (closed_conns) {
+        *closed_conns = n;
+    }
+    if (closed_listeners) {
+        *closed_listeners = sb->nlisteners;
+    }
+
+    eg_conn_close_all(sb, "sandbox removed");
+    eg_dnsstub_close_all(sb);
+    eg_listen_close_all(sb);
+
+    for (pp = &eg_proxy.sandboxes; *pp != NULL; pp = &(*pp)->next) {
+        if (*pp == sb) {
+            *pp = sb->next;
+            break;
+        }
+    }
+    eg_proxy.nsandboxes--;
+    free(sb->allow);
+    free(sb->ask);
+    eg_loop_defer_free(sb);
+}
+
+
+void
+eg_sandbox_refresh_local(void)
+{
+    struct ifaddrs  *ifa, *i;
+    eg_addr_t       *list;
+    size_t           n = 0;
+    uint16_t         port;
+
+    eg_proxy.local_refreshed_ms = eg_proxy.now_ms;
+
+    if (getifaddrs(&ifa) != 0) {
+        /* keep the previous list: stale is safer than empty */
+        eg_log(EG_LOG_ERROR, "getifaddrs failed; keeping %zu known host "
+               "addresses", eg_proxy.nlocal);
+        return;
+    }
+
+    list = calloc(EG_LOCAL_MAX, sizeof(*list));
+    if (list == NULL) {
+        freeifaddrs(ifa);
+        return;
+    }
+
+    for (i = ifa; i != NULL && n < EG_LOCAL_MAX; i = i->ifa_next) {
+        if (i->ifa_addr != NULL
+            && eg_addr_from_sockaddr(i->ifa_addr, &list[n], &port) == 0)
+        {
+            n++;
+        }
+    }
+    freeifaddrs(ifa);
+
+    free(eg_proxy.local_addrs);
+    eg_proxy.local_addrs = list;
+    eg_proxy.nlocal = n;
+}
+
+
+int
+eg_sandbox_may_dial(const eg_addr_t *a, const char **why)
+{
+    const char  *special;
+    size_t       i;
+
+    for (i = 0; i < eg_proxy.nlocal; i++) {
+        if (eg_addr_equal(&eg_proxy.local_addrs[i], a)) {
+            *why = "one of the host's own addresses";
+            return -1;
+        }
+    }
+
+    special = eg_addr_special(a);
+    if (special == NULL) {
+        return 0;
+    }
+
+    for (i = 0; i < eg_proxy.cf.nallow_ranges; i++) {
+        if (eg_cidr_contains(&eg_proxy.cf.allow_ranges[i], a)) {
+            return 0;
+        }
+    }
+
+    *why = special;
+    return -1;
+}

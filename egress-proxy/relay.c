@@ -282,9 +282,6 @@ eg_relay_client_event(eg_conn_t *c, uint32_t events)
     if ((events & EPOLLERR)
         || ((events & EPOLLHUP) && (c->client_eof || c->c2u_len > 0)))
     {
-        if (c->reason[0] == '\0') {
-            snprintf(c->reason, sizeof(c->reason), "sandbox side closed");
-        }
         eg_conn_finish(c);
         return;
     }
@@ -329,9 +326,6 @@ eg_relay_upstream_event(eg_conn_t *c, uint32_t events)
     if ((events & EPOLLERR)
         || ((events & EPOLLHUP) && (c->upstream_eof || c->u2c_len > 0)))
     {
-        if (c->reason[0] == '\0') {
-            snprintf(c->reason, sizeof(c->reason), "host side closed");
-        }
         eg_conn_finish(c);
         return;
     }

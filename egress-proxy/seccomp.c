@@ -27,6 +27,7 @@ static const char *const  eg_sc_allow[] = {
     "getpid", "gettid", "getuid", "geteuid", "getgid", "getegid",
     "getrandom", "futex", "restart_syscall", "sched_yield", "fstat",
     "newfstatat", "lseek", "tgkill", "poll", "ppoll", "pipe2", "dup", "dup3",
+    "signalfd4",
     NULL
 };
 

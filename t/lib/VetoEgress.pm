@@ -1,0 +1,413 @@
+package VetoEgress;
+
+# Test harness for the egress proxy, without the helper's ops: builds the
+# whole picture out of network namespaces this test process owns.
+#
+#   world  (veg-<pid>-w)  runs egress-proxy (unprivileged, its seccomp);
+#                         a veth to "hosts"; its default route leads into
+#                         "hosts", where a trap counts every packet sent
+#                         to an address that is not a test host: nothing
+#                         the proxy dials can leave the machine, and a
+#                         refused address that was dialled anyway shows.
+#   hosts  (veg-<pid>-h)  the test hosts: registry (HTTP, HTTPS with a test
+#                         CA), a CONNECT target, a DNS server.
+#   sandbox(veg-<pid>-s)  loopback only, configured by the helper's seam
+#                         (build/egress-linkctl setup): routes, nftables,
+#                         sockets handed to the proxy.  Clients run there.
+#
+# Addresses: 198.19.N.0/24 (benchmark range, explicitly allowed in the
+# proxy's config as the operator would) with N picked free per test.
+# Everything is removed at the end, on failure and on signals too.
+
+use strict;
+use warnings;
+
+use Cwd qw(abs_path);
+use File::Basename qw(dirname);
+use File::Path qw(remove_tree make_path);
+use File::Temp qw(tempdir);
+use JSON::PP;
+use POSIX qw(:sys_wait_h);
+use Socket;
+use Test::More;
+use Time::HiRes qw(time sleep);
+
+my $JSON = JSON::PP->new->utf8(1)->canonical(1);
+our $ROOT = abs_path(dirname(__FILE__) . '/../..');
+our %LIVE;
+
+sub proxy_bin
+{
+    my $b = $ENV{VETO_EGRESS} // 'build/egress-proxy';
+    return $b =~ m{^/} ? $b : "$ROOT/$b";
+}
+
+sub linkctl_bin { "$ROOT/build/egress-linkctl" }
+
+sub sh
+{
+    my ($cmd) = @_;
+    my $out = `$cmd 2>&1`;
+    return ($? >> 8, $out);
+}
+
+sub must
+{
+    my ($cmd) = @_;
+    my ($rc, $out) = sh($cmd);
+    die "command failed ($rc): $cmd\n$out" if $rc != 0;
+    return $out;
+}
+
+sub pick_subnet
+{
+    my $used = `ip -4 -o addr show 2>/dev/null; for n in \$(ip netns list | awk '{print \$1}'); do ip -n \$n -4 -o addr show 2>/dev/null; done`;
+    my $n = $$ % 250 + 1;
+    for (1 .. 250) {
+        return $n unless $used =~ /198\.19\.$n\./;
+        $n = $n % 250 + 1;
+    }
+    die "no free 198.19.N.0/24 for the test";
+}
+
+# %o: allow_range (extra), proxy_conf (extra lines), names (extra map)
+sub start
+{
+    my ($class, %o) = @_;
+    my $self = bless { pid => $$ }, $class;
+    $LIVE{"$self"} = $self;
+
+    for my $b (proxy_bin(), linkctl_bin()) {
+        die "$b is missing: build it (make egress)\n" unless -x $b;
+    }
+    for my $t (qw(ip nft openssl curl python3)) {
+        die "$t is missing (scripts/install-deps.sh)\n"
+            unless system("command -v $t >/dev/null") == 0;
+    }
+
+    $self->{dir} = tempdir("veto-egress-$$-XXXXXX", TMPDIR => 1);
+    chmod 0755, $self->{dir};
+    my $n = $self->{net} = pick_subnet();
+    $self->{world} = "veg-$$-w";
+    $self->{hosts} = "veg-$$-h";
+    $self->{sandbox} = "veg-$$-s";
+    $self->{wv} = "vegw$$";
+    $self->{hv} = "vegh$$";
+    $self->{world_ip} = "198.19.$n.1";
+    $self->{reg_ip} = "198.19.$n.2";
+    $self->{target_ip} = "198.19.$n.3";
+    $self->{dns_ip} = "198.19.$n.4";
+
+    my ($w, $h, $s) = @$self{qw(world hosts sandbox)};
+    must("ip netns add $w");
+    $self->{made}{$w} = 1;
+    must("ip netns add $h");
+    $self->{made}{$h} = 1;
+    must("ip netns add $s");
+    $self->{made}{$s} = 1;
+    must("ip -n $w link set lo up");
+    must("ip -n $h link set lo up");
+    must("ip -n $w link add $self->{wv} type veth peer name $self->{hv} netns $h");
+    must("ip -n $w addr add $self->{world_ip}/24 dev $self->{wv}");
+    must("ip -n $w addr add 2001:db8:$n\::1/64 dev $self->{wv} nodad");
+    must("ip -n $w link set $self->{wv} up");
+    for my $ip (@$self{qw(reg_ip target_ip dns_ip)}) {
+        must("ip -n $h addr add $ip/24 dev $self->{hv}");
+    }
+    must("ip -n $h addr add 2001:db8:$n\::2/64 dev $self->{hv} nodad");
+    must("ip -n $h link set $self->{hv} up");
+    # everything the proxy could dial goes to the hosts' trap
+    must("ip -n $w route add default via $self->{reg_ip}");
+    must("ip -n $w -6 route add default via 2001:db8:$n\::2");
+    my $trap = <<"NFT";
+table inet trap {
+    chain pre {
+        type filter hook prerouting priority -300; policy accept;
+        iifname "$self->{hv}" ip daddr != 198.19.$n.0/24 counter drop
+        iifname "$self->{hv}" ip6 daddr != 2001:db8:$n\::/64 meta l4proto != ipv6-icmp counter drop
+    }
+}
+NFT
+    $self->write_file("trap.nft", $trap);
+    must("ip netns exec $h nft -f $self->{dir}/trap.nft");
+
+    $self->make_ca;
+
+    my @map = (
+        "registry.example.test=$self->{reg_ip}",
+        "a.example.test=$self->{reg_ip}",
+        "b.a.example.test=$self->{reg_ip}",
+        "example.test=$self->{reg_ip}",
+        "evil-example.test=$self->{reg_ip}",
+        "example.test.evil=$self->{reg_ip}",
+        "notallowed.test=$self->{reg_ip}",
+        "askme.test=$self->{reg_ip}",
+        "target.example.test=$self->{target_ip}",
+        "self.example.test=$self->{world_ip}",
+        "both.example.test=$self->{reg_ip}",
+        "both.example.test=10.0.0.7",
+        @{ $o{names} // [] },
+    );
+    $self->{log} = "$self->{dir}/hosts.log";
+    my $args = join(' ', map { "--map $_" } @map)
+        . " --rebind rebind.example.test=$self->{reg_ip},10.66.0.9";
+    $self->{hosts_pid} = $self->spawn("$self->{dir}/hosts.out", 'ip', 'netns',
+        'exec', $h, 'python3', "$ROOT/t/lib/egress_hosts.py",
+        '--ip', $self->{reg_ip}, '--ip2', $self->{target_ip},
+        '--dns-ip', $self->{dns_ip}, '--cert', "$self->{dir}/server.pem",
+        '--key', "$self->{dir}/server.key", '--log', $self->{log},
+        split(/ /, $args));
+    $self->wait_for(sub { -s $self->{log} && $self->slurp($self->{log}) =~ /ready/ },
+        "test hosts start");
+
+    $self->{ctl} = "$self->{dir}/egress.sock";
+    my $conf = join("\n",
+        "control_socket = $self->{ctl}",
+        "allowed_uids = 0",
+        "user = nobody",
+        "resolver = $self->{dns_ip}:53",
+        "allow_range = 198.19.$n.0/24",
+        "header_timeout_ms = " . ($o{header_timeout_ms} // 3000),
+        "connect_timeout_ms = 3000",
+        "dns_timeout_ms = 2000",
+        "log_level = debug",
+        @{ $o{proxy_conf} // [] }, "");
+    $self->write_file("egress.conf", $conf);
+    $self->start_proxy;
+
+    # the sandbox's resolv.conf, as "ip netns exec" mounts it
+    make_path("/etc/netns/$s");
+    $self->{made_etc} = "/etc/netns/$s";
+    must(linkctl_bin() . " resolv > /etc/netns/$s/resolv.conf");
+    return $self;
+}
+
+sub start_proxy
+{
+    my ($self) = @_;
+    $self->{proxy_starts}++;
+    $self->{proxy_log} = "$self->{dir}/proxy.$self->{proxy_starts}.log";
+    local $ENV{ASAN_OPTIONS} = $ENV{ASAN_OPTIONS}
+        // 'detect_leaks=1:abort_on_error=0:exitcode=66';
+    $self->{proxy_pid} = $self->spawn($self->{proxy_log}, 'ip', 'netns',
+        'exec', $self->{world}, proxy_bin(), '-c', "$self->{dir}/egress.conf");
+    $self->wait_for(sub { $self->slurp($self->{proxy_log}) =~ /ready:/ },
+        "egress proxy start", sub { $self->slurp($self->{proxy_log}) });
+}
+
+sub stop_proxy
+{
+    my ($self) = @_;
+    my $pid = delete $self->{proxy_pid} or return;
+    kill 'TERM', $pid;
+    my $t = time + 10;
+    while (time < $t) {
+        return $? if waitpid($pid, WNOHANG) == $pid;
+        sleep 0.05;
+    }
+    kill 'KILL', $pid;
+    waitpid($pid, 0);
+    return -1;
+}
+
+sub spawn
+{
+    my ($self, $log, @cmd) = @_;
+    my $pid = fork() // die "fork: $!";
+    if ($pid == 0) {
+        open(STDIN, '<', '/dev/null');
+        open(STDOUT, '>>', $log) or POSIX::_exit(126);
+        open(STDERR, '>&', \*STDOUT);
+        exec(@cmd) or POSIX::_exit(127);
+    }
+    return $pid;
+}
+
+sub wait_for
+{
+    my ($self, $cond, $what, $diag) = @_;
+    my $t = time + 20;
+    while (time < $t) {
+        return 1 if $cond->();
+        sleep 0.05;
+    }
+    die "timed out waiting for $what\n" . ($diag ? $diag->() : '');
+}
+
+sub write_file
+{
+    my ($self, $name, $text) = @_;
+    open(my $fh, '>', "$self->{dir}/$name") or die "write $name: $!";
+    print $fh $text;
+    close $fh;
+}
+
+sub slurp
+{
+    my ($self, $f) = @_;
+    open(my $fh, '<', $f) or return '';
+    local $/;
+    return scalar <$fh>;
+}
+
+sub make_ca
+{
+    my ($self) = @_;
+    my $d = $self->{dir};
+    must("openssl req -x509 -newkey rsa:2048 -nodes -days 2 -subj '/CN=Veto Egress Test CA' -keyout $d/ca.key -out $d/ca.pem");
+    $self->write_file("san.cnf", "subjectAltName=DNS:registry.example.test,DNS:a.example.test,DNS:b.a.example.test,DNS:rebind.example.test,DNS:both.example.test\n");
+    must("openssl req -newkey rsa:2048 -nodes -subj '/CN=registry.example.test' -keyout $d/server.key -out $d/server.csr");
+    must("openssl x509 -req -in $d/server.csr -CA $d/ca.pem -CAkey $d/ca.key -CAcreateserial -days 2 -extfile $d/san.cnf -out $d/server.pem");
+    $self->{ca} = "$d/ca.pem";
+}
+
+# Hands the sandbox's sockets to the proxy through the seam.
+sub setup_sandbox
+{
+    my ($self, %o) = @_;
+    my $id = $o{id} // "sb-test-$$";
+    my @args = ('setup', '--netns', "/run/netns/$self->{sandbox}",
+        '--proxy', $self->{ctl}, '--sandbox', $id);
+    push @args, map { ('--allow', $_) } @{ $o{allow} // [] };
+    push @args, map { ('--ask', $_) } @{ $o{ask} // [] };
+    push @args, map { ('--limit', $_) } @{ $o{limits} // [] };
+    my ($rc, $out) = $self->linkctl(@args);
+    return ($rc, $out);
+}
+
+sub linkctl
+{
+    my ($self, @args) = @_;
+    my $cmd = join(' ', map { shell_quote($_) } linkctl_bin(), @args);
+    return sh($cmd);
+}
+
+sub shell_quote
+{
+    my ($s) = @_;
+    return $s if $s =~ m{^[A-Za-z0-9_./:=,+\-]+$};
+    $s =~ s/'/'\\''/g;
+    return "'$s'";
+}
+
+# Runs a shell command inside the sandbox's namespace, proxy variables
+# unset unless given; returns (exit code, output).
+sub in_sandbox
+{
+    my ($self, $cmd, %env) = @_;
+    my $envs = join(' ', map { "$_=" . shell_quote($env{$_}) } sort keys %env);
+    my $full = "ip netns exec $self->{sandbox} env -u http_proxy -u https_proxy "
+        . "-u HTTP_PROXY -u HTTPS_PROXY -u ALL_PROXY -u all_proxy -u NO_PROXY "
+        . "-u no_proxy $envs timeout 30 sh -c " . shell_quote($cmd);
+    return sh($full);
+}
+
+sub proxy_env
+{
+    my ($self) = @_;
+    my %e;
+    for (split /\n/, must(linkctl_bin() . " env")) {
+        my ($k, $v) = split /=/, $_, 2;
+        $e{$k} = $v;
+    }
+    return %e;
+}
+
+# Attempt records so far (drains them), as hashes.
+sub records
+{
+    my ($self) = @_;
+    my ($rc, $out) = $self->linkctl('records', '--proxy', $self->{ctl},
+        '--wait', 200);
+    die "records: $out" if $rc != 0;
+    my @r;
+    for my $l (split /\n/, $out) {
+        next unless $l =~ /^\{/;
+        my $o = eval { $JSON->decode($l) } or next;
+        push @r, $o if ($o->{event} // '') eq 'attempt';
+    }
+    push @{ $self->{all_records} }, @r;
+    return @r;
+}
+
+sub host_log
+{
+    my ($self) = @_;
+    my @l;
+    for (split /\n/, $self->slurp($self->{log})) {
+        my $o = eval { $JSON->decode($_) } or next;
+        push @l, $o;
+    }
+    return @l;
+}
+
+# Packets that reached the hosts' namespace for an address that is not a
+# test host (what a proxy that dialled a refused address would send).
+sub trapped
+{
+    my ($self) = @_;
+    my $out = must("ip netns exec $self->{hosts} nft list table inet trap");
+    my $n = 0;
+    $n += $1 while $out =~ /counter packets (\d+)/g;
+    return $n;
+}
+
+sub proxy_alive
+{
+    my ($self) = @_;
+    return 0 unless $self->{proxy_pid};
+    return waitpid($self->{proxy_pid}, WNOHANG) == 0;
+}
+
+sub proxy_log_text { $_[0]->slurp($_[0]->{proxy_log}) }
+
+sub cleanup
+{
+    my ($self) = @_;
+    return if $self->{cleaned}++ || $$ != $self->{pid};
+    my $st = $self->stop_proxy;
+    $self->{proxy_exit} = $st;
+    if (my $hp = delete $self->{hosts_pid}) {
+        kill 'TERM', $hp;
+        waitpid($hp, 0);
+    }
+    for my $ns (keys %{ $self->{made} // {} }) {
+        system("ip netns pids $ns 2>/dev/null | xargs -r kill -9 2>/dev/null");
+        system("ip netns del $ns 2>/dev/null");
+    }
+    remove_tree($self->{made_etc}) if $self->{made_etc};
+    remove_tree($self->{dir}) if $self->{dir} && !$ENV{VETO_KEEP};
+}
+
+# Stops everything and reports what the proxy's exit said (a sanitizer
+# report makes the proxy exit 66).
+sub finish
+{
+    my ($self) = @_;
+    my $log = $self->proxy_log_text;
+    my $st = $self->stop_proxy;
+    ok(defined $st && $st == 0, 'proxy stopped cleanly on SIGTERM')
+        or diag("exit status $st\n" . substr($log, -4000));
+    unlike($log, qr/ERROR: AddressSanitizer|runtime error:|LeakSanitizer/,
+        'no sanitizer report in the proxy log');
+    $self->cleanup;
+    for my $ns (qw(world hosts sandbox)) {
+        ok(system("ip netns list | grep -qw $self->{$ns}") != 0,
+            "namespace $self->{$ns} removed");
+    }
+}
+
+sub DESTROY { $_[0]->cleanup }
+
+END { $_->cleanup for grep { defined } values %LIVE }
+
+sub on_signal
+{
+    my ($sig) = @_;
+    $_->cleanup for grep { defined } values %LIVE;
+    $SIG{$sig} = 'DEFAULT';
+    kill $sig, $$;
+}
+$SIG{$_} = \&on_signal for qw(INT TERM HUP);
+
+1;

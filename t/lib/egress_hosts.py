@@ -1,0 +1,165 @@
+#!/usr/bin/env python3
+"""Test hosts for the egress tests, run inside the test's "hosts" network
+namespace: a package registry over HTTP (port 80) and HTTPS (443), a raw
+TCP CONNECT target, and a DNS server mapping names to addresses (one name
+answers a public address first and a private one afterwards: rebinding).
+Every request is logged, one JSON line each, so tests can see what reached
+a host.
+
+    egress_hosts.py --ip A --ip2 B --dns-ip C --cert F --key F --log F \
+                    --map name=addr ... --rebind name=first,then
+"""
+import argparse
+import json
+import socket
+import socketserver
+import ssl
+import struct
+import threading
+import http.server
+
+ap = argparse.ArgumentParser()
+ap.add_argument("--ip", required=True)
+ap.add_argument("--ip2", required=True)
+ap.add_argument("--dns-ip", required=True)
+ap.add_argument("--cert", required=True)
+ap.add_argument("--key", required=True)
+ap.add_argument("--log", required=True)
+ap.add_argument("--map", action="append", default=[])
+ap.add_argument("--rebind", action="append", default=[])
+args = ap.parse_args()
+
+lock = threading.Lock()
+
+
+def log(**kw):
+    with lock, open(args.log, "a") as f:
+        f.write(json.dumps(kw) + "\n")
+
+
+class Handler(http.server.BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+
+    def log_message(self, *a):
+        pass
+
+    def do_GET(self):
+        scheme = "https" if isinstance(self.connection, ssl.SSLSocket) else "http"
+        log(kind=scheme, host=self.headers.get("Host"), path=self.path,
+            headers={k.lower(): v for k, v in self.headers.items()})
+        if self.path.startswith("/redirect"):
+            body = b"moved\n"
+            self.send_response(302)
+            self.send_header("Location", "http://127.0.0.1:9/")
+        elif self.path.startswith("/big"):
+            body = b"x" * 200000
+            self.send_response(200)
+        else:
+            body = ("registry-ok %s %s %s\n" % (scheme, self.headers.get("Host"),
+                                               self.path)).encode()
+            self.send_response(200)
+        self.send_header("Content-Length", str(len(body)))
+        self.send_header("Content-Type", "text/plain")
+        self.end_headers()
+        self.wfile.write(body)
+
+
+class TS(socketserver.ThreadingMixIn, http.server.HTTPServer):
+    daemon_threads = True
+    allow_reuse_address = True
+
+
+def serve_http():
+    TS((args.ip, 80), Handler).serve_forever()
+
+
+def serve_https():
+    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    ctx.load_cert_chain(args.cert, args.key)
+    srv = TS((args.ip, 443), Handler)
+    srv.socket = ctx.wrap_socket(srv.socket, server_side=True)
+    srv.serve_forever()
+
+
+class Echo(socketserver.BaseRequestHandler):
+    def handle(self):
+        log(kind="tcp", port=self.server.server_address[1])
+        self.request.sendall(b"target-hello\n")
+        data = self.request.recv(1024)
+        self.request.sendall(b"echo:" + data)
+
+
+class TCPS(socketserver.ThreadingMixIn, socketserver.TCPServer):
+    daemon_threads = True
+    allow_reuse_address = True
+
+
+def serve_tcp(port):
+    TCPS((args.ip2, port), Echo).serve_forever()
+
+
+names = {}
+for m in args.map:
+    n, a = m.split("=", 1)
+    names.setdefault(n.lower(), []).append(a)
+rebind = {}
+for r in args.rebind:
+    n, a = r.split("=", 1)
+    first, then = a.split(",")
+    rebind[n.lower()] = [first, then, 0]
+
+
+def dns_answer(q):
+    qid, flags = struct.unpack("!HH", q[:4])
+    off = 12
+    labels = []
+    while q[off]:
+        l = q[off]
+        labels.append(q[off + 1:off + 1 + l].decode())
+        off += 1 + l
+    off += 1
+    qtype, qclass = struct.unpack("!HH", q[off:off + 4])
+    question = q[12:off + 4]
+    name = ".".join(labels).lower()
+    addrs = []
+    if name in rebind:
+        r = rebind[name]
+        addrs = [r[0] if r[2] == 0 else r[1]]
+        if qtype == 1:
+            r[2] += 1
+    else:
+        addrs = names.get(name, [])
+    log(kind="dns", name=name, qtype=qtype)
+    answers = b""
+    count = 0
+    for a in addrs:
+        if ":" in a and qtype == 28:
+            rdata = socket.inet_pton(socket.AF_INET6, a)
+            answers += struct.pack("!HHHIH", 0xC00C, 28, 1, 0, 16) + rdata
+            count += 1
+        elif ":" not in a and qtype == 1:
+            rdata = socket.inet_aton(a)
+            answers += struct.pack("!HHHIH", 0xC00C, 1, 1, 0, 4) + rdata
+            count += 1
+    rcode = 0 if (name in names or name in rebind) else 3
+    hdr = struct.pack("!HHHHHH", qid, 0x8180 | rcode, 1, count, 0, 0)
+    return hdr + question + answers
+
+
+def serve_dns():
+    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    s.bind((args.dns_ip, 53))
+    while True:
+        q, peer = s.recvfrom(2048)
+        try:
+            s.sendto(dns_answer(q), peer)
+        except Exception as e:  # a malformed query: no answer
+            log(kind="dns-error", error=str(e))
+
+
+for fn in (serve_http, serve_https, serve_dns):
+    threading.Thread(target=fn, daemon=True).start()
+threading.Thread(target=serve_tcp, args=(7000,), daemon=True).start()
+threading.Thread(target=serve_tcp, args=(443,), daemon=True).start()
+log(kind="ready")
+threading.Event().wait()

@@ -109,6 +109,21 @@ eg_sandbox_may_dial(const eg_addr_t *a, const char **why)
 {
     const char  *special;
     size_t       i;
+    int          operator_ok = 0;
+
+    special = eg_addr_special(a);
+    if (special != NULL) {
+        for (i = 0; i < eg_proxy.cf.nallow_ranges; i++) {
+            if (eg_cidr_contains(&eg_proxy.cf.allow_ranges[i], a)) {
+                operator_ok = 1;
+                break;
+            }
+        }
+        if (!operator_ok) {
+            *why = special;
+            return -1;
+        }
+    }
 
     for (i = 0; i < eg_proxy.nlocal; i++) {
         if (eg_addr_equal(&eg_proxy.local_addrs[i], a)) {
@@ -116,18 +131,5 @@ eg_sandbox_may_dial(const eg_addr_t *a, const char **why)
             return -1;
         }
     }
-
-    special = eg_addr_special(a);
-    if (special == NULL) {
-        return 0;
-    }
-
-    for (i = 0; i < eg_proxy.cf.nallow_ranges; i++) {
-        if (eg_cidr_contains(&eg_proxy.cf.allow_ranges[i], a)) {
-            return 0;
-        }
-    }
-
-    *why = special;
-    return -1;
+    return 0;
 }

@@ -553,6 +553,18 @@ eg_conn_decide(eg_conn_t *c)
         return;
     }
 
+    if (sb->usage.bytes_in >= sb->limits.max_bytes_in
+        || sb->usage.bytes_out >= sb->limits.max_bytes_out)
+    {
+        eg_refuse(c, 403, "refused", "byte limit %s (%llu) reached",
+                  sb->usage.bytes_in >= sb->limits.max_bytes_in ? "in" : "out",
+                  (unsigned long long) (sb->usage.bytes_in
+                                        >= sb->limits.max_bytes_in
+                                        ? sb->limits.max_bytes_in
+                                        : sb->limits.max_bytes_out));
+        return;
+    }
+
     c->deadline_ms = eg_proxy.now_ms + sb->limits.connect_timeout_ms;
     eg_loop_mod(&c->client, EPOLLRDHUP);
 

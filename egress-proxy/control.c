@@ -397,6 +397,13 @@ eg_ctl_add(json_t *req)
         return e;
     }
 
+    {
+        eg_limits_t  lim;
+        if ((e = eg_ctl_limits(req, &lim)) != NULL) {
+            return e;        /* the caller closes the descriptors */
+        }
+    }
+
     ls = json_object_get(req, "listeners");
     if (ls == NULL || !json_is_array(ls)) {
         return eg_ctl_err(ls ? "bad_type" : "missing_field", "listeners",

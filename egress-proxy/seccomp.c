@@ -37,6 +37,9 @@ static const char *const  eg_sc_allow_san[] = {
     "sigaltstack", "sched_getaffinity", "getdents64", "readlink", "kill",
     "set_robust_list", "rseq", "getppid", "munlock", "mlock", "statx",
     "pread64", "sysinfo", "getrlimit", "prlimit64", "setrlimit", "uname",
+    "getdents", "fstatfs", "waitid", "sched_setaffinity", "arch_prctl",
+    "set_tid_address", "process_vm_readv", "open_tree", "stat", "lstat",
+    "access", "faccessat", "faccessat2", "capget", "getpgid", "getsid",
     NULL
 };
 #endif

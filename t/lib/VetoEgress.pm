@@ -384,8 +384,8 @@ sub cleanup
 sub finish
 {
     my ($self) = @_;
-    my $log = $self->proxy_log_text;
     my $st = $self->stop_proxy;
+    my $log = $self->proxy_log_text;
     ok(defined $st && $st == 0, 'proxy stopped cleanly on SIGTERM')
         or diag("exit status $st\n" . substr($log, -4000));
     unlike($log, qr/ERROR: AddressSanitizer|runtime error:|LeakSanitizer/,

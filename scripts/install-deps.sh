@@ -11,6 +11,7 @@ PKGS=(
     libcrypt-jwt-perl libredis-perl libjson-pp-perl
     iproute2 curl jq wrk hyperfine openssl procps psmisc
     perl python3    # prove; workloads in t/05, t/0a, t/0c run python3
+    libc-ares-dev nftables nodejs    # egress proxy (resolver), its tests
     qemu-system-x86 debootstrap e2fsprogs    # scripts/test-cgroup-v2-vm.sh
 )
 

@@ -6,7 +6,8 @@
 # helper, and the module tests (t/1*.t, t/3*.t) again with the ASan+UBSan
 # module (build-module-asan/) and the ASan helper; there any sanitizer
 # report from nginx fails the test (t/lib/VetoNginx.pm); last, the
-# helper's tests on a pure cgroup v2 host in a qemu VM
+# helper's tests on a pure cgroup v2 host in a qemu VM; the egress tests
+# (t/4*-egress-*.t) run again with the ASan+UBSan egress proxy
 # (scripts/test-cgroup-v2-vm.sh).  Exits non-zero
 # if anything failed; the last line is "N passed, N failed" over the
 # prove test files and unit binaries.
@@ -118,6 +119,9 @@ run_prove() {
 run_prove "all tests, helper build/sandbox-helper" -r t/
 VETO_HELPER=build-asan/sandbox-helper \
     run_prove "helper tests, ASan helper build-asan/sandbox-helper" t/0*.t
+VETO_EGRESS=build-asan/egress-proxy \
+    run_prove "egress tests, ASan+UBSan proxy build-asan/egress-proxy" \
+        t/4*-egress-*.t
 VETO_MODULE="$PWD/build-module-asan/ngx_veto_sandbox_module.so" \
 VETO_HELPER=build-asan/sandbox-helper \
     run_prove "module tests, ASan+UBSan module build-module-asan/, ASan helper" \

@@ -19,6 +19,7 @@
 
 #include "vsb_cgroup.h"
 #include "vsb_config.h"
+#include "vsb_destroy.h"
 #include "vsb_log.h"
 #include "vsb_loop.h"
 #include "vsb_ops.h"
@@ -225,7 +226,10 @@ main(int argc, char **argv)
         return 1;
     }
 
-    if (vsb_server_init(&vsb_cf, err, sizeof(err)) != 0) {
+    if (vsb_server_init(&vsb_cf, vsb_ops_dispatch, vsb_ops_detach, err,
+                        sizeof(err))
+        != 0)
+    {
         vsb_log(VSB_LOG_ERR, "%s", err);
         return 1;
     }
@@ -242,7 +246,7 @@ main(int argc, char **argv)
             vsb_registry_count());
 
     vsb_server_stop_listening();
-    vsb_ops_shutdown(&vsb_drained);
+    vsb_destroy_shutdown(&vsb_drained);
 
     if (vsb_loop_run(&vsb_drained) != 0) {
         rc = 1;

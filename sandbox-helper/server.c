@@ -16,7 +16,6 @@
 #include <unistd.h>
 
 #include "vsb_log.h"
-#include "vsb_ops.h"
 #include "vsb_server.h"
 
 #define VSB_READ_CHUNK      65536
@@ -30,6 +29,8 @@ static unsigned        vsb_nconns;
 static unsigned long   vsb_conn_seq;
 static size_t          vsb_buffered;       /* held_in + held_out, all */
 static size_t          vsb_buffered_max;
+static vsb_server_dispatch_pt  vsb_dispatch;
+static vsb_server_detach_pt    vsb_detach;
 
 static void vsb_conn_read(vsb_conn_t *c);
 static void vsb_conn_write(vsb_conn_t *c);
@@ -104,7 +105,7 @@ vsb_conn_close(vsb_conn_t *c)
     op = c->op;
     c->op = NULL;
     if (op != NULL) {
-        vsb_ops_detach(op);
+        vsb_detach(op);
     }
 
     vsb_frame_reset(&c->in);
@@ -412,8 +413,8 @@ vsb_conn_read(vsb_conn_t *c)
                 return;
             }
 
-            vsb_ops_dispatch(c, vsb_frame_json(&c->in), c->in.json_len,
-                             vsb_frame_payload(&c->in), c->in.payload_len);
+            vsb_dispatch(c, vsb_frame_json(&c->in), c->in.json_len,
+                         vsb_frame_payload(&c->in), c->in.payload_len);
 
             /* The request's bytes are no longer needed (the connection
              * may be gone: dispatch replies only through the loop). */
@@ -579,7 +580,8 @@ vsb_listen_handler(vsb_event_t *ev, uint32_t revents)
 
 
 int
-vsb_server_init(const vsb_config_t *cf, char *err, size_t errlen)
+vsb_server_init(const vsb_config_t *cf, vsb_server_dispatch_pt dispatch,
+    vsb_server_detach_pt detach, char *err, size_t errlen)
 {
     struct sockaddr_un  sa;
     struct stat         st;
@@ -659,6 +661,8 @@ vsb_server_init(const vsb_config_t *cf, char *err, size_t errlen)
             ? (size_t) cf->max_file_bytes : (size_t) VSB_MAX_PAYLOAD)
            + VSB_MAX_JSON + 1 + VSB_FRAME_HEADER_LEN);
 
+    vsb_dispatch = dispatch;
+    vsb_detach = detach;
     vsb_listen_ev.fd = fd;
     vsb_listen_ev.handler = vsb_listen_handler;
     vsb_listen_ev.data = NULL;

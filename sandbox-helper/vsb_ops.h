@@ -1,23 +1,57 @@
-/* One handler per protocol op, and the helper's sandbox lifecycle. */
+/*
+ * The op table: one row per protocol op, each row defined next to its
+ * schema and handler (op_*.c, destroy.c) and listed in ops.c.  Adding an
+ * op: docs/adding-a-helper-op.md.
+ */
 #ifndef VSB_OPS_H
 #define VSB_OPS_H
 
-#include <signal.h>
+#include <jansson.h>
 #include <stddef.h>
 
+#include "vsb_config.h"
+#include "vsb_request.h"
 #include "vsb_server.h"
 
-/* Handles one complete request frame from c.  Replies through
- * vsb_conn_reply() now or later; json and payload are only borrowed for
- * the duration of the call. */
+/* Validates the whole request r against the op's strict schema.  Pure:
+ * it touches no sandbox and no file (the fuzzer drives it). */
+typedef int (*vsb_op_parse_pt)(json_t *root, const vsb_config_t *cf,
+    vsb_request_t *r, vsb_error_t *e);
+
+/* Acts and replies through vsb_conn_reply() now or later; root, r and
+ * payload are only borrowed for the duration of the call (root may be
+ * kept with json_incref()).  e is scratch space for an error reply. */
+typedef void (*vsb_op_handler_pt)(vsb_conn_t *c, json_t *root,
+    const vsb_request_t *r, const unsigned char *payload,
+    size_t payload_len, vsb_error_t *e);
+
+struct vsb_op_s {
+    const char         *name;              /* VSB_OP_* */
+    unsigned            payload:1;         /* may carry a payload */
+    unsigned            while_stopping:1;  /* served during shutdown */
+    vsb_op_parse_pt     parse;
+    vsb_op_handler_pt   handler;
+};
+
+/* The rows. */
+extern const vsb_op_t  vsb_ping_op, vsb_create_op, vsb_status_op,
+    vsb_list_op, vsb_exec_op, vsb_write_file_op, vsb_read_file_op,
+    vsb_destroy_op;
+
+/* Parses one request header: finds the op's row, checks the payload is
+ * allowed, applies the row's schema; payload_len is the frame's payload
+ * size. */
+int vsb_ops_parse(json_t *root, size_t payload_len, const vsb_config_t *cf,
+    vsb_request_t *r, vsb_error_t *e);
+
+/* The server's dispatch callback: handles one complete request frame
+ * from c.  json and payload are only borrowed for the duration of the
+ * call. */
 void vsb_ops_dispatch(vsb_conn_t *c, const char *json, size_t json_len,
     const unsigned char *payload, size_t payload_len);
 
-/* c's client is gone: its pending request (op) must not reply. */
+/* The server's detach callback: c's client is gone, its pending request
+ * (op) must not reply. */
 void vsb_ops_detach(void *op);
-
-/* Starts destroying every sandbox; sets *done once none is left or only
- * failed ones remain. */
-void vsb_ops_shutdown(volatile sig_atomic_t *done);
 
 #endif

@@ -23,20 +23,11 @@ typedef struct {
     char         field_buf[VSB_MAX_NAME + 1];  /* field names from input */
 } vsb_error_t;
 
-typedef enum {
-    VSB_REQ_PING = 0,
-    VSB_REQ_CREATE,
-    VSB_REQ_STATUS,
-    VSB_REQ_LIST,
-    VSB_REQ_EXEC,
-    VSB_REQ_WRITE_FILE,
-    VSB_REQ_READ_FILE,
-    VSB_REQ_DESTROY
-} vsb_req_op_t;
+typedef struct vsb_op_s  vsb_op_t;      /* vsb_ops.h */
 
 /* Strings and JSON values are borrowed from the parsed JSON root. */
 typedef struct {
-    vsb_req_op_t          op;
+    const vsb_op_t       *op;             /* its row in the op table */
     const char           *request_id;     /* NULL if absent */
     const char           *tenant;
     const char           *agent;          /* NULL: list without filter */
@@ -63,11 +54,7 @@ typedef struct {
 int vsb_error_set(vsb_error_t *e, const char *error, const char *field,
     const char *fmt, ...) __attribute__((format(printf, 4, 5)));
 
-/* Parses one request header; payload_len is the frame's payload size. */
-int vsb_request_parse(json_t *root, size_t payload_len,
-    const vsb_config_t *cf, vsb_request_t *r, vsb_error_t *e);
-
-/* Building blocks. */
+/* Building blocks for the ops' schemas (vsb_ops_parse() applies them). */
 int vsb_req_fields(json_t *obj, const char *const *allowed, const char *what,
     vsb_error_t *e);
 int vsb_req_string(json_t *obj, const char *name, int required,
@@ -75,6 +62,20 @@ int vsb_req_string(json_t *obj, const char *name, int required,
 int vsb_req_uint(json_t *obj, const char *name, int required,
     uint64_t *out, vsb_error_t *e);
 int vsb_req_env(json_t *obj, const char *name, json_t **out,
+    vsb_error_t *e);
+/* The field's value in *v, NULL when absent (an error if required). */
+int vsb_req_get(json_t *obj, const char *name, int required, json_t **v,
+    vsb_error_t *e);
+/* tenant and agent: 1 .. VSB_MAX_ID_LEN printable ASCII, no space. */
+int vsb_req_owner(json_t *root, const char *name, int required,
+    const char **out, vsb_error_t *e);
+/* "id", a well-formed sandbox id, into r->id. */
+int vsb_req_sandbox_id(json_t *root, vsb_request_t *r, vsb_error_t *e);
+/* over_ceiling naming field and limit; always -1. */
+int vsb_req_over(vsb_error_t *e, const char *field, const char *limit,
+    uint64_t v, uint64_t max);
+/* A request naming one sandbox and nothing else (status, destroy). */
+int vsb_req_owned(json_t *root, const char *what, vsb_request_t *r,
     vsb_error_t *e);
 
 /* "sb-" + 24 lowercase hex. */

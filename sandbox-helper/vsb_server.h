@@ -1,9 +1,9 @@
 /*
  * The helper's listening socket and its client connections: peer
  * credential check, frame reading, reply writing, timeouts.  A connection
- * carries one request at a time; ops reply through vsb_conn_reply(),
- * possibly much later (exec), and learn of a vanished client through
- * vsb_ops_detach().
+ * carries one request at a time, handed to the dispatch callback; ops
+ * reply through vsb_conn_reply(), possibly much later (exec), and learn
+ * of a vanished client through the detach callback.
  */
 #ifndef VSB_SERVER_H
 #define VSB_SERVER_H
@@ -58,7 +58,17 @@ struct vsb_conn_s {
     vsb_conn_t          *prev, *next;
 };
 
-int vsb_server_init(const vsb_config_t *cf, char *err, size_t errlen);
+/* Handles one complete request frame from c, replying through
+ * vsb_conn_reply() now or later (setting c->op while a reply is owed);
+ * json and payload are only borrowed for the duration of the call. */
+typedef void (*vsb_server_dispatch_pt)(vsb_conn_t *c, const char *json,
+    size_t json_len, const unsigned char *payload, size_t payload_len);
+
+/* c's client is gone: the pending request op (c->op) must not reply. */
+typedef void (*vsb_server_detach_pt)(void *op);
+
+int vsb_server_init(const vsb_config_t *cf, vsb_server_dispatch_pt dispatch,
+    vsb_server_detach_pt detach, char *err, size_t errlen);
 /* Stops accepting and removes the socket file. */
 void vsb_server_stop_listening(void);
 void vsb_server_close_all(void);

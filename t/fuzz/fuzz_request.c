@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "vsb_config.h"
+#include "vsb_ops.h"
 #include "vsb_request.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
@@ -47,7 +48,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         return 0;
     }
 
-    if (vsb_request_parse(root, plen, &cf, &r, &e) != 0) {
+    if (vsb_ops_parse(root, plen, &cf, &r, &e) != 0) {
         /* Every failure names an error and says something. */
         if (e.error == NULL || e.detail[0] == '\0') {
             abort();
@@ -57,7 +58,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             abort();
         }
         /* Accepted limits never exceed the ceilings. */
-        if (r.op == VSB_REQ_CREATE
+        if (r.op == &vsb_create_op
             && (r.limits.memory_mb > cf.max.memory_mb
                 || r.limits.pids > cf.max.pids
                 || r.limits.cpu_percent > cf.max.cpu_percent
@@ -69,19 +70,21 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         {
             abort();
         }
-        if (r.op == VSB_REQ_EXEC
+        if (r.op == &vsb_exec_op
             && (r.timeout_s > cf.max.timeout_s || r.cwd == NULL
                 || r.cwd[0] != '/' || json_array_size(r.argv) == 0))
         {
             abort();
         }
-        if ((r.op == VSB_REQ_WRITE_FILE || r.op == VSB_REQ_READ_FILE)
+        if ((r.op == &vsb_write_file_op || r.op == &vsb_read_file_op)
             && (r.path == NULL || r.path[0] == '/' || strstr(r.path, "..")
                 == r.path || r.mode > 0777))
         {
             abort();
         }
-        if (plen > 0 && r.op != VSB_REQ_EXEC && r.op != VSB_REQ_WRITE_FILE) {
+        if (plen > 0 && r.op != &vsb_exec_op
+            && r.op != &vsb_write_file_op)
+        {
             abort();
         }
     }

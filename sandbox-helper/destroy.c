@@ -1,0 +1,267 @@
+/*
+ * Ending sandboxes: the destroy op, TTL expiry and shutdown all come
+ * here.  Destruction never assumes: it kills, then polls (timers, not
+ * sleeps) until no process is left, and only then removes cgroups and
+ * files; the reply says what was confirmed, or which step failed.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "vsb_cgroup.h"
+#include "vsb_destroy.h"
+#include "vsb_log.h"
+#include "vsb_op.h"
+#include "vsb_registry.h"
+#include "vsb_storage.h"
+
+#define VSB_DESTROY_BOUND_MS  10000
+#define VSB_DESTROY_POLL_MS   20
+#define VSB_DESTROY_REKILL_MS 500
+
+static volatile sig_atomic_t  *vsb_shutdown_done;
+
+
+static void
+vsb_shutdown_check(void)
+{
+    vsb_sandbox_t  *sb;
+
+    if (vsb_shutdown_done == NULL) {
+        return;
+    }
+
+    for (sb = vsb_registry_first(); sb != NULL; sb = sb->next) {
+        if (vsb_entry(sb)->state == VSB_SB_DESTROYING) {
+            return;
+        }
+    }
+
+    *vsb_shutdown_done = 1;
+}
+
+
+static void
+vsb_destroy_reply(vsb_sandbox_t *sb, const vsb_error_t *e)
+{
+    vsb_pending_t  *p = vsb_entry(sb)->destroy_waiter;
+    json_t         *reply;
+
+    vsb_entry(sb)->destroy_waiter = NULL;
+
+    if (p == NULL) {
+        return;
+    }
+
+    if (p->conn != NULL) {
+        p->conn->op = NULL;
+
+        if (e != NULL) {
+            vsb_conn_reply_error(p->conn, vsb_pending_rid(p), e);
+
+        } else {
+            reply = vsb_ok(vsb_pending_rid(p));
+            if (reply != NULL) {
+                json_object_set_new(reply, "id", json_string(sb->id));
+                json_object_set_new(reply, "state",
+                                    json_string("terminated"));
+                json_object_set_new(reply, "confirmed",
+                    json_pack("{s:b, s:b, s:b, s:b}", "processes", 1,
+                              "cgroups", 1, "mounts", 1, "files", 1));
+            }
+            vsb_conn_reply(p->conn, reply, NULL, 0);
+        }
+    }
+
+    vsb_pending_free(p);
+}
+
+
+static void
+vsb_destroy_fail(vsb_sandbox_t *sb, const char *step, const char *detail)
+{
+    vsb_error_t  e;
+
+    memset(&e, 0, sizeof(e));
+    vsb_error_set(&e, VSB_E_TERMINATION_FAILED, NULL, "%s", detail);
+    e.step = step;
+
+    vsb_entry(sb)->state = VSB_SB_FAILED;
+    vsb_log(VSB_LOG_ERR, "sandbox %s: termination failed at %s: %s", sb->id,
+            step, detail);
+
+    vsb_destroy_reply(sb, &e);
+    vsb_shutdown_check();
+}
+
+
+static void
+vsb_destroy_finish(vsb_sandbox_t *sb)
+{
+    const char  *step;
+    char         err[512];
+
+    if (sb->cgroup != NULL) {
+        if (vsb_cgroup_destroy(sb->cgroup, err, sizeof(err)) != 0) {
+            vsb_destroy_fail(sb, "cgroups", err);
+            return;
+        }
+        sb->cgroup = NULL;
+    }
+
+    if (vsb_storage_delete(sb, &step, err, sizeof(err)) != 0) {
+        vsb_destroy_fail(sb, step ? step : "files", err);
+        return;
+    }
+
+    vsb_log(VSB_LOG_INFO, "destroyed sandbox %s (tenant %s agent %s): "
+            "processes, cgroups, mounts and files confirmed gone", sb->id,
+            sb->tenant, sb->agent);
+
+    vsb_destroy_reply(sb, NULL);
+    vsb_registry_free(sb);
+    vsb_shutdown_check();
+}
+
+
+static void
+vsb_destroy_poll(vsb_timer_t *t)
+{
+    vsb_sandbox_t  *sb = t->data;
+    vsb_entry_t    *en = vsb_entry(sb);
+    uint64_t        now;
+    int             populated = 0;
+    char            why[256];
+
+    if (sb->cgroup != NULL) {
+        populated = vsb_cgroup_populated(sb->cgroup);
+    }
+
+    if (vsb_execs_running(sb) == 0 && populated == 0) {
+        vsb_destroy_finish(sb);
+        return;
+    }
+
+    now = vsb_now_ms();
+
+    if (now >= en->destroy_deadline) {
+        snprintf(why, sizeof(why), "after %d ms: %u execs still running, "
+                 "cgroup %s", VSB_DESTROY_BOUND_MS, vsb_execs_running(sb),
+                 populated == 1 ? "still populated"
+                 : populated == 0 ? "empty" : "unreadable");
+        vsb_destroy_fail(sb, "processes", why);
+        return;
+    }
+
+    /* A process forked between kill and check: kill again. */
+    if (populated != 0 && sb->cgroup != NULL
+        && (en->destroy_deadline - now) % VSB_DESTROY_REKILL_MS
+           < VSB_DESTROY_POLL_MS)
+    {
+        (void) vsb_cgroup_kill(sb->cgroup);
+    }
+
+    vsb_timer_add(t, VSB_DESTROY_POLL_MS);
+}
+
+
+void
+vsb_destroy_start(vsb_sandbox_t *sb)
+{
+    vsb_entry_t    *en = vsb_entry(sb);
+
+    en->state = VSB_SB_DESTROYING;
+    vsb_timer_del(&sb->ttl_timer);
+
+    vsb_op_exec_cancel_all(sb);
+
+    if (sb->cgroup != NULL && vsb_cgroup_kill(sb->cgroup) != 0) {
+        vsb_log(VSB_LOG_WARN, "sandbox %s: cgroup kill failed, will retry",
+                sb->id);
+    }
+
+    en->destroy_deadline = vsb_now_ms() + VSB_DESTROY_BOUND_MS;
+    en->destroy_timer.handler = vsb_destroy_poll;
+    en->destroy_timer.data = sb;
+    vsb_timer_add(&en->destroy_timer, 0);
+}
+
+
+static int
+vsb_req_destroy(json_t *root, const vsb_config_t *cf, vsb_request_t *r,
+    vsb_error_t *e)
+{
+    return vsb_req_owned(root, VSB_OP_DESTROY, r, e);
+}
+
+
+static void
+vsb_op_destroy(vsb_conn_t *c, json_t *root, const vsb_request_t *r,
+    const unsigned char *payload, size_t payload_len, vsb_error_t *e)
+{
+    vsb_sandbox_t  *sb;
+    vsb_pending_t  *p;
+
+    sb = vsb_find(r, e);
+    if (sb == NULL) {
+        vsb_conn_reply_error(c, r->request_id, e);
+        return;
+    }
+
+    if (vsb_entry(sb)->state == VSB_SB_DESTROYING) {
+        vsb_error_set(e, VSB_E_BUSY, "id", "sandbox %s is being destroyed",
+                      sb->id);
+        vsb_conn_reply_error(c, r->request_id, e);
+        return;
+    }
+
+    p = vsb_pending_new(VSB_PENDING_DESTROY, c, r->request_id);
+    if (p == NULL) {
+        vsb_error_set(e, VSB_E_INTERNAL, NULL, "out of memory");
+        vsb_conn_reply_error(c, r->request_id, e);
+        return;
+    }
+
+    p->sb = sb;
+    vsb_entry(sb)->destroy_waiter = p;
+    c->op = p;
+
+    vsb_log(VSB_LOG_INFO, "sandbox %s: destroy requested by uid %u",
+            sb->id, (unsigned) c->uid);
+    vsb_destroy_start(sb);
+}
+
+
+const vsb_op_t  vsb_destroy_op = {
+    .name = VSB_OP_DESTROY,
+    .payload = 0,
+    .while_stopping = 0,
+    .parse = vsb_req_destroy,
+    .handler = vsb_op_destroy,
+};
+
+
+void
+vsb_destroy_shutdown(volatile sig_atomic_t *done)
+{
+    vsb_sandbox_t  *sb, *next;
+
+    vsb_shutdown_done = done;
+
+    for (sb = vsb_registry_first(); sb != NULL; sb = next) {
+        next = sb->next;
+        if (vsb_entry(sb)->state != VSB_SB_DESTROYING) {
+            vsb_log(VSB_LOG_INFO, "shutdown: destroying sandbox %s", sb->id);
+            vsb_destroy_start(sb);
+        }
+    }
+
+    vsb_shutdown_check();
+}
+
+
+int
+vsb_destroy_stopping(void)
+{
+    return vsb_shutdown_done != NULL;
+}

@@ -1,0 +1,109 @@
+/*
+ * What every op handler shares: the sandbox lookups, the "ok" reply, the
+ * state names, and the record of a request whose reply comes later.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "vsb_op.h"
+#include "vsb_registry.h"
+
+
+const char *
+vsb_state_name(const vsb_sandbox_t *sb)
+{
+    switch (vsb_entry(sb)->state) {
+    case VSB_SB_READY:
+        return "ready";
+    case VSB_SB_DESTROYING:
+        return "destroying";
+    case VSB_SB_FAILED:
+        return "termination_failed";
+    }
+    return "unknown";
+}
+
+
+unsigned
+vsb_execs_running(const vsb_sandbox_t *sb)
+{
+    unsigned  mine = vsb_entry(sb)->execs_mine;
+
+    return sb->execs_running > mine ? sb->execs_running : mine;
+}
+
+
+/* {"ok":true, ...} with request_id echoed. */
+json_t *
+vsb_ok(const char *request_id)
+{
+    json_t  *r;
+
+    r = json_pack("{s:b}", "ok", 1);
+    if (r != NULL && request_id != NULL) {
+        json_object_set_new(r, "request_id", json_string(request_id));
+    }
+
+    return r;
+}
+
+
+vsb_pending_t *
+vsb_pending_new(vsb_pending_kind_t kind, vsb_conn_t *c, const char *rid)
+{
+    vsb_pending_t  *p;
+
+    p = calloc(1, sizeof(*p));
+    if (p == NULL) {
+        return NULL;
+    }
+
+    p->kind = kind;
+    p->conn = c;
+    if (rid != NULL) {
+        snprintf(p->request_id, sizeof(p->request_id), "%s", rid);
+        p->has_request_id = 1;
+    }
+
+    return p;
+}
+
+
+void
+vsb_pending_free(vsb_pending_t *p)
+{
+    json_decref(p->root);
+    free(p);
+}
+
+
+vsb_sandbox_t *
+vsb_find(const vsb_request_t *r, vsb_error_t *e)
+{
+    vsb_sandbox_t  *sb;
+
+    sb = vsb_registry_find(r->tenant, r->agent, r->id);
+    if (sb == NULL) {
+        vsb_error_set(e, VSB_E_NOT_FOUND, "id", "no sandbox %s", r->id);
+    }
+
+    return sb;
+}
+
+
+/* For ops that need a working sandbox. */
+vsb_sandbox_t *
+vsb_find_ready(const vsb_request_t *r, vsb_error_t *e)
+{
+    vsb_sandbox_t  *sb;
+
+    sb = vsb_find(r, e);
+    if (sb != NULL && vsb_entry(sb)->state != VSB_SB_READY) {
+        vsb_error_set(e, VSB_E_BUSY, "id", "sandbox %s is %s", sb->id,
+                      vsb_state_name(sb));
+        return NULL;
+    }
+
+    return sb;
+}

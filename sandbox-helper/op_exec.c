@@ -1,0 +1,307 @@
+/*
+ * The exec op: its schema, its handler, and the requests whose reply
+ * waits for an exec to end (vsb_exec_done).
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "vsb_exec.h"
+#include "vsb_log.h"
+#include "vsb_op.h"
+#include "vsb_registry.h"
+
+static vsb_pending_t  *vsb_execs;
+
+
+static void
+vsb_exec_unlink(vsb_pending_t *p)
+{
+    vsb_pending_t  **pp;
+
+    for (pp = &vsb_execs; *pp != NULL; pp = &(*pp)->next) {
+        if (*pp == p) {
+            *pp = p->next;
+            return;
+        }
+    }
+}
+
+
+static json_t *
+vsb_exec_reply(const vsb_pending_t *p, const vsb_exec_result_t *res)
+{
+    json_t  *reply;
+
+    reply = vsb_ok(vsb_pending_rid(p));
+    if (reply == NULL) {
+        return NULL;
+    }
+
+    json_object_set_new(reply, "exit_code",
+                        res->exited ? json_integer(res->exit_code)
+                                    : json_null());
+    json_object_set_new(reply, "signal",
+                        res->signaled ? json_integer(res->signo)
+                                      : json_null());
+    json_object_set_new(reply, "timed_out", json_boolean(res->timed_out));
+    json_object_set_new(reply, "oom_killed", json_boolean(res->oom_killed));
+    json_object_set_new(reply, "stdout_len",
+                        json_integer((json_int_t) res->out_len));
+    json_object_set_new(reply, "stderr_len",
+                        json_integer((json_int_t) res->err_len));
+    json_object_set_new(reply, "stdout_truncated",
+                        json_boolean(res->out_truncated));
+    json_object_set_new(reply, "stderr_truncated",
+                        json_boolean(res->err_truncated));
+    json_object_set_new(reply, "usage",
+        json_pack("{s:I, s:I, s:I, s:I}",
+                  "cpu_ms", (json_int_t) res->cpu_ms,
+                  "wall_ms", (json_int_t) res->wall_ms,
+                  "peak_memory_bytes", (json_int_t) res->peak_memory_bytes,
+                  "peak_pids", (json_int_t) res->peak_pids));
+
+    return reply;
+}
+
+
+static void
+vsb_exec_done(vsb_exec_t *ex, const vsb_exec_result_t *res, void *data)
+{
+    vsb_pending_t  *p = data;
+    vsb_conn_t     *c;
+    vsb_error_t     e;
+    unsigned char  *payload = NULL;
+    size_t          plen = 0;
+    json_t         *reply;
+
+    vsb_exec_unlink(p);
+    if (vsb_entry(p->sb)->execs_mine > 0) {
+        vsb_entry(p->sb)->execs_mine--;
+    }
+
+    if (res->error != NULL) {
+        vsb_log(VSB_LOG_INFO, "sandbox %s: exec failed: %s", p->sb->id,
+                res->detail);
+    } else {
+        vsb_log(VSB_LOG_INFO, "sandbox %s: exec done: exit %d signal %d%s%s "
+                "(%llu ms)", p->sb->id, res->exited ? res->exit_code : -1,
+                res->signaled ? res->signo : 0,
+                res->timed_out ? ", timed out" : "",
+                res->oom_killed ? ", oom killed" : "",
+                (unsigned long long) res->wall_ms);
+    }
+
+    c = p->conn;
+    if (c != NULL) {
+        c->op = NULL;
+        p->conn = NULL;
+
+        if (res->error != NULL) {
+            memset(&e, 0, sizeof(e));
+            vsb_error_set(&e, VSB_E_EXEC_FAILED, NULL, "%s", res->detail);
+            vsb_conn_reply_error(c, vsb_pending_rid(p), &e);
+
+        } else {
+            plen = res->out_len + res->err_len;
+            payload = malloc(plen ? plen : 1);
+            reply = payload ? vsb_exec_reply(p, res) : NULL;
+
+            if (reply == NULL) {
+                free(payload);
+                payload = NULL;
+                plen = 0;
+            } else {
+                if (res->out_len) {
+                    memcpy(payload, res->out, res->out_len);
+                }
+                if (res->err_len) {
+                    memcpy(payload + res->out_len, res->err, res->err_len);
+                }
+            }
+
+            vsb_conn_reply(c, reply, payload, plen);
+        }
+    }
+
+    if (p->in_start) {
+        p->finished = 1;
+        return;
+    }
+
+    vsb_pending_free(p);
+}
+
+
+static int
+vsb_req_exec(json_t *root, const vsb_config_t *cf, vsb_request_t *r,
+    vsb_error_t *e)
+{
+    static const char *const  allowed[] = {
+        "op", "request_id", "tenant", "agent", "id", "argv", "cwd", "env",
+        "timeout_s", NULL
+    };
+    json_t  *argv, *v;
+    size_t   i;
+
+    if (vsb_req_fields(root, allowed, "exec", e) != 0
+        || vsb_req_owner(root, "tenant", 1, &r->tenant, e) != 0
+        || vsb_req_owner(root, "agent", 1, &r->agent, e) != 0
+        || vsb_req_sandbox_id(root, r, e) != 0)
+    {
+        return -1;
+    }
+
+    if (vsb_req_get(root, "argv", 1, &argv, e) != 0) {
+        return -1;
+    }
+    if (!json_is_array(argv)) {
+        return vsb_error_set(e, VSB_E_BAD_TYPE, "argv",
+                             "\"argv\" must be an array of strings");
+    }
+    if (json_array_size(argv) == 0 || json_array_size(argv) > VSB_MAX_ARGV) {
+        return vsb_error_set(e, VSB_E_BAD_VALUE, "argv",
+                             "\"argv\" must have 1 to %d elements",
+                             VSB_MAX_ARGV);
+    }
+    json_array_foreach(argv, i, v) {
+        if (!json_is_string(v)) {
+            return vsb_error_set(e, VSB_E_BAD_TYPE, "argv",
+                                 "\"argv\"[%zu] must be a string", i);
+        }
+        if (strlen(json_string_value(v)) != json_string_length(v)) {
+            return vsb_error_set(e, VSB_E_BAD_VALUE, "argv",
+                                 "\"argv\"[%zu] contains a NUL byte", i);
+        }
+    }
+    if (json_string_length(json_array_get(argv, 0)) == 0) {
+        return vsb_error_set(e, VSB_E_BAD_VALUE, "argv",
+                             "\"argv\"[0] is empty");
+    }
+    r->argv = argv;
+
+    if (vsb_req_string(root, "cwd", 0, VSB_MAX_PATH, &r->cwd, e) != 0) {
+        return -1;
+    }
+    if (r->cwd == NULL) {
+        r->cwd = "/workspace";
+    } else if (r->cwd[0] != '/') {
+        return vsb_error_set(e, VSB_E_BAD_VALUE, "cwd",
+                             "\"cwd\" must be an absolute path");
+    }
+
+    if (vsb_req_env(root, "env", &r->env, e) != 0) {
+        return -1;
+    }
+
+    r->timeout_s = 0;
+    if (vsb_req_uint(root, "timeout_s", 0, &r->timeout_s, e) != 0) {
+        return -1;
+    }
+    if (r->timeout_s > cf->max.timeout_s) {
+        return vsb_req_over(e, "timeout_s", VSB_LIMIT_TIMEOUT_S, r->timeout_s,
+                            cf->max.timeout_s);
+    }
+
+    return 0;
+}
+
+
+static void
+vsb_op_exec(vsb_conn_t *c, json_t *root, const vsb_request_t *r,
+    const unsigned char *payload, size_t payload_len, vsb_error_t *e)
+{
+    vsb_sandbox_t       *sb;
+    vsb_pending_t       *p;
+    vsb_exec_request_t   req;
+    char                 err[256];
+
+    sb = vsb_find_ready(r, e);
+    if (sb == NULL) {
+        vsb_conn_reply_error(c, r->request_id, e);
+        return;
+    }
+
+    if (vsb_execs_running(sb) >= vsb_cf.max_execs_per_sandbox) {
+        vsb_error_set(e, VSB_E_BUSY, NULL,
+                      "sandbox %s already runs %u execs, the maximum", sb->id,
+                      vsb_execs_running(sb));
+        vsb_conn_reply_error(c, r->request_id, e);
+        return;
+    }
+
+    p = vsb_pending_new(VSB_PENDING_EXEC, c, r->request_id);
+    if (p == NULL) {
+        vsb_error_set(e, VSB_E_INTERNAL, NULL, "out of memory");
+        vsb_conn_reply_error(c, r->request_id, e);
+        return;
+    }
+
+    p->sb = sb;
+    p->root = json_incref(root);
+
+    memset(&req, 0, sizeof(req));
+    req.argv = r->argv;
+    req.cwd = r->cwd;
+    req.env = r->env;
+    req.timeout_ms = (r->timeout_s ? r->timeout_s : sb->limits.timeout_s)
+                     * 1000;
+    req.stdin_data = payload;
+    req.stdin_len = payload_len;
+
+    p->next = vsb_execs;
+    vsb_execs = p;
+    vsb_entry(sb)->execs_mine++;
+    c->op = p;
+
+    p->in_start = 1;
+    err[0] = '\0';
+    p->ex = vsb_exec_start(sb, &req, vsb_exec_done, p, err, sizeof(err));
+    p->in_start = 0;
+
+    if (p->finished) {
+        /* done already ran (and replied) inside vsb_exec_start(). */
+        vsb_pending_free(p);
+        return;
+    }
+
+    if (p->ex == NULL) {
+        vsb_exec_unlink(p);
+        vsb_entry(sb)->execs_mine--;
+        c->op = NULL;
+        vsb_pending_free(p);
+        vsb_log(VSB_LOG_INFO, "sandbox %s: exec could not start: %s", sb->id,
+                err);
+        vsb_error_set(e, VSB_E_EXEC_FAILED, NULL, "%s", err);
+        vsb_conn_reply_error(c, r->request_id, e);
+        return;
+    }
+
+    vsb_log(VSB_LOG_DEBUG, "sandbox %s: exec %s started", sb->id,
+            json_string_value(json_array_get(r->argv, 0)));
+}
+
+
+/* Cancels every running exec of sb (a destroy has begun). */
+void
+vsb_op_exec_cancel_all(vsb_sandbox_t *sb)
+{
+    vsb_pending_t  *p, *next;
+
+    for (p = vsb_execs; p != NULL; p = next) {
+        next = p->next;
+        if (p->sb == sb && p->ex != NULL && !p->cancelled) {
+            p->cancelled = 1;
+            vsb_exec_cancel(p->ex);
+        }
+    }
+}
+
+
+const vsb_op_t  vsb_exec_op = {
+    .name = VSB_OP_EXEC,
+    .payload = 1,
+    .while_stopping = 0,
+    .parse = vsb_req_exec,
+    .handler = vsb_op_exec,
+};

@@ -1,0 +1,483 @@
+/*
+ * The ops that make and describe sandboxes: ping, create, status, list.
+ * Each op is its schema, its handler and its row (vsb_op_t), together.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "vsb_cgroup.h"
+#include "vsb_destroy.h"
+#include "vsb_log.h"
+#include "vsb_op.h"
+#include "vsb_registry.h"
+#include "vsb_rootfs.h"
+#include "vsb_storage.h"
+
+
+static json_t *
+vsb_limits_json(const vsb_limits_t *l)
+{
+    return json_pack("{s:I, s:I, s:I, s:I, s:I, s:I}",
+                     VSB_LIMIT_MEMORY_MB, (json_int_t) l->memory_mb,
+                     VSB_LIMIT_PIDS, (json_int_t) l->pids,
+                     VSB_LIMIT_CPU_PERCENT, (json_int_t) l->cpu_percent,
+                     VSB_LIMIT_DISK_MB, (json_int_t) l->disk_mb,
+                     VSB_LIMIT_TIMEOUT_S, (json_int_t) l->timeout_s,
+                     VSB_LIMIT_OUTPUT_BYTES, (json_int_t) l->output_bytes);
+}
+
+
+static json_t *
+vsb_sandbox_json(vsb_sandbox_t *sb, int usage, int metadata)
+{
+    vsb_cgroup_usage_t  u;
+    json_t             *j;
+
+    j = json_pack("{s:s, s:s, s:s, s:s, s:s, s:s, s:o, s:I, s:I, s:I, s:I}",
+                  "id", sb->id,
+                  "tenant", sb->tenant,
+                  "agent", sb->agent,
+                  "profile", sb->profile->name,
+                  "state", vsb_state_name(sb),
+                  "network", "none",
+                  "limits", vsb_limits_json(&sb->limits),
+                  "ttl_s", (json_int_t) sb->ttl_s,
+                  "created_at", (json_int_t) sb->created_at,
+                  "expires_at", (json_int_t) sb->expires_at,
+                  "execs_running", (json_int_t) vsb_execs_running(sb));
+    if (j == NULL) {
+        return NULL;
+    }
+
+    if (metadata && sb->metadata != NULL) {
+        json_object_set(j, "metadata", sb->metadata);
+    }
+
+    if (usage) {
+        memset(&u, 0, sizeof(u));
+        if (sb->cgroup != NULL && vsb_cgroup_usage(sb->cgroup, &u) != 0) {
+            vsb_log(VSB_LOG_WARN, "usage of sandbox %s unavailable", sb->id);
+        }
+        json_object_set_new(j, "usage",
+            json_pack("{s:I, s:I, s:I}",
+                      "memory_bytes", (json_int_t) u.memory_current,
+                      "pids", (json_int_t) u.pids_current,
+                      "disk_used_bytes",
+                      (json_int_t) vsb_storage_used(sb)));
+    }
+
+    return j;
+}
+
+
+static void
+vsb_reply_sandbox(vsb_conn_t *c, const vsb_request_t *r, vsb_sandbox_t *sb,
+    int usage)
+{
+    json_t  *reply;
+
+    reply = vsb_ok(r->request_id);
+    if (reply != NULL) {
+        json_object_set_new(reply, "sandbox", vsb_sandbox_json(sb, usage, 1));
+    }
+
+    vsb_conn_reply(c, reply, NULL, 0);
+}
+
+
+/* ---- ping -------------------------------------------------------- */
+
+
+static int
+vsb_req_ping(json_t *root, const vsb_config_t *cf, vsb_request_t *r,
+    vsb_error_t *e)
+{
+    static const char *const  allowed_ping[] = { "op", "request_id", NULL };
+
+    return vsb_req_fields(root, allowed_ping, "ping", e);
+}
+
+
+static void
+vsb_op_ping(vsb_conn_t *c, json_t *root, const vsb_request_t *r,
+    const unsigned char *payload, size_t payload_len, vsb_error_t *e)
+{
+    json_t  *reply;
+
+    reply = vsb_ok(r->request_id);
+    if (reply != NULL) {
+        json_object_set_new(reply, "version",
+                            json_integer(VSB_PROTOCOL_VERSION));
+        json_object_set_new(reply, "cgroup",
+                            json_string(vsb_cgroup_mode() == VSB_CGROUP_V1
+                                        ? "v1" : "v2"));
+        json_object_set_new(reply, "sandboxes",
+                            json_integer(vsb_registry_count()));
+    }
+
+    vsb_conn_reply(c, reply, NULL, 0);
+}
+
+
+const vsb_op_t  vsb_ping_op = {
+    .name = VSB_OP_PING,
+    .payload = 0,
+    .while_stopping = 1,
+    .parse = vsb_req_ping,
+    .handler = vsb_op_ping,
+};
+
+
+/* ---- status, list ------------------------------------------------ */
+
+
+static int
+vsb_req_status(json_t *root, const vsb_config_t *cf, vsb_request_t *r,
+    vsb_error_t *e)
+{
+    return vsb_req_owned(root, VSB_OP_STATUS, r, e);
+}
+
+
+static void
+vsb_op_status(vsb_conn_t *c, json_t *root, const vsb_request_t *r,
+    const unsigned char *payload, size_t payload_len, vsb_error_t *e)
+{
+    vsb_sandbox_t  *sb;
+
+    sb = vsb_find(r, e);
+    if (sb == NULL) {
+        vsb_conn_reply_error(c, r->request_id, e);
+        return;
+    }
+
+    vsb_reply_sandbox(c, r, sb, 1);
+}
+
+
+const vsb_op_t  vsb_status_op = {
+    .name = VSB_OP_STATUS,
+    .payload = 0,
+    .while_stopping = 1,
+    .parse = vsb_req_status,
+    .handler = vsb_op_status,
+};
+
+
+static int
+vsb_req_list(json_t *root, const vsb_config_t *cf, vsb_request_t *r,
+    vsb_error_t *e)
+{
+    static const char *const  allowed_list[] = {
+        "op", "request_id", "tenant", "agent", NULL
+    };
+
+    if (vsb_req_fields(root, allowed_list, "list", e) != 0
+        || vsb_req_owner(root, "tenant", 1, &r->tenant, e) != 0
+        || vsb_req_owner(root, "agent", 0, &r->agent, e) != 0)
+    {
+        return -1;
+    }
+    return 0;
+}
+
+
+static void
+vsb_op_list(vsb_conn_t *c, json_t *root, const vsb_request_t *r,
+    const unsigned char *payload, size_t payload_len, vsb_error_t *e)
+{
+    vsb_sandbox_t  *sb;
+    json_t         *reply, *arr;
+
+    reply = vsb_ok(r->request_id);
+    arr = json_array();
+
+    if (reply == NULL || arr == NULL) {
+        json_decref(reply);
+        json_decref(arr);
+        vsb_conn_reply(c, NULL, NULL, 0);
+        return;
+    }
+
+    /* Without metadata: a long list must still fit VSB_MAX_JSON. */
+    for (sb = vsb_registry_first(); sb != NULL; sb = sb->next) {
+        if (strcmp(sb->tenant, r->tenant) != 0
+            || (r->agent != NULL && strcmp(sb->agent, r->agent) != 0))
+        {
+            continue;
+        }
+        json_array_append_new(arr, vsb_sandbox_json(sb, 0, 0));
+    }
+
+    json_object_set_new(reply, "sandboxes", arr);
+    vsb_conn_reply(c, reply, NULL, 0);
+}
+
+
+const vsb_op_t  vsb_list_op = {
+    .name = VSB_OP_LIST,
+    .payload = 0,
+    .while_stopping = 1,
+    .parse = vsb_req_list,
+    .handler = vsb_op_list,
+};
+
+
+/* ---- create ------------------------------------------------------ */
+
+
+static int
+vsb_req_limits(json_t *root, const vsb_config_t *cf, vsb_request_t *r,
+    vsb_error_t *e)
+{
+    static const char *const  allowed[] = {
+        VSB_LIMIT_MEMORY_MB, VSB_LIMIT_PIDS, VSB_LIMIT_CPU_PERCENT,
+        VSB_LIMIT_DISK_MB, VSB_LIMIT_TIMEOUT_S, VSB_LIMIT_OUTPUT_BYTES, NULL
+    };
+    struct {
+        const char  *name;
+        uint64_t    *val;
+        uint64_t     max;
+    } lim[] = {
+        { VSB_LIMIT_MEMORY_MB, &r->limits.memory_mb, cf->max.memory_mb },
+        { VSB_LIMIT_PIDS, &r->limits.pids, cf->max.pids },
+        { VSB_LIMIT_CPU_PERCENT, &r->limits.cpu_percent,
+          cf->max.cpu_percent },
+        { VSB_LIMIT_DISK_MB, &r->limits.disk_mb, cf->max.disk_mb },
+        { VSB_LIMIT_TIMEOUT_S, &r->limits.timeout_s, cf->max.timeout_s },
+        { VSB_LIMIT_OUTPUT_BYTES, &r->limits.output_bytes,
+          cf->max.output_bytes },
+    };
+    json_t  *obj;
+    size_t   i;
+
+    r->limits = cf->def;
+
+    obj = json_object_get(root, "limits");
+    if (obj == NULL) {
+        return 0;
+    }
+
+    if (!json_is_object(obj)) {
+        return vsb_error_set(e, VSB_E_BAD_TYPE, "limits",
+                             "\"limits\" must be an object");
+    }
+
+    if (vsb_req_fields(obj, allowed, "limits", e) != 0) {
+        return -1;
+    }
+
+    for (i = 0; i < sizeof(lim) / sizeof(lim[0]); i++) {
+        if (vsb_req_uint(obj, lim[i].name, 0, lim[i].val, e) != 0) {
+            return -1;
+        }
+        if (*lim[i].val > lim[i].max) {
+            return vsb_req_over(e, lim[i].name, lim[i].name, *lim[i].val,
+                                lim[i].max);
+        }
+    }
+
+    return 0;
+}
+
+
+static int
+vsb_req_create(json_t *root, const vsb_config_t *cf, vsb_request_t *r,
+    vsb_error_t *e)
+{
+    static const char *const  allowed[] = {
+        "op", "request_id", "tenant", "agent", "profile", "limits", "ttl_s",
+        "network", "env", "metadata", NULL
+    };
+    const char  *s;
+    json_t      *md;
+    char        *dump;
+    size_t       len;
+
+    if (vsb_req_fields(root, allowed, "create", e) != 0
+        || vsb_req_owner(root, "tenant", 1, &r->tenant, e) != 0
+        || vsb_req_owner(root, "agent", 1, &r->agent, e) != 0
+        || vsb_req_string(root, "profile", 0, VSB_PROFILE_NAME_LEN, &s, e)
+           != 0)
+    {
+        return -1;
+    }
+
+    r->profile = vsb_config_profile(cf, s ? s : "default");
+    if (r->profile == NULL) {
+        return vsb_error_set(e, VSB_E_BAD_VALUE, "profile",
+                             "no profile named \"%s\"", s);
+    }
+
+    if (vsb_req_limits(root, cf, r, e) != 0) {
+        return -1;
+    }
+
+    r->ttl_s = cf->default_ttl_s;
+    if (vsb_req_uint(root, "ttl_s", 0, &r->ttl_s, e) != 0) {
+        return -1;
+    }
+    if (r->ttl_s > cf->max_ttl_s) {
+        return vsb_req_over(e, "ttl_s", VSB_LIMIT_TTL_S, r->ttl_s,
+                            cf->max_ttl_s);
+    }
+
+    if (vsb_req_string(root, "network", 0, 64, &s, e) != 0) {
+        return -1;
+    }
+    if (s != NULL && strcmp(s, "none") != 0) {
+        return vsb_error_set(e, VSB_E_BAD_VALUE, "network",
+                             "only network \"none\" is supported: egress "
+                             "allowlists are not available yet");
+    }
+
+    if (vsb_req_env(root, "env", &r->env, e) != 0) {
+        return -1;
+    }
+
+    md = json_object_get(root, "metadata");
+    if (md != NULL) {
+        if (!json_is_object(md)) {
+            return vsb_error_set(e, VSB_E_BAD_TYPE, "metadata",
+                                 "\"metadata\" must be an object");
+        }
+        dump = json_dumps(md, JSON_COMPACT);
+        if (dump == NULL) {
+            return vsb_error_set(e, VSB_E_BAD_VALUE, "metadata",
+                                 "\"metadata\" cannot be serialized");
+        }
+        len = strlen(dump);
+        free(dump);
+        if (len > VSB_MAX_METADATA_JSON) {
+            return vsb_error_set(e, VSB_E_BAD_VALUE, "metadata",
+                                 "\"metadata\" is larger than %d bytes",
+                                 VSB_MAX_METADATA_JSON);
+        }
+        r->metadata = md;
+    }
+
+    return 0;
+}
+
+
+static void
+vsb_ttl_expired(vsb_timer_t *t)
+{
+    vsb_sandbox_t  *sb = t->data;
+
+    vsb_log(VSB_LOG_INFO, "sandbox %s: ttl of %llu s expired, destroying",
+            sb->id, (unsigned long long) sb->ttl_s);
+    vsb_destroy_start(sb);
+}
+
+
+static void
+vsb_op_create(vsb_conn_t *c, json_t *root, const vsb_request_t *r,
+    const unsigned char *payload, size_t payload_len, vsb_error_t *e)
+{
+    vsb_sandbox_t  *sb;
+    const char     *step;
+    char            err[512], err2[512];
+
+    if (vsb_registry_count() >= vsb_cf.max_sandboxes) {
+        vsb_error_set(e, VSB_E_CAPACITY, NULL,
+                      "%llu sandboxes exist, the maximum",
+                      (unsigned long long) vsb_cf.max_sandboxes);
+        e->limit = VSB_LIMIT_SANDBOXES;
+        vsb_conn_reply_error(c, r->request_id, e);
+        return;
+    }
+
+    sb = vsb_registry_alloc();
+    if (sb == NULL) {
+        if (errno == EAGAIN) {
+            vsb_error_set(e, VSB_E_CAPACITY, NULL, "no free sandbox slot");
+            e->limit = VSB_LIMIT_SANDBOXES;
+        } else {
+            vsb_error_set(e, VSB_E_INTERNAL, NULL, "allocating a sandbox: %s",
+                          strerror(errno));
+        }
+        vsb_conn_reply_error(c, r->request_id, e);
+        return;
+    }
+
+    snprintf(sb->tenant, sizeof(sb->tenant), "%s", r->tenant);
+    snprintf(sb->agent, sizeof(sb->agent), "%s", r->agent);
+    sb->profile = r->profile;
+    sb->limits = r->limits;
+    sb->ttl_s = r->ttl_s;
+    sb->created_at = time(NULL);
+    sb->expires_at = sb->created_at + (time_t) r->ttl_s;
+    sb->env = r->env ? json_deep_copy(r->env) : json_object();
+    sb->metadata = r->metadata ? json_deep_copy(r->metadata) : NULL;
+
+    if (sb->env == NULL || (r->metadata != NULL && sb->metadata == NULL)) {
+        vsb_error_set(e, VSB_E_INTERNAL, NULL, "out of memory");
+        goto failed;
+    }
+
+    if (vsb_storage_create(sb, err, sizeof(err)) != 0) {
+        sb->dir[0] = '\0';
+        vsb_error_set(e, VSB_E_INTERNAL, NULL, "storage: %s", err);
+        goto failed;
+    }
+
+    if (vsb_rootfs_prepare(sb, err, sizeof(err)) != 0) {
+        vsb_error_set(e, VSB_E_INTERNAL, NULL, "rootfs: %s", err);
+        goto failed_storage;
+    }
+
+    sb->cgroup = vsb_cgroup_create(NULL, sb->id, &sb->limits, err,
+                                   sizeof(err));
+    if (sb->cgroup == NULL) {
+        vsb_error_set(e, VSB_E_INTERNAL, NULL, "cgroup: %s", err);
+        goto failed_storage;
+    }
+
+    sb->ttl_timer.handler = vsb_ttl_expired;
+    sb->ttl_timer.data = sb;
+    vsb_timer_add(&sb->ttl_timer, sb->ttl_s * 1000);
+
+    vsb_registry_insert(sb);
+
+    vsb_log(VSB_LOG_INFO, "created sandbox %s for tenant %s agent %s "
+            "(uid %u, profile %s, %llu MiB disk, ttl %llu s)", sb->id,
+            sb->tenant, sb->agent, (unsigned) sb->host_uid, sb->profile->name,
+            (unsigned long long) sb->limits.disk_mb,
+            (unsigned long long) sb->ttl_s);
+
+    vsb_reply_sandbox(c, r, sb, 0);
+    return;
+
+failed_storage:
+
+    if (vsb_storage_delete(sb, &step, err2, sizeof(err2)) != 0) {
+        /* Keep the slot: its uid range and files are still in use. */
+        vsb_log(VSB_LOG_ERR, "sandbox %s: undoing create failed (%s): %s",
+                sb->id, step, err2);
+        vsb_entry(sb)->state = VSB_SB_FAILED;
+        vsb_registry_insert(sb);
+        vsb_log(VSB_LOG_ERR, "sandbox %s: create failed: %s", sb->id,
+                e->detail);
+        vsb_conn_reply_error(c, r->request_id, e);
+        return;
+    }
+
+failed:
+
+    vsb_log(VSB_LOG_ERR, "sandbox %s: create failed: %s", sb->id, e->detail);
+    vsb_registry_free(sb);
+    vsb_conn_reply_error(c, r->request_id, e);
+}
+
+
+const vsb_op_t  vsb_create_op = {
+    .name = VSB_OP_CREATE,
+    .payload = 0,
+    .while_stopping = 0,
+    .parse = vsb_req_create,
+    .handler = vsb_op_create,
+};

@@ -2,7 +2,9 @@
  * Ending sandboxes: the destroy op, TTL expiry and shutdown all come
  * here.  Destruction never assumes: it kills, then polls (timers, not
  * sleeps) until no process is left, and only then removes cgroups and
- * files; the reply says what was confirmed, or which step failed.
+ * (in a teardown process, teardown.c) files and mounts; the reply waits
+ * for that confirmation and says what was confirmed, or which step
+ * failed.  Other peers are served meanwhile.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -13,7 +15,7 @@
 #include "vsb_log.h"
 #include "vsb_op.h"
 #include "vsb_registry.h"
-#include "vsb_storage.h"
+#include "vsb_teardown.h"
 
 #define VSB_DESTROY_BOUND_MS  10000
 #define VSB_DESTROY_POLL_MS   20
@@ -95,11 +97,32 @@ vsb_destroy_fail(vsb_sandbox_t *sb, const char *step, const char *detail)
 }
 
 
+/* The teardown process has ended: storage is confirmed gone, or not. */
+static void
+vsb_destroy_files_done(vsb_sandbox_t *sb, const char *step,
+    const char *detail)
+{
+    if (step != NULL) {
+        vsb_destroy_fail(sb, step, detail);
+        return;
+    }
+
+    vsb_log(VSB_LOG_INFO, "destroyed sandbox %s (tenant %s agent %s): "
+            "processes, cgroups, mounts and files confirmed gone",
+            sb->id, sb->tenant, sb->agent);
+
+    vsb_destroy_reply(sb, NULL);
+    vsb_registry_free(sb);
+    vsb_shutdown_check();
+}
+
+
+/* No process is left: remove the cgroups here (rmdir is quick), the
+ * files and mounts off the loop (their size is the tenant's choice). */
 static void
 vsb_destroy_finish(vsb_sandbox_t *sb)
 {
-    const char  *step;
-    char         err[512];
+    char  err[512];
 
     if (sb->cgroup != NULL) {
         if (vsb_cgroup_destroy(sb->cgroup, err, sizeof(err)) != 0) {
@@ -109,18 +132,7 @@ vsb_destroy_finish(vsb_sandbox_t *sb)
         sb->cgroup = NULL;
     }
 
-    if (vsb_storage_delete(sb, &step, err, sizeof(err)) != 0) {
-        vsb_destroy_fail(sb, step ? step : "files", err);
-        return;
-    }
-
-    vsb_log(VSB_LOG_INFO, "destroyed sandbox %s (tenant %s agent %s): "
-            "processes, cgroups, mounts and files confirmed gone", sb->id,
-            sb->tenant, sb->agent);
-
-    vsb_destroy_reply(sb, NULL);
-    vsb_registry_free(sb);
-    vsb_shutdown_check();
+    vsb_teardown_start(sb, vsb_destroy_files_done);
 }
 
 

@@ -197,7 +197,7 @@ main(int argc, char **argv)
     }
 
     if (vsb_registry_init((unsigned) vsb_cf.max_sandboxes) != 0) {
-        vsb_log(VSB_LOG_ERR, "out of memory for the registry");
+        vsb_log_errno(VSB_LOG_ERR, "registry (slot table, boot epoch)");
         return 1;
     }
 
@@ -234,7 +234,8 @@ main(int argc, char **argv)
         return 1;
     }
 
-    vsb_log(VSB_LOG_INFO, "started: cgroup %s, state %s, %zu allowed uids",
+    vsb_log(VSB_LOG_INFO, "started: epoch %s, cgroup %s, state %s, %zu "
+            "allowed uids", vsb_registry_epoch(),
             vsb_cgroup_mode() == VSB_CGROUP_V1 ? "v1" : "v2",
             vsb_cf.state_dir, vsb_cf.n_allowed_uids);
 

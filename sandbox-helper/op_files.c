@@ -54,7 +54,9 @@ vsb_req_file(json_t *root, int write, vsb_request_t *r, vsb_error_t *e)
         }
         if (json_integer_value(m) < 0 || json_integer_value(m) > 0777) {
             return vsb_error_set(e, VSB_E_BAD_VALUE, "mode",
-                                 "\"mode\" must be 0 .. 0777 (511)");
+                                 "\"mode\" must be 0 .. 0777 (511): "
+                                 "setuid, setgid and sticky bits are "
+                                 "refused");
         }
         r->mode = (unsigned) json_integer_value(m);
     }

@@ -36,8 +36,10 @@ vsb_sandbox_json(vsb_sandbox_t *sb, int usage, int metadata)
     vsb_cgroup_usage_t  u;
     json_t             *j;
 
-    j = json_pack("{s:s, s:s, s:s, s:s, s:s, s:s, s:o, s:I, s:I, s:I, s:I}",
+    j = json_pack("{s:s, s:s, s:s, s:s, s:s, s:s, s:s, s:o, s:I, s:I, s:I, "
+                  "s:I}",
                   "id", sb->id,
+                  "epoch", vsb_registry_epoch(),
                   "tenant", sb->tenant,
                   "agent", sb->agent,
                   "profile", sb->profile->name,
@@ -116,6 +118,11 @@ vsb_op_ping(vsb_conn_t *c, json_t *root, const vsb_request_t *r,
                                         ? "v1" : "v2"));
         json_object_set_new(reply, "sandboxes",
                             json_integer(vsb_registry_count()));
+        json_object_set_new(reply, "epoch",
+                            json_string(vsb_registry_epoch()));
+        json_object_set_new(reply, "started_at",
+                            json_integer((json_int_t)
+                                         vsb_registry_started_at()));
     }
 
     vsb_conn_reply(c, reply, NULL, 0);
@@ -455,16 +462,22 @@ vsb_op_create(vsb_conn_t *c, json_t *root, const vsb_request_t *r,
 failed_storage:
 
     if (vsb_storage_delete(sb, &step, err2, sizeof(err2)) != 0) {
-        /* Keep the slot: its uid range and files are still in use. */
-        vsb_log(VSB_LOG_ERR, "sandbox %s: undoing create failed (%s): %s",
-                sb->id, step, err2);
-        vsb_entry(sb)->state = VSB_SB_FAILED;
-        vsb_registry_insert(sb);
-        vsb_log(VSB_LOG_ERR, "sandbox %s: create failed: %s", sb->id,
-                e->detail);
-        vsb_conn_reply_error(c, r->request_id, e);
-        return;
+        goto failed_undo;
     }
+
+    goto failed;
+
+failed_undo:
+
+    /* Keep the slot: its uid range and files are still in use; a
+     * destroy may retry. */
+    vsb_log(VSB_LOG_ERR, "sandbox %s: undoing create failed (%s): %s",
+            sb->id, step, err2);
+    vsb_entry(sb)->state = VSB_SB_FAILED;
+    vsb_registry_insert(sb);
+    vsb_log(VSB_LOG_ERR, "sandbox %s: create failed: %s", sb->id, e->detail);
+    vsb_conn_reply_error(c, r->request_id, e);
+    return;
 
 failed:
 

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
+#include <time.h>
 
 #include "vsb_registry.h"
 
@@ -14,11 +15,55 @@ static vsb_sandbox_t  *vsb_sandboxes;
 static vsb_sandbox_t **vsb_slots;
 static unsigned        vsb_nslots;
 static unsigned        vsb_count;
+static char            vsb_epoch[VSB_EPOCH_LEN + 1];
+static time_t          vsb_started_at;
+
+
+/* 2 * n lowercase hex digits of fresh randomness, NUL-terminated. */
+static int
+vsb_registry_random_hex(char *buf, size_t n)
+{
+    static const char  hex[] = "0123456789abcdef";
+    unsigned char      rnd[32];
+    size_t             got, i;
+    ssize_t            r;
+
+    if (n > sizeof(rnd)) {
+        errno = EINVAL;
+        return -1;
+    }
+
+    for (got = 0; got < n; got += (size_t) r) {
+        r = getrandom(rnd + got, n - got, 0);
+        if (r == -1) {
+            if (errno == EINTR) {
+                r = 0;
+                continue;
+            }
+            return -1;
+        }
+    }
+
+    for (i = 0; i < n; i++) {
+        buf[2 * i] = hex[rnd[i] >> 4];
+        buf[2 * i + 1] = hex[rnd[i] & 0xf];
+    }
+    buf[2 * n] = '\0';
+    return 0;
+}
 
 
 int
 vsb_registry_init(unsigned max_sandboxes)
 {
+    /* this run's identity: a sandbox carrying another epoch was ended
+     * by a restart, whatever its id */
+    if (vsb_registry_random_hex(vsb_epoch, VSB_EPOCH_LEN / 2) != 0) {
+        return -1;
+    }
+
+    vsb_started_at = time(NULL);
+
     vsb_slots = calloc(max_sandboxes ? max_sandboxes : 1, sizeof(*vsb_slots));
     if (vsb_slots == NULL) {
         return -1;
@@ -29,32 +74,25 @@ vsb_registry_init(unsigned max_sandboxes)
 }
 
 
+const char *
+vsb_registry_epoch(void)
+{
+    return vsb_epoch;
+}
+
+
+time_t
+vsb_registry_started_at(void)
+{
+    return vsb_started_at;
+}
+
+
 int
 vsb_registry_new_id(char *buf)
 {
-    static const char  hex[] = "0123456789abcdef";
-    unsigned char      rnd[12];
-    size_t             got, i;
-    ssize_t            n;
-
-    for (got = 0; got < sizeof(rnd); got += (size_t) n) {
-        n = getrandom(rnd + got, sizeof(rnd) - got, 0);
-        if (n == -1) {
-            if (errno == EINTR) {
-                n = 0;
-                continue;
-            }
-            return -1;
-        }
-    }
-
     memcpy(buf, "sb-", 3);
-    for (i = 0; i < sizeof(rnd); i++) {
-        buf[3 + 2 * i] = hex[rnd[i] >> 4];
-        buf[3 + 2 * i + 1] = hex[rnd[i] & 0xf];
-    }
-    buf[VSB_SANDBOX_ID_LEN] = '\0';
-    return 0;
+    return vsb_registry_random_hex(buf + 3, (VSB_SANDBOX_ID_LEN - 3) / 2);
 }
 
 

@@ -20,6 +20,16 @@
 
 #define VSB_RM_MAX_DEPTH  64
 
+/*
+ * Files per MiB of disk_mb: one inode per 4 KiB page, as many files as
+ * the disk could hold if none were empty.  Every inode costs kernel
+ * memory that "size=" does not count, and a million of them take seconds
+ * to free at unmount; a tree of small files (node_modules, a git
+ * checkout) still fits.  At least VSB_MIN_INODES.
+ */
+#define VSB_INODES_PER_MB 256
+#define VSB_MIN_INODES    1024
+
 
 /* Creates dir with mode if missing; an existing one must be a root-owned
  * directory nobody else can write, else a local user could plant links. */
@@ -54,19 +64,28 @@ vsb_storage_mkdir(const char *dir, mode_t mode, char *err, size_t errlen)
 }
 
 
-static int
-vsb_storage_base(char *base, size_t len, char *err, size_t errlen)
+int
+vsb_storage_state_subdir(const char *name, mode_t mode, char *out,
+    size_t len, char *err, size_t errlen)
 {
     if (vsb_storage_mkdir(vsb_cf.state_dir, 0711, err, errlen) != 0) {
         return -1;
     }
 
-    if ((size_t) snprintf(base, len, "%s/sb", vsb_cf.state_dir) >= len) {
+    if ((size_t) snprintf(out, len, "%s/%s", vsb_cf.state_dir, name) >= len)
+    {
         snprintf(err, errlen, "state_dir too long");
         return -1;
     }
 
-    return vsb_storage_mkdir(base, 0711, err, errlen);
+    return vsb_storage_mkdir(out, mode, err, errlen);
+}
+
+
+static int
+vsb_storage_base(char *base, size_t len, char *err, size_t errlen)
+{
+    return vsb_storage_state_subdir("sb", 0711, base, len, err, errlen);
 }
 
 
@@ -116,8 +135,9 @@ vsb_storage_init(char *err, size_t errlen)
 int
 vsb_storage_create(vsb_sandbox_t *sb, char *err, size_t errlen)
 {
-    char  base[PATH_MAX], opts[128];
-    int   n;
+    char      base[PATH_MAX], opts[160];
+    int       n;
+    uint64_t  inodes;
 
     if (vsb_storage_base(base, sizeof(base), err, errlen) != 0) {
         return -1;
@@ -134,8 +154,14 @@ vsb_storage_create(vsb_sandbox_t *sb, char *err, size_t errlen)
         return -1;
     }
 
-    snprintf(opts, sizeof(opts), "size=%llum,mode=0700,uid=%u,gid=%u",
-             (unsigned long long) sb->limits.disk_mb, (unsigned) sb->host_uid,
+    inodes = sb->limits.disk_mb * VSB_INODES_PER_MB;
+    if (inodes < VSB_MIN_INODES) {
+        inodes = VSB_MIN_INODES;
+    }
+
+    snprintf(opts, sizeof(opts), "size=%llum,nr_inodes=%llu,mode=0700,"
+             "uid=%u,gid=%u", (unsigned long long) sb->limits.disk_mb,
+             (unsigned long long) inodes, (unsigned) sb->host_uid,
              (unsigned) sb->host_uid);
 
     if (mount("tmpfs", sb->dir, "tmpfs", MS_NODEV | MS_NOSUID, opts) == -1) {

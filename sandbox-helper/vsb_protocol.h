@@ -32,7 +32,8 @@
  * Ops (fields marked ? are optional):
  *
  *   ping      {}                     -> {version, cgroup: "v1"|"v2",
- *                                        sandboxes: n}
+ *                                        sandboxes: n, epoch: EPOCH,
+ *                                        started_at (unix seconds)}
  *   create    {tenant, agent, profile?, limits?, ttl_s?, network?, env?,
  *              metadata?}           -> {sandbox: SANDBOX}
  *   status    {tenant, agent, id}   -> {sandbox: SANDBOX}
@@ -52,6 +53,8 @@
  *             stderr_len bytes of stderr
  *   write_file {tenant, agent, id, path, mode?}
  *             payload: file content -> {path, size, sha256}
+ *             mode: integer 0 .. 0777, default 0644; setuid, setgid and
+ *             sticky bits are refused (bad_value, field "mode")
  *   read_file {tenant, agent, id, path}
  *                                   -> {path, size, sha256}
  *             reply payload: file content
@@ -59,18 +62,27 @@
  *                                       confirmed: {processes, cgroups,
  *                                       mounts, files: true}}
  *             or error termination_failed with "step" naming what could
- *             not be confirmed.
+ *             not be confirmed.  The reply comes once everything is
+ *             confirmed gone; the helper serves other requests meanwhile
+ *             (the sandbox's state is then "destroying").
  *
  * Any request may carry "request_id" (string, at most VSB_MAX_ID_LEN
  * bytes); the reply echoes it.
  *
- *   SANDBOX = {id, tenant, agent, profile, state: "ready",
+ *   SANDBOX = {id, epoch: EPOCH, tenant, agent, profile,
+ *              state: "ready"|"destroying"|"termination_failed",
  *              network: "none", limits: LIMITS, ttl_s,
  *              created_at, expires_at (unix seconds),
  *              execs_running, metadata?,
  *              usage?: {memory_bytes, pids, disk_used_bytes} (status)}
  *   LIMITS  = {memory_mb, pids, cpu_percent, disk_mb, timeout_s,
  *              output_bytes}
+ *   EPOCH   = VSB_EPOCH_LEN lowercase hex digits, random, made when the
+ *             helper starts.  A SANDBOX carries the epoch of the helper
+ *             run that created it.  Sandboxes never outlive their helper
+ *             (a restart removes whatever a previous run left), so a
+ *             client holding a sandbox whose epoch differs from the
+ *             epoch ping reports now knows that sandbox is gone.
  *
  * tenant, agent: 1 .. VSB_MAX_ID_LEN bytes of printable ASCII (0x21-0x7e).
  * id: "sb-" followed by 24 lowercase hex digits.
@@ -81,7 +93,8 @@
  * env: object of string values; names match [A-Za-z_][A-Za-z0-9_]*.
  * Every sandbox belongs to the (tenant, agent) that created it; any op
  * naming it with another owner answers not_found, exactly as an unknown
- * id does.
+ * id does.  not_found names its field: "id" for a sandbox, "path" for a
+ * file of an existing sandbox (read_file).
  */
 
 #ifndef VSB_PROTOCOL_H
@@ -101,6 +114,7 @@
 
 #define VSB_MAX_ID_LEN            128
 #define VSB_SANDBOX_ID_LEN        27          /* "sb-" + 24 hex */
+#define VSB_EPOCH_LEN             32          /* hex digits */
 #define VSB_MAX_PATH              4096
 #define VSB_MAX_NAME              255
 #define VSB_MAX_ARGV              1024

@@ -28,7 +28,13 @@ typedef struct {
 
 #define vsb_entry(sbp)  ((vsb_entry_t *) (void *) (sbp))
 
+/* -1 with errno set (no memory, no randomness). */
 int vsb_registry_init(unsigned max_sandboxes);
+
+/* This run of the helper: VSB_EPOCH_LEN random lowercase hex digits made
+ * at start, and the start time (unix seconds). */
+const char *vsb_registry_epoch(void);
+time_t vsb_registry_started_at(void);
 
 /* A new zeroed sandbox with a fresh id, a free slot and its host_uid, not
  * yet visible to lookups.  NULL with errno EAGAIN when every slot is

@@ -13,6 +13,9 @@ ok($p->{ok}, 'ping ok') or diag explain $p;
 is($p->{version}, 1, 'protocol version 1');
 like($p->{cgroup} // '', qr/^v[12]$/, 'ping names the cgroup mode');
 is($p->{sandboxes}, 0, 'no sandboxes yet');
+like($p->{epoch} // '', qr/^[0-9a-f]{32}\z/, 'ping: epoch is 32 lowercase hex');
+ok(abs(($p->{started_at} // 0) - time) < 120, 'ping: started_at is now-ish');
+is($h->ping->{epoch}, $p->{epoch}, 'the epoch is stable within a run');
 
 my ($r) = $h->call({ op => 'ping', request_id => 'req-42' });
 is($r->{request_id}, 'req-42', 'request_id echoed');
@@ -23,6 +26,7 @@ ok($r->{ok}, 'create ok') or diag explain $r;
 my $sb = $r->{sandbox} // {};
 my $id = $sb->{id} // '';
 like($id, qr/^sb-[0-9a-f]{24}$/, 'sandbox id format');
+is($sb->{epoch}, $p->{epoch}, "the sandbox carries its helper's epoch");
 is($sb->{state}, 'ready', 'state ready');
 is($sb->{tenant}, 't1', 'tenant');
 is($sb->{agent}, 'a1', 'agent');

@@ -55,10 +55,40 @@ my $r = $h->write_file($id, 'hello.txt', "new\n", mode => 0755);
 ok($r->{ok}, 'overwrite with mode 0755');
 ($e, $out) = $h->sh($id, 'cat /workspace/hello.txt; stat -c %a /workspace/hello.txt; /workspace/hello.txt; echo rc=$?');
 like($out, qr/^new\n755\n/, 'content replaced, mode 0755');
+$r = $h->write_file($id, 's.sh', "#!/bin/sh\necho ran \$0\n", mode => 0755);
+ok($r->{ok}, 'script uploaded with mode 0755');
+($e, $out) = $h->sh($id, 'cd /workspace && ./s.sh');
+is($out, "ran ./s.sh\n", 'an uploaded 0755 script runs as ./s.sh');
+
+# mode: permission bits only; setuid, setgid and sticky are refused by
+# name, never masked away, and the file is not written.
+for my $m ([0700, '700'], [0600, '600'], [0, '0']) {
+    $r = $h->write_file($id, "m$m->[1]", "x\n", mode => $m->[0]);
+    ok($r->{ok}, sprintf('mode %04o accepted', $m->[0])) or diag explain $r;
+    ($e, $out) = $h->sh($id, "stat -c %a /workspace/m$m->[1]");
+    is($out, "$m->[1]\n", sprintf('mode %04o applied', $m->[0]));
+}
+for my $m (04755, 02755, 01777, 06777, 07777, 01000, -1, 0x10000) {
+    $r = $h->write_file($id, 'special', "x\n", mode => $m);
+    is($r->{error}, 'bad_value', sprintf('mode %o: bad_value', $m))
+        or diag explain $r;
+    is($r->{field}, 'mode', sprintf('mode %o: field "mode"', $m));
+}
+like($r->{detail}, qr/setuid, setgid and sticky bits are refused/,
+     'the detail names the rule');
+for my $m ('0755', 7.5, JSON::PP::true, [493]) {
+    $r = $h->write_file($id, 'special', "x\n", mode => $m);
+    is($r->{error}, 'bad_type', "mode of the wrong type: bad_type");
+    is($r->{field}, 'mode', 'field "mode"');
+}
+($e, $out) = $h->sh($id, 'test -e /workspace/special && echo exists || echo absent');
+is($out, "absent\n", 'no refused write left a file');
 
 # Errors
 ($rr) = $h->read_file($id, 'nope.txt');
 ok(!$rr->{ok}, 'read of a missing file fails') or diag explain $rr;
+is($rr->{error}, 'not_found', 'not_found');
+is($rr->{field}, 'path', 'naming the path, not the sandbox (field "path")');
 ($rr) = $h->read_file($id, 'a/b');
 is($rr->{error}, 'not_a_file', 'read of a directory: not_a_file');
 for my $bad ('../etc/passwd', '/etc/passwd', 'a/../../x', 'a//b', './x',

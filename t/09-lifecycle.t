@@ -99,7 +99,10 @@ $h->leaks_ok('after SIGTERM: every sandbox destroyed');
 
 # --- kill -9 and restart cleanup ---------------------------------------
 $h->launch;
+my $epoch1 = $h->ping->{epoch};
 my @old = map { $h->create_ok } 1 .. 3;
+my ($sr) = $h->call({ op => 'status', tenant => 't1', agent => 'a1', id => $old[0] });
+is($sr->{sandbox}{epoch}, $epoch1, 'a sandbox carries the epoch of its helper');
 for my $i (0 .. 2) {
     ok($h->write_file($old[$i], 'data.txt', "old $i\n")->{ok}, "file in old $i");
 }
@@ -122,6 +125,9 @@ ok($h->count_mounts >= 3, 'after kill -9 the mounts are still there');
 is($h->wait_no_procs(3), 0, 'old processes died with the helper, before any restart')
     or diag $h->leak_detail;
 $h->launch;
+my $p2 = $h->ping;
+like($p2->{epoch} // '', qr/^[0-9a-f]{32}\z/, 'the restarted helper has an epoch');
+isnt($p2->{epoch}, $epoch1, 'a new one: its sandboxes from before are gone');
 my $log = $h->log_text;
 for my $i (0 .. 2) {
     like($log, qr/cleaned up.*\Q$old[$i]\E/, "restart logs cleanup of $old[$i]");

@@ -94,7 +94,8 @@ is($h->count_procs, 0, 'no process left once destroy replied');
 VetoTest::recv_frame($sf, 10);
 
 # --- what the files look like at destroy -------------------------------------
-my $idx = $h->create_ok(limits => { disk_mb => 256, memory_mb => 512 });
+# 512 MiB: 131,072 inodes (nr_inodes is 256 per MiB of disk_mb)
+my $idx = $h->create_ok(limits => { disk_mb => 512, memory_mb => 512 });
 ($e, $out, my $err) = $h->exec($idx, ['python3', '-c', <<'PY'], timeout_s => 50);
 import os
 os.mkdir('/workspace/many')

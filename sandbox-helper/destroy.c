@@ -68,8 +68,9 @@ vsb_destroy_reply(vsb_sandbox_t *sb, const vsb_error_t *e)
                 json_object_set_new(reply, "state",
                                     json_string("terminated"));
                 json_object_set_new(reply, "confirmed",
-                    json_pack("{s:b, s:b, s:b, s:b}", "processes", 1,
-                              "cgroups", 1, "mounts", 1, "files", 1));
+                    json_pack("{s:b, s:b, s:b, s:b, s:b}", "processes", 1,
+                              "cgroups", 1, "network", 1, "mounts", 1,
+                              "files", 1));
             }
             vsb_conn_reply(p->conn, reply, NULL, 0);
         }
@@ -108,7 +109,7 @@ vsb_destroy_files_done(vsb_sandbox_t *sb, const char *step,
     }
 
     vsb_log(VSB_LOG_INFO, "destroyed sandbox %s (tenant %s agent %s): "
-            "processes, cgroups, mounts and files confirmed gone",
+            "processes, cgroups, network, mounts and files confirmed gone",
             sb->id, sb->tenant, sb->agent);
 
     vsb_destroy_reply(sb, NULL);

@@ -22,6 +22,7 @@
 #include "vsb_destroy.h"
 #include "vsb_log.h"
 #include "vsb_loop.h"
+#include "vsb_netns.h"
 #include "vsb_ops.h"
 #include "vsb_registry.h"
 #include "vsb_server.h"
@@ -206,7 +207,9 @@ main(int argc, char **argv)
         return 1;
     }
 
-    if (vsb_storage_init(err, sizeof(err)) != 0) {
+    if (vsb_storage_init(err, sizeof(err)) != 0
+        || vsb_netns_init(err, sizeof(err)) != 0)
+    {
         vsb_log(VSB_LOG_ERR, "%s", err);
         return 1;
     }
@@ -223,6 +226,13 @@ main(int argc, char **argv)
     if (n < 0) {
         vsb_log(VSB_LOG_ERR, "stale sandbox files under %s/sb could not be "
                 "removed", vsb_cf.state_dir);
+        return 1;
+    }
+
+    n = vsb_netns_cleanup_stale();
+    if (n < 0) {
+        vsb_log(VSB_LOG_ERR, "stale network namespaces under %s/netns could "
+                "not be removed", vsb_cf.state_dir);
         return 1;
     }
 

@@ -1,5 +1,5 @@
 /*
- * Network setup inside the exec's own network namespace.  A new
+ * Network setup inside the sandbox's own network namespace.  A new
  * namespace has only "lo", down; bringing it up gives the workload
  * 127.0.0.1 and ::1 of its own.  Nothing else exists, so nothing on the
  * host (its loopback services included) is reachable.

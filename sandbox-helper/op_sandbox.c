@@ -11,6 +11,7 @@
 #include "vsb_cgroup.h"
 #include "vsb_destroy.h"
 #include "vsb_log.h"
+#include "vsb_netns.h"
 #include "vsb_op.h"
 #include "vsb_registry.h"
 #include "vsb_rootfs.h"
@@ -437,11 +438,16 @@ vsb_op_create(vsb_conn_t *c, json_t *root, const vsb_request_t *r,
         goto failed_storage;
     }
 
+    if (vsb_netns_create(sb, err, sizeof(err)) != 0) {
+        vsb_error_set(e, VSB_E_INTERNAL, NULL, "network: %s", err);
+        goto failed_storage;
+    }
+
     sb->cgroup = vsb_cgroup_create(NULL, sb->id, &sb->limits, err,
                                    sizeof(err));
     if (sb->cgroup == NULL) {
         vsb_error_set(e, VSB_E_INTERNAL, NULL, "cgroup: %s", err);
-        goto failed_storage;
+        goto failed_netns;
     }
 
     sb->ttl_timer.handler = vsb_ttl_expired;
@@ -458,6 +464,14 @@ vsb_op_create(vsb_conn_t *c, json_t *root, const vsb_request_t *r,
 
     vsb_reply_sandbox(c, r, sb, 0);
     return;
+
+failed_netns:
+
+    vsb_netns_release(sb);
+    if (vsb_netns_remove(sb, err2, sizeof(err2)) != 0) {
+        step = "network";
+        goto failed_undo;
+    }
 
 failed_storage:
 

@@ -8,6 +8,7 @@
 #include <string.h>
 #include <sys/random.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "vsb_registry.h"
 
@@ -149,6 +150,7 @@ vsb_registry_alloc(void)
 
     en->sb.slot = slot;
     en->sb.host_uid = vsb_cf.uid_base + (uid_t) slot * VSB_UID_RANGE;
+    en->sb.netns_fd = -1;
     vsb_slots[slot] = &en->sb;
 
     return &en->sb;
@@ -183,6 +185,10 @@ vsb_registry_free(vsb_sandbox_t *sb)
 
     vsb_timer_del(&sb->ttl_timer);
     vsb_timer_del(&vsb_entry(sb)->destroy_timer);
+
+    if (sb->netns_fd != -1) {
+        (void) close(sb->netns_fd);     /* its owner released it already */
+    }
 
     json_decref(sb->env);
     json_decref(sb->metadata);

@@ -22,15 +22,17 @@
 #include <unistd.h>
 
 #include "vsb_caps.h"
-#include "vsb_net.h"
+#include "vsb_netns.h"
 #include "vsb_rlimits.h"
 #include "vsb_rootfs.h"
 #include "vsb_seccomp.h"
 #include "vsb_spawn.h"
 #include "vsb_user.h"
 
+/* no CLONE_NEWNET: the init is cloned inside the sandbox's network
+ * namespace (vsb_netns_enter()), which its execs share */
 #define VSB_SPAWN_NS  (CLONE_NEWUSER | CLONE_NEWPID | CLONE_NEWNS         \
-                       | CLONE_NEWNET | CLONE_NEWIPC | CLONE_NEWUTS)
+                       | CLONE_NEWIPC | CLONE_NEWUTS)
 
 /* the init's descriptors after it has tidied up */
 #define VSB_FD_STATUS  3
@@ -119,7 +121,7 @@ vsb_spawn_clone(int *pidfd)
 pid_t
 vsb_spawn(const vsb_spawn_t *sp, int *pidfd, char *err, size_t errlen)
 {
-    int        sync[2], fd;
+    int        sync[2], fd, saved;
     char       byte;
     pid_t      pid;
     ssize_t    n;
@@ -136,10 +138,24 @@ vsb_spawn(const vsb_spawn_t *sp, int *pidfd, char *err, size_t errlen)
 
     fd = -1;
 
+    /* a namespace of the initial user namespace cannot be joined from a
+     * new user namespace: join it first, clone, come back */
+    if (vsb_netns_enter(sp->sb, err, errlen) != 0) {
+        close(sync[0]);
+        close(sync[1]);
+        return -1;
+    }
+
     pid = vsb_spawn_clone(&fd);
+    saved = errno;
+
+    if (pid != 0) {
+        vsb_netns_leave();
+    }
+
     if (pid == -1) {
         snprintf(err, errlen, "spawn: clone with new namespaces: %s",
-                 strerror(errno));
+                 strerror(saved));
         close(sync[0]);
         close(sync[1]);
         return -1;
@@ -411,7 +427,6 @@ vsb_spawn_init(const vsb_spawn_t *sp, int sync_fd)
         vsb_spawn_fail(VSB_FD_STATUS, 1, "init: sethostname");
     }
 
-    VSB_STEP(vsb_net_loopback_up(err, sizeof(err)));
     VSB_STEP(vsb_rootfs_enter(sp->sb, err, sizeof(err)));
 
     vsb_spawn_hide_args();

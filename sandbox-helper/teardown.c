@@ -21,6 +21,7 @@
 
 #include "vsb_log.h"
 #include "vsb_loop.h"
+#include "vsb_netns.h"
 #include "vsb_storage.h"
 #include "vsb_teardown.h"
 
@@ -51,6 +52,12 @@ vsb_teardown_work(vsb_sandbox_t *sb, vsb_teardown_report_t *rep)
     const char  *step = NULL;
 
     memset(rep, 0, sizeof(*rep));
+
+    if (vsb_netns_remove(sb, rep->detail, sizeof(rep->detail)) != 0) {
+        rep->failed = 1;
+        snprintf(rep->step, sizeof(rep->step), "network");
+        return;
+    }
 
     if (vsb_storage_delete(sb, &step, rep->detail, sizeof(rep->detail))
         != 0)
@@ -189,6 +196,10 @@ vsb_teardown_start(vsb_sandbox_t *sb, vsb_teardown_done_pt done)
         done(sb, "files", "out of memory for the teardown");
         return;
     }
+
+    /* the helper's hold on the network namespace goes first: with no
+     * process left in it, the pin is then the last reference */
+    vsb_netns_release(sb);
 
     t->sb = sb;
     t->done = done;

@@ -1,7 +1,8 @@
 /*
- * Networking inside an exec's fresh network namespace.  Mode "none":
- * only loopback, brought up so that workloads can talk to themselves
- * (127.0.0.1 and ::1 are the sandbox's own, not the host's).
+ * Networking inside a sandbox's network namespace (netns.c calls it
+ * there, at create).  Mode "none": only loopback, brought up so that
+ * workloads can talk to themselves (127.0.0.1 and ::1 are the sandbox's
+ * own, not the host's).
  */
 #ifndef VSB_NET_H
 #define VSB_NET_H

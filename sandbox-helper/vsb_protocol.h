@@ -60,7 +60,7 @@
  *             reply payload: file content
  *   destroy   {tenant, agent, id}   -> {id, state: "terminated",
  *                                       confirmed: {processes, cgroups,
- *                                       mounts, files: true}}
+ *                                       network, mounts, files: true}}
  *             or error termination_failed with "step" naming what could
  *             not be confirmed.  The reply comes once everything is
  *             confirmed gone; the helper serves other requests meanwhile

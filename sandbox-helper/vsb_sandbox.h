@@ -34,6 +34,9 @@ struct vsb_sandbox_s {
      * its root/ subdirectory becomes the sandbox's "/". */
     char                  dir[PATH_MAX];
 
+    int                   netns_fd;          /* its network namespace,
+                                                -1: none (vsb_netns.h) */
+
     json_t               *env;               /* object, sandbox-wide */
     json_t               *metadata;          /* object or NULL */
 

@@ -1,13 +1,13 @@
 /*
- * The exec's init: cloned by the helper into new user, pid, mount, net,
- * ipc and uts namespaces, held on a sync pipe until the helper has put it
- * into its cgroup and written its uid/gid maps, then released.  It builds
- * the sandbox (cgroup namespace, hostname, loopback, root filesystem),
- * forks the workload, drops every privilege and, as pid 1, reaps
- * children until the workload exits.  It reports the workload's wait
- * status, or the setup step that failed, as one vsb_spawn_status_t on
- * the status pipe, and exits; the kernel then kills whatever else is left
- * in the pid namespace.
+ * The exec's init: cloned by the helper into new user, pid, mount, ipc
+ * and uts namespaces inside the sandbox's network namespace, held on a
+ * sync pipe until the helper has put it into its cgroup and written its
+ * uid/gid maps, then released.  It builds the sandbox (cgroup namespace,
+ * hostname, root filesystem), forks the workload, drops every privilege
+ * and, as pid 1, reaps children until the workload exits.  It reports
+ * the workload's wait status, or the setup step that failed, as one
+ * vsb_spawn_status_t on the status pipe, and exits; the kernel then
+ * kills whatever else is left in the pid namespace.
  */
 #ifndef VSB_SPAWN_H
 #define VSB_SPAWN_H

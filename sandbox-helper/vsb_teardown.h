@@ -1,7 +1,8 @@
 /*
- * The slow half of ending a sandbox, off the event loop: unmounting its
- * tmpfs (the kernel frees every inode there, 1.7 s for a million empty
- * files) and removing its directory run in a short-lived child process
+ * The slow half of ending a sandbox, off the event loop: removing its
+ * network namespace's pin, unmounting its tmpfs (the kernel frees every
+ * inode there, 1.7 s for a million empty files) and removing its
+ * directory run in a short-lived child process
  * while the helper goes on serving other peers.  Completion is still
  * confirmed: the child verifies each step and reports, and the helper
  * checks again that the directory is gone before it calls done.
@@ -13,8 +14,9 @@
 
 #include "vsb_sandbox.h"
 
-/* step NULL: every file and mount of sb is confirmed gone.  Otherwise
- * step ("mounts" or "files") and detail say what remains. */
+/* step NULL: sb's network namespace pin, files and mounts are confirmed
+ * gone.  Otherwise step ("network", "mounts" or "files") and detail say
+ * what remains. */
 typedef void (*vsb_teardown_done_pt)(vsb_sandbox_t *sb, const char *step,
     const char *detail);
 

@@ -104,7 +104,8 @@ is($r->{id}, $id, 'destroy names the id');
 is($r->{state}, 'terminated', 'state terminated');
 is_deeply($r->{confirmed},
           { processes => JSON::PP::true, cgroups => JSON::PP::true,
-            mounts => JSON::PP::true, files => JSON::PP::true },
+            network => JSON::PP::true, mounts => JSON::PP::true,
+            files => JSON::PP::true },
           'every confirmed flag true');
 ok(!-e $h->state_dir . "/sb/$id", 'sandbox directory gone');
 $r = $h->destroy($id);

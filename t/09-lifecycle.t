@@ -29,7 +29,7 @@ for my $i (1 .. 50) {
     my $d = $h->destroy($id);
     my $conf = $d->{confirmed} // {};
     if (($d->{state} // '') eq 'terminated'
-        && 4 == grep { $conf->{$_} } qw(processes cgroups mounts files)) {
+        && 5 == grep { $conf->{$_} } qw(processes cgroups network mounts files)) {
         $cycles_ok++;
     } else {
         push @fail, "destroy $i: " . $h->json->encode($d);

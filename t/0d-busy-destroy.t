@@ -81,7 +81,7 @@ my $dt = time - $t0;
 ok($d && $d->{ok}, sprintf('destroy answered (%.2f s)', $dt))
     or diag explain $d;
 is($d->{state}, 'terminated', 'terminated');
-ok($d->{confirmed}{$_}, "$_ confirmed") for qw(processes cgroups mounts files);
+ok($d->{confirmed}{$_}, "$_ confirmed") for qw(processes cgroups network mounts files);
 ok(!-e $dir, 'its directory is gone when the reply comes');
 is(scalar(VetoTest::mounts_under($dir)), 0, 'and nothing is mounted there');
 diag(sprintf("destroy of %d files took %.2f s; %d ping(s) answered meanwhile",

@@ -3,7 +3,9 @@ package VetoTest;
 # Test harness for the sandbox-helper: starts a private helper (own config,
 # state dir, socket and cgroup name under /tmp), speaks the VSB1 protocol,
 # and counts what a helper could leak (cgroups, mounts, processes, network
-# namespaces, files, descriptors).  Tests run as root.
+# namespaces, files, descriptors); live_ok() checks what a live sandbox
+# holds (one network namespace, one pin, one directory).  Tests run as
+# root.
 #
 #   my $h = VetoTest->start(max_memory_mb => 512);
 #   my $id = $h->create_ok(limits => { memory_mb => 64 });
@@ -624,38 +626,116 @@ sub count_procs
     return scalar @p;
 }
 
-# Network namespaces other than the host's that are held by our
-# sandboxes' processes or by descriptors of the helper.
-sub count_netns
+# Network namespaces other than the host's that our sandboxes hold: those
+# of our sandboxes' processes, of the helper's descriptors, and those
+# pinned (nsfs bind mounts) under our directory.  Each live sandbox holds
+# exactly one, for its whole life; none may remain after its destroy.
+sub netns_held
 {
     my ($self) = @_;
-    my $host = readlink('/proc/1/ns/net') // '';
+    # the helper's own (it keeps a descriptor of it to come back to)
+    my $host = readlink('/proc/self/ns/net') // '';
     my %ns;
     for my $p (sandbox_uid_procs($self->{uid_base}, $self->{uid_end})) {
         my ($pid) = $p =~ /^(\d+)/;
         my $l = readlink("/proc/$pid/ns/net") or next;
-        $ns{$l} = 1 if $l ne $host;
+        push @{ $ns{$l} }, "process $pid" if $l ne $host;
     }
     if ($self->{pid} and opendir(my $dh, "/proc/$self->{pid}/fd")) {
         for my $fd (readdir $dh) {
             my $l = readlink("/proc/$self->{pid}/fd/$fd") // next;
-            $ns{$l} = 1 if $l =~ /^net:\[/ && $l ne $host;
+            push @{ $ns{$l} }, "helper fd $fd" if $l =~ /^net:\[/ && $l ne $host;
         }
     }
-    $self->{last_netns} = [ sort keys %ns ];
-    return scalar keys %ns;
+    for my $m (nsfs_mounts()) {
+        my ($root, $mp) = @$m;
+        next unless index($mp, "$self->{dir}/") == 0;
+        push @{ $ns{$root} }, "pin $mp" if $root =~ /^net:\[/;
+    }
+    return \%ns;
 }
 
-# Entries in state_dir/sb.
+sub count_netns
+{
+    my ($self) = @_;
+    my $ns = $self->netns_held;
+    $self->{last_netns} = [ map { "$_ (" . join(', ', @{ $ns->{$_} }) . ')' }
+                            sort keys %$ns ];
+    return scalar keys %$ns;
+}
+
+# (root, mount point) of every nsfs mount we can see.
+sub nsfs_mounts
+{
+    open(my $fh, '<', '/proc/self/mountinfo') or die "mountinfo: $!";
+    my @m;
+    while (my $line = <$fh>) {      # not $_: callers may alias it
+        my ($pre, $post) = split / - /, $line, 2;
+        next unless defined $post && $post =~ /^nsfs /;
+        my @f = split / /, $pre;
+        (my $mp = $f[4]) =~ s/\\(\d{3})/chr(oct($1))/ge;
+        push @m, [ $f[3], $mp ];
+    }
+    return @m;
+}
+
+# The network namespace ("net:[inode]") pinned for a live sandbox, or
+# undef.
+sub sandbox_netns
+{
+    my ($self, $id) = @_;
+    my $pin = "$self->{state_dir}/netns/$id";
+    for my $m (nsfs_mounts()) {
+        return $m->[0] if $m->[1] eq $pin;
+    }
+    return undef;
+}
+
+# Everything on the machine that still holds network namespace $ns: any
+# process's namespace or descriptor, any nsfs mount we can see.
+sub netns_holders
+{
+    my ($ns) = @_;
+    my @h;
+    opendir(my $dh, '/proc') or die "opendir /proc: $!";
+    for my $pid (grep { /^\d+$/ } readdir $dh) {
+        my $l = readlink("/proc/$pid/ns/net");
+        push @h, "process $pid" if defined $l && $l eq $ns;
+        opendir(my $fh, "/proc/$pid/fd") or next;
+        for my $fd (grep { /^\d+$/ } readdir $fh) {
+            my $t = readlink("/proc/$pid/fd/$fd");
+            push @h, "fd $fd of $pid" if defined $t && $t eq $ns;
+        }
+    }
+    push @h, map { "mount $_->[1]" } grep { $_->[0] eq $ns } nsfs_mounts();
+    return @h;
+}
+
+# Entries in state_dir/sb and state_dir/netns.
 sub count_files
 {
     my ($self) = @_;
-    my $d = "$self->{state_dir}/sb";
-    opendir(my $dh, $d) or return 0;
-    my @e = grep { $_ ne '.' && $_ ne '..' } readdir $dh;
-    closedir $dh;
+    my @e;
+    for my $sub (qw(sb netns)) {
+        my $d = "$self->{state_dir}/$sub";
+        opendir(my $dh, $d) or next;
+        push @e, map { "$sub/$_" } grep { $_ ne '.' && $_ ne '..' } readdir $dh;
+        closedir $dh;
+    }
     $self->{last_files} = \@e;
     return scalar @e;
+}
+
+# With n sandboxes alive: n network namespaces (one each), n pins, n
+# tmpfs directories.
+sub live_ok
+{
+    my ($self, $n, $what) = @_;
+    my $ns = $self->count_netns;
+    is($ns, $n, "$n network namespace(s) $what")
+        or diag(join("\n", @{ $self->{last_netns} }));
+    is($self->count_files, 2 * $n, "$n sandbox directories and pins $what")
+        or diag(join(', ', @{ $self->{last_files} }));
 }
 
 sub count_fds

@@ -125,8 +125,8 @@ for my $id ($ida, $idb) {
 }
 $h->live_ok(0, 'after destroy');
 for my $ns ($nsa, $nsb) {
-    my @hold = VetoTest::netns_holders($ns);
-    is(scalar @hold, 0, "nothing on the machine holds $ns any more")
+    my @hold = $h->netns_holders($ns);
+    is(scalar @hold, 0, "nothing of ours holds $ns any more")
         or diag(join(', ', @hold));
 }
 
@@ -148,7 +148,7 @@ for my $i (1 .. 50) {
 is(scalar @cyc, 50, sprintf('50 sandboxes had a namespace (%.1f s)', time - $t0));
 is(scalar @fail, 0, '50 cycles confirmed') or diag(join("\n", @fail));
 $h->live_ok(0, 'after 50 cycles');
-my @held = grep { VetoTest::netns_holders($_) } @cyc;
+my @held = grep { $h->netns_holders($_) } @cyc;
 is(scalar @held, 0, 'none of the 50 namespaces is held by anything')
     or diag(join(', ', @held));
 
@@ -169,7 +169,7 @@ my $log = $h->log_text;
 is(scalar(grep { $log =~ /cleaned up stale network namespace of \Q$_\E/ } @old),
    3, 'the restart says it removed them');
 $h->live_ok(0, 'after the restart');
-@held = grep { VetoTest::netns_holders($_) } grep { defined } @oldns;
+@held = grep { $h->netns_holders($_) } grep { defined } @oldns;
 is(scalar @held, 0, 'nothing holds the old namespaces any more')
     or diag(join(', ', @held));
 

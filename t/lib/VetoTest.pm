@@ -691,14 +691,33 @@ sub sandbox_netns
     return undef;
 }
 
-# Everything on the machine that still holds network namespace $ns: any
-# process's namespace or descriptor, any nsfs mount we can see.
+# What of ours still holds network namespace $ns: a process of our
+# sandboxes' uids, the helper or a child of it (a teardown process), a
+# descriptor of one of them, an nsfs mount under our directory.  (Not the
+# whole machine: a freed namespace's inode number is reused, and other
+# helpers run here at the same time.)
 sub netns_holders
 {
-    my ($ns) = @_;
+    my ($self, $ns) = @_;
     my @h;
-    opendir(my $dh, '/proc') or die "opendir /proc: $!";
-    for my $pid (grep { /^\d+$/ } readdir $dh) {
+    my %mine;
+    for my $p (sandbox_uid_procs($self->{uid_base}, $self->{uid_end})) {
+        $mine{$1} = 1 if $p =~ /^(\d+)/;
+    }
+    if (my $hp = $self->{pid}) {
+        $mine{$hp} = 1;
+        opendir(my $dh, '/proc') or die "opendir /proc: $!";
+        for my $pid (grep { /^\d+$/ } readdir $dh) {
+            open(my $st, '<', "/proc/$pid/status") or next;
+            while (my $line = <$st>) {
+                if ($line =~ /^PPid:\s+(\d+)/) {
+                    $mine{$pid} = 1 if $1 == $hp;
+                    last;
+                }
+            }
+        }
+    }
+    for my $pid (sort keys %mine) {
         my $l = readlink("/proc/$pid/ns/net");
         push @h, "process $pid" if defined $l && $l eq $ns;
         opendir(my $fh, "/proc/$pid/fd") or next;
@@ -707,7 +726,9 @@ sub netns_holders
             push @h, "fd $fd of $pid" if defined $t && $t eq $ns;
         }
     }
-    push @h, map { "mount $_->[1]" } grep { $_->[0] eq $ns } nsfs_mounts();
+    push @h, map { "mount $_->[1]" }
+        grep { $_->[0] eq $ns && index($_->[1], "$self->{dir}/") == 0 }
+        nsfs_mounts();
     return @h;
 }
 

@@ -360,8 +360,25 @@ sub redis_conf
          . ($o{redis_extra} // '');
 }
 
+# The approval page's locations exactly as conf/nginx-veto.conf.example
+# has them (between "# BEGIN approval page" and "# END approval page"),
+# serving the page from $dir (default: the repository's approval-page/).
+sub approval_page_conf
+{
+    my ($dir) = @_;
+    $dir //= "$ROOT/approval-page";
+    $dir =~ s{/*$}{/};
+    my ($block) = slurp("$ROOT/conf/nginx-veto.conf.example")
+        =~ /^[ \t]*# BEGIN approval page\n(.*?)^[ \t]*# END approval page$/ms
+        or die "conf/nginx-veto.conf.example: no approval page block\n";
+    $block =~ s{^(\s*alias\s+)\S+;}{$1$dir;}m
+        or die "conf/nginx-veto.conf.example: the approval page has no alias\n";
+    return $block;
+}
+
 # The nginx.conf: the module's directives at server level, the API at
-# /v1/, and whatever the test adds (server_extra, http_extra, veto
+# /v1/, the approval page at /review/ with approval_page => 1 (or a
+# directory), and whatever the test adds (server_extra, http_extra, veto
 # directives replaced wholesale with veto => '...').
 sub render
 {
@@ -395,6 +412,9 @@ $veto
             @{[ $o{location_extra} // '' ]}
         }
         location = /plain { return 200 "plain\\n"; }
+        @{[ $o{approval_page} ? approval_page_conf($o{approval_page} eq '1'
+                                                   ? undef : $o{approval_page})
+                              : '' ]}
         @{[ $o{server_extra} // '' ]}
     }
 }

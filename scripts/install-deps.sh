@@ -13,7 +13,12 @@ PKGS=(
     perl python3    # prove; workloads in t/05, t/0a, t/0c run python3
     libc-ares-dev nftables nodejs    # egress proxy (resolver), its tests
     qemu-system-x86 debootstrap e2fsprogs    # scripts/test-cgroup-v2-vm.sh
+    chromium    # t/50-approval-page.t: the approval page in a headless browser
 )
+# npm installs the browser tests' driver (t/browser, npm ci); Debian's npm
+# package only where nodejs does not bring its own (NodeSource's nodejs
+# includes npm and conflicts with Debian's)
+command -v npm >/dev/null 2>&1 || PKGS+=(npm)
 
 missing=()
 for p in "${PKGS[@]}"; do

@@ -41,6 +41,11 @@ bash scripts/install-deps.sh || fail_step "install-deps"
 say "build"
 bash scripts/build.sh || fail_step "build"
 
+# The browser tests' driver (playwright-core, pinned by t/browser's lock
+# file; it drives Debian's chromium and downloads no browser).
+say "browser test tooling (npm ci in t/browser)"
+(cd t/browser && npm ci --no-audit --no-fund) || fail_step "npm ci in t/browser"
+
 # Unit binaries, one by one so each counts (this is what `make unit`
 # runs, for the normal and the ASan build).
 units=()

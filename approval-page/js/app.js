@@ -159,7 +159,6 @@ function route()
         if (location.hash !== '' && location.hash !== '#/') {
             history.replaceState(null, '', '#/');
         }
-        document.title = 'Approvals · Veto Sandbox';
         view = listView($('main'), app);
     }
 }

@@ -525,7 +525,9 @@ export function detailView(main, app, id)
                 }
                 renderHead();
                 renderBody();
-                decision.update(rec);
+                decision.update(live() && timeLeftMs() <= 0
+                                ? Object.assign({}, rec, { state: 'expired' })
+                                : rec);
                 main.querySelector('#detail').setAttribute('aria-busy', 'false');
                 if (first) {
                     history.load(rec, sandboxId());

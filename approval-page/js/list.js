@@ -82,8 +82,11 @@ export function listView(main, app)
     const actionSel = h('select', { id: 'f-action', name: 'action' });
     const refresh = h('button', { type: 'button', class: 'secondary',
                                   id: 'refresh' }, 'Refresh now');
-    const status = h('p', { class: 'status', id: 'list-status',
-                            'aria-live': 'polite' });
+    const status = h('p', { class: 'status', id: 'list-status' });
+    // announced to screen readers only when the list changes, not on
+    // every poll
+    const announce = h('p', { class: 'sr', id: 'list-announce',
+                              'aria-live': 'polite' });
     const list = h('ul', { class: 'items', id: 'items',
                            'aria-labelledby': 'list-title' });
     const empty = h('p', { class: 'state', id: 'list-state' }, 'Loading…');
@@ -93,6 +96,7 @@ export function listView(main, app)
                                 id: 'page-older' }, 'Older →');
     const pageInfo = h('span', { class: 'page-info', id: 'page-info' });
 
+    document.title = 'Approvals · Veto Sandbox';
     replace(stateSel, STATES.map((s) => h('option', { value: s,
                                                        selected: s === keep.state },
                                           s)));
@@ -105,7 +109,7 @@ export function listView(main, app)
             h('label', { for: 'f-state' }, 'State', stateSel),
             h('label', { for: 'f-agent' }, 'Agent', agentSel),
             h('label', { for: 'f-action' }, 'Action', actionSel)),
-          status, empty, list,
+          status, announce, empty, list,
           h('nav', { class: 'pager', 'aria-label': 'Pages' },
             newer, pageInfo, older)));
 
@@ -251,6 +255,21 @@ export function listView(main, app)
             if (stopped) {
                 return;
             }
+            if (loaded) {
+                const before = new Set(items.map((a) => a.id));
+                const fresh = r.items.filter((a) => !before.has(a.id));
+                if (fresh.length) {
+                    announce.textContent = fresh.length === 1
+                        ? 'New: ' + actionLabel(fresh[0].action) + ' by '
+                          + String(fresh[0].agent)
+                        : fresh.length + ' new requests';
+                }
+            }
+            if (keep.state === 'pending') {
+                document.title = (r.items.length ? '(' + r.items.length
+                                  + (r.more ? '+' : '') + ') ' : '')
+                                 + 'Approvals · Veto Sandbox';
+            }
             items = r.items;
             more = r.more;
             loaded = true;
@@ -326,9 +345,16 @@ export function listView(main, app)
             lastSig = '';
             render();
         } else if (more && keep.serverPages < MAX_SERVER_PAGES) {
+            // the next page starts at the first request not shown yet,
+            // which may be on this page when it was not full
+            const shown = filtered().length;
             keep.serverPages++;
-            keep.page++;
             await load();
+            keep.page = Math.min(Math.floor(shown / PAGE_SIZE),
+                                 Math.max(0, Math.ceil(filtered().length
+                                                       / PAGE_SIZE) - 1));
+            lastSig = '';
+            render();
         }
         list.querySelector('.item')?.focus();
     });

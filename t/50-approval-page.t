@@ -161,6 +161,9 @@ my %tok = (
                          exp => time + 3600),
     revoked => $n->token(sub => 'human-3', scope => 'approvals:review audit:read',
                          jti => "doomed-$$", exp => time + 3600),
+    # a reviewer who is also the requester of agent-1's approvals
+    self    => $n->token(sub => 'agent-1', scope => 'approvals:review',
+                         exp => time + 3600),
     globex_rev => $n->token(sub => 'human-9', tenant => 'globex',
                             scope => 'approvals:review', exp => time + 3600),
     # well formed, signed, but expired beyond the leeway

@@ -211,6 +211,9 @@ export function listView(main, app)
         clocks = [];
         replace(list, slice.map(item));
 
+        if (loaded) {
+            empty.classList.remove('state-error');
+        }
         if (!loaded) {
             empty.hidden = false;
         } else if (items.length === 0) {

@@ -283,7 +283,17 @@ await step('the list follows a next cursor', async () => {
                 : { approvals: [] },
         });
     });
+    // hold the first reply back, to see the loading state
+    let release;
+    const held = new Promise((r) => { release = r; });
+    await p.page.route(/\/v1\/approvals\?/, async (route) => {
+        await held;
+        await route.fallback();
+    });
     await signIn(p.page, T.rev);
+    await waitText(p.page, '#list-state', 'Loading…');
+    is(await p.page.getAttribute('#list', 'aria-busy'), 'true', 'loading: said so, busy');
+    release();
     await p.page.waitForSelector('#list[aria-busy="false"]');
     await p.page.waitForSelector('#items .item');
     const all = (await api('GET', '/v1/approvals?state=pending', T.rev)).json.approvals
@@ -501,6 +511,21 @@ await step('the empty state, and tenants apart', async () => {
     await p.page.selectOption('#f-state', 'consumed');
     await waitText(p.page, '#list-state', 'No consumed approvals');
     ok(true, 'an empty list says so');
+    await go(p.page, '#/approval/' + fx.rich);
+    await waitText(p.page, '#detail-state', 'No such approval in your tenant');
+    ok(true, "another tenant's approval opened by id: not found");
+    await p.page.close();
+});
+
+await step('the requester cannot decide its own request', async () => {
+    const p = await newPage();
+    await signIn(p.page, T.self);
+    await p.page.waitForSelector('#list[aria-busy="false"]');
+    await openApproval(p.page, fx.rich);
+    has(await text(p.page, '#decide-note'), 'You made this request',
+        'the page says why');
+    ok(await p.page.isDisabled('#approve') && await p.page.isDisabled('#deny'),
+       'approve and deny not offered');
     await p.page.close();
 });
 
@@ -737,6 +762,12 @@ await step('Redis unavailable', async () => {
         await waitText(page, '#outcome-text', 'Nothing was decided');
         has(await text(page, '#outcome-text'), 'Redis is unavailable',
             'a decision while Redis is out: said so');
+        const p = await newPage();
+        await signIn(p.page, T.rev);
+        await waitText(p.page, '#list-state', 'Could not load the approvals');
+        has(await text(p.page, '#list-state'), 'Redis is unavailable',
+            'a first load while Redis is out: said so');
+        await p.page.close();
     } finally {
         process.kill(fx.redis_pid, 'SIGCONT');
     }

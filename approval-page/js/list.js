@@ -216,6 +216,7 @@ export function listView(main, app)
         }
         if (!loaded) {
             empty.hidden = false;
+            empty.textContent = 'Loading…';
         } else if (items.length === 0) {
             empty.hidden = false;
             empty.textContent = 'No ' + keep.state + ' approvals. New '

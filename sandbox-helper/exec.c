@@ -442,6 +442,7 @@ vsb_exec_result(vsb_exec_t *ex, vsb_exec_result_t *res)
 
     if (ex->have_status) {
         ws = ex->status.status;
+        res->refused = ex->status.refused;
 
         if (WIFEXITED(ws)) {
             res->exited = 1;

@@ -20,11 +20,13 @@
 #include "vsb_cgroup.h"
 #include "vsb_config.h"
 #include "vsb_destroy.h"
+#include "vsb_landlock.h"
 #include "vsb_log.h"
 #include "vsb_loop.h"
 #include "vsb_netns.h"
 #include "vsb_ops.h"
 #include "vsb_registry.h"
+#include "vsb_seccomp.h"
 #include "vsb_server.h"
 #include "vsb_storage.h"
 
@@ -235,6 +237,16 @@ main(int argc, char **argv)
                 "not be removed", vsb_cf.state_dir);
         return 1;
     }
+
+    /* the workload's boundary: a filter that cannot be built stops the
+     * start, not the first exec; without Landlock the helper carries on */
+    if (vsb_seccomp_prepare(err, sizeof(err)) != 0) {
+        vsb_log(VSB_LOG_ERR, "%s", err);
+        return 1;
+    }
+
+    vsb_log(vsb_landlock_init(err, sizeof(err)) > 0
+            ? VSB_LOG_INFO : VSB_LOG_WARN, "%s", err);
 
     if (vsb_server_init(&vsb_cf, vsb_ops_dispatch, vsb_ops_detach, err,
                         sizeof(err))

@@ -10,6 +10,7 @@
 #include "vsb_log.h"
 #include "vsb_op.h"
 #include "vsb_registry.h"
+#include "vsb_seccomp.h"
 
 static vsb_pending_t  *vsb_execs;
 
@@ -54,6 +55,10 @@ vsb_exec_reply(const vsb_pending_t *p, const vsb_exec_result_t *res)
                         json_boolean(res->out_truncated));
     json_object_set_new(reply, "stderr_truncated",
                         json_boolean(res->err_truncated));
+    json_object_set_new(reply, "refused_syscalls",
+                        vsb_seccomp_refused_json(&res->refused));
+    json_object_set_new(reply, "refused_syscalls_total",
+                        json_integer(res->refused.total));
     json_object_set_new(reply, "usage",
         json_pack("{s:I, s:I, s:I, s:I}",
                   "cpu_ms", (json_int_t) res->cpu_ms,

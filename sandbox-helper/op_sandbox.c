@@ -10,6 +10,7 @@
 
 #include "vsb_cgroup.h"
 #include "vsb_destroy.h"
+#include "vsb_landlock.h"
 #include "vsb_log.h"
 #include "vsb_netns.h"
 #include "vsb_op.h"
@@ -121,6 +122,10 @@ vsb_op_ping(vsb_conn_t *c, json_t *root, const vsb_request_t *r,
                             json_integer(vsb_registry_count()));
         json_object_set_new(reply, "epoch",
                             json_string(vsb_registry_epoch()));
+        /* the workload's boundary */
+        json_object_set_new(reply, "seccomp", json_string("allowlist"));
+        json_object_set_new(reply, "landlock_abi",
+                            json_integer(vsb_landlock_abi()));
         json_object_set_new(reply, "started_at",
                             json_integer((json_int_t)
                                          vsb_registry_started_at()));

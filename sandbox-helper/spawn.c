@@ -16,17 +16,20 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include "vsb_caps.h"
+#include "vsb_landlock.h"
 #include "vsb_netns.h"
 #include "vsb_rlimits.h"
 #include "vsb_rootfs.h"
 #include "vsb_seccomp.h"
 #include "vsb_spawn.h"
+#include "vsb_supervise.h"
 #include "vsb_user.h"
 
 /* no CLONE_NEWNET: the init is cloned inside the sandbox's network
@@ -37,13 +40,15 @@
 /* the init's descriptors after it has tidied up */
 #define VSB_FD_STATUS  3
 #define VSB_FD_SYNC    4
+/* the workload's: where its seccomp listener goes to the init */
+#define VSB_FD_NOTIFY  4
 
 extern char  **environ;
 
 static pid_t vsb_spawn_clone(int *pidfd);
 static void vsb_spawn_init(const vsb_spawn_t *sp, int sync_fd)
     __attribute__((noreturn));
-static void vsb_spawn_workload(const vsb_spawn_t *sp)
+static void vsb_spawn_workload(const vsb_spawn_t *sp, int notify_fd)
     __attribute__((noreturn));
 static void vsb_spawn_fail(int fd, int code, const char *step)
     __attribute__((noreturn));
@@ -53,7 +58,7 @@ static void vsb_spawn_fail_msg(int fd, int code, const char *detail)
 
 static void
 vsb_spawn_report(int fd, uint32_t kind, int status, int errnum,
-    const char *detail)
+    const char *detail, const vsb_sc_refused_t *refused)
 {
     ssize_t             n;
     vsb_spawn_status_t  st;
@@ -65,6 +70,10 @@ vsb_spawn_report(int fd, uint32_t kind, int status, int errnum,
 
     if (detail != NULL) {
         strncpy(st.detail, detail, sizeof(st.detail) - 1);
+    }
+
+    if (refused != NULL) {
+        st.refused = *refused;
     }
 
     do {
@@ -82,7 +91,7 @@ vsb_spawn_fail(int fd, int code, const char *step)
 
     saved = errno;
     snprintf(detail, sizeof(detail), "%s: %s", step, strerror(saved));
-    vsb_spawn_report(fd, VSB_SPAWN_FAILED, 0, saved, detail);
+    vsb_spawn_report(fd, VSB_SPAWN_FAILED, 0, saved, detail, NULL);
     _exit(code);
 }
 
@@ -91,7 +100,7 @@ vsb_spawn_fail(int fd, int code, const char *step)
 static void
 vsb_spawn_fail_msg(int fd, int code, const char *detail)
 {
-    vsb_spawn_report(fd, VSB_SPAWN_FAILED, 0, 0, detail);
+    vsb_spawn_report(fd, VSB_SPAWN_FAILED, 0, 0, detail, NULL);
     _exit(code);
 }
 
@@ -353,11 +362,12 @@ vsb_spawn_hide_args(void)
 static void
 vsb_spawn_init(const vsb_spawn_t *sp, int sync_fd)
 {
-    int             status;
-    char            byte, err[200], msg[240];
-    pid_t           pid, workload;
-    ssize_t         n;
-    struct pollfd   pfd;
+    int               status, nsk[2];
+    char              byte, err[200], msg[240];
+    pid_t             workload;
+    ssize_t           n;
+    struct pollfd     pfd;
+    vsb_sc_refused_t  refused;
 
     vsb_spawn_fds(sp, sync_fd);
 
@@ -431,14 +441,21 @@ vsb_spawn_init(const vsb_spawn_t *sp, int sync_fd)
 
     vsb_spawn_hide_args();
 
+    /* the workload sends its seccomp listener to us over this */
+    if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, nsk) != 0) {
+        vsb_spawn_fail(VSB_FD_STATUS, 1, "init: seccomp listener socket");
+    }
+
     workload = fork();
     if (workload == -1) {
         vsb_spawn_fail(VSB_FD_STATUS, 1, "init: fork workload");
     }
 
     if (workload == 0) {
-        vsb_spawn_workload(sp);
+        vsb_spawn_workload(sp, nsk[1]);
     }
+
+    close(nsk[1]);
 
     /* the init keeps no end of the workload's pipes */
     status = open("/dev/null", O_RDWR | O_CLOEXEC);
@@ -456,33 +473,23 @@ vsb_spawn_init(const vsb_spawn_t *sp, int sync_fd)
 
     VSB_STEP(vsb_caps_lock(err, sizeof(err)));
     VSB_STEP(vsb_caps_drop(err, sizeof(err)));
-    VSB_STEP(vsb_seccomp_apply(err, sizeof(err)));
+    VSB_STEP(vsb_seccomp_apply(-1, err, sizeof(err)));
+
+    /* pid 1: reap everything, answer the workload's refused syscalls;
+     * the workload's end is the exec's end */
+    VSB_STEP(vsb_supervise(nsk[0], workload, &status, &refused, err,
+                           sizeof(err)));
 
 #undef VSB_STEP
 
-    /* pid 1: reap everything; the workload's end is the exec's end */
-    for ( ;; ) {
-        pid = waitpid(-1, &status, __WALL);
-
-        if (pid == -1) {
-            if (errno == EINTR) {
-                continue;
-            }
-
-            vsb_spawn_fail(VSB_FD_STATUS, 1, "init: wait for workload");
-        }
-
-        if (pid == workload) {
-            vsb_spawn_report(VSB_FD_STATUS, VSB_SPAWN_EXITED, status, 0,
-                             NULL);
-            _exit(0);
-        }
-    }
+    vsb_spawn_report(VSB_FD_STATUS, VSB_SPAWN_EXITED, status, 0, NULL,
+                     &refused);
+    _exit(0);
 }
 
 
 static void
-vsb_spawn_workload(const vsb_spawn_t *sp)
+vsb_spawn_workload(const vsb_spawn_t *sp, int notify_fd)
 {
     char  err[200], msg[240];
     int   saved;
@@ -514,8 +521,15 @@ vsb_spawn_workload(const vsb_spawn_t *sp)
 
     VSB_STEP(vsb_rlimits_apply(&sp->sb->limits, err, sizeof(err)));
 
-    /* 0-2 are the pipes, 3 the status pipe (close-on-exec) */
-    if (close_range(VSB_FD_STATUS + 1, ~0U, 0) != 0) {
+    if (notify_fd != VSB_FD_NOTIFY
+        && dup3(notify_fd, VSB_FD_NOTIFY, O_CLOEXEC) == -1)
+    {
+        vsb_spawn_fail(VSB_FD_STATUS, 126, "workload: move listener socket");
+    }
+
+    /* 0-2 are the pipes, 3 the status pipe, 4 the listener socket (both
+     * close-on-exec) */
+    if (close_range(VSB_FD_NOTIFY + 1, ~0U, 0) != 0) {
         vsb_spawn_fail(VSB_FD_STATUS, 126,
                        "workload: close inherited descriptors");
     }
@@ -530,8 +544,11 @@ vsb_spawn_workload(const vsb_spawn_t *sp)
         _exit(127);
     }
 
+    /* the mounts are set: Landlock is the second wall around them */
+    VSB_STEP(vsb_landlock_apply(sp->sb, err, sizeof(err)));
+
     /* last: the filter refuses what the steps above needed */
-    VSB_STEP(vsb_seccomp_apply(err, sizeof(err)));
+    VSB_STEP(vsb_seccomp_apply(VSB_FD_NOTIFY, err, sizeof(err)));
 
 #undef VSB_STEP
 

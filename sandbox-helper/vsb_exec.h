@@ -13,6 +13,7 @@
 #include <stdint.h>
 
 #include "vsb_sandbox.h"
+#include "vsb_seccomp.h"
 
 typedef struct {
     json_t          *argv;          /* array of strings, borrowed */
@@ -48,6 +49,8 @@ typedef struct {
     uint64_t         wall_ms;
     uint64_t         peak_memory_bytes;
     uint64_t         peak_pids;
+
+    vsb_sc_refused_t refused;       /* syscalls the filter refused */
 } vsb_exec_result_t;
 
 typedef void (*vsb_exec_done_pt)(vsb_exec_t *ex,

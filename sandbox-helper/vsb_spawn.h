@@ -17,6 +17,7 @@
 #include <sys/types.h>
 
 #include "vsb_sandbox.h"
+#include "vsb_seccomp.h"
 
 #define VSB_SPAWN_EXITED  1         /* status is the workload's wait status */
 #define VSB_SPAWN_FAILED  2         /* errnum and detail name the step */
@@ -27,6 +28,7 @@ typedef struct {
     int32_t   status;
     int32_t   errnum;
     char      detail[244];
+    vsb_sc_refused_t  refused;      /* with VSB_SPAWN_EXITED */
 } vsb_spawn_status_t;
 
 typedef struct {

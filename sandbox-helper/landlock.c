@@ -1,0 +1,261 @@
+/*
+ * Landlock for the workload.  See vsb_landlock.h.
+ *
+ * Debian 12's <linux/landlock.h> stops at ABI 2; the later constants are
+ * defined here with the values of the kernel's UAPI, and the ruleset
+ * attribute is passed with the size the running kernel's ABI knows.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/landlock.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "vsb_landlock.h"
+
+#ifndef __NR_landlock_create_ruleset
+#define __NR_landlock_create_ruleset  444
+#define __NR_landlock_add_rule        445
+#define __NR_landlock_restrict_self   446
+#endif
+
+#ifndef LANDLOCK_ACCESS_FS_REFER
+#define LANDLOCK_ACCESS_FS_REFER             (1ULL << 13)   /* ABI 2 */
+#endif
+#ifndef LANDLOCK_ACCESS_FS_TRUNCATE
+#define LANDLOCK_ACCESS_FS_TRUNCATE          (1ULL << 14)   /* ABI 3 */
+#endif
+#ifndef LANDLOCK_ACCESS_FS_IOCTL_DEV
+#define LANDLOCK_ACCESS_FS_IOCTL_DEV         (1ULL << 15)   /* ABI 5 */
+#endif
+#ifndef LANDLOCK_ACCESS_NET_BIND_TCP
+#define LANDLOCK_ACCESS_NET_BIND_TCP         (1ULL << 0)    /* ABI 4 */
+#define LANDLOCK_ACCESS_NET_CONNECT_TCP      (1ULL << 1)
+#endif
+#ifndef LANDLOCK_SCOPE_ABSTRACT_UNIX_SOCKET
+#define LANDLOCK_SCOPE_ABSTRACT_UNIX_SOCKET  (1ULL << 0)    /* ABI 6 */
+#define LANDLOCK_SCOPE_SIGNAL                (1ULL << 1)
+#endif
+
+/* the newest ABI this file was reviewed against; a newer kernel is
+ * used at this level (every ABI keeps the older ones' meaning) */
+#define VSB_LL_ABI_REVIEWED  7
+
+#define VSB_LL_FS_V1  (LANDLOCK_ACCESS_FS_EXECUTE                          \
+                       | LANDLOCK_ACCESS_FS_WRITE_FILE                     \
+                       | LANDLOCK_ACCESS_FS_READ_FILE                      \
+                       | LANDLOCK_ACCESS_FS_READ_DIR                       \
+                       | LANDLOCK_ACCESS_FS_REMOVE_DIR                     \
+                       | LANDLOCK_ACCESS_FS_REMOVE_FILE                    \
+                       | LANDLOCK_ACCESS_FS_MAKE_CHAR                      \
+                       | LANDLOCK_ACCESS_FS_MAKE_DIR                       \
+                       | LANDLOCK_ACCESS_FS_MAKE_REG                       \
+                       | LANDLOCK_ACCESS_FS_MAKE_SOCK                      \
+                       | LANDLOCK_ACCESS_FS_MAKE_FIFO                      \
+                       | LANDLOCK_ACCESS_FS_MAKE_BLOCK                     \
+                       | LANDLOCK_ACCESS_FS_MAKE_SYM)
+
+#define VSB_LL_READ   (LANDLOCK_ACCESS_FS_READ_FILE | LANDLOCK_ACCESS_FS_READ_DIR)
+
+/* a writable directory: everything but device nodes; the same set on
+ * each of them, so files may move between them (REFER demands it) */
+#define VSB_LL_RW     (VSB_LL_READ | LANDLOCK_ACCESS_FS_EXECUTE            \
+                       | LANDLOCK_ACCESS_FS_WRITE_FILE                     \
+                       | LANDLOCK_ACCESS_FS_TRUNCATE                       \
+                       | LANDLOCK_ACCESS_FS_REMOVE_DIR                     \
+                       | LANDLOCK_ACCESS_FS_REMOVE_FILE                    \
+                       | LANDLOCK_ACCESS_FS_MAKE_DIR                       \
+                       | LANDLOCK_ACCESS_FS_MAKE_REG                       \
+                       | LANDLOCK_ACCESS_FS_MAKE_SOCK                      \
+                       | LANDLOCK_ACCESS_FS_MAKE_FIFO                      \
+                       | LANDLOCK_ACCESS_FS_MAKE_SYM                       \
+                       | LANDLOCK_ACCESS_FS_REFER)
+
+/* the layout vsb_rootfs_enter() builds (rootfs.c) */
+typedef struct {
+    const char  *path;
+    uint64_t     access;
+} vsb_ll_rule_t;
+
+static const vsb_ll_rule_t  vsb_ll_rules[] = {
+    /* listing directories anywhere (ls /, find); reading files is
+     * granted below, hierarchy by hierarchy */
+    { "/", LANDLOCK_ACCESS_FS_READ_DIR },
+
+    /* the read-only image */
+    { "/usr", VSB_LL_READ | LANDLOCK_ACCESS_FS_EXECUTE },
+    { "/etc", VSB_LL_READ },
+
+    /* reads only: no build tool writes procfs, and what it could write
+     * there (oom_score_adj, comm of other threads) nothing needs */
+    { "/proc", VSB_LL_READ },
+
+    /* null zero full random urandom tty pts/ ptmx: read, write, O_TRUNC
+     * (": > /dev/null"), terminal ioctls; never a new node */
+    { "/dev", VSB_LL_READ | LANDLOCK_ACCESS_FS_WRITE_FILE
+              | LANDLOCK_ACCESS_FS_TRUNCATE | LANDLOCK_ACCESS_FS_IOCTL_DEV },
+
+    /* the workload's own writable directories */
+    { "/workspace", VSB_LL_RW },
+    { "/home/sandbox", VSB_LL_RW },
+    { "/tmp", VSB_LL_RW },
+    { "/var/tmp", VSB_LL_RW },
+    { "/dev/shm", VSB_LL_RW },
+};
+
+/* struct landlock_ruleset_attr as of ABI 6; older kernels get a prefix */
+typedef struct {
+    uint64_t  handled_access_fs;
+    uint64_t  handled_access_net;
+    uint64_t  scoped;
+} vsb_ll_ruleset_attr_t;
+
+static int  vsb_ll_abi;
+
+
+int
+vsb_landlock_init(char *msg, size_t msglen)
+{
+    long  abi;
+
+    abi = syscall(__NR_landlock_create_ruleset, NULL, 0,
+                  LANDLOCK_CREATE_RULESET_VERSION);
+
+    if (abi < 1) {
+        vsb_ll_abi = 0;
+        snprintf(msg, msglen, "landlock: not available (%s); workloads run "
+                 "without it, the other layers remain",
+                 errno == EOPNOTSUPP ? "disabled at boot"
+                 : errno == ENOSYS ? "kernel built without it"
+                 : strerror(errno));
+        return 0;
+    }
+
+    vsb_ll_abi = abi > VSB_LL_ABI_REVIEWED ? VSB_LL_ABI_REVIEWED : (int) abi;
+
+    snprintf(msg, msglen, "landlock: kernel ABI %ld, used at %d (%s%s%s%s)",
+             abi, vsb_ll_abi, "files",
+             vsb_ll_abi >= 5 ? ", device ioctls" : "",
+             vsb_ll_abi >= 6 ? ", abstract unix sockets and signals scoped"
+                             : "",
+             ", TCP left to the network namespace");
+    return vsb_ll_abi;
+}
+
+
+int
+vsb_landlock_abi(void)
+{
+    return vsb_ll_abi;
+}
+
+
+void
+vsb_landlock_handled(int abi, vsb_landlock_handled_t *h)
+{
+    memset(h, 0, sizeof(*h));
+
+    if (abi < 1) {
+        return;
+    }
+
+    h->fs = VSB_LL_FS_V1;
+
+    if (abi >= 2) {
+        h->fs |= LANDLOCK_ACCESS_FS_REFER;
+    }
+
+    if (abi >= 3) {
+        h->fs |= LANDLOCK_ACCESS_FS_TRUNCATE;
+    }
+
+    /*
+     * abi >= 4 could handle TCP bind and connect, but its rules name
+     * ports, not addresses.  In network mode "none" everything reachable
+     * is the sandbox's own loopback, where servers and clients on any
+     * port are legitimate (test fixtures, dev servers): what the mode
+     * needs is every port, and the network namespace already keeps the
+     * rest out of reach.  h->net stays 0.
+     */
+
+    if (abi >= 5) {
+        h->fs |= LANDLOCK_ACCESS_FS_IOCTL_DEV;
+    }
+
+    if (abi >= 6) {
+        h->scoped = LANDLOCK_SCOPE_ABSTRACT_UNIX_SOCKET
+                    | LANDLOCK_SCOPE_SIGNAL;
+    }
+}
+
+
+int
+vsb_landlock_apply(const vsb_sandbox_t *sb, char *err, size_t errlen)
+{
+    int                                ruleset, fd;
+    size_t                             i, size;
+    vsb_ll_ruleset_attr_t              attr;
+    vsb_landlock_handled_t             h;
+    struct landlock_path_beneath_attr  pb;
+
+    (void) sb;      /* one policy for all today; the network mode decides
+                       TCP once a mode other than "none" exists */
+
+    if (vsb_ll_abi == 0) {
+        return 0;
+    }
+
+    vsb_landlock_handled(vsb_ll_abi, &h);
+
+    memset(&attr, 0, sizeof(attr));
+    attr.handled_access_fs = h.fs;
+    attr.handled_access_net = h.net;
+    attr.scoped = h.scoped;
+
+    size = vsb_ll_abi >= 6 ? sizeof(attr)
+           : vsb_ll_abi >= 4 ? 2 * sizeof(uint64_t) : sizeof(uint64_t);
+
+    ruleset = (int) syscall(__NR_landlock_create_ruleset, &attr, size, 0);
+    if (ruleset == -1) {
+        snprintf(err, errlen, "landlock: create ruleset (ABI %d): %s",
+                 vsb_ll_abi, strerror(errno));
+        return -1;
+    }
+
+    for (i = 0; i < sizeof(vsb_ll_rules) / sizeof(vsb_ll_rules[0]); i++) {
+        fd = open(vsb_ll_rules[i].path, O_PATH | O_CLOEXEC | O_DIRECTORY);
+        if (fd == -1) {
+            snprintf(err, errlen, "landlock: open %s: %s",
+                     vsb_ll_rules[i].path, strerror(errno));
+            close(ruleset);
+            return -1;
+        }
+
+        memset(&pb, 0, sizeof(pb));
+        pb.allowed_access = vsb_ll_rules[i].access & h.fs;
+        pb.parent_fd = fd;
+
+        if (syscall(__NR_landlock_add_rule, ruleset,
+                    LANDLOCK_RULE_PATH_BENEATH, &pb, 0) != 0)
+        {
+            snprintf(err, errlen, "landlock: rule for %s: %s",
+                     vsb_ll_rules[i].path, strerror(errno));
+            close(fd);
+            close(ruleset);
+            return -1;
+        }
+
+        close(fd);
+    }
+
+    if (syscall(__NR_landlock_restrict_self, ruleset, 0) != 0) {
+        snprintf(err, errlen, "landlock: restrict: %s", strerror(errno));
+        close(ruleset);
+        return -1;
+    }
+
+    close(ruleset);
+    return 0;
+}

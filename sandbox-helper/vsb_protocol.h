@@ -33,7 +33,9 @@
  *
  *   ping      {}                     -> {version, cgroup: "v1"|"v2",
  *                                        sandboxes: n, epoch: EPOCH,
- *                                        started_at (unix seconds)}
+ *                                        started_at (unix seconds),
+ *                                        seccomp: "allowlist",
+ *                                        landlock_abi: n (0: none)}
  *   create    {tenant, agent, profile?, limits?, ttl_s?, network?, env?,
  *              metadata?}           -> {sandbox: SANDBOX}
  *   status    {tenant, agent, id}   -> {sandbox: SANDBOX}
@@ -48,7 +50,11 @@
  *                                       stderr_truncated: bool,
  *                                       usage: {cpu_ms, wall_ms,
  *                                               peak_memory_bytes,
- *                                               peak_pids}}
+ *                                               peak_pids},
+ *                                       refused_syscalls: [{nr, name|null,
+ *                                         errno: "EPERM"|"ENOSYS",
+ *                                         count}] (<= 16 entries),
+ *                                       refused_syscalls_total}
  *             reply payload: stdout_len bytes of stdout, then
  *             stderr_len bytes of stderr
  *   write_file {tenant, agent, id, path, mode?}

@@ -69,7 +69,7 @@ make -j2 -s all
 make -s test
 SH
 
-tool_ok('Python project: venv, pip install, pytest', <<'SH', qr/2 passed/);
+tool_ok('Python project: venv, pip install, pytest', <<'SH', qr/3 passed/);
 mkdir -p py/src/calc py/tests && cd py
 cat > pyproject.toml <<'EOF'
 [build-system]
@@ -94,6 +94,11 @@ def test_subprocess_and_thread():
     t.start(); t.join()
     r = subprocess.run([sys.executable, "-c", "print(6*7)"], capture_output=True, text=True)
     assert out == [2] and r.stdout == "42\n"
+def test_multiprocessing():
+    # a pool of processes and POSIX semaphores in /dev/shm
+    import multiprocessing
+    with multiprocessing.Pool(2) as p:
+        assert sum(p.starmap(add, zip(range(4), range(4)))) == 12
 EOF
 python3 -m venv --system-site-packages venv
 venv/bin/pip install -q --no-index --no-build-isolation . 2>&1

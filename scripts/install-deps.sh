@@ -12,7 +12,7 @@ PKGS=(
     iproute2 curl jq wrk hyperfine openssl procps psmisc
     perl python3    # prove; workloads in t/05, t/0a, t/0c run python3
     libc-ares-dev nftables nodejs    # egress proxy (resolver), its tests
-    git python3-venv python3-pytest    # tooling under the filter: t/0d (and nodejs)
+    git python3-venv python3-pytest    # tooling under the filter: t/0f (and nodejs)
     qemu-system-x86 debootstrap e2fsprogs    # scripts/test-cgroup-v2-vm.sh
     chromium    # t/50-approval-page.t: the approval page in a headless browser
 )

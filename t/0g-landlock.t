@@ -2,7 +2,8 @@
 # write, read or exec the mounts and file modes allow but the ruleset
 # does not is refused by Landlock itself; on ABI >= 6 a process outside
 # the exec's Landlock domain can be neither signalled nor reached over an
-# abstract unix socket, although the user and namespaces would allow it.
+# abstract unix socket, although the user and namespaces would allow it
+# (an outsider joined to the exec's namespaces, a concurrent exec).
 use strict;
 use warnings;
 use Test::More;
@@ -189,6 +190,54 @@ SH
     kill 'KILL', $lpid, $spid;
     waitpid($_, 0) for $lpid, $spid;
     unlink $ready;
+}
+
+# Two execs of one sandbox share its network namespace, but each is its
+# own Landlock domain: an abstract socket of one is out of the other's
+# reach, a socket file under /tmp is not.
+SKIP: {
+    skip "kernel $kmaj.$kmin predates Landlock ABI 6 (scopes)", 4
+        if $kabi < 6 && $kver < 6012;
+
+    my $name = 'vsbx' . random_hex(6);
+    my $sock = $h->connect;
+    VetoTest::write_all($sock, VetoTest::frame({
+        op => 'exec', tenant => 't1', agent => 'a1', id => $id,
+        argv => ['python3', '-c', <<'PY', $name] }));
+import os, socket, sys, time
+a = socket.socket(socket.AF_UNIX); a.bind("\0" + sys.argv[1]); a.listen(8)
+p = socket.socket(socket.AF_UNIX); p.bind("/tmp/" + sys.argv[1]); p.listen(8)
+open("/tmp/" + sys.argv[1] + ".ready", "w").close()
+for _ in range(300):
+    if os.path.exists("/tmp/" + sys.argv[1] + ".done"):
+        break
+    time.sleep(0.1)
+print("listener done")
+PY
+    my ($e2, $o2) = $h->exec($id, ['python3', '-c', <<'PY', $name]);
+import os, socket, sys, time
+n = sys.argv[1]
+for _ in range(300):
+    if os.path.exists("/tmp/" + n + ".ready"):
+        break
+    time.sleep(0.1)
+def attempt(what, addr):
+    try:
+        socket.socket(socket.AF_UNIX).connect(addr)
+        print(what + "=ok")
+    except OSError as e:
+        print(what + "=" + os.strerror(e.errno))
+attempt("abstract-other-exec", "\0" + n)
+attempt("file-other-exec", "/tmp/" + n)
+open("/tmp/" + n + ".done", "w").close()
+PY
+    my ($r1) = VetoTest::recv_frame($sock, 60);
+    is($r1->{exit_code}, 0, 'listener exec ran');
+    is($e2->{exit_code}, 0, 'client exec ran') or diag explain $e2;
+    like($o2 // '', qr/^abstract-other-exec=Operation not permitted$/m,
+         'an abstract socket of a concurrent exec is out of reach');
+    like($o2 // '', qr/^file-other-exec=ok$/m,
+         'a socket file of a concurrent exec is reachable');
 }
 
 is($h->destroy($id)->{state}, 'terminated', 'destroy');

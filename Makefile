@@ -1,7 +1,7 @@
 # Veto Sandbox: sandbox-helper, its operator client, unit tests, fuzzers.
 # The nginx module is built by scripts/build-module.sh (nginx's own build).
 #
-#   make                 helper + ctl in build/
+#   make                 helper, sandbox-helperctl, sandbox-imagectl in build/
 #   make SAN=1 BUILD=build-asan    the same under ASan + UBSan
 #   make unit            cmocka unit tests, run
 #   make fuzz            libFuzzer targets (clang) in build-fuzz/
@@ -23,7 +23,7 @@ OPT       = -O2 -g -fstack-protector-strong -D_FORTIFY_SOURCE=2
 LDSAN     =
 endif
 
-PKGS      = jansson libseccomp libcrypto
+PKGS      = jansson libseccomp libcrypto zlib
 PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS))
 PKG_LIBS   := $(shell pkg-config --libs $(PKGS))
 
@@ -32,7 +32,8 @@ LDFLAGS  += $(LDSAN)
 
 HELPER_MAIN  = sandbox-helper/main.c
 CTL_SRC      = sandbox-helper/sandbox-helperctl.c
-LIB_SRCS     = $(filter-out $(HELPER_MAIN) $(CTL_SRC), \
+IMAGECTL_SRC = sandbox-helper/sandbox-imagectl.c
+LIB_SRCS     = $(filter-out $(HELPER_MAIN) $(CTL_SRC) $(IMAGECTL_SRC), \
                  $(wildcard sandbox-helper/*.c))
 LIB_OBJS     = $(patsubst sandbox-helper/%.c,$(BUILD)/obj/%.o,$(LIB_SRCS))
 HEADERS      = $(wildcard sandbox-helper/*.h)
@@ -45,7 +46,8 @@ FUZZ_BINS    = $(patsubst t/fuzz/%.c,build-fuzz/%,$(FUZZ_SRCS))
 
 .PHONY: all unit fuzz clean
 
-all: $(BUILD)/sandbox-helper $(BUILD)/sandbox-helperctl egress
+all: $(BUILD)/sandbox-helper $(BUILD)/sandbox-helperctl \
+     $(BUILD)/sandbox-imagectl egress
 
 $(BUILD)/obj/%.o: sandbox-helper/%.c $(HEADERS)
 	@mkdir -p $(dir $@)
@@ -59,6 +61,9 @@ $(BUILD)/sandbox-helper: $(BUILD)/obj/main.o $(BUILD)/libvsb.a
 	$(CC) $(LDFLAGS) -o $@ $^ $(PKG_LIBS)
 
 $(BUILD)/sandbox-helperctl: $(BUILD)/obj/sandbox-helperctl.o $(BUILD)/libvsb.a
+	$(CC) $(LDFLAGS) -o $@ $^ $(PKG_LIBS)
+
+$(BUILD)/sandbox-imagectl: $(BUILD)/obj/sandbox-imagectl.o $(BUILD)/libvsb.a
 	$(CC) $(LDFLAGS) -o $@ $^ $(PKG_LIBS)
 
 $(BUILD)/unit/%: t/unit/%.c $(BUILD)/libvsb.a $(HEADERS)

@@ -72,6 +72,7 @@ vsb_unpack_beneath(int dirfd, const char *path, uint64_t flags)
 
     memset(&how, 0, sizeof(how));
     how.flags = flags | O_CLOEXEC;
+    how.mode = (flags & O_CREAT) ? 0600 : 0;
     how.resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS
                   | RESOLVE_NO_MAGICLINKS;
 

@@ -254,6 +254,10 @@ sub add_layer
 sub _octal
 {
     my ($v, $len) = @_;
+    # GNU base-256 when the octal digits do not fit
+    if ($v >= 8**($len - 1)) {
+        return "\x80" . substr(("\0" x 16) . pack('Q>', $v), -($len - 1));
+    }
     return sprintf("%0*o\0", $len - 1, $v);
 }
 
@@ -271,11 +275,7 @@ sub tar_entry
     $h .= _octal($e{mode} // ($type eq '5' ? 0755 : 0644), 8);
     $h .= _octal($e{uid} // 0, 8);
     $h .= _octal($e{gid} // 0, 8);
-    if ($size >= 8**11) {
-        $h .= "\x80" . ("\0" x 3) . pack('Q>', $size);
-    } else {
-        $h .= _octal($size, 12);
-    }
+    $h .= _octal($size, 12);
     $h .= _octal($e{mtime} // 1700000000, 12);
     $h .= ' ' x 8;                     # checksum, filled below
     $h .= $type;
@@ -297,6 +297,45 @@ sub tar
 {
     my (@entries) = @_;
     return join('', map { tar_entry(%$_) } @entries) . tar_end();
+}
+
+1;
+
+package VetoImage;
+
+# Appends a layer from a tar file on disk (large layers): gzip -1 and
+# sha256sum do the work outside Perl.
+sub add_layer_file
+{
+    my ($self, $lay, $tarfile) = @_;
+    my $dir = $lay->{dir};
+    my $gz = "$tarfile.gz";
+    run('sh', '-c', "gzip -1 -c '$tarfile' > '$gz'");
+    my ($diff) = split ' ', run('sha256sum', $tarfile);
+    my ($ld) = split ' ', run('sha256sum', $gz);
+    my $size = -s $gz;
+    rename($gz, $self->blob_path($dir, "sha256:$ld")) or die "rename: $!";
+
+    my $manifest = $JSON->decode($self->read_file(
+        $self->blob_path($dir, $lay->{digest})));
+    my $config = $JSON->decode($self->read_file(
+        $self->blob_path($dir, $manifest->{config}{digest})));
+    push @{ $config->{rootfs}{diff_ids} }, "sha256:$diff";
+    my ($cd, $cs) = $self->put_blob($dir, $JSON->encode($config));
+    $manifest->{config}{digest} = $cd;
+    $manifest->{config}{size} = $cs;
+    push @{ $manifest->{layers} }, {
+        mediaType => 'application/vnd.oci.image.layer.v1.tar+gzip',
+        digest => "sha256:$ld", size => $size,
+    };
+    my ($md, $ms) = $self->put_blob($dir, $JSON->encode($manifest));
+    my $index = $JSON->decode($self->read_file("$dir/index.json"));
+    for my $m (@{ $index->{manifests} }) {
+        $m->{digest} = $md;
+        $m->{size} = $ms;
+    }
+    $self->write_file("$dir/index.json", $JSON->encode($index));
+    return { dir => $dir, digest => $md, layer => "sha256:$ld" };
 }
 
 1;

@@ -7,6 +7,7 @@ PKGS=(
     build-essential pkg-config clang libclang-rt-14-dev
     nginx nginx-dev
     libjansson-dev libjwt-dev libseccomp-dev libhiredis-dev libssl-dev
+    zlib1g-dev      # the image store's layer reader (gzip)
     redis-server libcmocka-dev
     libcrypt-jwt-perl libredis-perl libjson-pp-perl
     iproute2 curl jq wrk hyperfine openssl procps psmisc
@@ -15,6 +16,8 @@ PKGS=(
     git python3-venv python3-pytest    # tooling under the filter: t/0f (and nodejs)
     qemu-system-x86 debootstrap e2fsprogs    # scripts/test-cgroup-v2-vm.sh
     chromium    # t/50-approval-page.t: the approval page in a headless browser
+    mmdebstrap uidmap gpg umoci    # Debian bases (build-debian-base.sh),
+                                   # test images (t/52-54)
 )
 # npm installs the browser tests' driver (t/browser, npm ci); Debian's npm
 # package only where nodejs does not bring its own (NodeSource's nodejs

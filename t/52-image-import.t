@@ -54,7 +54,7 @@ for my $d ($s->store, "$s->{store}/sha256") {
 }
 my $probe = "$root/opt/written-by-nobody";
 my $w = system('setpriv', '--reuid=65534', '--regid=65534', '--clear-groups',
-               'sh', '-c', "echo x > '$probe'");
+               'sh', '-c', "echo x 2>/dev/null > '$probe'");
 ok($w != 0 && !-e $probe, 'an unprivileged user cannot write into the tree');
 $w = system('setpriv', '--reuid=65534', '--regid=65534', '--clear-groups',
             'sh', '-c', "cat '$root/opt/marker' 2>/dev/null");

@@ -124,6 +124,9 @@ run_prove() {
 run_prove "all tests, helper build/sandbox-helper" -r t/
 VETO_HELPER=build-asan/sandbox-helper \
     run_prove "helper tests, ASan helper build-asan/sandbox-helper" t/0*.t
+VSB_IMAGECTL="$PWD/build-asan/sandbox-imagectl" \
+    run_prove "image store tests, ASan+UBSan build-asan/sandbox-imagectl" \
+        t/52-image-import.t t/53-image-hostile.t
 VETO_EGRESS=build-asan/egress-proxy \
     run_prove "egress tests, ASan+UBSan proxy build-asan/egress-proxy" \
         t/4*-egress-*.t

@@ -14,11 +14,9 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#include <openssl/evp.h>
-#include <zlib.h>
-
 #include "vsb_image.h"
 #include "vsb_image_oci.h"
+#include "vsb_image_stream.h"
 
 /* one owners-file record; the last record of an inode wins */
 typedef struct {
@@ -30,29 +28,6 @@ typedef struct {
 } vsb_owner_rec_t;
 
 #define VSB_OWNER_BUF  1024
-
-/* A blob read as a stream: plain or gzip, hashed as it is read. */
-typedef struct {
-    int                     fd;
-    vsb_oci_compression_t   comp;
-    z_stream                z;
-    int                     zinit;
-    int                     zend;       /* input exhausted */
-    int                     zmember;    /* inside a gzip member */
-    EVP_MD_CTX             *md;         /* of the uncompressed bytes */
-    uint64_t                out;        /* uncompressed bytes so far */
-    unsigned char           in[65536];
-} vsb_stream_t;
-
-int vsb_stream_open(vsb_stream_t *s, int fd, vsb_oci_compression_t comp,
-    char *err, size_t errlen);
-/* the vsb_tar_read_pt callback */
-ssize_t vsb_stream_read(void *ctx, void *buf, size_t len, char *err,
-    size_t errlen);
-/* reads what is left (at most max bytes), then the digest */
-int vsb_stream_finish(vsb_stream_t *s, uint64_t max, char *digest,
-    char *err, size_t errlen);
-void vsb_stream_close(vsb_stream_t *s);
 
 typedef struct {
     int                        rootfd;     /* the tree, O_PATH */

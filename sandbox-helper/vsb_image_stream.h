@@ -1,0 +1,40 @@
+/*
+ * A blob read as a stream: plain or gzip, the uncompressed bytes hashed
+ * as they are read (a layer's diff_id).  Used by the unpacking child for
+ * layers and for a tarball source.
+ */
+#ifndef VSB_IMAGE_STREAM_H
+#define VSB_IMAGE_STREAM_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include <openssl/evp.h>
+#include <zlib.h>
+
+#include "vsb_image_oci.h"
+
+typedef struct {
+    int                     fd;
+    vsb_oci_compression_t   comp;
+    z_stream                z;
+    int                     zinit;
+    int                     zend;       /* input exhausted */
+    int                     zmember;    /* inside a gzip member */
+    EVP_MD_CTX             *md;         /* of the uncompressed bytes */
+    uint64_t                out;        /* uncompressed bytes so far */
+    unsigned char           in[65536];
+} vsb_stream_t;
+
+int vsb_stream_open(vsb_stream_t *s, int fd, vsb_oci_compression_t comp,
+    char *err, size_t errlen);
+/* the vsb_tar_read_pt callback */
+ssize_t vsb_stream_read(void *ctx, void *buf, size_t len, char *err,
+    size_t errlen);
+/* reads what is left (at most max bytes), then the digest */
+int vsb_stream_finish(vsb_stream_t *s, uint64_t max, char *digest,
+    char *err, size_t errlen);
+void vsb_stream_close(vsb_stream_t *s);
+
+#endif

@@ -196,20 +196,20 @@ ngx_http_veto_sandbox_route(ngx_http_request_t *r,
         }
 
         if (*p++ != '/'
-            || (size_t) (last - p) < NGX_HTTP_VETO_SANDBOX_APPROVAL_ID_LEN)
+            || (size_t) (last - p) < NGX_HTTP_VSB_APPROVAL_ID_LEN)
         {
             goto not_found;
         }
 
         ctx->apr_id.data = p;
-        ctx->apr_id.len = NGX_HTTP_VETO_SANDBOX_APPROVAL_ID_LEN;
+        ctx->apr_id.len = NGX_HTTP_VSB_APPROVAL_ID_LEN;
 
         if (!ngx_http_veto_sandbox_approval_id_valid(&ctx->apr_id)) {
             ngx_str_null(&ctx->apr_id);
             goto not_found;
         }
 
-        p += NGX_HTTP_VETO_SANDBOX_APPROVAL_ID_LEN;
+        p += NGX_HTTP_VSB_APPROVAL_ID_LEN;
 
         if (p == last) {
             if (!(m & (NGX_HTTP_GET|NGX_HTTP_HEAD))) {
@@ -1409,7 +1409,7 @@ ngx_http_veto_sandbox_reply_error(ngx_http_request_t *r,
 
     if (e->status >= NGX_HTTP_INTERNAL_SERVER_ERROR) {
         ngx_log_error(NGX_LOG_ERR, r->connection->log, 0,
-                      "veto sandbox: helper answered %s: %s", error,
+                      "veto_sandbox: helper answered %s: %s", error,
                       detail ? detail : "");
     }
 

@@ -294,7 +294,7 @@ ngx_http_veto_sandbox_approval_id_valid(ngx_str_t *id)
 {
     size_t  i;
 
-    if (id->len != NGX_HTTP_VETO_SANDBOX_APPROVAL_ID_LEN
+    if (id->len != NGX_HTTP_VSB_APPROVAL_ID_LEN
         || ngx_strncmp(id->data, "apr_", 4) != 0)
     {
         return 0;
@@ -751,8 +751,8 @@ ngx_http_veto_sandbox_approval_keys(ngx_pool_t *pool, ngx_str_t *tenant,
         return NGX_DECLINED;
     }
 
-    len = sizeof(NGX_HTTP_VETO_SANDBOX_KEY_PREFIX "{}:appr:idx") + tenant->len
-          + NGX_HTTP_VETO_SANDBOX_APPROVAL_ID_LEN + sizeof(":rv");
+    len = sizeof(NGX_HTTP_VSB_KEY_PREFIX "{}:appr:idx") + tenant->len
+          + NGX_HTTP_VSB_APPROVAL_ID_LEN + sizeof(":rv");
 
     if (rec) {
         rec->data = ngx_pnalloc(pool, len);
@@ -761,7 +761,7 @@ ngx_http_veto_sandbox_approval_keys(ngx_pool_t *pool, ngx_str_t *tenant,
         }
 
         rec->len = ngx_sprintf(rec->data,
-                               NGX_HTTP_VETO_SANDBOX_KEY_PREFIX "{%V}:appr:%V",
+                               NGX_HTTP_VSB_KEY_PREFIX "{%V}:appr:%V",
                                tenant, id)
                    - rec->data;
     }
@@ -773,7 +773,7 @@ ngx_http_veto_sandbox_approval_keys(ngx_pool_t *pool, ngx_str_t *tenant,
         }
 
         rv->len = ngx_sprintf(rv->data,
-                              NGX_HTTP_VETO_SANDBOX_KEY_PREFIX
+                              NGX_HTTP_VSB_KEY_PREFIX
                               "{%V}:appr:%V:rv", tenant, id)
                   - rv->data;
     }
@@ -785,7 +785,7 @@ ngx_http_veto_sandbox_approval_keys(ngx_pool_t *pool, ngx_str_t *tenant,
         }
 
         idx->len = ngx_sprintf(idx->data,
-                               NGX_HTTP_VETO_SANDBOX_KEY_PREFIX
+                               NGX_HTTP_VSB_KEY_PREFIX
                                "{%V}:appr:idx", tenant)
                    - idx->data;
     }
@@ -800,7 +800,7 @@ ngx_http_veto_sandbox_tenant_key(ngx_pool_t *pool, ngx_str_t *key,
 {
     size_t  len;
 
-    len = sizeof(NGX_HTTP_VETO_SANDBOX_KEY_PREFIX "{}::") + tenant->len
+    len = sizeof(NGX_HTTP_VSB_KEY_PREFIX "{}::") + tenant->len
           + ngx_strlen(what) + (part ? part->len : 0);
 
     key->data = ngx_pnalloc(pool, len);
@@ -810,13 +810,13 @@ ngx_http_veto_sandbox_tenant_key(ngx_pool_t *pool, ngx_str_t *key,
 
     if (part) {
         key->len = ngx_sprintf(key->data,
-                               NGX_HTTP_VETO_SANDBOX_KEY_PREFIX "{%V}:%s:%V",
+                               NGX_HTTP_VSB_KEY_PREFIX "{%V}:%s:%V",
                                tenant, what, part)
                    - key->data;
 
     } else {
         key->len = ngx_sprintf(key->data,
-                               NGX_HTTP_VETO_SANDBOX_KEY_PREFIX "{%V}:%s",
+                               NGX_HTTP_VSB_KEY_PREFIX "{%V}:%s",
                                tenant, what)
                    - key->data;
     }
@@ -872,7 +872,7 @@ ngx_http_veto_sandbox_approval_create(ngx_http_veto_sandbox_redis_t *rds,
     a[5] = bind->agent;
     a[6] = bind->action;
     a[7].data = bind->hash;
-    a[7].len = NGX_HTTP_VETO_SANDBOX_HASH_HEX_LEN;
+    a[7].len = NGX_HTTP_VSB_HASH_HEX_LEN;
     a[8] = *summary;
 
     a[9].data = p;
@@ -888,7 +888,7 @@ ngx_http_veto_sandbox_approval_create(ngx_http_veto_sandbox_redis_t *rds,
     a[11].len = p - a[11].data;
 
     return ngx_http_veto_sandbox_approval_call(rds, timeout,
-                                     NGX_HTTP_VETO_SANDBOX_APPROVAL_CREATE,
+                                     NGX_HTTP_VSB_APPROVAL_CREATE,
                                      3, 12, a, handler, data, cmdp);
 }
 
@@ -914,7 +914,7 @@ ngx_http_veto_sandbox_approval_decide(ngx_http_veto_sandbox_redis_t *rds,
 
     if (approve) {
         return ngx_http_veto_sandbox_approval_call(rds, timeout,
-                                     NGX_HTTP_VETO_SANDBOX_APPROVAL_APPROVE,
+                                     NGX_HTTP_VSB_APPROVAL_APPROVE,
                                      2, 4, a, handler, data, cmdp);
     }
 
@@ -927,7 +927,7 @@ ngx_http_veto_sandbox_approval_decide(ngx_http_veto_sandbox_redis_t *rds,
     }
 
     return ngx_http_veto_sandbox_approval_call(rds, timeout,
-                                     NGX_HTTP_VETO_SANDBOX_APPROVAL_DENY,
+                                     NGX_HTTP_VSB_APPROVAL_DENY,
                                      2, 5, a, handler, data, cmdp);
 }
 
@@ -952,10 +952,10 @@ ngx_http_veto_sandbox_approval_consume(ngx_http_veto_sandbox_redis_t *rds,
     a[2] = bind->agent;
     a[3] = bind->action;
     a[4].data = bind->hash;
-    a[4].len = NGX_HTTP_VETO_SANDBOX_HASH_HEX_LEN;
+    a[4].len = NGX_HTTP_VSB_HASH_HEX_LEN;
 
     return ngx_http_veto_sandbox_approval_call(rds, timeout,
-                                     NGX_HTTP_VETO_SANDBOX_APPROVAL_CONSUME,
+                                     NGX_HTTP_VSB_APPROVAL_CONSUME,
                                      1, 5, a, handler, data, cmdp);
 }
 
@@ -980,7 +980,7 @@ ngx_http_veto_sandbox_approval_expire(ngx_http_veto_sandbox_redis_t *rds,
     a[2].len = 1;
 
     return ngx_http_veto_sandbox_approval_call(rds, timeout,
-                                     NGX_HTTP_VETO_SANDBOX_APPROVAL_EXPIRE,
+                                     NGX_HTTP_VSB_APPROVAL_EXPIRE,
                                      1, 3, a, handler, data, cmdp);
 }
 
@@ -1003,7 +1003,7 @@ ngx_http_veto_sandbox_approval_get(ngx_http_veto_sandbox_redis_t *rds,
     a[2] = *tenant;
 
     return ngx_http_veto_sandbox_approval_call(rds, timeout,
-                                     NGX_HTTP_VETO_SANDBOX_APPROVAL_GET,
+                                     NGX_HTTP_VSB_APPROVAL_GET,
                                      2, 3, a, handler, data, cmdp);
 }
 
@@ -1025,7 +1025,7 @@ ngx_http_veto_sandbox_approval_list(ngx_http_veto_sandbox_redis_t *rds,
         return rc;
     }
 
-    p = ngx_pnalloc(pool, sizeof(NGX_HTTP_VETO_SANDBOX_KEY_PREFIX "{}:appr:")
+    p = ngx_pnalloc(pool, sizeof(NGX_HTTP_VSB_KEY_PREFIX "{}:appr:")
                           + tenant->len + NGX_INT_T_LEN);
     if (p == NULL) {
         return NGX_ERROR;
@@ -1034,7 +1034,7 @@ ngx_http_veto_sandbox_approval_list(ngx_http_veto_sandbox_redis_t *rds,
     a[1] = *tenant;
 
     a[2].data = p;
-    p = ngx_sprintf(p, NGX_HTTP_VETO_SANDBOX_KEY_PREFIX "{%V}:appr:", tenant);
+    p = ngx_sprintf(p, NGX_HTTP_VSB_KEY_PREFIX "{%V}:appr:", tenant);
     a[2].len = p - a[2].data;
 
     if (state && state->len) {
@@ -1050,7 +1050,7 @@ ngx_http_veto_sandbox_approval_list(ngx_http_veto_sandbox_redis_t *rds,
     a[4].len = p - a[4].data;
 
     return ngx_http_veto_sandbox_approval_call(rds, timeout,
-                                     NGX_HTTP_VETO_SANDBOX_APPROVAL_LIST,
+                                     NGX_HTTP_VSB_APPROVAL_LIST,
                                      1, 5, a, handler, data, cmdp);
 }
 
@@ -1063,7 +1063,7 @@ ngx_http_veto_sandbox_approval_result(redisReply *reply,
     redisReply  *e;
 
     ngx_memzero(res, sizeof(ngx_http_veto_sandbox_approval_result_t));
-    res->code = NGX_HTTP_VETO_SANDBOX_AR_BAD_REPLY;
+    res->code = NGX_HTTP_VSB_AR_BAD_REPLY;
 
     if (reply == NULL || reply->type != REDIS_REPLY_ARRAY
         || reply->elements < 2)

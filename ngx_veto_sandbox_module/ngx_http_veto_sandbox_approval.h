@@ -22,8 +22,8 @@
  * the caller writes the approval_expired audit record exactly once.
  */
 
-#ifndef _NGX_HTTP_VETO_SANDBOX_APPROVAL_H_INCLUDED_
-#define _NGX_HTTP_VETO_SANDBOX_APPROVAL_H_INCLUDED_
+#ifndef _NGX_HTTP_VSB_APPROVAL_H_INCLUDED_
+#define _NGX_HTTP_VSB_APPROVAL_H_INCLUDED_
 
 
 #include <ngx_config.h>
@@ -33,42 +33,42 @@
 #include "ngx_http_veto_sandbox_redis.h"
 
 
-#define NGX_HTTP_VETO_SANDBOX_KEY_PREFIX         "veto:"
+#define NGX_HTTP_VSB_KEY_PREFIX         "veto:"
 
 /* "apr_" and 32 lowercase hex digits (128 random bits) */
-#define NGX_HTTP_VETO_SANDBOX_APPROVAL_ID_LEN    36
+#define NGX_HTTP_VSB_APPROVAL_ID_LEN    36
 
 /* SHA-256, lowercase hex */
-#define NGX_HTTP_VETO_SANDBOX_HASH_HEX_LEN       64
+#define NGX_HTTP_VSB_HASH_HEX_LEN       64
 
-#define NGX_HTTP_VETO_SANDBOX_APPROVAL_TTL       900000      /* ms, 15 min */
-#define NGX_HTTP_VETO_SANDBOX_APPROVAL_RETENTION 604800000   /* ms, 7 days */
+#define NGX_HTTP_VSB_APPROVAL_TTL       900000      /* ms, 15 min */
+#define NGX_HTTP_VSB_APPROVAL_RETENTION 604800000   /* ms, 7 days */
 
 
 typedef enum {
-    NGX_HTTP_VETO_SANDBOX_APPROVAL_CREATE = 0,
-    NGX_HTTP_VETO_SANDBOX_APPROVAL_APPROVE,
-    NGX_HTTP_VETO_SANDBOX_APPROVAL_DENY,
-    NGX_HTTP_VETO_SANDBOX_APPROVAL_CONSUME,
-    NGX_HTTP_VETO_SANDBOX_APPROVAL_EXPIRE,
-    NGX_HTTP_VETO_SANDBOX_APPROVAL_GET,
-    NGX_HTTP_VETO_SANDBOX_APPROVAL_LIST,
-    NGX_HTTP_VETO_SANDBOX_APPROVAL_NSCRIPTS
+    NGX_HTTP_VSB_APPROVAL_CREATE = 0,
+    NGX_HTTP_VSB_APPROVAL_APPROVE,
+    NGX_HTTP_VSB_APPROVAL_DENY,
+    NGX_HTTP_VSB_APPROVAL_CONSUME,
+    NGX_HTTP_VSB_APPROVAL_EXPIRE,
+    NGX_HTTP_VSB_APPROVAL_GET,
+    NGX_HTTP_VSB_APPROVAL_LIST,
+    NGX_HTTP_VSB_APPROVAL_NSCRIPTS
 } ngx_http_veto_sandbox_approval_op_e;
 
 
 typedef enum {
-    NGX_HTTP_VETO_SANDBOX_AR_OK = 0,
-    NGX_HTTP_VETO_SANDBOX_AR_NOT_FOUND,
-    NGX_HTTP_VETO_SANDBOX_AR_EXPIRED,
-    NGX_HTTP_VETO_SANDBOX_AR_NOT_PENDING,
-    NGX_HTTP_VETO_SANDBOX_AR_NOT_APPROVED,
-    NGX_HTTP_VETO_SANDBOX_AR_SELF_APPROVAL,
-    NGX_HTTP_VETO_SANDBOX_AR_ALREADY_APPROVED,
-    NGX_HTTP_VETO_SANDBOX_AR_REASON_REQUIRED,
-    NGX_HTTP_VETO_SANDBOX_AR_MISMATCH,
-    NGX_HTTP_VETO_SANDBOX_AR_EXISTS,
-    NGX_HTTP_VETO_SANDBOX_AR_BAD_REPLY     /* unexpected reply: fail closed */
+    NGX_HTTP_VSB_AR_OK = 0,
+    NGX_HTTP_VSB_AR_NOT_FOUND,
+    NGX_HTTP_VSB_AR_EXPIRED,
+    NGX_HTTP_VSB_AR_NOT_PENDING,
+    NGX_HTTP_VSB_AR_NOT_APPROVED,
+    NGX_HTTP_VSB_AR_SELF_APPROVAL,
+    NGX_HTTP_VSB_AR_ALREADY_APPROVED,
+    NGX_HTTP_VSB_AR_REASON_REQUIRED,
+    NGX_HTTP_VSB_AR_MISMATCH,
+    NGX_HTTP_VSB_AR_EXISTS,
+    NGX_HTTP_VSB_AR_BAD_REPLY     /* unexpected reply: fail closed */
 } ngx_http_veto_sandbox_approval_code_e;
 
 
@@ -87,7 +87,7 @@ typedef struct {
     ngx_str_t   tenant;
     ngx_str_t   agent;
     ngx_str_t   action;     /* e.g. "sandbox.create", "sandbox.exec" */
-    u_char      hash[NGX_HTTP_VETO_SANDBOX_HASH_HEX_LEN + 1];
+    u_char      hash[NGX_HTTP_VSB_HASH_HEX_LEN + 1];
 } ngx_http_veto_sandbox_approval_bind_t;
 
 
@@ -203,4 +203,4 @@ void ngx_http_veto_sandbox_approval_result(redisReply *reply,
     ngx_http_veto_sandbox_approval_result_t *res);
 
 
-#endif /* _NGX_HTTP_VETO_SANDBOX_APPROVAL_H_INCLUDED_ */
+#endif /* _NGX_HTTP_VSB_APPROVAL_H_INCLUDED_ */

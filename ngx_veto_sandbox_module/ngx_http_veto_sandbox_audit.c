@@ -12,7 +12,7 @@
 #include "ngx_http_veto_sandbox_audit.h"
 
 
-#define NGX_HTTP_VETO_SANDBOX_REDACTED  "[redacted]"
+#define NGX_HTTP_VSB_REDACTED  "[redacted]"
 
 
 static void ngx_http_veto_sandbox_audit_logged(ngx_int_t rc,
@@ -120,12 +120,12 @@ ngx_http_veto_sandbox_secret_key(u_char *p, size_t len)
 }
 
 
-#define ngx_http_veto_sandbox_b64url(c)                                       \
+#define ngx_http_vsb_b64url(c)                                                \
     (((c) >= 'A' && (c) <= 'Z') || ((c) >= 'a' && (c) <= 'z')                 \
      || ((c) >= '0' && (c) <= '9') || (c) == '-' || (c) == '_')
 
-#define ngx_http_veto_sandbox_keychar(c)                                      \
-    (ngx_http_veto_sandbox_b64url(c) || (c) == '.')
+#define ngx_http_vsb_keychar(c)                                               \
+    (ngx_http_vsb_b64url(c) || (c) == '.')
 
 
 /*
@@ -151,8 +151,8 @@ ngx_http_veto_sandbox_hide(u_char *d, u_char *s, u_char *last)
         }
     }
 
-    return ngx_cpymem(d, NGX_HTTP_VETO_SANDBOX_REDACTED,
-                      sizeof(NGX_HTTP_VETO_SANDBOX_REDACTED) - 1);
+    return ngx_cpymem(d, NGX_HTTP_VSB_REDACTED,
+                      sizeof(NGX_HTTP_VSB_REDACTED) - 1);
 }
 
 
@@ -175,7 +175,7 @@ ngx_http_veto_sandbox_audit_redact(ngx_pool_t *pool, ngx_str_t *in,
     last = p + in->len;
 
     while (p < last) {
-        word_start = (p == in->data || !ngx_http_veto_sandbox_keychar(p[-1]));
+        word_start = (p == in->data || !ngx_http_vsb_keychar(p[-1]));
 
         if (!word_start) {
             *d++ = *p++;
@@ -212,15 +212,15 @@ ngx_http_veto_sandbox_audit_redact(ngx_pool_t *pool, ngx_str_t *in,
             s = p;
             dots = 0;
 
-            while (s < last && (ngx_http_veto_sandbox_b64url(*s) || *s == '.'))
+            while (s < last && (ngx_http_vsb_b64url(*s) || *s == '.'))
             {
                 dots += (*s == '.');
                 s++;
             }
 
             if (dots >= 2) {
-                d = ngx_cpymem(d, NGX_HTTP_VETO_SANDBOX_REDACTED,
-                               sizeof(NGX_HTTP_VETO_SANDBOX_REDACTED) - 1);
+                d = ngx_cpymem(d, NGX_HTTP_VSB_REDACTED,
+                               sizeof(NGX_HTTP_VSB_REDACTED) - 1);
                 p = s;
                 continue;
             }
@@ -228,10 +228,10 @@ ngx_http_veto_sandbox_audit_redact(ngx_pool_t *pool, ngx_str_t *in,
 
         /* key=value, key: value, "key": "value" with a secret-looking key */
 
-        if (ngx_http_veto_sandbox_keychar(*p)) {
+        if (ngx_http_vsb_keychar(*p)) {
             k = p;
 
-            while (p < last && ngx_http_veto_sandbox_keychar(*p)) {
+            while (p < last && ngx_http_vsb_keychar(*p)) {
                 p++;
             }
 
@@ -372,7 +372,7 @@ ngx_http_veto_sandbox_redacted_copy(ngx_pool_t *pool, json_t *v,
             if (ngx_http_veto_sandbox_secret_key((u_char *) key,
                                                  ngx_strlen(key)))
             {
-                e = json_string(NGX_HTTP_VETO_SANDBOX_REDACTED);
+                e = json_string(NGX_HTTP_VSB_REDACTED);
 
             } else {
                 e = ngx_http_veto_sandbox_redacted_copy(pool, e, depth + 1);
@@ -666,7 +666,7 @@ ngx_http_veto_sandbox_audit_append(ngx_http_veto_sandbox_redis_t *rds,
     p = num;
     start = p;
     p = ngx_sprintf(p, "%ui", maxlen ? maxlen
-                                     : NGX_HTTP_VETO_SANDBOX_AUDIT_MAXLEN);
+                                     : NGX_HTTP_VSB_AUDIT_MAXLEN);
     argv[argc] = (const char *) start;
     argvlen[argc++] = p - start;
 

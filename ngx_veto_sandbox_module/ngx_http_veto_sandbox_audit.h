@@ -10,8 +10,8 @@
  * (env names without values, no metadata, argv and paths redacted).
  */
 
-#ifndef _NGX_HTTP_VETO_SANDBOX_AUDIT_H_INCLUDED_
-#define _NGX_HTTP_VETO_SANDBOX_AUDIT_H_INCLUDED_
+#ifndef _NGX_HTTP_VSB_AUDIT_H_INCLUDED_
+#define _NGX_HTTP_VSB_AUDIT_H_INCLUDED_
 
 
 #include <ngx_config.h>
@@ -23,7 +23,7 @@
 #include "ngx_http_veto_sandbox_redis.h"
 
 
-#define NGX_HTTP_VETO_SANDBOX_AUDIT_MAXLEN   1000000
+#define NGX_HTTP_VSB_AUDIT_MAXLEN   1000000
 
 
 /* Set what applies; empty strings are left out of the entry. */
@@ -100,4 +100,4 @@ ngx_int_t ngx_http_veto_sandbox_audit_summary(ngx_pool_t *pool,
     off_t size, ngx_str_t *sha256, ngx_str_t *out);
 
 
-#endif /* _NGX_HTTP_VETO_SANDBOX_AUDIT_H_INCLUDED_ */
+#endif /* _NGX_HTTP_VSB_AUDIT_H_INCLUDED_ */

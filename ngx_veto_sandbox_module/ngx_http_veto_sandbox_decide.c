@@ -304,7 +304,7 @@ ngx_http_veto_sandbox_redis_replied(ngx_http_request_t *r,
 
     if (reply && reply->type == REDIS_REPLY_ERROR) {
         ngx_log_error(NGX_LOG_ERR, r->connection->log, 0,
-                      "veto sandbox: redis error reply: %*s",
+                      "veto_sandbox: redis error reply: %*s",
                       (size_t) reply->len, reply->str);
     }
 
@@ -371,7 +371,7 @@ ngx_http_veto_sandbox_gate_result(ngx_http_request_t *r,
     case NGX_HTTP_VSB_STEP_APR_CREATE:
         ngx_http_veto_sandbox_approval_result(reply, &ar);
 
-        if (ar.code != NGX_HTTP_VETO_SANDBOX_AR_OK) {
+        if (ar.code != NGX_HTTP_VSB_AR_OK) {
             return ngx_http_veto_sandbox_redis_problem(r, ctx, NGX_ERROR);
         }
 
@@ -385,20 +385,20 @@ ngx_http_veto_sandbox_gate_result(ngx_http_request_t *r,
 
         switch (ar.code) {
 
-        case NGX_HTTP_VETO_SANDBOX_AR_OK:
+        case NGX_HTTP_VSB_AR_OK:
             ngx_http_veto_sandbox_audit(r, ctx, "approval_consumed", NULL,
                                         NULL, NULL, 0);
             ngx_str_set(&ctx->decision, "allow:approved");
             ctx->step = NGX_HTTP_VSB_STEP_NEXT;
             return NGX_AGAIN;
 
-        case NGX_HTTP_VETO_SANDBOX_AR_NOT_FOUND:
+        case NGX_HTTP_VSB_AR_NOT_FOUND:
             return ngx_http_veto_sandbox_refuse(r, ctx, NGX_HTTP_FORBIDDEN,
                                    "approval_invalid",
                                    "no such approval for this tenant",
                                    NULL);
 
-        case NGX_HTTP_VETO_SANDBOX_AR_EXPIRED:
+        case NGX_HTTP_VSB_AR_EXPIRED:
             if (ar.just_expired) {
                 ngx_http_veto_sandbox_audit(r, ctx, "approval_expired", NULL,
                                             NULL, NULL, 0);
@@ -408,7 +408,7 @@ ngx_http_veto_sandbox_gate_result(ngx_http_request_t *r,
                                    "approval_expired",
                                    "the approval has expired", NULL);
 
-        case NGX_HTTP_VETO_SANDBOX_AR_NOT_APPROVED:
+        case NGX_HTTP_VSB_AR_NOT_APPROVED:
             code = ar.state.len == 8
                    && ngx_strncmp(ar.state.data, "consumed", 8) == 0
                    ? "approval_consumed" : "approval_not_approved";
@@ -421,7 +421,7 @@ ngx_http_veto_sandbox_gate_result(ngx_http_request_t *r,
                                                            : (u_char *) "",
                                              ar.state.len));
 
-        case NGX_HTTP_VETO_SANDBOX_AR_MISMATCH:
+        case NGX_HTTP_VSB_AR_MISMATCH:
             return ngx_http_veto_sandbox_refuse(r, ctx, NGX_HTTP_FORBIDDEN,
                                    "approval_mismatch",
                                    "the approval was given for another "
@@ -438,8 +438,8 @@ ngx_http_veto_sandbox_gate_result(ngx_http_request_t *r,
     case NGX_HTTP_VSB_STEP_QUOTA:
         ngx_http_veto_sandbox_quota_result(reply, &qr);
 
-        if (qr.code == NGX_HTTP_VETO_SANDBOX_QR_OK
-            || qr.code == NGX_HTTP_VETO_SANDBOX_QR_EXISTS)
+        if (qr.code == NGX_HTTP_VSB_QR_OK
+            || qr.code == NGX_HTTP_VSB_QR_EXISTS)
         {
             if (ctx->op == NGX_HTTP_VSB_OP_CREATE) {
                 ctx->slot_held = 1;
@@ -449,8 +449,8 @@ ngx_http_veto_sandbox_gate_result(ngx_http_request_t *r,
             return NGX_AGAIN;
         }
 
-        if (qr.code != NGX_HTTP_VETO_SANDBOX_QR_TENANT_LIMIT
-            && qr.code != NGX_HTTP_VETO_SANDBOX_QR_AGENT_LIMIT)
+        if (qr.code != NGX_HTTP_VSB_QR_TENANT_LIMIT
+            && qr.code != NGX_HTTP_VSB_QR_AGENT_LIMIT)
         {
             return ngx_http_veto_sandbox_redis_problem(r, ctx, NGX_ERROR);
         }
@@ -463,7 +463,7 @@ ngx_http_veto_sandbox_gate_result(ngx_http_request_t *r,
             return NGX_ERROR;
         }
 
-        why = qr.code == NGX_HTTP_VETO_SANDBOX_QR_TENANT_LIMIT ? "tenant"
+        why = qr.code == NGX_HTTP_VSB_QR_TENANT_LIMIT ? "tenant"
                                                                : "agent";
 
         return ngx_http_veto_sandbox_refuse(r, ctx,
@@ -609,13 +609,13 @@ ngx_http_veto_sandbox_approval_step(ngx_http_request_t *r,
     }
 
     /* a new approval: what the human will see */
-    id = ngx_pnalloc(r->pool, NGX_HTTP_VETO_SANDBOX_APPROVAL_ID_LEN);
+    id = ngx_pnalloc(r->pool, NGX_HTTP_VSB_APPROVAL_ID_LEN);
     if (id == NULL || ngx_http_veto_sandbox_approval_id(id) != NGX_OK) {
         return NGX_HTTP_INTERNAL_SERVER_ERROR;
     }
 
     ctx->approval.data = id;
-    ctx->approval.len = NGX_HTTP_VETO_SANDBOX_APPROVAL_ID_LEN;
+    ctx->approval.len = NGX_HTTP_VSB_APPROVAL_ID_LEN;
 
     path = NULL;
     sha.len = 0;
@@ -714,7 +714,7 @@ ngx_http_veto_sandbox_approval_202(ngx_http_request_t *r,
                      "state", "pending",
                      "action", ctx->action.data, ctx->action.len,
                      "request_hash", ctx->hash,
-                     (size_t) NGX_HTTP_VETO_SANDBOX_HASH_HEX_LEN,
+                     (size_t) NGX_HTTP_VSB_HASH_HEX_LEN,
                      "summary", summary ? summary : json_object(),
                      "threshold", (json_int_t) ctx->threshold,
                      "expires_at", (json_int_t) (expires / 1000),
@@ -840,7 +840,7 @@ ngx_http_veto_sandbox_redis_problem(ngx_http_request_t *r,
     }
 
     ngx_log_error(NGX_LOG_WARN, r->connection->log, 0,
-                  "veto sandbox: redis could not decide \"%V\" (%s), "
+                  "veto_sandbox: redis could not decide \"%V\" (%s), "
                   "refused", &ctx->action,
                   rc == NGX_HTTP_GATEWAY_TIME_OUT ? "timed out"
                   : rc == NGX_HTTP_SERVICE_UNAVAILABLE ? "unavailable"
@@ -864,7 +864,7 @@ ngx_http_veto_sandbox_ignore(ngx_int_t rc, redisReply *reply, void *data)
 {
     if (rc != NGX_OK || reply == NULL || reply->type == REDIS_REPLY_ERROR) {
         ngx_log_error(NGX_LOG_WARN, ngx_cycle->log, 0,
-                      "veto sandbox: redis bookkeeping (%s) failed",
+                      "veto_sandbox: redis bookkeeping (%s) failed",
                       (char *) data);
     }
 }
@@ -934,7 +934,7 @@ ngx_http_veto_sandbox_audit(ngx_http_request_t *r,
 
     if (ctx->hash[0]) {
         rec.request_hash.data = ctx->hash;
-        rec.request_hash.len = NGX_HTTP_VETO_SANDBOX_HASH_HEX_LEN;
+        rec.request_hash.len = NGX_HTTP_VSB_HASH_HEX_LEN;
     }
 
     rec.approval = ctx->approval.len ? ctx->approval : ctx->apr_id;

@@ -45,7 +45,7 @@ ngx_http_veto_sandbox_helper_send(ngx_http_request_t *r,
 
     if (len == 0 || len > VSB_MAX_JSON || payload_len > VSB_MAX_PAYLOAD) {
         ngx_log_error(NGX_LOG_ERR, r->connection->log, 0,
-                      "veto sandbox: helper request too large: json %uz, "
+                      "veto_sandbox: helper request too large: json %uz, "
                       "payload %uz", len, payload_len);
         return NGX_ERROR;
     }
@@ -106,7 +106,7 @@ ngx_http_veto_sandbox_helper_send(ngx_http_request_t *r,
 
     if (rc == NGX_ERROR || rc == NGX_BUSY || rc == NGX_DECLINED) {
         ngx_log_error(NGX_LOG_ERR, r->connection->log, 0,
-                      "veto sandbox: connecting to helper %V failed",
+                      "veto_sandbox: connecting to helper %V failed",
                       h->peer.name);
 
         if (h->peer.connection) {
@@ -162,7 +162,7 @@ ngx_http_veto_sandbox_helper_write_handler(ngx_event_t *wev)
 
     if (wev->timedout) {
         ngx_log_error(NGX_LOG_ERR, wev->log, NGX_ETIMEDOUT,
-                      "veto sandbox: sending to helper %V timed out",
+                      "veto_sandbox: sending to helper %V timed out",
                       h->peer.name);
         ngx_http_veto_sandbox_helper_done(r, ctx, NGX_HTTP_SERVICE_UNAVAILABLE,
                                           "the sandbox helper did not accept "
@@ -179,7 +179,7 @@ ngx_http_veto_sandbox_helper_write_handler(ngx_event_t *wev)
     if (out == NGX_CHAIN_ERROR) {
         /* the helper may have refused early and said why: read it */
         ngx_log_error(NGX_LOG_INFO, wev->log, 0,
-                      "veto sandbox: sending to helper %V failed, "
+                      "veto_sandbox: sending to helper %V failed, "
                       "reading its reply", h->peer.name);
         out = NULL;
     }
@@ -241,7 +241,7 @@ ngx_http_veto_sandbox_helper_read_handler(ngx_event_t *rev)
 
     if (rev->timedout) {
         ngx_log_error(NGX_LOG_ERR, rev->log, NGX_ETIMEDOUT,
-                      "veto sandbox: helper %V did not answer in time",
+                      "veto_sandbox: helper %V did not answer in time",
                       h->peer.name);
         ngx_http_veto_sandbox_helper_done(r, ctx, NGX_HTTP_GATEWAY_TIME_OUT,
                                           "the sandbox helper did not answer "
@@ -279,7 +279,7 @@ ngx_http_veto_sandbox_helper_read_handler(ngx_event_t *rev)
 
         if (n == NGX_ERROR || n == 0) {
             ngx_log_error(NGX_LOG_ERR, rev->log, 0,
-                          "veto sandbox: helper %V closed the connection "
+                          "veto_sandbox: helper %V closed the connection "
                           "before a complete reply", h->peer.name);
             ngx_http_veto_sandbox_helper_done(r, ctx, NGX_HTTP_BAD_GATEWAY,
                                           "the sandbox helper closed the "
@@ -303,7 +303,7 @@ ngx_http_veto_sandbox_helper_read_handler(ngx_event_t *rev)
                 || plen > VSB_MAX_PAYLOAD)
             {
                 ngx_log_error(NGX_LOG_ERR, rev->log, 0,
-                              "veto sandbox: helper %V sent a bad frame "
+                              "veto_sandbox: helper %V sent a bad frame "
                               "(json %uD, payload %uD)", h->peer.name,
                               jlen, plen);
                 ngx_http_veto_sandbox_helper_done(r, ctx,
@@ -356,7 +356,7 @@ ngx_http_veto_sandbox_helper_read_handler(ngx_event_t *rev)
         || !json_is_boolean(json_object_get(h->json, "ok")))
     {
         ngx_log_error(NGX_LOG_ERR, rev->log, 0,
-                      "veto sandbox: helper %V sent a reply that is not a "
+                      "veto_sandbox: helper %V sent a reply that is not a "
                       "JSON object with \"ok\"", h->peer.name);
         ngx_http_veto_sandbox_helper_done(r, ctx, NGX_HTTP_BAD_GATEWAY,
                                           "the sandbox helper sent a bad "

@@ -392,7 +392,7 @@ ngx_http_veto_sandbox_cache_put(ngx_http_request_t *r,
         if (n == NULL) {
             ngx_shmtx_unlock(&cache->shpool->mutex);
             ngx_log_error(NGX_LOG_WARN, r->connection->log, 0,
-                          "veto sandbox: token cache \"%V\" is full",
+                          "veto_sandbox: token cache \"%V\" is full",
                           &vscf->cache_zone->shm.name);
             return;
         }

@@ -35,7 +35,7 @@ static EVP_PKEY *ngx_http_veto_sandbox_jwk_rsa(ngx_conf_t *cf, json_t *jwk,
     ngx_str_t *file, ngx_uint_t n);
 static EVP_PKEY *ngx_http_veto_sandbox_jwk_ec(ngx_conf_t *cf, json_t *jwk,
     ngx_str_t *file, ngx_uint_t n);
-static ngx_int_t ngx_http_veto_sandbox_b64url(ngx_conf_t *cf, json_t *jwk,
+static ngx_int_t ngx_http_vsb_b64url(ngx_conf_t *cf, json_t *jwk,
     const char *name, ngx_str_t *out);
 
 
@@ -520,7 +520,7 @@ ngx_http_veto_sandbox_key_add(ngx_conf_t *cf, ngx_array_t *keys,
 
 
 static ngx_int_t
-ngx_http_veto_sandbox_b64url(ngx_conf_t *cf, json_t *jwk, const char *name,
+ngx_http_vsb_b64url(ngx_conf_t *cf, json_t *jwk, const char *name,
     ngx_str_t *out)
 {
     json_t     *v;
@@ -609,8 +609,8 @@ ngx_http_veto_sandbox_jwk_rsa(ngx_conf_t *cf, json_t *jwk, ngx_str_t *file,
     ngx_str_t        nb, eb;
     OSSL_PARAM_BLD  *bld;
 
-    if (ngx_http_veto_sandbox_b64url(cf, jwk, "n", &nb) != NGX_OK
-        || ngx_http_veto_sandbox_b64url(cf, jwk, "e", &eb) != NGX_OK)
+    if (ngx_http_vsb_b64url(cf, jwk, "n", &nb) != NGX_OK
+        || ngx_http_vsb_b64url(cf, jwk, "e", &eb) != NGX_OK)
     {
         ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
                            "\"veto_sandbox_jwt_jwks\": \"%V\" keys[%ui]: "
@@ -665,8 +665,8 @@ ngx_http_veto_sandbox_jwk_ec(ngx_conf_t *cf, json_t *jwk, ngx_str_t *file,
         return NULL;
     }
 
-    if (ngx_http_veto_sandbox_b64url(cf, jwk, "x", &x) != NGX_OK
-        || ngx_http_veto_sandbox_b64url(cf, jwk, "y", &y) != NGX_OK
+    if (ngx_http_vsb_b64url(cf, jwk, "x", &x) != NGX_OK
+        || ngx_http_vsb_b64url(cf, jwk, "y", &y) != NGX_OK
         || x.len != 32 || y.len != 32)
     {
         ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,

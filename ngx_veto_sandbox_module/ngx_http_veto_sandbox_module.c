@@ -450,7 +450,7 @@ ngx_http_veto_sandbox_identify(ngx_http_request_t *r,
         != NGX_OK)
     {
         ngx_log_error(NGX_LOG_INFO, r->connection->log, 0,
-                      "veto sandbox: token refused: %s", reason);
+                      "veto_sandbox: token refused: %s", reason);
         ngx_str_set(&ctx->decision, "deny:invalid_token");
         ctx->reason = reason;
         return NGX_DECLINED;
@@ -460,7 +460,7 @@ ngx_http_veto_sandbox_identify(ngx_http_request_t *r,
                                                   &ctx->agent);
     if (ctx->rule == NULL) {
         ngx_log_error(NGX_LOG_INFO, r->connection->log, 0,
-                      "veto sandbox: tenant \"%V\" is not in policy \"%V\"",
+                      "veto_sandbox: tenant \"%V\" is not in policy \"%V\"",
                       &ctx->tenant, &vscf->policy->file);
         ngx_str_set(&ctx->decision, "deny:policy");
         return NGX_DECLINED;
@@ -666,7 +666,7 @@ ngx_http_veto_sandbox_merge_srv_conf(ngx_conf_t *cf, void *parent,
                               120000);
 
     ngx_conf_merge_msec_value(conf->approval_ttl, prev->approval_ttl,
-                              NGX_HTTP_VETO_SANDBOX_APPROVAL_TTL);
+                              NGX_HTTP_VSB_APPROVAL_TTL);
     ngx_conf_merge_uint_value(conf->approval_threshold,
                               prev->approval_threshold, 1);
 
@@ -981,11 +981,11 @@ ngx_http_veto_sandbox_init_main_conf(ngx_conf_t *cf, void *conf)
 
     ngx_conf_init_value(vmcf->redis.db, 0);
     ngx_conf_init_msec_value(vmcf->timeout,
-                             NGX_HTTP_VETO_SANDBOX_REDIS_DEFAULT_TIMEOUT);
+                             NGX_HTTP_VSB_REDIS_DEFAULT_TIMEOUT);
     ngx_conf_init_uint_value(vmcf->audit_maxlen,
-                             NGX_HTTP_VETO_SANDBOX_AUDIT_MAXLEN);
+                             NGX_HTTP_VSB_AUDIT_MAXLEN);
     ngx_conf_init_msec_value(vmcf->retention,
-                             NGX_HTTP_VETO_SANDBOX_APPROVAL_RETENTION);
+                             NGX_HTTP_VSB_APPROVAL_RETENTION);
 
     if (vmcf->redis.db < 0) {
         return "\"veto_sandbox_redis_db\" must not be negative";
@@ -1097,7 +1097,7 @@ ngx_http_veto_sandbox_init_process(ngx_cycle_t *cycle)
         || ngx_http_veto_sandbox_revoke_init() != NGX_OK)
     {
         ngx_log_error(NGX_LOG_EMERG, cycle->log, 0,
-                      "veto sandbox: cannot prepare the Redis scripts");
+                      "veto_sandbox: cannot prepare the Redis scripts");
         return NGX_ERROR;
     }
 
@@ -1107,7 +1107,7 @@ ngx_http_veto_sandbox_init_process(ngx_cycle_t *cycle)
                                                                &vmcf->redis);
     if (ngx_http_veto_sandbox_rds == NULL) {
         ngx_log_error(NGX_LOG_EMERG, cycle->log, 0,
-                      "veto sandbox: cannot set up the Redis client for "
+                      "veto_sandbox: cannot set up the Redis client for "
                       "\"%V\"", &vmcf->redis.addr);
         return NGX_ERROR;
     }

@@ -16,8 +16,8 @@
  *   _redis.c, _approval.c, _quota.c, _revoke.c, _audit.c: the Redis layer
  */
 
-#ifndef NGX_HTTP_VETO_SANDBOX_MODULE_H
-#define NGX_HTTP_VETO_SANDBOX_MODULE_H
+#ifndef _NGX_HTTP_VSB_MODULE_H_INCLUDED_
+#define _NGX_HTTP_VSB_MODULE_H_INCLUDED_
 
 #include <ngx_config.h>
 #include <ngx_core.h>
@@ -239,7 +239,7 @@ struct ngx_http_veto_sandbox_ctx_s {
     ngx_msec_t                   ttl;
     json_t                      *body;          /* approve/deny body */
     ngx_str_t                    apr_id;        /* /v1/approvals/{id} */
-    u_char                       hash[NGX_HTTP_VETO_SANDBOX_HASH_HEX_LEN + 1];
+    u_char                       hash[NGX_HTTP_VSB_HASH_HEX_LEN + 1];
 
     unsigned                     identified:1;
     unsigned                     needs_approval:1;
@@ -370,4 +370,4 @@ ngx_int_t ngx_http_veto_sandbox_send(ngx_http_request_t *r,
 ngx_int_t ngx_http_veto_sandbox_filter_init(ngx_conf_t *cf);
 json_t *ngx_http_veto_sandbox_json_ngx_str(ngx_str_t *s);
 
-#endif /* NGX_HTTP_VETO_SANDBOX_MODULE_H */
+#endif /* _NGX_HTTP_VSB_MODULE_H_INCLUDED_ */

@@ -212,7 +212,7 @@ ngx_http_veto_sandbox_quota_acquire(ngx_http_veto_sandbox_redis_t *rds,
     a[8] = *gateway;
 
     return ngx_http_veto_sandbox_quota_call(rds, timeout,
-                                         NGX_HTTP_VETO_SANDBOX_QUOTA_ACQUIRE,
+                                         NGX_HTTP_VSB_QUOTA_ACQUIRE,
                                          3, 9, a, handler, data, cmdp);
 }
 
@@ -234,7 +234,7 @@ ngx_http_veto_sandbox_quota_release(ngx_http_veto_sandbox_redis_t *rds,
     a[3] = *sandbox;
 
     return ngx_http_veto_sandbox_quota_call(rds, timeout,
-                                         NGX_HTTP_VETO_SANDBOX_QUOTA_RELEASE,
+                                         NGX_HTTP_VSB_QUOTA_RELEASE,
                                          3, 4, a, handler, data, cmdp);
 }
 
@@ -286,7 +286,7 @@ ngx_http_veto_sandbox_quota_exec(ngx_http_veto_sandbox_redis_t *rds,
     a[5] = *event_id;
 
     return ngx_http_veto_sandbox_quota_call(rds, timeout,
-                                         NGX_HTTP_VETO_SANDBOX_QUOTA_EXEC_RATE,
+                                         NGX_HTTP_VSB_QUOTA_EXEC_RATE,
                                          2, 6, a, handler, data, cmdp);
 }
 
@@ -333,7 +333,7 @@ ngx_http_veto_sandbox_quota_result(redisReply *reply,
     ngx_int_t    n;
     redisReply  *code, *retry;
 
-    res->code = NGX_HTTP_VETO_SANDBOX_QR_BAD_REPLY;
+    res->code = NGX_HTTP_VSB_QR_BAD_REPLY;
     res->retry_after = 0;
 
     if (reply == NULL || reply->type != REDIS_REPLY_ARRAY
@@ -350,23 +350,23 @@ ngx_http_veto_sandbox_quota_result(redisReply *reply,
     n = ngx_atoi((u_char *) retry->str, retry->len);
     res->retry_after = (n == NGX_ERROR || n < 1) ? 1 : (time_t) n;
 
-#define ngx_http_veto_sandbox_is(s)                                           \
+#define ngx_http_vsb_is(s)                                                    \
     ((size_t) code->len == sizeof(s) - 1                                      \
      && ngx_strncmp(code->str, s, sizeof(s) - 1) == 0)
 
-    if (ngx_http_veto_sandbox_is("ok")) {
-        res->code = NGX_HTTP_VETO_SANDBOX_QR_OK;
+    if (ngx_http_vsb_is("ok")) {
+        res->code = NGX_HTTP_VSB_QR_OK;
         res->retry_after = 0;
 
-    } else if (ngx_http_veto_sandbox_is("tenant_limit")) {
-        res->code = NGX_HTTP_VETO_SANDBOX_QR_TENANT_LIMIT;
+    } else if (ngx_http_vsb_is("tenant_limit")) {
+        res->code = NGX_HTTP_VSB_QR_TENANT_LIMIT;
 
-    } else if (ngx_http_veto_sandbox_is("agent_limit")) {
-        res->code = NGX_HTTP_VETO_SANDBOX_QR_AGENT_LIMIT;
+    } else if (ngx_http_vsb_is("agent_limit")) {
+        res->code = NGX_HTTP_VSB_QR_AGENT_LIMIT;
 
-    } else if (ngx_http_veto_sandbox_is("exists")) {
-        res->code = NGX_HTTP_VETO_SANDBOX_QR_EXISTS;
+    } else if (ngx_http_vsb_is("exists")) {
+        res->code = NGX_HTTP_VSB_QR_EXISTS;
     }
 
-#undef ngx_http_veto_sandbox_is
+#undef ngx_http_vsb_is
 }

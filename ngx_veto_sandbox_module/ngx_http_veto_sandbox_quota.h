@@ -21,8 +21,8 @@
  * tenant_limit, agent_limit, exists.  Limits of 0 mean "no limit".
  */
 
-#ifndef _NGX_HTTP_VETO_SANDBOX_QUOTA_H_INCLUDED_
-#define _NGX_HTTP_VETO_SANDBOX_QUOTA_H_INCLUDED_
+#ifndef _NGX_HTTP_VSB_QUOTA_H_INCLUDED_
+#define _NGX_HTTP_VSB_QUOTA_H_INCLUDED_
 
 
 #include <ngx_config.h>
@@ -33,19 +33,19 @@
 
 
 typedef enum {
-    NGX_HTTP_VETO_SANDBOX_QUOTA_ACQUIRE = 0,
-    NGX_HTTP_VETO_SANDBOX_QUOTA_RELEASE,
-    NGX_HTTP_VETO_SANDBOX_QUOTA_EXEC_RATE,
-    NGX_HTTP_VETO_SANDBOX_QUOTA_NSCRIPTS
+    NGX_HTTP_VSB_QUOTA_ACQUIRE = 0,
+    NGX_HTTP_VSB_QUOTA_RELEASE,
+    NGX_HTTP_VSB_QUOTA_EXEC_RATE,
+    NGX_HTTP_VSB_QUOTA_NSCRIPTS
 } ngx_http_veto_sandbox_quota_op_e;
 
 
 typedef enum {
-    NGX_HTTP_VETO_SANDBOX_QR_OK = 0,
-    NGX_HTTP_VETO_SANDBOX_QR_TENANT_LIMIT,   /* 429, Retry-After */
-    NGX_HTTP_VETO_SANDBOX_QR_AGENT_LIMIT,    /* 429, Retry-After */
-    NGX_HTTP_VETO_SANDBOX_QR_EXISTS,         /* id already counted */
-    NGX_HTTP_VETO_SANDBOX_QR_BAD_REPLY       /* fail closed: 503 */
+    NGX_HTTP_VSB_QR_OK = 0,
+    NGX_HTTP_VSB_QR_TENANT_LIMIT,   /* 429, Retry-After */
+    NGX_HTTP_VSB_QR_AGENT_LIMIT,    /* 429, Retry-After */
+    NGX_HTTP_VSB_QR_EXISTS,         /* id already counted */
+    NGX_HTTP_VSB_QR_BAD_REPLY       /* fail closed: 503 */
 } ngx_http_veto_sandbox_quota_code_e;
 
 
@@ -113,4 +113,4 @@ void ngx_http_veto_sandbox_quota_result(redisReply *reply,
     ngx_http_veto_sandbox_quota_result_t *res);
 
 
-#endif /* _NGX_HTTP_VETO_SANDBOX_QUOTA_H_INCLUDED_ */
+#endif /* _NGX_HTTP_VSB_QUOTA_H_INCLUDED_ */

@@ -76,11 +76,11 @@ ngx_http_veto_sandbox_redis_conf_init(ngx_http_veto_sandbox_redis_conf_t *rcf)
 {
     ngx_memzero(rcf, sizeof(ngx_http_veto_sandbox_redis_conf_t));
 
-    rcf->port = NGX_HTTP_VETO_SANDBOX_REDIS_DEFAULT_PORT;
-    rcf->connect_timeout = NGX_HTTP_VETO_SANDBOX_REDIS_DEFAULT_TIMEOUT;
-    rcf->backoff_min = NGX_HTTP_VETO_SANDBOX_REDIS_BACKOFF_MIN;
-    rcf->backoff_max = NGX_HTTP_VETO_SANDBOX_REDIS_BACKOFF_MAX;
-    rcf->max_timeouts = NGX_HTTP_VETO_SANDBOX_REDIS_MAX_TIMEOUTS;
+    rcf->port = NGX_HTTP_VSB_REDIS_DEFAULT_PORT;
+    rcf->connect_timeout = NGX_HTTP_VSB_REDIS_DEFAULT_TIMEOUT;
+    rcf->backoff_min = NGX_HTTP_VSB_REDIS_BACKOFF_MIN;
+    rcf->backoff_max = NGX_HTTP_VSB_REDIS_BACKOFF_MAX;
+    rcf->max_timeouts = NGX_HTTP_VSB_REDIS_MAX_TIMEOUTS;
 }
 
 
@@ -129,7 +129,7 @@ ngx_http_veto_sandbox_redis_parse_addr(ngx_conf_t *cf, ngx_str_t *value,
     ngx_memzero(&u, sizeof(ngx_url_t));
 
     u.url = *value;
-    u.default_port = NGX_HTTP_VETO_SANDBOX_REDIS_DEFAULT_PORT;
+    u.default_port = NGX_HTTP_VSB_REDIS_DEFAULT_PORT;
 
     if (ngx_parse_url(cf->pool, &u) != NGX_OK) {
         ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
@@ -245,7 +245,7 @@ ngx_http_veto_sandbox_redis_create(ngx_cycle_t *cycle,
 
     rds->conf = *rcf;
     rds->log = cycle->log;
-    rds->state = NGX_HTTP_VETO_SANDBOX_REDIS_IDLE;
+    rds->state = NGX_HTTP_VSB_REDIS_IDLE;
     rds->backoff = rcf->backoff_min;
 
     /* cancelable: these timers must not hold a gracefully exiting worker */
@@ -269,11 +269,11 @@ ngx_http_veto_sandbox_redis_create(ngx_cycle_t *cycle,
 void
 ngx_http_veto_sandbox_redis_destroy(ngx_http_veto_sandbox_redis_t *rds)
 {
-    if (rds == NULL || rds->state == NGX_HTTP_VETO_SANDBOX_REDIS_CLOSED) {
+    if (rds == NULL || rds->state == NGX_HTTP_VSB_REDIS_CLOSED) {
         return;
     }
 
-    rds->state = NGX_HTTP_VETO_SANDBOX_REDIS_CLOSED;
+    rds->state = NGX_HTTP_VSB_REDIS_CLOSED;
 
     if (rds->reconnect.timer_set) {
         ngx_del_timer(&rds->reconnect);
@@ -293,7 +293,7 @@ ngx_http_veto_sandbox_redis_destroy(ngx_http_veto_sandbox_redis_t *rds)
 ngx_uint_t
 ngx_http_veto_sandbox_redis_ready(ngx_http_veto_sandbox_redis_t *rds)
 {
-    return rds != NULL && rds->state == NGX_HTTP_VETO_SANDBOX_REDIS_READY;
+    return rds != NULL && rds->state == NGX_HTTP_VSB_REDIS_READY;
 }
 
 
@@ -350,7 +350,7 @@ ngx_http_veto_sandbox_redis_connect(ngx_http_veto_sandbox_redis_t *rds)
 
     rds->ac = ac;
     rds->conn = c;
-    rds->state = NGX_HTTP_VETO_SANDBOX_REDIS_CONNECTING;
+    rds->state = NGX_HTTP_VSB_REDIS_CONNECTING;
 
     ac->data = rds;
     ac->ev.data = rds;
@@ -436,13 +436,13 @@ ngx_http_veto_sandbox_redis_schedule(ngx_http_veto_sandbox_redis_t *rds)
 {
     ngx_msec_t  delay;
 
-    if (rds->state == NGX_HTTP_VETO_SANDBOX_REDIS_CLOSED
+    if (rds->state == NGX_HTTP_VSB_REDIS_CLOSED
         || ngx_exiting || ngx_quit || ngx_terminate)
     {
         return;
     }
 
-    rds->state = NGX_HTTP_VETO_SANDBOX_REDIS_IDLE;
+    rds->state = NGX_HTTP_VSB_REDIS_IDLE;
 
     if (rds->reconnect.timer_set) {
         return;
@@ -470,7 +470,7 @@ ngx_http_veto_sandbox_redis_reconnect_handler(ngx_event_t *ev)
 {
     ngx_http_veto_sandbox_redis_t  *rds = ev->data;
 
-    if (rds->state != NGX_HTTP_VETO_SANDBOX_REDIS_IDLE || rds->ac) {
+    if (rds->state != NGX_HTTP_VSB_REDIS_IDLE || rds->ac) {
         return;
     }
 
@@ -501,8 +501,8 @@ ngx_http_veto_sandbox_redis_drop(ngx_http_veto_sandbox_redis_t *rds,
         return;
     }
 
-    if (rds->state != NGX_HTTP_VETO_SANDBOX_REDIS_CLOSED) {
-        rds->state = NGX_HTTP_VETO_SANDBOX_REDIS_IDLE;
+    if (rds->state != NGX_HTTP_VSB_REDIS_CLOSED) {
+        rds->state = NGX_HTTP_VSB_REDIS_IDLE;
     }
 
     redisAsyncFree(ac);
@@ -549,7 +549,7 @@ ngx_http_veto_sandbox_redis_handshake_reply(redisAsyncContext *ac, void *r,
         ngx_del_timer(&rds->handshake);
     }
 
-    rds->state = NGX_HTTP_VETO_SANDBOX_REDIS_READY;
+    rds->state = NGX_HTTP_VSB_REDIS_READY;
     rds->backoff = rds->conf.backoff_min;
     rds->timeouts = 0;
 
@@ -757,8 +757,8 @@ ngx_http_veto_sandbox_redis_command(ngx_http_veto_sandbox_redis_t *rds,
     ngx_http_veto_sandbox_redis_cmd_t  *cmd;
 
     if (rds == NULL || rds->ac == NULL
-        || rds->state == NGX_HTTP_VETO_SANDBOX_REDIS_IDLE
-        || rds->state == NGX_HTTP_VETO_SANDBOX_REDIS_CLOSED)
+        || rds->state == NGX_HTTP_VSB_REDIS_IDLE
+        || rds->state == NGX_HTTP_VSB_REDIS_CLOSED)
     {
         if (rds) {
             rds->n_failures++;
@@ -800,8 +800,8 @@ ngx_http_veto_sandbox_redis_eval(ngx_http_veto_sandbox_redis_t *rds,
     ngx_http_veto_sandbox_redis_cmd_t  *cmd;
 
     if (rds == NULL || rds->ac == NULL
-        || rds->state == NGX_HTTP_VETO_SANDBOX_REDIS_IDLE
-        || rds->state == NGX_HTTP_VETO_SANDBOX_REDIS_CLOSED)
+        || rds->state == NGX_HTTP_VSB_REDIS_IDLE
+        || rds->state == NGX_HTTP_VSB_REDIS_CLOSED)
     {
         if (rds) {
             rds->n_failures++;

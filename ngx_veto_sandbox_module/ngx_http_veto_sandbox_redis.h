@@ -36,8 +36,8 @@
  * rc other than NGX_OK, and any error reply, as "refuse with 503".
  */
 
-#ifndef _NGX_HTTP_VETO_SANDBOX_REDIS_H_INCLUDED_
-#define _NGX_HTTP_VETO_SANDBOX_REDIS_H_INCLUDED_
+#ifndef _NGX_HTTP_VSB_REDIS_H_INCLUDED_
+#define _NGX_HTTP_VSB_REDIS_H_INCLUDED_
 
 
 #include <ngx_config.h>
@@ -48,11 +48,11 @@
 #include <hiredis/async.h>
 
 
-#define NGX_HTTP_VETO_SANDBOX_REDIS_DEFAULT_PORT     6379
-#define NGX_HTTP_VETO_SANDBOX_REDIS_DEFAULT_TIMEOUT  1000    /* ms */
-#define NGX_HTTP_VETO_SANDBOX_REDIS_BACKOFF_MIN      100     /* ms */
-#define NGX_HTTP_VETO_SANDBOX_REDIS_BACKOFF_MAX      5000    /* ms */
-#define NGX_HTTP_VETO_SANDBOX_REDIS_MAX_TIMEOUTS     3
+#define NGX_HTTP_VSB_REDIS_DEFAULT_PORT     6379
+#define NGX_HTTP_VSB_REDIS_DEFAULT_TIMEOUT  1000    /* ms */
+#define NGX_HTTP_VSB_REDIS_BACKOFF_MIN      100     /* ms */
+#define NGX_HTTP_VSB_REDIS_BACKOFF_MAX      5000    /* ms */
+#define NGX_HTTP_VSB_REDIS_MAX_TIMEOUTS     3
 
 
 /*
@@ -78,10 +78,10 @@ typedef struct {
 
 
 typedef enum {
-    NGX_HTTP_VETO_SANDBOX_REDIS_IDLE = 0,    /* waiting for reconnect */
-    NGX_HTTP_VETO_SANDBOX_REDIS_CONNECTING,  /* connect + AUTH/SELECT/PING */
-    NGX_HTTP_VETO_SANDBOX_REDIS_READY,
-    NGX_HTTP_VETO_SANDBOX_REDIS_CLOSED       /* destroyed, worker exiting */
+    NGX_HTTP_VSB_REDIS_IDLE = 0,    /* waiting for reconnect */
+    NGX_HTTP_VSB_REDIS_CONNECTING,  /* connect + AUTH/SELECT/PING */
+    NGX_HTTP_VSB_REDIS_READY,
+    NGX_HTTP_VSB_REDIS_CLOSED       /* destroyed, worker exiting */
 } ngx_http_veto_sandbox_redis_state_e;
 
 
@@ -196,4 +196,4 @@ ngx_uint_t ngx_http_veto_sandbox_redis_ready(
 ngx_uint_t ngx_http_veto_sandbox_redis_key_part_valid(u_char *p, size_t len);
 
 
-#endif /* _NGX_HTTP_VETO_SANDBOX_REDIS_H_INCLUDED_ */
+#endif /* _NGX_HTTP_VSB_REDIS_H_INCLUDED_ */

@@ -351,7 +351,7 @@ ngx_http_veto_sandbox_review_decided(ngx_http_request_t *r,
 
     switch (ar.code) {
 
-    case NGX_HTTP_VETO_SANDBOX_AR_OK:
+    case NGX_HTTP_VSB_AR_OK:
         ngx_http_veto_sandbox_audit(r, ctx,
                                     approve ? "approval_approved"
                                             : "approval_denied",
@@ -375,12 +375,12 @@ ngx_http_veto_sandbox_review_decided(ngx_http_request_t *r,
                                                       ar.detail.len)
                                            : 0)));
 
-    case NGX_HTTP_VETO_SANDBOX_AR_NOT_FOUND:
+    case NGX_HTTP_VSB_AR_NOT_FOUND:
         return ngx_http_veto_sandbox_problem(r, NGX_HTTP_NOT_FOUND,
                                              "not_found", "no such approval",
                                              NULL);
 
-    case NGX_HTTP_VETO_SANDBOX_AR_EXPIRED:
+    case NGX_HTTP_VSB_AR_EXPIRED:
         if (ar.just_expired) {
             ngx_http_veto_sandbox_audit(r, ctx, "approval_expired", NULL,
                                         NULL, NULL, 0);
@@ -391,25 +391,25 @@ ngx_http_veto_sandbox_review_decided(ngx_http_request_t *r,
         detail = "the approval has expired";
         break;
 
-    case NGX_HTTP_VETO_SANDBOX_AR_NOT_PENDING:
+    case NGX_HTTP_VSB_AR_NOT_PENDING:
         status = NGX_HTTP_CONFLICT;
         code = "not_pending";
         detail = "the approval was decided already";
         break;
 
-    case NGX_HTTP_VETO_SANDBOX_AR_SELF_APPROVAL:
+    case NGX_HTTP_VSB_AR_SELF_APPROVAL:
         status = NGX_HTTP_FORBIDDEN;
         code = "self_approval";
         detail = "the requester cannot decide its own request";
         break;
 
-    case NGX_HTTP_VETO_SANDBOX_AR_ALREADY_APPROVED:
+    case NGX_HTTP_VSB_AR_ALREADY_APPROVED:
         status = NGX_HTTP_CONFLICT;
         code = "already_approved";
         detail = "this reviewer approved already; another must";
         break;
 
-    case NGX_HTTP_VETO_SANDBOX_AR_REASON_REQUIRED:
+    case NGX_HTTP_VSB_AR_REASON_REQUIRED:
         status = NGX_HTTP_VSB_UNPROCESSABLE;
         code = "reason_required";
         detail = "a denial needs a \"reason\"";
@@ -447,13 +447,13 @@ ngx_http_veto_sandbox_review_result(ngx_http_request_t *r,
     case NGX_HTTP_VSB_OP_APR_GET:
         ngx_http_veto_sandbox_approval_result(reply, &ar);
 
-        if (ar.code == NGX_HTTP_VETO_SANDBOX_AR_NOT_FOUND) {
+        if (ar.code == NGX_HTTP_VSB_AR_NOT_FOUND) {
             return ngx_http_veto_sandbox_problem(r, NGX_HTTP_NOT_FOUND,
                                                  "not_found",
                                                  "no such approval", NULL);
         }
 
-        if (ar.code != NGX_HTTP_VETO_SANDBOX_AR_OK || reply->elements < 5) {
+        if (ar.code != NGX_HTTP_VSB_AR_OK || reply->elements < 5) {
             return ngx_http_veto_sandbox_redis_problem(r, ctx, NGX_ERROR);
         }
 
@@ -504,7 +504,7 @@ ngx_http_veto_sandbox_review_result(ngx_http_request_t *r,
     case NGX_HTTP_VSB_OP_APR_LIST:
         ngx_http_veto_sandbox_approval_result(reply, &ar);
 
-        if (ar.code != NGX_HTTP_VETO_SANDBOX_AR_OK || reply->elements < 5
+        if (ar.code != NGX_HTTP_VSB_AR_OK || reply->elements < 5
             || reply->element[3]->type != REDIS_REPLY_ARRAY)
         {
             return ngx_http_veto_sandbox_redis_problem(r, ctx, NGX_ERROR);

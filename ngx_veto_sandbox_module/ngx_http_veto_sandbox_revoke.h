@@ -15,8 +15,8 @@
  * could not be revoked, so it is not accepted.  Redis down: refused (503).
  */
 
-#ifndef _NGX_HTTP_VETO_SANDBOX_REVOKE_H_INCLUDED_
-#define _NGX_HTTP_VETO_SANDBOX_REVOKE_H_INCLUDED_
+#ifndef _NGX_HTTP_VSB_REVOKE_H_INCLUDED_
+#define _NGX_HTTP_VSB_REVOKE_H_INCLUDED_
 
 
 #include <ngx_config.h>
@@ -65,4 +65,4 @@ ngx_int_t ngx_http_veto_sandbox_revoke_agent(
     ngx_http_veto_sandbox_redis_cmd_t **cmdp);
 
 
-#endif /* _NGX_HTTP_VETO_SANDBOX_REVOKE_H_INCLUDED_ */
+#endif /* _NGX_HTTP_VSB_REVOKE_H_INCLUDED_ */

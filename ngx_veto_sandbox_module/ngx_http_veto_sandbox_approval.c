@@ -21,10 +21,9 @@ typedef struct {
 
 
 static ngx_int_t ngx_http_veto_sandbox_approval_call(
-    ngx_http_veto_sandbox_redis_t *rds, ngx_msec_t timeout,
+    ngx_http_veto_sandbox_redis_call_t *call,
     ngx_http_veto_sandbox_approval_op_e op, int numkeys, int argc,
-    ngx_str_t *args, ngx_http_veto_sandbox_redis_handler_pt handler,
-    void *data, ngx_http_veto_sandbox_redis_cmd_t **cmdp);
+    ngx_str_t *args);
 static u_char *ngx_http_veto_sandbox_pct_encode(u_char *dst, u_char *src,
     size_t len, ngx_uint_t keep_slash);
 static u_char *ngx_http_veto_sandbox_pct_decode(u_char *dst, u_char *src,
@@ -794,64 +793,29 @@ ngx_http_veto_sandbox_approval_keys(ngx_pool_t *pool, ngx_str_t *tenant,
 }
 
 
-ngx_int_t
-ngx_http_veto_sandbox_tenant_key(ngx_pool_t *pool, ngx_str_t *key,
-    const char *what, ngx_str_t *tenant, ngx_str_t *part)
-{
-    size_t  len;
-
-    len = sizeof(NGX_HTTP_VSB_KEY_PREFIX "{}::") + tenant->len
-          + ngx_strlen(what) + (part ? part->len : 0);
-
-    key->data = ngx_pnalloc(pool, len);
-    if (key->data == NULL) {
-        return NGX_ERROR;
-    }
-
-    if (part) {
-        key->len = ngx_sprintf(key->data,
-                               NGX_HTTP_VSB_KEY_PREFIX "{%V}:%s:%V",
-                               tenant, what, part)
-                   - key->data;
-
-    } else {
-        key->len = ngx_sprintf(key->data,
-                               NGX_HTTP_VSB_KEY_PREFIX "{%V}:%s",
-                               tenant, what)
-                   - key->data;
-    }
-
-    return NGX_OK;
-}
-
-
 static ngx_int_t
-ngx_http_veto_sandbox_approval_call(ngx_http_veto_sandbox_redis_t *rds,
-    ngx_msec_t timeout, ngx_http_veto_sandbox_approval_op_e op, int numkeys,
-    int argc, ngx_str_t *args, ngx_http_veto_sandbox_redis_handler_pt handler,
-    void *data, ngx_http_veto_sandbox_redis_cmd_t **cmdp)
+ngx_http_veto_sandbox_approval_call(ngx_http_veto_sandbox_redis_call_t *call,
+    ngx_http_veto_sandbox_approval_op_e op, int numkeys, int argc,
+    ngx_str_t *args)
 {
-    return ngx_http_veto_sandbox_redis_eval_str(rds, timeout,
-                                                &ngx_http_veto_sandbox_approval_scripts[op],
-                                                handler, data, cmdp, numkeys,
-                                                argc, args);
+    return ngx_http_veto_sandbox_redis_eval_str(call,
+                                  &ngx_http_veto_sandbox_approval_scripts[op],
+                                  numkeys, argc, args);
 }
 
 
 ngx_int_t
-ngx_http_veto_sandbox_approval_create(ngx_http_veto_sandbox_redis_t *rds,
-    ngx_pool_t *pool, ngx_msec_t timeout, ngx_str_t *id,
+ngx_http_veto_sandbox_approval_create(
+    ngx_http_veto_sandbox_redis_call_t *call, ngx_str_t *id,
     ngx_http_veto_sandbox_approval_bind_t *bind, ngx_str_t *summary,
-    ngx_msec_t ttl, ngx_uint_t threshold, ngx_msec_t retention,
-    ngx_http_veto_sandbox_redis_handler_pt handler, void *data,
-    ngx_http_veto_sandbox_redis_cmd_t **cmdp)
+    ngx_msec_t ttl, ngx_uint_t threshold, ngx_msec_t retention)
 {
     u_char     *p;
     ngx_int_t   rc;
     ngx_str_t   a[12];
 
-    rc = ngx_http_veto_sandbox_approval_keys(pool, &bind->tenant, id, &a[0],
-                                             &a[1], &a[2]);
+    rc = ngx_http_veto_sandbox_approval_keys(call->pool, &bind->tenant, id,
+                                             &a[0], &a[1], &a[2]);
     if (rc != NGX_OK) {
         return rc;
     }
@@ -862,7 +826,7 @@ ngx_http_veto_sandbox_approval_create(ngx_http_veto_sandbox_redis_t *rds,
         return NGX_DECLINED;
     }
 
-    p = ngx_pnalloc(pool, 3 * NGX_INT_T_LEN);
+    p = ngx_pnalloc(call->pool, 3 * NGX_INT_T_LEN);
     if (p == NULL) {
         return NGX_ERROR;
     }
@@ -887,24 +851,22 @@ ngx_http_veto_sandbox_approval_create(ngx_http_veto_sandbox_redis_t *rds,
     p = ngx_sprintf(p, "%M", retention);
     a[11].len = p - a[11].data;
 
-    return ngx_http_veto_sandbox_approval_call(rds, timeout,
-                                     NGX_HTTP_VSB_APPROVAL_CREATE,
-                                     3, 12, a, handler, data, cmdp);
+    return ngx_http_veto_sandbox_approval_call(call,
+                                               NGX_HTTP_VSB_APPROVAL_CREATE,
+                                               3, 12, a);
 }
 
 
 ngx_int_t
-ngx_http_veto_sandbox_approval_decide(ngx_http_veto_sandbox_redis_t *rds,
-    ngx_pool_t *pool, ngx_msec_t timeout, ngx_str_t *tenant, ngx_str_t *id,
-    ngx_str_t *reviewer, ngx_uint_t approve, ngx_str_t *reason,
-    ngx_http_veto_sandbox_redis_handler_pt handler, void *data,
-    ngx_http_veto_sandbox_redis_cmd_t **cmdp)
+ngx_http_veto_sandbox_approval_decide(
+    ngx_http_veto_sandbox_redis_call_t *call, ngx_str_t *tenant,
+    ngx_str_t *id, ngx_str_t *reviewer, ngx_uint_t approve, ngx_str_t *reason)
 {
     ngx_int_t   rc;
     ngx_str_t   a[5];
 
-    rc = ngx_http_veto_sandbox_approval_keys(pool, tenant, id, &a[0], &a[1],
-                                             NULL);
+    rc = ngx_http_veto_sandbox_approval_keys(call->pool, tenant, id, &a[0],
+                                             &a[1], NULL);
     if (rc != NGX_OK) {
         return rc;
     }
@@ -913,9 +875,9 @@ ngx_http_veto_sandbox_approval_decide(ngx_http_veto_sandbox_redis_t *rds,
     a[3] = *reviewer;
 
     if (approve) {
-        return ngx_http_veto_sandbox_approval_call(rds, timeout,
-                                     NGX_HTTP_VSB_APPROVAL_APPROVE,
-                                     2, 4, a, handler, data, cmdp);
+        return ngx_http_veto_sandbox_approval_call(call,
+                                               NGX_HTTP_VSB_APPROVAL_APPROVE,
+                                               2, 4, a);
     }
 
     if (reason) {
@@ -926,24 +888,22 @@ ngx_http_veto_sandbox_approval_decide(ngx_http_veto_sandbox_redis_t *rds,
         a[4].data = (u_char *) "";
     }
 
-    return ngx_http_veto_sandbox_approval_call(rds, timeout,
-                                     NGX_HTTP_VSB_APPROVAL_DENY,
-                                     2, 5, a, handler, data, cmdp);
+    return ngx_http_veto_sandbox_approval_call(call,
+                                               NGX_HTTP_VSB_APPROVAL_DENY,
+                                               2, 5, a);
 }
 
 
 ngx_int_t
-ngx_http_veto_sandbox_approval_consume(ngx_http_veto_sandbox_redis_t *rds,
-    ngx_pool_t *pool, ngx_msec_t timeout, ngx_str_t *id,
-    ngx_http_veto_sandbox_approval_bind_t *bind,
-    ngx_http_veto_sandbox_redis_handler_pt handler, void *data,
-    ngx_http_veto_sandbox_redis_cmd_t **cmdp)
+ngx_http_veto_sandbox_approval_consume(
+    ngx_http_veto_sandbox_redis_call_t *call, ngx_str_t *id,
+    ngx_http_veto_sandbox_approval_bind_t *bind)
 {
     ngx_int_t   rc;
     ngx_str_t   a[5];
 
-    rc = ngx_http_veto_sandbox_approval_keys(pool, &bind->tenant, id, &a[0],
-                                             NULL, NULL);
+    rc = ngx_http_veto_sandbox_approval_keys(call->pool, &bind->tenant, id,
+                                             &a[0], NULL, NULL);
     if (rc != NGX_OK) {
         return rc;
     }
@@ -954,23 +914,22 @@ ngx_http_veto_sandbox_approval_consume(ngx_http_veto_sandbox_redis_t *rds,
     a[4].data = bind->hash;
     a[4].len = NGX_HTTP_VSB_HASH_HEX_LEN;
 
-    return ngx_http_veto_sandbox_approval_call(rds, timeout,
-                                     NGX_HTTP_VSB_APPROVAL_CONSUME,
-                                     1, 5, a, handler, data, cmdp);
+    return ngx_http_veto_sandbox_approval_call(call,
+                                               NGX_HTTP_VSB_APPROVAL_CONSUME,
+                                               1, 5, a);
 }
 
 
 ngx_int_t
-ngx_http_veto_sandbox_approval_expire(ngx_http_veto_sandbox_redis_t *rds,
-    ngx_pool_t *pool, ngx_msec_t timeout, ngx_str_t *tenant, ngx_str_t *id,
-    ngx_uint_t force, ngx_http_veto_sandbox_redis_handler_pt handler,
-    void *data, ngx_http_veto_sandbox_redis_cmd_t **cmdp)
+ngx_http_veto_sandbox_approval_expire(
+    ngx_http_veto_sandbox_redis_call_t *call, ngx_str_t *tenant,
+    ngx_str_t *id, ngx_uint_t force)
 {
     ngx_int_t   rc;
     ngx_str_t   a[3];
 
-    rc = ngx_http_veto_sandbox_approval_keys(pool, tenant, id, &a[0], NULL,
-                                             NULL);
+    rc = ngx_http_veto_sandbox_approval_keys(call->pool, tenant, id, &a[0],
+                                             NULL, NULL);
     if (rc != NGX_OK) {
         return rc;
     }
@@ -979,53 +938,48 @@ ngx_http_veto_sandbox_approval_expire(ngx_http_veto_sandbox_redis_t *rds,
     a[2].data = (u_char *) (force ? "1" : "0");
     a[2].len = 1;
 
-    return ngx_http_veto_sandbox_approval_call(rds, timeout,
-                                     NGX_HTTP_VSB_APPROVAL_EXPIRE,
-                                     1, 3, a, handler, data, cmdp);
+    return ngx_http_veto_sandbox_approval_call(call,
+                                               NGX_HTTP_VSB_APPROVAL_EXPIRE,
+                                               1, 3, a);
 }
 
 
 ngx_int_t
-ngx_http_veto_sandbox_approval_get(ngx_http_veto_sandbox_redis_t *rds,
-    ngx_pool_t *pool, ngx_msec_t timeout, ngx_str_t *tenant, ngx_str_t *id,
-    ngx_http_veto_sandbox_redis_handler_pt handler, void *data,
-    ngx_http_veto_sandbox_redis_cmd_t **cmdp)
+ngx_http_veto_sandbox_approval_get(ngx_http_veto_sandbox_redis_call_t *call,
+    ngx_str_t *tenant, ngx_str_t *id)
 {
     ngx_int_t   rc;
     ngx_str_t   a[3];
 
-    rc = ngx_http_veto_sandbox_approval_keys(pool, tenant, id, &a[0], &a[1],
-                                             NULL);
+    rc = ngx_http_veto_sandbox_approval_keys(call->pool, tenant, id, &a[0],
+                                             &a[1], NULL);
     if (rc != NGX_OK) {
         return rc;
     }
 
     a[2] = *tenant;
 
-    return ngx_http_veto_sandbox_approval_call(rds, timeout,
-                                     NGX_HTTP_VSB_APPROVAL_GET,
-                                     2, 3, a, handler, data, cmdp);
+    return ngx_http_veto_sandbox_approval_call(call,
+                                               NGX_HTTP_VSB_APPROVAL_GET,
+                                               2, 3, a);
 }
 
 
 ngx_int_t
-ngx_http_veto_sandbox_approval_list(ngx_http_veto_sandbox_redis_t *rds,
-    ngx_pool_t *pool, ngx_msec_t timeout, ngx_str_t *tenant,
-    ngx_str_t *state, ngx_uint_t limit,
-    ngx_http_veto_sandbox_redis_handler_pt handler, void *data,
-    ngx_http_veto_sandbox_redis_cmd_t **cmdp)
+ngx_http_veto_sandbox_approval_list(ngx_http_veto_sandbox_redis_call_t *call,
+    ngx_str_t *tenant, ngx_str_t *state, ngx_uint_t limit)
 {
     u_char     *p;
     ngx_int_t   rc;
     ngx_str_t   a[5];
 
-    rc = ngx_http_veto_sandbox_approval_keys(pool, tenant, NULL, NULL, NULL,
-                                             &a[0]);
+    rc = ngx_http_veto_sandbox_approval_keys(call->pool, tenant, NULL, NULL,
+                                             NULL, &a[0]);
     if (rc != NGX_OK) {
         return rc;
     }
 
-    p = ngx_pnalloc(pool, sizeof(NGX_HTTP_VSB_KEY_PREFIX "{}:appr:")
+    p = ngx_pnalloc(call->pool, sizeof(NGX_HTTP_VSB_KEY_PREFIX "{}:appr:")
                           + tenant->len + NGX_INT_T_LEN);
     if (p == NULL) {
         return NGX_ERROR;
@@ -1049,9 +1003,9 @@ ngx_http_veto_sandbox_approval_list(ngx_http_veto_sandbox_redis_t *rds,
     p = ngx_sprintf(p, "%ui", limit ? limit : 100);
     a[4].len = p - a[4].data;
 
-    return ngx_http_veto_sandbox_approval_call(rds, timeout,
-                                     NGX_HTTP_VSB_APPROVAL_LIST,
-                                     1, 5, a, handler, data, cmdp);
+    return ngx_http_veto_sandbox_approval_call(call,
+                                               NGX_HTTP_VSB_APPROVAL_LIST,
+                                               1, 5, a);
 }
 
 

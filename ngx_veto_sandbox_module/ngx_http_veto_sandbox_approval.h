@@ -33,8 +33,6 @@
 #include "ngx_http_veto_sandbox_redis.h"
 
 
-#define NGX_HTTP_VSB_KEY_PREFIX         "veto:"
-
 /* "apr_" and 32 lowercase hex digits (128 random bits) */
 #define NGX_HTTP_VSB_APPROVAL_ID_LEN    36
 
@@ -146,57 +144,37 @@ ngx_int_t ngx_http_veto_sandbox_approval_keys(ngx_pool_t *pool,
     ngx_str_t *idx);
 
 /*
- * Any other key of a tenant: veto:{<tenant>}:<what>, or with part
- * veto:{<tenant>}:<what>:<part> (an empty part leaves the ':').  The
- * caller checks tenant and part with ..._redis_key_part_valid().
- */
-ngx_int_t ngx_http_veto_sandbox_tenant_key(ngx_pool_t *pool, ngx_str_t *key,
-    const char *what, ngx_str_t *tenant, ngx_str_t *part);
-
-/*
  * Script calls.  Each builds the keys and arguments documented for its
  * script and calls ngx_http_veto_sandbox_redis_eval(); the handler gets
  * the raw reply, to be read with ngx_http_veto_sandbox_approval_result().
  * NGX_DECLINED: an argument is not a valid key part (refuse the request).
  */
 ngx_int_t ngx_http_veto_sandbox_approval_create(
-    ngx_http_veto_sandbox_redis_t *rds, ngx_pool_t *pool, ngx_msec_t timeout,
-    ngx_str_t *id, ngx_http_veto_sandbox_approval_bind_t *bind,
-    ngx_str_t *summary, ngx_msec_t ttl, ngx_uint_t threshold,
-    ngx_msec_t retention, ngx_http_veto_sandbox_redis_handler_pt handler,
-    void *data, ngx_http_veto_sandbox_redis_cmd_t **cmdp);
+    ngx_http_veto_sandbox_redis_call_t *call, ngx_str_t *id,
+    ngx_http_veto_sandbox_approval_bind_t *bind, ngx_str_t *summary,
+    ngx_msec_t ttl, ngx_uint_t threshold, ngx_msec_t retention);
 
 ngx_int_t ngx_http_veto_sandbox_approval_decide(
-    ngx_http_veto_sandbox_redis_t *rds, ngx_pool_t *pool, ngx_msec_t timeout,
-    ngx_str_t *tenant, ngx_str_t *id, ngx_str_t *reviewer,
-    ngx_uint_t approve, ngx_str_t *reason,
-    ngx_http_veto_sandbox_redis_handler_pt handler, void *data,
-    ngx_http_veto_sandbox_redis_cmd_t **cmdp);
+    ngx_http_veto_sandbox_redis_call_t *call, ngx_str_t *tenant,
+    ngx_str_t *id, ngx_str_t *reviewer, ngx_uint_t approve,
+    ngx_str_t *reason);
 
 ngx_int_t ngx_http_veto_sandbox_approval_consume(
-    ngx_http_veto_sandbox_redis_t *rds, ngx_pool_t *pool, ngx_msec_t timeout,
-    ngx_str_t *id, ngx_http_veto_sandbox_approval_bind_t *bind,
-    ngx_http_veto_sandbox_redis_handler_pt handler, void *data,
-    ngx_http_veto_sandbox_redis_cmd_t **cmdp);
+    ngx_http_veto_sandbox_redis_call_t *call, ngx_str_t *id,
+    ngx_http_veto_sandbox_approval_bind_t *bind);
 
 ngx_int_t ngx_http_veto_sandbox_approval_expire(
-    ngx_http_veto_sandbox_redis_t *rds, ngx_pool_t *pool, ngx_msec_t timeout,
-    ngx_str_t *tenant, ngx_str_t *id, ngx_uint_t force,
-    ngx_http_veto_sandbox_redis_handler_pt handler, void *data,
-    ngx_http_veto_sandbox_redis_cmd_t **cmdp);
+    ngx_http_veto_sandbox_redis_call_t *call, ngx_str_t *tenant,
+    ngx_str_t *id, ngx_uint_t force);
 
 ngx_int_t ngx_http_veto_sandbox_approval_get(
-    ngx_http_veto_sandbox_redis_t *rds, ngx_pool_t *pool, ngx_msec_t timeout,
-    ngx_str_t *tenant, ngx_str_t *id,
-    ngx_http_veto_sandbox_redis_handler_pt handler, void *data,
-    ngx_http_veto_sandbox_redis_cmd_t **cmdp);
+    ngx_http_veto_sandbox_redis_call_t *call, ngx_str_t *tenant,
+    ngx_str_t *id);
 
 /* state: empty for any; limit: at most this many records, newest first */
 ngx_int_t ngx_http_veto_sandbox_approval_list(
-    ngx_http_veto_sandbox_redis_t *rds, ngx_pool_t *pool, ngx_msec_t timeout,
-    ngx_str_t *tenant, ngx_str_t *state, ngx_uint_t limit,
-    ngx_http_veto_sandbox_redis_handler_pt handler, void *data,
-    ngx_http_veto_sandbox_redis_cmd_t **cmdp);
+    ngx_http_veto_sandbox_redis_call_t *call, ngx_str_t *tenant,
+    ngx_str_t *state, ngx_uint_t limit);
 
 /* Reads the code/state/flag head of any approval script reply. */
 void ngx_http_veto_sandbox_approval_result(redisReply *reply,

@@ -596,11 +596,8 @@ ngx_http_veto_sandbox_audit_logged(ngx_int_t rc, redisReply *reply,
 
 
 ngx_int_t
-ngx_http_veto_sandbox_audit_append(ngx_http_veto_sandbox_redis_t *rds,
-    ngx_pool_t *pool, ngx_msec_t timeout, ngx_uint_t maxlen,
-    ngx_http_veto_sandbox_audit_rec_t *rec,
-    ngx_http_veto_sandbox_redis_handler_pt handler, void *data,
-    ngx_http_veto_sandbox_redis_cmd_t **cmdp)
+ngx_http_veto_sandbox_audit_append(ngx_http_veto_sandbox_redis_call_t *call,
+    ngx_uint_t maxlen, ngx_http_veto_sandbox_audit_rec_t *rec)
 {
     int           argc;
     u_char       *p, *num, *start;
@@ -610,6 +607,8 @@ ngx_http_veto_sandbox_audit_append(ngx_http_veto_sandbox_redis_t *rds,
     ngx_time_t   *tp;
     size_t        argvlen[40];
     const char   *argv[40];
+
+    ngx_http_veto_sandbox_redis_call_t  logged;
 
     struct {
         const char  *name;
@@ -636,14 +635,14 @@ ngx_http_veto_sandbox_audit_append(ngx_http_veto_sandbox_redis_t *rds,
         return NGX_DECLINED;
     }
 
-    if (ngx_http_veto_sandbox_tenant_key(pool, &key, "audit", &rec->tenant,
-                                         NULL)
+    if (ngx_http_veto_sandbox_tenant_key(call->pool, &key, "audit",
+                                         &rec->tenant, NULL)
         != NGX_OK)
     {
         return NGX_ERROR;
     }
 
-    num = ngx_pnalloc(pool, NGX_INT_T_LEN * 2
+    num = ngx_pnalloc(call->pool, NGX_INT_T_LEN * 2
                             + sizeof("1970-01-01T00:00:00.000Z"));
     if (num == NULL) {
         return NGX_ERROR;
@@ -693,7 +692,8 @@ ngx_http_veto_sandbox_audit_append(ngx_http_veto_sandbox_redis_t *rds,
         red = *fields[i].value;
 
         if (fields[i].redact
-            && ngx_http_veto_sandbox_audit_redact(pool, fields[i].value, &red)
+            && ngx_http_veto_sandbox_audit_redact(call->pool, fields[i].value,
+                                                  &red)
                != NGX_OK)
         {
             return NGX_ERROR;
@@ -714,22 +714,21 @@ ngx_http_veto_sandbox_audit_append(ngx_http_veto_sandbox_redis_t *rds,
         argvlen[argc++] = p - start;
     }
 
-    if (handler == NULL) {
-        handler = ngx_http_veto_sandbox_audit_logged;
-        data = rds;
+    if (call->handler == NULL) {
+        logged = *call;
+        logged.handler = ngx_http_veto_sandbox_audit_logged;
+        logged.data = call->rds;
+        call = &logged;
     }
 
-    return ngx_http_veto_sandbox_redis_command(rds, timeout, handler, data,
-                                               cmdp, argc, argv, argvlen);
+    return ngx_http_veto_sandbox_redis_command(call, argc, argv, argvlen);
 }
 
 
 ngx_int_t
-ngx_http_veto_sandbox_audit_query(ngx_http_veto_sandbox_redis_t *rds,
-    ngx_pool_t *pool, ngx_msec_t timeout, ngx_str_t *tenant, uint64_t from_ms,
-    uint64_t to_ms, ngx_str_t *agent, ngx_str_t *sandbox, ngx_uint_t limit,
-    ngx_http_veto_sandbox_redis_handler_pt handler, void *data,
-    ngx_http_veto_sandbox_redis_cmd_t **cmdp)
+ngx_http_veto_sandbox_audit_query(ngx_http_veto_sandbox_redis_call_t *call,
+    ngx_str_t *tenant, uint64_t from_ms, uint64_t to_ms, ngx_str_t *agent,
+    ngx_str_t *sandbox, ngx_uint_t limit)
 {
     u_char      *p;
     ngx_str_t    key;
@@ -750,13 +749,14 @@ ngx_http_veto_sandbox_audit_query(ngx_http_veto_sandbox_redis_t *rds,
         return NGX_DECLINED;
     }
 
-    if (ngx_http_veto_sandbox_tenant_key(pool, &key, "audit", tenant, NULL)
+    if (ngx_http_veto_sandbox_tenant_key(call->pool, &key, "audit", tenant,
+                                         NULL)
         != NGX_OK)
     {
         return NGX_ERROR;
     }
 
-    p = ngx_pnalloc(pool, 4 * (NGX_INT64_LEN + 2));
+    p = ngx_pnalloc(call->pool, 4 * (NGX_INT64_LEN + 2));
     if (p == NULL) {
         return NGX_ERROR;
     }
@@ -786,10 +786,9 @@ ngx_http_veto_sandbox_audit_query(ngx_http_veto_sandbox_redis_t *rds,
     argv[6] = "10000";
     argvlen[6] = 5;
 
-    return ngx_http_veto_sandbox_redis_eval(rds, timeout,
+    return ngx_http_veto_sandbox_redis_eval(call,
                                            &ngx_http_veto_sandbox_audit_script,
-                                           handler, data, cmdp, 1, 7, argv,
-                                           argvlen);
+                                           1, 7, argv, argvlen);
 }
 
 

@@ -55,10 +55,8 @@ typedef struct {
  * (the entry id).
  */
 ngx_int_t ngx_http_veto_sandbox_audit_append(
-    ngx_http_veto_sandbox_redis_t *rds, ngx_pool_t *pool, ngx_msec_t timeout,
-    ngx_uint_t maxlen, ngx_http_veto_sandbox_audit_rec_t *rec,
-    ngx_http_veto_sandbox_redis_handler_pt handler, void *data,
-    ngx_http_veto_sandbox_redis_cmd_t **cmdp);
+    ngx_http_veto_sandbox_redis_call_t *call, ngx_uint_t maxlen,
+    ngx_http_veto_sandbox_audit_rec_t *rec);
 
 /*
  * GET /v1/audit: newest first, at most limit entries, between from_ms and
@@ -67,11 +65,9 @@ ngx_int_t ngx_http_veto_sandbox_audit_append(
  * ...], turned into JSON by ngx_http_veto_sandbox_audit_to_json().
  */
 ngx_int_t ngx_http_veto_sandbox_audit_query(
-    ngx_http_veto_sandbox_redis_t *rds, ngx_pool_t *pool, ngx_msec_t timeout,
-    ngx_str_t *tenant, uint64_t from_ms, uint64_t to_ms, ngx_str_t *agent,
-    ngx_str_t *sandbox, ngx_uint_t limit,
-    ngx_http_veto_sandbox_redis_handler_pt handler, void *data,
-    ngx_http_veto_sandbox_redis_cmd_t **cmdp);
+    ngx_http_veto_sandbox_redis_call_t *call, ngx_str_t *tenant,
+    uint64_t from_ms, uint64_t to_ms, ngx_str_t *agent, ngx_str_t *sandbox,
+    ngx_uint_t limit);
 
 /* [{"id": "...", "field": "value", ...}, ...]; NULL on a bad reply */
 json_t *ngx_http_veto_sandbox_audit_to_json(redisReply *reply);

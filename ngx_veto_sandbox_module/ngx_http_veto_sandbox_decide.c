@@ -61,6 +61,36 @@ ngx_http_veto_sandbox_mcf(ngx_http_request_t *r)
 }
 
 
+/* A call the request waits for: handler(r) resumes it; the pool cleanup
+ * of ngx_http_veto_sandbox_wait() cancels ctx->rcmd if r goes first. */
+void
+ngx_http_veto_sandbox_waiting_call(ngx_http_request_t *r,
+    ngx_http_veto_sandbox_ctx_t *ctx, ngx_http_veto_sandbox_redis_call_t *call,
+    ngx_http_veto_sandbox_redis_handler_pt handler)
+{
+    call->rds = ngx_http_veto_sandbox_rds;
+    call->pool = r->pool;
+    call->timeout = ngx_http_veto_sandbox_mcf(r)->timeout;
+    call->handler = handler;
+    call->data = r;
+    call->cmdp = &ctx->rcmd;
+}
+
+
+/* Bookkeeping nobody waits for: a failure is logged, naming what. */
+static void
+ngx_http_veto_sandbox_bookkeeping_call(ngx_http_request_t *r,
+    ngx_http_veto_sandbox_redis_call_t *call, const char *what)
+{
+    call->rds = ngx_http_veto_sandbox_rds;
+    call->pool = r->pool;
+    call->timeout = ngx_http_veto_sandbox_mcf(r)->timeout;
+    call->handler = ngx_http_veto_sandbox_ignore;
+    call->data = (void *) what;
+    call->cmdp = NULL;
+}
+
+
 static ngx_uint_t
 ngx_http_veto_sandbox_act(ngx_uint_t op, ngx_str_t *name)
 {
@@ -222,10 +252,8 @@ static ngx_int_t
 ngx_http_veto_sandbox_run(ngx_http_request_t *r,
     ngx_http_veto_sandbox_ctx_t *ctx)
 {
-    ngx_int_t                           rc;
-    ngx_http_veto_sandbox_main_conf_t  *vmcf;
-
-    vmcf = ngx_http_veto_sandbox_mcf(r);
+    ngx_int_t                            rc;
+    ngx_http_veto_sandbox_redis_call_t   call;
 
     if (ngx_http_veto_sandbox_wait(r, ctx) != NGX_OK) {
         return NGX_HTTP_INTERNAL_SERVER_ERROR;
@@ -236,11 +264,11 @@ ngx_http_veto_sandbox_run(ngx_http_request_t *r,
         switch (ctx->step) {
 
         case NGX_HTTP_VSB_STEP_REVOKE:
-            rc = ngx_http_veto_sandbox_revoke_check(ngx_http_veto_sandbox_rds,
-                                   r->pool, vmcf->timeout, &ctx->tenant,
-                                   &ctx->agent, &ctx->jti,
-                                   ngx_http_veto_sandbox_gate_reply, r,
-                                   &ctx->rcmd);
+            ngx_http_veto_sandbox_waiting_call(r, ctx, &call,
+                                             ngx_http_veto_sandbox_gate_reply);
+
+            rc = ngx_http_veto_sandbox_revoke_check(&call, &ctx->tenant,
+                                                    &ctx->agent, &ctx->jti);
 
             if (rc == NGX_DECLINED) {
                 /* a sub, tenant or jti that cannot be revoked */
@@ -537,6 +565,7 @@ ngx_http_veto_sandbox_approval_step(ngx_http_request_t *r,
     ngx_table_elt_t                       *h;
     ngx_http_veto_sandbox_main_conf_t     *vmcf;
     ngx_http_veto_sandbox_srv_conf_t      *vscf;
+    ngx_http_veto_sandbox_redis_call_t     call;
     ngx_http_veto_sandbox_approval_bind_t  bind;
 
     act = ngx_http_veto_sandbox_act(ctx->op, &ctx->action);
@@ -581,6 +610,9 @@ ngx_http_veto_sandbox_approval_step(ngx_http_request_t *r,
         return NGX_HTTP_INTERNAL_SERVER_ERROR;
     }
 
+    ngx_http_veto_sandbox_waiting_call(r, ctx, &call,
+                                       ngx_http_veto_sandbox_gate_reply);
+
     bind.tenant = ctx->tenant;
     bind.agent = ctx->agent;
     bind.action = ctx->action;
@@ -601,10 +633,8 @@ ngx_http_veto_sandbox_approval_step(ngx_http_request_t *r,
 
         ctx->step = NGX_HTTP_VSB_STEP_APR_CONSUME;
 
-        rc = ngx_http_veto_sandbox_approval_consume(ngx_http_veto_sandbox_rds,
-                                   r->pool, vmcf->timeout, &ctx->approval,
-                                   &bind, ngx_http_veto_sandbox_gate_reply, r,
-                                   &ctx->rcmd);
+        rc = ngx_http_veto_sandbox_approval_consume(&call, &ctx->approval,
+                                                    &bind);
         goto sent;
     }
 
@@ -654,12 +684,10 @@ ngx_http_veto_sandbox_approval_step(ngx_http_request_t *r,
 
     ctx->step = NGX_HTTP_VSB_STEP_APR_CREATE;
 
-    rc = ngx_http_veto_sandbox_approval_create(ngx_http_veto_sandbox_rds,
-                                   r->pool, vmcf->timeout, &ctx->approval,
-                                   &bind, &ctx->summary, ctx->ttl,
-                                   ctx->threshold, vmcf->retention,
-                                   ngx_http_veto_sandbox_gate_reply, r,
-                                   &ctx->rcmd);
+    rc = ngx_http_veto_sandbox_approval_create(&call, &ctx->approval, &bind,
+                                               &ctx->summary, ctx->ttl,
+                                               ctx->threshold,
+                                               vmcf->retention);
 
 sent:
 
@@ -745,12 +773,14 @@ ngx_http_veto_sandbox_quota_step(ngx_http_request_t *r,
     ngx_int_t                             rc;
     ngx_msec_t                            ttl;
     ngx_str_t                             gw;
-    ngx_http_veto_sandbox_main_conf_t    *vmcf;
+    ngx_http_veto_sandbox_redis_call_t    call;
     ngx_http_veto_sandbox_quota_rule_t   *q;
     ngx_http_veto_sandbox_quota_limits_t  lim;
 
     q = &ctx->rule->quota;
-    vmcf = ngx_http_veto_sandbox_mcf(r);
+
+    ngx_http_veto_sandbox_waiting_call(r, ctx, &call,
+                                       ngx_http_veto_sandbox_gate_reply);
 
     ngx_memzero(&lim, sizeof(lim));
     lim.exec_window = 60000;
@@ -777,11 +807,9 @@ ngx_http_veto_sandbox_quota_step(ngx_http_request_t *r,
 
         gw = ngx_cycle->hostname;
 
-        rc = ngx_http_veto_sandbox_quota_acquire(ngx_http_veto_sandbox_rds,
-                                   r->pool, vmcf->timeout, &ctx->tenant,
-                                   &ctx->agent, &ctx->slot, &lim, ttl, &gw,
-                                   ngx_http_veto_sandbox_gate_reply, r,
-                                   &ctx->rcmd);
+        rc = ngx_http_veto_sandbox_quota_acquire(&call, &ctx->tenant,
+                                                 &ctx->agent, &ctx->slot,
+                                                 &lim, ttl, &gw);
 
     } else if (ctx->op == NGX_HTTP_VSB_OP_EXEC
                && (q->tenant_execs || q->agent_execs))
@@ -789,11 +817,9 @@ ngx_http_veto_sandbox_quota_step(ngx_http_request_t *r,
         lim.tenant_execs = q->tenant_execs;
         lim.agent_execs = q->agent_execs;
 
-        rc = ngx_http_veto_sandbox_quota_exec(ngx_http_veto_sandbox_rds,
-                                   r->pool, vmcf->timeout, &ctx->tenant,
-                                   &ctx->agent, &ctx->request_id, &lim,
-                                   ngx_http_veto_sandbox_gate_reply, r,
-                                   &ctx->rcmd);
+        rc = ngx_http_veto_sandbox_quota_exec(&call, &ctx->tenant,
+                                              &ctx->agent, &ctx->request_id,
+                                              &lim);
 
     } else {
         return NGX_DECLINED;
@@ -874,20 +900,18 @@ static void
 ngx_http_veto_sandbox_release_slot(ngx_http_request_t *r,
     ngx_http_veto_sandbox_ctx_t *ctx)
 {
-    ngx_http_veto_sandbox_main_conf_t  *vmcf;
+    ngx_http_veto_sandbox_redis_call_t  call;
 
     if (!ctx->slot_held) {
         return;
     }
 
     ctx->slot_held = 0;
-    vmcf = ngx_http_veto_sandbox_mcf(r);
 
-    (void) ngx_http_veto_sandbox_quota_release(ngx_http_veto_sandbox_rds,
-                                  r->pool, vmcf->timeout, &ctx->tenant,
-                                  &ctx->agent, &ctx->slot,
-                                  ngx_http_veto_sandbox_ignore,
-                                  "quota release", NULL);
+    ngx_http_veto_sandbox_bookkeeping_call(r, &call, "quota release");
+
+    (void) ngx_http_veto_sandbox_quota_release(&call, &ctx->tenant,
+                                               &ctx->agent, &ctx->slot);
 }
 
 
@@ -898,8 +922,9 @@ ngx_http_veto_sandbox_audit(ngx_http_request_t *r,
     const char *reason, ngx_str_t *reviewer, ngx_str_t *detail,
     ngx_uint_t status)
 {
-    ngx_http_veto_sandbox_main_conf_t  *vmcf;
-    ngx_http_veto_sandbox_audit_rec_t   rec;
+    ngx_http_veto_sandbox_main_conf_t   *vmcf;
+    ngx_http_veto_sandbox_audit_rec_t    rec;
+    ngx_http_veto_sandbox_redis_call_t   call;
 
     if (ngx_http_veto_sandbox_rds == NULL || ctx->tenant.len == 0) {
         return;
@@ -952,10 +977,12 @@ ngx_http_veto_sandbox_audit(ngx_http_request_t *r,
 
     rec.status = status;
 
-    (void) ngx_http_veto_sandbox_audit_append(ngx_http_veto_sandbox_rds,
-                                              r->pool, vmcf->timeout,
-                                              vmcf->audit_maxlen, &rec, NULL,
-                                              NULL, NULL);
+    /* fire and forget: the audit store logs a lost record itself */
+    ngx_http_veto_sandbox_bookkeeping_call(r, &call, "audit");
+    call.handler = NULL;
+    call.data = NULL;
+
+    (void) ngx_http_veto_sandbox_audit_append(&call, vmcf->audit_maxlen, &rec);
 }
 
 
@@ -1149,7 +1176,7 @@ ngx_http_veto_sandbox_after(ngx_http_request_t *r,
     ngx_str_t                             sid, detail, gw;
     ngx_uint_t                            ok;
     const char                           *err;
-    ngx_http_veto_sandbox_main_conf_t    *vmcf;
+    ngx_http_veto_sandbox_redis_call_t    call;
     ngx_http_veto_sandbox_quota_limits_t  lim;
 
     if (ngx_http_veto_sandbox_rds == NULL
@@ -1161,7 +1188,6 @@ ngx_http_veto_sandbox_after(ngx_http_request_t *r,
 
     ctx->step = NGX_HTTP_VSB_STEP_AFTER;
 
-    vmcf = ngx_http_veto_sandbox_mcf(r);
     j = ctx->helper.json;
 
     ok = ctx->helper.status == NGX_OK && j != NULL
@@ -1191,15 +1217,16 @@ ngx_http_veto_sandbox_after(ngx_http_request_t *r,
 
             /* ownership record and the slot under the real id;
              * counted without a limit: the provisional one was */
-            (void) ngx_http_veto_sandbox_quota_acquire(
-                       ngx_http_veto_sandbox_rds, r->pool, vmcf->timeout,
-                       &ctx->tenant, &ctx->agent, &sid, &lim,
+            ngx_http_veto_sandbox_bookkeeping_call(r, &call, "ownership");
+
+            (void) ngx_http_veto_sandbox_quota_acquire(&call, &ctx->tenant,
+                       &ctx->agent, &sid, &lim,
                        json_is_integer(v)
                        && json_integer_value(v) > ngx_time()
                        ? (ngx_msec_t) (json_integer_value(v) - ngx_time())
                          * 1000
                        : 86400000,
-                       &gw, ngx_http_veto_sandbox_ignore, "ownership", NULL);
+                       &gw);
 
             ngx_http_veto_sandbox_create_detail(r, j, &detail);
             ngx_http_veto_sandbox_audit(r, ctx, "sandbox_created", NULL,
@@ -1210,22 +1237,17 @@ ngx_http_veto_sandbox_after(ngx_http_request_t *r,
             ngx_http_veto_sandbox_audit(r, ctx, "error", err, NULL, NULL, 0);
         }
 
-        if (ctx->slot_held) {
-            ctx->slot_held = 0;
-            (void) ngx_http_veto_sandbox_quota_release(
-                       ngx_http_veto_sandbox_rds, r->pool, vmcf->timeout,
-                       &ctx->tenant, &ctx->agent, &ctx->slot,
-                       ngx_http_veto_sandbox_ignore, "quota release", NULL);
-        }
+        ngx_http_veto_sandbox_release_slot(r, ctx);
 
         break;
 
     case NGX_HTTP_VSB_OP_DELETE:
         if (ok) {
-            (void) ngx_http_veto_sandbox_quota_release(
-                       ngx_http_veto_sandbox_rds, r->pool, vmcf->timeout,
-                       &ctx->tenant, &ctx->agent, &ctx->sandbox,
-                       ngx_http_veto_sandbox_ignore, "quota release", NULL);
+            ngx_http_veto_sandbox_bookkeeping_call(r, &call, "quota release");
+
+            (void) ngx_http_veto_sandbox_quota_release(&call, &ctx->tenant,
+                                                       &ctx->agent,
+                                                       &ctx->sandbox);
 
             ngx_http_veto_sandbox_audit(r, ctx, "sandbox_destroyed", NULL,
                                         NULL, NULL, NGX_HTTP_OK);

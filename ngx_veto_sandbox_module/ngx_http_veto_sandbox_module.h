@@ -346,6 +346,9 @@ void ngx_http_veto_sandbox_audit_denied(ngx_http_request_t *r,
 ngx_int_t ngx_http_veto_sandbox_redis_replied(ngx_http_request_t *r,
     ngx_http_veto_sandbox_ctx_t *ctx, redisReply *reply, ngx_int_t *rc);
 void ngx_http_veto_sandbox_resume(ngx_http_request_t *r, ngx_int_t rc);
+void ngx_http_veto_sandbox_waiting_call(ngx_http_request_t *r,
+    ngx_http_veto_sandbox_ctx_t *ctx, ngx_http_veto_sandbox_redis_call_t *call,
+    ngx_http_veto_sandbox_redis_handler_pt handler);
 ngx_int_t ngx_http_veto_sandbox_wait(ngx_http_request_t *r,
     ngx_http_veto_sandbox_ctx_t *ctx);
 

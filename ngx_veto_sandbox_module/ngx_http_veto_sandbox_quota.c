@@ -13,10 +13,9 @@
 
 
 static ngx_int_t ngx_http_veto_sandbox_quota_call(
-    ngx_http_veto_sandbox_redis_t *rds, ngx_msec_t timeout,
+    ngx_http_veto_sandbox_redis_call_t *call,
     ngx_http_veto_sandbox_quota_op_e op, int numkeys, int argc,
-    ngx_str_t *args, ngx_http_veto_sandbox_redis_handler_pt handler,
-    void *data, ngx_http_veto_sandbox_redis_cmd_t **cmdp);
+    ngx_str_t *args);
 
 
 /*
@@ -126,15 +125,13 @@ ngx_http_veto_sandbox_quota_init(void)
 
 
 static ngx_int_t
-ngx_http_veto_sandbox_quota_call(ngx_http_veto_sandbox_redis_t *rds,
-    ngx_msec_t timeout, ngx_http_veto_sandbox_quota_op_e op, int numkeys,
-    int argc, ngx_str_t *args, ngx_http_veto_sandbox_redis_handler_pt handler,
-    void *data, ngx_http_veto_sandbox_redis_cmd_t **cmdp)
+ngx_http_veto_sandbox_quota_call(ngx_http_veto_sandbox_redis_call_t *call,
+    ngx_http_veto_sandbox_quota_op_e op, int numkeys, int argc,
+    ngx_str_t *args)
 {
-    return ngx_http_veto_sandbox_redis_eval_str(rds, timeout,
-                                                &ngx_http_veto_sandbox_quota_scripts[op],
-                                                handler, data, cmdp, numkeys,
-                                                argc, args);
+    return ngx_http_veto_sandbox_redis_eval_str(call,
+                                     &ngx_http_veto_sandbox_quota_scripts[op],
+                                     numkeys, argc, args);
 }
 
 
@@ -173,23 +170,22 @@ ngx_http_veto_sandbox_quota_sbx_keys(ngx_pool_t *pool, ngx_str_t *tenant,
 
 
 ngx_int_t
-ngx_http_veto_sandbox_quota_acquire(ngx_http_veto_sandbox_redis_t *rds,
-    ngx_pool_t *pool, ngx_msec_t timeout, ngx_str_t *tenant, ngx_str_t *agent,
-    ngx_str_t *sandbox, ngx_http_veto_sandbox_quota_limits_t *limits,
-    ngx_msec_t ttl, ngx_str_t *gateway,
-    ngx_http_veto_sandbox_redis_handler_pt handler, void *data,
-    ngx_http_veto_sandbox_redis_cmd_t **cmdp)
+ngx_http_veto_sandbox_quota_acquire(ngx_http_veto_sandbox_redis_call_t *call,
+    ngx_str_t *tenant, ngx_str_t *agent, ngx_str_t *sandbox,
+    ngx_http_veto_sandbox_quota_limits_t *limits, ngx_msec_t ttl,
+    ngx_str_t *gateway)
 {
     u_char     *p;
     ngx_int_t   rc;
     ngx_str_t   a[9];
 
-    rc = ngx_http_veto_sandbox_quota_sbx_keys(pool, tenant, agent, sandbox, a);
+    rc = ngx_http_veto_sandbox_quota_sbx_keys(call->pool, tenant, agent,
+                                              sandbox, a);
     if (rc != NGX_OK) {
         return rc;
     }
 
-    p = ngx_pnalloc(pool, 3 * NGX_INT_T_LEN);
+    p = ngx_pnalloc(call->pool, 3 * NGX_INT_T_LEN);
     if (p == NULL) {
         return NGX_ERROR;
     }
@@ -211,40 +207,35 @@ ngx_http_veto_sandbox_quota_acquire(ngx_http_veto_sandbox_redis_t *rds,
 
     a[8] = *gateway;
 
-    return ngx_http_veto_sandbox_quota_call(rds, timeout,
-                                         NGX_HTTP_VSB_QUOTA_ACQUIRE,
-                                         3, 9, a, handler, data, cmdp);
+    return ngx_http_veto_sandbox_quota_call(call, NGX_HTTP_VSB_QUOTA_ACQUIRE,
+                                            3, 9, a);
 }
 
 
 ngx_int_t
-ngx_http_veto_sandbox_quota_release(ngx_http_veto_sandbox_redis_t *rds,
-    ngx_pool_t *pool, ngx_msec_t timeout, ngx_str_t *tenant, ngx_str_t *agent,
-    ngx_str_t *sandbox, ngx_http_veto_sandbox_redis_handler_pt handler,
-    void *data, ngx_http_veto_sandbox_redis_cmd_t **cmdp)
+ngx_http_veto_sandbox_quota_release(ngx_http_veto_sandbox_redis_call_t *call,
+    ngx_str_t *tenant, ngx_str_t *agent, ngx_str_t *sandbox)
 {
     ngx_int_t  rc;
     ngx_str_t  a[4];
 
-    rc = ngx_http_veto_sandbox_quota_sbx_keys(pool, tenant, agent, sandbox, a);
+    rc = ngx_http_veto_sandbox_quota_sbx_keys(call->pool, tenant, agent,
+                                              sandbox, a);
     if (rc != NGX_OK) {
         return rc;
     }
 
     a[3] = *sandbox;
 
-    return ngx_http_veto_sandbox_quota_call(rds, timeout,
-                                         NGX_HTTP_VSB_QUOTA_RELEASE,
-                                         3, 4, a, handler, data, cmdp);
+    return ngx_http_veto_sandbox_quota_call(call, NGX_HTTP_VSB_QUOTA_RELEASE,
+                                            3, 4, a);
 }
 
 
 ngx_int_t
-ngx_http_veto_sandbox_quota_exec(ngx_http_veto_sandbox_redis_t *rds,
-    ngx_pool_t *pool, ngx_msec_t timeout, ngx_str_t *tenant, ngx_str_t *agent,
-    ngx_str_t *event_id, ngx_http_veto_sandbox_quota_limits_t *limits,
-    ngx_http_veto_sandbox_redis_handler_pt handler, void *data,
-    ngx_http_veto_sandbox_redis_cmd_t **cmdp)
+ngx_http_veto_sandbox_quota_exec(ngx_http_veto_sandbox_redis_call_t *call,
+    ngx_str_t *tenant, ngx_str_t *agent, ngx_str_t *event_id,
+    ngx_http_veto_sandbox_quota_limits_t *limits)
 {
     u_char     *p;
     ngx_str_t   a[6];
@@ -255,17 +246,17 @@ ngx_http_veto_sandbox_quota_exec(ngx_http_veto_sandbox_redis_t *rds,
         return NGX_DECLINED;
     }
 
-    if (ngx_http_veto_sandbox_tenant_key(pool, &a[0], "rate:exec", tenant,
-                                         NULL)
+    if (ngx_http_veto_sandbox_tenant_key(call->pool, &a[0], "rate:exec",
+                                         tenant, NULL)
         != NGX_OK
-        || ngx_http_veto_sandbox_tenant_key(pool, &a[1], "rate:exec",
+        || ngx_http_veto_sandbox_tenant_key(call->pool, &a[1], "rate:exec",
                                             tenant, agent)
            != NGX_OK)
     {
         return NGX_ERROR;
     }
 
-    p = ngx_pnalloc(pool, 3 * NGX_INT_T_LEN);
+    p = ngx_pnalloc(call->pool, 3 * NGX_INT_T_LEN);
     if (p == NULL) {
         return NGX_ERROR;
     }
@@ -285,17 +276,15 @@ ngx_http_veto_sandbox_quota_exec(ngx_http_veto_sandbox_redis_t *rds,
 
     a[5] = *event_id;
 
-    return ngx_http_veto_sandbox_quota_call(rds, timeout,
-                                         NGX_HTTP_VSB_QUOTA_EXEC_RATE,
-                                         2, 6, a, handler, data, cmdp);
+    return ngx_http_veto_sandbox_quota_call(call,
+                                            NGX_HTTP_VSB_QUOTA_EXEC_RATE,
+                                            2, 6, a);
 }
 
 
 ngx_int_t
-ngx_http_veto_sandbox_quota_owner(ngx_http_veto_sandbox_redis_t *rds,
-    ngx_pool_t *pool, ngx_msec_t timeout, ngx_str_t *tenant,
-    ngx_str_t *sandbox, ngx_http_veto_sandbox_redis_handler_pt handler,
-    void *data, ngx_http_veto_sandbox_redis_cmd_t **cmdp)
+ngx_http_veto_sandbox_quota_owner(ngx_http_veto_sandbox_redis_call_t *call,
+    ngx_str_t *tenant, ngx_str_t *sandbox)
 {
     ngx_str_t    key;
     size_t       argvlen[3];
@@ -307,7 +296,7 @@ ngx_http_veto_sandbox_quota_owner(ngx_http_veto_sandbox_redis_t *rds,
         return NGX_DECLINED;
     }
 
-    if (ngx_http_veto_sandbox_tenant_key(pool, &key, "sbx:own", tenant,
+    if (ngx_http_veto_sandbox_tenant_key(call->pool, &key, "sbx:own", tenant,
                                          sandbox)
         != NGX_OK)
     {
@@ -321,8 +310,7 @@ ngx_http_veto_sandbox_quota_owner(ngx_http_veto_sandbox_redis_t *rds,
     argv[2] = "agent";
     argvlen[2] = 5;
 
-    return ngx_http_veto_sandbox_redis_command(rds, timeout, handler, data,
-                                               cmdp, 3, argv, argvlen);
+    return ngx_http_veto_sandbox_redis_command(call, 3, argv, argvlen);
 }
 
 

@@ -77,26 +77,21 @@ ngx_int_t ngx_http_veto_sandbox_quota_init(void);
  * ttl: the sandbox lifetime; the slot frees itself after it.
  */
 ngx_int_t ngx_http_veto_sandbox_quota_acquire(
-    ngx_http_veto_sandbox_redis_t *rds, ngx_pool_t *pool, ngx_msec_t timeout,
-    ngx_str_t *tenant, ngx_str_t *agent, ngx_str_t *sandbox,
+    ngx_http_veto_sandbox_redis_call_t *call, ngx_str_t *tenant,
+    ngx_str_t *agent, ngx_str_t *sandbox,
     ngx_http_veto_sandbox_quota_limits_t *limits, ngx_msec_t ttl,
-    ngx_str_t *gateway, ngx_http_veto_sandbox_redis_handler_pt handler,
-    void *data, ngx_http_veto_sandbox_redis_cmd_t **cmdp);
+    ngx_str_t *gateway);
 
 /* After the sandbox ended (or its creation failed). */
 ngx_int_t ngx_http_veto_sandbox_quota_release(
-    ngx_http_veto_sandbox_redis_t *rds, ngx_pool_t *pool, ngx_msec_t timeout,
-    ngx_str_t *tenant, ngx_str_t *agent, ngx_str_t *sandbox,
-    ngx_http_veto_sandbox_redis_handler_pt handler, void *data,
-    ngx_http_veto_sandbox_redis_cmd_t **cmdp);
+    ngx_http_veto_sandbox_redis_call_t *call, ngx_str_t *tenant,
+    ngx_str_t *agent, ngx_str_t *sandbox);
 
 /* Before each exec; event_id must be unique (request id). */
 ngx_int_t ngx_http_veto_sandbox_quota_exec(
-    ngx_http_veto_sandbox_redis_t *rds, ngx_pool_t *pool, ngx_msec_t timeout,
-    ngx_str_t *tenant, ngx_str_t *agent, ngx_str_t *event_id,
-    ngx_http_veto_sandbox_quota_limits_t *limits,
-    ngx_http_veto_sandbox_redis_handler_pt handler, void *data,
-    ngx_http_veto_sandbox_redis_cmd_t **cmdp);
+    ngx_http_veto_sandbox_redis_call_t *call, ngx_str_t *tenant,
+    ngx_str_t *agent, ngx_str_t *event_id,
+    ngx_http_veto_sandbox_quota_limits_t *limits);
 
 /*
  * Who owns a sandbox, as every gateway sees it: HGET owner agent.  The
@@ -104,10 +99,8 @@ ngx_int_t ngx_http_veto_sandbox_quota_exec(
  * answer 404).
  */
 ngx_int_t ngx_http_veto_sandbox_quota_owner(
-    ngx_http_veto_sandbox_redis_t *rds, ngx_pool_t *pool, ngx_msec_t timeout,
-    ngx_str_t *tenant, ngx_str_t *sandbox,
-    ngx_http_veto_sandbox_redis_handler_pt handler, void *data,
-    ngx_http_veto_sandbox_redis_cmd_t **cmdp);
+    ngx_http_veto_sandbox_redis_call_t *call, ngx_str_t *tenant,
+    ngx_str_t *sandbox);
 
 void ngx_http_veto_sandbox_quota_result(redisReply *reply,
     ngx_http_veto_sandbox_quota_result_t *res);

@@ -1,5 +1,7 @@
 /*
- * Veto Sandbox: hiredis async context driven by nginx's event loop.
+ * Veto Sandbox: the worker's Redis connection, a hiredis async context
+ * driven by nginx's event loop: connect, handshake, reconnect with
+ * backoff.  The commands sent on it: ngx_http_veto_sandbox_redis_call.c.
  * See ngx_http_veto_sandbox_redis.h for the contract.
  */
 
@@ -8,35 +10,13 @@
 #include <ngx_event.h>
 #include <ngx_http.h>
 
-#include <openssl/sha.h>
-
 #include "ngx_http_veto_sandbox_redis.h"
-
-
-struct ngx_http_veto_sandbox_redis_cmd_s {
-    ngx_http_veto_sandbox_redis_t          *rds;
-    ngx_http_veto_sandbox_redis_handler_pt  handler;
-    void                                   *data;
-    ngx_event_t                             timer;
-
-    /* EVALSHA only: a private copy of the command, to retry as EVAL */
-    ngx_http_veto_sandbox_redis_script_t   *script;
-    int                                     argc;
-    const char                            **argv;
-    size_t                                 *argvlen;
-
-    unsigned                                in_hiredis:1; /* owns privdata */
-    unsigned                                done:1;       /* handler gone */
-    unsigned                                retried:1;
-};
 
 
 static void ngx_http_veto_sandbox_redis_connect(
     ngx_http_veto_sandbox_redis_t *rds);
 static void ngx_http_veto_sandbox_redis_schedule(
     ngx_http_veto_sandbox_redis_t *rds);
-static void ngx_http_veto_sandbox_redis_drop(
-    ngx_http_veto_sandbox_redis_t *rds, const char *why);
 static void ngx_http_veto_sandbox_redis_reconnect_handler(ngx_event_t *ev);
 static void ngx_http_veto_sandbox_redis_handshake_timeout(ngx_event_t *ev);
 static void ngx_http_veto_sandbox_redis_handshake_reply(
@@ -52,15 +32,6 @@ static void ngx_http_veto_sandbox_redis_del_read(void *privdata);
 static void ngx_http_veto_sandbox_redis_add_write(void *privdata);
 static void ngx_http_veto_sandbox_redis_del_write(void *privdata);
 static void ngx_http_veto_sandbox_redis_cleanup(void *privdata);
-static void ngx_http_veto_sandbox_redis_cmd_reply(redisAsyncContext *ac,
-    void *r, void *privdata);
-static void ngx_http_veto_sandbox_redis_cmd_timeout(ngx_event_t *ev);
-static void ngx_http_veto_sandbox_redis_cmd_finish(
-    ngx_http_veto_sandbox_redis_cmd_t *cmd, ngx_int_t rc, redisReply *reply);
-static ngx_int_t ngx_http_veto_sandbox_redis_send(
-    ngx_http_veto_sandbox_redis_t *rds, ngx_msec_t timeout,
-    ngx_http_veto_sandbox_redis_cmd_t *cmd, ngx_http_veto_sandbox_redis_cmd_t
-    **cmdp, int argc, const char **argv, const size_t *argvlen);
 
 
 /* handshake steps, passed as hiredis privdata */
@@ -169,65 +140,6 @@ ngx_http_veto_sandbox_redis_parse_addr(ngx_conf_t *cf, ngx_str_t *value,
     return NGX_CONF_OK;
 }
 
-
-ngx_int_t
-ngx_http_veto_sandbox_redis_script_init(
-    ngx_http_veto_sandbox_redis_script_t *script)
-{
-    u_char  md[SHA_DIGEST_LENGTH];
-
-    if (SHA1((const u_char *) script->text, ngx_strlen(script->text), md)
-        == NULL)
-    {
-        return NGX_ERROR;
-    }
-
-    ngx_hex_dump(script->sha1, md, SHA_DIGEST_LENGTH);
-    script->sha1[40] = '\0';
-
-    return NGX_OK;
-}
-
-
-ngx_int_t
-ngx_http_veto_sandbox_redis_scripts_init(
-    ngx_http_veto_sandbox_redis_script_t *scripts)
-{
-    ngx_http_veto_sandbox_redis_script_t  *s;
-
-    for (s = scripts; s->name; s++) {
-        if (ngx_http_veto_sandbox_redis_script_init(s) != NGX_OK) {
-            return NGX_ERROR;
-        }
-    }
-
-    return NGX_OK;
-}
-
-
-ngx_uint_t
-ngx_http_veto_sandbox_redis_key_part_valid(u_char *p, size_t len)
-{
-    u_char  *end;
-
-    if (len == 0 || len > 128) {
-        return 0;
-    }
-
-    for (end = p + len; p < end; p++) {
-        if (*p <= 0x20 || *p >= 0x7f) {
-            return 0;
-        }
-
-        switch (*p) {
-        case ':': case '{': case '}': case '*': case '?':
-        case '[': case ']': case '\\':
-            return 0;
-        }
-    }
-
-    return 1;
-}
 
 
 /* worker: connection life cycle */
@@ -484,7 +396,7 @@ ngx_http_veto_sandbox_redis_reconnect_handler(ngx_event_t *ev)
  * hiredis callback (redisAsyncFree() defers itself then).  Pending
  * commands get 503; the cleanup hook schedules the reconnect.
  */
-static void
+void
 ngx_http_veto_sandbox_redis_drop(ngx_http_veto_sandbox_redis_t *rds,
     const char *why)
 {
@@ -742,320 +654,4 @@ ngx_http_veto_sandbox_redis_cleanup(void *privdata)
     }
 
     ngx_http_veto_sandbox_redis_schedule(rds);
-}
-
-
-/* commands */
-
-ngx_int_t
-ngx_http_veto_sandbox_redis_command(ngx_http_veto_sandbox_redis_t *rds,
-    ngx_msec_t timeout, ngx_http_veto_sandbox_redis_handler_pt handler,
-    void *data, ngx_http_veto_sandbox_redis_cmd_t **cmdp, int argc,
-    const char **argv, const size_t *argvlen)
-{
-    ngx_int_t                           rc;
-    ngx_http_veto_sandbox_redis_cmd_t  *cmd;
-
-    if (rds == NULL || rds->ac == NULL
-        || rds->state == NGX_HTTP_VSB_REDIS_IDLE
-        || rds->state == NGX_HTTP_VSB_REDIS_CLOSED)
-    {
-        if (rds) {
-            rds->n_failures++;
-        }
-
-        return NGX_HTTP_SERVICE_UNAVAILABLE;
-    }
-
-    cmd = ngx_calloc(sizeof(ngx_http_veto_sandbox_redis_cmd_t), rds->log);
-    if (cmd == NULL) {
-        return NGX_ERROR;
-    }
-
-    cmd->rds = rds;
-    cmd->handler = handler;
-    cmd->data = data;
-
-    rc = ngx_http_veto_sandbox_redis_send(rds, timeout, cmd, cmdp, argc, argv,
-                                          argvlen);
-    if (rc != NGX_OK) {
-        ngx_free(cmd);
-    }
-
-    return rc;
-}
-
-
-ngx_int_t
-ngx_http_veto_sandbox_redis_eval(ngx_http_veto_sandbox_redis_t *rds,
-    ngx_msec_t timeout, ngx_http_veto_sandbox_redis_script_t *script,
-    ngx_http_veto_sandbox_redis_handler_pt handler, void *data,
-    ngx_http_veto_sandbox_redis_cmd_t **cmdp, int numkeys, int argc,
-    const char **argv, const size_t *argvlen)
-{
-    int                                 i, n;
-    u_char                             *p, *nk;
-    size_t                              size, len;
-    ngx_int_t                           rc;
-    ngx_http_veto_sandbox_redis_cmd_t  *cmd;
-
-    if (rds == NULL || rds->ac == NULL
-        || rds->state == NGX_HTTP_VSB_REDIS_IDLE
-        || rds->state == NGX_HTTP_VSB_REDIS_CLOSED)
-    {
-        if (rds) {
-            rds->n_failures++;
-        }
-
-        return NGX_HTTP_SERVICE_UNAVAILABLE;
-    }
-
-    if (argc < 0 || numkeys < 0 || numkeys > argc) {
-        return NGX_ERROR;
-    }
-
-    /* one block: cmd, argv[n], argvlen[n], numkeys text, argument bytes */
-
-    n = argc + 3;
-    size = sizeof(ngx_http_veto_sandbox_redis_cmd_t)
-           + n * (sizeof(char *) + sizeof(size_t)) + NGX_INT_T_LEN + 1;
-
-    for (i = 0; i < argc; i++) {
-        size += (argvlen ? argvlen[i] : ngx_strlen(argv[i])) + 1;
-    }
-
-    cmd = ngx_calloc(size, rds->log);
-    if (cmd == NULL) {
-        return NGX_ERROR;
-    }
-
-    cmd->rds = rds;
-    cmd->handler = handler;
-    cmd->data = data;
-    cmd->script = script;
-    cmd->argc = n;
-    cmd->argv = (const char **) (cmd + 1);
-    cmd->argvlen = (size_t *) (cmd->argv + n);
-
-    nk = (u_char *) (cmd->argvlen + n);
-    p = ngx_sprintf(nk, "%d", numkeys);
-    *p++ = '\0';
-
-    cmd->argv[0] = "EVALSHA";
-    cmd->argvlen[0] = 7;
-    cmd->argv[1] = (const char *) script->sha1;
-    cmd->argvlen[1] = 40;
-    cmd->argv[2] = (const char *) nk;
-    cmd->argvlen[2] = ngx_strlen(nk);
-
-    for (i = 0; i < argc; i++) {
-        len = argvlen ? argvlen[i] : ngx_strlen(argv[i]);
-        cmd->argv[i + 3] = (const char *) p;
-        cmd->argvlen[i + 3] = len;
-        /* an empty argument may come as NULL: memcpy(p, NULL, 0) is UB */
-        if (len) {
-            p = ngx_cpymem(p, argv[i], len);
-        }
-        *p++ = '\0';
-    }
-
-    rc = ngx_http_veto_sandbox_redis_send(rds, timeout, cmd, cmdp, cmd->argc,
-                                          cmd->argv, cmd->argvlen);
-    if (rc != NGX_OK) {
-        ngx_free(cmd);
-    }
-
-    return rc;
-}
-
-
-ngx_int_t
-ngx_http_veto_sandbox_redis_eval_str(ngx_http_veto_sandbox_redis_t *rds,
-    ngx_msec_t timeout, ngx_http_veto_sandbox_redis_script_t *script,
-    ngx_http_veto_sandbox_redis_handler_pt handler, void *data,
-    ngx_http_veto_sandbox_redis_cmd_t **cmdp, int numkeys, int argc,
-    ngx_str_t *args)
-{
-    int          i;
-    size_t       argvlen[16];
-    const char  *argv[16];
-
-    if (argc > 16) {
-        return NGX_ERROR;
-    }
-
-    for (i = 0; i < argc; i++) {
-        argv[i] = (const char *) args[i].data;
-        argvlen[i] = args[i].len;
-    }
-
-    return ngx_http_veto_sandbox_redis_eval(rds, timeout, script, handler,
-                                            data, cmdp, numkeys, argc, argv,
-                                            argvlen);
-}
-
-
-static ngx_int_t
-ngx_http_veto_sandbox_redis_send(ngx_http_veto_sandbox_redis_t *rds,
-    ngx_msec_t timeout, ngx_http_veto_sandbox_redis_cmd_t *cmd,
-    ngx_http_veto_sandbox_redis_cmd_t **cmdp, int argc, const char **argv,
-    const size_t *argvlen)
-{
-    /* fails while the context is being freed (REDIS_FREEING/DISCONNECTING) */
-    if (redisAsyncCommandArgv(rds->ac, ngx_http_veto_sandbox_redis_cmd_reply,
-                              cmd, argc, argv, argvlen)
-        != REDIS_OK)
-    {
-        rds->n_failures++;
-        return NGX_HTTP_SERVICE_UNAVAILABLE;
-    }
-
-    cmd->in_hiredis = 1;
-
-    cmd->timer.handler = ngx_http_veto_sandbox_redis_cmd_timeout;
-    cmd->timer.data = cmd;
-    cmd->timer.log = rds->log;
-
-    ngx_add_timer(&cmd->timer, timeout ? timeout : rds->conf.connect_timeout);
-
-    rds->n_commands++;
-
-    if (cmdp) {
-        *cmdp = cmd;
-    }
-
-    return NGX_OK;
-}
-
-
-void
-ngx_http_veto_sandbox_redis_cancel(ngx_http_veto_sandbox_redis_cmd_t *cmd)
-{
-    if (cmd == NULL || cmd->done) {
-        return;
-    }
-
-    cmd->done = 1;
-    cmd->handler = NULL;
-
-    if (cmd->timer.timer_set) {
-        ngx_del_timer(&cmd->timer);
-    }
-
-    if (!cmd->in_hiredis) {
-        ngx_free(cmd);
-    }
-}
-
-
-static void
-ngx_http_veto_sandbox_redis_cmd_reply(redisAsyncContext *ac, void *r,
-    void *privdata)
-{
-    redisReply                         *reply = r;
-    ngx_http_veto_sandbox_redis_t      *rds;
-    ngx_http_veto_sandbox_redis_cmd_t  *cmd = privdata;
-
-    rds = cmd->rds;
-    cmd->in_hiredis = 0;
-
-    if (reply) {
-        /* any answer, even a late one, proves the server is alive */
-        rds->timeouts = 0;
-    }
-
-    if (cmd->done) {
-        /* timed out or cancelled earlier: drop the late reply */
-        ngx_free(cmd);
-        return;
-    }
-
-    if (reply == NULL) {
-        ngx_http_veto_sandbox_redis_cmd_finish(cmd,
-                                         NGX_HTTP_SERVICE_UNAVAILABLE, NULL);
-        return;
-    }
-
-    if (reply->type == REDIS_REPLY_ERROR && cmd->script && !cmd->retried
-        && reply->len >= 8 && ngx_strncmp(reply->str, "NOSCRIPT", 8) == 0)
-    {
-        /* script cache flushed or a fresh server: send the text once */
-        cmd->retried = 1;
-        cmd->argv[0] = "EVAL";
-        cmd->argvlen[0] = 4;
-        cmd->argv[1] = cmd->script->text;
-        cmd->argvlen[1] = ngx_strlen(cmd->script->text);
-
-        if (redisAsyncCommandArgv(ac, ngx_http_veto_sandbox_redis_cmd_reply,
-                                  cmd, cmd->argc, cmd->argv, cmd->argvlen)
-            == REDIS_OK)
-        {
-            cmd->in_hiredis = 1;
-            return;
-        }
-
-        ngx_http_veto_sandbox_redis_cmd_finish(cmd,
-                                         NGX_HTTP_SERVICE_UNAVAILABLE, NULL);
-        return;
-    }
-
-    ngx_http_veto_sandbox_redis_cmd_finish(cmd, NGX_OK, reply);
-}
-
-
-static void
-ngx_http_veto_sandbox_redis_cmd_timeout(ngx_event_t *ev)
-{
-    ngx_http_veto_sandbox_redis_t      *rds;
-    ngx_http_veto_sandbox_redis_cmd_t  *cmd = ev->data;
-
-    rds = cmd->rds;
-    rds->n_timeouts++;
-    rds->timeouts++;
-
-    ngx_log_error(NGX_LOG_WARN, rds->log, 0,
-                  "veto_sandbox redis \"%V\": command timed out",
-                  &rds->conf.addr);
-
-    ngx_http_veto_sandbox_redis_cmd_finish(cmd, NGX_HTTP_GATEWAY_TIME_OUT,
-                                           NULL);
-
-    /* the reply may still come: hiredis keeps cmd until it does */
-
-    if (rds->timeouts >= rds->conf.max_timeouts) {
-        rds->timeouts = 0;
-        ngx_http_veto_sandbox_redis_drop(rds, "too many command timeouts");
-    }
-}
-
-
-static void
-ngx_http_veto_sandbox_redis_cmd_finish(ngx_http_veto_sandbox_redis_cmd_t *cmd,
-    ngx_int_t rc, redisReply *reply)
-{
-    ngx_http_veto_sandbox_redis_handler_pt  handler;
-
-    handler = cmd->handler;
-
-    cmd->done = 1;
-    cmd->handler = NULL;
-
-    if (cmd->timer.timer_set) {
-        ngx_del_timer(&cmd->timer);
-    }
-
-    if (rc != NGX_OK) {
-        cmd->rds->n_failures++;
-    }
-
-    /* free first if hiredis let go: the handler may not come back here */
-    if (!cmd->in_hiredis) {
-        void  *data = cmd->data;
-
-        ngx_free(cmd);
-        handler(rc, reply, data);
-        return;
-    }
-
-    handler(rc, reply, cmd->data);
 }

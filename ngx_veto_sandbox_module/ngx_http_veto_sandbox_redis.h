@@ -146,6 +146,21 @@ void ngx_http_veto_sandbox_redis_destroy(ngx_http_veto_sandbox_redis_t *rds);
 /* worker: commands */
 
 /*
+ * One call: where it goes, how long it may take and who gets the reply.
+ * Every command of every store (approval, quota, revoke, audit) takes
+ * one, followed by only what that command is about.
+ */
+typedef struct {
+    ngx_http_veto_sandbox_redis_t          *rds;
+    ngx_pool_t                             *pool;     /* keys, arguments */
+    ngx_msec_t                              timeout;  /* 0: connect's */
+    ngx_http_veto_sandbox_redis_handler_pt  handler;
+    void                                   *data;     /* for handler */
+    ngx_http_veto_sandbox_redis_cmd_t     **cmdp;     /* in flight, or NULL */
+} ngx_http_veto_sandbox_redis_call_t;
+
+
+/*
  * Returns NGX_OK when the command is queued: the handler will be called
  * exactly once (or never, after ngx_http_veto_sandbox_redis_cancel()).
  * Returns NGX_HTTP_SERVICE_UNAVAILABLE when Redis is not connected and
@@ -153,10 +168,8 @@ void ngx_http_veto_sandbox_redis_destroy(ngx_http_veto_sandbox_redis_t *rds);
  * argv is copied; the caller's buffers may go away at once.
  */
 ngx_int_t ngx_http_veto_sandbox_redis_command(
-    ngx_http_veto_sandbox_redis_t *rds, ngx_msec_t timeout,
-    ngx_http_veto_sandbox_redis_handler_pt handler, void *data,
-    ngx_http_veto_sandbox_redis_cmd_t **cmdp,
-    int argc, const char **argv, const size_t *argvlen);
+    ngx_http_veto_sandbox_redis_call_t *call, int argc, const char **argv,
+    const size_t *argvlen);
 
 /*
  * EVALSHA script->sha1 numkeys argv..., retried once as EVAL with the
@@ -165,19 +178,15 @@ ngx_int_t ngx_http_veto_sandbox_redis_command(
  * ngx_http_veto_sandbox_redis_command().
  */
 ngx_int_t ngx_http_veto_sandbox_redis_eval(
-    ngx_http_veto_sandbox_redis_t *rds, ngx_msec_t timeout,
-    ngx_http_veto_sandbox_redis_script_t *script,
-    ngx_http_veto_sandbox_redis_handler_pt handler, void *data,
-    ngx_http_veto_sandbox_redis_cmd_t **cmdp,
-    int numkeys, int argc, const char **argv, const size_t *argvlen);
+    ngx_http_veto_sandbox_redis_call_t *call,
+    ngx_http_veto_sandbox_redis_script_t *script, int numkeys, int argc,
+    const char **argv, const size_t *argvlen);
 
 /* The same with the keys and arguments as ngx_str_t (at most 16). */
 ngx_int_t ngx_http_veto_sandbox_redis_eval_str(
-    ngx_http_veto_sandbox_redis_t *rds, ngx_msec_t timeout,
-    ngx_http_veto_sandbox_redis_script_t *script,
-    ngx_http_veto_sandbox_redis_handler_pt handler, void *data,
-    ngx_http_veto_sandbox_redis_cmd_t **cmdp,
-    int numkeys, int argc, ngx_str_t *args);
+    ngx_http_veto_sandbox_redis_call_t *call,
+    ngx_http_veto_sandbox_redis_script_t *script, int numkeys, int argc,
+    ngx_str_t *args);
 
 /* The handler will not be called; a late reply is dropped. */
 void ngx_http_veto_sandbox_redis_cancel(
@@ -194,6 +203,21 @@ ngx_uint_t ngx_http_veto_sandbox_redis_ready(
  * ']' or '\'.  Returns 1 when valid.
  */
 ngx_uint_t ngx_http_veto_sandbox_redis_key_part_valid(u_char *p, size_t len);
+
+/*
+ * Every key lives under veto:{<tenant>}: (the tenant as a Redis Cluster
+ * hash tag): veto:{<tenant>}:<what>, or with part
+ * veto:{<tenant>}:<what>:<part> (an empty part leaves the ':').  The
+ * caller checks tenant and part with ..._redis_key_part_valid().
+ */
+#define NGX_HTTP_VSB_KEY_PREFIX  "veto:"
+
+ngx_int_t ngx_http_veto_sandbox_tenant_key(ngx_pool_t *pool, ngx_str_t *key,
+    const char *what, ngx_str_t *tenant, ngx_str_t *part);
+
+/* between the connection and the call layer: a stalled connection goes */
+void ngx_http_veto_sandbox_redis_drop(ngx_http_veto_sandbox_redis_t *rds,
+    const char *why);
 
 
 #endif /* _NGX_HTTP_VSB_REDIS_H_INCLUDED_ */

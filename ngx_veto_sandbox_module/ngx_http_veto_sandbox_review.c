@@ -23,13 +23,6 @@ static ngx_int_t ngx_http_veto_sandbox_review_result(ngx_http_request_t *r,
     ((e)->type == REDIS_REPLY_STRING || (e)->type == REDIS_REPLY_STATUS)
 
 
-static ngx_http_veto_sandbox_main_conf_t *
-ngx_http_veto_sandbox_review_mcf(ngx_http_request_t *r)
-{
-    return ngx_http_get_module_main_conf(r, ngx_http_veto_sandbox_module);
-}
-
-
 /* ?name= decoded into a NUL terminated copy; empty when absent */
 static ngx_int_t
 ngx_http_veto_sandbox_query(ngx_http_request_t *r, const char *name,
@@ -107,14 +100,10 @@ ngx_http_veto_sandbox_review(ngx_http_request_t *r,
     json_t                             *v;
     ngx_int_t                           rc, n;
     ngx_str_t                           state, reason, arg, agent, sandbox;
-    uint64_t                            from, to;
-    ngx_http_veto_sandbox_redis_t      *rds;
-    ngx_http_veto_sandbox_main_conf_t  *vmcf;
+    uint64_t                             from, to;
+    ngx_http_veto_sandbox_redis_call_t   call;
 
-    rds = ngx_http_veto_sandbox_rds;
-    vmcf = ngx_http_veto_sandbox_review_mcf(r);
-
-    if (rds == NULL) {
+    if (ngx_http_veto_sandbox_rds == NULL) {
         return ngx_http_veto_sandbox_problem(r, NGX_HTTP_NOT_FOUND,
                                              "not_found",
                                              "approvals and audit need "
@@ -124,6 +113,9 @@ ngx_http_veto_sandbox_review(ngx_http_request_t *r,
     if (ngx_http_veto_sandbox_wait(r, ctx) != NGX_OK) {
         return NGX_HTTP_INTERNAL_SERVER_ERROR;
     }
+
+    ngx_http_veto_sandbox_waiting_call(r, ctx, &call,
+                                       ngx_http_veto_sandbox_review_reply);
 
     switch (ctx->op) {
 
@@ -144,17 +136,13 @@ ngx_http_veto_sandbox_review(ngx_http_request_t *r,
                                    "denied, expired, consumed");
         }
 
-        rc = ngx_http_veto_sandbox_approval_list(rds, r->pool, vmcf->timeout,
-                                   &ctx->tenant, &state, 1000,
-                                   ngx_http_veto_sandbox_review_reply, r,
-                                   &ctx->rcmd);
+        rc = ngx_http_veto_sandbox_approval_list(&call, &ctx->tenant, &state,
+                                                 1000);
         break;
 
     case NGX_HTTP_VSB_OP_APR_GET:
-        rc = ngx_http_veto_sandbox_approval_get(rds, r->pool, vmcf->timeout,
-                                   &ctx->tenant, &ctx->apr_id,
-                                   ngx_http_veto_sandbox_review_reply, r,
-                                   &ctx->rcmd);
+        rc = ngx_http_veto_sandbox_approval_get(&call, &ctx->tenant,
+                                                &ctx->apr_id);
         break;
 
     case NGX_HTTP_VSB_OP_APR_APPROVE:
@@ -186,13 +174,10 @@ ngx_http_veto_sandbox_review(ngx_http_request_t *r,
             }
         }
 
-        rc = ngx_http_veto_sandbox_approval_decide(rds, r->pool,
-                                   vmcf->timeout, &ctx->tenant, &ctx->apr_id,
-                                   &ctx->agent,
+        rc = ngx_http_veto_sandbox_approval_decide(&call, &ctx->tenant,
+                                   &ctx->apr_id, &ctx->agent,
                                    ctx->op == NGX_HTTP_VSB_OP_APR_APPROVE,
-                                   &reason,
-                                   ngx_http_veto_sandbox_review_reply, r,
-                                   &ctx->rcmd);
+                                   &reason);
         break;
 
     default: /* NGX_HTTP_VSB_OP_AUDIT */
@@ -249,11 +234,9 @@ ngx_http_veto_sandbox_review(ngx_http_request_t *r,
                                    "name");
         }
 
-        rc = ngx_http_veto_sandbox_audit_query(rds, r->pool, vmcf->timeout,
-                                   &ctx->tenant, from, to, &agent, &sandbox,
-                                   (ngx_uint_t) n,
-                                   ngx_http_veto_sandbox_review_reply, r,
-                                   &ctx->rcmd);
+        rc = ngx_http_veto_sandbox_audit_query(&call, &ctx->tenant, from, to,
+                                               &agent, &sandbox,
+                                               (ngx_uint_t) n);
         break;
     }
 

@@ -57,17 +57,15 @@ ngx_http_veto_sandbox_revoke_key(ngx_pool_t *pool, ngx_str_t *key,
 
 
 ngx_int_t
-ngx_http_veto_sandbox_revoke_check(ngx_http_veto_sandbox_redis_t *rds,
-    ngx_pool_t *pool, ngx_msec_t timeout, ngx_str_t *tenant, ngx_str_t *agent,
-    ngx_str_t *jti, ngx_http_veto_sandbox_redis_handler_pt handler,
-    void *data, ngx_http_veto_sandbox_redis_cmd_t **cmdp)
+ngx_http_veto_sandbox_revoke_check(ngx_http_veto_sandbox_redis_call_t *call,
+    ngx_str_t *tenant, ngx_str_t *agent, ngx_str_t *jti)
 {
     ngx_int_t     rc;
     ngx_str_t     kagent, kjti, none;
     size_t        argvlen[2];
     const char   *argv[2];
 
-    rc = ngx_http_veto_sandbox_revoke_key(pool, &kagent, "revoked:agent",
+    rc = ngx_http_veto_sandbox_revoke_key(call->pool, &kagent, "revoked:agent",
                                           tenant, agent);
     if (rc != NGX_OK) {
         return rc;
@@ -81,7 +79,7 @@ ngx_http_veto_sandbox_revoke_check(ngx_http_veto_sandbox_redis_t *rds,
     if (jti == NULL || jti->len == 0) {
         ngx_str_set(&none, "");
 
-        if (ngx_http_veto_sandbox_tenant_key(pool, &kjti, "revoked:jti",
+        if (ngx_http_veto_sandbox_tenant_key(call->pool, &kjti, "revoked:jti",
                                              tenant, &none)
             != NGX_OK)
         {
@@ -89,7 +87,7 @@ ngx_http_veto_sandbox_revoke_check(ngx_http_veto_sandbox_redis_t *rds,
         }
 
     } else {
-        rc = ngx_http_veto_sandbox_revoke_key(pool, &kjti, "revoked:jti",
+        rc = ngx_http_veto_sandbox_revoke_key(call->pool, &kjti, "revoked:jti",
                                               tenant, jti);
         if (rc != NGX_OK) {
             return rc;
@@ -101,10 +99,9 @@ ngx_http_veto_sandbox_revoke_check(ngx_http_veto_sandbox_redis_t *rds,
     argv[1] = (const char *) kagent.data;
     argvlen[1] = kagent.len;
 
-    return ngx_http_veto_sandbox_redis_eval(rds, timeout,
-                                            &ngx_http_veto_sandbox_revoke_script,
-                                            handler, data, cmdp, 2, 2, argv,
-                                            argvlen);
+    return ngx_http_veto_sandbox_redis_eval(call,
+                                          &ngx_http_veto_sandbox_revoke_script,
+                                          2, 2, argv, argvlen);
 }
 
 
@@ -166,10 +163,8 @@ ngx_http_veto_sandbox_revoke_result(redisReply *reply, time_t iat,
 
 
 ngx_int_t
-ngx_http_veto_sandbox_revoke_jti(ngx_http_veto_sandbox_redis_t *rds,
-    ngx_pool_t *pool, ngx_msec_t timeout, ngx_str_t *tenant, ngx_str_t *jti,
-    time_t exp, ngx_http_veto_sandbox_redis_handler_pt handler, void *data,
-    ngx_http_veto_sandbox_redis_cmd_t **cmdp)
+ngx_http_veto_sandbox_revoke_jti(ngx_http_veto_sandbox_redis_call_t *call,
+    ngx_str_t *tenant, ngx_str_t *jti, time_t exp)
 {
     u_char      *p;
     ngx_int_t    rc;
@@ -177,13 +172,13 @@ ngx_http_veto_sandbox_revoke_jti(ngx_http_veto_sandbox_redis_t *rds,
     size_t       argvlen[5];
     const char  *argv[5];
 
-    rc = ngx_http_veto_sandbox_revoke_key(pool, &key, "revoked:jti", tenant,
-                                          jti);
+    rc = ngx_http_veto_sandbox_revoke_key(call->pool, &key, "revoked:jti",
+                                          tenant, jti);
     if (rc != NGX_OK) {
         return rc;
     }
 
-    p = ngx_pnalloc(pool, NGX_TIME_T_LEN + 1);
+    p = ngx_pnalloc(call->pool, NGX_TIME_T_LEN + 1);
     if (p == NULL) {
         return NGX_ERROR;
     }
@@ -204,16 +199,13 @@ ngx_http_veto_sandbox_revoke_jti(ngx_http_veto_sandbox_redis_t *rds,
     argv[4] = (const char *) p;
     argvlen[4] = ngx_sprintf(p, "%T", exp) - p;
 
-    return ngx_http_veto_sandbox_redis_command(rds, timeout, handler, data,
-                                               cmdp, 5, argv, argvlen);
+    return ngx_http_veto_sandbox_redis_command(call, 5, argv, argvlen);
 }
 
 
 ngx_int_t
-ngx_http_veto_sandbox_revoke_agent(ngx_http_veto_sandbox_redis_t *rds,
-    ngx_pool_t *pool, ngx_msec_t timeout, ngx_str_t *tenant, ngx_str_t *agent,
-    time_t before, ngx_http_veto_sandbox_redis_handler_pt handler, void *data,
-    ngx_http_veto_sandbox_redis_cmd_t **cmdp)
+ngx_http_veto_sandbox_revoke_agent(ngx_http_veto_sandbox_redis_call_t *call,
+    ngx_str_t *tenant, ngx_str_t *agent, time_t before)
 {
     u_char      *p;
     ngx_int_t    rc;
@@ -221,13 +213,13 @@ ngx_http_veto_sandbox_revoke_agent(ngx_http_veto_sandbox_redis_t *rds,
     size_t       argvlen[3];
     const char  *argv[3];
 
-    rc = ngx_http_veto_sandbox_revoke_key(pool, &key, "revoked:agent",
+    rc = ngx_http_veto_sandbox_revoke_key(call->pool, &key, "revoked:agent",
                                           tenant, agent);
     if (rc != NGX_OK) {
         return rc;
     }
 
-    p = ngx_pnalloc(pool, NGX_TIME_T_LEN + 1);
+    p = ngx_pnalloc(call->pool, NGX_TIME_T_LEN + 1);
     if (p == NULL) {
         return NGX_ERROR;
     }
@@ -239,6 +231,5 @@ ngx_http_veto_sandbox_revoke_agent(ngx_http_veto_sandbox_redis_t *rds,
     argv[2] = (const char *) p;
     argvlen[2] = ngx_sprintf(p, "%T", before ? before : ngx_time()) - p;
 
-    return ngx_http_veto_sandbox_redis_command(rds, timeout, handler, data,
-                                               cmdp, 3, argv, argvlen);
+    return ngx_http_veto_sandbox_redis_command(call, 3, argv, argvlen);
 }

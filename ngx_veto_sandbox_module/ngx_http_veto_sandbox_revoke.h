@@ -35,10 +35,8 @@ ngx_int_t ngx_http_veto_sandbox_revoke_init(void);
  * valid key part; refuse the token (401).
  */
 ngx_int_t ngx_http_veto_sandbox_revoke_check(
-    ngx_http_veto_sandbox_redis_t *rds, ngx_pool_t *pool, ngx_msec_t timeout,
-    ngx_str_t *tenant, ngx_str_t *agent, ngx_str_t *jti,
-    ngx_http_veto_sandbox_redis_handler_pt handler, void *data,
-    ngx_http_veto_sandbox_redis_cmd_t **cmdp);
+    ngx_http_veto_sandbox_redis_call_t *call, ngx_str_t *tenant,
+    ngx_str_t *agent, ngx_str_t *jti);
 
 /*
  * Reads the reply ([jti value or nil, agent value or nil]): NGX_OK (not revoked), NGX_DECLINED (revoked; why
@@ -53,16 +51,12 @@ ngx_int_t ngx_http_veto_sandbox_revoke_result(redisReply *reply,
  * or every token of an agent issued up to now (SET ... <now>).
  */
 ngx_int_t ngx_http_veto_sandbox_revoke_jti(
-    ngx_http_veto_sandbox_redis_t *rds, ngx_pool_t *pool, ngx_msec_t timeout,
-    ngx_str_t *tenant, ngx_str_t *jti, time_t exp,
-    ngx_http_veto_sandbox_redis_handler_pt handler, void *data,
-    ngx_http_veto_sandbox_redis_cmd_t **cmdp);
+    ngx_http_veto_sandbox_redis_call_t *call, ngx_str_t *tenant,
+    ngx_str_t *jti, time_t exp);
 
 ngx_int_t ngx_http_veto_sandbox_revoke_agent(
-    ngx_http_veto_sandbox_redis_t *rds, ngx_pool_t *pool, ngx_msec_t timeout,
-    ngx_str_t *tenant, ngx_str_t *agent, time_t before,
-    ngx_http_veto_sandbox_redis_handler_pt handler, void *data,
-    ngx_http_veto_sandbox_redis_cmd_t **cmdp);
+    ngx_http_veto_sandbox_redis_call_t *call, ngx_str_t *tenant,
+    ngx_str_t *agent, time_t before);
 
 
 #endif /* _NGX_HTTP_VSB_REVOKE_H_INCLUDED_ */

@@ -7,6 +7,7 @@
  */
 
 #include "ngx_http_veto_sandbox_module.h"
+#include "ngx_http_veto_sandbox_approval.h"
 
 
 #define NGX_HTTP_VSB_MAX_JSON_BODY  (1024 * 1024)
@@ -558,7 +559,7 @@ ngx_http_veto_sandbox_path(ngx_http_request_t *r,
 
     ngx_str_null(&ctx->path);
 
-    rc = ngx_http_veto_sandbox_approval_query_arg(r->pool, &r->args, "path",
+    rc = ngx_http_veto_sandbox_hash_query_arg(r->pool, &r->args, "path",
                                                   &path, &why);
 
     if (rc == NGX_ERROR) {

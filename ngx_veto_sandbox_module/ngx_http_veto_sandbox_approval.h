@@ -31,13 +31,11 @@
 #include <ngx_http.h>
 
 #include "ngx_http_veto_sandbox_redis.h"
+#include "ngx_http_veto_sandbox_hash.h"
 
 
 /* "apr_" and 32 lowercase hex digits (128 random bits) */
 #define NGX_HTTP_VSB_APPROVAL_ID_LEN    36
-
-/* SHA-256, lowercase hex */
-#define NGX_HTTP_VSB_HASH_HEX_LEN       64
 
 #define NGX_HTTP_VSB_APPROVAL_TTL       900000      /* ms, 15 min */
 #define NGX_HTTP_VSB_APPROVAL_RETENTION 604800000   /* ms, 7 days */
@@ -99,40 +97,6 @@ ngx_int_t ngx_http_veto_sandbox_approval_init(void);
 /* "apr_" + 32 hex digits from RAND_bytes(); id must hold ID_LEN bytes */
 ngx_int_t ngx_http_veto_sandbox_approval_id(u_char *id);
 ngx_uint_t ngx_http_veto_sandbox_approval_id_valid(ngx_str_t *id);
-
-/*
- * The canonical request hash (docs/approvals.md, "Canonical request"):
- *
- *     SHA-256( "veto-request-v1\n"
- *              METHOD "\n"
- *              canonical-path "\n"
- *              canonical-query "\n"
- *              hex(SHA-256(body)) "\n"
- *              decimal(body length) "\n" )
- *
- * path is the decoded, normalized path (r->uri); args the raw query
- * string (r->args).  body_sha256 is the 32-byte digest of the body bytes
- * (empty body: digest of ""), from ngx_http_veto_sandbox_approval_body().
- * out receives 64 lowercase hex digits and a NUL.
- */
-ngx_int_t ngx_http_veto_sandbox_approval_hash(ngx_pool_t *pool,
-    ngx_str_t *method, ngx_str_t *path, ngx_str_t *args,
-    u_char *body_sha256, off_t body_len, u_char *out);
-
-/* SHA-256 over a request body chain, in memory and/or in a temp file. */
-ngx_int_t ngx_http_veto_sandbox_approval_body(ngx_chain_t *bufs,
-    u_char *md, off_t *len, ngx_log_t *log);
-
-/* the canonical path or query alone, for tests and debugging */
-ngx_int_t ngx_http_veto_sandbox_approval_canon_path(ngx_pool_t *pool,
-    ngx_str_t *path, ngx_str_t *out);
-ngx_int_t ngx_http_veto_sandbox_approval_canon_query(ngx_pool_t *pool,
-    ngx_str_t *args, ngx_str_t *out);
-
-/* the only query argument a route takes, read as the hash reads it;
- * NGX_ABORT when the query is ambiguous (see approval.c) */
-ngx_int_t ngx_http_veto_sandbox_approval_query_arg(ngx_pool_t *pool,
-    ngx_str_t *args, const char *name, ngx_str_t *value, const char **why);
 
 /*
  * Key names: veto:{<tenant>}:appr:<id>, veto:{<tenant>}:appr:<id>:rv and

@@ -5,9 +5,9 @@
  *
  * Each entry holds the fields of ngx_http_veto_sandbox_audit_rec_t that
  * are set (docs/approvals.md, "Audit records").  Secrets never enter a
- * record: every string goes through ngx_http_veto_sandbox_audit_redact()
- * and request bodies are reduced by ngx_http_veto_sandbox_audit_summary()
- * (env names without values, no metadata, argv and paths redacted).
+ * record: every string goes through ngx_http_veto_sandbox_redact() and
+ * request bodies are reduced by ngx_http_veto_sandbox_summary()
+ * (ngx_http_veto_sandbox_redact.h).
  */
 
 #ifndef _NGX_HTTP_VSB_AUDIT_H_INCLUDED_
@@ -71,29 +71,5 @@ ngx_int_t ngx_http_veto_sandbox_audit_query(
 
 /* [{"id": "...", "field": "value", ...}, ...]; NULL on a bad reply */
 json_t *ngx_http_veto_sandbox_audit_to_json(redisReply *reply);
-
-/*
- * Redaction of free text: "Bearer <x>" and "Basic <x>", anything shaped
- * like a JWT (eyJ....), and the value of key=value / key: value / "key":
- * "value" pairs whose key names a secret (password, passwd, secret,
- * token, apikey, api_key, api-key, authorization, credential, private,
- * access_key, session, cookie) become "[redacted]".
- */
-ngx_int_t ngx_http_veto_sandbox_audit_redact(ngx_pool_t *pool,
-    ngx_str_t *in, ngx_str_t *out);
-
-/*
- * What a human (approval summary) or an auditor sees of a request body:
- * profile, limits, ttl_s, network (mode, hosts), argv, cwd, timeout_s
- * kept; env reduced to its sorted names; an exec's stdin (in, may be
- * NULL) as stdin_bytes and its first 4 KiB (a shell reads its commands
- * there); everything else (metadata) dropped; every string redacted.
- * path/size/sha256 describe a file body (PUT files/archive) and may be
- * NULL/-1.  out: JSON text.
- */
-ngx_int_t ngx_http_veto_sandbox_audit_summary(ngx_pool_t *pool,
-    ngx_str_t *action, json_t *body, ngx_str_t *in, ngx_str_t *path,
-    off_t size, ngx_str_t *sha256, ngx_str_t *out);
-
 
 #endif /* _NGX_HTTP_VSB_AUDIT_H_INCLUDED_ */

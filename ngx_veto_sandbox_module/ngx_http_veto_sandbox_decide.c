@@ -15,7 +15,9 @@
 
 #include "ngx_http_veto_sandbox_module.h"
 #include "ngx_http_veto_sandbox_quota.h"
+#include "ngx_http_veto_sandbox_approval.h"
 #include "ngx_http_veto_sandbox_audit.h"
+#include "ngx_http_veto_sandbox_redact.h"
 #include "ngx_http_veto_sandbox_revoke.h"
 
 #include <openssl/evp.h>
@@ -598,11 +600,11 @@ ngx_http_veto_sandbox_approval_step(ngx_http_request_t *r,
     vscf = ngx_http_get_module_srv_conf(r, ngx_http_veto_sandbox_module);
 
     /* the canonical request: method, path, query, body by digest */
-    if (ngx_http_veto_sandbox_approval_body(r->request_body
+    if (ngx_http_veto_sandbox_hash_body(r->request_body
                                             ? r->request_body->bufs : NULL,
                                             md, &size, r->connection->log)
         != NGX_OK
-        || ngx_http_veto_sandbox_approval_hash(r->pool, &r->method_name,
+        || ngx_http_veto_sandbox_hash_request(r->pool, &r->method_name,
                                                &r->uri, &r->args, md, size,
                                                ctx->hash)
            != NGX_OK)
@@ -668,7 +670,7 @@ ngx_http_veto_sandbox_approval_step(ngx_http_request_t *r,
         in.len = ctx->payload->buf->last - ctx->payload->buf->pos;
     }
 
-    if (ngx_http_veto_sandbox_audit_summary(r->pool, &ctx->action, ctx->req,
+    if (ngx_http_veto_sandbox_summary(r->pool, &ctx->action, ctx->req,
                                    &in, path,
                                    ctx->op == NGX_HTTP_VSB_OP_WRITE ? size
                                                                     : -1,
@@ -1097,7 +1099,7 @@ ngx_http_veto_sandbox_exec_detail(ngx_http_request_t *r,
 
     req = NULL;
 
-    if (ngx_http_veto_sandbox_audit_summary(r->pool, &ctx->action, ctx->req,
+    if (ngx_http_veto_sandbox_summary(r->pool, &ctx->action, ctx->req,
                                             &in, NULL, -1, NULL, &summary)
         == NGX_OK)
     {

@@ -14,6 +14,7 @@
 
 #include <jwt.h>
 
+#include "ngx_http_veto_sandbox_approval.h"
 #include "ngx_http_veto_sandbox_quota.h"
 #include "ngx_http_veto_sandbox_audit.h"
 #include "ngx_http_veto_sandbox_revoke.h"

@@ -27,7 +27,7 @@
 
 #include "vsb_protocol.h"
 #include "ngx_http_veto_sandbox_redis.h"
-#include "ngx_http_veto_sandbox_approval.h"
+#include "ngx_http_veto_sandbox_hash.h"
 
 
 /* Statuses nginx 1.22 has no names for (or names differently). */

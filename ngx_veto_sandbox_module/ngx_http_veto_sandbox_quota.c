@@ -8,7 +8,6 @@
 #include <ngx_core.h>
 #include <ngx_http.h>
 
-#include "ngx_http_veto_sandbox_approval.h"
 #include "ngx_http_veto_sandbox_quota.h"
 
 

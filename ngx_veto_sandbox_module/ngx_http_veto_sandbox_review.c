@@ -10,6 +10,7 @@
  */
 
 #include "ngx_http_veto_sandbox_module.h"
+#include "ngx_http_veto_sandbox_approval.h"
 #include "ngx_http_veto_sandbox_audit.h"
 
 

@@ -1,0 +1,448 @@
+/*
+ * Veto Sandbox: the canonical request hash an approval is bound to, and
+ * the query reading that must agree with it.
+ * Contract: ngx_http_veto_sandbox_hash.h and docs/approvals.md.
+ */
+
+#include <ngx_config.h>
+#include <ngx_core.h>
+
+#include <openssl/evp.h>
+
+#include "ngx_http_veto_sandbox_hash.h"
+
+
+typedef struct {
+    ngx_str_t   name;
+    ngx_str_t   value;
+} ngx_http_veto_sandbox_qpair_t;
+
+
+static u_char *ngx_http_veto_sandbox_pct_encode(u_char *dst, u_char *src,
+    size_t len, ngx_uint_t keep_slash);
+static int ngx_libc_cdecl ngx_http_veto_sandbox_qpair_cmp(const void *one,
+    const void *two);
+
+
+/*
+ * Canonical encoding: every byte but the RFC 3986 unreserved ones
+ * (A-Z a-z 0-9 - . _ ~), and '/' in a path, becomes %XX, upper case.
+ * dst must hold 3 * len bytes.
+ */
+static u_char *
+ngx_http_veto_sandbox_pct_encode(u_char *dst, u_char *src, size_t len,
+    ngx_uint_t keep_slash)
+{
+    u_char         c;
+    static u_char  hex[] = "0123456789ABCDEF";
+
+    while (len--) {
+        c = *src++;
+
+        if ((c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z')
+            || (c >= '0' && c <= '9') || c == '-' || c == '.' || c == '_'
+            || c == '~' || (keep_slash && c == '/'))
+        {
+            *dst++ = c;
+            continue;
+        }
+
+        *dst++ = '%';
+        *dst++ = hex[c >> 4];
+        *dst++ = hex[c & 0xf];
+    }
+
+    return dst;
+}
+
+
+u_char *
+ngx_http_veto_sandbox_pct_decode(u_char *dst, u_char *src, size_t len,
+    ngx_uint_t strict)
+{
+    u_char     *last;
+    ngx_int_t   hi, lo;
+
+    last = src + len;
+
+    while (src < last) {
+        if (*src == '%') {
+            hi = last - src >= 3 ? ngx_hextoi(src + 1, 1) : NGX_ERROR;
+            lo = last - src >= 3 ? ngx_hextoi(src + 2, 1) : NGX_ERROR;
+
+            if (hi != NGX_ERROR && lo != NGX_ERROR) {
+                *dst++ = (u_char) (hi * 16 + lo);
+                src += 3;
+                continue;
+            }
+
+            if (strict) {
+                return NULL;
+            }
+        }
+
+        *dst++ = *src++;
+    }
+
+    return dst;
+}
+
+
+/*
+ * The value of the query argument "name", read the way the canonical
+ * query below reads it (split on '&', empty parts dropped, split at the
+ * first '=', percent-decoded), so that two requests with the same hash
+ * always name the same thing.  It must be the only argument, given once,
+ * with no '%' other than %XX: "?path=a&path=b" and "?path=b&path=a",
+ * "?PATH=b&path=a" and "?path=a&PATH=b", "?path=%zz" and "?path=%25zz"
+ * hash alike but would name different files.  NGX_OK: *value is the
+ * decoded value (NUL terminated); NGX_DECLINED: absent; NGX_ABORT: the
+ * query is ambiguous (*why says how); NGX_ERROR: no memory.
+ */
+ngx_int_t
+ngx_http_veto_sandbox_hash_query_arg(ngx_pool_t *pool, ngx_str_t *args,
+    const char *name, ngx_str_t *value, const char **why)
+{
+    u_char      *p, *last, *start, *eq, *end, *dec;
+    size_t       nlen;
+    ngx_uint_t   found;
+
+    nlen = ngx_strlen(name);
+    found = 0;
+    ngx_str_null(value);
+
+    p = args->data;
+    last = p + args->len;
+
+    for ( /* void */ ; p < last; p++) {
+        start = p;
+
+        while (p < last && *p != '&') {
+            p++;
+        }
+
+        if (p == start) {
+            continue;
+        }
+
+        eq = ngx_strlchr(start, p, '=');
+        end = eq ? eq : p;
+
+        dec = ngx_pnalloc(pool, (p - start) + 1);
+        if (dec == NULL) {
+            return NGX_ERROR;
+        }
+
+        end = ngx_http_veto_sandbox_pct_decode(dec, start, end - start, 1);
+
+        if (end == NULL) {
+            *why = "a query argument name is not percent-encoded correctly";
+            return NGX_ABORT;
+        }
+
+        if ((size_t) (end - dec) != nlen || ngx_memcmp(dec, name, nlen) != 0)
+        {
+            *why = "unknown query argument";
+            return NGX_ABORT;
+        }
+
+        if (found++) {
+            *why = "the query argument is given more than once";
+            return NGX_ABORT;
+        }
+
+        end = eq ? ngx_http_veto_sandbox_pct_decode(dec, eq + 1, p - eq - 1, 1)
+                 : dec;
+
+        if (end == NULL) {
+            *why = "the query argument is not percent-encoded correctly";
+            return NGX_ABORT;
+        }
+
+        *end = '\0';
+        value->data = dec;
+        value->len = end - dec;
+    }
+
+    return found ? NGX_OK : NGX_DECLINED;
+}
+
+
+ngx_int_t
+ngx_http_veto_sandbox_hash_canon_path(ngx_pool_t *pool, ngx_str_t *path,
+    ngx_str_t *out)
+{
+    out->data = ngx_pnalloc(pool, 3 * path->len + 1);
+    if (out->data == NULL) {
+        return NGX_ERROR;
+    }
+
+    out->len = ngx_http_veto_sandbox_pct_encode(out->data, path->data,
+                                                path->len, 1)
+               - out->data;
+
+    return NGX_OK;
+}
+
+
+static int ngx_libc_cdecl
+ngx_http_veto_sandbox_qpair_cmp(const void *one, const void *two)
+{
+    int                             rc;
+    size_t                          n;
+    ngx_str_t                      *a, *b;
+    ngx_http_veto_sandbox_qpair_t  *p1, *p2;
+    ngx_uint_t                      i;
+
+    p1 = (ngx_http_veto_sandbox_qpair_t *) one;
+    p2 = (ngx_http_veto_sandbox_qpair_t *) two;
+
+    /* bytewise on the encoded name, then the encoded value */
+
+    for (i = 0; i < 2; i++) {
+        a = i ? &p1->value : &p1->name;
+        b = i ? &p2->value : &p2->name;
+
+        n = ngx_min(a->len, b->len);
+        rc = n ? ngx_memcmp(a->data, b->data, n) : 0;
+
+        if (rc != 0) {
+            return rc;
+        }
+
+        if (a->len != b->len) {
+            return a->len < b->len ? -1 : 1;
+        }
+    }
+
+    return 0;
+}
+
+
+/*
+ * Query: split on '&', drop empty parts, split each on the first '='
+ * (none: empty value), percent-decode name and value (%XX with two hex
+ * digits only; any other '%' and '+' stay as they are),
+ * re-encode both canonically, sort the pairs bytewise by name then value,
+ * join as name=value with '&'.
+ */
+ngx_int_t
+ngx_http_veto_sandbox_hash_canon_query(ngx_pool_t *pool, ngx_str_t *args,
+    ngx_str_t *out)
+{
+    u_char                         *p, *last, *start, *eq, *dec, *s, *d;
+    ngx_str_t                      *part;
+    ngx_uint_t                      i, j;
+    ngx_array_t                     pairs;
+    ngx_http_veto_sandbox_qpair_t  *qp;
+
+    if (ngx_array_init(&pairs, pool, 8, sizeof(ngx_http_veto_sandbox_qpair_t))
+        != NGX_OK)
+    {
+        return NGX_ERROR;
+    }
+
+    p = args->data;
+    last = p + args->len;
+
+    while (p < last) {
+        start = p;
+
+        while (p < last && *p != '&') {
+            p++;
+        }
+
+        if (p > start) {
+            qp = ngx_array_push(&pairs);
+            if (qp == NULL) {
+                return NGX_ERROR;
+            }
+
+            eq = ngx_strlchr(start, p, '=');
+
+            for (j = 0; j < 2; j++) {
+                part = j ? &qp->value : &qp->name;
+
+                if (j == 0) {
+                    s = start;
+                    d = eq ? eq : p;
+
+                } else {
+                    s = eq ? eq + 1 : p;
+                    d = p;
+                }
+
+                dec = ngx_pnalloc(pool, (d - s) + 1);
+                if (dec == NULL) {
+                    return NGX_ERROR;
+                }
+
+                {
+                    u_char  *dst;
+
+                    dst = ngx_http_veto_sandbox_pct_decode(dec, s, d - s, 0);
+
+                    part->data = ngx_pnalloc(pool, 3 * (dst - dec) + 1);
+                    if (part->data == NULL) {
+                        return NGX_ERROR;
+                    }
+
+                    part->len = ngx_http_veto_sandbox_pct_encode(part->data,
+                                                       dec, dst - dec, 0)
+                                - part->data;
+                }
+            }
+        }
+
+        if (p < last) {
+            p++;
+        }
+    }
+
+    qp = pairs.elts;
+
+    if (pairs.nelts > 1) {
+        ngx_qsort(qp, pairs.nelts, sizeof(ngx_http_veto_sandbox_qpair_t),
+                  ngx_http_veto_sandbox_qpair_cmp);
+    }
+
+    out->len = 0;
+
+    for (i = 0; i < pairs.nelts; i++) {
+        out->len += qp[i].name.len + 1 + qp[i].value.len + 1;
+    }
+
+    out->data = ngx_pnalloc(pool, out->len + 1);
+    if (out->data == NULL) {
+        return NGX_ERROR;
+    }
+
+    p = out->data;
+
+    for (i = 0; i < pairs.nelts; i++) {
+        if (i) {
+            *p++ = '&';
+        }
+
+        p = ngx_cpymem(p, qp[i].name.data, qp[i].name.len);
+        *p++ = '=';
+        p = ngx_cpymem(p, qp[i].value.data, qp[i].value.len);
+    }
+
+    out->len = p - out->data;
+
+    return NGX_OK;
+}
+
+
+ngx_int_t
+ngx_http_veto_sandbox_hash_request(ngx_pool_t *pool, ngx_str_t *method,
+    ngx_str_t *path, ngx_str_t *args, u_char *body_sha256, off_t body_len,
+    u_char *out)
+{
+    u_char        *p, *canon;
+    size_t         len;
+    ngx_str_t      cpath, cquery;
+    unsigned int   mdlen;
+    u_char         md[EVP_MAX_MD_SIZE];
+
+    if (ngx_http_veto_sandbox_hash_canon_path(pool, path, &cpath)
+        != NGX_OK
+        || ngx_http_veto_sandbox_hash_canon_query(pool, args, &cquery)
+           != NGX_OK)
+    {
+        return NGX_ERROR;
+    }
+
+    len = sizeof("veto-request-v1\n") - 1 + method->len + 1 + cpath.len + 1
+          + cquery.len + 1 + 64 + 1 + NGX_OFF_T_LEN + 1;
+
+    canon = ngx_pnalloc(pool, len);
+    if (canon == NULL) {
+        return NGX_ERROR;
+    }
+
+    p = ngx_sprintf(canon, "veto-request-v1\n%V\n%V\n%V\n", method, &cpath,
+                    &cquery);
+    p = ngx_hex_dump(p, body_sha256, 32);
+    p = ngx_sprintf(p, "\n%O\n", body_len);
+
+    if (EVP_Digest(canon, p - canon, md, &mdlen, EVP_sha256(), NULL) != 1) {
+        return NGX_ERROR;
+    }
+
+    p = ngx_hex_dump(out, md, 32);
+    *p = '\0';
+
+    return NGX_OK;
+}
+
+
+ngx_int_t
+ngx_http_veto_sandbox_hash_body(ngx_chain_t *bufs, u_char *md,
+    off_t *len, ngx_log_t *log)
+{
+    u_char        buf[16384];
+    off_t         pos;
+    ssize_t       n;
+    ngx_int_t     rc;
+    ngx_buf_t    *b;
+    EVP_MD_CTX   *ctx;
+    unsigned int  mdlen;
+
+    ctx = EVP_MD_CTX_new();
+    if (ctx == NULL || EVP_DigestInit_ex(ctx, EVP_sha256(), NULL) != 1) {
+        EVP_MD_CTX_free(ctx);
+        return NGX_ERROR;
+    }
+
+    rc = NGX_ERROR;
+    *len = 0;
+
+    for ( /* void */ ; bufs; bufs = bufs->next) {
+        b = bufs->buf;
+
+        if (ngx_buf_in_memory(b)) {
+            if (EVP_DigestUpdate(ctx, b->pos, b->last - b->pos) != 1) {
+                goto done;
+            }
+
+            *len += b->last - b->pos;
+            continue;
+        }
+
+        if (!b->in_file || b->file == NULL) {
+            continue;
+        }
+
+        /* a request body spooled to a temp file: the same bytes */
+
+        for (pos = b->file_pos; pos < b->file_last; pos += n) {
+            n = ngx_read_file(b->file, buf,
+                              (size_t) ngx_min((off_t) sizeof(buf),
+                                               b->file_last - pos),
+                              pos);
+            if (n == NGX_ERROR || n == 0) {
+                ngx_log_error(NGX_LOG_ERR, log, ngx_errno,
+                              "veto_sandbox: reading request body from "
+                              "\"%V\" for its digest failed", &b->file->name);
+                goto done;
+            }
+
+            if (EVP_DigestUpdate(ctx, buf, n) != 1) {
+                goto done;
+            }
+
+            *len += n;
+        }
+    }
+
+    if (EVP_DigestFinal_ex(ctx, md, &mdlen) == 1) {
+        rc = NGX_OK;
+    }
+
+done:
+
+    EVP_MD_CTX_free(ctx);
+    return rc;
+}

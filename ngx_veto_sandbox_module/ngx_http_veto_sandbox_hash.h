@@ -1,0 +1,65 @@
+/*
+ * Veto Sandbox: the canonical request hash (docs/approvals.md,
+ * "Canonical request"), which an approval is bound to:
+ *
+ *     SHA-256( "veto-request-v1\n"
+ *              METHOD "\n"
+ *              canonical-path "\n"
+ *              canonical-query "\n"
+ *              hex(SHA-256(body)) "\n"
+ *              decimal(body length) "\n" )
+ *
+ * and the reading of a route's query argument that must agree with it.
+ * Nothing here knows a request: pools, strings and buffers only.
+ */
+
+#ifndef _NGX_HTTP_VSB_HASH_H_INCLUDED_
+#define _NGX_HTTP_VSB_HASH_H_INCLUDED_
+
+
+#include <ngx_config.h>
+#include <ngx_core.h>
+
+
+/* SHA-256, lowercase hex */
+#define NGX_HTTP_VSB_HASH_HEX_LEN  64
+
+
+/*
+ * path is the decoded, normalized path (r->uri); args the raw query
+ * string (r->args).  body_sha256 is the 32-byte digest of the body bytes
+ * (empty body: digest of ""), from ngx_http_veto_sandbox_hash_body().
+ * out receives 64 lowercase hex digits and a NUL.
+ */
+ngx_int_t ngx_http_veto_sandbox_hash_request(ngx_pool_t *pool,
+    ngx_str_t *method, ngx_str_t *path, ngx_str_t *args,
+    u_char *body_sha256, off_t body_len, u_char *out);
+
+/* SHA-256 over a request body chain, in memory and/or in a temp file. */
+ngx_int_t ngx_http_veto_sandbox_hash_body(ngx_chain_t *bufs, u_char *md,
+    off_t *len, ngx_log_t *log);
+
+/* the canonical path or query alone, for tests and debugging */
+ngx_int_t ngx_http_veto_sandbox_hash_canon_path(ngx_pool_t *pool,
+    ngx_str_t *path, ngx_str_t *out);
+ngx_int_t ngx_http_veto_sandbox_hash_canon_query(ngx_pool_t *pool,
+    ngx_str_t *args, ngx_str_t *out);
+
+/*
+ * The only query argument a route takes, read as the hash reads it.
+ * NGX_OK: *value is the decoded value (NUL terminated); NGX_DECLINED:
+ * absent; NGX_ABORT: the query is ambiguous (*why says how); NGX_ERROR:
+ * no memory.
+ */
+ngx_int_t ngx_http_veto_sandbox_hash_query_arg(ngx_pool_t *pool,
+    ngx_str_t *args, const char *name, ngx_str_t *value, const char **why);
+
+/*
+ * %XX with two hex digits decodes; any other '%' stays as it is, or,
+ * when strict, makes it fail (NULL).  dst may be src.
+ */
+u_char *ngx_http_veto_sandbox_pct_decode(u_char *dst, u_char *src,
+    size_t len, ngx_uint_t strict);
+
+
+#endif /* _NGX_HTTP_VSB_HASH_H_INCLUDED_ */

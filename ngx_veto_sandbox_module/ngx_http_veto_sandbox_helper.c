@@ -17,7 +17,6 @@ static void ngx_http_veto_sandbox_helper_read_handler(ngx_event_t *rev);
 static void ngx_http_veto_sandbox_helper_done(ngx_http_request_t *r,
     ngx_http_veto_sandbox_ctx_t *ctx, ngx_int_t status, const char *error);
 static void ngx_http_veto_sandbox_helper_cleanup(void *data);
-static void ngx_http_veto_sandbox_json_cleanup(void *data);
 
 
 ngx_int_t
@@ -401,11 +400,4 @@ ngx_http_veto_sandbox_helper_cleanup(void *data)
         ngx_close_connection(h->peer.connection);
         h->peer.connection = NULL;
     }
-}
-
-
-static void
-ngx_http_veto_sandbox_json_cleanup(void *data)
-{
-    json_decref((json_t *) data);
 }

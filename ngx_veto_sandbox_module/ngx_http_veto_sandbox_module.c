@@ -1,18 +1,11 @@
 /*
- * ngx_veto_sandbox_module: directives, configuration, the identity phase
- * handler and the $veto_* variables.
- *
- * Identity is enforced in the POST_READ phase for every request whose URI
- * is under a location carrying "veto_sandbox_api" on that server, whatever
- * its method, before any rewrite-phase "return" or "rewrite" can answer
- * it.  The API content handler checks again (fail closed), so internal
- * redirects and subrequests, which skip POST_READ, cannot reach it
- * unauthenticated either.
+ * ngx_veto_sandbox_module: directives, configuration (create, merge,
+ * the checks "nginx -t" makes), the registration of the module's phase
+ * handler, content handler, filters and variables, and the worker's Redis
+ * connection.
  */
 
 #include "ngx_http_veto_sandbox_module.h"
-
-#include <jwt.h>
 
 #include "ngx_http_veto_sandbox_approval.h"
 #include "ngx_http_veto_sandbox_quota.h"
@@ -20,11 +13,6 @@
 #include "ngx_http_veto_sandbox_revoke.h"
 
 
-static ngx_int_t ngx_http_veto_sandbox_post_read_handler(
-    ngx_http_request_t *r);
-static ngx_int_t ngx_http_veto_sandbox_variable(ngx_http_request_t *r,
-    ngx_http_variable_value_t *v, uintptr_t data);
-static ngx_int_t ngx_http_veto_sandbox_add_variables(ngx_conf_t *cf);
 static ngx_int_t ngx_http_veto_sandbox_init(ngx_conf_t *cf);
 static void *ngx_http_veto_sandbox_create_srv_conf(ngx_conf_t *cf);
 static char *ngx_http_veto_sandbox_merge_srv_conf(ngx_conf_t *cf,
@@ -53,18 +41,6 @@ static void ngx_http_veto_sandbox_exit_process(ngx_cycle_t *cycle);
 
 
 ngx_http_veto_sandbox_redis_t  *ngx_http_veto_sandbox_rds;
-
-
-const char  *ngx_http_veto_sandbox_limit_names[NGX_HTTP_VSB_NLIMITS] = {
-    VSB_LIMIT_MEMORY_MB,
-    VSB_LIMIT_PIDS,
-    VSB_LIMIT_CPU_PERCENT,
-    VSB_LIMIT_DISK_MB,
-    VSB_LIMIT_TIMEOUT_S,
-    VSB_LIMIT_OUTPUT_BYTES,
-    VSB_LIMIT_TTL_S,
-    VSB_LIMIT_FILE_BYTES
-};
 
 
 static ngx_command_t  ngx_http_veto_sandbox_commands[] = {
@@ -316,266 +292,15 @@ static ngx_str_t  ngx_http_veto_sandbox_default_scopes[] = {
 };
 
 
-static ngx_http_variable_t  ngx_http_veto_sandbox_vars[] = {
-
-    { ngx_string("veto_agent"), NULL, ngx_http_veto_sandbox_variable,
-      offsetof(ngx_http_veto_sandbox_ctx_t, agent), NGX_HTTP_VAR_NOCACHEABLE,
-      0 },
-
-    { ngx_string("veto_tenant"), NULL, ngx_http_veto_sandbox_variable,
-      offsetof(ngx_http_veto_sandbox_ctx_t, tenant), NGX_HTTP_VAR_NOCACHEABLE,
-      0 },
-
-    { ngx_string("veto_decision"), NULL, ngx_http_veto_sandbox_variable,
-      offsetof(ngx_http_veto_sandbox_ctx_t, decision),
-      NGX_HTTP_VAR_NOCACHEABLE, 0 },
-
-    { ngx_string("veto_sandbox"), NULL, ngx_http_veto_sandbox_variable,
-      offsetof(ngx_http_veto_sandbox_ctx_t, sandbox),
-      NGX_HTTP_VAR_NOCACHEABLE, 0 },
-
-      ngx_http_null_variable
-};
-
-
-ngx_http_veto_sandbox_ctx_t *
-ngx_http_veto_sandbox_get_ctx(ngx_http_request_t *r)
-{
-    ngx_http_veto_sandbox_ctx_t  *ctx;
-
-    ctx = ngx_http_get_module_ctx(r, ngx_http_veto_sandbox_module);
-    if (ctx != NULL) {
-        return ctx;
-    }
-
-    ctx = ngx_pcalloc(r->pool, sizeof(ngx_http_veto_sandbox_ctx_t));
-    if (ctx == NULL) {
-        return NULL;
-    }
-
-    ngx_http_set_ctx(r, ctx, ngx_http_veto_sandbox_module);
-
-    return ctx;
-}
-
-
-/* Is r->uri under one of this server's API locations?  "/v1/" also
- * covers "/v1" itself. */
-ngx_int_t
-ngx_http_veto_sandbox_protected(ngx_http_request_t *r,
-    ngx_http_veto_sandbox_srv_conf_t *vscf)
-{
-    ngx_str_t   *p;
-    ngx_uint_t   i;
-
-    if (vscf->prefixes == NULL) {
-        return 0;
-    }
-
-    p = vscf->prefixes->elts;
-
-    for (i = 0; i < vscf->prefixes->nelts; i++) {
-
-        if (r->uri.len >= p[i].len
-            && ngx_strncmp(r->uri.data, p[i].data, p[i].len) == 0)
-        {
-            return 1;
-        }
-
-        if (p[i].len > 1 && p[i].data[p[i].len - 1] == '/'
-            && r->uri.len == p[i].len - 1
-            && ngx_strncmp(r->uri.data, p[i].data, p[i].len - 1) == 0)
-        {
-            return 1;
-        }
-    }
-
-    return 0;
-}
-
-
-/*
- * Verifies the bearer token and looks the caller up in the policy.
- * NGX_OK: ctx->agent, tenant, scopes and rule are set.  NGX_DECLINED:
- * ctx->decision says why; the caller answers with
- * ngx_http_veto_sandbox_deny().
- */
-ngx_int_t
-ngx_http_veto_sandbox_identify(ngx_http_request_t *r,
-    ngx_http_veto_sandbox_ctx_t *ctx)
-{
-    u_char                            *p, *last;
-    ngx_str_t                          token;
-    const char                        *reason;
-    ngx_table_elt_t                   *h;
-    ngx_http_veto_sandbox_srv_conf_t  *vscf;
-
-    if (ctx->identified) {
-        return NGX_OK;
-    }
-
-    vscf = ngx_http_get_module_srv_conf(r, ngx_http_veto_sandbox_module);
-
-    h = r->headers_in.authorization;
-
-    if (h == NULL) {
-        ngx_str_set(&ctx->decision, "deny:no_token");
-        return NGX_DECLINED;
-    }
-
-    p = h->value.data;
-    last = p + h->value.len;
-
-    if (h->value.len < sizeof("Bearer ") - 1
-        || ngx_strncasecmp(p, (u_char *) "Bearer ", sizeof("Bearer ") - 1)
-           != 0)
-    {
-        ngx_str_set(&ctx->decision, "deny:no_token");
-        return NGX_DECLINED;
-    }
-
-    p += sizeof("Bearer ") - 1;
-
-    while (p < last && *p == ' ') {
-        p++;
-    }
-
-    while (last > p && last[-1] == ' ') {
-        last--;
-    }
-
-    token.data = p;
-    token.len = last - p;
-
-    if (ngx_http_veto_sandbox_jwt_verify(r, vscf, &token, ctx, &reason)
-        != NGX_OK)
-    {
-        ngx_log_error(NGX_LOG_INFO, r->connection->log, 0,
-                      "veto_sandbox: token refused: %s", reason);
-        ngx_str_set(&ctx->decision, "deny:invalid_token");
-        ctx->reason = reason;
-        return NGX_DECLINED;
-    }
-
-    ctx->rule = ngx_http_veto_sandbox_policy_rule(vscf->policy, &ctx->tenant,
-                                                  &ctx->agent);
-    if (ctx->rule == NULL) {
-        ngx_log_error(NGX_LOG_INFO, r->connection->log, 0,
-                      "veto_sandbox: tenant \"%V\" is not in policy \"%V\"",
-                      &ctx->tenant, &vscf->policy->file);
-        ngx_str_set(&ctx->decision, "deny:policy");
-        return NGX_DECLINED;
-    }
-
-    ctx->identified = 1;
-
-    return NGX_OK;
-}
-
-
-static ngx_int_t
-ngx_http_veto_sandbox_post_read_handler(ngx_http_request_t *r)
-{
-    ngx_int_t                          rc;
-    ngx_http_veto_sandbox_ctx_t       *ctx;
-    ngx_http_veto_sandbox_srv_conf_t  *vscf;
-
-    vscf = ngx_http_get_module_srv_conf(r, ngx_http_veto_sandbox_module);
-
-    if (!ngx_http_veto_sandbox_protected(r, vscf)) {
-        return NGX_DECLINED;
-    }
-
-    ctx = ngx_http_veto_sandbox_get_ctx(r);
-    if (ctx == NULL) {
-        return NGX_HTTP_INTERNAL_SERVER_ERROR;
-    }
-
-    /* the liveness probe is public; it reveals only up/down */
-    if (r->uri.len == sizeof("/v1/health") - 1
-        && ngx_strncmp(r->uri.data, "/v1/health", r->uri.len) == 0
-        && (r->method & (NGX_HTTP_GET|NGX_HTTP_HEAD)))
-    {
-        ngx_str_set(&ctx->decision, "public");
-        return NGX_DECLINED;
-    }
-
-    if (ngx_http_veto_sandbox_identify(r, ctx) == NGX_OK) {
-        return NGX_DECLINED;
-    }
-
-    rc = ngx_http_veto_sandbox_deny(r, ctx);
-
-    ngx_http_finalize_request(r, rc);
-
-    return NGX_DONE;
-}
-
-
-static ngx_int_t
-ngx_http_veto_sandbox_variable(ngx_http_request_t *r,
-    ngx_http_variable_value_t *v, uintptr_t data)
-{
-    ngx_str_t                    *s;
-    ngx_http_veto_sandbox_ctx_t  *ctx;
-
-    ctx = ngx_http_get_module_ctx(r, ngx_http_veto_sandbox_module);
-
-    if (ctx == NULL) {
-        v->not_found = 1;
-        return NGX_OK;
-    }
-
-    s = (ngx_str_t *) ((char *) ctx + data);
-
-    if (s->len == 0) {
-        v->not_found = 1;
-        return NGX_OK;
-    }
-
-    v->len = s->len;
-    v->valid = 1;
-    v->no_cacheable = 1;
-    v->not_found = 0;
-    v->data = s->data;
-
-    return NGX_OK;
-}
-
-
-static ngx_int_t
-ngx_http_veto_sandbox_add_variables(ngx_conf_t *cf)
-{
-    ngx_http_variable_t  *var, *v;
-
-    for (v = ngx_http_veto_sandbox_vars; v->name.len; v++) {
-        var = ngx_http_add_variable(cf, &v->name, v->flags);
-        if (var == NULL) {
-            return NGX_ERROR;
-        }
-
-        var->get_handler = v->get_handler;
-        var->data = v->data;
-    }
-
-    return NGX_OK;
-}
-
-
+/* the identity phase handler, the error filter, and the op table's check */
 static ngx_int_t
 ngx_http_veto_sandbox_init(ngx_conf_t *cf)
 {
-    ngx_http_handler_pt        *h;
-    ngx_http_core_main_conf_t  *cmcf;
-
-    cmcf = ngx_http_conf_get_module_main_conf(cf, ngx_http_core_module);
-
-    h = ngx_array_push(&cmcf->phases[NGX_HTTP_POST_READ_PHASE].handlers);
-    if (h == NULL) {
+    if (ngx_http_veto_sandbox_ops_init(cf) != NGX_OK
+        || ngx_http_veto_sandbox_identity_init(cf) != NGX_OK)
+    {
         return NGX_ERROR;
     }
-
-    *h = ngx_http_veto_sandbox_post_read_handler;
 
     return ngx_http_veto_sandbox_filter_init(cf);
 }

@@ -1,19 +1,35 @@
 /*
  * ngx_veto_sandbox_module: agent identity (JWT), policy and the sandbox
  * HTTP API in front of sandbox-helper.  Types shared by the module's
- * files; each file owns one concern:
+ * files; each file owns one concern, and calls only the ones listed
+ * below it (no file calls back up):
  *
- *   _module.c     directives, conf create/merge, phases, variables
- *   _jwt.c        token verification, alg pinned by key
- *   _keys.c       key loading: PEM, HMAC secret, JWKS (RSA, EC P-256)
- *   _jwt_cache.c  shared memory cache of verified tokens
- *   _policy.c     the policy file and its evaluation
+ *   _module.c     directives, conf create/merge, registration
+ *   _api.c        the content handler: route, identity, body, gate, run
+ *   _identity.c   the Authorization header, the token's rule and scopes;
+ *                 the POST_READ check
+ *   _ops.c        THE OP TABLE: one row per operation, and its lookup
+ *   _review.c     ops answered from Redis: approvals and audit APIs
+ *   _reply.c      forwarding to the helper and mapping its reply
+ *   _request.c    request bodies and queries: validation, helper requests
+ *   _gate.c       the Redis gate: revocation, quotas, approvals
+ *   _record.c     what is kept of a decision: audit records, quota slots
+ *   _problem.c    responses, problem+json, 401/403, the error filter
+ *   _ctx.c        the request's context, the $veto_* variables; which
+ *                 URIs are the API's
  *   _helper.c     non-blocking client to the helper (frames)
- *   _api.c        routing and the HTTP handlers
- *   _problem.c    problem+json responses and the error filter
- *   _decide.c     the Redis gate: revocation, approvals, quotas, audit
- *   _review.c     the approvals and audit APIs
- *   _redis.c, _approval.c, _quota.c, _revoke.c, _audit.c: the Redis layer
+ *   _jwt.c        token verification, alg pinned by key
+ *   _jwt_cache.c  shared memory cache of verified tokens
+ *   _keys.c       key loading: PEM, HMAC secret, JWKS (RSA, EC P-256)
+ *   _policy.c     the policy file, read at configuration time
+ *   _policy_match.c  what the policy says of a request
+ *   _hash.c       the canonical request hash an approval binds
+ *   _redact.c     redaction and request summaries
+ *   _approval.c, _quota.c, _revoke.c, _audit.c: the stores in Redis
+ *   _redis_call.c the Redis call layer: commands, scripts, key names
+ *   _redis.c      the worker's Redis connection
+ *
+ * docs/adding-an-endpoint.md walks through adding an operation.
  */
 
 #ifndef _NGX_HTTP_VSB_MODULE_H_INCLUDED_
@@ -30,6 +46,8 @@
 #include "ngx_http_veto_sandbox_hash.h"
 
 
+#define NGX_HTTP_VSB_MAX_JSON_BODY  (1024 * 1024)
+
 /* Statuses nginx 1.22 has no names for (or names differently). */
 #define NGX_HTTP_VSB_UNPROCESSABLE          422
 #define NGX_HTTP_VSB_TOO_MANY_REQUESTS      429
@@ -41,6 +59,8 @@
 #define NGX_HTTP_VSB_SCOPE_REVIEW   0x08
 #define NGX_HTTP_VSB_SCOPE_AUDIT    0x10
 #define NGX_HTTP_VSB_NSCOPES        5
+/* an op no token is asked for (the liveness probe) */
+#define NGX_HTTP_VSB_PUBLIC         0x8000
 
 /* Actions an approval rule can name ("always"); bits of apr.always. */
 #define NGX_HTTP_VSB_ACT_CREATE     0x01
@@ -48,6 +68,16 @@
 #define NGX_HTTP_VSB_ACT_WRITE      0x04
 #define NGX_HTTP_VSB_ACT_READ       0x08
 #define NGX_HTTP_VSB_ACT_DELETE     0x10
+
+/* What an op's request body is (its op table row). */
+#define NGX_HTTP_VSB_BODY_NONE      0     /* discarded */
+#define NGX_HTTP_VSB_BODY_JSON      1     /* a JSON object, at most 1 MiB */
+#define NGX_HTTP_VSB_BODY_FILE      2     /* raw bytes, the file ceiling */
+
+/* Which quota an op counts against (its op table row). */
+#define NGX_HTTP_VSB_QUOTA_NONE     0
+#define NGX_HTTP_VSB_QUOTA_SANDBOXES 1    /* concurrent sandboxes */
+#define NGX_HTTP_VSB_QUOTA_EXECS    2     /* execs per minute */
 
 /* Limits the policy knows; indexes into the arrays below. */
 enum {
@@ -171,6 +201,19 @@ typedef struct {
 } ngx_http_veto_sandbox_srv_conf_t;
 
 
+/* ctx->step: where a request is in the Redis gate (_gate.c), and that
+ * its outcome went on record (_record.c) */
+enum {
+    NGX_HTTP_VSB_STEP_REVOKE = 1,
+    NGX_HTTP_VSB_STEP_APPROVAL,
+    NGX_HTTP_VSB_STEP_APR_CREATE,
+    NGX_HTTP_VSB_STEP_APR_CONSUME,
+    NGX_HTTP_VSB_STEP_QUOTA,
+    NGX_HTTP_VSB_STEP_NEXT,
+    NGX_HTTP_VSB_STEP_AFTER          /* after() ran */
+};
+
+
 typedef struct ngx_http_veto_sandbox_ctx_s  ngx_http_veto_sandbox_ctx_t;
 
 /* What runs once the Redis gate let a request through: NGX_DONE when it
@@ -181,6 +224,60 @@ typedef ngx_int_t (*ngx_http_veto_sandbox_gate_pt)(ngx_http_request_t *r,
 /* Called once with the helper's reply (or an error); must finalize. */
 typedef void (*ngx_http_veto_sandbox_reply_pt)(ngx_http_request_t *r,
     ngx_http_veto_sandbox_ctx_t *ctx);
+
+/* Before the gate: validates the request and builds what run() needs
+ * (ctx->req, ctx->payload).  NGX_DECLINED: built, go on; anything else
+ * answered the request (a refusal) or failed: the code to finalize. */
+typedef ngx_int_t (*ngx_http_veto_sandbox_build_pt)(ngx_http_request_t *r,
+    ngx_http_veto_sandbox_ctx_t *ctx);
+
+/* The helper's successful reply (ctx->helper) as HTTP: the code to
+ * finalize the request with. */
+typedef ngx_int_t (*ngx_http_veto_sandbox_map_pt)(ngx_http_request_t *r,
+    ngx_http_veto_sandbox_ctx_t *ctx);
+
+/* What is kept once the helper answered (ok) or failed (error names
+ * how): audit records, quota bookkeeping. */
+typedef void (*ngx_http_veto_sandbox_record_pt)(ngx_http_request_t *r,
+    ngx_http_veto_sandbox_ctx_t *ctx, ngx_uint_t ok, const char *error);
+
+/* A Redis reply the request waited for, as HTTP (ops answered from
+ * Redis): the code to finalize the request with. */
+typedef ngx_int_t (*ngx_http_veto_sandbox_answer_pt)(ngx_http_request_t *r,
+    ngx_http_veto_sandbox_ctx_t *ctx, redisReply *reply);
+
+
+/*
+ * One operation of the API: a row of the op table (_ops.c), made with
+ * ngx_http_vsb_op() so that a row missing a piece does not compile, and
+ * checked at configuration time (ngx_http_veto_sandbox_ops_init()) so
+ * that a piece that cannot work fails "nginx -t".  The request goes
+ * route -> identity and scope -> body -> build -> gate -> run -> (helper
+ * ops) reply and record.
+ */
+typedef struct {
+    ngx_str_t                    name;      /* the action: audit, approvals,
+                                               policy "always" */
+    ngx_uint_t                   methods;   /* NGX_HTTP_GET|NGX_HTTP_HEAD */
+    const char                  *path;      /* "/v1/sandboxes/{id}/exec" */
+    ngx_uint_t                   scopes;    /* any one; NGX_HTTP_VSB_PUBLIC:
+                                               no token, no gate */
+    ngx_uint_t                   approval;  /* NGX_HTTP_VSB_ACT_*: the policy
+                                               may ask a human; 0: never */
+    ngx_uint_t                   quota;     /* NGX_HTTP_VSB_QUOTA_* */
+    ngx_uint_t                   body;      /* NGX_HTTP_VSB_BODY_* */
+    const char                  *helper;    /* VSB_OP_* run() forwards, or
+                                               NULL: run() answers itself */
+    ngx_http_veto_sandbox_build_pt   build; /* before the gate */
+    ngx_http_veto_sandbox_gate_pt    run;   /* after the gate */
+    ngx_http_veto_sandbox_map_pt     reply; /* helper ops: the reply */
+    ngx_http_veto_sandbox_record_pt  record; /* helper ops: what is kept */
+} ngx_http_veto_sandbox_op_t;
+
+#define ngx_http_vsb_op(name, methods, path, scopes, approval, quota, body,   \
+                        helper, build, run, reply, record)                    \
+    { ngx_string(name), methods, path, scopes, approval, quota, body,         \
+      helper, build, run, reply, record }
 
 typedef struct {
     ngx_peer_connection_t        peer;
@@ -216,7 +313,7 @@ struct ngx_http_veto_sandbox_ctx_s {
     ngx_http_veto_sandbox_rule_t *rule;     /* effective, after identity */
 
     /* per-API-request state */
-    ngx_uint_t                   op;
+    ngx_http_veto_sandbox_op_t  *op;        /* NULL: not routed (yet) */
     ngx_str_t                    path;      /* files?path= */
     json_t                      *req;       /* helper request being built */
     ngx_http_veto_sandbox_helper_t helper;
@@ -224,10 +321,11 @@ struct ngx_http_veto_sandbox_ctx_s {
     /* the error filter's replacement body */
     ngx_buf_t                   *problem;
 
-    /* the Redis gate (_decide.c) */
+    /* the Redis gate (_gate.c) */
     ngx_http_veto_sandbox_redis_cmd_t *rcmd;    /* in flight, or NULL */
     ngx_uint_t                   step;
     ngx_http_veto_sandbox_gate_pt next;         /* after the gate */
+    ngx_http_veto_sandbox_answer_pt answer;     /* a review's reply */
     ngx_chain_t                 *payload;       /* for the helper */
     size_t                       payload_len;
     ngx_str_t                    action;        /* sandbox.exec, ... */
@@ -256,13 +354,19 @@ extern ngx_module_t  ngx_http_veto_sandbox_module;
 extern ngx_http_veto_sandbox_redis_t  *ngx_http_veto_sandbox_rds;
 
 
-/* _module.c */
+/* _ctx.c */
 ngx_http_veto_sandbox_ctx_t *ngx_http_veto_sandbox_get_ctx(
     ngx_http_request_t *r);
 ngx_int_t ngx_http_veto_sandbox_protected(ngx_http_request_t *r,
     ngx_http_veto_sandbox_srv_conf_t *vscf);
+ngx_int_t ngx_http_veto_sandbox_add_variables(ngx_conf_t *cf);
+
+/* _identity.c */
 ngx_int_t ngx_http_veto_sandbox_identify(ngx_http_request_t *r,
     ngx_http_veto_sandbox_ctx_t *ctx);
+ngx_int_t ngx_http_veto_sandbox_scope_check(ngx_http_request_t *r,
+    ngx_http_veto_sandbox_ctx_t *ctx);
+ngx_int_t ngx_http_veto_sandbox_identity_init(ngx_conf_t *cf);
 
 /* _jwt.c: NGX_OK with ctx identity set, or NGX_DECLINED with *reason. */
 ngx_int_t ngx_http_veto_sandbox_jwt_verify(ngx_http_request_t *r,
@@ -289,6 +393,10 @@ void ngx_http_veto_sandbox_cache_put(ngx_http_request_t *r,
 /* _policy.c */
 ngx_http_veto_sandbox_policy_t *ngx_http_veto_sandbox_policy_load(
     ngx_conf_t *cf, ngx_str_t *file);
+/* the NGX_HTTP_VSB_ACT_* bit of an action approvals.always can name */
+ngx_uint_t ngx_http_veto_sandbox_policy_action(ngx_str_t *name);
+
+/* _policy_match.c */
 ngx_http_veto_sandbox_rule_t *ngx_http_veto_sandbox_policy_rule(
     ngx_http_veto_sandbox_policy_t *policy, ngx_str_t *tenant,
     ngx_str_t *agent);
@@ -305,56 +413,102 @@ ngx_int_t ngx_http_veto_sandbox_helper_send(ngx_http_request_t *r,
 
 /* _api.c */
 ngx_int_t ngx_http_veto_sandbox_api_handler(ngx_http_request_t *r);
-ngx_int_t ngx_http_veto_sandbox_forward(ngx_http_request_t *r,
+
+/* _ops.c */
+extern ngx_http_veto_sandbox_op_t  ngx_http_veto_sandbox_ops[];
+
+/* the op of r's method and URI; NULL with *allow the methods its URI
+ * takes (empty: no such resource); ids set the {id}, {approval} found */
+ngx_http_veto_sandbox_op_t *ngx_http_veto_sandbox_op_find(
+    ngx_http_request_t *r, ngx_uint_t *allow, ngx_str_t *sandbox,
+    ngx_str_t *approval);
+ngx_int_t ngx_http_veto_sandbox_ops_init(ngx_conf_t *cf);
+
+/* _request.c: builders (ngx_http_veto_sandbox_build_pt) */
+ngx_int_t ngx_http_veto_sandbox_build_simple(ngx_http_request_t *r,
+    ngx_http_veto_sandbox_ctx_t *ctx);
+ngx_int_t ngx_http_veto_sandbox_build_read(ngx_http_request_t *r,
+    ngx_http_veto_sandbox_ctx_t *ctx);
+ngx_int_t ngx_http_veto_sandbox_build_write(ngx_http_request_t *r,
+    ngx_http_veto_sandbox_ctx_t *ctx);
+ngx_int_t ngx_http_veto_sandbox_build_create(ngx_http_request_t *r,
+    ngx_http_veto_sandbox_ctx_t *ctx);
+ngx_int_t ngx_http_veto_sandbox_build_exec(ngx_http_request_t *r,
+    ngx_http_veto_sandbox_ctx_t *ctx);
+ngx_int_t ngx_http_veto_sandbox_build_nothing(ngx_http_request_t *r,
     ngx_http_veto_sandbox_ctx_t *ctx);
 json_t *ngx_http_veto_sandbox_read_json(ngx_http_request_t *r,
     ngx_int_t *rc);
-ngx_uint_t ngx_http_veto_sandbox_id_valid(u_char *id, size_t len);
-ngx_int_t ngx_http_veto_sandbox_created(ngx_http_request_t *r,
+
+/* _reply.c: run() of the helper ops, and the mappers
+ * (ngx_http_veto_sandbox_map_pt) */
+ngx_int_t ngx_http_veto_sandbox_forward(ngx_http_request_t *r,
+    ngx_http_veto_sandbox_ctx_t *ctx);
+ngx_int_t ngx_http_veto_sandbox_reply_health(ngx_http_request_t *r,
+    ngx_http_veto_sandbox_ctx_t *ctx);
+ngx_int_t ngx_http_veto_sandbox_reply_json(ngx_http_request_t *r,
+    ngx_http_veto_sandbox_ctx_t *ctx);
+ngx_int_t ngx_http_veto_sandbox_reply_sandbox(ngx_http_request_t *r,
+    ngx_http_veto_sandbox_ctx_t *ctx);
+ngx_int_t ngx_http_veto_sandbox_reply_created(ngx_http_request_t *r,
+    ngx_http_veto_sandbox_ctx_t *ctx);
+ngx_int_t ngx_http_veto_sandbox_reply_exec(ngx_http_request_t *r,
+    ngx_http_veto_sandbox_ctx_t *ctx);
+ngx_int_t ngx_http_veto_sandbox_reply_file(ngx_http_request_t *r,
     ngx_http_veto_sandbox_ctx_t *ctx);
 
-/* API ops, ctx->op */
-enum {
-    NGX_HTTP_VSB_OP_HEALTH = 1,
-    NGX_HTTP_VSB_OP_LIST,
-    NGX_HTTP_VSB_OP_CREATE,
-    NGX_HTTP_VSB_OP_GET,
-    NGX_HTTP_VSB_OP_DELETE,
-    NGX_HTTP_VSB_OP_WRITE,
-    NGX_HTTP_VSB_OP_READ,
-    NGX_HTTP_VSB_OP_EXEC,
-    NGX_HTTP_VSB_OP_APR_LIST,
-    NGX_HTTP_VSB_OP_APR_GET,
-    NGX_HTTP_VSB_OP_APR_APPROVE,
-    NGX_HTTP_VSB_OP_APR_DENY,
-    NGX_HTTP_VSB_OP_AUDIT
-};
-
-/* _decide.c */
+/* _gate.c */
 ngx_int_t ngx_http_veto_sandbox_gate(ngx_http_request_t *r,
     ngx_http_veto_sandbox_ctx_t *ctx, ngx_http_veto_sandbox_gate_pt next);
-void ngx_http_veto_sandbox_after(ngx_http_request_t *r,
-    ngx_http_veto_sandbox_ctx_t *ctx);
 ngx_int_t ngx_http_veto_sandbox_redis_problem(ngx_http_request_t *r,
     ngx_http_veto_sandbox_ctx_t *ctx, ngx_int_t rc);
+ngx_int_t ngx_http_veto_sandbox_redis_replied(ngx_http_request_t *r,
+    ngx_http_veto_sandbox_ctx_t *ctx, redisReply *reply, ngx_int_t *rc);
+void ngx_http_veto_sandbox_resume(ngx_http_request_t *r, ngx_int_t rc);
+ngx_int_t ngx_http_veto_sandbox_wait(ngx_http_request_t *r,
+    ngx_http_veto_sandbox_ctx_t *ctx);
+void ngx_http_veto_sandbox_waiting_call(ngx_http_request_t *r,
+    ngx_http_veto_sandbox_ctx_t *ctx, ngx_http_veto_sandbox_redis_call_t *call,
+    ngx_http_veto_sandbox_redis_handler_pt handler);
+
+/* _review.c: run() of the ops answered from Redis */
+ngx_int_t ngx_http_veto_sandbox_review_list(ngx_http_request_t *r,
+    ngx_http_veto_sandbox_ctx_t *ctx);
+ngx_int_t ngx_http_veto_sandbox_review_get(ngx_http_request_t *r,
+    ngx_http_veto_sandbox_ctx_t *ctx);
+ngx_int_t ngx_http_veto_sandbox_review_approve(ngx_http_request_t *r,
+    ngx_http_veto_sandbox_ctx_t *ctx);
+ngx_int_t ngx_http_veto_sandbox_review_deny(ngx_http_request_t *r,
+    ngx_http_veto_sandbox_ctx_t *ctx);
+ngx_int_t ngx_http_veto_sandbox_review_audit(ngx_http_request_t *r,
+    ngx_http_veto_sandbox_ctx_t *ctx);
+
+/* _record.c: records (ngx_http_veto_sandbox_record_pt) and the audit */
+void ngx_http_veto_sandbox_record_created(ngx_http_request_t *r,
+    ngx_http_veto_sandbox_ctx_t *ctx, ngx_uint_t ok, const char *error);
+void ngx_http_veto_sandbox_record_destroyed(ngx_http_request_t *r,
+    ngx_http_veto_sandbox_ctx_t *ctx, ngx_uint_t ok, const char *error);
+void ngx_http_veto_sandbox_record_exec(ngx_http_request_t *r,
+    ngx_http_veto_sandbox_ctx_t *ctx, ngx_uint_t ok, const char *error);
+void ngx_http_veto_sandbox_record_allowed(ngx_http_request_t *r,
+    ngx_http_veto_sandbox_ctx_t *ctx, ngx_uint_t ok, const char *error);
+void ngx_http_veto_sandbox_record_nothing(ngx_http_request_t *r,
+    ngx_http_veto_sandbox_ctx_t *ctx, ngx_uint_t ok, const char *error);
+void ngx_http_veto_sandbox_after(ngx_http_request_t *r,
+    ngx_http_veto_sandbox_ctx_t *ctx);
 void ngx_http_veto_sandbox_audit(ngx_http_request_t *r,
     ngx_http_veto_sandbox_ctx_t *ctx, const char *outcome,
     const char *reason, ngx_str_t *reviewer, ngx_str_t *detail,
     ngx_uint_t status);
 void ngx_http_veto_sandbox_audit_denied(ngx_http_request_t *r,
     ngx_http_veto_sandbox_ctx_t *ctx, const char *code, ngx_uint_t status);
-ngx_int_t ngx_http_veto_sandbox_redis_replied(ngx_http_request_t *r,
-    ngx_http_veto_sandbox_ctx_t *ctx, redisReply *reply, ngx_int_t *rc);
-void ngx_http_veto_sandbox_resume(ngx_http_request_t *r, ngx_int_t rc);
-void ngx_http_veto_sandbox_waiting_call(ngx_http_request_t *r,
-    ngx_http_veto_sandbox_ctx_t *ctx, ngx_http_veto_sandbox_redis_call_t *call,
-    ngx_http_veto_sandbox_redis_handler_pt handler);
-ngx_int_t ngx_http_veto_sandbox_wait(ngx_http_request_t *r,
+ngx_int_t ngx_http_veto_sandbox_request_id(ngx_http_request_t *r,
     ngx_http_veto_sandbox_ctx_t *ctx);
-
-/* _review.c */
-ngx_int_t ngx_http_veto_sandbox_review(ngx_http_request_t *r,
+void ngx_http_veto_sandbox_release_slot(ngx_http_request_t *r,
     ngx_http_veto_sandbox_ctx_t *ctx);
+ngx_int_t ngx_http_veto_sandbox_created(ngx_http_request_t *r,
+    ngx_http_veto_sandbox_ctx_t *ctx);
+ngx_uint_t ngx_http_veto_sandbox_id_valid(u_char *id, size_t len);
 
 /* _problem.c */
 /* type is "urn:veto-sandbox:problem:<code>"; extra (stolen) adds fields */
@@ -372,5 +526,6 @@ ngx_int_t ngx_http_veto_sandbox_send(ngx_http_request_t *r,
     ngx_uint_t status, const char *type, u_char *data, size_t len);
 ngx_int_t ngx_http_veto_sandbox_filter_init(ngx_conf_t *cf);
 json_t *ngx_http_veto_sandbox_json_ngx_str(ngx_str_t *s);
+void ngx_http_veto_sandbox_json_cleanup(void *data);
 
 #endif /* _NGX_HTTP_VSB_MODULE_H_INCLUDED_ */

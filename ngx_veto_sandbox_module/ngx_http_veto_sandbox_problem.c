@@ -474,3 +474,10 @@ ngx_http_veto_sandbox_json_ngx_str(ngx_str_t *s)
 {
     return json_stringn((const char *) s->data, s->len);
 }
+
+
+void
+ngx_http_veto_sandbox_json_cleanup(void *data)
+{
+    json_decref((json_t *) data);
+}

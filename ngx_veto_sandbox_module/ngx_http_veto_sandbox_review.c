@@ -6,7 +6,9 @@
  * Lua scripts compare the record's tenant).  Reviewing needs the review
  * scope; the requester may read its own approval but never decide it
  * (the scripts refuse reviewer == requester).  Runs after the Redis gate
- * (revocation); every answer needs Redis, so Redis down means 503.
+ * (revocation); every answer needs Redis, so Redis down means 503.  Each
+ * op's run() issues one command and names the answer (ctx->answer) that
+ * reads its reply.
  */
 
 #include "ngx_http_veto_sandbox_module.h"
@@ -16,7 +18,15 @@
 
 static void ngx_http_veto_sandbox_review_reply(ngx_int_t rc,
     redisReply *reply, void *data);
-static ngx_int_t ngx_http_veto_sandbox_review_result(ngx_http_request_t *r,
+static ngx_int_t ngx_http_veto_sandbox_review_listed(ngx_http_request_t *r,
+    ngx_http_veto_sandbox_ctx_t *ctx, redisReply *reply);
+static ngx_int_t ngx_http_veto_sandbox_review_got(ngx_http_request_t *r,
+    ngx_http_veto_sandbox_ctx_t *ctx, redisReply *reply);
+static ngx_int_t ngx_http_veto_sandbox_review_approved(ngx_http_request_t *r,
+    ngx_http_veto_sandbox_ctx_t *ctx, redisReply *reply);
+static ngx_int_t ngx_http_veto_sandbox_review_denied(ngx_http_request_t *r,
+    ngx_http_veto_sandbox_ctx_t *ctx, redisReply *reply);
+static ngx_int_t ngx_http_veto_sandbox_review_records(ngx_http_request_t *r,
     ngx_http_veto_sandbox_ctx_t *ctx, redisReply *reply);
 
 
@@ -94,16 +104,16 @@ ngx_http_veto_sandbox_review_bad(ngx_http_request_t *r, const char *field,
 }
 
 
-ngx_int_t
-ngx_http_veto_sandbox_review(ngx_http_request_t *r,
-    ngx_http_veto_sandbox_ctx_t *ctx)
+/*
+ * Every review is answered from Redis: without it there is nothing to
+ * show.  NGX_DECLINED: call is ready for the op's command, whose reply
+ * answer() reads; else the response code.
+ */
+static ngx_int_t
+ngx_http_veto_sandbox_review_start(ngx_http_request_t *r,
+    ngx_http_veto_sandbox_ctx_t *ctx, ngx_http_veto_sandbox_redis_call_t *call,
+    ngx_http_veto_sandbox_answer_pt answer)
 {
-    json_t                             *v;
-    ngx_int_t                           rc, n;
-    ngx_str_t                           state, reason, arg, agent, sandbox;
-    uint64_t                             from, to;
-    ngx_http_veto_sandbox_redis_call_t   call;
-
     if (ngx_http_veto_sandbox_rds == NULL) {
         return ngx_http_veto_sandbox_problem(r, NGX_HTTP_NOT_FOUND,
                                              "not_found",
@@ -115,132 +125,20 @@ ngx_http_veto_sandbox_review(ngx_http_request_t *r,
         return NGX_HTTP_INTERNAL_SERVER_ERROR;
     }
 
-    ngx_http_veto_sandbox_waiting_call(r, ctx, &call,
+    ngx_http_veto_sandbox_waiting_call(r, ctx, call,
                                        ngx_http_veto_sandbox_review_reply);
+    ctx->answer = answer;
 
-    switch (ctx->op) {
+    return NGX_DECLINED;
+}
 
-    case NGX_HTTP_VSB_OP_APR_LIST:
-        if (ngx_http_veto_sandbox_query(r, "state", &state) != NGX_OK) {
-            return NGX_HTTP_INTERNAL_SERVER_ERROR;
-        }
 
-        if (state.len
-            && ngx_strcmp(state.data, "pending") != 0
-            && ngx_strcmp(state.data, "approved") != 0
-            && ngx_strcmp(state.data, "denied") != 0
-            && ngx_strcmp(state.data, "expired") != 0
-            && ngx_strcmp(state.data, "consumed") != 0)
-        {
-            return ngx_http_veto_sandbox_review_bad(r, "state",
-                                   "state is one of pending, approved, "
-                                   "denied, expired, consumed");
-        }
-
-        rc = ngx_http_veto_sandbox_approval_list(&call, &ctx->tenant, &state,
-                                                 1000);
-        break;
-
-    case NGX_HTTP_VSB_OP_APR_GET:
-        rc = ngx_http_veto_sandbox_approval_get(&call, &ctx->tenant,
-                                                &ctx->apr_id);
-        break;
-
-    case NGX_HTTP_VSB_OP_APR_APPROVE:
-    case NGX_HTTP_VSB_OP_APR_DENY:
-        ngx_str_null(&reason);
-
-        /* the body is optional: {"reason": "..."} */
-        if (r->headers_in.content_length_n > 0 || r->headers_in.chunked) {
-            ctx->body = ngx_http_veto_sandbox_read_json(r, &rc);
-            if (ctx->body == NULL) {
-                return rc;
-            }
-
-            v = json_object_get(ctx->body, "reason");
-
-            if (v != NULL && !json_is_string(v)) {
-                return ngx_http_veto_sandbox_review_bad(r, "reason",
-                                              "\"reason\" must be a string");
-            }
-
-            if (v != NULL) {
-                if (json_string_length(v) > 1024) {
-                    return ngx_http_veto_sandbox_review_bad(r, "reason",
-                                       "\"reason\" is at most 1024 bytes");
-                }
-
-                reason.data = (u_char *) json_string_value(v);
-                reason.len = json_string_length(v);
-            }
-        }
-
-        rc = ngx_http_veto_sandbox_approval_decide(&call, &ctx->tenant,
-                                   &ctx->apr_id, &ctx->agent,
-                                   ctx->op == NGX_HTTP_VSB_OP_APR_APPROVE,
-                                   &reason);
-        break;
-
-    default: /* NGX_HTTP_VSB_OP_AUDIT */
-
-        if (ngx_http_veto_sandbox_query(r, "agent", &agent) != NGX_OK
-            || ngx_http_veto_sandbox_query(r, "sandbox", &sandbox) != NGX_OK)
-        {
-            return NGX_HTTP_INTERNAL_SERVER_ERROR;
-        }
-
-        rc = ngx_http_veto_sandbox_review_ms(r, "from", &from);
-        if (rc == NGX_DECLINED) {
-            return ngx_http_veto_sandbox_review_bad(r, "from",
-                                   "\"from\" is unix time in milliseconds");
-        }
-
-        if (rc != NGX_OK) {
-            return NGX_HTTP_INTERNAL_SERVER_ERROR;
-        }
-
-        rc = ngx_http_veto_sandbox_review_ms(r, "to", &to);
-        if (rc == NGX_DECLINED) {
-            return ngx_http_veto_sandbox_review_bad(r, "to",
-                                   "\"to\" is unix time in milliseconds");
-        }
-
-        if (rc != NGX_OK) {
-            return NGX_HTTP_INTERNAL_SERVER_ERROR;
-        }
-
-        if (ngx_http_veto_sandbox_query(r, "limit", &arg) != NGX_OK) {
-            return NGX_HTTP_INTERNAL_SERVER_ERROR;
-        }
-
-        n = 100;
-
-        if (arg.len) {
-            n = ngx_atoi(arg.data, arg.len);
-            if (n < 1 || n > 1000) {
-                return ngx_http_veto_sandbox_review_bad(r, "limit",
-                                   "\"limit\" is 1..1000");
-            }
-        }
-
-        if ((agent.len
-             && !ngx_http_veto_sandbox_redis_key_part_valid(agent.data,
-                                                            agent.len))
-            || (sandbox.len
-                && !ngx_http_veto_sandbox_redis_key_part_valid(sandbox.data,
-                                                               sandbox.len)))
-        {
-            return ngx_http_veto_sandbox_review_bad(r, "agent",
-                                   "\"agent\" or \"sandbox\" is not a valid "
-                                   "name");
-        }
-
-        rc = ngx_http_veto_sandbox_audit_query(&call, &ctx->tenant, from, to,
-                                               &agent, &sandbox,
-                                               (ngx_uint_t) n);
-        break;
-    }
-
+/* The command of a review went out (NGX_DONE: the reply answers), or
+ * could not. */
+static ngx_int_t
+ngx_http_veto_sandbox_review_sent(ngx_http_request_t *r,
+    ngx_http_veto_sandbox_ctx_t *ctx, ngx_int_t rc)
+{
     if (rc == NGX_OK) {
         return NGX_DONE;
     }
@@ -256,6 +154,209 @@ ngx_http_veto_sandbox_review(ngx_http_request_t *r,
 }
 
 
+/* GET /v1/approvals[?state=] */
+ngx_int_t
+ngx_http_veto_sandbox_review_list(ngx_http_request_t *r,
+    ngx_http_veto_sandbox_ctx_t *ctx)
+{
+    ngx_int_t                            rc;
+    ngx_str_t                            state;
+    ngx_http_veto_sandbox_redis_call_t   call;
+
+    rc = ngx_http_veto_sandbox_review_start(r, ctx, &call,
+                                        ngx_http_veto_sandbox_review_listed);
+    if (rc != NGX_DECLINED) {
+        return rc;
+    }
+
+    if (ngx_http_veto_sandbox_query(r, "state", &state) != NGX_OK) {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+
+    if (state.len
+        && ngx_strcmp(state.data, "pending") != 0
+        && ngx_strcmp(state.data, "approved") != 0
+        && ngx_strcmp(state.data, "denied") != 0
+        && ngx_strcmp(state.data, "expired") != 0
+        && ngx_strcmp(state.data, "consumed") != 0)
+    {
+        return ngx_http_veto_sandbox_review_bad(r, "state",
+                               "state is one of pending, approved, "
+                               "denied, expired, consumed");
+    }
+
+    rc = ngx_http_veto_sandbox_approval_list(&call, &ctx->tenant, &state,
+                                             1000);
+
+    return ngx_http_veto_sandbox_review_sent(r, ctx, rc);
+}
+
+
+/* GET /v1/approvals/{id} */
+ngx_int_t
+ngx_http_veto_sandbox_review_get(ngx_http_request_t *r,
+    ngx_http_veto_sandbox_ctx_t *ctx)
+{
+    ngx_int_t                            rc;
+    ngx_http_veto_sandbox_redis_call_t   call;
+
+    rc = ngx_http_veto_sandbox_review_start(r, ctx, &call,
+                                           ngx_http_veto_sandbox_review_got);
+    if (rc != NGX_DECLINED) {
+        return rc;
+    }
+
+    rc = ngx_http_veto_sandbox_approval_get(&call, &ctx->tenant,
+                                            &ctx->apr_id);
+
+    return ngx_http_veto_sandbox_review_sent(r, ctx, rc);
+}
+
+
+/* POST /v1/approvals/{id}/approve and .../deny */
+static ngx_int_t
+ngx_http_veto_sandbox_review_decide(ngx_http_request_t *r,
+    ngx_http_veto_sandbox_ctx_t *ctx, ngx_uint_t approve)
+{
+    json_t                              *v;
+    ngx_int_t                            rc;
+    ngx_str_t                            reason;
+    ngx_http_veto_sandbox_redis_call_t   call;
+
+    rc = ngx_http_veto_sandbox_review_start(r, ctx, &call,
+                                      approve
+                                      ? ngx_http_veto_sandbox_review_approved
+                                      : ngx_http_veto_sandbox_review_denied);
+    if (rc != NGX_DECLINED) {
+        return rc;
+    }
+
+    ngx_str_null(&reason);
+
+    /* the body is optional: {"reason": "..."} */
+    if (r->headers_in.content_length_n > 0 || r->headers_in.chunked) {
+        ctx->body = ngx_http_veto_sandbox_read_json(r, &rc);
+        if (ctx->body == NULL) {
+            return rc;
+        }
+
+        v = json_object_get(ctx->body, "reason");
+
+        if (v != NULL && !json_is_string(v)) {
+            return ngx_http_veto_sandbox_review_bad(r, "reason",
+                                          "\"reason\" must be a string");
+        }
+
+        if (v != NULL) {
+            if (json_string_length(v) > 1024) {
+                return ngx_http_veto_sandbox_review_bad(r, "reason",
+                                   "\"reason\" is at most 1024 bytes");
+            }
+
+            reason.data = (u_char *) json_string_value(v);
+            reason.len = json_string_length(v);
+        }
+    }
+
+    rc = ngx_http_veto_sandbox_approval_decide(&call, &ctx->tenant,
+                                               &ctx->apr_id, &ctx->agent,
+                                               approve, &reason);
+
+    return ngx_http_veto_sandbox_review_sent(r, ctx, rc);
+}
+
+
+ngx_int_t
+ngx_http_veto_sandbox_review_approve(ngx_http_request_t *r,
+    ngx_http_veto_sandbox_ctx_t *ctx)
+{
+    return ngx_http_veto_sandbox_review_decide(r, ctx, 1);
+}
+
+
+ngx_int_t
+ngx_http_veto_sandbox_review_deny(ngx_http_request_t *r,
+    ngx_http_veto_sandbox_ctx_t *ctx)
+{
+    return ngx_http_veto_sandbox_review_decide(r, ctx, 0);
+}
+
+
+/* GET /v1/audit?agent=&sandbox=&from=&to=&limit= */
+ngx_int_t
+ngx_http_veto_sandbox_review_audit(ngx_http_request_t *r,
+    ngx_http_veto_sandbox_ctx_t *ctx)
+{
+    ngx_int_t                            rc, n;
+    ngx_str_t                            arg, agent, sandbox;
+    uint64_t                             from, to;
+    ngx_http_veto_sandbox_redis_call_t   call;
+
+    rc = ngx_http_veto_sandbox_review_start(r, ctx, &call,
+                                       ngx_http_veto_sandbox_review_records);
+    if (rc != NGX_DECLINED) {
+        return rc;
+    }
+
+    if (ngx_http_veto_sandbox_query(r, "agent", &agent) != NGX_OK
+        || ngx_http_veto_sandbox_query(r, "sandbox", &sandbox) != NGX_OK)
+    {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+
+    rc = ngx_http_veto_sandbox_review_ms(r, "from", &from);
+    if (rc == NGX_DECLINED) {
+        return ngx_http_veto_sandbox_review_bad(r, "from",
+                               "\"from\" is unix time in milliseconds");
+    }
+
+    if (rc != NGX_OK) {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+
+    rc = ngx_http_veto_sandbox_review_ms(r, "to", &to);
+    if (rc == NGX_DECLINED) {
+        return ngx_http_veto_sandbox_review_bad(r, "to",
+                               "\"to\" is unix time in milliseconds");
+    }
+
+    if (rc != NGX_OK) {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+
+    if (ngx_http_veto_sandbox_query(r, "limit", &arg) != NGX_OK) {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+
+    n = 100;
+
+    if (arg.len) {
+        n = ngx_atoi(arg.data, arg.len);
+        if (n < 1 || n > 1000) {
+            return ngx_http_veto_sandbox_review_bad(r, "limit",
+                               "\"limit\" is 1..1000");
+        }
+    }
+
+    if ((agent.len
+         && !ngx_http_veto_sandbox_redis_key_part_valid(agent.data,
+                                                        agent.len))
+        || (sandbox.len
+            && !ngx_http_veto_sandbox_redis_key_part_valid(sandbox.data,
+                                                           sandbox.len)))
+    {
+        return ngx_http_veto_sandbox_review_bad(r, "agent",
+                               "\"agent\" or \"sandbox\" is not a valid "
+                               "name");
+    }
+
+    rc = ngx_http_veto_sandbox_audit_query(&call, &ctx->tenant, from, to,
+                                           &agent, &sandbox, (ngx_uint_t) n);
+
+    return ngx_http_veto_sandbox_review_sent(r, ctx, rc);
+}
+
+
 static void
 ngx_http_veto_sandbox_review_reply(ngx_int_t rc, redisReply *reply,
     void *data)
@@ -266,7 +367,7 @@ ngx_http_veto_sandbox_review_reply(ngx_int_t rc, redisReply *reply,
     ctx = ngx_http_get_module_ctx(r, ngx_http_veto_sandbox_module);
 
     if (ngx_http_veto_sandbox_redis_replied(r, ctx, reply, &rc) == NGX_OK) {
-        rc = ngx_http_veto_sandbox_review_result(r, ctx, reply);
+        rc = ctx->answer(r, ctx, reply);
     }
 
     ngx_http_veto_sandbox_resume(r, rc);
@@ -323,13 +424,11 @@ ngx_http_veto_sandbox_record(redisReply *a)
 
 static ngx_int_t
 ngx_http_veto_sandbox_review_decided(ngx_http_request_t *r,
-    ngx_http_veto_sandbox_ctx_t *ctx, redisReply *reply)
+    ngx_http_veto_sandbox_ctx_t *ctx, redisReply *reply, ngx_uint_t approve)
 {
-    ngx_uint_t                               approve, status;
+    ngx_uint_t                               status;
     const char                              *code, *detail;
     ngx_http_veto_sandbox_approval_result_t  ar;
-
-    approve = ctx->op == NGX_HTTP_VSB_OP_APR_APPROVE;
 
     ngx_http_veto_sandbox_approval_result(reply, &ar);
 
@@ -414,7 +513,24 @@ ngx_http_veto_sandbox_review_decided(ngx_http_request_t *r,
 
 
 static ngx_int_t
-ngx_http_veto_sandbox_review_result(ngx_http_request_t *r,
+ngx_http_veto_sandbox_review_approved(ngx_http_request_t *r,
+    ngx_http_veto_sandbox_ctx_t *ctx, redisReply *reply)
+{
+    return ngx_http_veto_sandbox_review_decided(r, ctx, reply, 1);
+}
+
+
+static ngx_int_t
+ngx_http_veto_sandbox_review_denied(ngx_http_request_t *r,
+    ngx_http_veto_sandbox_ctx_t *ctx, redisReply *reply)
+{
+    return ngx_http_veto_sandbox_review_decided(r, ctx, reply, 0);
+}
+
+
+/* GET /v1/approvals/{id} */
+static ngx_int_t
+ngx_http_veto_sandbox_review_got(ngx_http_request_t *r,
     ngx_http_veto_sandbox_ctx_t *ctx, redisReply *reply)
 {
     json_t                                  *rec, *list, *v;
@@ -422,123 +538,134 @@ ngx_http_veto_sandbox_review_result(ngx_http_request_t *r,
     redisReply                              *e;
     ngx_http_veto_sandbox_approval_result_t  ar;
 
-    switch (ctx->op) {
+    ngx_http_veto_sandbox_approval_result(reply, &ar);
 
-    case NGX_HTTP_VSB_OP_APR_APPROVE:
-    case NGX_HTTP_VSB_OP_APR_DENY:
-        return ngx_http_veto_sandbox_review_decided(r, ctx, reply);
+    if (ar.code == NGX_HTTP_VSB_AR_NOT_FOUND) {
+        return ngx_http_veto_sandbox_problem(r, NGX_HTTP_NOT_FOUND,
+                                             "not_found",
+                                             "no such approval", NULL);
+    }
 
-    case NGX_HTTP_VSB_OP_APR_GET:
-        ngx_http_veto_sandbox_approval_result(reply, &ar);
+    if (ar.code != NGX_HTTP_VSB_AR_OK || reply->elements < 5) {
+        return ngx_http_veto_sandbox_redis_problem(r, ctx, NGX_ERROR);
+    }
 
-        if (ar.code == NGX_HTTP_VSB_AR_NOT_FOUND) {
-            return ngx_http_veto_sandbox_problem(r, NGX_HTTP_NOT_FOUND,
-                                                 "not_found",
-                                                 "no such approval", NULL);
+    if (ar.just_expired) {
+        ngx_http_veto_sandbox_audit(r, ctx, "approval_expired", NULL,
+                                    NULL, NULL, 0);
+    }
+
+    rec = ngx_http_veto_sandbox_record(reply->element[3]);
+    if (rec == NULL) {
+        return ngx_http_veto_sandbox_redis_problem(r, ctx, NGX_ERROR);
+    }
+
+    /* a requester without the review scope sees only its own */
+    v = json_object_get(rec, "agent");
+
+    if (!(ctx->scopes & NGX_HTTP_VSB_SCOPE_REVIEW)
+        && !(json_is_string(v)
+             && json_string_length(v) == ctx->agent.len
+             && ngx_strncmp(json_string_value(v), ctx->agent.data,
+                            ctx->agent.len) == 0))
+    {
+        json_decref(rec);
+        return ngx_http_veto_sandbox_problem(r, NGX_HTTP_NOT_FOUND,
+                                             "not_found",
+                                             "no such approval", NULL);
+    }
+
+    json_object_del(rec, "tenant");
+
+    list = json_array();
+    e = reply->element[4];
+
+    for (i = 0; list && e->type == REDIS_REPLY_ARRAY && i < e->elements;
+         i++)
+    {
+        if (ngx_http_vsb_rstr(e->element[i])) {
+            json_array_append_new(list,
+                                  json_stringn(e->element[i]->str,
+                                               e->element[i]->len));
         }
+    }
 
-        if (ar.code != NGX_HTTP_VSB_AR_OK || reply->elements < 5) {
-            return ngx_http_veto_sandbox_redis_problem(r, ctx, NGX_ERROR);
+    json_object_set_new(rec, "reviewers", list ? list : json_array());
+
+    return ngx_http_veto_sandbox_send_json(r, NGX_HTTP_OK, rec);
+}
+
+
+/* GET /v1/approvals */
+static ngx_int_t
+ngx_http_veto_sandbox_review_listed(ngx_http_request_t *r,
+    ngx_http_veto_sandbox_ctx_t *ctx, redisReply *reply)
+{
+    json_t                                  *rec, *list;
+    size_t                                   i;
+    redisReply                              *e;
+    ngx_http_veto_sandbox_approval_result_t  ar;
+
+    ngx_http_veto_sandbox_approval_result(reply, &ar);
+
+    if (ar.code != NGX_HTTP_VSB_AR_OK || reply->elements < 5
+        || reply->element[3]->type != REDIS_REPLY_ARRAY)
+    {
+        return ngx_http_veto_sandbox_redis_problem(r, ctx, NGX_ERROR);
+    }
+
+    list = json_array();
+    if (list == NULL) {
+        return NGX_ERROR;
+    }
+
+    e = reply->element[3];
+
+    for (i = 0; i < e->elements; i++) {
+        rec = ngx_http_veto_sandbox_record(e->element[i]);
+        if (rec != NULL) {
+            json_array_append_new(list, rec);
         }
+    }
 
-        if (ar.just_expired) {
+    /* records this listing found past their expiry */
+    e = reply->element[4];
+
+    for (i = 0; e->type == REDIS_REPLY_ARRAY && i < e->elements; i++) {
+        if (ngx_http_vsb_rstr(e->element[i])) {
+            ctx->apr_id.data = ngx_pnalloc(r->pool, e->element[i]->len);
+            if (ctx->apr_id.data == NULL) {
+                break;
+            }
+
+            ngx_memcpy(ctx->apr_id.data, e->element[i]->str,
+                       e->element[i]->len);
+            ctx->apr_id.len = e->element[i]->len;
+
             ngx_http_veto_sandbox_audit(r, ctx, "approval_expired", NULL,
                                         NULL, NULL, 0);
         }
-
-        rec = ngx_http_veto_sandbox_record(reply->element[3]);
-        if (rec == NULL) {
-            return ngx_http_veto_sandbox_redis_problem(r, ctx, NGX_ERROR);
-        }
-
-        /* a requester without the review scope sees only its own */
-        v = json_object_get(rec, "agent");
-
-        if (!(ctx->scopes & NGX_HTTP_VSB_SCOPE_REVIEW)
-            && !(json_is_string(v)
-                 && json_string_length(v) == ctx->agent.len
-                 && ngx_strncmp(json_string_value(v), ctx->agent.data,
-                                ctx->agent.len) == 0))
-        {
-            json_decref(rec);
-            return ngx_http_veto_sandbox_problem(r, NGX_HTTP_NOT_FOUND,
-                                                 "not_found",
-                                                 "no such approval", NULL);
-        }
-
-        json_object_del(rec, "tenant");
-
-        list = json_array();
-        e = reply->element[4];
-
-        for (i = 0; list && e->type == REDIS_REPLY_ARRAY && i < e->elements;
-             i++)
-        {
-            if (ngx_http_vsb_rstr(e->element[i])) {
-                json_array_append_new(list,
-                                      json_stringn(e->element[i]->str,
-                                                   e->element[i]->len));
-            }
-        }
-
-        json_object_set_new(rec, "reviewers", list ? list : json_array());
-
-        return ngx_http_veto_sandbox_send_json(r, NGX_HTTP_OK, rec);
-
-    case NGX_HTTP_VSB_OP_APR_LIST:
-        ngx_http_veto_sandbox_approval_result(reply, &ar);
-
-        if (ar.code != NGX_HTTP_VSB_AR_OK || reply->elements < 5
-            || reply->element[3]->type != REDIS_REPLY_ARRAY)
-        {
-            return ngx_http_veto_sandbox_redis_problem(r, ctx, NGX_ERROR);
-        }
-
-        list = json_array();
-        if (list == NULL) {
-            return NGX_ERROR;
-        }
-
-        e = reply->element[3];
-
-        for (i = 0; i < e->elements; i++) {
-            rec = ngx_http_veto_sandbox_record(e->element[i]);
-            if (rec != NULL) {
-                json_array_append_new(list, rec);
-            }
-        }
-
-        /* records this listing found past their expiry */
-        e = reply->element[4];
-
-        for (i = 0; e->type == REDIS_REPLY_ARRAY && i < e->elements; i++) {
-            if (ngx_http_vsb_rstr(e->element[i])) {
-                ctx->apr_id.data = ngx_pnalloc(r->pool, e->element[i]->len);
-                if (ctx->apr_id.data == NULL) {
-                    break;
-                }
-
-                ngx_memcpy(ctx->apr_id.data, e->element[i]->str,
-                           e->element[i]->len);
-                ctx->apr_id.len = e->element[i]->len;
-
-                ngx_http_veto_sandbox_audit(r, ctx, "approval_expired", NULL,
-                                            NULL, NULL, 0);
-            }
-        }
-
-        ngx_str_null(&ctx->apr_id);
-
-        return ngx_http_veto_sandbox_send_json(r, NGX_HTTP_OK,
-                                  json_pack("{s:o}", "approvals", list));
-
-    default: /* audit */
-        list = ngx_http_veto_sandbox_audit_to_json(reply);
-        if (list == NULL) {
-            return ngx_http_veto_sandbox_redis_problem(r, ctx, NGX_ERROR);
-        }
-
-        return ngx_http_veto_sandbox_send_json(r, NGX_HTTP_OK,
-                                  json_pack("{s:o}", "records", list));
     }
+
+    ngx_str_null(&ctx->apr_id);
+
+    return ngx_http_veto_sandbox_send_json(r, NGX_HTTP_OK,
+                              json_pack("{s:o}", "approvals", list));
+}
+
+
+/* GET /v1/audit */
+static ngx_int_t
+ngx_http_veto_sandbox_review_records(ngx_http_request_t *r,
+    ngx_http_veto_sandbox_ctx_t *ctx, redisReply *reply)
+{
+    json_t  *list;
+
+    list = ngx_http_veto_sandbox_audit_to_json(reply);
+    if (list == NULL) {
+        return ngx_http_veto_sandbox_redis_problem(r, ctx, NGX_ERROR);
+    }
+
+    return ngx_http_veto_sandbox_send_json(r, NGX_HTTP_OK,
+                              json_pack("{s:o}", "records", list));
 }

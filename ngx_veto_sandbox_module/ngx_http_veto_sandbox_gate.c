@@ -1,7 +1,7 @@
 /*
- * The Redis gate between policy and the helper: token revocation, quotas,
- * human approval (in this order, so that a 429 never burns an approval),
- * and the audit records of what was decided.
+ * The Redis gate between policy and an op's run(): token revocation,
+ * quotas, human approval (in this order, so that a 429 never burns an
+ * approval).
  *
  * Each step is one Redis command issued on the worker's shared async
  * connection; the request waits (NGX_DONE, its count already held by the
@@ -10,28 +10,16 @@
  * pool goes away cancels its command from a pool cleanup, so a late
  * reply never touches a freed request.  Without veto_sandbox_redis the
  * gate is open: "nginx -t" refuses a policy with approvals or quotas in
- * that case.
+ * that case.  What each op asks of the gate is in its op table row:
+ * its approval kind, its quota, its body.  Decisions go on record
+ * through _record.c.
  */
 
 #include "ngx_http_veto_sandbox_module.h"
 #include "ngx_http_veto_sandbox_quota.h"
 #include "ngx_http_veto_sandbox_approval.h"
-#include "ngx_http_veto_sandbox_audit.h"
 #include "ngx_http_veto_sandbox_redact.h"
 #include "ngx_http_veto_sandbox_revoke.h"
-
-#include <openssl/evp.h>
-
-
-enum {
-    NGX_HTTP_VSB_STEP_REVOKE = 1,
-    NGX_HTTP_VSB_STEP_APPROVAL,
-    NGX_HTTP_VSB_STEP_APR_CREATE,
-    NGX_HTTP_VSB_STEP_APR_CONSUME,
-    NGX_HTTP_VSB_STEP_QUOTA,
-    NGX_HTTP_VSB_STEP_NEXT,
-    NGX_HTTP_VSB_STEP_AFTER          /* after() ran */
-};
 
 
 static ngx_int_t ngx_http_veto_sandbox_run(ngx_http_request_t *r,
@@ -50,14 +38,10 @@ static ngx_int_t ngx_http_veto_sandbox_refuse(ngx_http_request_t *r,
     ngx_http_veto_sandbox_ctx_t *ctx, ngx_uint_t status, const char *code,
     const char *detail, json_t *extra);
 static void ngx_http_veto_sandbox_cancel_cleanup(void *data);
-static void ngx_http_veto_sandbox_ignore(ngx_int_t rc, redisReply *reply,
-    void *data);
-static void ngx_http_veto_sandbox_release_slot(ngx_http_request_t *r,
-    ngx_http_veto_sandbox_ctx_t *ctx);
 
 
 static ngx_http_veto_sandbox_main_conf_t *
-ngx_http_veto_sandbox_mcf(ngx_http_request_t *r)
+ngx_http_veto_sandbox_gate_mcf(ngx_http_request_t *r)
 {
     return ngx_http_get_module_main_conf(r, ngx_http_veto_sandbox_module);
 }
@@ -72,99 +56,10 @@ ngx_http_veto_sandbox_waiting_call(ngx_http_request_t *r,
 {
     call->rds = ngx_http_veto_sandbox_rds;
     call->pool = r->pool;
-    call->timeout = ngx_http_veto_sandbox_mcf(r)->timeout;
+    call->timeout = ngx_http_veto_sandbox_gate_mcf(r)->timeout;
     call->handler = handler;
     call->data = r;
     call->cmdp = &ctx->rcmd;
-}
-
-
-/* Bookkeeping nobody waits for: a failure is logged, naming what. */
-static void
-ngx_http_veto_sandbox_bookkeeping_call(ngx_http_request_t *r,
-    ngx_http_veto_sandbox_redis_call_t *call, const char *what)
-{
-    call->rds = ngx_http_veto_sandbox_rds;
-    call->pool = r->pool;
-    call->timeout = ngx_http_veto_sandbox_mcf(r)->timeout;
-    call->handler = ngx_http_veto_sandbox_ignore;
-    call->data = (void *) what;
-    call->cmdp = NULL;
-}
-
-
-static ngx_uint_t
-ngx_http_veto_sandbox_act(ngx_uint_t op, ngx_str_t *name)
-{
-    switch (op) {
-    case NGX_HTTP_VSB_OP_CREATE:
-        ngx_str_set(name, "sandbox.create");
-        return NGX_HTTP_VSB_ACT_CREATE;
-    case NGX_HTTP_VSB_OP_EXEC:
-        ngx_str_set(name, "sandbox.exec");
-        return NGX_HTTP_VSB_ACT_EXEC;
-    case NGX_HTTP_VSB_OP_WRITE:
-        ngx_str_set(name, "sandbox.files.write");
-        return NGX_HTTP_VSB_ACT_WRITE;
-    case NGX_HTTP_VSB_OP_READ:
-        ngx_str_set(name, "sandbox.files.read");
-        return NGX_HTTP_VSB_ACT_READ;
-    case NGX_HTTP_VSB_OP_DELETE:
-        ngx_str_set(name, "sandbox.delete");
-        return NGX_HTTP_VSB_ACT_DELETE;
-    case NGX_HTTP_VSB_OP_LIST:
-        ngx_str_set(name, "sandbox.list");
-        return 0;
-    case NGX_HTTP_VSB_OP_GET:
-        ngx_str_set(name, "sandbox.get");
-        return 0;
-    case NGX_HTTP_VSB_OP_APR_LIST:
-        ngx_str_set(name, "approval.list");
-        return 0;
-    case NGX_HTTP_VSB_OP_APR_GET:
-        ngx_str_set(name, "approval.get");
-        return 0;
-    case NGX_HTTP_VSB_OP_APR_APPROVE:
-        ngx_str_set(name, "approval.approve");
-        return 0;
-    case NGX_HTTP_VSB_OP_APR_DENY:
-        ngx_str_set(name, "approval.deny");
-        return 0;
-    case NGX_HTTP_VSB_OP_AUDIT:
-        ngx_str_set(name, "audit.read");
-        return 0;
-    default:
-        /* refused before it was routed */
-        ngx_str_set(name, "request");
-        return 0;
-    }
-}
-
-
-/* unique across workers and gateways sharing one Redis */
-static ngx_int_t
-ngx_http_veto_sandbox_request_id(ngx_http_request_t *r,
-    ngx_http_veto_sandbox_ctx_t *ctx)
-{
-    u_char  *p;
-
-    if (ctx->request_id.len) {
-        return NGX_OK;
-    }
-
-    p = ngx_pnalloc(r->pool, NGX_INT64_LEN * 4 + 4);
-    if (p == NULL) {
-        return NGX_ERROR;
-    }
-
-    ctx->request_id.data = p;
-    ctx->request_id.len = ngx_sprintf(p, "%P-%M-%uA-%ui", ngx_pid,
-                                      ngx_current_msec,
-                                      r->connection->number,
-                                      r->connection->requests)
-                          - p;
-
-    return NGX_OK;
 }
 
 
@@ -178,7 +73,7 @@ ngx_http_veto_sandbox_gate(ngx_http_request_t *r,
 {
     ctx->next = next;
 
-    ngx_http_veto_sandbox_act(ctx->op, &ctx->action);
+    ctx->action = ctx->op->name;
 
     if (ngx_http_veto_sandbox_rds == NULL) {
         return next(r, ctx);
@@ -471,7 +366,7 @@ ngx_http_veto_sandbox_gate_result(ngx_http_request_t *r,
         if (qr.code == NGX_HTTP_VSB_QR_OK
             || qr.code == NGX_HTTP_VSB_QR_EXISTS)
         {
-            if (ctx->op == NGX_HTTP_VSB_OP_CREATE) {
+            if (ctx->op->quota == NGX_HTTP_VSB_QUOTA_SANDBOXES) {
                 ctx->slot_held = 1;
             }
 
@@ -499,11 +394,12 @@ ngx_http_veto_sandbox_gate_result(ngx_http_request_t *r,
         return ngx_http_veto_sandbox_refuse(r, ctx,
                                NGX_HTTP_VSB_TOO_MANY_REQUESTS,
                                "quota_exceeded",
-                               ctx->op == NGX_HTTP_VSB_OP_CREATE
+                               ctx->op->quota == NGX_HTTP_VSB_QUOTA_SANDBOXES
                                ? "too many concurrent sandboxes"
                                : "too many execs per minute",
                                json_pack("{s:s, s:s, s:I}", "quota",
-                                         ctx->op == NGX_HTTP_VSB_OP_CREATE
+                                         ctx->op->quota
+                                         == NGX_HTTP_VSB_QUOTA_SANDBOXES
                                          ? "concurrent_sandboxes"
                                          : "execs_per_minute",
                                          "scope", why, "retry_after",
@@ -562,7 +458,7 @@ ngx_http_veto_sandbox_approval_step(ngx_http_request_t *r,
     json_t                                *v;
     ngx_int_t                              rc;
     ngx_str_t                              sha, in, *path;
-    ngx_uint_t                             act;
+    ngx_uint_t                             act, file;
     const char                            *profile, *network;
     ngx_table_elt_t                       *h;
     ngx_http_veto_sandbox_main_conf_t     *vmcf;
@@ -570,7 +466,7 @@ ngx_http_veto_sandbox_approval_step(ngx_http_request_t *r,
     ngx_http_veto_sandbox_redis_call_t     call;
     ngx_http_veto_sandbox_approval_bind_t  bind;
 
-    act = ngx_http_veto_sandbox_act(ctx->op, &ctx->action);
+    act = ctx->op->approval;
 
     if (act == 0 || ctx->req == NULL) {
         return NGX_DECLINED;
@@ -596,7 +492,7 @@ ngx_http_veto_sandbox_approval_step(ngx_http_request_t *r,
 
     ctx->needs_approval = 1;
 
-    vmcf = ngx_http_veto_sandbox_mcf(r);
+    vmcf = ngx_http_veto_sandbox_gate_mcf(r);
     vscf = ngx_http_get_module_srv_conf(r, ngx_http_veto_sandbox_module);
 
     /* the canonical request: method, path, query, body by digest */
@@ -649,31 +545,30 @@ ngx_http_veto_sandbox_approval_step(ngx_http_request_t *r,
     ctx->approval.data = id;
     ctx->approval.len = NGX_HTTP_VSB_APPROVAL_ID_LEN;
 
-    path = NULL;
+    /* ?path= of a files op (empty for the others) */
+    path = &ctx->path;
     sha.len = 0;
 
-    if (ctx->op == NGX_HTTP_VSB_OP_WRITE || ctx->op == NGX_HTTP_VSB_OP_READ) {
-        path = &ctx->path;
-    }
+    /* a file body: its size and digest */
+    file = (ctx->op->body == NGX_HTTP_VSB_BODY_FILE);
 
-    if (ctx->op == NGX_HTTP_VSB_OP_WRITE) {
+    if (file) {
         ngx_hex_dump(hex, md, 32);
         sha.data = hex;
         sha.len = 64;
     }
 
-    /* an exec's stdin: one buffer in memory (see _api.c) */
+    /* a JSON body's payload is a field of it, an exec's stdin: one
+     * buffer in memory (see _request.c) */
     in.len = 0;
 
-    if (ctx->op == NGX_HTTP_VSB_OP_EXEC && ctx->payload) {
+    if (ctx->op->body == NGX_HTTP_VSB_BODY_JSON && ctx->payload) {
         in.data = ctx->payload->buf->pos;
         in.len = ctx->payload->buf->last - ctx->payload->buf->pos;
     }
 
     if (ngx_http_veto_sandbox_summary(r->pool, &ctx->action, ctx->req,
-                                   &in, path,
-                                   ctx->op == NGX_HTTP_VSB_OP_WRITE ? size
-                                                                    : -1,
+                                   &in, path, file ? size : -1,
                                    sha.len ? &sha : NULL, &ctx->summary)
         != NGX_OK)
     {
@@ -787,7 +682,7 @@ ngx_http_veto_sandbox_quota_step(ngx_http_request_t *r,
     ngx_memzero(&lim, sizeof(lim));
     lim.exec_window = 60000;
 
-    if (ctx->op == NGX_HTTP_VSB_OP_CREATE
+    if (ctx->op->quota == NGX_HTTP_VSB_QUOTA_SANDBOXES
         && (q->tenant_sandboxes || q->agent_sandboxes))
     {
         lim.tenant_sandboxes = q->tenant_sandboxes;
@@ -813,7 +708,7 @@ ngx_http_veto_sandbox_quota_step(ngx_http_request_t *r,
                                                  &ctx->agent, &ctx->slot,
                                                  &lim, ttl, &gw);
 
-    } else if (ctx->op == NGX_HTTP_VSB_OP_EXEC
+    } else if (ctx->op->quota == NGX_HTTP_VSB_QUOTA_EXECS
                && (q->tenant_execs || q->agent_execs))
     {
         lim.tenant_execs = q->tenant_execs;
@@ -884,402 +779,4 @@ ngx_http_veto_sandbox_redis_problem(ngx_http_request_t *r,
                                          "redis_unavailable",
                                          "the decision store is unreachable; "
                                          "nothing was allowed", NULL);
-}
-
-
-static void
-ngx_http_veto_sandbox_ignore(ngx_int_t rc, redisReply *reply, void *data)
-{
-    if (rc != NGX_OK || reply == NULL || reply->type == REDIS_REPLY_ERROR) {
-        ngx_log_error(NGX_LOG_WARN, ngx_cycle->log, 0,
-                      "veto_sandbox: redis bookkeeping (%s) failed",
-                      (char *) data);
-    }
-}
-
-
-static void
-ngx_http_veto_sandbox_release_slot(ngx_http_request_t *r,
-    ngx_http_veto_sandbox_ctx_t *ctx)
-{
-    ngx_http_veto_sandbox_redis_call_t  call;
-
-    if (!ctx->slot_held) {
-        return;
-    }
-
-    ctx->slot_held = 0;
-
-    ngx_http_veto_sandbox_bookkeeping_call(r, &call, "quota release");
-
-    (void) ngx_http_veto_sandbox_quota_release(&call, &ctx->tenant,
-                                               &ctx->agent, &ctx->slot);
-}
-
-
-/* An audit record; fire and forget (a failure is logged). */
-void
-ngx_http_veto_sandbox_audit(ngx_http_request_t *r,
-    ngx_http_veto_sandbox_ctx_t *ctx, const char *outcome,
-    const char *reason, ngx_str_t *reviewer, ngx_str_t *detail,
-    ngx_uint_t status)
-{
-    ngx_http_veto_sandbox_main_conf_t   *vmcf;
-    ngx_http_veto_sandbox_audit_rec_t    rec;
-    ngx_http_veto_sandbox_redis_call_t   call;
-
-    if (ngx_http_veto_sandbox_rds == NULL || ctx->tenant.len == 0) {
-        return;
-    }
-
-    vmcf = ngx_http_veto_sandbox_mcf(r);
-
-    if (ctx->action.len == 0) {
-        ngx_http_veto_sandbox_act(ctx->op, &ctx->action);
-    }
-
-    if (ngx_http_veto_sandbox_request_id(r, ctx) != NGX_OK) {
-        return;
-    }
-
-    if (ngx_strcmp(outcome, "denied") == 0) {
-        ctx->audited = 1;
-    }
-
-    ngx_memzero(&rec, sizeof(rec));
-
-    rec.tenant = ctx->tenant;
-    rec.agent = ctx->agent;
-    rec.action = ctx->action;
-    rec.outcome.data = (u_char *) outcome;
-    rec.outcome.len = ngx_strlen(outcome);
-
-    if (reason) {
-        rec.reason.data = (u_char *) reason;
-        rec.reason.len = ngx_strlen(reason);
-    }
-
-    if (ctx->hash[0]) {
-        rec.request_hash.data = ctx->hash;
-        rec.request_hash.len = NGX_HTTP_VSB_HASH_HEX_LEN;
-    }
-
-    rec.approval = ctx->approval.len ? ctx->approval : ctx->apr_id;
-
-    if (reviewer) {
-        rec.reviewer = *reviewer;
-    }
-
-    rec.sandbox = ctx->sandbox;
-    rec.request_id = ctx->request_id;
-
-    if (detail) {
-        rec.detail = *detail;
-    }
-
-    rec.status = status;
-
-    /* fire and forget: the audit store logs a lost record itself */
-    ngx_http_veto_sandbox_bookkeeping_call(r, &call, "audit");
-    call.handler = NULL;
-    call.data = NULL;
-
-    (void) ngx_http_veto_sandbox_audit_append(&call, vmcf->audit_maxlen, &rec);
-}
-
-
-/* json as JSON text in the request's pool; out->len 0 on failure */
-static void
-ngx_http_veto_sandbox_json_text(ngx_http_request_t *r, json_t *json,
-    ngx_str_t *out)
-{
-    char  *s;
-
-    out->len = 0;
-
-    s = json_dumps(json, JSON_COMPACT);
-    if (s == NULL) {
-        return;
-    }
-
-    out->len = ngx_strlen(s);
-    out->data = ngx_pnalloc(r->pool, out->len);
-
-    if (out->data == NULL) {
-        out->len = 0;
-    } else {
-        ngx_memcpy(out->data, s, out->len);
-    }
-
-    free(s);
-}
-
-
-/*
- * A refusal decided before the gate (token, scope, policy): on the
- * tenant's record when the tenant is known, i.e. the token's signature
- * held; once per request.
- */
-void
-ngx_http_veto_sandbox_audit_denied(ngx_http_request_t *r,
-    ngx_http_veto_sandbox_ctx_t *ctx, const char *code, ngx_uint_t status)
-{
-    json_t     *d;
-    ngx_str_t   detail;
-
-    if (ctx->audited || ctx->tenant.len == 0
-        || ngx_http_veto_sandbox_rds == NULL)
-    {
-        return;
-    }
-
-    /* what was asked, and why not; a path that is not UTF-8 is left out */
-    d = json_pack("{s:s%, s:s%, s:s?}",
-                  "method", r->method_name.data, r->method_name.len,
-                  "path", r->uri.data, r->uri.len,
-                  "why", ctx->reason);
-    if (d == NULL) {
-        d = json_pack("{s:s%, s:s?}",
-                      "method", r->method_name.data, r->method_name.len,
-                      "why", ctx->reason);
-    }
-
-    detail.len = 0;
-
-    if (d) {
-        ngx_http_veto_sandbox_json_text(r, d, &detail);
-        json_decref(d);
-    }
-
-    ngx_http_veto_sandbox_audit(r, ctx, "denied", code, NULL,
-                                detail.len ? &detail : NULL, status);
-}
-
-
-/* SHA-256 of one output stream, as a JSON string (NULL if it failed) */
-static json_t *
-ngx_http_veto_sandbox_output_sha256(u_char *data, size_t len)
-{
-    u_char        md[EVP_MAX_MD_SIZE], hex[2 * EVP_MAX_MD_SIZE];
-    unsigned int  mdlen;
-
-    if (EVP_Digest(data, len, md, &mdlen, EVP_sha256(), NULL) != 1) {
-        return NULL;
-    }
-
-    ngx_hex_dump(hex, md, mdlen);
-
-    return json_stringn((char *) hex, 2 * mdlen);
-}
-
-
-/*
- * The execution record: what ran (the redacted request summary: argv,
- * cwd, env names, timeout, stdin size), how it ended, its usage, and the
- * size and SHA-256 of each output stream as returned to the agent.
- */
-static void
-ngx_http_veto_sandbox_exec_detail(ngx_http_request_t *r,
-    ngx_http_veto_sandbox_ctx_t *ctx, json_t *j, ngx_str_t *out)
-{
-    json_t                          *d, *req;
-    ngx_str_t                        in, summary;
-    json_int_t                       olen, elen;
-    ngx_http_veto_sandbox_helper_t  *h;
-
-    out->len = 0;
-    h = &ctx->helper;
-
-    in.len = 0;
-
-    if (ctx->payload) {
-        in.data = ctx->payload->buf->pos;
-        in.len = ctx->payload->buf->last - ctx->payload->buf->pos;
-    }
-
-    req = NULL;
-
-    if (ngx_http_veto_sandbox_summary(r->pool, &ctx->action, ctx->req,
-                                            &in, NULL, -1, NULL, &summary)
-        == NGX_OK)
-    {
-        req = json_loadb((char *) summary.data, summary.len, 0, NULL);
-    }
-
-    d = json_pack("{s:o?, s:O?, s:O?, s:O?, s:O?, s:O?, s:O?, s:O?}",
-                  "request", req,
-                  "exit_code", json_object_get(j, "exit_code"),
-                  "signal", json_object_get(j, "signal"),
-                  "timed_out", json_object_get(j, "timed_out"),
-                  "oom_killed", json_object_get(j, "oom_killed"),
-                  "stdout_truncated", json_object_get(j, "stdout_truncated"),
-                  "stderr_truncated", json_object_get(j, "stderr_truncated"),
-                  "usage", json_object_get(j, "usage"));
-    if (d == NULL) {
-        return;
-    }
-
-    olen = json_integer_value(json_object_get(j, "stdout_len"));
-    elen = json_integer_value(json_object_get(j, "stderr_len"));
-
-    /* only what the reply check in _api.c accepts is described */
-    if (olen >= 0 && elen >= 0 && (size_t) olen <= h->payload_len
-        && (size_t) elen == h->payload_len - (size_t) olen)
-    {
-        json_object_set_new(d, "stdout_bytes", json_integer(olen));
-        json_object_set_new(d, "stderr_bytes", json_integer(elen));
-        json_object_set_new(d, "stdout_sha256",
-            ngx_http_veto_sandbox_output_sha256(h->payload, (size_t) olen));
-        json_object_set_new(d, "stderr_sha256",
-            ngx_http_veto_sandbox_output_sha256(h->payload + olen,
-                                                (size_t) elen));
-    }
-
-    ngx_http_veto_sandbox_json_text(r, d, out);
-    json_decref(d);
-}
-
-
-/* The creation record: what the sandbox was given */
-static void
-ngx_http_veto_sandbox_create_detail(ngx_http_request_t *r, json_t *j,
-    ngx_str_t *out)
-{
-    json_t  *sb, *d;
-
-    out->len = 0;
-    sb = json_object_get(j, "sandbox");
-
-    d = json_pack("{s:O?, s:O?, s:O?, s:O?, s:O?}",
-                  "profile", json_object_get(sb, "profile"),
-                  "network", json_object_get(sb, "network"),
-                  "limits", json_object_get(sb, "limits"),
-                  "ttl_s", json_object_get(sb, "ttl_s"),
-                  "expires_at", json_object_get(sb, "expires_at"));
-    if (d == NULL) {
-        return;
-    }
-
-    ngx_http_veto_sandbox_json_text(r, d, out);
-    json_decref(d);
-}
-
-
-/*
- * Once the helper answered (or could not be asked): the audit record of
- * the outcome, and the quota bookkeeping (the provisional slot becomes
- * the real sandbox, or is given back; a destroyed sandbox frees its).
- */
-void
-ngx_http_veto_sandbox_after(ngx_http_request_t *r,
-    ngx_http_veto_sandbox_ctx_t *ctx)
-{
-    json_t                               *j, *v;
-    ngx_str_t                             sid, detail, gw;
-    ngx_uint_t                            ok;
-    const char                           *err;
-    ngx_http_veto_sandbox_redis_call_t    call;
-    ngx_http_veto_sandbox_quota_limits_t  lim;
-
-    if (ngx_http_veto_sandbox_rds == NULL
-        || ctx->step == NGX_HTTP_VSB_STEP_AFTER
-        || ctx->op == NGX_HTTP_VSB_OP_HEALTH)
-    {
-        return;
-    }
-
-    ctx->step = NGX_HTTP_VSB_STEP_AFTER;
-
-    j = ctx->helper.json;
-
-    ok = ctx->helper.status == NGX_OK && j != NULL
-         && json_is_true(json_object_get(j, "ok"));
-
-    err = "helper_unavailable";
-
-    if (!ok && j != NULL) {
-        v = json_object_get(j, "error");
-        if (json_is_string(v)) {
-            err = json_string_value(v);
-        }
-    }
-
-    ngx_memzero(&lim, sizeof(lim));
-    lim.exec_window = 60000;
-
-    switch (ctx->op) {
-
-    case NGX_HTTP_VSB_OP_CREATE:
-        if (ok && ngx_http_veto_sandbox_created(r, ctx) == NGX_OK) {
-            sid = ctx->sandbox;
-
-            v = json_object_get(json_object_get(j, "sandbox"), "expires_at");
-
-            gw = ngx_cycle->hostname;
-
-            /* ownership record and the slot under the real id;
-             * counted without a limit: the provisional one was */
-            ngx_http_veto_sandbox_bookkeeping_call(r, &call, "ownership");
-
-            (void) ngx_http_veto_sandbox_quota_acquire(&call, &ctx->tenant,
-                       &ctx->agent, &sid, &lim,
-                       json_is_integer(v)
-                       && json_integer_value(v) > ngx_time()
-                       ? (ngx_msec_t) (json_integer_value(v) - ngx_time())
-                         * 1000
-                       : 86400000,
-                       &gw);
-
-            ngx_http_veto_sandbox_create_detail(r, j, &detail);
-            ngx_http_veto_sandbox_audit(r, ctx, "sandbox_created", NULL,
-                                        NULL, detail.len ? &detail : NULL,
-                                        NGX_HTTP_CREATED);
-
-        } else {
-            ngx_http_veto_sandbox_audit(r, ctx, "error", err, NULL, NULL, 0);
-        }
-
-        ngx_http_veto_sandbox_release_slot(r, ctx);
-
-        break;
-
-    case NGX_HTTP_VSB_OP_DELETE:
-        if (ok) {
-            ngx_http_veto_sandbox_bookkeeping_call(r, &call, "quota release");
-
-            (void) ngx_http_veto_sandbox_quota_release(&call, &ctx->tenant,
-                                                       &ctx->agent,
-                                                       &ctx->sandbox);
-
-            ngx_http_veto_sandbox_audit(r, ctx, "sandbox_destroyed", NULL,
-                                        NULL, NULL, NGX_HTTP_OK);
-        } else {
-            ngx_http_veto_sandbox_audit(r, ctx, "error", err, NULL, NULL, 0);
-        }
-
-        break;
-
-    case NGX_HTTP_VSB_OP_EXEC:
-        if (ok) {
-            ngx_http_veto_sandbox_exec_detail(r, ctx, j, &detail);
-            ngx_http_veto_sandbox_audit(r, ctx, "exec_finished", NULL, NULL,
-                                        detail.len ? &detail : NULL,
-                                        NGX_HTTP_OK);
-        } else {
-            ngx_http_veto_sandbox_audit(r, ctx, "error", err, NULL, NULL, 0);
-        }
-
-        break;
-
-    case NGX_HTTP_VSB_OP_WRITE:
-    case NGX_HTTP_VSB_OP_READ:
-        ngx_http_veto_sandbox_audit(r, ctx, ok ? "allowed" : "error",
-                                    ok ? NULL : err, NULL, NULL,
-                                    ok ? NGX_HTTP_OK : 0);
-        break;
-
-    default:
-        /* reads of one's own sandboxes are not decisions on record */
-        break;
-    }
 }

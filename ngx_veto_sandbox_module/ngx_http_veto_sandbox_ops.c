@@ -1,0 +1,344 @@
+/*
+ * THE OP TABLE: one row per operation of the API, and the lookup of a
+ * request's row.  A row says everything the module does differently for
+ * an operation (its ngx_http_veto_sandbox_op_t fields); nothing else in
+ * the module asks which operation a request is.  docs/adding-an-endpoint.md
+ * walks through adding one.
+ *
+ * A row is made with ngx_http_vsb_op(), so a row missing a piece does not
+ * compile, and ngx_http_veto_sandbox_ops_init() checks the table when the
+ * configuration is read, so a piece that cannot work fails "nginx -t".
+ */
+
+#include "ngx_http_veto_sandbox_module.h"
+#include "ngx_http_veto_sandbox_approval.h"
+
+
+#define NGX_HTTP_VSB_READ      (NGX_HTTP_GET|NGX_HTTP_HEAD)
+
+/* reading one's own sandboxes needs any sandbox scope */
+#define NGX_HTTP_VSB_SANDBOXES (NGX_HTTP_VSB_SCOPE_CREATE                     \
+                                |NGX_HTTP_VSB_SCOPE_EXEC                      \
+                                |NGX_HTTP_VSB_SCOPE_FILES)
+
+
+ngx_http_veto_sandbox_op_t  ngx_http_veto_sandbox_ops[] = {
+
+    /* the liveness probe: public, no gate; reveals only up/down */
+
+    ngx_http_vsb_op("health", NGX_HTTP_VSB_READ, "/v1/health",
+                    NGX_HTTP_VSB_PUBLIC, 0, NGX_HTTP_VSB_QUOTA_NONE,
+                    NGX_HTTP_VSB_BODY_NONE, VSB_OP_PING,
+                    ngx_http_veto_sandbox_build_simple,
+                    ngx_http_veto_sandbox_forward,
+                    ngx_http_veto_sandbox_reply_health,
+                    ngx_http_veto_sandbox_record_nothing),
+
+    /* sandboxes */
+
+    ngx_http_vsb_op("sandbox.list", NGX_HTTP_VSB_READ, "/v1/sandboxes",
+                    NGX_HTTP_VSB_SANDBOXES, 0, NGX_HTTP_VSB_QUOTA_NONE,
+                    NGX_HTTP_VSB_BODY_NONE, VSB_OP_LIST,
+                    ngx_http_veto_sandbox_build_simple,
+                    ngx_http_veto_sandbox_forward,
+                    ngx_http_veto_sandbox_reply_json,
+                    ngx_http_veto_sandbox_record_nothing),
+
+    ngx_http_vsb_op("sandbox.create", NGX_HTTP_POST, "/v1/sandboxes",
+                    NGX_HTTP_VSB_SCOPE_CREATE, NGX_HTTP_VSB_ACT_CREATE,
+                    NGX_HTTP_VSB_QUOTA_SANDBOXES,
+                    NGX_HTTP_VSB_BODY_JSON, VSB_OP_CREATE,
+                    ngx_http_veto_sandbox_build_create,
+                    ngx_http_veto_sandbox_forward,
+                    ngx_http_veto_sandbox_reply_created,
+                    ngx_http_veto_sandbox_record_created),
+
+    ngx_http_vsb_op("sandbox.get", NGX_HTTP_VSB_READ, "/v1/sandboxes/{id}",
+                    NGX_HTTP_VSB_SANDBOXES, 0, NGX_HTTP_VSB_QUOTA_NONE,
+                    NGX_HTTP_VSB_BODY_NONE, VSB_OP_STATUS,
+                    ngx_http_veto_sandbox_build_simple,
+                    ngx_http_veto_sandbox_forward,
+                    ngx_http_veto_sandbox_reply_sandbox,
+                    ngx_http_veto_sandbox_record_nothing),
+
+    ngx_http_vsb_op("sandbox.delete", NGX_HTTP_DELETE, "/v1/sandboxes/{id}",
+                    NGX_HTTP_VSB_SCOPE_CREATE, NGX_HTTP_VSB_ACT_DELETE,
+                    NGX_HTTP_VSB_QUOTA_NONE,
+                    NGX_HTTP_VSB_BODY_NONE, VSB_OP_DESTROY,
+                    ngx_http_veto_sandbox_build_simple,
+                    ngx_http_veto_sandbox_forward,
+                    ngx_http_veto_sandbox_reply_json,
+                    ngx_http_veto_sandbox_record_destroyed),
+
+    ngx_http_vsb_op("sandbox.files.read", NGX_HTTP_VSB_READ,
+                    "/v1/sandboxes/{id}/files",
+                    NGX_HTTP_VSB_SCOPE_FILES, NGX_HTTP_VSB_ACT_READ,
+                    NGX_HTTP_VSB_QUOTA_NONE,
+                    NGX_HTTP_VSB_BODY_NONE, VSB_OP_READ_FILE,
+                    ngx_http_veto_sandbox_build_read,
+                    ngx_http_veto_sandbox_forward,
+                    ngx_http_veto_sandbox_reply_file,
+                    ngx_http_veto_sandbox_record_allowed),
+
+    ngx_http_vsb_op("sandbox.files.write", NGX_HTTP_PUT,
+                    "/v1/sandboxes/{id}/files",
+                    NGX_HTTP_VSB_SCOPE_FILES, NGX_HTTP_VSB_ACT_WRITE,
+                    NGX_HTTP_VSB_QUOTA_NONE,
+                    NGX_HTTP_VSB_BODY_FILE, VSB_OP_WRITE_FILE,
+                    ngx_http_veto_sandbox_build_write,
+                    ngx_http_veto_sandbox_forward,
+                    ngx_http_veto_sandbox_reply_json,
+                    ngx_http_veto_sandbox_record_allowed),
+
+    ngx_http_vsb_op("sandbox.exec", NGX_HTTP_POST, "/v1/sandboxes/{id}/exec",
+                    NGX_HTTP_VSB_SCOPE_EXEC, NGX_HTTP_VSB_ACT_EXEC,
+                    NGX_HTTP_VSB_QUOTA_EXECS,
+                    NGX_HTTP_VSB_BODY_JSON, VSB_OP_EXEC,
+                    ngx_http_veto_sandbox_build_exec,
+                    ngx_http_veto_sandbox_forward,
+                    ngx_http_veto_sandbox_reply_exec,
+                    ngx_http_veto_sandbox_record_exec),
+
+    /* the humans' side, answered from Redis */
+
+    ngx_http_vsb_op("approval.list", NGX_HTTP_VSB_READ, "/v1/approvals",
+                    NGX_HTTP_VSB_SCOPE_REVIEW, 0, NGX_HTTP_VSB_QUOTA_NONE,
+                    NGX_HTTP_VSB_BODY_NONE, NULL,
+                    ngx_http_veto_sandbox_build_nothing,
+                    ngx_http_veto_sandbox_review_list, NULL, NULL),
+
+    /* reviewers, and requesters reading their own approvals */
+    ngx_http_vsb_op("approval.get", NGX_HTTP_VSB_READ,
+                    "/v1/approvals/{approval}",
+                    NGX_HTTP_VSB_SCOPE_REVIEW|NGX_HTTP_VSB_SANDBOXES, 0,
+                    NGX_HTTP_VSB_QUOTA_NONE,
+                    NGX_HTTP_VSB_BODY_NONE, NULL,
+                    ngx_http_veto_sandbox_build_nothing,
+                    ngx_http_veto_sandbox_review_get, NULL, NULL),
+
+    ngx_http_vsb_op("approval.approve", NGX_HTTP_POST,
+                    "/v1/approvals/{approval}/approve",
+                    NGX_HTTP_VSB_SCOPE_REVIEW, 0, NGX_HTTP_VSB_QUOTA_NONE,
+                    NGX_HTTP_VSB_BODY_JSON, NULL,
+                    ngx_http_veto_sandbox_build_nothing,
+                    ngx_http_veto_sandbox_review_approve, NULL, NULL),
+
+    ngx_http_vsb_op("approval.deny", NGX_HTTP_POST,
+                    "/v1/approvals/{approval}/deny",
+                    NGX_HTTP_VSB_SCOPE_REVIEW, 0, NGX_HTTP_VSB_QUOTA_NONE,
+                    NGX_HTTP_VSB_BODY_JSON, NULL,
+                    ngx_http_veto_sandbox_build_nothing,
+                    ngx_http_veto_sandbox_review_deny, NULL, NULL),
+
+    ngx_http_vsb_op("audit.read", NGX_HTTP_VSB_READ, "/v1/audit",
+                    NGX_HTTP_VSB_SCOPE_AUDIT, 0, NGX_HTTP_VSB_QUOTA_NONE,
+                    NGX_HTTP_VSB_BODY_NONE, NULL,
+                    ngx_http_veto_sandbox_build_nothing,
+                    ngx_http_veto_sandbox_review_audit, NULL, NULL),
+
+    { ngx_null_string, 0, NULL, 0, 0, 0, 0, NULL, NULL, NULL, NULL, NULL }
+};
+
+
+/*
+ * Does uri match the row's path?  A literal byte matches itself; "{id}"
+ * matches a valid sandbox id and "{approval}" a valid approval id, which
+ * are returned: an id that cannot exist is as unknown as one that does
+ * not.  NGX_ERROR: a placeholder this function does not know.
+ */
+static ngx_int_t
+ngx_http_veto_sandbox_op_match(const char *path, ngx_str_t *uri,
+    ngx_str_t *sandbox, ngx_str_t *approval)
+{
+    u_char      *p, *last;
+    ngx_str_t    id;
+    const char  *s;
+
+    p = uri->data;
+    last = p + uri->len;
+
+    ngx_str_null(sandbox);
+    ngx_str_null(approval);
+
+    for (s = path; *s; /* void */) {
+
+        if (*s != '{') {
+            if (p == last || *p != (u_char) *s) {
+                return NGX_DECLINED;
+            }
+
+            p++;
+            s++;
+            continue;
+        }
+
+        if (ngx_strncmp(s, "{id}", 4) == 0) {
+            if ((size_t) (last - p) < VSB_SANDBOX_ID_LEN
+                || !ngx_http_veto_sandbox_id_valid(p, VSB_SANDBOX_ID_LEN))
+            {
+                return NGX_DECLINED;
+            }
+
+            sandbox->data = p;
+            sandbox->len = VSB_SANDBOX_ID_LEN;
+
+            p += VSB_SANDBOX_ID_LEN;
+            s += 4;
+            continue;
+        }
+
+        if (ngx_strncmp(s, "{approval}", 10) == 0) {
+            id.data = p;
+            id.len = NGX_HTTP_VSB_APPROVAL_ID_LEN;
+
+            if ((size_t) (last - p) < NGX_HTTP_VSB_APPROVAL_ID_LEN
+                || !ngx_http_veto_sandbox_approval_id_valid(&id))
+            {
+                return NGX_DECLINED;
+            }
+
+            *approval = id;
+
+            p += NGX_HTTP_VSB_APPROVAL_ID_LEN;
+            s += 10;
+            continue;
+        }
+
+        return NGX_ERROR;
+    }
+
+    return p == last ? NGX_OK : NGX_DECLINED;
+}
+
+
+ngx_http_veto_sandbox_op_t *
+ngx_http_veto_sandbox_op_find(ngx_http_request_t *r, ngx_uint_t *allow,
+    ngx_str_t *sandbox, ngx_str_t *approval)
+{
+    ngx_str_t                    sb, apr;
+    ngx_http_veto_sandbox_op_t  *op;
+
+    *allow = 0;
+    ngx_str_null(sandbox);
+    ngx_str_null(approval);
+
+    for (op = ngx_http_veto_sandbox_ops; op->name.len; op++) {
+
+        if (ngx_http_veto_sandbox_op_match(op->path, &r->uri, &sb, &apr)
+            != NGX_OK)
+        {
+            continue;
+        }
+
+        /* the ids are the URI's, whichever of its rows takes the method */
+        *sandbox = sb;
+        *approval = apr;
+        *allow |= op->methods;
+
+        if (r->method & op->methods) {
+            return op;
+        }
+    }
+
+    return NULL;
+}
+
+
+static ngx_int_t
+ngx_http_veto_sandbox_op_refuse(ngx_conf_t *cf,
+    ngx_http_veto_sandbox_op_t *op, const char *why)
+{
+    ngx_log_error(NGX_LOG_EMERG, cf->log, 0,
+                  "veto_sandbox: op table row \"%V\" (%s): %s", &op->name,
+                  op->path ? op->path : "no path", why);
+
+    return NGX_ERROR;
+}
+
+
+/*
+ * The table holds together: every row has all it needs, and nothing it
+ * would never use (a mapper no reply reaches would be dead code that
+ * looks alive).  Called at postconfiguration: a bad row fails "nginx -t".
+ */
+ngx_int_t
+ngx_http_veto_sandbox_ops_init(ngx_conf_t *cf)
+{
+    const char                  *s;
+    ngx_http_veto_sandbox_op_t  *op, *o;
+
+    for (op = ngx_http_veto_sandbox_ops; op->name.len; op++) {
+
+        if (op->methods == 0 || op->path == NULL
+            || ngx_strncmp(op->path, "/v1/", 4) != 0)
+        {
+            return ngx_http_veto_sandbox_op_refuse(cf, op,
+                                         "needs methods and a /v1/ path");
+        }
+
+        for (s = op->path; *s; s++) {
+            if (*s == '{' && ngx_strncmp(s, "{id}", 4) != 0
+                && ngx_strncmp(s, "{approval}", 10) != 0)
+            {
+                return ngx_http_veto_sandbox_op_refuse(cf, op,
+                                      "unknown placeholder (known: {id}, "
+                                      "{approval})");
+            }
+        }
+
+        if (op->scopes == 0) {
+            return ngx_http_veto_sandbox_op_refuse(cf, op,
+                                  "needs scopes, or NGX_HTTP_VSB_PUBLIC");
+        }
+
+        if (op->scopes == NGX_HTTP_VSB_PUBLIC
+            && (op->approval || op->quota || op->helper == NULL))
+        {
+            return ngx_http_veto_sandbox_op_refuse(cf, op,
+                                  "a public op knows no caller: no "
+                                  "approval, no quota, and it is forwarded");
+        }
+
+        if (op->build == NULL || op->run == NULL) {
+            return ngx_http_veto_sandbox_op_refuse(cf, op,
+                                            "needs build() and run()");
+        }
+
+        if (op->helper != NULL
+            && (op->run != ngx_http_veto_sandbox_forward
+                || op->reply == NULL || op->record == NULL))
+        {
+            return ngx_http_veto_sandbox_op_refuse(cf, op,
+                                  "a helper op runs ngx_http_veto_sandbox_"
+                                  "forward() and needs reply() and record()");
+        }
+
+        if (op->helper == NULL
+            && (op->run == ngx_http_veto_sandbox_forward
+                || op->reply != NULL || op->record != NULL))
+        {
+            return ngx_http_veto_sandbox_op_refuse(cf, op,
+                                  "an op answered by run() has no helper "
+                                  "reply to map or record");
+        }
+
+        if (op->approval
+            && ngx_http_veto_sandbox_policy_action(&op->name) != op->approval)
+        {
+            return ngx_http_veto_sandbox_op_refuse(cf, op,
+                                  "its approval kind is not the policy's "
+                                  "for this action name");
+        }
+
+        for (o = ngx_http_veto_sandbox_ops; o < op; o++) {
+            if ((o->methods & op->methods)
+                && ngx_strcmp(o->path, op->path) == 0)
+            {
+                return ngx_http_veto_sandbox_op_refuse(cf, op,
+                                  "another row has this method and path");
+            }
+        }
+    }
+
+    return NGX_OK;
+}

@@ -1,0 +1,241 @@
+/*
+ * What the policy says of a request: the caller's rule, whether a profile
+ * is allowed, and whether a human must approve (approvals.always,
+ * network, profiles, export, exec_argv).  The policy file itself is read
+ * by ngx_http_veto_sandbox_policy.c.
+ */
+
+#include <fnmatch.h>
+
+#include "ngx_http_veto_sandbox_module.h"
+
+
+static ngx_uint_t ngx_http_veto_sandbox_policy_argv(ngx_array_t *patterns,
+    json_t *argv);
+
+
+ngx_http_veto_sandbox_rule_t *
+ngx_http_veto_sandbox_policy_rule(ngx_http_veto_sandbox_policy_t *policy,
+    ngx_str_t *tenant, ngx_str_t *agent)
+{
+    ngx_uint_t                       i;
+    ngx_http_veto_sandbox_agent_t   *a;
+    ngx_http_veto_sandbox_tenant_t  *t;
+
+    t = policy->tenants->elts;
+
+    for (i = 0; i < policy->tenants->nelts; i++) {
+        if (t[i].name.len == tenant->len
+            && ngx_strncmp(t[i].name.data, tenant->data, tenant->len) == 0)
+        {
+            break;
+        }
+    }
+
+    if (i == policy->tenants->nelts) {
+        return NULL;
+    }
+
+    t = &t[i];
+
+    if (t->agents == NULL) {
+        return &t->rule;
+    }
+
+    a = t->agents->elts;
+
+    for (i = 0; i < t->agents->nelts; i++) {
+        if (a[i].name.len == agent->len
+            && ngx_strncmp(a[i].name.data, agent->data, agent->len) == 0)
+        {
+            return &a[i].rule;
+        }
+    }
+
+    return &t->rule;
+}
+
+
+/* NGX_OK if the rule allows profile (NUL terminated). */
+ngx_int_t
+ngx_http_veto_sandbox_policy_profile(ngx_http_veto_sandbox_rule_t *rule,
+    const char *profile)
+{
+    size_t       len;
+    ngx_str_t   *p;
+    ngx_uint_t   i;
+
+    if (rule->profiles == NULL) {
+        return NGX_OK;
+    }
+
+    len = ngx_strlen(profile);
+    p = rule->profiles->elts;
+
+    for (i = 0; i < rule->profiles->nelts; i++) {
+        if (p[i].len == len && ngx_strncmp(p[i].data, profile, len) == 0) {
+            return NGX_OK;
+        }
+    }
+
+    return NGX_DECLINED;
+}
+
+
+/* Does this request need a human?  argv: the exec's argv (or NULL),
+ * profile / network: the create's (or NULL). */
+ngx_uint_t
+ngx_http_veto_sandbox_policy_approval(ngx_http_veto_sandbox_rule_t *rule,
+    ngx_uint_t action, json_t *argv, const char *profile,
+    const char *network)
+{
+    ngx_str_t                         *s;
+    ngx_uint_t                         k;
+    ngx_http_veto_sandbox_apr_rule_t  *apr;
+
+    apr = &rule->apr;
+
+    if (apr->always & action) {
+        return 1;
+    }
+
+    if (action == NGX_HTTP_VSB_ACT_READ && apr->export) {
+        return 1;
+    }
+
+    if (action == NGX_HTTP_VSB_ACT_CREATE) {
+        if (apr->network && network && ngx_strcmp(network, "none") != 0) {
+            return 1;
+        }
+
+        if (apr->profiles && profile) {
+            s = apr->profiles->elts;
+            for (k = 0; k < apr->profiles->nelts; k++) {
+                if (ngx_strcmp(s[k].data, profile) == 0) {
+                    return 1;
+                }
+            }
+        }
+    }
+
+    if (action != NGX_HTTP_VSB_ACT_EXEC || apr->argv == NULL
+        || !json_is_array(argv))
+    {
+        return 0;
+    }
+
+    return ngx_http_veto_sandbox_policy_argv(apr->argv, argv);
+}
+
+
+/*
+ * Characters after which a command word may start, inside one argv
+ * element as a shell would read it ("sh -c 'cd x && curl y'") or in a
+ * path ("/usr/bin/curl").
+ */
+#define ngx_http_vsb_word_sep(c)                                              \
+    ((c) == ' ' || (c) == '\t' || (c) == '\n' || (c) == '\r' || (c) == '/'     \
+     || (c) == ';' || (c) == '&' || (c) == '|' || (c) == '(' || (c) == ')'    \
+     || (c) == '`' || (c) == '$' || (c) == '<' || (c) == '>' || (c) == '{'    \
+     || (c) == '}' || (c) == '\'' || (c) == '"' || (c) == '=' || (c) == '!')
+
+/* past this, an argv is not searched: it needs a human */
+#define NGX_HTTP_VSB_ARGV_SCAN_MAX  (64 * 1024)
+
+
+/*
+ * exec_argv: a pattern needs a human when it matches, from any word start
+ * (the start of an element, or after a separator above), the rest of the
+ * argv joined by single spaces, or the rest of that element alone.  So
+ * "curl *" catches ["curl", "x"], ["/usr/bin/curl", "x"],
+ * ["env", "A=1", "curl", "x"], ["sh", "-c", "cd /tmp && curl x"] and
+ * ["timeout", "5", "curl", "x"].  It errs on asking: ["grep", "curl x"]
+ * asks too.  A speed bump, not a boundary: a shell or an interpreter can
+ * build any command at run time ("sh -c 'c\url x'"); list "sh -c *",
+ * "python* -c *" and the like, or "sandbox.exec" in "always", to be sure.
+ */
+static ngx_uint_t
+ngx_http_veto_sandbox_policy_argv(ngx_array_t *patterns, json_t *argv)
+{
+    u_char      *buf, *elt, *q, *end;
+    size_t       i, len, elen, off;
+    json_t      *e;
+    ngx_str_t   *s;
+    ngx_uint_t   k, hit;
+
+    len = 1;
+    json_array_foreach(argv, i, e) {
+        len += json_string_length(e) + 1;
+    }
+
+    if (len > NGX_HTTP_VSB_ARGV_SCAN_MAX) {
+        return 1;       /* too long to search in the event loop: ask */
+    }
+
+    /* buf: the argv joined, NUL terminated; elt: room for one element */
+    buf = ngx_alloc(2 * len, ngx_cycle->log);
+    if (buf == NULL) {
+        return 1;       /* fail closed: ask a human */
+    }
+
+    elt = buf + len;
+    q = buf;
+
+    json_array_foreach(argv, i, e) {
+        if (i) {
+            *q++ = ' ';
+        }
+        q = ngx_cpymem(q, json_string_value(e), json_string_length(e));
+    }
+    *q = '\0';
+
+    hit = 0;
+    s = patterns->elts;
+
+    /* an argv with a NUL byte could hide from the patterns: ask */
+    if (ngx_strlen(buf) != (size_t) (q - buf)) {
+        hit = 1;
+        goto done;
+    }
+
+    off = 0;
+
+    json_array_foreach(argv, i, e) {
+        elen = json_string_length(e);
+        end = ngx_cpymem(elt, json_string_value(e), elen);
+        *end = '\0';
+
+        for (q = elt; q == elt || q < end; q++) {
+
+            if (q != elt && !ngx_http_vsb_word_sep(q[-1])) {
+                continue;
+            }
+
+            for (k = 0; k < patterns->nelts; k++) {
+
+                /* "*..." matching a tail matches the whole string too:
+                 * try it once per element, not at every word */
+                if (s[k].data[0] == '*' && q != elt) {
+                    continue;
+                }
+
+                /* the rest of this element; the rest of the argv */
+                if (fnmatch((char *) s[k].data, (char *) q, 0) == 0
+                    || fnmatch((char *) s[k].data,
+                               (char *) buf + off + (q - elt), 0) == 0)
+                {
+                    hit = 1;
+                    goto done;
+                }
+            }
+        }
+
+        off += elen + 1;
+    }
+
+done:
+
+    ngx_free(buf);
+
+    return hit;
+}

@@ -1,0 +1,558 @@
+/*
+ * What is kept of a decision: the audit record (fire and forget, a lost
+ * one is logged) and the quota slot a request holds.  The gate, the error
+ * responses (401/403) and the helper's replies all come here; this file
+ * answers nobody itself.  The record_* functions are the
+ * ngx_http_veto_sandbox_record_pt of the op table.
+ */
+
+#include "ngx_http_veto_sandbox_module.h"
+#include "ngx_http_veto_sandbox_quota.h"
+#include "ngx_http_veto_sandbox_audit.h"
+#include "ngx_http_veto_sandbox_redact.h"
+
+#include <openssl/evp.h>
+
+
+static void ngx_http_veto_sandbox_ignore(ngx_int_t rc, redisReply *reply,
+    void *data);
+static void ngx_http_veto_sandbox_exec_detail(ngx_http_request_t *r,
+    ngx_http_veto_sandbox_ctx_t *ctx, json_t *j, ngx_str_t *out);
+static void ngx_http_veto_sandbox_create_detail(ngx_http_request_t *r,
+    json_t *j, ngx_str_t *out);
+
+
+static ngx_http_veto_sandbox_main_conf_t *
+ngx_http_veto_sandbox_record_mcf(ngx_http_request_t *r)
+{
+    return ngx_http_get_module_main_conf(r, ngx_http_veto_sandbox_module);
+}
+
+
+/* Bookkeeping nobody waits for: a failure is logged, naming what. */
+static void
+ngx_http_veto_sandbox_bookkeeping_call(ngx_http_request_t *r,
+    ngx_http_veto_sandbox_redis_call_t *call, const char *what)
+{
+    call->rds = ngx_http_veto_sandbox_rds;
+    call->pool = r->pool;
+    call->timeout = ngx_http_veto_sandbox_record_mcf(r)->timeout;
+    call->handler = ngx_http_veto_sandbox_ignore;
+    call->data = (void *) what;
+    call->cmdp = NULL;
+}
+
+
+static void
+ngx_http_veto_sandbox_ignore(ngx_int_t rc, redisReply *reply, void *data)
+{
+    if (rc != NGX_OK || reply == NULL || reply->type == REDIS_REPLY_ERROR) {
+        ngx_log_error(NGX_LOG_WARN, ngx_cycle->log, 0,
+                      "veto_sandbox: redis bookkeeping (%s) failed",
+                      (char *) data);
+    }
+}
+
+
+/* unique across workers and gateways sharing one Redis */
+ngx_int_t
+ngx_http_veto_sandbox_request_id(ngx_http_request_t *r,
+    ngx_http_veto_sandbox_ctx_t *ctx)
+{
+    u_char  *p;
+
+    if (ctx->request_id.len) {
+        return NGX_OK;
+    }
+
+    p = ngx_pnalloc(r->pool, NGX_INT64_LEN * 4 + 4);
+    if (p == NULL) {
+        return NGX_ERROR;
+    }
+
+    ctx->request_id.data = p;
+    ctx->request_id.len = ngx_sprintf(p, "%P-%M-%uA-%ui", ngx_pid,
+                                      ngx_current_msec,
+                                      r->connection->number,
+                                      r->connection->requests)
+                          - p;
+
+    return NGX_OK;
+}
+
+
+/* An audit record; fire and forget (a failure is logged). */
+void
+ngx_http_veto_sandbox_audit(ngx_http_request_t *r,
+    ngx_http_veto_sandbox_ctx_t *ctx, const char *outcome,
+    const char *reason, ngx_str_t *reviewer, ngx_str_t *detail,
+    ngx_uint_t status)
+{
+    ngx_http_veto_sandbox_main_conf_t   *vmcf;
+    ngx_http_veto_sandbox_audit_rec_t    rec;
+    ngx_http_veto_sandbox_redis_call_t   call;
+
+    if (ngx_http_veto_sandbox_rds == NULL || ctx->tenant.len == 0) {
+        return;
+    }
+
+    vmcf = ngx_http_veto_sandbox_record_mcf(r);
+
+    if (ctx->action.len == 0) {
+        if (ctx->op) {
+            ctx->action = ctx->op->name;
+
+        } else {
+            /* refused before it was routed (POST_READ): no op yet */
+            ngx_str_set(&ctx->action, "request");
+        }
+    }
+
+    if (ngx_http_veto_sandbox_request_id(r, ctx) != NGX_OK) {
+        return;
+    }
+
+    if (ngx_strcmp(outcome, "denied") == 0) {
+        ctx->audited = 1;
+    }
+
+    ngx_memzero(&rec, sizeof(rec));
+
+    rec.tenant = ctx->tenant;
+    rec.agent = ctx->agent;
+    rec.action = ctx->action;
+    rec.outcome.data = (u_char *) outcome;
+    rec.outcome.len = ngx_strlen(outcome);
+
+    if (reason) {
+        rec.reason.data = (u_char *) reason;
+        rec.reason.len = ngx_strlen(reason);
+    }
+
+    if (ctx->hash[0]) {
+        rec.request_hash.data = ctx->hash;
+        rec.request_hash.len = NGX_HTTP_VSB_HASH_HEX_LEN;
+    }
+
+    rec.approval = ctx->approval.len ? ctx->approval : ctx->apr_id;
+
+    if (reviewer) {
+        rec.reviewer = *reviewer;
+    }
+
+    rec.sandbox = ctx->sandbox;
+    rec.request_id = ctx->request_id;
+
+    if (detail) {
+        rec.detail = *detail;
+    }
+
+    rec.status = status;
+
+    /* fire and forget: the audit store logs a lost record itself */
+    ngx_http_veto_sandbox_bookkeeping_call(r, &call, "audit");
+    call.handler = NULL;
+    call.data = NULL;
+
+    (void) ngx_http_veto_sandbox_audit_append(&call, vmcf->audit_maxlen, &rec);
+}
+
+
+/* json as JSON text in the request's pool; out->len 0 on failure */
+static void
+ngx_http_veto_sandbox_json_text(ngx_http_request_t *r, json_t *json,
+    ngx_str_t *out)
+{
+    char  *s;
+
+    out->len = 0;
+
+    s = json_dumps(json, JSON_COMPACT);
+    if (s == NULL) {
+        return;
+    }
+
+    out->len = ngx_strlen(s);
+    out->data = ngx_pnalloc(r->pool, out->len);
+
+    if (out->data == NULL) {
+        out->len = 0;
+    } else {
+        ngx_memcpy(out->data, s, out->len);
+    }
+
+    free(s);
+}
+
+
+/*
+ * A refusal decided before the gate (token, scope, policy): on the
+ * tenant's record when the tenant is known, i.e. the token's signature
+ * held; once per request.
+ */
+void
+ngx_http_veto_sandbox_audit_denied(ngx_http_request_t *r,
+    ngx_http_veto_sandbox_ctx_t *ctx, const char *code, ngx_uint_t status)
+{
+    json_t     *d;
+    ngx_str_t   detail;
+
+    if (ctx->audited || ctx->tenant.len == 0
+        || ngx_http_veto_sandbox_rds == NULL)
+    {
+        return;
+    }
+
+    /* what was asked, and why not; a path that is not UTF-8 is left out */
+    d = json_pack("{s:s%, s:s%, s:s?}",
+                  "method", r->method_name.data, r->method_name.len,
+                  "path", r->uri.data, r->uri.len,
+                  "why", ctx->reason);
+    if (d == NULL) {
+        d = json_pack("{s:s%, s:s?}",
+                      "method", r->method_name.data, r->method_name.len,
+                      "why", ctx->reason);
+    }
+
+    detail.len = 0;
+
+    if (d) {
+        ngx_http_veto_sandbox_json_text(r, d, &detail);
+        json_decref(d);
+    }
+
+    ngx_http_veto_sandbox_audit(r, ctx, "denied", code, NULL,
+                                detail.len ? &detail : NULL, status);
+}
+
+
+void
+ngx_http_veto_sandbox_release_slot(ngx_http_request_t *r,
+    ngx_http_veto_sandbox_ctx_t *ctx)
+{
+    ngx_http_veto_sandbox_redis_call_t  call;
+
+    if (!ctx->slot_held) {
+        return;
+    }
+
+    ctx->slot_held = 0;
+
+    ngx_http_veto_sandbox_bookkeeping_call(r, &call, "quota release");
+
+    (void) ngx_http_veto_sandbox_quota_release(&call, &ctx->tenant,
+                                               &ctx->agent, &ctx->slot);
+}
+
+
+/*
+ * Once the helper answered (or could not be asked), once: the op's record
+ * of the outcome, with the quota bookkeeping (the provisional slot
+ * becomes the real sandbox, or is given back; a destroyed sandbox frees
+ * its).
+ */
+void
+ngx_http_veto_sandbox_after(ngx_http_request_t *r,
+    ngx_http_veto_sandbox_ctx_t *ctx)
+{
+    json_t      *j, *v;
+    ngx_uint_t   ok;
+    const char  *err;
+
+    if (ngx_http_veto_sandbox_rds == NULL
+        || ctx->step == NGX_HTTP_VSB_STEP_AFTER)
+    {
+        return;
+    }
+
+    ctx->step = NGX_HTTP_VSB_STEP_AFTER;
+
+    j = ctx->helper.json;
+
+    ok = ctx->helper.status == NGX_OK && j != NULL
+         && json_is_true(json_object_get(j, "ok"));
+
+    err = "helper_unavailable";
+
+    if (!ok && j != NULL) {
+        v = json_object_get(j, "error");
+        if (json_is_string(v)) {
+            err = json_string_value(v);
+        }
+    }
+
+    ctx->op->record(r, ctx, ok, err);
+}
+
+
+/* a create: the ownership record, the slot under the real id */
+void
+ngx_http_veto_sandbox_record_created(ngx_http_request_t *r,
+    ngx_http_veto_sandbox_ctx_t *ctx, ngx_uint_t ok, const char *error)
+{
+    json_t                               *j, *v;
+    ngx_str_t                             sid, detail, gw;
+    ngx_http_veto_sandbox_redis_call_t    call;
+    ngx_http_veto_sandbox_quota_limits_t  lim;
+
+    j = ctx->helper.json;
+
+    ngx_memzero(&lim, sizeof(lim));
+    lim.exec_window = 60000;
+
+    if (ok && ngx_http_veto_sandbox_created(r, ctx) == NGX_OK) {
+        sid = ctx->sandbox;
+
+        v = json_object_get(json_object_get(j, "sandbox"), "expires_at");
+
+        gw = ngx_cycle->hostname;
+
+        /* ownership record and the slot under the real id;
+         * counted without a limit: the provisional one was */
+        ngx_http_veto_sandbox_bookkeeping_call(r, &call, "ownership");
+
+        (void) ngx_http_veto_sandbox_quota_acquire(&call, &ctx->tenant,
+                   &ctx->agent, &sid, &lim,
+                   json_is_integer(v)
+                   && json_integer_value(v) > ngx_time()
+                   ? (ngx_msec_t) (json_integer_value(v) - ngx_time())
+                     * 1000
+                   : 86400000,
+                   &gw);
+
+        ngx_http_veto_sandbox_create_detail(r, j, &detail);
+        ngx_http_veto_sandbox_audit(r, ctx, "sandbox_created", NULL,
+                                    NULL, detail.len ? &detail : NULL,
+                                    NGX_HTTP_CREATED);
+
+    } else {
+        ngx_http_veto_sandbox_audit(r, ctx, "error", error, NULL, NULL, 0);
+    }
+
+    ngx_http_veto_sandbox_release_slot(r, ctx);
+}
+
+
+/* a destroy: the sandbox's slot is free */
+void
+ngx_http_veto_sandbox_record_destroyed(ngx_http_request_t *r,
+    ngx_http_veto_sandbox_ctx_t *ctx, ngx_uint_t ok, const char *error)
+{
+    ngx_http_veto_sandbox_redis_call_t  call;
+
+    if (ok) {
+        ngx_http_veto_sandbox_bookkeeping_call(r, &call, "quota release");
+
+        (void) ngx_http_veto_sandbox_quota_release(&call, &ctx->tenant,
+                                                   &ctx->agent,
+                                                   &ctx->sandbox);
+
+        ngx_http_veto_sandbox_audit(r, ctx, "sandbox_destroyed", NULL,
+                                    NULL, NULL, NGX_HTTP_OK);
+    } else {
+        ngx_http_veto_sandbox_audit(r, ctx, "error", error, NULL, NULL, 0);
+    }
+}
+
+
+/* an exec: the execution record */
+void
+ngx_http_veto_sandbox_record_exec(ngx_http_request_t *r,
+    ngx_http_veto_sandbox_ctx_t *ctx, ngx_uint_t ok, const char *error)
+{
+    ngx_str_t  detail;
+
+    if (ok) {
+        ngx_http_veto_sandbox_exec_detail(r, ctx, ctx->helper.json, &detail);
+        ngx_http_veto_sandbox_audit(r, ctx, "exec_finished", NULL, NULL,
+                                    detail.len ? &detail : NULL,
+                                    NGX_HTTP_OK);
+    } else {
+        ngx_http_veto_sandbox_audit(r, ctx, "error", error, NULL, NULL, 0);
+    }
+}
+
+
+/* files written or read: allowed, or the helper's error */
+void
+ngx_http_veto_sandbox_record_allowed(ngx_http_request_t *r,
+    ngx_http_veto_sandbox_ctx_t *ctx, ngx_uint_t ok, const char *error)
+{
+    ngx_http_veto_sandbox_audit(r, ctx, ok ? "allowed" : "error",
+                                ok ? NULL : error, NULL, NULL,
+                                ok ? NGX_HTTP_OK : 0);
+}
+
+
+/* reads of one's own sandboxes (and the liveness probe) are not
+ * decisions on record */
+void
+ngx_http_veto_sandbox_record_nothing(ngx_http_request_t *r,
+    ngx_http_veto_sandbox_ctx_t *ctx, ngx_uint_t ok, const char *error)
+{
+}
+
+
+/* SHA-256 of one output stream, as a JSON string (NULL if it failed) */
+static json_t *
+ngx_http_veto_sandbox_output_sha256(u_char *data, size_t len)
+{
+    u_char        md[EVP_MAX_MD_SIZE], hex[2 * EVP_MAX_MD_SIZE];
+    unsigned int  mdlen;
+
+    if (EVP_Digest(data, len, md, &mdlen, EVP_sha256(), NULL) != 1) {
+        return NULL;
+    }
+
+    ngx_hex_dump(hex, md, mdlen);
+
+    return json_stringn((char *) hex, 2 * mdlen);
+}
+
+
+/*
+ * The execution record: what ran (the redacted request summary: argv,
+ * cwd, env names, timeout, stdin size), how it ended, its usage, and the
+ * size and SHA-256 of each output stream as returned to the agent.
+ */
+static void
+ngx_http_veto_sandbox_exec_detail(ngx_http_request_t *r,
+    ngx_http_veto_sandbox_ctx_t *ctx, json_t *j, ngx_str_t *out)
+{
+    json_t                          *d, *req;
+    ngx_str_t                        in, summary;
+    json_int_t                       olen, elen;
+    ngx_http_veto_sandbox_helper_t  *h;
+
+    out->len = 0;
+    h = &ctx->helper;
+
+    in.len = 0;
+
+    if (ctx->payload) {
+        in.data = ctx->payload->buf->pos;
+        in.len = ctx->payload->buf->last - ctx->payload->buf->pos;
+    }
+
+    req = NULL;
+
+    if (ngx_http_veto_sandbox_summary(r->pool, &ctx->action, ctx->req,
+                                            &in, NULL, -1, NULL, &summary)
+        == NGX_OK)
+    {
+        req = json_loadb((char *) summary.data, summary.len, 0, NULL);
+    }
+
+    d = json_pack("{s:o?, s:O?, s:O?, s:O?, s:O?, s:O?, s:O?, s:O?}",
+                  "request", req,
+                  "exit_code", json_object_get(j, "exit_code"),
+                  "signal", json_object_get(j, "signal"),
+                  "timed_out", json_object_get(j, "timed_out"),
+                  "oom_killed", json_object_get(j, "oom_killed"),
+                  "stdout_truncated", json_object_get(j, "stdout_truncated"),
+                  "stderr_truncated", json_object_get(j, "stderr_truncated"),
+                  "usage", json_object_get(j, "usage"));
+    if (d == NULL) {
+        return;
+    }
+
+    olen = json_integer_value(json_object_get(j, "stdout_len"));
+    elen = json_integer_value(json_object_get(j, "stderr_len"));
+
+    /* only what the reply check in _reply.c accepts is described */
+    if (olen >= 0 && elen >= 0 && (size_t) olen <= h->payload_len
+        && (size_t) elen == h->payload_len - (size_t) olen)
+    {
+        json_object_set_new(d, "stdout_bytes", json_integer(olen));
+        json_object_set_new(d, "stderr_bytes", json_integer(elen));
+        json_object_set_new(d, "stdout_sha256",
+            ngx_http_veto_sandbox_output_sha256(h->payload, (size_t) olen));
+        json_object_set_new(d, "stderr_sha256",
+            ngx_http_veto_sandbox_output_sha256(h->payload + olen,
+                                                (size_t) elen));
+    }
+
+    ngx_http_veto_sandbox_json_text(r, d, out);
+    json_decref(d);
+}
+
+
+/* The creation record: what the sandbox was given */
+static void
+ngx_http_veto_sandbox_create_detail(ngx_http_request_t *r, json_t *j,
+    ngx_str_t *out)
+{
+    json_t  *sb, *d;
+
+    out->len = 0;
+    sb = json_object_get(j, "sandbox");
+
+    d = json_pack("{s:O?, s:O?, s:O?, s:O?, s:O?}",
+                  "profile", json_object_get(sb, "profile"),
+                  "network", json_object_get(sb, "network"),
+                  "limits", json_object_get(sb, "limits"),
+                  "ttl_s", json_object_get(sb, "ttl_s"),
+                  "expires_at", json_object_get(sb, "expires_at"));
+    if (d == NULL) {
+        return;
+    }
+
+    ngx_http_veto_sandbox_json_text(r, d, out);
+    json_decref(d);
+}
+
+
+/* A create's reply: the new sandbox's id into ctx->sandbox (once);
+ * NGX_DECLINED when the helper named none that is valid. */
+ngx_int_t
+ngx_http_veto_sandbox_created(ngx_http_request_t *r,
+    ngx_http_veto_sandbox_ctx_t *ctx)
+{
+    json_t  *v;
+
+    if (ctx->sandbox.len) {
+        return NGX_OK;
+    }
+
+    v = json_object_get(json_object_get(ctx->helper.json, "sandbox"), "id");
+
+    if (!json_is_string(v)
+        || !ngx_http_veto_sandbox_id_valid((u_char *) json_string_value(v),
+                                           json_string_length(v)))
+    {
+        return NGX_DECLINED;
+    }
+
+    ctx->sandbox.data = ngx_pnalloc(r->pool, VSB_SANDBOX_ID_LEN);
+    if (ctx->sandbox.data == NULL) {
+        return NGX_ERROR;
+    }
+
+    ngx_memcpy(ctx->sandbox.data, json_string_value(v), VSB_SANDBOX_ID_LEN);
+    ctx->sandbox.len = VSB_SANDBOX_ID_LEN;
+
+    return NGX_OK;
+}
+
+
+/* "sb-" and 24 lowercase hex digits (vsb_protocol.h): anything else
+ * names no sandbox, whether a client or the helper sent it (it goes into
+ * a Location header and Redis keys) */
+ngx_uint_t
+ngx_http_veto_sandbox_id_valid(u_char *id, size_t len)
+{
+    size_t  i;
+
+    if (len != VSB_SANDBOX_ID_LEN || ngx_strncmp(id, "sb-", 3) != 0) {
+        return 0;
+    }
+
+    for (i = 3; i < len; i++) {
+        if (!((id[i] >= '0' && id[i] <= '9') || (id[i] >= 'a' && id[i] <= 'f')))
+        {
+            return 0;
+        }
+    }
+
+    return 1;
+}

@@ -1,0 +1,408 @@
+/*
+ * The helper's side of an op: run() forwards the request built for it
+ * (ctx->req, ctx->payload), and the reply comes back here exactly once:
+ * on record first (the op's record), then as HTTP: the op's mapper for a
+ * success, the helper's error name as the problem code otherwise.  Every
+ * path ends the request with ngx_http_finalize_request().
+ */
+
+#include "ngx_http_veto_sandbox_module.h"
+
+
+static void ngx_http_veto_sandbox_reply(ngx_http_request_t *r,
+    ngx_http_veto_sandbox_ctx_t *ctx);
+static ngx_int_t ngx_http_veto_sandbox_reply_error(ngx_http_request_t *r,
+    ngx_http_veto_sandbox_ctx_t *ctx);
+
+
+/* run() of the helper ops: sends ctx->req to the helper. */
+ngx_int_t
+ngx_http_veto_sandbox_forward(ngx_http_request_t *r,
+    ngx_http_veto_sandbox_ctx_t *ctx)
+{
+    ngx_int_t  rc;
+
+    if (ctx->decision.len == 0) {
+        ngx_str_set(&ctx->decision, "allow");
+    }
+
+    rc = ngx_http_veto_sandbox_helper_send(r, ctx, ctx->req, ctx->payload,
+                                           ctx->payload_len,
+                                           ngx_http_veto_sandbox_reply);
+
+    if (rc == NGX_OK) {
+        return NGX_DONE;
+    }
+
+    /* the gate may hold a quota slot: give it back */
+    ngx_http_veto_sandbox_after(r, ctx);
+
+    if (rc == NGX_DECLINED) {
+        return ngx_http_veto_sandbox_problem(r, NGX_HTTP_SERVICE_UNAVAILABLE,
+                                             "helper_unavailable",
+                                             "the sandbox helper is not "
+                                             "reachable", NULL);
+    }
+
+    return ngx_http_veto_sandbox_problem(r, NGX_HTTP_INTERNAL_SERVER_ERROR,
+                                         "internal",
+                                         "the helper request could not be "
+                                         "built", NULL);
+}
+
+
+/* The helper answered (or could not): on record, then the op's mapper
+ * for a success, the helper's error as problem+json otherwise. */
+static void
+ngx_http_veto_sandbox_reply(ngx_http_request_t *r,
+    ngx_http_veto_sandbox_ctx_t *ctx)
+{
+    json_t                          *j;
+    ngx_int_t                        rc;
+    ngx_http_veto_sandbox_helper_t  *h;
+
+    h = &ctx->helper;
+
+    /* audit records, quota slots: whatever the outcome */
+    ngx_http_veto_sandbox_after(r, ctx);
+
+    if (h->status != NGX_OK) {
+        rc = ngx_http_veto_sandbox_problem(r,
+                                   h->status == NGX_HTTP_GATEWAY_TIME_OUT
+                                   ? NGX_HTTP_SERVICE_UNAVAILABLE : h->status,
+                                   "helper_unavailable", h->error, NULL);
+        ngx_http_finalize_request(r, rc);
+        return;
+    }
+
+    j = h->json;
+
+    if (!json_is_true(json_object_get(j, "ok"))) {
+        rc = ngx_http_veto_sandbox_reply_error(r, ctx);
+        ngx_http_finalize_request(r, rc);
+        return;
+    }
+
+    json_object_del(j, "ok");
+    json_object_del(j, "request_id");
+
+    rc = ctx->op->reply(r, ctx);
+
+    ngx_http_finalize_request(r, rc);
+}
+
+
+typedef struct {
+    const char  *error;
+    ngx_uint_t   status;
+} ngx_http_veto_sandbox_errmap_t;
+
+
+static ngx_http_veto_sandbox_errmap_t  ngx_http_veto_sandbox_errors[] = {
+    { VSB_E_NOT_FOUND,          NGX_HTTP_NOT_FOUND },
+    { VSB_E_OVER_CEILING,       NGX_HTTP_VSB_UNPROCESSABLE },
+    { VSB_E_BAD_JSON,           NGX_HTTP_BAD_REQUEST },
+    { VSB_E_UNKNOWN_FIELD,      NGX_HTTP_BAD_REQUEST },
+    { VSB_E_MISSING_FIELD,      NGX_HTTP_BAD_REQUEST },
+    { VSB_E_BAD_TYPE,           NGX_HTTP_BAD_REQUEST },
+    { VSB_E_BAD_VALUE,          NGX_HTTP_BAD_REQUEST },
+    { VSB_E_BAD_PATH,           NGX_HTTP_BAD_REQUEST },
+    { VSB_E_NOT_A_FILE,         NGX_HTTP_BAD_REQUEST },
+    { VSB_E_UNKNOWN_OP,         NGX_HTTP_BAD_GATEWAY },
+    { VSB_E_BAD_FRAME,          NGX_HTTP_BAD_GATEWAY },
+    { VSB_E_CAPACITY,           NGX_HTTP_SERVICE_UNAVAILABLE },
+    { VSB_E_BUSY,               NGX_HTTP_VSB_TOO_MANY_REQUESTS },
+    { VSB_E_FILE_TOO_LARGE,     NGX_HTTP_REQUEST_ENTITY_TOO_LARGE },
+    { VSB_E_FRAME_TOO_LARGE,    NGX_HTTP_REQUEST_ENTITY_TOO_LARGE },
+    { VSB_E_NO_SPACE,           NGX_HTTP_VSB_INSUFFICIENT_STORAGE },
+    { VSB_E_IO,                 NGX_HTTP_INTERNAL_SERVER_ERROR },
+    { VSB_E_EXEC_FAILED,        NGX_HTTP_INTERNAL_SERVER_ERROR },
+    { VSB_E_TERMINATION_FAILED, NGX_HTTP_INTERNAL_SERVER_ERROR },
+    { VSB_E_NOT_PERMITTED,      NGX_HTTP_SERVICE_UNAVAILABLE },
+    { VSB_E_INTERNAL,           NGX_HTTP_INTERNAL_SERVER_ERROR },
+    { NULL,                     NGX_HTTP_BAD_GATEWAY }
+};
+
+
+/* A failed helper reply as problem+json: the helper's error name is the
+ * problem code; field, limit and step come along. */
+static ngx_int_t
+ngx_http_veto_sandbox_reply_error(ngx_http_request_t *r,
+    ngx_http_veto_sandbox_ctx_t *ctx)
+{
+    json_t                          *j, *extra, *v;
+    const char                      *error, *detail;
+    ngx_http_veto_sandbox_errmap_t  *e;
+
+    j = ctx->helper.json;
+
+    v = json_object_get(j, "error");
+    error = json_is_string(v) ? json_string_value(v) : "internal";
+
+    v = json_object_get(j, "detail");
+    detail = json_is_string(v) ? json_string_value(v) : NULL;
+
+    for (e = ngx_http_veto_sandbox_errors; e->error; e++) {
+        if (ngx_strcmp(e->error, error) == 0) {
+            break;
+        }
+    }
+
+    if (e->error == NULL) {
+        error = "helper_error";
+    }
+
+    if (e->status >= NGX_HTTP_INTERNAL_SERVER_ERROR) {
+        ngx_log_error(NGX_LOG_ERR, r->connection->log, 0,
+                      "veto_sandbox: helper answered %s: %s", error,
+                      detail ? detail : "");
+    }
+
+    /* the module's own problem for helper faults the client cannot fix */
+    if (ngx_strcmp(error, VSB_E_NOT_PERMITTED) == 0) {
+        detail = "the sandbox helper does not accept this gateway";
+    }
+
+    extra = json_object();
+    if (extra == NULL) {
+        return NGX_ERROR;
+    }
+
+    if (json_is_string(v = json_object_get(j, "field"))) {
+        json_object_set(extra, "field", v);
+    }
+
+    if (json_is_string(v = json_object_get(j, "limit"))) {
+        json_object_set(extra, "limit", v);
+    }
+
+    if (json_is_string(v = json_object_get(j, "step"))) {
+        json_object_set(extra, "step", v);
+    }
+
+    if (e->status == NGX_HTTP_NOT_FOUND) {
+        /* nothing that tells apart "never existed" and "not yours" */
+        detail = "no such sandbox";
+        json_object_clear(extra);
+    }
+
+    if (ngx_strcmp(error, VSB_E_OVER_CEILING) == 0) {
+        ngx_str_set(&ctx->decision, "deny:over_ceiling");
+    }
+
+    return ngx_http_veto_sandbox_problem(r, e->status, error, detail, extra);
+}
+
+
+/* /v1/health: the helper's ping, and whether Redis answers */
+ngx_int_t
+ngx_http_veto_sandbox_reply_health(ngx_http_request_t *r,
+    ngx_http_veto_sandbox_ctx_t *ctx)
+{
+    json_t  *j;
+
+    j = ctx->helper.json;
+
+    json_object_del(j, "sandboxes");
+
+    return ngx_http_veto_sandbox_send_json(r, NGX_HTTP_OK,
+                              json_pack("{s:s, s:O, s:s}", "status", "ok",
+                                        "helper", j, "redis",
+                                        ngx_http_veto_sandbox_rds == NULL
+                                        ? "not_configured"
+                                        : ngx_http_veto_sandbox_redis_ready(
+                                              ngx_http_veto_sandbox_rds)
+                                          ? "up" : "down"));
+}
+
+
+/* the helper's reply as it is (list, delete, write) */
+ngx_int_t
+ngx_http_veto_sandbox_reply_json(ngx_http_request_t *r,
+    ngx_http_veto_sandbox_ctx_t *ctx)
+{
+    return ngx_http_veto_sandbox_send_json(r, NGX_HTTP_OK,
+                                           json_incref(ctx->helper.json));
+}
+
+
+/* the reply's "sandbox"; a new one answers 201 with its Location */
+static ngx_int_t
+ngx_http_veto_sandbox_reply_sb(ngx_http_request_t *r,
+    ngx_http_veto_sandbox_ctx_t *ctx, ngx_uint_t created)
+{
+    u_char      *loc;
+    json_t      *sb;
+    ngx_uint_t   status;
+
+    sb = json_object_get(ctx->helper.json, "sandbox");
+
+    if (!json_is_object(sb)) {
+        return ngx_http_veto_sandbox_problem(r, NGX_HTTP_BAD_GATEWAY,
+                                     "bad_gateway",
+                                     "the sandbox helper sent no sandbox",
+                                     NULL);
+    }
+
+    status = NGX_HTTP_OK;
+
+    if (created) {
+        if (ngx_http_veto_sandbox_created(r, ctx) != NGX_OK) {
+            return ngx_http_veto_sandbox_problem(r, NGX_HTTP_BAD_GATEWAY,
+                                     "bad_gateway",
+                                     "the sandbox helper sent no valid "
+                                     "sandbox id", NULL);
+        }
+
+        loc = ngx_pnalloc(r->pool, sizeof("/v1/sandboxes/")
+                                   + VSB_SANDBOX_ID_LEN);
+
+        if (loc) {
+            ngx_sprintf(loc, "/v1/sandboxes/%V%Z", &ctx->sandbox);
+
+            if (ngx_http_veto_sandbox_header(r, "Location", (char *) loc)
+                != NGX_OK)
+            {
+                return NGX_ERROR;
+            }
+        }
+
+        status = NGX_HTTP_CREATED;
+    }
+
+    return ngx_http_veto_sandbox_send_json(r, status, json_incref(sb));
+}
+
+
+ngx_int_t
+ngx_http_veto_sandbox_reply_sandbox(ngx_http_request_t *r,
+    ngx_http_veto_sandbox_ctx_t *ctx)
+{
+    return ngx_http_veto_sandbox_reply_sb(r, ctx, 0);
+}
+
+
+ngx_int_t
+ngx_http_veto_sandbox_reply_created(ngx_http_request_t *r,
+    ngx_http_veto_sandbox_ctx_t *ctx)
+{
+    return ngx_http_veto_sandbox_reply_sb(r, ctx, 1);
+}
+
+
+/* Output as JSON strings when it is UTF-8, else base64 (see docs). */
+static ngx_int_t
+ngx_http_veto_sandbox_output(ngx_http_request_t *r, json_t *out,
+    const char *name, const char *enc_name, u_char *data, size_t len)
+{
+    json_t     *s;
+    ngx_str_t   src, dst;
+
+    s = json_stringn((char *) data, len);
+
+    if (s != NULL) {
+        json_object_set_new(out, name, s);
+        json_object_set_new(out, enc_name, json_string("utf-8"));
+        return NGX_OK;
+    }
+
+    src.data = data;
+    src.len = len;
+
+    dst.data = ngx_pnalloc(r->pool, ngx_base64_encoded_length(len));
+    if (dst.data == NULL) {
+        return NGX_ERROR;
+    }
+
+    ngx_encode_base64(&dst, &src);
+
+    json_object_set_new(out, name, json_stringn((char *) dst.data, dst.len));
+    json_object_set_new(out, enc_name, json_string("base64"));
+
+    return NGX_OK;
+}
+
+
+ngx_int_t
+ngx_http_veto_sandbox_reply_exec(ngx_http_request_t *r,
+    ngx_http_veto_sandbox_ctx_t *ctx)
+{
+    json_t                          *j, *out;
+    json_int_t                       olen, elen;
+    ngx_http_veto_sandbox_helper_t  *h;
+
+    h = &ctx->helper;
+    j = h->json;
+
+    olen = json_integer_value(json_object_get(j, "stdout_len"));
+    elen = json_integer_value(json_object_get(j, "stderr_len"));
+
+    /* each bounded first: the sum of two helper numbers must not wrap */
+    if (olen < 0 || elen < 0 || (size_t) olen > h->payload_len
+        || (size_t) elen != h->payload_len - (size_t) olen)
+    {
+        return ngx_http_veto_sandbox_problem(r, NGX_HTTP_BAD_GATEWAY,
+                                             "bad_gateway",
+                                             "the sandbox helper's output "
+                                             "lengths do not add up", NULL);
+    }
+
+    out = json_copy(j);
+    if (out == NULL) {
+        return NGX_ERROR;
+    }
+
+    json_object_del(out, "stdout_len");
+    json_object_del(out, "stderr_len");
+
+    if (ngx_http_veto_sandbox_output(r, out, "stdout", "stdout_encoding",
+                                     h->payload, (size_t) olen)
+        != NGX_OK
+        || ngx_http_veto_sandbox_output(r, out, "stderr", "stderr_encoding",
+                                        h->payload + olen, (size_t) elen)
+           != NGX_OK)
+    {
+        json_decref(out);
+        return NGX_ERROR;
+    }
+
+    return ngx_http_veto_sandbox_send_json(r, NGX_HTTP_OK, out);
+}
+
+
+/* File content is the agent's untrusted data: never rendered inline. */
+ngx_int_t
+ngx_http_veto_sandbox_reply_file(ngx_http_request_t *r,
+    ngx_http_veto_sandbox_ctx_t *ctx)
+{
+    json_t                          *v;
+    ngx_http_veto_sandbox_helper_t  *h;
+
+    h = &ctx->helper;
+
+    if (ngx_http_veto_sandbox_header(r, "Content-Disposition", "attachment")
+        != NGX_OK
+        || ngx_http_veto_sandbox_header(r, "X-Content-Type-Options",
+                                        "nosniff") != NGX_OK
+        || ngx_http_veto_sandbox_header(r, "Content-Security-Policy",
+                                        "sandbox; default-src 'none'")
+           != NGX_OK
+        || ngx_http_veto_sandbox_header(r, "Veto-Untrusted", "true")
+           != NGX_OK)
+    {
+        return NGX_ERROR;
+    }
+
+    v = json_object_get(h->json, "sha256");
+
+    if (json_is_string(v) && json_string_length(v) == 64
+        && ngx_http_veto_sandbox_header(r, "Veto-Content-Sha256",
+                                        json_string_value(v)) != NGX_OK)
+    {
+        return NGX_ERROR;
+    }
+
+    return ngx_http_veto_sandbox_send(r, NGX_HTTP_OK,
+                                      "application/octet-stream", h->payload,
+                                      h->payload_len);
+}

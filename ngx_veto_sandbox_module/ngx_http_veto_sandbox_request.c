@@ -1,0 +1,847 @@
+/*
+ * Requests in: the JSON body, the one query argument and the policy's
+ * limits, validated and turned into the helper request an op forwards
+ * (ctx->req, and ctx->payload for the frame's payload).  The builders are
+ * the ngx_http_veto_sandbox_build_pt of the op table; each answers a bad
+ * request itself, with problem+json naming the field.  tenant and agent
+ * sent to the helper always come from the verified token, never from the
+ * client.
+ */
+
+#include "ngx_http_veto_sandbox_module.h"
+
+
+static ngx_int_t ngx_http_veto_sandbox_bad_field(ngx_http_request_t *r,
+    const char *code, const char *field, const char *detail);
+
+
+/* A helper request with the op's "op", owner and, when one is named,
+ * "id"; freed with the request's pool. */
+static json_t *
+ngx_http_veto_sandbox_req(ngx_http_request_t *r,
+    ngx_http_veto_sandbox_ctx_t *ctx)
+{
+    u_char              rid[64], *p;
+    json_t             *req;
+    ngx_pool_cleanup_t  *cln;
+
+    cln = ngx_pool_cleanup_add(r->pool, 0);
+    if (cln == NULL) {
+        return NULL;
+    }
+
+    req = json_object();
+    if (req == NULL) {
+        return NULL;
+    }
+
+    cln->handler = ngx_http_veto_sandbox_json_cleanup;
+    cln->data = req;
+
+    p = ngx_snprintf(rid, sizeof(rid), "%uA-%ui", r->connection->number,
+                     r->connection->requests);
+
+    if (json_object_set_new(req, "op", json_string(ctx->op->helper)) != 0
+        || json_object_set_new(req, "request_id",
+                               json_stringn((char *) rid, p - rid)) != 0)
+    {
+        return NULL;
+    }
+
+    /* a public op has no caller to name */
+    if (ctx->op->scopes == NGX_HTTP_VSB_PUBLIC) {
+        return req;
+    }
+
+    if (json_object_set_new(req, "tenant",
+                            ngx_http_veto_sandbox_json_ngx_str(&ctx->tenant))
+        != 0
+        || json_object_set_new(req, "agent",
+                            ngx_http_veto_sandbox_json_ngx_str(&ctx->agent))
+           != 0)
+    {
+        return NULL;
+    }
+
+    if (ctx->sandbox.len
+        && json_object_set_new(req, "id",
+                          ngx_http_veto_sandbox_json_ngx_str(&ctx->sandbox))
+           != 0)
+    {
+        return NULL;
+    }
+
+    return req;
+}
+
+
+/* ?path=, decoded exactly as the approval hash reads the query; the
+ * helper does the full check (vsb_path_check).  On a refusal (answered
+ * here) ctx->path is left empty. */
+static ngx_int_t
+ngx_http_veto_sandbox_path(ngx_http_request_t *r,
+    ngx_http_veto_sandbox_ctx_t *ctx)
+{
+    ngx_int_t    rc;
+    ngx_str_t    path;
+    const char  *why;
+
+    ngx_str_null(&ctx->path);
+
+    rc = ngx_http_veto_sandbox_hash_query_arg(r->pool, &r->args, "path",
+                                                  &path, &why);
+
+    if (rc == NGX_ERROR) {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+
+    if (rc == NGX_ABORT) {
+        return ngx_http_veto_sandbox_bad_field(r, "bad_value", "path", why);
+    }
+
+    if (rc == NGX_DECLINED || path.len == 0) {
+        return ngx_http_veto_sandbox_bad_field(r, "missing_field", "path",
+                                   "the \"path\" query argument is required");
+    }
+
+    if (path.len > VSB_MAX_PATH
+        || ngx_strlchr(path.data, path.data + path.len, '\0') != NULL
+        || path.data[0] == '/')
+    {
+        return ngx_http_veto_sandbox_bad_field(r, "bad_path", "path",
+                                   "\"path\" must be a relative path inside "
+                                   "the workspace");
+    }
+
+    ctx->path = path;
+
+    return NGX_OK;
+}
+
+
+/* health, list, get, delete: the route says it all */
+ngx_int_t
+ngx_http_veto_sandbox_build_simple(ngx_http_request_t *r,
+    ngx_http_veto_sandbox_ctx_t *ctx)
+{
+    ctx->req = ngx_http_veto_sandbox_req(r, ctx);
+    if (ctx->req == NULL) {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+
+    return NGX_DECLINED;
+}
+
+
+/* a file read back: ?path= */
+ngx_int_t
+ngx_http_veto_sandbox_build_read(ngx_http_request_t *r,
+    ngx_http_veto_sandbox_ctx_t *ctx)
+{
+    json_t     *req;
+    ngx_int_t   rc;
+
+    rc = ngx_http_veto_sandbox_path(r, ctx);
+    if (ctx->path.len == 0) {
+        return rc;
+    }
+
+    req = ngx_http_veto_sandbox_req(r, ctx);
+    if (req == NULL) {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+
+    if (json_object_set_new(req, "path",
+                            ngx_http_veto_sandbox_json_ngx_str(&ctx->path))
+        != 0)
+    {
+        return ngx_http_veto_sandbox_problem(r, NGX_HTTP_BAD_REQUEST,
+                                   "bad_path", "\"path\" must be UTF-8",
+                                   json_pack("{s:s}", "field", "path"));
+    }
+
+    ctx->req = req;
+
+    return NGX_DECLINED;
+}
+
+
+/* approvals and audit: answered from Redis after the gate, which is where
+ * their queries are read (a 503 comes before a 400, as ever) */
+ngx_int_t
+ngx_http_veto_sandbox_build_nothing(ngx_http_request_t *r,
+    ngx_http_veto_sandbox_ctx_t *ctx)
+{
+    return NGX_DECLINED;
+}
+
+
+static ngx_int_t
+ngx_http_veto_sandbox_bad_field(ngx_http_request_t *r, const char *code,
+    const char *field, const char *detail)
+{
+    return ngx_http_veto_sandbox_problem(r, NGX_HTTP_BAD_REQUEST, code,
+                                         detail,
+                                         json_pack("{s:s}", "field", field));
+}
+
+
+/* The policy said no: on the tenant's audit record, then answered. */
+static ngx_int_t
+ngx_http_veto_sandbox_policy_refuse(ngx_http_request_t *r,
+    ngx_http_veto_sandbox_ctx_t *ctx, const char *decision,
+    ngx_uint_t status, const char *code, const char *detail, json_t *extra)
+{
+    ctx->decision.data = (u_char *) decision;
+    ctx->decision.len = ngx_strlen(decision);
+
+    ngx_http_veto_sandbox_audit_denied(r, ctx, code, status);
+
+    return ngx_http_veto_sandbox_problem(r, status, code, detail, extra);
+}
+
+
+static ngx_int_t
+ngx_http_veto_sandbox_over(ngx_http_request_t *r, ngx_uint_t i,
+    uint64_t asked, uint64_t ceiling)
+{
+    u_char  detail[160];
+
+    ngx_snprintf(detail, sizeof(detail) - 1,
+                 "%s %uL is over the policy ceiling %uL%Z",
+                 ngx_http_veto_sandbox_limit_names[i], asked, ceiling);
+
+    return ngx_http_veto_sandbox_policy_refuse(r,
+                               ngx_http_get_module_ctx(r,
+                                               ngx_http_veto_sandbox_module),
+                               "deny:over_ceiling",
+                               NGX_HTTP_VSB_UNPROCESSABLE,
+                               "over_ceiling", (char *) detail,
+                               json_pack("{s:s, s:I, s:I}", "limit",
+                                         ngx_http_veto_sandbox_limit_names[i],
+                                         "requested", (json_int_t) asked,
+                                         "ceiling", (json_int_t) ceiling));
+}
+
+
+/* A positive integer; *v untouched and NGX_DECLINED if absent. */
+static ngx_int_t
+ngx_http_veto_sandbox_uint(json_t *j, uint64_t *v)
+{
+    if (j == NULL) {
+        return NGX_DECLINED;
+    }
+
+    if (!json_is_integer(j) || json_integer_value(j) <= 0) {
+        return NGX_ERROR;
+    }
+
+    *v = (uint64_t) json_integer_value(j);
+
+    return NGX_OK;
+}
+
+
+/*
+ * ttl_s of a create, timeout_s of an exec: the body's positive integer or
+ * the policy's default, within the policy's ceiling, set in req.  *n: the
+ * value (0: none).  NGX_OK, or NGX_ABORT with *rc the refusal's code.
+ */
+static ngx_int_t
+ngx_http_veto_sandbox_limited(ngx_http_request_t *r,
+    ngx_http_veto_sandbox_ctx_t *ctx, json_t *body, json_t *req,
+    ngx_uint_t limit, uint64_t *n, ngx_int_t *rc)
+{
+    const char                    *name;
+    ngx_http_veto_sandbox_rule_t  *rule;
+
+    rule = ctx->rule;
+    name = ngx_http_veto_sandbox_limit_names[limit];
+
+    switch (ngx_http_veto_sandbox_uint(json_object_get(body, name), n)) {
+
+    case NGX_ERROR:
+        *rc = ngx_http_veto_sandbox_bad_field(r, "bad_type", name,
+                                              "must be a positive integer");
+        return NGX_ABORT;
+
+    case NGX_DECLINED:
+        *n = rule->def[limit];
+        break;
+    }
+
+    if (*n == 0) {
+        return NGX_OK;
+    }
+
+    if (rule->ceiling[limit] && *n > rule->ceiling[limit]) {
+        *rc = ngx_http_veto_sandbox_over(r, limit, *n, rule->ceiling[limit]);
+        return NGX_ABORT;
+    }
+
+    if (json_object_set_new(req, name, json_integer((json_int_t) *n)) != 0) {
+        *rc = NGX_HTTP_INTERNAL_SERVER_ERROR;
+        return NGX_ABORT;
+    }
+
+    return NGX_OK;
+}
+
+
+static const char  *ngx_http_veto_sandbox_create_fields[] = {
+    "profile", "limits", "ttl_s", "network", "env", "metadata", NULL
+};
+
+static const char  *ngx_http_veto_sandbox_exec_fields[] = {
+    "argv", "cwd", "env", "stdin", "timeout_s", NULL
+};
+
+
+/* Every key of body is one of names; else NGX_ABORT with the 400 in *rc. */
+static ngx_int_t
+ngx_http_veto_sandbox_known(ngx_http_request_t *r, json_t *body,
+    const char **names, ngx_int_t *rc)
+{
+    char         field[64];
+    json_t      *v;
+    ngx_uint_t   i;
+    const char  *key;
+
+    json_object_foreach(body, key, v) {
+        for (i = 0; names[i]; i++) {
+            if (ngx_strcmp(key, names[i]) == 0) {
+                break;
+            }
+        }
+
+        if (names[i] == NULL) {
+            ngx_snprintf((u_char *) field, sizeof(field) - 1, "%s%Z", key);
+            *rc = ngx_http_veto_sandbox_bad_field(r, "unknown_field", field,
+                                                  "unknown field");
+            return NGX_ABORT;
+        }
+    }
+
+    return NGX_OK;
+}
+
+
+enum {
+    NGX_HTTP_VSB_STRING = 0,
+    NGX_HTTP_VSB_OBJECT,
+    NGX_HTTP_VSB_STRINGS            /* an object of strings */
+};
+
+
+/* An optional field copied from the body into the helper request when it
+ * has the type; else NGX_ABORT with the 400 in *rc. */
+static ngx_int_t
+ngx_http_veto_sandbox_copy(ngx_http_request_t *r, json_t *body, json_t *req,
+    const char *name, ngx_uint_t type, ngx_int_t *rc)
+{
+    json_t      *v, *e;
+    ngx_uint_t   ok;
+    const char  *k;
+
+    static const char  *want[] = {
+        "must be a string", "must be an object", "must be an object of strings"
+    };
+
+    v = json_object_get(body, name);
+
+    if (v == NULL) {
+        return NGX_OK;
+    }
+
+    ok = (type == NGX_HTTP_VSB_STRING) ? json_is_string(v)
+                                       : json_is_object(v);
+
+    if (ok && type == NGX_HTTP_VSB_STRINGS) {
+        json_object_foreach(v, k, e) {
+            if (!json_is_string(e)) {
+                ok = 0;
+                break;
+            }
+        }
+    }
+
+    if (!ok) {
+        *rc = ngx_http_veto_sandbox_bad_field(r, "bad_type", name, want[type]);
+        return NGX_ABORT;
+    }
+
+    if (json_object_set(req, name, v) != 0) {
+        *rc = NGX_HTTP_INTERNAL_SERVER_ERROR;
+        return NGX_ABORT;
+    }
+
+    return NGX_OK;
+}
+
+
+ngx_int_t
+ngx_http_veto_sandbox_build_create(ngx_http_request_t *r,
+    ngx_http_veto_sandbox_ctx_t *ctx)
+{
+    char                          field[64];
+    json_t                       *body, *req, *v, *lim, *out;
+    uint64_t                      n;
+    ngx_int_t                     rc;
+    ngx_uint_t                    i;
+    const char                   *key, *profile;
+    ngx_http_veto_sandbox_rule_t *rule;
+
+    body = ngx_http_veto_sandbox_read_json(r, &rc);
+    if (body == NULL) {
+        return rc;
+    }
+
+    rule = ctx->rule;
+
+    if (ngx_http_veto_sandbox_known(r, body, ngx_http_veto_sandbox_create_fields,
+                                    &rc)
+        != NGX_OK)
+    {
+        return rc;
+    }
+
+    req = ngx_http_veto_sandbox_req(r, ctx);
+    if (req == NULL) {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+
+    /* profile: allowed by policy, or the policy's default */
+    v = json_object_get(body, "profile");
+
+    if (v != NULL && (!json_is_string(v) || json_string_length(v) == 0)) {
+        return ngx_http_veto_sandbox_bad_field(r, "bad_type", "profile",
+                                               "\"profile\" must be a "
+                                               "non-empty string");
+    }
+
+    profile = v ? json_string_value(v)
+                : rule->default_profile.len
+                  ? (const char *) rule->default_profile.data : NULL;
+
+    if (profile != NULL) {
+        if (ngx_http_veto_sandbox_policy_profile(rule, profile) != NGX_OK) {
+            return ngx_http_veto_sandbox_policy_refuse(r, ctx, "deny:policy",
+                                   NGX_HTTP_FORBIDDEN, "profile_not_allowed",
+                                   "the policy does not allow this profile",
+                                   json_pack("{s:s, s:s}", "field", "profile",
+                                             "profile", profile));
+        }
+
+        json_object_set_new(req, "profile", json_string(profile));
+
+    } else if (rule->profiles != NULL
+               && ngx_http_veto_sandbox_policy_profile(rule, "default")
+                  != NGX_OK)
+    {
+        return ngx_http_veto_sandbox_policy_refuse(r, ctx, "deny:policy",
+                                   NGX_HTTP_FORBIDDEN, "profile_not_allowed",
+                                   "the policy does not allow the default "
+                                   "profile; name one",
+                                   json_pack("{s:s}", "field", "profile"));
+    }
+
+    /* limits: known names, positive integers, within the ceilings;
+     * the policy's defaults fill what is omitted */
+    lim = json_object_get(body, "limits");
+
+    if (lim != NULL && !json_is_object(lim)) {
+        return ngx_http_veto_sandbox_bad_field(r, "bad_type", "limits",
+                                               "\"limits\" must be an "
+                                               "object");
+    }
+
+    json_object_foreach(lim, key, v) {
+        for (i = 0; i < NGX_HTTP_VSB_NHELPER_LIMITS; i++) {
+            if (ngx_strcmp(key, ngx_http_veto_sandbox_limit_names[i]) == 0) {
+                break;
+            }
+        }
+
+        ngx_snprintf((u_char *) field, sizeof(field) - 1, "limits.%s%Z", key);
+
+        if (i == NGX_HTTP_VSB_NHELPER_LIMITS) {
+            return ngx_http_veto_sandbox_bad_field(r, "unknown_field", field,
+                                                   "unknown limit");
+        }
+
+        if (ngx_http_veto_sandbox_uint(v, &n) != NGX_OK) {
+            return ngx_http_veto_sandbox_bad_field(r, "bad_type", field,
+                                                   "a limit must be a "
+                                                   "positive integer");
+        }
+    }
+
+    out = json_object();
+    if (out == NULL || json_object_set_new(req, "limits", out) != 0) {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+
+    for (i = 0; i < NGX_HTTP_VSB_NHELPER_LIMITS; i++) {
+        v = lim ? json_object_get(lim, ngx_http_veto_sandbox_limit_names[i])
+                : NULL;
+
+        if (v != NULL) {
+            n = (uint64_t) json_integer_value(v);
+
+        } else if (rule->def[i]) {
+            n = rule->def[i];
+
+        } else {
+            continue;
+        }
+
+        if (rule->ceiling[i] && n > rule->ceiling[i]) {
+            return ngx_http_veto_sandbox_over(r, i, n, rule->ceiling[i]);
+        }
+
+        json_object_set_new(out, ngx_http_veto_sandbox_limit_names[i],
+                            json_integer((json_int_t) n));
+    }
+
+    if (json_object_size(out) == 0) {
+        json_object_del(req, "limits");
+    }
+
+    if (ngx_http_veto_sandbox_limited(r, ctx, body, req, NGX_HTTP_VSB_L_TTL_S,
+                                      &n, &rc)
+        != NGX_OK)
+    {
+        return rc;
+    }
+
+    /* network: only "none" until the egress proxy arrives */
+    v = json_object_get(body, "network");
+
+    if (v != NULL) {
+        if (!json_is_string(v)) {
+            return ngx_http_veto_sandbox_bad_field(r, "bad_type", "network",
+                                                   "\"network\" must be "
+                                                   "\"none\"");
+        }
+
+        if (ngx_strcmp(json_string_value(v), "none") != 0) {
+            return ngx_http_veto_sandbox_policy_refuse(r, ctx, "deny:policy",
+                                   NGX_HTTP_VSB_UNPROCESSABLE,
+                                   "network_not_allowed",
+                                   "only \"network\": \"none\" is available",
+                                   json_pack("{s:s, s:s}", "field", "network",
+                                             "limit", "network"));
+        }
+
+        json_object_set(req, "network", v);
+    }
+
+    if (ngx_http_veto_sandbox_copy(r, body, req, "env",
+                                   NGX_HTTP_VSB_STRINGS, &rc) != NGX_OK
+        || ngx_http_veto_sandbox_copy(r, body, req, "metadata",
+                                      NGX_HTTP_VSB_OBJECT, &rc) != NGX_OK)
+    {
+        return rc;
+    }
+
+    ctx->req = req;
+
+    return NGX_DECLINED;
+}
+
+
+ngx_int_t
+ngx_http_veto_sandbox_build_exec(ngx_http_request_t *r,
+    ngx_http_veto_sandbox_ctx_t *ctx)
+{
+    json_t                       *body, *req, *v, *e;
+    uint64_t                      n;
+    ngx_buf_t                    *b;
+    ngx_int_t                     rc;
+    ngx_uint_t                    i;
+    ngx_chain_t                  *payload;
+    ngx_http_veto_sandbox_rule_t *rule;
+
+    body = ngx_http_veto_sandbox_read_json(r, &rc);
+    if (body == NULL) {
+        return rc;
+    }
+
+    rule = ctx->rule;
+
+    if (ngx_http_veto_sandbox_known(r, body, ngx_http_veto_sandbox_exec_fields,
+                                    &rc)
+        != NGX_OK)
+    {
+        return rc;
+    }
+
+    v = json_object_get(body, "argv");
+
+    if (v == NULL) {
+        return ngx_http_veto_sandbox_bad_field(r, "missing_field", "argv",
+                                               "\"argv\" is required");
+    }
+
+    if (!json_is_array(v) || json_array_size(v) == 0
+        || json_array_size(v) > VSB_MAX_ARGV)
+    {
+        return ngx_http_veto_sandbox_bad_field(r, "bad_type", "argv",
+                                               "\"argv\" must be a non-empty "
+                                               "array of strings");
+    }
+
+    json_array_foreach(v, i, e) {
+        if (!json_is_string(e)) {
+            return ngx_http_veto_sandbox_bad_field(r, "bad_type", "argv",
+                                                   "\"argv\" must be a "
+                                                   "non-empty array of "
+                                                   "strings");
+        }
+    }
+
+    req = ngx_http_veto_sandbox_req(r, ctx);
+    if (req == NULL) {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+
+    json_object_set(req, "argv", v);
+
+    if (ngx_http_veto_sandbox_copy(r, body, req, "cwd",
+                                   NGX_HTTP_VSB_STRING, &rc) != NGX_OK
+        || ngx_http_veto_sandbox_copy(r, body, req, "env",
+                                      NGX_HTTP_VSB_STRINGS, &rc) != NGX_OK)
+    {
+        return rc;
+    }
+
+    if (ngx_http_veto_sandbox_limited(r, ctx, body, req,
+                                      NGX_HTTP_VSB_L_TIMEOUT_S, &n, &rc)
+        != NGX_OK)
+    {
+        return rc;
+    }
+
+    /* the reply comes after the command ends: wait that long too */
+    if (n == 0) {
+        n = rule->ceiling[NGX_HTTP_VSB_L_TIMEOUT_S];
+    }
+
+    ctx->helper.extra_read_ms = (ngx_msec_t) ngx_min(n, 86400) * 1000;
+
+    /* stdin goes as the frame's payload, straight from the parsed body */
+    payload = NULL;
+    n = 0;
+
+    v = json_object_get(body, "stdin");
+    if (v != NULL) {
+        if (!json_is_string(v)) {
+            return ngx_http_veto_sandbox_bad_field(r, "bad_type", "stdin",
+                                                   "\"stdin\" must be a "
+                                                   "string");
+        }
+
+        n = json_string_length(v);
+
+        if (n) {
+            b = ngx_calloc_buf(r->pool);
+            payload = ngx_alloc_chain_link(r->pool);
+
+            if (b == NULL || payload == NULL) {
+                return NGX_HTTP_INTERNAL_SERVER_ERROR;
+            }
+
+            b->pos = (u_char *) json_string_value(v);
+            b->last = b->pos + n;
+            b->memory = 1;
+
+            payload->buf = b;
+            payload->next = NULL;
+        }
+    }
+
+    ctx->req = req;
+    ctx->payload = payload;
+    ctx->payload_len = n;
+
+    return NGX_DECLINED;
+}
+
+
+ngx_int_t
+ngx_http_veto_sandbox_build_write(ngx_http_request_t *r,
+    ngx_http_veto_sandbox_ctx_t *ctx)
+{
+    off_t         size;
+    json_t       *req;
+    ngx_int_t     rc;
+    ngx_chain_t  *cl;
+    uint64_t      ceiling;
+
+    rc = ngx_http_veto_sandbox_path(r, ctx);
+    if (ctx->path.len == 0) {
+        return rc;
+    }
+
+    size = 0;
+
+    if (r->request_body) {
+        for (cl = r->request_body->bufs; cl; cl = cl->next) {
+            size += ngx_buf_size(cl->buf);
+        }
+    }
+
+    ceiling = ctx->rule->ceiling[NGX_HTTP_VSB_L_FILE_BYTES];
+
+    if ((ceiling && (uint64_t) size > ceiling) || size > VSB_MAX_PAYLOAD) {
+        if (ceiling == 0 || ceiling > VSB_MAX_PAYLOAD) {
+            ceiling = VSB_MAX_PAYLOAD;
+        }
+
+        return ngx_http_veto_sandbox_problem(r,
+                               NGX_HTTP_REQUEST_ENTITY_TOO_LARGE,
+                               "over_ceiling",
+                               "the file is larger than the policy allows",
+                               json_pack("{s:s, s:I}", "limit",
+                                         VSB_LIMIT_FILE_BYTES, "ceiling",
+                                         (json_int_t) ceiling));
+    }
+
+    req = ngx_http_veto_sandbox_req(r, ctx);
+    if (req == NULL) {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+
+    if (json_object_set_new(req, "path",
+                            ngx_http_veto_sandbox_json_ngx_str(&ctx->path))
+        != 0)
+    {
+        return ngx_http_veto_sandbox_problem(r, NGX_HTTP_BAD_REQUEST,
+                                   "bad_path", "\"path\" must be UTF-8",
+                                   json_pack("{s:s}", "field", "path"));
+    }
+
+    /* the body goes as it lies: memory buffers or the temporary file */
+    ctx->req = req;
+    ctx->payload = r->request_body ? r->request_body->bufs : NULL;
+    ctx->payload_len = (size_t) size;
+
+    return NGX_DECLINED;
+}
+
+
+/* The whole JSON request body; NULL with *rc the response sent. */
+json_t *
+ngx_http_veto_sandbox_read_json(ngx_http_request_t *r, ngx_int_t *rc)
+{
+    u_char              *p, *buf;
+    off_t                size;
+    ssize_t              n;
+    json_t              *j;
+    ngx_buf_t           *b;
+    ngx_str_t           *ct;
+    ngx_chain_t         *cl;
+    json_error_t         err;
+    ngx_pool_cleanup_t  *cln;
+    u_char               detail[256];
+
+    ct = r->headers_in.content_type ? &r->headers_in.content_type->value
+                                    : NULL;
+
+    if (ct != NULL
+        && !(ct->len >= sizeof("application/json") - 1
+             && ngx_strncasecmp(ct->data, (u_char *) "application/json",
+                                sizeof("application/json") - 1) == 0))
+    {
+        *rc = ngx_http_veto_sandbox_problem(r,
+                                    NGX_HTTP_UNSUPPORTED_MEDIA_TYPE,
+                                    "unsupported_media_type",
+                                    "the body must be application/json",
+                                    NULL);
+        return NULL;
+    }
+
+    size = 0;
+
+    if (r->request_body) {
+        for (cl = r->request_body->bufs; cl; cl = cl->next) {
+            size += ngx_buf_size(cl->buf);
+        }
+    }
+
+    if (size == 0) {
+        *rc = ngx_http_veto_sandbox_problem(r, NGX_HTTP_BAD_REQUEST,
+                                            "bad_json",
+                                            "a JSON object body is required",
+                                            NULL);
+        return NULL;
+    }
+
+    if (size > NGX_HTTP_VSB_MAX_JSON_BODY) {
+        *rc = ngx_http_veto_sandbox_problem(r,
+                                    NGX_HTTP_REQUEST_ENTITY_TOO_LARGE,
+                                    "body_too_large",
+                                    "a JSON request body is at most 1 MiB",
+                                    NULL);
+        return NULL;
+    }
+
+    buf = ngx_pnalloc(r->pool, (size_t) size);
+    if (buf == NULL) {
+        *rc = NGX_HTTP_INTERNAL_SERVER_ERROR;
+        return NULL;
+    }
+
+    p = buf;
+
+    for (cl = r->request_body->bufs; cl; cl = cl->next) {
+        b = cl->buf;
+
+        if (b->in_file) {
+            n = ngx_read_file(b->file, p, (size_t) (b->file_last - b->file_pos),
+                              b->file_pos);
+
+            if (n != b->file_last - b->file_pos) {
+                *rc = NGX_HTTP_INTERNAL_SERVER_ERROR;
+                return NULL;
+            }
+
+            p += n;
+            continue;
+        }
+
+        p = ngx_cpymem(p, b->pos, b->last - b->pos);
+    }
+
+    j = json_loadb((char *) buf, p - buf, JSON_REJECT_DUPLICATES, &err);
+
+    if (j == NULL) {
+        ngx_snprintf(detail, sizeof(detail) - 1,
+                     "malformed JSON at line %d column %d: %s%Z",
+                     err.line, err.column, err.text);
+        *rc = ngx_http_veto_sandbox_problem(r, NGX_HTTP_BAD_REQUEST,
+                                            "bad_json", (char *) detail,
+                                            NULL);
+        return NULL;
+    }
+
+    cln = ngx_pool_cleanup_add(r->pool, 0);
+    if (cln == NULL) {
+        json_decref(j);
+        *rc = NGX_HTTP_INTERNAL_SERVER_ERROR;
+        return NULL;
+    }
+
+    cln->handler = ngx_http_veto_sandbox_json_cleanup;
+    cln->data = j;
+
+    if (!json_is_object(j)) {
+        *rc = ngx_http_veto_sandbox_problem(r, NGX_HTTP_BAD_REQUEST,
+                                            "bad_json",
+                                            "the body must be a JSON object",
+                                            NULL);
+        return NULL;
+    }
+
+    return j;
+}

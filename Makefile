@@ -3,7 +3,8 @@
 #
 #   make                 helper, sandbox-helperctl, sandbox-imagectl in build/
 #   make SAN=1 BUILD=build-asan    the same under ASan + UBSan
-#   make unit            cmocka unit tests, run
+#   make unit            cmocka unit tests of the helper, run
+#   make unit-module     cmocka unit tests of the module's pure files, run
 #   make fuzz            libFuzzer targets (clang) in build-fuzz/
 #   make egress          the egress proxy (egress-proxy/egress.mk)
 
@@ -38,13 +39,13 @@ LIB_SRCS     = $(filter-out $(HELPER_MAIN) $(CTL_SRC) $(IMAGECTL_SRC), \
 LIB_OBJS     = $(patsubst sandbox-helper/%.c,$(BUILD)/obj/%.o,$(LIB_SRCS))
 HEADERS      = $(wildcard sandbox-helper/*.h)
 
-UNIT_SRCS    = $(wildcard t/unit/test_*.c)
+UNIT_SRCS    = $(filter-out t/unit/test_module_%, $(wildcard t/unit/test_*.c))
 UNIT_BINS    = $(patsubst t/unit/%.c,$(BUILD)/unit/%,$(UNIT_SRCS))
 
 FUZZ_SRCS    = $(wildcard t/fuzz/fuzz_*.c)
 FUZZ_BINS    = $(patsubst t/fuzz/%.c,build-fuzz/%,$(FUZZ_SRCS))
 
-.PHONY: all unit fuzz clean
+.PHONY: all unit unit-module fuzz clean
 
 all: $(BUILD)/sandbox-helper $(BUILD)/sandbox-helperctl \
      $(BUILD)/sandbox-imagectl egress
@@ -84,6 +85,42 @@ build-fuzz/%: t/fuzz/%.c $(LIB_SRCS) $(HEADERS)
 fuzz: $(FUZZ_BINS)
 
 include egress-proxy/egress.mk
+
+# The module's pure files (no request, no Redis: _hash.c, _redact.c,
+# _policy*.c) tested and fuzzed without nginx: nginx's headers as
+# scripts/build-module.sh configured them, and t/unit/ngx_core_stub.c
+# for the few core calls they make (Debian ships no nginx sources).
+NGX_SRC      = build-module/nginx-src
+MODULE_INCS  = $(addprefix -I$(NGX_SRC)/, objs src/core src/event \
+                 src/event/modules src/os/unix src/http src/http/modules \
+                 src/http/v2) -Ingx_veto_sandbox_module -Isandbox-helper \
+                 -It/unit
+MODULE_PURE  = $(addprefix ngx_veto_sandbox_module/ngx_http_veto_sandbox_, \
+                 hash.c redact.c policy.c policy_match.c) \
+               t/unit/ngx_core_stub.c
+MODULE_DEPS  = $(MODULE_PURE) $(wildcard ngx_veto_sandbox_module/*.h) \
+               t/unit/ngx_core_stub.h $(NGX_SRC)/objs/ngx_auto_config.h
+MODULE_CFLAGS = -Wall -Wextra -Werror -Wno-unused-parameter -Wpointer-arith \
+                $(MODULE_INCS) $(PKG_CFLAGS)
+MODULE_LIBS  = -ljansson -lcrypto
+MODULE_UNIT_SRCS = $(wildcard t/unit/test_module_*.c)
+MODULE_UNIT_BINS = $(patsubst t/unit/%.c,$(BUILD)/unit/%,$(MODULE_UNIT_SRCS))
+
+$(NGX_SRC)/objs/ngx_auto_config.h:
+	bash scripts/build-module.sh
+
+$(BUILD)/unit/test_module_%: t/unit/test_module_%.c $(MODULE_DEPS)
+	@mkdir -p $(dir $@)
+	$(CC) $(OPT) $(MODULE_CFLAGS) $(LDFLAGS) -o $@ $< $(MODULE_PURE) \
+		$(MODULE_LIBS) -lcmocka
+
+unit-module: $(MODULE_UNIT_BINS)
+	@set -e; for t in $(MODULE_UNIT_BINS); do echo "# $$t"; $$t; done
+
+build-fuzz/fuzz_module_%: t/fuzz/fuzz_module_%.c $(MODULE_DEPS)
+	@mkdir -p build-fuzz
+	clang -g -O1 -fsanitize=fuzzer,address,undefined $(MODULE_CFLAGS) \
+		-o $@ $< $(MODULE_PURE) $(MODULE_LIBS)
 
 clean:
 	rm -rf build build-asan build-fuzz

@@ -1,0 +1,410 @@
+/*
+ * The canonical request hash an approval is bound to (docs/approvals.md,
+ * "Canonical request"), its canonical path and query, the one query
+ * argument a route reads, and percent-decoding: two requests that hash
+ * alike must name the same thing, and the hash must be the documented
+ * one, computed here independently of the module.
+ */
+
+#include <ngx_config.h>
+#include <ngx_core.h>
+
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include <openssl/evp.h>
+
+#include "ngx_core_stub.h"
+#include "ngx_http_veto_sandbox_hash.h"
+
+
+static ngx_pool_t  *pool;
+
+
+static int
+setup(void **state)
+{
+    pool = ngx_create_pool(1024, ngx_stub_init());
+    return pool == NULL;
+}
+
+
+static int
+teardown(void **state)
+{
+    ngx_destroy_pool(pool);
+    return 0;
+}
+
+
+static ngx_str_t
+str(const char *s)
+{
+    ngx_str_t  v;
+
+    v.data = (u_char *) s;
+    v.len = strlen(s);
+
+    return v;
+}
+
+
+static void
+assert_str(ngx_str_t *got, const char *want)
+{
+    char  buf[4096];
+
+    assert_true(got->len < sizeof(buf));
+    memcpy(buf, got->data, got->len);
+    buf[got->len] = '\0';
+    assert_string_equal(buf, want);
+}
+
+
+static char *
+canon_query(const char *args)
+{
+    static char  buf[4096];
+    ngx_str_t    in, out;
+
+    in = str(args);
+    assert_int_equal(ngx_http_veto_sandbox_hash_canon_query(pool, &in, &out),
+                     NGX_OK);
+    assert_true(out.len < sizeof(buf));
+    memcpy(buf, out.data, out.len);
+    buf[out.len] = '\0';
+
+    return buf;
+}
+
+
+static void
+test_canon_path(void **state)
+{
+    ngx_str_t  in, out;
+
+    in = str("/v1/sandboxes/sb-1/files");
+    assert_int_equal(ngx_http_veto_sandbox_hash_canon_path(pool, &in, &out),
+                     NGX_OK);
+    assert_str(&out, "/v1/sandboxes/sb-1/files");
+
+    /* unreserved and '/' stay, everything else is %XX, upper case */
+    in = str("/a b/~._-/%/\xc3\xa9?#");
+    assert_int_equal(ngx_http_veto_sandbox_hash_canon_path(pool, &in, &out),
+                     NGX_OK);
+    assert_str(&out, "/a%20b/~._-/%25/%C3%A9%3F%23");
+
+    in = str("");
+    assert_int_equal(ngx_http_veto_sandbox_hash_canon_path(pool, &in, &out),
+                     NGX_OK);
+    assert_int_equal(out.len, 0);
+}
+
+
+static void
+test_canon_query(void **state)
+{
+    /* sorted by name, then value, bytewise on the encoded forms */
+    assert_string_equal(canon_query("b=2&a=1"), "a=1&b=2");
+    assert_string_equal(canon_query("a=2&a=1&a=10"), "a=1&a=10&a=2");
+    assert_string_equal(canon_query("B=1&a=1"), "B=1&a=1");
+
+    /* empty parts dropped, a missing '=' is an empty value */
+    assert_string_equal(canon_query("&&a=1&&b&"), "a=1&b=");
+    assert_string_equal(canon_query(""), "");
+    assert_string_equal(canon_query("="), "=");
+
+    /* %XX decodes and re-encodes canonically, in names too */
+    assert_string_equal(canon_query("%61=%41"), "a=A");
+    assert_string_equal(canon_query("path=a%2fb"), "path=a%2Fb");
+    assert_string_equal(canon_query("path=a/b"), "path=a%2Fb");
+
+    /* '+' is not a space; a '%' that is not %XX stays a '%' */
+    assert_string_equal(canon_query("q=a+b"), "q=a%2Bb");
+    assert_string_equal(canon_query("q=%zz&r=%4"), "q=%25zz&r=%254");
+    assert_string_equal(canon_query("q=%25zz"), "q=%25zz");
+
+    /* only the first '=' splits */
+    assert_string_equal(canon_query("a=b=c"), "a=b%3Dc");
+}
+
+
+static void
+test_query_arg(void **state)
+{
+    ngx_str_t    args, v;
+    const char  *why;
+
+    args = str("path=src%2Fmain.sh");
+    assert_int_equal(ngx_http_veto_sandbox_hash_query_arg(pool, &args, "path",
+                                                          &v, &why), NGX_OK);
+    assert_str(&v, "src/main.sh");
+    assert_int_equal(v.data[v.len], '\0');
+
+    args = str("&path=x&");
+    assert_int_equal(ngx_http_veto_sandbox_hash_query_arg(pool, &args, "path",
+                                                          &v, &why), NGX_OK);
+    assert_str(&v, "x");
+
+    /* the name is decoded as the hash decodes it */
+    args = str("%70ath=x");
+    assert_int_equal(ngx_http_veto_sandbox_hash_query_arg(pool, &args, "path",
+                                                          &v, &why), NGX_OK);
+    assert_str(&v, "x");
+
+    args = str("path");
+    assert_int_equal(ngx_http_veto_sandbox_hash_query_arg(pool, &args, "path",
+                                                          &v, &why), NGX_OK);
+    assert_int_equal(v.len, 0);
+
+    args = str("");
+    assert_int_equal(ngx_http_veto_sandbox_hash_query_arg(pool, &args, "path",
+                                                          &v, &why),
+                     NGX_DECLINED);
+
+    /* what hashes alike but could name different files is refused */
+    args = str("path=a&path=b");
+    assert_int_equal(ngx_http_veto_sandbox_hash_query_arg(pool, &args, "path",
+                                                          &v, &why),
+                     NGX_ABORT);
+    assert_string_equal(why, "the query argument is given more than once");
+
+    args = str("PATH=b&path=a");
+    assert_int_equal(ngx_http_veto_sandbox_hash_query_arg(pool, &args, "path",
+                                                          &v, &why),
+                     NGX_ABORT);
+    assert_string_equal(why, "unknown query argument");
+
+    args = str("path=%zz");
+    assert_int_equal(ngx_http_veto_sandbox_hash_query_arg(pool, &args, "path",
+                                                          &v, &why),
+                     NGX_ABORT);
+
+    args = str("pa%th=x");
+    assert_int_equal(ngx_http_veto_sandbox_hash_query_arg(pool, &args, "path",
+                                                          &v, &why),
+                     NGX_ABORT);
+}
+
+
+static void
+test_pct_decode(void **state)
+{
+    u_char   buf[64], *end;
+    u_char   in[] = "a%41%zz%4%%42";
+
+    /* lenient: a '%' that is not %XX stays */
+    end = ngx_http_veto_sandbox_pct_decode(buf, in, sizeof(in) - 1, 0);
+    assert_non_null(end);
+    assert_int_equal(end - buf, 9);
+    assert_memory_equal(buf, "aA%zz%4%B", 9);
+
+    /* strict: it fails */
+    assert_null(ngx_http_veto_sandbox_pct_decode(buf, in, sizeof(in) - 1, 1));
+
+    /* upper and lower case digits; a NUL byte decodes like any other */
+    memcpy(in, "%2f%2F%00", 10);
+    end = ngx_http_veto_sandbox_pct_decode(buf, in, 9, 1);
+    assert_int_equal(end - buf, 3);
+    assert_memory_equal(buf, "//\0", 3);
+
+    /* in place */
+    memcpy(in, "x%20y", 6);
+    end = ngx_http_veto_sandbox_pct_decode(in, in, 5, 1);
+    assert_int_equal(end - in, 3);
+    assert_memory_equal(in, "x y", 3);
+}
+
+
+/* the hash as docs/approvals.md defines it, computed here */
+static void
+reference_hash(const char *method, const char *cpath, const char *cquery,
+    const char *body, char *out)
+{
+    char           canon[8192];
+    u_char         md[EVP_MAX_MD_SIZE], bmd[EVP_MAX_MD_SIZE];
+    unsigned int   n;
+    int            len, i;
+
+    assert_int_equal(EVP_Digest(body, strlen(body), bmd, &n, EVP_sha256(),
+                                NULL), 1);
+
+    len = snprintf(canon, sizeof(canon), "veto-request-v1\n%s\n%s\n%s\n",
+                   method, cpath, cquery);
+
+    for (i = 0; i < 32; i++) {
+        len += snprintf(canon + len, sizeof(canon) - len, "%02x", bmd[i]);
+    }
+
+    len += snprintf(canon + len, sizeof(canon) - len, "\n%zu\n",
+                    strlen(body));
+
+    assert_int_equal(EVP_Digest(canon, len, md, &n, EVP_sha256(), NULL), 1);
+
+    for (i = 0; i < 32; i++) {
+        sprintf(out + 2 * i, "%02x", md[i]);
+    }
+}
+
+
+static void
+module_hash(const char *method, const char *path, const char *args,
+    ngx_chain_t *body, u_char *out)
+{
+    u_char     md[32];
+    off_t      len;
+    ngx_str_t  m, p, a;
+
+    m = str(method);
+    p = str(path);
+    a = str(args);
+
+    assert_int_equal(ngx_http_veto_sandbox_hash_body(body, md, &len,
+                                                     ngx_cycle->log),
+                     NGX_OK);
+    assert_int_equal(ngx_http_veto_sandbox_hash_request(pool, &m, &p, &a, md,
+                                                        len, out),
+                     NGX_OK);
+    assert_int_equal(out[NGX_HTTP_VSB_HASH_HEX_LEN], '\0');
+}
+
+
+static ngx_chain_t *
+memory_chain(const char *s, size_t split)
+{
+    ngx_buf_t    *b;
+    ngx_chain_t  *cl, **ll, *head;
+    size_t        len, off, n;
+
+    head = NULL;
+    ll = &head;
+    len = strlen(s);
+
+    for (off = 0; off < len; off += n) {
+        n = ngx_min(split, len - off);
+
+        b = ngx_pcalloc(pool, sizeof(ngx_buf_t));
+        cl = ngx_pcalloc(pool, sizeof(ngx_chain_t));
+        assert_non_null(b);
+        assert_non_null(cl);
+
+        b->pos = (u_char *) s + off;
+        b->last = b->pos + n;
+        b->memory = 1;
+        cl->buf = b;
+        *ll = cl;
+        ll = &cl->next;
+    }
+
+    return head;
+}
+
+
+static void
+test_request_hash(void **state)
+{
+    char          want[65];
+    u_char        got[65], again[65];
+    const char   *body = "{\"argv\":[\"git\",\"push\"]}";
+
+    reference_hash("POST", "/v1/sandboxes/sb-1/exec", "", body, want);
+    module_hash("POST", "/v1/sandboxes/sb-1/exec", "",
+                memory_chain(body, 1024), got);
+    assert_string_equal((char *) got, want);
+
+    /* the body's split across buffers does not matter */
+    module_hash("POST", "/v1/sandboxes/sb-1/exec", "",
+                memory_chain(body, 3), again);
+    assert_string_equal((char *) again, want);
+
+    /* an empty body is the digest of "" */
+    reference_hash("GET", "/v1/sandboxes/sb-1/files", "path=a%2Fb", "", want);
+    module_hash("GET", "/v1/sandboxes/sb-1/files", "path=a/b", NULL, got);
+    assert_string_equal((char *) got, want);
+
+    /* the same request written another way hashes alike ... */
+    module_hash("GET", "/v1/sandboxes/sb-1/files", "&path=a%2fb", NULL,
+                again);
+    assert_string_equal((char *) again, (char *) got);
+
+    /* ... and any change to what it names does not */
+    module_hash("GET", "/v1/sandboxes/sb-1/files", "path=a%2Fc", NULL,
+                again);
+    assert_string_not_equal((char *) again, (char *) got);
+    module_hash("HEAD", "/v1/sandboxes/sb-1/files", "path=a%2Fb", NULL,
+                again);
+    assert_string_not_equal((char *) again, (char *) got);
+    module_hash("GET", "/v1/sandboxes/sb-2/files", "path=a%2Fb", NULL,
+                again);
+    assert_string_not_equal((char *) again, (char *) got);
+}
+
+
+static void
+test_body_in_file(void **state)
+{
+    int           fd;
+    char          path[] = "/tmp/veto-unit-hash-XXXXXX";
+    u_char        md_mem[32], md_file[32];
+    off_t         len_mem, len_file;
+    ngx_buf_t    *b;
+    ngx_file_t   *file;
+    ngx_chain_t   cl;
+    static char   big[100000];
+
+    memset(big, 'x', sizeof(big) - 1);
+    big[123] = '\n';
+
+    fd = mkstemp(path);
+    assert_true(fd >= 0);
+    assert_int_equal(unlink(path), 0);
+    assert_int_equal(write(fd, "head", 4), 4);
+    assert_int_equal(write(fd, big, sizeof(big) - 1), sizeof(big) - 1);
+
+    /* a body spooled to a temp file at an offset: the same bytes */
+    file = ngx_pcalloc(pool, sizeof(ngx_file_t));
+    b = ngx_pcalloc(pool, sizeof(ngx_buf_t));
+    file->fd = fd;
+    file->log = ngx_cycle->log;
+    b->in_file = 1;
+    b->file = file;
+    b->file_pos = 4;
+    b->file_last = 4 + sizeof(big) - 1;
+    cl.buf = b;
+    cl.next = NULL;
+
+    assert_int_equal(ngx_http_veto_sandbox_hash_body(&cl, md_file, &len_file,
+                                                     ngx_cycle->log), NGX_OK);
+    assert_int_equal(ngx_http_veto_sandbox_hash_body(memory_chain(big, 7000),
+                                                     md_mem, &len_mem,
+                                                     ngx_cycle->log), NGX_OK);
+    assert_int_equal(len_file, sizeof(big) - 1);
+    assert_int_equal(len_mem, len_file);
+    assert_memory_equal(md_mem, md_file, 32);
+
+    /* a file shorter than the buffer says fails, it is not cut short */
+    b->file_last += 10;
+    assert_int_equal(ngx_http_veto_sandbox_hash_body(&cl, md_file, &len_file,
+                                                     ngx_cycle->log),
+                     NGX_ERROR);
+
+    close(fd);
+}
+
+
+int
+main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(test_canon_path, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_canon_query, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_query_arg, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_pct_decode, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_request_hash, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_body_in_file, setup, teardown),
+    };
+
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

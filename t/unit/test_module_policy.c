@@ -1,0 +1,358 @@
+/*
+ * The policy file (ngx_http_veto_sandbox_policy.c, read by "nginx -t")
+ * and what it says of a request (_policy_match.c): every error names the
+ * file and the field; agents inherit and may not exceed their tenant;
+ * approval rules ask a human for exactly what they say, and err on
+ * asking.
+ */
+
+#include "ngx_http_veto_sandbox_module.h"
+
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include "ngx_core_stub.h"
+
+
+static ngx_pool_t  *pool;
+static ngx_conf_t   conf;
+static char         file[] = "/tmp/veto-unit-policy-XXXXXX";
+
+
+static int
+setup(void **state)
+{
+    int  fd;
+
+    pool = ngx_create_pool(1024, ngx_stub_init());
+    if (pool == NULL) {
+        return -1;
+    }
+
+    ngx_stub_conf(&conf, pool);
+
+    memcpy(file, "/tmp/veto-unit-policy-XXXXXX", sizeof(file));
+    fd = mkstemp(file);
+    if (fd == -1) {
+        return -1;
+    }
+
+    close(fd);
+
+    return 0;
+}
+
+
+static int
+teardown(void **state)
+{
+    unlink(file);
+    ngx_destroy_pool(pool);     /* drops the policy's JSON document */
+    return 0;
+}
+
+
+static ngx_http_veto_sandbox_policy_t *
+load(const char *text)
+{
+    FILE       *f;
+    ngx_str_t   name;
+
+    f = fopen(file, "w");
+    assert_non_null(f);
+    assert_int_equal(fputs(text, f) >= 0, 1);
+    assert_int_equal(fclose(f), 0);
+
+    name.data = (u_char *) file;
+    name.len = strlen(file);
+
+    return ngx_http_veto_sandbox_policy_load(&conf, &name);
+}
+
+
+/* a refusal, and its message names the file and the words given */
+static void
+refused(const char *text, const char *words)
+{
+    assert_null(load(text));
+    assert_non_null(strstr(ngx_stub_last_error(), file));
+    assert_non_null(strstr(ngx_stub_last_error(), words));
+}
+
+
+static ngx_http_veto_sandbox_rule_t *
+rule(ngx_http_veto_sandbox_policy_t *p, const char *tenant,
+    const char *agent)
+{
+    ngx_str_t  t, a;
+
+    t.data = (u_char *) tenant;
+    t.len = strlen(tenant);
+    a.data = (u_char *) agent;
+    a.len = strlen(agent);
+
+    return ngx_http_veto_sandbox_policy_rule(p, &t, &a);
+}
+
+
+static const char  *full =
+    "{\"version\": 1, \"tenants\": {"
+    " \"acme\": {"
+    "  \"profiles\": [\"default\", \"python\"],"
+    "  \"default_profile\": \"default\","
+    "  \"ceilings\": {\"memory_mb\": 512, \"timeout_s\": 60,"
+    "                 \"file_bytes\": 1048576},"
+    "  \"defaults\": {\"memory_mb\": 128},"
+    "  \"approvals\": {\"always\": [\"sandbox.delete\"],"
+    "                  \"exec_argv\": [\"git push*\", \"curl *\"],"
+    "                  \"network\": true, \"profiles\": [\"python\"],"
+    "                  \"threshold\": 2, \"ttl_s\": 600},"
+    "  \"quotas\": {\"concurrent_sandboxes\": 10, \"execs_per_minute\": 100,"
+    "              \"per_agent\": {\"concurrent_sandboxes\": 2}},"
+    "  \"agents\": {"
+    "   \"small\": {\"ceilings\": {\"memory_mb\": 64, \"timeout_s\": 60,"
+    "                             \"file_bytes\": 1024},"
+    "              \"defaults\": {\"memory_mb\": 32},"
+    "              \"approvals\": {\"export\": true},"
+    "              \"quotas\": {\"execs_per_minute\": 5}}}},"
+    " \"open\": {}}}";
+
+
+static void
+test_load_and_inherit(void **state)
+{
+    ngx_http_veto_sandbox_rule_t    *r, *a;
+    ngx_http_veto_sandbox_policy_t  *p;
+
+    p = load(full);
+    if (p == NULL) {
+        fail_msg("%s", ngx_stub_last_error());
+    }
+
+    assert_true(p->needs_redis);
+
+    r = rule(p, "acme", "anyone");
+    assert_non_null(r);
+    assert_int_equal(r->ceiling[NGX_HTTP_VSB_L_MEMORY_MB], 512);
+    assert_int_equal(r->def[NGX_HTTP_VSB_L_MEMORY_MB], 128);
+    assert_int_equal(r->apr.always, NGX_HTTP_VSB_ACT_DELETE);
+    assert_int_equal(r->apr.threshold, 2);
+    assert_int_equal(r->apr.ttl, 600000);
+    assert_int_equal(r->quota.tenant_sandboxes, 10);
+    assert_int_equal(r->quota.tenant_execs, 100);
+    assert_int_equal(r->quota.agent_sandboxes, 2);
+    assert_int_equal(ngx_http_veto_sandbox_policy_profile(r, "python"),
+                     NGX_OK);
+    assert_int_equal(ngx_http_veto_sandbox_policy_profile(r, "ruby"),
+                     NGX_DECLINED);
+
+    /* an agent: its own values over a copy of its tenant's */
+    a = rule(p, "acme", "small");
+    assert_true(a != r);
+    assert_int_equal(a->ceiling[NGX_HTTP_VSB_L_MEMORY_MB], 64);
+    assert_int_equal(a->def[NGX_HTTP_VSB_L_MEMORY_MB], 32);
+    assert_int_equal(a->ceiling[NGX_HTTP_VSB_L_TIMEOUT_S], 60);
+    assert_int_equal(a->ceiling[NGX_HTTP_VSB_L_FILE_BYTES], 1024);
+    assert_int_equal(ngx_http_veto_sandbox_policy_profile(a, "ruby"),
+                     NGX_DECLINED);
+
+    /* its approvals replace the tenant's whole rule */
+    assert_int_equal(a->apr.always, 0);
+    assert_true(a->apr.export);
+    assert_null(a->apr.argv);
+
+    /* its quotas are its own; the tenant totals still apply */
+    assert_int_equal(a->quota.agent_execs, 5);
+    assert_int_equal(a->quota.tenant_execs, 100);
+
+    /* no rule at all: any profile, no ceiling */
+    r = rule(p, "open", "x");
+    assert_non_null(r);
+    assert_int_equal(ngx_http_veto_sandbox_policy_profile(r, "anything"),
+                     NGX_OK);
+    assert_int_equal(r->ceiling[NGX_HTTP_VSB_L_MEMORY_MB], 0);
+
+    assert_null(rule(p, "globex", "x"));
+    assert_null(rule(p, "acm", "x"));
+    assert_null(rule(p, "acmee", "x"));
+}
+
+
+static void
+test_load_refusals(void **state)
+{
+    refused("{\"version\": 1, \"tenants\": {}", "line");
+    refused("[]", "the top level must be an object");
+    refused("{\"version\": 2, \"tenants\": {}}", "\"version\" must be 1");
+    refused("{\"tenants\": {}, \"extra\": 1}", "unknown field \"extra\"");
+    refused("{\"tenants\": []}", "\"tenants\" must be an object");
+    refused("{\"tenants\": {\"a\": {\"ceilings\": {\"memory_mb\": 64},"
+            " \"ceilings\": {}}}}", "line");
+    refused("{\"tenants\": {\"a b\": {}}}", "name \"a b\"");
+    refused("{\"tenants\": {\"a\": {\"color\": 1}}}",
+            "tenants.a: unknown field \"color\"");
+    refused("{\"tenants\": {\"a\": {\"profiles\": \"default\"}}}",
+            "field \"profiles\" has the wrong type");
+    refused("{\"tenants\": {\"a\": {\"ceilings\": {\"memory_gb\": 1}}}}",
+            "unknown limit \"memory_gb\"");
+    refused("{\"tenants\": {\"a\": {\"ceilings\": {\"pids\": 0}}}}",
+            "ceilings.pids must be a positive integer");
+    refused("{\"tenants\": {\"a\": {\"ceilings\": {\"pids\": 10},"
+            " \"defaults\": {\"pids\": 11}}}}",
+            "defaults.pids 11 is above ceilings.pids 10");
+    refused("{\"tenants\": {\"a\": {\"profiles\": [\"x\"],"
+            " \"default_profile\": \"y\"}}}",
+            "default_profile \"y\" is not in profiles");
+    refused("{\"tenants\": {\"a\": {\"ceilings\": {\"pids\": 10},"
+            " \"agents\": {\"b\": {\"ceilings\": {\"pids\": 11}}}}}}",
+            "tenants.a.agents.b: ceilings.pids exceeds the tenant's 10");
+    refused("{\"tenants\": {\"a\": {\"agents\": {\"b\": {\"agents\": {}}}}}}",
+            "unknown field \"agents\"");
+    refused("{\"tenants\": {\"a\": {\"approvals\": {\"always\":"
+            " [\"sandbox.explode\"]}}}}", "approvals.always: unknown action");
+    refused("{\"tenants\": {\"a\": {\"approvals\": {\"threshold\": 0}}}}",
+            "approvals.threshold has the wrong type or value");
+    refused("{\"tenants\": {\"a\": {\"approvals\": {\"exec_argv\": [\"\"]}}}}",
+            "approvals.exec_argv");
+    refused("{\"tenants\": {\"a\": {\"quotas\": {\"per_agent\":"
+            " {\"nope\": 1}}}}}", "quotas: unknown field \"nope\"");
+    refused("{\"tenants\": {\"a\": {\"quotas\":"
+            " {\"execs_per_minute\": -1}}}}", "quotas: bad value in");
+}
+
+
+static ngx_uint_t
+asks(ngx_http_veto_sandbox_rule_t *r, ngx_uint_t act, const char *argv,
+    const char *profile, const char *network)
+{
+    json_t      *a;
+    ngx_uint_t   rc;
+
+    a = argv ? json_loads(argv, JSON_ALLOW_NUL, NULL) : NULL;
+    assert_true(argv == NULL || a != NULL);
+
+    rc = ngx_http_veto_sandbox_policy_approval(r, act, a, profile, network);
+
+    json_decref(a);
+
+    return rc;
+}
+
+
+static void
+test_approval_rules(void **state)
+{
+    char                            *big;
+    size_t                           i;
+    ngx_http_veto_sandbox_rule_t    *r, *a;
+    ngx_http_veto_sandbox_policy_t  *p;
+
+    p = load(full);
+    assert_non_null(p);
+    r = rule(p, "acme", "x");
+    a = rule(p, "acme", "small");
+
+    /* always */
+    assert_true(asks(r, NGX_HTTP_VSB_ACT_DELETE, NULL, NULL, NULL));
+    assert_false(asks(r, NGX_HTTP_VSB_ACT_WRITE, NULL, NULL, NULL));
+
+    /* a create: asking for egress, or a listed profile */
+    assert_true(asks(r, NGX_HTTP_VSB_ACT_CREATE, NULL, "default", "allow"));
+    assert_false(asks(r, NGX_HTTP_VSB_ACT_CREATE, NULL, "default", "none"));
+    assert_true(asks(r, NGX_HTTP_VSB_ACT_CREATE, NULL, "python", NULL));
+    assert_false(asks(r, NGX_HTTP_VSB_ACT_CREATE, NULL, "default", NULL));
+
+    /* export: reading files out */
+    assert_true(asks(a, NGX_HTTP_VSB_ACT_READ, NULL, NULL, NULL));
+    assert_false(asks(r, NGX_HTTP_VSB_ACT_READ, NULL, NULL, NULL));
+
+    /* exec_argv, from any word start, over the joined argv or one element */
+    static const struct {
+        const char  *argv;
+        ngx_uint_t   asks;
+    } execs[] = {
+        { "[\"git\", \"push\", \"origin\", \"main\"]", 1 },
+        { "[\"curl\", \"x\"]", 1 },
+        { "[\"/usr/bin/curl\", \"x\"]", 1 },
+        { "[\"env\", \"A=1\", \"curl\", \"x\"]", 1 },
+        { "[\"sh\", \"-c\", \"cd /tmp && curl x\"]", 1 },
+        { "[\"timeout\", \"5\", \"curl\", \"x\"]", 1 },
+        { "[\"grep\", \"curl x\"]", 1 },              /* errs on asking */
+        { "[\"git\", \"pull\"]", 0 },
+        { "[\"echo\", \"curly\"]", 0 },
+        { "[\"curl\"]", 0 },
+        { "[\"git\", \"pu\\u0000sh\"]", 1 },          /* a NUL could hide */
+    };
+
+    for (i = 0; i < sizeof(execs) / sizeof(execs[0]); i++) {
+        assert_int_equal(asks(r, NGX_HTTP_VSB_ACT_EXEC, execs[i].argv, NULL,
+                              NULL),
+                         execs[i].asks);
+    }
+
+    /* too long to search in the event loop: a human decides */
+    big = malloc(70 * 1024);
+    assert_non_null(big);
+    strcpy(big, "[\"echo\", \"");
+    memset(big + strlen(big), 'a', 66 * 1024);
+    strcpy(big + strlen("[\"echo\", \"") + 66 * 1024, "\"]");
+    assert_true(asks(r, NGX_HTTP_VSB_ACT_EXEC, big, NULL, NULL));
+    free(big);
+
+    /* the agent still has a policy that loads, with a defaults above
+     * its ceiling refused */
+    refused("{\"tenants\": {\"a\": {\"defaults\": {\"pids\": 20},"
+            " \"agents\": {\"b\": {\"ceilings\": {\"pids\": 10}}}}}}",
+            "tenants.a.agents.b: defaults.pids 20 is above ceilings.pids 10");
+
+    /* an agent whose approvals name no argv: never for its argv */
+    assert_false(asks(a, NGX_HTTP_VSB_ACT_EXEC, "[\"git\", \"push\"]", NULL,
+                      NULL));
+}
+
+
+static void
+test_actions(void **state)
+{
+    size_t     i;
+    ngx_str_t  n;
+
+    static const struct {
+        const char  *name;
+        ngx_uint_t   bit;
+    } actions[] = {
+        { "sandbox.create", NGX_HTTP_VSB_ACT_CREATE },
+        { "sandbox.exec", NGX_HTTP_VSB_ACT_EXEC },
+        { "sandbox.files.write", NGX_HTTP_VSB_ACT_WRITE },
+        { "sandbox.files.read", NGX_HTTP_VSB_ACT_READ },
+        { "sandbox.delete", NGX_HTTP_VSB_ACT_DELETE },
+        { "sandbox.list", 0 },
+        { "sandbox.exe", 0 },
+        { "sandbox.execs", 0 },
+        { "", 0 },
+    };
+
+    for (i = 0; i < sizeof(actions) / sizeof(actions[0]); i++) {
+        n.data = (u_char *) actions[i].name;
+        n.len = strlen(actions[i].name);
+        assert_int_equal(ngx_http_veto_sandbox_policy_action(&n),
+                         actions[i].bit);
+    }
+}
+
+
+int
+main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(test_load_and_inherit, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_load_refusals, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_approval_rules, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_actions, setup, teardown),
+    };
+
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

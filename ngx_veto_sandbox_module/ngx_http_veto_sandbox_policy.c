@@ -78,6 +78,7 @@ ngx_http_veto_sandbox_policy_t *
 ngx_http_veto_sandbox_policy_load(ngx_conf_t *cf, ngx_str_t *file)
 {
     char                             where[512];
+    u_char                          *p;
     json_t                          *doc, *tenants, *tobj, *agents, *aobj, *v;
     const char                      *key, *tname, *aname;
     json_error_t                     err;
@@ -156,8 +157,10 @@ ngx_http_veto_sandbox_policy_load(ngx_conf_t *cf, ngx_str_t *file)
 
     json_object_foreach(tenants, tname, tobj) {
 
-        ngx_snprintf((u_char *) where, sizeof(where) - 1, "tenants.%s%Z",
-                     tname);
+        /* a long name is cut: "%Z" would not fit, so terminate here */
+        p = ngx_snprintf((u_char *) where, sizeof(where) - 1, "tenants.%s",
+                         tname);
+        *p = '\0';
 
         tenant = ngx_array_push(policy->tenants);
         if (tenant == NULL) {
@@ -190,8 +193,9 @@ ngx_http_veto_sandbox_policy_load(ngx_conf_t *cf, ngx_str_t *file)
 
         json_object_foreach(agents, aname, aobj) {
 
-            ngx_snprintf((u_char *) where, sizeof(where) - 1,
-                         "tenants.%s.agents.%s%Z", tname, aname);
+            p = ngx_snprintf((u_char *) where, sizeof(where) - 1,
+                             "tenants.%s.agents.%s", tname, aname);
+            *p = '\0';
 
             agent = ngx_array_push(tenant->agents);
             if (agent == NULL) {

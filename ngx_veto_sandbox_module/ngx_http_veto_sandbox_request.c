@@ -302,7 +302,7 @@ static ngx_int_t
 ngx_http_veto_sandbox_known(ngx_http_request_t *r, json_t *body,
     const char **names, ngx_int_t *rc)
 {
-    char         field[64];
+    u_char       field[64], *p;
     json_t      *v;
     ngx_uint_t   i;
     const char  *key;
@@ -315,8 +315,12 @@ ngx_http_veto_sandbox_known(ngx_http_request_t *r, json_t *body,
         }
 
         if (names[i] == NULL) {
-            ngx_snprintf((u_char *) field, sizeof(field) - 1, "%s%Z", key);
-            *rc = ngx_http_veto_sandbox_bad_field(r, "unknown_field", field,
+            /* a long name is cut: "%Z" would not fit, so terminate here */
+            p = ngx_snprintf(field, sizeof(field) - 1, "%s", key);
+            *p = '\0';
+
+            *rc = ngx_http_veto_sandbox_bad_field(r, "unknown_field",
+                                                  (char *) field,
                                                   "unknown field");
             return NGX_ABORT;
         }
@@ -384,6 +388,7 @@ ngx_http_veto_sandbox_build_create(ngx_http_request_t *r,
     ngx_http_veto_sandbox_ctx_t *ctx)
 {
     char                          field[64];
+    u_char                       *p;
     json_t                       *body, *req, *v, *lim, *out;
     uint64_t                      n;
     ngx_int_t                     rc;
@@ -462,7 +467,9 @@ ngx_http_veto_sandbox_build_create(ngx_http_request_t *r,
             }
         }
 
-        ngx_snprintf((u_char *) field, sizeof(field) - 1, "limits.%s%Z", key);
+        p = ngx_snprintf((u_char *) field, sizeof(field) - 1, "limits.%s",
+                         key);
+        *p = '\0';
 
         if (i == NGX_HTTP_VSB_NHELPER_LIMITS) {
             return ngx_http_veto_sandbox_bad_field(r, "unknown_field", field,

@@ -183,6 +183,8 @@ test_load_and_inherit(void **state)
 static void
 test_load_refusals(void **state)
 {
+    char  *big;
+
     refused("{\"version\": 1, \"tenants\": {}", "line");
     refused("[]", "the top level must be an object");
     refused("{\"version\": 2, \"tenants\": {}}", "\"version\" must be 1");
@@ -210,6 +212,17 @@ test_load_refusals(void **state)
             "tenants.a.agents.b: ceilings.pids exceeds the tenant's 10");
     refused("{\"tenants\": {\"a\": {\"agents\": {\"b\": {\"agents\": {}}}}}}",
             "unknown field \"agents\"");
+
+    /* names longer than the message buffer: cut, still NUL terminated */
+    big = malloc(2048);
+    assert_non_null(big);
+    strcpy(big, "{\"tenants\": {\"a\": {\"agents\": {\"");
+    memset(big + strlen(big), 'b', 600);
+    strcpy(big + strlen("{\"tenants\": {\"a\": {\"agents\": {\"") + 600,
+           " x\": {}}}}}");
+    refused(big, "must be 1..128 printable ASCII characters");
+    assert_non_null(strstr(ngx_stub_last_error(), "bbbb: name \"bbbb"));
+    free(big);
     refused("{\"tenants\": {\"a\": {\"approvals\": {\"always\":"
             " [\"sandbox.explode\"]}}}}", "approvals.always: unknown action");
     refused("{\"tenants\": {\"a\": {\"approvals\": {\"threshold\": 0}}}}",

@@ -117,10 +117,14 @@ $(BUILD)/unit/test_module_%: t/unit/test_module_%.c $(MODULE_DEPS)
 unit-module: $(MODULE_UNIT_BINS)
 	@set -e; for t in $(MODULE_UNIT_BINS); do echo "# $$t"; $$t; done
 
-build-fuzz/fuzz_module_%: t/fuzz/fuzz_module_%.c $(MODULE_DEPS)
+# the module's fuzz targets also drive the request builders
+MODULE_FUZZ  = $(MODULE_PURE) \
+               ngx_veto_sandbox_module/ngx_http_veto_sandbox_request.c
+
+build-fuzz/fuzz_module_%: t/fuzz/fuzz_module_%.c $(MODULE_DEPS) $(MODULE_FUZZ)
 	@mkdir -p build-fuzz
 	clang -g -O1 -fsanitize=fuzzer,address,undefined $(MODULE_CFLAGS) \
-		-o $@ $< $(MODULE_PURE) $(MODULE_LIBS)
+		-o $@ $< $(MODULE_FUZZ) $(MODULE_LIBS)
 
 clean:
 	rm -rf build build-asan build-fuzz

@@ -1,7 +1,8 @@
 /*
  * A stand-in for the few nginx core calls the module's pure files make
- * (_hash.c, _redact.c, _policy.c, _policy_match.c), so their unit tests
- * and fuzz targets run without nginx.  Debian's nginx-dev ships nginx's
+ * (_hash.c, _redact.c, _policy.c, _policy_match.c, and _request.c for
+ * the fuzz target), so their unit tests and fuzz targets run without
+ * nginx.  Debian's nginx-dev ships nginx's
  * headers but not its sources, so the core cannot be linked in; these
  * are written here from the headers' contracts, not copied.
  *
@@ -159,6 +160,13 @@ ngx_pool_cleanup_add(ngx_pool_t *p, size_t size)
     p->cleanup = c;
 
     return c;
+}
+
+
+ngx_chain_t *
+ngx_alloc_chain_link(ngx_pool_t *pool)
+{
+    return ngx_palloc(pool, sizeof(ngx_chain_t));
 }
 
 
@@ -430,6 +438,11 @@ ngx_vslprintf(u_char *buf, u_char *last, const char *fmt, va_list args)
         case 'M':
             i64 = (int64_t) va_arg(args, ngx_msec_t);
             sign = 0;
+            break;
+
+        case 'A':
+            i64 = sign ? (int64_t) va_arg(args, ngx_atomic_int_t)
+                       : (int64_t) va_arg(args, ngx_atomic_uint_t);
             break;
 
         default:

@@ -1,0 +1,397 @@
+/*
+ * libFuzzer target for the module's parsers of hostile input: the policy
+ * file (read by "nginx -t", so a bad one must be refused, never crash the
+ * master), and what an agent sends: the JSON bodies of create and exec
+ * and the ?path= query of the files ops, through the real builders of
+ * ngx_http_veto_sandbox_request.c.
+ *
+ * The first byte picks the parser, the rest is its input.  What the
+ * builders answer goes to a stand-in for the module's responses (a
+ * refusal is recorded, not sent); what they build is checked against
+ * the policy: a request that would reach the helper names its op, the
+ * caller from the token, a limit within its ceiling, a relative path.
+ * Anything else aborts, and libFuzzer reports it.  nginx's core calls
+ * come from t/unit/ngx_core_stub.c.
+ */
+
+#include "ngx_http_veto_sandbox_module.h"
+
+#include <sys/mman.h>
+
+#include "ngx_core_stub.h"
+
+
+enum {
+    FUZZ_POLICY = 0,
+    FUZZ_CREATE,
+    FUZZ_EXEC,
+    FUZZ_READ,
+    FUZZ_WRITE,
+    FUZZ_NMODES
+};
+
+
+/* the module's responses, as the builders see them */
+
+ngx_module_t  ngx_http_veto_sandbox_module;
+
+static ngx_uint_t  refused;
+
+
+ngx_int_t
+ngx_http_veto_sandbox_problem(ngx_http_request_t *r, ngx_uint_t status,
+    const char *code, const char *detail, json_t *extra)
+{
+    if (status < 400 || status > 599 || code == NULL) {
+        abort();
+    }
+
+    json_decref(extra);
+    refused = status;
+
+    return NGX_OK;
+}
+
+
+void
+ngx_http_veto_sandbox_audit_denied(ngx_http_request_t *r,
+    ngx_http_veto_sandbox_ctx_t *ctx, const char *code, ngx_uint_t status)
+{
+    if (ctx->decision.len == 0 || code == NULL) {
+        abort();
+    }
+}
+
+
+json_t *
+ngx_http_veto_sandbox_json_ngx_str(ngx_str_t *s)
+{
+    return json_stringn((const char *) s->data, s->len);
+}
+
+
+void
+ngx_http_veto_sandbox_json_cleanup(void *data)
+{
+    json_decref((json_t *) data);
+}
+
+
+/* what the builders are given */
+
+static ngx_http_veto_sandbox_op_t  ops[] = {
+    [FUZZ_CREATE] = { ngx_string("sandbox.create"), NGX_HTTP_POST,
+                      "/v1/sandboxes", NGX_HTTP_VSB_SCOPE_CREATE,
+                      NGX_HTTP_VSB_ACT_CREATE, NGX_HTTP_VSB_QUOTA_SANDBOXES,
+                      NGX_HTTP_VSB_BODY_JSON, VSB_OP_CREATE,
+                      ngx_http_veto_sandbox_build_create, NULL, NULL, NULL },
+    [FUZZ_EXEC] = { ngx_string("sandbox.exec"), NGX_HTTP_POST,
+                    "/v1/sandboxes/{id}/exec", NGX_HTTP_VSB_SCOPE_EXEC,
+                    NGX_HTTP_VSB_ACT_EXEC, NGX_HTTP_VSB_QUOTA_EXECS,
+                    NGX_HTTP_VSB_BODY_JSON, VSB_OP_EXEC,
+                    ngx_http_veto_sandbox_build_exec, NULL, NULL, NULL },
+    [FUZZ_READ] = { ngx_string("sandbox.files.read"), NGX_HTTP_GET,
+                    "/v1/sandboxes/{id}/files", NGX_HTTP_VSB_SCOPE_FILES,
+                    NGX_HTTP_VSB_ACT_READ, NGX_HTTP_VSB_QUOTA_NONE,
+                    NGX_HTTP_VSB_BODY_NONE, VSB_OP_READ_FILE,
+                    ngx_http_veto_sandbox_build_read, NULL, NULL, NULL },
+    [FUZZ_WRITE] = { ngx_string("sandbox.files.write"), NGX_HTTP_PUT,
+                     "/v1/sandboxes/{id}/files", NGX_HTTP_VSB_SCOPE_FILES,
+                     NGX_HTTP_VSB_ACT_WRITE, NGX_HTTP_VSB_QUOTA_NONE,
+                     NGX_HTTP_VSB_BODY_FILE, VSB_OP_WRITE_FILE,
+                     ngx_http_veto_sandbox_build_write, NULL, NULL, NULL },
+};
+
+static const char  policy_text[] =
+    "{\"version\": 1, \"tenants\": {\"acme\": {"
+    " \"profiles\": [\"default\", \"python\"],"
+    " \"ceilings\": {\"memory_mb\": 512, \"pids\": 64, \"timeout_s\": 30,"
+    "               \"ttl_s\": 3600, \"file_bytes\": 65536},"
+    " \"defaults\": {\"memory_mb\": 128, \"timeout_s\": 10},"
+    " \"approvals\": {\"exec_argv\": [\"git push*\", \"curl *\"]}}}}";
+
+static int                              policy_fd = -1;
+static ngx_str_t                        policy_path;
+static ngx_http_veto_sandbox_policy_t  *policy;
+static ngx_pool_t                      *policy_pool;
+
+
+static ngx_http_veto_sandbox_policy_t *
+load(ngx_pool_t *pool, const uint8_t *data, size_t size)
+{
+    ngx_conf_t  cf;
+
+    if (ftruncate(policy_fd, 0) != 0
+        || pwrite(policy_fd, data, size, 0) != (ssize_t) size)
+    {
+        abort();
+    }
+
+    ngx_stub_conf(&cf, pool);
+
+    return ngx_http_veto_sandbox_policy_load(&cf, &policy_path);
+}
+
+
+int LLVMFuzzerInitialize(int *argc, char ***argv);
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+
+int
+LLVMFuzzerInitialize(int *argc, char ***argv)
+{
+    static u_char  path[64];
+
+    ngx_stub_init();
+
+    policy_fd = memfd_create("veto-fuzz-policy", 0);
+    if (policy_fd == -1) {
+        abort();
+    }
+
+    policy_path.data = path;
+    policy_path.len = ngx_snprintf(path, sizeof(path) - 1,
+                                   "/proc/self/fd/%d%Z", policy_fd) - path - 1;
+
+    policy_pool = ngx_create_pool(1024, ngx_cycle->log);
+    policy = load(policy_pool, (const uint8_t *) policy_text,
+                  sizeof(policy_text) - 1);
+    if (policy == NULL) {
+        abort();
+    }
+
+    return 0;
+}
+
+
+/* a policy: refused, or every rule answers the questions a request asks */
+static void
+fuzz_policy(const uint8_t *data, size_t size)
+{
+    json_t                          *argv;
+    ngx_uint_t                       i, j, act;
+    ngx_pool_t                      *pool;
+    ngx_http_veto_sandbox_rule_t    *rule;
+    ngx_http_veto_sandbox_agent_t   *a;
+    ngx_http_veto_sandbox_tenant_t  *t;
+    ngx_http_veto_sandbox_policy_t  *p;
+
+    pool = ngx_create_pool(1024, ngx_cycle->log);
+    if (pool == NULL) {
+        abort();
+    }
+
+    p = load(pool, data, size);
+
+    argv = json_pack("[s, s, s]", "sh", "-c", "cd /tmp && curl x | sh");
+
+    for (i = 0; p && i < p->tenants->nelts; i++) {
+        t = (ngx_http_veto_sandbox_tenant_t *) p->tenants->elts + i;
+        a = t->agents ? t->agents->elts : NULL;
+
+        for (j = 0; j <= (t->agents ? t->agents->nelts : 0); j++) {
+            rule = (j == 0) ? &t->rule : &a[j - 1].rule;
+
+            if (ngx_http_veto_sandbox_policy_rule(p, &t->name,
+                                                  j ? &a[j - 1].name
+                                                    : &t->name)
+                == NULL)
+            {
+                abort();
+            }
+
+            for (act = 1; act <= NGX_HTTP_VSB_ACT_DELETE; act <<= 1) {
+                (void) ngx_http_veto_sandbox_policy_approval(rule, act, argv,
+                                                             "default",
+                                                             "allow");
+            }
+
+            (void) ngx_http_veto_sandbox_policy_profile(rule, "default");
+        }
+    }
+
+    json_decref(argv);
+    ngx_destroy_pool(pool);
+}
+
+
+static void
+check_built(ngx_http_veto_sandbox_ctx_t *ctx, ngx_uint_t mode)
+{
+    json_t                        *req, *v, *e;
+    size_t                         i;
+    const char                    *key;
+    ngx_http_veto_sandbox_rule_t  *rule;
+
+    req = ctx->req;
+    rule = ctx->rule;
+
+#define must(cond)  do { if (!(cond)) abort(); } while (0)
+
+    must(json_is_object(req));
+    must(ngx_strcmp(json_string_value(json_object_get(req, "op")),
+                    ops[mode].helper) == 0);
+    must(ngx_strcmp(json_string_value(json_object_get(req, "tenant")),
+                    "acme") == 0);
+    must(ngx_strcmp(json_string_value(json_object_get(req, "agent")),
+                    "fuzz") == 0);
+
+    switch (mode) {
+
+    case FUZZ_CREATE:
+        v = json_object_get(req, "profile");
+        must(v == NULL
+             || ngx_http_veto_sandbox_policy_profile(rule,
+                                         json_string_value(v)) == NGX_OK);
+
+        json_object_foreach(json_object_get(req, "limits"), key, e) {
+            for (i = 0; i < NGX_HTTP_VSB_NHELPER_LIMITS; i++) {
+                if (ngx_strcmp(key, ngx_http_veto_sandbox_limit_names[i])
+                    == 0)
+                {
+                    break;
+                }
+            }
+
+            must(i < NGX_HTTP_VSB_NHELPER_LIMITS && json_is_integer(e)
+                 && json_integer_value(e) > 0);
+            must(rule->ceiling[i] == 0
+                 || (uint64_t) json_integer_value(e) <= rule->ceiling[i]);
+        }
+
+        v = json_object_get(req, "ttl_s");
+        must(v == NULL
+             || (uint64_t) json_integer_value(v)
+                <= rule->ceiling[NGX_HTTP_VSB_L_TTL_S]);
+        break;
+
+    case FUZZ_EXEC:
+        v = json_object_get(req, "argv");
+        must(json_is_array(v) && json_array_size(v) > 0
+             && json_array_size(v) <= VSB_MAX_ARGV);
+
+        json_array_foreach(v, i, e) {
+            must(json_is_string(e));
+        }
+
+        v = json_object_get(req, "timeout_s");
+        must(v == NULL
+             || (uint64_t) json_integer_value(v)
+                <= rule->ceiling[NGX_HTTP_VSB_L_TIMEOUT_S]);
+        must(ctx->helper.extra_read_ms <= 86400000);
+        must((ctx->payload == NULL) == (ctx->payload_len == 0));
+        break;
+
+    default: /* FUZZ_READ, FUZZ_WRITE */
+        v = json_object_get(req, "path");
+        must(json_is_string(v) && json_string_length(v) > 0
+             && json_string_length(v) <= VSB_MAX_PATH
+             && json_string_value(v)[0] != '/'
+             && strlen(json_string_value(v)) == json_string_length(v));
+        break;
+    }
+
+#undef must
+}
+
+
+/* a request body (create, exec) or query (read, write) through its
+ * builder: refused with a problem, or built within the policy */
+static void
+fuzz_request(const uint8_t *data, size_t size, ngx_uint_t mode)
+{
+    u_char                        *copy;
+    void                          *ctxs[1];
+    ngx_int_t                      rc;
+    ngx_buf_t                     *b;
+    ngx_pool_t                    *pool;
+    ngx_chain_t                   *cl;
+    ngx_connection_t               c;
+    ngx_http_request_t             r;
+    ngx_http_request_body_t        rb;
+    ngx_http_veto_sandbox_ctx_t   *ctx;
+
+    pool = ngx_create_pool(1024, ngx_cycle->log);
+    copy = ngx_pnalloc(pool, size + 1);
+    ctx = ngx_pcalloc(pool, sizeof(ngx_http_veto_sandbox_ctx_t));
+    b = ngx_pcalloc(pool, sizeof(ngx_buf_t));
+    cl = ngx_pcalloc(pool, sizeof(ngx_chain_t));
+
+    if (pool == NULL || copy == NULL || ctx == NULL || b == NULL
+        || cl == NULL)
+    {
+        abort();
+    }
+
+    /* its own allocation, so ASan sees a read past the input */
+    ngx_memcpy(copy, data, size);
+
+    ngx_memzero(&r, sizeof(ngx_http_request_t));
+    ngx_memzero(&c, sizeof(ngx_connection_t));
+    ngx_memzero(&rb, sizeof(ngx_http_request_body_t));
+
+    r.pool = pool;
+    r.connection = &c;
+    r.ctx = ctxs;
+    ctxs[0] = ctx;
+    r.headers_in.content_length_n = -1;
+
+    ngx_str_set(&ctx->tenant, "acme");
+    ngx_str_set(&ctx->agent, "fuzz");
+    ngx_str_set(&ctx->sandbox, "sb-000000000000000000000000");
+    ctx->op = &ops[mode];
+    ctx->rule = ngx_http_veto_sandbox_policy_rule(policy, &ctx->tenant,
+                                                  &ctx->agent);
+
+    if (mode == FUZZ_CREATE || mode == FUZZ_EXEC) {
+        b->pos = copy;
+        b->last = copy + size;
+        b->memory = 1;
+        cl->buf = b;
+        rb.bufs = size ? cl : NULL;
+        r.request_body = &rb;
+
+    } else {
+        r.args.data = copy;
+        r.args.len = size;
+    }
+
+    refused = 0;
+
+    rc = ctx->op->build(&r, ctx);
+
+    if (rc == NGX_DECLINED) {
+        if (refused) {
+            abort();            /* answered, and said to go on */
+        }
+
+        check_built(ctx, mode);
+
+    } else if (!refused && rc != NGX_HTTP_INTERNAL_SERVER_ERROR) {
+        abort();                /* neither built nor answered */
+    }
+
+    ngx_destroy_pool(pool);
+}
+
+
+int
+LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+    ngx_uint_t  mode;
+
+    if (size == 0) {
+        return 0;
+    }
+
+    mode = data[0] % FUZZ_NMODES;
+
+    if (mode == FUZZ_POLICY) {
+        fuzz_policy(data + 1, size - 1);
+
+    } else {
+        fuzz_request(data + 1, size - 1, mode);
+    }
+
+    return 0;
+}

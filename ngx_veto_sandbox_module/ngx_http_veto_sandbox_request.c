@@ -119,6 +119,34 @@ ngx_http_veto_sandbox_path(ngx_http_request_t *r,
 }
 
 
+/* The helper request of a files op, naming ctx->path; NULL with *rc
+ * the refusal (or the failure). */
+static json_t *
+ngx_http_veto_sandbox_req_path(ngx_http_request_t *r,
+    ngx_http_veto_sandbox_ctx_t *ctx, ngx_int_t *rc)
+{
+    json_t  *req;
+
+    req = ngx_http_veto_sandbox_req(r, ctx);
+    if (req == NULL) {
+        *rc = NGX_HTTP_INTERNAL_SERVER_ERROR;
+        return NULL;
+    }
+
+    if (json_object_set_new(req, "path",
+                            ngx_http_veto_sandbox_json_ngx_str(&ctx->path))
+        != 0)
+    {
+        *rc = ngx_http_veto_sandbox_problem(r, NGX_HTTP_BAD_REQUEST,
+                                   "bad_path", "\"path\" must be UTF-8",
+                                   json_pack("{s:s}", "field", "path"));
+        return NULL;
+    }
+
+    return req;
+}
+
+
 /* health, list, get, delete: the route says it all */
 ngx_int_t
 ngx_http_veto_sandbox_build_simple(ngx_http_request_t *r,
@@ -146,18 +174,9 @@ ngx_http_veto_sandbox_build_read(ngx_http_request_t *r,
         return rc;
     }
 
-    req = ngx_http_veto_sandbox_req(r, ctx);
+    req = ngx_http_veto_sandbox_req_path(r, ctx, &rc);
     if (req == NULL) {
-        return NGX_HTTP_INTERNAL_SERVER_ERROR;
-    }
-
-    if (json_object_set_new(req, "path",
-                            ngx_http_veto_sandbox_json_ngx_str(&ctx->path))
-        != 0)
-    {
-        return ngx_http_veto_sandbox_problem(r, NGX_HTTP_BAD_REQUEST,
-                                   "bad_path", "\"path\" must be UTF-8",
-                                   json_pack("{s:s}", "field", "path"));
+        return rc;
     }
 
     ctx->req = req;
@@ -714,18 +733,9 @@ ngx_http_veto_sandbox_build_write(ngx_http_request_t *r,
                                          (json_int_t) ceiling));
     }
 
-    req = ngx_http_veto_sandbox_req(r, ctx);
+    req = ngx_http_veto_sandbox_req_path(r, ctx, &rc);
     if (req == NULL) {
-        return NGX_HTTP_INTERNAL_SERVER_ERROR;
-    }
-
-    if (json_object_set_new(req, "path",
-                            ngx_http_veto_sandbox_json_ngx_str(&ctx->path))
-        != 0)
-    {
-        return ngx_http_veto_sandbox_problem(r, NGX_HTTP_BAD_REQUEST,
-                                   "bad_path", "\"path\" must be UTF-8",
-                                   json_pack("{s:s}", "field", "path"));
+        return rc;
     }
 
     /* the body goes as it lies: memory buffers or the temporary file */

@@ -28,7 +28,8 @@ PKGS      = jansson libseccomp libcrypto zlib
 PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS))
 PKG_LIBS   := $(shell pkg-config --libs $(PKGS))
 
-CFLAGS   += $(CSTD) $(WARN) $(OPT) $(PKG_CFLAGS) -Isandbox-helper
+CFLAGS   += $(CSTD) $(WARN) $(OPT) $(PKG_CFLAGS) -Isandbox-helper \
+            -Iegress-proxy
 LDFLAGS  += $(LDSAN)
 
 HELPER_MAIN  = sandbox-helper/main.c
@@ -36,8 +37,13 @@ CTL_SRC      = sandbox-helper/sandbox-helperctl.c
 IMAGECTL_SRC = sandbox-helper/sandbox-imagectl.c
 LIB_SRCS     = $(filter-out $(HELPER_MAIN) $(CTL_SRC) $(IMAGECTL_SRC), \
                  $(wildcard sandbox-helper/*.c))
-LIB_OBJS     = $(patsubst sandbox-helper/%.c,$(BUILD)/obj/%.o,$(LIB_SRCS))
-HEADERS      = $(wildcard sandbox-helper/*.h)
+# The egress proxy's allowlist parser: the helper validates entries with
+# the very code the proxy will apply them with.
+HELPER_EG_SRCS = egress-proxy/allow.c egress-proxy/addr.c
+LIB_OBJS     = $(patsubst sandbox-helper/%.c,$(BUILD)/obj/%.o,$(LIB_SRCS)) \
+               $(patsubst egress-proxy/%.c,$(BUILD)/obj/eg_%.o,$(HELPER_EG_SRCS))
+HEADERS      = $(wildcard sandbox-helper/*.h) egress-proxy/eg_allow.h \
+               egress-proxy/eg_addr.h
 
 UNIT_SRCS    = $(filter-out t/unit/test_module_%, $(wildcard t/unit/test_*.c))
 UNIT_BINS    = $(patsubst t/unit/%.c,$(BUILD)/unit/%,$(UNIT_SRCS))
@@ -51,6 +57,10 @@ all: $(BUILD)/sandbox-helper $(BUILD)/sandbox-helperctl \
      $(BUILD)/sandbox-imagectl egress
 
 $(BUILD)/obj/%.o: sandbox-helper/%.c $(HEADERS)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -c -o $@ $<
+
+$(BUILD)/obj/eg_%.o: egress-proxy/%.c $(HEADERS)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -c -o $@ $<
 
@@ -76,11 +86,11 @@ unit: $(UNIT_BINS)
 
 # libFuzzer needs clang; every helper source except main is linked in.
 FUZZ_CFLAGS = $(CSTD) -g -O1 -fsanitize=fuzzer,address,undefined \
-              $(PKG_CFLAGS) -Isandbox-helper -DVSB_FUZZING
+              $(PKG_CFLAGS) -Isandbox-helper -Iegress-proxy -DVSB_FUZZING
 
-build-fuzz/%: t/fuzz/%.c $(LIB_SRCS) $(HEADERS)
+build-fuzz/%: t/fuzz/%.c $(LIB_SRCS) $(HELPER_EG_SRCS) $(HEADERS)
 	@mkdir -p build-fuzz
-	clang $(FUZZ_CFLAGS) -o $@ $< $(LIB_SRCS) $(PKG_LIBS)
+	clang $(FUZZ_CFLAGS) -o $@ $< $(LIB_SRCS) $(HELPER_EG_SRCS) $(PKG_LIBS)
 
 fuzz: $(FUZZ_BINS)
 

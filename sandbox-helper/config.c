@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <arpa/inet.h>
 #include <sys/stat.h>
 
 #include "vsb_config.h"
@@ -30,6 +31,10 @@ typedef enum {
     VSB_K_DEF_MEMORY, VSB_K_DEF_PIDS, VSB_K_DEF_CPU, VSB_K_DEF_DISK,
     VSB_K_DEF_TIMEOUT, VSB_K_DEF_OUTPUT, VSB_K_DEF_TTL,
     VSB_K_PROFILE, VSB_K_LOG_LEVEL,
+    VSB_K_EGRESS, VSB_K_EGRESS_PROXY, VSB_K_EGRESS_USER, VSB_K_EGRESS_NETNS,
+    VSB_K_EGRESS_NFT, VSB_K_EGRESS_RESOLVER, VSB_K_EGRESS_RANGE,
+    VSB_K_EGRESS_ENTRIES, VSB_K_EGRESS_CONNS, VSB_K_EGRESS_OUT,
+    VSB_K_EGRESS_IN,
     VSB_K_COUNT
 } vsb_key_t;
 
@@ -82,6 +87,21 @@ static const vsb_conf_key_t  vsb_conf_keys[] = {
     { "default_ttl_s", VSB_K_DEF_TTL, VSB_ABS_TTL_S, VSB_OFF(default_ttl_s) },
     { "profile", VSB_K_PROFILE, 0, 0 },
     { "log_level", VSB_K_LOG_LEVEL, 0, 0 },
+    { "egress", VSB_K_EGRESS, 0, 0 },
+    { "egress_proxy", VSB_K_EGRESS_PROXY, 0, 0 },
+    { "egress_user", VSB_K_EGRESS_USER, 0, 0 },
+    { "egress_netns", VSB_K_EGRESS_NETNS, 0, 0 },
+    { "egress_nft", VSB_K_EGRESS_NFT, 0, 0 },
+    { "egress_resolver", VSB_K_EGRESS_RESOLVER, 0, 0 },
+    { "egress_allow_range", VSB_K_EGRESS_RANGE, 0, 0 },
+    { "egress_max_entries", VSB_K_EGRESS_ENTRIES, VSB_ABS_EGRESS_ENTRIES,
+      VSB_OFF(egress.max_entries) },
+    { "egress_max_connections", VSB_K_EGRESS_CONNS, VSB_ABS_EGRESS_CONNS,
+      VSB_OFF(egress.max_connections) },
+    { "egress_max_bytes_out", VSB_K_EGRESS_OUT, VSB_ABS_EGRESS_BYTES,
+      VSB_OFF(egress.max_bytes_out) },
+    { "egress_max_bytes_in", VSB_K_EGRESS_IN, VSB_ABS_EGRESS_BYTES,
+      VSB_OFF(egress.max_bytes_in) },
 };
 
 /* default_* key -> its max_* key, for the "default <= max" check. */
@@ -139,6 +159,14 @@ vsb_conf_defaults(vsb_config_t *cf)
     cf->n_profiles = 1;
 
     cf->log_level = VSB_LOG_INFO;
+
+    snprintf(cf->egress.proxy, sizeof(cf->egress.proxy), "%s",
+             "/usr/lib/veto-sandbox/egress-proxy");
+    snprintf(cf->egress.nft, sizeof(cf->egress.nft), "%s", "/usr/sbin/nft");
+    cf->egress.max_entries = 64;
+    cf->egress.max_connections = 128;
+    cf->egress.max_bytes_out = 1ULL << 30;
+    cf->egress.max_bytes_in = 8ULL << 30;
 }
 
 
@@ -265,6 +293,117 @@ vsb_conf_gid(const char *s, gid_t *out)
 #endif
 
     return -1;
+}
+
+
+/* An absolute path without "..", shorter than len. */
+static int
+vsb_conf_path_ok(const char *v, size_t len)
+{
+    return v[0] == '/' && strlen(v) < len && strstr(v, "/..") == NULL;
+}
+
+
+/* "a.b.c.d/n" or "v6/n": the proxy checks it again when it starts. */
+static int
+vsb_conf_cidr_ok(const char *v)
+{
+    char           addr[64];
+    const char    *slash;
+    unsigned char  buf[16];
+    uint64_t       bits;
+    int            v6;
+
+    slash = strchr(v, '/');
+    if (slash == NULL || (size_t) (slash - v) >= sizeof(addr)
+        || vsb_conf_u64(slash + 1, &bits) != 0)
+    {
+        return 0;
+    }
+    memcpy(addr, v, (size_t) (slash - v));
+    addr[slash - v] = '\0';
+    v6 = strchr(addr, ':') != NULL;
+    if (inet_pton(v6 ? AF_INET6 : AF_INET, addr, buf) != 1) {
+        return 0;
+    }
+    return bits <= (v6 ? 128 : 32);
+}
+
+
+static int
+vsb_conf_egress(vsb_config_t *cf, const vsb_conf_key_t *k, char *val,
+    const char *file, unsigned line, char *err, size_t errlen)
+{
+    vsb_egress_config_t  *eg = &cf->egress;
+    const char           *p;
+
+    switch (k->key) {
+
+    case VSB_K_EGRESS:
+        if (strcmp(val, "on") != 0 && strcmp(val, "off") != 0) {
+            return vsb_conf_err(err, errlen, file, line,
+                                "\"egress\" must be on or off");
+        }
+        eg->enabled = strcmp(val, "on") == 0;
+        return 0;
+
+    case VSB_K_EGRESS_PROXY:
+    case VSB_K_EGRESS_NETNS:
+    case VSB_K_EGRESS_NFT:
+        if (!vsb_conf_path_ok(val, sizeof(eg->proxy))) {
+            return vsb_conf_err(err, errlen, file, line,
+                                "\"%s\" must be an absolute path", k->name);
+        }
+        snprintf(k->key == VSB_K_EGRESS_PROXY ? eg->proxy
+                 : k->key == VSB_K_EGRESS_NETNS ? eg->netns : eg->nft,
+                 sizeof(eg->proxy), "%s", val);
+        return 0;
+
+    case VSB_K_EGRESS_USER:
+        if (!vsb_conf_name_ok(val, sizeof(eg->user) - 1)) {
+            return vsb_conf_err(err, errlen, file, line,
+                                "\"egress_user\": \"%s\" is not a user "
+                                "name", val);
+        }
+        snprintf(eg->user, sizeof(eg->user), "%s", val);
+        return 0;
+
+    case VSB_K_EGRESS_RESOLVER:
+        for (p = val; *p; p++) {
+            if (!isxdigit((unsigned char) *p) && strchr(".:,[]", *p) == NULL)
+            {
+                break;
+            }
+        }
+        if (*p != '\0' || strlen(val) >= sizeof(eg->resolver)) {
+            return vsb_conf_err(err, errlen, file, line,
+                                "\"egress_resolver\" takes addr[:port] "
+                                "lists, comma separated (IP addresses only)");
+        }
+        snprintf(eg->resolver, sizeof(eg->resolver), "%s", val);
+        return 0;
+
+    case VSB_K_EGRESS_RANGE:
+        if (eg->n_allow_ranges == VSB_EGRESS_MAX_RANGES) {
+            return vsb_conf_err(err, errlen, file, line,
+                                "more than %d \"egress_allow_range\" lines",
+                                VSB_EGRESS_MAX_RANGES);
+        }
+        if (!vsb_conf_cidr_ok(val)) {
+            return vsb_conf_err(err, errlen, file, line,
+                                "\"egress_allow_range\": \"%s\" is not a "
+                                "CIDR range (addr/bits)", val);
+        }
+        snprintf(eg->allow_ranges[eg->n_allow_ranges++],
+                 sizeof(eg->allow_ranges[0]), "%s", val);
+        return 0;
+
+    default:
+        break;
+    }
+
+    return vsb_conf_err(err, errlen, file, line, "unhandled key \"%s\"",
+                        k->name);
 }
 
 
@@ -472,6 +611,15 @@ vsb_conf_set(vsb_config_t *cf, const vsb_conf_key_t *k, char *val,
         snprintf(pr->root, sizeof(pr->root), "%s", dir);
         return 0;
 
+    case VSB_K_EGRESS:
+    case VSB_K_EGRESS_PROXY:
+    case VSB_K_EGRESS_USER:
+    case VSB_K_EGRESS_NETNS:
+    case VSB_K_EGRESS_NFT:
+    case VSB_K_EGRESS_RESOLVER:
+    case VSB_K_EGRESS_RANGE:
+        return vsb_conf_egress(cf, k, val, file, line, err, errlen);
+
     default:
         break;
     }
@@ -568,7 +716,9 @@ vsb_conf_parse(vsb_config_t *cf, char *text, const char *file, char *err,
                                 "\"%s\" has no value", key);
         }
 
-        if (lines[k->key] != 0 && k->key != VSB_K_PROFILE) {
+        if (lines[k->key] != 0 && k->key != VSB_K_PROFILE
+            && k->key != VSB_K_EGRESS_RANGE)
+        {
             return vsb_conf_err(err, errlen, file, line,
                                 "\"%s\" is duplicate (first on line %u)",
                                 key, lines[k->key]);
@@ -608,6 +758,12 @@ vsb_conf_parse(vsb_config_t *cf, char *text, const char *file, char *err,
                             "\"max_output_bytes\" must be at most %d (two "
                             "streams share one %d-byte reply payload)",
                             VSB_MAX_PAYLOAD / 2, VSB_MAX_PAYLOAD);
+    }
+
+    if (cf->egress.enabled && cf->egress.user[0] == '\0') {
+        return vsb_conf_err(err, errlen, file, lines[VSB_K_EGRESS],
+                            "\"egress = on\" needs \"egress_user\" (the "
+                            "unprivileged user the egress proxy runs as)");
     }
 
     span = cf->max_sandboxes * (uint64_t) VSB_UID_RANGE;

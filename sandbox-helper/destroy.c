@@ -12,6 +12,7 @@
 
 #include "vsb_cgroup.h"
 #include "vsb_destroy.h"
+#include "vsb_egress.h"
 #include "vsb_log.h"
 #include "vsb_op.h"
 #include "vsb_registry.h"
@@ -118,8 +119,24 @@ vsb_destroy_files_done(vsb_sandbox_t *sb, const char *step,
 }
 
 
+/* The egress proxy closed the sandbox's sockets and connections and the
+ * helper its copies (network allowlist only). */
+static void
+vsb_destroy_network_done(vsb_sandbox_t *sb, void *data, const char *error,
+    const char *detail)
+{
+    if (error != NULL) {
+        vsb_destroy_fail(sb, "network", detail ? detail : error);
+        return;
+    }
+
+    vsb_teardown_start(sb, vsb_destroy_files_done);
+}
+
+
 /* No process is left: remove the cgroups here (rmdir is quick), the
- * files and mounts off the loop (their size is the tenant's choice). */
+ * proxy's state of the sandbox, the files and mounts off the loop (their
+ * size is the tenant's choice). */
 static void
 vsb_destroy_finish(vsb_sandbox_t *sb)
 {
@@ -131,6 +148,11 @@ vsb_destroy_finish(vsb_sandbox_t *sb)
             return;
         }
         sb->cgroup = NULL;
+    }
+
+    if (sb->egress != NULL) {
+        vsb_egress_sandbox_remove(sb, vsb_destroy_network_done, NULL);
+        return;
     }
 
     vsb_teardown_start(sb, vsb_destroy_files_done);

@@ -18,6 +18,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "vsb_egress.h"
 #include "vsb_exec.h"
 #include "vsb_exec_env.h"
 #include "vsb_log.h"
@@ -74,6 +75,9 @@ struct vsb_exec_s {
     uint64_t             start_ms;
     uint64_t             end_ms;
 
+    vsb_egress_win_t    *egress;            /* its network attempts */
+    vsb_exec_result_t    res;               /* while they are collected */
+
     vsb_exec_done_pt     done;
     void                *data;
 
@@ -89,6 +93,7 @@ struct vsb_exec_s {
 static void vsb_exec_check(vsb_exec_t *ex);
 static void vsb_exec_finish(vsb_exec_t *ex);
 static void vsb_exec_poll(vsb_timer_t *t);
+static void vsb_exec_network(void *data, json_t *network);
 
 
 /* ---- the loop side ---- */
@@ -567,17 +572,32 @@ vsb_exec_poll(vsb_timer_t *t)
 
     ex->cgroup = NULL;
 
+    /* every process is gone: its network attempts, then the reply */
+    ex->res = res;
+    vsb_egress_exec_end(ex->sb, ex->egress, vsb_exec_network, ex);
+}
+
+
+static void
+vsb_exec_network(void *data, json_t *network)
+{
+    vsb_exec_t  *ex = data;
+
+    ex->egress = NULL;
+    ex->res.network = network;
+
     vsb_exec_unlink(ex);
 
     vsb_log(VSB_LOG_DEBUG, "exec %s/%s: done: %s exit %d signal %d%s%s "
             "wall %llu ms", ex->sb->id, ex->cg_name,
-            res.error ? res.error : "ok", res.exit_code, res.signo,
-            res.timed_out ? " timed out" : "",
-            res.oom_killed ? " oom" : "",
-            (unsigned long long) res.wall_ms);
+            ex->res.error ? ex->res.error : "ok", ex->res.exit_code,
+            ex->res.signo, ex->res.timed_out ? " timed out" : "",
+            ex->res.oom_killed ? " oom" : "",
+            (unsigned long long) ex->res.wall_ms);
 
-    ex->done(ex, &res, ex->data);
+    ex->done(ex, &ex->res, ex->data);
 
+    json_decref(network);
     vsb_exec_free(ex);
 }
 
@@ -733,6 +753,8 @@ vsb_exec_start(vsb_sandbox_t *sb, const vsb_exec_request_t *req,
     vsb_exec_env_free(envp);
     argv = NULL;
     envp = NULL;
+
+    ex->egress = vsb_egress_exec_begin(sb);
 
     /* the child's ends live on in the init only */
     close(in[0]);

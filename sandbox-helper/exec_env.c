@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "vsb_egress.h"
 #include "vsb_exec_env.h"
 
 
@@ -120,13 +121,18 @@ char **
 vsb_exec_envp(vsb_sandbox_t *sb, const vsb_exec_request_t *req, char *err,
     size_t errlen)
 {
-    char    **envp;
-    size_t    n, max;
+    char               **envp, name[32];
+    const char *const   *egress, *eq;
+    size_t               n, max, i;
 
+    egress = vsb_egress_sandbox_env(sb);
     max = 4 + (sb->env ? json_object_size(sb->env) : 0)
           + (req->env ? json_object_size(req->env) : 0);
+    for (i = 0; egress != NULL && egress[i] != NULL; i++) {
+        max++;
+    }
 
-    if (max > 4 + 2 * VSB_MAX_ENV) {
+    if (max > 4 + 16 + 2 * VSB_MAX_ENV) {
         snprintf(err, errlen, "env: too many variables");
         return NULL;
     }
@@ -147,6 +153,21 @@ vsb_exec_envp(vsb_sandbox_t *sb, const vsb_exec_request_t *req, char *err,
     {
         snprintf(err, errlen, "env: %s", strerror(errno));
         goto failed;
+    }
+
+    /* an allowlist sandbox's proxy; the sandbox's or the request's env
+     * may set them otherwise (nothing but the proxy leads out anyway) */
+    for (i = 0; egress != NULL && egress[i] != NULL; i++) {
+        eq = strchr(egress[i], '=');
+        if (eq == NULL || (size_t) (eq - egress[i]) >= sizeof(name)) {
+            continue;
+        }
+        memcpy(name, egress[i], (size_t) (eq - egress[i]));
+        name[eq - egress[i]] = '\0';
+        if (vsb_exec_env_set(envp, &n, name, eq + 1) != 0) {
+            snprintf(err, errlen, "env: %s", strerror(errno));
+            goto failed;
+        }
     }
 
     if (vsb_exec_env_add(envp, &n, sb->env, "sandbox", err, errlen) != 0

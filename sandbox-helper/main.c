@@ -20,6 +20,7 @@
 #include "vsb_cgroup.h"
 #include "vsb_config.h"
 #include "vsb_destroy.h"
+#include "vsb_egress.h"
 #include "vsb_landlock.h"
 #include "vsb_log.h"
 #include "vsb_loop.h"
@@ -248,6 +249,12 @@ main(int argc, char **argv)
     vsb_log(vsb_landlock_init(err, sizeof(err)) > 0
             ? VSB_LOG_INFO : VSB_LOG_WARN, "%s", err);
 
+    /* the egress proxy (egress = on); a stale one died with its cgroup */
+    if (vsb_egress_init(err, sizeof(err)) != 0) {
+        vsb_log(VSB_LOG_ERR, "%s", err);
+        return 1;
+    }
+
     if (vsb_server_init(&vsb_cf, vsb_ops_dispatch, vsb_ops_detach, err,
                         sizeof(err))
         != 0)
@@ -276,6 +283,7 @@ main(int argc, char **argv)
     }
 
     vsb_server_close_all();
+    vsb_egress_shutdown();
 
     for (sb = vsb_registry_first(); sb != NULL; sb = sb->next) {
         vsb_log(VSB_LOG_ERR, "sandbox %s could not be destroyed at exit",

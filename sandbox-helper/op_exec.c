@@ -65,6 +65,9 @@ vsb_exec_reply(const vsb_pending_t *p, const vsb_exec_result_t *res)
                   "wall_ms", (json_int_t) res->wall_ms,
                   "peak_memory_bytes", (json_int_t) res->peak_memory_bytes,
                   "peak_pids", (json_int_t) res->peak_pids));
+    if (res->network != NULL) {
+        json_object_set(reply, "network", res->network);
+    }
 
     return reply;
 }

@@ -10,6 +10,7 @@
 
 #include "vsb_cgroup.h"
 #include "vsb_destroy.h"
+#include "vsb_egress.h"
 #include "vsb_landlock.h"
 #include "vsb_log.h"
 #include "vsb_netns.h"
@@ -38,7 +39,7 @@ vsb_sandbox_json(vsb_sandbox_t *sb, int usage, int metadata)
     vsb_cgroup_usage_t  u;
     json_t             *j;
 
-    j = json_pack("{s:s, s:s, s:s, s:s, s:s, s:s, s:s, s:o, s:I, s:I, s:I, "
+    j = json_pack("{s:s, s:s, s:s, s:s, s:s, s:s, s:o, s:o, s:I, s:I, s:I, "
                   "s:I}",
                   "id", sb->id,
                   "epoch", vsb_registry_epoch(),
@@ -46,7 +47,7 @@ vsb_sandbox_json(vsb_sandbox_t *sb, int usage, int metadata)
                   "agent", sb->agent,
                   "profile", sb->profile->name,
                   "state", vsb_state_name(sb),
-                  "network", "none",
+                  "network", vsb_egress_sandbox_json(sb, metadata),
                   "limits", vsb_limits_json(&sb->limits),
                   "ttl_s", (json_int_t) sb->ttl_s,
                   "created_at", (json_int_t) sb->created_at,
@@ -129,6 +130,7 @@ vsb_op_ping(vsb_conn_t *c, json_t *root, const vsb_request_t *r,
         json_object_set_new(reply, "started_at",
                             json_integer((json_int_t)
                                          vsb_registry_started_at()));
+        json_object_set_new(reply, "egress", vsb_egress_health());
     }
 
     vsb_conn_reply(c, reply, NULL, 0);
@@ -338,13 +340,8 @@ vsb_req_create(json_t *root, const vsb_config_t *cf, vsb_request_t *r,
                             cf->max_ttl_s);
     }
 
-    if (vsb_req_string(root, "network", 0, 64, &s, e) != 0) {
+    if (vsb_egress_req_network(root, cf, r, e) != 0) {
         return -1;
-    }
-    if (s != NULL && strcmp(s, "none") != 0) {
-        return vsb_error_set(e, VSB_E_BAD_VALUE, "network",
-                             "only network \"none\" is supported: egress "
-                             "allowlists are not available yet");
     }
 
     if (vsb_req_env(root, "env", &r->env, e) != 0) {
@@ -388,10 +385,65 @@ vsb_ttl_expired(vsb_timer_t *t)
 
 
 static void
+vsb_created(vsb_sandbox_t *sb)
+{
+    vsb_log(VSB_LOG_INFO, "created sandbox %s for tenant %s agent %s "
+            "(uid %u, profile %s, %llu MiB disk, ttl %llu s, network %s)",
+            sb->id, sb->tenant, sb->agent, (unsigned) sb->host_uid,
+            sb->profile->name, (unsigned long long) sb->limits.disk_mb,
+            (unsigned long long) sb->ttl_s,
+            sb->egress != NULL ? "allowlist" : "none");
+}
+
+
+/* An allowlist sandbox's create: the proxy serves it, or it could not. */
+static void
+vsb_create_served(vsb_sandbox_t *sb, void *data, const char *error,
+    const char *detail)
+{
+    vsb_pending_t  *p = data;
+    vsb_conn_t     *c = p->conn;
+    vsb_error_t     e;
+    json_t         *reply;
+
+    if (c != NULL) {
+        c->op = NULL;
+    }
+
+    if (error == NULL && vsb_entry(sb)->state == VSB_SB_READY) {
+        vsb_created(sb);
+        if (c != NULL) {
+            reply = vsb_ok(vsb_pending_rid(p));
+            if (reply != NULL) {
+                json_object_set_new(reply, "sandbox",
+                                    vsb_sandbox_json(sb, 0, 1));
+            }
+            vsb_conn_reply(c, reply, NULL, 0);
+        }
+        vsb_pending_free(p);
+        return;
+    }
+
+    memset(&e, 0, sizeof(e));
+    vsb_error_set(&e, error ? error : VSB_E_BUSY, "network", "%s",
+                  detail ? detail : "the sandbox ended while being created");
+    vsb_log(VSB_LOG_ERR, "sandbox %s: create failed: %s", sb->id, e.detail);
+    if (vsb_entry(sb)->state == VSB_SB_READY) {
+        vsb_destroy_start(sb);
+    }
+    if (c != NULL) {
+        vsb_conn_reply_error(c, vsb_pending_rid(p), &e);
+    }
+    vsb_pending_free(p);
+}
+
+
+static void
 vsb_op_create(vsb_conn_t *c, json_t *root, const vsb_request_t *r,
     const unsigned char *payload, size_t payload_len, vsb_error_t *e)
 {
     vsb_sandbox_t  *sb;
+    vsb_pending_t  *p;
     const char     *step;
     char            err[512], err2[512];
 
@@ -448,6 +500,10 @@ vsb_op_create(vsb_conn_t *c, json_t *root, const vsb_request_t *r,
         goto failed_storage;
     }
 
+    if (vsb_egress_sandbox_create(sb, r->network, e) != 0) {
+        goto failed_netns;
+    }
+
     sb->cgroup = vsb_cgroup_create(NULL, sb->id, &sb->limits, err,
                                    sizeof(err));
     if (sb->cgroup == NULL) {
@@ -461,17 +517,28 @@ vsb_op_create(vsb_conn_t *c, json_t *root, const vsb_request_t *r,
 
     vsb_registry_insert(sb);
 
-    vsb_log(VSB_LOG_INFO, "created sandbox %s for tenant %s agent %s "
-            "(uid %u, profile %s, %llu MiB disk, ttl %llu s)", sb->id,
-            sb->tenant, sb->agent, (unsigned) sb->host_uid, sb->profile->name,
-            (unsigned long long) sb->limits.disk_mb,
-            (unsigned long long) sb->ttl_s);
+    if (sb->egress != NULL) {
+        /* the reply waits until the proxy serves the sandbox */
+        p = vsb_pending_new(VSB_PENDING_CREATE, c, r->request_id);
+        if (p == NULL) {
+            vsb_error_set(e, VSB_E_INTERNAL, NULL, "out of memory");
+            vsb_destroy_start(sb);
+            vsb_conn_reply_error(c, r->request_id, e);
+            return;
+        }
+        p->sb = sb;
+        c->op = p;
+        vsb_egress_sandbox_add(sb, vsb_create_served, p);
+        return;
+    }
 
+    vsb_created(sb);
     vsb_reply_sandbox(c, r, sb, 0);
     return;
 
 failed_netns:
 
+    vsb_egress_sandbox_free(sb);
     vsb_netns_release(sb);
     if (vsb_netns_remove(sb, err2, sizeof(err2)) != 0) {
         step = "network";

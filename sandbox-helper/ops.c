@@ -24,6 +24,7 @@ static const vsb_op_t *const  vsb_ops[] = {
     &vsb_write_file_op,
     &vsb_read_file_op,
     &vsb_destroy_op,
+    &vsb_update_network_op,
 };
 
 

@@ -10,6 +10,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "vsb_egress.h"
 #include "vsb_registry.h"
 
 static vsb_sandbox_t  *vsb_sandboxes;
@@ -189,6 +190,8 @@ vsb_registry_free(vsb_sandbox_t *sb)
     if (sb->netns_fd != -1) {
         (void) close(sb->netns_fd);     /* its owner released it already */
     }
+
+    vsb_egress_sandbox_free(sb);
 
     json_decref(sb->env);
     json_decref(sb->metadata);

@@ -22,7 +22,12 @@
 #define VSB_ABS_SANDBOXES      1024
 #define VSB_ABS_FILE_BYTES     (64 * 1024 * 1024)
 
+#define VSB_ABS_EGRESS_ENTRIES 256      /* = VSB_EGRESS_MAX_ENTRIES */
+#define VSB_ABS_EGRESS_CONNS   100000
+#define VSB_ABS_EGRESS_BYTES   (1ULL << 50)
+
 #define VSB_MAX_ALLOWED_UIDS   32
+#define VSB_EGRESS_MAX_RANGES  64      /* egress_allow_range lines */
 #define VSB_MAX_PROFILES       16
 #define VSB_PROFILE_NAME_LEN   63
 
@@ -46,6 +51,23 @@ typedef struct {
     char       root[PATH_MAX];  /* read-only image; its usr/ becomes /usr */
 } vsb_profile_t;
 
+/* Network egress (allowlist mode): the egress proxy the helper starts
+ * and supervises, see docs/egress.md. */
+typedef struct {
+    int            enabled;             /* egress = on */
+    char           proxy[PATH_MAX];     /* the egress-proxy binary */
+    char           user[64];            /* the proxy drops to it */
+    char           netns[PATH_MAX];     /* run it there; "": the helper's */
+    char           nft[PATH_MAX];
+    char           resolver[256];       /* "addr[:port],..."; "": host's */
+    char           allow_ranges[VSB_EGRESS_MAX_RANGES][64];
+    size_t         n_allow_ranges;
+    uint64_t       max_entries;         /* allow + ask, per sandbox */
+    uint64_t       max_connections;     /* proxy ceilings, per sandbox */
+    uint64_t       max_bytes_out;
+    uint64_t       max_bytes_in;
+} vsb_egress_config_t;
+
 typedef struct {
     char           socket_path[108];
     gid_t          socket_gid;          /* (gid_t) -1: leave root's group */
@@ -68,6 +90,8 @@ typedef struct {
 
     vsb_profile_t  profiles[VSB_MAX_PROFILES];
     size_t         n_profiles;          /* profiles[0] is "default" */
+
+    vsb_egress_config_t  egress;
 
     int            log_level;
 } vsb_config_t;

@@ -51,6 +51,9 @@ typedef struct {
     uint64_t         peak_pids;
 
     vsb_sc_refused_t refused;       /* syscalls the filter refused */
+
+    json_t          *network;       /* "none" or {attempts, dropped,
+                                       complete}; during the callback */
 } vsb_exec_result_t;
 
 typedef void (*vsb_exec_done_pt)(vsb_exec_t *ex,

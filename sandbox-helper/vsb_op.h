@@ -16,7 +16,9 @@
 
 typedef enum {
     VSB_PENDING_EXEC = 1,
-    VSB_PENDING_DESTROY
+    VSB_PENDING_DESTROY,
+    VSB_PENDING_CREATE,             /* waits for the egress proxy */
+    VSB_PENDING_NETWORK             /* update_network */
 } vsb_pending_kind_t;
 
 /* A request whose reply comes later.  conn is NULL once the client left. */

@@ -126,6 +126,9 @@
 #define VSB_MAX_ARGV              1024
 #define VSB_MAX_ENV               256
 #define VSB_MAX_METADATA_JSON     4096
+#define VSB_MAX_NETWORK_ENTRY     300         /* one allowlist entry */
+#define VSB_MAX_NETWORK_BYTES     8192        /* allow + ask entries */
+#define VSB_MAX_EXEC_NETWORK_BYTES 16384      /* an exec's attempts */
 
 /* Ops. */
 #define VSB_OP_PING               "ping"
@@ -136,6 +139,7 @@
 #define VSB_OP_WRITE_FILE         "write_file"
 #define VSB_OP_READ_FILE          "read_file"
 #define VSB_OP_DESTROY            "destroy"
+#define VSB_OP_UPDATE_NETWORK     "update_network"
 
 /* Error names carried in a failed reply's "error". */
 #define VSB_E_BAD_FRAME           "bad_frame"
@@ -158,6 +162,7 @@
 #define VSB_E_EXEC_FAILED         "exec_failed"
 #define VSB_E_TERMINATION_FAILED  "termination_failed"
 #define VSB_E_NOT_PERMITTED       "not_permitted"
+#define VSB_E_UNAVAILABLE         "unavailable"
 #define VSB_E_INTERNAL            "internal"
 
 /* Limit names carried in "limit" with over_ceiling, and in LIMITS. */
@@ -170,6 +175,8 @@
 #define VSB_LIMIT_TTL_S           "ttl_s"
 #define VSB_LIMIT_FILE_BYTES      "file_bytes"
 #define VSB_LIMIT_SANDBOXES       "sandboxes"
+#define VSB_LIMIT_NETWORK_ENTRIES "network_entries"
+#define VSB_LIMIT_NETWORK_BYTES   "network_bytes"
 
 
 static inline void

@@ -39,6 +39,9 @@ typedef struct {
     uint64_t              ttl_s;
     json_t               *env;            /* create, exec; may be NULL */
     json_t               *metadata;
+    json_t               *network;        /* create: allowlist object, NULL
+                                             for "none"; update_network:
+                                             the entries to add */
 
     /* exec */
     json_t               *argv;

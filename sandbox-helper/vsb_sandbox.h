@@ -36,6 +36,8 @@ struct vsb_sandbox_s {
 
     int                   netns_fd;          /* its network namespace,
                                                 -1: none (vsb_netns.h) */
+    struct vsb_egress_sb_s  *egress;         /* allowlist mode (egress.c),
+                                                NULL: network "none" */
 
     json_t               *env;               /* object, sandbox-wide */
     json_t               *metadata;          /* object or NULL */

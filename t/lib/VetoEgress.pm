@@ -70,7 +70,10 @@ sub pick_subnet
     die "no free 198.19.N.0/24 for the test";
 }
 
-# %o: allow_range (extra), proxy_conf (extra lines), names (extra map)
+# %o: allow_range (extra), proxy_conf (extra lines), names (extra map),
+#     helper => 1: only the world and the test hosts; the helper under
+#     test starts the proxy in the world (helper_conf()) and makes the
+#     sandboxes' namespaces itself
 sub start
 {
     my ($class, %o) = @_;
@@ -103,8 +106,10 @@ sub start
     $self->{made}{$w} = 1;
     must("ip netns add $h");
     $self->{made}{$h} = 1;
-    must("ip netns add $s");
-    $self->{made}{$s} = 1;
+    if (!$o{helper}) {
+        must("ip netns add $s");
+        $self->{made}{$s} = 1;
+    }
     must("ip -n $w link set lo up");
     must("ip -n $h link set lo up");
     must("ip -n $w link add $self->{wv} type veth peer name $self->{hv} netns $h");
@@ -173,6 +178,7 @@ NFT
         "log_level = debug",
         @{ $o{proxy_conf} // [] }, "");
     $self->write_file("egress.conf", $conf);
+    return $self if $o{helper};
     $self->start_proxy;
 
     # the sandbox's resolv.conf, as "ip netns exec" mounts it
@@ -180,6 +186,20 @@ NFT
     $self->{made_etc} = "/etc/netns/$s";
     must(linkctl_bin() . " resolv > /etc/netns/$s/resolv.conf");
     return $self;
+}
+
+# The helper's egress keys for this world (VetoTest->start(%conf)).
+sub helper_conf
+{
+    my ($self) = @_;
+    return (
+        egress             => 'on',
+        egress_proxy       => proxy_bin(),
+        egress_user        => 'nobody',
+        egress_netns       => "/run/netns/$self->{world}",
+        egress_resolver    => "$self->{dns_ip}:53",
+        egress_allow_range => "198.19.$self->{net}.0/24",
+    );
 }
 
 sub start_proxy
@@ -392,6 +412,17 @@ sub finish
         'no sanitizer report in the proxy log');
     $self->cleanup;
     for my $ns (qw(world hosts sandbox)) {
+        ok(system("ip netns list | grep -qw $self->{$ns}") != 0,
+            "namespace $self->{$ns} removed");
+    }
+}
+
+# The end of a helper-driven test: only what this harness made.
+sub finish_hosts
+{
+    my ($self) = @_;
+    $self->cleanup;
+    for my $ns (qw(world hosts)) {
         ok(system("ip netns list | grep -qw $self->{$ns}") != 0,
             "namespace $self->{$ns} removed");
     }

@@ -28,6 +28,17 @@ sub egress_up
     return $h->ping->{egress};
 }
 
+sub wait_log
+{
+    my ($re) = @_;
+    my $t = time + 30;
+    while (time < $t) {
+        return 1 if $h->log_text(1) =~ $re;
+        sleep 0.05;
+    }
+    return 0;
+}
+
 sub proxy_pids
 {
     return $h->log_text(1) =~ /started the egress proxy .* \(pid (\d+)\)/g;
@@ -52,6 +63,8 @@ like($out, qr{registry-ok http registry.example.test /one}, 'the sandbox reaches
 my ($p1) = proxy_pids();
 ok(kill('KILL', $p1), "proxy $p1 killed");
 my $t0 = time;
+ok(wait_log(qr/the egress proxy \(pid $p1\) was killed by signal 9/), 'the helper sees it die');
+ok(wait_log(qr/egress proxy \(pid (?!$p1)\d+\) is up/), 'and a new one come up');
 my $eg = egress_up();
 ok($eg->{available}, sprintf('egress is available again after %.1f s', time - $t0))
     or diag explain $eg;
@@ -78,6 +91,7 @@ ok($ping->{ok} && time - $tp < 2, 'ping is answered while an exec waits on the s
 my ($br, $bp) = VetoTest::recv_frame($bg, 30);
 is($bp, "hi\n", 'the exec ends');
 ok(!$br->{network}{complete}, 'its network field says it is not complete') or diag explain $br->{network};
+ok(wait_log(qr/egress proxy \(pid $p2\) was killed by signal 9/), 'the stuck proxy was killed');
 $eg = egress_up();
 ok($eg->{available}, 'the stuck proxy was replaced');
 like($h->log_text, qr/killing the egress proxy \(pid $p2\): the proxy did not answer in time/,
@@ -89,6 +103,7 @@ like($out, qr{registry-ok http registry.example.test /three}, 'the sandbox works
 # --- a create while the proxy restarts fails fast, with a named error -------
 @pids = proxy_pids();
 kill 'KILL', $pids[-1];
+wait_log(qr/the egress proxy \(pid $pids[-1]\) was killed/);
 my $rc = $h->create(network => { allow => ['registry.example.test'] });
 ok($rc->{ok} || $rc->{error} eq 'unavailable',
    'a create during the restart works or says unavailable') or diag explain $rc;

@@ -9,8 +9,9 @@
  *      else that is not loopback rejected at once), and create the
  *      listening sockets the proxy will serve there.
  *   2. vsb_egress_add(): hand those sockets (SCM_RIGHTS), the allowlist,
- *      the askable list and the limits to the egress proxy; then close
- *      the helper's copies (vsb_egress_socks_close()).
+ *      the askable list and the limits to the egress proxy.  The helper
+ *      (egress.c) keeps its copies for the sandbox's life, to hand them
+ *      to a restarted proxy, and closes them at destroy.
  *   3. Give the workload vsb_egress_env() and vsb_egress_resolv_conf().
  *   4. At the end of each exec: vsb_egress_stats() (a reply is a barrier:
  *      every record the proxy made before it has arrived), then
@@ -20,8 +21,9 @@
  *      the namespace's removal takes routes and rules with it.
  *   6. On helper start: vsb_egress_sync() with the live sandboxes.
  *
- * Calls on a link block for at most the link's timeout: the proxy is a
- * local process that answers at once.  See docs/egress.md.
+ * Calls on a link block for at most the link's timeout: for tools and
+ * tests (egress-linkctl).  The helper itself speaks the same protocol
+ * without blocking (egress_ctl.c).  See docs/egress.md.
  */
 #ifndef VSB_EGRESS_LINK_H
 #define VSB_EGRESS_LINK_H

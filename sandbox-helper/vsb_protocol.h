@@ -35,9 +35,25 @@
  *                                        sandboxes: n, epoch: EPOCH,
  *                                        started_at (unix seconds),
  *                                        seccomp: "allowlist",
- *                                        landlock_abi: n (0: none)}
+ *                                        landlock_abi: n (0: none),
+ *                                        egress: EGRESS}
  *   create    {tenant, agent, profile?, limits?, ttl_s?, network?, env?,
  *              metadata?}           -> {sandbox: SANDBOX}
+ *             network: "none" (default) or NETWORK.  With NETWORK the
+ *             reply waits until the egress proxy serves the sandbox;
+ *             errors: bad_value (egress = off, bad entry), bad_type,
+ *             missing_field, unknown_field (field "network",
+ *             "network.allow" or "network.ask"), over_ceiling (limit
+ *             network_entries or network_bytes), unavailable (the proxy
+ *             is not running: retry later).
+ *   update_network {tenant, agent, id, add: [ENTRY...]}
+ *                                   -> {id, network: NETWORK, added}
+ *             adds entries to a live allowlist sandbox's allowlist (an
+ *             entry already there is kept once); the proxy applies them
+ *             to new connections before the reply.  Errors: bad_value (a
+ *             "none" sandbox, a bad entry, empty add), over_ceiling
+ *             (counting the entries already there), busy (another change
+ *             of it in progress), unavailable (proxy restarting).
  *   status    {tenant, agent, id}   -> {sandbox: SANDBOX}
  *   list      {tenant, agent?}      -> {sandboxes: [SANDBOX, ...]}
  *   exec      {tenant, agent, id, argv, cwd?, env?, timeout_s?}
@@ -54,7 +70,8 @@
  *                                       refused_syscalls: [{nr, name|null,
  *                                         errno: "EPERM"|"ENOSYS",
  *                                         count}] (<= 16 entries),
- *                                       refused_syscalls_total}
+ *                                       refused_syscalls_total,
+ *                                       network: "none" | ATTEMPTS}
  *             reply payload: stdout_len bytes of stdout, then
  *             stderr_len bytes of stderr
  *   write_file {tenant, agent, id, path, mode?}
@@ -77,12 +94,35 @@
  *
  *   SANDBOX = {id, epoch: EPOCH, tenant, agent, profile,
  *              state: "ready"|"destroying"|"termination_failed",
- *              network: "none", limits: LIMITS, ttl_s,
+ *              network: "none" | NETWORK ("allowlist" in list replies),
+ *              limits: LIMITS, ttl_s,
  *              created_at, expires_at (unix seconds),
  *              execs_running, metadata?,
  *              usage?: {memory_bytes, pids, disk_used_bytes} (status)}
  *   LIMITS  = {memory_mb, pids, cpu_percent, disk_mb, timeout_s,
  *              output_bytes}
+ *   NETWORK = {allow: [ENTRY...], ask?: [ENTRY...]}: allow is what the
+ *             sandbox reaches, ask what it may request (its refusals say
+ *             which approval to ask for).  Both together: at most the
+ *             helper's egress_max_entries (<= 256) entries and
+ *             VSB_MAX_NETWORK_BYTES bytes.
+ *   ENTRY   = "host[:port]" | "*.suffix[:port]" | IP literal ("[v6]:port"),
+ *             1 .. VSB_MAX_NETWORK_ENTRY bytes; no port means 80 and 443;
+ *             "*.a.test" matches names strictly below a.test.
+ *   ATTEMPTS = {attempts: [ATTEMPT...], dropped: n, complete: bool}: every
+ *             connection or refused DNS question of the sandbox that
+ *             began while the exec ran (execs of one sandbox share its
+ *             network: concurrent execs list the same attempts), within
+ *             VSB_MAX_EXEC_NETWORK_BYTES, refusals kept first; dropped
+ *             counts those not listed; complete is false when records
+ *             were lost (the proxy's queue overflowed, it restarted or
+ *             did not answer).
+ *   ATTEMPT = {kind: "http"|"connect"|"tls"|"dns", host, port?, address?
+ *             (dialled or refused), decision: "allowed"|"refused"|"error",
+ *             reason?, askable, bytes_out, bytes_in, start_ms (unix ms),
+ *             duration_ms, qtype? (dns)}
+ *   EGRESS  = {available, state: "off"|"unavailable"|"starting"|"up"|
+ *             "restarting", nftables, restarts, detail?}
  *   EPOCH   = VSB_EPOCH_LEN lowercase hex digits, random, made when the
  *             helper starts.  A SANDBOX carries the epoch of the helper
  *             run that created it.  Sandboxes never outlive their helper

@@ -7,7 +7,7 @@
 # module (build-module-asan/) and the ASan helper; there any sanitizer
 # report from nginx fails the test (t/lib/VetoNginx.pm); last, the
 # helper's tests on a pure cgroup v2 host in a qemu VM; the egress tests
-# (t/4*-egress-*.t) run again with the ASan+UBSan egress proxy
+# (t/4*-egress-*.t) run again with the ASan+UBSan egress proxy and helper
 # (scripts/test-cgroup-v2-vm.sh).  Exits non-zero
 # if anything failed; the last line is "N passed, N failed" over the
 # prove test files and unit binaries.
@@ -127,8 +127,8 @@ VETO_HELPER=build-asan/sandbox-helper \
 VSB_IMAGECTL="$PWD/build-asan/sandbox-imagectl" \
     run_prove "image store tests, ASan+UBSan build-asan/sandbox-imagectl" \
         t/52-image-import.t t/53-image-hostile.t
-VETO_EGRESS=build-asan/egress-proxy \
-    run_prove "egress tests, ASan+UBSan proxy build-asan/egress-proxy" \
+VETO_EGRESS=build-asan/egress-proxy VETO_HELPER=build-asan/sandbox-helper \
+    run_prove "egress tests, ASan+UBSan proxy and helper (build-asan/)" \
         t/4*-egress-*.t
 VETO_MODULE="$PWD/build-module-asan/ngx_veto_sandbox_module.so" \
 VETO_HELPER=build-asan/sandbox-helper \

@@ -67,16 +67,18 @@ need_tool debootstrap debootstrap
 need_tool mkfs.ext4 e2fsprogs
 
 # The Debian mirror this host uses (deb822 or one-line sources).
+# A grep that matches nothing is not an error here (|| true: pipefail).
 mirror() {
     local m
     m=$(grep -hs '^URIs:' /etc/apt/sources.list.d/*.sources \
             /etc/apt/sources.list 2>/dev/null \
-        | awk '{print $2}' | grep -v security | grep -i debian | head -n 1)
+        | awk '{print $2}' | grep -v security | grep -i debian \
+        | head -n 1 || true)
     if [ -z "$m" ]; then
         m=$(grep -hs '^deb ' /etc/apt/sources.list \
                 /etc/apt/sources.list.d/*.list 2>/dev/null \
             | awk '{print $2}' | grep -v security | grep -i debian \
-            | head -n 1)
+            | head -n 1 || true)
     fi
     echo "${m:-http://deb.debian.org/debian}"
 }
@@ -116,11 +118,30 @@ else
 fi
 flock -u 9
 
-# console logs of the last runs are kept, older run dirs go
-ls -dt "$CACHE"/run.* 2>/dev/null | tail -n +6 | xargs -r rm -rf
+# console logs of the last five runs are kept, older run dirs go.  No
+# pipeline over "ls": under pipefail an ls of a glob that matches nothing
+# (the first run) fails the script.
+prune_runs() {
+    local runs=() r
+    for r in "$CACHE"/run.*; do
+        [ -d "$r" ] && runs+=("$r")
+    done
+    [ ${#runs[@]} -gt 5 ] || return 0
+    # newest first; run dir names are mktemp's (no spaces or newlines)
+    ls -dt -- "${runs[@]}" | tail -n +6 | while read -r r; do
+        rm -rf -- "$r"
+    done
+}
+prune_runs
 
-KERNEL=$(ls "$ROOTFS"/boot/vmlinuz-* | sort -V | tail -n 1)
-INITRD=$(ls "$ROOTFS"/boot/initrd.img-* | sort -V | tail -n 1)
+newest() {    # newest GLOB-PREFIX: the highest version of a boot file
+    local f all=()
+    for f in "$1"*; do [ -e "$f" ] && all+=("$f"); done
+    [ ${#all[@]} -gt 0 ] || die "no $1* (rebuild: VETO_V2VM_REBUILD=1)"
+    printf '%s\n' "${all[@]}" | sort -V | tail -n 1
+}
+KERNEL=$(newest "$ROOTFS/boot/vmlinuz-")
+INITRD=$(newest "$ROOTFS/boot/initrd.img-")
 
 # --- 2. the tree under test and the VM's init ---------------------------
 
@@ -340,7 +361,7 @@ if ! grep -q '^VETO-END' "$LOG.txt"; then
 fi
 
 echo "----- inside the VM -----"
-grep -E '^VETO-(INFO|RESULT|UNIT|STATUS)' "$LOG.txt"
+grep -E '^VETO-(INFO|RESULT|UNIT|STATUS)' "$LOG.txt" || true
 echo "----- prove (pure cgroup v2) -----"
 sed -n '/^VETO-PROVE-BEGIN/,/^VETO-PROVE-END/p' "$LOG.txt" \
     | grep -vE '^VETO-PROVE' | grep -vE '^\s*$' | grep -E '\.t \.|^(Files|Result|Test Summary|  Failed|t/)' || true

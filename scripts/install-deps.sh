@@ -1,28 +1,69 @@
 #!/usr/bin/env bash
-# Installs everything Veto Sandbox needs to build, test and run on Debian 12.
-# Idempotent: runs apt-get update and install only when a package is missing.
+# Installs what Veto Sandbox needs on Debian 12, by purpose:
+#
+#   scripts/install-deps.sh                 everything (runtime build test)
+#   scripts/install-deps.sh runtime build   what scripts/run-stack.sh needs
+#   scripts/install-deps.sh runtime         to run binaries built elsewhere
+#
+#   runtime  nginx, redis-server, the shared libraries, nftables (the
+#            helper's egress links), and the tools the demo uses
+#            (openssl and Crypt::JWT mint its tokens, curl, python3 for
+#            the example workload)
+#   build    compilers and -dev packages: the helper, the egress proxy
+#            and the nginx module
+#   test     everything scripts/test.sh needs on top: clang for the
+#            fuzzers, cmocka, the Perl test modules, the benchmark tools,
+#            node and the tooling the tests run in sandboxes, chromium
+#            for the approval page, and qemu + debootstrap for the
+#            cgroup v2 VM test
+#
+# Idempotent: runs apt-get update and install only when a package is
+# missing.
 set -euo pipefail
 
-PKGS=(
-    build-essential pkg-config clang libclang-rt-14-dev
-    nginx nginx-dev
+RUNTIME=(
+    nginx redis-server
+    libjansson4 libjwt0 libseccomp2 libhiredis0.14 libssl3 libc-ares2
+    nftables    # the helper's egress links (nft -f)
+    openssl libcrypt-jwt-perl perl curl
+    python3     # the demo's and the tests' workloads run python3 (host /usr)
+)
+BUILD=(
+    build-essential pkg-config nginx-dev
     libjansson-dev libjwt-dev libseccomp-dev libhiredis-dev libssl-dev
-    zlib1g-dev      # the image store's layer reader (gzip)
-    redis-server libcmocka-dev
-    libcrypt-jwt-perl libredis-perl libjson-pp-perl
-    iproute2 curl jq wrk hyperfine openssl procps psmisc
-    perl python3    # prove; workloads in t/05, t/0a, t/0c run python3
-    libc-ares-dev nftables nodejs    # egress proxy (resolver), its tests
+    libc-ares-dev    # the egress proxy's resolver
+    zlib1g-dev       # the image store's layer reader (gzip)
+)
+TEST=(
+    clang libclang-rt-14-dev libcmocka-dev
+    libredis-perl libjson-pp-perl
+    iproute2 jq wrk hyperfine procps psmisc util-linux
+    nodejs    # the egress tests' node fetch
     git python3-venv python3-pytest    # tooling under the filter: t/0f (and nodejs)
     qemu-system-x86 debootstrap e2fsprogs    # scripts/test-cgroup-v2-vm.sh
     chromium    # t/50-approval-page.t: the approval page in a headless browser
     mmdebstrap uidmap gpg umoci    # Debian bases (build-debian-base.sh),
                                    # test images (t/52-54)
 )
+
+[ $# -gt 0 ] || set -- runtime build test
+PKGS=()
+want_test=0
+for set in "$@"; do
+    case $set in
+        runtime) PKGS+=("${RUNTIME[@]}") ;;
+        build)   PKGS+=("${BUILD[@]}") ;;
+        test)    PKGS+=("${TEST[@]}"); want_test=1 ;;
+        *) echo "install-deps: unknown set '$set' (runtime, build, test)" >&2
+           exit 2 ;;
+    esac
+done
 # npm installs the browser tests' driver (t/browser, npm ci); Debian's npm
 # package only where nodejs does not bring its own (NodeSource's nodejs
 # includes npm and conflicts with Debian's)
-command -v npm >/dev/null 2>&1 || PKGS+=(npm)
+if [ "$want_test" = 1 ] && ! command -v npm >/dev/null 2>&1; then
+    PKGS+=(npm)
+fi
 
 missing=()
 for p in "${PKGS[@]}"; do
@@ -34,13 +75,13 @@ for p in "${PKGS[@]}"; do
 done
 
 if [ ${#missing[@]} -eq 0 ]; then
-    echo "install-deps: all ${#PKGS[@]} packages present"
+    echo "install-deps: all ${#PKGS[@]} packages present ($*)"
     exit 0
 fi
 
 if [ "$(id -u)" -ne 0 ]; then
     echo "install-deps: missing packages: ${missing[*]}" >&2
-    echo "install-deps: run as root (sudo $0) to install them" >&2
+    echo "install-deps: run as root (sudo $0 $*) to install them" >&2
     exit 1
 fi
 

@@ -2,14 +2,17 @@
 # Runs the whole stack on this machine for a demo or manual testing:
 # Redis on 127.0.0.1:6390, the sandbox-helper, nginx with the module on
 # 127.0.0.1:8080, all with generated configs in one state directory.
-# Prints a development identity (HS256 token) and a curl example, then
-# stays in the foreground until Ctrl-C and stops everything it started.
+# Installs only the runtime and build packages and builds only the two
+# binaries it runs (no sanitizer builds, no test tools).  Prints a
+# development identity (HS256 token) and a curl example, then stays in
+# the foreground until Ctrl-C and stops everything it started.
 #
 #   VETO_STACK_DIR=/tmp/veto-stack   where configs, logs and state go
 #   VETO_HTTP_PORT=8080  VETO_REDIS_PORT=6390  VETO_STACK_CGROUP=veto-stack
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$(pwd)
+START=$SECONDS
 
 STATE=${VETO_STACK_DIR:-/tmp/veto-stack}
 HTTP_PORT=${VETO_HTTP_PORT:-8080}
@@ -24,8 +27,8 @@ if [ "$(id -u)" -ne 0 ]; then
     exit 1
 fi
 
-bash scripts/install-deps.sh
-bash scripts/build.sh
+bash scripts/install-deps.sh runtime build
+bash scripts/build.sh --runtime
 
 MODULE="$ROOT/build-module/ngx_veto_sandbox_module.so"
 [ -x build/sandbox-helper ] || { echo "run-stack: build/sandbox-helper missing" >&2; exit 1; }
@@ -186,7 +189,19 @@ EOF
 nginx -t -p "$STATE/nginx" -c "$STATE/nginx/nginx.conf"
 nginx -p "$STATE/nginx" -c "$STATE/nginx/nginx.conf" &
 pids+=($!)
-sleep 0.5
+BASE="http://127.0.0.1:$HTTP_PORT"
+# ready when health says the helper answers and the worker reached Redis
+healthy() {
+    [[ $health == *'"status":"ok"'* && $health == *'"redis":"up"'* ]]
+}
+health=
+for _ in $(seq 100); do
+    health=$(curl -s --max-time 1 "$BASE/v1/health" || true)
+    healthy && break
+    sleep 0.1
+done
+healthy || { echo "run-stack: /v1/health answers '$health' (see $STATE/nginx/logs)" >&2
+             exit 1; }
 
 # --- the demo identities: an agent and a human reviewer -----------------
 mint() {    # mint SUB SCOPES
@@ -206,10 +221,10 @@ mint() {    # mint SUB SCOPES
 TOKEN=$(mint demo-agent "sandbox:create sandbox:exec sandbox:files")
 REVIEWER=$(mint demo-reviewer "approvals:review audit:read")
 
-BASE="http://127.0.0.1:$HTTP_PORT"
 cat <<EOF
 
-Veto Sandbox is running (state, configs and logs in $STATE)
+Veto Sandbox is running, started in $((SECONDS - START)) s (state, configs and logs in $STATE)
+  health    $health
   nginx     $BASE   (logs: $STATE/nginx/logs)
   helper    $HELPER_SOCK   (log: $STATE/helper/helper.log)
   redis     127.0.0.1:$REDIS_PORT

@@ -36,7 +36,7 @@ fi
 ulimit -n "$(ulimit -Hn)" 2>/dev/null || true
 
 say "dependencies"
-bash scripts/install-deps.sh || fail_step "install-deps"
+bash scripts/install-deps.sh runtime build test || fail_step "install-deps"
 
 say "build"
 bash scripts/build.sh || fail_step "build"

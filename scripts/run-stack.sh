@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
 # Runs the whole stack on this machine for a demo or manual testing:
-# Redis on 127.0.0.1:6390, the sandbox-helper, nginx with the module on
-# 127.0.0.1:8080, all with generated configs in one state directory.
-# Installs only the runtime and build packages and builds only the two
-# binaries it runs (no sanitizer builds, no test tools).  Prints a
-# development identity (HS256 token) and a curl example, then stays in
-# the foreground until Ctrl-C and stops everything it started.
+# Redis on 127.0.0.1:6390 (append-only file in the state directory), the
+# sandbox-helper, nginx with the module on 127.0.0.1:8080, all with
+# generated configs in one state directory.  Installs only the runtime and
+# build packages and builds only the two binaries it runs (no sanitizer
+# builds, no test tools).  Prints a development identity (HS256 token) and
+# a curl example, then stays in the foreground until Ctrl-C and stops
+# everything it started.
 #
 #   VETO_STACK_DIR=/tmp/veto-stack   where configs, logs and state go
 #   VETO_HTTP_PORT=8080  VETO_REDIS_PORT=6390  VETO_STACK_CGROUP=veto-stack
@@ -61,14 +62,20 @@ trap 'stop_all; exit 130' INT
 trap 'stop_all; exit 143' TERM
 
 # --- Redis ---------------------------------------------------------------
+# Revocations, quota slots, approvals and the audit trail live here: they
+# must survive a Redis restart (README: Redis persistence), so every write
+# goes to the append-only file, fsynced each second; no eviction, ever (an
+# evicted revocation is an unrevoked token).
 cat > "$STATE/redis/redis.conf" <<EOF
 bind 127.0.0.1
 port $REDIS_PORT
 protected-mode yes
 daemonize no
 dir $STATE/redis
+appendonly yes
+appendfsync everysec
 save ""
-appendonly no
+maxmemory-policy noeviction
 logfile $STATE/redis/redis.log
 EOF
 redis-server "$STATE/redis/redis.conf" &

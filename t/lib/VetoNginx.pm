@@ -296,12 +296,21 @@ EOF
 }
 
 # A private redis-server for this instance: unix socket in its temp dir,
-# no persistence.  redis => 1 in render()/start() points nginx at it.
+# no persistence, or with aof => 1 the append-only file as
+# scripts/run-stack.sh runs it (appendfsync everysec, in redis/ of the
+# temp dir).  redis => 1 in render()/start() points nginx at it.
 sub start_redis
 {
-    my ($self) = @_;
+    my ($self, %o) = @_;
     my $d = $self->{dir};
     $self->{redis_sock} //= "$d/redis.sock";
+    $self->{redis_aof} = $o{aof} ? 1 : 0 if exists $o{aof};
+    my @persist = ('--save', '', '--appendonly', 'no', '--dir', $d);
+    if ($self->{redis_aof}) {
+        mkdir "$d/redis";
+        @persist = ('--save', '', '--appendonly', 'yes',
+                    '--appendfsync', 'everysec', '--dir', "$d/redis");
+    }
     unlink $self->{redis_sock};
     my $pid = fork();
     die "fork: $!" unless defined $pid;
@@ -309,8 +318,7 @@ sub start_redis
         open STDOUT, '>>', "$d/logs/redis.log" or die;
         open STDERR, '>&', \*STDOUT or die;
         exec 'redis-server', '--port', '0', '--unixsocket', $self->{redis_sock},
-             '--unixsocketperm', '700', '--save', '', '--appendonly', 'no',
-             '--dir', $d;
+             '--unixsocketperm', '700', @persist;
         die "exec redis-server: $!";
     }
     $self->{redis_pid} = $pid;
@@ -326,16 +334,27 @@ sub start_redis
     return $self->{redis_sock};
 }
 
+# stop_redis('KILL') stops it as a crash would (no shutdown save or
+# AOF flush); TERM by default.
 sub stop_redis
 {
-    my ($self) = @_;
+    my ($self, $sig) = @_;
     # never from a forked child of the test
     return unless $self->{redis_pid} && ($self->{redis_owner} // 0) == $$;
     my $pid = delete $self->{redis_pid};
     kill 'CONT', $pid;
-    kill 'TERM', $pid;
+    kill $sig // 'TERM', $pid;
     waitpid $pid, 0;
     delete $self->{rc};
+}
+
+# The same server again (same socket, same persistence): what survives
+# is what Redis itself kept.
+sub restart_redis
+{
+    my ($self, $sig) = @_;
+    $self->stop_redis($sig);
+    return $self->start_redis;
 }
 
 sub pause_redis { kill 'STOP', $_[0]{redis_pid} }

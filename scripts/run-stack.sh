@@ -157,7 +157,10 @@ worker_processes 2;
 daemon off;
 pid $STATE/nginx/nginx.pid;
 error_log $STATE/nginx/logs/error.log info;
-events { worker_connections 1024; }
+# connection capacity and slow clients: conf/nginx-veto.conf.example and
+# README "Connection limits and slowloris"
+worker_rlimit_nofile 65536;
+events { worker_connections 16384; }
 http {
     log_format veto '\$remote_addr [\$time_local] "\$request" \$status '
                     'agent=\$veto_agent tenant=\$veto_tenant '
@@ -171,11 +174,21 @@ http {
     scgi_temp_path $STATE/nginx/tmp/scgi;
     client_max_body_size 16m;
 
+    client_header_timeout 10s;
+    client_body_timeout 10s;
+    send_timeout 30s;
+    keepalive_timeout 15s;
+    reset_timedout_connection on;
+    limit_conn_zone \$binary_remote_addr zone=veto_conn_addr:10m;
+    limit_conn_status 429;
+    limit_conn_log_level warn;
+
     # approvals, quotas, revocation and audit (docs/approvals.md)
     veto_sandbox_redis 127.0.0.1:$REDIS_PORT;
 
     server {
         listen 127.0.0.1:$HTTP_PORT;
+        limit_conn veto_conn_addr 64;
 
         veto_sandbox_helper unix:$HELPER_SOCK;
         veto_sandbox_helper_read_timeout 120s;

@@ -7,8 +7,8 @@
 #
 #   runtime  nginx, redis-server, the shared libraries, nftables (the
 #            helper's egress links), and the tools the demo uses
-#            (openssl and Crypt::JWT mint its tokens, curl, python3 for
-#            the example workload)
+#            (openssl and Crypt::JWT mint its tokens, curl and jq,
+#            python3 for the example workload)
 #   build    compilers and -dev packages: the helper, the egress proxy
 #            and the nginx module
 #   test     everything scripts/test.sh needs on top: clang for the
@@ -25,7 +25,7 @@ RUNTIME=(
     nginx redis-server
     libjansson4 libjwt0 libseccomp2 libhiredis0.14 libssl3 libc-ares2
     nftables    # the helper's egress links (nft -f)
-    openssl libcrypt-jwt-perl perl curl
+    openssl libcrypt-jwt-perl perl curl jq
     python3     # the demo's and the tests' workloads run python3 (host /usr)
 )
 BUILD=(
@@ -37,7 +37,7 @@ BUILD=(
 TEST=(
     clang libclang-rt-14-dev libcmocka-dev
     libredis-perl libjson-pp-perl
-    iproute2 jq wrk hyperfine procps psmisc util-linux
+    iproute2 wrk hyperfine procps psmisc util-linux
     nodejs    # the egress tests' node fetch
     git python3-venv python3-pytest    # tooling under the filter: t/0f (and nodejs)
     qemu-system-x86 debootstrap e2fsprogs    # scripts/test-cgroup-v2-vm.sh

@@ -254,18 +254,20 @@ Demo identities in tenant "demo", valid 24 h: an agent, and a human reviewer.
 
 export TOKEN='$TOKEN'
 export REVIEWER='$REVIEWER'
+export AUDITOR=\$REVIEWER    # the demo reviewer may also read the audit trail
+export API=$BASE
 
-curl -s -X POST $BASE/v1/sandboxes -H "Authorization: Bearer \$TOKEN" \\
-     -H 'Content-Type: application/json' -d '{"limits":{"memory_mb":256}}'
-# then, with the id from the reply:
+# create a sandbox, keep its id
+ID=\$(curl -s -X POST $BASE/v1/sandboxes -H "Authorization: Bearer \$TOKEN" \\
+     -H 'Content-Type: application/json' -d '{"limits":{"memory_mb":256}}' | jq -r .id)
 curl -s -X PUT "$BASE/v1/sandboxes/\$ID/files?path=hello.py" \\
      -H "Authorization: Bearer \$TOKEN" --data-binary 'print("hello")'
 curl -s -X POST $BASE/v1/sandboxes/\$ID/exec -H "Authorization: Bearer \$TOKEN" \\
      -H 'Content-Type: application/json' -d '{"argv":["python3","hello.py"]}'
 
 # argv matching *curl* needs a human: 202 with an approval id
-curl -s -X POST $BASE/v1/sandboxes/\$ID/exec -H "Authorization: Bearer \$TOKEN" \\
-     -H 'Content-Type: application/json' -d '{"argv":["curl","--version"]}'
+APPROVAL=\$(curl -s -X POST $BASE/v1/sandboxes/\$ID/exec -H "Authorization: Bearer \$TOKEN" \\
+     -H 'Content-Type: application/json' -d '{"argv":["curl","--version"]}' | jq -r .approval_id)
 curl -s "$BASE/v1/approvals?state=pending" -H "Authorization: Bearer \$REVIEWER"
 curl -s -X POST $BASE/v1/approvals/\$APPROVAL/approve -H "Authorization: Bearer \$REVIEWER" \\
      -H 'Content-Type: application/json' -d '{"reason":"looked at it"}'

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Builds the helper and the nginx module.  Run from anywhere.
+# Builds the helper (with its client and the egress proxy: "make") and
+# the nginx module.  Run from anywhere.
 #
 #   scripts/build.sh             all four: the helper (build/) and the module
 #                                (build-module/), each also under ASan+UBSan

@@ -41,10 +41,11 @@ ACCEL=${VETO_V2VM_ACCEL:-tcg}
 
 # What the helper's build and tests need inside the VM (install-deps.sh
 # minus nginx, redis and the benchmark tools: only t/0*.t runs here).
+# "make" builds the egress proxy too, which needs c-ares.
 VM_PKGS=(
     linux-image-amd64 initramfs-tools kmod udev
     build-essential pkg-config
-    libjansson-dev libseccomp-dev libssl-dev libcmocka-dev
+    libjansson-dev libseccomp-dev libssl-dev libcmocka-dev libc-ares-dev
     perl libjson-pp-perl python3 redis-server ca-certificates
     iproute2 procps psmisc util-linux mount e2fsprogs
 )

@@ -44,12 +44,14 @@ ACCEL=${VETO_V2VM_ACCEL:-tcg}
 
 # What the helper's build and tests need inside the VM (install-deps.sh
 # minus nginx, redis and the benchmark tools: only t/0*.t runs here).
-# "make" builds the egress proxy too, which needs c-ares; t/0f runs real
-# tooling in a sandbox (git, a venv with pytest, node, curl).
+# "make" builds the egress proxy and the image tool too, which need c-ares
+# and zlib; t/0f runs real tooling in a sandbox (git, a venv with pytest,
+# node, curl).
 VM_PKGS=(
     linux-image-amd64 initramfs-tools kmod udev
     build-essential pkg-config
     libjansson-dev libseccomp-dev libssl-dev libcmocka-dev libc-ares-dev
+    zlib1g-dev
     perl libjson-pp-perl python3 redis-server ca-certificates
     iproute2 procps psmisc util-linux mount e2fsprogs
     git python3-venv python3-pytest nodejs curl

@@ -6,6 +6,7 @@
 #   make unit            cmocka unit tests of the helper, run
 #   make unit-module     cmocka unit tests of the module's pure files, run
 #   make fuzz            libFuzzer targets (clang) in build-fuzz/
+#   make fuzz-cov        the same with source-based coverage, build-fuzz-cov/
 #   make egress          the egress proxy (egress-proxy/egress.mk)
 
 CC       ?= cc
@@ -49,9 +50,13 @@ UNIT_SRCS    = $(filter-out t/unit/test_module_%, $(wildcard t/unit/test_*.c))
 UNIT_BINS    = $(patsubst t/unit/%.c,$(BUILD)/unit/%,$(UNIT_SRCS))
 
 FUZZ_SRCS    = $(wildcard t/fuzz/fuzz_*.c)
-FUZZ_BINS    = $(patsubst t/fuzz/%.c,build-fuzz/%,$(FUZZ_SRCS))
+FUZZ_BUILD  ?= build-fuzz
+FUZZ_BINS    = $(patsubst t/fuzz/%.c,$(FUZZ_BUILD)/%,$(FUZZ_SRCS))
+FUZZ_OBJS    = $(patsubst sandbox-helper/%.c,$(FUZZ_BUILD)/obj/%.o,$(LIB_SRCS)) \
+               $(patsubst egress-proxy/%.c,$(FUZZ_BUILD)/obj/eg_%.o, \
+                 $(HELPER_EG_SRCS))
 
-.PHONY: all unit unit-module fuzz clean
+.PHONY: all unit unit-module fuzz fuzz-cov clean
 
 all: $(BUILD)/sandbox-helper $(BUILD)/sandbox-helperctl \
      $(BUILD)/sandbox-imagectl egress
@@ -84,15 +89,45 @@ $(BUILD)/unit/%: t/unit/%.c $(BUILD)/libvsb.a $(HEADERS)
 unit: $(UNIT_BINS)
 	@set -e; for t in $(UNIT_BINS); do echo "# $$t"; $$t; done
 
-# libFuzzer needs clang; every helper source except main is linked in.
-FUZZ_CFLAGS = $(CSTD) -g -O1 -fsanitize=fuzzer,address,undefined \
-              $(PKG_CFLAGS) -Isandbox-helper -Iegress-proxy -DVSB_FUZZING
+# libFuzzer needs clang; every helper source except the mains is linked in,
+# with the egress allowlist parser the helper shares.
+# UBSan findings abort (as in the SAN=1 build), so the fuzzer sees them as
+# crashes instead of printing them and going on.  The harnesses are held to
+# $(WARN); the helper's sources are by gcc in the normal build (clang's
+# -Wformat=2 differs).  FUZZ_COV=1 swaps the sanitizers for clang's
+# source-based coverage (scripts/fuzz-coverage.sh).
+ifeq ($(FUZZ_COV),1)
+FUZZ_INSTR   = -fprofile-instr-generate -fcoverage-mapping
+FUZZ_LIBSAN  = -fsanitize=fuzzer-no-link
+FUZZ_EXESAN  = -fsanitize=fuzzer
+else
+FUZZ_INSTR   = -fno-sanitize-recover=undefined
+FUZZ_LIBSAN  = -fsanitize=fuzzer-no-link,address,undefined
+FUZZ_EXESAN  = -fsanitize=fuzzer,address,undefined
+endif
+FUZZ_CFLAGS  = $(CSTD) -g -O1 -fno-omit-frame-pointer $(FUZZ_INSTR) \
+               $(PKG_CFLAGS) -Isandbox-helper -Iegress-proxy -DVSB_FUZZING
 
-build-fuzz/%: t/fuzz/%.c $(LIB_SRCS) $(HELPER_EG_SRCS) $(HEADERS)
-	@mkdir -p build-fuzz
-	clang $(FUZZ_CFLAGS) -o $@ $< $(LIB_SRCS) $(HELPER_EG_SRCS) $(PKG_LIBS)
+$(FUZZ_BUILD)/obj/%.o: sandbox-helper/%.c $(HEADERS)
+	@mkdir -p $(dir $@)
+	clang $(FUZZ_CFLAGS) $(FUZZ_LIBSAN) -c -o $@ $<
+
+$(FUZZ_BUILD)/obj/eg_%.o: egress-proxy/%.c $(HEADERS)
+	@mkdir -p $(dir $@)
+	clang $(FUZZ_CFLAGS) $(FUZZ_LIBSAN) -c -o $@ $<
+
+$(FUZZ_BUILD)/%: t/fuzz/%.c $(FUZZ_OBJS) $(HEADERS)
+	@mkdir -p $(dir $@)
+	clang $(FUZZ_CFLAGS) $(WARN) $(FUZZ_EXESAN) -o $@ $< $(FUZZ_OBJS) \
+	    $(PKG_LIBS)
+
+# Objects are shared by every target: keep them between builds.
+.SECONDARY: $(FUZZ_OBJS)
 
 fuzz: $(FUZZ_BINS)
+
+fuzz-cov:
+	$(MAKE) fuzz FUZZ_COV=1 FUZZ_BUILD=build-fuzz-cov
 
 include egress-proxy/egress.mk
 
@@ -131,10 +166,10 @@ unit-module: $(MODULE_UNIT_BINS)
 MODULE_FUZZ  = $(MODULE_PURE) \
                ngx_veto_sandbox_module/ngx_http_veto_sandbox_request.c
 
-build-fuzz/fuzz_module_%: t/fuzz/fuzz_module_%.c $(MODULE_DEPS) $(MODULE_FUZZ)
-	@mkdir -p build-fuzz
-	clang -g -O1 -fsanitize=fuzzer,address,undefined $(MODULE_CFLAGS) \
+$(FUZZ_BUILD)/fuzz_module_%: t/fuzz/fuzz_module_%.c $(MODULE_DEPS) $(MODULE_FUZZ)
+	@mkdir -p $(dir $@)
+	clang -g -O1 $(FUZZ_INSTR) $(FUZZ_EXESAN) $(MODULE_CFLAGS) \
 		-o $@ $< $(MODULE_FUZZ) $(MODULE_LIBS)
 
 clean:
-	rm -rf build build-asan build-fuzz
+	rm -rf build build-asan build-fuzz build-fuzz-cov

@@ -1,7 +1,20 @@
 /*
- * libFuzzer target: the frame parser.  The first byte picks a chunk size
- * so split deliveries are explored too; frames are parsed back to back
- * until the input ends or the parser reports an error.
+ * libFuzzer target: the frame parser (sandbox-helper/frame.c).
+ *
+ * Input: byte 0 picks the chunk size (1 .. 256) in which the rest is
+ * delivered, so splits at every offset are explored; byte 1 bit 0 picks
+ * the limits (0: small ones, so the oversize paths are cheap to reach;
+ * 1: the server's, VSB_MAX_JSON and the default 16 MiB payload), bit 1
+ * picks how a finished frame is released (reset, or steal and free as
+ * the helperctl does).  Frames are parsed back to back until the input
+ * ends or the parser reports an error.
+ *
+ * Checked on every call: progress and consumption, memory that grows with
+ * the bytes received rather than with the lengths announced, a finished
+ * frame holding exactly the bytes sent, and the encoder giving back the
+ * same 12-byte prefix (and refusing the lengths the parser refuses).
+ *
+ * FUZZ-COVERS: sandbox-helper/frame.c
  */
 #include <stddef.h>
 #include <stdint.h>
@@ -10,26 +23,111 @@
 
 #include "vsb_frame.h"
 
+#define SMALL_JSON     4096
+#define SMALL_PAYLOAD  8192
+#define SERVER_PAYLOAD (16 * 1024 * 1024)
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+
+/* The buffer never outgrows what arrived: at most twice the bytes
+ * received, or the initial 4 KiB. */
+static void
+check_memory(const vsb_frame_parser_t *p)
+{
+    size_t  bound = 2 * (p->body_len + 1);
+
+    if (bound < 4096) {
+        bound = 4096;
+    }
+
+    if (p->buf_cap > bound) {
+        abort();
+    }
+}
+
+
+/* A finished frame: its JSON, NUL and payload are the bytes sent, and
+ * encoding the JSON again gives the same prefix. */
+static void
+check_frame(vsb_frame_parser_t *p, const uint8_t *frame, size_t frame_len)
+{
+    const unsigned char  *json, *payload;
+    unsigned char        *head;
+    size_t                head_len;
+
+    if (p->json_len == 0 || p->json_len > p->max_json
+        || p->payload_len > p->max_payload
+        || frame_len != VSB_FRAME_HEADER_LEN + (size_t) p->json_len
+                        + p->payload_len
+        || vsb_frame_need(p) != 0)
+    {
+        abort();
+    }
+
+    json = (const unsigned char *) vsb_frame_json(p);
+    payload = vsb_frame_payload(p);
+
+    if (memcmp(json, frame + VSB_FRAME_HEADER_LEN, p->json_len) != 0
+        || json[p->json_len] != '\0'
+        || memcmp(payload, frame + VSB_FRAME_HEADER_LEN + p->json_len,
+                  p->payload_len) != 0)
+    {
+        abort();
+    }
+
+    head = vsb_frame_encode_head((const char *) json, p->json_len,
+                                 p->payload_len, &head_len);
+    if (head == NULL
+        || head_len != VSB_FRAME_HEADER_LEN + (size_t) p->json_len
+        || memcmp(head, frame, head_len) != 0)
+    {
+        abort();
+    }
+
+    free(head);
+
+    /* The encoder refuses what the parser refuses. */
+    if (vsb_frame_encode_head((const char *) json, 0, 0, &head_len) != NULL
+        || vsb_frame_encode_head((const char *) json, VSB_MAX_JSON + 1, 0,
+                                 &head_len) != NULL
+        || vsb_frame_encode_head((const char *) json, p->json_len,
+                                 (size_t) VSB_MAX_PAYLOAD + 1, &head_len)
+           != NULL)
+    {
+        abort();
+    }
+}
+
 
 int
 LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     vsb_frame_parser_t  p;
     vsb_frame_rc_t      rc;
-    size_t              chunk, n, used;
-    const char         *json;
+    size_t              chunk, n, used, frame_len;
+    const uint8_t      *frame;
+    unsigned char      *stolen;
+    int                 steal;
 
-    if (size < 1) {
+    if (size < 2) {
         return 0;
     }
 
     chunk = (size_t) data[0] + 1;
-    data++;
-    size--;
+    steal = data[1] & 2;
 
-    /* Small limits so oversize paths are reachable by the fuzzer. */
-    vsb_frame_init(&p, 4096, 8192);
+    if (data[1] & 1) {
+        vsb_frame_init(&p, VSB_MAX_JSON, SERVER_PAYLOAD);
+    } else {
+        vsb_frame_init(&p, SMALL_JSON, SMALL_PAYLOAD);
+    }
+
+    data += 2;
+    size -= 2;
+
+    frame = data;
+    frame_len = 0;
 
     while (size > 0) {
         n = size < chunk ? size : chunk;
@@ -41,34 +139,52 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
         data += used;
         size -= used;
+        frame_len += used;
+
+        check_memory(&p);
 
         if (rc == VSB_FRAME_ERROR) {
-            if (p.error == NULL) {
+            if (p.error == NULL || p.detail[0] == '\0'
+                || vsb_frame_need(&p) != 0)
+            {
+                abort();
+            }
+            /* An error is final. */
+            if (vsb_frame_feed(&p, data, size, &used) != VSB_FRAME_ERROR
+                || used != 0)
+            {
                 abort();
             }
             break;
         }
 
         if (rc == VSB_FRAME_DONE) {
-            json = vsb_frame_json(&p);
-            if (strlen(json) > p.json_len || p.json_len == 0
-                || p.json_len > 4096 || p.payload_len > 8192)
+            check_frame(&p, frame, frame_len);
+
+            /* Done is sticky until reset: nothing more is consumed. */
+            if (vsb_frame_feed(&p, data, size, &used) != VSB_FRAME_DONE
+                || used != 0)
             {
-                /* JSON may hold NULs, never be longer than announced. */
                 abort();
             }
-            /* Touch the whole payload for ASan. */
-            if (p.payload_len > 0) {
-                volatile unsigned char x = vsb_frame_payload(&p)[0];
-                x ^= vsb_frame_payload(&p)[p.payload_len - 1];
-                (void) x;
+
+            if (steal) {
+                stolen = vsb_frame_steal(&p);
+                if (stolen == NULL || p.buf != NULL) {
+                    abort();
+                }
+                free(stolen);
             }
+
             vsb_frame_reset(&p);
+            frame = data;
+            frame_len = 0;
             continue;
         }
 
-        if (used == 0 && n > 0) {
-            abort();    /* no progress on non-empty input */
+        /* Needing more, the parser took everything it was given. */
+        if (used != n || vsb_frame_need(&p) == 0) {
+            abort();
         }
     }
 

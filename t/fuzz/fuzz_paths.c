@@ -1,4 +1,10 @@
-/* libFuzzer target: workspace path validation, with its invariants. */
+/*
+ * libFuzzer target: workspace path validation (sandbox-helper/paths.c).
+ * The input is the path.  Checked: a refusal says why; an accepted path
+ * really keeps every syntax rule.
+ *
+ * FUZZ-COVERS: sandbox-helper/paths.c
+ */
 #include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>

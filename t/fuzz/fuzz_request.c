@@ -1,6 +1,21 @@
 /*
- * libFuzzer target: request schema validation for every op, without
- * executing anything.  The first byte is the fake payload length.
+ * libFuzzer target: request schema validation for every op (the op table
+ * in ops.c, each op's schema next to its handler in op_*.c and destroy.c,
+ * the building blocks in request.c), without executing anything.
+ *
+ * Input: byte 0 is the frame's payload length when odd, no payload when
+ * even; the rest is the JSON header, loaded with the flags the helper's
+ * dispatcher uses (ops.c).  The seeds in t/fuzz/corpus/fuzz_request/ are
+ * valid and near-valid requests of every op (t/fuzz/gen-corpus.py).
+ *
+ * Checked: every refusal names an error and says something; an accepted
+ * request holds every property its handler relies on.
+ *
+ * FUZZ-COVERS: sandbox-helper/request.c sandbox-helper/ops.c:vsb_ops_parse
+ * FUZZ-COVERS: sandbox-helper/op_sandbox.c:vsb_req_.*
+ * FUZZ-COVERS: sandbox-helper/op_exec.c:vsb_req_.*
+ * FUZZ-COVERS: sandbox-helper/op_files.c:vsb_req_.*
+ * FUZZ-COVERS: sandbox-helper/destroy.c:vsb_req_.*
  */
 #include <jansson.h>
 #include <stddef.h>
@@ -10,6 +25,7 @@
 
 #include "vsb_config.h"
 #include "vsb_ops.h"
+#include "vsb_protocol.h"
 #include "vsb_request.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
@@ -17,10 +33,155 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 static vsb_config_t  cf;
 static int           cf_ready;
 
+
+static int
+owner_ok(const char *s)
+{
+    size_t  n;
+
+    if (s == NULL) {
+        return 0;
+    }
+
+    n = strlen(s);
+    if (n == 0 || n > VSB_MAX_ID_LEN) {
+        return 0;
+    }
+
+    for (; *s; s++) {
+        if ((unsigned char) *s < 0x21 || (unsigned char) *s > 0x7e) {
+            return 0;
+        }
+    }
+
+    return 1;
+}
+
+
+static void
+check_env(json_t *env)
+{
+    const char  *k;
+    json_t      *v;
+
+    if (env == NULL) {
+        return;
+    }
+
+    if (!json_is_object(env) || json_object_size(env) > VSB_MAX_ENV) {
+        abort();
+    }
+
+    json_object_foreach(env, k, v) {
+        if (strlen(k) == 0 || strlen(k) > VSB_MAX_NAME
+            || strspn(k, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
+                         "0123456789_") != strlen(k)
+            || (k[0] >= '0' && k[0] <= '9')
+            || !json_is_string(v)
+            || strlen(json_string_value(v)) != json_string_length(v))
+        {
+            abort();
+        }
+    }
+}
+
+
+static void
+check_accepted(const vsb_request_t *r, size_t plen)
+{
+    size_t   i;
+    json_t  *v;
+
+    if (r->request_id != NULL && strlen(r->request_id) > VSB_MAX_ID_LEN) {
+        abort();
+    }
+
+    if (r->op == NULL || (plen > 0 && !r->op->payload)
+        || (plen > 0 && r->op != &vsb_exec_op
+            && r->op != &vsb_write_file_op))
+    {
+        abort();
+    }
+
+    if (r->op != &vsb_ping_op && !owner_ok(r->tenant)) {
+        abort();
+    }
+
+    if (r->op == &vsb_ping_op) {
+        if (r->tenant != NULL || r->agent != NULL || r->id != NULL) {
+            abort();
+        }
+
+    } else if (r->op == &vsb_list_op) {
+        if (r->agent != NULL && !owner_ok(r->agent)) {
+            abort();
+        }
+
+    } else if (r->op == &vsb_create_op) {
+        if (!owner_ok(r->agent) || r->profile == NULL
+            || r->limits.memory_mb < 1
+            || r->limits.memory_mb > cf.max.memory_mb
+            || r->limits.pids < 1 || r->limits.pids > cf.max.pids
+            || r->limits.cpu_percent < 1
+            || r->limits.cpu_percent > cf.max.cpu_percent
+            || r->limits.disk_mb < 1 || r->limits.disk_mb > cf.max.disk_mb
+            || r->limits.timeout_s < 1
+            || r->limits.timeout_s > cf.max.timeout_s
+            || r->limits.output_bytes < 1
+            || r->limits.output_bytes > cf.max.output_bytes
+            || r->ttl_s < 1 || r->ttl_s > cf.max_ttl_s
+            || (r->metadata != NULL && !json_is_object(r->metadata)))
+        {
+            abort();
+        }
+        check_env(r->env);
+
+    } else if (r->op == &vsb_exec_op) {
+        if (!owner_ok(r->agent) || !vsb_req_id_ok(r->id)
+            || r->timeout_s > cf.max.timeout_s || r->cwd == NULL
+            || r->cwd[0] != '/' || strlen(r->cwd) > VSB_MAX_PATH
+            || !json_is_array(r->argv) || json_array_size(r->argv) == 0
+            || json_array_size(r->argv) > VSB_MAX_ARGV
+            || json_string_length(json_array_get(r->argv, 0)) == 0)
+        {
+            abort();
+        }
+        json_array_foreach(r->argv, i, v) {
+            if (!json_is_string(v)
+                || strlen(json_string_value(v)) != json_string_length(v))
+            {
+                abort();
+            }
+        }
+        check_env(r->env);
+
+    } else if (r->op == &vsb_write_file_op || r->op == &vsb_read_file_op) {
+        /* mode: no setuid, setgid or sticky bit */
+        if (!owner_ok(r->agent) || !vsb_req_id_ok(r->id)
+            || r->path == NULL || r->path[0] == '/' || r->path[0] == '\0'
+            || strlen(r->path) > VSB_MAX_PATH
+            || strcmp(r->path, "..") == 0 || strncmp(r->path, "../", 3) == 0
+            || strstr(r->path, "/../") != NULL || r->mode > 0777
+            || (r->op == &vsb_read_file_op && r->mode != 0644))
+        {
+            abort();
+        }
+
+    } else if (r->op == &vsb_status_op || r->op == &vsb_destroy_op) {
+        if (!owner_ok(r->agent) || !vsb_req_id_ok(r->id)) {
+            abort();
+        }
+
+    } else {
+        abort();                /* a row the table does not list */
+    }
+}
+
+
 int
 LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-    json_t         *root;
+    json_t         *root, *rid;
     json_error_t    jerr;
     vsb_request_t   r;
     vsb_error_t     e;
@@ -28,6 +189,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     size_t          plen;
 
     if (!cf_ready) {
+        /* The defaults, and a second profile to name. */
         if (vsb_config_parse_buffer("profile = alt /\n", 16, &cf, err,
                                     sizeof(err)) != 0)
         {
@@ -49,44 +211,27 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     }
 
     if (vsb_ops_parse(root, plen, &cf, &r, &e) != 0) {
-        /* Every failure names an error and says something. */
-        if (e.error == NULL || e.detail[0] == '\0') {
+        /* Every refusal names an error and says something. */
+        if (e.error == NULL || e.detail[0] == '\0'
+            || (strcmp(e.error, VSB_E_OVER_CEILING) == 0) != (e.limit != NULL))
+        {
+            abort();
+        }
+
+        /* A well-formed request_id is echoed even on errors. */
+        rid = json_is_object(root) ? json_object_get(root, "request_id")
+                                   : NULL;
+        if (r.request_id != NULL
+            && (rid == NULL || strcmp(r.request_id, json_string_value(rid))
+                               != 0))
+        {
             abort();
         }
     } else {
         if (e.error != NULL) {
             abort();
         }
-        /* Accepted limits never exceed the ceilings. */
-        if (r.op == &vsb_create_op
-            && (r.limits.memory_mb > cf.max.memory_mb
-                || r.limits.pids > cf.max.pids
-                || r.limits.cpu_percent > cf.max.cpu_percent
-                || r.limits.disk_mb > cf.max.disk_mb
-                || r.limits.timeout_s > cf.max.timeout_s
-                || r.limits.output_bytes > cf.max.output_bytes
-                || r.ttl_s > cf.max_ttl_s || r.ttl_s == 0
-                || r.profile == NULL))
-        {
-            abort();
-        }
-        if (r.op == &vsb_exec_op
-            && (r.timeout_s > cf.max.timeout_s || r.cwd == NULL
-                || r.cwd[0] != '/' || json_array_size(r.argv) == 0))
-        {
-            abort();
-        }
-        if ((r.op == &vsb_write_file_op || r.op == &vsb_read_file_op)
-            && (r.path == NULL || r.path[0] == '/' || strstr(r.path, "..")
-                == r.path || r.mode > 0777))
-        {
-            abort();
-        }
-        if (plen > 0 && r.op != &vsb_exec_op
-            && r.op != &vsb_write_file_op)
-        {
-            abort();
-        }
+        check_accepted(&r, plen);
     }
 
     json_decref(root);

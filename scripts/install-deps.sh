@@ -36,6 +36,7 @@ BUILD=(
 )
 TEST=(
     clang libclang-rt-14-dev libcmocka-dev
+    llvm-14     # llvm-profdata, llvm-cov: scripts/fuzz-coverage.sh
     libredis-perl libjson-pp-perl
     iproute2 wrk hyperfine procps psmisc util-linux
     nodejs    # the egress tests' node fetch

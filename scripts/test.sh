@@ -76,16 +76,38 @@ for variant in normal asan; do
     done
 done
 
-say "fuzz targets (build, then ${FUZZ_SECONDS}s each)"
+say "fuzz targets (seeds up to date, build, regression inputs, then ${FUZZ_SECONDS}s each)"
+# The helper's seeds are generated (t/fuzz/gen-corpus.py): stale ones would
+# fuzz yesterday's protocol.
+if python3 t/fuzz/gen-corpus.py --check; then
+    echo "ok - fuzz seeds match t/fuzz/gen-corpus.py"
+else
+    fail_step "fuzz seeds out of date"
+fi
 if make -s fuzz; then
     for f in build-fuzz/fuzz_*; do
         [ -x "$f" ] || continue
         name=$(basename "$f")
         corpus=$(mktemp -d "/tmp/veto-fuzz-$name-XXXXXX")
         seeds=()
+        dict=()
         [ -d "t/fuzz/corpus/$name" ] && seeds=("t/fuzz/corpus/$name")
-        if "$f" -max_total_time="$FUZZ_SECONDS" -print_final_stats=0 \
-                "$corpus" "${seeds[@]}" >"$corpus.log" 2>&1; then
+        [ -f "t/fuzz/dict/$name.dict" ] && dict=("-dict=t/fuzz/dict/$name.dict")
+        # Every committed input (seeds and regress-* crashers) once: a
+        # regression test per file.
+        if [ ${#seeds[@]} -gt 0 ]; then
+            if "$f" -runs=0 "${seeds[@]}" >"$corpus.log" 2>&1; then
+                echo "ok - $name: $(find "${seeds[@]}" -type f | wc -l) committed inputs"
+            else
+                echo "not ok - $name crashes on a committed input:"
+                tail -n 40 "$corpus.log"
+                fail_step "fuzz $name corpus"
+            fi
+        fi
+        if "$f" -max_total_time="$FUZZ_SECONDS" -timeout=10 \
+                -print_final_stats=0 -artifact_prefix="$corpus/" \
+                ${dict[@]+"${dict[@]}"} \
+                "$corpus" ${seeds[@]+"${seeds[@]}"} >"$corpus.log" 2>&1; then
             echo "ok - $name (${FUZZ_SECONDS}s)"
         else
             echo "not ok - $name found a crash:"

@@ -104,13 +104,15 @@ if make -s fuzz; then
                 fail_step "fuzz $name corpus"
             fi
         fi
+        mkdir -p "build-fuzz/crashers/$name"
         if "$f" -max_total_time="$FUZZ_SECONDS" -timeout=10 \
-                -print_final_stats=0 -artifact_prefix="$corpus/" \
+                -print_final_stats=0 \
+                -artifact_prefix="build-fuzz/crashers/$name/" \
                 ${dict[@]+"${dict[@]}"} \
                 "$corpus" ${seeds[@]+"${seeds[@]}"} >"$corpus.log" 2>&1; then
             echo "ok - $name (${FUZZ_SECONDS}s)"
         else
-            echo "not ok - $name found a crash:"
+            echo "not ok - $name found a crash (kept in build-fuzz/crashers/$name/):"
             tail -n 40 "$corpus.log"
             fail_step "fuzz $name"
         fi

@@ -7,8 +7,9 @@
 # (make fuzz-cov -> build-fuzz-cov/), runs it once over
 # t/fuzz/corpus/<target>/ (-runs=0: no mutation, only the committed
 # inputs), and prints the line coverage of the file(s) the target names
-# on its "FUZZ-COVERS:" line (when it names none: every file it reached,
-# unchecked).  --missing also lists the lines no input reached.
+# on its "FUZZ-COVERS:" line, each "path" or "path:REGEX" (only the
+# functions whose name matches; when it names none: every file it
+# reached, unchecked).  --missing also lists the lines no input reached.
 #
 # Exits 1 if a target crashes on its corpus or a file it names is below
 # FUZZ_COV_MIN percent (default 80).
@@ -48,7 +49,7 @@ work=$(mktemp -d /tmp/veto-fuzz-cov-XXXXXX)
 trap 'rm -rf "$work"' EXIT
 
 status=0
-printf '%-16s %-40s %7s %7s %7s\n' target file lines reached percent
+printf '%-16s %-44s %7s %7s %7s\n' target file lines reached percent
 for src in t/fuzz/fuzz_*.c; do
     name=$(basename "$src" .c)
     if [ ${#want[@]} -gt 0 ] && [[ " ${want[*]} " != *" $name "* ]]; then
@@ -71,21 +72,48 @@ for src in t/fuzz/fuzz_*.c; do
     fi
     "$PROFDATA" merge -sparse -o "$work/$name.profdata" "$work/$name.profraw"
 
+    # FUZZ-COVERS: path ... or path:REGEX (only the functions whose whole
+    # name matches, for files that mix a parser with other code)
     # shellcheck disable=SC2207
-    files=($(sed -n 's/.*FUZZ-COVERS:\(.*\)/\1/p' "$src"))
-    "$COV" export -summary-only -instr-profile="$work/$name.profdata" \
-        "$bin" ${files[@]+"${files[@]}"} >"$work/$name.json"
-
-    # A target that names its files has them checked, even at 0%; one
-    # that does not gets the files it reached at all.
-    [ ${#files[@]} -gt 0 ] && checked=1 || checked=0
-    jq -r --arg root "$PWD/" --arg all "$checked" '.data[0].files[]
-          | select(.summary.lines.covered > 0 or $all == "1")
-          | [(.filename | ltrimstr($root)), .summary.lines.count,
-             .summary.lines.covered] | @tsv' "$work/$name.json" \
-        >"$work/$name.tsv"
+    covers=($(sed -n 's/.*FUZZ-COVERS:\(.*\)/\1/p' "$src"))
+    : >"$work/$name.tsv"
+    if [ ${#covers[@]} -gt 0 ]; then
+        checked=1
+        for c in "${covers[@]}"; do
+            file=${c%%:*}
+            re=
+            [ "$file" != "$c" ] && re=${c#*:}
+            if [ ! -f "$file" ]; then
+                echo "fuzz-coverage: $name names $file, which does not exist" >&2
+                status=1
+                continue
+            fi
+            "$COV" report -show-functions -instr-profile="$work/$name.profdata" \
+                "$bin" "$PWD/$file" >"$work/$name.report" 2>/dev/null || true
+            # rows: name regions miss cover lines miss cover ...; static
+            # functions are named file.c:name
+            awk -v re="$re" -v label="$c" '
+                /^TOTAL / && re == "" { n = $5; m = $6; found = 1 }
+                re != "" && NF >= 7 && $2 ~ /^[0-9]+$/ {
+                    f = $1; sub(/^[^:]*:/, "", f)
+                    if (f ~ ("^(" re ")$")) { n += $5; m += $6; found = 1 }
+                }
+                END { if (found) printf "%s\t%d\t%d\n", label, n, n - m }
+            ' "$work/$name.report" >>"$work/$name.tsv"
+        done
+    else
+        # No FUZZ-COVERS line: every file the target reached, unchecked.
+        checked=0
+        "$COV" export -summary-only -instr-profile="$work/$name.profdata" \
+            "$bin" >"$work/$name.json"
+        jq -r --arg root "$PWD/" '.data[0].files[]
+              | select(.summary.lines.covered > 0)
+              | [(.filename | ltrimstr($root)), .summary.lines.count,
+                 .summary.lines.covered] | @tsv' "$work/$name.json" \
+            >"$work/$name.tsv"
+    fi
     if [ ! -s "$work/$name.tsv" ]; then
-        echo "fuzz-coverage: $name: no coverage data for ${files[*]:-any file}" >&2
+        echo "fuzz-coverage: $name: no coverage data for ${covers[*]:-any file}" >&2
         status=1
         continue
     fi
@@ -101,12 +129,15 @@ for src in t/fuzz/fuzz_*.c; do
             flag="  < $FUZZ_COV_MIN%"
             status=1
         fi
-        printf '%-16s %-40s %7s %7s %6s%%%s\n' \
+        printf '%-16s %-44s %7s %7s %6s%%%s\n' \
             "$name" "$file" "$count" "$covered" "$pct" "$flag"
         if [ "$missing" = 1 ]; then
             # "  line|  count|source": lines with code that ran 0 times
+            re=
+            [ "${file%%:*}" != "$file" ] && re=${file#*:}
             "$COV" show -instr-profile="$work/$name.profdata" "$bin" \
-                "$PWD/$file" 2>/dev/null \
+                ${re:+-name-regex="^([^:]*:)?($re)\$"} \
+                "$PWD/${file%%:*}" 2>/dev/null \
                 | awk -F'|' '$2 ~ /^ *0$/ { sub(/^ +/, "", $1);
                                            print "    " $1 ":" $3 }'
         fi

@@ -95,8 +95,10 @@ if make -s fuzz; then
         [ -f "t/fuzz/dict/$name.dict" ] && dict=("-dict=t/fuzz/dict/$name.dict")
         # Every committed input (seeds and regress-* crashers) once: a
         # regression test per file.
+        mkdir -p "build-fuzz/crashers/$name"
         if [ ${#seeds[@]} -gt 0 ]; then
-            if "$f" -runs=0 "${seeds[@]}" >"$corpus.log" 2>&1; then
+            if "$f" -runs=0 -artifact_prefix="build-fuzz/crashers/$name/" \
+                    "${seeds[@]}" >"$corpus.log" 2>&1; then
                 echo "ok - $name: $(find "${seeds[@]}" -type f | wc -l) committed inputs"
             else
                 echo "not ok - $name crashes on a committed input:"
@@ -104,7 +106,6 @@ if make -s fuzz; then
                 fail_step "fuzz $name corpus"
             fi
         fi
-        mkdir -p "build-fuzz/crashers/$name"
         if "$f" -max_total_time="$FUZZ_SECONDS" -timeout=10 \
                 -print_final_stats=0 \
                 -artifact_prefix="build-fuzz/crashers/$name/" \

@@ -58,11 +58,13 @@ EG_UNIT_BINS = $(patsubst t/unit/%.c,$(BUILD)/unit/%, \
 egress-unit: $(EG_UNIT_BINS)
 	@set -e; for t in $(EG_UNIT_BINS); do echo "# $$t"; $$t; done
 
-EG_FUZZ_CFLAGS = $(CSTD) -g -O1 -fsanitize=fuzzer,address,undefined \
+# FUZZ_BUILD, FUZZ_INSTR and FUZZ_EXESAN come from the Makefile's fuzz
+# section: build-fuzz/ with sanitizers, or build-fuzz-cov/ with coverage.
+EG_FUZZ_CFLAGS = $(CSTD) -g -O1 $(FUZZ_INSTR) $(FUZZ_EXESAN) \
                  -I$(EG_DIR) -DVSB_FUZZING
 
-build-fuzz/fuzz_egress_%: t/fuzz/fuzz_egress_%.c $(EG_PARSERS) $(EG_HEADERS)
-	@mkdir -p build-fuzz
+$(FUZZ_BUILD)/fuzz_egress_%: t/fuzz/fuzz_egress_%.c $(EG_PARSERS) $(EG_HEADERS)
+	@mkdir -p $(dir $@)
 	clang $(EG_FUZZ_CFLAGS) -o $@ $< $(EG_PARSERS)
 
 egress-fuzz: $(patsubst t/fuzz/%.c,build-fuzz/%,$(wildcard t/fuzz/fuzz_egress_*.c))

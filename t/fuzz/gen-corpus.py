@@ -87,16 +87,16 @@ MAX_PROFILES = need('VSB_MAX_PROFILES')
 
 
 def schema_fields():
-    """Every name in a `static const char *const x[] = { ..., NULL }`
-    list of the helper's sources: the fields some schema allows."""
+    """Every name in a `static const char *const allowed...[] = { ...,
+    NULL }` list of the helper's sources: the fields some schema allows."""
     names = set()
     for fn in sorted(os.listdir(HELPER)):
         if not fn.endswith('.c'):
             continue
         text = read(os.path.join(HELPER, fn))
         for body in re.findall(
-                r'static\s+const\s+char\s*\*\s*const\s+\w+\s*\[\s*\]\s*=\s*'
-                r'\{([^}]*)\}', text):
+                r'static\s+const\s+char\s*\*\s*const\s+allowed\w*\s*\[\s*\]'
+                r'\s*=\s*\{([^}]*)\}', text):
             for tok in re.findall(r'"([^"]*)"|\b(VSB_\w+)\b', body):
                 if tok[0]:
                     names.add(tok[0])

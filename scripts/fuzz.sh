@@ -3,9 +3,9 @@
 #
 #   scripts/fuzz.sh [minutes] [target ...]     (default: 10 minutes, all)
 #
-# Builds the libFuzzer targets (make fuzz) and runs every
-# build-fuzz/fuzz_* for the given time, each from its seeds
-# (t/fuzz/corpus/<target>/, read only) with its dictionary
+# Builds the libFuzzer targets (make fuzz) and runs every target of
+# t/fuzz/fuzz_*.c (build-fuzz/fuzz_*) for the given time, each from its
+# seeds (t/fuzz/corpus/<target>/, read only) with its dictionary
 # (t/fuzz/dict/<target>.dict), at most FUZZ_JOBS at a time (default: the
 # number of CPUs).  Everything goes to FUZZ_OUT (default
 # build-fuzz/runs/<date>):
@@ -51,8 +51,8 @@ if [ $# -gt 0 ]; then
         targets+=("$t")
     done
 else
-    for f in build-fuzz/fuzz_*; do
-        [ -x "$f" ] && targets+=("$(basename "$f")")
+    for src in t/fuzz/fuzz_*.c; do
+        [ -e "$src" ] && targets+=("$(basename "$src" .c)")
     done
 fi
 if [ ${#targets[@]} -eq 0 ]; then

@@ -85,9 +85,10 @@ else
     fail_step "fuzz seeds out of date"
 fi
 if make -s fuzz; then
-    for f in build-fuzz/fuzz_*; do
-        [ -x "$f" ] || continue
-        name=$(basename "$f")
+    # by source, so a stale binary of a removed target is not run
+    for src in t/fuzz/fuzz_*.c; do
+        name=$(basename "$src" .c)
+        f=build-fuzz/$name
         corpus=$(mktemp -d "/tmp/veto-fuzz-$name-XXXXXX")
         seeds=()
         dict=()

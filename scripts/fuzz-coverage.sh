@@ -74,8 +74,9 @@ for src in t/fuzz/fuzz_*.c; do
 
     # FUZZ-COVERS: path ... or path:REGEX (only the functions whose whole
     # name matches, for files that mix a parser with other code)
-    # shellcheck disable=SC2207
-    covers=($(sed -n 's/.*FUZZ-COVERS:\(.*\)/\1/p' "$src"))
+    # (read, not $(...) unquoted: the regexes must not be globbed)
+    read -r -a covers <<<"$(sed -n 's/.*FUZZ-COVERS:\(.*\)/\1/p' "$src" \
+                             | tr '\n' ' ')"
     : >"$work/$name.tsv"
     if [ ${#covers[@]} -gt 0 ]; then
         checked=1

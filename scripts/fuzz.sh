@@ -20,7 +20,7 @@
 # crasher must become t/fuzz/corpus/<target>/regress-<what> and a test
 # (README, "Fuzzing").
 set -uo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/.." || exit 1
 
 minutes=10
 if [ $# -gt 0 ] && [[ $1 =~ ^[0-9]+$ ]]; then

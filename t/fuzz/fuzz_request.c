@@ -4,7 +4,8 @@
  * the building blocks in request.c), without executing anything.
  *
  * Input: byte 0 is the frame's payload length when odd, no payload when
- * even; the rest is the JSON header, loaded with the flags the helper's
+ * even, and its bit 1 set runs the helper with egress = off (else on);
+ * the rest is the JSON header, loaded with the flags the helper's
  * dispatcher uses (ops.c).  The seeds in t/fuzz/corpus/fuzz_request/ are
  * valid and near-valid requests of every op (t/fuzz/gen-corpus.py).
  *
@@ -16,6 +17,8 @@
  * FUZZ-COVERS: sandbox-helper/op_exec.c:vsb_req_.*
  * FUZZ-COVERS: sandbox-helper/op_files.c:vsb_req_.*
  * FUZZ-COVERS: sandbox-helper/destroy.c:vsb_req_.*
+ * FUZZ-COVERS: sandbox-helper/op_network.c:vsb_req_.*
+ * FUZZ-COVERS: sandbox-helper/egress.c:vsb_egress_req_.*
  */
 #include <jansson.h>
 #include <stddef.h>
@@ -30,8 +33,14 @@
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
-static vsb_config_t  cf;
-static int           cf_ready;
+/* The defaults with a second profile to name, egress on and off. */
+static const char *const   configs[2] = {
+    "profile = alt /\negress = on\negress_user = veto-egress\n",
+    "profile = alt /\n",
+};
+static vsb_config_t        cfs[2];
+static int                 cf_ready;
+static const vsb_config_t  *cf;
 
 
 static int
@@ -86,6 +95,57 @@ check_env(json_t *env)
 }
 
 
+/* An allowlist's entries: strings of 1 .. VSB_MAX_NETWORK_ENTRY bytes,
+ * *n of them and *bytes bytes so far. */
+static void
+check_entries(json_t *arr, size_t *n, size_t *bytes)
+{
+    size_t   i, len;
+    json_t  *v;
+
+    if (!json_is_array(arr)) {
+        abort();
+    }
+
+    json_array_foreach(arr, i, v) {
+        len = json_string_length(v);
+        if (!json_is_string(v) || len == 0 || len > VSB_MAX_NETWORK_ENTRY
+            || strlen(json_string_value(v)) != len)
+        {
+            abort();
+        }
+        *bytes += len;
+    }
+    *n += json_array_size(arr);
+
+    if (*n > cf->egress.max_entries || *bytes > VSB_MAX_NETWORK_BYTES) {
+        abort();
+    }
+}
+
+
+static void
+check_network(json_t *net)
+{
+    size_t  n = 0, bytes = 0;
+
+    if (net == NULL) {
+        return;                 /* "none" */
+    }
+
+    if (!cf->egress.enabled || !json_is_object(net)
+        || json_object_get(net, "allow") == NULL)
+    {
+        abort();
+    }
+
+    check_entries(json_object_get(net, "allow"), &n, &bytes);
+    if (json_object_get(net, "ask") != NULL) {
+        check_entries(json_object_get(net, "ask"), &n, &bytes);
+    }
+}
+
+
 static void
 check_accepted(const vsb_request_t *r, size_t plen)
 {
@@ -120,25 +180,36 @@ check_accepted(const vsb_request_t *r, size_t plen)
     } else if (r->op == &vsb_create_op) {
         if (!owner_ok(r->agent) || r->profile == NULL
             || r->limits.memory_mb < 1
-            || r->limits.memory_mb > cf.max.memory_mb
-            || r->limits.pids < 1 || r->limits.pids > cf.max.pids
+            || r->limits.memory_mb > cf->max.memory_mb
+            || r->limits.pids < 1 || r->limits.pids > cf->max.pids
             || r->limits.cpu_percent < 1
-            || r->limits.cpu_percent > cf.max.cpu_percent
-            || r->limits.disk_mb < 1 || r->limits.disk_mb > cf.max.disk_mb
+            || r->limits.cpu_percent > cf->max.cpu_percent
+            || r->limits.disk_mb < 1 || r->limits.disk_mb > cf->max.disk_mb
             || r->limits.timeout_s < 1
-            || r->limits.timeout_s > cf.max.timeout_s
+            || r->limits.timeout_s > cf->max.timeout_s
             || r->limits.output_bytes < 1
-            || r->limits.output_bytes > cf.max.output_bytes
-            || r->ttl_s < 1 || r->ttl_s > cf.max_ttl_s
+            || r->limits.output_bytes > cf->max.output_bytes
+            || r->ttl_s < 1 || r->ttl_s > cf->max_ttl_s
             || (r->metadata != NULL && !json_is_object(r->metadata)))
         {
             abort();
         }
         check_env(r->env);
+        check_network(r->network);
+
+    } else if (r->op == &vsb_update_network_op) {
+        size_t  n = 0, bytes = 0;
+
+        if (!owner_ok(r->agent) || !vsb_req_id_ok(r->id)
+            || json_array_size(r->network) == 0)
+        {
+            abort();
+        }
+        check_entries(r->network, &n, &bytes);
 
     } else if (r->op == &vsb_exec_op) {
         if (!owner_ok(r->agent) || !vsb_req_id_ok(r->id)
-            || r->timeout_s > cf.max.timeout_s || r->cwd == NULL
+            || r->timeout_s > cf->max.timeout_s || r->cwd == NULL
             || r->cwd[0] != '/' || strlen(r->cwd) > VSB_MAX_PATH
             || !json_is_array(r->argv) || json_array_size(r->argv) == 0
             || json_array_size(r->argv) > VSB_MAX_ARGV
@@ -186,14 +257,15 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     vsb_request_t   r;
     vsb_error_t     e;
     char            err[256];
-    size_t          plen;
+    size_t          plen, i;
 
     if (!cf_ready) {
-        /* The defaults, and a second profile to name. */
-        if (vsb_config_parse_buffer("profile = alt /\n", 16, &cf, err,
-                                    sizeof(err)) != 0)
-        {
-            abort();
+        for (i = 0; i < 2; i++) {
+            if (vsb_config_parse_buffer(configs[i], strlen(configs[i]),
+                                        &cfs[i], err, sizeof(err)) != 0)
+            {
+                abort();
+            }
         }
         cf_ready = 1;
     }
@@ -203,6 +275,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     }
 
     plen = data[0] & 1 ? data[0] : 0;
+    cf = &cfs[(data[0] >> 1) & 1];
 
     root = json_loadb((const char *) data + 1, size - 1,
                       JSON_REJECT_DUPLICATES, &jerr);
@@ -210,7 +283,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         return 0;
     }
 
-    if (vsb_ops_parse(root, plen, &cf, &r, &e) != 0) {
+    if (vsb_ops_parse(root, plen, cf, &r, &e) != 0) {
         /* Every refusal names an error and says something. */
         if (e.error == NULL || e.detail[0] == '\0'
             || (strcmp(e.error, VSB_E_OVER_CEILING) == 0) != (e.limit != NULL))

@@ -144,6 +144,19 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         abort();
     }
 
+    /* egress: a user to drop to when on, paths absolute without "..",
+     * at most VSB_EGRESS_MAX_RANGES ranges */
+    if ((cf.egress.enabled && cf.egress.user[0] == '\0')
+        || cf.egress.n_allow_ranges > VSB_EGRESS_MAX_RANGES
+        || cf.egress.max_entries > VSB_ABS_EGRESS_ENTRIES
+        || cf.egress.proxy[0] != '/' || strstr(cf.egress.proxy, "/..")
+        || cf.egress.nft[0] != '/' || strstr(cf.egress.nft, "/..")
+        || (cf.egress.netns[0] != '\0'
+            && (cf.egress.netns[0] != '/' || strstr(cf.egress.netns, "/.."))))
+    {
+        abort();
+    }
+
     if (vsb_config_profile(&cf, "") != NULL) {
         abort();                /* no profile has an empty name */
     }

@@ -53,7 +53,9 @@ def c_defines(*files):
             m = re.fullmatch(r'"([^"]*)"', val)
             if m:
                 out[name] = m.group(1)
-            elif re.fullmatch(r'[0-9()*+\- ]+', val):
+                continue
+            val = re.sub(r'\b([0-9]+)(?:ULL|UL|LL|U|L)\b', r'\1', val)
+            if re.fullmatch(r'[0-9()*+\-<> ]+', val):
                 out[name] = eval(val, {'__builtins__': {}})  # digits only
     return out
 
@@ -84,6 +86,9 @@ MAGIC = need('VSB_FRAME_MAGIC').encode()
 PROFILE_NAME_LEN = need('VSB_PROFILE_NAME_LEN')
 MAX_UIDS = need('VSB_MAX_ALLOWED_UIDS')
 MAX_PROFILES = need('VSB_MAX_PROFILES')
+MAX_NET_ENTRY = need('VSB_MAX_NETWORK_ENTRY')
+MAX_NET_BYTES = need('VSB_MAX_NETWORK_BYTES')
+MAX_RANGES = need('VSB_EGRESS_MAX_RANGES')
 
 
 def schema_fields():
@@ -123,12 +128,19 @@ CONF_FILE = read(os.path.join(ROOT, 'conf', 'sandbox-helper.conf'))
 
 
 def conf_defaults():
-    vals = {}
+    """key = value of the shipped config; a commented-out "#key = value"
+    (the documented default) when no line sets the key."""
+    vals, commented = {}, {}
     for line in CONF_FILE.splitlines():
+        m = re.match(r'\s*#\s*([a-z_]+)\s*=\s*([^#\s]+)', line)
+        if m:
+            commented.setdefault(m.group(1), m.group(2))
         line = line.split('#', 1)[0].strip()
         if '=' in line:
             k, v = (s.strip() for s in line.split('=', 1))
             vals[k] = v
+    for k, v in commented.items():
+        vals.setdefault(k, v)
     return vals
 
 
@@ -146,6 +158,7 @@ CEIL = {name: conf_num('max_' + name)
         for name in ('memory_mb', 'pids', 'cpu_percent', 'disk_mb',
                      'timeout_s', 'output_bytes')}
 MAX_TTL = conf_num('max_ttl_s')
+NET_ENTRIES = conf_num('egress_max_entries')
 SERVER_PAYLOAD = conf_num('max_file_bytes')
 ABS = {'max_memory_mb': need('VSB_ABS_MEMORY_MB'),
        'max_pids': need('VSB_ABS_PIDS'),
@@ -156,7 +169,11 @@ ABS = {'max_memory_mb': need('VSB_ABS_MEMORY_MB'),
        'max_ttl_s': need('VSB_ABS_TTL_S'),
        'max_sandboxes': need('VSB_ABS_SANDBOXES'),
        'max_file_bytes': need('VSB_ABS_FILE_BYTES'),
-       'max_execs_per_sandbox': 1024}
+       'max_execs_per_sandbox': 1024,
+       'egress_max_entries': need('VSB_ABS_EGRESS_ENTRIES'),
+       'egress_max_connections': need('VSB_ABS_EGRESS_CONNS'),
+       'egress_max_bytes_out': need('VSB_ABS_EGRESS_BYTES'),
+       'egress_max_bytes_in': need('VSB_ABS_EGRESS_BYTES')}
 for _k in ('memory_mb', 'pids', 'cpu_percent', 'disk_mb', 'timeout_s',
            'output_bytes', 'ttl_s'):
     ABS['default_' + _k] = ABS['max_' + _k]
@@ -192,16 +209,19 @@ def request_seeds():
     s = Seeds()
     used_ops, used_fields = set(), set()
 
-    def req(name, obj, payload=False, raw=None):
-        # byte 0: odd = the frame's payload length, even = no payload
+    def req(name, obj, payload=False, raw=None, egress_off=False):
+        # byte 0: odd = the frame's payload length, even = no payload;
+        # bit 1: the helper runs with egress = off
         text = raw if raw is not None else enc(obj)
         if isinstance(obj, dict):
             if isinstance(obj.get('op'), str):
                 used_ops.add(obj['op'])
             used_fields.update(obj.keys())
-            if isinstance(obj.get('limits'), dict):
-                used_fields.update(obj['limits'].keys())
-        s.add(name, bytes([0x21 if payload else 0x00]) + text.encode('utf-8'))
+            for sub in ('limits', 'network'):
+                if isinstance(obj.get(sub), dict):
+                    used_fields.update(obj[sub].keys())
+        b0 = (0x21 if payload else 0x00) | (0x02 if egress_off else 0x00)
+        s.add(name, bytes([b0]) + text.encode('utf-8'))
 
     def owned(op, **kw):
         o = {'op': op}
@@ -354,6 +374,88 @@ def request_seeds():
         'k': 'm' * (MAX_MD - md_overhead + 1)}))
     req('create-metadata-array', owned('create', metadata=[1]))
     req('create-metadata-string', owned('create', metadata='x'))
+
+    # -- create's network: "none" or an allowlist (egress = on unless said)
+    good = ['registry.example.test', '*.pypi.example.test:443',
+            '[2001:db8::1]:8443', '192.0.2.1', 'a.test:8080']
+    req('create-network-allow', owned('create', network={'allow': good}))
+    req('create-network-allow-ask', owned('create', network={
+        'allow': good[:2], 'ask': ['github.example.test', '*.npm.example.test']}))
+    req('create-network-allow-empty', owned('create', network={'allow': []}))
+    req('create-network-egress-off', owned('create', network={'allow': good}),
+        egress_off=True)
+    req('create-network-none-egress-off', owned('create', network='none'),
+        egress_off=True)
+    req('create-network-no-allow', owned('create', network={'ask': good}))
+    req('create-network-unknown', owned('create', network={'allow': [],
+                                                           'deny': []}))
+    req('create-network-array', owned('create', network=good))
+    req('create-network-allow-string', owned('create', network={
+        'allow': 'a.test'}))
+    req('create-network-ask-string', owned('create', network={
+        'allow': [], 'ask': 'a.test'}))
+    req('create-network-entry-number', owned('create', network={
+        'allow': ['a.test', 443]}))
+    req('create-network-entry-empty', owned('create', network={'allow': ['']}))
+    req('create-network-entry-max', owned('create', network={
+        'allow': ['e' * MAX_NET_ENTRY]}))
+    req('create-network-entry-over', owned('create', network={
+        'allow': ['e' * (MAX_NET_ENTRY + 1)]}))
+    req('create-network-entry-nul', None,
+        raw='{"op":"create","tenant":"t1","agent":"a1","network":'
+            '{"allow":["a.test\\u0000b"]}}')
+    for desc, entry in (('url', 'http://a.test/'), ('star', '*'),
+                        ('one-label-wildcard', '*.test'),
+                        ('wildcard-ip', '*.192.0.2.1'),
+                        ('port-zero', 'a.test:0'), ('port-over', 'a.test:65536'),
+                        ('port-empty', 'a.test:'), ('empty-label', 'a..test'),
+                        ('v6-open', '[2001:db8::1'), ('v6-bare', '2001:db8::1'),
+                        ('space', 'a test'), ('underscore', 'a_b.test'),
+                        ('trailing-dot', 'a.test.'), ('upper', 'A.TEST'),
+                        ('octal-ip', '0177.0.0.1'), ('hex-ip', '0x7f.1'),
+                        ('decimal-ip', '2130706433'),
+                        ('label-64', 'l' * 64 + '.test')):
+        req('create-network-entry-' + desc, owned('create', network={
+            'allow': [entry]}))
+    req('create-network-entries-max', owned('create', network={
+        'allow': ['h%d.test' % i for i in range(NET_ENTRIES)]}))
+    req('create-network-entries-over', owned('create', network={
+        'allow': ['h%d.test' % i for i in range(NET_ENTRIES + 1)]}))
+    req('create-network-entries-over-with-ask', owned('create', network={
+        'allow': ['h%d.test' % i for i in range(NET_ENTRIES // 2 + 1)],
+        'ask': ['k%d.test' % i for i in range(NET_ENTRIES // 2)]}))
+    # entries of 249 bytes: the byte bound is reached below the count bound
+    long_host = '%02d' + ('.'.join(['x' * 61] * 4) + '.t')[2:]
+    n_fit = MAX_NET_BYTES // len(long_host % 0)
+    req('create-network-bytes-max', owned('create', network={
+        'allow': [long_host % i for i in range(n_fit)]}))
+    req('create-network-bytes-over', owned('create', network={
+        'allow': [long_host % i for i in range(n_fit)],
+        'ask': ['%d.%s.test' % (i, 'y' * 60) for i in range(4)]}))
+
+    # -- update_network
+    req('update_network', owned('update_network', add=['registry.example.test']))
+    req('update_network-full', owned('update_network', request_id='r8',
+                                     add=good))
+    req('update_network-egress-off', owned('update_network', add=good),
+        egress_off=True)
+    req('update_network-empty', owned('update_network', add=[]))
+    req('update_network-missing', owned('update_network'))
+    req('update_network-string', owned('update_network', add='a.test'))
+    req('update_network-object', owned('update_network',
+                                       add={'allow': ['a.test']}))
+    req('update_network-bad-entry', owned('update_network',
+                                          add=['a.test', 'http://b.test']))
+    req('update_network-max', owned('update_network', add=[
+        'h%d.test' % i for i in range(NET_ENTRIES)]))
+    req('update_network-over', owned('update_network', add=[
+        'h%d.test' % i for i in range(NET_ENTRIES + 1)]))
+    req('update_network-unknown-field', owned('update_network', add=['a.test'],
+                                              allow=['b.test']))
+    req('update_network-id-bad', owned('update_network', add=['a.test'],
+                                       id='sb-x'))
+    req('update_network-payload', owned('update_network', add=['a.test']),
+        payload=True)
 
     # -- exec
     req('exec', owned('exec', argv=['/bin/true']), payload=True)
@@ -669,6 +771,45 @@ def config_seeds():
                                 for i in range(MAX_PROFILES - 1)))
     add('profiles-over', ''.join('profile = p%d /\n' % i
                                  for i in range(MAX_PROFILES)))
+    # network egress
+    on = 'egress = on\negress_user = veto-egress\n'
+    add('egress-on', on)
+    add('egress-on-no-user', 'egress = on\n')
+    add('egress-off', 'egress = off\n')
+    add('egress-yes', 'egress = yes\n')
+    add('egress-every-key', on + ''.join('%s = %s\n' % kv for kv in (
+        ('egress_proxy', '/usr/lib/veto-sandbox/egress-proxy'),
+        ('egress_netns', '/run/netns/egress'), ('egress_nft', '/usr/sbin/nft'),
+        ('egress_resolver', '192.0.2.53'),
+        ('egress_allow_range', '10.20.0.0/16'),
+        ('egress_allow_range', '2001:db8::/32'),
+        ('egress_max_entries', '16'), ('egress_max_connections', '32'),
+        ('egress_max_bytes_out', '1048576'),
+        ('egress_max_bytes_in', '1048576'))))
+    for k in ('egress_proxy', 'egress_netns', 'egress_nft'):
+        add(k + '-relative', '%s = usr/sbin/x\n' % k)
+        add(k + '-dotdot', '%s = /usr/../tmp/x\n' % k)
+        add(k + '-long', '%s = /%s\n' % (k, 'p' * (4096 - len(k) - 5)))
+    for desc, val in (('plain', 'veto-egress'), ('max', 'u' * 63),
+                      ('over', 'u' * 64), ('slash', 'a/b'), ('dotdot', '..')):
+        add('egress_user-' + desc, 'egress_user = %s\n' % val)
+    for desc, val in (('v4', '192.0.2.53'), ('v4-port', '192.0.2.53:5353'),
+                      ('list', '[2001:db8::53]:53,192.0.2.53'),
+                      ('name', 'dns.example.test'), ('max', '1' * 255),
+                      ('over', '1' * 256)):
+        add('egress_resolver-' + desc, 'egress_resolver = %s\n' % val)
+    for desc, val in (('v4', '10.20.0.0/16'), ('v6', '2001:db8::/32'),
+                      ('v4-all', '0.0.0.0/0'), ('v4-bits-over', '10.0.0.0/33'),
+                      ('v6-bits-over', '::/129'), ('no-bits', '10.0.0.0'),
+                      ('empty-bits', '10.0.0.0/'), ('name', 'x.test/8'),
+                      ('junk-bits', '10.0.0.0/8x'), ('long-addr', '1' * 70 + '/8')):
+        add('egress_allow_range-' + desc, 'egress_allow_range = %s\n' % val)
+    add('egress_allow_range-max', ''.join(
+        'egress_allow_range = 10.%d.0.0/16\n' % i for i in range(MAX_RANGES)))
+    add('egress_allow_range-over', ''.join(
+        'egress_allow_range = 10.%d.0.0/16\n' % i
+        for i in range(MAX_RANGES + 1)))
+
     # syntax
     add('duplicate-key', 'max_pids = 10\nmax_pids = 10\n')
     add('unknown-key', 'max_swap_mb = 10\n')
@@ -733,7 +874,9 @@ def request_dict():
     e += [str(MAX_TTL), str(MAX_TTL + 1), str(MAX_ID), str(MAX_ENV),
           str(MAX_ARGV), '"%s"' % SB, '"sb-"', '"t1"', '"a1"', '"/workspace"',
           '"/"', '"."', '".."', '"../"', '"a/b"', '"none"', '"default"',
-          '"alt"', '"/bin/sh"', '"-c"']
+          '"alt"', '"/bin/sh"', '"-c"', '"*.', ':443', ':0', ':65536',
+          '[2001:db8::1]', '192.0.2.1', 'example.test', '..', str(NET_ENTRIES),
+          str(NET_ENTRIES + 1), str(MAX_NET_ENTRY), str(MAX_NET_BYTES)]
     return dictionary('fuzz_request: JSON tokens, ops, fields, bounds', e)
 
 

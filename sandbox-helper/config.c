@@ -35,6 +35,7 @@ typedef enum {
     VSB_K_EGRESS_NFT, VSB_K_EGRESS_RESOLVER, VSB_K_EGRESS_RANGE,
     VSB_K_EGRESS_ENTRIES, VSB_K_EGRESS_CONNS, VSB_K_EGRESS_OUT,
     VSB_K_EGRESS_IN,
+    VSB_K_IMAGE_PROFILE, VSB_K_IMAGE_STORE,
     VSB_K_COUNT
 } vsb_key_t;
 
@@ -102,6 +103,8 @@ static const vsb_conf_key_t  vsb_conf_keys[] = {
       VSB_OFF(egress.max_bytes_out) },
     { "egress_max_bytes_in", VSB_K_EGRESS_IN, VSB_ABS_EGRESS_BYTES,
       VSB_OFF(egress.max_bytes_in) },
+    { "image_profile", VSB_K_IMAGE_PROFILE, 0, 0 },
+    { "image_store", VSB_K_IMAGE_STORE, 0, 0 },
 };
 
 /* default_* key -> its max_* key, for the "default <= max" check. */
@@ -407,6 +410,41 @@ vsb_conf_egress(vsb_config_t *cf, const vsb_conf_key_t *k, char *val,
 }
 
 
+/* The slot of profile `name`: a new one, or the built-in default, which
+ * either kind of profile may redefine.  NULL with err filled. */
+static vsb_profile_t *
+vsb_conf_profile_slot(vsb_config_t *cf, const char *name, const char *file,
+    unsigned line, char *err, size_t errlen)
+{
+    size_t  i;
+
+    if (!vsb_conf_name_ok(name, VSB_PROFILE_NAME_LEN)) {
+        vsb_conf_err(err, errlen, file, line, "profile name \"%s\" must be "
+                     "1-63 of [A-Za-z0-9_.-]", name);
+        return NULL;
+    }
+
+    for (i = 0; i < cf->n_profiles; i++) {
+        if (strcmp(cf->profiles[i].name, name) == 0) {
+            if (i != 0) {
+                vsb_conf_err(err, errlen, file, line,
+                             "profile \"%s\" is duplicate", name);
+                return NULL;
+            }
+            return &cf->profiles[0];
+        }
+    }
+
+    if (cf->n_profiles == VSB_MAX_PROFILES) {
+        vsb_conf_err(err, errlen, file, line, "more than %d profiles",
+                     VSB_MAX_PROFILES);
+        return NULL;
+    }
+
+    return &cf->profiles[cf->n_profiles++];
+}
+
+
 static int
 vsb_conf_set(vsb_config_t *cf, const vsb_conf_key_t *k, char *val,
     const char *file, unsigned line, char *err, size_t errlen)
@@ -415,7 +453,7 @@ vsb_conf_set(vsb_config_t *cf, const vsb_conf_key_t *k, char *val,
     char           *p, *tok, *save, *dir;
     vsb_profile_t  *pr;
     size_t          i;
-    char            usr[PATH_MAX + 8];
+    char            usr[PATH_MAX + 8], why[160];
     struct stat     st;
 
     if (k->abs_max != 0) {
@@ -571,11 +609,6 @@ vsb_conf_set(vsb_config_t *cf, const vsb_conf_key_t *k, char *val,
             return vsb_conf_err(err, errlen, file, line,
                                 "\"profile\" takes NAME DIR");
         }
-        if (!vsb_conf_name_ok(tok, VSB_PROFILE_NAME_LEN)) {
-            return vsb_conf_err(err, errlen, file, line,
-                                "profile name \"%s\" must be 1-63 of "
-                                "[A-Za-z0-9_.-]", tok);
-        }
         if (dir[0] != '/' || strlen(dir) >= sizeof(pr->root)) {
             return vsb_conf_err(err, errlen, file, line,
                                 "profile \"%s\": \"%s\" is not an absolute "
@@ -588,25 +621,11 @@ vsb_conf_set(vsb_config_t *cf, const vsb_conf_key_t *k, char *val,
                                 "directory", tok, dir);
         }
 
-        pr = NULL;
-        for (i = 0; i < cf->n_profiles; i++) {
-            if (strcmp(cf->profiles[i].name, tok) == 0) {
-                pr = &cf->profiles[i];
-                /* Only the built-in default may be redefined. */
-                if (i != 0) {
-                    return vsb_conf_err(err, errlen, file, line,
-                                        "profile \"%s\" is duplicate", tok);
-                }
-            }
-        }
+        pr = vsb_conf_profile_slot(cf, tok, file, line, err, errlen);
         if (pr == NULL) {
-            if (cf->n_profiles == VSB_MAX_PROFILES) {
-                return vsb_conf_err(err, errlen, file, line,
-                                    "more than %d profiles",
-                                    VSB_MAX_PROFILES);
-            }
-            pr = &cf->profiles[cf->n_profiles++];
+            return -1;
         }
+        memset(pr, 0, sizeof(*pr));
         snprintf(pr->name, sizeof(pr->name), "%s", tok);
         snprintf(pr->root, sizeof(pr->root), "%s", dir);
         return 0;
@@ -619,6 +638,40 @@ vsb_conf_set(vsb_config_t *cf, const vsb_conf_key_t *k, char *val,
     case VSB_K_EGRESS_RESOLVER:
     case VSB_K_EGRESS_RANGE:
         return vsb_conf_egress(cf, k, val, file, line, err, errlen);
+    case VSB_K_IMAGE_PROFILE:
+        dir = NULL;
+        tok = strtok_r(val, " \t", &save);
+        if (tok != NULL) {
+            dir = strtok_r(NULL, " \t", &save);
+        }
+        if (tok == NULL || dir == NULL || strtok_r(NULL, " \t", &save)) {
+            return vsb_conf_err(err, errlen, file, line,
+                                "\"image_profile\" takes NAME sha256:DIGEST");
+        }
+        if (vsb_image_digest_parse(dir, NULL, why, sizeof(why)) != 0) {
+            return vsb_conf_err(err, errlen, file, line,
+                                "image_profile \"%.63s\": %s", tok, why);
+        }
+
+        pr = vsb_conf_profile_slot(cf, tok, file, line, err, errlen);
+        if (pr == NULL) {
+            return -1;
+        }
+        memset(pr, 0, sizeof(*pr));
+        snprintf(pr->name, sizeof(pr->name), "%s", tok);
+        snprintf(pr->digest, sizeof(pr->digest), "%s", dir);
+        return 0;
+
+    case VSB_K_IMAGE_STORE:
+        if (val[0] != '/' || strlen(val) >= sizeof(cf->image_store) - 128
+            || strstr(val, "/../") != NULL || strcmp(val, "/") == 0)
+        {
+            return vsb_conf_err(err, errlen, file, line,
+                                "\"image_store\" must be an absolute path "
+                                "other than \"/\"");
+        }
+        snprintf(cf->image_store, sizeof(cf->image_store), "%s", val);
+        return 0;
 
     default:
         break;
@@ -717,7 +770,8 @@ vsb_conf_parse(vsb_config_t *cf, char *text, const char *file, char *err,
         }
 
         if (lines[k->key] != 0 && k->key != VSB_K_PROFILE
-            && k->key != VSB_K_EGRESS_RANGE)
+            && k->key != VSB_K_EGRESS_RANGE
+            && k->key != VSB_K_IMAGE_PROFILE)
         {
             return vsb_conf_err(err, errlen, file, line,
                                 "\"%s\" is duplicate (first on line %u)",

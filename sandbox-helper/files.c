@@ -108,13 +108,23 @@ vsb_files_workspace(const vsb_sandbox_t *sb, vsb_error_t *e)
 {
     int  dfd, wfd;
 
-    dfd = open(sb->dir, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    /* root/ may be a mount of its own (an image profile's overlay): it is
+     * entered by name, the workspace then resolved without crossing */
+    wfd = open(sb->dir, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    dfd = wfd == -1 ? -1 : openat(wfd, "root", O_PATH | O_DIRECTORY
+                                  | O_NOFOLLOW | O_CLOEXEC);
     if (dfd == -1) {
-        return vsb_error_set(e, VSB_E_IO, NULL, "open(\"%s\"): %s", sb->dir,
-                             strerror(errno));
+        vsb_error_set(e, VSB_E_IO, NULL, "open(\"%s/root\"): %s", sb->dir,
+                      strerror(errno));
+        if (wfd != -1) {
+            close(wfd);
+        }
+        return -1;
     }
 
-    wfd = vsb_openat2(dfd, "root/workspace", O_PATH | O_DIRECTORY, 0);
+    close(wfd);
+
+    wfd = vsb_openat2(dfd, "workspace", O_PATH | O_DIRECTORY, 0);
     if (wfd == -1) {
         vsb_error_set(e, VSB_E_IO, NULL, "open(\"%s/root/workspace\"): %s",
                       sb->dir, strerror(errno));

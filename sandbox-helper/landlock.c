@@ -10,6 +10,7 @@
 #include <linux/landlock.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -73,37 +74,50 @@
                        | LANDLOCK_ACCESS_FS_MAKE_SYM                       \
                        | LANDLOCK_ACCESS_FS_REFER)
 
-/* the layout vsb_rootfs_enter() builds (rootfs.c) */
+/* the layout vsb_rootfs_enter() builds (rootfs.c): access on a
+ * directory profile's root, and on an image's (0: no rule) */
 typedef struct {
     const char  *path;
     uint64_t     access;
+    uint64_t     image;
 } vsb_ll_rule_t;
+
+#define VSB_LL_SAME  (~0ULL)
 
 static const vsb_ll_rule_t  vsb_ll_rules[] = {
     /* listing directories anywhere (ls /, find); reading files is
-     * granted below, hierarchy by hierarchy */
-    { "/", LANDLOCK_ACCESS_FS_READ_DIR },
+     * granted below, hierarchy by hierarchy.  An image's whole tree is
+     * its own: read and run anywhere; writes where its top-level
+     * directories allow (vsb_ll_image_dirs()), proc and dev as below */
+    { "/", LANDLOCK_ACCESS_FS_READ_DIR,
+      VSB_LL_READ | LANDLOCK_ACCESS_FS_EXECUTE },
 
-    /* the read-only image */
-    { "/usr", VSB_LL_READ | LANDLOCK_ACCESS_FS_EXECUTE },
-    { "/etc", VSB_LL_READ },
+    /* the read-only profile */
+    { "/usr", VSB_LL_READ | LANDLOCK_ACCESS_FS_EXECUTE, 0 },
+    { "/etc", VSB_LL_READ, 0 },
 
     /* reads only: no build tool writes procfs, and what it could write
      * there (oom_score_adj, comm of other threads) nothing needs */
-    { "/proc", VSB_LL_READ },
+    { "/proc", VSB_LL_READ, VSB_LL_SAME },
 
     /* null zero full random urandom tty pts/ ptmx: read, write, O_TRUNC
      * (": > /dev/null"), terminal ioctls; never a new node */
     { "/dev", VSB_LL_READ | LANDLOCK_ACCESS_FS_WRITE_FILE
-              | LANDLOCK_ACCESS_FS_TRUNCATE | LANDLOCK_ACCESS_FS_IOCTL_DEV },
+              | LANDLOCK_ACCESS_FS_TRUNCATE | LANDLOCK_ACCESS_FS_IOCTL_DEV,
+      VSB_LL_SAME },
 
     /* the workload's own writable directories */
-    { "/workspace", VSB_LL_RW },
-    { "/home/sandbox", VSB_LL_RW },
-    { "/tmp", VSB_LL_RW },
-    { "/var/tmp", VSB_LL_RW },
-    { "/dev/shm", VSB_LL_RW },
+    { "/workspace", VSB_LL_RW, VSB_LL_SAME },
+    { "/home/sandbox", VSB_LL_RW, VSB_LL_SAME },
+    { "/tmp", VSB_LL_RW, VSB_LL_SAME },
+    { "/var/tmp", VSB_LL_RW, VSB_LL_SAME },
+    { "/dev/shm", VSB_LL_RW, VSB_LL_SAME },
 };
+
+/* an image root's top-level directories that keep the rules above */
+static const char  *vsb_ll_image_kept[] = { "proc", "dev", "sys" };
+
+#define VSB_LL_IMAGE_DIRS_MAX  128
 
 /* struct landlock_ruleset_attr as of ABI 6; older kernels get a prefix */
 typedef struct {
@@ -191,17 +205,124 @@ vsb_landlock_handled(int abi, vsb_landlock_handled_t *h)
 }
 
 
+/* One path-beneath rule; closes fd. */
+static int
+vsb_ll_rule(int ruleset, int fd, uint64_t access, const char *what,
+    char *err, size_t errlen)
+{
+    struct landlock_path_beneath_attr  pb;
+
+    memset(&pb, 0, sizeof(pb));
+    pb.allowed_access = access;
+    pb.parent_fd = fd;
+
+    if (syscall(__NR_landlock_add_rule, ruleset, LANDLOCK_RULE_PATH_BENEATH,
+                &pb, 0) != 0)
+    {
+        snprintf(err, errlen, "landlock: rule for %s: %s", what,
+                 strerror(errno));
+        close(fd);
+        return -1;
+    }
+
+    close(fd);
+    return 0;
+}
+
+
+/*
+ * An image root: writes wherever its permissions allow them, in every
+ * top-level directory but proc, dev and sys (the overlay copies them up
+ * into the sandbox's own layer).  Read with getdents64 into the stack:
+ * the workload allocates nothing between clone and exec.
+ */
+static int
+vsb_ll_image_dirs(int ruleset, uint64_t access, char *err, size_t errlen)
+{
+    char          buf[4096];
+    long          n, off;
+    int           root, fd, rules = 0;
+    size_t        i;
+    struct stat   st;
+    struct {
+        uint64_t        d_ino;
+        int64_t         d_off;
+        unsigned short  d_reclen;
+        unsigned char   d_type;
+        char            d_name[];
+    }            *de;
+
+    root = open("/", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (root == -1) {
+        snprintf(err, errlen, "landlock: open /: %s", strerror(errno));
+        return -1;
+    }
+
+    while ((n = syscall(SYS_getdents64, root, buf, sizeof(buf))) > 0) {
+        for (off = 0; off < n; off += de->d_reclen) {
+            de = (void *) (buf + off);
+
+            if (de->d_name[0] == '.' && (de->d_name[1] == '\0'
+                || (de->d_name[1] == '.' && de->d_name[2] == '\0')))
+            {
+                continue;
+            }
+
+            for (i = 0;
+                 i < sizeof(vsb_ll_image_kept) / sizeof(vsb_ll_image_kept[0]);
+                 i++)
+            {
+                if (strcmp(de->d_name, vsb_ll_image_kept[i]) == 0) {
+                    break;
+                }
+            }
+
+            if (i < sizeof(vsb_ll_image_kept) / sizeof(vsb_ll_image_kept[0])
+                || rules >= VSB_LL_IMAGE_DIRS_MAX
+                || fstatat(root, de->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0
+                || !S_ISDIR(st.st_mode))
+            {
+                continue;
+            }
+
+            fd = openat(root, de->d_name, O_PATH | O_DIRECTORY | O_NOFOLLOW
+                        | O_CLOEXEC);
+            if (fd == -1) {
+                continue;
+            }
+
+            if (vsb_ll_rule(ruleset, fd, access, de->d_name, err, errlen)
+                != 0)
+            {
+                close(root);
+                return -1;
+            }
+            rules++;
+        }
+    }
+
+    if (n == -1) {
+        snprintf(err, errlen, "landlock: read /: %s", strerror(errno));
+        close(root);
+        return -1;
+    }
+
+    close(root);
+    return 0;
+}
+
+
 int
 vsb_landlock_apply(const vsb_sandbox_t *sb, char *err, size_t errlen)
 {
-    int                                ruleset, fd;
+    int                                ruleset, fd, image;
     size_t                             i, size;
+    uint64_t                           access;
     vsb_ll_ruleset_attr_t              attr;
     vsb_landlock_handled_t             h;
-    struct landlock_path_beneath_attr  pb;
 
-    (void) sb;      /* one policy for all today; the network mode decides
-                       TCP once a mode other than "none" exists */
+    /* one policy per kind of root; the network mode decides TCP once a
+     * mode other than "none" exists */
 
     if (vsb_ll_abi == 0) {
         return 0;
@@ -224,7 +345,17 @@ vsb_landlock_apply(const vsb_sandbox_t *sb, char *err, size_t errlen)
         return -1;
     }
 
+    image = vsb_profile_is_image(sb->profile);
+
     for (i = 0; i < sizeof(vsb_ll_rules) / sizeof(vsb_ll_rules[0]); i++) {
+        access = vsb_ll_rules[i].access;
+        if (image && vsb_ll_rules[i].image != VSB_LL_SAME) {
+            access = vsb_ll_rules[i].image;
+        }
+        if (access == 0) {
+            continue;
+        }
+
         fd = open(vsb_ll_rules[i].path, O_PATH | O_CLOEXEC | O_DIRECTORY);
         if (fd == -1) {
             snprintf(err, errlen, "landlock: open %s: %s",
@@ -233,21 +364,19 @@ vsb_landlock_apply(const vsb_sandbox_t *sb, char *err, size_t errlen)
             return -1;
         }
 
-        memset(&pb, 0, sizeof(pb));
-        pb.allowed_access = vsb_ll_rules[i].access & h.fs;
-        pb.parent_fd = fd;
-
-        if (syscall(__NR_landlock_add_rule, ruleset,
-                    LANDLOCK_RULE_PATH_BENEATH, &pb, 0) != 0)
+        if (vsb_ll_rule(ruleset, fd, access & h.fs, vsb_ll_rules[i].path,
+                        err, errlen) != 0)
         {
-            snprintf(err, errlen, "landlock: rule for %s: %s",
-                     vsb_ll_rules[i].path, strerror(errno));
-            close(fd);
             close(ruleset);
             return -1;
         }
+    }
 
-        close(fd);
+    if (image && vsb_ll_image_dirs(ruleset, VSB_LL_RW & h.fs, err, errlen)
+                 != 0)
+    {
+        close(ruleset);
+        return -1;
     }
 
     if (syscall(__NR_landlock_restrict_self, ruleset, 0) != 0) {

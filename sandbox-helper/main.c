@@ -26,6 +26,7 @@
 #include "vsb_loop.h"
 #include "vsb_netns.h"
 #include "vsb_ops.h"
+#include "vsb_profile.h"
 #include "vsb_registry.h"
 #include "vsb_seccomp.h"
 #include "vsb_server.h"
@@ -239,6 +240,12 @@ main(int argc, char **argv)
         return 1;
     }
 
+    /* image profiles: the store open, every image present */
+    if (vsb_profiles_init(err, sizeof(err)) != 0) {
+        vsb_log(VSB_LOG_ERR, "%s", err);
+        return 1;
+    }
+
     /* the workload's boundary: a filter that cannot be built stops the
      * start, not the first exec; without Landlock the helper carries on */
     if (vsb_seccomp_prepare(err, sizeof(err)) != 0) {
@@ -295,6 +302,7 @@ main(int argc, char **argv)
         rc = 1;
     }
 
+    vsb_profiles_cleanup();
     vsb_log(VSB_LOG_INFO, "stopped");
     return rc;
 }

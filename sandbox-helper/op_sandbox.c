@@ -15,6 +15,7 @@
 #include "vsb_log.h"
 #include "vsb_netns.h"
 #include "vsb_op.h"
+#include "vsb_overlay.h"
 #include "vsb_registry.h"
 #include "vsb_rootfs.h"
 #include "vsb_storage.h"
@@ -56,6 +57,10 @@ vsb_sandbox_json(vsb_sandbox_t *sb, int usage, int metadata)
     if (j == NULL) {
         return NULL;
     }
+
+    json_object_set_new(j, "profile_digest",
+                        vsb_profile_is_image(sb->profile)
+                        ? json_string(sb->profile->digest) : json_null());
 
     if (metadata && sb->metadata != NULL) {
         json_object_set(j, "metadata", sb->metadata);
@@ -488,6 +493,10 @@ vsb_op_create(vsb_conn_t *c, json_t *root, const vsb_request_t *r,
         sb->dir[0] = '\0';
         vsb_error_set(e, VSB_E_INTERNAL, NULL, "storage: %s", err);
         goto failed;
+    }
+
+    if (vsb_overlay_create(sb, e) != 0) {
+        goto failed_storage;
     }
 
     if (vsb_rootfs_prepare(sb, err, sizeof(err)) != 0) {

@@ -25,6 +25,7 @@ static const vsb_op_t *const  vsb_ops[] = {
     &vsb_read_file_op,
     &vsb_destroy_op,
     &vsb_update_network_op,
+    &vsb_profiles_op,
 };
 
 

@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "vsb_egress.h"
+#include "vsb_overlay.h"
 #include "vsb_registry.h"
 
 static vsb_sandbox_t  *vsb_sandboxes;
@@ -192,6 +193,7 @@ vsb_registry_free(vsb_sandbox_t *sb)
     }
 
     vsb_egress_sandbox_free(sb);
+    vsb_overlay_free(sb);               /* the image it held */
 
     json_decref(sb->env);
     json_decref(sb->metadata);

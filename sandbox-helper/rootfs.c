@@ -242,6 +242,23 @@ vsb_rootfs_placeholder(int rfd, const vsb_sandbox_t *sb, const char *path,
 }
 
 
+const char *
+vsb_rootfs_etc_content(const char *path)
+{
+    size_t  i;
+
+    for (i = 0; i < sizeof(vsb_rootfs_files) / sizeof(vsb_rootfs_files[0]);
+         i++)
+    {
+        if (strcmp(vsb_rootfs_files[i].path, path) == 0) {
+            return vsb_rootfs_files[i].content;
+        }
+    }
+
+    return NULL;
+}
+
+
 int
 vsb_rootfs_prepare(vsb_sandbox_t *sb, char *err, size_t errlen)
 {
@@ -249,6 +266,10 @@ vsb_rootfs_prepare(vsb_sandbox_t *sb, char *err, size_t errlen)
     char         path[PATH_MAX], target[32];
     size_t       i;
     uid_t        uid;
+
+    if (vsb_profile_is_image(sb->profile)) {
+        return vsb_rootfs_prepare_image(sb, err, errlen);
+    }
 
     if ((size_t) snprintf(path, sizeof(path), "%s/root", sb->dir)
         >= sizeof(path))
@@ -588,38 +609,20 @@ vsb_rootfs_dev(char *err, size_t errlen)
 }
 
 
-int
-vsb_rootfs_enter(const vsb_sandbox_t *sb, char *err, size_t errlen)
+/* A directory profile's usr/ and harmless /etc files, read-only; cwd is
+ * the new root.  An image root has its own. */
+static int
+vsb_rootfs_host_binds(const vsb_sandbox_t *sb, char *err, size_t errlen)
 {
     int          fd;
-    char         root[PATH_MAX], usr[PATH_MAX], fdpath[32];
+    char         usr[PATH_MAX], fdpath[32];
     size_t       i;
     struct stat  st;
 
-    if ((size_t) snprintf(root, sizeof(root), "%s/root", sb->dir)
-        >= sizeof(root)
-        || (size_t) snprintf(usr, sizeof(usr), "%s/usr", sb->profile->root)
-           >= sizeof(usr))
+    if ((size_t) snprintf(usr, sizeof(usr), "%s/usr", sb->profile->root)
+        >= sizeof(usr))
     {
         snprintf(err, errlen, "rootfs: path too long");
-        return -1;
-    }
-
-    /* nothing we mount may propagate back to the host */
-    if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) != 0) {
-        snprintf(err, errlen, "rootfs: make / private: %s", strerror(errno));
-        return -1;
-    }
-
-    /* pivot_root needs the new root to be a mount point */
-    if (mount(root, root, NULL, MS_BIND, NULL) != 0) {
-        snprintf(err, errlen, "rootfs: bind %s onto itself: %s", root,
-                 strerror(errno));
-        return -1;
-    }
-
-    if (chdir(root) != 0) {
-        snprintf(err, errlen, "rootfs: chdir %s: %s", root, strerror(errno));
         return -1;
     }
 
@@ -653,6 +656,46 @@ vsb_rootfs_enter(const vsb_sandbox_t *sb, char *err, size_t errlen)
         }
 
         close(fd);
+    }
+
+    return 0;
+}
+
+
+int
+vsb_rootfs_enter(const vsb_sandbox_t *sb, char *err, size_t errlen)
+{
+    char         root[PATH_MAX];
+
+    if ((size_t) snprintf(root, sizeof(root), "%s/root", sb->dir)
+        >= sizeof(root))
+    {
+        snprintf(err, errlen, "rootfs: path too long");
+        return -1;
+    }
+
+    /* nothing we mount may propagate back to the host */
+    if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) != 0) {
+        snprintf(err, errlen, "rootfs: make / private: %s", strerror(errno));
+        return -1;
+    }
+
+    /* pivot_root needs the new root to be a mount point */
+    if (mount(root, root, NULL, MS_BIND, NULL) != 0) {
+        snprintf(err, errlen, "rootfs: bind %s onto itself: %s", root,
+                 strerror(errno));
+        return -1;
+    }
+
+    if (chdir(root) != 0) {
+        snprintf(err, errlen, "rootfs: chdir %s: %s", root, strerror(errno));
+        return -1;
+    }
+
+    if (!vsb_profile_is_image(sb->profile)
+        && vsb_rootfs_host_binds(sb, err, errlen) != 0)
+    {
+        return -1;
     }
 
     if (vsb_rootfs_proc(err, errlen) != 0) {

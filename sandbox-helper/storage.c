@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "vsb_log.h"
+#include "vsb_overlay.h"
 #include "vsb_registry.h"
 #include "vsb_request.h"
 #include "vsb_storage.h"
@@ -263,6 +264,12 @@ vsb_storage_remove(const char *dir, const char **step, char *err,
     size_t errlen)
 {
     int  m, fd, i;
+
+    /* An image profile's overlay root is mounted inside the tmpfs. */
+    if (vsb_overlay_unmount(dir, err, errlen) != 0) {
+        *step = "mounts";
+        return -1;
+    }
 
     /* Something may be stacked on our tmpfs: peel a few layers. */
     for (i = 0; i < 8; i++) {

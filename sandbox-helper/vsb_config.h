@@ -12,6 +12,8 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "vsb_image.h"
+
 #define VSB_ABS_MEMORY_MB      (64 * 1024)
 #define VSB_ABS_PIDS           32768
 #define VSB_ABS_CPU_PERCENT    (100 * 256)
@@ -46,10 +48,19 @@ typedef struct {
     uint64_t   output_bytes;    /* per stream, per exec */
 } vsb_limits_t;
 
+/*
+ * A directory profile ("profile = NAME DIR") has root: DIR's usr/ becomes
+ * the sandbox's /usr, read-only; an image profile ("image_profile = NAME
+ * sha256:...") has digest: the store's image is the read-only lower
+ * layer of a writable overlay root (overlay.c).  Exactly one is set.
+ */
 typedef struct {
     char       name[VSB_PROFILE_NAME_LEN + 1];
-    char       root[PATH_MAX];  /* read-only image; its usr/ becomes /usr */
+    char       root[PATH_MAX];
+    char       digest[VSB_IMAGE_DIGEST_LEN + 1];
 } vsb_profile_t;
+
+#define vsb_profile_is_image(p)  ((p)->digest[0] != '\0')
 
 /* Network egress (allowlist mode): the egress proxy the helper starts
  * and supervises, see docs/egress.md. */
@@ -76,6 +87,7 @@ typedef struct {
     size_t         n_allowed_uids;
 
     char           state_dir[PATH_MAX]; /* sandboxes live in state_dir/sb */
+    char           image_store[PATH_MAX]; /* "": state_dir/images */
     char           cgroup_name[64];     /* parent cgroup, e.g. "veto-sandbox" */
     char           cgroup_mode[8];      /* "auto", "v1" or "v2" */
     uid_t          uid_base;            /* first host uid handed out */

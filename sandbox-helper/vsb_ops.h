@@ -36,7 +36,7 @@ struct vsb_op_s {
 /* The rows. */
 extern const vsb_op_t  vsb_ping_op, vsb_create_op, vsb_status_op,
     vsb_list_op, vsb_exec_op, vsb_write_file_op, vsb_read_file_op,
-    vsb_destroy_op, vsb_update_network_op;
+    vsb_destroy_op, vsb_update_network_op, vsb_profiles_op;
 
 /* Parses one request header: finds the op's row, checks the payload is
  * allowed, applies the row's schema; payload_len is the frame's payload

@@ -180,6 +180,7 @@
 #define VSB_OP_READ_FILE          "read_file"
 #define VSB_OP_DESTROY            "destroy"
 #define VSB_OP_UPDATE_NETWORK     "update_network"
+#define VSB_OP_PROFILES           "profiles"
 
 /* Error names carried in a failed reply's "error". */
 #define VSB_E_BAD_FRAME           "bad_frame"
@@ -203,6 +204,7 @@
 #define VSB_E_TERMINATION_FAILED  "termination_failed"
 #define VSB_E_NOT_PERMITTED       "not_permitted"
 #define VSB_E_UNAVAILABLE         "unavailable"
+#define VSB_E_PROFILE_UNAVAILABLE "profile_unavailable"
 #define VSB_E_INTERNAL            "internal"
 
 /* Limit names carried in "limit" with over_ceiling, and in LIMITS. */

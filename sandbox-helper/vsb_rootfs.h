@@ -31,4 +31,18 @@
 int vsb_rootfs_prepare(vsb_sandbox_t *sb, char *err, size_t errlen);
 int vsb_rootfs_enter(const vsb_sandbox_t *sb, char *err, size_t errlen);
 
+/*
+ * An image profile's root (rootfs_image.c): the overlay at sb->dir/root
+ * is the image's own tree, so prepare only adds what the sandbox needs
+ * on top (copied up into the sandbox's upper layer, never into the
+ * image): /etc/hosts, hostname, resolv.conf, nsswitch.conf replaced,
+ * the sandbox user appended to /etc/passwd and /etc/group, /workspace
+ * and /home/sandbox owned by the workload user, /tmp and /var/tmp 1777.
+ * Enter skips the directory profile's /usr and /etc binds.
+ */
+int vsb_rootfs_prepare_image(vsb_sandbox_t *sb, char *err, size_t errlen);
+
+/* The content rootfs.c generates for etc/NAME ("etc/passwd", ...). */
+const char *vsb_rootfs_etc_content(const char *path);
+
 #endif

@@ -38,6 +38,9 @@ struct vsb_sandbox_s {
                                                 -1: none (vsb_netns.h) */
     struct vsb_egress_sb_s  *egress;         /* allowlist mode (egress.c),
                                                 NULL: network "none" */
+    struct vsb_overlay_s *overlay;           /* image profiles: the held
+                                                image (overlay.c), NULL
+                                                otherwise */
 
     json_t               *env;               /* object, sandbox-wide */
     json_t               *metadata;          /* object or NULL */

@@ -134,7 +134,8 @@ sub start
     my %seen;
     for my $k (@KEY_ORDER, sort keys %cf) {
         next if $seen{$k}++ or !exists $cf{$k} or !defined $cf{$k};
-        print $fh "$k = $cf{$k}\n";
+        # a repeatable key (image_profile) takes a list
+        print $fh "$k = $_\n" for ref $cf{$k} ? @{ $cf{$k} } : ($cf{$k});
     }
     close $fh or die "close $self->{conf}: $!";
 

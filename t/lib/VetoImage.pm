@@ -339,3 +339,28 @@ sub add_layer_file
 }
 
 1;
+
+package VetoImage;
+
+# The Debian base the profile tests share (scripts/build-debian-base.sh,
+# cached under VSB_BASE_CACHE or /var/tmp/veto-sandbox-bases: built once
+# per machine, ~3 minutes), imported into this store: its digest.
+our @PROFILE_PACKAGES = qw(python3 python3-venv gcc libc6-dev make);
+
+sub debian_profile_base
+{
+    my ($self) = @_;
+    my $script = "$ROOT/scripts/build-debian-base.sh";
+    my $log = "$self->{work}/debian-base.err";
+    my $out = `'$script' -v essential @PROFILE_PACKAGES 2>'$log'`;
+    die "build-debian-base.sh failed:\n" . ($self->read_file($log) // '')
+        if $?;
+    my ($dir, $digest) = split ' ', $out;
+    my ($rc, $o, $e) = $self->ctl('import', '--description',
+                                  "Debian 12: @PROFILE_PACKAGES", $dir,
+                                  $digest);
+    die "import of the Debian base failed: $e" if $rc != 0;
+    return $digest;
+}
+
+1;

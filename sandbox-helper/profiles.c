@@ -145,8 +145,8 @@ vsb_profile_image(const vsb_profile_t *p, vsb_profile_info_t *pi, char *err,
 
     if (vsb_image_meta(&vsb_store, p->digest, &meta, why, sizeof(why)) != 0)
     {
-        snprintf(err, errlen, "profile \"%s\": %s in the store %s: import "
-                 "it (sandbox-imagectl import LAYOUT %s) or remove the "
+        snprintf(err, errlen, "profile \"%s\": %s (store %s): import it "
+                 "(sandbox-imagectl import LAYOUT %s) or remove the "
                  "profile", p->name, why, vsb_store.dir, p->digest);
         return -1;
     }

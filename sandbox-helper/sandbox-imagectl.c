@@ -9,7 +9,8 @@
  * SRC is an OCI image layout, a directory or a tarball of one; DIGEST
  * the sha256 digest of the image's manifest (or of an index, of which
  * the linux manifest for this machine's architecture is taken).  The
- * store defaults to <state_dir>/images of the helper's configuration;
+ * store is the helper configuration's image_store (default
+ * <state_dir>/images);
  * the unpacking child runs as uid_base - 1, a uid no sandbox gets.
  *
  * Exit status: 0 done (or already in the store), 1 refused or failed,
@@ -251,7 +252,16 @@ main(int argc, char **argv)
         return 1;
     }
 
-    if (store == NULL) {
+    if (store == NULL && cf->image_store[0] != '\0') {
+        if ((size_t) snprintf(dir, sizeof(dir), "%.4000s", cf->image_store)
+            >= sizeof(dir))
+        {
+            fprintf(stderr, "sandbox-imagectl: image_store too long\n");
+            return 1;
+        }
+        store = dir;
+
+    } else if (store == NULL) {
         if ((size_t) snprintf(dir, sizeof(dir), "%s/images", cf->state_dir)
             >= sizeof(dir))
         {

@@ -88,11 +88,17 @@
  *             not be confirmed.  The reply comes once everything is
  *             confirmed gone; the helper serves other requests meanwhile
  *             (the sandbox's state is then "destroying").
+ *   profiles  {}                     -> {profiles: [PROFILE, ...]}
+ *             every configured profile (at most 16; which of them a
+ *             caller may use is the gateway's policy).  The reply fits
+ *             VSB_MAX_JSON: checked when the helper starts.
  *
  * Any request may carry "request_id" (string, at most VSB_MAX_ID_LEN
  * bytes); the reply echoes it.
  *
  *   SANDBOX = {id, epoch: EPOCH, tenant, agent, profile,
+ *              profile_digest: "sha256:<64 hex>"|null (the image the
+ *              sandbox's root is made of; null: a directory profile),
  *              state: "ready"|"destroying"|"termination_failed",
  *              network: "none" | NETWORK ("allowlist" in list replies),
  *              limits: LIMITS, ttl_s,
@@ -123,6 +129,16 @@
  *             duration_ms, qtype? (dns)}
  *   EGRESS  = {available, state: "off"|"unavailable"|"starting"|"up"|
  *             "restarting", nftables, restarts, detail?}
+ *   PROFILE = {name, kind: "image"|"directory",
+ *              digest: "sha256:<64 hex>"|null (images only),
+ *              description (<= 256 bytes),
+ *              os_release: {id?, version_id?, pretty_name?},
+ *              tools: {package: version} (notable packages: python3,
+ *              nodejs, gcc, make, git, libc6, ...; versions <= 64 bytes),
+ *              tools_truncated?: true (left out to fit the reply),
+ *              default: bool (the profile a create without "profile"
+ *              gets), available: bool (its image is in the store, its
+ *              directory exists)}
  *   EPOCH   = VSB_EPOCH_LEN lowercase hex digits, random, made when the
  *             helper starts.  A SANDBOX carries the epoch of the helper
  *             run that created it.  Sandboxes never outlive their helper
@@ -141,6 +157,9 @@
  * naming it with another owner answers not_found, exactly as an unknown
  * id does.  not_found names its field: "id" for a sandbox, "path" for a
  * file of an existing sandbox (read_file).
+ * profile_unavailable (create, field "profile"): the profile exists but
+ * its image is no longer in the store (removed since the helper
+ * started); the detail names the digest.  Another profile may work.
  */
 
 #ifndef VSB_PROTOCOL_H

@@ -3,7 +3,8 @@
 # the cmocka unit tests (normal and ASan builds), builds the fuzzers and
 # runs each briefly, then the integration tests with prove: everything
 # with the normal helper, the helper tests (t/0*.t) again with the ASan
-# helper, and the module tests (t/1*.t, t/3*.t) again with the ASan+UBSan
+# helper, the image store and profile tests (t/52, t/53, t/55-t/57) with
+# the ASan sandbox-imagectl and helper, and the module tests (t/1*.t, t/3*.t) again with the ASan+UBSan
 # module (build-module-asan/) and the ASan helper; there any sanitizer
 # report from nginx fails the test (t/lib/VetoNginx.pm); last, the
 # helper's tests on a pure cgroup v2 host in a qemu VM; the egress tests
@@ -151,8 +152,9 @@ run_prove "all tests, helper build/sandbox-helper" -r t/
 VETO_HELPER=build-asan/sandbox-helper \
     run_prove "helper tests, ASan helper build-asan/sandbox-helper" t/0*.t
 VSB_IMAGECTL="$PWD/build-asan/sandbox-imagectl" \
-    run_prove "image store tests, ASan+UBSan build-asan/sandbox-imagectl" \
-        t/52-image-import.t t/53-image-hostile.t
+VETO_HELPER=build-asan/sandbox-helper \
+    run_prove "image store and profile tests, ASan+UBSan sandbox-imagectl and helper" \
+        t/52-image-import.t t/53-image-hostile.t t/55-*.t t/56-*.t t/57-*.t
 VETO_EGRESS=build-asan/egress-proxy VETO_HELPER=build-asan/sandbox-helper \
     run_prove "egress tests, ASan+UBSan proxy and helper (build-asan/)" \
         t/4*-egress-*.t

@@ -43,14 +43,58 @@ my ($rc, $meta, $err) = $s->import_json('--description', 'marker image',
 is($rc, 0, 'the umoci image imports') or diag $err;
 my $digest = $lay->{digest};
 
+# the same root with what a hostile image could carry where the helper
+# adds its files: /etc/passwd and /home/sandbox as symlinks to
+# a host directory by absolute path, /etc/group over 1 MiB.  Followed on
+# the host they would write the sentinel; resolved in the sandbox's root
+# they only ever meet the image's own tree.
+my $sent = $s->sentinel;
+my $lay2 = $s->umoci_image({
+    '/bin/sh' => [ host_file('/bin/dash'), 0755 ],
+    '/lib64/ld-linux-x86-64.so.2' =>
+        [ host_file('/lib64/ld-linux-x86-64.so.2'), 0755 ],
+    '/lib/x86_64-linux-gnu/libc.so.6' =>
+        [ host_file('/lib/x86_64-linux-gnu/libc.so.6'), 0755 ],
+    '/etc/group' => "root:x:0:\n" . ("#" x 80 . "\n") x 14000,
+    '/home/.keep' => '',
+});
+$lay2 = $s->add_layer($lay2, VetoImage::tar(
+    { name => 'etc/passwd', type => '2', link => "$sent/victim" },
+    { name => 'home/sandbox', type => '2', link => $sent },
+));
+($rc, $meta, $err) = $s->import_json($lay2->{dir}, $lay2->{digest});
+is($rc, 0, 'the image with symlinks at the helper\'s paths imports')
+    or diag $err;
+
 # a helper whose store is the test's, with the image as profile "mark"
 my $h = VetoTest->start(image_store => $s->store,
-                        image_profile => [ "mark $digest" ]);
+                        image_profile => [ "mark $digest",
+                                           "links $lay2->{digest}" ]);
+
+{
+    my $c = $h->create(profile => 'links');
+    ok($c->{ok}, 'create with the symlinked image') or diag explain $c;
+    my $id = $c->{sandbox}{id};
+    my ($x, $out, $err) = $h->sh($id, 'while IFS=: read n p u rest; do '
+        . 'echo "$n:$u"; done < /etc/passwd; read l < /etc/hosts; '
+        . 'echo "$l"; echo x > ~/in-home && echo home-ok; '
+        . 'n=0; while read l; do n=$((n+1)); done < /etc/group; echo $n');
+    is($out, "root:0\nsandbox:1000\nnobody:65534\n127.0.0.1\tlocalhost "
+             . "sandbox\nhome-ok\n3\n",
+       'passwd, a 1 MiB group and /home/sandbox replaced by ours')
+        or diag $err;
+    ok($s->sentinel_intact, 'nothing written through the symlinks on the '
+       . 'host');
+    ok(!-e "$sent/in-home", 'the home directory is not the sentinel');
+    ok($h->destroy($id)->{ok}, 'destroy it');
+    ok($s->sentinel_intact, 'the sentinel is intact after the destroy');
+}
 
 my ($r) = $h->call({ op => 'profiles' });
 ok($r->{ok}, 'profiles op answers') or diag explain $r;
 my %p = map { $_->{name} => $_ } @{ $r->{profiles} // [] };
-is_deeply([ sort keys %p ], [ 'default', 'mark' ], 'both profiles listed');
+is_deeply([ sort keys %p ], [ 'default', 'links', 'mark' ],
+          'every profile listed');
 is($p{mark}{kind}, 'image', 'mark: an image');
 is($p{mark}{digest}, $digest, 'mark: its digest');
 is($p{mark}{description}, 'marker image', 'mark: its description');
@@ -161,7 +205,7 @@ my $h2 = eval {
                     image_profile => [ "mark $digest" ]);
 };
 ok(!$h2, 'the helper refuses to start without the image');
-like($@, qr/profile "mark".*\Q$digest\E.*not in the store/s,
+like($@, qr/profile "mark": image \Q$digest\E: not in the store \(store /s,
      'naming the profile and the digest');
 
 done_testing;

@@ -149,6 +149,65 @@ test_errors(void **state)
 }
 
 
+#define VSB_T_DIGEST \
+    "sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
+
+static void
+test_image_profiles(void **state)
+{
+    const vsb_profile_t  *p;
+
+    assert_int_equal(parse(
+        "image_profile = py " VSB_T_DIGEST "\n"
+        "profile = host /\n"), 0);
+    assert_int_equal(cf.n_profiles, 3);
+    p = vsb_config_profile(&cf, "py");
+    assert_non_null(p);
+    assert_true(vsb_profile_is_image(p));
+    assert_string_equal(p->digest, VSB_T_DIGEST);
+    assert_string_equal(p->root, "");
+    assert_false(vsb_profile_is_image(vsb_config_profile(&cf, "host")));
+    assert_false(vsb_profile_is_image(&cf.profiles[0]));
+    assert_string_equal(cf.image_store, "");
+
+    assert_int_equal(parse(
+        "image_profile = py " VSB_T_DIGEST "\n"
+        "image_store = /srv/images\n"), 0);
+    assert_string_equal(cf.image_store, "/srv/images");
+
+    /* an image may be the default */
+    assert_int_equal(parse("image_profile = default " VSB_T_DIGEST "\n"), 0);
+    assert_int_equal(cf.n_profiles, 1);
+    assert_true(vsb_profile_is_image(&cf.profiles[0]));
+    assert_string_equal(cf.profiles[0].root, "");
+
+    /* and a directory the default again after it */
+    assert_int_equal(parse(
+        "image_profile = default " VSB_T_DIGEST "\n"
+        "profile = default /\n"), 0);
+    assert_false(vsb_profile_is_image(&cf.profiles[0]));
+    assert_string_equal(cf.profiles[0].digest, "");
+
+    expect_error("image_profile = py\n", "buffer:1: \"image_profile\" takes");
+    expect_error("image_profile = py debian:12\n", "never by a tag");
+    expect_error("image_profile = py latest\n", "never by a tag");
+    expect_error("image_profile = py sha256:abc\n", "64 hex");
+    expect_error("image_profile = py sha512:" VSB_T_DIGEST "\n",
+                 "only sha256");
+    expect_error("image_profile = py SHA256:" VSB_T_DIGEST "\n", "buffer:1:");
+    expect_error("image_profile = b@d " VSB_T_DIGEST "\n", "buffer:1: "
+                 "profile name");
+    expect_error("image_profile = py " VSB_T_DIGEST " extra\n", "buffer:1:");
+    expect_error("profile = py /\nimage_profile = py " VSB_T_DIGEST "\n",
+                 "buffer:2: profile \"py\" is duplicate");
+    expect_error("image_profile = py " VSB_T_DIGEST "\nprofile = py /\n",
+                 "buffer:2: profile \"py\" is duplicate");
+    expect_error("image_store = relative\n", "buffer:1:");
+    expect_error("image_store = /\n", "buffer:1:");
+    expect_error("image_store = /a\nimage_store = /b\n", "buffer:2:");
+}
+
+
 static void
 test_file(void **state)
 {
@@ -181,6 +240,7 @@ main(void)
         cmocka_unit_test(test_defaults),
         cmocka_unit_test(test_full),
         cmocka_unit_test(test_errors),
+        cmocka_unit_test(test_image_profiles),
         cmocka_unit_test(test_file),
     };
 

@@ -239,7 +239,7 @@ vsb_ll_rule(int ruleset, int fd, uint64_t access, const char *what,
 static int
 vsb_ll_image_dirs(int ruleset, uint64_t access, char *err, size_t errlen)
 {
-    char          buf[4096];
+    uint64_t      buf[512];         /* records are 8-byte aligned */
     long          n, off;
     int           root, fd, rules = 0;
     size_t        i;
@@ -260,7 +260,7 @@ vsb_ll_image_dirs(int ruleset, uint64_t access, char *err, size_t errlen)
 
     while ((n = syscall(SYS_getdents64, root, buf, sizeof(buf))) > 0) {
         for (off = 0; off < n; off += de->d_reclen) {
-            de = (void *) (buf + off);
+            de = (void *) ((char *) buf + off);
 
             if (de->d_name[0] == '.' && (de->d_name[1] == '\0'
                 || (de->d_name[1] == '.' && de->d_name[2] == '\0')))

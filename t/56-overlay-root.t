@@ -102,6 +102,21 @@ ok(!-e $upper_a, 'the upper layer is gone with the sandbox');
 is(image_holds(), 0, 'no hold on the image once both are destroyed');
 $h->leaks_ok('after two image sandboxes');
 
+# the helper killed with a live image sandbox: the next start unmounts
+# the stale overlay with the rest of the sandbox's storage
+my $k = $h->create_ok(profile => 'deb');
+$h->sh($k, 'echo x > /workspace/x');
+$h->kill9;
+is(scalar(grep { m{/sb/\Q$k\E/root$} } VetoTest::mounts_under($h->dir)), 1,
+   'killed helper: its sandbox\'s overlay is still mounted');
+$h->launch;
+$h->wait_no_procs(10);
+is_deeply([ VetoTest::mounts_under($h->state_dir) ], [],
+          'restarted helper: the stale overlay and tmpfs are unmounted');
+ok(!-e $h->state_dir . "/sb/$k", 'and its directory removed');
+is(image_holds(), 0, 'no hold on the image after the restart');
+$h->leaks_ok('after kill -9 and restart');
+
 # 100 cycles: no overlay mount, upper directory or hold left
 my $failed = 0;
 for my $i (1 .. 100) {

@@ -162,7 +162,13 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     }
 
     for (i = 0; i < cf.n_profiles; i++) {
-        if (cf.profiles[i].root[0] != '/' || cf.profiles[i].name[0] == '\0'
+        /* exactly one of a directory and an image digest */
+        if ((vsb_profile_is_image(&cf.profiles[i])
+             ? (cf.profiles[i].root[0] != '\0'
+                || strncmp(cf.profiles[i].digest, "sha256:", 7) != 0
+                || strlen(cf.profiles[i].digest) != VSB_IMAGE_DIGEST_LEN)
+             : cf.profiles[i].root[0] != '/')
+            || cf.profiles[i].name[0] == '\0'
             || vsb_config_profile(&cf, cf.profiles[i].name)
                != &cf.profiles[i])
         {

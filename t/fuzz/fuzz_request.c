@@ -163,11 +163,13 @@ check_accepted(const vsb_request_t *r, size_t plen)
         abort();
     }
 
-    if (r->op != &vsb_ping_op && !owner_ok(r->tenant)) {
+    if (r->op != &vsb_ping_op && r->op != &vsb_profiles_op
+        && !owner_ok(r->tenant))
+    {
         abort();
     }
 
-    if (r->op == &vsb_ping_op) {
+    if (r->op == &vsb_ping_op || r->op == &vsb_profiles_op) {
         if (r->tenant != NULL || r->agent != NULL || r->id != NULL) {
             abort();
         }

@@ -265,6 +265,12 @@ def request_seeds():
     req('ping-unknown-field', {'op': 'ping', 'tenant': 't1'})
     req('ping-payload', {'op': 'ping'}, payload=True)
 
+    # -- profiles (no owner: the gateway's policy decides which a caller may use)
+    req('profiles', {'op': 'profiles'})
+    req('profiles-request_id', {'op': 'profiles', 'request_id': 'req-2'})
+    req('profiles-tenant', {'op': 'profiles', 'tenant': 't1'})
+    req('profiles-payload', {'op': 'profiles'}, payload=True)
+
     # -- tenant and agent, through status (every owned op shares them)
     for who in ('tenant', 'agent'):
         o = owned('status')
@@ -809,6 +815,22 @@ def config_seeds():
     add('egress_allow_range-over', ''.join(
         'egress_allow_range = 10.%d.0.0/16\n' % i
         for i in range(MAX_RANGES + 1)))
+
+    # image profiles (the store is opened at start, not by the parser)
+    dg = 'sha256:' + 'ab' * 32
+    add('image_profile', 'image_profile = py %s\n' % dg)
+    add('image_profile-default', 'image_profile = default %s\n' % dg)
+    add('image_profile-tag', 'image_profile = py debian:12\n')
+    add('image_profile-short-digest', 'image_profile = py sha256:abc\n')
+    add('image_profile-upper-hex', 'image_profile = py sha256:%s\n' % ('AB' * 32))
+    add('image_profile-no-digest', 'image_profile = py\n')
+    add('image_profile-three-words', 'image_profile = py %s extra\n' % dg)
+    add('image_profile-and-profile', 'profile = py /\nimage_profile = py %s\n' % dg)
+    add('image_profile-twice', 'image_profile = py %s\nimage_profile = py %s\n' % (dg, dg))
+    add('image_store', 'image_store = /var/lib/veto-sandbox/images\n')
+    add('image_store-relative', 'image_store = var/images\n')
+    add('image_store-dotdot', 'image_store = /var/../images\n')
+    add('image_store-long', 'image_store = /%s\n' % ('p' * 4090))
 
     # syntax
     add('duplicate-key', 'max_pids = 10\nmax_pids = 10\n')

@@ -18,6 +18,7 @@
 #include "ngx_http_veto_sandbox_module.h"
 #include "ngx_http_veto_sandbox_quota.h"
 #include "ngx_http_veto_sandbox_approval.h"
+#include "ngx_http_veto_sandbox_network.h"
 #include "ngx_http_veto_sandbox_redact.h"
 #include "ngx_http_veto_sandbox_revoke.h"
 
@@ -479,13 +480,17 @@ ngx_http_veto_sandbox_approval_step(ngx_http_request_t *r,
         profile = "default";
     }
 
+    /* hosts granted (a create's allowlist, a PATCH's): "allowlist" */
     v = json_object_get(ctx->req, "network");
-    network = json_is_string(v) ? json_string_value(v) : NULL;
+    network = ctx->net_hosts ? "allowlist"
+              : json_is_string(v) ? json_string_value(v) : NULL;
 
-    if (!ngx_http_veto_sandbox_policy_approval(ctx->rule, act,
-                                               json_object_get(ctx->req,
-                                                               "argv"),
-                                               profile, network))
+    /* hosts beyond the policy's allowlist always need a human */
+    if (ctx->net_ask == NULL
+        && !ngx_http_veto_sandbox_policy_approval(ctx->rule, act,
+                                                  json_object_get(ctx->req,
+                                                                  "argv"),
+                                                  profile, network))
     {
         return NGX_DECLINED;
     }
@@ -570,7 +575,12 @@ ngx_http_veto_sandbox_approval_step(ngx_http_request_t *r,
     if (ngx_http_veto_sandbox_summary(r->pool, &ctx->action, ctx->req,
                                    &in, path, file ? size : -1,
                                    sha.len ? &sha : NULL, &ctx->summary)
-        != NGX_OK)
+        != NGX_OK
+        || (ctx->net_hosts
+            && ngx_http_veto_sandbox_network_summary(r->pool, ctx->net_hosts,
+                                                     ctx->net_ask,
+                                                     &ctx->summary)
+               != NGX_OK))
     {
         return NGX_HTTP_INTERNAL_SERVER_ERROR;
     }

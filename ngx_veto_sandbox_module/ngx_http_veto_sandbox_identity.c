@@ -124,7 +124,8 @@ ngx_http_veto_sandbox_scope_check(ngx_http_request_t *r,
                       need & NGX_HTTP_VSB_SCOPE_REVIEW ? 3
                       : need & NGX_HTTP_VSB_SCOPE_AUDIT ? 4
                       : need & NGX_HTTP_VSB_SCOPE_CREATE ? 0
-                      : need & NGX_HTTP_VSB_SCOPE_EXEC ? 1 : 2].data;
+                      : need & NGX_HTTP_VSB_SCOPE_EXEC ? 1
+                      : need & NGX_HTTP_VSB_SCOPE_FILES ? 2 : 5].data;
 
     return NGX_DECLINED;
 }

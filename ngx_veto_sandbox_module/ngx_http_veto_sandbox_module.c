@@ -185,6 +185,13 @@ static ngx_command_t  ngx_http_veto_sandbox_commands[] = {
       4,
       NULL },
 
+    { ngx_string("veto_sandbox_scope_network"),
+      NGX_HTTP_MAIN_CONF|NGX_HTTP_SRV_CONF|NGX_CONF_TAKE1,
+      ngx_http_veto_sandbox_scope,
+      NGX_HTTP_SRV_CONF_OFFSET,
+      5,
+      NULL },
+
     { ngx_string("veto_sandbox_redis"),
       NGX_HTTP_MAIN_CONF|NGX_CONF_TAKE1,
       ngx_http_veto_sandbox_redis,
@@ -288,7 +295,8 @@ static ngx_str_t  ngx_http_veto_sandbox_default_scopes[] = {
     ngx_string("sandbox:exec"),
     ngx_string("sandbox:files"),
     ngx_string("approvals:review"),
-    ngx_string("audit:read")
+    ngx_string("audit:read"),
+    ngx_string("sandbox:network")
 };
 
 
@@ -462,8 +470,9 @@ ngx_http_veto_sandbox_merge_srv_conf(ngx_conf_t *cf, void *parent,
 
     if (conf->policy->needs_redis && !vmcf->enabled) {
         ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
-                           "\"veto_sandbox_policy\" \"%V\" has approvals "
-                           "or quotas, which need \"veto_sandbox_redis\"",
+                           "\"veto_sandbox_policy\" \"%V\" has approvals, "
+                           "quotas or askable hosts (network.ask), which "
+                           "need \"veto_sandbox_redis\"",
                            &conf->policy->file);
         return NGX_CONF_ERROR;
     }

@@ -23,6 +23,9 @@
  *   _keys.c       key loading: PEM, HMAC secret, JWKS (RSA, EC P-256)
  *   _policy.c     the policy file, read at configuration time
  *   _policy_match.c  what the policy says of a request
+ *   _network.c    the policy's network section: allowlist entries, the
+ *                 ceiling and askable hosts, what an approval shows and
+ *                 what an exec's record keeps of its attempts
  *   _hash.c       the canonical request hash an approval binds
  *   _redact.c     redaction and request summaries
  *   _approval.c, _quota.c, _revoke.c, _audit.c: the stores in Redis
@@ -58,7 +61,8 @@
 #define NGX_HTTP_VSB_SCOPE_FILES    0x04
 #define NGX_HTTP_VSB_SCOPE_REVIEW   0x08
 #define NGX_HTTP_VSB_SCOPE_AUDIT    0x10
-#define NGX_HTTP_VSB_NSCOPES        5
+#define NGX_HTTP_VSB_SCOPE_NETWORK  0x20
+#define NGX_HTTP_VSB_NSCOPES        6
 /* an op no token is asked for (the liveness probe) */
 #define NGX_HTTP_VSB_PUBLIC         0x8000
 
@@ -68,6 +72,7 @@
 #define NGX_HTTP_VSB_ACT_WRITE      0x04
 #define NGX_HTTP_VSB_ACT_READ       0x08
 #define NGX_HTTP_VSB_ACT_DELETE     0x10
+#define NGX_HTTP_VSB_ACT_UPDATE     0x20
 
 /* What an op's request body is (its op table row). */
 #define NGX_HTTP_VSB_BODY_NONE      0     /* discarded */
@@ -128,6 +133,21 @@ typedef struct {
 } ngx_http_veto_sandbox_quota_rule_t;
 
 
+/* The policy's "network" section (_network.c); an agent inherits each
+ * field its own section does not set. */
+typedef struct {
+    ngx_array_t                 *allow;     /* eg_allow_entry_t: the ceiling;
+                                               NULL: nothing */
+    ngx_array_t                 *ask;       /* eg_allow_entry_t: what a human
+                                               may grant; NULL: nothing */
+    json_t                      *ask_json;  /* ask as written, to the helper;
+                                               borrowed */
+    json_t                      *def;       /* what a create without
+                                               "network" gets: NULL "none",
+                                               else entries; borrowed */
+} ngx_http_veto_sandbox_net_rule_t;
+
+
 /* One tenant's or agent's rule; unset fields are inherited from the
  * tenant by its agents. */
 typedef struct {
@@ -136,7 +156,7 @@ typedef struct {
     uint64_t                     ceiling[NGX_HTTP_VSB_NLIMITS]; /* 0 unset */
     uint64_t                     def[NGX_HTTP_VSB_NLIMITS];     /* 0 unset */
     json_t                      *approvals;       /* borrowed */
-    json_t                      *network;         /* reserved, borrowed */
+    ngx_http_veto_sandbox_net_rule_t    net;
     json_t                      *quotas;          /* borrowed */
     ngx_http_veto_sandbox_apr_rule_t    apr;
     ngx_http_veto_sandbox_quota_rule_t  quota;
@@ -160,7 +180,8 @@ typedef struct {
     ngx_str_t                    file;
     json_t                      *doc;      /* owns the reserved sections */
     ngx_array_t                 *tenants;  /* ngx_http_veto_sandbox_tenant_t */
-    unsigned                     needs_redis:1; /* approvals or quotas */
+    unsigned                     needs_redis:1; /* approvals, quotas or
+                                                   askable hosts */
 } ngx_http_veto_sandbox_policy_t;
 
 
@@ -316,6 +337,11 @@ struct ngx_http_veto_sandbox_ctx_s {
     ngx_http_veto_sandbox_op_t  *op;        /* NULL: not routed (yet) */
     ngx_str_t                    path;      /* files?path= */
     json_t                      *req;       /* helper request being built */
+    json_t                      *net_hosts; /* the entries this request
+                                               grants (create, PATCH) */
+    json_t                      *net_ask;   /* those of them beyond the
+                                               policy's ceiling: a human must
+                                               approve; NULL: none */
     ngx_http_veto_sandbox_helper_t helper;
 
     /* the error filter's replacement body */
@@ -437,6 +463,8 @@ ngx_int_t ngx_http_veto_sandbox_build_exec(ngx_http_request_t *r,
     ngx_http_veto_sandbox_ctx_t *ctx);
 ngx_int_t ngx_http_veto_sandbox_build_nothing(ngx_http_request_t *r,
     ngx_http_veto_sandbox_ctx_t *ctx);
+ngx_int_t ngx_http_veto_sandbox_build_update(ngx_http_request_t *r,
+    ngx_http_veto_sandbox_ctx_t *ctx);
 json_t *ngx_http_veto_sandbox_read_json(ngx_http_request_t *r,
     ngx_int_t *rc);
 
@@ -491,6 +519,8 @@ void ngx_http_veto_sandbox_record_destroyed(ngx_http_request_t *r,
 void ngx_http_veto_sandbox_record_exec(ngx_http_request_t *r,
     ngx_http_veto_sandbox_ctx_t *ctx, ngx_uint_t ok, const char *error);
 void ngx_http_veto_sandbox_record_allowed(ngx_http_request_t *r,
+    ngx_http_veto_sandbox_ctx_t *ctx, ngx_uint_t ok, const char *error);
+void ngx_http_veto_sandbox_record_network(ngx_http_request_t *r,
     ngx_http_veto_sandbox_ctx_t *ctx, ngx_uint_t ok, const char *error);
 void ngx_http_veto_sandbox_record_nothing(ngx_http_request_t *r,
     ngx_http_veto_sandbox_ctx_t *ctx, ngx_uint_t ok, const char *error);

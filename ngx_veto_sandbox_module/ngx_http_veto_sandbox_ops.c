@@ -19,7 +19,8 @@
 /* reading one's own sandboxes needs any sandbox scope */
 #define NGX_HTTP_VSB_SANDBOXES (NGX_HTTP_VSB_SCOPE_CREATE                     \
                                 |NGX_HTTP_VSB_SCOPE_EXEC                      \
-                                |NGX_HTTP_VSB_SCOPE_FILES)
+                                |NGX_HTTP_VSB_SCOPE_FILES                     \
+                                |NGX_HTTP_VSB_SCOPE_NETWORK)
 
 
 ngx_http_veto_sandbox_op_t  ngx_http_veto_sandbox_ops[] = {
@@ -60,6 +61,18 @@ ngx_http_veto_sandbox_op_t  ngx_http_veto_sandbox_ops[] = {
                     ngx_http_veto_sandbox_forward,
                     ngx_http_veto_sandbox_reply_sandbox,
                     ngx_http_veto_sandbox_record_nothing),
+
+    /* changes to a live sandbox: hosts added to its allowlist (the
+     * body's other fields, such as the lifetime, are refused by name
+     * until they exist) */
+    ngx_http_vsb_op("sandbox.update", NGX_HTTP_PATCH, "/v1/sandboxes/{id}",
+                    NGX_HTTP_VSB_SCOPE_NETWORK, NGX_HTTP_VSB_ACT_UPDATE,
+                    NGX_HTTP_VSB_QUOTA_NONE,
+                    NGX_HTTP_VSB_BODY_JSON, VSB_OP_UPDATE_NETWORK,
+                    ngx_http_veto_sandbox_build_update,
+                    ngx_http_veto_sandbox_forward,
+                    ngx_http_veto_sandbox_reply_json,
+                    ngx_http_veto_sandbox_record_network),
 
     ngx_http_vsb_op("sandbox.delete", NGX_HTTP_DELETE, "/v1/sandboxes/{id}",
                     NGX_HTTP_VSB_SCOPE_CREATE, NGX_HTTP_VSB_ACT_DELETE,

@@ -24,7 +24,10 @@
  *             "execs_per_minute": 120,           tenant total (agent: own)
  *             "per_agent": {"concurrent_sandboxes": 2,
  *                           "execs_per_minute": 30} },  tenant only
- *         "network": {...},                    reserved, object
+ *         "network": {                         egress (_network.c)
+ *             "allow": ["host[:port]", "*.suffix", ...],  the ceiling
+ *             "ask": [...],                      a human may grant these
+ *             "default": "none" | [...] },       a create without network
  *         "agents": { "<agent>": { same keys but "agents" } }
  *       }
  *     }
@@ -35,11 +38,14 @@
  * its tenant's; what it sets replaces the tenant's value, and may not
  * exceed the tenant's ceilings.  An agent's "approvals" replaces the
  * tenant's whole approvals rule; an agent's "quotas" sets that agent's
- * own limits (the tenant totals still apply).  Unknown keys anywhere are
- * errors.  Approvals or quotas need Redis (veto_sandbox_redis).
+ * own limits (the tenant totals still apply).  An agent's "network"
+ * replaces each of allow, ask and default it sets, within its tenant's.
+ * Unknown keys anywhere are errors.  Approvals, quotas or askable hosts
+ * need Redis (veto_sandbox_redis).
  */
 
 #include "ngx_http_veto_sandbox_module.h"
+#include "ngx_http_veto_sandbox_network.h"
 
 
 static ngx_int_t ngx_http_veto_sandbox_policy_rule_load(ngx_conf_t *cf,
@@ -343,7 +349,6 @@ ngx_http_veto_sandbox_policy_rule_load(ngx_conf_t *cf, ngx_str_t *file,
                    || ngx_strcmp(key, "network") == 0
                    || ngx_strcmp(key, "quotas") == 0)
         {
-            /* reserved for the approvals, network and quota features */
             if (!json_is_object(v)) {
                 goto bad_type;
             }
@@ -359,7 +364,12 @@ ngx_http_veto_sandbox_policy_rule_load(ngx_conf_t *cf, ngx_str_t *file,
                 }
 
             } else if (key[0] == 'n') {
-                rule->network = v;
+                if (ngx_http_veto_sandbox_network_policy(cf, file, where, v,
+                                                         &rule->net)
+                    != NGX_OK)
+                {
+                    return NGX_ERROR;
+                }
 
             } else {
                 rule->quotas = v;
@@ -411,6 +421,13 @@ ngx_http_veto_sandbox_policy_rule_load(ngx_conf_t *cf, ngx_str_t *file,
                                rule->ceiling[i]);
             return NGX_ERROR;
         }
+    }
+
+    if (ngx_http_veto_sandbox_network_check(cf, file, where, &rule->net,
+                                            parent ? &parent->net : NULL)
+        != NGX_OK)
+    {
+        return NGX_ERROR;
     }
 
     if (rule->default_profile.len
@@ -495,6 +512,7 @@ static const struct {
     { "sandbox.files.write", NGX_HTTP_VSB_ACT_WRITE },
     { "sandbox.files.read",  NGX_HTTP_VSB_ACT_READ },
     { "sandbox.delete",      NGX_HTTP_VSB_ACT_DELETE },
+    { "sandbox.update",      NGX_HTTP_VSB_ACT_UPDATE },
     { NULL, 0 }
 };
 
@@ -590,7 +608,8 @@ ngx_http_veto_sandbox_policy_approvals(ngx_conf_t *cf, ngx_str_t *file,
                                "approvals.always: unknown action (known: "
                                "sandbox.create, sandbox.exec, "
                                "sandbox.files.write, sandbox.files.read, "
-                               "sandbox.delete)", file, where);
+                               "sandbox.delete, sandbox.update)", file,
+                               where);
                     return NGX_ERROR;
                 }
 
@@ -769,7 +788,9 @@ ngx_http_veto_sandbox_policy_redis(ngx_http_veto_sandbox_rule_t *rule)
     a = &rule->apr;
     q = &rule->quota;
 
+    /* an askable host waits for a human, like any approval */
     return a->always || a->argv || a->profiles || a->network || a->export
            || q->tenant_sandboxes || q->tenant_execs || q->agent_sandboxes
-           || q->agent_execs;
+           || q->agent_execs
+           || (rule->net.ask != NULL && rule->net.ask->nelts > 0);
 }

@@ -83,7 +83,8 @@ ngx_http_veto_sandbox_policy_profile(ngx_http_veto_sandbox_rule_t *rule,
 
 
 /* Does this request need a human?  argv: the exec's argv (or NULL),
- * profile / network: the create's (or NULL). */
+ * profile: the create's (or NULL), network: what a create or a PATCH
+ * asks ("none", "allowlist", or NULL). */
 ngx_uint_t
 ngx_http_veto_sandbox_policy_approval(ngx_http_veto_sandbox_rule_t *rule,
     ngx_uint_t action, json_t *argv, const char *profile,
@@ -103,11 +104,14 @@ ngx_http_veto_sandbox_policy_approval(ngx_http_veto_sandbox_rule_t *rule,
         return 1;
     }
 
-    if (action == NGX_HTTP_VSB_ACT_CREATE) {
-        if (apr->network && network && ngx_strcmp(network, "none") != 0) {
-            return 1;
-        }
+    if ((action == NGX_HTTP_VSB_ACT_CREATE
+         || action == NGX_HTTP_VSB_ACT_UPDATE)
+        && apr->network && network && ngx_strcmp(network, "none") != 0)
+    {
+        return 1;
+    }
 
+    if (action == NGX_HTTP_VSB_ACT_CREATE) {
         if (apr->profiles && profile) {
             s = apr->profiles->elts;
             for (k = 0; k < apr->profiles->nelts; k++) {

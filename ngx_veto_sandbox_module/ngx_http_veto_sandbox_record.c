@@ -10,6 +10,7 @@
 #include "ngx_http_veto_sandbox_quota.h"
 #include "ngx_http_veto_sandbox_audit.h"
 #include "ngx_http_veto_sandbox_redact.h"
+#include "ngx_http_veto_sandbox_network.h"
 
 #include <openssl/evp.h>
 
@@ -384,6 +385,37 @@ ngx_http_veto_sandbox_record_allowed(ngx_http_request_t *r,
 }
 
 
+/* hosts added to a sandbox's allowlist: what was asked, what the helper
+ * added (entries it already had are not repeated) */
+void
+ngx_http_veto_sandbox_record_network(ngx_http_request_t *r,
+    ngx_http_veto_sandbox_ctx_t *ctx, ngx_uint_t ok, const char *error)
+{
+    json_t     *d;
+    ngx_str_t   detail;
+
+    if (!ok) {
+        ngx_http_veto_sandbox_audit(r, ctx, "error", error, NULL, NULL, 0);
+        return;
+    }
+
+    detail.len = 0;
+
+    d = json_pack("{s:O?, s:O?, s:O?}",
+                  "requested", ctx->net_hosts,
+                  "needed_approval", ctx->net_ask,
+                  "added", json_object_get(ctx->helper.json, "added"));
+
+    if (d != NULL) {
+        ngx_http_veto_sandbox_json_text(r, d, &detail);
+        json_decref(d);
+    }
+
+    ngx_http_veto_sandbox_audit(r, ctx, "network_updated", NULL, NULL,
+                                detail.len ? &detail : NULL, NGX_HTTP_OK);
+}
+
+
 /* reads of one's own sandboxes (and the liveness probe) are not
  * decisions on record */
 void
@@ -443,8 +475,12 @@ ngx_http_veto_sandbox_exec_detail(ngx_http_request_t *r,
         req = json_loadb((char *) summary.data, summary.len, 0, NULL);
     }
 
-    d = json_pack("{s:o?, s:O?, s:O?, s:O?, s:O?, s:O?, s:O?, s:O?}",
+    d = json_pack("{s:o?, s:o?, s:O?, s:O?, s:O?, s:O?, s:O?, s:O?, s:O?}",
                   "request", req,
+                  /* the attempts, bounded in bytes: the rest counted */
+                  "network", ngx_http_veto_sandbox_network_record(
+                                 json_object_get(j, "network"),
+                                 NGX_HTTP_VSB_NETWORK_RECORD_BYTES),
                   "exit_code", json_object_get(j, "exit_code"),
                   "signal", json_object_get(j, "signal"),
                   "timed_out", json_object_get(j, "timed_out"),

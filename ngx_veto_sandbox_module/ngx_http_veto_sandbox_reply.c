@@ -119,6 +119,7 @@ static ngx_http_veto_sandbox_errmap_t  ngx_http_veto_sandbox_errors[] = {
     { VSB_E_EXEC_FAILED,        NGX_HTTP_INTERNAL_SERVER_ERROR },
     { VSB_E_TERMINATION_FAILED, NGX_HTTP_INTERNAL_SERVER_ERROR },
     { VSB_E_NOT_PERMITTED,      NGX_HTTP_SERVICE_UNAVAILABLE },
+    { VSB_E_UNAVAILABLE,        NGX_HTTP_SERVICE_UNAVAILABLE },
     { VSB_E_INTERNAL,           NGX_HTTP_INTERNAL_SERVER_ERROR },
     { NULL,                     NGX_HTTP_BAD_GATEWAY }
 };
@@ -163,6 +164,17 @@ ngx_http_veto_sandbox_reply_error(ngx_http_request_t *r,
         detail = "the sandbox helper does not accept this gateway";
     }
 
+    /* the egress proxy is down: the helper restarts it, so waiting helps
+     * (503 carries Retry-After); nftables missing is the one state it
+     * cannot leave by itself, and the helper's detail says so */
+    if (ngx_strcmp(error, VSB_E_UNAVAILABLE) == 0) {
+        detail = (detail && ngx_strstr(detail, "nftables"))
+                 ? "network egress is unavailable on this host (nftables "
+                   "does not work); only \"network\": \"none\" works"
+                 : "network egress is restarting (the egress proxy is "
+                   "being started again); retry in a moment";
+    }
+
     extra = json_object();
     if (extra == NULL) {
         return NGX_ERROR;
@@ -199,15 +211,25 @@ ngx_int_t
 ngx_http_veto_sandbox_reply_health(ngx_http_request_t *r,
     ngx_http_veto_sandbox_ctx_t *ctx)
 {
-    json_t  *j;
+    json_t  *j, *eg;
 
     j = ctx->helper.json;
 
     json_object_del(j, "sandboxes");
 
+    /* egress: whether allowlist sandboxes can be made now */
+    eg = json_object_get(j, "egress");
+    eg = json_pack("{s:b, s:s}", "available",
+                   json_is_true(json_object_get(eg, "available")),
+                   "state",
+                   json_is_string(json_object_get(eg, "state"))
+                   ? json_string_value(json_object_get(eg, "state"))
+                   : "off");
+
     return ngx_http_veto_sandbox_send_json(r, NGX_HTTP_OK,
-                              json_pack("{s:s, s:O, s:s}", "status", "ok",
-                                        "helper", j, "redis",
+                              json_pack("{s:s, s:O, s:o?, s:s}", "status",
+                                        "ok", "helper", j, "egress", eg,
+                                        "redis",
                                         ngx_http_veto_sandbox_rds == NULL
                                         ? "not_configured"
                                         : ngx_http_veto_sandbox_redis_ready(

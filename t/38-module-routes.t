@@ -36,7 +36,7 @@ sub is_problem
 my @allow = (
     [PUT    => '/v1/health',                 'GET, HEAD'],
     [PUT    => '/v1/sandboxes',              'GET, HEAD, POST'],
-    [POST   => "/v1/sandboxes/$sb",          'GET, HEAD, DELETE'],
+    [POST   => "/v1/sandboxes/$sb",          'GET, HEAD, PATCH, DELETE'],
     [DELETE => "/v1/sandboxes/$sb/files",    'GET, HEAD, PUT'],
     [GET    => "/v1/sandboxes/$sb/exec",     'POST'],
     [POST   => '/v1/approvals',              'GET, HEAD'],

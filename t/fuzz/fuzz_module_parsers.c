@@ -1,9 +1,9 @@
 /*
  * libFuzzer target for the module's parsers of hostile input: the policy
  * file (read by "nginx -t", so a bad one must be refused, never crash the
- * master), and what an agent sends: the JSON bodies of create and exec
- * and the ?path= query of the files ops, through the real builders of
- * ngx_http_veto_sandbox_request.c.
+ * master), and what an agent sends: the JSON bodies of create, exec and
+ * PATCH (network entries) and the ?path= query of the files ops, through
+ * the real builders of ngx_http_veto_sandbox_request.c.
  *
  * The first byte picks the parser, the rest is its input.  What the
  * builders answer goes to a stand-in for the module's responses (a
@@ -15,6 +15,7 @@
  */
 
 #include "ngx_http_veto_sandbox_module.h"
+#include "ngx_http_veto_sandbox_network.h"
 
 #include <sys/mman.h>
 
@@ -27,6 +28,7 @@ enum {
     FUZZ_EXEC,
     FUZZ_READ,
     FUZZ_WRITE,
+    FUZZ_UPDATE,
     FUZZ_NMODES
 };
 
@@ -34,6 +36,12 @@ enum {
 /* the module's responses, as the builders see them */
 
 ngx_module_t  ngx_http_veto_sandbox_module;
+
+/* an approval store is configured (never used by the builders): askable
+ * hosts are built, not refused for the want of one */
+static int                      rds_stand_in;
+ngx_http_veto_sandbox_redis_t  *ngx_http_veto_sandbox_rds =
+    (ngx_http_veto_sandbox_redis_t *) &rds_stand_in;
 
 static ngx_uint_t  refused;
 
@@ -100,6 +108,11 @@ static ngx_http_veto_sandbox_op_t  ops[] = {
                      NGX_HTTP_VSB_ACT_WRITE, NGX_HTTP_VSB_QUOTA_NONE,
                      NGX_HTTP_VSB_BODY_FILE, VSB_OP_WRITE_FILE,
                      ngx_http_veto_sandbox_build_write, NULL, NULL, NULL },
+    [FUZZ_UPDATE] = { ngx_string("sandbox.update"), NGX_HTTP_PATCH,
+                      "/v1/sandboxes/{id}", NGX_HTTP_VSB_SCOPE_NETWORK,
+                      NGX_HTTP_VSB_ACT_UPDATE, NGX_HTTP_VSB_QUOTA_NONE,
+                      NGX_HTTP_VSB_BODY_JSON, VSB_OP_UPDATE_NETWORK,
+                      ngx_http_veto_sandbox_build_update, NULL, NULL, NULL },
 };
 
 static const char  policy_text[] =
@@ -108,7 +121,9 @@ static const char  policy_text[] =
     " \"ceilings\": {\"memory_mb\": 512, \"pids\": 64, \"timeout_s\": 30,"
     "               \"ttl_s\": 3600, \"file_bytes\": 65536},"
     " \"defaults\": {\"memory_mb\": 128, \"timeout_s\": 10},"
-    " \"approvals\": {\"exec_argv\": [\"git push*\", \"curl *\"]}}}}";
+    " \"approvals\": {\"exec_argv\": [\"git push*\", \"curl *\"]},"
+    " \"network\": {\"allow\": [\"registry.example.test\", \"*.a.test\"],"
+    "             \"ask\": [\"askme.test\", \"*.b.test:443\"]}}}}";
 
 static int                              policy_fd = -1;
 static ngx_str_t                        policy_path;
@@ -216,7 +231,8 @@ fuzz_policy(const uint8_t *data, size_t size)
 
 
 static void
-check_built(ngx_http_veto_sandbox_ctx_t *ctx, ngx_uint_t mode)
+check_built(ngx_http_veto_sandbox_ctx_t *ctx, ngx_uint_t mode,
+    ngx_pool_t *pool)
 {
     json_t                        *req, *v, *e;
     size_t                         i;
@@ -282,6 +298,12 @@ check_built(ngx_http_veto_sandbox_ctx_t *ctx, ngx_uint_t mode)
         must((ctx->payload == NULL) == (ctx->payload_len == 0));
         break;
 
+    case FUZZ_UPDATE:
+        must(ctx->net_hosts != NULL
+             && json_equal(json_object_get(req, "add"), ctx->net_hosts)
+             && json_array_size(ctx->net_hosts) > 0);
+        break;
+
     default: /* FUZZ_READ, FUZZ_WRITE */
         v = json_object_get(req, "path");
         must(json_is_string(v) && json_string_length(v) > 0
@@ -289,6 +311,22 @@ check_built(ngx_http_veto_sandbox_ctx_t *ctx, ngx_uint_t mode)
              && json_string_value(v)[0] != '/'
              && strlen(json_string_value(v)) == json_string_length(v));
         break;
+    }
+
+    /* hosts granted: within the policy's allowlist, or flagged for a
+     * human (the gate asks one when net_ask is set) */
+    v = json_object_get(req, "network");
+    must(v == NULL || json_is_string(v) || ctx->net_hosts != NULL);
+
+    if (ctx->net_hosts != NULL) {
+        char     why[256];
+        size_t   bad;
+        json_t  *ask;
+
+        must(ngx_http_veto_sandbox_network_classify(pool,
+                 &rule->net, ctx->net_hosts, &ask, &bad, why, sizeof(why))
+             == NGX_OK);
+        must((ask == NULL) == (ctx->net_ask == NULL));
     }
 
 #undef must
@@ -343,7 +381,7 @@ fuzz_request(const uint8_t *data, size_t size, ngx_uint_t mode)
     ctx->rule = ngx_http_veto_sandbox_policy_rule(policy, &ctx->tenant,
                                                   &ctx->agent);
 
-    if (mode == FUZZ_CREATE || mode == FUZZ_EXEC) {
+    if (mode == FUZZ_CREATE || mode == FUZZ_EXEC || mode == FUZZ_UPDATE) {
         b->pos = copy;
         b->last = copy + size;
         b->memory = 1;
@@ -365,7 +403,7 @@ fuzz_request(const uint8_t *data, size_t size, ngx_uint_t mode)
             abort();            /* answered, and said to go on */
         }
 
-        check_built(ctx, mode);
+        check_built(ctx, mode, pool);
 
     } else if (!refused && rc != NGX_HTTP_INTERNAL_SERVER_ERROR) {
         abort();                /* neither built nor answered */

@@ -1,0 +1,76 @@
+/*
+ * Veto Sandbox: the policy's "network" section and what it says of the
+ * hosts a request asks for.  Pure functions of their input (pools and
+ * JSON, no request), so they are unit tested without nginx.  Entries are
+ * read by the egress proxy's own parser (egress-proxy/allow.c), the very
+ * code that applies them in the end.
+ */
+
+#ifndef _NGX_HTTP_VSB_NETWORK_H_INCLUDED_
+#define _NGX_HTTP_VSB_NETWORK_H_INCLUDED_
+
+
+#include <ngx_config.h>
+#include <ngx_core.h>
+
+#include <jansson.h>
+
+#include "ngx_http_veto_sandbox_module.h"
+
+
+/* Entries one request may name: the helper's hard ceiling (its
+ * egress_max_entries may be lower; it answers over_ceiling then). */
+#define NGX_HTTP_VSB_NETWORK_MAX_ENTRIES   256
+
+/* What an exec's audit record keeps of its attempts, at most. */
+#define NGX_HTTP_VSB_NETWORK_RECORD_BYTES  4096
+
+
+/*
+ * Config time.  network_policy() reads one "network" section (tenant or
+ * agent) into net, over what net inherited: "allow", "ask" and "default"
+ * each replace the inherited field when set.  network_check() runs once
+ * the rule is whole: an agent's allow within its tenant's allow, its ask
+ * within the tenant's allow and ask, and the default within the rule's
+ * own allow.  Errors name the file, where and the entry; NGX_ERROR.
+ */
+ngx_int_t ngx_http_veto_sandbox_network_policy(ngx_conf_t *cf,
+    ngx_str_t *file, const char *where, json_t *obj,
+    ngx_http_veto_sandbox_net_rule_t *net);
+ngx_int_t ngx_http_veto_sandbox_network_check(ngx_conf_t *cf,
+    ngx_str_t *file, const char *where, ngx_http_veto_sandbox_net_rule_t *net,
+    ngx_http_veto_sandbox_net_rule_t *parent);
+
+
+/*
+ * Request time: entries (a JSON array of strings, the caller checked its
+ * shape and size) against the rule.
+ *   NGX_OK        every entry is within allow or ask; *ask is a new array
+ *                 (freed with pool) of those beyond allow, or NULL if none
+ *   NGX_DECLINED  entry *bad is within neither: refused
+ *   NGX_ERROR     entry *bad is malformed; why says how
+ *   NGX_ABORT     out of memory
+ * An entry without a port is both 80 and 443: each must be covered.
+ */
+ngx_int_t ngx_http_veto_sandbox_network_classify(ngx_pool_t *pool,
+    ngx_http_veto_sandbox_net_rule_t *net, json_t *entries, json_t **ask,
+    size_t *bad, char *why, size_t whylen);
+
+/*
+ * An approval's summary (JSON text, in pool) with "network" set to what
+ * the request grants: {"hosts": [...], "needs_approval": [...]}, the
+ * second being the hosts beyond the policy's allowlist.
+ */
+ngx_int_t ngx_http_veto_sandbox_network_summary(ngx_pool_t *pool,
+    json_t *hosts, json_t *ask, ngx_str_t *summary);
+
+/*
+ * What an exec's audit record keeps of its result's "network": "none" as
+ * it is; attempts in order (the helper puts refusals first) while their
+ * JSON fits in cap bytes, "dropped" counting the helper's drops and the
+ * rest, "complete" as the helper said.  A new reference, or NULL.
+ */
+json_t *ngx_http_veto_sandbox_network_record(json_t *network, size_t cap);
+
+
+#endif /* _NGX_HTTP_VSB_NETWORK_H_INCLUDED_ */

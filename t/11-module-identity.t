@@ -233,7 +233,11 @@ for my $m (qw(GET POST PUT DELETE OPTIONS PATCH HEAD)) {
     is_problem('profile not allowed', $st, $h, $b, 403);
     ($st, $h, $b) = $n->request(POST => '/v1/sandboxes', $t,
                                 { network => 'allowlist' });
-    is_problem('network other than none', $st, $h, $b, 422);
+    is_problem('network neither "none" nor an allowlist', $st, $h, $b, 400);
+    ($st, $h, $b) = $n->request(POST => '/v1/sandboxes', $t,
+                                { network => { allow => ['x.example.test'] } });
+    $p = is_problem('a host the policy does not allow', $st, $h, $b, 422);
+    is($p->{entry}, 'x.example.test', 'names the entry');
     my $id = 'sb-' . ('a' x 24);
     ($st, $h, $b) = $n->request(POST => "/v1/sandboxes/$id/exec", $t,
                                 { argv => ['sleep', '1'], timeout_s => 31 });

@@ -374,6 +374,7 @@ ngx_http_veto_sandbox_network_classify(ngx_pool_t *pool,
     eg_allow_entry_t     e;
 
     *ask = NULL;
+    *bad = 0;
     a = NULL;
 
     json_array_foreach(entries, i, v) {
@@ -440,12 +441,14 @@ ngx_http_veto_sandbox_network_summary(ngx_pool_t *pool, json_t *hosts,
 
     rc = NGX_ERROR;
 
-    /* TODO(hardenstore): mark the summary irreversible: data sent to a
-     * host once allowed cannot be recalled (README "Network egress") */
+    /* TODO(hardenstore): mark such a summary irreversible (the approval
+     * page reads "irreversible" and "irreversible_reason" at its top):
+     * data sent to a host once allowed cannot be recalled */
     net = json_object();
 
     if (net == NULL
         || json_object_set_new(sum, "network", net) != 0
+        || json_object_set_new(net, "mode", json_string("allowlist")) != 0
         || json_object_set_new(net, "hosts",
                                hosts ? json_incref(hosts) : json_array())
            != 0

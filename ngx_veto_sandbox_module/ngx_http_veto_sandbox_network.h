@@ -58,8 +58,9 @@ ngx_int_t ngx_http_veto_sandbox_network_classify(ngx_pool_t *pool,
 
 /*
  * An approval's summary (JSON text, in pool) with "network" set to what
- * the request grants: {"hosts": [...], "needs_approval": [...]}, the
- * second being the hosts beyond the policy's allowlist.
+ * the request grants: {"mode": "allowlist", "hosts": [...],
+ * "needs_approval": [...]}, the last being the hosts beyond the policy's
+ * allowlist (the approval page lists "hosts").
  */
 ngx_int_t ngx_http_veto_sandbox_network_summary(ngx_pool_t *pool,
     json_t *hosts, json_t *ask, ngx_str_t *summary);

@@ -333,7 +333,8 @@ is($st, 202, 'create asking an askable host: 202') or diag $b;
 my $apr = $j->{approval_id};
 like($apr // '', qr/^apr_[0-9a-f]{32}$/, '... with an approval');
 is($j->{action}, 'sandbox.create', '... for the create');
-is_deeply($j->{summary}{network}, { hosts => ['registry.example.test', 'askme.test'],
+is_deeply($j->{summary}{network}, { mode => 'allowlist',
+                                    hosts => ['registry.example.test', 'askme.test'],
                                     needs_approval => ['askme.test'] },
           'the summary lists the hosts and those needing approval');
 

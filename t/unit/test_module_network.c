@@ -435,6 +435,9 @@ test_summary(void **state)
     assert_true(json_equal(json_object_get(json_object_get(j, "network"),
                                            "needs_approval"), ask));
     assert_null(json_object_get(json_object_get(j, "network"), "ask"));
+    assert_string_equal(json_string_value(json_object_get(
+                            json_object_get(j, "network"), "mode")),
+                        "allowlist");
     json_decref(j);
 
     /* no askable host (the policy asks a human for any network) */

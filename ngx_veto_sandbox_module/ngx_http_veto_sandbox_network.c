@@ -132,6 +132,25 @@ ngx_http_veto_sandbox_network_decide(ngx_array_t *allow, ngx_array_t *ask,
 }
 
 
+/* An entry back as text, canonical ("*.a.test:443"), for messages. */
+static u_char *
+ngx_http_veto_sandbox_network_text(eg_allow_entry_t *e, u_char *buf,
+    size_t len)
+{
+    u_char  *p;
+
+    p = ngx_snprintf(buf, len - 1, "%s%s", e->wildcard ? "*." : "", e->host);
+
+    if (e->port) {
+        p = ngx_snprintf(p, buf + len - 1 - p, ":%d", (int) e->port);
+    }
+
+    *p = '\0';
+
+    return buf;
+}
+
+
 /* One entry as the proxy reads it; NGX_ERROR with why. */
 static ngx_int_t
 ngx_http_veto_sandbox_network_entry(json_t *v, eg_allow_entry_t *e,
@@ -302,6 +321,7 @@ ngx_http_veto_sandbox_network_check(ngx_conf_t *cf, ngx_str_t *file,
     ngx_http_veto_sandbox_net_rule_t *parent)
 {
     char               why[512];
+    u_char             text[EG_HOST_MAX + 16];
     size_t             k;
     json_t            *s;
     ngx_uint_t         i;
@@ -317,8 +337,10 @@ ngx_http_veto_sandbox_network_check(ngx_conf_t *cf, ngx_str_t *file,
             {
                 ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
                                    "\"veto_sandbox_policy\": \"%V\": %s: "
-                                   "network.allow[%ui] is outside the "
-                                   "tenant's network.allow", file, where, i);
+                                   "network.allow[%ui] \"%s\" is outside "
+                                   "the tenant's network.allow", file, where,
+                                   i, ngx_http_veto_sandbox_network_text(
+                                          &e[i], text, sizeof(text)));
                 return NGX_ERROR;
             }
         }
@@ -334,9 +356,11 @@ ngx_http_veto_sandbox_network_check(ngx_conf_t *cf, ngx_str_t *file,
             {
                 ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
                                    "\"veto_sandbox_policy\": \"%V\": %s: "
-                                   "network.ask[%ui] is outside the "
+                                   "network.ask[%ui] \"%s\" is outside the "
                                    "tenant's network.allow and network.ask",
-                                   file, where, i);
+                                   file, where, i,
+                                   ngx_http_veto_sandbox_network_text(
+                                       &e[i], text, sizeof(text)));
                 return NGX_ERROR;
             }
         }

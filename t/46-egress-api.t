@@ -84,7 +84,7 @@ for my $b (@bad) {
     $n->write_policy($p);
     my ($ok, $out) = $n->test_config;
     ok(!$ok, 'nginx -t refuses an agent allowlist beyond its tenant\'s');
-    like($out, qr/tenants\.acme\.agents\.agent-narrow: network\.allow\[0\] is outside the tenant's network\.allow/,
+    like($out, qr/tenants\.acme\.agents\.agent-narrow: network\.allow\[0\] "other\.test" is outside the tenant's network\.allow/,
          '... naming the agent and the entry') or diag $out;
 }
 $n->write_policy($policy);

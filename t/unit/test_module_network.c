@@ -353,21 +353,21 @@ test_refusals(void **state)
     refused("{\"tenants\": {\"a\": {\"network\": {\"allow\": [\"*.x.test\"]},"
             " \"agents\": {\"b\": {\"network\": {\"allow\": [\"*.test.x\"]}}}"
             "}}}",
-            "tenants.a.agents.b: network.allow[0] is outside the tenant's "
-            "network.allow");
+            "tenants.a.agents.b: network.allow[0] \"*.test.x\" is outside "
+            "the tenant's network.allow");
     refused("{\"tenants\": {\"a\": {\"network\": {\"allow\": [\"a.x.test\"]},"
             " \"agents\": {\"b\": {\"network\": {\"allow\": [\"*.x.test\"]}}}"
             "}}}",
-            "tenants.a.agents.b: network.allow[0] is outside");
+            "tenants.a.agents.b: network.allow[0] \"*.x.test\" is outside");
     refused("{\"tenants\": {\"a\": {\"network\": {\"allow\": [\"a.test:443\"]},"
             " \"agents\": {\"b\": {\"network\": {\"allow\": [\"a.test\"]}}}"
             "}}}",
-            "tenants.a.agents.b: network.allow[0] is outside");
+            "tenants.a.agents.b: network.allow[0] \"a.test\" is outside");
     refused("{\"tenants\": {\"a\": {\"network\": {\"ask\": [\"a.test\"]},"
             " \"agents\": {\"b\": {\"network\": {\"ask\": [\"b.test\"]}}}"
             "}}}",
-            "tenants.a.agents.b: network.ask[0] is outside the tenant's "
-            "network.allow and network.ask");
+            "tenants.a.agents.b: network.ask[0] \"b.test\" is outside the "
+            "tenant's network.allow and network.ask");
     /* an inherited default outside the agent's narrower allow */
     refused("{\"tenants\": {\"a\": {\"network\": {\"allow\": [\"a.test\","
             " \"b.test\"], \"default\": [\"b.test\"]},"

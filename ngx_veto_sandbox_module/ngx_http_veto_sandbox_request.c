@@ -782,7 +782,8 @@ ngx_http_veto_sandbox_network_entries(ngx_http_request_t *r,
                      "at most %d entries of at most %d bytes together%Z",
                      NGX_HTTP_VSB_NETWORK_MAX_ENTRIES, VSB_MAX_NETWORK_BYTES);
 
-        *rc = ngx_http_veto_sandbox_problem(r, NGX_HTTP_VSB_UNPROCESSABLE,
+        *rc = ngx_http_veto_sandbox_policy_refuse(r, ctx, "deny:over_ceiling",
+                                   NGX_HTTP_VSB_UNPROCESSABLE,
                                    "over_ceiling", (char *) detail,
                                    json_pack("{s:s, s:s}", "field", field,
                                              "limit",

@@ -165,7 +165,8 @@ unit-module: $(MODULE_UNIT_BINS)
 
 # the module's fuzz targets also drive the request builders
 MODULE_FUZZ  = $(MODULE_PURE) \
-               ngx_veto_sandbox_module/ngx_http_veto_sandbox_request.c
+               ngx_veto_sandbox_module/ngx_http_veto_sandbox_request.c \
+               ngx_veto_sandbox_module/ngx_http_veto_sandbox_request_network.c
 
 $(FUZZ_BUILD)/fuzz_module_%: t/fuzz/fuzz_module_%.c $(MODULE_DEPS) $(MODULE_FUZZ)
 	@mkdir -p $(dir $@)

@@ -12,6 +12,7 @@
  *   _review.c     ops answered from Redis: approvals and audit APIs
  *   _reply.c      forwarding to the helper and mapping its reply
  *   _request.c    request bodies and queries: validation, helper requests
+ *   _request_network.c  their network part: create's hosts, PATCH
  *   _gate.c       the Redis gate: revocation, quotas, approvals
  *   _record.c     what is kept of a decision: audit records, quota slots
  *   _problem.c    responses, problem+json, 401/403, the error filter
@@ -463,10 +464,25 @@ ngx_int_t ngx_http_veto_sandbox_build_exec(ngx_http_request_t *r,
     ngx_http_veto_sandbox_ctx_t *ctx);
 ngx_int_t ngx_http_veto_sandbox_build_nothing(ngx_http_request_t *r,
     ngx_http_veto_sandbox_ctx_t *ctx);
-ngx_int_t ngx_http_veto_sandbox_build_update(ngx_http_request_t *r,
-    ngx_http_veto_sandbox_ctx_t *ctx);
 json_t *ngx_http_veto_sandbox_read_json(ngx_http_request_t *r,
     ngx_int_t *rc);
+/* the helper request of ctx->op: "op", the caller, "id" when named */
+json_t *ngx_http_veto_sandbox_req(ngx_http_request_t *r,
+    ngx_http_veto_sandbox_ctx_t *ctx);
+/* 400 naming the field */
+ngx_int_t ngx_http_veto_sandbox_bad_field(ngx_http_request_t *r,
+    const char *code, const char *field, const char *detail);
+/* the policy said no: $veto_decision, the audit record, the problem */
+ngx_int_t ngx_http_veto_sandbox_policy_refuse(ngx_http_request_t *r,
+    ngx_http_veto_sandbox_ctx_t *ctx, const char *decision,
+    ngx_uint_t status, const char *code, const char *detail, json_t *extra);
+
+/* _request_network.c: the hosts of a create, and PATCH's builder */
+ngx_int_t ngx_http_veto_sandbox_create_network(ngx_http_request_t *r,
+    ngx_http_veto_sandbox_ctx_t *ctx, json_t *body, json_t *req,
+    ngx_int_t *rc);
+ngx_int_t ngx_http_veto_sandbox_build_update(ngx_http_request_t *r,
+    ngx_http_veto_sandbox_ctx_t *ctx);
 
 /* _reply.c: run() of the helper ops, and the mappers
  * (ngx_http_veto_sandbox_map_pt) */

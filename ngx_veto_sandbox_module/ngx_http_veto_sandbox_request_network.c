@@ -1,0 +1,325 @@
+/*
+ * Requests in, their network part: the hosts a create's "network" or a
+ * PATCH's "network.add" names, checked against the policy's network
+ * section (_network.c decides; this file answers), and the helper
+ * request they become.  A host beyond the policy's allowlist is refused
+ * naming it; one a human may grant (network.ask) sets ctx->net_ask, and
+ * the gate then asks one.
+ */
+
+#include "ngx_http_veto_sandbox_module.h"
+#include "ngx_http_veto_sandbox_network.h"
+
+
+/*
+ * Hosts a create or a PATCH asks for (entries, field names them for the
+ * errors), against the policy: malformed is 400, beyond the allowlist
+ * and not askable is 422 naming the entry, askable sets ctx->net_ask (the
+ * gate then asks a human).  NGX_OK with ctx->net_hosts set, or NGX_ABORT
+ * with *rc the refusal.
+ */
+static ngx_int_t
+ngx_http_veto_sandbox_network_entries(ngx_http_request_t *r,
+    ngx_http_veto_sandbox_ctx_t *ctx, json_t *entries, const char *field,
+    ngx_int_t *rc)
+{
+    char         why[512];
+    u_char       detail[512], name[64], *p;
+    size_t       i, bytes, bad;
+    json_t      *v, *ask;
+    ngx_int_t    n;
+    const char  *entry;
+
+    if (!json_is_array(entries)) {
+        *rc = ngx_http_veto_sandbox_bad_field(r, "bad_type", field,
+                                              "must be an array of "
+                                              "\"host[:port]\" entries");
+        return NGX_ABORT;
+    }
+
+    bytes = 0;
+
+    json_array_foreach(entries, i, v) {
+        if (!json_is_string(v)) {
+            *rc = ngx_http_veto_sandbox_bad_field(r, "bad_type", field,
+                                                  "must be an array of "
+                                                  "\"host[:port]\" entries");
+            return NGX_ABORT;
+        }
+
+        bytes += json_string_length(v);
+    }
+
+    /* the helper's hard ceilings, checked before any work */
+    if (json_array_size(entries) > NGX_HTTP_VSB_NETWORK_MAX_ENTRIES
+        || bytes > VSB_MAX_NETWORK_BYTES)
+    {
+        ngx_snprintf(detail, sizeof(detail) - 1,
+                     "at most %d entries of at most %d bytes together%Z",
+                     NGX_HTTP_VSB_NETWORK_MAX_ENTRIES, VSB_MAX_NETWORK_BYTES);
+
+        *rc = ngx_http_veto_sandbox_policy_refuse(r, ctx, "deny:over_ceiling",
+                                   NGX_HTTP_VSB_UNPROCESSABLE,
+                                   "over_ceiling", (char *) detail,
+                                   json_pack("{s:s, s:s}", "field", field,
+                                             "limit",
+                                             json_array_size(entries)
+                                             > NGX_HTTP_VSB_NETWORK_MAX_ENTRIES
+                                             ? VSB_LIMIT_NETWORK_ENTRIES
+                                             : VSB_LIMIT_NETWORK_BYTES));
+        return NGX_ABORT;
+    }
+
+    n = ngx_http_veto_sandbox_network_classify(r->pool, &ctx->rule->net,
+                                               entries, &ask, &bad, why,
+                                               sizeof(why));
+
+    /* "network.allow[3]": the field and the entry at fault */
+    p = ngx_snprintf(name, sizeof(name) - 1, "%s[%uz]", field, bad);
+    *p = '\0';
+
+    entry = json_string_value(json_array_get(entries, bad));
+
+    switch (n) {
+
+    case NGX_OK:
+        break;
+
+    case NGX_ERROR:
+        *rc = ngx_http_veto_sandbox_bad_field(r, "bad_value", (char *) name,
+                                              why);
+        return NGX_ABORT;
+
+    case NGX_DECLINED:
+        ngx_snprintf(detail, sizeof(detail) - 1,
+                     "\"%s\" is not in the policy's network allowlist, and "
+                     "may not be asked for%Z", entry);
+
+        *rc = ngx_http_veto_sandbox_policy_refuse(r, ctx, "deny:policy",
+                                   NGX_HTTP_VSB_UNPROCESSABLE,
+                                   "network_not_allowed", (char *) detail,
+                                   json_pack("{s:s, s:s}", "field",
+                                             (char *) name, "entry", entry));
+        return NGX_ABORT;
+
+    default: /* NGX_ABORT */
+        *rc = NGX_HTTP_INTERNAL_SERVER_ERROR;
+        return NGX_ABORT;
+    }
+
+    /* a human decides in Redis; without it the gate is open, and an
+     * askable host must not pass an open gate (nginx -t refuses such a
+     * policy without veto_sandbox_redis: this is the second lock) */
+    if (ask != NULL && ngx_http_veto_sandbox_rds == NULL) {
+        *rc = ngx_http_veto_sandbox_policy_refuse(r, ctx, "deny:policy",
+                                   NGX_HTTP_FORBIDDEN, "approval_unavailable",
+                                   "these hosts need a human's approval, "
+                                   "and this gateway has no approval store",
+                                   json_pack("{s:s}", "field", field));
+        return NGX_ABORT;
+    }
+
+    ctx->net_hosts = entries;
+    ctx->net_ask = ask;
+
+    return NGX_OK;
+}
+
+
+/*
+ * A create's "network": "none", {"allow": [...]}, or when absent the
+ * policy's default.  The helper gets {"allow": [...], "ask": [...]}: ask
+ * is the policy's, so that a refusal inside the sandbox names the hosts
+ * a human could grant.
+ */
+ngx_int_t
+ngx_http_veto_sandbox_create_network(ngx_http_request_t *r,
+    ngx_http_veto_sandbox_ctx_t *ctx, json_t *body, json_t *req,
+    ngx_int_t *rc)
+{
+    u_char                            field[64], *p;
+    json_t                           *v, *entries, *net, *e;
+    const char                       *key;
+    ngx_http_veto_sandbox_net_rule_t *rule;
+
+    rule = &ctx->rule->net;
+    v = json_object_get(body, "network");
+
+    if (v == NULL) {
+        entries = rule->def;
+
+        if (entries == NULL) {
+            return NGX_OK;          /* "none": the helper's default */
+        }
+
+    } else if (json_is_string(v)) {
+
+        if (ngx_strcmp(json_string_value(v), "none") != 0) {
+            *rc = ngx_http_veto_sandbox_bad_field(r, "bad_value", "network",
+                                         "\"network\" is \"none\" or "
+                                         "{\"allow\": [\"host[:port]\", ...]}");
+            return NGX_ABORT;
+        }
+
+        if (json_object_set(req, "network", v) != 0) {
+            *rc = NGX_HTTP_INTERNAL_SERVER_ERROR;
+            return NGX_ABORT;
+        }
+
+        return NGX_OK;
+
+    } else if (json_is_object(v)) {
+
+        json_object_foreach(v, key, e) {
+            if (ngx_strcmp(key, "allow") == 0) {
+                continue;
+            }
+
+            p = ngx_snprintf(field, sizeof(field) - 1, "network.%s", key);
+            *p = '\0';
+
+            *rc = ngx_http_veto_sandbox_bad_field(r, "unknown_field",
+                                     (char *) field,
+                                     ngx_strcmp(key, "ask") == 0
+                                     ? "askable hosts come from the policy: "
+                                       "list them in \"allow\" and a human "
+                                       "will be asked"
+                                     : "\"network\" takes \"allow\" only");
+            return NGX_ABORT;
+        }
+
+        entries = json_object_get(v, "allow");
+
+        if (entries == NULL) {
+            *rc = ngx_http_veto_sandbox_bad_field(r, "missing_field",
+                                                  "network.allow",
+                                                  "\"network\" needs "
+                                                  "\"allow\": [...]");
+            return NGX_ABORT;
+        }
+
+    } else {
+        *rc = ngx_http_veto_sandbox_bad_field(r, "bad_type", "network",
+                                     "\"network\" is \"none\" or "
+                                     "{\"allow\": [\"host[:port]\", ...]}");
+        return NGX_ABORT;
+    }
+
+    if (ngx_http_veto_sandbox_network_entries(r, ctx, entries,
+                                              v ? "network.allow"
+                                                : "network.default", rc)
+        != NGX_OK)
+    {
+        return NGX_ABORT;
+    }
+
+    net = json_pack("{s:O}", "allow", entries);
+
+    if (net == NULL
+        || (json_array_size(rule->ask_json)
+            && json_object_set(net, "ask", rule->ask_json) != 0)
+        || json_object_set_new(req, "network", net) != 0)
+    {
+        *rc = NGX_HTTP_INTERNAL_SERVER_ERROR;
+        return NGX_ABORT;
+    }
+
+    return NGX_OK;
+}
+
+
+/*
+ * PATCH /v1/sandboxes/{id}: {"network": {"add": [...]}} adds hosts to an
+ * allowlist sandbox (helper update_network).  The body is an object of
+ * changes so that others (the lifetime, "ttl_s") can join it; until they
+ * do, any other field is refused by name.
+ */
+ngx_int_t
+ngx_http_veto_sandbox_build_update(ngx_http_request_t *r,
+    ngx_http_veto_sandbox_ctx_t *ctx)
+{
+    u_char       field[64], *p;
+    json_t      *body, *req, *net, *add, *v;
+    ngx_int_t    rc;
+    const char  *key;
+
+    body = ngx_http_veto_sandbox_read_json(r, &rc);
+    if (body == NULL) {
+        return rc;
+    }
+
+    json_object_foreach(body, key, v) {
+        if (ngx_strcmp(key, "network") == 0) {
+            continue;
+        }
+
+        p = ngx_snprintf(field, sizeof(field) - 1, "%s", key);
+        *p = '\0';
+
+        return ngx_http_veto_sandbox_bad_field(r, "unknown_field",
+                                 (char *) field,
+                                 ngx_strcmp(key, "ttl_s") == 0
+                                 ? "extending a sandbox's lifetime is not "
+                                   "available yet; PATCH changes \"network\" "
+                                   "only"
+                                 : "unknown field; PATCH takes {\"network\": "
+                                   "{\"add\": [...]}}");
+    }
+
+    net = json_object_get(body, "network");
+
+    if (net == NULL) {
+        return ngx_http_veto_sandbox_bad_field(r, "missing_field", "network",
+                                 "nothing to change; PATCH takes "
+                                 "{\"network\": {\"add\": [...]}}");
+    }
+
+    if (!json_is_object(net)) {
+        return ngx_http_veto_sandbox_bad_field(r, "bad_type", "network",
+                                 "\"network\" must be {\"add\": [...]}");
+    }
+
+    json_object_foreach(net, key, v) {
+        if (ngx_strcmp(key, "add") == 0) {
+            continue;
+        }
+
+        p = ngx_snprintf(field, sizeof(field) - 1, "network.%s", key);
+        *p = '\0';
+
+        return ngx_http_veto_sandbox_bad_field(r, "unknown_field",
+                                 (char *) field,
+                                 "\"network\" takes \"add\" only: an "
+                                 "allowlist grows, nothing is removed");
+    }
+
+    add = json_object_get(net, "add");
+
+    if (add == NULL) {
+        return ngx_http_veto_sandbox_bad_field(r, "missing_field",
+                                               "network.add",
+                                               "\"network\" needs "
+                                               "\"add\": [...]");
+    }
+
+    if (json_is_array(add) && json_array_size(add) == 0) {
+        return ngx_http_veto_sandbox_bad_field(r, "bad_value", "network.add",
+                                               "nothing to add");
+    }
+
+    if (ngx_http_veto_sandbox_network_entries(r, ctx, add, "network.add",
+                                              &rc)
+        != NGX_OK)
+    {
+        return rc;
+    }
+
+    req = ngx_http_veto_sandbox_req(r, ctx);
+    if (req == NULL || json_object_set(req, "add", add) != 0) {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+
+    ctx->req = req;
+
+    return NGX_DECLINED;
+}

@@ -27,7 +27,7 @@ typedef enum {
     VSB_K_STATE_DIR, VSB_K_CGROUP_NAME, VSB_K_CGROUP_MODE, VSB_K_UID_BASE,
     VSB_K_MAX_MEMORY, VSB_K_MAX_PIDS, VSB_K_MAX_CPU, VSB_K_MAX_DISK,
     VSB_K_MAX_TIMEOUT, VSB_K_MAX_OUTPUT, VSB_K_MAX_TTL, VSB_K_MAX_SANDBOXES,
-    VSB_K_MAX_FILE, VSB_K_MAX_EXECS,
+    VSB_K_MAX_FILE, VSB_K_MAX_EXECS, VSB_K_MAX_ARCHIVE, VSB_K_MAX_BACKGROUND,
     VSB_K_DEF_MEMORY, VSB_K_DEF_PIDS, VSB_K_DEF_CPU, VSB_K_DEF_DISK,
     VSB_K_DEF_TIMEOUT, VSB_K_DEF_OUTPUT, VSB_K_DEF_TTL,
     VSB_K_PROFILE, VSB_K_LOG_LEVEL,
@@ -74,6 +74,10 @@ static const vsb_conf_key_t  vsb_conf_keys[] = {
       VSB_OFF(max_file_bytes) },
     { "max_execs_per_sandbox", VSB_K_MAX_EXECS, 1024,
       VSB_OFF(max_execs_per_sandbox) },
+    { "max_archive_bytes", VSB_K_MAX_ARCHIVE, VSB_ABS_ARCHIVE_BYTES,
+      VSB_OFF(max_archive_bytes) },
+    { "max_background_execs", VSB_K_MAX_BACKGROUND, VSB_ABS_BACKGROUND,
+      VSB_OFF(max_background_execs) },
     { "default_memory_mb", VSB_K_DEF_MEMORY, VSB_ABS_MEMORY_MB,
       VSB_OFF(def.memory_mb) },
     { "default_pids", VSB_K_DEF_PIDS, VSB_ABS_PIDS, VSB_OFF(def.pids) },
@@ -156,6 +160,8 @@ vsb_conf_defaults(vsb_config_t *cf)
     cf->max_sandboxes = 64;
     cf->max_file_bytes = 16 * 1024 * 1024;
     cf->max_execs_per_sandbox = 8;
+    cf->max_archive_bytes = 256 * 1024 * 1024;
+    cf->max_background_execs = 4;
 
     snprintf(cf->profiles[0].name, sizeof(cf->profiles[0].name), "default");
     snprintf(cf->profiles[0].root, sizeof(cf->profiles[0].root), "/");
@@ -818,6 +824,23 @@ vsb_conf_parse(vsb_config_t *cf, char *text, const char *file, char *err,
         return vsb_conf_err(err, errlen, file, lines[VSB_K_EGRESS],
                             "\"egress = on\" needs \"egress_user\" (the "
                             "unprivileged user the egress proxy runs as)");
+    }
+
+    /* a background exec is a running exec too; the default follows a
+     * lower max_execs_per_sandbox */
+    if (cf->max_background_execs > cf->max_execs_per_sandbox
+        && lines[VSB_K_MAX_BACKGROUND] == 0)
+    {
+        cf->max_background_execs = cf->max_execs_per_sandbox;
+    }
+
+    if (cf->max_background_execs > cf->max_execs_per_sandbox) {
+        line = lines[VSB_K_MAX_BACKGROUND];
+        return vsb_conf_err(err, errlen, file, line,
+                            "\"max_background_execs\" %llu exceeds "
+                            "\"max_execs_per_sandbox\" %llu",
+                            (unsigned long long) cf->max_background_execs,
+                            (unsigned long long) cf->max_execs_per_sandbox);
     }
 
     span = cf->max_sandboxes * (uint64_t) VSB_UID_RANGE;

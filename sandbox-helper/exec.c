@@ -34,10 +34,10 @@
 typedef struct {
     vsb_exec_t      *ex;
     vsb_event_t      ev;
-    unsigned char   *buf;
-    size_t           len;
-    size_t           cap;
-    unsigned         truncated:1;
+    int              which;             /* VSB_EXEC_STDOUT, _STDERR */
+    vsb_outcap_t     cap;               /* kept: head and tail */
+    uint64_t         streamed;          /* given to output() */
+    unsigned         to_output:1;
     unsigned         eof:1;
 } vsb_exec_stream_t;
 
@@ -56,10 +56,11 @@ struct vsb_exec_s {
     unsigned char       *in_buf;
     size_t               in_len;
     size_t               in_off;
+    vsb_exec_stdin_pt    stdin_ready;
 
     vsb_exec_stream_t    out;
     vsb_exec_stream_t    err;
-    size_t               out_limit;
+    vsb_exec_output_pt   output;
 
     vsb_event_t          st_ev;
     unsigned char        st_buf[sizeof(vsb_spawn_status_t)];
@@ -88,6 +89,8 @@ struct vsb_exec_s {
     unsigned             timed_out:1;
     unsigned             cancelled:1;
     unsigned             finishing:1;
+    unsigned             paused:1;          /* output: not read meanwhile */
+    unsigned             in_stream:1;
 };
 
 static void vsb_exec_check(vsb_exec_t *ex);
@@ -136,6 +139,15 @@ vsb_exec_stdin(vsb_event_t *ev, uint32_t revents)
     ssize_t      n;
     vsb_exec_t  *ex = ev->data;
 
+    if (ex->in_stream) {
+        /* writable again (or broken: the next write says so) */
+        (void) vsb_loop_mod(ev, 0);
+        if (ex->stdin_ready != NULL) {
+            ex->stdin_ready(ex, ex->data);
+        }
+        return;
+    }
+
     while (ex->in_off < ex->in_len) {
         n = write(ev->fd, ex->in_buf + ex->in_off, ex->in_len - ex->in_off);
 
@@ -164,15 +176,13 @@ vsb_exec_stdin(vsb_event_t *ev, uint32_t revents)
 static void
 vsb_exec_output(vsb_event_t *ev, uint32_t revents)
 {
-    size_t              keep, cap;
     ssize_t             n;
     unsigned            i;
-    unsigned char      *p;
     vsb_exec_stream_t  *s = ev->data;
     vsb_exec_t         *ex = s->ex;
     static unsigned char  chunk[VSB_EXEC_READ_CHUNK];
 
-    for (i = 0; i < VSB_EXEC_READS_PER_EV; i++) {
+    for (i = 0; i < VSB_EXEC_READS_PER_EV && !ex->paused; i++) {
         n = read(ev->fd, chunk, sizeof(chunk));
 
         if (n == -1) {
@@ -196,44 +206,89 @@ vsb_exec_output(vsb_event_t *ev, uint32_t revents)
             return;
         }
 
-        /* keep up to the limit, drain and count the rest */
-        keep = ex->out_limit - s->len;
-        if (keep > (size_t) n) {
-            keep = (size_t) n;
-        }
-
-        if (keep < (size_t) n) {
-            s->truncated = 1;
-        }
-
-        if (keep == 0) {
+        if (s->to_output) {
+            /* the callee may pause us, or cancel the exec */
+            s->streamed += (uint64_t) n;
+            ex->output(ex, s->which, s->streamed - (uint64_t) n, chunk,
+                       (size_t) n, ex->data);
             continue;
         }
 
-        if (s->len + keep > s->cap) {
-            cap = s->cap ? s->cap * 2 : VSB_EXEC_READ_CHUNK;
-            if (cap < s->len + keep) {
-                cap = s->len + keep;
-            }
-            if (cap > ex->out_limit) {
-                cap = ex->out_limit;
-            }
+        /* head and tail kept, the middle counted */
+        vsb_outcap_add(&s->cap, chunk, (size_t) n);
+    }
+}
 
-            p = realloc(s->buf, cap);
-            if (p == NULL) {
-                vsb_log(VSB_LOG_WARN, "exec %s/%s: output buffer: out of "
-                        "memory, truncating", ex->sb->id, ex->cg_name);
-                s->truncated = 1;
-                continue;
-            }
 
-            s->buf = p;
-            s->cap = cap;
+void
+vsb_exec_pause(vsb_exec_t *ex, int pause)
+{
+    uint32_t  events = pause ? 0 : EPOLLIN;
+
+    /* a cancelled exec is drained: its pipes hold at most their size */
+    if (ex->finishing || (unsigned) !!pause == ex->paused
+        || (pause && ex->cancelled))
+    {
+        return;
+    }
+
+    ex->paused = !!pause;
+
+    if (ex->out.ev.fd != -1) {
+        (void) vsb_loop_mod(&ex->out.ev, events);
+    }
+    if (ex->err.ev.fd != -1) {
+        (void) vsb_loop_mod(&ex->err.ev, events);
+    }
+
+    /* unread output is no reason to give up on the pipes */
+    if (pause) {
+        vsb_timer_del(&ex->grace);
+    } else {
+        vsb_exec_check(ex);
+    }
+}
+
+
+ssize_t
+vsb_exec_stdin_write(vsb_exec_t *ex, const unsigned char *data, size_t len)
+{
+    ssize_t  n;
+
+    if (!ex->in_stream || ex->in_ev.fd == -1 || ex->finishing) {
+        return -1;
+    }
+
+    for ( ;; ) {
+        n = write(ex->in_ev.fd, data, len);
+
+        if (n >= 0) {
+            return n;
         }
 
-        memcpy(s->buf + s->len, chunk, keep);
-        s->len += keep;
+        if (errno == EINTR) {
+            continue;
+        }
+
+        if (errno == EAGAIN) {
+            if (vsb_loop_mod(&ex->in_ev, EPOLLOUT) != 0) {
+                break;
+            }
+            return 0;
+        }
+
+        break;                  /* EPIPE: its stdin is closed */
     }
+
+    vsb_exec_close_event(&ex->in_ev);
+    return -1;
+}
+
+
+void
+vsb_exec_stdin_close(vsb_exec_t *ex)
+{
+    vsb_exec_close_event(&ex->in_ev);
 }
 
 
@@ -366,7 +421,7 @@ vsb_exec_check(vsb_exec_t *ex)
         return;
     }
 
-    if (!ex->grace.armed) {
+    if (!ex->grace.armed && !ex->paused) {
         vsb_timer_add(&ex->grace, VSB_EXEC_GRACE_MS);
     }
 }
@@ -431,13 +486,10 @@ vsb_exec_result(vsb_exec_t *ex, vsb_exec_result_t *res)
 
     res->oom_killed = u.oom_kills > 0;
 
-    /* never NULL: callers may memcpy zero bytes from it */
-    res->out = ex->out.buf ? ex->out.buf : (const unsigned char *) "";
-    res->out_len = ex->out.len;
-    res->out_truncated = ex->out.truncated;
-    res->err = ex->err.buf ? ex->err.buf : (const unsigned char *) "";
-    res->err_len = ex->err.len;
-    res->err_truncated = ex->err.truncated;
+    vsb_outcap_view(&ex->out.cap, &res->out);
+    vsb_outcap_view(&ex->err.cap, &res->err);
+    res->out.total += ex->out.streamed;
+    res->err.total += ex->err.streamed;
 
     if (ex->setup_failed) {
         res->error = VSB_E_EXEC_FAILED;
@@ -503,8 +555,8 @@ vsb_exec_free(vsb_exec_t *ex)
     }
 
     free(ex->in_buf);
-    free(ex->out.buf);
-    free(ex->err.buf);
+    vsb_outcap_free(&ex->out.cap);
+    vsb_outcap_free(&ex->err.cap);
     free(ex);
 }
 
@@ -605,12 +657,26 @@ vsb_exec_network(void *data, json_t *network)
 void
 vsb_exec_cancel(vsb_exec_t *ex)
 {
-    if (ex->finishing) {
+    if (ex->finishing || ex->cancelled) {
         return;
     }
 
     ex->cancelled = 1;
     vsb_exec_kill(ex);
+
+    /* nobody may want the rest of its output: do not wait on a reader */
+    vsb_exec_pause(ex, 0);
+}
+
+
+void
+vsb_exec_cancel_all(vsb_sandbox_t *sb)
+{
+    vsb_exec_t  *ex;
+
+    for (ex = sb->execs; ex != NULL; ex = ex->next) {
+        vsb_exec_cancel(ex);
+    }
 }
 
 
@@ -658,7 +724,7 @@ vsb_exec_start(vsb_sandbox_t *sb, const vsb_exec_request_t *req,
     int           er[2] = { -1, -1 }, st[2] = { -1, -1 };
     char        **argv, **envp;
     char          cgerr[256];
-    uint64_t      timeout_ms;
+    uint64_t      timeout_ms, limit;
     vsb_exec_t   *ex;
     vsb_spawn_t   sp;
 
@@ -695,15 +761,25 @@ vsb_exec_start(vsb_sandbox_t *sb, const vsb_exec_request_t *req,
     ex->done = done;
     ex->data = data;
     ex->pidfd = -1;
-    ex->out_limit = sb->limits.output_bytes;
     ex->out.ex = ex;
     ex->err.ex = ex;
+    ex->out.which = VSB_EXEC_STDOUT;
+    ex->err.which = VSB_EXEC_STDERR;
+    ex->output = req->output;
+    ex->out.to_output = req->stream_stdout && req->output != NULL;
+    ex->err.to_output = req->stream_stderr && req->output != NULL;
+    ex->in_stream = req->stdin_stream;
+    ex->stdin_ready = req->stdin_ready;
+
+    limit = req->output_bytes ? req->output_bytes : sb->limits.output_bytes;
+    vsb_outcap_init(&ex->out.cap, (size_t) limit);
+    vsb_outcap_init(&ex->err.cap, (size_t) limit);
     ex->in_ev.fd = -1;
     ex->out.ev.fd = -1;
     ex->err.ev.fd = -1;
     ex->st_ev.fd = -1;
 
-    if (req->stdin_len > 0) {
+    if (req->stdin_len > 0 && !req->stdin_stream) {
         ex->in_buf = malloc(req->stdin_len);
         if (ex->in_buf == NULL) {
             snprintf(err, errlen, "exec: stdin copy: %s", strerror(errno));
@@ -789,7 +865,10 @@ vsb_exec_start(vsb_sandbox_t *sb, const vsb_exec_request_t *req,
     sb->execs = ex;
     sb->execs_running++;
 
-    if (ex->in_len == 0) {
+    if (ex->in_stream) {
+        /* registered when a write would block */
+
+    } else if (ex->in_len == 0) {
         vsb_exec_close_event(&ex->in_ev);     /* EOF on the workload's stdin */
 
     } else if (vsb_loop_add(&ex->in_ev, EPOLLOUT) != 0) {
@@ -847,6 +926,8 @@ failed:
         }
 
         free(ex->in_buf);
+        vsb_outcap_free(&ex->out.cap);
+        vsb_outcap_free(&ex->err.cap);
         free(ex);
     }
 

@@ -170,7 +170,8 @@ vsb_exec_envp(vsb_sandbox_t *sb, const vsb_exec_request_t *req, char *err,
         }
     }
 
-    if (vsb_exec_env_add(envp, &n, sb->env, "sandbox", err, errlen) != 0
+    if ((!req->own_env
+         && vsb_exec_env_add(envp, &n, sb->env, "sandbox", err, errlen) != 0)
         || vsb_exec_env_add(envp, &n, req->env, "request", err, errlen) != 0)
     {
         goto failed;

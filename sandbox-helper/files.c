@@ -499,3 +499,85 @@ vsb_files_read(const vsb_sandbox_t *sb, const char *path, uint64_t max,
 
     return rc;
 }
+
+
+static int
+vsb_files_dir_in(int wfd, const char *path, int create, vsb_error_t *e)
+{
+    char         comp[VSB_MAX_NAME + 1];
+    const char  *p, *end;
+    struct stat  st;
+    int          cur, next;
+    size_t       n;
+
+    cur = dup(wfd);
+    if (cur == -1) {
+        return vsb_error_set(e, VSB_E_INTERNAL, NULL, "dup(): %s",
+                             strerror(errno));
+    }
+
+    for (p = path; *p != '\0'; p = *end ? end + 1 : end) {
+        end = strchr(p, '/');
+        if (end == NULL) {
+            end = p + strlen(p);
+        }
+        n = (size_t) (end - p);
+        memcpy(comp, p, n);
+        comp[n] = '\0';
+
+        next = vsb_openat2(cur, comp, O_PATH | O_DIRECTORY | O_NOFOLLOW, 0);
+
+        if (next == -1 && errno == ENOENT && create) {
+            if (mkdirat(cur, comp, 0755) == -1 && errno != EEXIST) {
+                vsb_files_lookup_error(e, "mkdir", path);
+                close(cur);
+                return -1;
+            }
+            next = vsb_openat2(cur, comp, O_PATH | O_DIRECTORY | O_NOFOLLOW,
+                               0);
+        }
+
+        if (next == -1 && errno == ENOTDIR) {
+            if (fstatat(cur, comp, &st, AT_SYMLINK_NOFOLLOW) == 0
+                && S_ISLNK(st.st_mode))
+            {
+                errno = ELOOP;
+            } else if (*end == '\0') {
+                close(cur);
+                return vsb_error_set(e, VSB_E_NOT_A_DIRECTORY, "path",
+                                     "\"%.200s\" is not a directory",
+                                     path);
+            }
+        }
+
+        if (next == -1) {
+            vsb_files_lookup_error(e, "open", path);
+            close(cur);
+            return -1;
+        }
+
+        close(cur);
+        cur = next;
+    }
+
+    close(cur);
+    return 0;
+}
+
+
+int
+vsb_files_dir(const vsb_sandbox_t *sb, const char *path, int create,
+    vsb_error_t *e)
+{
+    int  wfd, rc;
+
+    wfd = vsb_files_enter(sb, e);
+    if (wfd == -1) {
+        return -1;
+    }
+
+    rc = vsb_files_dir_in(wfd, path, create, e);
+
+    vsb_files_leave(wfd);
+    return rc;
+}

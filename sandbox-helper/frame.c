@@ -17,8 +17,7 @@ vsb_frame_init(vsb_frame_parser_t *p, uint32_t max_json, uint32_t max_payload)
 {
     memset(p, 0, sizeof(*p));
     p->max_json = max_json > VSB_MAX_JSON ? VSB_MAX_JSON : max_json;
-    p->max_payload = max_payload > VSB_MAX_PAYLOAD ? VSB_MAX_PAYLOAD
-                                                   : max_payload;
+    p->max_payload = max_payload;
 }
 
 
@@ -26,11 +25,13 @@ void
 vsb_frame_reset(vsb_frame_parser_t *p)
 {
     uint32_t  mj = p->max_json, mp = p->max_payload;
+    unsigned  split = p->split;
 
     free(p->buf);
     memset(p, 0, sizeof(*p));
     p->max_json = mj;
     p->max_payload = mp;
+    p->split = split;
 }
 
 
@@ -97,6 +98,10 @@ vsb_frame_need(const vsb_frame_parser_t *p)
 
     if (p->head_len < VSB_FRAME_HEADER_LEN) {
         return VSB_FRAME_HEADER_LEN - p->head_len;
+    }
+
+    if (p->split && !p->json_seen) {
+        return (size_t) p->json_len - p->body_len;
     }
 
     return (size_t) p->json_len + p->payload_len - p->body_len;
@@ -211,6 +216,19 @@ vsb_frame_feed(vsb_frame_parser_t *p, const unsigned char *data, size_t len,
 
         p->body_len += n;
         *consumed += n;
+    }
+
+    if (p->split && !p->json_seen && p->body_len == p->json_len) {
+        p->json_seen = 1;
+
+        if (p->payload_len > 0) {
+            if (vsb_frame_grow(p, (size_t) p->json_len + 1) != 0) {
+                return vsb_frame_fail(p, VSB_E_FRAME_TOO_LARGE,
+                                      "out of memory for the frame");
+            }
+            p->buf[p->json_len] = '\0';
+            return VSB_FRAME_JSON;
+        }
     }
 
     if (vsb_frame_need(p) > 0) {

@@ -262,9 +262,7 @@ main(int argc, char **argv)
         return 1;
     }
 
-    if (vsb_server_init(&vsb_cf, vsb_ops_dispatch, vsb_ops_detach, err,
-                        sizeof(err))
-        != 0)
+    if (vsb_server_init(&vsb_cf, &vsb_ops_hooks, err, sizeof(err)) != 0)
     {
         vsb_log(VSB_LOG_ERR, "%s", err);
         return 1;

@@ -1,6 +1,8 @@
 /*
  * The exec op: its schema, its handler, and the requests whose reply
- * waits for an exec to end (vsb_exec_done).
+ * waits for an exec to end (vsb_exec_done).  A streamed exec sends its
+ * output as event frames before that reply, never more than a window
+ * ahead of its reader; a background exec is op_background.c's.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -9,6 +11,7 @@
 #include "vsb_exec.h"
 #include "vsb_log.h"
 #include "vsb_op.h"
+#include "vsb_paths.h"
 #include "vsb_registry.h"
 #include "vsb_seccomp.h"
 
@@ -29,47 +32,60 @@ vsb_exec_unlink(vsb_pending_t *p)
 }
 
 
-static json_t *
-vsb_exec_reply(const vsb_pending_t *p, const vsb_exec_result_t *res)
+static void
+vsb_exec_stream_fields(json_t *obj, const char *name,
+    const vsb_outcap_view_t *v, int kept)
 {
-    json_t  *reply;
+    char  key[32];
 
-    reply = vsb_ok(vsb_pending_rid(p));
-    if (reply == NULL) {
-        return NULL;
+    snprintf(key, sizeof(key), "%s_bytes", name);
+    json_object_set_new(obj, key, json_integer((json_int_t) v->total));
+    snprintf(key, sizeof(key), "%s_dropped_bytes", name);
+    json_object_set_new(obj, key, json_integer((json_int_t) v->dropped));
+    snprintf(key, sizeof(key), "%s_truncated", name);
+    json_object_set_new(obj, key, json_boolean(v->dropped > 0));
+
+    if (kept) {
+        snprintf(key, sizeof(key), "%s_len", name);
+        json_object_set_new(obj, key, json_integer((json_int_t) v->len));
+        snprintf(key, sizeof(key), "%s_head_len", name);
+        json_object_set_new(obj, key,
+                            json_integer((json_int_t) (v->dropped
+                                                       ? v->head_len
+                                                       : v->len)));
     }
+}
 
-    json_object_set_new(reply, "exit_code",
+
+void
+vsb_exec_result_fields(json_t *obj, const vsb_exec_result_t *res, int kept)
+{
+    json_object_set_new(obj, "exit_code",
                         res->exited ? json_integer(res->exit_code)
                                     : json_null());
-    json_object_set_new(reply, "signal",
+    json_object_set_new(obj, "signal",
                         res->signaled ? json_integer(res->signo)
                                       : json_null());
-    json_object_set_new(reply, "timed_out", json_boolean(res->timed_out));
-    json_object_set_new(reply, "oom_killed", json_boolean(res->oom_killed));
-    json_object_set_new(reply, "stdout_len",
-                        json_integer((json_int_t) res->out_len));
-    json_object_set_new(reply, "stderr_len",
-                        json_integer((json_int_t) res->err_len));
-    json_object_set_new(reply, "stdout_truncated",
-                        json_boolean(res->out_truncated));
-    json_object_set_new(reply, "stderr_truncated",
-                        json_boolean(res->err_truncated));
-    json_object_set_new(reply, "refused_syscalls",
+    json_object_set_new(obj, "timed_out", json_boolean(res->timed_out));
+    json_object_set_new(obj, "oom_killed", json_boolean(res->oom_killed));
+
+    vsb_exec_stream_fields(obj, "stdout", &res->out, kept);
+    vsb_exec_stream_fields(obj, "stderr", &res->err, kept);
+
+    json_object_set_new(obj, "refused_syscalls",
                         vsb_seccomp_refused_json(&res->refused));
-    json_object_set_new(reply, "refused_syscalls_total",
+    json_object_set_new(obj, "refused_syscalls_total",
                         json_integer(res->refused.total));
-    json_object_set_new(reply, "usage",
+    json_object_set_new(obj, "usage",
         json_pack("{s:I, s:I, s:I, s:I}",
                   "cpu_ms", (json_int_t) res->cpu_ms,
                   "wall_ms", (json_int_t) res->wall_ms,
                   "peak_memory_bytes", (json_int_t) res->peak_memory_bytes,
                   "peak_pids", (json_int_t) res->peak_pids));
-    if (res->network != NULL) {
-        json_object_set(reply, "network", res->network);
-    }
 
-    return reply;
+    if (res->network != NULL) {
+        json_object_set(obj, "network", res->network);
+    }
 }
 
 
@@ -84,6 +100,7 @@ vsb_exec_done(vsb_exec_t *ex, const vsb_exec_result_t *res, void *data)
     json_t         *reply;
 
     vsb_exec_unlink(p);
+    p->ex = NULL;
     if (vsb_entry(p->sb)->execs_mine > 0) {
         vsb_entry(p->sb)->execs_mine--;
     }
@@ -93,11 +110,12 @@ vsb_exec_done(vsb_exec_t *ex, const vsb_exec_result_t *res, void *data)
                 res->detail);
     } else {
         vsb_log(VSB_LOG_INFO, "sandbox %s: exec done: exit %d signal %d%s%s "
-                "(%llu ms)", p->sb->id, res->exited ? res->exit_code : -1,
+                "(%llu ms)%s", p->sb->id, res->exited ? res->exit_code : -1,
                 res->signaled ? res->signo : 0,
                 res->timed_out ? ", timed out" : "",
                 res->oom_killed ? ", oom killed" : "",
-                (unsigned long long) res->wall_ms);
+                (unsigned long long) res->wall_ms,
+                p->conn == NULL ? ", client gone: killed, no reply" : "");
     }
 
     c = p->conn;
@@ -111,20 +129,27 @@ vsb_exec_done(vsb_exec_t *ex, const vsb_exec_result_t *res, void *data)
             vsb_conn_reply_error(c, vsb_pending_rid(p), &e);
 
         } else {
-            plen = res->out_len + res->err_len;
-            payload = malloc(plen ? plen : 1);
-            reply = payload ? vsb_exec_reply(p, res) : NULL;
+            /* a streamed exec's output went as events: no payload */
+            if (!p->stream) {
+                plen = res->out.len + res->err.len;
+                payload = malloc(plen ? plen : 1);
+            }
 
-            if (reply == NULL) {
+            reply = vsb_ok(vsb_pending_rid(p));
+
+            if (reply == NULL || (!p->stream && payload == NULL)) {
+                json_decref(reply);
+                reply = NULL;
                 free(payload);
                 payload = NULL;
                 plen = 0;
+
             } else {
-                if (res->out_len) {
-                    memcpy(payload, res->out, res->out_len);
-                }
-                if (res->err_len) {
-                    memcpy(payload + res->out_len, res->err, res->err_len);
+                vsb_exec_result_fields(reply, res, !p->stream);
+
+                if (payload != NULL) {
+                    vsb_outcap_copy(&res->out, payload);
+                    vsb_outcap_copy(&res->err, payload + res->out.len);
                 }
             }
 
@@ -141,16 +166,105 @@ vsb_exec_done(vsb_exec_t *ex, const vsb_exec_result_t *res, void *data)
 }
 
 
+/* A streamed exec's output, as event frames in the order it was read. */
+static void
+vsb_exec_stream_output(vsb_exec_t *ex, int stream, uint64_t offset,
+    const unsigned char *data, size_t len, void *udata)
+{
+    vsb_pending_t  *p = udata;
+    unsigned char  *copy;
+    json_t         *ev;
+
+    if (p->conn == NULL) {
+        return;                 /* the client left: the exec is cancelled */
+    }
+
+    copy = malloc(len);
+    ev = json_pack("{s:s, s:s, s:I}", "event", VSB_EVENT_OUTPUT,
+                   "stream", stream == VSB_EXEC_STDOUT ? "stdout" : "stderr",
+                   "offset", (json_int_t) offset);
+
+    if (copy == NULL || ev == NULL) {
+        free(copy);
+        json_decref(ev);
+        vsb_log(VSB_LOG_ERR, "sandbox %s: out of memory streaming output; "
+                "cancelling the exec", p->sb->id);
+        p->cancelled = 1;
+        vsb_exec_cancel(ex);
+        return;
+    }
+
+    memcpy(copy, data, len);
+    vsb_conn_event(p->conn, ev, copy, len);
+
+    /* a slow reader: the workload waits, the helper does not buffer */
+    if (vsb_conn_queued(p->conn) >= VSB_STREAM_WINDOW) {
+        p->paused = 1;
+        vsb_exec_pause(ex, 1);
+    }
+}
+
+
+static void
+vsb_exec_stream_drained(vsb_pending_t *p)
+{
+    if (p->paused && p->ex != NULL) {
+        p->paused = 0;
+        vsb_exec_pause(p->ex, 0);
+    }
+}
+
+
+static const vsb_pending_hooks_t  vsb_exec_stream_hooks = {
+    .detach = NULL,                     /* the default: cancel the exec */
+    .drained = vsb_exec_stream_drained,
+    .room = NULL,
+    .input = NULL,
+};
+
+
+static int
+vsb_req_exec_cwd(json_t *root, vsb_request_t *r, vsb_error_t *e)
+{
+    char  why[128];
+
+    if (vsb_req_string(root, "cwd", 0, VSB_MAX_PATH, &r->cwd, e) != 0) {
+        return -1;
+    }
+
+    if (r->cwd == NULL) {
+        r->cwd = "/workspace";
+        return 0;
+    }
+
+    /* absolute: a directory of the sandbox, as the workload sees it */
+    if (r->cwd[0] == '/') {
+        return 0;
+    }
+
+    if (vsb_path_check(r->cwd, strlen(r->cwd), why, sizeof(why)) != 0) {
+        return vsb_error_set(e, VSB_E_BAD_PATH, "cwd",
+                             "\"cwd\": %s (a relative cwd is under "
+                             "/workspace; or give an absolute path)", why);
+    }
+
+    snprintf(r->cwd_buf, sizeof(r->cwd_buf), "/workspace/%s", r->cwd);
+    r->cwd = r->cwd_buf;
+    return 0;
+}
+
+
 static int
 vsb_req_exec(json_t *root, const vsb_config_t *cf, vsb_request_t *r,
     vsb_error_t *e)
 {
     static const char *const  allowed[] = {
         "op", "request_id", "tenant", "agent", "id", "argv", "cwd", "env",
-        "timeout_s", NULL
+        "timeout_s", "output_bytes", "stream", "background", NULL
     };
-    json_t  *argv, *v;
-    size_t   i;
+    json_t    *argv, *v;
+    size_t     i;
+    unsigned   b;
 
     if (vsb_req_fields(root, allowed, "exec", e) != 0
         || vsb_req_owner(root, "tenant", 1, &r->tenant, e) != 0
@@ -188,17 +302,9 @@ vsb_req_exec(json_t *root, const vsb_config_t *cf, vsb_request_t *r,
     }
     r->argv = argv;
 
-    if (vsb_req_string(root, "cwd", 0, VSB_MAX_PATH, &r->cwd, e) != 0) {
-        return -1;
-    }
-    if (r->cwd == NULL) {
-        r->cwd = "/workspace";
-    } else if (r->cwd[0] != '/') {
-        return vsb_error_set(e, VSB_E_BAD_VALUE, "cwd",
-                             "\"cwd\" must be an absolute path");
-    }
-
-    if (vsb_req_env(root, "env", &r->env, e) != 0) {
+    if (vsb_req_exec_cwd(root, r, e) != 0
+        || vsb_req_env(root, "env", &r->env, e) != 0)
+    {
         return -1;
     }
 
@@ -209,6 +315,32 @@ vsb_req_exec(json_t *root, const vsb_config_t *cf, vsb_request_t *r,
     if (r->timeout_s > cf->max.timeout_s) {
         return vsb_req_over(e, "timeout_s", VSB_LIMIT_TIMEOUT_S, r->timeout_s,
                             cf->max.timeout_s);
+    }
+
+    r->output_bytes = 0;
+    if (vsb_req_uint(root, "output_bytes", 0, &r->output_bytes, e) != 0) {
+        return -1;
+    }
+    if (r->output_bytes > cf->max.output_bytes) {
+        return vsb_req_over(e, "output_bytes", VSB_LIMIT_OUTPUT_BYTES,
+                            r->output_bytes, cf->max.output_bytes);
+    }
+
+    if (vsb_req_bool(root, "stream", &b, e) != 0) {
+        return -1;
+    }
+    r->stream = b;
+
+    if (vsb_req_bool(root, "background", &b, e) != 0) {
+        return -1;
+    }
+    r->background = b;
+
+    if (r->stream && r->background) {
+        return vsb_error_set(e, VSB_E_BAD_VALUE, "stream",
+                             "\"stream\" and \"background\" exclude each "
+                             "other: follow a background exec with "
+                             "exec_output");
     }
 
     return 0;
@@ -234,7 +366,13 @@ vsb_op_exec(vsb_conn_t *c, json_t *root, const vsb_request_t *r,
         vsb_error_set(e, VSB_E_BUSY, NULL,
                       "sandbox %s already runs %u execs, the maximum", sb->id,
                       vsb_execs_running(sb));
+        e->limit = VSB_LIMIT_EXECS;
         vsb_conn_reply_error(c, r->request_id, e);
+        return;
+    }
+
+    if (r->background) {
+        vsb_bg_start(c, root, r, sb, payload, payload_len, e);
         return;
     }
 
@@ -247,6 +385,10 @@ vsb_op_exec(vsb_conn_t *c, json_t *root, const vsb_request_t *r,
 
     p->sb = sb;
     p->root = json_incref(root);
+    p->stream = r->stream;
+    if (r->stream) {
+        p->hooks = &vsb_exec_stream_hooks;
+    }
 
     memset(&req, 0, sizeof(req));
     req.argv = r->argv;
@@ -256,6 +398,13 @@ vsb_op_exec(vsb_conn_t *c, json_t *root, const vsb_request_t *r,
                      * 1000;
     req.stdin_data = payload;
     req.stdin_len = payload_len;
+    req.output_bytes = r->output_bytes;
+
+    if (r->stream) {
+        req.stream_stdout = 1;
+        req.stream_stderr = 1;
+        req.output = vsb_exec_stream_output;
+    }
 
     p->next = vsb_execs;
     vsb_execs = p;
@@ -285,24 +434,27 @@ vsb_op_exec(vsb_conn_t *c, json_t *root, const vsb_request_t *r,
         return;
     }
 
-    vsb_log(VSB_LOG_DEBUG, "sandbox %s: exec %s started", sb->id,
-            json_string_value(json_array_get(r->argv, 0)));
+    vsb_log(VSB_LOG_DEBUG, "sandbox %s: exec %s started%s", sb->id,
+            json_string_value(json_array_get(r->argv, 0)),
+            r->stream ? " (streamed)" : "");
 }
 
 
-/* Cancels every running exec of sb (a destroy has begun). */
+/* Cancels every running exec of sb (a destroy has begun): foreground,
+ * streamed, background and the archive ops' alike. */
 void
 vsb_op_exec_cancel_all(vsb_sandbox_t *sb)
 {
-    vsb_pending_t  *p, *next;
+    vsb_pending_t  *p;
 
-    for (p = vsb_execs; p != NULL; p = next) {
-        next = p->next;
-        if (p->sb == sb && p->ex != NULL && !p->cancelled) {
+    for (p = vsb_execs; p != NULL; p = p->next) {
+        if (p->sb == sb) {
             p->cancelled = 1;
-            vsb_exec_cancel(p->ex);
         }
     }
+
+    vsb_bg_sandbox_ending(sb);
+    vsb_exec_cancel_all(sb);
 }
 
 

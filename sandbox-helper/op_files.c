@@ -7,7 +7,6 @@
 
 #include "vsb_files.h"
 #include "vsb_op.h"
-#include "vsb_paths.h"
 
 
 static int
@@ -19,31 +18,18 @@ vsb_req_file(json_t *root, int write, vsb_request_t *r, vsb_error_t *e)
     static const char *const  allowed_r[] = {
         "op", "request_id", "tenant", "agent", "id", "path", NULL
     };
-    json_t  *v, *m;
-    char     why[128];
+    json_t  *m;
 
+    /* "src/a.c" and "/workspace/src/a.c" name the same file */
     if (vsb_req_fields(root, write ? allowed_w : allowed_r,
                        write ? "write_file" : "read_file", e) != 0
         || vsb_req_owner(root, "tenant", 1, &r->tenant, e) != 0
         || vsb_req_owner(root, "agent", 1, &r->agent, e) != 0
-        || vsb_req_sandbox_id(root, r, e) != 0)
+        || vsb_req_sandbox_id(root, r, e) != 0
+        || vsb_req_ws_path(root, "path", 1, 0, r, e) != 0)
     {
         return -1;
     }
-
-    if (vsb_req_get(root, "path", 1, &v, e) != 0) {
-        return -1;
-    }
-    if (!json_is_string(v)) {
-        return vsb_error_set(e, VSB_E_BAD_TYPE, "path",
-                             "\"path\" must be a string");
-    }
-    if (vsb_path_check(json_string_value(v), json_string_length(v), why,
-                       sizeof(why)) != 0)
-    {
-        return vsb_error_set(e, VSB_E_BAD_PATH, "path", "%s", why);
-    }
-    r->path = json_string_value(v);
 
     r->mode = 0644;
     m = json_object_get(root, "mode");

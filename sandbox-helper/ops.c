@@ -26,7 +26,27 @@ static const vsb_op_t *const  vsb_ops[] = {
     &vsb_destroy_op,
     &vsb_update_network_op,
     &vsb_profiles_op,
+    &vsb_exec_status_op,
+    &vsb_exec_output_op,
+    &vsb_exec_kill_op,
+    &vsb_extract_archive_op,
+    &vsb_export_archive_op,
 };
+
+
+static const vsb_op_t *
+vsb_ops_find(const char *name)
+{
+    size_t  i;
+
+    for (i = 0; i < sizeof(vsb_ops) / sizeof(vsb_ops[0]); i++) {
+        if (strcmp(vsb_ops[i]->name, name) == 0) {
+            return vsb_ops[i];
+        }
+    }
+
+    return NULL;
+}
 
 
 int
@@ -34,7 +54,6 @@ vsb_ops_parse(json_t *root, size_t payload_len, const vsb_config_t *cf,
     vsb_request_t *r, vsb_error_t *e)
 {
     const char  *op;
-    size_t       i;
     json_t      *v;
 
     memset(r, 0, sizeof(*r));
@@ -60,18 +79,11 @@ vsb_ops_parse(json_t *root, size_t payload_len, const vsb_config_t *cf,
         return -1;
     }
 
-    for (i = 0; i < sizeof(vsb_ops) / sizeof(vsb_ops[0]); i++) {
-        if (strcmp(vsb_ops[i]->name, op) == 0) {
-            break;
-        }
-    }
-
-    if (i == sizeof(vsb_ops) / sizeof(vsb_ops[0])) {
+    r->op = vsb_ops_find(op);
+    if (r->op == NULL) {
         return vsb_error_set(e, VSB_E_UNKNOWN_OP, "op",
                              "unknown op \"%.32s\"", op);
     }
-
-    r->op = vsb_ops[i];
 
     if (payload_len > 0 && !r->op->payload) {
         return vsb_error_set(e, VSB_E_BAD_VALUE, NULL,
@@ -123,12 +135,77 @@ vsb_ops_dispatch(vsb_conn_t *c, const char *json, size_t json_len,
 }
 
 
-void
+/* Whether the frame's op takes its payload as a stream: a cheap look at
+ * "op"; everything else is checked by the op's schema at dispatch. */
+static int
+vsb_ops_streams(const char *json, size_t json_len)
+{
+    json_t         *root;
+    json_error_t    jerr;
+    const vsb_op_t *row = NULL;
+    json_t         *v;
+
+    root = json_loadb(json, json_len, JSON_REJECT_DUPLICATES, &jerr);
+    if (root == NULL) {
+        return 0;
+    }
+
+    v = json_object_get(root, "op");
+    if (json_is_string(v)) {
+        row = vsb_ops_find(json_string_value(v));
+    }
+
+    json_decref(root);
+    return row != NULL && row->stream_in;
+}
+
+
+static size_t
+vsb_ops_room(void *op)
+{
+    vsb_pending_t  *p = op;
+
+    if (p->hooks != NULL && p->hooks->room != NULL) {
+        return p->hooks->room(p);
+    }
+
+    return VSB_STREAM_CHUNK;        /* discarded */
+}
+
+
+static void
+vsb_ops_input(void *op, const unsigned char *data, size_t len, int last)
+{
+    vsb_pending_t  *p = op;
+
+    if (p->hooks != NULL && p->hooks->input != NULL) {
+        p->hooks->input(p, data, len, last);
+    }
+}
+
+
+static void
+vsb_ops_drained(void *op)
+{
+    vsb_pending_t  *p = op;
+
+    if (p->hooks != NULL && p->hooks->drained != NULL) {
+        p->hooks->drained(p);
+    }
+}
+
+
+static void
 vsb_ops_detach(void *op)
 {
     vsb_pending_t  *p = op;
 
     p->conn = NULL;
+
+    if (p->hooks != NULL && p->hooks->detach != NULL) {
+        p->hooks->detach(p);
+        return;
+    }
 
     if (p->kind == VSB_PENDING_EXEC && p->ex != NULL && !p->cancelled) {
         vsb_log(VSB_LOG_INFO, "sandbox %s: client gone, cancelling exec",
@@ -139,3 +216,13 @@ vsb_ops_detach(void *op)
 
     /* A destroy goes on; its reply is dropped when it ends. */
 }
+
+
+const vsb_server_hooks_t  vsb_ops_hooks = {
+    .dispatch = vsb_ops_dispatch,
+    .streams = vsb_ops_streams,
+    .detach = vsb_ops_detach,
+    .room = vsb_ops_room,
+    .input = vsb_ops_input,
+    .drained = vsb_ops_drained,
+};

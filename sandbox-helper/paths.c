@@ -77,3 +77,51 @@ vsb_path_check(const char *path, size_t len, char *err, size_t errlen)
 
     return 0;
 }
+
+
+int
+vsb_path_workspace(const char *path, size_t len, int allow_root,
+    const char **rel, size_t *rel_len, char *err, size_t errlen)
+{
+    static const char  ws[] = "/workspace";
+    size_t             wl = sizeof(ws) - 1;
+
+    *rel = path;
+    *rel_len = len;
+
+    if (len > 0 && path[0] == '/') {
+        if (len < wl || memcmp(path, ws, wl) != 0
+            || (len > wl && path[wl] != '/'))
+        {
+            return vsb_path_fail(err, errlen, "an absolute path must be "
+                                 "/workspace or under /workspace/");
+        }
+
+        /* "/workspace" or "/workspace/": the workspace itself */
+        if (len <= wl + 1) {
+            if (!allow_root) {
+                return vsb_path_fail(err, errlen, "path names the "
+                                     "workspace itself, not a file in it");
+            }
+            *rel = path + len;
+            *rel_len = 0;
+            return 0;
+        }
+
+        path += wl + 1;
+        len -= wl + 1;
+        *rel = path;
+        *rel_len = len;
+
+        if (path[0] == '/') {
+            return vsb_path_fail(err, errlen, "path has an empty component");
+        }
+
+    } else if (allow_root && len == 1 && path[0] == '.') {
+        *rel = path + 1;
+        *rel_len = 0;
+        return 0;
+    }
+
+    return vsb_path_check(path, len, err, errlen);
+}

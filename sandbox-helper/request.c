@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "vsb_paths.h"
 #include "vsb_request.h"
 
 
@@ -301,5 +302,95 @@ vsb_req_owned(json_t *root, const char *what, vsb_request_t *r,
     {
         return -1;
     }
+    return 0;
+}
+
+
+int
+vsb_req_bool(json_t *obj, const char *name, unsigned *out, vsb_error_t *e)
+{
+    json_t  *v;
+
+    *out = 0;
+
+    v = json_object_get(obj, name);
+    if (v == NULL) {
+        return 0;
+    }
+
+    if (!json_is_boolean(v)) {
+        return vsb_error_set(e, VSB_E_BAD_TYPE, name,
+                             "\"%s\" must be true or false", name);
+    }
+
+    *out = json_is_true(v);
+    return 0;
+}
+
+
+int
+vsb_req_exec_id(json_t *root, vsb_request_t *r, vsb_error_t *e)
+{
+    const char  *s;
+    size_t       i;
+
+    if (vsb_req_string(root, "exec", 1, VSB_EXEC_ID_LEN, &s, e) != 0) {
+        return -1;
+    }
+
+    if (strlen(s) != VSB_EXEC_ID_LEN || strncmp(s, "ex-", 3) != 0) {
+        goto bad;
+    }
+
+    for (i = 3; i < VSB_EXEC_ID_LEN; i++) {
+        if (!((s[i] >= '0' && s[i] <= '9') || (s[i] >= 'a' && s[i] <= 'f'))) {
+            goto bad;
+        }
+    }
+
+    r->exec_id = s;
+    return 0;
+
+bad:
+
+    return vsb_error_set(e, VSB_E_BAD_VALUE, "exec",
+                         "\"exec\" must be \"ex-\" and 16 lowercase hex "
+                         "digits");
+}
+
+
+int
+vsb_req_ws_path(json_t *root, const char *name, int required, int allow_root,
+    vsb_request_t *r, vsb_error_t *e)
+{
+    json_t      *v;
+    const char  *rel;
+    size_t       len;
+    char         why[128];
+
+    if (vsb_req_get(root, name, required, &v, e) != 0) {
+        return -1;
+    }
+
+    if (v == NULL) {
+        r->path = "";
+        return 0;
+    }
+
+    if (!json_is_string(v)) {
+        return vsb_error_set(e, VSB_E_BAD_TYPE, name,
+                             "\"%s\" must be a string", name);
+    }
+
+    if (vsb_path_workspace(json_string_value(v), json_string_length(v),
+                           allow_root, &rel, &len, why, sizeof(why)) != 0)
+    {
+        return vsb_error_set(e, VSB_E_BAD_PATH, name,
+                             "\"%s\": %s (a path is relative to the "
+                             "workspace, or absolute under /workspace/)",
+                             name, why);
+    }
+
+    r->path = rel;
     return 0;
 }

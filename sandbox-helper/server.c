@@ -1,7 +1,9 @@
 /*
  * Listener and connections.  Only peers on the allowlist are served; a
- * request is read completely before it is handled, the next one only after
- * the reply is written, and every wait on the client has a deadline.
+ * request is read completely before it is handled (or, for an op that
+ * streams its payload, handed over as it arrives), the next one only
+ * after the reply is written, and every wait on the client has a
+ * deadline.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -29,11 +31,12 @@ static unsigned        vsb_nconns;
 static unsigned long   vsb_conn_seq;
 static size_t          vsb_buffered;       /* held_in + held_out, all */
 static size_t          vsb_buffered_max;
-static vsb_server_dispatch_pt  vsb_dispatch;
-static vsb_server_detach_pt    vsb_detach;
+static size_t          vsb_max_buffered_payload;   /* max_file_bytes */
+static vsb_server_hooks_t  vsb_hooks;
 
-static void vsb_conn_read(vsb_conn_t *c);
-static void vsb_conn_write(vsb_conn_t *c);
+static int vsb_conn_read(vsb_conn_t *c);
+static int vsb_conn_write(vsb_conn_t *c);
+static void vsb_conn_update(vsb_conn_t *c);
 
 
 int
@@ -93,7 +96,8 @@ vsb_error_json(const char *request_id, const vsb_error_t *e)
 static void
 vsb_conn_close(vsb_conn_t *c)
 {
-    void  *op;
+    void       *op;
+    vsb_out_t  *o;
 
     (void) vsb_loop_del(&c->ev);
     vsb_timer_del(&c->timer);
@@ -105,12 +109,17 @@ vsb_conn_close(vsb_conn_t *c)
     op = c->op;
     c->op = NULL;
     if (op != NULL) {
-        vsb_detach(op);
+        vsb_hooks.detach(op);
     }
 
     vsb_frame_reset(&c->in);
-    free(c->out_head);
-    free(c->out_payload);
+    while (c->out != NULL) {
+        o = c->out;
+        c->out = o->next;
+        free(o->head);
+        free(o->payload);
+        free(o);
+    }
     vsb_conn_release_in(c);
     vsb_conn_release_out(c);
 
@@ -134,24 +143,128 @@ vsb_conn_timeout(vsb_timer_t *t)
 {
     vsb_conn_t  *c = t->data;
 
-    vsb_log(VSB_LOG_INFO, "connection %lu (uid %u): timed out %s", c->n,
-            (unsigned) c->uid,
-            c->state == VSB_CONN_WRITING ? "writing a reply"
-                                         : "reading a request");
+    if (c->close_after && c->out == NULL) {
+        vsb_log(VSB_LOG_INFO, "connection %lu (uid %u): closed: nothing "
+                "could be sent", c->n, (unsigned) c->uid);
+    } else {
+        vsb_log(VSB_LOG_INFO, "connection %lu (uid %u): timed out %s", c->n,
+                (unsigned) c->uid,
+                c->out != NULL ? "writing a reply"
+                : c->state == VSB_CONN_STREAMING ? "reading a payload"
+                : "reading a request");
+    }
     vsb_conn_close(c);
 }
 
 
-static void
+/* The next request: 60 s to send all of its frame. */
+static int
 vsb_conn_start_reading(vsb_conn_t *c)
 {
     c->state = VSB_CONN_READING;
+    c->replied = 0;
+    c->in_paused = 0;
+    c->in_left = 0;
     vsb_frame_reset(&c->in);
     vsb_timer_add(&c->timer, VSB_CONN_TIMEOUT_MS);
 
     if (vsb_loop_mod(&c->ev, EPOLLIN) != 0) {
         vsb_conn_close(c);
+        return -1;
     }
+
+    return 0;
+}
+
+
+/*
+ * Which events to wait for, and whether we wait on the client (then a
+ * stall of VSB_CONN_TIMEOUT_MS ends the connection): reading a streamed
+ * payload, or writing what is queued.  An op that has the client wait
+ * (an exec running) has no deadline here.
+ */
+static void
+vsb_conn_update(vsb_conn_t *c)
+{
+    uint32_t  events = 0;
+    int       waiting = 0;
+
+    if (c->state == VSB_CONN_READING) {
+        return;                 /* its own deadline, set once */
+    }
+
+    if (c->close_after && c->out == NULL) {
+        return;                 /* aborted: closed by its timer */
+    }
+
+    if (c->state == VSB_CONN_STREAMING && !c->in_paused) {
+        events |= EPOLLIN;
+        waiting = 1;
+    }
+
+    if (c->out != NULL) {
+        events |= EPOLLOUT;
+        waiting = 1;
+    }
+
+    if (!waiting) {
+        vsb_timer_del(&c->timer);
+    } else if (!c->timer.armed) {
+        vsb_timer_add(&c->timer, VSB_CONN_TIMEOUT_MS);
+    }
+
+    /* only hangups matter otherwise (reported whatever the mask) */
+    if (vsb_loop_mod(&c->ev, events) != 0) {
+        c->close_after = 1;
+    }
+}
+
+
+/* Nothing sensible can be sent (out of memory): close from the loop, never
+ * from inside a handler's call chain. */
+static void
+vsb_conn_abort(vsb_conn_t *c)
+{
+    c->close_after = 1;
+    vsb_timer_add(&c->timer, 0);
+}
+
+
+/* Builds a frame and appends it to c's queue; counted in the budget. */
+static int
+vsb_conn_queue(vsb_conn_t *c, const char *json, size_t len,
+    unsigned char *payload, size_t payload_len, int reply)
+{
+    vsb_out_t  *o;
+
+    o = calloc(1, sizeof(*o));
+    if (o == NULL) {
+        return -1;
+    }
+
+    o->head = vsb_frame_encode_head(json, len, payload_len, &o->head_len);
+    if (o->head == NULL) {
+        free(o);
+        return -1;
+    }
+
+    o->payload = payload;
+    o->payload_len = payload ? payload_len : 0;
+    o->reply = reply;
+
+    if (c->out_last != NULL) {
+        c->out_last->next = o;
+    } else {
+        c->out = o;
+    }
+    c->out_last = o;
+
+    /* counted, not refused: ops check vsb_server_can_buffer() first and
+     * bound what they stream */
+    c->out_queued += o->head_len + o->payload_len;
+    c->held_out += o->head_len + o->payload_len;
+    vsb_buffered += o->head_len + o->payload_len;
+    return 0;
 }
 
 
@@ -192,40 +305,71 @@ vsb_conn_reply(vsb_conn_t *c, json_t *reply, unsigned char *payload,
             c->close_after = 1;
             s = strdup("{\"ok\":false,\"error\":\"internal\","
                        "\"detail\":\"out of memory\"}");
-            if (s == NULL) {
-                vsb_log(VSB_LOG_ERR, "connection %lu: out of memory", c->n);
-                (void) vsb_loop_mod(&c->ev, EPOLLOUT);
-                c->state = VSB_CONN_WRITING;
-                return;
-            }
         }
-        len = strlen(s);
+        len = s ? strlen(s) : 0;
     }
 
-    free(c->out_head);
-    c->out_head = vsb_frame_encode_head(s, len, payload_len,
-                                        &c->out_head_len);
+    c->replied = 1;
+
+    if (s == NULL || vsb_conn_queue(c, s, len, payload, payload_len, 1) != 0)
+    {
+        vsb_log(VSB_LOG_ERR, "connection %lu: cannot queue a reply", c->n);
+        free(payload);
+        free(s);
+        vsb_conn_abort(c);
+        return;
+    }
+
     free(s);
-    c->out_payload = payload;
-    c->out_payload_len = payload ? payload_len : 0;
-    c->out_sent = 0;
-    c->state = VSB_CONN_WRITING;
 
-    /* counted, not refused: ops check vsb_server_can_buffer() first */
-    vsb_conn_release_out(c);
-    c->held_out = c->out_head_len + c->out_payload_len;
-    vsb_buffered += c->held_out;
-
-    if (c->out_head == NULL) {
-        vsb_log(VSB_LOG_ERR, "connection %lu: cannot encode reply", c->n);
-        c->close_after = 1;
+    if (c->state != VSB_CONN_STREAMING) {
+        c->state = VSB_CONN_WRITING;
     }
-
-    vsb_timer_add(&c->timer, VSB_CONN_TIMEOUT_MS);
 
     /* Written from the loop, never from inside a handler's call chain. */
-    if (vsb_loop_mod(&c->ev, EPOLLOUT) != 0) {
-        c->close_after = 1;
+    vsb_conn_update(c);
+}
+
+
+void
+vsb_conn_event(vsb_conn_t *c, json_t *event, unsigned char *payload,
+    size_t payload_len)
+{
+    char  *s;
+
+    s = json_dumps(event, JSON_COMPACT);
+    json_decref(event);
+
+    if (c->replied || s == NULL || strlen(s) > VSB_MAX_JSON
+        || vsb_conn_queue(c, s, strlen(s), payload, payload_len, 0) != 0)
+    {
+        /* a lost event would corrupt the stream: end the connection */
+        vsb_log(VSB_LOG_ERR, "connection %lu: cannot queue an event frame",
+                c->n);
+        free(payload);
+        free(s);
+        vsb_conn_abort(c);
+        return;
+    }
+
+    free(s);
+    vsb_conn_update(c);
+}
+
+
+size_t
+vsb_conn_queued(const vsb_conn_t *c)
+{
+    return c->out_queued;
+}
+
+
+void
+vsb_conn_resume_input(vsb_conn_t *c)
+{
+    if (c->state == VSB_CONN_STREAMING && c->in_paused) {
+        c->in_paused = 0;
+        vsb_conn_update(c);
     }
 }
 
@@ -238,35 +382,49 @@ vsb_conn_reply_error(vsb_conn_t *c, const char *request_id,
 }
 
 
-static void
+/* The reply and everything before it is written: the request is over. */
+static int
+vsb_conn_request_done(vsb_conn_t *c)
+{
+    if (c->close_after) {
+        vsb_conn_close(c);
+        return -1;
+    }
+
+    if (c->state == VSB_CONN_STREAMING) {
+        vsb_conn_update(c);     /* the rest of its payload is discarded */
+        return 0;
+    }
+
+    return vsb_conn_start_reading(c);
+}
+
+
+/* -1 if c was closed. */
+static int
 vsb_conn_write(vsb_conn_t *c)
 {
     struct iovec  iov[2];
     size_t        total;
     ssize_t       n;
-    int           cnt;
+    int           cnt, reply;
+    vsb_out_t    *o;
 
-    if (c->out_head == NULL) {
-        vsb_conn_close(c);
-        return;
-    }
+    while ((o = c->out) != NULL) {
+        total = o->head_len + o->payload_len;
 
-    total = c->out_head_len + c->out_payload_len;
-
-    while (c->out_sent < total) {
         cnt = 0;
-        if (c->out_sent < c->out_head_len) {
-            iov[cnt].iov_base = c->out_head + c->out_sent;
-            iov[cnt].iov_len = c->out_head_len - c->out_sent;
+        if (c->out_sent < o->head_len) {
+            iov[cnt].iov_base = o->head + c->out_sent;
+            iov[cnt].iov_len = o->head_len - c->out_sent;
             cnt++;
-            if (c->out_payload_len > 0) {
-                iov[cnt].iov_base = c->out_payload;
-                iov[cnt].iov_len = c->out_payload_len;
+            if (o->payload_len > 0) {
+                iov[cnt].iov_base = o->payload;
+                iov[cnt].iov_len = o->payload_len;
                 cnt++;
             }
         } else {
-            iov[0].iov_base = c->out_payload + (c->out_sent
-                                                - c->out_head_len);
+            iov[0].iov_base = o->payload + (c->out_sent - o->head_len);
             iov[0].iov_len = total - c->out_sent;
             cnt = 1;
         }
@@ -278,30 +436,51 @@ vsb_conn_write(vsb_conn_t *c)
             }
             if (errno == EAGAIN || errno == EWOULDBLOCK) {
                 /* Progress was made or not: the deadline is per stall. */
-                return;
+                return 0;
             }
             vsb_log_errno(VSB_LOG_INFO, "connection %lu: writev()", c->n);
             vsb_conn_close(c);
-            return;
+            return -1;
         }
 
         c->out_sent += (size_t) n;
         vsb_timer_add(&c->timer, VSB_CONN_TIMEOUT_MS);
-    }
 
-    free(c->out_head);
-    free(c->out_payload);
-    c->out_head = NULL;
-    c->out_payload = NULL;
-    c->out_head_len = c->out_payload_len = c->out_sent = 0;
-    vsb_conn_release_out(c);
+        if (c->out_sent < total) {
+            continue;
+        }
+
+        c->out = o->next;
+        if (c->out == NULL) {
+            c->out_last = NULL;
+        }
+        c->out_sent = 0;
+        c->out_queued -= total;
+        c->held_out -= total;
+        vsb_buffered -= total;
+        reply = o->reply;
+        free(o->head);
+        free(o->payload);
+        free(o);
+
+        if (reply) {
+            return vsb_conn_request_done(c);
+        }
+    }
 
     if (c->close_after) {
         vsb_conn_close(c);
-        return;
+        return -1;
     }
 
-    vsb_conn_start_reading(c);
+    /* events written, the request goes on */
+    vsb_conn_update(c);
+
+    if (c->op != NULL) {
+        vsb_hooks.drained(c->op);
+    }
+
+    return 0;
 }
 
 
@@ -322,27 +501,28 @@ vsb_conn_frame_error(vsb_conn_t *c)
 
 
 /*
- * Counts a frame whose header is in against the global budget before its
- * body is read; over budget the peer gets "busy" and, since we will not
- * read the body, the connection is closed after the reply.
+ * Counts n more bytes of the frame being read against the global budget
+ * before they are read: first its JSON (once the prefix is in), then its
+ * payload (once the JSON says the op buffers it).  Over budget the peer
+ * gets "busy" and, since we will not read the rest, the connection is
+ * closed after the reply.
  */
 static int
-vsb_conn_hold_in(vsb_conn_t *c)
+vsb_conn_hold_in(vsb_conn_t *c, size_t n)
 {
-    size_t       n;
     vsb_error_t  e;
 
-    n = (size_t) c->in.json_len + 1 + c->in.payload_len;
-
     if (vsb_server_can_buffer(n)) {
-        c->held_in = n;
+        c->held_in += n;
         vsb_buffered += n;
         return 0;
     }
 
     vsb_log(VSB_LOG_WARN, "connection %lu (uid %u): refusing a frame of %zu "
             "bytes: %zu of %zu bytes already buffered for all connections",
-            c->n, (unsigned) c->uid, n, vsb_buffered, vsb_buffered_max);
+            c->n, (unsigned) c->uid,
+            (size_t) c->in.json_len + 1 + c->in.payload_len, vsb_buffered,
+            vsb_buffered_max);
 
     memset(&e, 0, sizeof(e));
     vsb_error_set(&e, VSB_E_BUSY, NULL, "the helper is buffering %zu bytes "
@@ -353,7 +533,125 @@ vsb_conn_hold_in(vsb_conn_t *c)
 }
 
 
-static void
+/* The JSON of a frame with a payload is in: buffer the payload (feed on),
+ * or hand it to the op as it arrives.  -1: answered, stop reading. */
+static int
+vsb_conn_json_done(vsb_conn_t *c)
+{
+    vsb_error_t  e;
+
+    if (vsb_hooks.streams(vsb_frame_json(&c->in), c->in.json_len)) {
+        c->state = VSB_CONN_STREAMING;
+        c->in_left = c->in.payload_len;
+        c->in_paused = 0;
+        vsb_timer_del(&c->timer);       /* per stall from now on */
+
+        vsb_hooks.dispatch(c, vsb_frame_json(&c->in), c->in.json_len, NULL,
+                           c->in.payload_len);
+
+        vsb_frame_reset(&c->in);
+        vsb_conn_release_in(c);
+        vsb_conn_update(c);
+        return -1;
+    }
+
+    if (c->in.payload_len > vsb_max_buffered_payload) {
+        memset(&e, 0, sizeof(e));
+        vsb_error_set(&e, VSB_E_FRAME_TOO_LARGE, NULL,
+                      "payload of %u bytes exceeds max_file_bytes %zu",
+                      c->in.payload_len, vsb_max_buffered_payload);
+        vsb_log(VSB_LOG_INFO, "connection %lu (uid %u): %s", c->n,
+                (unsigned) c->uid, e.detail);
+        c->close_after = 1;
+        vsb_conn_reply_error(c, NULL, &e);
+        return -1;
+    }
+
+    return vsb_conn_hold_in(c, c->in.payload_len);
+}
+
+
+/* A streamed payload's bytes, to the op (or nowhere once it replied). */
+static int
+vsb_conn_read_stream(vsb_conn_t *c)
+{
+    unsigned char   buf[VSB_READ_CHUNK];
+    size_t          want, room;
+    ssize_t         n;
+    int             i;
+
+    for (i = 0; i < VSB_READS_PER_EVENT && c->in_left > 0; i++) {
+        want = c->in_left < sizeof(buf) ? (size_t) c->in_left : sizeof(buf);
+
+        if (c->op != NULL) {
+            room = vsb_hooks.room(c->op);
+            if (room == 0) {
+                c->in_paused = 1;
+                vsb_conn_update(c);
+                return 0;
+            }
+            if (want > room) {
+                want = room;
+            }
+        }
+
+        n = read(c->ev.fd, buf, want);
+        if (n == -1) {
+            if (errno == EINTR) {
+                continue;
+            }
+            if (errno == EAGAIN || errno == EWOULDBLOCK) {
+                return 0;
+            }
+            vsb_log_errno(VSB_LOG_INFO, "connection %lu: read()", c->n);
+            vsb_conn_close(c);
+            return -1;
+        }
+
+        if (n == 0) {
+            vsb_log(VSB_LOG_INFO, "connection %lu (uid %u): closed with %llu "
+                    "payload bytes unsent", c->n, (unsigned) c->uid,
+                    (unsigned long long) c->in_left);
+            vsb_conn_close(c);
+            return -1;
+        }
+
+        c->in_left -= (uint64_t) n;
+        vsb_timer_add(&c->timer, VSB_CONN_TIMEOUT_MS);
+
+        if (c->op != NULL) {
+            vsb_hooks.input(c->op, buf, (size_t) n, c->in_left == 0);
+        }
+    }
+
+    if (c->in_left > 0) {
+        return 0;
+    }
+
+    /* all in: the op works on, or its reply is queued or written */
+    if (c->close_after && c->out == NULL) {
+        vsb_conn_close(c);
+        return -1;
+    }
+
+    if (!c->replied) {
+        c->state = VSB_CONN_BUSY;
+        vsb_conn_update(c);
+        return 0;
+    }
+
+    if (c->out == NULL) {
+        return vsb_conn_start_reading(c);
+    }
+
+    c->state = VSB_CONN_WRITING;
+    vsb_conn_update(c);
+    return 0;
+}
+
+
+/* -1 if c was closed. */
+static int
 vsb_conn_read(vsb_conn_t *c)
 {
     unsigned char   buf[VSB_READ_CHUNK];
@@ -361,6 +659,10 @@ vsb_conn_read(vsb_conn_t *c)
     ssize_t         n;
     int             i;
     vsb_frame_rc_t  rc;
+
+    if (c->state == VSB_CONN_STREAMING) {
+        return vsb_conn_read_stream(c);
+    }
 
     for (i = 0; i < VSB_READS_PER_EVENT; i++) {
         want = vsb_frame_need(&c->in);
@@ -374,11 +676,11 @@ vsb_conn_read(vsb_conn_t *c)
                 continue;
             }
             if (errno == EAGAIN || errno == EWOULDBLOCK) {
-                return;
+                return 0;
             }
             vsb_log_errno(VSB_LOG_INFO, "connection %lu: read()", c->n);
             vsb_conn_close(c);
-            return;
+            return -1;
         }
 
         if (n == 0) {
@@ -387,20 +689,27 @@ vsb_conn_read(vsb_conn_t *c)
                         "the middle of a frame", c->n, (unsigned) c->uid);
             }
             vsb_conn_close(c);
-            return;
+            return -1;
         }
 
         rc = vsb_frame_feed(&c->in, buf, (size_t) n, &used);
 
         if (rc == VSB_FRAME_ERROR) {
             vsb_conn_frame_error(c);
-            return;
+            return 0;
         }
 
         if (c->held_in == 0 && c->in.head_len == VSB_FRAME_HEADER_LEN
-            && vsb_conn_hold_in(c) != 0)
+            && vsb_conn_hold_in(c, (size_t) c->in.json_len + 1) != 0)
         {
-            return;
+            return 0;
+        }
+
+        if (rc == VSB_FRAME_JSON) {
+            if (vsb_conn_json_done(c) != 0) {
+                return 0;
+            }
+            continue;
         }
 
         if (rc == VSB_FRAME_DONE) {
@@ -410,19 +719,21 @@ vsb_conn_read(vsb_conn_t *c)
             /* Only hangups matter while the request runs. */
             if (vsb_loop_mod(&c->ev, 0) != 0) {
                 vsb_conn_close(c);
-                return;
+                return -1;
             }
 
-            vsb_dispatch(c, vsb_frame_json(&c->in), c->in.json_len,
-                         vsb_frame_payload(&c->in), c->in.payload_len);
+            vsb_hooks.dispatch(c, vsb_frame_json(&c->in), c->in.json_len,
+                               vsb_frame_payload(&c->in), c->in.payload_len);
 
             /* The request's bytes are no longer needed (the connection
              * may be gone: dispatch replies only through the loop). */
             vsb_frame_reset(&c->in);
             vsb_conn_release_in(c);
-            return;
+            return 0;
         }
     }
+
+    return 0;
 }
 
 
@@ -431,25 +742,25 @@ vsb_conn_handler(vsb_event_t *ev, uint32_t revents)
 {
     vsb_conn_t  *c = ev->data;
 
-    switch (c->state) {
-
-    case VSB_CONN_READING:
-        if (revents & (EPOLLIN | EPOLLHUP | EPOLLERR)) {
-            vsb_conn_read(c);
+    if ((revents & EPOLLOUT) && c->out != NULL) {
+        if (vsb_conn_write(c) != 0) {
+            return;
         }
-        return;
+    }
 
-    case VSB_CONN_BUSY:
-        if (revents & (EPOLLHUP | EPOLLERR)) {
-            vsb_log(VSB_LOG_INFO, "connection %lu (uid %u): client went "
-                    "away during its request", c->n, (unsigned) c->uid);
-            vsb_conn_close(c);
-        }
+    if ((revents & (EPOLLIN | EPOLLHUP | EPOLLERR))
+        && (c->state == VSB_CONN_READING
+            || (c->state == VSB_CONN_STREAMING && !c->in_paused)))
+    {
+        (void) vsb_conn_read(c);
         return;
+    }
 
-    case VSB_CONN_WRITING:
-        vsb_conn_write(c);
-        return;
+    /* both directions down: nobody will read a reply */
+    if (revents & (EPOLLHUP | EPOLLERR)) {
+        vsb_log(VSB_LOG_INFO, "connection %lu (uid %u): client went away "
+                "during its request", c->n, (unsigned) c->uid);
+        vsb_conn_close(c);
     }
 }
 
@@ -516,9 +827,12 @@ vsb_accept_one(int fd)
     c->timer.handler = vsb_conn_timeout;
     c->timer.data = c;
 
+    /* the larger bound here; the op's own once its JSON is in */
     vsb_frame_init(&c->in, VSB_MAX_JSON,
-                   vsb_cf.max_file_bytes < VSB_MAX_PAYLOAD
-                   ? (uint32_t) vsb_cf.max_file_bytes : VSB_MAX_PAYLOAD);
+                   vsb_max_buffered_payload > vsb_cf.max_archive_bytes
+                   ? (uint32_t) vsb_max_buffered_payload
+                   : (uint32_t) vsb_cf.max_archive_bytes);
+    c->in.split = 1;
 
     c->next = vsb_conns;
     if (vsb_conns != NULL) {
@@ -580,8 +894,8 @@ vsb_listen_handler(vsb_event_t *ev, uint32_t revents)
 
 
 int
-vsb_server_init(const vsb_config_t *cf, vsb_server_dispatch_pt dispatch,
-    vsb_server_detach_pt detach, char *err, size_t errlen)
+vsb_server_init(const vsb_config_t *cf, const vsb_server_hooks_t *hooks,
+    char *err, size_t errlen)
 {
     struct sockaddr_un  sa;
     struct stat         st;
@@ -656,13 +970,14 @@ vsb_server_init(const vsb_config_t *cf, vsb_server_dispatch_pt dispatch,
         goto failed;
     }
 
+    vsb_max_buffered_payload = cf->max_file_bytes < VSB_MAX_PAYLOAD
+                               ? (size_t) cf->max_file_bytes
+                               : (size_t) VSB_MAX_PAYLOAD;
     vsb_buffered_max = VSB_BUFFERED_FRAMES
-        * ((cf->max_file_bytes < VSB_MAX_PAYLOAD
-            ? (size_t) cf->max_file_bytes : (size_t) VSB_MAX_PAYLOAD)
-           + VSB_MAX_JSON + 1 + VSB_FRAME_HEADER_LEN);
+        * (vsb_max_buffered_payload + VSB_MAX_JSON + 1
+           + VSB_FRAME_HEADER_LEN);
 
-    vsb_dispatch = dispatch;
-    vsb_detach = detach;
+    vsb_hooks = *hooks;
     vsb_listen_ev.fd = fd;
     vsb_listen_ev.handler = vsb_listen_handler;
     vsb_listen_ev.data = NULL;

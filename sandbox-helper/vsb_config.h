@@ -13,6 +13,7 @@
 #include <sys/types.h>
 
 #include "vsb_image.h"
+#include "vsb_protocol.h"
 
 #define VSB_ABS_MEMORY_MB      (64 * 1024)
 #define VSB_ABS_PIDS           32768
@@ -23,6 +24,8 @@
 #define VSB_ABS_TTL_S          (7 * 24 * 3600)
 #define VSB_ABS_SANDBOXES      1024
 #define VSB_ABS_FILE_BYTES     (64 * 1024 * 1024)
+#define VSB_ABS_ARCHIVE_BYTES  VSB_MAX_STREAM_PAYLOAD
+#define VSB_ABS_BACKGROUND     64      /* background execs per sandbox */
 
 #define VSB_ABS_EGRESS_ENTRIES 256      /* = VSB_EGRESS_MAX_ENTRIES */
 #define VSB_ABS_EGRESS_CONNS   100000
@@ -98,7 +101,9 @@ typedef struct {
     uint64_t       default_ttl_s;
     uint64_t       max_sandboxes;
     uint64_t       max_file_bytes;
+    uint64_t       max_archive_bytes;   /* an upload, an export */
     uint64_t       max_execs_per_sandbox;
+    uint64_t       max_background_execs;  /* per sandbox, running */
 
     vsb_profile_t  profiles[VSB_MAX_PROFILES];
     size_t         n_profiles;          /* profiles[0] is "default" */

@@ -11,9 +11,22 @@
 #include <jansson.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
+#include "vsb_outcap.h"
 #include "vsb_sandbox.h"
 #include "vsb_seccomp.h"
+
+#define VSB_EXEC_STDOUT  1
+#define VSB_EXEC_STDERR  2
+
+/* Output of a streamed stream (VSB_EXEC_STDOUT or _STDERR) as it is
+ * read, offset its position in the stream; data is valid during the call
+ * only.  The callee may pause or cancel the exec. */
+typedef void (*vsb_exec_output_pt)(vsb_exec_t *ex, int stream,
+    uint64_t offset, const unsigned char *data, size_t len, void *udata);
+/* A streamed stdin that would block can take bytes again. */
+typedef void (*vsb_exec_stdin_pt)(vsb_exec_t *ex, void *udata);
 
 typedef struct {
     json_t          *argv;          /* array of strings, borrowed */
@@ -23,6 +36,16 @@ typedef struct {
     uint64_t         timeout_ms;
     const unsigned char *stdin_data;    /* copied by vsb_exec_start() */
     size_t           stdin_len;
+
+    uint64_t         output_bytes;  /* kept per captured stream, head and
+                                       tail; 0: the sandbox's limit */
+    unsigned         stream_stdout:1;   /* to output(), not kept */
+    unsigned         stream_stderr:1;
+    unsigned         stdin_stream:1;    /* fed by vsb_exec_stdin_write() */
+    unsigned         own_env:1;         /* env only: not the sandbox's (the
+                                           helper's own tools) */
+    vsb_exec_output_pt  output;
+    vsb_exec_stdin_pt   stdin_ready;
 } vsb_exec_request_t;
 
 typedef struct {
@@ -38,12 +61,10 @@ typedef struct {
     int              timed_out;
     int              oom_killed;
 
-    const unsigned char *out;       /* valid during the callback only */
-    size_t           out_len;
-    int              out_truncated;
-    const unsigned char *err;
-    size_t           err_len;
-    int              err_truncated;
+    /* what was kept of each stream (valid during the callback only); a
+     * streamed stream keeps nothing: its total is what output() got */
+    vsb_outcap_view_t  out;
+    vsb_outcap_view_t  err;
 
     uint64_t         cpu_ms;
     uint64_t         wall_ms;
@@ -71,5 +92,18 @@ vsb_exec_t *vsb_exec_start(vsb_sandbox_t *sb, const vsb_exec_request_t *req,
 /* Kill the exec now (client gone, sandbox destroyed).  done still comes,
  * later, once termination is confirmed. */
 void vsb_exec_cancel(vsb_exec_t *ex);
+/* Every exec of sb (a destroy has begun). */
+void vsb_exec_cancel_all(vsb_sandbox_t *sb);
+
+/* Streamed output: stop (1) or resume (0) reading the workload's pipes;
+ * a workload that writes more blocks meanwhile.  Its deadline runs on. */
+void vsb_exec_pause(vsb_exec_t *ex, int pause);
+
+/* Streamed stdin: bytes written (0: the pipe is full, stdin_ready comes
+ * when it is not), or -1 when the workload's stdin is closed (it exited
+ * or closed it): the caller drops the rest. */
+ssize_t vsb_exec_stdin_write(vsb_exec_t *ex, const unsigned char *data,
+    size_t len);
+void vsb_exec_stdin_close(vsb_exec_t *ex);
 
 #endif

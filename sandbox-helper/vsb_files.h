@@ -26,6 +26,12 @@ int vsb_files_read(const vsb_sandbox_t *sb, const char *path, uint64_t max,
     unsigned char **data, size_t *len, char sha256[VSB_SHA256_HEX_LEN + 1],
     vsb_error_t *e);
 
+/* 0 if path ("" is the workspace) is a directory, made with its
+ * parents (0755) when missing and create is set; a symlink on the way is
+ * bad_path, a file not_a_directory. */
+int vsb_files_dir(const vsb_sandbox_t *sb, const char *path, int create,
+    vsb_error_t *e);
+
 /* Hex SHA-256 of data (libcrypto); -1 on failure. */
 int vsb_sha256_hex(const unsigned char *data, size_t len,
     char out[VSB_SHA256_HEX_LEN + 1]);

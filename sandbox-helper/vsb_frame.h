@@ -15,13 +15,19 @@
 typedef enum {
     VSB_FRAME_NEED_MORE = 0,
     VSB_FRAME_DONE = 1,           /* a whole frame: json, payload valid */
+    VSB_FRAME_JSON = 2,           /* split: the JSON is in, payload follows */
     VSB_FRAME_ERROR = -1          /* error, detail name what; stop */
 } vsb_frame_rc_t;
 
 typedef struct {
     /* Limits, set before feeding. */
     uint32_t        max_json;       /* <= VSB_MAX_JSON */
-    uint32_t        max_payload;    /* <= VSB_MAX_PAYLOAD */
+    uint32_t        max_payload;    /* a payload over it: frame_too_large */
+    /* split: stop once the JSON header is in (VSB_FRAME_JSON), so the
+     * caller can decide, from the op, whether to buffer the payload
+     * (feed on) or to take it over itself (read it directly) */
+    unsigned        split:1;
+    unsigned        json_seen:1;
 
     unsigned char   head[VSB_FRAME_HEADER_LEN];
     size_t          head_len;
@@ -44,7 +50,10 @@ void vsb_frame_init(vsb_frame_parser_t *p, uint32_t max_json,
 /* Frees the buffer and readies p for the next frame; limits are kept. */
 void vsb_frame_reset(vsb_frame_parser_t *p);
 
-/* Consumes up to len bytes of data, *consumed says how many. */
+/* Consumes up to len bytes of data, *consumed says how many.  In split
+ * mode a frame with a payload first answers VSB_FRAME_JSON (the JSON is
+ * complete and NUL-terminated), and never consumes past the JSON before
+ * that. */
 vsb_frame_rc_t vsb_frame_feed(vsb_frame_parser_t *p,
     const unsigned char *data, size_t len, size_t *consumed);
 

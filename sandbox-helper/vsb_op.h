@@ -18,11 +18,26 @@ typedef enum {
     VSB_PENDING_EXEC = 1,
     VSB_PENDING_DESTROY,
     VSB_PENDING_CREATE,             /* waits for the egress proxy */
-    VSB_PENDING_NETWORK             /* update_network */
+    VSB_PENDING_NETWORK,            /* update_network */
+    VSB_PENDING_WAIT,               /* on a background exec */
+    VSB_PENDING_ARCHIVE
 } vsb_pending_kind_t;
 
 /* A request whose reply comes later.  conn is NULL once the client left. */
 typedef struct vsb_pending_s  vsb_pending_t;
+
+/*
+ * What a pending request does when the server calls on it (ops.c routes
+ * the server's hooks here).  Any may be NULL: detach then cancels an exec
+ * (and lets a destroy go on), room/input discard a streamed payload.
+ */
+typedef struct {
+    void    (*detach)(vsb_pending_t *p);        /* p->conn is NULL now */
+    void    (*drained)(vsb_pending_t *p);       /* its events are written */
+    size_t  (*room)(vsb_pending_t *p);
+    void    (*input)(vsb_pending_t *p, const unsigned char *data,
+                     size_t len, int last);
+} vsb_pending_hooks_t;
 
 struct vsb_pending_s {
     vsb_pending_kind_t   kind;
@@ -33,12 +48,20 @@ struct vsb_pending_s {
     unsigned             finished:1;    /* done came during start */
     unsigned             cancelled:1;
 
+    unsigned             stream:1;      /* exec: output as events */
+    unsigned             paused:1;      /* exec: waits for the client */
+
     vsb_sandbox_t       *sb;
     vsb_exec_t          *ex;
     json_t              *root;          /* keeps argv/env alive */
+    const vsb_pending_hooks_t  *hooks;
 
     vsb_pending_t       *next;          /* op_exec.c's list */
 };
+
+/* A streamed request keeps at most this many bytes of event frames queued
+ * on its connection (then it stops reading what it streams, and waits). */
+#define VSB_STREAM_WINDOW   (2 * VSB_STREAM_CHUNK)
 
 #define vsb_pending_rid(p)  ((p)->has_request_id ? (p)->request_id : NULL)
 
@@ -61,5 +84,20 @@ vsb_sandbox_t *vsb_find_ready(const vsb_request_t *r, vsb_error_t *e);
 
 /* op_exec.c: cancels every running exec of sb (a destroy has begun). */
 void vsb_op_exec_cancel_all(vsb_sandbox_t *sb);
+
+/* op_exec.c: an exec's result as reply fields, set into obj: exit_code,
+ * signal, timed_out, oom_killed, usage, and per stream *_bytes,
+ * *_dropped_bytes, *_truncated, plus *_len and *_head_len with kept. */
+void vsb_exec_result_fields(json_t *obj, const vsb_exec_result_t *res,
+    int kept);
+
+/* op_background.c: a validated exec request with "background": true. */
+void vsb_bg_start(vsb_conn_t *c, json_t *root, const vsb_request_t *r,
+    vsb_sandbox_t *sb, const unsigned char *payload, size_t payload_len,
+    vsb_error_t *e);
+/* op_background.c: running background execs of sb, and its records gone
+ * (a destroy has begun: running ones end with their exec). */
+unsigned vsb_bg_running(const vsb_sandbox_t *sb);
+void vsb_bg_sandbox_ending(vsb_sandbox_t *sb);
 
 #endif

@@ -28,6 +28,9 @@ typedef void (*vsb_op_handler_pt)(vsb_conn_t *c, json_t *root,
 struct vsb_op_s {
     const char         *name;              /* VSB_OP_* */
     unsigned            payload:1;         /* may carry a payload */
+    unsigned            stream_in:1;       /* the payload comes as a
+                                              stream: the handler gets
+                                              none, pending input does */
     unsigned            while_stopping:1;  /* served during shutdown */
     vsb_op_parse_pt     parse;
     vsb_op_handler_pt   handler;
@@ -36,7 +39,9 @@ struct vsb_op_s {
 /* The rows. */
 extern const vsb_op_t  vsb_ping_op, vsb_create_op, vsb_status_op,
     vsb_list_op, vsb_exec_op, vsb_write_file_op, vsb_read_file_op,
-    vsb_destroy_op, vsb_update_network_op, vsb_profiles_op;
+    vsb_destroy_op, vsb_update_network_op, vsb_profiles_op,
+    vsb_exec_status_op, vsb_exec_output_op, vsb_exec_kill_op,
+    vsb_extract_archive_op, vsb_export_archive_op;
 
 /* Parses one request header: finds the op's row, checks the payload is
  * allowed, applies the row's schema; payload_len is the frame's payload
@@ -50,8 +55,8 @@ int vsb_ops_parse(json_t *root, size_t payload_len, const vsb_config_t *cf,
 void vsb_ops_dispatch(vsb_conn_t *c, const char *json, size_t json_len,
     const unsigned char *payload, size_t payload_len);
 
-/* The server's detach callback: c's client is gone, its pending request
- * (op) must not reply. */
-void vsb_ops_detach(void *op);
+/* The server's hooks: dispatch above, and the routing of streamed input,
+ * drained output and a vanished client to the pending request. */
+extern const vsb_server_hooks_t  vsb_ops_hooks;
 
 #endif

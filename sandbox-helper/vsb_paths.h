@@ -12,4 +12,15 @@
  */
 int vsb_path_check(const char *path, size_t len, char *err, size_t errlen);
 
+/*
+ * A client's workspace path in either form: relative to the workspace
+ * ("src/a.c") or absolute under it ("/workspace/src/a.c").  0 with *rel
+ * pointing into path at the relative form (checked by vsb_path_check()),
+ * *rel_len its length; with allow_root, "/workspace", "/workspace/" and
+ * "." name the workspace itself (*rel_len 0).  Otherwise -1 with err
+ * saying which rule was broken.
+ */
+int vsb_path_workspace(const char *path, size_t len, int allow_root,
+    const char **rel, size_t *rel_len, char *err, size_t errlen);
+
 #endif

@@ -176,9 +176,15 @@
 /* Absolute protocol limits; the helper's config may only lower them. */
 #define VSB_MAX_JSON              (64 * 1024)
 #define VSB_MAX_PAYLOAD           (64 * 1024 * 1024)
+/* the payload of an op that streams it (extract_archive): never held
+ * whole, bounded by the config's max_archive_bytes */
+#define VSB_MAX_STREAM_PAYLOAD    0xffffffffu
+/* an event frame's payload, at most */
+#define VSB_STREAM_CHUNK          65536
 
 #define VSB_MAX_ID_LEN            128
 #define VSB_SANDBOX_ID_LEN        27          /* "sb-" + 24 hex */
+#define VSB_EXEC_ID_LEN           19          /* "ex-" + 16 hex */
 #define VSB_EPOCH_LEN             32          /* hex digits */
 #define VSB_MAX_PATH              4096
 #define VSB_MAX_NAME              255
@@ -200,6 +206,15 @@
 #define VSB_OP_DESTROY            "destroy"
 #define VSB_OP_UPDATE_NETWORK     "update_network"
 #define VSB_OP_PROFILES           "profiles"
+#define VSB_OP_EXEC_STATUS        "exec_status"
+#define VSB_OP_EXEC_OUTPUT        "exec_output"
+#define VSB_OP_EXEC_KILL          "exec_kill"
+#define VSB_OP_EXTRACT_ARCHIVE    "extract_archive"
+#define VSB_OP_EXPORT_ARCHIVE     "export_archive"
+
+/* Event frames (no "ok"): "event" is one of these. */
+#define VSB_EVENT_OUTPUT          "output"
+#define VSB_EVENT_DATA            "data"
 
 /* Error names carried in a failed reply's "error". */
 #define VSB_E_BAD_FRAME           "bad_frame"
@@ -216,6 +231,9 @@
 #define VSB_E_CAPACITY            "capacity"
 #define VSB_E_BUSY                "busy"
 #define VSB_E_NOT_A_FILE          "not_a_file"
+#define VSB_E_NOT_A_DIRECTORY     "not_a_directory"
+#define VSB_E_BAD_ARCHIVE         "bad_archive"
+#define VSB_E_TIMED_OUT           "timed_out"
 #define VSB_E_FILE_TOO_LARGE      "file_too_large"
 #define VSB_E_NO_SPACE            "no_space"
 #define VSB_E_IO                  "io_error"
@@ -238,6 +256,9 @@
 #define VSB_LIMIT_SANDBOXES       "sandboxes"
 #define VSB_LIMIT_NETWORK_ENTRIES "network_entries"
 #define VSB_LIMIT_NETWORK_BYTES   "network_bytes"
+#define VSB_LIMIT_ARCHIVE_BYTES   "archive_bytes"
+#define VSB_LIMIT_EXECS           "execs"
+#define VSB_LIMIT_BACKGROUND      "background_execs"
 
 
 static inline void

@@ -47,10 +47,27 @@ typedef struct {
     json_t               *argv;
     const char           *cwd;
     uint64_t              timeout_s;      /* 0: the sandbox's default */
+    uint64_t              output_bytes;   /* 0: the sandbox's limit */
+    unsigned              stream:1;
+    unsigned              background:1;
 
-    /* write_file, read_file */
+    /* exec_status, exec_output, exec_kill */
+    const char           *exec_id;
+    int                   out_stream;     /* VSB_EXEC_STDOUT, _STDERR */
+    uint64_t              offset;
+    uint64_t              max_bytes;
+    unsigned              follow:1;
+
+    /* write_file, read_file, extract_archive, export_archive: the
+     * workspace-relative form of "path" ("" for the workspace itself) */
     const char           *path;
     unsigned              mode;
+    const char           *format;         /* archives: "tar", "tar.gz" ...;
+                                             NULL: from the bytes (extract),
+                                             "tar" (export) */
+
+    /* a workspace-relative cwd made absolute */
+    char                  cwd_buf[VSB_MAX_PATH + sizeof("/workspace/")];
 } vsb_request_t;
 
 /* Sets err (always returns -1), for handlers' convenience. */
@@ -83,5 +100,17 @@ int vsb_req_owned(json_t *root, const char *what, vsb_request_t *r,
 
 /* "sb-" + 24 lowercase hex. */
 int vsb_req_id_ok(const char *s);
+
+/* An optional boolean, 0 when absent. */
+int vsb_req_bool(json_t *obj, const char *name, unsigned *out,
+    vsb_error_t *e);
+/* "exec": "ex-" + 16 lowercase hex, into r->exec_id. */
+int vsb_req_exec_id(json_t *root, vsb_request_t *r, vsb_error_t *e);
+/* A workspace path field in either form (relative, or under /workspace/)
+ * into r->path as the relative form; allow_root: the workspace itself
+ * may be named (r->path ""), which is also the default when the field is
+ * absent and not required. */
+int vsb_req_ws_path(json_t *root, const char *name, int required,
+    int allow_root, vsb_request_t *r, vsb_error_t *e);
 
 #endif

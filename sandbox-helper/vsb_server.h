@@ -1,9 +1,10 @@
 /*
  * The helper's listening socket and its client connections: peer
  * credential check, frame reading, reply writing, timeouts.  A connection
- * carries one request at a time, handed to the dispatch callback; ops
- * reply through vsb_conn_reply(), possibly much later (exec), and learn
- * of a vanished client through the detach callback.
+ * carries one request at a time, handed to the dispatch hook; ops reply
+ * through vsb_conn_reply(), possibly much later (exec), may send event
+ * frames before it (streamed output), may take a request's payload as a
+ * stream (archives), and learn of a vanished client through detach.
  */
 #ifndef VSB_SERVER_H
 #define VSB_SERVER_H
@@ -27,12 +28,24 @@
 #define VSB_BUFFERED_FRAMES   8
 
 typedef enum {
-    VSB_CONN_READING = 0,
+    VSB_CONN_READING = 0,              /* a request frame, 60 s in all */
+    VSB_CONN_STREAMING,                /* a streamed payload, to the op */
     VSB_CONN_BUSY,                     /* request in flight, no timeout */
-    VSB_CONN_WRITING
+    VSB_CONN_WRITING                   /* the reply is queued */
 } vsb_conn_state_t;
 
 typedef struct vsb_conn_s  vsb_conn_t;
+typedef struct vsb_out_s   vsb_out_t;
+
+/* One frame waiting to be written: event frames, then the reply. */
+struct vsb_out_s {
+    vsb_out_t           *next;
+    unsigned char       *head;          /* prefix + JSON */
+    size_t               head_len;
+    unsigned char       *payload;       /* owned */
+    size_t               payload_len;
+    unsigned             reply:1;
+};
 
 struct vsb_conn_s {
     vsb_event_t          ev;
@@ -43,13 +56,16 @@ struct vsb_conn_s {
     unsigned long        n;            /* connection number, for logs */
 
     vsb_frame_parser_t   in;
+    uint64_t             in_left;      /* streamed payload still to read */
 
-    unsigned char       *out_head;     /* prefix + JSON */
-    size_t               out_head_len;
-    unsigned char       *out_payload;  /* owned */
-    size_t               out_payload_len;
-    size_t               out_sent;
+    vsb_out_t           *out;          /* frames to write, in order */
+    vsb_out_t           *out_last;
+    size_t               out_sent;     /* of the first */
+    size_t               out_queued;   /* bytes of every queued frame */
+
     unsigned             close_after:1;
+    unsigned             in_paused:1;  /* the op has no room for input */
+    unsigned             replied:1;    /* the reply is queued or sent */
     size_t               held_in;      /* counted in the global budget */
     size_t               held_out;
 
@@ -58,28 +74,58 @@ struct vsb_conn_s {
     vsb_conn_t          *prev, *next;
 };
 
-/* Handles one complete request frame from c, replying through
- * vsb_conn_reply() now or later (setting c->op while a reply is owed);
- * json and payload are only borrowed for the duration of the call. */
-typedef void (*vsb_server_dispatch_pt)(vsb_conn_t *c, const char *json,
-    size_t json_len, const unsigned char *payload, size_t payload_len);
+/*
+ * What the server asks of the ops.  c->op is opaque to the server.
+ *
+ * dispatch: handles one request, replying through vsb_conn_reply() now
+ *   or later (setting c->op while a reply is owed); json and payload are
+ *   only borrowed for the duration of the call.  For an op that streams
+ *   its payload, payload is NULL and payload_len the announced size: the
+ *   bytes then come through input().
+ * streams: 1 if the request's op takes its payload as a stream.
+ * detach: c's client is gone: the pending request (op) must not reply.
+ * room: bytes op can take now; 0 pauses reading until
+ *   vsb_conn_resume_input().
+ * input: the next bytes of a streamed payload; last is 1 with the final
+ *   bytes (len may be 0).  Without a pending op the bytes are discarded.
+ * drained: the event frames op queued are written: it may queue more.
+ */
+typedef struct {
+    void    (*dispatch)(vsb_conn_t *c, const char *json, size_t json_len,
+                        const unsigned char *payload, size_t payload_len);
+    int     (*streams)(const char *json, size_t json_len);
+    void    (*detach)(void *op);
+    size_t  (*room)(void *op);
+    void    (*input)(void *op, const unsigned char *data, size_t len,
+                     int last);
+    void    (*drained)(void *op);
+} vsb_server_hooks_t;
 
-/* c's client is gone: the pending request op (c->op) must not reply. */
-typedef void (*vsb_server_detach_pt)(void *op);
-
-int vsb_server_init(const vsb_config_t *cf, vsb_server_dispatch_pt dispatch,
-    vsb_server_detach_pt detach, char *err, size_t errlen);
+int vsb_server_init(const vsb_config_t *cf, const vsb_server_hooks_t *hooks,
+    char *err, size_t errlen);
 /* Stops accepting and removes the socket file. */
 void vsb_server_stop_listening(void);
 void vsb_server_close_all(void);
 
 /* Queues the reply (reply is consumed, payload is owned from now on) and
  * returns; the write happens from the loop.  After a reply is queued the
- * request is over: c->op must have been cleared by the caller. */
+ * request is over: c->op must have been cleared by the caller.  A reply
+ * queued while a streamed payload is still arriving is written at once;
+ * the rest of the payload is read and discarded (unless close_after). */
 void vsb_conn_reply(vsb_conn_t *c, json_t *reply, unsigned char *payload,
     size_t payload_len);
 void vsb_conn_reply_error(vsb_conn_t *c, const char *request_id,
     const vsb_error_t *e);
+
+/* Queues an event frame before the reply (event is consumed, payload is
+ * owned from now on).  The op keeps vsb_conn_queued() bounded and waits
+ * for the drained hook: the server never refuses an event. */
+void vsb_conn_event(vsb_conn_t *c, json_t *event, unsigned char *payload,
+    size_t payload_len);
+size_t vsb_conn_queued(const vsb_conn_t *c);
+
+/* The op has room for streamed input again. */
+void vsb_conn_resume_input(vsb_conn_t *c);
 
 /* 1 if n more bytes of reply fit in the global buffer budget. */
 int vsb_server_can_buffer(size_t n);

@@ -92,13 +92,29 @@ is($rr->{field}, 'path', 'naming the path, not the sandbox (field "path")');
 ($rr) = $h->read_file($id, 'a/b');
 is($rr->{error}, 'not_a_file', 'read of a directory: not_a_file');
 for my $bad ('../etc/passwd', '/etc/passwd', 'a/../../x', 'a//b', './x',
-             'a/./b', 'a/', '', ('x' x 256) . '/y', "a\nb") {
+             'a/./b', 'a/', '', ('x' x 256) . '/y', "a\nb", '/workspace',
+             '/workspace/', '/workspace/../etc/passwd', '/workspace//a',
+             '/workspacex/a', '/tmp/x') {
     my $r2 = $h->write_file($id, $bad, 'x');
     is($r2->{error}, 'bad_path', "write_file path '" . ($bad =~ s/\n/\\n/r) . "': bad_path")
         or diag explain $r2;
     my ($r3) = $h->read_file($id, $bad);
     is($r3->{error}, 'bad_path', "read_file path '" . ($bad =~ s/\n/\\n/r) . "': bad_path");
 }
+like($h->write_file($id, '/etc/passwd', 'x')->{detail},
+     qr/absolute path must be \/workspace or under \/workspace\//,
+     'an absolute path outside: the detail says the rule');
+
+# both forms of a path name the same file, answered in the relative form
+$r = $h->write_file($id, '/workspace/abs/form.txt', "both\n");
+ok($r->{ok}, 'write_file with /workspace/abs/form.txt') or diag explain $r;
+is($r->{path}, 'abs/form.txt', 'the reply names it workspace-relative');
+my $data;
+($rr, $data) = $h->read_file($id, 'abs/form.txt');
+is($data, "both\n", 'read back by its relative path');
+($rr, $data) = $h->read_file($id, '/workspace/abs/form.txt');
+is($data, "both\n", 'and by its absolute path');
+
 # jansson refuses \u0000 at parse time unless asked not to: either way
 # the request must fail before touching a file.
 my $r2 = $h->write_file($id, "a\x00b", 'x');

@@ -53,9 +53,22 @@ is($r->{error}, 'bad_type', 'argv with a number: bad_type');
 ($r) = $h->call({ op => 'exec', tenant => 't1', agent => 'a1', id => $id,
                   argv => ['true'], env => { 'BAD-NAME' => 'x' } });
 ok(!$r->{ok}, 'env name with a dash refused') or diag explain $r;
-($r) = $h->call({ op => 'exec', tenant => 't1', agent => 'a1', id => $id,
-                  argv => ['true'], cwd => 'relative' });
-ok(!$r->{ok}, 'relative cwd refused') or diag explain $r;
+# cwd: relative to the workspace, or absolute
+($e, $out) = $h->sh($id, 'mkdir -p /workspace/sub/dir && echo ok');
+($e, $out) = $h->exec($id, ['pwd'], cwd => 'sub/dir');
+is($out, "/workspace/sub/dir\n", 'a relative cwd is under /workspace');
+($e, $out) = $h->exec($id, ['pwd'], cwd => '/workspace/sub');
+is($out, "/workspace/sub\n", 'an absolute cwd as it is');
+($e) = $h->exec($id, ['true'], cwd => 'no/such/dir');
+ok($e->{ok} && $e->{exit_code} != 0, 'a missing relative cwd: nonzero exit');
+for my $bad ('../etc', 'sub/../..', 'sub//dir', './sub', "a\nb") {
+    ($r) = $h->call({ op => 'exec', tenant => 't1', agent => 'a1', id => $id,
+                      argv => ['true'], cwd => $bad });
+    is($r->{error}, 'bad_path', "relative cwd \"$bad\" refused")
+        or diag explain $r;
+    is($r->{field}, 'cwd', '... naming the field');
+}
+like($r->{detail}, qr/relative cwd is under \/workspace/, '... and the rule');
 
 # Protocol bounds on argv and env.
 ($r) = $h->call({ op => 'exec', tenant => 't1', agent => 'a1', id => $id,

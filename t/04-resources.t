@@ -98,11 +98,18 @@ my $t0 = time;
 ok($e->{ok}, 'flood exec replied') or diag explain $e;
 is($e->{exit_code}, 0, 'the flood ran to completion (output drained)');
 ok(!$e->{timed_out}, 'not timed out');
+# the head and the tail of each stream; whole "y\n" lines fit exactly
 is($e->{stdout_len}, $limit, "stdout_len = output_bytes ($limit)");
 ok($e->{stdout_truncated}, 'stdout_truncated true');
+is($e->{stdout_bytes}, 50 * 1024 * 1024, 'stdout_bytes: all 50 MiB written');
+is($e->{stdout_dropped_bytes}, 50 * 1024 * 1024 - $limit,
+   'stdout_dropped_bytes: the middle');
+is($e->{stdout_head_len}, $limit / 2, 'the head is half of it');
 is($e->{stderr_len}, $limit, 'stderr_len = output_bytes');
 ok($e->{stderr_truncated}, 'stderr_truncated true');
-ok($out eq "y\n" x ($limit / 2), 'stdout is the head of the stream');
+is($e->{stderr_dropped_bytes}, 30 * 1024 * 1024 - $limit,
+   'stderr_dropped_bytes');
+ok($out eq "y\n" x ($limit / 2), 'stdout is head and tail of the stream');
 ok(time - $t0 < 30, 'in reasonable time');
 
 ($e, $out) = $h->sh($ido, 'head -c 1000 /dev/zero');
@@ -110,8 +117,20 @@ ok(!$e->{stdout_truncated} && $e->{stdout_len} == 1000, 'small output not trunca
 
 my $ido2 = $h->create_ok(limits => { output_bytes => 100 });
 ($e, $out) = $h->sh($ido2, 'seq 1 1000');
-is(length $out, 100, 'per-sandbox output_bytes honoured');
+ok(length $out <= 100, 'per-sandbox output_bytes honoured ('
+   . length($out) . ' bytes)');
 ok($e->{stdout_truncated}, 'truncated');
+like($out, qr/\A1\n2\n3\n(?:\d+\n)+\z/, 'whole lines, from the first');
+like($out, qr/\n999\n1000\n\z/, 'up to the last');
+is($e->{stdout_dropped_bytes}, $e->{stdout_bytes} - length $out,
+   'what is left out is counted');
+
+# per exec, within the ceiling
+($e, $out) = $h->sh($ido2, 'seq 1 1000', output_bytes => 10000);
+is(length $out, $e->{stdout_bytes}, 'output_bytes given per exec: all of it');
+($e) = $h->sh($ido2, 'true', output_bytes => $h->cf('max_output_bytes') + 1);
+is($e->{error}, 'over_ceiling', 'output_bytes over the ceiling refused');
+is($e->{limit}, 'output_bytes', '... naming the limit');
 
 # --- cpu -----------------------------------------------------------------
 {

@@ -486,6 +486,77 @@ sub read_file
                          id => $id, path => $path, %a });
 }
 
+# Streamed replies: event frames ({"event":...} and payload, no "ok")
+# before the one reply.  call_stream(\%op, $payload, on_event => sub {
+# my ($ev, $bytes) = @_; ... }, timeout => s, sock => $s)
+#   -> ($reply, $reply_payload, \@events)   each event [$hdr, $bytes, $t]
+sub call_stream
+{
+    my ($self, $op, $payload, %opt) = @_;
+    my $s = $opt{sock} // $self->connect;
+    my $wrote = write_all($s, frame($op, $payload));
+    my @events;
+    for (;;) {
+        my ($r, $p) = recv_frame($s, $wrote ? $opt{timeout} : 5);
+        return ({ ok => 0, error => "<$ERR>" }, '', \@events) unless $r;
+        if (exists $r->{event} && !exists $r->{ok}) {
+            push @events, [ $r, $p, time ];
+            $opt{on_event}->($r, $p) if $opt{on_event};
+            next;
+        }
+        return ($r, $p, \@events);
+    }
+}
+
+# The bytes of one stream, joined from output events, checking that the
+# offsets are in order (gaps allowed: dropped bytes).
+sub events_data
+{
+    my ($events, $stream) = @_;
+    my $data = '';
+    my $next = 0;
+    for my $e (@$events) {
+        my ($h, $b) = @$e;
+        next unless ($h->{stream} // 'data') eq $stream
+                 || ($stream eq 'data' && $h->{event} eq 'data');
+        die "event offset $h->{offset} < $next\n" if $h->{offset} < $next;
+        $data .= $b;
+        $next = $h->{offset} + length $b;
+    }
+    return $data;
+}
+
+sub extract_archive
+{
+    my ($self, $id, $path, $bytes, %a) = @_;
+    my $timeout = delete $a{timeout} // 180;
+    my %op = (op => 'extract_archive', tenant => 't1', agent => 'a1',
+              id => $id, %a);
+    $op{path} = $path if defined $path;
+    my ($r) = $self->call(\%op, $bytes, timeout => $timeout);
+    return $r;
+}
+
+# -> ($reply, $archive_bytes, \@events)
+sub export_archive
+{
+    my ($self, $id, $path, %a) = @_;
+    my $timeout = delete $a{timeout} // 180;
+    my %op = (op => 'export_archive', tenant => 't1', agent => 'a1',
+              id => $id, %a);
+    $op{path} = $path if defined $path;
+    my ($r, undef, $ev) = $self->call_stream(\%op, undef, timeout => $timeout);
+    return ($r, events_data($ev, 'data'), $ev);
+}
+
+sub exec_op
+{
+    my ($self, $op, $id, $exec, %a) = @_;
+    my $timeout = delete $a{timeout} // 60;
+    return $self->call({ op => $op, tenant => 't1', agent => 'a1', id => $id,
+                         exec => $exec, %a }, undef, timeout => $timeout);
+}
+
 sub json { $JSON }
 
 # ----------------------------------------------------------------------

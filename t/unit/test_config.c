@@ -62,6 +62,8 @@ test_defaults(void **state)
     assert_int_equal(cf.max_sandboxes, 64);
     assert_int_equal(cf.max_file_bytes, 16 * 1024 * 1024);
     assert_int_equal(cf.max_execs_per_sandbox, 8);
+    assert_int_equal(cf.max_archive_bytes, 256 * 1024 * 1024);
+    assert_int_equal(cf.max_background_execs, 4);
     assert_int_equal(cf.n_profiles, 1);
     assert_string_equal(cf.profiles[0].name, "default");
     assert_string_equal(cf.profiles[0].root, "/");
@@ -102,6 +104,26 @@ test_full(void **state)
     assert_non_null(vsb_config_profile(&cf, "alt"));
     assert_null(vsb_config_profile(&cf, "nope"));
     assert_int_equal(cf.log_level, VSB_LOG_DEBUG);
+}
+
+
+static void
+test_archive_and_background(void **state)
+{
+    /* archives may be larger than any buffered frame */
+    assert_int_equal(parse("max_archive_bytes = 4294967295\n"), 0);
+    assert_int_equal(cf.max_archive_bytes, 4294967295ULL);
+    expect_error("max_archive_bytes = 4294967296\n", "buffer:1:");
+
+    /* the default follows a lower max_execs_per_sandbox ... */
+    assert_int_equal(parse("max_execs_per_sandbox = 2\n"), 0);
+    assert_int_equal(cf.max_background_execs, 2);
+
+    /* ... a value given is checked against it */
+    expect_error("max_execs_per_sandbox = 2\nmax_background_execs = 3\n",
+                 "buffer:2: \"max_background_execs\" 3 exceeds "
+                 "\"max_execs_per_sandbox\" 2");
+    expect_error("max_background_execs = 65\n", "compiled ceiling");
 }
 
 
@@ -239,6 +261,7 @@ main(void)
     const struct CMUnitTest  tests[] = {
         cmocka_unit_test(test_defaults),
         cmocka_unit_test(test_full),
+        cmocka_unit_test(test_archive_and_background),
         cmocka_unit_test(test_errors),
         cmocka_unit_test(test_image_profiles),
         cmocka_unit_test(test_file),

@@ -162,10 +162,57 @@ test_oversize(void **state)
     assert_int_equal(vsb_frame_need(&p), VSB_MAX_JSON + 1024);
     vsb_frame_reset(&p);
 
-    /* Limits above the protocol's are clamped. */
+    /* The JSON limit above the protocol's is clamped; the payload's is
+     * the caller's (a streamed payload may exceed VSB_MAX_PAYLOAD). */
     vsb_frame_init(&p, 0xffffffffu, 0xffffffffu);
     assert_int_equal(p.max_json, VSB_MAX_JSON);
-    assert_int_equal(p.max_payload, VSB_MAX_PAYLOAD);
+    assert_int_equal(p.max_payload, 0xffffffffu);
+}
+
+
+/* Split mode stops after the JSON, whatever the chunking, and never
+ * consumes a payload byte before saying so. */
+static void
+test_split(void **state)
+{
+    unsigned char       buf[64];
+    size_t              n, i, used, fed;
+    vsb_frame_parser_t  p;
+    vsb_frame_rc_t      rc;
+
+    n = make_frame(buf, "{\"op\":\"x\"}", "payload", 7);
+
+    for (i = 1; i <= n; i++) {
+        vsb_frame_init(&p, VSB_MAX_JSON, 1024);
+        p.split = 1;
+        fed = 0;
+        rc = VSB_FRAME_NEED_MORE;
+
+        while (rc == VSB_FRAME_NEED_MORE) {
+            rc = vsb_frame_feed(&p, buf + fed,
+                                n - fed < i ? n - fed : i, &used);
+            fed += used;
+        }
+
+        assert_int_equal(rc, VSB_FRAME_JSON);
+        assert_int_equal(fed, 12 + 10);
+        assert_string_equal(vsb_frame_json(&p), "{\"op\":\"x\"}");
+
+        /* going on buffers the payload as without split */
+        rc = vsb_frame_feed(&p, buf + fed, n - fed, &used);
+        assert_int_equal(rc, VSB_FRAME_DONE);
+        assert_memory_equal(vsb_frame_payload(&p), "payload", 7);
+        vsb_frame_reset(&p);
+        assert_int_equal(p.split, 1);
+        vsb_frame_reset(&p);
+    }
+
+    /* without a payload there is nothing to decide: DONE at once */
+    n = make_frame(buf, "{}", "", 0);
+    vsb_frame_init(&p, VSB_MAX_JSON, 1024);
+    p.split = 1;
+    assert_int_equal(vsb_frame_feed(&p, buf, n, &used), VSB_FRAME_DONE);
+    vsb_frame_reset(&p);
 }
 
 
@@ -220,6 +267,7 @@ main(void)
         cmocka_unit_test(test_zero_json),
         cmocka_unit_test(test_oversize),
         cmocka_unit_test(test_truncated),
+        cmocka_unit_test(test_split),
         cmocka_unit_test(test_encode),
     };
 

@@ -95,12 +95,68 @@ test_bad(void **state)
 }
 
 
+/* The relative form vsb_path_workspace() gives, or "!" on refusal. */
+static const char *
+ws(const char *p, int allow_root)
+{
+    static char  out[VSB_MAX_PATH + 2];
+    const char  *rel;
+    size_t       len;
+    char         err[128];
+
+    err[0] = '\0';
+    if (vsb_path_workspace(p, strlen(p), allow_root, &rel, &len, err,
+                           sizeof(err)) != 0)
+    {
+        assert_true(err[0] != '\0');
+        return "!";
+    }
+
+    assert_true(len <= VSB_MAX_PATH);
+    memcpy(out, rel, len);
+    out[len] = '\0';
+    return out;
+}
+
+
+static void
+test_workspace_forms(void **state)
+{
+    /* both forms name the same file */
+    assert_string_equal(ws("src/a.c", 0), "src/a.c");
+    assert_string_equal(ws("/workspace/src/a.c", 0), "src/a.c");
+    assert_string_equal(ws("/workspace/x", 1), "x");
+
+    /* the workspace itself: only where a directory is meant */
+    assert_string_equal(ws("/workspace", 1), "");
+    assert_string_equal(ws("/workspace/", 1), "");
+    assert_string_equal(ws(".", 1), "");
+    assert_string_equal(ws("/workspace", 0), "!");
+    assert_string_equal(ws("/workspace/", 0), "!");
+    assert_string_equal(ws(".", 0), "!");
+
+    /* everything else absolute, and the relative rules after the prefix */
+    assert_string_equal(ws("/etc/passwd", 1), "!");
+    assert_string_equal(ws("/workspacex/a", 1), "!");
+    assert_string_equal(ws("/workspace2", 1), "!");
+    assert_string_equal(ws("/", 1), "!");
+    assert_string_equal(ws("/workspace//a", 1), "!");
+    assert_string_equal(ws("/workspace/../etc", 1), "!");
+    assert_string_equal(ws("/workspace/a/../../etc", 1), "!");
+    assert_string_equal(ws("/workspace/./a", 1), "!");
+    assert_string_equal(ws("/workspace/a/", 1), "!");
+    assert_string_equal(ws("", 1), "!");
+    assert_string_equal(ws("../x", 1), "!");
+}
+
+
 int
 main(void)
 {
     const struct CMUnitTest  tests[] = {
         cmocka_unit_test(test_good),
         cmocka_unit_test(test_bad),
+        cmocka_unit_test(test_workspace_forms),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);

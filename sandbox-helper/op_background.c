@@ -1,0 +1,1030 @@
+/*
+ * Background execs.  "exec" with "background": true answers at once with
+ * an exec id; the exec then runs with no client until it ends, its
+ * deadline passes, exec_kill kills it, or its sandbox ends.  Its output
+ * is retained head and tail (retain.c) in files of the sandbox's own
+ * tmpfs, outside its root, so it counts against the sandbox's disk and
+ * not the helper's memory.  The ops: exec_status (state and result),
+ * exec_output (bytes from an offset, or followed live as event frames),
+ * exec_kill (kill, and answer once every process is confirmed gone).
+ *
+ * Per sandbox at most max_background_execs run, and as many ended ones
+ * are remembered (the oldest is forgotten, files and all, when a newer
+ * one ends); all go with the sandbox.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "vsb_exec.h"
+#include "vsb_log.h"
+#include "vsb_op.h"
+#include "vsb_registry.h"
+#include "vsb_retain.h"
+
+#define VSB_BG_DIR           "execs"
+#define VSB_BG_READ_DEFAULT  (1024 * 1024)
+
+typedef enum {
+    VSB_BG_RUNNING = 0,
+    VSB_BG_EXITED,
+    VSB_BG_TIMED_OUT,
+    VSB_BG_KILLED,
+    VSB_BG_FAILED
+} vsb_bg_state_t;
+
+static const char *const  vsb_bg_state_names[] = {
+    "running", "exited", "timed_out", "killed", "failed"
+};
+
+typedef struct vsb_bg_s       vsb_bg_t;
+typedef struct vsb_bg_wait_s  vsb_bg_wait_t;
+
+/* A request waiting on a background exec: a follower or a kill. */
+struct vsb_bg_wait_s {
+    vsb_pending_t    p;                 /* first: c->op points here */
+    vsb_bg_t        *bg;
+    int              stream;            /* follow: VSB_EXEC_STDOUT, _STDERR */
+    uint64_t         offset;            /* follow: next byte to send */
+    unsigned         kill:1;
+    vsb_bg_wait_t   *next;
+};
+
+struct vsb_bg_s {
+    char             id[VSB_EXEC_ID_LEN + 1];
+    vsb_sandbox_t   *sb;
+    vsb_exec_t      *ex;                /* while it runs */
+    json_t          *root;              /* its request, while it runs */
+    vsb_bg_state_t   state;
+    time_t           started_at;
+    time_t           ended_at;
+    uint64_t         output_bytes;      /* retained per stream */
+    vsb_retain_t     out[3];            /* [VSB_EXEC_STDOUT], [_STDERR] */
+    json_t          *result;            /* once ended */
+    unsigned         kill_requested:1;
+    unsigned         ending:1;          /* its sandbox ends */
+    vsb_bg_wait_t   *waiters;
+    vsb_bg_t        *next;
+};
+
+static vsb_bg_t  *vsb_bgs;
+
+static void vsb_bg_pump(vsb_bg_wait_t *w);
+static const vsb_pending_hooks_t  vsb_bg_wait_hooks;
+
+
+/* ---- records ------------------------------------------------------- */
+
+
+static const char *
+vsb_bg_stream_name(int stream)
+{
+    return stream == VSB_EXEC_STDOUT ? "stdout" : "stderr";
+}
+
+
+unsigned
+vsb_bg_running(const vsb_sandbox_t *sb)
+{
+    vsb_bg_t  *bg;
+    unsigned   n = 0;
+
+    for (bg = vsb_bgs; bg != NULL; bg = bg->next) {
+        n += bg->sb == sb && bg->state == VSB_BG_RUNNING;
+    }
+
+    return n;
+}
+
+
+static vsb_bg_t *
+vsb_bg_find(const vsb_sandbox_t *sb, const char *id)
+{
+    vsb_bg_t  *bg;
+
+    for (bg = vsb_bgs; bg != NULL; bg = bg->next) {
+        if (bg->sb == sb && strcmp(bg->id, id) == 0) {
+            return bg;
+        }
+    }
+
+    return NULL;
+}
+
+
+/* state_dir/sb/<id>/execs: in the sandbox's tmpfs, not under its root. */
+static int
+vsb_bg_dir(const vsb_sandbox_t *sb, int create)
+{
+    int   dfd, fd;
+
+    dfd = open(sb->dir, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (dfd == -1) {
+        return -1;
+    }
+
+    if (create && mkdirat(dfd, VSB_BG_DIR, 0700) == -1 && errno != EEXIST) {
+        close(dfd);
+        return -1;
+    }
+
+    fd = openat(dfd, VSB_BG_DIR, O_RDONLY | O_DIRECTORY | O_NOFOLLOW
+                | O_CLOEXEC);
+    close(dfd);
+    return fd;
+}
+
+
+static json_t *
+vsb_bg_json(const vsb_bg_t *bg)
+{
+    json_t  *j;
+
+    j = json_pack("{s:s, s:s, s:I, s:I, s:I, s:I, s:I, s:I}",
+                  "id", bg->id,
+                  "state", vsb_bg_state_names[bg->state],
+                  "started_at", (json_int_t) bg->started_at,
+                  "output_bytes", (json_int_t) bg->output_bytes,
+                  "stdout_bytes", (json_int_t) bg->out[VSB_EXEC_STDOUT].total,
+                  "stderr_bytes", (json_int_t) bg->out[VSB_EXEC_STDERR].total,
+                  "stdout_dropped_bytes", (json_int_t)
+                      vsb_retain_dropped(&bg->out[VSB_EXEC_STDOUT]),
+                  "stderr_dropped_bytes", (json_int_t)
+                      vsb_retain_dropped(&bg->out[VSB_EXEC_STDERR]));
+    if (j == NULL) {
+        return NULL;
+    }
+
+    json_object_set_new(j, "ended_at",
+                        bg->state == VSB_BG_RUNNING
+                        ? json_null()
+                        : json_integer((json_int_t) bg->ended_at));
+    json_object_set(j, "result", bg->result ? bg->result : json_null());
+    return j;
+}
+
+
+/* Ends a waiter's request with an error (its exec is forgotten). */
+static void
+vsb_bg_wait_fail(vsb_bg_wait_t *w, const char *why)
+{
+    vsb_error_t  e;
+    vsb_conn_t  *c = w->p.conn;
+
+    if (c != NULL) {
+        c->op = NULL;
+        w->p.conn = NULL;
+        memset(&e, 0, sizeof(e));
+        vsb_error_set(&e, VSB_E_NOT_FOUND, "exec", "exec %s: %s", w->bg->id,
+                      why);
+        vsb_conn_reply_error(c, vsb_pending_rid(&w->p), &e);
+    }
+
+    free(w);
+}
+
+
+static void
+vsb_bg_free(vsb_bg_t *bg, const char *why)
+{
+    vsb_bg_t       **pp;
+    vsb_bg_wait_t   *w;
+    char             name[VSB_EXEC_ID_LEN + 8];
+    int              dfd, i;
+
+    for (pp = &vsb_bgs; *pp != NULL; pp = &(*pp)->next) {
+        if (*pp == bg) {
+            *pp = bg->next;
+            break;
+        }
+    }
+
+    while ((w = bg->waiters) != NULL) {
+        bg->waiters = w->next;
+        vsb_bg_wait_fail(w, why);
+    }
+
+    for (i = VSB_EXEC_STDOUT; i <= VSB_EXEC_STDERR; i++) {
+        vsb_retain_close(&bg->out[i]);
+    }
+
+    /* the sandbox's tmpfs goes with it; otherwise free the space now */
+    if (!bg->ending && (dfd = vsb_bg_dir(bg->sb, 0)) != -1) {
+        for (i = VSB_EXEC_STDOUT; i <= VSB_EXEC_STDERR; i++) {
+            snprintf(name, sizeof(name), "%s.%s", bg->id,
+                     vsb_bg_stream_name(i));
+            if (unlinkat(dfd, name, 0) == -1 && errno != ENOENT) {
+                vsb_log_errno(VSB_LOG_WARN, "sandbox %s: remove %s",
+                              bg->sb->id, name);
+            }
+        }
+        close(dfd);
+    }
+
+    json_decref(bg->root);
+    json_decref(bg->result);
+    free(bg);
+}
+
+
+/* Keeps at most max ended records of sb: the oldest go first. */
+static void
+vsb_bg_evict(vsb_sandbox_t *sb, uint64_t max)
+{
+    vsb_bg_t  *bg, *oldest;
+    uint64_t   ended;
+
+    for ( ;; ) {
+        ended = 0;
+        oldest = NULL;
+
+        for (bg = vsb_bgs; bg != NULL; bg = bg->next) {
+            if (bg->sb != sb || bg->state == VSB_BG_RUNNING) {
+                continue;
+            }
+            ended++;
+            if (oldest == NULL || bg->ended_at < oldest->ended_at
+                || (bg->ended_at == oldest->ended_at
+                    && bg->started_at <= oldest->started_at))
+            {
+                oldest = bg;
+            }
+        }
+
+        if (ended <= max || oldest == NULL) {
+            return;
+        }
+
+        vsb_log(VSB_LOG_INFO, "sandbox %s: forgetting background exec %s "
+                "(%llu ended ones are kept)", sb->id, oldest->id,
+                (unsigned long long) max);
+        vsb_bg_free(oldest, "forgotten: newer background execs ended");
+    }
+}
+
+
+void
+vsb_bg_sandbox_ending(vsb_sandbox_t *sb)
+{
+    vsb_bg_t  *bg, *next;
+
+    for (bg = vsb_bgs; bg != NULL; bg = next) {
+        next = bg->next;
+
+        if (bg->sb != sb) {
+            continue;
+        }
+
+        bg->ending = 1;
+
+        /* running ones are cancelled with the sandbox's execs and freed
+         * when their end is confirmed */
+        if (bg->state != VSB_BG_RUNNING) {
+            vsb_bg_free(bg, "its sandbox ended");
+        }
+    }
+}
+
+
+/* ---- the exec's side ---------------------------------------------- */
+
+
+static void
+vsb_bg_output(vsb_exec_t *ex, int stream, uint64_t offset,
+    const unsigned char *data, size_t len, void *udata)
+{
+    vsb_bg_t       *bg = udata;
+    vsb_bg_wait_t  *w, *next;
+    int             full;
+
+    full = bg->out[stream].kept_to != UINT64_MAX;
+    vsb_retain_add(&bg->out[stream], data, len);
+
+    if (!full && bg->out[stream].kept_to != UINT64_MAX) {
+        vsb_log(VSB_LOG_INFO, "sandbox %s: background exec %s: %s no "
+                "longer retained after %llu bytes: %s", bg->sb->id, bg->id,
+                vsb_bg_stream_name(stream),
+                (unsigned long long) bg->out[stream].kept_to,
+                strerror(bg->out[stream].error));
+    }
+
+    for (w = bg->waiters; w != NULL; w = next) {
+        next = w->next;
+        if (!w->kill && w->stream == stream) {
+            vsb_bg_pump(w);
+        }
+    }
+}
+
+
+static void
+vsb_bg_done(vsb_exec_t *ex, const vsb_exec_result_t *res, void *data)
+{
+    vsb_bg_t        *bg = data;
+    vsb_bg_wait_t   *w, *next;
+    vsb_conn_t      *c;
+    json_t          *reply;
+    uint64_t         d;
+    int              i;
+    char             key[32];
+
+    bg->ex = NULL;
+    bg->ended_at = time(NULL);
+
+    if (res->error != NULL) {
+        bg->state = VSB_BG_FAILED;
+    } else if (bg->kill_requested || bg->ending) {
+        bg->state = VSB_BG_KILLED;
+    } else if (res->timed_out) {
+        bg->state = VSB_BG_TIMED_OUT;
+    } else {
+        bg->state = VSB_BG_EXITED;
+    }
+
+    bg->result = json_object();
+    if (bg->result != NULL) {
+        vsb_exec_result_fields(bg->result, res, 0);
+
+        /* what the retention rule left out, not what a reply would */
+        for (i = VSB_EXEC_STDOUT; i <= VSB_EXEC_STDERR; i++) {
+            d = vsb_retain_dropped(&bg->out[i]);
+            snprintf(key, sizeof(key), "%s_dropped_bytes",
+                     vsb_bg_stream_name(i));
+            json_object_set_new(bg->result, key,
+                                json_integer((json_int_t) d));
+            snprintf(key, sizeof(key), "%s_truncated",
+                     vsb_bg_stream_name(i));
+            json_object_set_new(bg->result, key, json_boolean(d > 0));
+        }
+
+        json_object_set_new(bg->result, "killed",
+                            json_boolean(bg->state == VSB_BG_KILLED));
+        if (res->error != NULL) {
+            json_object_set_new(bg->result, "error",
+                                json_string(VSB_E_EXEC_FAILED));
+            json_object_set_new(bg->result, "detail",
+                                json_string(res->detail));
+        }
+    }
+
+    vsb_log(VSB_LOG_INFO, "sandbox %s: background exec %s %s: exit %d "
+            "signal %d (%llu ms)", bg->sb->id, bg->id,
+            vsb_bg_state_names[bg->state],
+            res->exited ? res->exit_code : -1,
+            res->signaled ? res->signo : 0,
+            (unsigned long long) res->wall_ms);
+
+    json_decref(bg->root);
+    bg->root = NULL;
+
+    for (w = bg->waiters; w != NULL; w = next) {
+        next = w->next;
+
+        if (!w->kill) {
+            vsb_bg_pump(w);         /* sends the rest, then ends */
+            continue;
+        }
+
+        /* a kill: confirmed now that every process is gone */
+        c = w->p.conn;
+        if (c != NULL) {
+            c->op = NULL;
+            w->p.conn = NULL;
+            reply = vsb_ok(vsb_pending_rid(&w->p));
+            if (reply != NULL) {
+                json_object_set_new(reply, "exec", vsb_bg_json(bg));
+                json_object_set_new(reply, "killed", json_true());
+                json_object_set_new(reply, "confirmed",
+                                    json_pack("{s:b}", "processes", 1));
+            }
+            vsb_conn_reply(c, reply, NULL, 0);
+        }
+    }
+
+    /* kills answered; followers still draining stay until they are done */
+    for (w = bg->waiters, bg->waiters = NULL; w != NULL; w = next) {
+        next = w->next;
+        if (w->kill) {
+            free(w);
+        } else {
+            w->next = bg->waiters;
+            bg->waiters = w;
+        }
+    }
+
+    if (bg->ending) {
+        vsb_bg_free(bg, "its sandbox ended");
+        return;
+    }
+
+    vsb_bg_evict(bg->sb, vsb_cf.max_background_execs);
+}
+
+
+/* A new record with a fresh id and its two retention files. */
+static vsb_bg_t *
+vsb_bg_new(vsb_sandbox_t *sb, uint64_t output_bytes, vsb_error_t *e)
+{
+    static const char  hex[] = "0123456789abcdef";
+    unsigned char      rnd[8];
+    char               name[VSB_EXEC_ID_LEN + 8];
+    vsb_bg_t          *bg;
+    int                dfd, fd, i, k;
+
+    bg = calloc(1, sizeof(*bg));
+    if (bg == NULL) {
+        vsb_error_set(e, VSB_E_INTERNAL, NULL, "out of memory");
+        return NULL;
+    }
+
+    bg->sb = sb;
+    bg->output_bytes = output_bytes;
+    bg->out[VSB_EXEC_STDOUT].fd = -1;
+    bg->out[VSB_EXEC_STDERR].fd = -1;
+
+    do {
+        if (getrandom(rnd, sizeof(rnd), 0) != (ssize_t) sizeof(rnd)) {
+            vsb_error_set(e, VSB_E_INTERNAL, NULL, "getrandom(): %s",
+                          strerror(errno));
+            free(bg);
+            return NULL;
+        }
+        memcpy(bg->id, "ex-", 3);
+        for (k = 0; k < 8; k++) {
+            bg->id[3 + 2 * k] = hex[rnd[k] >> 4];
+            bg->id[4 + 2 * k] = hex[rnd[k] & 0xf];
+        }
+        bg->id[VSB_EXEC_ID_LEN] = '\0';
+    } while (vsb_bg_find(sb, bg->id) != NULL);
+
+    dfd = vsb_bg_dir(sb, 1);
+    if (dfd == -1) {
+        vsb_error_set(e, errno == ENOSPC ? VSB_E_NO_SPACE : VSB_E_IO, NULL,
+                      "background output directory of %s: %s", sb->id,
+                      strerror(errno));
+        free(bg);
+        return NULL;
+    }
+
+    for (i = VSB_EXEC_STDOUT; i <= VSB_EXEC_STDERR; i++) {
+        snprintf(name, sizeof(name), "%s.%s", bg->id, vsb_bg_stream_name(i));
+        fd = openat(dfd, name, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW
+                    | O_CLOEXEC, 0600);
+        if (fd == -1) {
+            vsb_error_set(e, errno == ENOSPC ? VSB_E_NO_SPACE : VSB_E_IO,
+                          NULL, "background output file %s: %s", name,
+                          strerror(errno));
+            close(dfd);
+            bg->ending = 0;
+            vsb_bg_free(bg, "could not start");
+            return NULL;
+        }
+        vsb_retain_init(&bg->out[i], fd, output_bytes);
+    }
+
+    close(dfd);
+    return bg;
+}
+
+
+void
+vsb_bg_start(vsb_conn_t *c, json_t *root, const vsb_request_t *r,
+    vsb_sandbox_t *sb, const unsigned char *payload, size_t payload_len,
+    vsb_error_t *e)
+{
+    vsb_bg_t            *bg;
+    vsb_exec_request_t   req;
+    json_t              *reply;
+    char                 err[256];
+
+    if (vsb_bg_running(sb) >= vsb_cf.max_background_execs) {
+        vsb_error_set(e, VSB_E_BUSY, NULL, "sandbox %s already runs %u "
+                      "background execs, the maximum", sb->id,
+                      vsb_bg_running(sb));
+        e->limit = VSB_LIMIT_BACKGROUND;
+        vsb_conn_reply_error(c, r->request_id, e);
+        return;
+    }
+
+    bg = vsb_bg_new(sb, r->output_bytes ? r->output_bytes
+                                        : sb->limits.output_bytes, e);
+    if (bg == NULL) {
+        vsb_conn_reply_error(c, r->request_id, e);
+        return;
+    }
+
+    bg->root = json_incref(root);
+    bg->started_at = time(NULL);
+    bg->next = vsb_bgs;
+    vsb_bgs = bg;
+
+    memset(&req, 0, sizeof(req));
+    req.argv = r->argv;
+    req.cwd = r->cwd;
+    req.env = r->env;
+    req.timeout_ms = (r->timeout_s ? r->timeout_s : sb->limits.timeout_s)
+                     * 1000;
+    req.stdin_data = payload;
+    req.stdin_len = payload_len;
+    req.stream_stdout = 1;
+    req.stream_stderr = 1;
+    req.output = vsb_bg_output;
+
+    err[0] = '\0';
+    bg->ex = vsb_exec_start(sb, &req, vsb_bg_done, bg, err, sizeof(err));
+
+    if (bg->ex == NULL) {
+        vsb_log(VSB_LOG_INFO, "sandbox %s: background exec could not start: "
+                "%s", sb->id, err);
+        vsb_bg_free(bg, "could not start");
+        vsb_error_set(e, VSB_E_EXEC_FAILED, NULL, "%s", err);
+        vsb_conn_reply_error(c, r->request_id, e);
+        return;
+    }
+
+    vsb_log(VSB_LOG_INFO, "sandbox %s: background exec %s started: %s",
+            sb->id, bg->id, json_string_value(json_array_get(r->argv, 0)));
+
+    reply = vsb_ok(r->request_id);
+    if (reply != NULL) {
+        json_object_set_new(reply, "exec", vsb_bg_json(bg));
+    }
+    vsb_conn_reply(c, reply, NULL, 0);
+}
+
+
+/* ---- waiters: followers and kills ---------------------------------- */
+
+
+static void
+vsb_bg_wait_unlink(vsb_bg_wait_t *w)
+{
+    vsb_bg_wait_t  **pp;
+
+    for (pp = &w->bg->waiters; *pp != NULL; pp = &(*pp)->next) {
+        if (*pp == w) {
+            *pp = w->next;
+            return;
+        }
+    }
+}
+
+
+static void
+vsb_bg_wait_detach(vsb_pending_t *p)
+{
+    vsb_bg_wait_t  *w = (vsb_bg_wait_t *) p;
+
+    /* a kill goes on without its client; a follower just stops */
+    vsb_bg_wait_unlink(w);
+    free(w);
+}
+
+
+static void
+vsb_bg_wait_drained(vsb_pending_t *p)
+{
+    vsb_bg_pump((vsb_bg_wait_t *) p);
+}
+
+
+static const vsb_pending_hooks_t  vsb_bg_wait_hooks = {
+    .detach = vsb_bg_wait_detach,
+    .drained = vsb_bg_wait_drained,
+    .room = NULL,
+    .input = NULL,
+};
+
+
+/* A follower: sends retained output from its offset as event frames, a
+ * window ahead of its reader at most; once the exec has ended and all is
+ * sent, the final reply. */
+static void
+vsb_bg_pump(vsb_bg_wait_t *w)
+{
+    vsb_bg_t       *bg = w->bg;
+    vsb_retain_t   *rt = &bg->out[w->stream];
+    vsb_conn_t     *c = w->p.conn;
+    vsb_error_t     e;
+    unsigned char  *buf;
+    uint64_t        start, len;
+    ssize_t         n;
+    json_t         *ev, *reply;
+
+    if (c == NULL) {
+        return;
+    }
+
+    for ( ;; ) {
+        vsb_retain_span(rt, w->offset, &start, &len);
+        if (len == 0 || vsb_conn_queued(c) >= VSB_STREAM_WINDOW) {
+            break;
+        }
+
+        if (len > VSB_STREAM_CHUNK) {
+            len = VSB_STREAM_CHUNK;
+        }
+
+        buf = malloc((size_t) len);
+        n = buf ? vsb_retain_read(rt, start, buf, (size_t) len) : -1;
+        ev = n > 0 ? json_pack("{s:s, s:s, s:I}", "event", VSB_EVENT_OUTPUT,
+                               "stream", vsb_bg_stream_name(w->stream),
+                               "offset", (json_int_t) start)
+                   : NULL;
+
+        if (ev == NULL) {
+            free(buf);
+            memset(&e, 0, sizeof(e));
+            vsb_error_set(&e, VSB_E_IO, NULL, "exec %s: reading retained "
+                          "output: %s", bg->id,
+                          n == -1 ? strerror(errno) : "out of memory");
+            vsb_bg_wait_unlink(w);
+            c->op = NULL;
+            vsb_conn_reply_error(c, vsb_pending_rid(&w->p), &e);
+            free(w);
+            return;
+        }
+
+        vsb_conn_event(c, ev, buf, (size_t) n);
+        w->offset = start + (uint64_t) n;
+    }
+
+    if (len > 0 || bg->state == VSB_BG_RUNNING) {
+        return;                 /* the drained hook or more output */
+    }
+
+    /* ended, and nothing retained after offset: what is left was dropped */
+    vsb_bg_wait_unlink(w);
+    c->op = NULL;
+
+    reply = vsb_ok(vsb_pending_rid(&w->p));
+    if (reply != NULL) {
+        json_object_set_new(reply, "exec", vsb_bg_json(bg));
+        json_object_set_new(reply, "stream",
+                            json_string(vsb_bg_stream_name(w->stream)));
+        json_object_set_new(reply, "next_offset",
+                            json_integer((json_int_t) rt->total));
+        json_object_set_new(reply, "complete", json_true());
+    }
+    vsb_conn_reply(c, reply, NULL, 0);
+    free(w);
+}
+
+
+static vsb_bg_wait_t *
+vsb_bg_wait_new(vsb_conn_t *c, const vsb_request_t *r, vsb_bg_t *bg)
+{
+    vsb_bg_wait_t  *w;
+
+    w = calloc(1, sizeof(*w));
+    if (w == NULL) {
+        return NULL;
+    }
+
+    w->p.kind = VSB_PENDING_WAIT;
+    w->p.conn = c;
+    w->p.sb = bg->sb;
+    w->p.hooks = &vsb_bg_wait_hooks;
+    if (r->request_id != NULL) {
+        snprintf(w->p.request_id, sizeof(w->p.request_id), "%s",
+                 r->request_id);
+        w->p.has_request_id = 1;
+    }
+    w->bg = bg;
+    w->next = bg->waiters;
+    bg->waiters = w;
+    c->op = &w->p;
+    return w;
+}
+
+
+/* ---- the ops -------------------------------------------------------- */
+
+
+static int
+vsb_req_exec_ref(json_t *root, const char *const *allowed, const char *what,
+    vsb_request_t *r, vsb_error_t *e)
+{
+    if (vsb_req_fields(root, allowed, what, e) != 0
+        || vsb_req_owner(root, "tenant", 1, &r->tenant, e) != 0
+        || vsb_req_owner(root, "agent", 1, &r->agent, e) != 0
+        || vsb_req_sandbox_id(root, r, e) != 0
+        || vsb_req_exec_id(root, r, e) != 0)
+    {
+        return -1;
+    }
+
+    return 0;
+}
+
+
+/* The sandbox (ready or not: an ending one still answers) and the exec. */
+static vsb_bg_t *
+vsb_bg_lookup(const vsb_request_t *r, vsb_error_t *e)
+{
+    vsb_sandbox_t  *sb;
+    vsb_bg_t       *bg;
+
+    sb = vsb_find(r, e);
+    if (sb == NULL) {
+        return NULL;
+    }
+
+    bg = vsb_bg_find(sb, r->exec_id);
+    if (bg == NULL) {
+        vsb_error_set(e, VSB_E_NOT_FOUND, "exec", "sandbox %s has no "
+                      "background exec %s", sb->id, r->exec_id);
+    }
+
+    return bg;
+}
+
+
+static int
+vsb_req_exec_status(json_t *root, const vsb_config_t *cf, vsb_request_t *r,
+    vsb_error_t *e)
+{
+    static const char *const  allowed[] = {
+        "op", "request_id", "tenant", "agent", "id", "exec", NULL
+    };
+
+    return vsb_req_exec_ref(root, allowed, VSB_OP_EXEC_STATUS, r, e);
+}
+
+
+static void
+vsb_op_exec_status(vsb_conn_t *c, json_t *root, const vsb_request_t *r,
+    const unsigned char *payload, size_t payload_len, vsb_error_t *e)
+{
+    vsb_bg_t  *bg;
+    json_t    *reply;
+
+    bg = vsb_bg_lookup(r, e);
+    if (bg == NULL) {
+        vsb_conn_reply_error(c, r->request_id, e);
+        return;
+    }
+
+    reply = vsb_ok(r->request_id);
+    if (reply != NULL) {
+        json_object_set_new(reply, "exec", vsb_bg_json(bg));
+    }
+    vsb_conn_reply(c, reply, NULL, 0);
+}
+
+
+const vsb_op_t  vsb_exec_status_op = {
+    .name = VSB_OP_EXEC_STATUS,
+    .payload = 0,
+    .while_stopping = 1,
+    .parse = vsb_req_exec_status,
+    .handler = vsb_op_exec_status,
+};
+
+
+static int
+vsb_req_exec_kill(json_t *root, const vsb_config_t *cf, vsb_request_t *r,
+    vsb_error_t *e)
+{
+    static const char *const  allowed[] = {
+        "op", "request_id", "tenant", "agent", "id", "exec", NULL
+    };
+
+    return vsb_req_exec_ref(root, allowed, VSB_OP_EXEC_KILL, r, e);
+}
+
+
+static void
+vsb_op_exec_kill(vsb_conn_t *c, json_t *root, const vsb_request_t *r,
+    const unsigned char *payload, size_t payload_len, vsb_error_t *e)
+{
+    vsb_bg_t       *bg;
+    vsb_bg_wait_t  *w;
+    json_t         *reply;
+
+    bg = vsb_bg_lookup(r, e);
+    if (bg == NULL) {
+        vsb_conn_reply_error(c, r->request_id, e);
+        return;
+    }
+
+    if (bg->state != VSB_BG_RUNNING) {
+        reply = vsb_ok(r->request_id);
+        if (reply != NULL) {
+            json_object_set_new(reply, "exec", vsb_bg_json(bg));
+            json_object_set_new(reply, "killed", json_false());
+        }
+        vsb_conn_reply(c, reply, NULL, 0);
+        return;
+    }
+
+    w = vsb_bg_wait_new(c, r, bg);
+    if (w == NULL) {
+        vsb_error_set(e, VSB_E_INTERNAL, NULL, "out of memory");
+        vsb_conn_reply_error(c, r->request_id, e);
+        return;
+    }
+
+    w->kill = 1;
+
+    vsb_log(VSB_LOG_INFO, "sandbox %s: killing background exec %s",
+            bg->sb->id, bg->id);
+    bg->kill_requested = 1;
+    vsb_exec_cancel(bg->ex);
+}
+
+
+const vsb_op_t  vsb_exec_kill_op = {
+    .name = VSB_OP_EXEC_KILL,
+    .payload = 0,
+    .while_stopping = 1,
+    .parse = vsb_req_exec_kill,
+    .handler = vsb_op_exec_kill,
+};
+
+
+static int
+vsb_req_exec_output(json_t *root, const vsb_config_t *cf, vsb_request_t *r,
+    vsb_error_t *e)
+{
+    static const char *const  allowed[] = {
+        "op", "request_id", "tenant", "agent", "id", "exec", "stream",
+        "offset", "max_bytes", "follow", NULL
+    };
+    const char  *s;
+    json_t      *v;
+    unsigned     b;
+
+    if (vsb_req_exec_ref(root, allowed, VSB_OP_EXEC_OUTPUT, r, e) != 0
+        || vsb_req_string(root, "stream", 1, 16, &s, e) != 0)
+    {
+        return -1;
+    }
+
+    if (strcmp(s, "stdout") == 0) {
+        r->out_stream = VSB_EXEC_STDOUT;
+    } else if (strcmp(s, "stderr") == 0) {
+        r->out_stream = VSB_EXEC_STDERR;
+    } else {
+        return vsb_error_set(e, VSB_E_BAD_VALUE, "stream",
+                             "\"stream\" must be \"stdout\" or \"stderr\"");
+    }
+
+    r->offset = 0;
+    v = json_object_get(root, "offset");
+    if (v != NULL) {
+        if (!json_is_integer(v)) {
+            return vsb_error_set(e, VSB_E_BAD_TYPE, "offset",
+                                 "\"offset\" must be an integer");
+        }
+        if (json_integer_value(v) < 0) {
+            return vsb_error_set(e, VSB_E_BAD_VALUE, "offset",
+                                 "\"offset\" must be at least 0");
+        }
+        r->offset = (uint64_t) json_integer_value(v);
+    }
+
+    r->max_bytes = 0;
+    if (vsb_req_uint(root, "max_bytes", 0, &r->max_bytes, e) != 0) {
+        return -1;
+    }
+    if (r->max_bytes > cf->max_file_bytes) {
+        return vsb_req_over(e, "max_bytes", VSB_LIMIT_FILE_BYTES,
+                            r->max_bytes, cf->max_file_bytes);
+    }
+
+    if (vsb_req_bool(root, "follow", &b, e) != 0) {
+        return -1;
+    }
+    r->follow = b;
+
+    if (r->follow && r->max_bytes != 0) {
+        return vsb_error_set(e, VSB_E_BAD_VALUE, "max_bytes",
+                             "\"max_bytes\" bounds one reply; a follow sends "
+                             "everything as event frames");
+    }
+
+    return 0;
+}
+
+
+static void
+vsb_op_exec_output(vsb_conn_t *c, json_t *root, const vsb_request_t *r,
+    const unsigned char *payload, size_t payload_len, vsb_error_t *e)
+{
+    vsb_bg_t       *bg;
+    vsb_retain_t   *rt;
+    vsb_bg_wait_t  *w;
+    unsigned char  *buf;
+    uint64_t        start, len, max, got;
+    ssize_t         n;
+    json_t         *reply;
+    int             ended;
+
+    bg = vsb_bg_lookup(r, e);
+    if (bg == NULL) {
+        vsb_conn_reply_error(c, r->request_id, e);
+        return;
+    }
+
+    rt = &bg->out[r->out_stream];
+
+    if (r->offset > rt->total) {
+        vsb_error_set(e, VSB_E_BAD_VALUE, "offset", "offset %llu is past "
+                      "the %llu bytes of %s written so far",
+                      (unsigned long long) r->offset,
+                      (unsigned long long) rt->total,
+                      vsb_bg_stream_name(r->out_stream));
+        vsb_conn_reply_error(c, r->request_id, e);
+        return;
+    }
+
+    if (r->follow) {
+        w = vsb_bg_wait_new(c, r, bg);
+        if (w == NULL) {
+            vsb_error_set(e, VSB_E_INTERNAL, NULL, "out of memory");
+            vsb_conn_reply_error(c, r->request_id, e);
+            return;
+        }
+        w->stream = r->out_stream;
+        w->offset = r->offset;
+        vsb_bg_pump(w);
+        return;
+    }
+
+    /* one contiguous run from offset: the next request goes on from
+     * next_offset (past a gap, if any) */
+    ended = bg->state != VSB_BG_RUNNING;
+    max = r->max_bytes ? r->max_bytes : VSB_BG_READ_DEFAULT;
+
+    vsb_retain_span(rt, r->offset, &start, &len);
+    if (len > max) {
+        len = max;
+    }
+    if (len == 0 && ended) {
+        start = rt->total;
+    }
+
+    if (!vsb_server_can_buffer((size_t) len)) {
+        vsb_error_set(e, VSB_E_BUSY, NULL, "the helper is buffering too "
+                      "many replies; retry later");
+        vsb_conn_reply_error(c, r->request_id, e);
+        return;
+    }
+
+    buf = malloc(len ? (size_t) len : 1);
+    if (buf == NULL) {
+        vsb_error_set(e, VSB_E_INTERNAL, NULL, "out of memory");
+        vsb_conn_reply_error(c, r->request_id, e);
+        return;
+    }
+
+    for (got = 0; got < len; got += (uint64_t) n) {
+        n = vsb_retain_read(rt, start + got, buf + got, (size_t) (len - got));
+        if (n <= 0) {
+            free(buf);
+            vsb_error_set(e, VSB_E_IO, NULL, "exec %s: reading retained "
+                          "output: %s", bg->id,
+                          n == -1 ? strerror(errno) : "short read");
+            vsb_conn_reply_error(c, r->request_id, e);
+            return;
+        }
+    }
+
+    reply = vsb_ok(r->request_id);
+    if (reply != NULL) {
+        json_object_set_new(reply, "exec", vsb_bg_json(bg));
+        json_object_set_new(reply, "stream",
+                            json_string(vsb_bg_stream_name(r->out_stream)));
+        json_object_set_new(reply, "offset", json_integer((json_int_t) start));
+        json_object_set_new(reply, "skipped_bytes",
+                            json_integer((json_int_t) (start - r->offset)));
+        json_object_set_new(reply, "len", json_integer((json_int_t) len));
+        json_object_set_new(reply, "next_offset",
+                            json_integer((json_int_t) (start + len)));
+        json_object_set_new(reply, "total",
+                            json_integer((json_int_t) rt->total));
+
+        /* complete: nothing more will ever come from next_offset on */
+        vsb_retain_span(rt, start + len, &start, &got);
+        json_object_set_new(reply, "complete", json_boolean(ended
+                                                            && got == 0));
+    }
+
+    vsb_conn_reply(c, reply, buf, (size_t) len);
+}
+
+
+const vsb_op_t  vsb_exec_output_op = {
+    .name = VSB_OP_EXEC_OUTPUT,
+    .payload = 0,
+    .while_stopping = 1,
+    .parse = vsb_req_exec_output,
+    .handler = vsb_op_exec_output,
+};

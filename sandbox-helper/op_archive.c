@@ -28,7 +28,6 @@
 
 #define VSB_ARCHIVE_SNIFF       6           /* the longest magic */
 #define VSB_ARCHIVE_STDERR      4096        /* of tar's, kept for a reply */
-#define VSB_ARCHIVE_NOSPC       "No space left on device"
 #define VSB_ARCHIVE_FULL_BYTES  (1024 * 1024)
 
 typedef struct {
@@ -77,8 +76,6 @@ typedef struct {
     size_t                       stage_off;
 
     vsb_outcap_t                 errcap;    /* tar's stderr */
-    char                         tail[sizeof(VSB_ARCHIVE_NOSPC)];
-    size_t                       tail_len;
 
     /* its end */
     int                          exited, exit_code, signaled, signo;
@@ -216,40 +213,21 @@ vsb_archive_stderr(const vsb_archive_t *a)
 }
 
 
-/* Watches tar's stderr for a full disk: tar would go on with every other
- * member, failing each; stop it at once if the sandbox's disk (blocks or
- * inodes) really is full. */
+/* Keeps tar's stderr, and watches for a full disk: tar would go on with
+ * every other member, failing each (a bomb: for as long as it takes to
+ * decompress it).  Whatever it complains about, once its line is out, if
+ * the sandbox's disk (blocks or inodes) is full, it is stopped at once. */
 static void
 vsb_archive_watch(vsb_archive_t *a, vsb_exec_t *ex, const unsigned char *p,
     size_t len)
 {
-    char            buf[2 * sizeof(VSB_ARCHIVE_NOSPC) + VSB_STREAM_CHUNK];
-    struct statfs   st;
-    size_t          n, keep;
+    struct statfs  st;
 
     vsb_outcap_add(&a->errcap, p, len);
 
-    if (a->no_space) {
-        return;
-    }
-
-    /* the message may straddle two reads */
-    n = a->tail_len;
-    memcpy(buf, a->tail, n);
-    memcpy(buf + n, p, len);
-    n += len;
-
-    keep = n < sizeof(a->tail) - 1 ? n : sizeof(a->tail) - 1;
-    memcpy(a->tail, buf + n - keep, keep);
-    a->tail_len = keep;
-
-    if (memmem(buf, n, VSB_ARCHIVE_NOSPC, sizeof(VSB_ARCHIVE_NOSPC) - 1)
-        == NULL)
+    if (a->no_space || memchr(p, '\n', len) == NULL
+        || statfs(a->p.sb->dir, &st) != 0)
     {
-        return;
-    }
-
-    if (statfs(a->p.sb->dir, &st) != 0) {
         return;
     }
 

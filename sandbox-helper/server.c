@@ -827,11 +827,8 @@ vsb_accept_one(int fd)
     c->timer.handler = vsb_conn_timeout;
     c->timer.data = c;
 
-    /* the larger bound here; the op's own once its JSON is in */
-    vsb_frame_init(&c->in, VSB_MAX_JSON,
-                   vsb_max_buffered_payload > vsb_cf.max_archive_bytes
-                   ? (uint32_t) vsb_max_buffered_payload
-                   : (uint32_t) vsb_cf.max_archive_bytes);
+    /* any length here: the op's bound applies once its JSON is in */
+    vsb_frame_init(&c->in, VSB_MAX_JSON, VSB_MAX_STREAM_PAYLOAD);
     c->in.split = 1;
 
     c->next = vsb_conns;

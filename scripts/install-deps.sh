@@ -41,6 +41,7 @@ TEST=(
     iproute2 wrk hyperfine procps psmisc util-linux
     nodejs    # the egress tests' node fetch
     git python3-venv python3-pytest    # tooling under the filter: t/0f (and nodejs)
+    tar gzip zstd xz-utils    # archives: the profile's tar and compressors (t/0h)
     qemu-system-x86 debootstrap e2fsprogs    # scripts/test-cgroup-v2-vm.sh
     chromium    # t/50-approval-page.t: the approval page in a headless browser
     mmdebstrap uidmap gpg umoci    # Debian bases (build-debian-base.sh),

@@ -92,6 +92,40 @@ my @cases = (
     [ 'negative limit',
       VetoTest::frame('{"op":"create","tenant":"t","agent":"a","limits":{"pids":-1}}'),
       qr/^(bad_value|bad_type)$/, 0 ],
+    # the background and archive ops: strict schemas too
+    [ 'exec stream not a boolean',
+      VetoTest::frame('{"op":"exec","tenant":"t","agent":"a","id":"sb-000000000000000000000000","argv":["x"],"stream":1}'),
+      'bad_type', 0 ],
+    [ 'exec output_bytes 0',
+      VetoTest::frame('{"op":"exec","tenant":"t","agent":"a","id":"sb-000000000000000000000000","argv":["x"],"output_bytes":0}'),
+      'bad_value', 0 ],
+    [ 'exec_status without exec',
+      VetoTest::frame('{"op":"exec_status","tenant":"t","agent":"a","id":"sb-000000000000000000000000"}'),
+      'missing_field', 0 ],
+    [ 'exec_status exec id with a path',
+      VetoTest::frame('{"op":"exec_status","tenant":"t","agent":"a","id":"sb-000000000000000000000000","exec":"ex-../../../etc/x"}'),
+      'bad_value', 0 ],
+    [ 'exec_kill unknown field',
+      VetoTest::frame('{"op":"exec_kill","tenant":"t","agent":"a","id":"sb-000000000000000000000000","exec":"ex-0000000000000000","signal":9}'),
+      'unknown_field', 0 ],
+    [ 'exec_output negative offset',
+      VetoTest::frame('{"op":"exec_output","tenant":"t","agent":"a","id":"sb-000000000000000000000000","exec":"ex-0000000000000000","stream":"stdout","offset":-1}'),
+      'bad_value', 0 ],
+    [ 'exec_output without stream',
+      VetoTest::frame('{"op":"exec_output","tenant":"t","agent":"a","id":"sb-000000000000000000000000","exec":"ex-0000000000000000"}'),
+      'missing_field', 0 ],
+    [ 'export_archive with a payload',
+      VetoTest::frame('{"op":"export_archive","tenant":"t","agent":"a","id":"sb-000000000000000000000000"}', 'x'),
+      'bad_value', 0 ],
+    [ 'export_archive unknown format',
+      VetoTest::frame('{"op":"export_archive","tenant":"t","agent":"a","id":"sb-000000000000000000000000","format":"zip"}'),
+      'bad_value', 0 ],
+    [ 'extract_archive path outside',
+      VetoTest::frame('{"op":"extract_archive","tenant":"t","agent":"a","id":"sb-000000000000000000000000","path":"/etc"}', 'xyz'),
+      'bad_path', 0 ],
+    [ 'extract_archive unknown field',
+      VetoTest::frame('{"op":"extract_archive","tenant":"t","agent":"a","id":"sb-000000000000000000000000","mode":420}', 'xyz'),
+      'unknown_field', 0 ],
 );
 for my $c (@cases) {
     my ($name, $bytes, $want, $closes) = @$c;
@@ -199,6 +233,16 @@ my $id = $r->{sandbox}{id};
 my ($e) = $h->exec($id, ['true'], timeout_s => $h->cf('max_timeout_s') + 1);
 is($e->{error}, 'over_ceiling', 'exec timeout_s over max: over_ceiling');
 is($e->{limit}, 'timeout_s', 'limit names timeout_s');
+($e) = $h->exec($id, ['true'], output_bytes => $h->cf('max_output_bytes') + 1);
+is($e->{error}, 'over_ceiling', 'exec output_bytes over max: over_ceiling');
+is($e->{limit}, 'output_bytes', 'limit names output_bytes');
+($e) = $h->exec($id, ['true'], output_bytes => $h->cf('max_output_bytes'));
+ok($e->{ok}, 'exec output_bytes at max: accepted');
+($e) = $h->call({ op => 'exec_output', tenant => 't1', agent => 'a1',
+                  id => $id, exec => 'ex-0000000000000000', stream => 'stdout',
+                  max_bytes => $h->cf('max_file_bytes') + 1 });
+is($e->{error}, 'over_ceiling', 'exec_output max_bytes over max_file_bytes');
+is($e->{limit}, 'file_bytes', 'limit names file_bytes');
 is($h->destroy($id)->{state}, 'terminated', 'destroy');
 
 # capacity

@@ -637,7 +637,7 @@ vsb_extract_input(vsb_pending_t *p, const unsigned char *data, size_t len,
         a->size += len;
     }
 
-    if (!a->stdin_closed && a->error[0] == '\0') {
+    if (len > 0 && !a->stdin_closed && a->error[0] == '\0') {
         /* room() allowed this much: the stage is empty, or holds only the
          * first bytes while the format is sniffed */
         if (a->stage_len + len > sizeof(a->stage)) {

@@ -59,10 +59,6 @@ struct vsb_pending_s {
     vsb_pending_t       *next;          /* op_exec.c's list */
 };
 
-/* A streamed request keeps at most this many bytes of event frames queued
- * on its connection (then it stops reading what it streams, and waits). */
-#define VSB_STREAM_WINDOW   (2 * VSB_STREAM_CHUNK)
-
 #define vsb_pending_rid(p)  ((p)->has_request_id ? (p)->request_id : NULL)
 
 vsb_pending_t *vsb_pending_new(vsb_pending_kind_t kind, vsb_conn_t *c,

@@ -7,8 +7,10 @@
  * without dragging helper internals along.
  *
  * Transport: a SOCK_STREAM unix socket.  One request is in flight per
- * connection: the client sends a frame and reads exactly one reply frame
- * before it sends the next.  The helper closes the connection after a
+ * connection: the client sends a frame, then reads frames until the one
+ * reply (a frame with "ok"), then may send the next request.  Before the
+ * reply, a streaming request (below) receives event frames: frames with
+ * "event" and never "ok".  The helper closes the connection after a
  * bad_frame, frame_too_large or not_permitted reply, because framing (or
  * trust) is lost.
  *
@@ -17,9 +19,18 @@
  *     offset  size  field
  *     0       4     magic "VSB1"
  *     4       4     JSON header length, big-endian, 1 .. VSB_MAX_JSON
- *     8       4     payload length, big-endian, 0 .. VSB_MAX_PAYLOAD
+ *     8       4     payload length, big-endian (bounds below)
  *     12      n     JSON header: one UTF-8 JSON object
  *     12+n    m     payload: raw bytes (file content, stdin, output)
+ *
+ * Payload bounds.  A request's payload: at most the config's
+ * max_file_bytes (<= VSB_MAX_PAYLOAD), read whole before the op runs;
+ * except extract_archive's: at most max_archive_bytes (<=
+ * VSB_MAX_STREAM_PAYLOAD), handed to the op as it arrives and never held
+ * whole (a reply that comes before the payload is all sent is still
+ * written at once; the rest of the payload is then read and dropped).  A
+ * reply's payload: at most VSB_MAX_PAYLOAD; an event's: 1 ..
+ * VSB_STREAM_CHUNK.
  *
  * Every request header is an object with "op" and only the fields listed
  * for that op; an unknown field is an error, never ignored.  Every reply
@@ -27,7 +38,28 @@
  *
  *     {"ok": false, "error": "<VSB_E_*>", "detail": "<text>",
  *      "field": "<name>"  (when one field is at fault),
- *      "limit": "<name>"  (with over_ceiling)}
+ *      "limit": "<name>"  (with over_ceiling, file_too_large, busy,
+ *                          no_space, timed_out: the bound that was hit),
+ *      "step": "<name>"   (with termination_failed),
+ *      "stderr": "<text>" (archive ops: what tar said, head and tail,
+ *                          <= 4 KiB, non-printable bytes as '?')}
+ *
+ * Events (streaming requests only, in order, before the reply):
+ *
+ *   {"event": "output", "stream": "stdout"|"stderr", "offset": N}
+ *             payload: the stream's bytes from position N.  Offsets of a
+ *             stream grow; a streamed exec's are contiguous, a followed
+ *             background exec's may jump where bytes were not retained.
+ *   {"event": "data", "offset": N}
+ *             payload: an export's archive bytes from position N,
+ *             contiguous.
+ *
+ * Flow control: the helper queues at most VSB_STREAM_WINDOW bytes of
+ * events per connection, then stops reading what it streams (the
+ * workload, or tar, blocks on its pipe) until the client has read them.
+ * A client that reads nothing for 60 s is disconnected.  A client that
+ * leaves kills its foreground exec (streamed or not) and the tar of its
+ * archive op, with every process of it; a background exec goes on.
  *
  * Ops (fields marked ? are optional):
  *
@@ -56,24 +88,44 @@
  *             of it in progress), unavailable (proxy restarting).
  *   status    {tenant, agent, id}   -> {sandbox: SANDBOX}
  *   list      {tenant, agent?}      -> {sandboxes: [SANDBOX, ...]}
- *   exec      {tenant, agent, id, argv, cwd?, env?, timeout_s?}
+ *   exec      {tenant, agent, id, argv, cwd?, env?, timeout_s?,
+ *              output_bytes?, stream?, background?}
  *             payload: stdin bytes
- *                                   -> {exit_code: int|null,
- *                                       signal: int|null,
- *                                       timed_out, oom_killed: bool,
- *                                       stdout_len, stderr_len: int,
- *                                       stdout_truncated,
- *                                       stderr_truncated: bool,
- *                                       usage: {cpu_ms, wall_ms,
- *                                               peak_memory_bytes,
- *                                               peak_pids},
- *                                       refused_syscalls: [{nr, name|null,
- *                                         errno: "EPERM"|"ENOSYS",
- *                                         count}] (<= 16 entries),
- *                                       refused_syscalls_total,
- *                                       network: "none" | ATTEMPTS}
- *             reply payload: stdout_len bytes of stdout, then
- *             stderr_len bytes of stderr
+ *             output_bytes: kept per stream for this exec, 1 ..
+ *               max_output_bytes (over_ceiling), default the sandbox's.
+ *             plain:      -> RESULT + {stdout_len, stdout_head_len,
+ *                                      stderr_len, stderr_head_len}
+ *                reply payload: stdout_len bytes of stdout (its first
+ *                stdout_head_len bytes are the head, the rest the tail),
+ *                then stderr_len bytes of stderr (the same)
+ *             stream: true: events "output" as the workload writes, then
+ *                         -> RESULT (no payload; nothing is dropped, every
+ *                            byte went as events)
+ *             background: true (not with stream):
+ *                         -> {exec: EXEC} at once; the exec runs on with
+ *                            no client (see exec_status)
+ *   exec_status {tenant, agent, id, exec}
+ *                                   -> {exec: EXEC}
+ *   exec_output {tenant, agent, id, exec, stream: "stdout"|"stderr",
+ *              offset? (0), max_bytes? (1 MiB, <= max_file_bytes),
+ *              follow? (false)}
+ *             -> {exec: EXEC, stream, offset (where the bytes start: >
+ *                 the offset asked when bytes in between were not
+ *                 retained), skipped_bytes, len, next_offset, total
+ *                 (written so far), complete (ended, and nothing more
+ *                 after next_offset)}
+ *                reply payload: len bytes, one contiguous run; ask again
+ *                from next_offset
+ *             follow: true (no max_bytes): events "output" from offset, as
+ *                the exec writes, until it has ended and all is sent,
+ *                then -> {exec: EXEC, stream, next_offset (= its total),
+ *                complete: true}
+ *             an offset past the total: bad_value, field "offset"
+ *   exec_kill {tenant, agent, id, exec}
+ *             running: kills it; the reply comes once every process of it
+ *                is gone -> {exec: EXEC, killed: true,
+ *                            confirmed: {processes: true}}
+ *             ended:     -> {exec: EXEC, killed: false}
  *   write_file {tenant, agent, id, path, mode?}
  *             payload: file content -> {path, size, sha256}
  *             mode: integer 0 .. 0777, default 0644; setuid, setgid and
@@ -81,13 +133,41 @@
  *   read_file {tenant, agent, id, path}
  *                                   -> {path, size, sha256}
  *             reply payload: file content
+ *   extract_archive {tenant, agent, id, path? (the workspace),
+ *              format? ("tar"|"tar.gz"|"tar.zst"|"tar.xz"; default: told
+ *              by the payload's first bytes)}
+ *             payload: the archive, streamed to the profile's tar inside
+ *             the sandbox; path is made (0755, as the workload's user) if
+ *             missing
+ *                                   -> {path, format, size, sha256,
+ *                                       stderr? (tar's warnings)}
+ *             errors: bad_archive (tar refused it or part of it: what
+ *             came before the error stays extracted), no_space (the
+ *             sandbox's disk or inodes ran out: tar is stopped at once;
+ *             limit "disk_mb"), timed_out (limit "timeout_s": the
+ *             sandbox's default exec timeout), file_too_large (limit
+ *             "archive_bytes", answered from the frame's header, then the
+ *             connection is closed), exec_failed (no tar in the profile,
+ *             out of memory), not_a_directory, bad_path, busy (limit
+ *             "execs": tar is one more exec)
+ *   export_archive {tenant, agent, id, path? (the workspace),
+ *              format? ("tar" by default)}
+ *             events "data": the archive of path's contents (members
+ *             "./...", owner 0/0, sparse files kept sparse), then
+ *                                   -> {path, format, size, sha256,
+ *                                       stderr?}
+ *             Errors before the first event: not_found, not_a_directory,
+ *             bad_path, busy.  After it (the client must drop what came):
+ *             file_too_large (limit "archive_bytes"), io_error (tar could
+ *             not read something: see stderr), no_space, timed_out.
  *   destroy   {tenant, agent, id}   -> {id, state: "terminated",
  *                                       confirmed: {processes, cgroups,
  *                                       network, mounts, files: true}}
  *             or error termination_failed with "step" naming what could
  *             not be confirmed.  The reply comes once everything is
  *             confirmed gone; the helper serves other requests meanwhile
- *             (the sandbox's state is then "destroying").
+ *             (the sandbox's state is then "destroying").  Running execs
+ *             of every kind are killed, background ones forgotten.
  *   profiles  {}                     -> {profiles: [PROFILE, ...]}
  *             every configured profile (at most 16; which of them a
  *             caller may use is the gateway's policy).  The reply fits
@@ -139,6 +219,39 @@
  *              default: bool (the profile a create without "profile"
  *              gets), available: bool (its image is in the store, its
  *              directory exists)}
+ *   RESULT  = {exit_code: int|null, signal: int|null,
+ *              timed_out, oom_killed: bool,
+ *              stdout_bytes, stderr_bytes (written by the workload),
+ *              stdout_dropped_bytes, stderr_dropped_bytes (left out
+ *                between head and tail: *_bytes - *_len),
+ *              stdout_truncated, stderr_truncated (dropped > 0),
+ *              usage: {cpu_ms, wall_ms, peak_memory_bytes, peak_pids},
+ *              refused_syscalls: [{nr, name|null,
+ *                errno: "EPERM"|"ENOSYS", count}] (<= 16 entries),
+ *              refused_syscalls_total,
+ *              network: "none" | ATTEMPTS}
+ *             Head and tail: each stream keeps its first
+ *             ceil(output_bytes / 2) and its last floor(output_bytes / 2)
+ *             bytes; when something was left out, the head ends after
+ *             its last newline and the tail starts after its first when
+ *             that costs at most half of either (a long line is kept as
+ *             it is).
+ *   EXEC    = {id: "ex-" + 16 hex, state: "running"|"exited"|"timed_out"|
+ *              "killed"|"failed", started_at, ended_at|null,
+ *              output_bytes (retained per stream), stdout_bytes,
+ *              stderr_bytes, stdout_dropped_bytes, stderr_dropped_bytes
+ *              (so far), result: null while running, then RESULT (without
+ *              *_len) + {killed: bool, error?, detail? (failed)}}
+ *             A background exec's output is retained head and tail as
+ *             above, without line cuts, in files of the sandbox's own
+ *             disk (counted against disk_mb; when it is full, retention
+ *             stops and the rest counts as dropped).  At most
+ *             max_background_execs run per sandbox (busy, limit
+ *             "background_execs"), each also one of
+ *             max_execs_per_sandbox; as many ended ones are kept, the
+ *             oldest forgotten (files and all) when a newer one ends;
+ *             all go with the sandbox.  Its deadline is timeout_s as for
+ *             any exec.
  *   EPOCH   = VSB_EPOCH_LEN lowercase hex digits, random, made when the
  *             helper starts.  A SANDBOX carries the epoch of the helper
  *             run that created it.  Sandboxes never outlive their helper
@@ -148,10 +261,16 @@
  *
  * tenant, agent: 1 .. VSB_MAX_ID_LEN bytes of printable ASCII (0x21-0x7e).
  * id: "sb-" followed by 24 lowercase hex digits.
- * path: workspace-relative, see vsb_path_check() in the helper; at most
- * VSB_MAX_PATH bytes, components at most 255 bytes, no "..", no ".",
- * no empty component, no leading "/", no NUL.
- * cwd: absolute path inside the sandbox, default "/workspace".
+ * exec: "ex-" followed by 16 lowercase hex digits.
+ * path: relative to the workspace ("src/a.c") or absolute under it
+ * ("/workspace/src/a.c"); replies name it in the relative form.  At most
+ * VSB_MAX_PATH bytes, components at most 255 bytes, no "..", no ".", no
+ * empty component, no control character, no NUL (bad_path, field
+ * "path").  Archive ops also take "/workspace", "/workspace/" or "." for
+ * the workspace itself (r->path "").
+ * cwd: absolute inside the sandbox (as it is), or relative to
+ * /workspace under the path rules (bad_path, field "cwd"); default
+ * "/workspace".
  * env: object of string values; names match [A-Za-z_][A-Za-z0-9_]*.
  * Every sandbox belongs to the (tenant, agent) that created it; any op
  * naming it with another owner answers not_found, exactly as an unknown
@@ -181,6 +300,9 @@
 #define VSB_MAX_STREAM_PAYLOAD    0xffffffffu
 /* an event frame's payload, at most */
 #define VSB_STREAM_CHUNK          65536
+/* event bytes queued per connection before the helper waits for the
+ * client to read them */
+#define VSB_STREAM_WINDOW         (2 * VSB_STREAM_CHUNK)
 
 #define VSB_MAX_ID_LEN            128
 #define VSB_SANDBOX_ID_LEN        27          /* "sb-" + 24 hex */

@@ -62,6 +62,7 @@ static const char *const  vsb_archive_export_opts[] = {
 
 typedef struct {
     vsb_pending_t                p;         /* first: c->op points here */
+    char                         sb_id[VSB_SANDBOX_ID_LEN + 1];
     int                          export;
     const vsb_archive_format_t  *fmt;       /* NULL: not sniffed yet */
     char                         path[VSB_MAX_PATH + 1];
@@ -88,9 +89,15 @@ typedef struct {
     unsigned                     stdin_closed:1;
     unsigned                     no_space:1;
     unsigned                     too_large:1;
+    unsigned                     ending:1;  /* the sandbox: p.sb may be
+                                               gone, never touched */
 } vsb_archive_t;
 
 static const vsb_pending_hooks_t  vsb_archive_hooks;
+
+/* live archive ops: an upload may outlive its tar (and its sandbox), the
+ * rest of the payload still arriving */
+static vsb_pending_t  *vsb_archives;
 
 
 /* ---- shared -------------------------------------------------------- */
@@ -134,6 +141,15 @@ vsb_archive_sniff(const unsigned char *p, size_t len)
 static void
 vsb_archive_free(vsb_archive_t *a)
 {
+    vsb_pending_t  **pp;
+
+    for (pp = &vsb_archives; *pp != NULL; pp = &(*pp)->next) {
+        if (*pp == &a->p) {
+            *pp = a->p.next;
+            break;
+        }
+    }
+
     json_decref(a->argv);
     EVP_MD_CTX_free(a->sha);
     vsb_outcap_free(&a->errcap);
@@ -259,12 +275,12 @@ vsb_archive_reply(vsb_archive_t *a)
 
     ok = 0;
 
-    if (a->error[0] != '\0') {
-        vsb_error_set(&e, VSB_E_EXEC_FAILED, NULL, "%s", a->error);
+    if (a->ending) {
+        vsb_error_set(&e, VSB_E_BUSY, "id", "sandbox %s is being destroyed",
+                      a->sb_id);
 
-    } else if (vsb_entry(a->p.sb)->state != VSB_SB_READY) {
-        vsb_error_set(&e, VSB_E_BUSY, "id", "sandbox %s is %s", a->p.sb->id,
-                      vsb_state_name(a->p.sb));
+    } else if (a->error[0] != '\0') {
+        vsb_error_set(&e, VSB_E_EXEC_FAILED, NULL, "%s", a->error);
 
     } else if (a->too_large) {
         vsb_error_set(&e, VSB_E_FILE_TOO_LARGE, "path", "the archive of "
@@ -338,7 +354,7 @@ vsb_archive_reply(vsb_archive_t *a)
     }
 
     vsb_log(VSB_LOG_INFO, "sandbox %s: %s \"%s\" (%s, %llu bytes): %s%s%s",
-            a->p.sb->id, a->export ? "export" : "extract", a->path,
+            a->sb_id, a->export ? "export" : "extract", a->path,
             a->fmt ? a->fmt->name : "?", (unsigned long long) a->size,
             ok ? "ok" : e.error, ok ? "" : ": ", ok ? "" : e.detail);
 
@@ -393,7 +409,7 @@ vsb_archive_detach(vsb_pending_t *p)
 
     if (a->p.ex != NULL) {
         vsb_log(VSB_LOG_INFO, "sandbox %s: client gone, stopping the %s's "
-                "tar", a->p.sb->id, a->export ? "export" : "extraction");
+                "tar", a->sb_id, a->export ? "export" : "extraction");
         vsb_exec_cancel(a->p.ex);
         return;                 /* freed when its end is confirmed */
     }
@@ -507,6 +523,9 @@ vsb_archive_new(vsb_conn_t *c, const vsb_request_t *r, int export,
     a->p.conn = c;
     a->p.sb = sb;
     a->p.hooks = &vsb_archive_hooks;
+    a->p.next = vsb_archives;
+    vsb_archives = &a->p;
+    snprintf(a->sb_id, sizeof(a->sb_id), "%s", sb->id);
     if (r->request_id != NULL) {
         snprintf(a->p.request_id, sizeof(a->p.request_id), "%s",
                  r->request_id);
@@ -651,7 +670,7 @@ vsb_extract_input(vsb_pending_t *p, const unsigned char *data, size_t len,
         a->input_done = 1;
     }
 
-    if (!a->started && a->error[0] == '\0') {
+    if (!a->started && a->error[0] == '\0' && !a->ending) {
         if (a->fmt == NULL) {
             if (a->stage_len < VSB_ARCHIVE_SNIFF && !last) {
                 return;
@@ -664,11 +683,11 @@ vsb_extract_input(vsb_pending_t *p, const unsigned char *data, size_t len,
             != 0)
         {
             vsb_log(VSB_LOG_INFO, "sandbox %s: extraction could not start: "
-                    "%s", a->p.sb->id, a->error);
+                    "%s", a->sb_id, a->error);
         }
     }
 
-    if (a->error[0] != '\0' && !a->started) {
+    if ((a->error[0] != '\0' || a->ending) && !a->started) {
         a->stdin_closed = 1;
         a->stage_len = 0;
     }
@@ -835,7 +854,7 @@ vsb_op_export_archive(vsb_conn_t *c, json_t *root, const vsb_request_t *r,
                           NULL) != 0)
     {
         vsb_log(VSB_LOG_INFO, "sandbox %s: export could not start: %s",
-                a->p.sb->id, a->error);
+                a->sb_id, a->error);
     }
 
     vsb_archive_check(a);
@@ -849,3 +868,18 @@ const vsb_op_t  vsb_export_archive_op = {
     .parse = vsb_req_export_archive,
     .handler = vsb_op_export_archive,
 };
+
+
+/* A destroy has begun: the archive ops of sb answer busy from now on and
+ * never touch it again (their tar is killed with the sandbox's execs). */
+void
+vsb_archive_sandbox_ending(vsb_sandbox_t *sb)
+{
+    vsb_pending_t  *p;
+
+    for (p = vsb_archives; p != NULL; p = p->next) {
+        if (p->sb == sb) {
+            ((vsb_archive_t *) p)->ending = 1;
+        }
+    }
+}

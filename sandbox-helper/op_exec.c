@@ -454,6 +454,7 @@ vsb_op_exec_cancel_all(vsb_sandbox_t *sb)
     }
 
     vsb_bg_sandbox_ending(sb);
+    vsb_archive_sandbox_ending(sb);
     vsb_exec_cancel_all(sb);
 }
 

@@ -2,8 +2,8 @@
  * Listener and connections.  Only peers on the allowlist are served; a
  * request is read completely before it is handled (or, for an op that
  * streams its payload, handed over as it arrives), the next one only
- * after the reply is written, and every wait on the client has a
- * deadline.
+ * after the reply is written (conn_out.c), and every wait on the client
+ * has a deadline.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -18,7 +18,7 @@
 #include <unistd.h>
 
 #include "vsb_log.h"
-#include "vsb_server.h"
+#include "vsb_server_int.h"
 
 #define VSB_READ_CHUNK      65536
 #define VSB_READS_PER_EVENT 16        /* fairness: 1 MiB, then yield */
@@ -32,11 +32,9 @@ static unsigned long   vsb_conn_seq;
 static size_t          vsb_buffered;       /* held_in + held_out, all */
 static size_t          vsb_buffered_max;
 static size_t          vsb_max_buffered_payload;   /* max_file_bytes */
-static vsb_server_hooks_t  vsb_hooks;
+vsb_server_hooks_t  vsb_server_hooks;
 
 static int vsb_conn_read(vsb_conn_t *c);
-static int vsb_conn_write(vsb_conn_t *c);
-static void vsb_conn_update(vsb_conn_t *c);
 
 
 int
@@ -48,6 +46,20 @@ vsb_server_can_buffer(size_t n)
 }
 
 
+void
+vsb_server_buffer(size_t n)
+{
+    vsb_buffered += n;
+}
+
+
+void
+vsb_server_unbuffer(size_t n)
+{
+    vsb_buffered -= n;
+}
+
+
 static void
 vsb_conn_release_in(vsb_conn_t *c)
 {
@@ -56,44 +68,7 @@ vsb_conn_release_in(vsb_conn_t *c)
 }
 
 
-static void
-vsb_conn_release_out(vsb_conn_t *c)
-{
-    vsb_buffered -= c->held_out;
-    c->held_out = 0;
-}
-
-
-json_t *
-vsb_error_json(const char *request_id, const vsb_error_t *e)
-{
-    json_t  *r;
-
-    r = json_pack("{s:b, s:s, s:s}", "ok", 0,
-                  "error", e->error ? e->error : VSB_E_INTERNAL,
-                  "detail", e->detail);
-    if (r == NULL) {
-        return NULL;
-    }
-
-    if (e->field != NULL) {
-        json_object_set_new(r, "field", json_string(e->field));
-    }
-    if (e->limit != NULL) {
-        json_object_set_new(r, "limit", json_string(e->limit));
-    }
-    if (e->step != NULL) {
-        json_object_set_new(r, "step", json_string(e->step));
-    }
-    if (request_id != NULL) {
-        json_object_set_new(r, "request_id", json_string(request_id));
-    }
-
-    return r;
-}
-
-
-static void
+void
 vsb_conn_close(vsb_conn_t *c)
 {
     void       *op;
@@ -109,7 +84,7 @@ vsb_conn_close(vsb_conn_t *c)
     op = c->op;
     c->op = NULL;
     if (op != NULL) {
-        vsb_hooks.detach(op);
+        vsb_server_hooks.detach(op);
     }
 
     vsb_frame_reset(&c->in);
@@ -158,7 +133,7 @@ vsb_conn_timeout(vsb_timer_t *t)
 
 
 /* The next request: 60 s to send all of its frame. */
-static int
+int
 vsb_conn_start_reading(vsb_conn_t *c)
 {
     c->state = VSB_CONN_READING;
@@ -171,313 +146,6 @@ vsb_conn_start_reading(vsb_conn_t *c)
     if (vsb_loop_mod(&c->ev, EPOLLIN) != 0) {
         vsb_conn_close(c);
         return -1;
-    }
-
-    return 0;
-}
-
-
-/*
- * Which events to wait for, and whether we wait on the client (then a
- * stall of VSB_CONN_TIMEOUT_MS ends the connection): reading a streamed
- * payload, or writing what is queued.  An op that has the client wait
- * (an exec running) has no deadline here.
- */
-static void
-vsb_conn_update(vsb_conn_t *c)
-{
-    uint32_t  events = 0;
-    int       waiting = 0;
-
-    if (c->state == VSB_CONN_READING) {
-        return;                 /* its own deadline, set once */
-    }
-
-    if (c->close_after && c->out == NULL) {
-        return;                 /* aborted: closed by its timer */
-    }
-
-    if (c->state == VSB_CONN_STREAMING && !c->in_paused) {
-        events |= EPOLLIN;
-        waiting = 1;
-    }
-
-    if (c->out != NULL) {
-        events |= EPOLLOUT;
-        waiting = 1;
-    }
-
-    if (!waiting) {
-        vsb_timer_del(&c->timer);
-    } else if (!c->timer.armed) {
-        vsb_timer_add(&c->timer, VSB_CONN_TIMEOUT_MS);
-    }
-
-    /* only hangups matter otherwise (reported whatever the mask) */
-    if (vsb_loop_mod(&c->ev, events) != 0) {
-        c->close_after = 1;
-    }
-}
-
-
-/* Nothing sensible can be sent (out of memory): close from the loop, never
- * from inside a handler's call chain. */
-static void
-vsb_conn_abort(vsb_conn_t *c)
-{
-    c->close_after = 1;
-    vsb_timer_add(&c->timer, 0);
-}
-
-
-/* Builds a frame and appends it to c's queue; counted in the budget. */
-static int
-vsb_conn_queue(vsb_conn_t *c, const char *json, size_t len,
-    unsigned char *payload, size_t payload_len, int reply)
-{
-    vsb_out_t  *o;
-
-    o = calloc(1, sizeof(*o));
-    if (o == NULL) {
-        return -1;
-    }
-
-    o->head = vsb_frame_encode_head(json, len, payload_len, &o->head_len);
-    if (o->head == NULL) {
-        free(o);
-        return -1;
-    }
-
-    o->payload = payload;
-    o->payload_len = payload ? payload_len : 0;
-    o->reply = reply;
-
-    if (c->out_last != NULL) {
-        c->out_last->next = o;
-    } else {
-        c->out = o;
-    }
-    c->out_last = o;
-
-    /* counted, not refused: ops check vsb_server_can_buffer() first and
-     * bound what they stream */
-    c->out_queued += o->head_len + o->payload_len;
-    c->held_out += o->head_len + o->payload_len;
-    vsb_buffered += o->head_len + o->payload_len;
-    return 0;
-}
-
-
-void
-vsb_conn_reply(vsb_conn_t *c, json_t *reply, unsigned char *payload,
-    size_t payload_len)
-{
-    vsb_error_t   e;
-    char         *s = NULL;
-    size_t        len = 0;
-
-    if (reply != NULL) {
-        s = json_dumps(reply, JSON_COMPACT);
-        json_decref(reply);
-    }
-
-    if (s != NULL) {
-        len = strlen(s);
-        if (len > VSB_MAX_JSON) {
-            free(s);
-            s = NULL;
-        }
-    }
-
-    if (s == NULL) {
-        /* Out of memory or an oversize reply: say so, small. */
-        free(payload);
-        payload = NULL;
-        payload_len = 0;
-        memset(&e, 0, sizeof(e));
-        vsb_error_set(&e, VSB_E_INTERNAL, NULL,
-                      "reply could not be encoded or exceeds %d bytes",
-                      VSB_MAX_JSON);
-        reply = vsb_error_json(NULL, &e);
-        s = reply ? json_dumps(reply, JSON_COMPACT) : NULL;
-        json_decref(reply);
-        if (s == NULL) {
-            c->close_after = 1;
-            s = strdup("{\"ok\":false,\"error\":\"internal\","
-                       "\"detail\":\"out of memory\"}");
-        }
-        len = s ? strlen(s) : 0;
-    }
-
-    c->replied = 1;
-
-    if (s == NULL || vsb_conn_queue(c, s, len, payload, payload_len, 1) != 0)
-    {
-        vsb_log(VSB_LOG_ERR, "connection %lu: cannot queue a reply", c->n);
-        free(payload);
-        free(s);
-        vsb_conn_abort(c);
-        return;
-    }
-
-    free(s);
-
-    if (c->state != VSB_CONN_STREAMING) {
-        c->state = VSB_CONN_WRITING;
-    }
-
-    /* Written from the loop, never from inside a handler's call chain. */
-    vsb_conn_update(c);
-}
-
-
-void
-vsb_conn_event(vsb_conn_t *c, json_t *event, unsigned char *payload,
-    size_t payload_len)
-{
-    char  *s;
-
-    s = json_dumps(event, JSON_COMPACT);
-    json_decref(event);
-
-    if (c->replied || s == NULL || strlen(s) > VSB_MAX_JSON
-        || vsb_conn_queue(c, s, strlen(s), payload, payload_len, 0) != 0)
-    {
-        /* a lost event would corrupt the stream: end the connection */
-        vsb_log(VSB_LOG_ERR, "connection %lu: cannot queue an event frame",
-                c->n);
-        free(payload);
-        free(s);
-        vsb_conn_abort(c);
-        return;
-    }
-
-    free(s);
-    vsb_conn_update(c);
-}
-
-
-size_t
-vsb_conn_queued(const vsb_conn_t *c)
-{
-    return c->out_queued;
-}
-
-
-void
-vsb_conn_resume_input(vsb_conn_t *c)
-{
-    if (c->state == VSB_CONN_STREAMING && c->in_paused) {
-        c->in_paused = 0;
-        vsb_conn_update(c);
-    }
-}
-
-
-void
-vsb_conn_reply_error(vsb_conn_t *c, const char *request_id,
-    const vsb_error_t *e)
-{
-    vsb_conn_reply(c, vsb_error_json(request_id, e), NULL, 0);
-}
-
-
-/* The reply and everything before it is written: the request is over. */
-static int
-vsb_conn_request_done(vsb_conn_t *c)
-{
-    if (c->close_after) {
-        vsb_conn_close(c);
-        return -1;
-    }
-
-    if (c->state == VSB_CONN_STREAMING) {
-        vsb_conn_update(c);     /* the rest of its payload is discarded */
-        return 0;
-    }
-
-    return vsb_conn_start_reading(c);
-}
-
-
-/* -1 if c was closed. */
-static int
-vsb_conn_write(vsb_conn_t *c)
-{
-    struct iovec  iov[2];
-    size_t        total;
-    ssize_t       n;
-    int           cnt, reply;
-    vsb_out_t    *o;
-
-    while ((o = c->out) != NULL) {
-        total = o->head_len + o->payload_len;
-
-        cnt = 0;
-        if (c->out_sent < o->head_len) {
-            iov[cnt].iov_base = o->head + c->out_sent;
-            iov[cnt].iov_len = o->head_len - c->out_sent;
-            cnt++;
-            if (o->payload_len > 0) {
-                iov[cnt].iov_base = o->payload;
-                iov[cnt].iov_len = o->payload_len;
-                cnt++;
-            }
-        } else {
-            iov[0].iov_base = o->payload + (c->out_sent - o->head_len);
-            iov[0].iov_len = total - c->out_sent;
-            cnt = 1;
-        }
-
-        n = writev(c->ev.fd, iov, cnt);
-        if (n == -1) {
-            if (errno == EINTR) {
-                continue;
-            }
-            if (errno == EAGAIN || errno == EWOULDBLOCK) {
-                /* Progress was made or not: the deadline is per stall. */
-                return 0;
-            }
-            vsb_log_errno(VSB_LOG_INFO, "connection %lu: writev()", c->n);
-            vsb_conn_close(c);
-            return -1;
-        }
-
-        c->out_sent += (size_t) n;
-        vsb_timer_add(&c->timer, VSB_CONN_TIMEOUT_MS);
-
-        if (c->out_sent < total) {
-            continue;
-        }
-
-        c->out = o->next;
-        if (c->out == NULL) {
-            c->out_last = NULL;
-        }
-        c->out_sent = 0;
-        c->out_queued -= total;
-        c->held_out -= total;
-        vsb_buffered -= total;
-        reply = o->reply;
-        free(o->head);
-        free(o->payload);
-        free(o);
-
-        if (reply) {
-            return vsb_conn_request_done(c);
-        }
-    }
-
-    if (c->close_after) {
-        vsb_conn_close(c);
-        return -1;
-    }
-
-    /* events written, the request goes on */
-    vsb_conn_update(c);
-
-    if (c->op != NULL) {
-        vsb_hooks.drained(c->op);
     }
 
     return 0;
@@ -540,13 +208,13 @@ vsb_conn_json_done(vsb_conn_t *c)
 {
     vsb_error_t  e;
 
-    if (vsb_hooks.streams(vsb_frame_json(&c->in), c->in.json_len)) {
+    if (vsb_server_hooks.streams(vsb_frame_json(&c->in), c->in.json_len)) {
         c->state = VSB_CONN_STREAMING;
         c->in_left = c->in.payload_len;
         c->in_paused = 0;
         vsb_timer_del(&c->timer);       /* per stall from now on */
 
-        vsb_hooks.dispatch(c, vsb_frame_json(&c->in), c->in.json_len, NULL,
+        vsb_server_hooks.dispatch(c, vsb_frame_json(&c->in), c->in.json_len, NULL,
                            c->in.payload_len);
 
         vsb_frame_reset(&c->in);
@@ -584,7 +252,7 @@ vsb_conn_read_stream(vsb_conn_t *c)
         want = c->in_left < sizeof(buf) ? (size_t) c->in_left : sizeof(buf);
 
         if (c->op != NULL) {
-            room = vsb_hooks.room(c->op);
+            room = vsb_server_hooks.room(c->op);
             if (room == 0) {
                 c->in_paused = 1;
                 vsb_conn_update(c);
@@ -620,7 +288,7 @@ vsb_conn_read_stream(vsb_conn_t *c)
         vsb_timer_add(&c->timer, VSB_CONN_TIMEOUT_MS);
 
         if (c->op != NULL) {
-            vsb_hooks.input(c->op, buf, (size_t) n, c->in_left == 0);
+            vsb_server_hooks.input(c->op, buf, (size_t) n, c->in_left == 0);
         }
     }
 
@@ -722,7 +390,7 @@ vsb_conn_read(vsb_conn_t *c)
                 return -1;
             }
 
-            vsb_hooks.dispatch(c, vsb_frame_json(&c->in), c->in.json_len,
+            vsb_server_hooks.dispatch(c, vsb_frame_json(&c->in), c->in.json_len,
                                vsb_frame_payload(&c->in), c->in.payload_len);
 
             /* The request's bytes are no longer needed (the connection
@@ -974,7 +642,7 @@ vsb_server_init(const vsb_config_t *cf, const vsb_server_hooks_t *hooks,
         * (vsb_max_buffered_payload + VSB_MAX_JSON + 1
            + VSB_FRAME_HEADER_LEN);
 
-    vsb_hooks = *hooks;
+    vsb_server_hooks = *hooks;
     vsb_listen_ev.fd = fd;
     vsb_listen_ev.handler = vsb_listen_handler;
     vsb_listen_ev.data = NULL;

@@ -95,5 +95,7 @@ void vsb_bg_start(vsb_conn_t *c, json_t *root, const vsb_request_t *r,
  * (a destroy has begun: running ones end with their exec). */
 unsigned vsb_bg_running(const vsb_sandbox_t *sb);
 void vsb_bg_sandbox_ending(vsb_sandbox_t *sb);
+/* op_archive.c: the archive ops of sb stop touching it (a destroy). */
+void vsb_archive_sandbox_ending(vsb_sandbox_t *sb);
 
 #endif

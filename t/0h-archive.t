@@ -395,6 +395,26 @@ $id = $h->create_ok;
 }
 ok($h->destroy($id)->{ok}, 'destroy');
 
+# the sandbox ends while an upload is still arriving (its tar killed, the
+# upload's op outlives the sandbox and must not touch it)
+for my $sent (3, 4096) {
+    $id = $h->create_ok;
+    my $s = $h->connect;
+    my $hdr = $h->json->encode({ op => 'extract_archive', tenant => 't1',
+                                 agent => 'a1', id => $id, path => 'late' });
+    my $body = slurp("$tmp/src.tar");
+    VetoTest::write_all($s, pack('a4NN', 'VSB1', length $hdr, length $body)
+                        . $hdr . substr($body, 0, $sent));
+    sleep 0.3;
+    ok($h->destroy($id)->{ok}, "destroyed with $sent bytes of an upload in");
+    VetoTest::write_all($s, substr($body, $sent));
+    ($r) = VetoTest::recv_frame($s, 30);
+    is($r->{error}, 'busy', '... the upload then answers busy');
+    like($r->{detail}, qr/being destroyed/, '... saying why');
+    close $s;
+}
+ok($h->ping->{ok}, 'helper still serving');
+
 $h->leaks_ok('after archives');
 is($h->stop, 0, 'helper exits cleanly');
 done_testing;

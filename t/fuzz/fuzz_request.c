@@ -158,7 +158,8 @@ check_accepted(const vsb_request_t *r, size_t plen)
 
     if (r->op == NULL || (plen > 0 && !r->op->payload)
         || (plen > 0 && r->op != &vsb_exec_op
-            && r->op != &vsb_write_file_op))
+            && r->op != &vsb_write_file_op
+            && r->op != &vsb_extract_archive_op))
     {
         abort();
     }
@@ -215,7 +216,9 @@ check_accepted(const vsb_request_t *r, size_t plen)
             || r->cwd[0] != '/' || strlen(r->cwd) > VSB_MAX_PATH
             || !json_is_array(r->argv) || json_array_size(r->argv) == 0
             || json_array_size(r->argv) > VSB_MAX_ARGV
-            || json_string_length(json_array_get(r->argv, 0)) == 0)
+            || json_string_length(json_array_get(r->argv, 0)) == 0
+            || r->output_bytes > cf->max.output_bytes
+            || (r->stream && r->background))
         {
             abort();
         }
@@ -236,6 +239,40 @@ check_accepted(const vsb_request_t *r, size_t plen)
             || strcmp(r->path, "..") == 0 || strncmp(r->path, "../", 3) == 0
             || strstr(r->path, "/../") != NULL || r->mode > 0777
             || (r->op == &vsb_read_file_op && r->mode != 0644))
+        {
+            abort();
+        }
+
+    } else if (r->op == &vsb_extract_archive_op
+               || r->op == &vsb_export_archive_op)
+    {
+        /* the workspace itself is "" */
+        if (!owner_ok(r->agent) || !vsb_req_id_ok(r->id)
+            || r->path == NULL || r->path[0] == '/'
+            || strlen(r->path) > VSB_MAX_PATH
+            || strcmp(r->path, "..") == 0 || strncmp(r->path, "../", 3) == 0
+            || strstr(r->path, "/../") != NULL
+            || (r->format != NULL && strcmp(r->format, "tar") != 0
+                && strcmp(r->format, "tar.gz") != 0
+                && strcmp(r->format, "tar.zst") != 0
+                && strcmp(r->format, "tar.xz") != 0))
+        {
+            abort();
+        }
+
+    } else if (r->op == &vsb_exec_status_op || r->op == &vsb_exec_kill_op
+               || r->op == &vsb_exec_output_op)
+    {
+        if (!owner_ok(r->agent) || !vsb_req_id_ok(r->id)
+            || r->exec_id == NULL || strlen(r->exec_id) != VSB_EXEC_ID_LEN
+            || strncmp(r->exec_id, "ex-", 3) != 0)
+        {
+            abort();
+        }
+        if (r->op == &vsb_exec_output_op
+            && ((r->out_stream != 1 && r->out_stream != 2)
+                || r->max_bytes > cf->max_file_bytes
+                || (r->follow && r->max_bytes != 0)))
         {
             abort();
         }

@@ -297,7 +297,7 @@
 #define VSB_MAX_PAYLOAD           (64 * 1024 * 1024)
 /* the payload of an op that streams it (extract_archive): never held
  * whole, bounded by the config's max_archive_bytes */
-#define VSB_MAX_STREAM_PAYLOAD    0xffffffffu
+#define VSB_MAX_STREAM_PAYLOAD    4294967295U
 /* an event frame's payload, at most */
 #define VSB_STREAM_CHUNK          65536
 /* event bytes queued per connection before the helper waits for the

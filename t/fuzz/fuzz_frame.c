@@ -6,13 +6,16 @@
  * the limits (0: small ones, so the oversize paths are cheap to reach;
  * 1: the server's, VSB_MAX_JSON and the default 16 MiB payload), bit 1
  * picks how a finished frame is released (reset, or steal and free as
- * the helperctl does).  Frames are parsed back to back until the input
- * ends or the parser reports an error.
+ * the helperctl does), bit 2 the server's split mode (the parser stops
+ * once the JSON is in, then goes on with the payload).  Frames are parsed
+ * back to back until the input ends or the parser reports an error.
  *
  * Checked on every call: progress and consumption, memory that grows with
  * the bytes received rather than with the lengths announced, a finished
  * frame holding exactly the bytes sent, and the encoder giving back the
- * same 12-byte prefix (and refusing the lengths the parser refuses).
+ * same 12-byte prefix (and refusing the lengths the parser refuses); in
+ * split mode, a stop exactly at the JSON's end, once per frame with a
+ * payload, never a byte of the payload consumed before it.
  *
  * FUZZ-COVERS: sandbox-helper/frame.c
  */
@@ -108,7 +111,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     size_t              chunk, n, used, frame_len;
     const uint8_t      *frame;
     unsigned char      *stolen;
-    int                 steal;
+    int                 steal, json_stops;
 
     if (size < 2) {
         return 0;
@@ -116,12 +119,14 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
     chunk = (size_t) data[0] + 1;
     steal = data[1] & 2;
+    json_stops = 0;
 
     if (data[1] & 1) {
         vsb_frame_init(&p, VSB_MAX_JSON, SERVER_PAYLOAD);
     } else {
         vsb_frame_init(&p, SMALL_JSON, SMALL_PAYLOAD);
     }
+    p.split = (data[1] & 4) != 0;
 
     data += 2;
     size -= 2;
@@ -158,8 +163,29 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             break;
         }
 
+        if (rc == VSB_FRAME_JSON) {
+            /* the JSON whole and NUL-terminated, nothing of the payload */
+            if (!p.split || json_stops++ != 0 || p.payload_len == 0
+                || p.body_len != p.json_len
+                || frame_len != VSB_FRAME_HEADER_LEN + (size_t) p.json_len
+                || vsb_frame_json(&p)[p.json_len] != '\0'
+                || memcmp(vsb_frame_json(&p), frame + VSB_FRAME_HEADER_LEN,
+                          p.json_len) != 0
+                || vsb_frame_need(&p) != p.payload_len)
+            {
+                abort();
+            }
+            continue;
+        }
+
         if (rc == VSB_FRAME_DONE) {
             check_frame(&p, frame, frame_len);
+
+            /* split: a frame with a payload stopped at its JSON first */
+            if (p.split && (json_stops == 1) != (p.payload_len > 0)) {
+                abort();
+            }
+            json_stops = 0;
 
             /* Done is sticky until reset: nothing more is consumed. */
             if (vsb_frame_feed(&p, data, size, &used) != VSB_FRAME_DONE

@@ -16,6 +16,8 @@
  * FUZZ-COVERS: sandbox-helper/op_sandbox.c:vsb_req_.*
  * FUZZ-COVERS: sandbox-helper/op_exec.c:vsb_req_.*
  * FUZZ-COVERS: sandbox-helper/op_files.c:vsb_req_.*
+ * FUZZ-COVERS: sandbox-helper/op_background.c:vsb_req_.*
+ * FUZZ-COVERS: sandbox-helper/op_archive.c:vsb_req_.*
  * FUZZ-COVERS: sandbox-helper/destroy.c:vsb_req_.*
  * FUZZ-COVERS: sandbox-helper/op_network.c:vsb_req_.*
  * FUZZ-COVERS: sandbox-helper/egress.c:vsb_egress_req_.*

@@ -89,6 +89,8 @@ MAX_PROFILES = need('VSB_MAX_PROFILES')
 MAX_NET_ENTRY = need('VSB_MAX_NETWORK_ENTRY')
 MAX_NET_BYTES = need('VSB_MAX_NETWORK_BYTES')
 MAX_RANGES = need('VSB_EGRESS_MAX_RANGES')
+EXEC_ID_LEN = need('VSB_EXEC_ID_LEN')
+MAX_STREAM = need('VSB_MAX_STREAM_PAYLOAD')
 
 
 def schema_fields():
@@ -170,6 +172,8 @@ ABS = {'max_memory_mb': need('VSB_ABS_MEMORY_MB'),
        'max_sandboxes': need('VSB_ABS_SANDBOXES'),
        'max_file_bytes': need('VSB_ABS_FILE_BYTES'),
        'max_execs_per_sandbox': 1024,
+       'max_archive_bytes': MAX_STREAM,
+       'max_background_execs': need('VSB_ABS_BACKGROUND'),
        'egress_max_entries': need('VSB_ABS_EGRESS_ENTRIES'),
        'egress_max_connections': need('VSB_ABS_EGRESS_CONNS'),
        'egress_max_bytes_out': need('VSB_ABS_EGRESS_BYTES'),
@@ -183,6 +187,8 @@ for _k in ('memory_mb', 'pids', 'cpu_percent', 'disk_mb', 'timeout_s',
 
 SB = 'sb-0123456789abcdef01234567'
 assert len(SB) == ID_LEN
+EX = 'ex-0123456789abcdef'
+assert len(EX) == EXEC_ID_LEN
 OWN = {'tenant': 't1', 'agent': 'a1'}
 
 
@@ -502,6 +508,104 @@ def request_seeds():
     req('exec-no-agent', {'op': 'exec', 'tenant': 't1', 'id': SB,
                           'argv': ['ls']})
 
+    # -- exec: output bounds, streamed, background
+    req('exec-output_bytes', owned('exec', argv=['ls'], output_bytes=4096))
+    req('exec-output_bytes-max', owned('exec', argv=['ls'],
+                                       output_bytes=CEIL['output_bytes']))
+    req('exec-output_bytes-over', owned('exec', argv=['ls'],
+                                        output_bytes=CEIL['output_bytes'] + 1))
+    req('exec-output_bytes-zero', owned('exec', argv=['ls'], output_bytes=0))
+    req('exec-stream', owned('exec', argv=['make', 'test'], stream=True,
+                             cwd='proj'))
+    req('exec-stream-false', owned('exec', argv=['ls'], stream=False))
+    req('exec-stream-number', owned('exec', argv=['ls'], stream=1))
+    req('exec-background', owned('exec', argv=['sleep', '9'],
+                                 background=True, timeout_s=5), payload=True)
+    req('exec-background-string', owned('exec', argv=['ls'],
+                                        background='true'))
+    req('exec-stream-and-background', owned('exec', argv=['ls'], stream=True,
+                                            background=True))
+    req('exec-cwd-workspace-relative', owned('exec', argv=['ls'],
+                                             cwd='src/sub'))
+    req('exec-cwd-relative-dotdot', owned('exec', argv=['ls'], cwd='../etc'))
+    req('exec-cwd-relative-empty-part', owned('exec', argv=['ls'],
+                                              cwd='a//b'))
+
+    # -- background execs: status, output, kill
+    for op in ('exec_status', 'exec_kill'):
+        req(op, owned(op, exec=EX))
+        req(op + '-request_id', owned(op, exec=EX, request_id='r10'))
+        req(op + '-exec-missing', owned(op))
+        req(op + '-payload', owned(op, exec=EX), payload=True)
+        req(op + '-unknown-field', owned(op, exec=EX, signal=9))
+    for desc, val in (('upper', EX.upper()), ('short', EX[:-1]),
+                      ('long', EX + '0'), ('prefix', 'sb-' + EX[3:]),
+                      ('nonhex', EX[:-1] + 'g'), ('number', 7), ('empty', ''),
+                      ('traversal', 'ex-../../../x')):
+        req('exec-id-' + desc, owned('exec_status', exec=val))
+    req('exec_output', owned('exec_output', exec=EX, stream='stdout'))
+    req('exec_output-full', owned('exec_output', request_id='r11', exec=EX,
+                                  stream='stderr', offset=1000,
+                                  max_bytes=65536))
+    req('exec_output-follow', owned('exec_output', exec=EX, stream='stdout',
+                                    offset=0, follow=True))
+    req('exec_output-follow-max_bytes', owned('exec_output', exec=EX,
+                                              stream='stdout', follow=True,
+                                              max_bytes=10))
+    req('exec_output-follow-string', owned('exec_output', exec=EX,
+                                           stream='stdout', follow='yes'))
+    req('exec_output-stream-missing', owned('exec_output', exec=EX))
+    req('exec_output-stream-stdin', owned('exec_output', exec=EX,
+                                          stream='stdin'))
+    req('exec_output-stream-number', owned('exec_output', exec=EX, stream=1))
+    req('exec_output-offset-negative', owned('exec_output', exec=EX,
+                                             stream='stdout', offset=-1))
+    req('exec_output-offset-float', owned('exec_output', exec=EX,
+                                          stream='stdout', offset=1.5))
+    req('exec_output-offset-int64-max', None,
+        raw='{"op":"exec_output","tenant":"t1","agent":"a1","id":"%s",'
+            '"exec":"%s","stream":"stdout","offset":9223372036854775807}'
+            % (SB, EX))
+    req('exec_output-max_bytes-max', owned('exec_output', exec=EX,
+                                           stream='stdout',
+                                           max_bytes=SERVER_PAYLOAD))
+    req('exec_output-max_bytes-over', owned('exec_output', exec=EX,
+                                            stream='stdout',
+                                            max_bytes=SERVER_PAYLOAD + 1))
+    req('exec_output-max_bytes-zero', owned('exec_output', exec=EX,
+                                            stream='stdout', max_bytes=0))
+    req('exec_output-payload', owned('exec_output', exec=EX,
+                                     stream='stdout'), payload=True)
+
+    # -- archives: into and out of the workspace
+    req('extract_archive', owned('extract_archive', path='proj'),
+        payload=True)
+    req('extract_archive-full', owned('extract_archive', request_id='r12',
+                                      path='/workspace/proj/src',
+                                      format='tar.gz'), payload=True)
+    req('extract_archive-no-path', owned('extract_archive'), payload=True)
+    req('extract_archive-empty', owned('extract_archive', path='x'))
+    req('extract_archive-unknown-field', owned('extract_archive', path='x',
+                                               mode=0o644), payload=True)
+    req('export_archive', owned('export_archive', path='proj'))
+    req('export_archive-full', owned('export_archive', request_id='r13',
+                                     path='/workspace', format='tar.zst'))
+    req('export_archive-payload', owned('export_archive'), payload=True)
+    for desc, fmt in (('tar', 'tar'), ('gz', 'tar.gz'), ('zst', 'tar.zst'),
+                      ('xz', 'tar.xz'), ('zip', 'zip'), ('upper', 'TAR'),
+                      ('empty', ''), ('number', 1), ('long', 't' * 17)):
+        req('archive-format-' + desc, owned('export_archive', format=fmt))
+    for desc, path in (('workspace', '/workspace'),
+                       ('workspace-slash', '/workspace/'), ('dot', '.'),
+                       ('workspace-sub', '/workspace/a/b'),
+                       ('workspace-dotdot', '/workspace/../etc'),
+                       ('workspace-double-slash', '/workspace//a'),
+                       ('workspace-prefix', '/workspacex/a'),
+                       ('outside', '/etc'), ('empty', ''), ('number', 5)):
+        req('archive-path-' + desc, owned('extract_archive', path=path),
+            payload=True)
+        req('file-path-' + desc, owned('read_file', path=path))
+
     # -- write_file and read_file: modes, and paths of every kind
     req('write_file', owned('write_file', path='hello.txt'), payload=True)
     req('write_file-empty', owned('write_file', path='empty'))
@@ -571,6 +675,11 @@ PATHS = [
     ('name-over-nested', 'x' * (MAX_NAME + 1) + '/y'),
     ('path-over', 'a/' * (MAX_PATH // 2) + 'a'),
     ('sibling-sandbox', '../sb-0123456789abcdef01234567/root'),
+    # the absolute form (accepted under /workspace/, refused elsewhere)
+    ('ws-file', '/workspace/src/a.c'), ('ws-itself', '/workspace'),
+    ('ws-itself-slash', '/workspace/'), ('ws-dotdot', '/workspace/../etc'),
+    ('ws-double-slash', '/workspace//a'), ('ws-prefix', '/workspacex/a'),
+    ('ws-short', '/work'), ('ws-nul', '/workspace/a\x00b'),
 ]
 
 
@@ -645,6 +754,15 @@ def frame_seeds():
                                   payload_len=0xffffffff), flags=1)
     add('json-len-announced-only', frame(b'{"op"', json_len=4000), chunk=0)
     add('payload-grows', frame(PING, b'g' * 6000), chunk=255)
+    # split mode (bit 2): the server stops at the JSON to pick the op's way
+    ARCHIVE = enc({'op': 'extract_archive', 'tenant': 't1', 'agent': 'a1',
+                   'id': SB}).encode()
+    add('split-exec-stdin', frame(EXEC, b'hello\n'), flags=4)
+    add('split-archive', frame(ARCHIVE, b'\x1f\x8b' + b'z' * 100), flags=5)
+    add('split-archive-announced', frame(ARCHIVE, b'abc',
+                                         payload_len=MAX_STREAM), flags=5)
+    add('split-no-payload', frame(PING), flags=4)
+    add('split-three-frames-chunk-5', stream, chunk=4, flags=4)
     return s
 
 
@@ -676,6 +794,7 @@ def config_seeds():
         ('max_timeout_s', '60'), ('max_output_bytes', '65536'),
         ('max_ttl_s', '600'), ('max_sandboxes', '8'),
         ('max_file_bytes', '1048576'), ('max_execs_per_sandbox', '2'),
+        ('max_archive_bytes', '1073741824'), ('max_background_execs', '2'),
         ('default_memory_mb', '128'), ('default_pids', '10'),
         ('default_cpu_percent', '50'), ('default_disk_mb', '64'),
         ('default_timeout_s', '10'), ('default_output_bytes', '4096'),
@@ -708,6 +827,9 @@ def config_seeds():
     add('default-over-builtin-max', 'default_pids = 2000\n')
     add('max-under-builtin-default', 'max_memory_mb = 100\n')
     add('ttl-default-over-max', 'max_ttl_s = 60\n')
+    add('background-over-execs', 'max_execs_per_sandbox = 2\n'
+        'max_background_execs = 3\n')
+    add('background-follows-execs', 'max_execs_per_sandbox = 2\n')
     add('output-half-payload', 'max_output_bytes = %d\n' % (MAX_PAYLOAD // 2))
     add('output-over-half-payload', 'max_output_bytes = %d\n'
         % (MAX_PAYLOAD // 2 + 1))

@@ -5,7 +5,8 @@
  *     route -> identity and scope -> body -> build -> gate -> run
  *
  * Every request ends exactly once with ngx_http_finalize_request(),
- * either right away (a refusal) or from the reply run() waits for.
+ * either right away (a refusal) or from the reply run() waits for.  The
+ * MCP endpoint (/v1/mcp, with veto_sandbox_mcp on) is _mcp.c's.
  */
 
 #include "ngx_http_veto_sandbox_module.h"
@@ -22,6 +23,10 @@ ngx_http_veto_sandbox_api_handler(ngx_http_request_t *r)
     ngx_int_t                     rc;
     ngx_http_veto_sandbox_op_t   *op;
     ngx_http_veto_sandbox_ctx_t  *ctx;
+
+    if (ngx_http_veto_sandbox_mcp_uri(r)) {
+        return ngx_http_veto_sandbox_mcp_handler(r);
+    }
 
     ctx = ngx_http_veto_sandbox_get_ctx(r);
     if (ctx == NULL) {
@@ -180,28 +185,13 @@ static void
 ngx_http_veto_sandbox_start(ngx_http_request_t *r)
 {
     ngx_int_t                     rc;
-    ngx_http_veto_sandbox_op_t   *op;
     ngx_http_veto_sandbox_ctx_t  *ctx;
 
     ctx = ngx_http_get_module_ctx(r, ngx_http_veto_sandbox_module);
-    op = ctx->op;
 
-    rc = op->build(r, ctx);
+    ngx_http_veto_sandbox_input_rest(r, ctx);
 
-    if (rc == NGX_DECLINED) {
-
-        if (r->header_sent) {
-            /* a builder that answered must not say "go on" */
-            rc = NGX_ERROR;
-
-        } else if (op->scopes == NGX_HTTP_VSB_PUBLIC) {
-            /* no caller the gate could ask about */
-            rc = op->run(r, ctx);
-
-        } else {
-            rc = ngx_http_veto_sandbox_gate(r, ctx, op->run);
-        }
-    }
+    rc = ngx_http_veto_sandbox_op_run(r, ctx);
 
     if (rc == NGX_DONE) {
         return;         /* the reply will finish it */

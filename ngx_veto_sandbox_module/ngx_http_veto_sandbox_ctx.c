@@ -1,8 +1,9 @@
 /*
  * The request's module context, made on first use by whichever of the
  * phase handler, the content handler or the error filter comes first;
- * the $veto_* variables that show it to the access log; and which URIs
- * are this server's API (the locations carrying "veto_sandbox_api").
+ * the $veto_* variables that show it to the access log; which URIs
+ * are this server's API (the locations carrying "veto_sandbox_api");
+ * and the request an op sees (ctx->in) when it is r's own.
  */
 
 #include "ngx_http_veto_sandbox_module.h"
@@ -87,6 +88,71 @@ ngx_http_veto_sandbox_protected(ngx_http_request_t *r,
     }
 
     return 0;
+}
+
+
+static ngx_table_elt_t *
+ngx_http_veto_sandbox_find_header(ngx_http_request_t *r, const char *name)
+{
+    size_t            len;
+    ngx_uint_t        i;
+    ngx_list_part_t  *part;
+    ngx_table_elt_t  *h;
+
+    len = ngx_strlen(name);
+    part = &r->headers_in.headers.part;
+    h = part->elts;
+
+    for (i = 0; /* void */ ; i++) {
+
+        if (i >= part->nelts) {
+            if (part->next == NULL) {
+                return NULL;
+            }
+
+            part = part->next;
+            h = part->elts;
+            i = 0;
+        }
+
+        if (h[i].key.len == len
+            && ngx_strncasecmp(h[i].key.data, (u_char *) name, len) == 0)
+        {
+            return &h[i];
+        }
+    }
+}
+
+
+/* The REST API: an op sees r itself, its body once read. */
+void
+ngx_http_veto_sandbox_input_rest(ngx_http_request_t *r,
+    ngx_http_veto_sandbox_ctx_t *ctx)
+{
+    ngx_table_elt_t                *h;
+    ngx_http_veto_sandbox_input_t  *in;
+
+    in = &ctx->in;
+
+    ngx_memzero(in, sizeof(ngx_http_veto_sandbox_input_t));
+
+    in->method_name = r->method_name;
+    in->uri = r->uri;
+    in->args = r->args;
+    in->body = r->request_body ? r->request_body->bufs : NULL;
+
+    if (r->headers_in.content_type) {
+        in->content_type = &r->headers_in.content_type->value;
+    }
+
+    h = ngx_http_veto_sandbox_find_header(r, "Veto-Approval");
+
+    if (h != NULL) {
+        in->approval = h->value;
+        in->has_approval = 1;
+    }
+
+    in->set = 1;
 }
 
 

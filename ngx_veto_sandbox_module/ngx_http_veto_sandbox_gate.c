@@ -413,39 +413,6 @@ ngx_http_veto_sandbox_gate_result(ngx_http_request_t *r,
 }
 
 
-static ngx_table_elt_t *
-ngx_http_veto_sandbox_find_header(ngx_http_request_t *r, const char *name)
-{
-    size_t            len;
-    ngx_uint_t        i;
-    ngx_list_part_t  *part;
-    ngx_table_elt_t  *h;
-
-    len = ngx_strlen(name);
-    part = &r->headers_in.headers.part;
-    h = part->elts;
-
-    for (i = 0; /* void */ ; i++) {
-
-        if (i >= part->nelts) {
-            if (part->next == NULL) {
-                return NULL;
-            }
-
-            part = part->next;
-            h = part->elts;
-            i = 0;
-        }
-
-        if (h[i].key.len == len
-            && ngx_strncasecmp(h[i].key.data, (u_char *) name, len) == 0)
-        {
-            return &h[i];
-        }
-    }
-}
-
-
 /*
  * NGX_DECLINED: no approval needed; NGX_OK: a command is in flight;
  * else the response code (refused or failed here).
@@ -461,7 +428,6 @@ ngx_http_veto_sandbox_approval_step(ngx_http_request_t *r,
     ngx_str_t                              sha, in, *path;
     ngx_uint_t                             act, file;
     const char                            *profile, *network;
-    ngx_table_elt_t                       *h;
     ngx_http_veto_sandbox_main_conf_t     *vmcf;
     ngx_http_veto_sandbox_srv_conf_t      *vscf;
     ngx_http_veto_sandbox_redis_call_t     call;
@@ -500,14 +466,14 @@ ngx_http_veto_sandbox_approval_step(ngx_http_request_t *r,
     vmcf = ngx_http_veto_sandbox_gate_mcf(r);
     vscf = ngx_http_get_module_srv_conf(r, ngx_http_veto_sandbox_module);
 
-    /* the canonical request: method, path, query, body by digest */
-    if (ngx_http_veto_sandbox_hash_body(r->request_body
-                                            ? r->request_body->bufs : NULL,
-                                            md, &size, r->connection->log)
+    /* the canonical request: method, path, query, body by digest (of
+     * the request the op was asked as: a tools/call's REST twin) */
+    if (ngx_http_veto_sandbox_hash_body(ctx->in.body, md, &size,
+                                        r->connection->log)
         != NGX_OK
-        || ngx_http_veto_sandbox_hash_request(r->pool, &r->method_name,
-                                               &r->uri, &r->args, md, size,
-                                               ctx->hash)
+        || ngx_http_veto_sandbox_hash_request(r->pool, &ctx->in.method_name,
+                                               &ctx->in.uri, &ctx->in.args,
+                                               md, size, ctx->hash)
            != NGX_OK)
     {
         return NGX_HTTP_INTERNAL_SERVER_ERROR;
@@ -521,10 +487,8 @@ ngx_http_veto_sandbox_approval_step(ngx_http_request_t *r,
     bind.action = ctx->action;
     ngx_memcpy(bind.hash, ctx->hash, sizeof(bind.hash));
 
-    h = ngx_http_veto_sandbox_find_header(r, "Veto-Approval");
-
-    if (h != NULL) {
-        ctx->approval = h->value;
+    if (ctx->in.has_approval) {
+        ctx->approval = ctx->in.approval;
 
         if (!ngx_http_veto_sandbox_approval_id_valid(&ctx->approval)) {
             ngx_str_null(&ctx->approval);

@@ -7,6 +7,7 @@
 
 #include "ngx_http_veto_sandbox_module.h"
 
+#include "ngx_http_veto_sandbox_mcp.h"
 #include "ngx_http_veto_sandbox_approval.h"
 #include "ngx_http_veto_sandbox_quota.h"
 #include "ngx_http_veto_sandbox_audit.h"
@@ -255,6 +256,55 @@ static ngx_command_t  ngx_http_veto_sandbox_commands[] = {
       offsetof(ngx_http_veto_sandbox_srv_conf_t, approval_threshold),
       NULL },
 
+    { ngx_string("veto_sandbox_mcp"),
+      NGX_HTTP_MAIN_CONF|NGX_HTTP_SRV_CONF|NGX_CONF_FLAG,
+      ngx_conf_set_flag_slot,
+      NGX_HTTP_SRV_CONF_OFFSET,
+      offsetof(ngx_http_veto_sandbox_srv_conf_t, mcp.enable),
+      NULL },
+
+    { ngx_string("veto_sandbox_mcp_sessions"),
+      NGX_HTTP_MAIN_CONF|NGX_HTTP_SRV_CONF|NGX_CONF_1MORE,
+      ngx_http_veto_sandbox_mcp_sessions,
+      NGX_HTTP_SRV_CONF_OFFSET,
+      0,
+      NULL },
+
+    { ngx_string("veto_sandbox_mcp_resource"),
+      NGX_HTTP_MAIN_CONF|NGX_HTTP_SRV_CONF|NGX_CONF_TAKE1,
+      ngx_http_veto_sandbox_mcp_resource,
+      NGX_HTTP_SRV_CONF_OFFSET,
+      0,
+      NULL },
+
+    { ngx_string("veto_sandbox_mcp_max_body"),
+      NGX_HTTP_MAIN_CONF|NGX_HTTP_SRV_CONF|NGX_CONF_TAKE1,
+      ngx_conf_set_size_slot,
+      NGX_HTTP_SRV_CONF_OFFSET,
+      offsetof(ngx_http_veto_sandbox_srv_conf_t, mcp.max_body),
+      NULL },
+
+    { ngx_string("veto_sandbox_mcp_reply_bytes"),
+      NGX_HTTP_MAIN_CONF|NGX_HTTP_SRV_CONF|NGX_CONF_TAKE1,
+      ngx_conf_set_size_slot,
+      NGX_HTTP_SRV_CONF_OFFSET,
+      offsetof(ngx_http_veto_sandbox_srv_conf_t, mcp.reply_bytes),
+      NULL },
+
+    { ngx_string("veto_sandbox_mcp_allow_origin"),
+      NGX_HTTP_MAIN_CONF|NGX_HTTP_SRV_CONF|NGX_CONF_TAKE1,
+      ngx_conf_set_str_array_slot,
+      NGX_HTTP_SRV_CONF_OFFSET,
+      offsetof(ngx_http_veto_sandbox_srv_conf_t, mcp.origins),
+      NULL },
+
+    { ngx_string("veto_sandbox_mcp_metadata"),
+      NGX_HTTP_LOC_CONF|NGX_CONF_NOARGS,
+      ngx_http_veto_sandbox_mcp_metadata,
+      0,
+      0,
+      NULL },
+
       ngx_null_command
 };
 
@@ -305,6 +355,7 @@ static ngx_int_t
 ngx_http_veto_sandbox_init(ngx_conf_t *cf)
 {
     if (ngx_http_veto_sandbox_ops_init(cf) != NGX_OK
+        || ngx_http_veto_sandbox_mcp_tools_init(cf) != NGX_OK
         || ngx_http_veto_sandbox_identity_init(cf) != NGX_OK)
     {
         return NGX_ERROR;
@@ -347,6 +398,12 @@ ngx_http_veto_sandbox_create_srv_conf(ngx_conf_t *cf)
     conf->cache_zone = NGX_CONF_UNSET_PTR;
     conf->approval_ttl = NGX_CONF_UNSET_MSEC;
     conf->approval_threshold = NGX_CONF_UNSET_UINT;
+
+    conf->mcp.enable = NGX_CONF_UNSET;
+    conf->mcp.sessions = NGX_CONF_UNSET_PTR;
+    conf->mcp.max_body = NGX_CONF_UNSET_SIZE;
+    conf->mcp.reply_bytes = NGX_CONF_UNSET_SIZE;
+    conf->mcp.origins = NGX_CONF_UNSET_PTR;
 
     return conf;
 }
@@ -420,6 +477,10 @@ ngx_http_veto_sandbox_merge_srv_conf(ngx_conf_t *cf, void *parent,
     /* a new random epoch per load invalidates cached verifications made
      * under the previous keys, issuer or audience */
     conf->epoch = (uint32_t) ngx_random();
+
+    if (ngx_http_veto_sandbox_mcp_merge(cf, prev, conf) != NGX_CONF_OK) {
+        return NGX_CONF_ERROR;
+    }
 
     if (conf->prefixes == NULL) {
         return NGX_CONF_OK;

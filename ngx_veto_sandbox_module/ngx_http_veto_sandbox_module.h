@@ -5,10 +5,19 @@
  * below it (no file calls back up):
  *
  *   _module.c     directives, conf create/merge, registration
- *   _api.c        the content handler: route, identity, body, gate, run
+ *   _api.c        the content handler: route, identity, body, gate, run;
+ *                 /v1/mcp goes to _mcp.c
+ *   _mcp.c        the MCP endpoint (Streamable HTTP, JSON-RPC 2.0):
+ *                 sessions' lifecycle, initialize, tools/list, tools/call
+ *   _mcp_tools.c  the MCP tools: schemas, and each call as its REST twin,
+ *                 which runs its op table row like a REST request
+ *   _mcp_result.c the twin's response as the tool's result (ctx->sink)
+ *   _mcp_present.c  a success as the tool's result: text, structured
+ *   _mcp_session.c  MCP sessions in a shared memory zone
  *   _identity.c   the Authorization header, the token's rule and scopes;
  *                 the POST_READ check
- *   _ops.c        THE OP TABLE: one row per operation, and its lookup
+ *   _ops.c        THE OP TABLE: one row per operation, its lookup, and
+ *                 running a routed op: build, gate, run
  *   _review.c     ops answered from Redis: approvals and audit APIs
  *   _reply.c      forwarding to the helper and mapping its reply
  *   _request.c    request bodies and queries: validation, helper requests
@@ -17,7 +26,9 @@
  *   _record.c     what is kept of a decision: audit records, quota slots
  *   _problem.c    responses, problem+json, 401/403, the error filter
  *   _ctx.c        the request's context, the $veto_* variables; which
- *                 URIs are the API's
+ *                 URIs are the API's; the request an op sees (ctx->in)
+ *   _mcp_meta.c   the MCP endpoint's protected resource metadata
+ *                 (RFC 9728): its URLs and the document
  *   _helper.c     non-blocking client to the helper (frames)
  *   _jwt.c        token verification, alg pinned by key
  *   _jwt_cache.c  shared memory cache of verified tokens
@@ -53,6 +64,7 @@
 #define NGX_HTTP_VSB_MAX_JSON_BODY  (1024 * 1024)
 
 /* Statuses nginx 1.22 has no names for (or names differently). */
+#define NGX_HTTP_VSB_NOT_ACCEPTABLE         406
 #define NGX_HTTP_VSB_UNPROCESSABLE          422
 #define NGX_HTTP_VSB_TOO_MANY_REQUESTS      429
 #define NGX_HTTP_VSB_INSUFFICIENT_STORAGE   507
@@ -196,6 +208,18 @@ typedef struct {
 } ngx_http_veto_sandbox_main_conf_t;
 
 
+/* The MCP endpoint of a server (veto_sandbox_mcp*, _mcp*.c). */
+typedef struct {
+    ngx_flag_t                   enable;
+    ngx_shm_zone_t              *sessions;  /* veto_sandbox_mcp_sessions */
+    ngx_str_t                    resource;  /* its canonical URI; empty:
+                                               scheme://Host/v1/mcp */
+    size_t                       max_body;
+    size_t                       reply_bytes;
+    ngx_array_t                 *origins;   /* ngx_str_t, allowed Origin */
+} ngx_http_veto_sandbox_mcp_conf_t;
+
+
 typedef struct {
     ngx_array_t                 *keys;     /* ngx_http_veto_sandbox_key_t */
     ngx_str_t                    issuer;
@@ -220,7 +244,28 @@ typedef struct {
 
     ngx_msec_t                   approval_ttl;
     ngx_uint_t                   approval_threshold;
+
+    ngx_http_veto_sandbox_mcp_conf_t  mcp;
 } ngx_http_veto_sandbox_srv_conf_t;
+
+
+/*
+ * The request an op is asked as: what its builder, the approval's
+ * canonical hash and the record of a refusal read, never r itself.  For
+ * the REST API it is r's own (ngx_http_veto_sandbox_input_rest()); a
+ * tools/call of the MCP endpoint sets its REST twin here (_mcp_tools.c),
+ * so that both run the same op table row the same way.
+ */
+typedef struct {
+    ngx_str_t                    method_name;   /* "POST" */
+    ngx_str_t                    uri;           /* decoded, as r->uri */
+    ngx_str_t                    args;          /* raw, as r->args */
+    ngx_chain_t                 *body;          /* NULL: none */
+    ngx_str_t                   *content_type;  /* NULL: none */
+    ngx_str_t                    approval;      /* Veto-Approval */
+    unsigned                     has_approval:1;
+    unsigned                     set:1;
+} ngx_http_veto_sandbox_input_t;
 
 
 /* ctx->step: where a request is in the Redis gate (_gate.c), and that
@@ -237,6 +282,16 @@ enum {
 
 
 typedef struct ngx_http_veto_sandbox_ctx_s  ngx_http_veto_sandbox_ctx_t;
+
+/* a tools/call in progress (_mcp.h) */
+typedef struct ngx_http_veto_sandbox_mcp_call_s
+    ngx_http_veto_sandbox_mcp_call_t;
+
+/* Where an op's response goes instead of the client (ctx->sink): what
+ * ngx_http_veto_sandbox_send() would have sent, with the headers pushed
+ * for it still in r->headers_out.  Returns what send() returns. */
+typedef ngx_int_t (*ngx_http_veto_sandbox_sink_pt)(ngx_http_request_t *r,
+    ngx_uint_t status, const char *type, ngx_chain_t *body, size_t len);
 
 /* What runs once the Redis gate let a request through: NGX_DONE when it
  * will finish the request itself, else a response code to finalize. */
@@ -336,6 +391,9 @@ struct ngx_http_veto_sandbox_ctx_s {
 
     /* per-API-request state */
     ngx_http_veto_sandbox_op_t  *op;        /* NULL: not routed (yet) */
+    ngx_http_veto_sandbox_input_t in;       /* the request the op sees */
+    ngx_http_veto_sandbox_sink_pt sink;     /* NULL: respond to r */
+    ngx_http_veto_sandbox_mcp_call_t *mcp;  /* a tools/call's state */
     ngx_str_t                    path;      /* files?path= */
     json_t                      *req;       /* helper request being built */
     json_t                      *net_hosts; /* the entries this request
@@ -384,6 +442,9 @@ extern ngx_http_veto_sandbox_redis_t  *ngx_http_veto_sandbox_rds;
 /* _ctx.c */
 ngx_http_veto_sandbox_ctx_t *ngx_http_veto_sandbox_get_ctx(
     ngx_http_request_t *r);
+/* ctx->in from r, its body as read so far */
+void ngx_http_veto_sandbox_input_rest(ngx_http_request_t *r,
+    ngx_http_veto_sandbox_ctx_t *ctx);
 ngx_int_t ngx_http_veto_sandbox_protected(ngx_http_request_t *r,
     ngx_http_veto_sandbox_srv_conf_t *vscf);
 ngx_int_t ngx_http_veto_sandbox_add_variables(ngx_conf_t *cf);
@@ -450,6 +511,37 @@ ngx_http_veto_sandbox_op_t *ngx_http_veto_sandbox_op_find(
     ngx_http_request_t *r, ngx_uint_t *allow, ngx_str_t *sandbox,
     ngx_str_t *approval);
 ngx_int_t ngx_http_veto_sandbox_ops_init(ngx_conf_t *cf);
+/* the op of a method and a decoded URI, as op_find() */
+ngx_http_veto_sandbox_op_t *ngx_http_veto_sandbox_op_route(
+    ngx_uint_t method, ngx_str_t *uri, ngx_uint_t *allow, ngx_str_t *sandbox,
+    ngx_str_t *approval);
+/* build, gate, run ctx->op on ctx->in: NGX_DONE when a reply will
+ * finalize r, else the code to finalize it with */
+ngx_int_t ngx_http_veto_sandbox_op_run(ngx_http_request_t *r,
+    ngx_http_veto_sandbox_ctx_t *ctx);
+
+/* _mcp.c: the MCP endpoint, "/v1/mcp" when veto_sandbox_mcp is on */
+ngx_int_t ngx_http_veto_sandbox_mcp_uri(ngx_http_request_t *r);
+ngx_int_t ngx_http_veto_sandbox_mcp_handler(ngx_http_request_t *r);
+char *ngx_http_veto_sandbox_mcp_merge(ngx_conf_t *cf,
+    ngx_http_veto_sandbox_srv_conf_t *prev,
+    ngx_http_veto_sandbox_srv_conf_t *conf);
+
+/* _mcp_session.c: "veto_sandbox_mcp_sessions zone=name:size ..." */
+char *ngx_http_veto_sandbox_mcp_sessions(ngx_conf_t *cf, ngx_command_t *cmd,
+    void *conf);
+
+/* _mcp_meta.c */
+/* ", resource_metadata=\"URL\"" for a challenge on the MCP endpoint,
+ * empty elsewhere; NULL: no memory */
+u_char *ngx_http_veto_sandbox_mcp_challenge(ngx_http_request_t *r);
+/* may a browser page of this Origin use the MCP endpoint? */
+ngx_uint_t ngx_http_veto_sandbox_mcp_origin_allowed(ngx_http_request_t *r,
+    ngx_str_t *origin);
+char *ngx_http_veto_sandbox_mcp_metadata(ngx_conf_t *cf, ngx_command_t *cmd,
+    void *conf);
+char *ngx_http_veto_sandbox_mcp_resource(ngx_conf_t *cf, ngx_command_t *cmd,
+    void *conf);
 
 /* _request.c: builders (ngx_http_veto_sandbox_build_pt) */
 ngx_int_t ngx_http_veto_sandbox_build_simple(ngx_http_request_t *r,

@@ -1,9 +1,10 @@
 /*
- * THE OP TABLE: one row per operation of the API, and the lookup of a
- * request's row.  A row says everything the module does differently for
- * an operation (its ngx_http_veto_sandbox_op_t fields); nothing else in
- * the module asks which operation a request is.  docs/adding-an-endpoint.md
- * walks through adding one.
+ * THE OP TABLE: one row per operation of the API, the lookup of a
+ * request's row, and running it.  A row says everything the module does
+ * differently for an operation (its ngx_http_veto_sandbox_op_t fields);
+ * nothing else in the module asks which operation a request is.  The
+ * MCP endpoint's tools run these same rows (_mcp_tools.c).
+ * docs/adding-an-endpoint.md walks through adding one.
  *
  * A row is made with ngx_http_vsb_op(), so a row missing a piece does not
  * compile, and ngx_http_veto_sandbox_ops_init() checks the table when the
@@ -228,6 +229,15 @@ ngx_http_veto_sandbox_op_t *
 ngx_http_veto_sandbox_op_find(ngx_http_request_t *r, ngx_uint_t *allow,
     ngx_str_t *sandbox, ngx_str_t *approval)
 {
+    return ngx_http_veto_sandbox_op_route(r->method, &r->uri, allow, sandbox,
+                                          approval);
+}
+
+
+ngx_http_veto_sandbox_op_t *
+ngx_http_veto_sandbox_op_route(ngx_uint_t method, ngx_str_t *uri,
+    ngx_uint_t *allow, ngx_str_t *sandbox, ngx_str_t *approval)
+{
     ngx_str_t                    sb, apr;
     ngx_http_veto_sandbox_op_t  *op;
 
@@ -237,7 +247,7 @@ ngx_http_veto_sandbox_op_find(ngx_http_request_t *r, ngx_uint_t *allow,
 
     for (op = ngx_http_veto_sandbox_ops; op->name.len; op++) {
 
-        if (ngx_http_veto_sandbox_op_match(op->path, &r->uri, &sb, &apr)
+        if (ngx_http_veto_sandbox_op_match(op->path, uri, &sb, &apr)
             != NGX_OK)
         {
             continue;
@@ -248,12 +258,46 @@ ngx_http_veto_sandbox_op_find(ngx_http_request_t *r, ngx_uint_t *allow,
         *approval = apr;
         *allow |= op->methods;
 
-        if (r->method & op->methods) {
+        if (method & op->methods) {
             return op;
         }
     }
 
     return NULL;
+}
+
+
+/*
+ * A routed op, its caller's identity and scope checked and its request
+ * in ctx->in: build, then the gate (a public op has no caller to ask
+ * about), then run.  The same for a REST request and for a tools/call's
+ * REST twin.
+ */
+ngx_int_t
+ngx_http_veto_sandbox_op_run(ngx_http_request_t *r,
+    ngx_http_veto_sandbox_ctx_t *ctx)
+{
+    ngx_int_t                    rc;
+    ngx_http_veto_sandbox_op_t  *op;
+
+    op = ctx->op;
+
+    rc = op->build(r, ctx);
+
+    if (rc != NGX_DECLINED) {
+        return rc;
+    }
+
+    if (r->header_sent) {
+        /* a builder that answered must not say "go on" */
+        return NGX_ERROR;
+    }
+
+    if (op->scopes == NGX_HTTP_VSB_PUBLIC) {
+        return op->run(r, ctx);
+    }
+
+    return ngx_http_veto_sandbox_gate(r, ctx, op->run);
 }
 
 

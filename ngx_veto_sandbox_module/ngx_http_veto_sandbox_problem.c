@@ -2,7 +2,8 @@
  * Responses: JSON bodies, RFC 9457 problem+json errors, RFC 6750
  * WWW-Authenticate challenges, and a header/body filter that turns any
  * other error on an API path (nginx's own 400/404/405/413/500/..., a
- * "return 404") into problem+json as well.
+ * "return 404") into problem+json as well.  An op run for an MCP
+ * tools/call responds to its sink (ctx->sink) instead of the client.
  */
 
 #include "ngx_http_veto_sandbox_module.h"
@@ -74,14 +75,35 @@ ngx_int_t
 ngx_http_veto_sandbox_send(ngx_http_request_t *r, ngx_uint_t status,
     const char *type, u_char *data, size_t len)
 {
-    ngx_int_t                     rc;
-    ngx_buf_t                    *b;
-    ngx_chain_t                   out;
-    ngx_http_veto_sandbox_ctx_t  *ctx;
+    ngx_int_t                      rc;
+    ngx_buf_t                     *b;
+    ngx_chain_t                    out;
+    ngx_http_veto_sandbox_ctx_t   *ctx;
+    ngx_http_veto_sandbox_sink_pt  sink;
 
     ctx = ngx_http_veto_sandbox_get_ctx(r);
     if (ctx == NULL) {
         return NGX_ERROR;
+    }
+
+    if (ctx->sink) {
+        /* once: what the sink sends goes to the client */
+        sink = ctx->sink;
+        ctx->sink = NULL;
+
+        b = ngx_calloc_buf(r->pool);
+        if (b == NULL) {
+            return NGX_ERROR;
+        }
+
+        b->pos = data;
+        b->last = data + len;
+        b->memory = len ? 1 : 0;
+
+        out.buf = b;
+        out.next = NULL;
+
+        return sink(r, status, type, &out, len);
     }
 
     ctx->own_response = 1;
@@ -269,13 +291,19 @@ ngx_int_t
 ngx_http_veto_sandbox_deny(ngx_http_request_t *r,
     ngx_http_veto_sandbox_ctx_t *ctx)
 {
-    u_char      *p;
+    u_char      *p, *rm;
     size_t       len;
     ngx_str_t   *d;
     const char  *reason;
 
     d = &ctx->decision;
     reason = ctx->reason ? ctx->reason : "invalid token";
+
+    /* on the MCP endpoint, where its protected resource metadata is */
+    rm = ngx_http_veto_sandbox_mcp_challenge(r);
+    if (rm == NULL) {
+        return NGX_ERROR;
+    }
 
 #define ngx_http_vsb_is(s)                                                    \
     (d->len == sizeof(s) - 1 && ngx_strncmp(d->data, s, d->len) == 0)
@@ -285,7 +313,8 @@ ngx_http_veto_sandbox_deny(ngx_http_request_t *r,
                                            NGX_HTTP_UNAUTHORIZED);
 
         len = sizeof("Bearer realm=\"veto-sandbox\", error=\"invalid_token\", "
-                     "error_description=\"\"") - 1 + ngx_strlen(reason);
+                     "error_description=\"\"") - 1 + ngx_strlen(reason)
+              + ngx_strlen(rm);
 
         p = ngx_pnalloc(r->pool, len + 1);
         if (p == NULL) {
@@ -293,8 +322,8 @@ ngx_http_veto_sandbox_deny(ngx_http_request_t *r,
         }
 
         ngx_sprintf(p, "Bearer realm=\"veto-sandbox\", "
-                    "error=\"invalid_token\", error_description=\"%s\"%Z",
-                    reason);
+                    "error=\"invalid_token\", error_description=\"%s\"%s%Z",
+                    reason, rm);
 
         if (ngx_http_veto_sandbox_header(r, "WWW-Authenticate", (char *) p)
             != NGX_OK)
@@ -312,7 +341,7 @@ ngx_http_veto_sandbox_deny(ngx_http_request_t *r,
 
         len = sizeof("Bearer realm=\"veto-sandbox\", "
                      "error=\"insufficient_scope\", scope=\"\"") - 1
-              + ngx_strlen(reason);
+              + ngx_strlen(reason) + ngx_strlen(rm);
 
         p = ngx_pnalloc(r->pool, len + 1);
         if (p == NULL) {
@@ -320,7 +349,8 @@ ngx_http_veto_sandbox_deny(ngx_http_request_t *r,
         }
 
         ngx_sprintf(p, "Bearer realm=\"veto-sandbox\", "
-                    "error=\"insufficient_scope\", scope=\"%s\"%Z", reason);
+                    "error=\"insufficient_scope\", scope=\"%s\"%s%Z", reason,
+                    rm);
 
         if (ngx_http_veto_sandbox_header(r, "WWW-Authenticate", (char *) p)
             != NGX_OK)
@@ -347,8 +377,15 @@ ngx_http_veto_sandbox_deny(ngx_http_request_t *r,
 #undef ngx_http_vsb_is
 
     /* no token at all: RFC 6750 3.1, no error code */
-    if (ngx_http_veto_sandbox_header(r, "WWW-Authenticate",
-                                     "Bearer realm=\"veto-sandbox\"")
+    p = ngx_pnalloc(r->pool, sizeof("Bearer realm=\"veto-sandbox\"")
+                             + ngx_strlen(rm));
+    if (p == NULL) {
+        return NGX_ERROR;
+    }
+
+    ngx_sprintf(p, "Bearer realm=\"veto-sandbox\"%s%Z", rm);
+
+    if (ngx_http_veto_sandbox_header(r, "WWW-Authenticate", (char *) p)
         != NGX_OK)
     {
         return NGX_ERROR;

@@ -196,7 +196,7 @@ ngx_http_veto_sandbox_audit_denied(ngx_http_request_t *r,
     ngx_http_veto_sandbox_ctx_t *ctx, const char *code, ngx_uint_t status)
 {
     json_t     *d;
-    ngx_str_t   detail;
+    ngx_str_t   detail, *method, *uri;
 
     if (ctx->audited || ctx->tenant.len == 0
         || ngx_http_veto_sandbox_rds == NULL)
@@ -204,14 +204,19 @@ ngx_http_veto_sandbox_audit_denied(ngx_http_request_t *r,
         return;
     }
 
+    /* the request the op was asked as (a tools/call's REST twin), or r
+     * when refused before it had one */
+    method = ctx->in.set ? &ctx->in.method_name : &r->method_name;
+    uri = ctx->in.set ? &ctx->in.uri : &r->uri;
+
     /* what was asked, and why not; a path that is not UTF-8 is left out */
     d = json_pack("{s:s%, s:s%, s:s?}",
-                  "method", r->method_name.data, r->method_name.len,
-                  "path", r->uri.data, r->uri.len,
+                  "method", method->data, method->len,
+                  "path", uri->data, uri->len,
                   "why", ctx->reason);
     if (d == NULL) {
         d = json_pack("{s:s%, s:s?}",
-                      "method", r->method_name.data, r->method_name.len,
+                      "method", method->data, method->len,
                       "why", ctx->reason);
     }
 

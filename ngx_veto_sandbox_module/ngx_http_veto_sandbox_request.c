@@ -5,7 +5,8 @@
  * the ngx_http_veto_sandbox_build_pt of the op table; each answers a bad
  * request itself, with problem+json naming the field.  tenant and agent
  * sent to the helper always come from the verified token, never from the
- * client.
+ * client.  The request read is ctx->in: r's own, or a tools/call's REST
+ * twin.
  */
 
 #include "ngx_http_veto_sandbox_module.h"
@@ -84,7 +85,7 @@ ngx_http_veto_sandbox_path(ngx_http_request_t *r,
 
     ngx_str_null(&ctx->path);
 
-    rc = ngx_http_veto_sandbox_hash_query_arg(r->pool, &r->args, "path",
+    rc = ngx_http_veto_sandbox_hash_query_arg(r->pool, &ctx->in.args, "path",
                                                   &path, &why);
 
     if (rc == NGX_ERROR) {
@@ -691,10 +692,8 @@ ngx_http_veto_sandbox_build_write(ngx_http_request_t *r,
 
     size = 0;
 
-    if (r->request_body) {
-        for (cl = r->request_body->bufs; cl; cl = cl->next) {
-            size += ngx_buf_size(cl->buf);
-        }
+    for (cl = ctx->in.body; cl; cl = cl->next) {
+        size += ngx_buf_size(cl->buf);
     }
 
     ceiling = ctx->rule->ceiling[NGX_HTTP_VSB_L_FILE_BYTES];
@@ -720,7 +719,7 @@ ngx_http_veto_sandbox_build_write(ngx_http_request_t *r,
 
     /* the body goes as it lies: memory buffers or the temporary file */
     ctx->req = req;
-    ctx->payload = r->request_body ? r->request_body->bufs : NULL;
+    ctx->payload = ctx->in.body;
     ctx->payload_len = (size_t) size;
 
     return NGX_DECLINED;
@@ -734,16 +733,18 @@ ngx_http_veto_sandbox_read_json(ngx_http_request_t *r, ngx_int_t *rc)
     u_char              *p, *buf;
     off_t                size;
     ssize_t              n;
-    json_t              *j;
-    ngx_buf_t           *b;
-    ngx_str_t           *ct;
-    ngx_chain_t         *cl;
-    json_error_t         err;
-    ngx_pool_cleanup_t  *cln;
-    u_char               detail[256];
+    json_t                       *j;
+    ngx_buf_t                    *b;
+    ngx_str_t                    *ct;
+    ngx_chain_t                  *cl;
+    json_error_t                  err;
+    ngx_pool_cleanup_t           *cln;
+    ngx_http_veto_sandbox_ctx_t  *ctx;
+    u_char                        detail[256];
 
-    ct = r->headers_in.content_type ? &r->headers_in.content_type->value
-                                    : NULL;
+    ctx = ngx_http_get_module_ctx(r, ngx_http_veto_sandbox_module);
+
+    ct = ctx->in.content_type;
 
     if (ct != NULL
         && !(ct->len >= sizeof("application/json") - 1
@@ -760,10 +761,8 @@ ngx_http_veto_sandbox_read_json(ngx_http_request_t *r, ngx_int_t *rc)
 
     size = 0;
 
-    if (r->request_body) {
-        for (cl = r->request_body->bufs; cl; cl = cl->next) {
-            size += ngx_buf_size(cl->buf);
-        }
+    for (cl = ctx->in.body; cl; cl = cl->next) {
+        size += ngx_buf_size(cl->buf);
     }
 
     if (size == 0) {
@@ -791,7 +790,7 @@ ngx_http_veto_sandbox_read_json(ngx_http_request_t *r, ngx_int_t *rc)
 
     p = buf;
 
-    for (cl = r->request_body->bufs; cl; cl = cl->next) {
+    for (cl = ctx->in.body; cl; cl = cl->next) {
         b = cl->buf;
 
         if (b->in_file) {

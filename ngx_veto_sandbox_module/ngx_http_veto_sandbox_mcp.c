@@ -333,7 +333,10 @@ ngx_http_veto_sandbox_mcp_body(ngx_http_request_t *r, size_t max,
             continue;
         }
 
-        p = ngx_cpymem(p, b->pos, b->last - b->pos);
+        /* an empty body may come as a buffer with no memory at all */
+        if (b->last > b->pos) {
+            p = ngx_cpymem(p, b->pos, b->last - b->pos);
+        }
     }
 
     *len = p - buf;
@@ -356,7 +359,9 @@ ngx_http_veto_sandbox_mcp_envelope(ngx_http_request_t *r, u_char *buf,
 
     ngx_memzero(rpc, sizeof(ngx_http_veto_sandbox_rpc_t));
 
-    msg = json_loadb((char *) buf, len, JSON_REJECT_DUPLICATES, &err);
+    /* any JSON value: 42 is JSON, but no JSON-RPC message */
+    msg = json_loadb((char *) buf, len,
+                     JSON_REJECT_DUPLICATES|JSON_DECODE_ANY, &err);
 
     if (msg == NULL) {
         if (json_error_code(&err) == json_error_numeric_overflow) {
@@ -372,7 +377,8 @@ ngx_http_veto_sandbox_mcp_envelope(ngx_http_request_t *r, u_char *buf,
         *rc = ngx_http_veto_sandbox_mcp_error(r, NGX_HTTP_BAD_REQUEST, NULL,
                                    NGX_HTTP_VSB_RPC_PARSE_ERROR,
                                    "Parse error: the body is not one JSON "
-                                   "value (or has a duplicate key)");
+                                   "value (or has a duplicate key, or "
+                                   "\\u0000 in a string)");
         return NGX_DECLINED;
     }
 

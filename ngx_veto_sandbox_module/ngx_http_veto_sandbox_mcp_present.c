@@ -110,6 +110,10 @@ ngx_http_veto_sandbox_mcp_bounded(ngx_http_request_t *r, u_char *data,
     ngx_uint_t   utf8, i;
     char         key[64];
 
+    if (len == 0) {
+        data = (u_char *) "";       /* empty content may have no memory */
+    }
+
     head = len;
     tail = 0;
 

@@ -85,8 +85,15 @@ ngx_http_veto_sandbox_mcp_result(ngx_http_request_t *r, ngx_uint_t status,
         }
 
         for (p = data, cl = body; cl; cl = cl->next) {
-            p = ngx_cpymem(p, cl->buf->pos, cl->buf->last - cl->buf->pos);
+            if (cl->buf->last > cl->buf->pos) {
+                p = ngx_cpymem(p, cl->buf->pos,
+                               cl->buf->last - cl->buf->pos);
+            }
         }
+    }
+
+    if (len == 0) {
+        data = (u_char *) "";       /* an empty body may have no memory */
     }
 
     if (status == NGX_HTTP_UNAUTHORIZED) {

@@ -394,6 +394,11 @@ fuzz_request(const uint8_t *data, size_t size, ngx_uint_t mode)
         r.args.len = size;
     }
 
+    /* the request the op sees, as the REST handler fills it */
+    ctx->in.args = r.args;
+    ctx->in.body = r.request_body ? r.request_body->bufs : NULL;
+    ctx->in.set = 1;
+
     refused = 0;
 
     rc = ctx->op->build(&r, ctx);

@@ -263,6 +263,12 @@ await step('read_file', async () => {
        Buffer.from([0, 1, 2, 0xfe, 0xff, 0x80, 10]).toString('base64'),
        'read_file: the bytes round-trip');
     r = await agent.client.callTool({ name: 'read_file', arguments: {
+        sandbox_id: sb, path: 'out/.keep' } });
+    ok(!r.isError && r.structuredContent.content === ''
+       && r.structuredContent.content_encoding === 'utf-8'
+       && r.structuredContent.content_bytes === 0,
+       'read_file: an empty file is empty text', r.structuredContent);
+    r = await agent.client.callTool({ name: 'read_file', arguments: {
         sandbox_id: sb, path: 'no/such/file' } });
     ok(r.isError, 'read_file: a missing file is a tool error', r);
 });

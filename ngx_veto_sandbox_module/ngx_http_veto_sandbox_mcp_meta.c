@@ -373,13 +373,17 @@ ngx_http_veto_sandbox_mcp_metadata_handler(ngx_http_request_t *r)
         return NGX_HTTP_NOT_FOUND;
     }
 
-    /* the scopes the tools take (a reviewer's is not one of them) */
+    /* the scopes the tools take (a reviewer's or an auditor's are not) */
     scopes = json_array();
     if (scopes == NULL) {
         return NGX_HTTP_INTERNAL_SERVER_ERROR;
     }
 
-    for (i = 0; i < 3; i++) {
+    for (i = 0; i < NGX_HTTP_VSB_NSCOPES; i++) {
+        if (i == 3 || i == 4) {
+            continue;           /* approvals:review, audit:read */
+        }
+
         json_array_append_new(scopes,
                       ngx_http_veto_sandbox_json_ngx_str(&vscf->scope[i]));
     }

@@ -225,9 +225,9 @@ ngx_http_veto_sandbox_mcp_present_sandbox(ngx_http_request_t *r,
     size_t len, json_t *result)
 {
     u_char      *text, *p, *last, expires[32];
-    char        *limits, *usage;
-    json_t      *id;
-    const char  *state, *profile, *network;
+    char        *limits, *usage, *network;
+    json_t      *id, *net;
+    const char  *state, *profile;
 
     id = json_object_get(rest, "id");
 
@@ -237,7 +237,10 @@ ngx_http_veto_sandbox_mcp_present_sandbox(ngx_http_request_t *r,
 
     state = json_string_value(json_object_get(rest, "state"));
     profile = json_string_value(json_object_get(rest, "profile"));
-    network = json_string_value(json_object_get(rest, "network"));
+
+    /* "none", or the allowlist as an object */
+    net = json_object_get(rest, "network");
+    network = net ? json_dumps(net, JSON_COMPACT|JSON_ENCODE_ANY) : NULL;
 
     ngx_http_veto_sandbox_mcp_time(expires, (time_t) json_integer_value(
                                        json_object_get(rest, "expires_at")));
@@ -245,21 +248,22 @@ ngx_http_veto_sandbox_mcp_present_sandbox(ngx_http_request_t *r,
     limits = json_dumps(json_object_get(rest, "limits"), JSON_COMPACT);
     usage = json_dumps(json_object_get(rest, "usage"), JSON_COMPACT);
 
-    text = ngx_pnalloc(r->pool, 4096);
+    text = ngx_pnalloc(r->pool, 16384);
     if (text == NULL) {
         free(limits);
         free(usage);
+        free(network);
         return NGX_ERROR;
     }
 
-    last = text + 4096;
+    last = text + 16384;
 
     p = ngx_slprintf(text, last,
                      "Sandbox %s is %s (profile %s, network %s); it "
                      "expires %s.\nLimits: %s\n",
                      json_string_value(id), state ? state : "?",
                      profile ? profile : "default",
-                     network ? network : "none", expires,
+                     network ? network : "\"none\"", expires,
                      limits ? limits : "{}");
 
     if (usage) {
@@ -271,6 +275,7 @@ ngx_http_veto_sandbox_mcp_present_sandbox(ngx_http_request_t *r,
 
     free(limits);
     free(usage);
+    free(network);
 
     if (ngx_http_veto_sandbox_mcp_text(result, (char *) text, p - text)
         != NGX_OK)
@@ -364,6 +369,50 @@ ngx_http_veto_sandbox_mcp_present_written(ngx_http_request_t *r,
                      "(sha256 %s).",
                      json_integer_value(json_object_get(rest, "size")),
                      path ? path : "the file", sha ? sha : "?");
+
+    if (ngx_http_veto_sandbox_mcp_text(result, (char *) text, p - text)
+        != NGX_OK)
+    {
+        return NGX_ERROR;
+    }
+
+    return json_object_set(result, "structuredContent", rest) == 0
+           ? NGX_OK : NGX_ERROR;
+}
+
+
+/* allow_hosts: {id, network: {allow, ask}, added} */
+ngx_int_t
+ngx_http_veto_sandbox_mcp_present_hosts(ngx_http_request_t *r,
+    ngx_http_veto_sandbox_mcp_call_t *call, json_t *rest, u_char *data,
+    size_t len, json_t *result)
+{
+    u_char      *text, *p;
+    char        *added, *allow;
+    size_t       size;
+    const char  *id;
+
+    id = json_string_value(json_object_get(rest, "id"));
+    added = json_dumps(json_object_get(rest, "added"), JSON_COMPACT);
+    allow = json_dumps(json_object_get(json_object_get(rest, "network"),
+                                       "allow"), JSON_COMPACT);
+
+    size = 256 + (added ? ngx_strlen(added) : 0)
+           + (allow ? ngx_strlen(allow) : 0);
+
+    text = ngx_pnalloc(r->pool, size);
+    if (text == NULL) {
+        free(added);
+        free(allow);
+        return NGX_ERROR;
+    }
+
+    p = ngx_snprintf(text, size, "Sandbox %s: added %s (new connections "
+                     "only). Its allowlist now: %s.", id ? id : "?",
+                     added ? added : "[]", allow ? allow : "[]");
+
+    free(added);
+    free(allow);
 
     if (ngx_http_veto_sandbox_mcp_text(result, (char *) text, p - text)
         != NGX_OK)

@@ -62,6 +62,8 @@ static ngx_int_t ngx_http_veto_sandbox_mcp_twin_exec(ngx_http_request_t *r,
     json_t *args, ngx_http_veto_sandbox_mcp_twin_t *twin, const char **why);
 static ngx_int_t ngx_http_veto_sandbox_mcp_twin_destroy(ngx_http_request_t *r,
     json_t *args, ngx_http_veto_sandbox_mcp_twin_t *twin, const char **why);
+static ngx_int_t ngx_http_veto_sandbox_mcp_twin_hosts(ngx_http_request_t *r,
+    json_t *args, ngx_http_veto_sandbox_mcp_twin_t *twin, const char **why);
 static ngx_int_t ngx_http_veto_sandbox_mcp_twin_approval(
     ngx_http_request_t *r, json_t *args,
     ngx_http_veto_sandbox_mcp_twin_t *twin, const char **why);
@@ -96,8 +98,16 @@ ngx_http_veto_sandbox_mcp_tool_t  ngx_http_veto_sandbox_mcp_tools[] = {
         "\"additionalProperties\":false},"
         "\"ttl_s\":{\"type\":\"integer\",\"minimum\":1,\"description\":"
         "\"Seconds until the sandbox ends by itself.\"},"
-        "\"network\":{\"description\":\"\\\"none\\\" (the default): "
-        "loopback only. Anything else must be within the policy.\"},"
+        "\"network\":{\"description\":\"\\\"none\\\": loopback only; or "
+        "{\\\"allow\\\": [\\\"host\\\", \\\"host:port\\\", "
+        "\\\"*.suffix\\\"]}: only those hosts, through the gateway's "
+        "egress proxy. Omitted: the policy's default. Hosts the policy "
+        "allows are granted at once; hosts it lets a human decide make "
+        "the call approval required; others are refused, by name.\","
+        "\"anyOf\":[{\"type\":\"string\",\"enum\":[\"none\"]},"
+        "{\"type\":\"object\",\"properties\":{\"allow\":{\"type\":"
+        "\"array\",\"items\":{\"type\":\"string\"}}},\"required\":"
+        "[\"allow\"],\"additionalProperties\":false}]},"
         "\"env\":{\"type\":\"object\",\"additionalProperties\":"
         "{\"type\":\"string\"},\"description\":\"Environment of every "
         "exec in the sandbox.\"},"
@@ -198,6 +208,27 @@ ngx_http_veto_sandbox_mcp_tool_t  ngx_http_veto_sandbox_mcp_tools[] = {
       "\"idempotentHint\":false}",
       ngx_http_veto_sandbox_mcp_twin_exec,
       ngx_http_veto_sandbox_mcp_present_exec },
+
+    { "allow_hosts", "Let a sandbox reach more hosts",
+      "Add hosts to the network allowlist of a sandbox created with one "
+      "(network {\"allow\": [...]}): its commands may then connect to them "
+      "through the gateway's egress proxy. An allowlist only grows; a "
+      "sandbox created with network \"none\" cannot get one (create "
+      "another). Hosts the policy allows are added at once, hosts it lets "
+      "a human decide make the call approval required, others are "
+      "refused by name." NGX_HTTP_VSB_MCP_APPROVAL_NOTE,
+      "{\"type\":\"object\",\"properties\":{"
+        NGX_HTTP_VSB_MCP_SANDBOX_ARG ","
+        "\"hosts\":{\"type\":\"array\",\"items\":{\"type\":\"string\"},"
+        "\"minItems\":1,\"description\":\"host, host:port or *.suffix "
+        "entries, such as registry.npmjs.org or *.pythonhosted.org.\"},"
+        NGX_HTTP_VSB_MCP_APPROVAL_ARG
+      "},\"required\":[\"sandbox_id\",\"hosts\"],"
+      "\"additionalProperties\":false}",
+      "{\"readOnlyHint\":false,\"destructiveHint\":false,"
+      "\"idempotentHint\":true,\"openWorldHint\":true}",
+      ngx_http_veto_sandbox_mcp_twin_hosts,
+      ngx_http_veto_sandbox_mcp_present_hosts },
 
     { "destroy_sandbox", "Destroy a sandbox",
       "End a sandbox: every process in it is killed and its files are "
@@ -557,6 +588,10 @@ static const char  *ngx_http_veto_sandbox_mcp_approval_args[] = {
     "approval_id", NULL
 };
 
+static const char  *ngx_http_veto_sandbox_mcp_hosts_args[] = {
+    "sandbox_id", "hosts", "approval_id", NULL
+};
+
 
 /* create_sandbox: POST /v1/sandboxes, the arguments as the body */
 static ngx_int_t
@@ -791,6 +826,56 @@ ngx_http_veto_sandbox_mcp_twin_write(ngx_http_request_t *r, json_t *args,
 }
 
 
+/* allow_hosts: PATCH /v1/sandboxes/{id} {"network": {"add": hosts}}, the
+ * body a REST client sends (compact, keys sorted) */
+static ngx_int_t
+ngx_http_veto_sandbox_mcp_twin_hosts(ngx_http_request_t *r, json_t *args,
+    ngx_http_veto_sandbox_mcp_twin_t *twin, const char **why)
+{
+    json_t     *body;
+    ngx_int_t   rc;
+    ngx_str_t   sandbox;
+
+    rc = ngx_http_veto_sandbox_mcp_known(r, args,
+                                   ngx_http_veto_sandbox_mcp_hosts_args, why);
+    if (rc != NGX_OK) {
+        return rc;
+    }
+
+    rc = ngx_http_veto_sandbox_mcp_ids(args, &sandbox, twin, why);
+    if (rc != NGX_OK) {
+        return rc;
+    }
+
+    if (json_object_get(args, "hosts") == NULL) {
+        *why = "hosts is required: the host, host:port or *.suffix entries "
+               "to add";
+        return NGX_DECLINED;
+    }
+
+    ngx_http_veto_sandbox_mcp_method(twin, NGX_HTTP_PATCH, "PATCH");
+
+    if (ngx_http_veto_sandbox_mcp_path(r, &sandbox, "", &twin->uri)
+        != NGX_OK)
+    {
+        return NGX_ERROR;
+    }
+
+    /* the entries are the REST builder's to judge, as ever */
+    body = json_pack("{s:{s:O}}", "network", "add",
+                     json_object_get(args, "hosts"));
+    if (body == NULL) {
+        return NGX_ERROR;
+    }
+
+    rc = ngx_http_veto_sandbox_mcp_json_body(r, body, &twin->body);
+
+    json_decref(body);
+
+    return rc;
+}
+
+
 /* approval_status: GET /v1/approvals/{approval} */
 static ngx_int_t
 ngx_http_veto_sandbox_mcp_twin_approval(ngx_http_request_t *r, json_t *args,
@@ -874,7 +959,7 @@ ngx_http_veto_sandbox_mcp_input(ngx_http_request_t *r,
     }
 
     /* a JSON body says so, as a REST client's would */
-    if (twin->method == NGX_HTTP_POST) {
+    if (twin->method & (NGX_HTTP_POST|NGX_HTTP_PATCH)) {
         in->content_type = &json_type;
     }
 

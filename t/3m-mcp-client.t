@@ -46,6 +46,8 @@ my $policy = {
             defaults => { memory_mb => 128, ttl_s => 600 },
             approvals => { exec_argv => ['sh -c echo approved-run*',
                                          'sh -c echo via-*'] },
+            network => { allow => ['registry.example.test'],
+                         ask => ['git.example.test'] },
         },
     },
 };
@@ -71,7 +73,9 @@ for (1 .. 40) {
 
 my $d = $n->dir;
 my %tok = (
-    agent    => $n->token(sub => 'agent-1', jti => "mcp-agent-$$"),
+    agent    => $n->token(sub => 'agent-1', jti => "mcp-agent-$$",
+                          scope => 'sandbox:create sandbox:exec sandbox:files '
+                                   . 'sandbox:network'),
     both     => $n->token(sub => 'agent-1', scope =>
                           'sandbox:create sandbox:exec sandbox:files '
                           . 'approvals:review'),

@@ -143,10 +143,10 @@ await step('ping', async () => {
 await step('tools/list', async () => {
     const { tools } = await agent.client.listTools();
     const names = tools.map(t => t.name).sort();
-    is(names.join(','), ['approval_status', 'create_sandbox',
+    is(names.join(','), ['allow_hosts', 'approval_status', 'create_sandbox',
                          'destroy_sandbox', 'exec', 'get_sandbox',
                          'list_sandboxes', 'read_file', 'write_file']
-                        .join(','), 'tools/list: the eight tools');
+                        .join(','), 'tools/list: the nine tools');
     const by = Object.fromEntries(tools.map(t => [t.name, t]));
     for (const t of tools) {
         ok(t.inputSchema && t.inputSchema.type === 'object'
@@ -406,6 +406,33 @@ await step('an MCP approval is the REST request\'s', async () => {
     ok(!r2.isError, 'used through MCP', r2);
     is(r2.structuredContent && r2.structuredContent.stdout, 'via-mcp\n',
        '... and it ran');
+});
+
+await step('network', async () => {
+    let r = await agent.client.callTool({ name: 'allow_hosts', arguments: {
+        sandbox_id: sb, hosts: ['git.example.test'] } });
+    const s = r.structuredContent || {};
+    is(s.status, 'approval_required',
+       'allow_hosts with a host the policy asks a human about: approval '
+       + 'required', r);
+    is(s.request_hash,
+       requestHash('PATCH', `/v1/sandboxes/${sb}`, '',
+                   canonical({ network: { add: ['git.example.test'] } })),
+       'allow_hosts: bound to the REST twin (PATCH, {"network":{"add":...}})');
+    result.approvals.push(s.approval_id);
+    r = await agent.client.callTool({ name: 'allow_hosts', arguments: {
+        sandbox_id: sb, hosts: ['evil.example.test'] } });
+    ok(r.isError, 'allow_hosts with a host beyond the policy: isError', r);
+    has(text(r), 'network_not_allowed', '... network_not_allowed');
+    has(text(r), 'evil.example.test', '... naming the entry');
+    r = await agent.client.callTool({ name: 'allow_hosts', arguments: {
+        sandbox_id: sb } });
+    ok(r.isError, 'allow_hosts without hosts: isError', r);
+    has(text(r), 'hosts is required', '... saying what is missing');
+    r = await agent.client.callTool({ name: 'create_sandbox', arguments: {
+        network: { allow: ['evil.example.test'] } } });
+    ok(r.isError, 'create_sandbox with a host beyond the policy: isError', r);
+    has(text(r), 'evil.example.test', '... naming the entry');
 });
 
 await step('scope', async () => {

@@ -43,6 +43,44 @@ my $policy = {
 my $n = VetoNginx->new;
 $n->start_redis;
 $n->start_helper;
+
+# ---------------------------------------------------------------- nginx -t
+$n->write_policy($policy);
+for my $case (
+    ['veto_sandbox_mcp on;', qr/needs "veto_sandbox_mcp_sessions zone=name:size"/,
+     'on without a sessions zone'],
+    ["veto_sandbox_mcp on;\nveto_sandbox_mcp_sessions max=5;", qr/needs "zone=name:size"/,
+     'a sessions zone without a zone'],
+    ["veto_sandbox_mcp_sessions zone=m:1m per_agent=0;", qr/invalid parameter "per_agent=0"/,
+     'per_agent=0'],
+    ["veto_sandbox_mcp_sessions zone=m:1m bogus=1;", qr/invalid parameter "bogus=1"/,
+     'an unknown parameter'],
+    ["veto_sandbox_mcp_sessions zone=m:1k;", qr/too small/, 'a zone too small'],
+    ["veto_sandbox_mcp_resource ftp://x/v1/mcp;", qr/must be an http/,
+     'a resource that is no http URL'],
+    ["veto_sandbox_mcp_resource \"https://x/v1/mcp?a=b\";", qr/without query/,
+     'a resource with a query'],
+    ["veto_sandbox_mcp on;\nveto_sandbox_mcp_sessions zone=m:1m;\n"
+     . "veto_sandbox_mcp_reply_bytes 100;", qr/must be 256 \.\. 16m/,
+     'reply bytes out of range'],
+) {
+    my ($extra, $re, $what) = @$case;
+    $n->render(redis => 1, veto => $n->default_veto . "        $extra\n");
+    my ($ok, $out) = $n->test_config;
+    ok(!$ok, "nginx -t refuses $what");
+    like($out, $re, '... saying why') or diag $out;
+}
+$n->render(redis => 1,
+           veto => $n->default_veto
+                   . "        veto_sandbox_mcp_sessions zone=m:1m;\n",
+           http_extra => "server { listen 127.0.0.1:@{[ VetoNginx::free_port() ]}; "
+                         . "veto_sandbox_mcp on; }");
+my ($ok, $out) = $n->test_config;
+ok(!$ok, 'nginx -t refuses "veto_sandbox_mcp on" in a server without the API');
+like($out, qr/needs "veto_sandbox_api"/, '... saying it needs the API') or diag $out;
+# what nginx -t said above is not the running server's
+my $log_start = -s "$n->{dir}/logs/error.log" // 0;
+
 my $veto = $n->default_veto . <<"EOF";
         veto_sandbox_mcp on;
         veto_sandbox_mcp_sessions zone=veto_mcp:1m max=24 per_agent=3;
@@ -539,7 +577,7 @@ my $auditor = $n->token(sub => 'auditor', scope => 'audit:read');
 ($st, $h, $b, $j) = $n->request(GET => '/v1/audit?agent=agent-2&limit=100', $auditor);
 is(scalar(grep { $_->{outcome} ne 'denied' } @{ $j->{records} // [] }), 0,
    'agent-2, who held another agent\'s session id, has nothing on record but refusals');
-my $log = $n->error_log;
+my $log = substr($n->error_log, $log_start);
 unlike($log, qr/\[(?:alert|crit|emerg)\]/, 'no alert in the error log');
 unlike($log, qr/exited on signal/, 'no worker crashed');
 

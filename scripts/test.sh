@@ -47,6 +47,11 @@ bash scripts/build.sh || fail_step "build"
 say "browser test tooling (npm ci in t/browser)"
 (cd t/browser && npm ci --no-audit --no-fund) || fail_step "npm ci in t/browser"
 
+# The MCP client tests' client: the official MCP TypeScript SDK, pinned by
+# t/mcp's lock file (t/3m-mcp-client.t).
+say "MCP client test tooling (npm ci in t/mcp)"
+(cd t/mcp && npm ci --no-audit --no-fund) || fail_step "npm ci in t/mcp"
+
 # Unit binaries, one by one so each counts (this is what `make unit`
 # runs, for the normal and the ASan build).
 units=()

@@ -137,6 +137,11 @@ ngx_http_veto_sandbox_mcp_respond(ngx_http_request_t *r, ngx_uint_t status,
 {
     json_t  *msg;
 
+    /* a result or an error that could not be made (no memory) */
+    if (result == NULL && error == NULL) {
+        return NGX_ERROR;
+    }
+
     msg = json_pack("{s:s}", "jsonrpc", "2.0");
 
     if (msg == NULL

@@ -818,7 +818,7 @@ ngx_http_veto_sandbox_mcp_twin_write(ngx_http_request_t *r, json_t *args,
     }
 
     if (ngx_decode_base64(&twin->body, &src) != NGX_OK) {
-        *why = "content is not valid base64 (RFC 4648, with padding)";
+        *why = "content is not valid base64 (RFC 4648: A-Z a-z 0-9 + /)";
         return NGX_DECLINED;
     }
 

@@ -78,6 +78,27 @@ $n->render(redis => 1,
 my ($ok, $out) = $n->test_config;
 ok(!$ok, 'nginx -t refuses "veto_sandbox_mcp on" in a server without the API');
 like($out, qr/needs "veto_sandbox_api"/, '... saying it needs the API') or diag $out;
+
+# off (the default): /v1/mcp is no endpoint, the metadata none either
+$n->start(redis => 1, policy => $policy,
+          server_extra => "location /.well-known/oauth-protected-resource "
+                          . "{ veto_sandbox_mcp_metadata; }");
+{
+    my $tok = $n->token;
+    my ($st, $h, $b, $j) = $n->request(POST => '/v1/mcp', $tok, {
+        jsonrpc => '2.0', id => 1, method => 'initialize',
+        params => { protocolVersion => '2025-11-25', capabilities => {} } });
+    is($st, 404, 'veto_sandbox_mcp off: POST /v1/mcp is 404');
+    is($j->{type}, 'urn:veto-sandbox:problem:not_found', '... as any unknown API path');
+    ok(!$h->{'mcp-session-id'}, '... with no session');
+    ($st, $h) = $n->request(POST => '/v1/mcp');
+    unlike($h->{'www-authenticate'} // '', qr/resource_metadata/,
+           '... and its 401 names no metadata');
+    ($st) = $n->request(GET => '/.well-known/oauth-protected-resource/v1/mcp');
+    is($st, 404, '... nor is there a metadata document');
+}
+$n->stop;
+
 # what nginx -t said above is not the running server's
 my $log_start = -s "$n->{dir}/logs/error.log" // 0;
 

@@ -132,7 +132,8 @@ fuzz-cov:
 include egress-proxy/egress.mk
 
 # The module's pure files (no request, no Redis: _hash.c, _redact.c,
-# _policy*.c, _network.c with the proxy's entry parser) tested and fuzzed without nginx: nginx's headers as
+# _policy*.c, _network.c with the proxy's entry parser, _event.c) tested
+# and fuzzed without nginx: nginx's headers as
 # scripts/build-module.sh configured them, and t/unit/ngx_core_stub.c
 # for the few core calls they make (Debian ships no nginx sources).
 NGX_SRC      = build-module/nginx-src
@@ -141,7 +142,7 @@ MODULE_INCS  = $(addprefix -I$(NGX_SRC)/, objs src/core src/event \
                  src/http/v2) -Ingx_veto_sandbox_module -Isandbox-helper \
                  -Iegress-proxy -It/unit
 MODULE_PURE  = $(addprefix ngx_veto_sandbox_module/ngx_http_veto_sandbox_, \
-                 hash.c redact.c policy.c policy_match.c network.c) \
+                 hash.c redact.c policy.c policy_match.c network.c event.c) \
                $(HELPER_EG_SRCS) t/unit/ngx_core_stub.c
 MODULE_DEPS  = $(MODULE_PURE) $(wildcard ngx_veto_sandbox_module/*.h) \
                egress-proxy/eg_allow.h egress-proxy/eg_addr.h \

@@ -19,6 +19,7 @@
 #include "ngx_http_veto_sandbox_quota.h"
 #include "ngx_http_veto_sandbox_approval.h"
 #include "ngx_http_veto_sandbox_network.h"
+#include "ngx_http_veto_sandbox_notify.h"
 #include "ngx_http_veto_sandbox_redact.h"
 #include "ngx_http_veto_sandbox_revoke.h"
 
@@ -623,6 +624,9 @@ ngx_http_veto_sandbox_approval_202(ngx_http_request_t *r,
                      "once approved");
 
     ngx_str_set(&ctx->decision, "approval_required");
+
+    /* the webhooks: queued now, sent after this response */
+    ngx_http_veto_sandbox_notify(r, ctx, (time_t) (expires / 1000));
 
     /* nothing is created until the repeat: give the quota slot back */
     ngx_http_veto_sandbox_release_slot(r, ctx);

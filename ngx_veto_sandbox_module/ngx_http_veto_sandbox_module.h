@@ -44,6 +44,12 @@
  *   _redis_call.c the Redis call layer: commands, scripts, key names
  *   _redis.c      the worker's Redis connection
  *
+ * A second module of the same object, called by _gate.c only:
+ *
+ *   _notify.c     webhooks: directives, the gate's hook, counters
+ *   _notify_send.c  deliveries: carrier requests, attempts, retries
+ *   _event.c      the event's bodies (JSON, Slack) and signature
+ *
  * docs/adding-an-endpoint.md walks through adding an operation.
  */
 

@@ -4,7 +4,8 @@
 # runs each briefly, then the integration tests with prove: everything
 # with the normal helper, the helper tests (t/0*.t) again with the ASan
 # helper, the image store and profile tests (t/52, t/53, t/55-t/57) with
-# the ASan sandbox-imagectl and helper, and the module tests (t/1*.t, t/3*.t) again with the ASan+UBSan
+# the ASan sandbox-imagectl and helper, and the module tests (t/1*.t, t/3*.t,
+# t/46, t/51) again with the ASan+UBSan
 # module (build-module-asan/) and the ASan helper; there any sanitizer
 # report from nginx fails the test (t/lib/VetoNginx.pm); last, the
 # helper's tests on a pure cgroup v2 host in a qemu VM; the egress tests
@@ -166,7 +167,7 @@ VETO_EGRESS=build-asan/egress-proxy VETO_HELPER=build-asan/sandbox-helper \
 VETO_MODULE="$PWD/build-module-asan/ngx_veto_sandbox_module.so" \
 VETO_HELPER=build-asan/sandbox-helper \
     run_prove "module tests, ASan+UBSan module build-module-asan/, ASan helper" \
-        t/1*.t t/3*.t t/46-egress-api.t
+        t/1*.t t/3*.t t/46-egress-api.t t/51-webhooks.t
 
 # The helper on a pure cgroup v2 host (this one may be hybrid v1): a
 # qemu VM running make unit and t/0*.t, also with the ASan helper.

@@ -398,7 +398,7 @@ static ngx_int_t
 ngx_http_veto_sandbox_delivery_headers(ngx_http_veto_sandbox_delivery_t *d,
     ngx_http_request_t *r)
 {
-    u_char  *sig, *last, attempt[NGX_INT_T_LEN];
+    u_char  *sig, *value, *last, attempt[NGX_INT_T_LEN];
 
     if (ngx_list_init(&r->headers_in.headers, r->pool, 4,
                       sizeof(ngx_table_elt_t))
@@ -416,15 +416,15 @@ ngx_http_veto_sandbox_delivery_headers(ngx_http_veto_sandbox_delivery_t *d,
     }
 
     last = ngx_sprintf(attempt, "%ui", d->attempts);
-    sig = ngx_pnalloc(r->pool, last - attempt);
-    if (sig == NULL) {
+    value = ngx_pnalloc(r->pool, last - attempt);
+    if (value == NULL) {
         return NGX_ERROR;
     }
 
-    ngx_memcpy(sig, attempt, last - attempt);
+    ngx_memcpy(value, attempt, last - attempt);
 
     if (ngx_http_veto_sandbox_delivery_header(r, "Veto-Delivery-Attempt",
-                                              sig, last - attempt)
+                                              value, last - attempt)
         != NGX_OK)
     {
         return NGX_ERROR;

@@ -1,14 +1,14 @@
 /*
- * Bearer token verification.  libjwt 1.x verifies with whatever "alg" the
- * token's header names, so the algorithm is pinned here first: the key is
+ * Bearer token verification.  The algorithm is pinned first: the key is
  * chosen by "kid" and the header's alg must be that key's alg, or the
- * token is refused before libjwt sees it (RS256 -> HS256 confusion, "none").
- * Claims are checked here too: libjwt 1.10 checks none.
+ * token is refused before any signature check (RS256 -> HS256 confusion,
+ * "none").  Then the signature is checked with the key decoded at
+ * configuration time (_jws.c), and the claims here, parsed strictly from
+ * the very bytes the signature covers.
  */
 
 #include "ngx_http_veto_sandbox_module.h"
 
-#include <jwt.h>
 #include <openssl/evp.h>
 
 
@@ -19,16 +19,16 @@ typedef struct {
 
 
 static ngx_http_veto_sandbox_alg_t  ngx_http_veto_sandbox_algs[] = {
-    { ngx_string("HS256"), JWT_ALG_HS256 },
-    { ngx_string("HS384"), JWT_ALG_HS384 },
-    { ngx_string("HS512"), JWT_ALG_HS512 },
-    { ngx_string("RS256"), JWT_ALG_RS256 },
-    { ngx_string("RS384"), JWT_ALG_RS384 },
-    { ngx_string("RS512"), JWT_ALG_RS512 },
-    { ngx_string("ES256"), JWT_ALG_ES256 },
-    { ngx_string("ES384"), JWT_ALG_ES384 },
-    { ngx_string("ES512"), JWT_ALG_ES512 },
-    { ngx_null_string, JWT_ALG_INVAL }
+    { ngx_string("HS256"), NGX_HTTP_VSB_ALG_HS256 },
+    { ngx_string("HS384"), NGX_HTTP_VSB_ALG_HS384 },
+    { ngx_string("HS512"), NGX_HTTP_VSB_ALG_HS512 },
+    { ngx_string("RS256"), NGX_HTTP_VSB_ALG_RS256 },
+    { ngx_string("RS384"), NGX_HTTP_VSB_ALG_RS384 },
+    { ngx_string("RS512"), NGX_HTTP_VSB_ALG_RS512 },
+    { ngx_string("ES256"), NGX_HTTP_VSB_ALG_ES256 },
+    { ngx_string("ES384"), NGX_HTTP_VSB_ALG_ES384 },
+    { ngx_string("ES512"), NGX_HTTP_VSB_ALG_ES512 },
+    { ngx_null_string, NGX_HTTP_VSB_ALG_INVAL }
 };
 
 
@@ -41,8 +41,8 @@ static ngx_int_t ngx_http_veto_sandbox_id_claim(ngx_http_request_t *r,
     json_t *claims, const char *name, ngx_str_t *out);
 
 
-/* Maps an algorithm name to libjwt's; "none" and unknown names are
- * JWT_ALG_INVAL. */
+/* Maps an algorithm name to ours; "none" and unknown names are
+ * NGX_HTTP_VSB_ALG_INVAL. */
 ngx_int_t
 ngx_http_veto_sandbox_jwt_alg(ngx_str_t *name)
 {
@@ -56,7 +56,7 @@ ngx_http_veto_sandbox_jwt_alg(ngx_str_t *name)
         }
     }
 
-    return JWT_ALG_INVAL;
+    return NGX_HTTP_VSB_ALG_INVAL;
 }
 
 
@@ -65,10 +65,9 @@ ngx_http_veto_sandbox_jwt_verify(ngx_http_request_t *r,
     ngx_http_veto_sandbox_srv_conf_t *vscf, ngx_str_t *token,
     ngx_http_veto_sandbox_ctx_t *ctx, const char **reason)
 {
-    u_char                       *p, *last, *dot1, *dot2, *copy;
+    u_char                       *p, *last, *dot1, *dot2;
     u_char                        hash[32];
     time_t                        until;
-    jwt_t                        *jwt;
     json_t                       *header, *claims, *v;
     ngx_int_t                     rc;
     ngx_str_t                     alg, kid;
@@ -141,7 +140,6 @@ ngx_http_veto_sandbox_jwt_verify(ngx_http_request_t *r,
     }
 
     claims = NULL;
-    jwt = NULL;
     rc = NGX_DECLINED;
 
     v = json_object_get(header, "alg");
@@ -153,7 +151,7 @@ ngx_http_veto_sandbox_jwt_verify(ngx_http_request_t *r,
     alg.data = (u_char *) json_string_value(v);
     alg.len = json_string_length(v);
 
-    if (ngx_http_veto_sandbox_jwt_alg(&alg) == JWT_ALG_INVAL) {
+    if (ngx_http_veto_sandbox_jwt_alg(&alg) == NGX_HTTP_VSB_ALG_INVAL) {
         *reason = "token alg not accepted";
         goto done;
     }
@@ -205,30 +203,17 @@ ngx_http_veto_sandbox_jwt_verify(ngx_http_request_t *r,
         goto done;
     }
 
-    copy = ngx_pnalloc(r->pool, token->len + 1);
-    if (copy == NULL) {
-        rc = NGX_ERROR;
-        *reason = "internal error";
+    rc = ngx_http_veto_sandbox_jws_verify(key, token->data,
+                                          dot2 - token->data, dot2 + 1,
+                                          last - dot2 - 1);
+    if (rc != NGX_OK) {
+        *reason = rc == NGX_DECLINED ? "bad signature" : "internal error";
         goto done;
     }
 
-    ngx_memcpy(copy, token->data, token->len);
-    copy[token->len] = '\0';
+    rc = NGX_DECLINED;
 
-    if (jwt_decode(&jwt, (char *) copy, key->key, (int) key->key_len) != 0
-        || jwt == NULL)
-    {
-        jwt = NULL;
-        *reason = "bad signature";
-        goto done;
-    }
-
-    if ((ngx_int_t) jwt_get_alg(jwt) != key->alg) {
-        *reason = "token alg does not match its key";
-        goto done;
-    }
-
-    /* libjwt verified these exact bytes; parse them strictly ourselves */
+    /* the signature covers these exact bytes; parse them strictly */
     claims = ngx_http_veto_sandbox_b64_json(r, dot1 + 1, dot2 - dot1 - 1);
     if (claims == NULL) {
         *reason = "malformed token claims";
@@ -242,10 +227,6 @@ ngx_http_veto_sandbox_jwt_verify(ngx_http_request_t *r,
     }
 
 done:
-
-    if (jwt) {
-        jwt_free(jwt);
-    }
 
     if (claims) {
         json_decref(claims);

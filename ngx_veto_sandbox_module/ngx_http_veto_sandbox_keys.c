@@ -2,13 +2,13 @@
  * Verification keys, loaded at configuration time only: PEM public keys
  * and HMAC secret files ("veto_sandbox_jwt_key kid alg file") and JWKS
  * files ("veto_sandbox_jwt_jwks file": RSA and EC P-256).  Every key
- * carries the one algorithm it may verify; JWKs are converted to PEM
- * with OpenSSL because libjwt takes PEM.
+ * carries the one algorithm it may verify.  Keys are decoded here, once:
+ * requests are verified with the EVP_PKEY and the digest fetched here
+ * (_jws.c), never by decoding a PEM again.
  */
 
 #include "ngx_http_veto_sandbox_module.h"
 
-#include <jwt.h>
 #include <openssl/bio.h>
 #include <openssl/bn.h>
 #include <openssl/core_names.h>
@@ -27,8 +27,9 @@ static u_char *ngx_http_veto_sandbox_read_file(ngx_conf_t *cf,
     ngx_str_t *file, size_t *len);
 static ngx_int_t ngx_http_veto_sandbox_key_check(ngx_conf_t *cf,
     EVP_PKEY *pkey, ngx_int_t alg, ngx_str_t *file, const char *what);
-static u_char *ngx_http_veto_sandbox_pem(ngx_conf_t *cf, EVP_PKEY *pkey,
-    size_t *len);
+static ngx_int_t ngx_http_veto_sandbox_key_set(ngx_conf_t *cf,
+    ngx_http_veto_sandbox_key_t *key, ngx_int_t alg, EVP_PKEY *pkey);
+static void ngx_http_veto_sandbox_key_cleanup(void *data);
 static ngx_http_veto_sandbox_key_t *ngx_http_veto_sandbox_key_add(
     ngx_conf_t *cf, ngx_array_t *keys, ngx_str_t *kid, ngx_str_t *file);
 static EVP_PKEY *ngx_http_veto_sandbox_jwk_rsa(ngx_conf_t *cf, json_t *jwk,
@@ -71,7 +72,7 @@ ngx_http_veto_sandbox_keys_pem(ngx_conf_t *cf, ngx_array_t *keys,
     ngx_http_veto_sandbox_key_t  *key;
 
     a = ngx_http_veto_sandbox_jwt_alg(alg);
-    if (a == JWT_ALG_INVAL) {
+    if (a == NGX_HTTP_VSB_ALG_INVAL) {
         ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
                            "\"veto_sandbox_jwt_key\": unsupported algorithm "
                            "\"%V\" (HS256, HS384, HS512, RS256, RS384, RS512,"
@@ -89,9 +90,7 @@ ngx_http_veto_sandbox_keys_pem(ngx_conf_t *cf, ngx_array_t *keys,
         return NGX_CONF_ERROR;
     }
 
-    key->alg = a;
-
-    if (a == JWT_ALG_HS256 || a == JWT_ALG_HS384 || a == JWT_ALG_HS512) {
+    if (a == NGX_HTTP_VSB_ALG_HS256 || a == NGX_HTTP_VSB_ALG_HS384 || a == NGX_HTTP_VSB_ALG_HS512) {
 
         /* a secret file may end with a newline an editor added */
         last = data + len;
@@ -109,9 +108,12 @@ ngx_http_veto_sandbox_keys_pem(ngx_conf_t *cf, ngx_array_t *keys,
             return NGX_CONF_ERROR;
         }
 
-        key->key = data;
-        key->key_len = len;
-        data[len] = '\0';
+        key->secret = data;
+        key->secret_len = len;
+
+        if (ngx_http_veto_sandbox_key_set(cf, key, a, NULL) != NGX_OK) {
+            return NGX_CONF_ERROR;
+        }
 
         return NGX_CONF_OK;
     }
@@ -143,10 +145,7 @@ ngx_http_veto_sandbox_keys_pem(ngx_conf_t *cf, ngx_array_t *keys,
         return NGX_CONF_ERROR;
     }
 
-    key->key = ngx_http_veto_sandbox_pem(cf, pkey, &key->key_len);
-    EVP_PKEY_free(pkey);
-
-    if (key->key == NULL) {
+    if (ngx_http_veto_sandbox_key_set(cf, key, a, pkey) != NGX_OK) {
         return NGX_CONF_ERROR;
     }
 
@@ -272,12 +271,12 @@ ngx_http_veto_sandbox_keys_jwks(ngx_conf_t *cf, ngx_array_t *keys,
 
         a = ngx_http_veto_sandbox_jwt_alg(&alg);
 
-        if (a == JWT_ALG_INVAL
+        if (a == NGX_HTTP_VSB_ALG_INVAL
             || ngx_http_veto_sandbox_key_check(cf, pkey, a, file,
                                                "veto_sandbox_jwt_jwks")
                != NGX_OK)
         {
-            if (a == JWT_ALG_INVAL) {
+            if (a == NGX_HTTP_VSB_ALG_INVAL) {
                 ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
                                    "\"veto_sandbox_jwt_jwks\": \"%V\" "
                                    "keys[%ui] has unsupported \"alg\" \"%V\"",
@@ -294,11 +293,7 @@ ngx_http_veto_sandbox_keys_jwks(ngx_conf_t *cf, ngx_array_t *keys,
             goto failed;
         }
 
-        k->alg = a;
-        k->key = ngx_http_veto_sandbox_pem(cf, pkey, &k->key_len);
-        EVP_PKEY_free(pkey);
-
-        if (k->key == NULL) {
+        if (ngx_http_veto_sandbox_key_set(cf, k, a, pkey) != NGX_OK) {
             goto failed;
         }
     }
@@ -391,9 +386,9 @@ ngx_http_veto_sandbox_key_check(ngx_conf_t *cf, EVP_PKEY *pkey,
 
     switch (alg) {
 
-    case JWT_ALG_RS256:
-    case JWT_ALG_RS384:
-    case JWT_ALG_RS512:
+    case NGX_HTTP_VSB_ALG_RS256:
+    case NGX_HTTP_VSB_ALG_RS384:
+    case NGX_HTTP_VSB_ALG_RS512:
         if (!EVP_PKEY_is_a(pkey, "RSA")) {
             break;
         }
@@ -409,9 +404,9 @@ ngx_http_veto_sandbox_key_check(ngx_conf_t *cf, EVP_PKEY *pkey,
 
         return NGX_OK;
 
-    case JWT_ALG_ES256:
-    case JWT_ALG_ES384:
-    case JWT_ALG_ES512:
+    case NGX_HTTP_VSB_ALG_ES256:
+    case NGX_HTTP_VSB_ALG_ES384:
+    case NGX_HTTP_VSB_ALG_ES512:
         if (!EVP_PKEY_is_a(pkey, "EC")) {
             break;
         }
@@ -423,9 +418,9 @@ ngx_http_veto_sandbox_key_check(ngx_conf_t *cf, EVP_PKEY *pkey,
             break;
         }
 
-        if ((alg == JWT_ALG_ES256 && ngx_strcmp(group, "prime256v1") == 0)
-            || (alg == JWT_ALG_ES384 && ngx_strcmp(group, "secp384r1") == 0)
-            || (alg == JWT_ALG_ES512 && ngx_strcmp(group, "secp521r1") == 0))
+        if ((alg == NGX_HTTP_VSB_ALG_ES256 && ngx_strcmp(group, "prime256v1") == 0)
+            || (alg == NGX_HTTP_VSB_ALG_ES384 && ngx_strcmp(group, "secp384r1") == 0)
+            || (alg == NGX_HTTP_VSB_ALG_ES512 && ngx_strcmp(group, "secp521r1") == 0))
         {
             return NGX_OK;
         }
@@ -445,43 +440,78 @@ ngx_http_veto_sandbox_key_check(ngx_conf_t *cf, EVP_PKEY *pkey,
 }
 
 
-static u_char *
-ngx_http_veto_sandbox_pem(ngx_conf_t *cf, EVP_PKEY *pkey, size_t *len)
+/*
+ * Gives key its algorithm, its digest (fetched once: an implicit fetch
+ * per verification costs a lock and a lookup) and pkey, which it owns
+ * from here on, freed with cf->pool even when this fails.
+ */
+static ngx_int_t
+ngx_http_veto_sandbox_key_set(ngx_conf_t *cf,
+    ngx_http_veto_sandbox_key_t *key, ngx_int_t alg, EVP_PKEY *pkey)
 {
-    u_char  *p;
-    BIO     *bio;
-    char    *mem;
-    long     n;
+    const char                   *md;
+    ngx_pool_cleanup_t           *cln;
+    ngx_http_veto_sandbox_key_t  *owned;
 
-    bio = BIO_new(BIO_s_mem());
-    if (bio == NULL) {
-        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0, "BIO_new() failed");
-        return NULL;
+    /* the cleanup keeps its own copy: the keys array may move */
+    cln = ngx_pool_cleanup_add(cf->pool, sizeof(ngx_http_veto_sandbox_key_t));
+    if (cln == NULL) {
+        EVP_PKEY_free(pkey);
+        return NGX_ERROR;
     }
 
-    if (!PEM_write_bio_PUBKEY(bio, pkey)) {
+    owned = cln->data;
+    ngx_memzero(owned, sizeof(ngx_http_veto_sandbox_key_t));
+    owned->pkey = pkey;
+    cln->handler = ngx_http_veto_sandbox_key_cleanup;
+
+    key->alg = alg;
+    key->pkey = pkey;
+
+    switch (alg) {
+
+    case NGX_HTTP_VSB_ALG_HS384:
+    case NGX_HTTP_VSB_ALG_RS384:
+    case NGX_HTTP_VSB_ALG_ES384:
+        md = "SHA384";
+        break;
+
+    case NGX_HTTP_VSB_ALG_HS512:
+    case NGX_HTTP_VSB_ALG_RS512:
+    case NGX_HTTP_VSB_ALG_ES512:
+        md = "SHA512";
+        break;
+
+    default:
+        md = "SHA256";
+        break;
+    }
+
+    key->ec = (alg == NGX_HTTP_VSB_ALG_ES256 || alg == NGX_HTTP_VSB_ALG_ES384
+               || alg == NGX_HTTP_VSB_ALG_ES512);
+
+    key->md = EVP_MD_fetch(NULL, md, NULL);
+    if (key->md == NULL) {
         ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
-                           "PEM_write_bio_PUBKEY() failed: %s",
+                           "EVP_MD_fetch(\"%s\") failed for the key in "
+                           "\"%V\": %s", md, &key->source,
                            ngx_http_veto_sandbox_ssl_error());
-        BIO_free(bio);
-        return NULL;
+        return NGX_ERROR;
     }
 
-    n = BIO_get_mem_data(bio, &mem);
+    owned->md = key->md;
 
-    p = ngx_pnalloc(cf->pool, n + 1);
-    if (p == NULL) {
-        BIO_free(bio);
-        return NULL;
-    }
+    return NGX_OK;
+}
 
-    ngx_memcpy(p, mem, n);
-    p[n] = '\0';
-    *len = n;
 
-    BIO_free(bio);
+static void
+ngx_http_veto_sandbox_key_cleanup(void *data)
+{
+    ngx_http_veto_sandbox_key_t  *key = data;
 
-    return p;
+    EVP_PKEY_free(key->pkey);
+    EVP_MD_free(key->md);
 }
 
 

@@ -30,7 +30,8 @@
  *   _mcp_meta.c   the MCP endpoint's protected resource metadata
  *                 (RFC 9728): its URLs and the document
  *   _helper.c     non-blocking client to the helper (frames)
- *   _jwt.c        token verification, alg pinned by key
+ *   _jwt.c        token verification, alg pinned by key; the claims
+ *   _jws.c        the signature, checked with the key decoded at load
  *   _jwt_cache.c  shared memory cache of verified tokens
  *   _keys.c       key loading: PEM, HMAC secret, JWKS (RSA, EC P-256)
  *   _policy.c     the policy file, read at configuration time
@@ -122,11 +123,29 @@ enum {
 extern const char  *ngx_http_veto_sandbox_limit_names[NGX_HTTP_VSB_NLIMITS];
 
 
+/* JWS algorithms a key may be pinned to (RFC 7518); 0 is none. */
+enum {
+    NGX_HTTP_VSB_ALG_INVAL = 0,
+    NGX_HTTP_VSB_ALG_HS256,
+    NGX_HTTP_VSB_ALG_HS384,
+    NGX_HTTP_VSB_ALG_HS512,
+    NGX_HTTP_VSB_ALG_RS256,
+    NGX_HTTP_VSB_ALG_RS384,
+    NGX_HTTP_VSB_ALG_RS512,
+    NGX_HTTP_VSB_ALG_ES256,
+    NGX_HTTP_VSB_ALG_ES384,
+    NGX_HTTP_VSB_ALG_ES512
+};
+
+/* A verification key, decoded once at configuration time (_keys.c). */
 typedef struct {
     ngx_str_t                    kid;       /* empty: only key, no kid */
-    ngx_int_t                    alg;       /* jwt_alg_t */
-    u_char                      *key;       /* PEM or secret, NUL ended */
-    size_t                       key_len;
+    ngx_int_t                    alg;       /* NGX_HTTP_VSB_ALG_* */
+    struct evp_md_st            *md;        /* the alg's digest, fetched */
+    struct evp_pkey_st          *pkey;      /* RS*, ES*; NULL for HS* */
+    u_char                      *secret;    /* HS* */
+    size_t                       secret_len;
+    unsigned                     ec:1;      /* ES*: R || S signatures */
     ngx_str_t                    source;    /* file, for messages */
 } ngx_http_veto_sandbox_key_t;
 
@@ -467,6 +486,10 @@ ngx_int_t ngx_http_veto_sandbox_jwt_verify(ngx_http_request_t *r,
     ngx_http_veto_sandbox_srv_conf_t *vscf, ngx_str_t *token,
     ngx_http_veto_sandbox_ctx_t *ctx, const char **reason);
 ngx_int_t ngx_http_veto_sandbox_jwt_alg(ngx_str_t *name);
+
+/* _jws.c: NGX_OK, NGX_DECLINED (not key's signature) or NGX_ERROR. */
+ngx_int_t ngx_http_veto_sandbox_jws_verify(ngx_http_veto_sandbox_key_t *key,
+    u_char *in, size_t in_len, u_char *sig_b64, size_t sig_b64_len);
 
 /* _keys.c: config time only. */
 char *ngx_http_veto_sandbox_keys_pem(ngx_conf_t *cf, ngx_array_t *keys,

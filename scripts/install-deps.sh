@@ -23,14 +23,14 @@ set -euo pipefail
 
 RUNTIME=(
     nginx redis-server
-    libjansson4 libjwt0 libseccomp2 libhiredis0.14 libssl3 libc-ares2
+    libjansson4 libseccomp2 libhiredis0.14 libssl3 libc-ares2
     nftables    # the helper's egress links (nft -f)
     openssl libcrypt-jwt-perl perl curl jq
     python3     # the demo's and the tests' workloads run python3 (host /usr)
 )
 BUILD=(
     build-essential pkg-config nginx-dev
-    libjansson-dev libjwt-dev libseccomp-dev libhiredis-dev libssl-dev
+    libjansson-dev libseccomp-dev libhiredis-dev libssl-dev
     libc-ares-dev    # the egress proxy's resolver
     zlib1g-dev       # the image store's layer reader (gzip)
 )

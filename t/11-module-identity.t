@@ -139,6 +139,73 @@ refused('bad JSON header',
 refused('header not an object',
         encode_base64url('[1]') . ".$gp.$gs", qr/malformed token header/);
 
+# ---- signature forms: the module checks signatures itself (OpenSSL, the
+# key decoded at load), so each algorithm's exact encoding is enforced
+{
+    my $flip = sub {
+        my ($sig, $at) = @_;
+        substr($sig, $at, 1) = chr(ord(substr($sig, $at, 1)) ^ 0x80);
+        return $sig;
+    };
+    my $with = sub {
+        my ($tok, $sig) = @_;
+        my ($h, $p) = split /\./, $tok;
+        return "$h.$p." . encode_base64url($sig);
+    };
+
+    my $es = $n->token(alg => 'ES256');
+    my $es_sig = decode_base64url((split /\./, $es)[2]);
+    is(length $es_sig, 64, 'ES256 signature is R || S, 64 bytes');
+    refused('ES256: r = s = 0 ("psychic signature")',
+            $with->($es, "\0" x 64), qr/bad signature/);
+    refused('ES256: R || S with s flipped', $with->($es, $flip->($es_sig, 40)),
+            qr/bad signature/);
+    refused('ES256: one byte short', $with->($es, substr($es_sig, 0, 63)),
+            qr/bad signature/);
+    refused('ES256: one byte over', $with->($es, "$es_sig\0"),
+            qr/bad signature/);
+    # the same (r, s) as DER, which OpenSSL itself would verify
+    my $int = sub {
+        my $v = shift;
+        $v =~ s/^\0+//;
+        $v = "\0$v" if ord($v) & 0x80;
+        return "\x02" . chr(length $v) . $v;
+    };
+    my $der = $int->(substr($es_sig, 0, 32)) . $int->(substr($es_sig, 32));
+    $der = "\x30" . chr(length $der) . $der;
+    refused('ES256: the signature as DER, not R || S', $with->($es, $der),
+            qr/bad signature/);
+    refused('ES256: R || S with r = n + r (out of range)',
+            $with->($es, ("\xff" x 32) . substr($es_sig, 32)),
+            qr/bad signature/);
+
+    my $rs_sig = decode_base64url($gs);
+    refused('RS256: a leading zero byte added', $with->($good, "\0$rs_sig"),
+            qr/bad signature/);
+    refused('RS256: the last byte cut', $with->($good, substr($rs_sig, 0, -1)),
+            qr/bad signature/);
+    refused('RS256: a bit flipped', $with->($good, $flip->($rs_sig, 100)),
+            qr/bad signature/);
+
+    my $hs = $n->token(alg => 'HS256');
+    my $hs_sig = decode_base64url((split /\./, $hs)[2]);
+    refused('HS256: a bit flipped', $with->($hs, $flip->($hs_sig, 31)),
+            qr/bad signature/);
+    refused('HS256: the MAC truncated to 16 bytes',
+            $with->($hs, substr($hs_sig, 0, 16)), qr/bad signature/);
+    refused('HS256: the MAC twice', $with->($hs, $hs_sig x 2),
+            qr/bad signature/);
+    refused('HS256: a 4 KiB signature', $with->($hs, 'x' x 4096),
+            qr/bad signature/);
+    refused('HS256: signed with another secret',
+            $n->token(alg => 'HS256', key => 'y' x 40), qr/bad signature/);
+
+    my ($st) = $n->request(GET => '/v1/sandboxes', $hs);
+    is($st, 503, 'HS256: the untouched token is still accepted');
+    ($st) = $n->request(GET => '/v1/sandboxes', $es);
+    is($st, 503, 'ES256: the untouched token is still accepted');
+}
+
 {
     my ($st, $h, $b) = $n->request(GET => '/v1/sandboxes');
     is_problem('no token', $st, $h, $b, 401);

@@ -372,6 +372,13 @@ vsb_cg1_thaw_visit(const char *dir, void *data)
  * Freeze so nothing forks or exits while the pids are read, SIGKILL them
  * all (they die once thawed), thaw.  If the freezer does not settle within
  * VSB_CG1_FREEZE_WAIT_MS we kill anyway, in a few rounds to catch forks.
+ *
+ * An empty subtree is left alone: a process enters a sandbox's cgroup
+ * only by forking inside it or by the helper's attach (this thread), so
+ * with none in it there is nothing to kill and nothing that could fork.
+ * Freezing it is not free: after an exec its state reads FREEZING until
+ * the exec's removed cgroup goes offline, an RCU grace period later
+ * (10-15 ms measured under load), and this thread would wait for it.
  */
 int
 vsb_cg1_kill(vsb_cgroup_t *cg)
@@ -381,6 +388,12 @@ vsb_cg1_kill(vsb_cgroup_t *cg)
     size_t               i;
     unsigned             waited;
     const vsb_cg_hier_t  *fh;
+
+    if (vsb_cg1_populated(cg) == 0) {
+        vsb_log(VSB_LOG_DEBUG, "cgroup: %s is empty, nothing to kill",
+                cg->rel);
+        return 0;
+    }
 
     fh = vsb_cg1_hier(VSB_CG_FREEZER);
     if (fh == NULL || vsb_cg_path(dir, sizeof(dir), fh, cg->rel, NULL) == -1) {

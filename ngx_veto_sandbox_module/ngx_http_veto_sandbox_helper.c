@@ -1,17 +1,50 @@
 /*
  * The client side of the helper protocol (vsb_protocol.h), driven by
- * nginx's event loop: one unix socket connection per request made with
- * ngx_event_connect_peer(), our own write and read handlers, and the
- * connect, send and read timeouts of the server's configuration.  The
- * request frame is the 12-byte prefix and JSON header in one buffer,
- * followed by the payload chain as given, which may be the client's
- * request body in memory or in its temporary file (sent with sendfile),
- * so file content is never copied again.
+ * nginx's event loop: one unix socket connection per request in flight,
+ * made with ngx_event_connect_peer() or taken from the worker's idle
+ * connections, our own write and read handlers, and the connect, send and
+ * read timeouts of the server's configuration.  The request frame is the
+ * 12-byte prefix and JSON header in one buffer, followed by the payload
+ * chain as given, which may be the client's request body in memory or in
+ * its temporary file (sent with sendfile), so file content is never
+ * copied again.
+ *
+ * Keepalive: the helper reads the next request on a connection once it
+ * has written a reply, so a connection whose reply was read whole and
+ * exactly goes back to the worker's idle set (at most
+ * NGX_HTTP_VSB_HELPER_KEEPALIVE, each for NGX_HTTP_VSB_HELPER_IDLE_MS,
+ * under the helper's 60 s deadline for a request's first byte).  Anything
+ * else closes it: a failure, a timeout, a client gone mid-request (which
+ * is how the helper learns to cancel), a byte or a hangup while idle.  The
+ * helper checks a peer once, at accept: a kept connection stays the
+ * worker's own, with the worker's credentials.
  */
 
 #include "ngx_http_veto_sandbox_module.h"
 
 
+#define NGX_HTTP_VSB_HELPER_KEEPALIVE  16
+#define NGX_HTTP_VSB_HELPER_IDLE_MS    30000
+
+
+/* The worker's idle connections to helpers, by socket address. */
+typedef struct {
+    ngx_connection_t    *c;
+    struct sockaddr     *sockaddr;
+    socklen_t            socklen;
+} ngx_http_veto_sandbox_idle_t;
+
+
+static ngx_http_veto_sandbox_idle_t
+    ngx_http_veto_sandbox_idle[NGX_HTTP_VSB_HELPER_KEEPALIVE];
+
+
+static ngx_int_t ngx_http_veto_sandbox_helper_connect(ngx_http_request_t *r,
+    ngx_http_veto_sandbox_ctx_t *ctx);
+static ngx_connection_t *ngx_http_veto_sandbox_idle_get(ngx_addr_t *peer);
+static void ngx_http_veto_sandbox_idle_put(ngx_connection_t *c,
+    ngx_addr_t *peer);
+static void ngx_http_veto_sandbox_idle_handler(ngx_event_t *ev);
 static void ngx_http_veto_sandbox_helper_write_handler(ngx_event_t *wev);
 static void ngx_http_veto_sandbox_helper_read_handler(ngx_event_t *rev);
 static void ngx_http_veto_sandbox_helper_done(ngx_http_request_t *r,
@@ -24,17 +57,13 @@ ngx_http_veto_sandbox_helper_send(ngx_http_request_t *r,
     ngx_http_veto_sandbox_ctx_t *ctx, json_t *req, ngx_chain_t *payload,
     size_t payload_len, ngx_http_veto_sandbox_reply_pt handler)
 {
-    u_char                            *p;
-    size_t                             len;
-    ngx_int_t                          rc;
-    ngx_buf_t                         *b;
-    ngx_chain_t                       *cl, **ll;
-    ngx_connection_t                  *c;
-    ngx_pool_cleanup_t                *cln;
-    ngx_http_veto_sandbox_helper_t    *h;
-    ngx_http_veto_sandbox_srv_conf_t  *vscf;
+    u_char                          *p;
+    size_t                           len;
+    ngx_buf_t                       *b;
+    ngx_chain_t                     *cl, **ll;
+    ngx_pool_cleanup_t              *cln;
+    ngx_http_veto_sandbox_helper_t  *h;
 
-    vscf = ngx_http_get_module_srv_conf(r, ngx_http_veto_sandbox_module);
     h = &ctx->helper;
 
     h->handler = handler;
@@ -94,32 +123,69 @@ ngx_http_veto_sandbox_helper_send(ngx_http_request_t *r,
     cln->handler = ngx_http_veto_sandbox_helper_cleanup;
     cln->data = h;
 
-    h->peer.sockaddr = vscf->helper->sockaddr;
-    h->peer.socklen = vscf->helper->socklen;
-    h->peer.name = &vscf->helper->name;
-    h->peer.get = ngx_event_get_peer;
-    h->peer.log = r->connection->log;
-    h->peer.log_error = NGX_ERROR_ERR;
+    h->request = h->out;
 
-    rc = ngx_event_connect_peer(&h->peer);
+    return ngx_http_veto_sandbox_helper_connect(r, ctx);
+}
 
-    if (rc == NGX_ERROR || rc == NGX_BUSY || rc == NGX_DECLINED) {
-        ngx_log_error(NGX_LOG_ERR, r->connection->log, 0,
-                      "veto_sandbox: connecting to helper %V failed",
-                      h->peer.name);
 
-        if (h->peer.connection) {
-            ngx_close_connection(h->peer.connection);
-            h->peer.connection = NULL;
+/* A kept connection to the helper, or a new one; then the request. */
+static ngx_int_t
+ngx_http_veto_sandbox_helper_connect(ngx_http_request_t *r,
+    ngx_http_veto_sandbox_ctx_t *ctx)
+{
+    ngx_int_t                          rc;
+    ngx_connection_t                  *c;
+    ngx_http_veto_sandbox_helper_t    *h;
+    ngx_http_veto_sandbox_srv_conf_t  *vscf;
+
+    vscf = ngx_http_get_module_srv_conf(r, ngx_http_veto_sandbox_module);
+    h = &ctx->helper;
+
+    c = h->retried ? NULL : ngx_http_veto_sandbox_idle_get(vscf->helper);
+
+    h->reused = (c != NULL);
+
+    if (c != NULL) {
+        h->peer.connection = c;
+        h->peer.name = &vscf->helper->name;
+        rc = NGX_OK;
+
+    } else {
+        ngx_memzero(&h->peer, sizeof(ngx_peer_connection_t));
+
+        h->peer.sockaddr = vscf->helper->sockaddr;
+        h->peer.socklen = vscf->helper->socklen;
+        h->peer.name = &vscf->helper->name;
+        h->peer.get = ngx_event_get_peer;
+        h->peer.log = r->connection->log;
+        h->peer.log_error = NGX_ERROR_ERR;
+
+        rc = ngx_event_connect_peer(&h->peer);
+
+        if (rc == NGX_ERROR || rc == NGX_BUSY || rc == NGX_DECLINED) {
+            ngx_log_error(NGX_LOG_ERR, r->connection->log, 0,
+                          "veto_sandbox: connecting to helper %V failed",
+                          h->peer.name);
+
+            if (h->peer.connection) {
+                ngx_close_connection(h->peer.connection);
+                h->peer.connection = NULL;
+            }
+
+            return NGX_DECLINED;
         }
 
-        return NGX_DECLINED;
+        c = h->peer.connection;
     }
 
-    c = h->peer.connection;
+    h->sent = c->sent;
 
     c->data = r;
     c->pool = r->pool;
+    c->log = r->connection->log;
+    c->read->log = c->log;
+    c->write->log = c->log;
 
     c->read->handler = ngx_http_veto_sandbox_helper_read_handler;
     c->write->handler = ngx_http_veto_sandbox_helper_write_handler;
@@ -175,7 +241,33 @@ ngx_http_veto_sandbox_helper_write_handler(ngx_event_t *wev)
 
     out = c->send_chain(c, h->out, 0);
 
+    if (out == NGX_CHAIN_ERROR && h->reused && !h->retried
+        && c->sent == h->sent)
+    {
+        /* a kept connection the helper closed before this request's
+         * first byte: nothing of it reached the helper, so it is sent
+         * again, once, on a new connection */
+        ngx_log_error(NGX_LOG_INFO, wev->log, 0,
+                      "veto_sandbox: kept connection to helper %V was "
+                      "closed, connecting again", h->peer.name);
+
+        ngx_close_connection(c);
+        h->peer.connection = NULL;
+        h->out = h->request;
+        h->retried = 1;
+
+        if (ngx_http_veto_sandbox_helper_connect(r, ctx) != NGX_OK) {
+            ngx_http_veto_sandbox_helper_done(r, ctx,
+                                              NGX_HTTP_SERVICE_UNAVAILABLE,
+                                              "the sandbox helper is not "
+                                              "reachable");
+        }
+
+        return;
+    }
+
     if (out == NGX_CHAIN_ERROR) {
+        h->send_failed = 1;
         /* the helper may have refused early and said why: read it */
         ngx_log_error(NGX_LOG_INFO, wev->log, 0,
                       "veto_sandbox: sending to helper %V failed, "
@@ -224,14 +316,15 @@ ngx_http_veto_sandbox_helper_write_handler(ngx_event_t *wev)
 static void
 ngx_http_veto_sandbox_helper_read_handler(ngx_event_t *rev)
 {
-    u_char                          *buf;
-    size_t                           size;
-    ssize_t                          n;
-    uint32_t                         jlen, plen;
-    ngx_connection_t                *c;
-    ngx_http_request_t              *r;
-    ngx_http_veto_sandbox_ctx_t     *ctx;
-    ngx_http_veto_sandbox_helper_t  *h;
+    u_char                            *buf;
+    size_t                             size;
+    ssize_t                            n;
+    uint32_t                           jlen, plen;
+    ngx_connection_t                  *c;
+    ngx_http_request_t                *r;
+    ngx_http_veto_sandbox_ctx_t       *ctx;
+    ngx_http_veto_sandbox_helper_t    *h;
+    ngx_http_veto_sandbox_srv_conf_t  *vscf;
 
     c = rev->data;
     r = c->data;
@@ -365,11 +458,19 @@ ngx_http_veto_sandbox_helper_read_handler(ngx_event_t *rev)
 
     h->payload = h->in + jlen;
 
+    /* the exchange is complete and the stream in step: keep it */
+    if (!h->send_failed) {
+        vscf = ngx_http_get_module_srv_conf(r, ngx_http_veto_sandbox_module);
+        h->peer.connection = NULL;
+        ngx_http_veto_sandbox_idle_put(c, vscf->helper);
+    }
+
     ngx_http_veto_sandbox_helper_done(r, ctx, NGX_OK, NULL);
 }
 
 
-/* Closes the connection and hands the outcome to the operation. */
+/* Closes the connection (if not kept) and hands the outcome to the
+ * operation. */
 static void
 ngx_http_veto_sandbox_helper_done(ngx_http_request_t *r,
     ngx_http_veto_sandbox_ctx_t *ctx, ngx_int_t status, const char *error)
@@ -400,4 +501,149 @@ ngx_http_veto_sandbox_helper_cleanup(void *data)
         ngx_close_connection(h->peer.connection);
         h->peer.connection = NULL;
     }
+}
+
+
+static ngx_connection_t *
+ngx_http_veto_sandbox_idle_get(ngx_addr_t *peer)
+{
+    ngx_uint_t                     i;
+    ngx_connection_t              *c;
+    ngx_http_veto_sandbox_idle_t  *k;
+
+    for (i = 0; i < NGX_HTTP_VSB_HELPER_KEEPALIVE; i++) {
+        k = &ngx_http_veto_sandbox_idle[i];
+
+        if (k->c == NULL || k->socklen != peer->socklen
+            || ngx_memcmp(k->sockaddr, peer->sockaddr, peer->socklen) != 0)
+        {
+            continue;
+        }
+
+        c = k->c;
+        k->c = NULL;
+
+        if (c->read->timer_set) {
+            ngx_del_timer(c->read);
+        }
+
+        c->idle = 0;
+
+        return c;
+    }
+
+    return NULL;
+}
+
+
+/* Keeps c for the next request to peer, or closes it. */
+static void
+ngx_http_veto_sandbox_idle_put(ngx_connection_t *c, ngx_addr_t *peer)
+{
+    u_char                         byte;
+    ssize_t                        n;
+    ngx_err_t                      err;
+    ngx_uint_t                     i;
+    ngx_http_veto_sandbox_idle_t  *k;
+
+    if (peer == NULL || ngx_terminate || ngx_exiting) {
+        goto close;
+    }
+
+    /* nothing may follow a reply: a byte or a hangup ends it here */
+    n = recv(c->fd, &byte, 1, MSG_PEEK);
+    err = ngx_socket_errno;
+
+    if (n != -1 || (err != NGX_EAGAIN && err != NGX_EINTR)) {
+        goto close;
+    }
+
+    for (i = 0; i < NGX_HTTP_VSB_HELPER_KEEPALIVE; i++) {
+        k = &ngx_http_veto_sandbox_idle[i];
+
+        if (k->c == NULL) {
+            break;
+        }
+    }
+
+    if (i == NGX_HTTP_VSB_HELPER_KEEPALIVE) {
+        goto close;
+    }
+
+    if (c->write->timer_set) {
+        ngx_del_timer(c->write);
+    }
+
+    if (c->read->timer_set) {
+        ngx_del_timer(c->read);
+    }
+
+    c->read->ready = 0;
+    c->data = k;
+    c->pool = NULL;
+    c->log = ngx_cycle->log;
+    c->read->log = ngx_cycle->log;
+    c->write->log = ngx_cycle->log;
+    c->read->handler = ngx_http_veto_sandbox_idle_handler;
+    c->write->handler = ngx_http_veto_sandbox_idle_handler;
+
+    /* graceful shutdown closes idle connections through the handler */
+    c->idle = 1;
+
+    if (ngx_handle_read_event(c->read, 0) != NGX_OK) {
+        goto close;
+    }
+
+    ngx_add_timer(c->read, NGX_HTTP_VSB_HELPER_IDLE_MS);
+
+    k->c = c;
+    k->sockaddr = peer->sockaddr;
+    k->socklen = peer->socklen;
+
+    return;
+
+close:
+
+    ngx_close_connection(c);
+}
+
+
+static void
+ngx_http_veto_sandbox_idle_handler(ngx_event_t *ev)
+{
+    u_char                         byte;
+    ssize_t                        n;
+    ngx_err_t                      err;
+    ngx_connection_t              *c;
+    ngx_http_veto_sandbox_idle_t  *k;
+
+    c = ev->data;
+    k = c->data;
+
+    if (ev->write && !c->close) {
+        return;
+    }
+
+    if (!c->close && !ev->timedout) {
+        n = recv(c->fd, &byte, 1, MSG_PEEK);
+        err = ngx_socket_errno;
+
+        if (n == -1 && (err == NGX_EAGAIN || err == NGX_EINTR)) {
+            ev->ready = 0;
+
+            if (ngx_handle_read_event(c->read, 0) == NGX_OK) {
+                return;
+            }
+        }
+    }
+
+    /* timed out, shutting down, or the helper said something or hung up
+     * while idle: either way this connection is done */
+    k->c = NULL;
+
+    if (c->read->timer_set) {
+        ngx_del_timer(c->read);
+    }
+
+    ngx_close_connection(c);
 }

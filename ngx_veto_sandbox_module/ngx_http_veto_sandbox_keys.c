@@ -16,6 +16,7 @@
 #include <openssl/evp.h>
 #include <openssl/param_build.h>
 #include <openssl/pem.h>
+#include <openssl/rsa.h>
 
 
 #define NGX_HTTP_VSB_MIN_HMAC_LEN   32
@@ -501,6 +502,28 @@ ngx_http_veto_sandbox_key_set(ngx_conf_t *cf,
 
     owned->md = key->md;
 
+    if (pkey == NULL) {
+        return NGX_OK;
+    }
+
+    /* made once: a worker verifies with it, one token at a time */
+    key->pctx = EVP_PKEY_CTX_new_from_pkey(NULL, pkey, NULL);
+    owned->pctx = key->pctx;
+
+    if (key->pctx == NULL
+        || EVP_PKEY_verify_init(key->pctx) <= 0
+        || (!key->ec
+            && EVP_PKEY_CTX_set_rsa_padding(key->pctx, RSA_PKCS1_PADDING)
+               <= 0)
+        || EVP_PKEY_CTX_set_signature_md(key->pctx, key->md) <= 0)
+    {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                           "preparing to verify with the key in \"%V\" "
+                           "failed: %s", &key->source,
+                           ngx_http_veto_sandbox_ssl_error());
+        return NGX_ERROR;
+    }
+
     return NGX_OK;
 }
 
@@ -510,6 +533,7 @@ ngx_http_veto_sandbox_key_cleanup(void *data)
 {
     ngx_http_veto_sandbox_key_t  *key = data;
 
+    EVP_PKEY_CTX_free(key->pctx);
     EVP_PKEY_free(key->pkey);
     EVP_MD_free(key->md);
 }

@@ -143,6 +143,7 @@ typedef struct {
     ngx_int_t                    alg;       /* NGX_HTTP_VSB_ALG_* */
     struct evp_md_st            *md;        /* the alg's digest, fetched */
     struct evp_pkey_st          *pkey;      /* RS*, ES*; NULL for HS* */
+    struct evp_pkey_ctx_st      *pctx;      /* pkey's, verify_init done */
     u_char                      *secret;    /* HS* */
     size_t                       secret_len;
     unsigned                     ec:1;      /* ES*: R || S signatures */
@@ -383,7 +384,12 @@ typedef struct {
 
 typedef struct {
     ngx_peer_connection_t        peer;
+    ngx_chain_t                 *request;   /* the whole frame */
     ngx_chain_t                 *out;       /* still to send */
+    off_t                        sent;      /* c->sent before it */
+    unsigned                     reused:1;  /* a kept connection */
+    unsigned                     retried:1;
+    unsigned                     send_failed:1;
     u_char                       head[VSB_FRAME_HEADER_LEN];
     size_t                       head_got;
     u_char                      *in;        /* reply json + payload */

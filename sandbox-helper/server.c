@@ -629,7 +629,9 @@ vsb_server_init(const vsb_config_t *cf, const vsb_server_hooks_t *hooks,
         goto failed;
     }
 
-    if (listen(fd, 128) == -1) {
+    /* as many waiting as may be open: a burst of clients (one connection
+     * per request in flight from each nginx worker) waits, not EAGAIN */
+    if (listen(fd, VSB_MAX_CONNS) == -1) {
         snprintf(err, errlen, "listen(\"%s\"): %s", cf->socket_path,
                  strerror(errno));
         goto failed;

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs what Veto Sandbox needs on Debian 12, by purpose:
 #
-#   scripts/install-deps.sh                 everything (runtime build test)
+#   scripts/install-deps.sh                 everything (runtime build test
+#                                           bench)
 #   scripts/install-deps.sh runtime build   what scripts/run-stack.sh needs
 #   scripts/install-deps.sh runtime         to run binaries built elsewhere
 #
@@ -16,6 +17,8 @@
 #            node and the tooling the tests run in sandboxes, chromium
 #            for the approval page, and qemu + debootstrap for the
 #            cgroup v2 VM test
+#   bench    what scripts/bench runs and measures against: wrk,
+#            hyperfine, and the peers bubblewrap and runc
 #
 # Idempotent: runs apt-get update and install only when a package is
 # missing.
@@ -38,7 +41,7 @@ TEST=(
     clang libclang-rt-14-dev libcmocka-dev
     llvm-14     # llvm-profdata, llvm-cov: scripts/fuzz-coverage.sh
     libredis-perl libjson-pp-perl
-    iproute2 wrk hyperfine procps psmisc util-linux
+    iproute2 procps psmisc util-linux
     nodejs    # the egress tests' node fetch
     git python3-venv python3-pytest    # tooling under the filter: t/0f (and nodejs)
     tar gzip zstd xz-utils    # archives: the profile's tar and compressors (t/0h)
@@ -48,7 +51,12 @@ TEST=(
                                    # test images (t/52-54)
 )
 
-[ $# -gt 0 ] || set -- runtime build test
+BENCH=(
+    wrk hyperfine    # HTTP throughput, process latency
+    bubblewrap runc  # the peers a sandbox's life is measured against
+)
+
+[ $# -gt 0 ] || set -- runtime build test bench
 PKGS=()
 want_test=0
 for set in "$@"; do
@@ -56,7 +64,8 @@ for set in "$@"; do
         runtime) PKGS+=("${RUNTIME[@]}") ;;
         build)   PKGS+=("${BUILD[@]}") ;;
         test)    PKGS+=("${TEST[@]}"); want_test=1 ;;
-        *) echo "install-deps: unknown set '$set' (runtime, build, test)" >&2
+        bench)   PKGS+=("${BENCH[@]}") ;;
+        *) echo "install-deps: unknown set '$set' (runtime, build, test, bench)" >&2
            exit 2 ;;
     esac
 done

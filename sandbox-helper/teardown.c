@@ -15,6 +15,7 @@
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -25,7 +26,8 @@
 #include "vsb_storage.h"
 #include "vsb_teardown.h"
 
-#define VSB_TEARDOWN_FD  3          /* the report pipe, in the child */
+#define VSB_TEARDOWN_FD    3        /* the report pipe, in the child */
+#define VSB_TEARDOWN_NICE  10
 
 typedef struct {
     int32_t   failed;
@@ -85,6 +87,14 @@ vsb_teardown_child(vsb_sandbox_t *sb, int wfd, pid_t parent)
     }
 
     (void) prctl(PR_SET_NAME, "vsb-teardown", 0, 0, 0);
+
+    /* background work: the helper's loop, nginx and the workloads come
+     * first; nice 10 still has a share under load, so a destroy is slowed
+     * by a busy machine, never starved (its reply waits for this) */
+    if (setpriority(PRIO_PROCESS, 0, VSB_TEARDOWN_NICE) != 0) {
+        vsb_log_errno(VSB_LOG_WARN, "teardown: setpriority(%d)",
+                      VSB_TEARDOWN_NICE);
+    }
 
     /* hold no client connection open: only 0-2 and the report pipe */
     if ((wfd != VSB_TEARDOWN_FD && dup2(wfd, VSB_TEARDOWN_FD) == -1)

@@ -10,7 +10,8 @@
 # report from nginx fails the test (t/lib/VetoNginx.pm); last, the
 # helper's tests on a pure cgroup v2 host in a qemu VM; the egress tests
 # (t/4*-egress-*.t) run again with the ASan+UBSan egress proxy and helper
-# (scripts/test-cgroup-v2-vm.sh).  Exits non-zero
+# (scripts/test-cgroup-v2-vm.sh); and scripts/bench --quick, which must
+# run (its figures are not judged).  Exits non-zero
 # if anything failed; the last line is "N passed, N failed" over the
 # prove test files and unit binaries.
 #
@@ -38,7 +39,8 @@ fi
 ulimit -n "$(ulimit -Hn)" 2>/dev/null || true
 
 say "dependencies"
-bash scripts/install-deps.sh runtime build test || fail_step "install-deps"
+bash scripts/install-deps.sh runtime build test bench \
+    || fail_step "install-deps"
 
 say "build"
 bash scripts/build.sh || fail_step "build"
@@ -177,6 +179,17 @@ if bash scripts/test-cgroup-v2-vm.sh; then
     passed=$((passed + 1))
 else
     echo "not ok - cgroup v2 VM"
+    failed=$((failed + 1))
+fi
+
+# Every benchmark still runs (its figures are printed, never judged: a
+# shared CI machine is not quiet).
+say "benchmarks: scripts/bench --quick (that they run; no figure judged)"
+if ./scripts/bench --quick --json build/bench-quick.json; then
+    echo "ok - scripts/bench --quick"
+    passed=$((passed + 1))
+else
+    echo "not ok - scripts/bench --quick"
     failed=$((failed + 1))
 fi
 

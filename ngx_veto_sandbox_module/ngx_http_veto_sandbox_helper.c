@@ -69,6 +69,11 @@ ngx_http_veto_sandbox_helper_send(ngx_http_request_t *r,
     h->handler = handler;
     h->status = NGX_OK;
 
+    /* a request may call the helper more than once */
+    h->reused = 0;
+    h->retried = 0;
+    h->send_failed = 0;
+
     len = json_dumpb(req, NULL, 0, JSON_COMPACT);
 
     if (len == 0 || len > VSB_MAX_JSON || payload_len > VSB_MAX_PAYLOAD) {
@@ -179,7 +184,7 @@ ngx_http_veto_sandbox_helper_connect(ngx_http_request_t *r,
         c = h->peer.connection;
     }
 
-    h->sent = c->sent;
+    h->sent_before = c->sent;
 
     c->data = r;
     c->pool = r->pool;
@@ -242,7 +247,7 @@ ngx_http_veto_sandbox_helper_write_handler(ngx_event_t *wev)
     out = c->send_chain(c, h->out, 0);
 
     if (out == NGX_CHAIN_ERROR && h->reused && !h->retried
-        && c->sent == h->sent)
+        && c->sent == h->sent_before)
     {
         /* a kept connection the helper closed before this request's
          * first byte: nothing of it reached the helper, so it is sent

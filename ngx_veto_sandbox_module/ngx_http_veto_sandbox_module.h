@@ -386,7 +386,7 @@ typedef struct {
     ngx_peer_connection_t        peer;
     ngx_chain_t                 *request;   /* the whole frame */
     ngx_chain_t                 *out;       /* still to send */
-    off_t                        sent;      /* c->sent before it */
+    off_t                        sent_before; /* c->sent before it */
     unsigned                     reused:1;  /* a kept connection */
     unsigned                     retried:1;
     unsigned                     send_failed:1;

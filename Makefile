@@ -132,18 +132,20 @@ fuzz-cov:
 include egress-proxy/egress.mk
 
 # The module's pure files (no request, no Redis: _hash.c, _redact.c,
-# _policy*.c, _network.c with the proxy's entry parser, _event.c) tested
-# and fuzzed without nginx: nginx's headers as
-# scripts/build-module.sh configured them, and t/unit/ngx_core_stub.c
-# for the few core calls they make (Debian ships no nginx sources).
+# _summary.c, _policy*.c, _network.c with the proxy's entry parser,
+# _event.c, and the helper's path check it shares) tested and fuzzed
+# without nginx: nginx's headers as scripts/build-module.sh configured
+# them, and t/unit/ngx_core_stub.c for the few core calls they make
+# (Debian ships no nginx sources).
 NGX_SRC      = build-module/nginx-src
 MODULE_INCS  = $(addprefix -I$(NGX_SRC)/, objs src/core src/event \
                  src/event/modules src/os/unix src/http src/http/modules \
                  src/http/v2) -Ingx_veto_sandbox_module -Isandbox-helper \
                  -Iegress-proxy -It/unit
 MODULE_PURE  = $(addprefix ngx_veto_sandbox_module/ngx_http_veto_sandbox_, \
-                 hash.c redact.c policy.c policy_match.c network.c event.c) \
-               $(HELPER_EG_SRCS) t/unit/ngx_core_stub.c
+                 hash.c redact.c summary.c policy.c policy_match.c \
+                 network.c event.c) \
+               $(HELPER_EG_SRCS) sandbox-helper/paths.c t/unit/ngx_core_stub.c
 MODULE_DEPS  = $(MODULE_PURE) $(wildcard ngx_veto_sandbox_module/*.h) \
                egress-proxy/eg_allow.h egress-proxy/eg_addr.h \
                t/unit/ngx_core_stub.h $(NGX_SRC)/objs/ngx_auto_config.h
@@ -167,7 +169,8 @@ unit-module: $(MODULE_UNIT_BINS)
 # the module's fuzz targets also drive the request builders
 MODULE_FUZZ  = $(MODULE_PURE) \
                ngx_veto_sandbox_module/ngx_http_veto_sandbox_request.c \
-               ngx_veto_sandbox_module/ngx_http_veto_sandbox_request_network.c
+               ngx_veto_sandbox_module/ngx_http_veto_sandbox_request_network.c \
+               ngx_veto_sandbox_module/ngx_http_veto_sandbox_env.c
 
 $(FUZZ_BUILD)/fuzz_module_%: t/fuzz/fuzz_module_%.c $(MODULE_DEPS) $(MODULE_FUZZ)
 	@mkdir -p $(dir $@)

@@ -29,18 +29,41 @@ static ngx_int_t ngx_http_veto_sandbox_approval_call(
 
 /* KEYS: rec, rv, idx
  * ARGV: id, tenant, agent, action, hash, summary, ttl_ms, threshold,
- *       retention_ms */
+ *       retention_ms, max records (optional, 5000)
+ * The tenant keeps at most max records: past it, the oldest decided (or
+ * past expiry) ones go first; when all are live, "full". */
 static const char ngx_http_veto_sandbox_approval_create_lua[] =
     "local t = redis.call('TIME')\n"
     "local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)\n"
     "local ttl = tonumber(ARGV[7])\n"
     "local thr = tonumber(ARGV[8])\n"
     "local ret = tonumber(ARGV[9])\n"
-    "if not ttl or ttl < 1 or not thr or thr < 1 or not ret or ret < 0 then\n"
-    "  return redis.error_reply('ERR veto approval_create: bad ttl, threshold or retention')\n"
+    "local max = tonumber(ARGV[10] or '5000')\n"
+    "if not ttl or ttl < 1 or not thr or thr < 1 or not ret or ret < 0\n"
+    "   or not max or max < 1 then\n"
+    "  return redis.error_reply('ERR veto approval_create: bad ttl, threshold, retention or max')\n"
     "end\n"
     "if redis.call('EXISTS', KEYS[1]) == 1 then\n"
     "  return {'exists', 'pending'}\n"
+    "end\n"
+    "redis.call('ZREMRANGEBYSCORE', KEYS[3], '-inf', now - ttl - ret)\n"
+    "local n = redis.call('ZCARD', KEYS[3])\n"
+    "if n >= max then\n"
+    "  local pre = string.sub(KEYS[1], 1, #KEYS[1] - #ARGV[1])\n"
+    "  for _, id in ipairs(redis.call('ZRANGE', KEYS[3], 0, 199)) do\n"
+    "    if n < max then break end\n"
+    "    local k = pre .. id\n"
+    "    local f = redis.call('HMGET', k, 'state', 'expires_ms')\n"
+    "    if not f[1] or f[1] == 'denied' or f[1] == 'consumed' or f[1] == 'expired'\n"
+    "       or now >= (tonumber(f[2]) or 0) then\n"
+    "      redis.call('DEL', k, k .. ':rv')\n"
+    "      redis.call('ZREM', KEYS[3], id)\n"
+    "      n = n - 1\n"
+    "    end\n"
+    "  end\n"
+    "  if n >= max then\n"
+    "    return {'full', ''}\n"
+    "  end\n"
     "end\n"
     "local exp = now + ttl\n"
     "redis.call('HSET', KEYS[1], 'id', ARGV[1], 'tenant', ARGV[2], 'agent', ARGV[3],\n"
@@ -48,7 +71,6 @@ static const char ngx_http_veto_sandbox_approval_create_lua[] =
     "  'created_ms', now, 'expires_ms', exp, 'threshold', thr, 'approvals', 0)\n"
     "redis.call('PEXPIRE', KEYS[1], ttl + ret)\n"
     "redis.call('ZADD', KEYS[3], now, ARGV[1])\n"
-    "redis.call('ZREMRANGEBYSCORE', KEYS[3], '-inf', now - ttl - ret)\n"
     "redis.call('PEXPIRE', KEYS[3], ttl + ret)\n"
     "return {'ok', 'pending', '0', tostring(now), tostring(exp)}\n"
     ;
@@ -185,7 +207,13 @@ static const char ngx_http_veto_sandbox_approval_get_lua[] =
     "return {'ok', state, just, redis.call('HGETALL', KEYS[1]), redis.call('SMEMBERS', KEYS[2])}\n"
     ;
 
-/* KEYS: idx;  ARGV: tenant, record key prefix, state or "", limit */
+/* KEYS: idx
+ * ARGV: tenant, record key prefix, state or "", limit, cursor or ""
+ *       ("<created_ms>:<id>": older than that), summary bytes (optional),
+ *       entries examined (optional)
+ * Newest first; stops at limit records, once the summaries reach the
+ * byte budget, or after the entries examined; the reply's sixth element
+ * is the cursor to go on from, "" when there is nothing more. */
 static const char ngx_http_veto_sandbox_approval_list_lua[] =
     "local t = redis.call('TIME')\n"
     "local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)\n"
@@ -193,33 +221,58 @@ static const char ngx_http_veto_sandbox_approval_list_lua[] =
     "if limit < 1 or limit > 1000 then\n"
     "  limit = 100\n"
     "end\n"
-    "local out = {}\n"
-    "local expired = {}\n"
-    "local ids = redis.call('ZREVRANGE', KEYS[1], 0, 4999)\n"
-    "for _, id in ipairs(ids) do\n"
-    "  if #out >= limit then\n"
-    "    break\n"
+    "local budget = tonumber(ARGV[6] or '1048576') or 1048576\n"
+    "local scan = tonumber(ARGV[7] or '5000') or 5000\n"
+    "local hi, hid = '+inf', nil\n"
+    "if ARGV[5] and ARGV[5] ~= '' then\n"
+    "  local ms, id = string.match(ARGV[5], '^(%d+):(apr_%x+)$')\n"
+    "  if not ms then\n"
+    "    return redis.error_reply('ERR veto approval_list: bad cursor')\n"
     "  end\n"
-    "  local k = ARGV[2] .. id\n"
-    "  local f = redis.call('HMGET', k, 'tenant', 'state', 'expires_ms', 'agent',\n"
-    "    'action', 'created_ms', 'approvals', 'threshold', 'summary', 'hash')\n"
-    "  if not f[1] then\n"
-    "    redis.call('ZREM', KEYS[1], id)\n"
-    "  elseif f[1] == ARGV[1] then\n"
-    "    local state = f[2]\n"
-    "    if (state == 'pending' or state == 'approved') and now >= tonumber(f[3]) then\n"
-    "      redis.call('HSET', k, 'state', 'expired', 'decided_ms', f[3])\n"
-    "      state = 'expired'\n"
-    "      table.insert(expired, id)\n"
-    "    end\n"
-    "    if ARGV[3] == '' or ARGV[3] == state then\n"
-    "      table.insert(out, {'id', id, 'state', state, 'agent', f[4], 'action', f[5],\n"
-    "        'created_ms', f[6], 'expires_ms', f[3], 'approvals', f[7],\n"
-    "        'threshold', f[8], 'summary', f[9], 'hash', f[10]})\n"
+    "  hi, hid = ms, id\n"
+    "end\n"
+    "local out, expired, gone = {}, {}, {}\n"
+    "local bytes, seen, off, last, nxt = 0, 0, 0, nil, ''\n"
+    "while nxt == '' do\n"
+    "  local batch = redis.call('ZREVRANGEBYSCORE', KEYS[1], hi, '-inf',\n"
+    "    'WITHSCORES', 'LIMIT', off, 200)\n"
+    "  if #batch == 0 then break end\n"
+    "  off = off + #batch / 2\n"
+    "  for i = 1, #batch, 2 do\n"
+    "    local id, score = batch[i], batch[i + 1]\n"
+    "    if not (hid and score == hi and id >= hid) then\n"
+    "      if #out >= limit or bytes >= budget or seen >= scan then\n"
+    "        nxt = last or (hi .. ':' .. (hid or ''))\n"
+    "        break\n"
+    "      end\n"
+    "      seen = seen + 1\n"
+    "      last = score .. ':' .. id\n"
+    "      local k = ARGV[2] .. id\n"
+    "      local f = redis.call('HMGET', k, 'tenant', 'state', 'expires_ms', 'agent',\n"
+    "        'action', 'created_ms', 'approvals', 'threshold', 'summary', 'hash')\n"
+    "      if not f[1] then\n"
+    "        table.insert(gone, id)\n"
+    "      elseif f[1] == ARGV[1] then\n"
+    "        local state = f[2]\n"
+    "        if (state == 'pending' or state == 'approved') and now >= tonumber(f[3]) then\n"
+    "          redis.call('HSET', k, 'state', 'expired', 'decided_ms', f[3])\n"
+    "          state = 'expired'\n"
+    "          table.insert(expired, id)\n"
+    "        end\n"
+    "        if ARGV[3] == '' or ARGV[3] == state then\n"
+    "          table.insert(out, {'id', id, 'state', state, 'agent', f[4], 'action', f[5],\n"
+    "            'created_ms', f[6], 'expires_ms', f[3], 'approvals', f[7],\n"
+    "            'threshold', f[8], 'summary', f[9], 'hash', f[10]})\n"
+    "          bytes = bytes + #(f[9] or '') + 256\n"
+    "        end\n"
+    "      end\n"
     "    end\n"
     "  end\n"
     "end\n"
-    "return {'ok', '', '0', out, expired}\n"
+    "for _, id in ipairs(gone) do\n"
+    "  redis.call('ZREM', KEYS[1], id)\n"
+    "end\n"
+    "return {'ok', '', '0', out, expired, nxt}\n"
     ;
 
 
@@ -247,6 +300,7 @@ static ngx_str_t  ngx_http_veto_sandbox_approval_codes[] = {
     ngx_string("reason_required"),
     ngx_string("mismatch"),
     ngx_string("exists"),
+    ngx_string("full"),
     ngx_null_string
 };
 
@@ -367,11 +421,12 @@ ngx_int_t
 ngx_http_veto_sandbox_approval_create(
     ngx_http_veto_sandbox_redis_call_t *call, ngx_str_t *id,
     ngx_http_veto_sandbox_approval_bind_t *bind, ngx_str_t *summary,
-    ngx_msec_t ttl, ngx_uint_t threshold, ngx_msec_t retention)
+    ngx_msec_t ttl, ngx_uint_t threshold, ngx_msec_t retention,
+    ngx_uint_t max)
 {
     u_char     *p;
     ngx_int_t   rc;
-    ngx_str_t   a[12];
+    ngx_str_t   a[13];
 
     rc = ngx_http_veto_sandbox_approval_keys(call->pool, &bind->tenant, id,
                                              &a[0], &a[1], &a[2]);
@@ -385,7 +440,7 @@ ngx_http_veto_sandbox_approval_create(
         return NGX_DECLINED;
     }
 
-    p = ngx_pnalloc(call->pool, 3 * NGX_INT_T_LEN);
+    p = ngx_pnalloc(call->pool, 4 * NGX_INT_T_LEN);
     if (p == NULL) {
         return NGX_ERROR;
     }
@@ -410,9 +465,13 @@ ngx_http_veto_sandbox_approval_create(
     p = ngx_sprintf(p, "%M", retention);
     a[11].len = p - a[11].data;
 
+    a[12].data = p;
+    p = ngx_sprintf(p, "%ui", max ? max : NGX_HTTP_VSB_APPROVAL_MAX);
+    a[12].len = p - a[12].data;
+
     return ngx_http_veto_sandbox_approval_call(call,
                                                NGX_HTTP_VSB_APPROVAL_CREATE,
-                                               3, 12, a);
+                                               3, 13, a);
 }
 
 
@@ -526,11 +585,11 @@ ngx_http_veto_sandbox_approval_get(ngx_http_veto_sandbox_redis_call_t *call,
 
 ngx_int_t
 ngx_http_veto_sandbox_approval_list(ngx_http_veto_sandbox_redis_call_t *call,
-    ngx_str_t *tenant, ngx_str_t *state, ngx_uint_t limit)
+    ngx_str_t *tenant, ngx_str_t *state, ngx_uint_t limit, ngx_str_t *cursor)
 {
     u_char     *p;
     ngx_int_t   rc;
-    ngx_str_t   a[5];
+    ngx_str_t   a[7];
 
     rc = ngx_http_veto_sandbox_approval_keys(call->pool, tenant, NULL, NULL,
                                              NULL, &a[0]);
@@ -539,7 +598,7 @@ ngx_http_veto_sandbox_approval_list(ngx_http_veto_sandbox_redis_call_t *call,
     }
 
     p = ngx_pnalloc(call->pool, sizeof(NGX_HTTP_VSB_KEY_PREFIX "{}:appr:")
-                          + tenant->len + NGX_INT_T_LEN);
+                          + tenant->len + 2 * NGX_INT_T_LEN);
     if (p == NULL) {
         return NGX_ERROR;
     }
@@ -562,9 +621,21 @@ ngx_http_veto_sandbox_approval_list(ngx_http_veto_sandbox_redis_call_t *call,
     p = ngx_sprintf(p, "%ui", limit ? limit : 100);
     a[4].len = p - a[4].data;
 
+    if (cursor && cursor->len) {
+        a[5] = *cursor;
+
+    } else {
+        a[5].data = (u_char *) "";
+        a[5].len = 0;
+    }
+
+    a[6].data = p;
+    p = ngx_sprintf(p, "%ui", (ngx_uint_t) NGX_HTTP_VSB_APPROVAL_LIST_BYTES);
+    a[6].len = p - a[6].data;
+
     return ngx_http_veto_sandbox_approval_call(call,
                                                NGX_HTTP_VSB_APPROVAL_LIST,
-                                               1, 5, a);
+                                               1, 7, a);
 }
 
 
@@ -623,4 +694,27 @@ ngx_http_veto_sandbox_approval_result(redisReply *reply,
             return;
         }
     }
+}
+
+
+ngx_uint_t
+ngx_http_veto_sandbox_approval_cursor_valid(ngx_str_t *cursor)
+{
+    size_t     i;
+    ngx_str_t  id;
+
+    for (i = 0; i < cursor->len && i < 20; i++) {
+        if (cursor->data[i] < '0' || cursor->data[i] > '9') {
+            break;
+        }
+    }
+
+    if (i == 0 || i == cursor->len || cursor->data[i] != ':') {
+        return 0;
+    }
+
+    id.data = cursor->data + i + 1;
+    id.len = cursor->len - i - 1;
+
+    return ngx_http_veto_sandbox_approval_id_valid(&id);
 }

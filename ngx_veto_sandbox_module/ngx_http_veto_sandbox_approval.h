@@ -15,7 +15,7 @@
  * Every script replies with an array whose first element is a code:
  *
  *     ok, not_found, expired, not_pending, not_approved, self_approval,
- *     already_approved, reason_required, mismatch, exists
+ *     already_approved, reason_required, mismatch, exists, full
  *
  * and whose second element is the record's state after the call.  A
  * third element "1" on "expired" means this call made the transition, so
@@ -39,6 +39,15 @@
 
 #define NGX_HTTP_VSB_APPROVAL_TTL       900000      /* ms, 15 min */
 #define NGX_HTTP_VSB_APPROVAL_RETENTION 604800000   /* ms, 7 days */
+
+/* records a tenant keeps (veto_sandbox_approval_max) */
+#define NGX_HTTP_VSB_APPROVAL_MAX       5000
+
+/* a page of GET /v1/approvals: records, and the bytes of their summaries
+ * (each at most NGX_HTTP_VSB_SUMMARY_MAX) before the page ends */
+#define NGX_HTTP_VSB_APPROVAL_PAGE      100
+#define NGX_HTTP_VSB_APPROVAL_PAGE_MAX  200
+#define NGX_HTTP_VSB_APPROVAL_LIST_BYTES  (1024 * 1024)
 
 
 typedef enum {
@@ -64,6 +73,7 @@ typedef enum {
     NGX_HTTP_VSB_AR_REASON_REQUIRED,
     NGX_HTTP_VSB_AR_MISMATCH,
     NGX_HTTP_VSB_AR_EXISTS,
+    NGX_HTTP_VSB_AR_FULL,         /* the tenant's records are all live */
     NGX_HTTP_VSB_AR_BAD_REPLY     /* unexpected reply: fail closed */
 } ngx_http_veto_sandbox_approval_code_e;
 
@@ -116,7 +126,8 @@ ngx_int_t ngx_http_veto_sandbox_approval_keys(ngx_pool_t *pool,
 ngx_int_t ngx_http_veto_sandbox_approval_create(
     ngx_http_veto_sandbox_redis_call_t *call, ngx_str_t *id,
     ngx_http_veto_sandbox_approval_bind_t *bind, ngx_str_t *summary,
-    ngx_msec_t ttl, ngx_uint_t threshold, ngx_msec_t retention);
+    ngx_msec_t ttl, ngx_uint_t threshold, ngx_msec_t retention,
+    ngx_uint_t max);
 
 ngx_int_t ngx_http_veto_sandbox_approval_decide(
     ngx_http_veto_sandbox_redis_call_t *call, ngx_str_t *tenant,
@@ -135,10 +146,18 @@ ngx_int_t ngx_http_veto_sandbox_approval_get(
     ngx_http_veto_sandbox_redis_call_t *call, ngx_str_t *tenant,
     ngx_str_t *id);
 
-/* state: empty for any; limit: at most this many records, newest first */
+/*
+ * state: empty for any; limit: at most this many records, newest first,
+ * older than cursor ("<created_ms>:<id>", empty: from the newest); the
+ * page also ends at NGX_HTTP_VSB_APPROVAL_LIST_BYTES of summaries.  The
+ * reply's sixth element is the next page's cursor ("": none).
+ */
 ngx_int_t ngx_http_veto_sandbox_approval_list(
     ngx_http_veto_sandbox_redis_call_t *call, ngx_str_t *tenant,
-    ngx_str_t *state, ngx_uint_t limit);
+    ngx_str_t *state, ngx_uint_t limit, ngx_str_t *cursor);
+
+/* "<created_ms>:apr_<32 hex>": a cursor the list script takes */
+ngx_uint_t ngx_http_veto_sandbox_approval_cursor_valid(ngx_str_t *cursor);
 
 /* Reads the code/state/flag head of any approval script reply. */
 void ngx_http_veto_sandbox_approval_result(redisReply *reply,

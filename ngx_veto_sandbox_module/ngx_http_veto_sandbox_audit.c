@@ -14,43 +14,120 @@
 
 static void ngx_http_veto_sandbox_audit_logged(ngx_int_t rc,
     redisReply *reply, void *data);
+static ngx_int_t ngx_http_veto_sandbox_audit_redact_detail(ngx_pool_t *pool,
+    ngx_str_t *in, ngx_str_t *out);
 
+
+/* KEYS: stream, its byte counter
+ * ARGV: bytes, entries, then the entry's field, value, ...
+ * Adds the entry, counts its bytes, then drops the oldest entries while
+ * the stream holds more than either bound (never the one just added).
+ * The counter starts again from the entry when the stream was empty or
+ * is down to it, so it cannot drift for long (an operator's XTRIM). */
+static const char ngx_http_veto_sandbox_audit_append_lua[] =
+    "local budget = tonumber(ARGV[1])\n"
+    "local maxlen = tonumber(ARGV[2])\n"
+    "if not budget or budget < 1 or not maxlen or maxlen < 1 or #ARGV < 4 then\n"
+    "  return redis.error_reply('ERR veto audit_append: bad bounds or no fields')\n"
+    "end\n"
+    "local size = 0\n"
+    "for i = 3, #ARGV do size = size + #ARGV[i] end\n"
+    "local fresh = redis.call('EXISTS', KEYS[1]) == 0\n"
+    "local id = redis.call('XADD', KEYS[1], '*', unpack(ARGV, 3))\n"
+    "local total = size\n"
+    "if not fresh then\n"
+    "  total = (tonumber(redis.call('GET', KEYS[2])) or 0) + size\n"
+    "end\n"
+    "local n = redis.call('XLEN', KEYS[1])\n"
+    "while (total > budget or n > maxlen) and n > 1 do\n"
+    "  local b = redis.call('XRANGE', KEYS[1], '-', '+', 'COUNT', 16)\n"
+    "  local ids = {}\n"
+    "  for _, e in ipairs(b) do\n"
+    "    if (total <= budget and n <= maxlen) or n <= 1 or e[1] == id then break end\n"
+    "    for j = 1, #e[2] do total = total - #e[2][j] end\n"
+    "    n = n - 1\n"
+    "    table.insert(ids, e[1])\n"
+    "  end\n"
+    "  if #ids == 0 then break end\n"
+    "  redis.call('XDEL', KEYS[1], unpack(ids))\n"
+    "end\n"
+    "if n <= 1 or total < size then total = size end\n"
+    "redis.call('SET', KEYS[2], total)\n"
+    "return id\n"
+    ;
 
 /* KEYS: stream
- * ARGV: newest id or '+', oldest id or '-', max results, agent or '',
- *       sandbox or '', max entries scanned */
+ * ARGV: newest id (or '+', or '(' id: older than it), oldest id or '-',
+ *       max results, agent or '', sandbox or '', max entries scanned,
+ *       max bytes
+ * Reply: {entries, next}: next is the id to go on from ("(" next), ""
+ * when the stream has no more in the range. */
 static const char ngx_http_veto_sandbox_audit_query_lua[] =
     "local want = tonumber(ARGV[3]) or 100\n"
     "local budget = tonumber(ARGV[6]) or 10000\n"
+    "local maxb = tonumber(ARGV[7] or '524288') or 524288\n"
     "local out = {}\n"
     "local hi = ARGV[1]\n"
-    "while #out < want and budget > 0 do\n"
+    "local size, last, nxt, stop = 0, nil, '', false\n"
+    "while not stop do\n"
     "  local n = 200\n"
     "  if n > budget then n = budget end\n"
+    "  if n < 1 then\n"
+    "    nxt = last or ''\n"
+    "    break\n"
+    "  end\n"
     "  local batch = redis.call('XREVRANGE', KEYS[1], hi, ARGV[2], 'COUNT', n)\n"
-    "  if #batch == 0 then break end\n"
-    "  budget = budget - #batch\n"
     "  for _, e in ipairs(batch) do\n"
-    "    local ok = true\n"
+    "    if #out >= want or size >= maxb or budget < 1 then\n"
+    "      nxt = last\n"
+    "      stop = true\n"
+    "      break\n"
+    "    end\n"
+    "    budget = budget - 1\n"
+    "    last = e[1]\n"
     "    local fl = e[2]\n"
-    "    local agent, sandbox = '', ''\n"
+    "    local agent, sandbox, bytes = '', '', 0\n"
     "    for i = 1, #fl, 2 do\n"
     "      if fl[i] == 'agent' then agent = fl[i + 1] end\n"
     "      if fl[i] == 'sandbox' then sandbox = fl[i + 1] end\n"
+    "      bytes = bytes + #fl[i] + #fl[i + 1]\n"
     "    end\n"
-    "    if ARGV[4] ~= '' and agent ~= ARGV[4] then ok = false end\n"
-    "    if ARGV[5] ~= '' and sandbox ~= ARGV[5] then ok = false end\n"
-    "    if ok and #out < want then table.insert(out, e) end\n"
+    "    if (ARGV[4] == '' or agent == ARGV[4])\n"
+    "       and (ARGV[5] == '' or sandbox == ARGV[5]) then\n"
+    "      table.insert(out, e)\n"
+    "      size = size + bytes\n"
+    "    end\n"
     "  end\n"
-    "  if #batch < n then break end\n"
-    "  hi = '(' .. batch[#batch][1]\n"
+    "  if not stop and #batch < n then break end\n"
+    "  if not stop then hi = '(' .. batch[#batch][1] end\n"
     "end\n"
-    "return out\n"
+    "return {out, nxt}\n"
     ;
 
-static ngx_http_veto_sandbox_redis_script_t  ngx_http_veto_sandbox_audit_script
-    = { "audit_query", ngx_http_veto_sandbox_audit_query_lua, "" };
+static ngx_http_veto_sandbox_redis_script_t
+    ngx_http_veto_sandbox_audit_scripts[] = {
+    { "audit_append", ngx_http_veto_sandbox_audit_append_lua, "" },
+    { "audit_query", ngx_http_veto_sandbox_audit_query_lua, "" },
+    { NULL, NULL, "" }
+};
 
+#define ngx_http_veto_sandbox_audit_append_script                             \
+    (&ngx_http_veto_sandbox_audit_scripts[0])
+#define ngx_http_veto_sandbox_audit_query_script                              \
+    (&ngx_http_veto_sandbox_audit_scripts[1])
+
+
+/* the scripts' SHA-1s, once */
+static ngx_int_t
+ngx_http_veto_sandbox_audit_init(void)
+{
+    if (ngx_http_veto_sandbox_audit_scripts[1].sha1[0] != '\0') {
+        return NGX_OK;
+    }
+
+    return ngx_http_veto_sandbox_redis_scripts_init(
+                                        ngx_http_veto_sandbox_audit_scripts);
+}
 
 
 static void
@@ -75,14 +152,35 @@ ngx_http_veto_sandbox_audit_logged(ngx_int_t rc, redisReply *reply,
 }
 
 
+/* at most max bytes of s, not ending inside a UTF-8 sequence */
+static size_t
+ngx_http_veto_sandbox_audit_cut(ngx_str_t *s, size_t max)
+{
+    size_t  n;
+
+    if (s->len <= max) {
+        return s->len;
+    }
+
+    n = max;
+
+    while (n > 0 && (s->data[n] & 0xc0) == 0x80) {
+        n--;
+    }
+
+    return n;
+}
+
+
 ngx_int_t
 ngx_http_veto_sandbox_audit_append(ngx_http_veto_sandbox_redis_call_t *call,
-    ngx_uint_t maxlen, ngx_http_veto_sandbox_audit_rec_t *rec)
+    ngx_uint_t maxlen, size_t bytes, ngx_http_veto_sandbox_audit_rec_t *rec)
 {
     int           argc;
     u_char       *p, *num, *start;
+    size_t        size;
     ngx_tm_t      tm;
-    ngx_str_t     red, key;
+    ngx_str_t     red, key, counter, detail;
     ngx_uint_t    i;
     ngx_time_t   *tp;
     size_t        argvlen[40];
@@ -105,9 +203,12 @@ ngx_http_veto_sandbox_audit_append(ngx_http_veto_sandbox_redis_call_t *call,
         { "reviewer", &rec->reviewer, 1 },
         { "sandbox", &rec->sandbox, 1 },
         { "request_id", &rec->request_id, 1 },
-        { "detail", &rec->detail, 1 },
         { NULL, NULL, 0 }
     };
+
+    if (ngx_http_veto_sandbox_audit_init() != NGX_OK) {
+        return NGX_ERROR;
+    }
 
     if (!ngx_http_veto_sandbox_redis_key_part_valid(rec->tenant.data,
                                                     rec->tenant.len))
@@ -117,40 +218,40 @@ ngx_http_veto_sandbox_audit_append(ngx_http_veto_sandbox_redis_call_t *call,
 
     if (ngx_http_veto_sandbox_tenant_key(call->pool, &key, "audit",
                                          &rec->tenant, NULL)
-        != NGX_OK)
+        != NGX_OK
+        || ngx_http_veto_sandbox_tenant_key(call->pool, &counter,
+                                            "audit:bytes", &rec->tenant,
+                                            NULL)
+           != NGX_OK)
     {
         return NGX_ERROR;
     }
 
-    num = ngx_pnalloc(call->pool, NGX_INT_T_LEN * 2
-                            + sizeof("1970-01-01T00:00:00.000Z"));
+    num = ngx_pnalloc(call->pool, NGX_INT_T_LEN * 4
+                            + sizeof("1970-01-01T00:00:00.000Z")
+                            + sizeof("{\"dropped\":true,\"bytes\":}"));
     if (num == NULL) {
         return NGX_ERROR;
     }
 
     argc = 0;
 
-    argv[argc] = "XADD";
-    argvlen[argc++] = 4;
-
     argv[argc] = (const char *) key.data;
     argvlen[argc++] = key.len;
-
-    /* "~": trimming by whole macro nodes, cheap; the bound is approximate */
-    argv[argc] = "MAXLEN";
-    argvlen[argc++] = 6;
-    argv[argc] = "~";
-    argvlen[argc++] = 1;
+    argv[argc] = (const char *) counter.data;
+    argvlen[argc++] = counter.len;
 
     p = num;
+
     start = p;
-    p = ngx_sprintf(p, "%ui", maxlen ? maxlen
-                                     : NGX_HTTP_VSB_AUDIT_MAXLEN);
+    p = ngx_sprintf(p, "%uz", bytes ? bytes : NGX_HTTP_VSB_AUDIT_BYTES);
     argv[argc] = (const char *) start;
     argvlen[argc++] = p - start;
 
-    argv[argc] = "*";
-    argvlen[argc++] = 1;
+    start = p;
+    p = ngx_sprintf(p, "%ui", maxlen ? maxlen : NGX_HTTP_VSB_AUDIT_MAXLEN);
+    argv[argc] = (const char *) start;
+    argvlen[argc++] = p - start;
 
     tp = ngx_timeofday();
     ngx_gmtime(tp->sec, &tm);
@@ -164,6 +265,9 @@ ngx_http_veto_sandbox_audit_append(ngx_http_veto_sandbox_redis_call_t *call,
     argv[argc] = (const char *) start;
     argvlen[argc++] = p - start;
 
+    size = 4 + (p - start);
+
+    /* each field redacted and at most NGX_HTTP_VSB_AUDIT_FIELD_MAX */
     for (i = 0; fields[i].name; i++) {
         if (fields[i].value->len == 0) {
             continue;
@@ -179,10 +283,15 @@ ngx_http_veto_sandbox_audit_append(ngx_http_veto_sandbox_redis_call_t *call,
             return NGX_ERROR;
         }
 
+        red.len = ngx_http_veto_sandbox_audit_cut(&red,
+                                              NGX_HTTP_VSB_AUDIT_FIELD_MAX);
+
         argv[argc] = fields[i].name;
         argvlen[argc++] = ngx_strlen(fields[i].name);
         argv[argc] = (const char *) red.data;
         argvlen[argc++] = red.len;
+
+        size += ngx_strlen(fields[i].name) + red.len;
     }
 
     if (rec->status) {
@@ -192,6 +301,34 @@ ngx_http_veto_sandbox_audit_append(ngx_http_veto_sandbox_redis_call_t *call,
         p = ngx_sprintf(p, "%i", rec->status);
         argv[argc] = (const char *) start;
         argvlen[argc++] = p - start;
+
+        size += 6 + (p - start);
+    }
+
+    /* the detail (JSON text) whole, or a note that it did not fit: a cut
+     * would not be JSON */
+    if (rec->detail.len) {
+        if (ngx_http_veto_sandbox_audit_redact_detail(call->pool,
+                                                      &rec->detail, &detail)
+            != NGX_OK)
+        {
+            return NGX_ERROR;
+        }
+
+        if (size + sizeof("detail") - 1 + detail.len
+            > NGX_HTTP_VSB_AUDIT_ENTRY_MAX)
+        {
+            start = p;
+            p = ngx_sprintf(p, "{\"dropped\":true,\"bytes\":%uz}",
+                            detail.len);
+            detail.data = start;
+            detail.len = p - start;
+        }
+
+        argv[argc] = "detail";
+        argvlen[argc++] = 6;
+        argv[argc] = (const char *) detail.data;
+        argvlen[argc++] = detail.len;
     }
 
     if (call->handler == NULL) {
@@ -201,25 +338,169 @@ ngx_http_veto_sandbox_audit_append(ngx_http_veto_sandbox_redis_call_t *call,
         call = &logged;
     }
 
-    return ngx_http_veto_sandbox_redis_command(call, argc, argv, argvlen);
+    return ngx_http_veto_sandbox_redis_eval(call,
+                                     ngx_http_veto_sandbox_audit_append_script,
+                                     2, argc, argv, argvlen);
+}
+
+
+/* does name look like it holds a secret?  The redaction's own rule,
+ * asked with "name=v" */
+static ngx_uint_t
+ngx_http_veto_sandbox_audit_secret_key(ngx_pool_t *pool, const char *name)
+{
+    u_char     *p;
+    size_t      len;
+    ngx_str_t   in, out;
+
+    len = ngx_strlen(name);
+
+    p = ngx_pnalloc(pool, len + 2);
+    if (p == NULL) {
+        return 1;
+    }
+
+    in.data = p;
+    p = ngx_cpymem(p, name, len);
+    *p++ = '=';
+    *p++ = 'v';
+    in.len = p - in.data;
+
+    if (ngx_http_veto_sandbox_redact(pool, &in, &out) != NGX_OK) {
+        return 1;
+    }
+
+    return out.len != in.len || ngx_memcmp(out.data, in.data, in.len) != 0;
+}
+
+
+/*
+ * A copy of v with every string redacted and the value of a secret-
+ * looking key hidden: redaction of the JSON as text would turn
+ * {"token": null} into {"token": [redacted]}, which is no JSON.
+ */
+static json_t *
+ngx_http_veto_sandbox_audit_redact_json(ngx_pool_t *pool, json_t *v,
+    ngx_uint_t depth)
+{
+    size_t       i;
+    json_t      *c, *e;
+    ngx_str_t    in, out;
+    const char  *key;
+
+    if (depth > 16) {
+        return json_string("[too deep]");
+    }
+
+    switch (json_typeof(v)) {
+
+    case JSON_STRING:
+        in.data = (u_char *) json_string_value(v);
+        in.len = json_string_length(v);
+
+        if (ngx_http_veto_sandbox_redact(pool, &in, &out) != NGX_OK) {
+            return NULL;
+        }
+
+        return json_stringn((char *) out.data, out.len);
+
+    case JSON_ARRAY:
+        c = json_array();
+
+        json_array_foreach(v, i, e) {
+            if (c == NULL
+                || json_array_append_new(c,
+                       ngx_http_veto_sandbox_audit_redact_json(pool, e,
+                                                               depth + 1))
+                   != 0)
+            {
+                json_decref(c);
+                return NULL;
+            }
+        }
+
+        return c;
+
+    case JSON_OBJECT:
+        c = json_object();
+
+        json_object_foreach(v, key, e) {
+            if (c == NULL) {
+                return NULL;
+            }
+
+            if (!json_is_null(e)
+                && ngx_http_veto_sandbox_audit_secret_key(pool, key))
+            {
+                e = json_string("[redacted]");
+
+            } else {
+                e = ngx_http_veto_sandbox_audit_redact_json(pool, e,
+                                                            depth + 1);
+            }
+
+            if (json_object_set_new(c, key, e) != 0) {
+                json_decref(c);
+                return NULL;
+            }
+        }
+
+        return c;
+
+    default:
+        return json_copy(v);
+    }
+}
+
+
+/* a detail that is JSON redacted as JSON, any other as text */
+static ngx_int_t
+ngx_http_veto_sandbox_audit_redact_detail(ngx_pool_t *pool, ngx_str_t *in,
+    ngx_str_t *out)
+{
+    char    *text;
+    json_t  *d, *r;
+
+    d = json_loadb((char *) in->data, in->len, 0, NULL);
+    if (d == NULL) {
+        return ngx_http_veto_sandbox_redact(pool, in, out);
+    }
+
+    r = ngx_http_veto_sandbox_audit_redact_json(pool, d, 0);
+    json_decref(d);
+
+    text = r ? json_dumps(r, JSON_COMPACT) : NULL;
+    json_decref(r);
+
+    if (text == NULL) {
+        return NGX_ERROR;
+    }
+
+    out->len = ngx_strlen(text);
+    out->data = ngx_pnalloc(pool, out->len);
+
+    if (out->data == NULL) {
+        free(text);
+        return NGX_ERROR;
+    }
+
+    ngx_memcpy(out->data, text, out->len);
+    free(text);
+
+    return NGX_OK;
 }
 
 
 ngx_int_t
 ngx_http_veto_sandbox_audit_query(ngx_http_veto_sandbox_redis_call_t *call,
-    ngx_str_t *tenant, uint64_t from_ms, uint64_t to_ms, ngx_str_t *agent,
-    ngx_str_t *sandbox, ngx_uint_t limit)
+    ngx_str_t *tenant, ngx_http_veto_sandbox_audit_query_t *q)
 {
     u_char      *p;
     ngx_str_t    key;
-    size_t       argvlen[7];
-    const char  *argv[7];
+    size_t       argvlen[8];
+    const char  *argv[8];
 
-    if (ngx_http_veto_sandbox_audit_script.sha1[0] == '\0'
-        && ngx_http_veto_sandbox_redis_script_init(
-                                   &ngx_http_veto_sandbox_audit_script)
-           != NGX_OK)
-    {
+    if (ngx_http_veto_sandbox_audit_init() != NGX_OK) {
         return NGX_ERROR;
     }
 
@@ -236,7 +517,7 @@ ngx_http_veto_sandbox_audit_query(ngx_http_veto_sandbox_redis_call_t *call,
         return NGX_ERROR;
     }
 
-    p = ngx_pnalloc(call->pool, 4 * (NGX_INT64_LEN + 2));
+    p = ngx_pnalloc(call->pool, 6 * (NGX_INT64_LEN + 2) + q->cursor.len);
     if (p == NULL) {
         return NGX_ERROR;
     }
@@ -244,43 +525,115 @@ ngx_http_veto_sandbox_audit_query(ngx_http_veto_sandbox_redis_call_t *call,
     argv[0] = (const char *) key.data;
     argvlen[0] = key.len;
 
-    /* stream ids are "<ms>-<seq>": a time range is an id range */
+    /* stream ids are "<ms>-<seq>": a time range is an id range; a cursor
+     * goes on below the last entry a page examined */
 
     argv[1] = (const char *) p;
-    p = to_ms ? ngx_sprintf(p, "%uL", to_ms) : ngx_cpymem(p, "+", 1);
+    p = q->cursor.len ? ngx_sprintf(p, "(%V", &q->cursor)
+        : q->to_ms ? ngx_sprintf(p, "%uL", q->to_ms)
+        : ngx_cpymem(p, "+", 1);
     argvlen[1] = p - (u_char *) argv[1];
 
     argv[2] = (const char *) p;
-    p = from_ms ? ngx_sprintf(p, "%uL", from_ms) : ngx_cpymem(p, "-", 1);
+    p = q->from_ms ? ngx_sprintf(p, "%uL", q->from_ms) : ngx_cpymem(p, "-", 1);
     argvlen[2] = p - (u_char *) argv[2];
 
     argv[3] = (const char *) p;
-    p = ngx_sprintf(p, "%ui", (limit && limit <= 1000) ? limit : 100);
+    p = ngx_sprintf(p, "%ui",
+                    (q->limit && q->limit <= NGX_HTTP_VSB_AUDIT_PAGE_MAX)
+                    ? q->limit : (ngx_uint_t) NGX_HTTP_VSB_AUDIT_PAGE);
     argvlen[3] = p - (u_char *) argv[3];
 
-    argv[4] = agent ? (const char *) agent->data : "";
-    argvlen[4] = agent ? agent->len : 0;
-    argv[5] = sandbox ? (const char *) sandbox->data : "";
-    argvlen[5] = sandbox ? sandbox->len : 0;
+    argv[4] = (const char *) q->agent.data;
+    argvlen[4] = q->agent.len;
+    argv[5] = (const char *) q->sandbox.data;
+    argvlen[5] = q->sandbox.len;
 
-    argv[6] = "10000";
-    argvlen[6] = 5;
+    argv[6] = (const char *) p;
+    p = ngx_sprintf(p, "%ui", (ngx_uint_t) NGX_HTTP_VSB_AUDIT_SCAN);
+    argvlen[6] = p - (u_char *) argv[6];
+
+    argv[7] = (const char *) p;
+    p = ngx_sprintf(p, "%ui", (ngx_uint_t) NGX_HTTP_VSB_AUDIT_PAGE_BYTES);
+    argvlen[7] = p - (u_char *) argv[7];
 
     return ngx_http_veto_sandbox_redis_eval(call,
-                                           &ngx_http_veto_sandbox_audit_script,
-                                           1, 7, argv, argvlen);
+                                      ngx_http_veto_sandbox_audit_query_script,
+                                      1, 8, argv, argvlen);
+}
+
+
+ngx_uint_t
+ngx_http_veto_sandbox_audit_cursor_valid(ngx_str_t *cursor)
+{
+    size_t      i;
+    ngx_uint_t  dash, digits;
+
+    dash = 0;
+    digits = 0;
+
+    if (cursor->len == 0 || cursor->len > 2 * NGX_INT64_LEN) {
+        return 0;
+    }
+
+    for (i = 0; i < cursor->len; i++) {
+        if (cursor->data[i] == '-' && !dash && digits) {
+            dash = 1;
+            digits = 0;
+            continue;
+        }
+
+        if (cursor->data[i] < '0' || cursor->data[i] > '9') {
+            return 0;
+        }
+
+        digits++;
+    }
+
+    return dash && digits;
+}
+
+
+/* a stored detail as the object it is; {"text": ...} if it is not one */
+static json_t *
+ngx_http_veto_sandbox_audit_detail(redisReply *v)
+{
+    json_t  *d;
+
+    d = json_loadb(v->str, v->len, 0, NULL);
+
+    if (json_is_object(d)) {
+        return d;
+    }
+
+    json_decref(d);
+
+    return json_pack("{s:s%}", "text", v->str, (size_t) v->len);
 }
 
 
 json_t *
-ngx_http_veto_sandbox_audit_to_json(redisReply *reply)
+ngx_http_veto_sandbox_audit_to_json(redisReply *reply, ngx_str_t *next)
 {
     size_t       i, j;
-    json_t      *list, *obj;
-    redisReply  *e, *f;
+    json_t      *list, *obj, *v;
+    redisReply  *all, *e, *f, *n;
 
-    if (reply == NULL || reply->type != REDIS_REPLY_ARRAY) {
+    ngx_str_null(next);
+
+    if (reply == NULL || reply->type != REDIS_REPLY_ARRAY
+        || reply->elements != 2
+        || reply->element[0]->type != REDIS_REPLY_ARRAY)
+    {
         return NULL;
+    }
+
+    all = reply->element[0];
+    n = reply->element[1];
+
+    if (n->type == REDIS_REPLY_STRING && n->len > 0) {
+        next->data = (u_char *) n->str;
+        next->len = n->len;
     }
 
     list = json_array();
@@ -288,8 +641,8 @@ ngx_http_veto_sandbox_audit_to_json(redisReply *reply)
         return NULL;
     }
 
-    for (i = 0; i < reply->elements; i++) {
-        e = reply->element[i];
+    for (i = 0; i < all->elements; i++) {
+        e = all->element[i];
 
         if (e->type != REDIS_REPLY_ARRAY || e->elements != 2
             || e->element[0]->type != REDIS_REPLY_STRING
@@ -319,10 +672,17 @@ ngx_http_veto_sandbox_audit_to_json(redisReply *reply)
                 goto failed;
             }
 
-            if (json_object_set_new(obj, f->element[j]->str,
-                                    json_stringn(f->element[j + 1]->str,
-                                                 f->element[j + 1]->len))
-                != 0)
+            if (ngx_strcmp(f->element[j]->str, "detail") == 0) {
+                v = ngx_http_veto_sandbox_audit_detail(f->element[j + 1]);
+
+            } else {
+                v = json_stringn(f->element[j + 1]->str,
+                                 f->element[j + 1]->len);
+            }
+
+            /* a value that is not UTF-8 is left out, not the record */
+            if (v != NULL && json_object_set_new(obj, f->element[j]->str, v)
+                             != 0)
             {
                 goto failed;
             }

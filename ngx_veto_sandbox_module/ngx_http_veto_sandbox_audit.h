@@ -1,13 +1,18 @@
 /*
- * Veto Sandbox: the audit trail, one Redis stream per tenant
+ * Veto Sandbox: the audit trail, one Redis stream per tenant, bounded in
+ * bytes and in entries:
  *
- *     veto:{T}:audit     XADD ... MAXLEN ~ <veto_sandbox_audit_maxlen> *
+ *     veto:{T}:audit         stream  the records
+ *     veto:{T}:audit:bytes   string  the bytes of the stream's fields
  *
- * Each entry holds the fields of ngx_http_veto_sandbox_audit_rec_t that
- * are set (docs/approvals.md, "Audit records").  Secrets never enter a
- * record: every string goes through ngx_http_veto_sandbox_redact() and
- * request bodies are reduced by ngx_http_veto_sandbox_summary()
- * (ngx_http_veto_sandbox_redact.h).
+ * An entry is at most NGX_HTTP_VSB_AUDIT_ENTRY_MAX bytes (field names
+ * and values); the append script adds it, counts its bytes, and drops
+ * the oldest entries while the stream holds more than
+ * veto_sandbox_audit_bytes or veto_sandbox_audit_maxlen.  Each entry
+ * holds the fields of ngx_http_veto_sandbox_audit_rec_t that are set
+ * (docs/approvals.md, "Audit records").  Secrets never enter a record:
+ * every string goes through ngx_http_veto_sandbox_redact() and request
+ * bodies are reduced by ngx_http_veto_sandbox_summary().
  */
 
 #ifndef _NGX_HTTP_VSB_AUDIT_H_INCLUDED_
@@ -24,6 +29,17 @@
 
 
 #define NGX_HTTP_VSB_AUDIT_MAXLEN   1000000
+#define NGX_HTTP_VSB_AUDIT_BYTES    (64 * 1024 * 1024)
+
+/* one entry, names and values; a field other than detail at most 1 KiB */
+#define NGX_HTTP_VSB_AUDIT_ENTRY_MAX   (20 * 1024)
+#define NGX_HTTP_VSB_AUDIT_FIELD_MAX   1024
+
+/* a page of GET /v1/audit: entries, entries scanned, and bytes */
+#define NGX_HTTP_VSB_AUDIT_PAGE        100
+#define NGX_HTTP_VSB_AUDIT_PAGE_MAX    1000
+#define NGX_HTTP_VSB_AUDIT_SCAN        10000
+#define NGX_HTTP_VSB_AUDIT_PAGE_BYTES  (512 * 1024)
 
 
 /* Set what applies; empty strings are left out of the entry. */
@@ -48,28 +64,48 @@ typedef struct {
 } ngx_http_veto_sandbox_audit_rec_t;
 
 
+/* What GET /v1/audit asks. */
+typedef struct {
+    uint64_t    from_ms;        /* 0: open */
+    uint64_t    to_ms;          /* 0: open */
+    ngx_str_t   cursor;         /* an entry id: older than it; or empty */
+    ngx_str_t   agent;          /* empty: any */
+    ngx_str_t   sandbox;        /* empty: any */
+    ngx_uint_t  limit;
+} ngx_http_veto_sandbox_audit_query_t;
+
+
 /*
- * XADD the record.  handler may be NULL: then failures are logged and
- * nothing else happens.  A caller that must not act without a record
- * (fail closed) passes a handler and waits for NGX_OK and a string reply
- * (the entry id).
+ * Appends the record to the tenant's stream within maxlen entries and
+ * bytes (0: the defaults).  handler may be NULL: then failures are
+ * logged and nothing else happens.  A caller that must not act without a
+ * record (fail closed) passes a handler and waits for NGX_OK and a
+ * string reply (the entry id).
  */
 ngx_int_t ngx_http_veto_sandbox_audit_append(
     ngx_http_veto_sandbox_redis_call_t *call, ngx_uint_t maxlen,
-    ngx_http_veto_sandbox_audit_rec_t *rec);
+    size_t bytes, ngx_http_veto_sandbox_audit_rec_t *rec);
 
 /*
- * GET /v1/audit: newest first, at most limit entries, between from_ms and
- * to_ms (0: open), only agent / sandbox when not empty; at most 10000
- * entries are scanned per query.  The reply: [[id, [field, value, ...]],
- * ...], turned into JSON by ngx_http_veto_sandbox_audit_to_json().
+ * GET /v1/audit: newest first, at most q->limit entries and
+ * NGX_HTTP_VSB_AUDIT_PAGE_BYTES, scanning at most NGX_HTTP_VSB_AUDIT_SCAN
+ * per page.  The reply: [[[id, [field, value, ...]], ...], next], turned
+ * into JSON by ngx_http_veto_sandbox_audit_to_json(); next is the cursor
+ * of the next page, "" when there is none.
  */
 ngx_int_t ngx_http_veto_sandbox_audit_query(
     ngx_http_veto_sandbox_redis_call_t *call, ngx_str_t *tenant,
-    uint64_t from_ms, uint64_t to_ms, ngx_str_t *agent, ngx_str_t *sandbox,
-    ngx_uint_t limit);
+    ngx_http_veto_sandbox_audit_query_t *q);
 
-/* [{"id": "...", "field": "value", ...}, ...]; NULL on a bad reply */
-json_t *ngx_http_veto_sandbox_audit_to_json(redisReply *reply);
+/* "<ms>-<seq>": an entry id, as a cursor */
+ngx_uint_t ngx_http_veto_sandbox_audit_cursor_valid(ngx_str_t *cursor);
+
+/*
+ * [{"id": "...", "field": "value", ..., "detail": {...}}, ...] (detail,
+ * stored as JSON text, as the object it is; {"text": ...} if it is not
+ * JSON); *next the next page's cursor or empty; NULL on a bad reply.
+ */
+json_t *ngx_http_veto_sandbox_audit_to_json(redisReply *reply,
+    ngx_str_t *next);
 
 #endif /* _NGX_HTTP_VSB_AUDIT_H_INCLUDED_ */

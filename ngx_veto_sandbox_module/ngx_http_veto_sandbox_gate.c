@@ -20,8 +20,13 @@
 #include "ngx_http_veto_sandbox_approval.h"
 #include "ngx_http_veto_sandbox_network.h"
 #include "ngx_http_veto_sandbox_notify.h"
-#include "ngx_http_veto_sandbox_redact.h"
+#include "ngx_http_veto_sandbox_summary.h"
 #include "ngx_http_veto_sandbox_revoke.h"
+
+
+/* the approval of an exec binds what its sandbox adds to it: the env */
+#define ngx_http_vsb_binds_sandbox(op)                                        \
+    ((op)->approval == NGX_HTTP_VSB_ACT_EXEC)
 
 
 static ngx_int_t ngx_http_veto_sandbox_run(ngx_http_request_t *r,
@@ -40,6 +45,10 @@ static ngx_int_t ngx_http_veto_sandbox_refuse(ngx_http_request_t *r,
     ngx_http_veto_sandbox_ctx_t *ctx, ngx_uint_t status, const char *code,
     const char *detail, json_t *extra);
 static void ngx_http_veto_sandbox_cancel_cleanup(void *data);
+static ngx_int_t ngx_http_veto_sandbox_sandbox_result(ngx_http_request_t *r,
+    ngx_http_veto_sandbox_ctx_t *ctx, redisReply *reply);
+static ngx_int_t ngx_http_veto_sandbox_epoch_known(ngx_http_request_t *r,
+    ngx_http_veto_sandbox_ctx_t *ctx);
 
 
 static ngx_http_veto_sandbox_main_conf_t *
@@ -199,6 +208,10 @@ ngx_http_veto_sandbox_run(ngx_http_request_t *r,
                 continue;
             }
 
+            if (rc != NGX_OK) {
+                return rc;          /* answered */
+            }
+
             break;
 
         default: /* NGX_HTTP_VSB_STEP_NEXT */
@@ -295,8 +308,28 @@ ngx_http_veto_sandbox_gate_result(ngx_http_request_t *r,
 
         return ngx_http_veto_sandbox_redis_problem(r, ctx, NGX_ERROR);
 
+    case NGX_HTTP_VSB_STEP_SANDBOX:
+        rc = ngx_http_veto_sandbox_sandbox_result(r, ctx, reply);
+
+        if (rc == NGX_OK) {
+            ctx->step = NGX_HTTP_VSB_STEP_APPROVAL;
+            return NGX_AGAIN;
+        }
+
+        return rc;
+
     case NGX_HTTP_VSB_STEP_APR_CREATE:
         ngx_http_veto_sandbox_approval_result(reply, &ar);
+
+        if (ar.code == NGX_HTTP_VSB_AR_FULL) {
+            return ngx_http_veto_sandbox_refuse(r, ctx,
+                                   NGX_HTTP_VSB_TOO_MANY_REQUESTS,
+                                   "approvals_full",
+                                   "the tenant holds as many approval "
+                                   "requests as it may, all still open: "
+                                   "decide some, or wait until they expire",
+                                   NULL);
+        }
 
         if (ar.code != NGX_HTTP_VSB_AR_OK) {
             return ngx_http_veto_sandbox_redis_problem(r, ctx, NGX_ERROR);
@@ -423,15 +456,18 @@ ngx_http_veto_sandbox_approval_step(ngx_http_request_t *r,
     ngx_http_veto_sandbox_ctx_t *ctx)
 {
     u_char                                 md[32], hex[65], *id;
+    u_char                                 line[sizeof("sandbox-env ")
+                                                + NGX_HTTP_VSB_HASH_HEX_LEN];
     off_t                                  size;
-    json_t                                *v;
+    json_t                                *v, *argv, *env, *view;
     ngx_int_t                              rc;
-    ngx_str_t                              sha, in, *path;
-    ngx_uint_t                             act, file;
+    ngx_str_t                              sha, in, context;
+    ngx_uint_t                             act, file, dropped;
     const char                            *profile, *network;
     ngx_http_veto_sandbox_main_conf_t     *vmcf;
     ngx_http_veto_sandbox_srv_conf_t      *vscf;
     ngx_http_veto_sandbox_redis_call_t     call;
+    ngx_http_veto_sandbox_summary_in_t     sum;
     ngx_http_veto_sandbox_approval_bind_t  bind;
 
     act = ctx->op->approval;
@@ -452,36 +488,61 @@ ngx_http_veto_sandbox_approval_step(ngx_http_request_t *r,
     network = ctx->net_hosts ? "allowlist"
               : json_is_string(v) ? json_string_value(v) : NULL;
 
+    argv = json_object_get(ctx->req, "argv");
+    env = json_object_get(ctx->req, "env");
+
     /* hosts beyond the policy's allowlist always need a human */
     if (ctx->net_ask == NULL
-        && !ngx_http_veto_sandbox_policy_approval(ctx->rule, act,
-                                                  json_object_get(ctx->req,
-                                                                  "argv"),
-                                                  profile, network))
+        && !ngx_http_veto_sandbox_policy_approval(ctx->rule, act, argv,
+                                                  profile, network, env))
     {
         return NGX_DECLINED;
     }
 
     ctx->needs_approval = 1;
 
+    ngx_http_veto_sandbox_waiting_call(r, ctx, &call,
+                                       ngx_http_veto_sandbox_gate_reply);
+
+    /* an exec runs with its sandbox's env too: read it first, the human
+     * sees it and the approval binds it */
+    if (ngx_http_vsb_binds_sandbox(ctx->op) && !ctx->sbx_known) {
+        ctx->step = NGX_HTTP_VSB_STEP_SANDBOX;
+
+        rc = ngx_http_veto_sandbox_quota_owner(&call, &ctx->tenant,
+                                               &ctx->sandbox);
+        if (rc == NGX_OK) {
+            return NGX_OK;
+        }
+
+        return ngx_http_veto_sandbox_redis_problem(r, ctx,
+                                      rc == NGX_DECLINED ? NGX_ERROR : rc);
+    }
+
     vmcf = ngx_http_veto_sandbox_gate_mcf(r);
     vscf = ngx_http_get_module_srv_conf(r, ngx_http_veto_sandbox_module);
 
+    context.len = 0;
+
+    if (ngx_http_vsb_binds_sandbox(ctx->op)) {
+        context.data = line;
+        context.len = ngx_sprintf(line, "sandbox-env %s", ctx->sbx_env_sha256)
+                      - line;
+    }
+
     /* the canonical request: method, path, query, body by digest (of
-     * the request the op was asked as: a tools/call's REST twin) */
+     * the request the op was asked as: a tools/call's REST twin), and
+     * what the sandbox adds */
     if (ngx_http_veto_sandbox_hash_body(ctx->in.body, md, &size,
                                         r->connection->log)
         != NGX_OK
         || ngx_http_veto_sandbox_hash_request(r->pool, &ctx->in.method_name,
                                                &ctx->in.uri, &ctx->in.args,
-                                               md, size, ctx->hash)
+                                               md, size, &context, ctx->hash)
            != NGX_OK)
     {
         return NGX_HTTP_INTERNAL_SERVER_ERROR;
     }
-
-    ngx_http_veto_sandbox_waiting_call(r, ctx, &call,
-                                       ngx_http_veto_sandbox_gate_reply);
 
     bind.tenant = ctx->tenant;
     bind.agent = ctx->agent;
@@ -515,9 +576,15 @@ ngx_http_veto_sandbox_approval_step(ngx_http_request_t *r,
     ctx->approval.data = id;
     ctx->approval.len = NGX_HTTP_VSB_APPROVAL_ID_LEN;
 
+    ngx_memzero(&sum, sizeof(sum));
+
+    sum.action = ctx->action;
+    sum.req = ctx->req;
+    sum.size = -1;
+    sum.sandbox = &ctx->sandbox;
+
     /* ?path= of a files op (empty for the others) */
-    path = &ctx->path;
-    sha.len = 0;
+    sum.path = &ctx->path;
 
     /* a file body: its size and digest */
     file = (ctx->op->body == NGX_HTTP_VSB_BODY_FILE);
@@ -526,21 +593,40 @@ ngx_http_veto_sandbox_approval_step(ngx_http_request_t *r,
         ngx_hex_dump(hex, md, 32);
         sha.data = hex;
         sha.len = 64;
+        sum.sha256 = &sha;
+        sum.size = size;
     }
 
     /* a JSON body's payload is a field of it, an exec's stdin: one
      * buffer in memory (see _request.c) */
-    in.len = 0;
-
     if (ctx->op->body == NGX_HTTP_VSB_BODY_JSON && ctx->payload) {
         in.data = ctx->payload->buf->pos;
         in.len = ctx->payload->buf->last - ctx->payload->buf->pos;
+        sum.in = &in;
     }
 
-    if (ngx_http_veto_sandbox_summary(r->pool, &ctx->action, ctx->req,
-                                   &in, path, file ? size : -1,
-                                   sha.len ? &sha : NULL, &ctx->summary)
-        != NGX_OK
+    /* the env that will apply: the sandbox's under the request's */
+    dropped = ctx->sbx_env_dropped;
+    view = NULL;
+
+    if (env != NULL || ctx->sbx_env != NULL) {
+        view = ngx_http_veto_sandbox_env_view_of(r->pool, ctx, ctx->sbx_env,
+                                                 env, &dropped);
+        if (view == NULL) {
+            return NGX_HTTP_INTERNAL_SERVER_ERROR;
+        }
+    }
+
+    sum.env = view;
+    sum.env_dropped = dropped;
+    sum.irreversible = ngx_http_veto_sandbox_policy_irreversible(ctx->rule,
+                                                       act, argv, network);
+
+    rc = ngx_http_veto_sandbox_summary(r->pool, &sum, &ctx->summary);
+
+    json_decref(view);
+
+    if (rc != NGX_OK
         || (ctx->net_hosts
             && ngx_http_veto_sandbox_network_summary(r->pool, ctx->net_hosts,
                                                      ctx->net_ask,
@@ -559,7 +645,8 @@ ngx_http_veto_sandbox_approval_step(ngx_http_request_t *r,
     rc = ngx_http_veto_sandbox_approval_create(&call, &ctx->approval, &bind,
                                                &ctx->summary, ctx->ttl,
                                                ctx->threshold,
-                                               vmcf->retention);
+                                               vmcf->retention,
+                                               vmcf->approval_max);
 
 sent:
 
@@ -578,6 +665,81 @@ sent:
 }
 
 
+/*
+ * The exec's sandbox as its ownership record has it (HMGET agent env
+ * env_sha256 env_dropped): NGX_OK with ctx->sbx_* set, else the answer.
+ * No record of this agent's (an unknown id, another agent's, one an
+ * older gateway made without its env, or one Redis lost) cannot show a
+ * reviewer what would run: refused, never guessed; all alike, so the
+ * answer does not tell another agent's sandbox from an unknown one.
+ */
+static ngx_int_t
+ngx_http_veto_sandbox_sandbox_result(ngx_http_request_t *r,
+    ngx_http_veto_sandbox_ctx_t *ctx, redisReply *reply)
+{
+    json_t              *env;
+    redisReply          *agent, *text, *sha, *dropped;
+    ngx_pool_cleanup_t  *cln;
+
+    if (reply->type != REDIS_REPLY_ARRAY || reply->elements != 4) {
+        return ngx_http_veto_sandbox_redis_problem(r, ctx, NGX_ERROR);
+    }
+
+    agent = reply->element[0];
+    text = reply->element[1];
+    sha = reply->element[2];
+    dropped = reply->element[3];
+
+    env = NULL;
+
+    if (agent->type == REDIS_REPLY_STRING
+        && (size_t) agent->len == ctx->agent.len
+        && ngx_strncmp(agent->str, ctx->agent.data, ctx->agent.len) == 0
+        && text->type == REDIS_REPLY_STRING)
+    {
+        env = json_loadb(text->str, text->len, 0, NULL);
+    }
+
+    if (sha->type != REDIS_REPLY_STRING
+        || sha->len != NGX_HTTP_VSB_HASH_HEX_LEN || !json_is_object(env))
+    {
+        json_decref(env);
+        return ngx_http_veto_sandbox_refuse(r, ctx, NGX_HTTP_CONFLICT,
+                                   "sandbox_env_unknown",
+                                   "the gateway has no record of this "
+                                   "sandbox's environment (an unknown "
+                                   "sandbox, one made before this gateway "
+                                   "version, or a record Redis lost), so it "
+                                   "cannot show a reviewer what would run; "
+                                   "use a sandbox created since", NULL);
+    }
+
+    cln = ngx_pool_cleanup_add(r->pool, 0);
+    if (cln == NULL) {
+        json_decref(env);
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+
+    cln->handler = ngx_http_veto_sandbox_json_cleanup;
+    cln->data = env;
+
+    ctx->sbx_env = env;
+    ngx_memcpy(ctx->sbx_env_sha256, sha->str, NGX_HTTP_VSB_HASH_HEX_LEN);
+    ctx->sbx_env_sha256[NGX_HTTP_VSB_HASH_HEX_LEN] = '\0';
+
+    ctx->sbx_env_dropped = 0;
+
+    if (dropped->type == REDIS_REPLY_STRING) {
+        ctx->sbx_env_dropped = (ngx_uint_t) ngx_max(
+                        ngx_atoi((u_char *) dropped->str, dropped->len), 0);
+    }
+
+    ctx->sbx_known = 1;
+
+    return NGX_OK;
+}
+
+
 /* 202: the approval's id, where to follow it, and what it covers. */
 static ngx_int_t
 ngx_http_veto_sandbox_approval_202(ngx_http_request_t *r,
@@ -585,7 +747,7 @@ ngx_http_veto_sandbox_approval_202(ngx_http_request_t *r,
 {
     u_char       *loc;
     json_t       *body, *summary;
-    long long     expires;
+    long long     created, expires;
 
     loc = ngx_pnalloc(r->pool, sizeof("/v1/approvals/") + ctx->approval.len);
     if (loc == NULL) {
@@ -598,18 +760,24 @@ ngx_http_veto_sandbox_approval_202(ngx_http_request_t *r,
         return NGX_ERROR;
     }
 
+    created = 0;
     expires = 0;
 
     if (reply->type == REDIS_REPLY_ARRAY && reply->elements >= 5
+        && reply->element[3]->type == REDIS_REPLY_STRING
         && reply->element[4]->type == REDIS_REPLY_STRING)
     {
+        created = strtoll(reply->element[3]->str, NULL, 10);
         expires = strtoll(reply->element[4]->str, NULL, 10);
     }
 
     summary = json_loadb((char *) ctx->summary.data, ctx->summary.len, 0,
                          NULL);
 
-    body = json_pack("{s:s%, s:s, s:s%, s:s%, s:o, s:I, s:I, s:s%, s:s}",
+    /* times in ms like the approvals API; expires_at (seconds) stays for
+     * the clients that read it */
+    body = json_pack("{s:s%, s:s, s:s%, s:s%, s:o, s:I, s:I, s:I, s:I, "
+                     "s:s%, s:s}",
                      "approval_id", ctx->approval.data, ctx->approval.len,
                      "state", "pending",
                      "action", ctx->action.data, ctx->action.len,
@@ -617,6 +785,8 @@ ngx_http_veto_sandbox_approval_202(ngx_http_request_t *r,
                      (size_t) NGX_HTTP_VSB_HASH_HEX_LEN,
                      "summary", summary ? summary : json_object(),
                      "threshold", (json_int_t) ctx->threshold,
+                     "created_ms", (json_int_t) created,
+                     "expires_ms", (json_int_t) expires,
                      "expires_at", (json_int_t) (expires / 1000),
                      "location", loc, ngx_strlen(loc),
                      "detail", "a human must approve this request; repeat "
@@ -636,8 +806,8 @@ ngx_http_veto_sandbox_approval_202(ngx_http_request_t *r,
 
 
 /*
- * NGX_DECLINED: no quota applies; NGX_OK: a command is in flight; else
- * the response code.
+ * NGX_DECLINED: no quota applies; NGX_OK: a command (or the helper's
+ * ping) is in flight; else the response code (answered here).
  */
 static ngx_int_t
 ngx_http_veto_sandbox_quota_step(ngx_http_request_t *r,
@@ -647,9 +817,9 @@ ngx_http_veto_sandbox_quota_step(ngx_http_request_t *r,
     json_t                               *v;
     ngx_int_t                             rc;
     ngx_msec_t                            ttl;
-    ngx_str_t                             gw;
     ngx_http_veto_sandbox_redis_call_t    call;
     ngx_http_veto_sandbox_quota_rule_t   *q;
+    ngx_http_veto_sandbox_quota_owner_t   owner;
     ngx_http_veto_sandbox_quota_limits_t  lim;
 
     q = &ctx->rule->quota;
@@ -663,6 +833,15 @@ ngx_http_veto_sandbox_quota_step(ngx_http_request_t *r,
     if (ctx->op->quota == NGX_HTTP_VSB_QUOTA_SANDBOXES
         && (q->tenant_sandboxes || q->agent_sandboxes))
     {
+        /* which helper run this is: sandboxes Redis counts for this
+         * gateway under another run are gone (the helper restarted) */
+        if (!ctx->epoch_known) {
+            ctx->step = NGX_HTTP_VSB_STEP_EPOCH;
+
+            return ngx_http_veto_sandbox_epoch(r, ctx,
+                                           ngx_http_veto_sandbox_epoch_known);
+        }
+
         lim.tenant_sandboxes = q->tenant_sandboxes;
         lim.agent_sandboxes = q->agent_sandboxes;
 
@@ -680,11 +859,13 @@ ngx_http_veto_sandbox_quota_step(ngx_http_request_t *r,
         ttl = json_is_integer(v) ? (ngx_msec_t) json_integer_value(v) * 1000
                                  : 86400000;
 
-        gw = ngx_cycle->hostname;
+        ngx_memzero(&owner, sizeof(owner));
+        owner.gateway = ngx_cycle->hostname;
+        owner.epoch = ctx->epoch;
 
         rc = ngx_http_veto_sandbox_quota_acquire(&call, &ctx->tenant,
                                                  &ctx->agent, &ctx->slot,
-                                                 &lim, ttl, &gw);
+                                                 &lim, ttl, &owner);
 
     } else if (ctx->op->quota == NGX_HTTP_VSB_QUOTA_EXECS
                && (q->tenant_execs || q->agent_execs))
@@ -700,11 +881,23 @@ ngx_http_veto_sandbox_quota_step(ngx_http_request_t *r,
         return NGX_DECLINED;
     }
 
-    if (rc == NGX_DECLINED) {
-        return NGX_ERROR;
+    if (rc == NGX_OK) {
+        return NGX_OK;
     }
 
-    return rc;
+    return ngx_http_veto_sandbox_redis_problem(r, ctx,
+                                      rc == NGX_DECLINED ? NGX_ERROR : rc);
+}
+
+
+/* The epoch is known: the quota step again. */
+static ngx_int_t
+ngx_http_veto_sandbox_epoch_known(ngx_http_request_t *r,
+    ngx_http_veto_sandbox_ctx_t *ctx)
+{
+    ctx->step = NGX_HTTP_VSB_STEP_QUOTA;
+
+    return ngx_http_veto_sandbox_run(r, ctx);
 }
 
 

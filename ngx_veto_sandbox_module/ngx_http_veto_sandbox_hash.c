@@ -338,7 +338,7 @@ ngx_http_veto_sandbox_hash_canon_query(ngx_pool_t *pool, ngx_str_t *args,
 ngx_int_t
 ngx_http_veto_sandbox_hash_request(ngx_pool_t *pool, ngx_str_t *method,
     ngx_str_t *path, ngx_str_t *args, u_char *body_sha256, off_t body_len,
-    u_char *out)
+    ngx_str_t *context, u_char *out)
 {
     u_char        *p, *canon;
     size_t         len;
@@ -355,7 +355,8 @@ ngx_http_veto_sandbox_hash_request(ngx_pool_t *pool, ngx_str_t *method,
     }
 
     len = sizeof("veto-request-v1\n") - 1 + method->len + 1 + cpath.len + 1
-          + cquery.len + 1 + 64 + 1 + NGX_OFF_T_LEN + 1;
+          + cquery.len + 1 + 64 + 1 + NGX_OFF_T_LEN + 1
+          + (context ? context->len + 1 : 0);
 
     canon = ngx_pnalloc(pool, len);
     if (canon == NULL) {
@@ -366,6 +367,11 @@ ngx_http_veto_sandbox_hash_request(ngx_pool_t *pool, ngx_str_t *method,
                     &cquery);
     p = ngx_hex_dump(p, body_sha256, 32);
     p = ngx_sprintf(p, "\n%O\n", body_len);
+
+    /* what the request runs with that is not in it (a sandbox's env) */
+    if (context && context->len) {
+        p = ngx_sprintf(p, "%V\n", context);
+    }
 
     if (EVP_Digest(canon, p - canon, md, &mdlen, EVP_sha256(), NULL) != 1) {
         return NGX_ERROR;

@@ -7,7 +7,8 @@
  *              canonical-path "\n"
  *              canonical-query "\n"
  *              hex(SHA-256(body)) "\n"
- *              decimal(body length) "\n" )
+ *              decimal(body length) "\n"
+ *              [context "\n"] )
  *
  * and the reading of a route's query argument that must agree with it.
  * Nothing here knows a request: pools, strings and buffers only.
@@ -29,11 +30,13 @@
  * path is the decoded, normalized path (r->uri); args the raw query
  * string (r->args).  body_sha256 is the 32-byte digest of the body bytes
  * (empty body: digest of ""), from ngx_http_veto_sandbox_hash_body().
- * out receives 64 lowercase hex digits and a NUL.
+ * context (NULL or empty: none) is a line of what the request will run
+ * with besides itself, "sandbox-env <hex SHA-256>" for an exec.  out
+ * receives 64 lowercase hex digits and a NUL.
  */
 ngx_int_t ngx_http_veto_sandbox_hash_request(ngx_pool_t *pool,
     ngx_str_t *method, ngx_str_t *path, ngx_str_t *args,
-    u_char *body_sha256, off_t body_len, u_char *out);
+    u_char *body_sha256, off_t body_len, ngx_str_t *context, u_char *out);
 
 /* SHA-256 over a request body chain, in memory and/or in a temp file. */
 ngx_int_t ngx_http_veto_sandbox_hash_body(ngx_chain_t *bufs, u_char *md,

@@ -235,6 +235,20 @@ static ngx_command_t  ngx_http_veto_sandbox_commands[] = {
       offsetof(ngx_http_veto_sandbox_main_conf_t, audit_maxlen),
       NULL },
 
+    { ngx_string("veto_sandbox_audit_bytes"),
+      NGX_HTTP_MAIN_CONF|NGX_CONF_TAKE1,
+      ngx_conf_set_size_slot,
+      NGX_HTTP_MAIN_CONF_OFFSET,
+      offsetof(ngx_http_veto_sandbox_main_conf_t, audit_bytes),
+      NULL },
+
+    { ngx_string("veto_sandbox_approval_max"),
+      NGX_HTTP_MAIN_CONF|NGX_CONF_TAKE1,
+      ngx_conf_set_num_slot,
+      NGX_HTTP_MAIN_CONF_OFFSET,
+      offsetof(ngx_http_veto_sandbox_main_conf_t, approval_max),
+      NULL },
+
     { ngx_string("veto_sandbox_approval_retention"),
       NGX_HTTP_MAIN_CONF|NGX_CONF_TAKE1,
       ngx_conf_set_msec_slot,
@@ -764,7 +778,9 @@ ngx_http_veto_sandbox_create_main_conf(ngx_conf_t *cf)
     vmcf->redis.db = NGX_CONF_UNSET;
     vmcf->timeout = NGX_CONF_UNSET_MSEC;
     vmcf->audit_maxlen = NGX_CONF_UNSET_UINT;
+    vmcf->audit_bytes = NGX_CONF_UNSET_SIZE;
     vmcf->retention = NGX_CONF_UNSET_MSEC;
+    vmcf->approval_max = NGX_CONF_UNSET_UINT;
 
     return vmcf;
 }
@@ -780,8 +796,10 @@ ngx_http_veto_sandbox_init_main_conf(ngx_conf_t *cf, void *conf)
                              NGX_HTTP_VSB_REDIS_DEFAULT_TIMEOUT);
     ngx_conf_init_uint_value(vmcf->audit_maxlen,
                              NGX_HTTP_VSB_AUDIT_MAXLEN);
+    ngx_conf_init_size_value(vmcf->audit_bytes, NGX_HTTP_VSB_AUDIT_BYTES);
     ngx_conf_init_msec_value(vmcf->retention,
                              NGX_HTTP_VSB_APPROVAL_RETENTION);
+    ngx_conf_init_uint_value(vmcf->approval_max, NGX_HTTP_VSB_APPROVAL_MAX);
 
     if (vmcf->redis.db < 0) {
         return "\"veto_sandbox_redis_db\" must not be negative";
@@ -795,8 +813,17 @@ ngx_http_veto_sandbox_init_main_conf(ngx_conf_t *cf, void *conf)
         return "\"veto_sandbox_audit_maxlen\" must be positive";
     }
 
+    /* room for a few of the largest entries, so a bound is a bound */
+    if (vmcf->audit_bytes < 16 * NGX_HTTP_VSB_AUDIT_ENTRY_MAX) {
+        return "\"veto_sandbox_audit_bytes\" must be at least 320k";
+    }
+
     if (vmcf->retention == 0) {
         return "\"veto_sandbox_approval_retention\" must be positive";
+    }
+
+    if (vmcf->approval_max == 0 || vmcf->approval_max > 1000000) {
+        return "\"veto_sandbox_approval_max\" must be 1..1000000";
     }
 
     if (!vmcf->enabled

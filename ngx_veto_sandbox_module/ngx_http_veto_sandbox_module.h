@@ -22,7 +22,9 @@
  *   _reply.c      forwarding to the helper and mapping its reply
  *   _request.c    request bodies and queries: validation, helper requests
  *   _request_network.c  their network part: create's hosts, PATCH
+ *   _env.c        a request's env: the policy's dangerous names, checks
  *   _gate.c       the Redis gate: revocation, quotas, approvals
+ *   _epoch.c      which run of its helper this gateway talks to
  *   _record.c     what is kept of a decision: audit records, quota slots
  *   _problem.c    responses, problem+json, 401/403, the error filter
  *   _ctx.c        the request's context, the $veto_* variables; which
@@ -40,7 +42,8 @@
  *                 ceiling and askable hosts, what an approval shows and
  *                 what an exec's record keeps of its attempts
  *   _hash.c       the canonical request hash an approval binds
- *   _redact.c     redaction and request summaries
+ *   _summary.c    what a human and the audit see of a request, bounded
+ *   _redact.c     redaction
  *   _approval.c, _quota.c, _revoke.c, _audit.c: the stores in Redis
  *   _redis_call.c the Redis call layer: commands, scripts, key names
  *   _redis.c      the worker's Redis connection
@@ -158,9 +161,18 @@ typedef struct {
     ngx_array_t                 *profiles;        /* ngx_str_t */
     ngx_uint_t                   threshold;       /* 0: the directive's */
     ngx_msec_t                   ttl;             /* 0: the directive's */
+    ngx_uint_t                   irreversible;    /* NGX_HTTP_VSB_ACT_* */
+    ngx_array_t                 *irreversible_argv; /* ngx_str_t, fnmatch */
     unsigned                     network:1;
     unsigned                     export:1;
 } ngx_http_veto_sandbox_apr_rule_t;
+
+
+/* What a create or an exec setting a dangerous env name gets (policy
+ * "env": "on_dangerous"). */
+#define NGX_HTTP_VSB_ENV_ALLOW      0     /* shown to reviewers, that is all */
+#define NGX_HTTP_VSB_ENV_APPROVE    1     /* a human must approve */
+#define NGX_HTTP_VSB_ENV_REFUSE     2     /* 403 env_not_allowed */
 
 
 /* Quotas (policy "quotas"); 0 means no limit. */
@@ -197,6 +209,9 @@ typedef struct {
     json_t                      *approvals;       /* borrowed */
     ngx_http_veto_sandbox_net_rule_t    net;
     json_t                      *quotas;          /* borrowed */
+    ngx_array_t                 *env_dangerous;   /* ngx_str_t, fnmatch;
+                                                     NULL: the default */
+    ngx_uint_t                   env_mode;        /* NGX_HTTP_VSB_ENV_* */
     ngx_http_veto_sandbox_apr_rule_t    apr;
     ngx_http_veto_sandbox_quota_rule_t  quota;
 } ngx_http_veto_sandbox_rule_t;
@@ -230,7 +245,9 @@ typedef struct {
     ngx_flag_t                   enabled;       /* veto_sandbox_redis set */
     ngx_msec_t                   timeout;       /* per command */
     ngx_uint_t                   audit_maxlen;
+    size_t                       audit_bytes;   /* per tenant */
     ngx_msec_t                   retention;     /* decided approvals */
+    ngx_uint_t                   approval_max;  /* records per tenant */
 } ngx_http_veto_sandbox_main_conf_t;
 
 
@@ -302,6 +319,8 @@ enum {
     NGX_HTTP_VSB_STEP_APR_CREATE,
     NGX_HTTP_VSB_STEP_APR_CONSUME,
     NGX_HTTP_VSB_STEP_QUOTA,
+    NGX_HTTP_VSB_STEP_EPOCH,         /* asking the helper its epoch */
+    NGX_HTTP_VSB_STEP_SANDBOX,       /* reading an exec's sandbox env */
     NGX_HTTP_VSB_STEP_NEXT,
     NGX_HTTP_VSB_STEP_AFTER          /* after() ran */
 };
@@ -455,12 +474,23 @@ struct ngx_http_veto_sandbox_ctx_s {
     ngx_str_t                    apr_id;        /* /v1/approvals/{id} */
     u_char                       hash[NGX_HTTP_VSB_HASH_HEX_LEN + 1];
 
+    /* an exec's sandbox, from its ownership record (approvals) */
+    json_t                      *sbx_env;       /* its env view */
+    ngx_uint_t                   sbx_env_dropped;
+    u_char                       sbx_env_sha256[NGX_HTTP_VSB_HASH_HEX_LEN
+                                                + 1];
+    /* this gateway's helper run, asked before a create counts */
+    ngx_str_t                    epoch;
+    ngx_http_veto_sandbox_gate_pt epoch_next;   /* once it is known */
+
     unsigned                     identified:1;
     unsigned                     needs_approval:1;
     unsigned                     slot_held:1;
     unsigned                     own_response:1;
     unsigned                     filter_error:1;
     unsigned                     audited:1;     /* a "denied" record */
+    unsigned                     sbx_known:1;   /* sbx_env* are set */
+    unsigned                     epoch_known:1; /* epoch is set */
 };
 
 
@@ -527,7 +557,19 @@ ngx_int_t ngx_http_veto_sandbox_policy_profile(
     ngx_http_veto_sandbox_rule_t *rule, const char *profile);
 ngx_uint_t ngx_http_veto_sandbox_policy_approval(
     ngx_http_veto_sandbox_rule_t *rule, ngx_uint_t action, json_t *argv,
-    const char *profile, const char *network);
+    const char *profile, const char *network, json_t *env);
+/* an env name that can change what runs (PATH, LD_*, ...): the rule's
+ * "env.dangerous" patterns, or the default list */
+ngx_uint_t ngx_http_veto_sandbox_policy_env_dangerous(
+    ngx_http_veto_sandbox_rule_t *rule, const char *name);
+/* the first dangerous name of env (an object), or NULL */
+const char *ngx_http_veto_sandbox_policy_env_first(
+    ngx_http_veto_sandbox_rule_t *rule, json_t *env);
+/* why a request cannot be undone (network egress, file export, what the
+ * policy marks "irreversible"), or NULL */
+const char *ngx_http_veto_sandbox_policy_irreversible(
+    ngx_http_veto_sandbox_rule_t *rule, ngx_uint_t action, json_t *argv,
+    const char *network);
 
 /* _helper.c */
 ngx_int_t ngx_http_veto_sandbox_helper_send(ngx_http_request_t *r,
@@ -627,6 +669,20 @@ ngx_int_t ngx_http_veto_sandbox_reply_exec(ngx_http_request_t *r,
     ngx_http_veto_sandbox_ctx_t *ctx);
 ngx_int_t ngx_http_veto_sandbox_reply_file(ngx_http_request_t *r,
     ngx_http_veto_sandbox_ctx_t *ctx);
+
+/* _env.c: a request's env, checked before the gate (builders call it);
+ * NGX_DECLINED: fine, else the refusal's code */
+ngx_int_t ngx_http_veto_sandbox_env_check(ngx_http_request_t *r,
+    ngx_http_veto_sandbox_ctx_t *ctx, json_t *env);
+/* the env view of env (over base) by the caller's rule's dangerous names
+ * (ngx_http_veto_sandbox_summary.h) */
+json_t *ngx_http_veto_sandbox_env_view_of(ngx_pool_t *pool,
+    ngx_http_veto_sandbox_ctx_t *ctx, json_t *base, json_t *env,
+    ngx_uint_t *dropped);
+
+/* _epoch.c: asks the helper its epoch (ctx->epoch), then next() */
+ngx_int_t ngx_http_veto_sandbox_epoch(ngx_http_request_t *r,
+    ngx_http_veto_sandbox_ctx_t *ctx, ngx_http_veto_sandbox_gate_pt next);
 
 /* _gate.c */
 ngx_int_t ngx_http_veto_sandbox_gate(ngx_http_request_t *r,

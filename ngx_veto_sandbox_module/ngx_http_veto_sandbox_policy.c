@@ -18,12 +18,16 @@
  *                                                by spaces, fnmatch()es
  *             "export": true,                    reading files out
  *             "profiles": ["privileged"],        creating these profiles
+ *             "irreversible_actions": [...],     marked in the summary
+ *             "irreversible_argv": ["git push*"],
  *             "threshold": 2, "ttl_s": 900 },    reviewers needed, life
  *         "quotas": {
  *             "concurrent_sandboxes": 10,        tenant total (agent: own)
  *             "execs_per_minute": 120,           tenant total (agent: own)
  *             "per_agent": {"concurrent_sandboxes": 2,
  *                           "execs_per_minute": 30} },  tenant only
+ *         "env": {"dangerous": ["PATH", ...],   names that change what
+ *                  "on_dangerous": "approve"},  runs; allow|approve|refuse
  *         "network": {                         egress (_network.c)
  *             "allow": ["host[:port]", "*.suffix", ...],  the ceiling
  *             "ask": [...],                      a human may grant these
@@ -65,6 +69,11 @@ static ngx_int_t ngx_http_veto_sandbox_policy_quotas(ngx_conf_t *cf,
     ngx_http_veto_sandbox_quota_rule_t *q, ngx_uint_t agent);
 static ngx_uint_t ngx_http_veto_sandbox_policy_redis(
     ngx_http_veto_sandbox_rule_t *rule);
+static ngx_int_t ngx_http_veto_sandbox_policy_env(ngx_conf_t *cf,
+    ngx_str_t *file, const char *where, json_t *obj,
+    ngx_http_veto_sandbox_rule_t *rule);
+static ngx_array_t *ngx_http_veto_sandbox_policy_strings(ngx_conf_t *cf,
+    json_t *v);
 
 
 /* the limits a policy knows, by NGX_HTTP_VSB_L_* */
@@ -185,6 +194,12 @@ ngx_http_veto_sandbox_policy_load(ngx_conf_t *cf, ngx_str_t *file)
             return NULL;
         }
 
+        /* before the agents: a tenant without any still needs Redis for
+         * its own approvals (else the gate would be open) */
+        if (ngx_http_veto_sandbox_policy_redis(&tenant->rule)) {
+            policy->needs_redis = 1;
+        }
+
         agents = json_object_get(tobj, "agents");
         if (agents == NULL) {
             continue;
@@ -224,10 +239,6 @@ ngx_http_veto_sandbox_policy_load(ngx_conf_t *cf, ngx_str_t *file)
             if (ngx_http_veto_sandbox_policy_redis(&agent->rule)) {
                 policy->needs_redis = 1;
             }
-        }
-
-        if (ngx_http_veto_sandbox_policy_redis(&tenant->rule)) {
-            policy->needs_redis = 1;
         }
     }
 
@@ -381,6 +392,13 @@ ngx_http_veto_sandbox_policy_rule_load(ngx_conf_t *cf, ngx_str_t *file,
                 {
                     return NGX_ERROR;
                 }
+            }
+
+        } else if (ngx_strcmp(key, "env") == 0) {
+            if (ngx_http_veto_sandbox_policy_env(cf, file, where, v, rule)
+                != NGX_OK)
+            {
+                return NGX_ERROR;
             }
 
         } else if (ngx_strcmp(key, "agents") == 0 && parent == NULL) {
@@ -635,6 +653,42 @@ ngx_http_veto_sandbox_policy_approvals(ngx_conf_t *cf, ngx_str_t *file,
                 goto bad;
             }
 
+        } else if (ngx_strcmp(key, "irreversible_argv") == 0) {
+            apr->irreversible_argv = ngx_http_veto_sandbox_policy_strings(cf,
+                                                                          v);
+            if (apr->irreversible_argv == NULL) {
+                goto bad;
+            }
+
+        } else if (ngx_strcmp(key, "irreversible_actions") == 0) {
+            if (!json_is_array(v)) {
+                goto bad;
+            }
+
+            json_array_foreach(v, i, e) {
+                for (k = 0; ngx_http_veto_sandbox_actions[k].name; k++) {
+                    if (json_is_string(e)
+                        && ngx_strcmp(json_string_value(e),
+                                      ngx_http_veto_sandbox_actions[k].name)
+                           == 0)
+                    {
+                        break;
+                    }
+                }
+
+                if (ngx_http_veto_sandbox_actions[k].name == NULL) {
+                    ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                               "\"veto_sandbox_policy\": \"%V\": %s: "
+                               "approvals.irreversible_actions: unknown "
+                               "action (known: sandbox.create, sandbox.exec, "
+                               "sandbox.files.write, sandbox.files.read, "
+                               "sandbox.delete)", file, where);
+                    return NGX_ERROR;
+                }
+
+                apr->irreversible |= ngx_http_veto_sandbox_actions[k].bit;
+            }
+
         } else if (ngx_strcmp(key, "profiles") == 0) {
             apr->profiles = ngx_http_veto_sandbox_policy_strings(cf, v);
             if (apr->profiles == NULL) {
@@ -791,6 +845,74 @@ ngx_http_veto_sandbox_policy_redis(ngx_http_veto_sandbox_rule_t *rule)
     /* an askable host waits for a human, like any approval */
     return a->always || a->argv || a->profiles || a->network || a->export
            || q->tenant_sandboxes || q->tenant_execs || q->agent_sandboxes
-           || q->agent_execs
+           || q->agent_execs || rule->env_mode == NGX_HTTP_VSB_ENV_APPROVE
            || (rule->net.ask != NULL && rule->net.ask->nelts > 0);
+}
+
+
+/*
+ * "env": {"dangerous": ["PATH", "LD_*", ...], "on_dangerous": "allow" |
+ * "approve" | "refuse"}: which env names can change what an approved
+ * command does (fnmatch patterns; absent: the default list in
+ * ngx_http_veto_sandbox_policy_match.c), and what a create or an exec
+ * setting one gets.  An agent's "env" replaces its tenant's as a whole.
+ */
+static ngx_int_t
+ngx_http_veto_sandbox_policy_env(ngx_conf_t *cf, ngx_str_t *file,
+    const char *where, json_t *obj, ngx_http_veto_sandbox_rule_t *rule)
+{
+    json_t      *v;
+    const char  *key, *mode;
+
+    if (!json_is_object(obj)) {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                           "\"veto_sandbox_policy\": \"%V\": %s: \"env\" "
+                           "must be an object", file, where);
+        return NGX_ERROR;
+    }
+
+    rule->env_dangerous = NULL;
+    rule->env_mode = NGX_HTTP_VSB_ENV_ALLOW;
+
+    json_object_foreach(obj, key, v) {
+
+        if (ngx_strcmp(key, "dangerous") == 0) {
+            rule->env_dangerous = ngx_http_veto_sandbox_policy_strings(cf, v);
+            if (rule->env_dangerous == NULL) {
+                ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                                   "\"veto_sandbox_policy\": \"%V\": %s: "
+                                   "env.dangerous must be an array of "
+                                   "non-empty strings", file, where);
+                return NGX_ERROR;
+            }
+
+        } else if (ngx_strcmp(key, "on_dangerous") == 0) {
+            mode = json_string_value(v);
+
+            if (mode && ngx_strcmp(mode, "allow") == 0) {
+                rule->env_mode = NGX_HTTP_VSB_ENV_ALLOW;
+
+            } else if (mode && ngx_strcmp(mode, "approve") == 0) {
+                rule->env_mode = NGX_HTTP_VSB_ENV_APPROVE;
+
+            } else if (mode && ngx_strcmp(mode, "refuse") == 0) {
+                rule->env_mode = NGX_HTTP_VSB_ENV_REFUSE;
+
+            } else {
+                ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                                   "\"veto_sandbox_policy\": \"%V\": %s: "
+                                   "env.on_dangerous must be \"allow\", "
+                                   "\"approve\" or \"refuse\"", file, where);
+                return NGX_ERROR;
+            }
+
+        } else {
+            ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                               "\"veto_sandbox_policy\": \"%V\": %s: env: "
+                               "unknown field \"%s\"", file, where, key);
+            return NGX_ERROR;
+        }
+    }
+
+    return NGX_OK;
 }

@@ -84,11 +84,12 @@ ngx_http_veto_sandbox_policy_profile(ngx_http_veto_sandbox_rule_t *rule,
 
 /* Does this request need a human?  argv: the exec's argv (or NULL),
  * profile: the create's (or NULL), network: what a create or a PATCH
- * asks ("none", "allowlist", or NULL). */
+ * asks ("none", "allowlist", or NULL), env: the create's or the exec's
+ * (or NULL). */
 ngx_uint_t
 ngx_http_veto_sandbox_policy_approval(ngx_http_veto_sandbox_rule_t *rule,
     ngx_uint_t action, json_t *argv, const char *profile,
-    const char *network)
+    const char *network, json_t *env)
 {
     ngx_str_t                         *s;
     ngx_uint_t                         k;
@@ -101,6 +102,13 @@ ngx_http_veto_sandbox_policy_approval(ngx_http_veto_sandbox_rule_t *rule,
     }
 
     if (action == NGX_HTTP_VSB_ACT_READ && apr->export) {
+        return 1;
+    }
+
+    if ((action == NGX_HTTP_VSB_ACT_CREATE || action == NGX_HTTP_VSB_ACT_EXEC)
+        && rule->env_mode == NGX_HTTP_VSB_ENV_APPROVE
+        && ngx_http_veto_sandbox_policy_env_first(rule, env) != NULL)
+    {
         return 1;
     }
 
@@ -129,6 +137,110 @@ ngx_http_veto_sandbox_policy_approval(ngx_http_veto_sandbox_rule_t *rule,
     }
 
     return ngx_http_veto_sandbox_policy_argv(apr->argv, argv);
+}
+
+
+/*
+ * The names that can change what an approved command does without being
+ * in its argv: the command search path, the dynamic loader, shell and
+ * interpreter start-up files and options, git's and the proxies'
+ * settings, the trust store.  A policy's "env.dangerous" replaces them.
+ */
+static const char  *ngx_http_veto_sandbox_env_default[] = {
+    "PATH", "LD_*", "BASH_ENV", "ENV", "BASH_FUNC_*", "SHELLOPTS",
+    "BASHOPTS", "IFS", "PS4", "PROMPT_COMMAND", "PYTHON*", "NODE_OPTIONS",
+    "NODE_PATH", "PERL5*", "PERLLIB", "RUBYOPT", "RUBYLIB", "GIT_*",
+    "*_PROXY", "*_proxy", "JAVA_TOOL_OPTIONS", "_JAVA_OPTIONS",
+    "GCONV_PATH", "MALLOC_*", "CURL_HOME", "SSL_CERT_FILE", "SSL_CERT_DIR",
+    "REQUESTS_CA_BUNDLE", "NPM_CONFIG_*", "npm_config_*", "PIP_*",
+    "XDG_CONFIG_HOME", "HOME", "TMPDIR", NULL
+};
+
+
+ngx_uint_t
+ngx_http_veto_sandbox_policy_env_dangerous(ngx_http_veto_sandbox_rule_t *rule,
+    const char *name)
+{
+    ngx_str_t   *s;
+    ngx_uint_t   k;
+
+    if (rule->env_dangerous == NULL) {
+        for (k = 0; ngx_http_veto_sandbox_env_default[k]; k++) {
+            if (fnmatch(ngx_http_veto_sandbox_env_default[k], name, 0) == 0) {
+                return 1;
+            }
+        }
+
+        return 0;
+    }
+
+    s = rule->env_dangerous->elts;
+
+    for (k = 0; k < rule->env_dangerous->nelts; k++) {
+        if (fnmatch((char *) s[k].data, name, 0) == 0) {
+            return 1;
+        }
+    }
+
+    return 0;
+}
+
+
+const char *
+ngx_http_veto_sandbox_policy_env_first(ngx_http_veto_sandbox_rule_t *rule,
+    json_t *env)
+{
+    json_t      *v;
+    const char  *name;
+
+    if (!json_is_object(env)) {
+        return NULL;
+    }
+
+    json_object_foreach(env, name, v) {
+        if (ngx_http_veto_sandbox_policy_env_dangerous(rule, name)) {
+            return name;
+        }
+    }
+
+    return NULL;
+}
+
+
+const char *
+ngx_http_veto_sandbox_policy_irreversible(ngx_http_veto_sandbox_rule_t *rule,
+    ngx_uint_t action, json_t *argv, const char *network)
+{
+    ngx_http_veto_sandbox_apr_rule_t  *apr;
+
+    apr = &rule->apr;
+
+    if (action == NGX_HTTP_VSB_ACT_CREATE && network
+        && ngx_strcmp(network, "none") != 0)
+    {
+        return "network egress: what the sandbox sends out cannot be "
+               "recalled";
+    }
+
+    if (action == NGX_HTTP_VSB_ACT_READ) {
+        return "file export: the file leaves the sandbox and cannot be "
+               "taken back";
+    }
+
+    if (apr->irreversible & action) {
+        return "the policy marks this action irreversible "
+               "(approvals.irreversible_actions)";
+    }
+
+    if (action == NGX_HTTP_VSB_ACT_EXEC && apr->irreversible_argv
+        && json_is_array(argv)
+        && ngx_http_veto_sandbox_policy_argv(apr->irreversible_argv, argv))
+    {
+        return "the policy marks this command irreversible "
+               "(approvals.irreversible_argv)";
+    }
+
+    return NULL;
 }
 
 

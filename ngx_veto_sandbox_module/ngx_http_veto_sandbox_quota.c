@@ -25,7 +25,12 @@ static ngx_int_t ngx_http_veto_sandbox_quota_call(
  */
 
 /* KEYS: tenant live set, agent live set, owner hash
- * ARGV: sandbox id, agent, tenant max, agent max, ttl_ms, gateway */
+ * ARGV: sandbox id, agent, tenant max, agent max, ttl_ms, gateway, and
+ *       optionally: the gateway's helper epoch, the owner hash prefix
+ *       ("veto:{T}:sbx:own:"), the agent live set prefix
+ *       ("veto:{T}:sbx:live:"), env view, env sha256, env names dropped
+ * With an epoch, first drops this gateway's live sandboxes recorded
+ * under another epoch: a restarted helper removed them. */
 static const char ngx_http_veto_sandbox_quota_acquire_lua[] =
     "local t = redis.call('TIME')\n"
     "local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)\n"
@@ -34,6 +39,20 @@ static const char ngx_http_veto_sandbox_quota_acquire_lua[] =
     "local ttl = tonumber(ARGV[5])\n"
     "if not tmax or not amax or not ttl or ttl < 1 then\n"
     "  return redis.error_reply('ERR veto quota_sandbox_acquire: bad limits or ttl')\n"
+    "end\n"
+    "local epoch = ARGV[7] or ''\n"
+    "local stale = 0\n"
+    "if epoch ~= '' and ARGV[8] and ARGV[9] then\n"
+    "  for _, id in ipairs(redis.call('ZRANGE', KEYS[1], 0, 1023)) do\n"
+    "    local own = ARGV[8] .. id\n"
+    "    local f = redis.call('HMGET', own, 'gateway', 'epoch', 'agent')\n"
+    "    if f[1] == ARGV[6] and f[2] and f[2] ~= '' and f[2] ~= epoch then\n"
+    "      redis.call('ZREM', KEYS[1], id)\n"
+    "      if f[3] then redis.call('ZREM', ARGV[9] .. f[3], id) end\n"
+    "      redis.call('DEL', own)\n"
+    "      stale = stale + 1\n"
+    "    end\n"
+    "  end\n"
     "end\n"
     "redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now)\n"
     "redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', now)\n"
@@ -44,13 +63,13 @@ static const char ngx_http_veto_sandbox_quota_acquire_lua[] =
     "  return tostring(s)\n"
     "end\n"
     "if redis.call('ZSCORE', KEYS[1], ARGV[1]) then\n"
-    "  return {'exists', '0'}\n"
+    "  return {'exists', '0', tostring(stale)}\n"
     "end\n"
     "if tmax > 0 and redis.call('ZCARD', KEYS[1]) >= tmax then\n"
-    "  return {'tenant_limit', retry(KEYS[1])}\n"
+    "  return {'tenant_limit', retry(KEYS[1]), tostring(stale)}\n"
     "end\n"
     "if amax > 0 and redis.call('ZCARD', KEYS[2]) >= amax then\n"
-    "  return {'agent_limit', retry(KEYS[2])}\n"
+    "  return {'agent_limit', retry(KEYS[2]), tostring(stale)}\n"
     "end\n"
     "local exp = now + ttl\n"
     "redis.call('ZADD', KEYS[1], exp, ARGV[1])\n"
@@ -62,12 +81,40 @@ static const char ngx_http_veto_sandbox_quota_acquire_lua[] =
     "end\n"
     "redis.call('HSET', KEYS[3], 'agent', ARGV[2], 'gateway', ARGV[6],\n"
     "  'created_ms', now, 'expires_ms', exp)\n"
+    "if epoch ~= '' then redis.call('HSET', KEYS[3], 'epoch', epoch) end\n"
+    "if ARGV[11] and ARGV[11] ~= '' then\n"
+    "  redis.call('HSET', KEYS[3], 'env', ARGV[10], 'env_sha256', ARGV[11],\n"
+    "    'env_dropped', ARGV[12] or '0')\n"
+    "end\n"
     "redis.call('PEXPIRE', KEYS[3], ttl)\n"
-    "return {'ok', '0'}\n"
+    "return {'ok', '0', tostring(stale)}\n"
     ;
 
 /* KEYS: tenant live set, agent live set, owner hash;  ARGV: sandbox id */
 static const char ngx_http_veto_sandbox_quota_release_lua[] =
+    "local n = redis.call('ZREM', KEYS[1], ARGV[1])\n"
+    "redis.call('ZREM', KEYS[2], ARGV[1])\n"
+    "redis.call('DEL', KEYS[3])\n"
+    "return {'ok', tostring(n)}\n"
+    ;
+
+/* KEYS: tenant live set, the asking agent's live set, owner hash
+ * ARGV: sandbox id, agent, gateway
+ * The helper of this gateway says the sandbox does not exist: free what
+ * Redis holds for it, when it is the asking agent's on this gateway (the
+ * helper says not_found for another agent's sandbox too, and another
+ * gateway's helper does not know this one's). */
+static const char ngx_http_veto_sandbox_quota_gone_lua[] =
+    "local f = redis.call('HMGET', KEYS[3], 'agent', 'gateway')\n"
+    "local mine = false\n"
+    "if f[1] then\n"
+    "  mine = f[1] == ARGV[2] and f[2] == ARGV[3]\n"
+    "else\n"
+    "  mine = redis.call('ZSCORE', KEYS[2], ARGV[1]) ~= false\n"
+    "end\n"
+    "if not mine then\n"
+    "  return {'ok', '0'}\n"
+    "end\n"
     "local n = redis.call('ZREM', KEYS[1], ARGV[1])\n"
     "redis.call('ZREM', KEYS[2], ARGV[1])\n"
     "redis.call('DEL', KEYS[3])\n"
@@ -111,6 +158,7 @@ ngx_http_veto_sandbox_redis_script_t  ngx_http_veto_sandbox_quota_scripts[] = {
     { "quota_acquire", ngx_http_veto_sandbox_quota_acquire_lua, "" },
     { "quota_release", ngx_http_veto_sandbox_quota_release_lua, "" },
     { "quota_exec_rate", ngx_http_veto_sandbox_quota_exec_rate_lua, "" },
+    { "quota_gone", ngx_http_veto_sandbox_quota_gone_lua, "" },
     { NULL, NULL, "" }
 };
 
@@ -172,11 +220,11 @@ ngx_int_t
 ngx_http_veto_sandbox_quota_acquire(ngx_http_veto_sandbox_redis_call_t *call,
     ngx_str_t *tenant, ngx_str_t *agent, ngx_str_t *sandbox,
     ngx_http_veto_sandbox_quota_limits_t *limits, ngx_msec_t ttl,
-    ngx_str_t *gateway)
+    ngx_http_veto_sandbox_quota_owner_t *owner)
 {
     u_char     *p;
     ngx_int_t   rc;
-    ngx_str_t   a[9];
+    ngx_str_t   a[15];
 
     rc = ngx_http_veto_sandbox_quota_sbx_keys(call->pool, tenant, agent,
                                               sandbox, a);
@@ -184,7 +232,10 @@ ngx_http_veto_sandbox_quota_acquire(ngx_http_veto_sandbox_redis_call_t *call,
         return rc;
     }
 
-    p = ngx_pnalloc(call->pool, 3 * NGX_INT_T_LEN);
+    p = ngx_pnalloc(call->pool, 4 * NGX_INT_T_LEN
+                                + 2 * (sizeof(NGX_HTTP_VSB_KEY_PREFIX
+                                              "{}:sbx:live:")
+                                       + tenant->len));
     if (p == NULL) {
         return NGX_ERROR;
     }
@@ -204,10 +255,26 @@ ngx_http_veto_sandbox_quota_acquire(ngx_http_veto_sandbox_redis_call_t *call,
     p = ngx_sprintf(p, "%M", ttl);
     a[7].len = p - a[7].data;
 
-    a[8] = *gateway;
+    a[8] = owner->gateway;
+    a[9] = owner->epoch;
+
+    a[10].data = p;
+    p = ngx_sprintf(p, NGX_HTTP_VSB_KEY_PREFIX "{%V}:sbx:own:", tenant);
+    a[10].len = p - a[10].data;
+
+    a[11].data = p;
+    p = ngx_sprintf(p, NGX_HTTP_VSB_KEY_PREFIX "{%V}:sbx:live:", tenant);
+    a[11].len = p - a[11].data;
+
+    a[12] = owner->env;
+    a[13] = owner->env_sha256;
+
+    a[14].data = p;
+    p = ngx_sprintf(p, "%ui", owner->env_dropped);
+    a[14].len = p - a[14].data;
 
     return ngx_http_veto_sandbox_quota_call(call, NGX_HTTP_VSB_QUOTA_ACQUIRE,
-                                            3, 9, a);
+                                            3, 15, a);
 }
 
 
@@ -228,6 +295,29 @@ ngx_http_veto_sandbox_quota_release(ngx_http_veto_sandbox_redis_call_t *call,
 
     return ngx_http_veto_sandbox_quota_call(call, NGX_HTTP_VSB_QUOTA_RELEASE,
                                             3, 4, a);
+}
+
+
+ngx_int_t
+ngx_http_veto_sandbox_quota_gone(ngx_http_veto_sandbox_redis_call_t *call,
+    ngx_str_t *tenant, ngx_str_t *agent, ngx_str_t *sandbox,
+    ngx_str_t *gateway)
+{
+    ngx_int_t  rc;
+    ngx_str_t  a[6];
+
+    rc = ngx_http_veto_sandbox_quota_sbx_keys(call->pool, tenant, agent,
+                                              sandbox, a);
+    if (rc != NGX_OK) {
+        return rc;
+    }
+
+    a[3] = *sandbox;
+    a[4] = *agent;
+    a[5] = *gateway;
+
+    return ngx_http_veto_sandbox_quota_call(call, NGX_HTTP_VSB_QUOTA_GONE,
+                                            3, 6, a);
 }
 
 
@@ -286,8 +376,8 @@ ngx_http_veto_sandbox_quota_owner(ngx_http_veto_sandbox_redis_call_t *call,
     ngx_str_t *tenant, ngx_str_t *sandbox)
 {
     ngx_str_t    key;
-    size_t       argvlen[3];
-    const char  *argv[3];
+    size_t       argvlen[6];
+    const char  *argv[6];
 
     if (!ngx_http_veto_sandbox_quota_valid(tenant)
         || !ngx_http_veto_sandbox_quota_valid(sandbox))
@@ -302,14 +392,20 @@ ngx_http_veto_sandbox_quota_owner(ngx_http_veto_sandbox_redis_call_t *call,
         return NGX_ERROR;
     }
 
-    argv[0] = "HGET";
-    argvlen[0] = 4;
+    argv[0] = "HMGET";
+    argvlen[0] = 5;
     argv[1] = (const char *) key.data;
     argvlen[1] = key.len;
     argv[2] = "agent";
     argvlen[2] = 5;
+    argv[3] = "env";
+    argvlen[3] = 3;
+    argv[4] = "env_sha256";
+    argvlen[4] = 10;
+    argv[5] = "env_dropped";
+    argvlen[5] = 11;
 
-    return ngx_http_veto_sandbox_redis_command(call, 3, argv, argvlen);
+    return ngx_http_veto_sandbox_redis_command(call, 6, argv, argvlen);
 }
 
 

@@ -13,7 +13,10 @@
  *
  *   veto:{T}:sbx:live            zset  sandbox id -> expires_ms
  *   veto:{T}:sbx:live:<agent>    zset  sandbox id -> expires_ms
- *   veto:{T}:sbx:own:<id>        hash  agent, gateway, created_ms, expires_ms
+ *   veto:{T}:sbx:own:<id>        hash  agent, gateway, created_ms, expires_ms,
+ *                                      epoch (the helper run that made it),
+ *                                      env, env_sha256, env_dropped (what
+ *                                      its env shows a reviewer, its digest)
  *   veto:{T}:rate:exec           zset  event id -> ms
  *   veto:{T}:rate:exec:<agent>   zset  event id -> ms
  *
@@ -36,6 +39,7 @@ typedef enum {
     NGX_HTTP_VSB_QUOTA_ACQUIRE = 0,
     NGX_HTTP_VSB_QUOTA_RELEASE,
     NGX_HTTP_VSB_QUOTA_EXEC_RATE,
+    NGX_HTTP_VSB_QUOTA_GONE,
     NGX_HTTP_VSB_QUOTA_NSCRIPTS
 } ngx_http_veto_sandbox_quota_op_e;
 
@@ -53,6 +57,16 @@ typedef struct {
     ngx_http_veto_sandbox_quota_code_e   code;
     time_t                               retry_after;    /* seconds */
 } ngx_http_veto_sandbox_quota_result_t;
+
+
+/* What the ownership record says besides the owner; empty: not set. */
+typedef struct {
+    ngx_str_t    gateway;                /* this host's name */
+    ngx_str_t    epoch;                  /* its helper's current run */
+    ngx_str_t    env;                    /* the env view, JSON text */
+    ngx_str_t    env_sha256;             /* digest of the whole env */
+    ngx_uint_t   env_dropped;            /* names the view left out */
+} ngx_http_veto_sandbox_quota_owner_t;
 
 
 typedef struct {
@@ -74,13 +88,21 @@ ngx_int_t ngx_http_veto_sandbox_quota_init(void);
  * Before asking the helper to create: reserve a slot for sandbox id
  * (the id is chosen by the gateway, or a provisional one that
  * ngx_http_veto_sandbox_quota_release() frees if the create fails).
- * ttl: the sandbox lifetime; the slot frees itself after it.
+ * ttl: the sandbox lifetime; the slot frees itself after it.  With
+ * owner->epoch, this gateway's live sandboxes of another helper epoch
+ * are dropped first (the helper restarted: they are gone).
  */
 ngx_int_t ngx_http_veto_sandbox_quota_acquire(
     ngx_http_veto_sandbox_redis_call_t *call, ngx_str_t *tenant,
     ngx_str_t *agent, ngx_str_t *sandbox,
     ngx_http_veto_sandbox_quota_limits_t *limits, ngx_msec_t ttl,
-    ngx_str_t *gateway);
+    ngx_http_veto_sandbox_quota_owner_t *owner);
+
+/* The helper said not_found for a sandbox agent named: its slot and
+ * ownership record go, if they are agent's on this gateway. */
+ngx_int_t ngx_http_veto_sandbox_quota_gone(
+    ngx_http_veto_sandbox_redis_call_t *call, ngx_str_t *tenant,
+    ngx_str_t *agent, ngx_str_t *sandbox, ngx_str_t *gateway);
 
 /* After the sandbox ended (or its creation failed). */
 ngx_int_t ngx_http_veto_sandbox_quota_release(
@@ -94,9 +116,10 @@ ngx_int_t ngx_http_veto_sandbox_quota_exec(
     ngx_http_veto_sandbox_quota_limits_t *limits);
 
 /*
- * Who owns a sandbox, as every gateway sees it: HGET owner agent.  The
- * reply is a string (the agent) or nil (no such sandbox in this tenant:
- * answer 404).
+ * Who owns a sandbox and what its env shows, as every gateway sees it:
+ * HMGET agent env env_sha256 env_dropped.  A nil agent: no such sandbox
+ * in this tenant (answer 404); a nil env_sha256: a record made before
+ * envs were kept (unknown: fail closed).
  */
 ngx_int_t ngx_http_veto_sandbox_quota_owner(
     ngx_http_veto_sandbox_redis_call_t *call, ngx_str_t *tenant,

@@ -9,7 +9,7 @@
 #include "ngx_http_veto_sandbox_module.h"
 #include "ngx_http_veto_sandbox_quota.h"
 #include "ngx_http_veto_sandbox_audit.h"
-#include "ngx_http_veto_sandbox_redact.h"
+#include "ngx_http_veto_sandbox_summary.h"
 #include "ngx_http_veto_sandbox_network.h"
 
 #include <openssl/evp.h>
@@ -20,7 +20,11 @@ static void ngx_http_veto_sandbox_ignore(ngx_int_t rc, redisReply *reply,
 static void ngx_http_veto_sandbox_exec_detail(ngx_http_request_t *r,
     ngx_http_veto_sandbox_ctx_t *ctx, json_t *j, ngx_str_t *out);
 static void ngx_http_veto_sandbox_create_detail(ngx_http_request_t *r,
-    json_t *j, ngx_str_t *out);
+    ngx_http_veto_sandbox_ctx_t *ctx, json_t *j, ngx_str_t *out);
+static void ngx_http_veto_sandbox_json_text(ngx_http_request_t *r,
+    json_t *json, ngx_str_t *out);
+static void ngx_http_veto_sandbox_reconcile(ngx_http_request_t *r,
+    ngx_http_veto_sandbox_ctx_t *ctx);
 
 
 static ngx_http_veto_sandbox_main_conf_t *
@@ -155,7 +159,8 @@ ngx_http_veto_sandbox_audit(ngx_http_request_t *r,
     call.handler = NULL;
     call.data = NULL;
 
-    (void) ngx_http_veto_sandbox_audit_append(&call, vmcf->audit_maxlen, &rec);
+    (void) ngx_http_veto_sandbox_audit_append(&call, vmcf->audit_maxlen,
+                                              vmcf->audit_bytes, &rec);
 }
 
 
@@ -285,20 +290,56 @@ ngx_http_veto_sandbox_after(ngx_http_request_t *r,
         if (json_is_string(v)) {
             err = json_string_value(v);
         }
+
+        /* the helper has no such sandbox (not a missing file in it):
+         * whatever Redis still counts for it is freed */
+        v = json_object_get(j, "field");
+
+        if (ctx->sandbox.len && ngx_strcmp(err, VSB_E_NOT_FOUND) == 0
+            && json_is_string(v) && ngx_strcmp(json_string_value(v), "id") == 0)
+        {
+            ngx_http_veto_sandbox_reconcile(r, ctx);
+        }
     }
 
     ctx->op->record(r, ctx, ok, err);
 }
 
 
-/* a create: the ownership record, the slot under the real id */
+/*
+ * The helper said the sandbox ctx names does not exist: a crash, a
+ * restart or its TTL ended it without this gateway hearing.  Its slot
+ * and ownership record go, when they are this agent's on this gateway
+ * (the helper answers not_found for another agent's sandbox too).
+ */
+static void
+ngx_http_veto_sandbox_reconcile(ngx_http_request_t *r,
+    ngx_http_veto_sandbox_ctx_t *ctx)
+{
+    ngx_str_t                            gw;
+    ngx_http_veto_sandbox_redis_call_t   call;
+
+    gw = ngx_cycle->hostname;
+
+    ngx_http_veto_sandbox_bookkeeping_call(r, &call, "reconcile");
+
+    (void) ngx_http_veto_sandbox_quota_gone(&call, &ctx->tenant, &ctx->agent,
+                                            &ctx->sandbox, &gw);
+}
+
+
+/* a create: the ownership record (with the helper run that made it and
+ * what its env shows a reviewer), the slot under the real id */
 void
 ngx_http_veto_sandbox_record_created(ngx_http_request_t *r,
     ngx_http_veto_sandbox_ctx_t *ctx, ngx_uint_t ok, const char *error)
 {
-    json_t                               *j, *v;
-    ngx_str_t                             sid, detail, gw;
+    u_char                                sha[NGX_HTTP_VSB_HASH_HEX_LEN + 1];
+    json_t                               *j, *sb, *v, *env, *view;
+    ngx_str_t                             sid, detail;
+    ngx_uint_t                            dropped;
     ngx_http_veto_sandbox_redis_call_t    call;
+    ngx_http_veto_sandbox_quota_owner_t   owner;
     ngx_http_veto_sandbox_quota_limits_t  lim;
 
     j = ctx->helper.json;
@@ -308,10 +349,41 @@ ngx_http_veto_sandbox_record_created(ngx_http_request_t *r,
 
     if (ok && ngx_http_veto_sandbox_created(r, ctx) == NGX_OK) {
         sid = ctx->sandbox;
+        sb = json_object_get(j, "sandbox");
 
-        v = json_object_get(json_object_get(j, "sandbox"), "expires_at");
+        ngx_memzero(&owner, sizeof(owner));
+        owner.gateway = ngx_cycle->hostname;
 
-        gw = ngx_cycle->hostname;
+        v = json_object_get(sb, "epoch");
+
+        if (json_is_string(v) && json_string_length(v) <= 64) {
+            owner.epoch.data = (u_char *) json_string_value(v);
+            owner.epoch.len = json_string_length(v);
+        }
+
+        /* the env every exec of it gets: its view and its digest; an
+         * exec's approval shows the one and binds the other */
+        env = json_object_get(ctx->req, "env");
+        dropped = 0;
+
+        view = ngx_http_veto_sandbox_env_view_of(r->pool, ctx, NULL, env,
+                                                 &dropped);
+
+        if (view != NULL
+            && ngx_http_veto_sandbox_env_digest(env, sha) == NGX_OK)
+        {
+            ngx_http_veto_sandbox_json_text(r, view, &owner.env);
+
+            if (owner.env.len) {
+                owner.env_sha256.data = sha;
+                owner.env_sha256.len = NGX_HTTP_VSB_HASH_HEX_LEN;
+                owner.env_dropped = dropped;
+            }
+        }
+
+        json_decref(view);
+
+        v = json_object_get(sb, "expires_at");
 
         /* ownership record and the slot under the real id;
          * counted without a limit: the provisional one was */
@@ -324,9 +396,9 @@ ngx_http_veto_sandbox_record_created(ngx_http_request_t *r,
                    ? (ngx_msec_t) (json_integer_value(v) - ngx_time())
                      * 1000
                    : 86400000,
-                   &gw);
+                   &owner);
 
-        ngx_http_veto_sandbox_create_detail(r, j, &detail);
+        ngx_http_veto_sandbox_create_detail(r, ctx, j, &detail);
         ngx_http_veto_sandbox_audit(r, ctx, "sandbox_created", NULL,
                                     NULL, detail.len ? &detail : NULL,
                                     NGX_HTTP_CREATED);
@@ -379,13 +451,42 @@ ngx_http_veto_sandbox_record_exec(ngx_http_request_t *r,
 }
 
 
-/* files written or read: allowed, or the helper's error */
+/* files written or read: allowed, or the helper's error; which file,
+ * and what went in or out (size, SHA-256, as the helper counted them) */
 void
 ngx_http_veto_sandbox_record_allowed(ngx_http_request_t *r,
     ngx_http_veto_sandbox_ctx_t *ctx, ngx_uint_t ok, const char *error)
 {
+    json_t     *d, *j;
+    ngx_str_t   detail;
+
+    detail.len = 0;
+    d = NULL;
+
+    if (ctx->path.len) {
+        j = ctx->helper.json;
+
+        d = json_pack("{s:s%}", "path", ctx->path.data, ctx->path.len);
+
+        if (d != NULL && ok) {
+            if (json_is_integer(json_object_get(j, "size"))) {
+                json_object_set(d, "size", json_object_get(j, "size"));
+            }
+
+            if (json_is_string(json_object_get(j, "sha256"))) {
+                json_object_set(d, "sha256", json_object_get(j, "sha256"));
+            }
+        }
+    }
+
+    if (d != NULL) {
+        ngx_http_veto_sandbox_json_text(r, d, &detail);
+        json_decref(d);
+    }
+
     ngx_http_veto_sandbox_audit(r, ctx, ok ? "allowed" : "error",
-                                ok ? NULL : error, NULL, NULL,
+                                ok ? NULL : error, NULL,
+                                detail.len ? &detail : NULL,
                                 ok ? NGX_HTTP_OK : 0);
 }
 
@@ -456,29 +557,48 @@ static void
 ngx_http_veto_sandbox_exec_detail(ngx_http_request_t *r,
     ngx_http_veto_sandbox_ctx_t *ctx, json_t *j, ngx_str_t *out)
 {
-    json_t                          *d, *req;
-    ngx_str_t                        in, summary;
-    json_int_t                       olen, elen;
-    ngx_http_veto_sandbox_helper_t  *h;
+    json_t                              *d, *req, *env, *view;
+    ngx_str_t                            in, summary;
+    json_int_t                           olen, elen;
+    ngx_uint_t                           dropped;
+    ngx_http_veto_sandbox_helper_t      *h;
+    ngx_http_veto_sandbox_summary_in_t   sum;
 
     out->len = 0;
     h = &ctx->helper;
 
-    in.len = 0;
+    ngx_memzero(&sum, sizeof(sum));
+    sum.action = ctx->action;
+    sum.req = ctx->req;
+    sum.size = -1;
+    sum.sandbox = &ctx->sandbox;
 
     if (ctx->payload) {
         in.data = ctx->payload->buf->pos;
         in.len = ctx->payload->buf->last - ctx->payload->buf->pos;
+        sum.in = &in;
     }
+
+    /* the env as the approval showed it, when one was asked for */
+    env = json_object_get(ctx->req, "env");
+    dropped = ctx->sbx_env_dropped;
+    view = NULL;
+
+    if (env != NULL || ctx->sbx_env != NULL) {
+        view = ngx_http_veto_sandbox_env_view_of(r->pool, ctx, ctx->sbx_env,
+                                                 env, &dropped);
+    }
+
+    sum.env = view;
+    sum.env_dropped = dropped;
 
     req = NULL;
 
-    if (ngx_http_veto_sandbox_summary(r->pool, &ctx->action, ctx->req,
-                                            &in, NULL, -1, NULL, &summary)
-        == NGX_OK)
-    {
+    if (ngx_http_veto_sandbox_summary(r->pool, &sum, &summary) == NGX_OK) {
         req = json_loadb((char *) summary.data, summary.len, 0, NULL);
     }
+
+    json_decref(view);
 
     d = json_pack("{s:o?, s:o?, s:O?, s:O?, s:O?, s:O?, s:O?, s:O?, s:O?}",
                   "request", req,
@@ -518,24 +638,55 @@ ngx_http_veto_sandbox_exec_detail(ngx_http_request_t *r,
 }
 
 
-/* The creation record: what the sandbox was given */
+/* The creation record: what the sandbox was given, the names of its env
+ * (the values of those that change what runs, like a reviewer sees
+ * them), and the helper run it lives in */
 static void
-ngx_http_veto_sandbox_create_detail(ngx_http_request_t *r, json_t *j,
-    ngx_str_t *out)
+ngx_http_veto_sandbox_create_detail(ngx_http_request_t *r,
+    ngx_http_veto_sandbox_ctx_t *ctx, json_t *j, ngx_str_t *out)
 {
-    json_t  *sb, *d;
+    json_t      *sb, *d, *env, *view, *names, *v;
+    ngx_uint_t   dropped;
+    const char  *name;
 
     out->len = 0;
     sb = json_object_get(j, "sandbox");
 
-    d = json_pack("{s:O?, s:O?, s:O?, s:O?, s:O?}",
+    d = json_pack("{s:O?, s:O?, s:O?, s:O?, s:O?, s:O?}",
                   "profile", json_object_get(sb, "profile"),
                   "network", json_object_get(sb, "network"),
                   "limits", json_object_get(sb, "limits"),
                   "ttl_s", json_object_get(sb, "ttl_s"),
-                  "expires_at", json_object_get(sb, "expires_at"));
+                  "expires_at", json_object_get(sb, "expires_at"),
+                  "epoch", json_object_get(sb, "epoch"));
     if (d == NULL) {
         return;
+    }
+
+    env = json_object_get(ctx->req, "env");
+
+    if (json_is_object(env)) {
+        dropped = 0;
+        view = ngx_http_veto_sandbox_env_view_of(r->pool, ctx, NULL, env,
+                                                 &dropped);
+        names = json_array();
+
+        if (view != NULL && names != NULL) {
+            json_object_foreach(view, name, v) {
+                json_array_append_new(names, json_string(name));
+            }
+
+            json_object_set(d, "env_names", names);
+            json_object_set(d, "env", view);
+
+            if (dropped) {
+                json_object_set_new(d, "env_count",
+                                    json_integer(json_object_size(env)));
+            }
+        }
+
+        json_decref(names);
+        json_decref(view);
     }
 
     ngx_http_veto_sandbox_json_text(r, d, out);

@@ -1,7 +1,7 @@
 /*
- * Veto Sandbox: what is kept of a request.  Audit records and approval
- * summaries are stored and shown to people; secrets must never reach
- * them.  Pure functions of their input: pools and JSON, no request.
+ * Veto Sandbox: redaction.  Audit records and approval summaries
+ * (ngx_http_veto_sandbox_summary.h) are stored and shown to people;
+ * secrets must never reach them.  Pure functions of their input.
  */
 
 #ifndef _NGX_HTTP_VSB_REDACT_H_INCLUDED_
@@ -23,19 +23,5 @@
  */
 ngx_int_t ngx_http_veto_sandbox_redact(ngx_pool_t *pool,
     ngx_str_t *in, ngx_str_t *out);
-
-/*
- * What a human (approval summary) or an auditor sees of a request body:
- * profile, limits, ttl_s, network (mode, hosts), argv, cwd, timeout_s
- * kept; env reduced to its sorted names; an exec's stdin (in, may be
- * NULL) as stdin_bytes and its first 4 KiB (a shell reads its commands
- * there); everything else (metadata) dropped; every string redacted.
- * path/size/sha256 describe a file body (PUT files/archive) and may be
- * NULL/-1.  out: JSON text.
- */
-ngx_int_t ngx_http_veto_sandbox_summary(ngx_pool_t *pool,
-    ngx_str_t *action, json_t *body, ngx_str_t *in, ngx_str_t *path,
-    off_t size, ngx_str_t *sha256, ngx_str_t *out);
-
 
 #endif /* _NGX_HTTP_VSB_REDACT_H_INCLUDED_ */

@@ -10,6 +10,7 @@
  */
 
 #include "ngx_http_veto_sandbox_module.h"
+#include "vsb_paths.h"
 
 
 /* A helper request with the op's "op", owner and, when one is named,
@@ -72,13 +73,16 @@ ngx_http_veto_sandbox_req(ngx_http_request_t *r,
 }
 
 
-/* ?path=, decoded exactly as the approval hash reads the query; the
- * helper does the full check (vsb_path_check).  On a refusal (answered
- * here) ctx->path is left empty. */
+/* ?path=, decoded exactly as the approval hash reads the query, and
+ * checked by the helper's own rules (vsb_path_check): a path the helper
+ * would refuse never gets an approval that its use would burn.  On a
+ * refusal (answered here) ctx->path is left empty. */
 static ngx_int_t
 ngx_http_veto_sandbox_path(ngx_http_request_t *r,
     ngx_http_veto_sandbox_ctx_t *ctx)
 {
+    char         err[128];
+    u_char       detail[192];
     ngx_int_t    rc;
     ngx_str_t    path;
     const char  *why;
@@ -108,6 +112,12 @@ ngx_http_veto_sandbox_path(ngx_http_request_t *r,
         return ngx_http_veto_sandbox_bad_field(r, "bad_path", "path",
                                    "\"path\" must be a relative path inside "
                                    "the workspace");
+    }
+
+    if (vsb_path_check((char *) path.data, path.len, err, sizeof(err)) != 0) {
+        ngx_snprintf(detail, sizeof(detail), "\"path\": %s%Z", err);
+        return ngx_http_veto_sandbox_bad_field(r, "bad_path", "path",
+                                               (char *) detail);
     }
 
     ctx->path = path;
@@ -551,6 +561,11 @@ ngx_http_veto_sandbox_build_create(ngx_http_request_t *r,
         return rc;
     }
 
+    rc = ngx_http_veto_sandbox_env_check(r, ctx, json_object_get(req, "env"));
+    if (rc != NGX_DECLINED) {
+        return rc;
+    }
+
     ctx->req = req;
 
     return NGX_DECLINED;
@@ -619,6 +634,11 @@ ngx_http_veto_sandbox_build_exec(ngx_http_request_t *r,
         || ngx_http_veto_sandbox_copy(r, body, req, "env",
                                       NGX_HTTP_VSB_STRINGS, &rc) != NGX_OK)
     {
+        return rc;
+    }
+
+    rc = ngx_http_veto_sandbox_env_check(r, ctx, json_object_get(req, "env"));
+    if (rc != NGX_DECLINED) {
         return rc;
     }
 

@@ -1,6 +1,8 @@
 /*
- * The humans' side: GET /v1/approvals[?state=], GET /v1/approvals/{id},
- * POST /v1/approvals/{id}/approve and .../deny, and GET /v1/audit.
+ * The humans' side: GET /v1/approvals[?state=&limit=&cursor=],
+ * GET /v1/approvals/{id}, POST /v1/approvals/{id}/approve and .../deny,
+ * and GET /v1/audit.  Lists come in pages (a limit, and a byte budget
+ * the scripts keep), each with the cursor of the next as "next".
  *
  * Tenant-scoped by the token: another tenant's approval answers 404 (the
  * Lua scripts compare the record's tenant).  Reviewing needs the review
@@ -154,13 +156,41 @@ ngx_http_veto_sandbox_review_sent(ngx_http_request_t *r,
 }
 
 
-/* GET /v1/approvals[?state=] */
+/* ?limit=: 1..max, def when absent; NGX_DECLINED when it is not */
+static ngx_int_t
+ngx_http_veto_sandbox_review_limit(ngx_http_request_t *r, ngx_uint_t def,
+    ngx_uint_t max, ngx_uint_t *limit)
+{
+    ngx_int_t  n;
+    ngx_str_t  arg;
+
+    if (ngx_http_veto_sandbox_query(r, "limit", &arg) != NGX_OK) {
+        return NGX_ERROR;
+    }
+
+    *limit = def;
+
+    if (arg.len) {
+        n = ngx_atoi(arg.data, arg.len);
+        if (n < 1 || (ngx_uint_t) n > max) {
+            return NGX_DECLINED;
+        }
+
+        *limit = (ngx_uint_t) n;
+    }
+
+    return NGX_OK;
+}
+
+
+/* GET /v1/approvals[?state=&limit=&cursor=] */
 ngx_int_t
 ngx_http_veto_sandbox_review_list(ngx_http_request_t *r,
     ngx_http_veto_sandbox_ctx_t *ctx)
 {
     ngx_int_t                            rc;
-    ngx_str_t                            state;
+    ngx_str_t                            state, cursor;
+    ngx_uint_t                           limit;
     ngx_http_veto_sandbox_redis_call_t   call;
 
     rc = ngx_http_veto_sandbox_review_start(r, ctx, &call,
@@ -185,8 +215,28 @@ ngx_http_veto_sandbox_review_list(ngx_http_request_t *r,
                                "denied, expired, consumed");
     }
 
+    rc = ngx_http_veto_sandbox_review_limit(r, NGX_HTTP_VSB_APPROVAL_PAGE,
+                                            NGX_HTTP_VSB_APPROVAL_PAGE_MAX,
+                                            &limit);
+    if (rc == NGX_DECLINED) {
+        return ngx_http_veto_sandbox_review_bad(r, "limit",
+                               "\"limit\" is 1..200 (100 when absent)");
+    }
+
+    if (rc != NGX_OK
+        || ngx_http_veto_sandbox_query(r, "cursor", &cursor) != NGX_OK)
+    {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+
+    if (cursor.len && !ngx_http_veto_sandbox_approval_cursor_valid(&cursor)) {
+        return ngx_http_veto_sandbox_review_bad(r, "cursor",
+                               "\"cursor\" is the \"next\" of an earlier "
+                               "page");
+    }
+
     rc = ngx_http_veto_sandbox_approval_list(&call, &ctx->tenant, &state,
-                                             1000);
+                                             limit, &cursor);
 
     return ngx_http_veto_sandbox_review_sent(r, ctx, rc);
 }
@@ -282,15 +332,14 @@ ngx_http_veto_sandbox_review_deny(ngx_http_request_t *r,
 }
 
 
-/* GET /v1/audit?agent=&sandbox=&from=&to=&limit= */
+/* GET /v1/audit?agent=&sandbox=&from=&to=&limit=&cursor= */
 ngx_int_t
 ngx_http_veto_sandbox_review_audit(ngx_http_request_t *r,
     ngx_http_veto_sandbox_ctx_t *ctx)
 {
-    ngx_int_t                            rc, n;
-    ngx_str_t                            arg, agent, sandbox;
-    uint64_t                             from, to;
-    ngx_http_veto_sandbox_redis_call_t   call;
+    ngx_int_t                             rc;
+    ngx_http_veto_sandbox_redis_call_t    call;
+    ngx_http_veto_sandbox_audit_query_t   q;
 
     rc = ngx_http_veto_sandbox_review_start(r, ctx, &call,
                                        ngx_http_veto_sandbox_review_records);
@@ -298,13 +347,16 @@ ngx_http_veto_sandbox_review_audit(ngx_http_request_t *r,
         return rc;
     }
 
-    if (ngx_http_veto_sandbox_query(r, "agent", &agent) != NGX_OK
-        || ngx_http_veto_sandbox_query(r, "sandbox", &sandbox) != NGX_OK)
+    ngx_memzero(&q, sizeof(q));
+
+    if (ngx_http_veto_sandbox_query(r, "agent", &q.agent) != NGX_OK
+        || ngx_http_veto_sandbox_query(r, "sandbox", &q.sandbox) != NGX_OK
+        || ngx_http_veto_sandbox_query(r, "cursor", &q.cursor) != NGX_OK)
     {
         return NGX_HTTP_INTERNAL_SERVER_ERROR;
     }
 
-    rc = ngx_http_veto_sandbox_review_ms(r, "from", &from);
+    rc = ngx_http_veto_sandbox_review_ms(r, "from", &q.from_ms);
     if (rc == NGX_DECLINED) {
         return ngx_http_veto_sandbox_review_bad(r, "from",
                                "\"from\" is unix time in milliseconds");
@@ -314,7 +366,7 @@ ngx_http_veto_sandbox_review_audit(ngx_http_request_t *r,
         return NGX_HTTP_INTERNAL_SERVER_ERROR;
     }
 
-    rc = ngx_http_veto_sandbox_review_ms(r, "to", &to);
+    rc = ngx_http_veto_sandbox_review_ms(r, "to", &q.to_ms);
     if (rc == NGX_DECLINED) {
         return ngx_http_veto_sandbox_review_bad(r, "to",
                                "\"to\" is unix time in milliseconds");
@@ -324,34 +376,38 @@ ngx_http_veto_sandbox_review_audit(ngx_http_request_t *r,
         return NGX_HTTP_INTERNAL_SERVER_ERROR;
     }
 
-    if (ngx_http_veto_sandbox_query(r, "limit", &arg) != NGX_OK) {
+    rc = ngx_http_veto_sandbox_review_limit(r, NGX_HTTP_VSB_AUDIT_PAGE,
+                                            NGX_HTTP_VSB_AUDIT_PAGE_MAX,
+                                            &q.limit);
+    if (rc == NGX_DECLINED) {
+        return ngx_http_veto_sandbox_review_bad(r, "limit",
+                               "\"limit\" is 1..1000");
+    }
+
+    if (rc != NGX_OK) {
         return NGX_HTTP_INTERNAL_SERVER_ERROR;
     }
 
-    n = 100;
-
-    if (arg.len) {
-        n = ngx_atoi(arg.data, arg.len);
-        if (n < 1 || n > 1000) {
-            return ngx_http_veto_sandbox_review_bad(r, "limit",
-                               "\"limit\" is 1..1000");
-        }
+    if (q.cursor.len && !ngx_http_veto_sandbox_audit_cursor_valid(&q.cursor))
+    {
+        return ngx_http_veto_sandbox_review_bad(r, "cursor",
+                               "\"cursor\" is the \"next\" of an earlier "
+                               "page");
     }
 
-    if ((agent.len
-         && !ngx_http_veto_sandbox_redis_key_part_valid(agent.data,
-                                                        agent.len))
-        || (sandbox.len
-            && !ngx_http_veto_sandbox_redis_key_part_valid(sandbox.data,
-                                                           sandbox.len)))
+    if ((q.agent.len
+         && !ngx_http_veto_sandbox_redis_key_part_valid(q.agent.data,
+                                                        q.agent.len))
+        || (q.sandbox.len
+            && !ngx_http_veto_sandbox_redis_key_part_valid(q.sandbox.data,
+                                                           q.sandbox.len)))
     {
         return ngx_http_veto_sandbox_review_bad(r, "agent",
                                "\"agent\" or \"sandbox\" is not a valid "
                                "name");
     }
 
-    rc = ngx_http_veto_sandbox_audit_query(&call, &ctx->tenant, from, to,
-                                           &agent, &sandbox, (ngx_uint_t) n);
+    rc = ngx_http_veto_sandbox_audit_query(&call, &ctx->tenant, &q);
 
     return ngx_http_veto_sandbox_review_sent(r, ctx, rc);
 }
@@ -649,8 +705,13 @@ ngx_http_veto_sandbox_review_listed(ngx_http_request_t *r,
 
     ngx_str_null(&ctx->apr_id);
 
+    /* the cursor of the next page, when there is more */
+    e = reply->elements >= 6 ? reply->element[5] : NULL;
+
     return ngx_http_veto_sandbox_send_json(r, NGX_HTTP_OK,
-                              json_pack("{s:o}", "approvals", list));
+                   json_pack("{s:o, s:o}", "approvals", list, "next",
+                             e && e->type == REDIS_REPLY_STRING && e->len
+                             ? json_stringn(e->str, e->len) : json_null()));
 }
 
 
@@ -659,13 +720,17 @@ static ngx_int_t
 ngx_http_veto_sandbox_review_records(ngx_http_request_t *r,
     ngx_http_veto_sandbox_ctx_t *ctx, redisReply *reply)
 {
-    json_t  *list;
+    json_t     *list;
+    ngx_str_t   next;
 
-    list = ngx_http_veto_sandbox_audit_to_json(reply);
+    list = ngx_http_veto_sandbox_audit_to_json(reply, &next);
     if (list == NULL) {
         return ngx_http_veto_sandbox_redis_problem(r, ctx, NGX_ERROR);
     }
 
     return ngx_http_veto_sandbox_send_json(r, NGX_HTTP_OK,
-                              json_pack("{s:o}", "records", list));
+                   json_pack("{s:o, s:o}", "records", list, "next",
+                             next.len ? json_stringn((char *) next.data,
+                                                     next.len)
+                                      : json_null()));
 }

@@ -218,7 +218,7 @@ fuzz_policy(const uint8_t *data, size_t size)
             for (act = 1; act <= NGX_HTTP_VSB_ACT_DELETE; act <<= 1) {
                 (void) ngx_http_veto_sandbox_policy_approval(rule, act, argv,
                                                              "default",
-                                                             "allow");
+                                                             "allow", NULL);
             }
 
             (void) ngx_http_veto_sandbox_policy_profile(rule, "default");

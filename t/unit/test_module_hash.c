@@ -265,7 +265,7 @@ module_hash(const char *method, const char *path, const char *args,
                                                      ngx_cycle->log),
                      NGX_OK);
     assert_int_equal(ngx_http_veto_sandbox_hash_request(pool, &m, &p, &a, md,
-                                                        len, out),
+                                                        len, NULL, out),
                      NGX_OK);
     assert_int_equal(out[NGX_HTTP_VSB_HASH_HEX_LEN], '\0');
 }
@@ -342,6 +342,45 @@ test_request_hash(void **state)
 }
 
 
+/* an exec binds what its sandbox adds: a context line after the body */
+static void
+test_request_context(void **state)
+{
+    u_char     md[32], a[NGX_HTTP_VSB_HASH_HEX_LEN + 1],
+               b[NGX_HTTP_VSB_HASH_HEX_LEN + 1],
+               c[NGX_HTTP_VSB_HASH_HEX_LEN + 1],
+               d[NGX_HTTP_VSB_HASH_HEX_LEN + 1];
+    off_t      len;
+    ngx_str_t  m, p, q, ctx1, ctx2, none;
+
+    m = str("POST");
+    p = str("/v1/sandboxes/sb-0123456789abcdef01234567/exec");
+    q = str("");
+    ctx1 = str("sandbox-env 44136fa355b3678a1146ad16f7e8649e"
+               "94fb4fc21fe77e8310c060f61caaff8a");
+    ctx2 = str("sandbox-env 0000000000000000000000000000000"
+               "000000000000000000000000000000000");
+    none = str("");
+
+    assert_int_equal(ngx_http_veto_sandbox_hash_body(NULL, md, &len,
+                                                     ngx_cycle->log),
+                     NGX_OK);
+
+    assert_int_equal(ngx_http_veto_sandbox_hash_request(pool, &m, &p, &q, md,
+                                                        len, NULL, a), NGX_OK);
+    assert_int_equal(ngx_http_veto_sandbox_hash_request(pool, &m, &p, &q, md,
+                                                        len, &none, b), NGX_OK);
+    assert_int_equal(ngx_http_veto_sandbox_hash_request(pool, &m, &p, &q, md,
+                                                        len, &ctx1, c), NGX_OK);
+    assert_int_equal(ngx_http_veto_sandbox_hash_request(pool, &m, &p, &q, md,
+                                                        len, &ctx2, d), NGX_OK);
+
+    assert_string_equal(a, b);          /* no context: the request alone */
+    assert_string_not_equal(a, c);      /* the context is bound */
+    assert_string_not_equal(c, d);      /* and which one */
+}
+
+
 static void
 test_body_in_file(void **state)
 {
@@ -403,6 +442,8 @@ main(void)
         cmocka_unit_test_setup_teardown(test_query_arg, setup, teardown),
         cmocka_unit_test_setup_teardown(test_pct_decode, setup, teardown),
         cmocka_unit_test_setup_teardown(test_request_hash, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_request_context, setup,
+                                        teardown),
         cmocka_unit_test_setup_teardown(test_body_in_file, setup, teardown),
     };
 

@@ -246,7 +246,8 @@ asks(ngx_http_veto_sandbox_rule_t *r, ngx_uint_t act, const char *argv,
     a = argv ? json_loads(argv, JSON_ALLOW_NUL, NULL) : NULL;
     assert_true(argv == NULL || a != NULL);
 
-    rc = ngx_http_veto_sandbox_policy_approval(r, act, a, profile, network);
+    rc = ngx_http_veto_sandbox_policy_approval(r, act, a, profile, network,
+                                               NULL);
 
     json_decref(a);
 
@@ -326,6 +327,103 @@ test_approval_rules(void **state)
 }
 
 
+/* "env": the dangerous names (the default list or the policy's), what a
+ * create or exec setting one gets; "irreversible_*": what a summary marks */
+static void
+test_env_and_irreversible(void **state)
+{
+    json_t                          *env, *argv;
+    ngx_http_veto_sandbox_rule_t    *r, *a, *o;
+    ngx_http_veto_sandbox_policy_t  *p;
+
+    p = load("{\"version\": 1, \"tenants\": {"
+             " \"acme\": {\"env\": {\"on_dangerous\": \"approve\"},"
+             "  \"approvals\": {\"irreversible_argv\": [\"git push*\"],"
+             "                  \"irreversible_actions\": [\"sandbox.delete\"]},"
+             "  \"agents\": {\"own\": {\"env\": {\"dangerous\": [\"FOO_*\"],"
+             "                              \"on_dangerous\": \"refuse\"}}}},"
+             " \"open\": {}}}");
+    assert_non_null(p);
+    assert_true(p->needs_redis);        /* "approve" asks a human */
+
+    r = rule(p, "acme", "x");
+    a = rule(p, "acme", "own");
+    o = rule(p, "open", "x");
+
+    assert_int_equal(r->env_mode, NGX_HTTP_VSB_ENV_APPROVE);
+    assert_int_equal(a->env_mode, NGX_HTTP_VSB_ENV_REFUSE);
+    assert_int_equal(o->env_mode, NGX_HTTP_VSB_ENV_ALLOW);
+
+    /* the default list */
+    assert_true(ngx_http_veto_sandbox_policy_env_dangerous(r, "PATH"));
+    assert_true(ngx_http_veto_sandbox_policy_env_dangerous(r, "LD_PRELOAD"));
+    assert_true(ngx_http_veto_sandbox_policy_env_dangerous(r, "GIT_SSH_COMMAND"));
+    assert_true(ngx_http_veto_sandbox_policy_env_dangerous(r, "https_proxy"));
+    assert_true(ngx_http_veto_sandbox_policy_env_dangerous(r, "PYTHONPATH"));
+    assert_true(ngx_http_veto_sandbox_policy_env_dangerous(r, "PERL5OPT"));
+    assert_false(ngx_http_veto_sandbox_policy_env_dangerous(r, "CI"));
+    assert_false(ngx_http_veto_sandbox_policy_env_dangerous(r, "PATHS"));
+
+    /* an agent's list replaces it */
+    assert_true(ngx_http_veto_sandbox_policy_env_dangerous(a, "FOO_BAR"));
+    assert_false(ngx_http_veto_sandbox_policy_env_dangerous(a, "PATH"));
+
+    env = json_pack("{s:s, s:s}", "CI", "1", "LD_PRELOAD", "x");
+    assert_string_equal(ngx_http_veto_sandbox_policy_env_first(r, env),
+                        "LD_PRELOAD");
+    assert_true(ngx_http_veto_sandbox_policy_approval(r,
+                                NGX_HTTP_VSB_ACT_CREATE, NULL, NULL, NULL, env));
+    assert_true(ngx_http_veto_sandbox_policy_approval(r,
+                                NGX_HTTP_VSB_ACT_EXEC, NULL, NULL, NULL, env));
+    assert_false(ngx_http_veto_sandbox_policy_approval(o,
+                                NGX_HTTP_VSB_ACT_EXEC, NULL, NULL, NULL, env));
+    json_decref(env);
+
+    env = json_pack("{s:s}", "CI", "1");
+    assert_null(ngx_http_veto_sandbox_policy_env_first(r, env));
+    assert_false(ngx_http_veto_sandbox_policy_approval(r,
+                                NGX_HTTP_VSB_ACT_CREATE, NULL, NULL, NULL, env));
+    json_decref(env);
+
+    /* irreversible: export and egress always, the policy's marks */
+    assert_non_null(ngx_http_veto_sandbox_policy_irreversible(o,
+                                NGX_HTTP_VSB_ACT_READ, NULL, NULL));
+    assert_non_null(ngx_http_veto_sandbox_policy_irreversible(o,
+                                NGX_HTTP_VSB_ACT_CREATE, NULL, "allow"));
+    assert_null(ngx_http_veto_sandbox_policy_irreversible(o,
+                                NGX_HTTP_VSB_ACT_CREATE, NULL, "none"));
+    assert_non_null(ngx_http_veto_sandbox_policy_irreversible(r,
+                                NGX_HTTP_VSB_ACT_DELETE, NULL, NULL));
+    assert_null(ngx_http_veto_sandbox_policy_irreversible(o,
+                                NGX_HTTP_VSB_ACT_DELETE, NULL, NULL));
+
+    argv = json_pack("[s, s]", "/usr/bin/git", "push");
+    assert_non_null(ngx_http_veto_sandbox_policy_irreversible(r,
+                                NGX_HTTP_VSB_ACT_EXEC, argv, NULL));
+    json_decref(argv);
+    argv = json_pack("[s, s]", "git", "pull");
+    assert_null(ngx_http_veto_sandbox_policy_irreversible(r,
+                                NGX_HTTP_VSB_ACT_EXEC, argv, NULL));
+    json_decref(argv);
+
+    /* a tenant's approvals need Redis, whether or not it has agents */
+    p = load("{\"version\": 1, \"tenants\": {\"acme\": {\"approvals\":"
+             " {\"always\": [\"sandbox.exec\"]}}}}");
+    assert_non_null(p);
+    assert_true(p->needs_redis);
+
+    refused("{\"version\": 1, \"tenants\": {\"a\": {\"env\":"
+            " {\"on_dangerous\": \"sometimes\"}}}}", "env.on_dangerous");
+    refused("{\"version\": 1, \"tenants\": {\"a\": {\"env\":"
+            " {\"dangerous\": [1]}}}}", "env.dangerous");
+    refused("{\"version\": 1, \"tenants\": {\"a\": {\"env\":"
+            " {\"x\": 1}}}}", "env: unknown field \"x\"");
+    refused("{\"version\": 1, \"tenants\": {\"a\": {\"approvals\":"
+            " {\"irreversible_actions\": [\"sandbox.nuke\"]}}}}",
+            "approvals.irreversible_actions: unknown action");
+}
+
+
 static void
 test_actions(void **state)
 {
@@ -364,6 +462,8 @@ main(void)
                                         teardown),
         cmocka_unit_test_setup_teardown(test_load_refusals, setup, teardown),
         cmocka_unit_test_setup_teardown(test_approval_rules, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_env_and_irreversible, setup,
+                                        teardown),
         cmocka_unit_test_setup_teardown(test_actions, setup, teardown),
     };
 

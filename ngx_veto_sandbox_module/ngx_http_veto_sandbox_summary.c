@@ -1,0 +1,753 @@
+/*
+ * Veto Sandbox: the summary of a request a human decides on and an audit
+ * record keeps, and the view of an environment it shows.  Every string
+ * is redacted, then cut to its byte bound in JSON text, so no request can
+ * make a stored summary larger than NGX_HTTP_VSB_SUMMARY_MAX.  Contract:
+ * ngx_http_veto_sandbox_summary.h and docs/approvals.md.  Nothing here
+ * knows a request or Redis.
+ */
+
+#include <ngx_config.h>
+#include <ngx_core.h>
+
+#include <openssl/evp.h>
+
+#include "ngx_http_veto_sandbox_summary.h"
+#include "ngx_http_veto_sandbox_redact.h"
+
+
+/* only this much of one string is redacted: the rest is cut anyway */
+#define NGX_HTTP_VSB_REDACT_SPAN   8192
+
+/* a profile or network name: short by nature */
+#define NGX_HTTP_VSB_SUMMARY_NAME_MAX  256
+
+
+typedef struct {
+    const char  *name;
+    json_t      *value;         /* a string, or NULL: withheld */
+    ngx_uint_t   owned;         /* value is a reference of ours */
+} ngx_http_veto_sandbox_env_entry_t;
+
+
+static json_t *ngx_http_veto_sandbox_cut_string(ngx_pool_t *pool,
+    u_char *s, size_t len, size_t max, ngx_uint_t *cut);
+static ngx_int_t ngx_http_veto_sandbox_summary_argv(ngx_pool_t *pool,
+    json_t *sum, json_t *argv);
+static ngx_int_t ngx_http_veto_sandbox_summary_stdin(ngx_pool_t *pool,
+    json_t *sum, ngx_str_t *in);
+static ngx_int_t ngx_http_veto_sandbox_summary_env(json_t *sum, json_t *env,
+    ngx_uint_t dropped);
+
+
+/* the bytes c takes in a JSON string */
+static ngx_inline size_t
+ngx_http_veto_sandbox_json_cost(u_char c)
+{
+    if (c == '"' || c == '\\') {
+        return 2;
+    }
+
+    if (c < 0x20) {
+        return (c == '\b' || c == '\f' || c == '\n' || c == '\r'
+                || c == '\t') ? 2 : 6;
+    }
+
+    return 1;
+}
+
+
+size_t
+ngx_http_veto_sandbox_json_cut(u_char *s, size_t len, size_t max)
+{
+    size_t  i, cost, c;
+
+    cost = 0;
+
+    for (i = 0; i < len; i++) {
+        c = ngx_http_veto_sandbox_json_cost(s[i]);
+
+        if (cost + c > max) {
+            break;
+        }
+
+        cost += c;
+    }
+
+    /* never end inside a UTF-8 sequence */
+    while (i < len && i > 0 && (s[i] & 0xc0) == 0x80) {
+        i--;
+    }
+
+    return i;
+}
+
+
+/* the JSON text s takes as a string, quotes included */
+static size_t
+ngx_http_veto_sandbox_json_size(const char *s, size_t len)
+{
+    size_t  i, n;
+
+    n = 2;
+
+    for (i = 0; i < len; i++) {
+        n += ngx_http_veto_sandbox_json_cost((u_char) s[i]);
+    }
+
+    return n;
+}
+
+
+/*
+ * s redacted and cut to max bytes of JSON text; *cut set when anything
+ * was left out.  NULL when the result is not UTF-8, or on failure.
+ */
+static json_t *
+ngx_http_veto_sandbox_cut_string(ngx_pool_t *pool, u_char *s, size_t len,
+    size_t max, ngx_uint_t *cut)
+{
+    size_t     span, n;
+    ngx_str_t  in, out;
+
+    span = len;
+
+    if (span > NGX_HTTP_VSB_REDACT_SPAN) {
+        span = NGX_HTTP_VSB_REDACT_SPAN;
+
+        while (span > 0 && (s[span] & 0xc0) == 0x80) {
+            span--;
+        }
+    }
+
+    in.data = s;
+    in.len = span;
+
+    if (ngx_http_veto_sandbox_redact(pool, &in, &out) != NGX_OK) {
+        return NULL;
+    }
+
+    n = ngx_http_veto_sandbox_json_cut(out.data, out.len, max);
+
+    if (span < len || n < out.len) {
+        *cut = 1;
+    }
+
+    return json_stringn((const char *) out.data, n);
+}
+
+
+/* a string field of req, redacted and cut to max: name, name_truncated */
+static ngx_int_t
+ngx_http_veto_sandbox_summary_string(ngx_pool_t *pool, json_t *sum,
+    json_t *req, const char *name, size_t max)
+{
+    u_char      key[64];
+    json_t     *v, *s;
+    ngx_uint_t  cut;
+
+    v = json_object_get(req, name);
+    if (!json_is_string(v)) {
+        return NGX_OK;
+    }
+
+    cut = 0;
+
+    s = ngx_http_veto_sandbox_cut_string(pool,
+                                         (u_char *) json_string_value(v),
+                                         json_string_length(v), max, &cut);
+    if (s == NULL || json_object_set_new(sum, name, s) != 0) {
+        return NGX_ERROR;
+    }
+
+    if (cut) {
+        ngx_snprintf(key, sizeof(key), "%s_truncated%Z", name);
+
+        if (json_object_set_new(sum, (char *) key, json_true()) != 0) {
+            return NGX_ERROR;
+        }
+    }
+
+    return NGX_OK;
+}
+
+
+/* an integer field of req as it is */
+static ngx_int_t
+ngx_http_veto_sandbox_summary_integer(json_t *sum, json_t *req,
+    const char *name)
+{
+    json_t  *v;
+
+    v = json_object_get(req, name);
+    if (!json_is_integer(v)) {
+        return NGX_OK;
+    }
+
+    return json_object_set_new(sum, name,
+                               json_integer(json_integer_value(v))) == 0
+           ? NGX_OK : NGX_ERROR;
+}
+
+
+/* a files op's path, cut like any string: path, path_truncated */
+static ngx_int_t
+ngx_http_veto_sandbox_summary_path(ngx_pool_t *pool, json_t *sum,
+    ngx_str_t *path)
+{
+    json_t     *s;
+    ngx_uint_t  cut;
+
+    cut = 0;
+
+    s = ngx_http_veto_sandbox_cut_string(pool, path->data, path->len,
+                                         NGX_HTTP_VSB_SUMMARY_STR_MAX, &cut);
+    if (s == NULL) {
+        return NGX_OK;          /* not UTF-8: the helper refuses it */
+    }
+
+    if (json_object_set_new(sum, "path", s) != 0
+        || (cut
+            && json_object_set_new(sum, "path_truncated", json_true()) != 0))
+    {
+        return NGX_ERROR;
+    }
+
+    return NGX_OK;
+}
+
+
+ngx_int_t
+ngx_http_veto_sandbox_summary(ngx_pool_t *pool,
+    ngx_http_veto_sandbox_summary_in_t *in, ngx_str_t *out)
+{
+    char        *text;
+    json_t      *sum, *req, *v, *lim, *e;
+    ngx_int_t    rc;
+    const char  *key;
+
+    rc = NGX_ERROR;
+    req = json_is_object(in->req) ? in->req : NULL;
+
+    sum = json_object();
+    if (sum == NULL) {
+        return NGX_ERROR;
+    }
+
+    if (json_object_set_new(sum, "action",
+                            json_stringn((const char *) in->action.data,
+                                         in->action.len))
+        != 0)
+    {
+        goto done;
+    }
+
+    if (in->sandbox && in->sandbox->len
+        && json_object_set_new(sum, "sandbox",
+                               json_stringn((const char *) in->sandbox->data,
+                                            in->sandbox->len))
+           != 0)
+    {
+        goto done;
+    }
+
+    if (req) {
+        if (ngx_http_veto_sandbox_summary_string(pool, sum, req, "profile",
+                                        NGX_HTTP_VSB_SUMMARY_NAME_MAX)
+            != NGX_OK
+            || ngx_http_veto_sandbox_summary_string(pool, sum, req,
+                                        "network",
+                                        NGX_HTTP_VSB_SUMMARY_NAME_MAX)
+               != NGX_OK
+            || ngx_http_veto_sandbox_summary_integer(sum, req, "ttl_s")
+               != NGX_OK
+            || ngx_http_veto_sandbox_summary_string(pool, sum, req, "cwd",
+                                        NGX_HTTP_VSB_SUMMARY_STR_MAX)
+               != NGX_OK
+            || ngx_http_veto_sandbox_summary_integer(sum, req, "timeout_s")
+               != NGX_OK)
+        {
+            goto done;
+        }
+
+        /* limits: the helper's names and integers, nothing else */
+        v = json_object_get(req, "limits");
+
+        if (json_is_object(v)) {
+            lim = json_object();
+            if (lim == NULL || json_object_set_new(sum, "limits", lim) != 0) {
+                goto done;
+            }
+
+            json_object_foreach(v, key, e) {
+                if (json_is_integer(e) && ngx_strlen(key) < 32
+                    && json_object_set_new(lim, key,
+                                   json_integer(json_integer_value(e))) != 0)
+                {
+                    goto done;
+                }
+            }
+        }
+
+        v = json_object_get(req, "argv");
+
+        if (json_is_array(v)
+            && ngx_http_veto_sandbox_summary_argv(pool, sum, v) != NGX_OK)
+        {
+            goto done;
+        }
+    }
+
+    if (in->env
+        && ngx_http_veto_sandbox_summary_env(sum, in->env, in->env_dropped)
+           != NGX_OK)
+    {
+        goto done;
+    }
+
+    if (in->in && in->in->len
+        && ngx_http_veto_sandbox_summary_stdin(pool, sum, in->in) != NGX_OK)
+    {
+        goto done;
+    }
+
+    if (in->path && in->path->len
+        && ngx_http_veto_sandbox_summary_path(pool, sum, in->path) != NGX_OK)
+    {
+        goto done;
+    }
+
+    if (in->size >= 0
+        && json_object_set_new(sum, "size", json_integer(in->size)) != 0)
+    {
+        goto done;
+    }
+
+    if (in->sha256 && in->sha256->len
+        && json_object_set_new(sum, "sha256",
+                               json_stringn((const char *) in->sha256->data,
+                                            in->sha256->len))
+           != 0)
+    {
+        goto done;
+    }
+
+    if (in->irreversible
+        && (json_object_set_new(sum, "irreversible", json_true()) != 0
+            || json_object_set_new(sum, "irreversible_reason",
+                                   json_string(in->irreversible)) != 0))
+    {
+        goto done;
+    }
+
+    text = json_dumps(sum, JSON_COMPACT | JSON_SORT_KEYS);
+    if (text == NULL) {
+        goto done;
+    }
+
+    out->len = ngx_strlen(text);
+
+    /* by construction it fits; a change that broke that must not store
+     * an unbounded record */
+    if (out->len > NGX_HTTP_VSB_SUMMARY_MAX) {
+        free(text);
+        goto done;
+    }
+
+    out->data = ngx_pnalloc(pool, out->len + 1);
+
+    if (out->data) {
+        ngx_memcpy(out->data, text, out->len + 1);
+        rc = NGX_OK;
+    }
+
+    free(text);
+
+done:
+
+    json_decref(sum);
+
+    return rc;
+}
+
+
+/*
+ * argv: the elements, each cut to NGX_HTTP_VSB_SUMMARY_STR_MAX, in all at
+ * most NGX_HTTP_VSB_SUMMARY_ARGV_MAX; argv_bytes and argv_sha256 of the
+ * whole argv, which is what runs.
+ */
+static ngx_int_t
+ngx_http_veto_sandbox_summary_argv(ngx_pool_t *pool, json_t *sum,
+    json_t *argv)
+{
+    u_char         md[EVP_MAX_MD_SIZE], hex[2 * EVP_MAX_MD_SIZE];
+    size_t         i, left, max, total;
+    json_t        *kept, *e, *s;
+    ngx_int_t      rc;
+    ngx_uint_t     cut;
+    EVP_MD_CTX    *md_ctx;
+    unsigned int   mdlen;
+
+    rc = NGX_ERROR;
+    cut = 0;
+    total = 0;
+    left = NGX_HTTP_VSB_SUMMARY_ARGV_MAX;
+
+    kept = json_array();
+    md_ctx = EVP_MD_CTX_new();
+
+    if (kept == NULL || md_ctx == NULL
+        || EVP_DigestInit_ex(md_ctx, EVP_sha256(), NULL) != 1)
+    {
+        goto done;
+    }
+
+    json_array_foreach(argv, i, e) {
+        if (!json_is_string(e)) {
+            goto done;
+        }
+
+        /* each element and its terminating NUL, as execve() gets them */
+        if (EVP_DigestUpdate(md_ctx, json_string_value(e),
+                             json_string_length(e) + 1)
+            != 1)
+        {
+            goto done;
+        }
+
+        total += json_string_length(e);
+
+        /* an element costs its quotes and comma too */
+        if (left < 16) {
+            cut = 1;
+            continue;
+        }
+
+        max = ngx_min(left - 3, NGX_HTTP_VSB_SUMMARY_STR_MAX);
+
+        s = ngx_http_veto_sandbox_cut_string(pool,
+                                           (u_char *) json_string_value(e),
+                                           json_string_length(e), max, &cut);
+        if (s == NULL) {
+            goto done;
+        }
+
+        left -= ngx_http_veto_sandbox_json_size(json_string_value(s),
+                                                json_string_length(s)) + 1;
+
+        if (json_array_append_new(kept, s) != 0) {
+            goto done;
+        }
+    }
+
+    if (EVP_DigestFinal_ex(md_ctx, md, &mdlen) != 1) {
+        goto done;
+    }
+
+    ngx_hex_dump(hex, md, mdlen);
+
+    if (json_object_set(sum, "argv", kept) != 0
+        || json_object_set_new(sum, "argv_bytes", json_integer(total)) != 0
+        || json_object_set_new(sum, "argv_sha256",
+                               json_stringn((char *) hex, 2 * mdlen)) != 0)
+    {
+        goto done;
+    }
+
+    if (cut
+        && (json_object_set_new(sum, "argv_truncated", json_true()) != 0
+            || json_object_set_new(sum, "argv_count",
+                                   json_integer(json_array_size(argv)))
+               != 0))
+    {
+        goto done;
+    }
+
+    rc = NGX_OK;
+
+done:
+
+    EVP_MD_CTX_free(md_ctx);
+    json_decref(kept);
+
+    return rc;
+}
+
+
+/* stdin_bytes, and its head as text when it is UTF-8 ("stdin") */
+static ngx_int_t
+ngx_http_veto_sandbox_summary_stdin(ngx_pool_t *pool, json_t *sum,
+    ngx_str_t *in)
+{
+    json_t      *v;
+    ngx_uint_t   cut;
+
+    if (json_object_set_new(sum, "stdin_bytes", json_integer(in->len)) != 0)
+    {
+        return NGX_ERROR;
+    }
+
+    cut = 0;
+
+    v = ngx_http_veto_sandbox_cut_string(pool, in->data, in->len,
+                                         NGX_HTTP_VSB_SUMMARY_STDIN_MAX, &cut);
+    if (v == NULL) {
+        return NGX_OK;          /* not text: the size says enough */
+    }
+
+    if (json_object_set_new(sum, "stdin", v) != 0
+        || (cut
+            && json_object_set_new(sum, "stdin_truncated", json_true()) != 0))
+    {
+        return NGX_ERROR;
+    }
+
+    return NGX_OK;
+}
+
+
+/* env (the view as it is), env_names (its names, in its order) */
+static ngx_int_t
+ngx_http_veto_sandbox_summary_env(json_t *sum, json_t *env,
+    ngx_uint_t dropped)
+{
+    json_t      *names, *v;
+    const char  *name;
+
+    if (!json_is_object(env)) {
+        return NGX_ERROR;
+    }
+
+    names = json_array();
+    if (names == NULL) {
+        return NGX_ERROR;
+    }
+
+    json_object_foreach(env, name, v) {
+        if (json_array_append_new(names, json_string(name)) != 0) {
+            json_decref(names);
+            return NGX_ERROR;
+        }
+    }
+
+    if (json_object_set_new(sum, "env_names", names) != 0
+        || json_object_set(sum, "env", env) != 0)
+    {
+        return NGX_ERROR;
+    }
+
+    if (dropped
+        && (json_object_set_new(sum, "env_truncated", json_true()) != 0
+            || json_object_set_new(sum, "env_count",
+                                   json_integer(json_object_size(env)
+                                                + dropped))
+               != 0))
+    {
+        return NGX_ERROR;
+    }
+
+    return NGX_OK;
+}
+
+
+/* what a dangerous variable shows: "NAME=value" redacted (a secret-looking
+ * name hides its value), cut */
+static json_t *
+ngx_http_veto_sandbox_env_value(ngx_pool_t *pool, const char *name,
+    json_t *value)
+{
+    u_char      *p, *s;
+    size_t       nlen, vlen;
+    ngx_str_t    in, out;
+    ngx_uint_t   cut;
+
+    nlen = ngx_strlen(name);
+    vlen = ngx_min(json_string_length(value), NGX_HTTP_VSB_REDACT_SPAN);
+
+    s = (u_char *) json_string_value(value);
+
+    while (vlen > 0 && vlen < json_string_length(value)
+           && (s[vlen] & 0xc0) == 0x80)
+    {
+        vlen--;
+    }
+
+    p = ngx_pnalloc(pool, nlen + 1 + vlen);
+    if (p == NULL) {
+        return NULL;
+    }
+
+    in.data = p;
+    p = ngx_cpymem(p, name, nlen);
+    *p++ = '=';
+    p = ngx_cpymem(p, s, vlen);
+    in.len = p - in.data;
+
+    if (ngx_http_veto_sandbox_redact(pool, &in, &out) != NGX_OK) {
+        return NULL;
+    }
+
+    if (out.len > nlen && ngx_strncmp(out.data, name, nlen) == 0
+        && out.data[nlen] == '=')
+    {
+        out.data += nlen + 1;
+        out.len -= nlen + 1;
+    }
+
+    cut = 0;
+
+    return ngx_http_veto_sandbox_cut_string(pool, out.data, out.len,
+                                            NGX_HTTP_VSB_SUMMARY_STR_MAX,
+                                            &cut);
+}
+
+
+static int
+ngx_http_veto_sandbox_env_cmp(const void *a, const void *b)
+{
+    const ngx_http_veto_sandbox_env_entry_t  *x = a, *y = b;
+
+    if ((x->value == NULL) != (y->value == NULL)) {
+        return x->value == NULL ? 1 : -1;
+    }
+
+    return ngx_strcmp(x->name, y->name);
+}
+
+
+json_t *
+ngx_http_veto_sandbox_env_view(ngx_pool_t *pool, json_t *base, json_t *env,
+    ngx_http_veto_sandbox_env_dangerous_pt dangerous, void *data,
+    ngx_uint_t *dropped)
+{
+    size_t                              n, i, k, left, cost;
+    json_t                             *view, *v;
+    const char                         *name;
+    ngx_http_veto_sandbox_env_entry_t  *ent;
+
+    n = (json_is_object(base) ? json_object_size(base) : 0)
+        + (json_is_object(env) ? json_object_size(env) : 0);
+
+    ent = ngx_pcalloc(pool,
+                      (n + 1) * sizeof(ngx_http_veto_sandbox_env_entry_t));
+    if (ent == NULL) {
+        return NULL;
+    }
+
+    view = NULL;
+    k = 0;
+
+    if (json_is_object(base)) {
+        json_object_foreach(base, name, v) {
+            ent[k].name = name;
+            ent[k].value = json_is_string(v) ? v : NULL;
+            k++;
+        }
+    }
+
+    if (json_is_object(env)) {
+        json_object_foreach(env, name, v) {
+
+            /* the request's value wins over the sandbox's */
+            for (i = 0; i < k; i++) {
+                if (ngx_strcmp(ent[i].name, name) == 0) {
+                    break;
+                }
+            }
+
+            if (i == k) {
+                k++;
+            }
+
+            if (ent[i].owned) {
+                json_decref(ent[i].value);
+            }
+
+            ent[i].name = name;
+            ent[i].value = NULL;
+            ent[i].owned = 0;
+
+            if (json_is_string(v) && dangerous(data, name)) {
+                ent[i].value = ngx_http_veto_sandbox_env_value(pool, name, v);
+                if (ent[i].value == NULL) {
+                    goto done;
+                }
+
+                ent[i].owned = 1;
+            }
+        }
+    }
+
+    ngx_qsort(ent, k, sizeof(ngx_http_veto_sandbox_env_entry_t),
+              ngx_http_veto_sandbox_env_cmp);
+
+    view = json_object();
+    if (view == NULL) {
+        goto done;
+    }
+
+    left = NGX_HTTP_VSB_SUMMARY_ENV_MAX;
+
+    for (i = 0; i < k; i++) {
+        cost = ngx_http_veto_sandbox_json_size(ent[i].name,
+                                               ngx_strlen(ent[i].name)) + 2
+               + (ent[i].value
+                  ? ngx_http_veto_sandbox_json_size(
+                                   json_string_value(ent[i].value),
+                                   json_string_length(ent[i].value))
+                  : 4);
+
+        if (cost > left) {
+            (*dropped)++;
+            continue;
+        }
+
+        left -= cost;
+
+        if (json_object_set(view, ent[i].name,
+                            ent[i].value ? ent[i].value : json_null())
+            != 0)
+        {
+            json_decref(view);
+            view = NULL;
+            goto done;
+        }
+    }
+
+done:
+
+    for (i = 0; i < k; i++) {
+        if (ent[i].owned) {
+            json_decref(ent[i].value);
+        }
+    }
+
+    return view;
+}
+
+
+ngx_int_t
+ngx_http_veto_sandbox_env_digest(json_t *env, u_char *hex)
+{
+    u_char        md[EVP_MAX_MD_SIZE], *p;
+    char         *text;
+    unsigned int  mdlen;
+
+    text = json_is_object(env)
+           ? json_dumps(env, JSON_COMPACT | JSON_SORT_KEYS) : NULL;
+
+    if (EVP_Digest(text ? text : "{}", text ? ngx_strlen(text) : 2, md,
+                   &mdlen, EVP_sha256(), NULL)
+        != 1)
+    {
+        free(text);
+        return NGX_ERROR;
+    }
+
+    free(text);
+
+    p = ngx_hex_dump(hex, md, mdlen);
+    *p = '\0';
+
+    return NGX_OK;
+}

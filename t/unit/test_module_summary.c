@@ -1,0 +1,553 @@
+/*
+ * Request summaries (ngx_http_veto_sandbox_summary.c): what a human
+ * decides on and an audit record keeps.  Secrets are hidden; what could
+ * run something stays visible; env values appear only for the names
+ * that change what runs; and nothing an agent sends makes a summary
+ * larger than NGX_HTTP_VSB_SUMMARY_MAX, while argv_bytes and argv_sha256
+ * still pin the whole argv.
+ */
+
+#include <ngx_config.h>
+#include <ngx_core.h>
+
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include <jansson.h>
+#include <openssl/evp.h>
+
+#include "ngx_core_stub.h"
+#include "ngx_http_veto_sandbox_summary.h"
+
+
+static ngx_pool_t  *pool;
+
+
+static int
+setup(void **state)
+{
+    pool = ngx_create_pool(1024, ngx_stub_init());
+    return pool == NULL;
+}
+
+
+static int
+teardown(void **state)
+{
+    ngx_destroy_pool(pool);
+    return 0;
+}
+
+
+/* the default list's idea of dangerous, enough for these tests */
+static ngx_uint_t
+dangerous(void *data, const char *name)
+{
+    return strcmp(name, "PATH") == 0 || strncmp(name, "LD_", 3) == 0
+           || strncmp(name, "GIT_", 4) == 0 || strstr(name, "_PROXY") != NULL;
+}
+
+
+static json_t *
+view(json_t *base, const char *env, ngx_uint_t *dropped)
+{
+    json_t  *e, *v;
+
+    e = env ? json_loads(env, 0, NULL) : NULL;
+    assert_true(env == NULL || e != NULL);
+
+    v = ngx_http_veto_sandbox_env_view(pool, base, e, dangerous, NULL,
+                                       dropped);
+    json_decref(e);
+    assert_non_null(v);
+
+    return v;
+}
+
+
+typedef struct {
+    const char   *action;
+    const char   *req;          /* JSON */
+    const char   *in;
+    size_t        inlen;
+    const char   *path;
+    off_t         size;
+    const char   *sha;
+    const char   *sandbox;
+    json_t       *env;          /* a view */
+    ngx_uint_t    dropped;
+    const char   *irreversible;
+} sum_t;
+
+
+static json_t *
+summary_of(sum_t *t, size_t *len)
+{
+    json_t                              *b, *j;
+    ngx_str_t                            i, p, s, sb, out;
+    ngx_http_veto_sandbox_summary_in_t   in;
+
+    memset(&in, 0, sizeof(in));
+
+    in.action.data = (u_char *) t->action;
+    in.action.len = strlen(t->action);
+
+    b = t->req ? json_loads(t->req, 0, NULL) : NULL;
+    assert_true(t->req == NULL || b != NULL);
+    in.req = b;
+
+    if (t->in) {
+        i.data = (u_char *) t->in;
+        i.len = t->inlen;
+        in.in = &i;
+    }
+
+    if (t->path) {
+        p.data = (u_char *) t->path;
+        p.len = strlen(t->path);
+        in.path = &p;
+    }
+
+    in.size = t->size;
+
+    if (t->sha) {
+        s.data = (u_char *) t->sha;
+        s.len = strlen(t->sha);
+        in.sha256 = &s;
+    }
+
+    if (t->sandbox) {
+        sb.data = (u_char *) t->sandbox;
+        sb.len = strlen(t->sandbox);
+        in.sandbox = &sb;
+    }
+
+    in.env = t->env;
+    in.env_dropped = t->dropped;
+    in.irreversible = t->irreversible;
+
+    assert_int_equal(ngx_http_veto_sandbox_summary(pool, &in, &out), NGX_OK);
+    json_decref(b);
+
+    assert_true(out.len <= NGX_HTTP_VSB_SUMMARY_MAX);
+
+    if (len) {
+        *len = out.len;
+    }
+
+    j = json_loadb((char *) out.data, out.len, 0, NULL);
+    assert_non_null(j);
+
+    return j;
+}
+
+
+#define get(j, k)  json_object_get(j, k)
+#define str(j, k)  json_string_value(json_object_get(j, k))
+
+
+static void
+test_summary_exec(void **state)
+{
+    json_t  *j, *v, *names;
+    char    *text;
+    sum_t    t = { 0 };
+
+    t.action = "sandbox.exec";
+    t.req = "{\"argv\": [\"curl\", \"-H\", \"Authorization: Bearer abc\"],"
+            " \"env\": {\"B\": \"two\", \"A\": \"one-secret\"},"
+            " \"metadata\": {\"k\": \"v\"}, \"cwd\": \"/workspace\","
+            " \"timeout_s\": 5, \"stdin\": \"from the body\"}";
+    t.in = "echo hi";
+    t.inlen = 7;
+    t.size = -1;
+    t.sandbox = "sb-0123456789abcdef01234567";
+    t.env = view(NULL, "{\"B\": \"two\", \"A\": \"one-secret\","
+                       " \"PATH\": \"/workspace/bin:/usr/bin\"}", &t.dropped);
+
+    j = summary_of(&t, NULL);
+
+    assert_string_equal(str(j, "action"), "sandbox.exec");
+    assert_string_equal(str(j, "sandbox"), "sb-0123456789abcdef01234567");
+    assert_string_equal(json_string_value(json_array_get(get(j, "argv"), 2)),
+                        "Authorization: Bearer [redacted]");
+    assert_string_equal(str(j, "cwd"), "/workspace");
+    assert_int_equal(json_integer_value(get(j, "timeout_s")), 5);
+
+    /* env: every name; the value of PATH, which changes what runs; the
+     * others withheld (null); the dangerous ones first */
+    names = get(j, "env_names");
+    assert_int_equal(json_array_size(names), 3);
+    assert_string_equal(json_string_value(json_array_get(names, 0)), "PATH");
+    assert_string_equal(json_string_value(json_array_get(names, 1)), "A");
+    v = get(j, "env");
+    assert_string_equal(str(v, "PATH"), "/workspace/bin:/usr/bin");
+    assert_true(json_is_null(get(v, "A")));
+    assert_true(json_is_null(get(v, "B")));
+    assert_null(get(j, "env_truncated"));
+
+    /* stdin: the frame's payload, not a field of the body */
+    assert_string_equal(str(j, "stdin"), "echo hi");
+    assert_int_equal(json_integer_value(get(j, "stdin_bytes")), 7);
+    assert_null(get(j, "stdin_truncated"));
+
+    /* the argv in full: nothing cut, its size and digest */
+    assert_null(get(j, "argv_truncated"));
+    assert_int_equal(json_integer_value(get(j, "argv_bytes")),
+                     4 + 2 + strlen("Authorization: Bearer abc"));
+    assert_int_equal(strlen(str(j, "argv_sha256")), 64);
+
+    assert_null(get(j, "metadata"));
+    assert_null(get(j, "path"));
+    assert_null(get(j, "size"));
+    assert_null(get(j, "irreversible"));
+
+    text = json_dumps(j, 0);
+    assert_null(strstr(text, "one-secret"));
+    assert_null(strstr(text, "two"));
+    assert_null(strstr(text, "from the body"));
+    assert_null(strstr(text, "\"v\""));
+    free(text);
+
+    json_decref(t.env);
+    json_decref(j);
+}
+
+
+static void
+test_summary_stdin(void **state)
+{
+    json_t  *j;
+    char     in[8192];
+    sum_t    t = { 0 };
+
+    /* 4 KiB of text kept; a cut inside a UTF-8 sequence backs off */
+    memset(in, 'a', sizeof(in));
+    memcpy(in + 4095, "\xc3\xa9", 2);
+
+    t.action = "sandbox.exec";
+    t.req = "{\"argv\": [\"sh\"]}";
+    t.in = in;
+    t.inlen = sizeof(in);
+    t.size = -1;
+
+    j = summary_of(&t, NULL);
+    assert_int_equal(json_integer_value(get(j, "stdin_bytes")), sizeof(in));
+    assert_int_equal(json_string_length(get(j, "stdin")), 4095);
+    assert_true(json_is_true(get(j, "stdin_truncated")));
+    json_decref(j);
+
+    /* bytes that are no text: only their number */
+    t.in = "\xff\xfe\x00x";
+    t.inlen = 4;
+    j = summary_of(&t, NULL);
+    assert_int_equal(json_integer_value(get(j, "stdin_bytes")), 4);
+    assert_null(get(j, "stdin"));
+    json_decref(j);
+
+    /* escapes count: 4 KiB of control bytes keep a sixth of it */
+    memset(in, '\x01', sizeof(in));
+    t.in = in;
+    t.inlen = sizeof(in);
+    j = summary_of(&t, NULL);
+    assert_int_equal(json_string_length(get(j, "stdin")), 4096 / 6);
+    json_decref(j);
+}
+
+
+static void
+test_summary_file(void **state)
+{
+    json_t      *j;
+    sum_t        t = { 0 };
+    const char  *sha =
+        "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855";
+
+    t.action = "sandbox.files.read";
+    t.path = "conf/password=hunter2.txt";
+    t.size = 0;
+    t.sha = sha;
+    t.sandbox = "sb-0123456789abcdef01234567";
+    t.irreversible = "file export: it leaves";
+
+    j = summary_of(&t, NULL);
+    assert_string_equal(str(j, "path"), "conf/password=[redacted]");
+    assert_int_equal(json_integer_value(get(j, "size")), 0);
+    assert_string_equal(str(j, "sha256"), sha);
+    assert_true(json_is_true(get(j, "irreversible")));
+    assert_string_equal(str(j, "irreversible_reason"),
+                        "file export: it leaves");
+    json_decref(j);
+
+    /* a create: profile, limits, network kept; metadata dropped */
+    memset(&t, 0, sizeof(t));
+    t.action = "sandbox.create";
+    t.req = "{\"profile\": \"default\", \"limits\": {\"memory_mb\": 64},"
+            " \"network\": \"none\", \"ttl_s\": 60,"
+            " \"metadata\": {\"token\": \"t\"},"
+            " \"env\": {\"TOKEN\": \"abc\", \"LD_PRELOAD\": \"/w/x.so\"}}";
+    t.size = -1;
+    t.env = view(NULL, "{\"TOKEN\": \"abc\", \"LD_PRELOAD\": \"/w/x.so\"}",
+                 &t.dropped);
+
+    j = summary_of(&t, NULL);
+    assert_string_equal(str(j, "profile"), "default");
+    assert_int_equal(json_integer_value(get(get(j, "limits"), "memory_mb")),
+                     64);
+    assert_int_equal(json_integer_value(get(j, "ttl_s")), 60);
+    assert_string_equal(str(j, "network"), "none");
+    assert_string_equal(str(get(j, "env"), "LD_PRELOAD"), "/w/x.so");
+    assert_true(json_is_null(get(get(j, "env"), "TOKEN")));
+    assert_null(get(j, "metadata"));
+    assert_null(get(j, "argv"));
+    json_decref(t.env);
+    json_decref(j);
+}
+
+
+/* SHA-256 of every element followed by a NUL, as the summary defines */
+static void
+argv_sha256(json_t *argv, char *hex)
+{
+    size_t        i;
+    json_t       *e;
+    u_char        md[32];
+    unsigned int  n;
+    EVP_MD_CTX   *c;
+
+    c = EVP_MD_CTX_new();
+    assert_non_null(c);
+    assert_int_equal(EVP_DigestInit_ex(c, EVP_sha256(), NULL), 1);
+
+    json_array_foreach(argv, i, e) {
+        assert_int_equal(EVP_DigestUpdate(c, json_string_value(e),
+                                          json_string_length(e) + 1), 1);
+    }
+
+    assert_int_equal(EVP_DigestFinal_ex(c, md, &n), 1);
+    EVP_MD_CTX_free(c);
+
+    for (i = 0; i < 32; i++) {
+        sprintf(hex + 2 * i, "%02x", md[i]);
+    }
+}
+
+
+static void
+test_summary_argv_bounds(void **state)
+{
+    char     hex[65], *big, *req;
+    size_t   i, len, n;
+    json_t  *j, *argv, *body;
+    sum_t    t = { 0 };
+
+    /* one element of 1 MiB: cut, with its size and digest exact */
+    n = 1024 * 1024;
+    big = malloc(n + 1);
+    assert_non_null(big);
+    memset(big, 'x', n);
+    big[n] = '\0';
+
+    body = json_pack("{s:[s, s]}", "argv", "echo", big);
+    assert_non_null(body);
+    req = json_dumps(body, JSON_COMPACT);
+
+    t.action = "sandbox.exec";
+    t.req = req;
+    t.size = -1;
+
+    j = summary_of(&t, &len);
+    assert_true(len < 8192);
+    assert_true(json_is_true(get(j, "argv_truncated")));
+    assert_int_equal(json_integer_value(get(j, "argv_count")), 2);
+    assert_int_equal(json_integer_value(get(j, "argv_bytes")), 4 + n);
+    argv_sha256(json_object_get(body, "argv"), hex);
+    assert_string_equal(str(j, "argv_sha256"), hex);
+    assert_string_equal(json_string_value(json_array_get(get(j, "argv"), 0)),
+                        "echo");
+    assert_int_equal(json_string_length(json_array_get(get(j, "argv"), 1)),
+                     NGX_HTTP_VSB_SUMMARY_STR_MAX);
+    json_decref(j);
+    json_decref(body);
+    free(req);
+
+    /* 1024 elements of 1 KiB: the first ones, in all at most 4 KiB */
+    argv = json_array();
+    big[1024] = '\0';
+    for (i = 0; i < 1024; i++) {
+        json_array_append_new(argv, json_string(big));
+    }
+    body = json_pack("{s:o}", "argv", argv);
+    req = json_dumps(body, JSON_COMPACT);
+    t.req = req;
+
+    j = summary_of(&t, &len);
+    assert_true(json_is_true(get(j, "argv_truncated")));
+    assert_int_equal(json_integer_value(get(j, "argv_count")), 1024);
+    assert_int_equal(json_integer_value(get(j, "argv_bytes")), 1024 * 1024);
+    assert_true(json_array_size(get(j, "argv")) <= 4);
+    argv_sha256(argv, hex);
+    assert_string_equal(str(j, "argv_sha256"), hex);
+    json_decref(j);
+    json_decref(body);
+    free(req);
+    free(big);
+}
+
+
+/* everything an agent controls at its worst: still within the bound */
+static void
+test_summary_worst(void **state)
+{
+    char     name[300], *ctl, *req;
+    size_t   i, len, n;
+    json_t  *body, *argv, *env, *j;
+    sum_t    t = { 0 };
+
+    n = 64 * 1024;
+    ctl = malloc(n + 1);
+    assert_non_null(ctl);
+    memset(ctl, '\x01', n);
+    ctl[n] = '\0';
+
+    argv = json_array();
+    for (i = 0; i < 1024; i++) {
+        json_array_append_new(argv, json_string(ctl));
+    }
+
+    /* 256 dangerous names of 255 bytes, each with a value of escapes */
+    env = json_object();
+    for (i = 0; i < 256; i++) {
+        snprintf(name, sizeof(name), "LD_%03zu", i);
+        memset(name + 6, 'A', 249);
+        name[255] = '\0';
+        json_object_set_new(env, name, json_string(ctl));
+    }
+
+    body = json_pack("{s:o, s:s, s:s, s:s, s:O}", "argv", argv, "cwd", ctl,
+                     "profile", ctl, "network", ctl, "env", env);
+    assert_non_null(body);
+    req = json_dumps(body, JSON_COMPACT);
+
+    t.action = "sandbox.exec";
+    t.req = req;
+    t.in = ctl;
+    t.inlen = n;
+    t.path = ctl;
+    t.size = 1;
+    t.sandbox = "sb-0123456789abcdef01234567";
+    t.env = ngx_http_veto_sandbox_env_view(pool, NULL, env, dangerous, NULL,
+                                           &t.dropped);
+    assert_non_null(t.env);
+    assert_true(t.dropped > 0);
+    t.irreversible = "the policy marks this command irreversible";
+
+    j = summary_of(&t, &len);
+    assert_true(len <= NGX_HTTP_VSB_SUMMARY_MAX);
+    assert_true(json_is_true(get(j, "argv_truncated")));
+    assert_true(json_is_true(get(j, "cwd_truncated")));
+    assert_true(json_is_true(get(j, "stdin_truncated")));
+    assert_true(json_is_true(get(j, "env_truncated")));
+    assert_int_equal(json_integer_value(get(j, "env_count")), 256);
+
+    json_decref(j);
+    json_decref(t.env);
+    json_decref(env);
+    json_decref(body);
+    free(req);
+    free(ctl);
+}
+
+
+static void
+test_env_view(void **state)
+{
+    u_char       hex[65], hex2[65];
+    json_t      *base, *v, *e;
+    ngx_uint_t   dropped;
+    const char  *first;
+
+    /* a sandbox's env; an exec's over it: its value wins, its new names
+     * join, the names that change what runs come first */
+    dropped = 0;
+    base = view(NULL, "{\"PATH\": \"/workspace/bin:/usr/bin\", \"CI\": \"1\","
+                      " \"GIT_TOKEN\": \"ghp_abc\","
+                      " \"HTTPS_PROXY\": \"http://u:p@proxy:3128\"}",
+                &dropped);
+    assert_int_equal(dropped, 0);
+
+    /* a secret-looking name hides its value even when dangerous */
+    assert_string_equal(str(base, "GIT_TOKEN"), "[redacted]");
+    assert_true(json_is_null(get(base, "CI")));
+
+    v = view(base, "{\"PATH\": \"/usr/bin\", \"LD_PRELOAD\": \"/w/x.so\","
+                   " \"CI\": \"2\"}", &dropped);
+    assert_string_equal(str(v, "PATH"), "/usr/bin");
+    assert_string_equal(str(v, "LD_PRELOAD"), "/w/x.so");
+    assert_true(json_is_null(get(v, "CI")));
+    assert_int_equal(json_object_size(v), 5);
+
+    json_object_foreach(v, first, e) {
+        break;
+    }
+    assert_string_equal(first, "GIT_TOKEN");    /* dangerous, sorted */
+    json_decref(v);
+    json_decref(base);
+
+    /* the digest: the whole env, keys sorted; none hashes as {} */
+    e = json_loads("{\"B\": \"2\", \"A\": \"1\"}", 0, NULL);
+    assert_int_equal(ngx_http_veto_sandbox_env_digest(e, hex), NGX_OK);
+    json_decref(e);
+    e = json_loads("{\"A\": \"1\", \"B\": \"2\"}", 0, NULL);
+    assert_int_equal(ngx_http_veto_sandbox_env_digest(e, hex2), NGX_OK);
+    json_decref(e);
+    assert_string_equal(hex, hex2);
+
+    assert_int_equal(ngx_http_veto_sandbox_env_digest(NULL, hex), NGX_OK);
+    /* SHA-256("{}") */
+    assert_string_equal(hex, "44136fa355b3678a1146ad16f7e8649e"
+                             "94fb4fc21fe77e8310c060f61caaff8a");
+}
+
+
+static void
+test_json_cut(void **state)
+{
+    /* plain bytes, escapes, and never inside a UTF-8 sequence */
+    assert_int_equal(ngx_http_veto_sandbox_json_cut((u_char *) "abcdef", 6,
+                                                    4), 4);
+    assert_int_equal(ngx_http_veto_sandbox_json_cut((u_char *) "a\"b", 3, 2),
+                     1);
+    assert_int_equal(ngx_http_veto_sandbox_json_cut((u_char *) "\x01\x01", 2,
+                                                    11), 1);
+    assert_int_equal(ngx_http_veto_sandbox_json_cut((u_char *) "\n\t", 2, 4),
+                     2);
+    assert_int_equal(ngx_http_veto_sandbox_json_cut((u_char *) "a\xc3\xa9",
+                                                    3, 2), 1);
+    assert_int_equal(ngx_http_veto_sandbox_json_cut((u_char *)
+                                                    "a\xe2\x82\xac", 4, 3),
+                     1);
+    assert_int_equal(ngx_http_veto_sandbox_json_cut((u_char *)
+                                                    "a\xe2\x82\xac", 4, 4),
+                     4);
+}
+
+
+int
+main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(test_summary_exec, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_summary_stdin, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_summary_file, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_summary_argv_bounds, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_summary_worst, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_env_view, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_json_cut, setup, teardown),
+    };
+
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

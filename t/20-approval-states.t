@@ -208,6 +208,82 @@ ok(scripts()->{$_}, "script $_ found in the C source")
     like($err, qr/bad ttl/, 'ttl 0 is an error');
 }
 
+# --- the list in pages: a cursor, each record once, newest first; the
+# byte budget ends a page early
+{
+    my $P = 'pages';
+    my $idx = "veto:{$P}:appr:idx";
+    my @made;
+    for my $i (1 .. 25) {
+        my $id = sprintf 'apr_%032x', 1000 + $i;
+        my $res = run_script($r, 'approval_create',
+            ["veto:{$P}:appr:$id", "veto:{$P}:appr:$id:rv", $idx],
+            [$id, $P, 'agent-1', 'sandbox.exec', $HASH,
+             '{"argv":["' . ('x' x 2000) . '"]}', 60000, 1, 3600000]);
+        is($res->[0], 'ok', "made $id") if $i == 1;
+        push @made, $id;
+    }
+
+    # several in one millisecond share a score: the cursor tells them apart
+    $r->zadd($idx, 5, $_) for @made[0 .. 9];
+
+    my (@seen, $cursor, $pages);
+    $cursor = '';
+    for (1 .. 30) {
+        my $l = run_script($r, 'approval_list', [$idx],
+                           [$P, "veto:{$P}:appr:", '', 4, $cursor]);
+        $pages++;
+        push @seen, map { my %e = @$_; $e{id} } @{ $l->[3] };
+        $cursor = $l->[5];
+        last if $cursor eq '';
+        like($cursor, qr/^\d+:apr_[0-9a-f]{32}$/, 'a cursor') if $pages == 1;
+    }
+    is(scalar @seen, 25, 'pages of 4 list all 25');
+    my %u = map { $_ => 1 } @seen;
+    is(scalar keys %u, 25, 'each once');
+    is($seen[0], $made[-1], 'newest first');
+    ok($pages >= 7, "in pages ($pages)");
+
+    my $b = run_script($r, 'approval_list', [$idx],
+                       [$P, "veto:{$P}:appr:", '', 100, '', 5000]);
+    is(scalar @{ $b->[3] }, 3, 'a page ends once its summaries reach the byte budget');
+    isnt($b->[5], '', 'with the cursor of the rest');
+
+    my $err = eval {
+        run_script($r, 'approval_list', [$idx], [$P, "veto:{$P}:appr:", '', 4, 'x:y']);
+        1;
+    } ? '' : $@;
+    like($err, qr/bad cursor/, 'a bad cursor is an error');
+}
+
+# --- a tenant keeps at most max records: decided ones go first, and when
+# all are still open a new request is refused ("full")
+{
+    my $C = 'cap';
+    my $idx = "veto:{$C}:appr:idx";
+    my $mk = sub {
+        my ($i) = @_;
+        my $id = sprintf 'apr_%032x', 5000 + $i;
+        return ($id, run_script($r, 'approval_create',
+            ["veto:{$C}:appr:$id", "veto:{$C}:appr:$id:rv", $idx],
+            [$id, $C, 'agent-1', 'sandbox.exec', $HASH, '{}', 60000, 1,
+             3600000, 3]));
+    };
+    my ($a) = $mk->(1);
+    my ($b) = $mk->(2);
+    my ($c) = $mk->(3);
+    my ($d, $res) = $mk->(4);
+    is_deeply($res, ['full', ''], 'three open records: the fourth is refused');
+    ok(!$r->exists("veto:{$C}:appr:$d"), 'and not stored');
+    run_script($r, 'approval_deny', ["veto:{$C}:appr:$a", "veto:{$C}:appr:$a:rv"],
+               [$C, 'human', 'no']);
+    ($d, $res) = $mk->(4);
+    is($res->[0], 'ok', 'a decided one makes room');
+    ok(!$r->exists("veto:{$C}:appr:$a"), 'the decided record went');
+    ok(!defined $r->zscore($idx, $a), 'and left the index');
+    is($r->zcard($idx), 3, 'still three');
+}
+
 # --- NOSCRIPT fallback: after SCRIPT FLUSH, run_script still works
 {
     $r->script_flush;

@@ -1,7 +1,8 @@
 #!/usr/bin/perl
 # Quotas on the Lua scripts the module ships (ngx_http_veto_sandbox_quota.c):
 # concurrent sandboxes per tenant and agent, execs per window, Retry-After,
-# and their atomicity under concurrent gateways.
+# their atomicity under concurrent gateways, and reconciliation with the
+# helper (a restart's new epoch, a not_found).
 
 use strict;
 use warnings;
@@ -22,10 +23,12 @@ sub skeys {
     return ("veto:{$t}:sbx:live", "veto:{$t}:sbx:live:$agent", "veto:{$t}:sbx:own:$id");
 }
 
+# code and retry-after (a third element counts stale entries dropped)
 sub acquire {
     my ($agent, $id, $tmax, $amax, $ttl) = @_;
-    return run_script($r, 'quota_acquire', [skeys($agent, $id)],
-                      [$id, $agent, $tmax, $amax, $ttl // 60000, 'gw-1']);
+    my $res = run_script($r, 'quota_acquire', [skeys($agent, $id)],
+                         [$id, $agent, $tmax, $amax, $ttl // 60000, 'gw-1']);
+    return [@$res[0, 1]];
 }
 
 sub release {
@@ -62,6 +65,54 @@ is(acquire('a4', 'sbx7', 0, 1, 300)->[0], 'ok', 'expired slot reclaimed');
 # other tenants are separate
 is(run_script($r, 'quota_acquire', [skeys('a1', 'x1', 'other')],
               ['x1', 'a1', 1, 1, 60000, 'gw'])->[0], 'ok', 'tenant isolation');
+
+# --- ownership records name the helper run; a restarted helper's epoch
+# drops this gateway's sandboxes of the old one (not another gateway's)
+{
+    my $T2 = 'ep';
+    my $own = "veto:{$T2}:sbx:own:";
+    my $live = "veto:{$T2}:sbx:live:";
+    my $acq = sub {
+        my ($agent, $id, $gw, $epoch, $tmax) = @_;
+        return run_script($r, 'quota_acquire',
+            ["veto:{$T2}:sbx:live", "veto:{$T2}:sbx:live:$agent",
+             "veto:{$T2}:sbx:own:$id"],
+            [$id, $agent, $tmax // 3, 0, 60000, $gw, $epoch, $own, $live,
+             '{"PATH":"/x"}', 'a' x 64, '0']);
+    };
+    is($acq->('a1', 's1', 'gw-1', 'e1')->[0], 'ok', 'epoch e1: s1');
+    is($acq->('a2', 's2', 'gw-1', 'e1')->[0], 'ok', 'epoch e1: s2');
+    is($acq->('a1', 's3', 'gw-2', 'f1')->[0], 'ok', 'another gateway: s3');
+    is($r->hget("${own}s1", 'epoch'), 'e1', 'the record names the epoch');
+    is($r->hget("${own}s1", 'env'), '{"PATH":"/x"}', 'and the env view');
+    is($r->hget("${own}s1", 'env_sha256'), 'a' x 64, 'and its digest');
+    is($acq->('a3', 's4', 'gw-1', 'e1')->[0], 'tenant_limit', 'full at 3');
+    my $res = $acq->('a3', 's4', 'gw-1', 'e2');
+    is($res->[0], 'ok', 'the helper restarted (epoch e2): a slot again');
+    is($res->[2], '2', 'two stale sandboxes of this gateway dropped');
+    ok(!$r->exists("${own}s1") && !$r->exists("${own}s2"),
+       'their ownership records went');
+    ok(!defined $r->zscore("${live}a1", 's1')
+       && !defined $r->zscore("${live}a2", 's2'), 'and their agents\' slots');
+    ok(defined $r->zscore("veto:{$T2}:sbx:live", 's3'),
+       'another gateway\'s sandbox stays');
+
+    # quota_gone: the helper said not_found for a sandbox
+    my $gone = sub {
+        my ($agent, $id, $gw) = @_;
+        return run_script($r, 'quota_gone',
+            ["veto:{$T2}:sbx:live", "veto:{$T2}:sbx:live:$agent",
+             "veto:{$T2}:sbx:own:$id"], [$id, $agent, $gw]);
+    };
+    is_deeply($gone->('a2', 's3', 'gw-2'), ['ok', '0'],
+              'another agent\'s not_found frees nothing');
+    is_deeply($gone->('a1', 's3', 'gw-1'), ['ok', '0'],
+              'another gateway\'s helper does not know it: nothing');
+    ok($r->exists("${own}s3"), 'the record stays');
+    is_deeply($gone->('a1', 's3', 'gw-2'), ['ok', '1'], 'its owner\'s: freed');
+    ok(!$r->exists("${own}s3"), 'record gone');
+    is_deeply($gone->('a1', 's3', 'gw-2'), ['ok', '0'], 'idempotent');
+}
 
 # --- execs per window
 sub exec_rate {

@@ -108,7 +108,12 @@ is($j->{state}, 'pending', 'state pending');
 is($j->{action}, 'sandbox.exec', 'action');
 is_deeply($j->{summary}{argv}, ['sh', '-c', 'echo approved-run'],
           'summary shows argv');
-is_deeply($j->{summary}{env_names}, ['PASSWORD'], 'env names, no values');
+# the env that will apply: the sandbox's and the exec's; values withheld
+# for names that do not change what runs
+is_deeply($j->{summary}{env_names}, ['API_TOKEN', 'PASSWORD'],
+          'env names: the sandbox\'s and the exec\'s');
+is_deeply($j->{summary}{env}, { API_TOKEN => undef, PASSWORD => undef },
+          'no values');
 unlike($b, qr/\Q$SECRET_ENV\E/, 'no env value in the 202');
 my $hash = $j->{request_hash};
 like($hash, qr/^[0-9a-f]{64}$/, 'request hash');
@@ -190,17 +195,26 @@ is($j->{mismatch}, 'hash', '... of the request hash');
 
 # other agent (same tenant, own sandbox, same body and path shape)
 my $sb2 = create_sb($agent2);
-($st, $h, $b, $j) = $n->request(POST => "/v1/sandboxes/$sb/exec", $agent2, $exec,
+($st, $h, $b, $j) = $n->request(POST => "/v1/sandboxes/$sb2/exec", $agent2, $exec,
                                 { 'Veto-Approval' => $id });
 ok($st == 403, 'other agent: refused');
 is($j->{type}, 'urn:veto-sandbox:problem:approval_mismatch', '... mismatch');
+is($j->{mismatch}, 'agent', '... of the agent');
 
-# other tenant
+# in a sandbox that is not its own, another agent gets what an unknown
+# sandbox gets: its env cannot be shown, nothing is asked or used
+($st, $h, $b, $j) = $n->request(POST => "/v1/sandboxes/$sb/exec", $agent2, $exec,
+                                { 'Veto-Approval' => $id });
+is($st, 409, 'other agent in the owner\'s sandbox: refused');
+is($j->{type}, 'urn:veto-sandbox:problem:sandbox_env_unknown',
+   '... as an unknown sandbox');
+
+# other tenant: the same
 my $g = $n->token(sub => 'agent-1', tenant => 'globex');
 ($st, $h, $b, $j) = $n->request(POST => "/v1/sandboxes/$sb/exec", $g, $exec,
                                 { 'Veto-Approval' => $id });
-is($st, 403, 'other tenant: refused');
-is($j->{type}, 'urn:veto-sandbox:problem:approval_invalid', '... unknown there');
+is($st, 409, 'other tenant: refused');
+is($j->{type}, 'urn:veto-sandbox:problem:sandbox_env_unknown', '... unknown there');
 
 # the rightful use still works after all those refusals
 ($st, $h, $b, $j) = $n->request(POST => "/v1/sandboxes/$sb/exec", $agent, $exec,
@@ -296,8 +310,8 @@ my @story = reverse grep { ($_->{approval} // '') eq $story_id } @recs;
 # was decided).
 my @noscope = grep { ($_->{reason} // '') eq 'insufficient_scope' } @story;
 is(scalar @noscope, 1, 'the refused reviewer without the scope is on record');
-like($noscope[0]{detail} // '', qr{"path":"/v1/approvals/$story_id/approve"},
-     'with what it asked for');
+is($noscope[0]{detail}{path}, "/v1/approvals/$story_id/approve",
+   'with what it asked for');
 @story = grep { ($_->{reason} // '') ne 'insufficient_scope' } @story;
 # requested; the premature use; the self-approval; the approval; the
 # consume; the run; the replay.
@@ -312,10 +326,10 @@ is($story[2]{reviewer}, 'agent-1', 'self-approver on record');
 is($story[0]{agent}, 'agent-1', 'requester on record');
 is($story[0]{request_hash}, $hash, 'request hash on record');
 is($story[4]{request_hash}, $hash, 'consumed for the same hash');
-like($story[5]{detail} // '', qr/"exit_code":\s*0/, 'exit status on record');
+is($story[5]{detail}{exit_code}, 0, 'exit status on record');
 is($story[5]{sandbox}, $sb, 'sandbox on record');
 # the execution record: what ran, and the size and hash of what came out
-my $run = eval { JSON::PP->new->decode($story[5]{detail} // '') } // {};
+my $run = $story[5]{detail} // {};
 is_deeply($run->{request}{argv}, ['sh', '-c', 'echo approved-run'],
           'argv on the execution record');
 is($run->{stdout_bytes}, length("approved-run\n"), 'stdout size on record');
@@ -325,7 +339,7 @@ is($run->{stderr_sha256}, Digest::SHA::sha256_hex(''), 'stderr hash on record');
 ok(defined $run->{usage}{wall_ms}, 'usage on record');
 my ($created) = grep { $_->{outcome} eq 'sandbox_created'
                        && ($_->{sandbox} // '') eq $sb } @recs;
-my $given = eval { JSON::PP->new->decode($created->{detail} // '') } // {};
+my $given = $created->{detail} // {};
 ok($given->{limits}{memory_mb} && $given->{ttl_s},
    'limits and ttl on the creation record') or diag explain $created;
 ok($story[0]{time} && $story[0]{request_id}, 'time and request id');

@@ -53,7 +53,7 @@ sub wait_ok
     return @r;
 }
 
-my ($t, $st, $h, $b, $j);
+my ($t, $st, $h, $b, $j, $sb_new);
 
 ($st, $h, $b, $j) = wait_ok(POST => '/v1/sandboxes', $agent, { ttl_s => 600 });
 is($st, 201, 'create with Redis up') or diag $b;
@@ -123,12 +123,20 @@ for my $mode (qw(stopped stalled)) {
     is($j->{stdout}, "back-$mode\n", "$mode: it ran");
 
     if ($mode eq 'stopped') {
-        # the restarted Redis is empty: the old approval is gone, so the
-        # approved request asks again
+        # the restarted Redis is empty: the old approval is gone, and so
+        # is the sandbox's record of what it runs with, which a reviewer
+        # must see: an exec that needs a human is refused (fail closed)
         ($st, $h, $b, $j) = $n->request(POST => "/v1/sandboxes/$sb/exec", $agent,
                                         $risky, { 'Veto-Approval' => $id });
-        is($st, 403, 'stopped: the lost approval is not honoured');
-        ($st, $h, $b, $j) = $n->request(POST => "/v1/sandboxes/$sb/exec", $agent, $risky);
+        is($st, 409, 'stopped: the lost approval is not honoured');
+        is($j->{type}, 'urn:veto-sandbox:problem:sandbox_env_unknown',
+           '... nor asked for again in a sandbox Redis forgot');
+        ($st, $h, $b, $j) = $n->request(POST => '/v1/sandboxes', $agent,
+                                        { ttl_s => 600 });
+        is($st, 201, 'a new sandbox') or diag $b;
+        $sb_new = $j->{id};
+        ($st, $h, $b, $j) = $n->request(POST => "/v1/sandboxes/$sb_new/exec",
+                                        $agent, $risky);
         is($st, 202, 'asks again');
         $id = $j->{approval_id};
         ($st) = $n->request(POST => "/v1/approvals/$id/approve", $rev, '');
@@ -141,13 +149,13 @@ for my $mode (qw(stopped stalled)) {
 is($j->{state}, 'approved', 'the approval was not used while Redis was out');
 ($st, $h, $b) = $n->request(GET => "/v1/sandboxes/$sb/files?path=ran-while-redis-was-out", $agent);
 is($st, 404, 'and the command never ran');
-($st, $h, $b, $j) = $n->request(POST => "/v1/sandboxes/$sb/exec", $agent, $risky,
-                                { 'Veto-Approval' => $id });
+($st, $h, $b, $j) = $n->request(POST => "/v1/sandboxes/$sb_new/exec", $agent,
+                                $risky, { 'Veto-Approval' => $id });
 is($st, 200, 'now it runs, once') or diag $b;
 
 like($n->error_log, qr/veto_sandbox redis .*(timed out|connect)/,
      'the error log says why');
 
-$n->request(DELETE => "/v1/sandboxes/$sb", $agent);
+$n->request(DELETE => "/v1/sandboxes/$_", $agent) for $sb, $sb_new;
 
 done_testing;

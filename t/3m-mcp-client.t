@@ -163,7 +163,8 @@ ok((grep { $_->{outcome} eq 'denied' && ($_->{reason} // '') eq 'over_ceiling' }
    'the create over the ceiling is on record as denied');
 my ($exec) = grep { $_->{outcome} eq 'exec_finished' && ($_->{approval} // '') eq $apr } @recs;
 ok($exec, 'the approved exec is on record with its approval');
-like($exec->{detail} // '', qr/approved-run/, '... and what it ran');
+like(JSON::PP->new->canonical->encode($exec->{detail} // {}), qr/approved-run/,
+     '... and what it ran');
 
 ($st, $h, $b, $j) = $n->request(GET => "/v1/audit?agent=human-1&limit=100",
                                 $auditor);

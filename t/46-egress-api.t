@@ -302,19 +302,20 @@ my %refused = map { $_->{host} => 1 }
 ok($refused{'evil-example.test'} && $refused{'example.test.evil'},
    'both refusals in the exec\'s network field');
 
-# the exec's audit record carries its attempts
+# the exec's audit record carries its attempts (detail is an object)
 my $rec;
 for (1 .. 20) {
     ($st, $h, $b, $j) = $n->request(GET => "/v1/audit?sandbox=$sb1&limit=100", $auditor);
     ($rec) = grep {
+        my $t = JSON::PP->new->canonical->encode($_->{detail} // {});
         ($_->{outcome} // '') eq 'exec_finished'
-        && ($_->{detail} // '') =~ /notallowed\.test/ && $_->{detail} =~ /python/
+        && $t =~ /notallowed\.test/ && $t =~ /python/
     } @{ $j->{records} // [] };
     last if $rec;
     sleep 0.1;
 }
 ok($rec, 'the exec\'s audit record is there') or diag $b;
-my $d = $rec ? JSON::PP->new->decode($rec->{detail}) : {};
+my $d = $rec ? $rec->{detail} : {};
 my ($aref) = grep { $_->{host} eq 'notallowed.test' } @{ $d->{network}{attempts} // [] };
 is($aref->{decision}, 'refused', 'the audit record lists the refused attempt');
 ok(defined $d->{network}{dropped}, '... with a dropped count');

@@ -535,8 +535,10 @@ await step('agent-controlled text renders as text', async () => {
                       'javascript:window.__xss=3'];
     const x1 = await askExec(T.agent, fx.sandbox, {
         argv: ['sh', '-c', ...payloads],
-        env: { '<img src=x onerror=window.__xss=4>': 'v',
-               '<script>window.__xss=5</script>': 'v' },
+        // env names are [A-Za-z_][A-Za-z0-9_]* (the gateway refuses
+        // others); the values of names that change what runs are shown
+        env: { LD_PRELOAD: '<img src=x onerror=window.__xss=4>',
+               PATH: '<script>window.__xss=5</script>' },
     });
     const path = '<img src=x onerror=window.__xss=6>.txt';
     const r = await api('GET', `/v1/sandboxes/${fx.sandbox}/files?path=`
@@ -574,14 +576,14 @@ await step('agent-controlled text renders as text', async () => {
     await look('list');
 
     await openApproval(p.page, x1);
-    await look('argv and env names');
+    await look('argv and env values');
     const argv = await text(p.page, '#argv');
     for (const s of payloads) {
         has(argv, s, 'argv: literal ' + s);
     }
     const env = await text(p.page, '#env-table');
-    has(env, '<img src=x onerror=window.__xss=4>', 'env name: literal <img>');
-    has(env, '<script>window.__xss=5</script>', 'env name: literal <script>');
+    has(env, '<img src=x onerror=window.__xss=4>', 'env value: literal <img>');
+    has(env, '<script>window.__xss=5</script>', 'env value: literal <script>');
 
     await openApproval(p.page, x2);
     await look('path');

@@ -93,14 +93,19 @@ async function rest(method, path, token, body, headers = {})
 }
 
 // The canonical request hash of docs/approvals.md, computed here from the
-// REST twin a tool call stands for.
-function requestHash(method, path, query, body)
+// REST twin a tool call stands for; context: what a sandbox adds to an
+// exec's or a PATCH's ("sandbox-env <digest>").
+function requestHash(method, path, query, body, context)
 {
     const bodyHash = createHash('sha256').update(body).digest('hex');
     const canon = 'veto-request-v1\n' + method + '\n' + path + '\n' + query
-                  + '\n' + bodyHash + '\n' + Buffer.byteLength(body) + '\n';
+                  + '\n' + bodyHash + '\n' + Buffer.byteLength(body) + '\n'
+                  + (context ? context + '\n' : '');
     return createHash('sha256').update(canon).digest('hex');
 }
+
+// The context line of a sandbox created without env: the digest of {}.
+const noEnv = 'sandbox-env ' + createHash('sha256').update('{}').digest('hex');
 
 // JSON as the twin serializes arguments: compact, keys sorted.
 function canonical(v)
@@ -325,9 +330,9 @@ await step('approval required', async () => {
     // the approval binds the REST twin's canonical request
     const body = canonical({ argv: risky.argv, timeout_s: risky.timeout_s });
     is(s.request_hash, requestHash('POST', `/v1/sandboxes/${sb}/exec`, '',
-                                   body),
+                                   body, noEnv),
        'approval required: bound to the REST twin (POST .../exec, the '
-       + 'arguments as sorted compact JSON)');
+       + 'arguments as sorted compact JSON, the sandbox\'s env)');
     result.approvals.push(apr);
 
     const st = await agent.client.callTool({ name: 'approval_status',

@@ -102,7 +102,10 @@ ngx_http_veto_sandbox_helper_send(ngx_http_request_t *r,
     h->out = cl;
     ll = &cl->next;
 
-    /* the payload's bufs are sent as they are, links are ours */
+    /* the payload's data is sent as it is, through links and buf
+     * descriptors of ours: sending moves a buf's pos, and the caller's
+     * bufs are read again once the helper answered (an exec's record
+     * summarises its stdin) */
     for ( /* void */ ; payload; payload = payload->next) {
         if (ngx_buf_size(payload->buf) == 0) {
             continue;
@@ -113,7 +116,12 @@ ngx_http_veto_sandbox_helper_send(ngx_http_request_t *r,
             return NGX_ERROR;
         }
 
-        cl->buf = payload->buf;
+        cl->buf = ngx_calloc_buf(r->pool);
+        if (cl->buf == NULL) {
+            return NGX_ERROR;
+        }
+
+        *cl->buf = *payload->buf;
         *ll = cl;
         ll = &cl->next;
     }

@@ -35,6 +35,12 @@
 #define NGX_HTTP_VSB_AUDIT_ENTRY_MAX   (20 * 1024)
 #define NGX_HTTP_VSB_AUDIT_FIELD_MAX   1024
 
+/* what a record's builder lets its detail grow to: the entry less room
+ * for the other fields of a decision on record (tenant and agent are at
+ * most 128 bytes, the rest ids and times); past the entry's bound the
+ * detail would be replaced by a note */
+#define NGX_HTTP_VSB_AUDIT_DETAIL_MAX  (NGX_HTTP_VSB_AUDIT_ENTRY_MAX - 2048)
+
 /* a page of GET /v1/audit: entries, entries scanned, and bytes */
 #define NGX_HTTP_VSB_AUDIT_PAGE        100
 #define NGX_HTTP_VSB_AUDIT_PAGE_MAX    1000

@@ -18,15 +18,18 @@
 #include "ngx_http_veto_sandbox_module.h"
 #include "ngx_http_veto_sandbox_quota.h"
 #include "ngx_http_veto_sandbox_approval.h"
-#include "ngx_http_veto_sandbox_network.h"
 #include "ngx_http_veto_sandbox_notify.h"
 #include "ngx_http_veto_sandbox_summary.h"
 #include "ngx_http_veto_sandbox_revoke.h"
 
 
-/* the approval of an exec binds what its sandbox adds to it: the env */
+/* the approval of an exec binds what its sandbox adds to it: the env;
+ * so does a PATCH's (hosts added to a sandbox: the reviewer sees which
+ * sandbox, with what env, gets them, and no approval is made for one
+ * this agent has no record of) */
 #define ngx_http_vsb_binds_sandbox(op)                                        \
-    ((op)->approval == NGX_HTTP_VSB_ACT_EXEC)
+    ((op)->approval == NGX_HTTP_VSB_ACT_EXEC                                  \
+     || (op)->approval == NGX_HTTP_VSB_ACT_UPDATE)
 
 
 static ngx_int_t ngx_http_veto_sandbox_run(ngx_http_request_t *r,
@@ -619,6 +622,10 @@ ngx_http_veto_sandbox_approval_step(ngx_http_request_t *r,
 
     sum.env = view;
     sum.env_dropped = dropped;
+
+    /* the hosts granted (a create's allowlist, a PATCH's) */
+    sum.hosts = ctx->net_hosts;
+    sum.hosts_ask = ctx->net_ask;
     sum.irreversible = ngx_http_veto_sandbox_policy_irreversible(ctx->rule,
                                                        act, argv, network);
 
@@ -626,13 +633,7 @@ ngx_http_veto_sandbox_approval_step(ngx_http_request_t *r,
 
     json_decref(view);
 
-    if (rc != NGX_OK
-        || (ctx->net_hosts
-            && ngx_http_veto_sandbox_network_summary(r->pool, ctx->net_hosts,
-                                                     ctx->net_ask,
-                                                     &ctx->summary)
-               != NGX_OK))
-    {
+    if (rc != NGX_OK) {
         return NGX_HTTP_INTERNAL_SERVER_ERROR;
     }
 
@@ -710,8 +711,9 @@ ngx_http_veto_sandbox_sandbox_result(ngx_http_request_t *r,
                                    "sandbox's environment (an unknown "
                                    "sandbox, one made before this gateway "
                                    "version, or a record Redis lost), so it "
-                                   "cannot show a reviewer what would run; "
-                                   "use a sandbox created since", NULL);
+                                   "cannot show a reviewer the sandbox this "
+                                   "request would run in or change; use a "
+                                   "sandbox created since", NULL);
     }
 
     cln = ngx_pool_cleanup_add(r->pool, 0);

@@ -39,8 +39,8 @@
  *   _policy.c     the policy file, read at configuration time
  *   _policy_match.c  what the policy says of a request
  *   _network.c    the policy's network section: allowlist entries, the
- *                 ceiling and askable hosts, what an approval shows and
- *                 what an exec's record keeps of its attempts
+ *                 ceiling and askable hosts, and what an exec's record
+ *                 keeps of its attempts (an approval's hosts: _summary.c)
  *   _hash.c       the canonical request hash an approval binds
  *   _summary.c    what a human and the audit see of a request, bounded
  *   _redact.c     redaction

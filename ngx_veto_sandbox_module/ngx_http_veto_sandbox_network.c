@@ -449,66 +449,6 @@ ngx_http_veto_sandbox_network_classify(ngx_pool_t *pool,
 }
 
 
-ngx_int_t
-ngx_http_veto_sandbox_network_summary(ngx_pool_t *pool, json_t *hosts,
-    json_t *ask, ngx_str_t *summary)
-{
-    char       *text;
-    json_t     *sum, *net;
-    ngx_int_t   rc;
-
-    sum = json_loadb((char *) summary->data, summary->len, 0, NULL);
-    if (!json_is_object(sum)) {
-        json_decref(sum);
-        return NGX_ERROR;
-    }
-
-    rc = NGX_ERROR;
-
-    /* TODO(hardenstore): mark such a summary irreversible (the approval
-     * page reads "irreversible" and "irreversible_reason" at its top):
-     * data sent to a host once allowed cannot be recalled */
-    net = json_object();
-
-    if (net == NULL
-        || json_object_set_new(sum, "network", net) != 0
-        || json_object_set_new(net, "mode", json_string("allowlist")) != 0
-        || json_object_set_new(net, "hosts",
-                               hosts ? json_incref(hosts) : json_array())
-           != 0
-        || json_object_set_new(net, "needs_approval",
-                               ask ? json_incref(ask) : json_array())
-           != 0)
-    {
-        goto done;
-    }
-
-    text = json_dumps(sum, JSON_COMPACT | JSON_SORT_KEYS);
-    if (text == NULL) {
-        goto done;
-    }
-
-    summary->len = ngx_strlen(text);
-    summary->data = ngx_pnalloc(pool, summary->len + 1);
-
-    if (summary->data != NULL) {
-        ngx_memcpy(summary->data, text, summary->len + 1);
-        rc = NGX_OK;
-
-    } else {
-        summary->len = 0;
-    }
-
-    free(text);
-
-done:
-
-    json_decref(sum);
-
-    return rc;
-}
-
-
 json_t *
 ngx_http_veto_sandbox_network_record(json_t *network, size_t cap)
 {

@@ -22,8 +22,11 @@
  * egress_max_entries may be lower; it answers over_ceiling then). */
 #define NGX_HTTP_VSB_NETWORK_MAX_ENTRIES   256
 
-/* What an exec's audit record keeps of its attempts, at most. */
+/* What an exec's audit record keeps of its attempts, at most (less when
+ * the rest of the record leaves less), and what the "network" object
+ * takes around them. */
 #define NGX_HTTP_VSB_NETWORK_RECORD_BYTES  4096
+#define NGX_HTTP_VSB_NETWORK_RECORD_FRAME  96
 
 
 /*
@@ -55,15 +58,6 @@ ngx_int_t ngx_http_veto_sandbox_network_check(ngx_conf_t *cf,
 ngx_int_t ngx_http_veto_sandbox_network_classify(ngx_pool_t *pool,
     ngx_http_veto_sandbox_net_rule_t *net, json_t *entries, json_t **ask,
     size_t *bad, char *why, size_t whylen);
-
-/*
- * An approval's summary (JSON text, in pool) with "network" set to what
- * the request grants: {"mode": "allowlist", "hosts": [...],
- * "needs_approval": [...]}, the last being the hosts beyond the policy's
- * allowlist (the approval page lists "hosts").
- */
-ngx_int_t ngx_http_veto_sandbox_network_summary(ngx_pool_t *pool,
-    json_t *hosts, json_t *ask, ngx_str_t *summary);
 
 /*
  * What an exec's audit record keeps of its result's "network": "none" as

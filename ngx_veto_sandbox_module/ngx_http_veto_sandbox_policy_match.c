@@ -215,8 +215,10 @@ ngx_http_veto_sandbox_policy_irreversible(ngx_http_veto_sandbox_rule_t *rule,
 
     apr = &rule->apr;
 
-    if (action == NGX_HTTP_VSB_ACT_CREATE && network
-        && ngx_strcmp(network, "none") != 0)
+    /* a create with an allowlist, a PATCH adding hosts */
+    if ((action == NGX_HTTP_VSB_ACT_CREATE
+         || action == NGX_HTTP_VSB_ACT_UPDATE)
+        && network && ngx_strcmp(network, "none") != 0)
     {
         return "network egress: what the sandbox sends out cannot be "
                "recalled";

@@ -491,6 +491,48 @@ ngx_http_veto_sandbox_record_allowed(ngx_http_request_t *r,
 }
 
 
+/* a list of hosts in a record: whole entries within
+ * NGX_HTTP_VSB_SUMMARY_HOSTS_MAX bytes, like a summary's (three fit in
+ * an entry); a cut one says so and counts them all */
+static ngx_int_t
+ngx_http_veto_sandbox_record_hosts(json_t *d, const char *name,
+    json_t *list)
+{
+    u_char      key[64];
+    json_t     *kept;
+    ngx_uint_t  cut;
+
+    if (!json_is_array(list)) {
+        return NGX_OK;
+    }
+
+    cut = 0;
+
+    kept = ngx_http_veto_sandbox_summary_hosts(list,
+                                               NGX_HTTP_VSB_SUMMARY_HOSTS_MAX,
+                                               &cut);
+    if (kept == NULL || json_object_set_new(d, name, kept) != 0) {
+        return NGX_ERROR;
+    }
+
+    if (!cut) {
+        return NGX_OK;
+    }
+
+    ngx_snprintf(key, sizeof(key), "%s_truncated%Z", name);
+
+    if (json_object_set_new(d, (char *) key, json_true()) != 0) {
+        return NGX_ERROR;
+    }
+
+    ngx_snprintf(key, sizeof(key), "%s_count%Z", name);
+
+    return json_object_set_new(d, (char *) key,
+                               json_integer(json_array_size(list))) == 0
+           ? NGX_OK : NGX_ERROR;
+}
+
+
 /* hosts added to a sandbox's allowlist: what was asked, what the helper
  * added (entries it already had are not repeated) */
 void
@@ -507,15 +549,22 @@ ngx_http_veto_sandbox_record_network(ngx_http_request_t *r,
 
     detail.len = 0;
 
-    d = json_pack("{s:O?, s:O?, s:O?}",
-                  "requested", ctx->net_hosts,
-                  "needed_approval", ctx->net_ask,
-                  "added", json_object_get(ctx->helper.json, "added"));
+    d = json_object();
 
-    if (d != NULL) {
+    if (d != NULL
+        && ngx_http_veto_sandbox_record_hosts(d, "requested", ctx->net_hosts)
+           == NGX_OK
+        && ngx_http_veto_sandbox_record_hosts(d, "needed_approval",
+                                              ctx->net_ask)
+           == NGX_OK
+        && ngx_http_veto_sandbox_record_hosts(d, "added",
+                            json_object_get(ctx->helper.json, "added"))
+           == NGX_OK)
+    {
         ngx_http_veto_sandbox_json_text(r, d, &detail);
-        json_decref(d);
     }
+
+    json_decref(d);
 
     ngx_http_veto_sandbox_audit(r, ctx, "network_updated", NULL, NULL,
                                 detail.len ? &detail : NULL, NGX_HTTP_OK);
@@ -557,7 +606,8 @@ static void
 ngx_http_veto_sandbox_exec_detail(ngx_http_request_t *r,
     ngx_http_veto_sandbox_ctx_t *ctx, json_t *j, ngx_str_t *out)
 {
-    json_t                              *d, *req, *env, *view;
+    size_t                               used, room;
+    json_t                              *d, *req, *env, *view, *v;
     ngx_str_t                            in, summary;
     json_int_t                           olen, elen;
     ngx_uint_t                           dropped;
@@ -600,12 +650,8 @@ ngx_http_veto_sandbox_exec_detail(ngx_http_request_t *r,
 
     json_decref(view);
 
-    d = json_pack("{s:o?, s:o?, s:O?, s:O?, s:O?, s:O?, s:O?, s:O?, s:O?}",
+    d = json_pack("{s:o?, s:O?, s:O?, s:O?, s:O?, s:O?, s:O?, s:O?}",
                   "request", req,
-                  /* the attempts, bounded in bytes: the rest counted */
-                  "network", ngx_http_veto_sandbox_network_record(
-                                 json_object_get(j, "network"),
-                                 NGX_HTTP_VSB_NETWORK_RECORD_BYTES),
                   "exit_code", json_object_get(j, "exit_code"),
                   "signal", json_object_get(j, "signal"),
                   "timed_out", json_object_get(j, "timed_out"),
@@ -631,6 +677,24 @@ ngx_http_veto_sandbox_exec_detail(ngx_http_request_t *r,
         json_object_set_new(d, "stderr_sha256",
             ngx_http_veto_sandbox_output_sha256(h->payload + olen,
                                                 (size_t) elen));
+    }
+
+    /* the network attempts get what the rest leaves of the entry, at
+     * most NGX_HTTP_VSB_NETWORK_RECORD_BYTES; the others are counted
+     * ("dropped"), so a large request never costs the whole detail */
+    v = json_object_get(j, "network");
+
+    if (v != NULL) {
+        used = json_dumpb(d, NULL, 0, JSON_COMPACT)
+               + NGX_HTTP_VSB_NETWORK_RECORD_FRAME;
+        room = used < NGX_HTTP_VSB_AUDIT_DETAIL_MAX
+               ? NGX_HTTP_VSB_AUDIT_DETAIL_MAX - used : 0;
+
+        v = ngx_http_veto_sandbox_network_record(v,
+                              ngx_min(room, NGX_HTTP_VSB_NETWORK_RECORD_BYTES));
+        if (v != NULL) {
+            json_object_set_new(d, "network", v);
+        }
     }
 
     ngx_http_veto_sandbox_json_text(r, d, out);

@@ -22,6 +22,10 @@
 /* a profile or network name: short by nature */
 #define NGX_HTTP_VSB_SUMMARY_NAME_MAX  256
 
+/* what a network summary takes besides its lists: its key, mode, the
+ * lists' keys and brackets, the counts of cut lists */
+#define NGX_HTTP_VSB_SUMMARY_NET_FRAME 192
+
 
 typedef struct {
     const char  *name;
@@ -38,6 +42,8 @@ static ngx_int_t ngx_http_veto_sandbox_summary_stdin(ngx_pool_t *pool,
     json_t *sum, ngx_str_t *in);
 static ngx_int_t ngx_http_veto_sandbox_summary_env(json_t *sum, json_t *env,
     ngx_uint_t dropped);
+static ngx_int_t ngx_http_veto_sandbox_summary_network(json_t *sum,
+    json_t *hosts, json_t *ask, size_t max);
 
 
 /* the bytes c takes in a JSON string */
@@ -222,6 +228,7 @@ ngx_http_veto_sandbox_summary(ngx_pool_t *pool,
     ngx_http_veto_sandbox_summary_in_t *in, ngx_str_t *out)
 {
     char        *text;
+    size_t       size;
     json_t      *sum, *req, *v, *lim, *e;
     ngx_int_t    rc;
     const char  *key;
@@ -338,6 +345,25 @@ ngx_http_veto_sandbox_summary(ngx_pool_t *pool,
                                    json_string(in->irreversible)) != 0))
     {
         goto done;
+    }
+
+    /* the hosts granted come last: they get what the rest leaves, at
+     * most NGX_HTTP_VSB_SUMMARY_HOSTS_MAX */
+    if (in->hosts) {
+        json_object_del(sum, "network");
+
+        size = json_dumpb(sum, NULL, 0, JSON_COMPACT | JSON_SORT_KEYS);
+        size = size < NGX_HTTP_VSB_SUMMARY_MAX
+               ? NGX_HTTP_VSB_SUMMARY_MAX - size : 0;
+
+        if (ngx_http_veto_sandbox_summary_network(sum, in->hosts,
+                                    in->hosts_ask,
+                                    ngx_min(size,
+                                            NGX_HTTP_VSB_SUMMARY_HOSTS_MAX))
+            != NGX_OK)
+        {
+            goto done;
+        }
     }
 
     text = json_dumps(sum, JSON_COMPACT | JSON_SORT_KEYS);
@@ -541,6 +567,118 @@ ngx_http_veto_sandbox_summary_env(json_t *sum, json_t *env,
             || json_object_set_new(sum, "env_count",
                                    json_integer(json_object_size(env)
                                                 + dropped))
+               != 0))
+    {
+        return NGX_ERROR;
+    }
+
+    return NGX_OK;
+}
+
+
+json_t *
+ngx_http_veto_sandbox_summary_hosts(json_t *list, size_t max,
+    ngx_uint_t *cut)
+{
+    size_t   i, used, cost;
+    json_t  *kept, *e;
+
+    kept = json_array();
+    if (kept == NULL) {
+        return NULL;
+    }
+
+    used = 2;
+
+    json_array_foreach(list, i, e) {
+        if (!json_is_string(e)) {
+            break;
+        }
+
+        /* an entry costs its quotes and a comma: never half a host */
+        cost = ngx_http_veto_sandbox_json_size(json_string_value(e),
+                                               json_string_length(e))
+               + (i ? 1 : 0);
+
+        if (used + cost > max) {
+            break;
+        }
+
+        if (json_array_append(kept, e) != 0) {
+            json_decref(kept);
+            return NULL;
+        }
+
+        used += cost;
+    }
+
+    if (json_array_size(kept) < json_array_size(list)) {
+        *cut = 1;
+    }
+
+    return kept;
+}
+
+
+/*
+ * network: {"mode": "allowlist", "hosts": [...], "needs_approval":
+ * [...]} within max bytes.  needs_approval (what the human grants) is
+ * kept first, hosts get the rest but never less than a quarter when they
+ * need it (reviewer interfaces and webhooks list "hosts": a cut summary
+ * must not show none); a cut list is counted.
+ */
+static ngx_int_t
+ngx_http_veto_sandbox_summary_network(json_t *sum, json_t *hosts,
+    json_t *ask, size_t max)
+{
+    size_t      left, used, share;
+    json_t     *net, *h, *a;
+    ngx_uint_t  hcut, acut;
+
+    net = json_object();
+    if (net == NULL || json_object_set_new(sum, "network", net) != 0) {
+        return NGX_ERROR;
+    }
+
+    left = max > NGX_HTTP_VSB_SUMMARY_NET_FRAME
+           ? max - NGX_HTTP_VSB_SUMMARY_NET_FRAME : 0;
+    acut = 0;
+    hcut = 0;
+
+    share = ngx_min(json_dumpb(hosts, NULL, 0, JSON_COMPACT), left / 4);
+
+    a = ngx_http_veto_sandbox_summary_hosts(ask, left - share, &acut);
+    if (a == NULL
+        || json_object_set_new(net, "needs_approval", a) != 0)
+    {
+        return NGX_ERROR;
+    }
+
+    used = json_dumpb(a, NULL, 0, JSON_COMPACT);
+    left = left > used ? left - used : 0;
+
+    h = ngx_http_veto_sandbox_summary_hosts(hosts, left, &hcut);
+    if (h == NULL
+        || json_object_set_new(net, "hosts", h) != 0
+        || json_object_set_new(net, "mode", json_string("allowlist")) != 0)
+    {
+        return NGX_ERROR;
+    }
+
+    if (hcut
+        && (json_object_set_new(net, "hosts_truncated", json_true()) != 0
+            || json_object_set_new(net, "hosts_count",
+                                   json_integer(json_array_size(hosts)))
+               != 0))
+    {
+        return NGX_ERROR;
+    }
+
+    if (acut
+        && (json_object_set_new(net, "needs_approval_truncated", json_true())
+            != 0
+            || json_object_set_new(net, "needs_approval_count",
+                                   json_integer(json_array_size(ask)))
                != 0))
     {
         return NGX_ERROR;

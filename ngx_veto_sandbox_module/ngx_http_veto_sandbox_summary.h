@@ -26,6 +26,9 @@
 #define NGX_HTTP_VSB_SUMMARY_ARGV_MAX    4096    /* the argv kept */
 #define NGX_HTTP_VSB_SUMMARY_STDIN_MAX   4096    /* stdin's head */
 #define NGX_HTTP_VSB_SUMMARY_ENV_MAX     3072    /* an env view */
+#define NGX_HTTP_VSB_SUMMARY_HOSTS_MAX   4096    /* the hosts granted, at
+                                                    most: less when the
+                                                    rest leaves less */
 #define NGX_HTTP_VSB_SUMMARY_MAX         16384   /* the whole summary */
 
 
@@ -40,6 +43,8 @@ typedef struct {
     ngx_str_t   *sandbox;       /* the sandbox the request names */
     json_t      *env;           /* an env view (below), instead of req's */
     ngx_uint_t   env_dropped;   /* names the view could not hold */
+    json_t      *hosts;         /* entries a create or a PATCH grants */
+    json_t      *hosts_ask;     /* those of them a human must grant */
     const char  *irreversible;  /* why it cannot be undone, or NULL */
 } ngx_http_veto_sandbox_summary_in_t;
 
@@ -52,10 +57,24 @@ typedef struct {
  * the env view as env (name -> value or null) and env_names, and when
  * names were dropped env_truncated and env_count; an exec's
  * stdin as stdin_bytes and its head; a file as path, size, sha256;
- * irreversible and irreversible_reason.  Nothing else (metadata) is kept.
+ * the hosts granted as network: {"mode": "allowlist", "hosts": [...],
+ * "needs_approval": [...]} (below); irreversible and
+ * irreversible_reason.  Nothing else (metadata) is kept.
  */
 ngx_int_t ngx_http_veto_sandbox_summary(ngx_pool_t *pool,
     ngx_http_veto_sandbox_summary_in_t *in, ngx_str_t *out);
+
+/*
+ * Whole entries of list (strings; host names the egress parser took, so
+ * shown as they are: a reviewer grants exactly what is listed) in order
+ * while their JSON fits in max bytes; *cut set when any was left out.
+ * A new array, or NULL on failure.  The network summary keeps
+ * needs_approval first, then hosts with what is left (at least a quarter
+ * when they need it), and says of a cut list <name>_truncated and
+ * <name>_count.
+ */
+json_t *ngx_http_veto_sandbox_summary_hosts(json_t *list, size_t max,
+    ngx_uint_t *cut);
 
 /*
  * The environment a reviewer sees: base (an earlier view: the sandbox's,

@@ -9,13 +9,16 @@
  * builders answer goes to a stand-in for the module's responses (a
  * refusal is recorded, not sent); what they build is checked against
  * the policy: a request that would reach the helper names its op, the
- * caller from the token, a limit within its ceiling, a relative path.
+ * caller from the token, a limit within its ceiling, a relative path;
+ * and what a reviewer would see of it (its summary) is within its byte
+ * bound, listing the hosts it grants as they are, a cut list counted.
  * Anything else aborts, and libFuzzer reports it.  nginx's core calls
  * come from t/unit/ngx_core_stub.c.
  */
 
 #include "ngx_http_veto_sandbox_module.h"
 #include "ngx_http_veto_sandbox_network.h"
+#include "ngx_http_veto_sandbox_summary.h"
 
 #include <sys/mman.h>
 
@@ -230,6 +233,97 @@ fuzz_policy(const uint8_t *data, size_t size)
 }
 
 
+/* a prefix of list, element for element */
+static ngx_uint_t
+prefix_of(json_t *kept, json_t *list)
+{
+    size_t   i;
+    json_t  *e;
+
+    if (!json_is_array(kept) || json_array_size(kept) > json_array_size(list))
+    {
+        return 0;
+    }
+
+    json_array_foreach(kept, i, e) {
+        if (!json_equal(e, json_array_get(list, i))) {
+            return 0;
+        }
+    }
+
+    return 1;
+}
+
+
+/* The summary a reviewer would get (as the gate builds it): within
+ * NGX_HTTP_VSB_SUMMARY_MAX; the hosts granted listed as they are, whole
+ * entries, those a human grants first, a cut list counted; egress marked
+ * irreversible. */
+static void
+check_summary(ngx_http_veto_sandbox_ctx_t *ctx, ngx_uint_t mode,
+    ngx_pool_t *pool)
+{
+    json_t                              *j, *net, *v;
+    ngx_str_t                            in, out;
+    ngx_uint_t                           dropped;
+    ngx_http_veto_sandbox_summary_in_t   sum;
+
+#define must(cond)  do { if (!(cond)) abort(); } while (0)
+
+    ngx_memzero(&sum, sizeof(sum));
+    sum.action = ops[mode].name;
+    sum.req = ctx->req;
+    sum.size = -1;
+    sum.sandbox = &ctx->sandbox;
+    sum.path = &ctx->path;
+
+    if (ctx->payload) {
+        in.data = ctx->payload->buf->pos;
+        in.len = ctx->payload->buf->last - ctx->payload->buf->pos;
+        sum.in = &in;
+    }
+
+    dropped = 0;
+    sum.env = ngx_http_veto_sandbox_env_view_of(pool, ctx, NULL,
+                                       json_object_get(ctx->req, "env"),
+                                       &dropped);
+    must(sum.env != NULL);
+    sum.env_dropped = dropped;
+    sum.hosts = ctx->net_hosts;
+    sum.hosts_ask = ctx->net_ask;
+    sum.irreversible = ngx_http_veto_sandbox_policy_irreversible(ctx->rule,
+                           ops[mode].approval,
+                           json_object_get(ctx->req, "argv"),
+                           ctx->net_hosts ? "allowlist" : NULL);
+
+    must(ngx_http_veto_sandbox_summary(pool, &sum, &out) == NGX_OK);
+    must(out.len <= NGX_HTTP_VSB_SUMMARY_MAX);
+
+    j = json_loadb((char *) out.data, out.len, 0, NULL);
+    must(json_is_object(j));
+
+    if (ctx->net_hosts != NULL) {
+        net = json_object_get(j, "network");
+        must(json_is_true(json_object_get(j, "irreversible")));
+        must(prefix_of(json_object_get(net, "hosts"), ctx->net_hosts));
+        must(prefix_of(json_object_get(net, "needs_approval"),
+                       ctx->net_ask));
+
+        v = json_object_get(net, "hosts_count");
+        must(json_array_size(json_object_get(net, "hosts"))
+             == json_array_size(ctx->net_hosts)
+             ? v == NULL
+             : json_integer_value(v)
+               == (json_int_t) json_array_size(ctx->net_hosts));
+    }
+
+    json_decref(j);
+    json_decref(sum.env);
+
+#undef must
+}
+
+
 static void
 check_built(ngx_http_veto_sandbox_ctx_t *ctx, ngx_uint_t mode,
     ngx_pool_t *pool)
@@ -312,6 +406,8 @@ check_built(ngx_http_veto_sandbox_ctx_t *ctx, ngx_uint_t mode,
              && strlen(json_string_value(v)) == json_string_length(v));
         break;
     }
+
+    check_summary(ctx, mode, pool);
 
     /* hosts granted: within the policy's allowlist, or flagged for a
      * human (the gate asks one when net_ask is set) */

@@ -3,8 +3,8 @@
  * "nginx -t" refuses, naming the entry; how agents inherit and stay
  * within their tenant; which requested entries are allowed, askable or
  * refused (wildcards strictly below their suffix, ports 80 and 443 when
- * none is named); what an approval summary shows; and the byte bound of
- * an exec's attempts in its audit record.
+ * none is named); and the byte bound of an exec's attempts in its audit
+ * record (what an approval shows of the hosts: test_module_summary.c).
  */
 
 #include "ngx_http_veto_sandbox_module.h"
@@ -412,55 +412,6 @@ test_refusals(void **state)
 
 
 static void
-test_summary(void **state)
-{
-    json_t     *j, *hosts, *ask;
-    ngx_str_t   s;
-
-    ngx_str_set(&s, "{\"action\":\"sandbox.create\",\"network\":"
-                    "{\"allow\":[\"x\"],\"ask\":[\"y\"]},\"ttl_s\":60}");
-
-    hosts = json_pack("[s, s]", "a.example.test", "askme.test");
-    ask = json_pack("[s]", "askme.test");
-
-    assert_int_equal(ngx_http_veto_sandbox_network_summary(pool, hosts, ask,
-                                                           &s),
-                     NGX_OK);
-
-    j = json_loadb((char *) s.data, s.len, 0, NULL);
-    assert_non_null(j);
-    assert_int_equal(json_integer_value(json_object_get(j, "ttl_s")), 60);
-    assert_true(json_equal(json_object_get(json_object_get(j, "network"),
-                                           "hosts"), hosts));
-    assert_true(json_equal(json_object_get(json_object_get(j, "network"),
-                                           "needs_approval"), ask));
-    assert_null(json_object_get(json_object_get(j, "network"), "ask"));
-    assert_string_equal(json_string_value(json_object_get(
-                            json_object_get(j, "network"), "mode")),
-                        "allowlist");
-    json_decref(j);
-
-    /* no askable host (the policy asks a human for any network) */
-    assert_int_equal(ngx_http_veto_sandbox_network_summary(pool, hosts, NULL,
-                                                           &s),
-                     NGX_OK);
-    j = json_loadb((char *) s.data, s.len, 0, NULL);
-    assert_int_equal(json_array_size(json_object_get(
-                         json_object_get(j, "network"), "needs_approval")),
-                     0);
-    json_decref(j);
-
-    ngx_str_set(&s, "[1]");
-    assert_int_equal(ngx_http_veto_sandbox_network_summary(pool, hosts, ask,
-                                                           &s),
-                     NGX_ERROR);
-
-    json_decref(hosts);
-    json_decref(ask);
-}
-
-
-static void
 test_record_bound(void **state)
 {
     char     host[64];
@@ -524,7 +475,6 @@ main(void)
         cmocka_unit_test_setup_teardown(test_classify, setup, teardown),
         cmocka_unit_test_setup_teardown(test_classify_many, setup, teardown),
         cmocka_unit_test_setup_teardown(test_refusals, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_summary, setup, teardown),
         cmocka_unit_test_setup_teardown(test_record_bound, setup, teardown),
     };
 

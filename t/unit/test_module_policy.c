@@ -389,9 +389,21 @@ test_env_and_irreversible(void **state)
     assert_non_null(ngx_http_veto_sandbox_policy_irreversible(o,
                                 NGX_HTTP_VSB_ACT_READ, NULL, NULL));
     assert_non_null(ngx_http_veto_sandbox_policy_irreversible(o,
-                                NGX_HTTP_VSB_ACT_CREATE, NULL, "allow"));
+                                NGX_HTTP_VSB_ACT_CREATE, NULL, "allowlist"));
     assert_null(ngx_http_veto_sandbox_policy_irreversible(o,
                                 NGX_HTTP_VSB_ACT_CREATE, NULL, "none"));
+    assert_null(ngx_http_veto_sandbox_policy_irreversible(o,
+                                NGX_HTTP_VSB_ACT_CREATE, NULL, NULL));
+    /* hosts added by a PATCH: egress too */
+    assert_string_equal(ngx_http_veto_sandbox_policy_irreversible(o,
+                                NGX_HTTP_VSB_ACT_UPDATE, NULL, "allowlist"),
+                        ngx_http_veto_sandbox_policy_irreversible(o,
+                                NGX_HTTP_VSB_ACT_CREATE, NULL, "allowlist"));
+    assert_non_null(strstr(ngx_http_veto_sandbox_policy_irreversible(o,
+                                NGX_HTTP_VSB_ACT_UPDATE, NULL, "allowlist"),
+                           "network egress"));
+    assert_null(ngx_http_veto_sandbox_policy_irreversible(o,
+                                NGX_HTTP_VSB_ACT_UPDATE, NULL, NULL));
     assert_non_null(ngx_http_veto_sandbox_policy_irreversible(r,
                                 NGX_HTTP_VSB_ACT_DELETE, NULL, NULL));
     assert_null(ngx_http_veto_sandbox_policy_irreversible(o,

@@ -4,7 +4,7 @@
  * run something stays visible; env values appear only for the names
  * that change what runs; and nothing an agent sends makes a summary
  * larger than NGX_HTTP_VSB_SUMMARY_MAX, while argv_bytes and argv_sha256
- * still pin the whole argv.
+ * still pin the whole argv, and a cut list of hosts is counted.
  */
 
 #include <ngx_config.h>
@@ -78,6 +78,8 @@ typedef struct {
     const char   *sandbox;
     json_t       *env;          /* a view */
     ngx_uint_t    dropped;
+    json_t       *hosts;
+    json_t       *ask;
     const char   *irreversible;
 } sum_t;
 
@@ -126,6 +128,8 @@ summary_of(sum_t *t, size_t *len)
 
     in.env = t->env;
     in.env_dropped = t->dropped;
+    in.hosts = t->hosts;
+    in.hosts_ask = t->ask;
     in.irreversible = t->irreversible;
 
     assert_int_equal(ngx_http_veto_sandbox_summary(pool, &in, &out), NGX_OK);
@@ -397,6 +401,151 @@ test_summary_argv_bounds(void **state)
 }
 
 
+/* n entries "hNNN.aaa….test" of len bytes each (len >= 16) */
+static json_t *
+hosts_of(size_t n, size_t len)
+{
+    char     h[512];
+    size_t   i;
+    json_t  *a;
+
+    assert_true(len >= 16 && len < sizeof(h));
+
+    a = json_array();
+    assert_non_null(a);
+
+    for (i = 0; i < n; i++) {
+        snprintf(h, sizeof(h), "h%03zu.", i);
+        memset(h + 5, 'a', len - 10);
+        memcpy(h + len - 5, ".test", 6);
+        assert_int_equal(strlen(h), len);
+        json_array_append_new(a, json_string(h));
+    }
+
+    return a;
+}
+
+
+/* the hosts a create or a PATCH grants: listed as they are, those a
+ * human grants first, whole entries within the bound, a cut counted */
+static void
+test_summary_network(void **state)
+{
+    size_t      i, len;
+    json_t     *j, *net, *kept, *hosts, *ask, *e;
+    ngx_uint_t  cut;
+    sum_t       t = { 0 };
+
+    t.action = "sandbox.create";
+    t.req = "{\"network\": {\"allow\": [\"a.example.test\", \"askme.test\"],"
+            " \"ask\": [\"askme.test\"]}, \"ttl_s\": 60}";
+    t.size = -1;
+    t.hosts = json_pack("[s, s]", "a.example.test", "askme.test");
+    t.ask = json_pack("[s]", "askme.test");
+    t.irreversible = "network egress: it cannot be recalled";
+
+    j = summary_of(&t, NULL);
+    net = get(j, "network");
+    assert_string_equal(str(net, "mode"), "allowlist");
+    assert_true(json_equal(get(net, "hosts"), t.hosts));
+    assert_true(json_equal(get(net, "needs_approval"), t.ask));
+    assert_null(get(net, "ask"));
+    assert_null(get(net, "allow"));
+    assert_null(get(net, "hosts_truncated"));
+    assert_null(get(net, "needs_approval_truncated"));
+    assert_int_equal(json_integer_value(get(j, "ttl_s")), 60);
+    assert_true(json_is_true(get(j, "irreversible")));
+    assert_string_equal(str(j, "irreversible_reason"),
+                        "network egress: it cannot be recalled");
+    json_decref(j);
+    json_decref(t.ask);
+
+    /* nothing beyond the allowlist (the policy asks for any network) */
+    t.ask = NULL;
+    j = summary_of(&t, NULL);
+    assert_int_equal(json_array_size(get(get(j, "network"),
+                                         "needs_approval")), 0);
+    assert_true(json_equal(get(get(j, "network"), "hosts"), t.hosts));
+    json_decref(j);
+    json_decref(t.hosts);
+
+    /* a PATCH: the sandbox, and "network" is the hosts, not a mode */
+    t.action = "sandbox.update";
+    t.req = "{\"add\": [\"askme.test\"], \"network\": \"none\"}";
+    t.sandbox = "sb-0123456789abcdef01234567";
+    t.hosts = json_pack("[s]", "askme.test");
+    t.ask = t.hosts;
+    j = summary_of(&t, NULL);
+    assert_string_equal(str(j, "sandbox"), "sb-0123456789abcdef01234567");
+    assert_true(json_equal(get(get(j, "network"), "hosts"), t.hosts));
+    assert_null(get(j, "add"));
+    json_decref(j);
+    json_decref(t.hosts);
+
+    /* 256 entries of 32 bytes (the helper's 8 KiB), all askable: the
+     * ones a human grants first, whole, within the bound; counted */
+    hosts = hosts_of(256, 32);
+    ask = hosts_of(256, 32);
+    t.hosts = hosts;
+    t.ask = ask;
+    j = summary_of(&t, &len);
+    net = get(j, "network");
+    assert_true(json_dumpb(net, NULL, 0, JSON_COMPACT)
+                <= NGX_HTTP_VSB_SUMMARY_HOSTS_MAX);
+    assert_true(json_is_true(get(net, "needs_approval_truncated")));
+    assert_int_equal(json_integer_value(get(net, "needs_approval_count")),
+                     256);
+    assert_true(json_is_true(get(net, "hosts_truncated")));
+    assert_int_equal(json_integer_value(get(net, "hosts_count")), 256);
+
+    /* hosts keep their share: an interface listing them shows some */
+    kept = get(net, "hosts");
+    assert_true(json_array_size(kept) >= 20);
+    json_array_foreach(kept, i, e) {
+        assert_true(json_equal(e, json_array_get(hosts, i)));
+    }
+
+    kept = get(net, "needs_approval");
+    assert_true(json_array_size(kept) > 64);
+    assert_true(json_array_size(kept) < 256);
+    json_array_foreach(kept, i, e) {
+        assert_true(json_equal(e, json_array_get(ask, i)));
+    }
+    assert_true(len <= NGX_HTTP_VSB_SUMMARY_MAX);
+    json_decref(j);
+
+    /* a few askable among many: all of those, the rest of hosts cut */
+    json_decref(ask);
+    ask = json_pack("[s, s]", json_string_value(json_array_get(hosts, 7)),
+                    json_string_value(json_array_get(hosts, 200)));
+    t.ask = ask;
+    j = summary_of(&t, NULL);
+    net = get(j, "network");
+    assert_true(json_equal(get(net, "needs_approval"), ask));
+    assert_null(get(net, "needs_approval_truncated"));
+    assert_true(json_is_true(get(net, "hosts_truncated")));
+    assert_true(json_array_size(get(net, "hosts")) > 64);
+    json_decref(j);
+
+    json_decref(ask);
+    json_decref(hosts);
+
+    /* the list on its own: never half an entry */
+    hosts = json_pack("[s, s, s]", "a.test", "bb.test", "ccc.test");
+    cut = 0;
+    kept = ngx_http_veto_sandbox_summary_hosts(hosts, 2 + 8 + 1 + 9, &cut);
+    assert_int_equal(json_array_size(kept), 2);
+    assert_true(cut);
+    json_decref(kept);
+    cut = 0;
+    kept = ngx_http_veto_sandbox_summary_hosts(hosts, 64, &cut);
+    assert_true(json_equal(kept, hosts));
+    assert_false(cut);
+    json_decref(kept);
+    json_decref(hosts);
+}
+
+
 /* everything an agent controls at its worst: still within the bound */
 static void
 test_summary_worst(void **state)
@@ -451,6 +600,20 @@ test_summary_worst(void **state)
     assert_true(json_is_true(get(j, "stdin_truncated")));
     assert_true(json_is_true(get(j, "env_truncated")));
     assert_int_equal(json_integer_value(get(j, "env_count")), 256);
+    json_decref(j);
+
+    /* and the most hosts a request may grant on top (no request has
+     * both, the bound holds anyway): they get what is left, counted */
+    t.hosts = hosts_of(256, 28);
+    t.ask = t.hosts;
+    j = summary_of(&t, &len);
+    assert_true(len <= NGX_HTTP_VSB_SUMMARY_MAX);
+    assert_true(json_is_true(get(get(j, "network"), "hosts_truncated")));
+    assert_int_equal(json_integer_value(get(get(j, "network"), "hosts_count")),
+                     256);
+    assert_int_equal(json_integer_value(get(get(j, "network"),
+                                            "needs_approval_count")), 256);
+    json_decref(t.hosts);
 
     json_decref(j);
     json_decref(t.env);
@@ -543,6 +706,8 @@ main(void)
         cmocka_unit_test_setup_teardown(test_summary_stdin, setup, teardown),
         cmocka_unit_test_setup_teardown(test_summary_file, setup, teardown),
         cmocka_unit_test_setup_teardown(test_summary_argv_bounds, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_summary_network, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_summary_worst, setup, teardown),
         cmocka_unit_test_setup_teardown(test_env_view, setup, teardown),

@@ -13,9 +13,15 @@
 #           "*.example.test" matches a.example.test, not
 #           evil-example.test or example.test.evil
 #   askable: 202, a reviewer approves, the repeat creates the sandbox,
-#           the host works there and only there
-#   PATCH:  an allowed host at once, an askable one after approval, a
+#           the host works there and only there; the summary lists the
+#           hosts and is marked irreversible (network egress), and many
+#           hosts are cut to its byte bound with their count
+#   PATCH:  an allowed host at once, an askable one after approval (its
+#           summary names the sandbox and shows its env, which the
+#           approval binds; an unknown sandbox gets no approval), a
 #           forbidden one 422, ttl_s refused by name, scope checked
+#   records: an exec's attempts in its audit record within the entry's
+#           byte bound, the rest counted, a large request and all
 #   the proxy stuck: 503 with Retry-After saying egress is restarting;
 #   /v1/health reports egress.
 use strict;
@@ -53,6 +59,11 @@ my $policy = {
         },
         globex => {
             ceilings => { memory_mb => 512, timeout_s => 60 },
+        },
+        # many askable hosts: what a reviewer's summary can hold of them
+        initech => {
+            ceilings => { memory_mb => 512, timeout_s => 60 },
+            network => { ask => ['*.askable.test'] },
         },
     },
 };
@@ -113,6 +124,10 @@ my $globex = $n->token(sub => 'agent-9', tenant => 'globex', scope =>
     'sandbox:create sandbox:exec sandbox:network');
 my $rev = $n->token(sub => 'human-1', scope => 'approvals:review');
 my $auditor = $n->token(sub => 'auditor-1', scope => 'audit:read');
+my $initech = $n->token(sub => 'agent-7', tenant => 'initech', scope =>
+    'sandbox:create sandbox:exec sandbox:network');
+my $irev = $n->token(sub => 'human-7', tenant => 'initech',
+                     scope => 'approvals:review');
 
 my ($st, $h, $b, $j);
 
@@ -338,6 +353,11 @@ is_deeply($j->{summary}{network}, { mode => 'allowlist',
                                     hosts => ['registry.example.test', 'askme.test'],
                                     needs_approval => ['askme.test'] },
           'the summary lists the hosts and those needing approval');
+ok(JSON::PP::is_bool($j->{summary}{irreversible}) && $j->{summary}{irreversible},
+   'the summary marks egress irreversible') or diag $b;
+like($j->{summary}{irreversible_reason} // '',
+     qr/^network egress: what the sandbox sends out cannot be recalled$/,
+     '... with the reason a reviewer reads');
 
 ($st, $h, $b, $j) = create($agent, $askbody, { 'Veto-Approval' => $apr });
 is($st, 403, 'the repeat before a decision: 403');
@@ -345,6 +365,10 @@ is($st, 403, 'the repeat before a decision: 403');
 ($st, $h, $b, $j) = $n->request(GET => "/v1/approvals/$apr", $rev);
 is_deeply($j->{summary}{network}{needs_approval}, ['askme.test'],
           'the reviewer reads the hosts');
+is_deeply($j->{summary}{network}{hosts}, ['registry.example.test', 'askme.test'],
+          '... all of them');
+ok($j->{summary}{irreversible} && $j->{summary}{irreversible_reason},
+   '... marked irreversible in the record');
 ($st, $h, $b, $j) = $n->request(POST => "/v1/approvals/$apr/approve", $rev,
                                 { reason => 'the registry mirror' });
 is($st, 200, 'a reviewer approves') or diag $b;
@@ -365,8 +389,9 @@ like($o, qr/askable: .*network allow "askme.test:80"/, '... and told it may ask'
 is($st, 403, 'the approval is used once');
 
 # ---- PATCH: add hosts to a live sandbox ------------------------------------
-($st, $h, $b, $j) = create($agent, { network => { allow => ['registry.example.test'] } });
-is($st, 201, 'a sandbox with one host') or diag $b;
+($st, $h, $b, $j) = create($agent, { network => { allow => ['registry.example.test'] },
+                                env => { GIT_DIR => '/workspace/.g', LANG => 'C.UTF-8' } });
+is($st, 201, 'a sandbox with one host (and an env)') or diag $b;
 my $sb3 = $j->{id};
 ($x, $o) = sh($sb3, 'curl -sS http://a.example.test/before');
 like($o, qr/a.example.test:80 is not allowed/, 'before PATCH: a.example.test refused');
@@ -386,6 +411,14 @@ is($st, 202, 'PATCH adding an askable host: 202') or diag $b;
 $apr = $j->{approval_id};
 is($j->{action}, 'sandbox.update', '... for sandbox.update');
 is_deeply($j->{summary}{network}{needs_approval}, ['askme.test'], '... naming the host');
+is_deeply($j->{summary}{network}{hosts}, ['askme.test'], '... listing the hosts added');
+is($j->{summary}{sandbox}, $sb3, '... naming the sandbox');
+ok($j->{summary}{irreversible}, '... marked irreversible');
+like($j->{summary}{irreversible_reason} // '', qr/^network egress: /, '... network egress');
+is_deeply($j->{summary}{env}, { GIT_DIR => '/workspace/.g', LANG => undef },
+          '... the sandbox\'s env (a dangerous name\'s value, null for the others)')
+    or diag explain $j->{summary};
+is_deeply([sort @{ $j->{summary}{env_names} // [] }], ['GIT_DIR', 'LANG'], '... its names');
 ($x, $o) = sh($sb3, 'curl -sS http://askme.test/pending');
 like($o, qr/askme.test:80 is not allowed/, 'nothing applied while pending');
 ($st) = $n->request(POST => "/v1/approvals/$apr/approve", $rev, {});
@@ -398,6 +431,18 @@ like($o, qr{registry-ok http askme.test /patched}, 'the approved host works');
 ($st) = $n->request(PATCH => "/v1/sandboxes/$sb1", $agent, $patch,
                     { 'Veto-Approval' => $apr });
 is($st, 403, 'the approval does not carry over to another sandbox');
+
+# an askable PATCH binds its sandbox's record: none, no approval made
+my $ghost = 'sb-' . ('0' x 24);
+for my $c ([ $ghost, 'an unknown sandbox' ], [ $gsb, 'another tenant\'s sandbox' ]) {
+    ($st, $h, $b, $j) = $n->request(PATCH => "/v1/sandboxes/$c->[0]", $agent, $patch);
+    is($st, 409, "askable PATCH of $c->[1]: 409") or diag $b;
+    is($j->{type}, 'urn:veto-sandbox:problem:sandbox_env_unknown', '... sandbox_env_unknown');
+    ok(!$j->{approval_id} && !$h->{location}, '... and no approval is made');
+}
+($st) = $n->request(PATCH => "/v1/sandboxes/$ghost", $agent,
+                    { network => { add => ['a.example.test'] } });
+is($st, 404, 'an allowed host needs no human: the helper\'s 404 for an unknown sandbox');
 
 ($st, $h, $b, $j) = $n->request(PATCH => "/v1/sandboxes/$sb3", $agent,
                                 { network => { add => ['evil.test'] } });
@@ -442,6 +487,72 @@ like($j->{detail} // '', qr/"none"/, '... saying why') or diag $b;
 my @upd = grep { ($_->{outcome} // '') eq 'network_updated' } @{ $j->{records} // [] };
 is(scalar @upd, 2, 'two network_updated records') or diag $b;
 ok((grep { ($_->{approval} // '') eq $apr } @upd), '... one with its approval');
+
+# ---- many hosts: the summary keeps its byte bound, the cut counted ---------
+{
+    my @many = map { sprintf('h%03d-%s.askable.test', $_, 'q' x 16) } 0 .. 199;
+    ($st, $h, $b, $j) = create($initech, { network => { allow => \@many } });
+    is($st, 202, '200 askable hosts: 202') or diag $b;
+    my $id = $j->{approval_id};
+    ($st, $h, $b, $j) = $n->request(GET => "/v1/approvals/$id", $irev);
+    is($st, 200, 'the reviewer reads it') or diag $b;
+    my $net = $j->{summary}{network} // {};
+    my $text = JSON::PP->new->canonical->encode($j->{summary});
+    ok(length($text) <= 16384, 'the summary stays within 16 KiB (' . length($text) . ')');
+    ok(length(JSON::PP->new->encode($net)) <= 4096, '... its hosts within 4 KiB');
+    ok($net->{needs_approval_truncated}, 'needs_approval is cut') or diag explain $net;
+    is($net->{needs_approval_count}, 200, '... and says how many there are');
+    ok($net->{hosts_truncated}, 'hosts is cut');
+    is($net->{hosts_count}, 200, '... with their count');
+    my $hk = $net->{hosts} // [];
+    ok(@$hk >= 20, 'hosts keeps its share (' . scalar(@$hk) . '): whoever lists them shows some');
+    is_deeply($hk, [ @many[0 .. $#$hk] ], '... in order');
+    my $kept = $net->{needs_approval} // [];
+    ok(@$kept > 50, 'whole entries, as many as fit (' . scalar(@$kept) . ')');
+    is_deeply($kept, [ @many[0 .. $#$kept] ], '... in order, as requested');
+    ok($j->{summary}{irreversible}, '... and marked irreversible');
+}
+
+# ---- an exec's attempts in its audit record: within the entry's bound ------
+{
+    my $pad = 'p' x 1000;
+    my $script = join("\n", 'import urllib.request',
+        'for i in range(80):',
+        '    try: urllib.request.urlopen("http://n%d.notallowed.test/" % i)',
+        '    except Exception: pass', 'print("done")');
+    ($st, $h, $b, $j) = $n->request(POST => "/v1/sandboxes/$sb1/exec", $agent, {
+        argv => ['python3', '-c', $script, ($pad) x 4],
+        env => { map { ("GIT_PAD$_" => $pad) } 1 .. 3 },
+        stdin => ('s' x 8192), timeout_s => 40 });
+    is($st, 200, 'an exec with a large request making 80 refused attempts') or diag $b;
+    is($j->{stdout}, "done\n", '... ran');
+    my $n_att = scalar @{ $j->{network}{attempts} // [] };
+    ok($n_att + ($j->{network}{dropped} // 0) >= 80, "... its result counts them ($n_att kept)");
+    my $big;
+    for (1 .. 50) {
+        my ($s2, $h2, $b2, $j2) = $n->request(GET => "/v1/audit?sandbox=$sb1&limit=20", $auditor);
+        ($big) = grep { ($_->{outcome} // '') eq 'exec_finished'
+                        && ($_->{detail}{request}{stdin_bytes} // 0) == 8192 }
+                 @{ $j2->{records} // [] };
+        last if $big;
+        sleep 0.1;
+    }
+    ok($big, 'its audit record is there, the request kept (stdin_bytes)') or diag $b;
+    my $d = $big ? $big->{detail} : {};
+    ok(!$d->{dropped}, '... the detail whole, not replaced by a note');
+    ok(ref $d->{network}{attempts} eq 'ARRAY' && @{ $d->{network}{attempts} },
+       '... with attempts') or diag explain $d->{network};
+    ok(length(JSON::PP->new->encode($d->{network}{attempts} // [])) <= 4096,
+       '... within 4 KiB');
+    is(scalar(@{ $d->{network}{attempts} // [] }) + ($d->{network}{dropped} // 0),
+       $n_att + ($j->{network}{dropped} // 0), '... the rest counted as dropped');
+    my $entry = 0;
+    for my $k (grep { $_ ne 'id' } keys %{ $big // {} }) {
+        my $v = $big->{$k};
+        $entry += length($k) + length(ref $v ? JSON::PP->new->encode($v) : $v);
+    }
+    ok($entry <= 20 * 1024, "the entry is within 20 KiB ($entry bytes)");
+}
 
 # ---- the proxy stuck: 503, Retry-After, egress restarting ------------------
 my ($ppid) = $n->helper->log_text =~ /.*started the egress proxy .* \(pid (\d+)\)/s;

@@ -85,6 +85,8 @@ my $policy = {
             ceilings => { memory_mb => 512, timeout_s => 30, ttl_s => 3600 },
             approvals => { exec_argv => ['sh -c *', 'git push*'],
                            export => JSON::PP::true, ttl_s => 900 },
+            # hosts a human may add to a sandbox: a long list of them
+            network => { ask => ['*.askable.test'] },
             agents => {
                 # approvals that expire while the reviewer looks at them
                 'agent-fast' => { approvals => { exec_argv => ['sh -c *'],
@@ -210,6 +212,17 @@ my $hist_no = ask($tok{agent}, $sb, { argv => ['git', 'push', '--force'] });
                     { reason => 'not on Fridays' });
 is($st, 200, 'history: denied');
 
+# A real request granting more hosts than a summary holds: the gateway
+# keeps those a human grants first and counts them all.
+my @many = map { sprintf('h%03d-%s.askable.test', $_, 'q' x 16) } 0 .. 199;
+my $sb_net = create_sb($tok{agent});
+($st, $h, $b, $j) = $n->request(PATCH => "/v1/sandboxes/$sb_net",
+    $n->token(sub => 'agent-1', scope => 'sandbox:network', exp => time + 3600),
+    { network => { add => \@many } });
+is($st, 202, '200 askable hosts added to a sandbox: 202') or diag $b;
+my $cut_hosts = $j->{approval_id};
+ok($j->{summary}{network}{hosts_truncated}, '... its summary cuts them');
+
 # Records in the module's own format, written with its own create script
 # (read out of the C source), for summary fields the module does not
 # produce yet: the sandbox id, env values, network hosts, argv
@@ -307,6 +320,8 @@ my $fixture = {
     sandbox2 => $sb2,
     xss_agent => $xss_agent,
     rich => $rich,
+    cut_hosts => $cut_hosts,
+    cut_hosts_first => $many[0],
     xss_seed => $xss_seed,
     bulk => \@bulk,
     globex_approval => $sb_globex,

@@ -8,7 +8,7 @@ import { h, replace } from './dom.js';
 import { getApproval, serverNow } from './api.js';
 import { actionLabel, duration, when, bytes, num, shellQuote, hasHidden,
          dangerousEnv, text } from './format.js';
-import { riskKinds, networkHosts, envNames } from './risk.js';
+import { riskKinds, networkHosts, networkCut, envNames } from './risk.js';
 import { row, missing, longText, shellLine, generic, FOLD_AT } from './show.js';
 import { decisionPanel } from './decide.js';
 import { historySection } from './history.js';
@@ -350,12 +350,22 @@ export function detailView(main, app, id)
                 rows.push(row('Mode', code(net.mode)));
             }
             const hosts = networkHosts(net);
+            const all = networkCut(net);
             rows.push(row('Hosts requested', hosts.length
                 ? h('ul', { class: 'hosts', id: 'hosts' },
                     hosts.map((x) => h('li', null, code(x))))
-                : missing('none')));
+                : missing(all ? 'none shown' : 'none')));
+            if (all) {
+                rows.push(row('Not shown', h('span', { class: 'warn',
+                                                       id: 'hosts-cut' },
+                    `${Math.max(all - hosts.length, 0).toLocaleString('en')} `
+                    + `more, ${all.toLocaleString('en')} hosts in all (cut `
+                    + 'for display; the approval grants them all)')));
+            }
             for (const [k, v] of Object.entries(net)) {
-                if (k !== 'mode' && k !== 'hosts') {
+                if (k !== 'mode' && k !== 'hosts'
+                    && !(all && (k === 'hosts_truncated'
+                                 || k === 'hosts_count'))) {
                     rows.push(row(k, generic(v)));
                 }
             }

@@ -3,12 +3,35 @@
 
 import { dangerousEnv, hasHidden } from './format.js';
 
+// The hosts a request grants, as shown: "hosts", then those of
+// "needs_approval" it lacks.  The gateway cuts long lists for display,
+// keeping the hosts a human grants (needs_approval) first, so "hosts" may
+// hold fewer of them, or none.
 function networkHosts(net)
 {
-    if (net && typeof net === 'object' && Array.isArray(net.hosts)) {
-        return net.hosts.map(String);
+    if (!net || typeof net !== 'object' || Array.isArray(net)) {
+        return [];
     }
-    return [];
+    const out = Array.isArray(net.hosts) ? net.hosts.map(String) : [];
+    if (Array.isArray(net.needs_approval)) {
+        for (const x of net.needs_approval.map(String)) {
+            if (!out.includes(x)) {
+                out.push(x);
+            }
+        }
+    }
+    return out;
+}
+
+// How many hosts the request grants in all when the gateway cut the list
+// for display (hosts_count), else 0.
+export function networkCut(net)
+{
+    if (net && typeof net === 'object' && net.hosts_truncated === true
+        && Number.isSafeInteger(net.hosts_count)) {
+        return net.hosts_count;
+    }
+    return 0;
 }
 
 // A sandbox network other than "none" (a string or {mode, hosts}).
@@ -61,7 +84,8 @@ export function riskKinds(summary, action)
     if (envNames(s).some(dangerousEnv)) {
         out.push({ kind: 'env', label: 'sensitive env', confirm: false });
     }
-    if (s.argv_truncated === true || s.stdin_truncated === true) {
+    if (s.argv_truncated === true || s.stdin_truncated === true
+        || networkCut(s.network) > 0) {
         out.push({ kind: 'truncated', label: 'cut for display',
                    confirm: false });
     }

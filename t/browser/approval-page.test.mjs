@@ -479,6 +479,20 @@ await step('the fields the summary will carry (seeded)', async () => {
     is(await stateOf(fx.rich), 'pending', 'Cancel: nothing approved');
 });
 
+await step('hosts the gateway cut for display (a real request)', async () => {
+    await openApproval(page, fx.cut_hosts);
+    const hosts = await page.$$eval('#hosts li', (els) => els.map((e) => e.textContent));
+    ok(hosts.length > 50 && hosts.length < 200, 'the hosts kept are listed', hosts.length);
+    is(hosts[0], fx.cut_hosts_first, '... in order');
+    has(await text(page, '#hosts-cut'), '200 hosts in all', 'the count of all of them');
+    has(await text(page, '[data-risk="truncated"]'), 'Cut for display',
+        'the cut is said up front');
+    has(await text(page, '[data-risk="irreversible"]'), 'network egress',
+        'irreversible: network egress, the reason');
+    has(await text(page, '[data-risk="network"]'), fx.cut_hosts_first,
+        'network egress names the hosts');
+});
+
 await step('an approval that expires while open says so', async () => {
     const id = await askExec(T.fast, fx.sandbox_fast,
                              { argv: ['sh', '-c', 'echo too-late'] });

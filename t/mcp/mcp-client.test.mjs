@@ -422,8 +422,12 @@ await step('network', async () => {
        + 'required', r);
     is(s.request_hash,
        requestHash('PATCH', `/v1/sandboxes/${sb}`, '',
-                   canonical({ network: { add: ['git.example.test'] } })),
-       'allow_hosts: bound to the REST twin (PATCH, {"network":{"add":...}})');
+                   canonical({ network: { add: ['git.example.test'] } }),
+                   noEnv),
+       'allow_hosts: bound to the REST twin (PATCH, {"network":{"add":...}}, '
+       + 'the sandbox\'s env)');
+    is(s.summary && s.summary.irreversible, true,
+       'allow_hosts: the summary marks egress irreversible', s);
     result.approvals.push(s.approval_id);
     r = await agent.client.callTool({ name: 'allow_hosts', arguments: {
         sandbox_id: sb, hosts: ['evil.example.test'] } });

@@ -418,9 +418,11 @@ test_record_bound(void **state)
     size_t   i;
     json_t  *net, *att, *out;
 
-    out = ngx_http_veto_sandbox_network_record(json_string("none"), 4096);
+    net = json_string("none");
+    out = ngx_http_veto_sandbox_network_record(net, 4096);
     assert_string_equal(json_string_value(out), "none");
     json_decref(out);
+    json_decref(net);
 
     assert_null(ngx_http_veto_sandbox_network_record(NULL, 4096));
 

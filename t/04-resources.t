@@ -138,7 +138,9 @@ is($e->{limit}, 'output_bytes', '... naming the limit');
     my ($x) = $h->sh($idc, 'timeout 3 sh -c "while :; do :; done"; true');
     my ($cpu, $wall) = ($x->{usage}{cpu_ms} // 0, $x->{usage}{wall_ms} // 0);
     ok($wall >= 2500, "busy loop ran ~3 s (wall $wall ms)");
-    ok($cpu > 0.2 * $wall && $cpu < 0.75 * $wall,
+    # the ceiling is the promise; the floor only shows it ran (a loaded
+    # host gives it less than its half: 19% seen with load 14 on 2 cores)
+    ok($cpu > 0.05 * $wall && $cpu < 0.75 * $wall,
        "cpu_percent 50 holds it near half a core (cpu $cpu ms of wall $wall ms)");
     is($h->destroy($idc)->{state}, 'terminated', 'destroy');
 }

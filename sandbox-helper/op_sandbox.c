@@ -16,8 +16,10 @@
 #include "vsb_netns.h"
 #include "vsb_op.h"
 #include "vsb_overlay.h"
+#include "vsb_profile.h"
 #include "vsb_registry.h"
 #include "vsb_rootfs.h"
+#include "vsb_spawn.h"
 #include "vsb_storage.h"
 
 
@@ -101,6 +103,26 @@ vsb_reply_sandbox(vsb_conn_t *c, const vsb_request_t *r, vsb_sandbox_t *sb,
 /* ---- ping -------------------------------------------------------- */
 
 
+/* the namespaces every exec runs in (vsb_spawn.h) */
+static json_t *
+vsb_ping_namespaces(void)
+{
+    json_t             *list;
+    const char *const  *ns;
+
+    list = json_array();
+
+    for (ns = vsb_spawn_namespaces; list != NULL && *ns != NULL; ns++) {
+        if (json_array_append_new(list, json_string(*ns)) != 0) {
+            json_decref(list);
+            list = NULL;
+        }
+    }
+
+    return list;
+}
+
+
 static int
 vsb_req_ping(json_t *root, const vsb_config_t *cf, vsb_request_t *r,
     vsb_error_t *e)
@@ -132,10 +154,16 @@ vsb_op_ping(vsb_conn_t *c, json_t *root, const vsb_request_t *r,
         json_object_set_new(reply, "seccomp", json_string("allowlist"));
         json_object_set_new(reply, "landlock_abi",
                             json_integer(vsb_landlock_abi()));
+        json_object_set_new(reply, "namespaces", vsb_ping_namespaces());
+        json_object_set_new(reply, "profiles", vsb_profiles_summary());
         json_object_set_new(reply, "started_at",
                             json_integer((json_int_t)
                                          vsb_registry_started_at()));
         json_object_set_new(reply, "egress", vsb_egress_health());
+        /* a client waits for an exec as long as these let it run */
+        json_object_set_new(reply, "limits_max", vsb_limits_json(&vsb_cf.max));
+        json_object_set_new(reply, "limits_default",
+                            vsb_limits_json(&vsb_cf.def));
     }
 
     vsb_conn_reply(c, reply, NULL, 0);

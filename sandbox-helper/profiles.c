@@ -459,6 +459,44 @@ vsb_profiles_json(void)
 }
 
 
+json_t *
+vsb_profiles_summary(void)
+{
+    json_t               *list, *one;
+    size_t                i;
+    const vsb_profile_t  *p;
+
+    list = json_array();
+    if (list == NULL) {
+        return NULL;
+    }
+
+    for (i = 0; i < vsb_cf.n_profiles; i++) {
+        if (vsb_infos[i].info == NULL) {
+            continue;
+        }
+
+        p = &vsb_cf.profiles[i];
+
+        one = json_pack("{s:s, s:s, s:o, s:b, s:b}",
+                        "name", p->name,
+                        "kind", vsb_profile_is_image(p) ? "image"
+                                                        : "directory",
+                        "digest", vsb_profile_is_image(p)
+                                  ? json_string(p->digest) : json_null(),
+                        "default", i == 0,
+                        "available", vsb_profile_available(p));
+
+        if (one == NULL || json_array_append_new(list, one) != 0) {
+            json_decref(list);
+            return NULL;
+        }
+    }
+
+    return list;
+}
+
+
 int
 vsb_profile_env(vsb_sandbox_t *sb, vsb_error_t *e)
 {

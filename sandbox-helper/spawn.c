@@ -37,6 +37,13 @@
 #define VSB_SPAWN_NS  (CLONE_NEWUSER | CLONE_NEWPID | CLONE_NEWNS         \
                        | CLONE_NEWIPC | CLONE_NEWUTS)
 
+/* what discovery reports (ping): VSB_SPAWN_NS, the network namespace the
+ * init is cloned in, and the cgroup namespace it unshares; t/58 holds
+ * this list against a workload's /proc/self/ns */
+const char *const  vsb_spawn_namespaces[] = {
+    "user", "pid", "mount", "ipc", "uts", "network", "cgroup", NULL
+};
+
 /* the init's descriptors after it has tidied up */
 #define VSB_FD_STATUS  3
 #define VSB_FD_SYNC    4

@@ -40,6 +40,12 @@ const vsb_image_store_t *vsb_profiles_store(void);
 json_t *vsb_profiles_json(void);
 
 /*
+ * The same list in short, for ping: [{name, kind, digest, default,
+ * available}].  A new reference, NULL when out of memory.
+ */
+json_t *vsb_profiles_summary(void);
+
+/*
  * An image profile's sandbox: the image config's environment (PATH,
  * LANG, ...) under the create request's own, as the image's author
  * meant it to run; at most VSB_MAX_ENV variables in all.

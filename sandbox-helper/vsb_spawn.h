@@ -51,4 +51,8 @@ typedef struct {
  */
 pid_t vsb_spawn(const vsb_spawn_t *sp, int *pidfd, char *err, size_t errlen);
 
+/* The namespaces every exec runs in, by name ("user", "pid", "mount",
+ * ...), NULL terminated. */
+extern const char *const  vsb_spawn_namespaces[];
+
 #endif

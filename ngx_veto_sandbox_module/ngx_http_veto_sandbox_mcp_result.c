@@ -284,6 +284,13 @@ ngx_http_veto_sandbox_mcp_advice(const char *code, json_t *rest)
         { "over_ceiling",
           "The policy caps this value; ask for less (the limit is named "
           "above)." },
+        { "profile_not_allowed",
+          "Your policy does not allow that profile; list_profiles lists "
+          "the ones you may use." },
+        { "profile_unavailable",
+          "That profile's image is gone from this host; waiting will not "
+          "bring it back. Choose another profile that list_profiles marks "
+          "available, or tell your user." },
         { "not_found",
           "Check the id: it names no sandbox (or approval) of yours; "
           "list_sandboxes shows yours." },

@@ -21,6 +21,7 @@
 
 #include "ngx_http_veto_sandbox_mcp.h"
 #include "ngx_http_veto_sandbox_approval.h"
+#include "ngx_http_veto_sandbox_discovery.h"
 
 
 #define NGX_HTTP_VSB_MCP_APPROVAL_ARG                                         \
@@ -81,8 +82,8 @@ ngx_http_veto_sandbox_mcp_tool_t  ngx_http_veto_sandbox_mcp_tools[] = {
       NGX_HTTP_VSB_MCP_APPROVAL_NOTE,
       "{\"type\":\"object\",\"properties\":{"
         "\"profile\":{\"type\":\"string\",\"description\":\"A root "
-        "filesystem profile the policy allows; omitted: the policy's "
-        "default.\"},"
+        "filesystem profile the policy allows (list_profiles lists "
+        "them); omitted: the policy's default.\"},"
         "\"limits\":{\"type\":\"object\",\"description\":\"Resource "
         "limits; each omitted one gets the policy's default.\","
         "\"properties\":{"
@@ -128,6 +129,20 @@ ngx_http_veto_sandbox_mcp_tool_t  ngx_http_veto_sandbox_mcp_tools[] = {
       "{\"readOnlyHint\":true,\"openWorldHint\":false}",
       ngx_http_veto_sandbox_mcp_twin_list,
       ngx_http_veto_sandbox_mcp_present_list },
+
+    /* the twin and presenter are _profiles.c's */
+    { "list_profiles", "List the profiles I may use",
+      "The root filesystems (profiles) you may create a sandbox from: "
+      "each one's name (create_sandbox's profile), whether it is an OCI "
+      "image (with its sha256 digest) or a directory of this host, its "
+      "OS and notable tool versions (python3, gcc, nodejs, ...), whether "
+      "it is your default, whether a create of it needs a human's "
+      "approval, and whether it is available now.",
+      "{\"type\":\"object\",\"properties\":{},"
+      "\"additionalProperties\":false}",
+      "{\"readOnlyHint\":true,\"openWorldHint\":false}",
+      ngx_http_veto_sandbox_mcp_twin_profiles,
+      ngx_http_veto_sandbox_mcp_present_profiles },
 
     { "get_sandbox", "Show a sandbox",
       "One of this agent's sandboxes: its state, limits, usage and "

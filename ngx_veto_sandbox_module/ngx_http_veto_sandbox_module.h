@@ -19,6 +19,9 @@
  *   _ops.c        THE OP TABLE: one row per operation, its lookup, and
  *                 running a routed op: build, gate, run
  *   _review.c     ops answered from Redis: approvals and audit APIs
+ *   _profiles.c   GET /v1/profiles: the helper's profiles the policy
+ *                 allows; a create's profile_unavailable; list_profiles
+ *   _about.c      GET /v1/about: the isolation layers in force (ping)
  *   _reply.c      forwarding to the helper and mapping its reply
  *   _request.c    request bodies and queries: validation, helper requests
  *   _request_network.c  their network part: create's hosts, PATCH

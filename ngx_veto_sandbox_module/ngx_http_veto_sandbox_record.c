@@ -702,7 +702,8 @@ ngx_http_veto_sandbox_exec_detail(ngx_http_request_t *r,
 }
 
 
-/* The creation record: what the sandbox was given, the names of its env
+/* The creation record: what the sandbox was given (its image's digest
+ * too), the names of its env
  * (the values of those that change what runs, like a reviewer sees
  * them), and the helper run it lives in */
 static void
@@ -724,6 +725,16 @@ ngx_http_veto_sandbox_create_detail(ngx_http_request_t *r,
                   "expires_at", json_object_get(sb, "expires_at"),
                   "epoch", json_object_get(sb, "epoch"));
     if (d == NULL) {
+        return;
+    }
+
+    /* the image its root is made of; null: a directory profile */
+    if (json_object_set(d, "profile_digest",
+                        json_is_string(json_object_get(sb, "profile_digest"))
+                        ? json_object_get(sb, "profile_digest")
+                        : json_null()) != 0)
+    {
+        json_decref(d);
         return;
     }
 

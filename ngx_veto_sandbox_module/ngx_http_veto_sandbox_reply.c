@@ -7,6 +7,7 @@
  */
 
 #include "ngx_http_veto_sandbox_module.h"
+#include "ngx_http_veto_sandbox_discovery.h"
 
 
 static void ngx_http_veto_sandbox_reply(ngx_http_request_t *r,
@@ -140,6 +141,11 @@ ngx_http_veto_sandbox_reply_error(ngx_http_request_t *r,
     v = json_object_get(j, "error");
     error = json_is_string(v) ? json_string_value(v) : "internal";
 
+    /* the agent can choose another profile at once (_profiles.c) */
+    if (ngx_strcmp(error, VSB_E_PROFILE_UNAVAILABLE) == 0) {
+        return ngx_http_veto_sandbox_profile_unavailable(r, ctx);
+    }
+
     v = json_object_get(j, "detail");
     detail = json_is_string(v) ? json_string_value(v) : NULL;
 
@@ -215,7 +221,10 @@ ngx_http_veto_sandbox_reply_health(ngx_http_request_t *r,
 
     j = ctx->helper.json;
 
+    /* what an unauthenticated caller needs, not the host's ceilings */
     json_object_del(j, "sandboxes");
+    json_object_del(j, "limits_max");
+    json_object_del(j, "limits_default");
 
     /* egress: whether allowlist sandboxes can be made now */
     eg = json_object_get(j, "egress");
@@ -225,6 +234,9 @@ ngx_http_veto_sandbox_reply_health(ngx_http_request_t *r,
                    json_is_string(json_object_get(eg, "state"))
                    ? json_string_value(json_object_get(eg, "state"))
                    : "off");
+
+    /* the profiles a caller may use are its own to see (/v1/about) */
+    json_object_del(j, "profiles");
 
     return ngx_http_veto_sandbox_send_json(r, NGX_HTTP_OK,
                               json_pack("{s:s, s:O, s:o?, s:s}", "status",

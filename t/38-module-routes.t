@@ -35,6 +35,8 @@ sub is_problem
 # ---- 405: Allow names exactly the methods of the path's rows, in order
 my @allow = (
     [PUT    => '/v1/health',                 'GET, HEAD'],
+    [POST   => '/v1/about',                  'GET, HEAD'],
+    [PUT    => '/v1/profiles',               'GET, HEAD'],
     [PUT    => '/v1/sandboxes',              'GET, HEAD, POST'],
     [POST   => "/v1/sandboxes/$sb",          'GET, HEAD, PATCH, DELETE'],
     [DELETE => "/v1/sandboxes/$sb/files",    'GET, HEAD, PUT'],

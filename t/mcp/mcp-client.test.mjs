@@ -150,8 +150,9 @@ await step('tools/list', async () => {
     const names = tools.map(t => t.name).sort();
     is(names.join(','), ['allow_hosts', 'approval_status', 'create_sandbox',
                          'destroy_sandbox', 'exec', 'get_sandbox',
-                         'list_sandboxes', 'read_file', 'write_file']
-                        .join(','), 'tools/list: the nine tools');
+                         'list_profiles', 'list_sandboxes', 'read_file',
+                         'write_file']
+                        .join(','), 'tools/list: the ten tools');
     const by = Object.fromEntries(tools.map(t => [t.name, t]));
     for (const t of tools) {
         ok(t.inputSchema && t.inputSchema.type === 'object'
@@ -165,6 +166,8 @@ await step('tools/list', async () => {
     is(by.read_file.annotations.readOnlyHint, true, 'read_file is read-only');
     is(by.list_sandboxes.annotations.readOnlyHint, true,
        'list_sandboxes is read-only');
+    is(by.list_profiles.annotations.readOnlyHint, true,
+       'list_profiles is read-only');
     is(by.destroy_sandbox.annotations.destructiveHint, true,
        'destroy_sandbox is destructive');
     is(by.exec.annotations.destructiveHint, true, 'exec is destructive');
@@ -442,6 +445,16 @@ await step('network', async () => {
         network: { allow: ['evil.example.test'] } } });
     ok(r.isError, 'create_sandbox with a host beyond the policy: isError', r);
     has(text(r), 'evil.example.test', '... naming the entry');
+});
+
+await step('list_profiles', async () => {
+    const r = await agent.client.callTool({ name: 'list_profiles' });
+    ok(!r.isError, 'list_profiles: not an error', r);
+    const def = r.structuredContent && r.structuredContent.profiles
+                && r.structuredContent.profiles.find(p => p.name === 'default');
+    ok(def && def.default === true && def.kind === 'directory',
+       'list_profiles: the host profile, the default', r);
+    has(text(r), 'default (directory)', 'list_profiles: the text names it');
 });
 
 await step('scope', async () => {

@@ -14,6 +14,10 @@
  * on it (an agent choosing where to run a task, a reviewer granting
  * hosts, an operator) holds a token.  The gate applies as to any op: a
  * revoked token is refused, Redis down is a 503.
+ *
+ * The MCP tool describe_isolation is its twin: the same document, and a
+ * text that says in plain words what the sandbox gets and what it does
+ * not promise.
  */
 
 #include "ngx_http_veto_sandbox_discovery.h"
@@ -110,4 +114,188 @@ ngx_http_veto_sandbox_reply_about(ngx_http_request_t *r,
     }
 
     return ngx_http_veto_sandbox_send_json(r, NGX_HTTP_OK, doc);
+}
+
+
+/* ---- the MCP tool describe_isolation ----------------------------------- */
+
+
+ngx_int_t
+ngx_http_veto_sandbox_mcp_twin_about(ngx_http_request_t *r, json_t *args,
+    ngx_http_veto_sandbox_mcp_twin_t *twin, const char **why)
+{
+    if (json_object_size(args) != 0) {
+        *why = "describe_isolation takes no arguments";
+        return NGX_DECLINED;
+    }
+
+    twin->method = NGX_HTTP_GET;
+    ngx_str_set(&twin->method_name, "GET");
+    ngx_str_set(&twin->uri, "/v1/about");
+
+    return NGX_OK;
+}
+
+
+/* "a, b, c" of a JSON array of strings; "-" when empty */
+static u_char *
+ngx_http_veto_sandbox_about_list(u_char *p, u_char *last, json_t *a)
+{
+    size_t   i;
+    json_t  *v;
+
+    if (json_array_size(a) == 0) {
+        return ngx_slprintf(p, last, "-");
+    }
+
+    json_array_foreach(a, i, v) {
+        if (json_is_string(v)) {
+            p = ngx_slprintf(p, last, "%s%s", i ? ", " : "",
+                             json_string_value(v));
+        }
+    }
+
+    return p;
+}
+
+
+/* "memory_mb 512, pids 256" of an object of integers */
+static u_char *
+ngx_http_veto_sandbox_about_limits(u_char *p, u_char *last, json_t *o)
+{
+    json_t      *v;
+    ngx_uint_t   n;
+    const char  *key;
+
+    n = 0;
+
+    json_object_foreach(o, key, v) {
+        if (json_is_integer(v)) {
+            p = ngx_slprintf(p, last, "%s%s %L", n++ ? ", " : "", key,
+                             (int64_t) json_integer_value(v));
+        }
+    }
+
+    return n ? p : ngx_slprintf(p, last, "none set");
+}
+
+
+ngx_int_t
+ngx_http_veto_sandbox_mcp_present_about(ngx_http_request_t *r,
+    ngx_http_veto_sandbox_mcp_call_t *call, json_t *rest, u_char *data,
+    size_t len, json_t *result)
+{
+    u_char      *text, *p, *last;
+    size_t       i, size;
+    json_t      *iso, *pr, *list;
+    json_int_t   abi;
+    const char  *cg, *sc, *def, *name, *kind;
+
+    /* at most 16 profiles, each a bounded line */
+    size = 2048 + 192 * 16;
+
+    text = ngx_pnalloc(r->pool, size);
+    if (text == NULL) {
+        return NGX_ERROR;
+    }
+
+    last = text + size;
+
+    iso = json_object_get(rest, "isolation");
+    cg = json_string_value(json_object_get(iso, "cgroup"));
+    sc = json_string_value(json_object_get(iso, "seccomp"));
+    abi = json_integer_value(json_object_get(iso, "landlock_abi"));
+
+    p = ngx_slprintf(text, last, "Each command you run here runs in "
+                     "namespaces of its own: ");
+    p = ngx_http_veto_sandbox_about_list(p, last,
+                                   json_object_get(iso, "namespaces"));
+    p = ngx_slprintf(p, last, "; as an unprivileged user with no "
+                     "capabilities, ");
+
+    if (sc && ngx_strcmp(sc, "allowlist") == 0) {
+        p = ngx_slprintf(p, last, "under a seccomp allowlist (a syscall "
+                         "not on it fails)");
+
+    } else {
+        p = ngx_slprintf(p, last, "under seccomp mode \"%s\"",
+                         sc ? sc : "unknown");
+    }
+
+    p = ngx_slprintf(p, last, ", within cgroup %s limits",
+                     cg ? cg : "(unknown version)");
+
+    if (abi > 0) {
+        p = ngx_slprintf(p, last, ", and Landlock (ABI %L) limits which "
+                         "files it may read, write and run.", (int64_t) abi);
+
+    } else {
+        p = ngx_slprintf(p, last, "; this kernel has no Landlock, so file "
+                         "access rests on the mounts and file modes alone.");
+    }
+
+    p = ngx_slprintf(p, last, "\nNetwork: ");
+    p = ngx_http_veto_sandbox_about_list(p, last,
+                       json_object_get(json_object_get(rest, "network"),
+                                       "modes"));
+    p = ngx_slprintf(p, last, " (\"none\" is loopback only; \"allowlist\" "
+                     "reaches only the hosts allowed, through the gateway's "
+                     "egress proxy).");
+
+    list = json_object_get(rest, "profiles");
+    def = json_string_value(json_object_get(rest, "default_profile"));
+
+    p = ngx_slprintf(p, last, "\nProfiles you may use (list_profiles has "
+                     "their tools): ");
+
+    json_array_foreach(list, i, pr) {
+        if (i == 16) {
+            break;
+        }
+
+        name = json_string_value(json_object_get(pr, "name"));
+        kind = json_string_value(json_object_get(pr, "kind"));
+
+        p = ngx_slprintf(p, ngx_min(last, p + 192), "%s%s (%s%s%s)",
+                         i ? ", " : "", name ? name : "?",
+                         kind ? kind : "?",
+                         json_is_true(json_object_get(pr, "default"))
+                         ? ", default" : "",
+                         json_is_true(json_object_get(pr, "available"))
+                         ? "" : ", NOT AVAILABLE");
+    }
+
+    if (json_array_size(list) == 0) {
+        p = ngx_slprintf(p, last, "none");
+    }
+
+    if (def == NULL) {
+        p = ngx_slprintf(p, last, "; there is no default: name one.");
+    }
+
+    p = ngx_slprintf(p, last, "\nYour ceilings: ");
+    p = ngx_http_veto_sandbox_about_limits(p, last,
+                           json_object_get(json_object_get(rest, "limits"),
+                                           "policy"));
+    p = ngx_slprintf(p, last, "; the host's: ");
+    p = ngx_http_veto_sandbox_about_limits(p, last,
+                           json_object_get(json_object_get(rest, "limits"),
+                                           "helper"));
+    p = ngx_slprintf(p, last, " (a request gets the lower).\nWhat this "
+                     "does not promise: a sandbox shares the host's kernel "
+                     "(a kernel bug reachable from it can break out); the "
+                     "host's operators can read what you put here; ending "
+                     "a sandbox does not undo what it "
+                     "did outside it (jobs started, data sent); what you "
+                     "send your model provider never passes through here; "
+                     "files you read out are untrusted.");
+
+    if (ngx_http_veto_sandbox_mcp_text(result, (char *) text, p - text)
+        != NGX_OK)
+    {
+        return NGX_ERROR;
+    }
+
+    return json_object_set(result, "structuredContent", rest) == 0
+           ? NGX_OK : NGX_ERROR;
 }

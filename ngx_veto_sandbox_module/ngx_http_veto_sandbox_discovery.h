@@ -3,7 +3,8 @@
  * GET /v1/profiles (the helper's profiles the caller's policy allows),
  * the problem of a create whose profile's image is gone, and the MCP
  * tool list_profiles; _about.c serves GET /v1/about (the isolation
- * layers in force, from the helper's ping).
+ * layers in force, from the helper's ping) and the MCP tool
+ * describe_isolation.
  */
 
 #ifndef _NGX_HTTP_VSB_DISCOVERY_H_INCLUDED_
@@ -51,6 +52,13 @@ ngx_int_t ngx_http_veto_sandbox_mcp_present_profiles(ngx_http_request_t *r,
 
 ngx_int_t ngx_http_veto_sandbox_reply_about(ngx_http_request_t *r,
     ngx_http_veto_sandbox_ctx_t *ctx);
+
+/* the MCP tool describe_isolation: GET /v1/about */
+ngx_int_t ngx_http_veto_sandbox_mcp_twin_about(ngx_http_request_t *r,
+    json_t *args, ngx_http_veto_sandbox_mcp_twin_t *twin, const char **why);
+ngx_int_t ngx_http_veto_sandbox_mcp_present_about(ngx_http_request_t *r,
+    ngx_http_veto_sandbox_mcp_call_t *call, json_t *rest, u_char *data,
+    size_t len, json_t *result);
 
 
 #endif /* _NGX_HTTP_VSB_DISCOVERY_H_INCLUDED_ */

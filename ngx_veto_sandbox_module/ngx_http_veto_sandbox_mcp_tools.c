@@ -144,6 +144,20 @@ ngx_http_veto_sandbox_mcp_tool_t  ngx_http_veto_sandbox_mcp_tools[] = {
       ngx_http_veto_sandbox_mcp_twin_profiles,
       ngx_http_veto_sandbox_mcp_present_profiles },
 
+    /* _about.c's */
+    { "describe_isolation", "What a sandbox here gets",
+      "What isolates a sandbox on this host, as it is in force now: the "
+      "namespaces each command runs in, the cgroup version of its limits, "
+      "its seccomp filter, the kernel's Landlock ABI, the network modes "
+      "available, the profiles you may use, your ceilings and the host's; "
+      "and what a sandbox does not promise. Read it before trusting a "
+      "sandbox with a task, rather than assuming.",
+      "{\"type\":\"object\",\"properties\":{},"
+      "\"additionalProperties\":false}",
+      "{\"readOnlyHint\":true,\"openWorldHint\":false}",
+      ngx_http_veto_sandbox_mcp_twin_about,
+      ngx_http_veto_sandbox_mcp_present_about },
+
     { "get_sandbox", "Show a sandbox",
       "One of this agent's sandboxes: its state, limits, usage and "
       "expiry.",

@@ -8,7 +8,7 @@
 # default and what needs a human; a create names the image's digest in
 # its reply and its audit record; an image removed from the store answers
 # 409 profile_unavailable, naming the profile and the digest.  MCP's
-# list_profiles is the same list.
+# list_profiles is the same list, describe_isolation the same layers.
 #
 # GET /v1/about names the isolation layers in force, each held against
 # what this host really has: the namespaces a workload runs in (its
@@ -393,6 +393,9 @@ my (undef, undef, $tl) = mcp($agent, { jsonrpc => '2.0', id => 2,
 my ($tool) = grep { $_->{name} eq 'list_profiles' } @{ $tl->{result}{tools} // [] };
 ok($tool, 'tools/list has list_profiles');
 ok($tool->{annotations}{readOnlyHint}, '... read-only');
+($tool) = grep { $_->{name} eq 'describe_isolation' } @{ $tl->{result}{tools} // [] };
+ok($tool, 'tools/list has describe_isolation');
+ok($tool->{annotations}{readOnlyHint}, '... read-only');
 
 my (undef, undef, $r) = mcp($agent, { jsonrpc => '2.0', id => 3,
     method => 'tools/call', params => { name => 'list_profiles' } }, $sid);
@@ -408,6 +411,31 @@ like($text, qr/default \(directory\), the default/, '... and the default');
     params => { name => 'list_profiles', arguments => { x => 1 } } }, $sid);
 ok($r->{result}{isError}, 'list_profiles with an argument: a tool error');
 like($r->{result}{content}[0]{text} // '', qr/takes no arguments/, '... saying so');
+
+(undef, undef, $r) = mcp($agent, { jsonrpc => '2.0', id => 7,
+    method => 'tools/call', params => { name => 'describe_isolation' } }, $sid);
+ok(!$r->{result}{isError}, 'describe_isolation: no error') or diag explain $r;
+is_deeply($r->{result}{structuredContent}{isolation}, $iso,
+          '... the same layers as GET /v1/about');
+$text = $r->{result}{content}[0]{text} // '';
+like($text, qr/namespaces of its own: user, pid, mount, ipc, uts, network, cgroup/,
+     '... the text names the namespaces');
+like($text, qr/cgroup $iso->{cgroup} limits/, '... the cgroup version');
+like($text, qr/Landlock \(ABI $iso->{landlock_abi}\)/, '... the Landlock ABI');
+like($text, qr/Network: none \(/, '... the network modes');
+like($text, qr/does not promise: a sandbox shares the host's kernel/,
+     '... and what it does not promise');
+(undef, undef, $r) = mcp($agent, { jsonrpc => '2.0', id => 8,
+    method => 'tools/call', params => { name => 'describe_isolation',
+                                        arguments => { verbose => 1 } } }, $sid);
+ok($r->{result}{isError}, 'describe_isolation with an argument: a tool error');
+like($r->{result}{content}[0]{text} // '', qr/takes no arguments/, '... saying so');
+my $rsid = mcp_session($reviewer);
+(undef, undef, $r) = mcp($reviewer, { jsonrpc => '2.0', id => 9,
+    method => 'tools/call', params => { name => 'describe_isolation' } }, $rsid);
+ok(!$r->{result}{isError}, 'describe_isolation for a reviewer (any scope)')
+    or diag explain $r;
+is_deeply($r->{result}{structuredContent}{isolation}, $iso, '... the same layers');
 
 my $sid2 = mcp_session($host_only);
 (undef, undef, $r) = mcp($host_only, { jsonrpc => '2.0', id => 5,

@@ -149,10 +149,10 @@ await step('tools/list', async () => {
     const { tools } = await agent.client.listTools();
     const names = tools.map(t => t.name).sort();
     is(names.join(','), ['allow_hosts', 'approval_status', 'create_sandbox',
-                         'destroy_sandbox', 'exec', 'get_sandbox',
-                         'list_profiles', 'list_sandboxes', 'read_file',
-                         'write_file']
-                        .join(','), 'tools/list: the ten tools');
+                         'describe_isolation', 'destroy_sandbox', 'exec',
+                         'get_sandbox', 'list_profiles', 'list_sandboxes',
+                         'read_file', 'write_file']
+                        .join(','), 'tools/list: the eleven tools');
     const by = Object.fromEntries(tools.map(t => [t.name, t]));
     for (const t of tools) {
         ok(t.inputSchema && t.inputSchema.type === 'object'
@@ -168,6 +168,8 @@ await step('tools/list', async () => {
        'list_sandboxes is read-only');
     is(by.list_profiles.annotations.readOnlyHint, true,
        'list_profiles is read-only');
+    is(by.describe_isolation.annotations.readOnlyHint, true,
+       'describe_isolation is read-only');
     is(by.destroy_sandbox.annotations.destructiveHint, true,
        'destroy_sandbox is destructive');
     is(by.exec.annotations.destructiveHint, true, 'exec is destructive');
@@ -455,6 +457,18 @@ await step('list_profiles', async () => {
     ok(def && def.default === true && def.kind === 'directory',
        'list_profiles: the host profile, the default', r);
     has(text(r), 'default (directory)', 'list_profiles: the text names it');
+});
+
+await step('describe_isolation', async () => {
+    const r = await agent.client.callTool({ name: 'describe_isolation' });
+    ok(!r.isError, 'describe_isolation: not an error', r);
+    const iso = r.structuredContent && r.structuredContent.isolation;
+    ok(iso && Array.isArray(iso.namespaces) && iso.namespaces.includes('user')
+       && iso.seccomp === 'allowlist' && /^v[12]$/.test(iso.cgroup),
+       'describe_isolation: the layers in force', r);
+    has(text(r), 'cgroup ' + (iso ? iso.cgroup : '?') + ' limits',
+        'describe_isolation: the text names the cgroup version');
+    has(text(r), 'does not promise', 'describe_isolation: and its limits');
 });
 
 await step('scope', async () => {

@@ -223,7 +223,8 @@ sub created_detail
     my ($id, @recs) = @_;
     my ($r) = grep { $_->{outcome} eq 'sandbox_created'
                      && ($_->{sandbox} // '') eq $id } @recs;
-    return eval { $JSON->decode($r->{detail} // '') } // {};
+    # the audit API gives a detail as the object it is
+    return ref $r->{detail} eq 'HASH' ? $r->{detail} : {};
 }
 
 my @recs = audit();

@@ -169,7 +169,7 @@ VETO_EGRESS=build-asan/egress-proxy VETO_HELPER=build-asan/sandbox-helper \
 VETO_MODULE="$PWD/build-module-asan/ngx_veto_sandbox_module.so" \
 VETO_HELPER=build-asan/sandbox-helper \
     run_prove "module tests, ASan+UBSan module build-module-asan/, ASan helper" \
-        t/1*.t t/3*.t t/46-egress-api.t t/51-webhooks.t
+        t/1*.t t/3*.t t/46-egress-api.t t/51-webhooks.t t/58-discovery.t
 
 # The helper on a pure cgroup v2 host (this one may be hybrid v1): a
 # qemu VM running make unit and t/0*.t, also with the ASan helper.

@@ -31,6 +31,7 @@ static const vsb_op_t *const  vsb_ops[] = {
     &vsb_exec_kill_op,
     &vsb_extract_archive_op,
     &vsb_export_archive_op,
+    &vsb_stats_op,
 };
 
 

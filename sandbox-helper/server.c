@@ -697,3 +697,12 @@ vsb_server_close_all(void)
         vsb_conn_close(vsb_conns);
     }
 }
+
+
+void
+vsb_server_usage(vsb_server_usage_t *u)
+{
+    u->connections = vsb_nconns;
+    u->buffered = vsb_buffered;
+    u->buffered_max = vsb_buffered_max;
+}

@@ -172,6 +172,19 @@
  *             every configured profile (at most 16; which of them a
  *             caller may use is the gateway's policy).  The reply fits
  *             VSB_MAX_JSON: checked when the helper starts.
+ *   stats     {}                     -> {sandboxes, sandboxes_ready,
+ *                                        sandboxes_max, execs_running,
+ *                                        teardowns_pending (destroying),
+ *                                        teardowns_failed
+ *                                        (termination_failed),
+ *                                        started_at (unix seconds),
+ *                                        uptime_s, connections,
+ *                                        buffered_bytes (request and
+ *                                        reply frames held),
+ *                                        buffer_limit_bytes,
+ *                                        egress: EGRESS}
+ *             counted when asked, for the gateway's metrics; names no
+ *             tenant, agent or sandbox.
  *
  * Any request may carry "request_id" (string, at most VSB_MAX_ID_LEN
  * bytes); the reply echoes it.
@@ -333,6 +346,7 @@
 #define VSB_OP_EXEC_KILL          "exec_kill"
 #define VSB_OP_EXTRACT_ARCHIVE    "extract_archive"
 #define VSB_OP_EXPORT_ARCHIVE     "export_archive"
+#define VSB_OP_STATS              "stats"
 
 /* Event frames (no "ok"): "event" is one of these. */
 #define VSB_EVENT_OUTPUT          "output"

@@ -130,6 +130,16 @@ void vsb_conn_resume_input(vsb_conn_t *c);
 /* 1 if n more bytes of reply fit in the global buffer budget. */
 int vsb_server_can_buffer(size_t n);
 
+/* What the server holds now (the stats op). */
+typedef struct {
+    unsigned             connections;  /* clients connected */
+    size_t               buffered;     /* request and reply frames held */
+    size_t               buffered_max; /* the budget (may be exceeded by
+                                          exec replies, never refused) */
+} vsb_server_usage_t;
+
+void vsb_server_usage(vsb_server_usage_t *u);
+
 /* {"ok":false,"error":...} with request_id echoed when not NULL. */
 json_t *vsb_error_json(const char *request_id, const vsb_error_t *e);
 

@@ -277,6 +277,13 @@ def request_seeds():
     req('profiles-tenant', {'op': 'profiles', 'tenant': 't1'})
     req('profiles-payload', {'op': 'profiles'}, payload=True)
 
+    # -- stats (no owner: figures of the whole helper, for the metrics)
+    req('stats', {'op': 'stats'})
+    req('stats-request_id', {'op': 'stats', 'request_id': 'req-3'})
+    req('stats-tenant', {'op': 'stats', 'tenant': 't1'})
+    req('stats-agent', {'op': 'stats', 'agent': 'a1'})
+    req('stats-payload', {'op': 'stats'}, payload=True)
+
     # -- tenant and agent, through status (every owned op shares them)
     for who in ('tenant', 'agent'):
         o = owned('status')

@@ -21,6 +21,7 @@
  */
 
 #include "ngx_http_veto_sandbox_module.h"
+#include "ngx_http_veto_sandbox_metrics.h"
 
 
 #define NGX_HTTP_VSB_HELPER_KEEPALIVE  16
@@ -73,6 +74,8 @@ ngx_http_veto_sandbox_helper_send(ngx_http_request_t *r,
     h->reused = 0;
     h->retried = 0;
     h->send_failed = 0;
+
+    ngx_http_veto_sandbox_metrics_helper_start(ctx, req);
 
     len = json_dumpb(req, NULL, 0, JSON_COMPACT);
 
@@ -180,6 +183,8 @@ ngx_http_veto_sandbox_helper_connect(ngx_http_request_t *r,
             ngx_log_error(NGX_LOG_ERR, r->connection->log, 0,
                           "veto_sandbox: connecting to helper %V failed",
                           h->peer.name);
+
+            ngx_http_veto_sandbox_metrics_helper_error("connect");
 
             if (h->peer.connection) {
                 ngx_close_connection(h->peer.connection);
@@ -499,6 +504,8 @@ ngx_http_veto_sandbox_helper_done(ngx_http_request_t *r,
 
     h->status = status;
     h->error = error;
+
+    ngx_http_veto_sandbox_metrics_helper(r, ctx);
 
     h->handler(r, ctx);
 }

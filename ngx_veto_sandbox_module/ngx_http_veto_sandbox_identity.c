@@ -121,7 +121,8 @@ ngx_http_veto_sandbox_scope_check(ngx_http_request_t *r,
     /* the scope named in the challenge; scope names are NUL-free tokens
      * of the configuration, which keeps them NUL terminated */
     ctx->reason = (const char *) vscf->scope[
-                      need & NGX_HTTP_VSB_SCOPE_REVIEW ? 3
+                      need & NGX_HTTP_VSB_SCOPE_ADMIN ? 6
+                      : need & NGX_HTTP_VSB_SCOPE_REVIEW ? 3
                       : need & NGX_HTTP_VSB_SCOPE_AUDIT ? 4
                       : need & NGX_HTTP_VSB_SCOPE_CREATE ? 0
                       : need & NGX_HTTP_VSB_SCOPE_EXEC ? 1

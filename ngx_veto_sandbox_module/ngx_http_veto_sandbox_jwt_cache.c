@@ -9,6 +9,7 @@
  */
 
 #include "ngx_http_veto_sandbox_module.h"
+#include "ngx_http_veto_sandbox_metrics.h"
 
 
 typedef struct {
@@ -47,6 +48,9 @@ static ngx_http_veto_sandbox_cache_node_t *ngx_http_veto_sandbox_cache_find(
     ngx_http_veto_sandbox_cache_t *cache, u_char *hash);
 static void ngx_http_veto_sandbox_cache_expire(
     ngx_http_veto_sandbox_cache_t *cache, ngx_uint_t force);
+static ngx_int_t ngx_http_veto_sandbox_cache_lookup(ngx_http_request_t *r,
+    ngx_http_veto_sandbox_srv_conf_t *vscf, u_char *hash,
+    ngx_http_veto_sandbox_ctx_t *ctx);
 
 
 char *
@@ -305,8 +309,24 @@ ngx_http_veto_sandbox_cache_expire(ngx_http_veto_sandbox_cache_t *cache,
 }
 
 
+/* a lookup, counted as a hit or a miss (metrics) */
 ngx_int_t
 ngx_http_veto_sandbox_cache_get(ngx_http_request_t *r,
+    ngx_http_veto_sandbox_srv_conf_t *vscf, u_char *hash,
+    ngx_http_veto_sandbox_ctx_t *ctx)
+{
+    ngx_int_t  rc;
+
+    rc = ngx_http_veto_sandbox_cache_lookup(r, vscf, hash, ctx);
+
+    ngx_http_veto_sandbox_metrics_jwt_cache(rc == NGX_OK);
+
+    return rc;
+}
+
+
+static ngx_int_t
+ngx_http_veto_sandbox_cache_lookup(ngx_http_request_t *r,
     ngx_http_veto_sandbox_srv_conf_t *vscf, u_char *hash,
     ngx_http_veto_sandbox_ctx_t *ctx)
 {

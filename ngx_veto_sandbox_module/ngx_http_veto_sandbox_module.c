@@ -193,6 +193,27 @@ static ngx_command_t  ngx_http_veto_sandbox_commands[] = {
       5,
       NULL },
 
+    { ngx_string("veto_sandbox_scope_admin"),
+      NGX_HTTP_MAIN_CONF|NGX_HTTP_SRV_CONF|NGX_CONF_TAKE1,
+      ngx_http_veto_sandbox_scope,
+      NGX_HTTP_SRV_CONF_OFFSET,
+      6,
+      NULL },
+
+    { ngx_string("veto_sandbox_metrics"),
+      NGX_HTTP_LOC_CONF|NGX_CONF_NOARGS,
+      ngx_http_veto_sandbox_metrics_conf,
+      0,
+      0,
+      NULL },
+
+    { ngx_string("veto_sandbox_metrics_helper_timeout"),
+      NGX_HTTP_MAIN_CONF|NGX_HTTP_SRV_CONF|NGX_CONF_TAKE1,
+      ngx_conf_set_msec_slot,
+      NGX_HTTP_SRV_CONF_OFFSET,
+      offsetof(ngx_http_veto_sandbox_srv_conf_t, metrics_timeout),
+      NULL },
+
     { ngx_string("veto_sandbox_redis"),
       NGX_HTTP_MAIN_CONF|NGX_CONF_TAKE1,
       ngx_http_veto_sandbox_redis,
@@ -360,7 +381,8 @@ static ngx_str_t  ngx_http_veto_sandbox_default_scopes[] = {
     ngx_string("sandbox:files"),
     ngx_string("approvals:review"),
     ngx_string("audit:read"),
-    ngx_string("sandbox:network")
+    ngx_string("sandbox:network"),
+    ngx_string("admin:revoke")
 };
 
 
@@ -370,7 +392,8 @@ ngx_http_veto_sandbox_init(ngx_conf_t *cf)
 {
     if (ngx_http_veto_sandbox_ops_init(cf) != NGX_OK
         || ngx_http_veto_sandbox_mcp_tools_init(cf) != NGX_OK
-        || ngx_http_veto_sandbox_identity_init(cf) != NGX_OK)
+        || ngx_http_veto_sandbox_identity_init(cf) != NGX_OK
+        || ngx_http_veto_sandbox_metrics_init(cf) != NGX_OK)
     {
         return NGX_ERROR;
     }
@@ -402,6 +425,7 @@ ngx_http_veto_sandbox_create_srv_conf(ngx_conf_t *cf)
      *     conf->policy = NULL;
      *     conf->helper = NULL;
      *     conf->prefixes = NULL;
+     *     conf->metrics = NULL;
      */
 
     conf->leeway = NGX_CONF_UNSET;
@@ -412,6 +436,7 @@ ngx_http_veto_sandbox_create_srv_conf(ngx_conf_t *cf)
     conf->cache_zone = NGX_CONF_UNSET_PTR;
     conf->approval_ttl = NGX_CONF_UNSET_MSEC;
     conf->approval_threshold = NGX_CONF_UNSET_UINT;
+    conf->metrics_timeout = NGX_CONF_UNSET_MSEC;
 
     conf->mcp.enable = NGX_CONF_UNSET;
     conf->mcp.sessions = NGX_CONF_UNSET_PTR;
@@ -469,6 +494,10 @@ ngx_http_veto_sandbox_merge_srv_conf(ngx_conf_t *cf, void *parent,
     ngx_conf_merge_msec_value(conf->send_timeout, prev->send_timeout, 30000);
     ngx_conf_merge_msec_value(conf->read_timeout, prev->read_timeout,
                               120000);
+
+    if (ngx_http_veto_sandbox_metrics_merge(cf, prev, conf) != NGX_CONF_OK) {
+        return NGX_CONF_ERROR;
+    }
 
     ngx_conf_merge_msec_value(conf->approval_ttl, prev->approval_ttl,
                               NGX_HTTP_VSB_APPROVAL_TTL);

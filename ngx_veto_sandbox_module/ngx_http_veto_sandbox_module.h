@@ -22,6 +22,9 @@
  *   _profiles.c   GET /v1/profiles: the helper's profiles the policy
  *                 allows; a create's profile_unavailable; list_profiles
  *   _about.c      GET /v1/about: the isolation layers in force (ping)
+ *   _admin.c      the admin API: revocations, any sandbox of the tenant
+ *   _metrics.c    Prometheus metrics: the directive, the hooks, the scrape
+ *   _metrics_store.c  their shared table and text format (pure)
  *   _reply.c      forwarding to the helper and mapping its reply
  *   _request.c    request bodies and queries: validation, helper requests
  *   _request_network.c  their network part: create's hosts, PATCH
@@ -88,7 +91,8 @@
 #define NGX_HTTP_VSB_SCOPE_REVIEW   0x08
 #define NGX_HTTP_VSB_SCOPE_AUDIT    0x10
 #define NGX_HTTP_VSB_SCOPE_NETWORK  0x20
-#define NGX_HTTP_VSB_NSCOPES        6
+#define NGX_HTTP_VSB_SCOPE_ADMIN    0x40
+#define NGX_HTTP_VSB_NSCOPES        7
 /* an op no token is asked for (the liveness probe) */
 #define NGX_HTTP_VSB_PUBLIC         0x8000
 
@@ -251,6 +255,7 @@ typedef struct {
     size_t                       audit_bytes;   /* per tenant */
     ngx_msec_t                   retention;     /* decided approvals */
     ngx_uint_t                   approval_max;  /* records per tenant */
+    ngx_shm_zone_t              *metrics_zone;  /* NULL: no metrics */
 } ngx_http_veto_sandbox_main_conf_t;
 
 
@@ -287,6 +292,9 @@ typedef struct {
     ngx_msec_t                   read_timeout;
 
     ngx_array_t                 *prefixes; /* ngx_str_t, this server only */
+    ngx_array_t                 *metrics;  /* ngx_str_t: its metrics
+                                              locations, this server only */
+    ngx_msec_t                   metrics_timeout; /* a scrape's helper wait */
 
     ngx_msec_t                   approval_ttl;
     ngx_uint_t                   approval_threshold;
@@ -423,6 +431,8 @@ typedef struct {
     u_char                      *payload;
     size_t                       payload_len;
     ngx_msec_t                   extra_read_ms; /* an exec's own timeout */
+    uint64_t                     start_us;  /* sent (metrics) */
+    const char                  *op;        /* its "op" (metrics) */
     ngx_int_t                    status;    /* NGX_OK or 503 / 502 */
     const char                  *error;     /* transport failure, if any */
 
@@ -458,6 +468,8 @@ struct ngx_http_veto_sandbox_ctx_s {
 
     /* the error filter's replacement body */
     ngx_buf_t                   *problem;
+
+    void                        *scrape;    /* a metrics scrape (_metrics.c) */
 
     /* the Redis gate (_gate.c) */
     ngx_http_veto_sandbox_redis_cmd_t *rcmd;    /* in flight, or NULL */
@@ -712,6 +724,30 @@ ngx_int_t ngx_http_veto_sandbox_review_deny(ngx_http_request_t *r,
     ngx_http_veto_sandbox_ctx_t *ctx);
 ngx_int_t ngx_http_veto_sandbox_review_audit(ngx_http_request_t *r,
     ngx_http_veto_sandbox_ctx_t *ctx);
+
+/* _admin.c: the admin API's builders, run()s and record */
+ngx_int_t ngx_http_veto_sandbox_admin_build_revoke(ngx_http_request_t *r,
+    ngx_http_veto_sandbox_ctx_t *ctx);
+ngx_int_t ngx_http_veto_sandbox_admin_build_key(ngx_http_request_t *r,
+    ngx_http_veto_sandbox_ctx_t *ctx);
+ngx_int_t ngx_http_veto_sandbox_admin_build_list(ngx_http_request_t *r,
+    ngx_http_veto_sandbox_ctx_t *ctx);
+ngx_int_t ngx_http_veto_sandbox_admin_revoke(ngx_http_request_t *r,
+    ngx_http_veto_sandbox_ctx_t *ctx);
+ngx_int_t ngx_http_veto_sandbox_admin_revocation(ngx_http_request_t *r,
+    ngx_http_veto_sandbox_ctx_t *ctx);
+ngx_int_t ngx_http_veto_sandbox_admin_unrevoke(ngx_http_request_t *r,
+    ngx_http_veto_sandbox_ctx_t *ctx);
+ngx_int_t ngx_http_veto_sandbox_admin_end(ngx_http_request_t *r,
+    ngx_http_veto_sandbox_ctx_t *ctx);
+
+/* _metrics.c: the directive, its checks, the log phase count */
+char *ngx_http_veto_sandbox_metrics_conf(ngx_conf_t *cf, ngx_command_t *cmd,
+    void *conf);
+char *ngx_http_veto_sandbox_metrics_merge(ngx_conf_t *cf,
+    ngx_http_veto_sandbox_srv_conf_t *prev,
+    ngx_http_veto_sandbox_srv_conf_t *conf);
+ngx_int_t ngx_http_veto_sandbox_metrics_init(ngx_conf_t *cf);
 
 /* _record.c: records (ngx_http_veto_sandbox_record_pt) and the audit */
 void ngx_http_veto_sandbox_record_created(ngx_http_request_t *r,

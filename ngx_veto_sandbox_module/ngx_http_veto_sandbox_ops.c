@@ -172,6 +172,60 @@ ngx_http_veto_sandbox_op_t  ngx_http_veto_sandbox_ops[] = {
                     ngx_http_veto_sandbox_build_nothing,
                     ngx_http_veto_sandbox_review_audit, NULL, NULL),
 
+    /* the admin API: any token and any sandbox of the admin's tenant */
+
+    ngx_http_vsb_op("admin.revoke", NGX_HTTP_POST, "/v1/admin/revocations",
+                    NGX_HTTP_VSB_SCOPE_ADMIN, 0, NGX_HTTP_VSB_QUOTA_NONE,
+                    NGX_HTTP_VSB_BODY_JSON, NULL,
+                    ngx_http_veto_sandbox_admin_build_revoke,
+                    ngx_http_veto_sandbox_admin_revoke, NULL, NULL),
+
+    ngx_http_vsb_op("admin.revocation.get", NGX_HTTP_VSB_READ,
+                    "/v1/admin/revocations/jti/{key}",
+                    NGX_HTTP_VSB_SCOPE_ADMIN, 0, NGX_HTTP_VSB_QUOTA_NONE,
+                    NGX_HTTP_VSB_BODY_NONE, NULL,
+                    ngx_http_veto_sandbox_admin_build_key,
+                    ngx_http_veto_sandbox_admin_revocation, NULL, NULL),
+
+    ngx_http_vsb_op("admin.revocation.get", NGX_HTTP_VSB_READ,
+                    "/v1/admin/revocations/agent/{key}",
+                    NGX_HTTP_VSB_SCOPE_ADMIN, 0, NGX_HTTP_VSB_QUOTA_NONE,
+                    NGX_HTTP_VSB_BODY_NONE, NULL,
+                    ngx_http_veto_sandbox_admin_build_key,
+                    ngx_http_veto_sandbox_admin_revocation, NULL, NULL),
+
+    ngx_http_vsb_op("admin.unrevoke", NGX_HTTP_DELETE,
+                    "/v1/admin/revocations/jti/{key}",
+                    NGX_HTTP_VSB_SCOPE_ADMIN, 0, NGX_HTTP_VSB_QUOTA_NONE,
+                    NGX_HTTP_VSB_BODY_NONE, NULL,
+                    ngx_http_veto_sandbox_admin_build_key,
+                    ngx_http_veto_sandbox_admin_unrevoke, NULL, NULL),
+
+    ngx_http_vsb_op("admin.unrevoke", NGX_HTTP_DELETE,
+                    "/v1/admin/revocations/agent/{key}",
+                    NGX_HTTP_VSB_SCOPE_ADMIN, 0, NGX_HTTP_VSB_QUOTA_NONE,
+                    NGX_HTTP_VSB_BODY_NONE, NULL,
+                    ngx_http_veto_sandbox_admin_build_key,
+                    ngx_http_veto_sandbox_admin_unrevoke, NULL, NULL),
+
+    ngx_http_vsb_op("admin.sandbox.list", NGX_HTTP_VSB_READ,
+                    "/v1/admin/sandboxes",
+                    NGX_HTTP_VSB_SCOPE_ADMIN, 0, NGX_HTTP_VSB_QUOTA_NONE,
+                    NGX_HTTP_VSB_BODY_NONE, VSB_OP_LIST,
+                    ngx_http_veto_sandbox_admin_build_list,
+                    ngx_http_veto_sandbox_forward,
+                    ngx_http_veto_sandbox_reply_json,
+                    ngx_http_veto_sandbox_record_allowed),
+
+    /* two helper requests: the tenant's list names the owner, then the
+     * destroy (_admin.c) */
+    ngx_http_vsb_op("admin.sandbox.delete", NGX_HTTP_DELETE,
+                    "/v1/admin/sandboxes/{id}",
+                    NGX_HTTP_VSB_SCOPE_ADMIN, 0, NGX_HTTP_VSB_QUOTA_NONE,
+                    NGX_HTTP_VSB_BODY_NONE, NULL,
+                    ngx_http_veto_sandbox_build_nothing,
+                    ngx_http_veto_sandbox_admin_end, NULL, NULL),
+
     { ngx_null_string, 0, NULL, 0, 0, 0, 0, NULL, NULL, NULL, NULL, NULL }
 };
 
@@ -180,7 +234,9 @@ ngx_http_veto_sandbox_op_t  ngx_http_veto_sandbox_ops[] = {
  * Does uri match the row's path?  A literal byte matches itself; "{id}"
  * matches a valid sandbox id and "{approval}" a valid approval id, which
  * are returned: an id that cannot exist is as unknown as one that does
- * not.  NGX_ERROR: a placeholder this function does not know.
+ * not.  "{key}", always last, matches the rest of the URI when it can be
+ * a Redis key part (a jti, an agent); its builder reads it from there.
+ * NGX_ERROR: a placeholder this function does not know.
  */
 static ngx_int_t
 ngx_http_veto_sandbox_op_match(const char *path, ngx_str_t *uri,
@@ -238,6 +294,11 @@ ngx_http_veto_sandbox_op_match(const char *path, ngx_str_t *uri,
             p += NGX_HTTP_VSB_APPROVAL_ID_LEN;
             s += 10;
             continue;
+        }
+
+        if (ngx_strcmp(s, "{key}") == 0) {
+            return ngx_http_veto_sandbox_redis_key_part_valid(p, last - p)
+                   ? NGX_OK : NGX_DECLINED;
         }
 
         return NGX_ERROR;
@@ -357,11 +418,12 @@ ngx_http_veto_sandbox_ops_init(ngx_conf_t *cf)
 
         for (s = op->path; *s; s++) {
             if (*s == '{' && ngx_strncmp(s, "{id}", 4) != 0
-                && ngx_strncmp(s, "{approval}", 10) != 0)
+                && ngx_strncmp(s, "{approval}", 10) != 0
+                && ngx_strcmp(s, "{key}") != 0)
             {
                 return ngx_http_veto_sandbox_op_refuse(cf, op,
                                       "unknown placeholder (known: {id}, "
-                                      "{approval})");
+                                      "{approval}, and {key} at the end)");
             }
         }
 

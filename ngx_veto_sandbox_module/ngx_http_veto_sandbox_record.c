@@ -11,6 +11,7 @@
 #include "ngx_http_veto_sandbox_audit.h"
 #include "ngx_http_veto_sandbox_summary.h"
 #include "ngx_http_veto_sandbox_network.h"
+#include "ngx_http_veto_sandbox_metrics.h"
 
 #include <openssl/evp.h>
 
@@ -96,6 +97,8 @@ ngx_http_veto_sandbox_audit(ngx_http_request_t *r,
     ngx_http_veto_sandbox_main_conf_t   *vmcf;
     ngx_http_veto_sandbox_audit_rec_t    rec;
     ngx_http_veto_sandbox_redis_call_t   call;
+
+    ngx_http_veto_sandbox_metrics_outcome(outcome);
 
     if (ngx_http_veto_sandbox_rds == NULL || ctx->tenant.len == 0) {
         return;

@@ -11,6 +11,7 @@
 #include <ngx_http.h>
 
 #include "ngx_http_veto_sandbox_redis.h"
+#include "ngx_http_veto_sandbox_metrics.h"
 
 
 static void ngx_http_veto_sandbox_redis_connect(
@@ -387,6 +388,7 @@ ngx_http_veto_sandbox_redis_reconnect_handler(ngx_event_t *ev)
     }
 
     rds->n_reconnects++;
+    ngx_http_veto_sandbox_metrics_redis_error("reconnect");
     ngx_http_veto_sandbox_redis_connect(rds);
 }
 

@@ -13,6 +13,7 @@
 #include <openssl/sha.h>
 
 #include "ngx_http_veto_sandbox_redis.h"
+#include "ngx_http_veto_sandbox_metrics.h"
 
 
 struct ngx_http_veto_sandbox_redis_cmd_s {
@@ -148,6 +149,8 @@ ngx_http_veto_sandbox_redis_usable(ngx_http_veto_sandbox_redis_t *rds)
         if (rds) {
             rds->n_failures++;
         }
+
+        ngx_http_veto_sandbox_metrics_redis_error("unavailable");
 
         return 0;
     }
@@ -298,6 +301,7 @@ ngx_http_veto_sandbox_redis_send(ngx_http_veto_sandbox_redis_call_t *call,
         != REDIS_OK)
     {
         rds->n_failures++;
+        ngx_http_veto_sandbox_metrics_redis_error("unavailable");
         return NGX_HTTP_SERVICE_UNAVAILABLE;
     }
 
@@ -439,6 +443,8 @@ ngx_http_veto_sandbox_redis_cmd_finish(ngx_http_veto_sandbox_redis_cmd_t *cmd,
     if (rc != NGX_OK) {
         cmd->rds->n_failures++;
     }
+
+    ngx_http_veto_sandbox_metrics_redis(rc, reply);
 
     /* free first if hiredis let go: the handler may not come back here */
     if (!cmd->in_hiredis) {

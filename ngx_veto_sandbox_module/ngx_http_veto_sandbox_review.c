@@ -16,6 +16,7 @@
 #include "ngx_http_veto_sandbox_module.h"
 #include "ngx_http_veto_sandbox_approval.h"
 #include "ngx_http_veto_sandbox_audit.h"
+#include "ngx_http_veto_sandbox_metrics.h"
 
 
 static void ngx_http_veto_sandbox_review_reply(ngx_int_t rc,
@@ -491,6 +492,8 @@ ngx_http_veto_sandbox_review_decided(ngx_http_request_t *r,
     switch (ar.code) {
 
     case NGX_HTTP_VSB_AR_OK:
+        ngx_http_veto_sandbox_metrics_approval(&ar.state);
+
         ngx_http_veto_sandbox_audit(r, ctx,
                                     approve ? "approval_approved"
                                             : "approval_denied",

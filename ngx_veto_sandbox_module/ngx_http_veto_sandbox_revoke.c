@@ -228,7 +228,60 @@ ngx_http_veto_sandbox_revoke_agent(ngx_http_veto_sandbox_redis_call_t *call,
     argv[1] = (const char *) key.data;
     argvlen[1] = key.len;
     argv[2] = (const char *) p;
-    argvlen[2] = ngx_sprintf(p, "%T", before ? before : ngx_time()) - p;
+
+    if (before < 0) {
+        /* every token, whatever its iat */
+        argvlen[2] = ngx_sprintf(p, "*") - p;
+
+    } else {
+        argvlen[2] = ngx_sprintf(p, "%T", before ? before : ngx_time()) - p;
+    }
 
     return ngx_http_veto_sandbox_redis_command(call, 3, argv, argvlen);
+}
+
+
+/* DEL (undo) or the read of the admin API: kind "jti" or "agent" */
+static ngx_int_t
+ngx_http_veto_sandbox_revocation_cmd(ngx_http_veto_sandbox_redis_call_t *call,
+    ngx_str_t *tenant, const char *kind, ngx_str_t *value, const char *cmd)
+{
+    ngx_int_t    rc;
+    ngx_str_t    key;
+    size_t       argvlen[2];
+    const char  *argv[2];
+
+    rc = ngx_http_veto_sandbox_revoke_key(call->pool, &key,
+                                          ngx_strcmp(kind, "jti") == 0
+                                          ? "revoked:jti" : "revoked:agent",
+                                          tenant, value);
+    if (rc != NGX_OK) {
+        return rc;
+    }
+
+    argv[0] = cmd;
+    argvlen[0] = ngx_strlen(cmd);
+    argv[1] = (const char *) key.data;
+    argvlen[1] = key.len;
+
+    return ngx_http_veto_sandbox_redis_command(call, 2, argv, argvlen);
+}
+
+
+ngx_int_t
+ngx_http_veto_sandbox_unrevoke(ngx_http_veto_sandbox_redis_call_t *call,
+    ngx_str_t *tenant, const char *kind, ngx_str_t *value)
+{
+    return ngx_http_veto_sandbox_revocation_cmd(call, tenant, kind, value,
+                                                "DEL");
+}
+
+
+ngx_int_t
+ngx_http_veto_sandbox_revocation_get(ngx_http_veto_sandbox_redis_call_t *call,
+    ngx_str_t *tenant, const char *kind, ngx_str_t *value)
+{
+    return ngx_http_veto_sandbox_revocation_cmd(call, tenant, kind, value,
+                                         ngx_strcmp(kind, "jti") == 0
+                                         ? "TTL" : "GET");
 }

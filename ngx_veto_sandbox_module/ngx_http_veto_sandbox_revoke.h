@@ -48,7 +48,8 @@ ngx_int_t ngx_http_veto_sandbox_revoke_result(redisReply *reply,
 
 /*
  * Admin API: revoke one token until exp (SET ... EXAT exp, Redis >= 6.2),
- * or every token of an agent issued up to now (SET ... <now>).
+ * or every token of an agent issued up to before (SET ... <before>; 0:
+ * now), or with before -1 every token of the agent (SET ... "*").
  */
 ngx_int_t ngx_http_veto_sandbox_revoke_jti(
     ngx_http_veto_sandbox_redis_call_t *call, ngx_str_t *tenant,
@@ -57,6 +58,20 @@ ngx_int_t ngx_http_veto_sandbox_revoke_jti(
 ngx_int_t ngx_http_veto_sandbox_revoke_agent(
     ngx_http_veto_sandbox_redis_call_t *call, ngx_str_t *tenant,
     ngx_str_t *agent, time_t before);
+
+/*
+ * Admin API, kind "jti" or "agent": take a revocation back (DEL: the
+ * reply is 1, or 0 when there was none), or read it (a jti: TTL, -2
+ * when there is none; an agent: GET, nil when there is none).
+ * NGX_DECLINED: tenant or value is not a valid key part.
+ */
+ngx_int_t ngx_http_veto_sandbox_unrevoke(
+    ngx_http_veto_sandbox_redis_call_t *call, ngx_str_t *tenant,
+    const char *kind, ngx_str_t *value);
+
+ngx_int_t ngx_http_veto_sandbox_revocation_get(
+    ngx_http_veto_sandbox_redis_call_t *call, ngx_str_t *tenant,
+    const char *kind, ngx_str_t *value);
 
 
 #endif /* _NGX_HTTP_VSB_REVOKE_H_INCLUDED_ */

@@ -1,0 +1,924 @@
+/*
+ * Prometheus metrics, the nginx part: the "veto_sandbox_metrics"
+ * location (like stub_status, restricted by the operator with allow and
+ * deny), the shared zone of worker counters it brings (the table of
+ * _metrics_store.c), the hooks the other files call as things happen,
+ * the count of every API request (log phase), and the scrape.
+ *
+ * A scrape renders the zone and the helper's own figures, which it asks
+ * for with the "stats" op over the event loop: it waits at most
+ * veto_sandbox_metrics_helper_timeout (1 s), and a helper that is down,
+ * slow or answers nonsense makes veto_sandbox_helper_up 0, nothing else:
+ * the rest of the scrape is the gateway's and is always there.
+ *
+ * Without a metrics location there is no zone, and every hook returns at
+ * once.
+ */
+
+#include "ngx_http_veto_sandbox_module.h"
+#include "ngx_http_veto_sandbox_metrics.h"
+
+#include <time.h>
+
+
+/* the zone: the table, and room for the slab allocator's own pages */
+#define NGX_HTTP_VSB_METRICS_ZONE                                             \
+    (sizeof(ngx_http_veto_sandbox_metrics_sh_t) + 32 * ngx_pagesize)
+
+/* what a scrape adds to the table's text: the gateway's and the
+ * helper's gauges */
+#define NGX_HTTP_VSB_METRICS_GAUGES  8192
+
+
+typedef struct {
+    ngx_event_t                  timer;    /* the helper's deadline */
+    unsigned                     done:1;
+} ngx_http_veto_sandbox_scrape_t;
+
+
+static ngx_int_t ngx_http_veto_sandbox_metrics_zone_init(
+    ngx_shm_zone_t *zone, void *data);
+static ngx_int_t ngx_http_veto_sandbox_metrics_handler(ngx_http_request_t *r);
+static ngx_int_t ngx_http_veto_sandbox_metrics_log(ngx_http_request_t *r);
+static void ngx_http_veto_sandbox_metrics_stats(ngx_http_request_t *r,
+    ngx_http_veto_sandbox_ctx_t *ctx);
+static void ngx_http_veto_sandbox_metrics_timeout(ngx_event_t *ev);
+static void ngx_http_veto_sandbox_metrics_cleanup(void *data);
+static ngx_int_t ngx_http_veto_sandbox_metrics_send(ngx_http_request_t *r,
+    json_t *stats);
+
+
+/* the zone's tag: another module's zone of the same name is refused */
+static ngx_uint_t  ngx_http_veto_sandbox_metrics_tag;
+
+
+/* the zone's table in this process's cycle, or NULL */
+static ngx_http_veto_sandbox_metrics_sh_t *
+ngx_http_veto_sandbox_metrics_sh(void)
+{
+    ngx_http_veto_sandbox_main_conf_t  *vmcf;
+
+    vmcf = ngx_http_cycle_get_module_main_conf(ngx_cycle,
+                                               ngx_http_veto_sandbox_module);
+
+    if (vmcf == NULL || vmcf->metrics_zone == NULL) {
+        return NULL;
+    }
+
+    return vmcf->metrics_zone->data;
+}
+
+
+/* veto_sandbox_metrics; */
+char *
+ngx_http_veto_sandbox_metrics_conf(ngx_conf_t *cf, ngx_command_t *cmd,
+    void *conf)
+{
+    ngx_str_t                          *name, zone;
+    ngx_http_core_loc_conf_t           *clcf;
+    ngx_http_veto_sandbox_srv_conf_t   *vscf;
+    ngx_http_veto_sandbox_main_conf_t  *vmcf;
+
+    clcf = ngx_http_conf_get_module_loc_conf(cf, ngx_http_core_module);
+
+    if (clcf->handler == ngx_http_veto_sandbox_metrics_handler) {
+        return "is duplicate";
+    }
+
+    if (clcf->handler != NULL) {
+        return "conflicts with another content handler in this location";
+    }
+
+    vmcf = ngx_http_conf_get_module_main_conf(cf,
+                                              ngx_http_veto_sandbox_module);
+
+    if (vmcf->metrics_zone == NULL) {
+        ngx_str_set(&zone, "veto_sandbox_metrics");
+
+        vmcf->metrics_zone = ngx_shared_memory_add(cf, &zone,
+                                           NGX_HTTP_VSB_METRICS_ZONE,
+                                           &ngx_http_veto_sandbox_metrics_tag);
+        if (vmcf->metrics_zone == NULL) {
+            return NGX_CONF_ERROR;
+        }
+
+        vmcf->metrics_zone->init = ngx_http_veto_sandbox_metrics_zone_init;
+    }
+
+    vscf = ngx_http_conf_get_module_srv_conf(cf, ngx_http_veto_sandbox_module);
+
+    if (vscf->metrics == NULL) {
+        vscf->metrics = ngx_array_create(cf->pool, 1, sizeof(ngx_str_t));
+        if (vscf->metrics == NULL) {
+            return NGX_CONF_ERROR;
+        }
+    }
+
+    name = ngx_array_push(vscf->metrics);
+    if (name == NULL) {
+        return NGX_CONF_ERROR;
+    }
+
+    *name = clcf->name;
+
+    clcf->handler = ngx_http_veto_sandbox_metrics_handler;
+
+    return NGX_CONF_OK;
+}
+
+
+/*
+ * A server with a metrics location must reach a helper (its figures are
+ * half the scrape), and the location must not be under the API's prefix,
+ * where the identity check would ask Prometheus for a token.
+ */
+char *
+ngx_http_veto_sandbox_metrics_merge(ngx_conf_t *cf,
+    ngx_http_veto_sandbox_srv_conf_t *prev,
+    ngx_http_veto_sandbox_srv_conf_t *conf)
+{
+    ngx_str_t   *m, *p;
+    ngx_uint_t   i, k;
+
+    ngx_conf_merge_msec_value(conf->metrics_timeout, prev->metrics_timeout,
+                              1000);
+
+    if (conf->metrics == NULL) {
+        return NGX_CONF_OK;
+    }
+
+    if (conf->helper == NULL) {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                           "\"veto_sandbox_metrics\" requires "
+                           "\"veto_sandbox_helper\" in its server (or at "
+                           "http level): a scrape asks the helper for its "
+                           "figures");
+        return NGX_CONF_ERROR;
+    }
+
+    if (conf->prefixes == NULL) {
+        return NGX_CONF_OK;
+    }
+
+    m = conf->metrics->elts;
+    p = conf->prefixes->elts;
+
+    for (i = 0; i < conf->metrics->nelts; i++) {
+        for (k = 0; k < conf->prefixes->nelts; k++) {
+
+            if (m[i].len >= p[k].len
+                && ngx_strncmp(m[i].data, p[k].data, p[k].len) == 0)
+            {
+                ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                                   "\"veto_sandbox_metrics\" location "
+                                   "\"%V\" is under the \"veto_sandbox_api\" "
+                                   "location \"%V\", where every request "
+                                   "needs a token: put it outside (e.g. "
+                                   "\"location = /metrics\")", &m[i], &p[k]);
+                return NGX_CONF_ERROR;
+            }
+        }
+    }
+
+    return NGX_CONF_OK;
+}
+
+
+/* postconfiguration: with metrics, every API request is counted */
+ngx_int_t
+ngx_http_veto_sandbox_metrics_init(ngx_conf_t *cf)
+{
+    ngx_http_handler_pt                *h;
+    ngx_http_core_main_conf_t          *cmcf;
+    ngx_http_veto_sandbox_main_conf_t  *vmcf;
+
+    vmcf = ngx_http_conf_get_module_main_conf(cf,
+                                              ngx_http_veto_sandbox_module);
+
+    if (vmcf->metrics_zone == NULL) {
+        return NGX_OK;
+    }
+
+    cmcf = ngx_http_conf_get_module_main_conf(cf, ngx_http_core_module);
+
+    h = ngx_array_push(&cmcf->phases[NGX_HTTP_LOG_PHASE].handlers);
+    if (h == NULL) {
+        return NGX_ERROR;
+    }
+
+    *h = ngx_http_veto_sandbox_metrics_log;
+
+    return NGX_OK;
+}
+
+
+/* A new table, or the previous configuration's when it is of this
+ * layout: a reload keeps the counts going. */
+static ngx_int_t
+ngx_http_veto_sandbox_metrics_zone_init(ngx_shm_zone_t *zone, void *data)
+{
+    ngx_slab_pool_t                     *shpool;
+    ngx_http_veto_sandbox_metrics_sh_t  *sh;
+
+    if (data) {
+        sh = data;
+
+        if (sh->magic != NGX_HTTP_VSB_M_MAGIC) {
+            ngx_http_veto_sandbox_metrics_reset(sh);
+        }
+
+        zone->data = sh;
+        return NGX_OK;
+    }
+
+    shpool = (ngx_slab_pool_t *) zone->shm.addr;
+
+    if (zone->shm.exists) {
+        zone->data = shpool->data;
+        return NGX_OK;
+    }
+
+    sh = ngx_slab_alloc(shpool, sizeof(ngx_http_veto_sandbox_metrics_sh_t));
+    if (sh == NULL) {
+        return NGX_ERROR;
+    }
+
+    ngx_http_veto_sandbox_metrics_reset(sh);
+
+    shpool->data = sh;
+    zone->data = sh;
+
+    return NGX_OK;
+}
+
+
+/* ---- the hooks ---- */
+
+
+static uint64_t
+ngx_http_veto_sandbox_metrics_now_us(void)
+{
+    struct timespec  ts;
+
+    if (clock_gettime(CLOCK_MONOTONIC, &ts) == -1) {
+        return (uint64_t) ngx_current_msec * 1000;
+    }
+
+    return (uint64_t) ts.tv_sec * 1000000 + (uint64_t) ts.tv_nsec / 1000;
+}
+
+
+/* family{name="value"}, n */
+static void
+ngx_http_veto_sandbox_metrics_count(ngx_uint_t family, const char *name,
+    u_char *value, size_t len, ngx_atomic_uint_t n)
+{
+    u_char                              *p;
+    u_char                               labels[NGX_HTTP_VSB_M_LABELS];
+    ngx_http_veto_sandbox_metrics_sh_t  *sh;
+
+    sh = ngx_http_veto_sandbox_metrics_sh();
+    if (sh == NULL) {
+        return;
+    }
+
+    p = ngx_http_veto_sandbox_metrics_label(labels, labels,
+                                            labels + sizeof(labels), name,
+                                            value, len);
+    if (p == NULL) {
+        (void) ngx_atomic_fetch_add(&sh->dropped, 1);
+        return;
+    }
+
+    ngx_http_veto_sandbox_metrics_add(sh, family, labels, p - labels, n);
+}
+
+
+void
+ngx_http_veto_sandbox_metrics_helper_start(ngx_http_veto_sandbox_ctx_t *ctx,
+    void *req)
+{
+    ngx_http_veto_sandbox_helper_t  *h;
+
+    if (ngx_http_veto_sandbox_metrics_sh() == NULL) {
+        return;
+    }
+
+    h = &ctx->helper;
+
+    h->start_us = ngx_http_veto_sandbox_metrics_now_us();
+    h->op = json_string_value(json_object_get((json_t *) req, "op"));
+}
+
+
+void
+ngx_http_veto_sandbox_metrics_helper_error(const char *kind)
+{
+    ngx_http_veto_sandbox_metrics_count(NGX_HTTP_VSB_M_HELPER_ERRORS, "kind",
+                                        (u_char *) kind, ngx_strlen(kind), 1);
+}
+
+
+/* the helper's own errors that say it is in trouble (a client's bad
+ * request, or a sandbox that is not there, is not the helper's fault) */
+static const char  *ngx_http_veto_sandbox_helper_faults[] = {
+    VSB_E_TERMINATION_FAILED, VSB_E_INTERNAL, VSB_E_IO, VSB_E_EXEC_FAILED,
+    VSB_E_CAPACITY, VSB_E_NOT_PERMITTED, VSB_E_UNAVAILABLE, VSB_E_NO_SPACE,
+    VSB_E_BAD_FRAME, VSB_E_UNKNOWN_OP, NULL
+};
+
+
+/* An exec's result: its wall time and its network attempts. */
+static void
+ngx_http_veto_sandbox_metrics_exec(ngx_http_veto_sandbox_metrics_sh_t *sh,
+    json_t *j)
+{
+    size_t       i;
+    json_t      *v, *a;
+    const char  *d;
+
+    v = json_object_get(json_object_get(j, "usage"), "wall_ms");
+
+    if (json_is_integer(v) && json_integer_value(v) >= 0) {
+        ngx_http_veto_sandbox_metrics_observe(sh,
+                                    NGX_HTTP_VSB_M_EXEC_DURATION, NULL, 0,
+                                    (uint64_t) json_integer_value(v) * 1000);
+    }
+
+    /* "none", or {attempts: [...], dropped, complete} */
+    v = json_object_get(j, "network");
+
+    json_array_foreach(json_object_get(v, "attempts"), i, a) {
+        d = json_string_value(json_object_get(a, "decision"));
+
+        if (d != NULL
+            && (ngx_strcmp(d, "allowed") == 0 || ngx_strcmp(d, "refused") == 0
+                || ngx_strcmp(d, "error") == 0))
+        {
+            ngx_http_veto_sandbox_metrics_count(NGX_HTTP_VSB_M_EGRESS,
+                                                "outcome", (u_char *) d,
+                                                ngx_strlen(d), 1);
+        }
+    }
+
+    a = json_object_get(v, "dropped");
+
+    if (json_is_integer(a) && json_integer_value(a) > 0) {
+        ngx_http_veto_sandbox_metrics_count(NGX_HTTP_VSB_M_EGRESS, "outcome",
+                                 (u_char *) "unlisted", 8,
+                                 (ngx_atomic_uint_t) json_integer_value(a));
+    }
+}
+
+
+void
+ngx_http_veto_sandbox_metrics_helper(ngx_http_request_t *r,
+    ngx_http_veto_sandbox_ctx_t *ctx)
+{
+    u_char                              *p;
+    u_char                               labels[NGX_HTTP_VSB_M_LABELS];
+    json_t                              *j;
+    uint64_t                             now;
+    const char                          *op, *kind, **f;
+    ngx_http_veto_sandbox_helper_t      *h;
+    ngx_http_veto_sandbox_metrics_sh_t  *sh;
+
+    sh = ngx_http_veto_sandbox_metrics_sh();
+    if (sh == NULL) {
+        return;
+    }
+
+    h = &ctx->helper;
+    op = h->op ? h->op : "unknown";
+
+    now = ngx_http_veto_sandbox_metrics_now_us();
+
+    p = ngx_http_veto_sandbox_metrics_label(labels, labels,
+                                            labels + sizeof(labels), "op",
+                                            (u_char *) op, ngx_strlen(op));
+    if (p != NULL && h->start_us && now >= h->start_us) {
+        ngx_http_veto_sandbox_metrics_observe(sh,
+                                       NGX_HTTP_VSB_M_HELPER_DURATION,
+                                       labels, p - labels,
+                                       now - h->start_us);
+    }
+
+    if (h->status != NGX_OK) {
+        kind = h->status == NGX_HTTP_GATEWAY_TIME_OUT ? "timeout"
+               : h->status == NGX_HTTP_SERVICE_UNAVAILABLE ? "unavailable"
+               : h->status == NGX_HTTP_BAD_GATEWAY ? "protocol"
+               : "internal";
+
+        ngx_http_veto_sandbox_metrics_helper_error(kind);
+        return;
+    }
+
+    j = h->json;
+
+    if (!json_is_true(json_object_get(j, "ok"))) {
+        kind = json_string_value(json_object_get(j, "error"));
+
+        for (f = ngx_http_veto_sandbox_helper_faults; kind && *f; f++) {
+            if (ngx_strcmp(kind, *f) == 0) {
+                ngx_http_veto_sandbox_metrics_helper_error(kind);
+                break;
+            }
+        }
+
+        return;
+    }
+
+    if (ngx_strcmp(op, VSB_OP_EXEC) == 0) {
+        ngx_http_veto_sandbox_metrics_exec(sh, j);
+    }
+}
+
+
+void
+ngx_http_veto_sandbox_metrics_redis(ngx_int_t rc, void *reply)
+{
+    redisReply  *rr = reply;
+
+    if (rc == NGX_HTTP_GATEWAY_TIME_OUT) {
+        ngx_http_veto_sandbox_metrics_redis_error("timeout");
+
+    } else if (rc != NGX_OK) {
+        ngx_http_veto_sandbox_metrics_redis_error("connection_lost");
+
+    } else if (rr != NULL && rr->type == REDIS_REPLY_ERROR) {
+        ngx_http_veto_sandbox_metrics_redis_error("error_reply");
+    }
+}
+
+
+void
+ngx_http_veto_sandbox_metrics_redis_error(const char *kind)
+{
+    ngx_http_veto_sandbox_metrics_count(NGX_HTTP_VSB_M_REDIS_ERRORS, "kind",
+                                        (u_char *) kind, ngx_strlen(kind), 1);
+}
+
+
+void
+ngx_http_veto_sandbox_metrics_jwt_cache(ngx_uint_t hit)
+{
+    ngx_http_veto_sandbox_metrics_count(NGX_HTTP_VSB_M_JWT_CACHE, "result",
+                                        (u_char *) (hit ? "hit" : "miss"),
+                                        hit ? 3 : 4, 1);
+}
+
+
+void
+ngx_http_veto_sandbox_metrics_outcome(const char *outcome)
+{
+    const char  *state;
+
+    if (ngx_strncmp(outcome, "approval_", 9) != 0) {
+        return;
+    }
+
+    outcome += 9;
+
+    /* "approved" is counted from the decision's state (a threshold above
+     * one takes several approvals) */
+    state = ngx_strcmp(outcome, "requested") == 0 ? "created"
+            : ngx_strcmp(outcome, "denied") == 0 ? "denied"
+            : ngx_strcmp(outcome, "expired") == 0 ? "expired"
+            : ngx_strcmp(outcome, "consumed") == 0 ? "consumed"
+            : NULL;
+
+    if (state != NULL) {
+        ngx_http_veto_sandbox_metrics_count(NGX_HTTP_VSB_M_APPROVALS, "state",
+                                            (u_char *) state,
+                                            ngx_strlen(state), 1);
+    }
+}
+
+
+void
+ngx_http_veto_sandbox_metrics_approval(ngx_str_t *state)
+{
+    if (state->len == 8 && ngx_strncmp(state->data, "approved", 8) == 0) {
+        ngx_http_veto_sandbox_metrics_count(NGX_HTTP_VSB_M_APPROVALS, "state",
+                                            state->data, state->len, 1);
+    }
+}
+
+
+/* ---- every API request, once it is over ---- */
+
+
+static ngx_int_t
+ngx_http_veto_sandbox_metrics_log(ngx_http_request_t *r)
+{
+    u_char                              *p;
+    u_char                               labels[NGX_HTTP_VSB_M_LABELS];
+    ngx_str_t                            route, decision, sb, apr;
+    ngx_uint_t                           allow;
+    ngx_http_veto_sandbox_op_t          *op;
+    ngx_http_veto_sandbox_ctx_t         *ctx;
+    ngx_http_veto_sandbox_srv_conf_t    *vscf;
+    ngx_http_veto_sandbox_metrics_sh_t  *sh;
+
+    sh = ngx_http_veto_sandbox_metrics_sh();
+    if (sh == NULL) {
+        return NGX_OK;
+    }
+
+    vscf = ngx_http_get_module_srv_conf(r, ngx_http_veto_sandbox_module);
+
+    if (!ngx_http_veto_sandbox_protected(r, vscf)) {
+        return NGX_OK;
+    }
+
+    ctx = ngx_http_get_module_ctx(r, ngx_http_veto_sandbox_module);
+
+    /* refused before routing (no token: POST_READ): its row all the same */
+    op = (ctx && ctx->op) ? ctx->op
+                          : ngx_http_veto_sandbox_op_find(r, &allow, &sb,
+                                                          &apr);
+    if (op != NULL) {
+        route = op->name;
+
+    } else {
+        ngx_str_set(&route, "unmatched");
+    }
+
+    if (ctx && ctx->decision.len) {
+        decision = ctx->decision;
+
+    } else {
+        ngx_str_set(&decision, "none");
+    }
+
+    p = ngx_http_veto_sandbox_metrics_label(labels, labels,
+                                            labels + sizeof(labels), "route",
+                                            route.data, route.len);
+    p = ngx_http_veto_sandbox_metrics_label(p, labels,
+                                            labels + sizeof(labels),
+                                            "decision", decision.data,
+                                            decision.len);
+    if (p == NULL) {
+        (void) ngx_atomic_fetch_add(&sh->dropped, 1);
+        return NGX_OK;
+    }
+
+    ngx_http_veto_sandbox_metrics_add(sh, NGX_HTTP_VSB_M_REQUESTS, labels,
+                                      p - labels, 1);
+
+    return NGX_OK;
+}
+
+
+/* ---- the scrape ---- */
+
+
+static ngx_int_t
+ngx_http_veto_sandbox_metrics_handler(ngx_http_request_t *r)
+{
+    json_t                            *req;
+    ngx_int_t                          rc;
+    ngx_pool_cleanup_t                *cln;
+    ngx_http_veto_sandbox_ctx_t       *ctx;
+    ngx_http_veto_sandbox_scrape_t    *st;
+    ngx_http_veto_sandbox_srv_conf_t  *vscf;
+
+    if (!(r->method & (NGX_HTTP_GET|NGX_HTTP_HEAD))) {
+        return NGX_HTTP_NOT_ALLOWED;
+    }
+
+    rc = ngx_http_discard_request_body(r);
+    if (rc != NGX_OK) {
+        return rc;
+    }
+
+    if (ngx_http_veto_sandbox_metrics_sh() == NULL) {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+
+    vscf = ngx_http_get_module_srv_conf(r, ngx_http_veto_sandbox_module);
+
+    ctx = ngx_http_veto_sandbox_get_ctx(r);
+    st = ngx_pcalloc(r->pool, sizeof(ngx_http_veto_sandbox_scrape_t));
+    req = json_pack("{s:s, s:s}", "op", VSB_OP_STATS,
+                    "request_id", "metrics");
+    cln = ngx_pool_cleanup_add(r->pool, 0);
+
+    if (ctx == NULL || st == NULL || req == NULL || cln == NULL) {
+        json_decref(req);
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+
+    cln->handler = ngx_http_veto_sandbox_json_cleanup;
+    cln->data = req;
+
+    cln = ngx_pool_cleanup_add(r->pool, 0);
+    if (cln == NULL) {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+
+    cln->handler = ngx_http_veto_sandbox_metrics_cleanup;
+    cln->data = st;
+
+    st->timer.handler = ngx_http_veto_sandbox_metrics_timeout;
+    st->timer.data = r;
+    st->timer.log = r->connection->log;
+
+    ctx->scrape = st;
+
+    /* the reply may come before helper_send() returns */
+    r->main->count++;
+
+    rc = ngx_http_veto_sandbox_helper_send(r, ctx, req, NULL, 0,
+                                         ngx_http_veto_sandbox_metrics_stats);
+    if (rc != NGX_OK) {
+        st->done = 1;
+        ngx_http_finalize_request(r, ngx_http_veto_sandbox_metrics_send(r,
+                                                                    NULL));
+        return NGX_DONE;
+    }
+
+    if (!st->done) {
+        ngx_add_timer(&st->timer, vscf->metrics_timeout);
+    }
+
+    return NGX_DONE;
+}
+
+
+/* the helper answered, or failed to */
+static void
+ngx_http_veto_sandbox_metrics_stats(ngx_http_request_t *r,
+    ngx_http_veto_sandbox_ctx_t *ctx)
+{
+    json_t                          *j;
+    ngx_http_veto_sandbox_scrape_t  *st;
+
+    st = ctx->scrape;
+
+    if (st->done) {
+        return;
+    }
+
+    st->done = 1;
+
+    if (st->timer.timer_set) {
+        ngx_del_timer(&st->timer);
+    }
+
+    j = ctx->helper.json;
+
+    if (ctx->helper.status != NGX_OK || !json_is_true(json_object_get(j, "ok")))
+    {
+        j = NULL;
+    }
+
+    ngx_http_finalize_request(r, ngx_http_veto_sandbox_metrics_send(r, j));
+}
+
+
+/* the helper is too slow for a scrape: down, as far as this one knows */
+static void
+ngx_http_veto_sandbox_metrics_timeout(ngx_event_t *ev)
+{
+    ngx_connection_t                *c;
+    ngx_http_request_t              *r;
+    ngx_http_veto_sandbox_ctx_t     *ctx;
+    ngx_http_veto_sandbox_scrape_t  *st;
+
+    r = ev->data;
+    c = r->connection;
+    ctx = ngx_http_get_module_ctx(r, ngx_http_veto_sandbox_module);
+    st = ctx->scrape;
+
+    st->done = 1;
+
+    ngx_log_error(NGX_LOG_WARN, c->log, 0,
+                  "veto_sandbox: the helper did not answer the metrics "
+                  "scrape in time");
+
+    /* no reply will come for this request: the helper's side is closed */
+    if (ctx->helper.peer.connection) {
+        ngx_close_connection(ctx->helper.peer.connection);
+        ctx->helper.peer.connection = NULL;
+    }
+
+    ngx_http_veto_sandbox_metrics_helper_error("timeout");
+
+    ngx_http_finalize_request(r, ngx_http_veto_sandbox_metrics_send(r, NULL));
+    ngx_http_run_posted_requests(c);
+}
+
+
+static void
+ngx_http_veto_sandbox_metrics_cleanup(void *data)
+{
+    ngx_http_veto_sandbox_scrape_t  *st = data;
+
+    if (st->timer.timer_set) {
+        ngx_del_timer(&st->timer);
+    }
+}
+
+
+/* # HELP, # TYPE and one sample */
+static u_char *
+ngx_http_veto_sandbox_gauge(u_char *p, const char *name, const char *type,
+    const char *help, json_int_t value)
+{
+    return ngx_sprintf(p, "# HELP %s %s\n# TYPE %s %s\n%s %L\n", name, help,
+                       name, type, name, (int64_t) value);
+}
+
+
+/* a non-negative integer of the helper's figures, or -1 */
+static json_int_t
+ngx_http_veto_sandbox_stat(json_t *j, const char *name)
+{
+    json_t  *v;
+
+    v = json_object_get(j, name);
+
+    return json_is_integer(v) && json_integer_value(v) >= 0
+           ? json_integer_value(v) : -1;
+}
+
+
+static const struct {
+    const char  *field;
+    const char  *name;
+    const char  *type;
+    const char  *help;
+} ngx_http_veto_sandbox_stats[] = {
+    { "sandboxes", "veto_sandbox_sandboxes", "gauge",
+      "Sandboxes the helper holds now, in any state." },
+    { "sandboxes_max", "veto_sandbox_sandboxes_max", "gauge",
+      "The most sandboxes the helper holds (max_sandboxes)." },
+    { "execs_running", "veto_sandbox_execs_running", "gauge",
+      "Execs running now in the helper's sandboxes." },
+    { "teardowns_pending", "veto_sandbox_teardowns_pending", "gauge",
+      "Sandboxes being destroyed: termination not confirmed yet." },
+    { "teardowns_failed", "veto_sandbox_teardowns_failed", "gauge",
+      "Sandboxes whose termination could not be confirmed "
+      "(termination_failed)." },
+    { "started_at", "veto_sandbox_helper_start_time_seconds", "gauge",
+      "When the helper started, unix seconds." },
+    { "uptime_s", "veto_sandbox_helper_uptime_seconds", "gauge",
+      "How long the helper has run." },
+    { "connections", "veto_sandbox_helper_connections", "gauge",
+      "Client connections the helper holds now." },
+    { "buffered_bytes", "veto_sandbox_helper_buffered_bytes", "gauge",
+      "Request and reply frames the helper holds in memory." },
+    { "buffer_limit_bytes", "veto_sandbox_helper_buffer_limit_bytes",
+      "gauge", "The helper's budget for held frames." },
+    { NULL, NULL, NULL, NULL }
+};
+
+
+static const char  *ngx_http_veto_sandbox_egress_states[] = {
+    "off", "unavailable", "starting", "up", "restarting", NULL
+};
+
+
+/* the helper's figures: up, then each one it gave */
+static u_char *
+ngx_http_veto_sandbox_metrics_helper_gauges(u_char *p, json_t *stats)
+{
+    u_char       *q;
+    json_t       *eg;
+    ngx_uint_t    i, seen;
+    json_int_t    v;
+    const char   *state;
+
+    p = ngx_http_veto_sandbox_gauge(p, "veto_sandbox_helper_up", "gauge",
+                                    "1 when the sandbox helper answered "
+                                    "this scrape, else 0.",
+                                    stats != NULL);
+    if (stats == NULL) {
+        return p;
+    }
+
+    for (i = 0; ngx_http_veto_sandbox_stats[i].field; i++) {
+        v = ngx_http_veto_sandbox_stat(stats,
+                                       ngx_http_veto_sandbox_stats[i].field);
+        if (v >= 0) {
+            p = ngx_http_veto_sandbox_gauge(p,
+                                          ngx_http_veto_sandbox_stats[i].name,
+                                          ngx_http_veto_sandbox_stats[i].type,
+                                          ngx_http_veto_sandbox_stats[i].help,
+                                          v);
+        }
+    }
+
+    eg = json_object_get(stats, "egress");
+    if (!json_is_object(eg)) {
+        return p;
+    }
+
+    p = ngx_http_veto_sandbox_gauge(p, "veto_sandbox_egress_proxy_up",
+                                    "gauge",
+                                    "1 when the egress proxy serves "
+                                    "allowlist sandboxes.",
+                                    json_is_true(json_object_get(eg,
+                                                              "available")));
+
+    v = ngx_http_veto_sandbox_stat(eg, "restarts");
+    if (v >= 0) {
+        p = ngx_http_veto_sandbox_gauge(p,
+                                "veto_sandbox_egress_proxy_restarts_total",
+                                "counter",
+                                "Restarts of the egress proxy since the "
+                                "helper started.", v);
+    }
+
+    state = json_string_value(json_object_get(eg, "state"));
+
+    p = ngx_sprintf(p, "# HELP veto_sandbox_egress_proxy_state The egress "
+                    "proxy's state: 1 for the current one.\n"
+                    "# TYPE veto_sandbox_egress_proxy_state gauge\n");
+
+    seen = 0;
+
+    for (i = 0; ngx_http_veto_sandbox_egress_states[i]; i++) {
+        v = state != NULL
+            && ngx_strcmp(state, ngx_http_veto_sandbox_egress_states[i]) == 0;
+        seen |= v;
+
+        p = ngx_sprintf(p, "veto_sandbox_egress_proxy_state{state=\"%s\"} "
+                        "%L\n", ngx_http_veto_sandbox_egress_states[i],
+                        (int64_t) v);
+    }
+
+    if (!seen && state != NULL) {
+        /* a state this gateway does not know yet, as it is */
+        q = ngx_cpymem(p, "veto_sandbox_egress_proxy_state{",
+                       sizeof("veto_sandbox_egress_proxy_state{") - 1);
+        q = ngx_http_veto_sandbox_metrics_label(q, q, q + 80, "state",
+                                                (u_char *) state,
+                                                ngx_strlen(state));
+        if (q != NULL) {
+            p = ngx_sprintf(q, "} 1\n");
+        }
+    }
+
+    return p;
+}
+
+
+/* The scrape: the zone's families, then the gauges. */
+static ngx_int_t
+ngx_http_veto_sandbox_metrics_send(ngx_http_request_t *r, json_t *stats)
+{
+    u_char                              *p;
+    size_t                               size;
+    ngx_buf_t                           *b;
+    ngx_int_t                            rc;
+    ngx_chain_t                          out;
+    ngx_http_veto_sandbox_metrics_sh_t  *sh;
+
+    sh = ngx_http_veto_sandbox_metrics_sh();
+    if (sh == NULL) {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+
+    size = ngx_http_veto_sandbox_metrics_size(sh)
+           + NGX_HTTP_VSB_METRICS_GAUGES;
+
+    b = ngx_create_temp_buf(r->pool, size);
+    if (b == NULL) {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+
+    p = ngx_http_veto_sandbox_metrics_render(sh, b->last);
+
+    p = ngx_http_veto_sandbox_metrics_helper_gauges(p, stats);
+
+    if (ngx_http_veto_sandbox_rds) {
+        p = ngx_http_veto_sandbox_gauge(p, "veto_sandbox_redis_up", "gauge",
+                                 "1 when the scraped worker's Redis "
+                                 "connection is ready, else 0.",
+                                 ngx_http_veto_sandbox_redis_ready(
+                                     ngx_http_veto_sandbox_rds) ? 1 : 0);
+    }
+
+    b->last = p;
+    b->last_buf = (r == r->main) ? 1 : 0;
+    b->last_in_chain = 1;
+
+    r->headers_out.status = NGX_HTTP_OK;
+    r->headers_out.content_length_n = b->last - b->pos;
+    ngx_str_set(&r->headers_out.content_type,
+                "text/plain; version=0.0.4; charset=utf-8");
+    r->headers_out.content_type_len = sizeof("text/plain") - 1;
+
+    rc = ngx_http_send_header(r);
+
+    if (rc == NGX_ERROR || rc > NGX_OK || r->header_only) {
+        return rc;
+    }
+
+    out.buf = b;
+    out.next = NULL;
+
+    return ngx_http_output_filter(r, &out);
+}

@@ -98,6 +98,24 @@ is($out, "/tmp\n", 'cwd honoured');
 ($r) = $h->call({ op => 'ping' });
 is($r->{sandboxes}, 1, 'ping counts one sandbox');
 
+# the figures the gateway's metrics show
+my ($s) = $h->call({ op => 'stats', request_id => 'st-1' });
+ok($s->{ok}, 'stats ok') or diag explain $s;
+is($s->{request_id}, 'st-1', 'stats echoes request_id');
+is($s->{sandboxes}, 1, 'stats: one sandbox');
+is($s->{sandboxes_ready}, 1, 'stats: ready');
+is($s->{teardowns_pending}, 0, 'stats: no teardown pending');
+is($s->{teardowns_failed}, 0, 'stats: no teardown failed');
+is($s->{execs_running}, 0, 'stats: no exec running');
+is($s->{sandboxes_max}, $h->cf('max_sandboxes') // 16, 'stats: max_sandboxes');
+is($s->{started_at}, $r->{started_at}, "stats: ping's started_at");
+ok($s->{uptime_s} >= 0 && $s->{uptime_s} < 600, 'stats: uptime');
+ok($s->{connections} >= 1, 'stats: this connection counted');
+ok($s->{buffered_bytes} >= 0 && $s->{buffer_limit_bytes} > 0, 'stats: buffers');
+is(ref $s->{egress}, 'HASH', 'stats: the egress proxy');
+ok(!grep({ exists $s->{$_} } qw(tenant agent id sandboxes_list)),
+   'stats names no owner');
+
 $r = $h->destroy($id);
 ok($r->{ok}, 'destroy ok') or diag explain $r;
 is($r->{id}, $id, 'destroy names the id');

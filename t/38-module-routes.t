@@ -46,6 +46,11 @@ my @allow = (
     [GET    => "/v1/approvals/$apr/approve", 'POST'],
     [GET    => "/v1/approvals/$apr/deny",    'POST'],
     [POST   => '/v1/audit',                  'GET, HEAD'],
+    [PUT    => '/v1/admin/revocations',      'POST'],
+    [POST   => '/v1/admin/revocations/jti/x', 'GET, HEAD, DELETE'],
+    [PUT    => '/v1/admin/revocations/agent/a/b', 'GET, HEAD, DELETE'],
+    [POST   => '/v1/admin/sandboxes',        'GET, HEAD'],
+    [GET    => "/v1/admin/sandboxes/$sb",    'DELETE'],
 );
 for my $c (@allow) {
     my ($m, $path, $want) = @$c;

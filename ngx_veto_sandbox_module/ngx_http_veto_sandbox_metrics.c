@@ -405,7 +405,7 @@ ngx_http_veto_sandbox_metrics_helper(ngx_http_request_t *r,
 
     if (h->status != NGX_OK) {
         kind = h->status == NGX_HTTP_GATEWAY_TIME_OUT ? "timeout"
-               : h->status == NGX_HTTP_SERVICE_UNAVAILABLE ? "unavailable"
+               : h->status == NGX_HTTP_SERVICE_UNAVAILABLE ? "send"
                : h->status == NGX_HTTP_BAD_GATEWAY ? "protocol"
                : "internal";
 

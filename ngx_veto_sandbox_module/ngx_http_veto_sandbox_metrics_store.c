@@ -60,7 +60,7 @@ static ngx_http_veto_sandbox_family_t
       NGX_HTTP_VSB_M_HISTOGRAM, ngx_http_veto_sandbox_helper_bounds },
 
     { "veto_sandbox_helper_errors_total",
-      "Helper requests that failed: connect, unavailable, timeout, "
+      "Helper requests that failed: connect, send, timeout, "
       "protocol, internal (the gateway's side), or the helper's own error "
       "name (termination_failed, io_error, ...).",
       NGX_HTTP_VSB_M_COUNTER, NULL },
@@ -96,7 +96,7 @@ static struct {
     { NGX_HTTP_VSB_M_APPROVALS, "state=\"expired\"" },
     { NGX_HTTP_VSB_M_APPROVALS, "state=\"consumed\"" },
     { NGX_HTTP_VSB_M_HELPER_ERRORS, "kind=\"connect\"" },
-    { NGX_HTTP_VSB_M_HELPER_ERRORS, "kind=\"unavailable\"" },
+    { NGX_HTTP_VSB_M_HELPER_ERRORS, "kind=\"send\"" },
     { NGX_HTTP_VSB_M_HELPER_ERRORS, "kind=\"timeout\"" },
     { NGX_HTTP_VSB_M_HELPER_ERRORS, "kind=\"protocol\"" },
     { NGX_HTTP_VSB_M_HELPER_ERRORS, "kind=\"termination_failed\"" },

@@ -47,6 +47,7 @@ TEST=(
     tar gzip zstd xz-utils    # archives: the profile's tar and compressors (t/0h)
     qemu-system-x86 debootstrap e2fsprogs    # scripts/test-cgroup-v2-vm.sh
     chromium    # t/50-approval-page.t: the approval page in a headless browser
+    prometheus  # promtool: t/3x-metrics.t checks every scrape with it
     mmdebstrap uidmap gpg umoci    # Debian bases (build-debian-base.sh),
                                    # test images (t/52-54)
 )
@@ -100,3 +101,11 @@ echo "install-deps: installing ${missing[*]}"
 export DEBIAN_FRONTEND=noninteractive
 apt-get update -q
 apt-get install -y -q --no-install-recommends "${missing[@]}"
+
+# The tests need only promtool from the prometheus package, not the
+# server it enables: on a systemd host, stop it and keep it off.
+for p in "${missing[@]}"; do
+    if [ "$p" = prometheus ] && [ -d /run/systemd/system ]; then
+        systemctl disable --now prometheus.service || true
+    fi
+done

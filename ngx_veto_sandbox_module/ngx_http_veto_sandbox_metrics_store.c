@@ -222,8 +222,9 @@ ngx_http_veto_sandbox_series(ngx_http_veto_sandbox_metrics_sh_t *sh,
 
         ngx_memory_barrier();
 
+        /* no labels may come as NULL: memcmp(p, NULL, 0) is UB */
         if (s->family == family && s->labels_len == len
-            && ngx_memcmp(s->labels, labels, len) == 0)
+            && (len == 0 || ngx_memcmp(s->labels, labels, len) == 0))
         {
             return s;
         }

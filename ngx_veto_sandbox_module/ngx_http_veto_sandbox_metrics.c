@@ -143,6 +143,13 @@ ngx_http_veto_sandbox_metrics_merge(ngx_conf_t *cf,
     ngx_conf_merge_msec_value(conf->metrics_timeout, prev->metrics_timeout,
                               1000);
 
+    if (conf->metrics_timeout == 0) {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                           "\"veto_sandbox_metrics_helper_timeout\" must be "
+                           "positive");
+        return NGX_CONF_ERROR;
+    }
+
     if (conf->metrics == NULL) {
         return NGX_CONF_OK;
     }

@@ -73,6 +73,18 @@ EOF
                                . "veto_sandbox_metrics; }");
     ($ok, $out) = $c->test_config;
     ok(!$ok, 'nginx -t: twice in a location fails');
+
+    $c->render(server_extra => "location = /metrics { veto_sandbox_metrics; } "
+                               . "veto_sandbox_metrics_helper_timeout 0;");
+    ($ok, $out) = $c->test_config;
+    ok(!$ok, 'nginx -t: a zero helper timeout fails');
+    like($out, qr/"veto_sandbox_metrics_helper_timeout" must be positive/,
+         'naming the directive');
+
+    $c->write_policy(VetoNginx::default_policy());
+    $c->render(server_extra => "location = /metrics { veto_sandbox_metrics; }");
+    ($ok, $out) = $c->test_config;
+    ok($ok, 'nginx -t: a metrics location outside the API passes') or diag $out;
 }
 
 my $n = VetoNginx->new;

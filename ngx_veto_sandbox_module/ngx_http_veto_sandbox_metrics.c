@@ -547,6 +547,10 @@ ngx_http_veto_sandbox_metrics_log(ngx_http_request_t *r)
     if (op != NULL) {
         route = op->name;
 
+    } else if (ngx_http_veto_sandbox_mcp_uri(r)) {
+        /* an MCP message other than a tool call (those are their twin's) */
+        ngx_str_set(&route, "mcp");
+
     } else {
         ngx_str_set(&route, "unmatched");
     }

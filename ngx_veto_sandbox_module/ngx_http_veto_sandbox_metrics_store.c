@@ -45,7 +45,8 @@ static ngx_http_veto_sandbox_family_t
     ngx_http_veto_sandbox_families[NGX_HTTP_VSB_M_NFAMILIES] =
 {
     { "veto_sandbox_requests_total",
-      "API requests by op table row (route; unmatched: no row) and "
+      "API requests by op table row (route; an MCP tool call is its REST "
+      "twin's, mcp: other MCP messages; unmatched: no row) and "
       "decision ($veto_decision; none: empty).",
       NGX_HTTP_VSB_M_COUNTER, NULL },
 

@@ -482,7 +482,9 @@ if ($fpid == 0) {
 }
 close $srv;
 $f->{helper_sock} = $sock;
-$f->start(server_extra => $METRICS);
+$f->start(server_extra => $METRICS,
+          veto => $f->default_veto . "veto_sandbox_mcp on;\n"
+                  . "veto_sandbox_mcp_sessions zone=veto_mcp:1m;\n");
 my $ft = $f->token(sub => 'agent-1');
 ($res) = scrape($f);
 is($res->{status}, 200, 'garbage stats: the scrape answers');
@@ -528,6 +530,22 @@ is(v($m, 'veto_sandbox_helper_errors_total{kind="internal"}')
    - v($base, 'veto_sandbox_helper_errors_total{kind="internal"}'), 1,
    "the helper's own error counted by name");
 promtool_ok((scrape($f))[0]{content}, 'after the errors');
+
+# an MCP message that is no tool call is route "mcp", not unmatched
+$base = metrics($f);
+my $res_mcp = HTTP::Tiny->new(timeout => 10, keep_alive => 0)->request(
+    POST => $f->url('/v1/mcp'),
+    { headers => { Authorization => "Bearer $ft",
+                   'Content-Type' => 'application/json',
+                   Accept => 'application/json, text/event-stream' },
+      content => '{"jsonrpc":"2.0","id":1,"method":"initialize","params":'
+                 . '{"protocolVersion":"2025-11-25","capabilities":{},'
+                 . '"clientInfo":{"name":"t","version":"1"}}}' });
+is($res_mcp->{status}, 200, 'MCP initialize') or diag $res_mcp->{content};
+sleep 0.2;
+$m = metrics($f);
+is(scalar(grep { /route="mcp"/ && $m->{$_} - v($base, $_) == 1 } keys %$m), 1,
+   'counted as route mcp');
 
 kill 'KILL', $fpid;
 waitpid $fpid, 0;

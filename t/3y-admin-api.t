@@ -301,13 +301,41 @@ my @g = map { { @{ $_->[1] } } } @{ $r->xrange('veto:{globex}:audit', '-', '+') 
 is(scalar(grep { ($_->{action} // '') eq 'admin.revoke' } @g), 1,
    "globex's admin action is on globex's stream");
 
+# an admin's record is bounded like any other: a reason the redaction
+# makes longer (each "token=a" becomes "token=[redacted]") is cut to the
+# field's 1 KiB, the entry within 20 KiB, the stream's byte count moves
+my $bytes0 = $r->get('veto:{acme}:audit:bytes') // 0;
+my $long = join(' ', ('token=a') x 128);
+$long = substr($long, 0, 1024);
+($st, $h, $b, $j) = $n->request(POST => '/v1/admin/revocations', $admin,
+                                { kind => 'agent', value => 'agent-9',
+                                  reason => $long });
+is($st, 201, 'a revocation with a 1 KiB reason: 201') or diag $b;
+sleep 0.3;
+my ($big) = map { { @{ $_->[1] } } }
+            @{ $r->xrevrange('veto:{acme}:audit', '+', '-', 'COUNT', 1) };
+is($big->{action}, 'admin.revoke', 'the newest entry is that revocation');
+like($big->{detail} // '', qr/"value":"agent-9"/, 'what it revoked');
+like($big->{reason} // '', qr/^token=\[redacted\]/, 'its reason redacted');
+unlike($big->{reason} // '', qr/token=a\b/, 'no value of a secret name');
+ok(length($big->{reason} // '') <= 1024,
+   'the reason cut to 1 KiB (' . length($big->{reason} // '') . ' bytes)');
+my $entry = 0;
+$entry += length($_) + length($big->{$_}) for keys %$big;
+ok($entry <= 20 * 1024, "the entry within 20 KiB ($entry bytes)");
+my $bytes1 = $r->get('veto:{acme}:audit:bytes') // 0;
+ok($bytes1 > $bytes0, "the stream's byte count moved ($bytes0 -> $bytes1)");
+$n->request(DELETE => '/v1/admin/revocations/agent/agent-9', $admin);
+
 $n->request(DELETE => "/v1/sandboxes/$sb1", $a1);
 $n->request(DELETE => "/v1/sandboxes/$sbg", $g1);
 
-# ---- without Redis there is no revocation to manage
+# ---- without Redis there is no revocation to manage (nor quotas:
+# nginx -t refuses a policy with quotas and no veto_sandbox_redis)
 my $m = VetoNginx->new;
 $m->{helper_sock} = $n->helper->socket_path;
-$m->start(policy => $policy);
+$m->start(policy => { version => 1, tenants => {
+    acme => { ceilings => { memory_mb => 512, timeout_s => 30 } } } });
 my $madmin = $m->token(sub => 'admin-1', scope => 'admin:revoke');
 ($st, $h, $b, $j) = $m->request(POST => '/v1/admin/revocations', $madmin,
                                 { kind => 'agent', value => 'agent-2' });

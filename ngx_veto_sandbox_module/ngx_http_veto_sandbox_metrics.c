@@ -11,12 +11,17 @@
  * slow or answers nonsense makes veto_sandbox_helper_up 0, nothing else:
  * the rest of the scrape is the gateway's and is always there.
  *
+ * The webhook notifier's counters (_notify.c) have a zone of their own,
+ * shared by the workers and kept across reloads: a scrape reads them as
+ * they are, when a webhook is configured.
+ *
  * Without a metrics location there is no zone, and every hook returns at
  * once.
  */
 
 #include "ngx_http_veto_sandbox_module.h"
 #include "ngx_http_veto_sandbox_metrics.h"
+#include "ngx_http_veto_sandbox_notify.h"
 
 #include <time.h>
 
@@ -26,8 +31,8 @@
     (sizeof(ngx_http_veto_sandbox_metrics_sh_t) + 32 * ngx_pagesize)
 
 /* what a scrape adds to the table's text: the gateway's and the
- * helper's gauges */
-#define NGX_HTTP_VSB_METRICS_GAUGES  8192
+ * helper's gauges, the webhook counters */
+#define NGX_HTTP_VSB_METRICS_GAUGES  12288
 
 
 typedef struct {
@@ -876,6 +881,61 @@ ngx_http_veto_sandbox_metrics_helper_gauges(u_char *p, json_t *stats)
 }
 
 
+static const struct {
+    const char  *name;
+    size_t       offset;
+    const char  *help;
+} ngx_http_veto_sandbox_webhook_counters[] = {
+    { "veto_sandbox_webhook_queued_total",
+      offsetof(ngx_http_veto_sandbox_notify_counters_t, queued),
+      "Webhook deliveries accepted into a worker's buffer, one per "
+      "approval event and webhook." },
+    { "veto_sandbox_webhook_delivered_total",
+      offsetof(ngx_http_veto_sandbox_notify_counters_t, delivered),
+      "Webhook deliveries a receiver answered with a 2xx." },
+    { "veto_sandbox_webhook_retries_total",
+      offsetof(ngx_http_veto_sandbox_notify_counters_t, retries),
+      "Webhook attempts made after a failed one." },
+    { "veto_sandbox_webhook_failed_total",
+      offsetof(ngx_http_veto_sandbox_notify_counters_t, failed),
+      "Webhook deliveries given up: the last attempt failed, or the "
+      "receiver refused (4xx)." },
+    { "veto_sandbox_webhook_dropped_total",
+      offsetof(ngx_http_veto_sandbox_notify_counters_t, dropped),
+      "Webhook events never fully tried: the worker's buffer full, no "
+      "memory, or the worker stopped." },
+    { NULL, 0, NULL }
+};
+
+
+/* the notifier's counters, when a webhook is configured */
+static u_char *
+ngx_http_veto_sandbox_metrics_webhooks(u_char *p)
+{
+    ngx_uint_t                                i;
+    ngx_atomic_uint_t                         v;
+    ngx_http_veto_sandbox_notify_counters_t  *nc;
+
+    nc = ngx_http_veto_sandbox_notify_counters();
+    if (nc == NULL) {
+        return p;
+    }
+
+    for (i = 0; ngx_http_veto_sandbox_webhook_counters[i].name; i++) {
+        v = *(ngx_atomic_t *) ((u_char *) nc
+                          + ngx_http_veto_sandbox_webhook_counters[i].offset);
+
+        p = ngx_http_veto_sandbox_gauge(p,
+                                ngx_http_veto_sandbox_webhook_counters[i].name,
+                                "counter",
+                                ngx_http_veto_sandbox_webhook_counters[i].help,
+                                (json_int_t) v);
+    }
+
+    return p;
+}
+
+
 /* The scrape: the zone's families, then the gauges. */
 static ngx_int_t
 ngx_http_veto_sandbox_metrics_send(ngx_http_request_t *r, json_t *stats)
@@ -903,6 +963,8 @@ ngx_http_veto_sandbox_metrics_send(ngx_http_request_t *r, json_t *stats)
     p = ngx_http_veto_sandbox_metrics_render(sh, b->last);
 
     p = ngx_http_veto_sandbox_metrics_helper_gauges(p, stats);
+
+    p = ngx_http_veto_sandbox_metrics_webhooks(p);
 
     if (ngx_http_veto_sandbox_rds) {
         p = ngx_http_veto_sandbox_gauge(p, "veto_sandbox_redis_up", "gauge",

@@ -190,6 +190,8 @@ for my $s (qw(created approved denied expired consumed)) {
     ok(exists $m->{$apr->($s)}, "approvals{state=$s} is there from the start");
 }
 unlike($res->{content}, qr/[^\x20-\x7e\n]/, 'only printable ASCII');
+unlike($res->{content}, qr/^veto_sandbox_webhook_/m,
+       'no webhook configured: no webhook series (t/51 has them)');
 
 ($res) = scrape($n, method => 'HEAD');
 is($res->{status}, 200, 'HEAD: 200');

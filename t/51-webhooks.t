@@ -13,8 +13,9 @@
 # keepalive connection are answered (and the attempt's deadline), a
 # reload and a graceful stop with retries pending (the old worker
 # delivers or gives up, then exits), a fast stop (what was pending is
-# logged as dropped), the counters, nginx -t's errors, and no secret in
-# any log.
+# logged as dropped), a full webhook buffer (the event dropped, logged),
+# the counters (as variables and in the Prometheus scrape, which promtool
+# checks), nginx -t's errors, and no secret in any log.
 
 use strict;
 use warnings;
@@ -143,6 +144,30 @@ sub counters
     return { $b =~ /(\w+)=(\d+)/g };
 }
 
+# the veto_sandbox_webhook_*_total series of a scrape, by counter name
+my $scrapes = 0;
+
+sub scraped
+{
+    my ($st, $h, $b) = $n->request(GET => '/metrics');
+    my $f = "$d/scrape-" . ++$scrapes . '.txt';
+    VetoNginx::spew($f, $b // '');
+    return ({ ($b // '') =~ /^veto_sandbox_webhook_(\w+)_total (\d+)$/mg }, $f);
+}
+
+# the scrape says what the variables say, and passes promtool
+sub scrape_agrees
+{
+    my ($name) = @_;
+    local $Test::Builder::Level = $Test::Builder::Level + 1;
+    my $vars = counters();
+    my ($m, $f) = scraped();
+    is_deeply($m, $vars, "$name: the scrape's veto_sandbox_webhook_*_total")
+        or diag explain $m;
+    my $out = `promtool check metrics < $f 2>&1`;
+    is($?, 0, "$name: promtool check metrics passes") or diag $out;
+}
+
 sub verify_sig
 {
     my ($header, $body, $secret) = @_;
@@ -186,9 +211,12 @@ EOF
         location = /webhook-counters {
             return 200 "queued=\$veto_webhook_queued delivered=\$veto_webhook_delivered retries=\$veto_webhook_retries failed=\$veto_webhook_failed dropped=\$veto_webhook_dropped\\n";
         }
+        location = /metrics {
+            veto_sandbox_metrics;
+        }
 EOF
     return (redis => 1, veto => $veto, server_extra => $server,
-            policy => $policy);
+            policy => $policy, http_extra => $o{http_extra} // '');
 }
 
 # ---- nginx -t: what a bad directive says
@@ -284,6 +312,7 @@ is($j->{redis}, 'up', 'redis up');
 
 is_deeply(counters(), { queued => 0, delivered => 0, retries => 0,
                         failed => 0, dropped => 0 }, 'counters start at 0');
+scrape_agrees('at the start');
 
 # ---- the signed event
 
@@ -363,6 +392,7 @@ ok(!exists $sl->{headers}{'veto-signature'}, 'no signature without a secret');
 wait_until('the counters', 5, sub { counters()->{delivered} == 2 });
 is_deeply(counters(), { queued => 2, delivered => 2, retries => 0,
                         failed => 0, dropped => 0 }, 'two queued, two delivered');
+scrape_agrees('two delivered');
 
 # the approval works as ever
 ($st) = $n->request(POST => "/v1/approvals/$apr/approve", $rev, '');
@@ -420,6 +450,7 @@ is(scalar(received_for('slack', $apr3)), 1, 'no second attempt after a refusal')
 my $c = counters();
 is($c->{failed}, 2, 'counted: 2 failed');
 is($c->{retries}, 3, 'counted: 3 retries');
+scrape_agrees('after failures and retries');
 
 # the request flow did not notice
 ($st) = $n->request(POST => "/v1/approvals/$apr3/approve", $rev, '');
@@ -539,7 +570,50 @@ ok(log_lines(qr/not delivered after 4 attempts: no valid answer \(502\).*approva
    'quit: every attempt was made first, the failure logged');
 ok(!log_lines(qr/dropped.*approval: $apr8/), 'quit: nothing dropped');
 
+# ---- a full buffer: the event is dropped, logged and counted
+
+# the smallest buffer (one 64 KiB event and a delivery's overhead), a
+# receiver down and a minute between attempts: json deliveries pile up
+# until the next one does not fit
+$n->start(conf(backoff => '60s',
+               http_extra => 'veto_sandbox_webhook_buffer ' . (72 * 1024) . ';'));
+my ($base) = scraped();
+is_deeply($base, { queued => 0, delivered => 0, retries => 0, failed => 0,
+                   dropped => 0 }, 'buffer: a new nginx starts at 0');
+my $full_re = qr/webhook event dropped: \d+ bytes of events already wait in this worker, "veto_sandbox_webhook_buffer" is 73728/;
+my @full;
+for my $i (1 .. 12) {
+    push @full, exec_202(['echo', "full-$i"], "buffer: exec $i");
+    last if log_lines($full_re);
+}
+ok(log_lines($full_re),
+   'buffer: an event that does not fit is dropped, logged with the bound')
+    or diag scalar(@full) . ' execs';
+# the slack receiver answers at once: settled when nothing moves for
+# half a second (the json receiver's next attempt is a minute away)
+my $prev = '';
+wait_until('the counters settled', 10, sub {
+    my $now = join ',', map { "$_=" . counters()->{$_} } sort keys %$base;
+    my $same = $now eq $prev;
+    $prev = $now;
+    sleep 0.5 unless $same;
+    $same });
+$c = counters();
+ok($c->{delivered} >= 1, "buffer: the slack events delivered ($c->{delivered})");
+ok($c->{dropped} >= 1, "buffer: counted as dropped ($c->{dropped})");
+is($c->{queued} + $c->{dropped}, 2 * scalar @full,
+   'buffer: every event of every webhook queued or dropped');
+scrape_agrees('a full buffer');
+$master = $n->master_pid;
+kill 'TERM', $master;
+ok(wait_until('nginx gone', 10, sub { gone($master) }), 'buffer: nginx stops');
+$n->{running} = 0;
+$n->check_sanitizer;
+
 # ---- a fast stop: what is pending is logged as dropped
+
+$n->render(conf(backoff => '1s',
+                veto_extra => 'veto_sandbox_webhook /_veto/hooks/none;'));
 
 $n->start(conf(backoff => '1s'), keep_conf => 1);
 my $apr9 = exec_202(['echo', 'nine'], 'stop: an exec');

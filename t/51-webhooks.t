@@ -577,6 +577,9 @@ ok(!log_lines(qr/dropped.*approval: $apr8/), 'quit: nothing dropped');
 # until the next one does not fit
 $n->start(conf(backoff => '60s',
                http_extra => 'veto_sandbox_webhook_buffer ' . (72 * 1024) . ';'));
+wait_until('redis up', 10, sub {
+    my (undef, undef, undef, $hj) = $n->request(GET => '/v1/health');
+    ($hj->{redis} // '') eq 'up' });
 my ($base) = scraped();
 is_deeply($base, { queued => 0, delivered => 0, retries => 0, failed => 0,
                    dropped => 0 }, 'buffer: a new nginx starts at 0');

@@ -305,11 +305,36 @@ vsb_conf_gid(const char *s, gid_t *out)
 }
 
 
-/* An absolute path without "..", shorter than len. */
+/*
+ * An absolute path shorter than len with no "." or ".." component: the
+ * helper builds paths by appending to it, so what it names must be what
+ * it says ("/..", "/x/." and "/x/../y" all are refused).
+ */
 static int
 vsb_conf_path_ok(const char *v, size_t len)
 {
-    return v[0] == '/' && strlen(v) < len && strstr(v, "/..") == NULL;
+    const char  *p, *end;
+    size_t       n;
+
+    if (v[0] != '/' || strlen(v) >= len) {
+        return 0;
+    }
+
+    for (p = v; *p != '\0'; p = end) {
+        while (*p == '/') {
+            p++;
+        }
+        end = strchr(p, '/');
+        if (end == NULL) {
+            end = p + strlen(p);
+        }
+        n = (size_t) (end - p);
+        if ((n == 1 && p[0] == '.') || (n == 2 && p[0] == '.' && p[1] == '.')) {
+            return 0;
+        }
+    }
+
+    return 1;
 }
 
 
@@ -542,9 +567,7 @@ vsb_conf_set(vsb_config_t *cf, const vsb_conf_key_t *k, char *val,
         return 0;
 
     case VSB_K_STATE_DIR:
-        if (val[0] != '/' || strlen(val) >= sizeof(cf->state_dir) - 64
-            || strstr(val, "/../") != NULL)
-        {
+        if (!vsb_conf_path_ok(val, sizeof(cf->state_dir) - 64)) {
             return vsb_conf_err(err, errlen, file, line,
                                 "\"state_dir\" must be an absolute path");
         }
@@ -669,8 +692,8 @@ vsb_conf_set(vsb_config_t *cf, const vsb_conf_key_t *k, char *val,
         return 0;
 
     case VSB_K_IMAGE_STORE:
-        if (val[0] != '/' || strlen(val) >= sizeof(cf->image_store) - 128
-            || strstr(val, "/../") != NULL || strcmp(val, "/") == 0)
+        if (!vsb_conf_path_ok(val, sizeof(cf->image_store) - 128)
+            || strcmp(val, "/") == 0)
         {
             return vsb_conf_err(err, errlen, file, line,
                                 "\"image_store\" must be an absolute path "

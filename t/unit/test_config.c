@@ -159,6 +159,13 @@ test_errors(void **state)
     expect_error("socket_group = no-such-group-xyz\n", "buffer:1:");
     expect_error("state_dir = /\n", "buffer:1:");
     expect_error("state_dir = x\n", "buffer:1:");
+    /* found by fuzz_config: a ".." or "." component in any position */
+    expect_error("state_dir = /..\n", "buffer:1:");
+    expect_error("state_dir = /var/..\n", "buffer:1:");
+    expect_error("state_dir = /var/../etc\n", "buffer:1:");
+    expect_error("state_dir = /var/./lib\n", "buffer:1:");
+    expect_error("state_dir = //..//\n", "buffer:1:");
+    expect_error("image_store = /srv/..\n", "buffer:1:");
     expect_error("profile = x\n", "buffer:1:");
     expect_error("profile = x /nonexistent-dir\n", "buffer:1:");
     expect_error("profile = x relative\n", "buffer:1:");

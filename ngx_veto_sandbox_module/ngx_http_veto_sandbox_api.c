@@ -86,6 +86,15 @@ ngx_http_veto_sandbox_api_handler(ngx_http_request_t *r)
 
         break;
 
+    case NGX_HTTP_VSB_BODY_ARCHIVE:
+
+        rc = ngx_http_veto_sandbox_archive_early(r, ctx);
+        if (rc != NGX_OK) {
+            return rc;
+        }
+
+        break;
+
     default: /* NGX_HTTP_VSB_BODY_NONE */
 
         rc = ngx_http_discard_request_body(r);

@@ -590,7 +590,8 @@ ngx_http_veto_sandbox_approval_step(ngx_http_request_t *r,
     sum.path = &ctx->path;
 
     /* a file body: its size and digest */
-    file = (ctx->op->body == NGX_HTTP_VSB_BODY_FILE);
+    file = (ctx->op->body == NGX_HTTP_VSB_BODY_FILE
+            || ctx->op->body == NGX_HTTP_VSB_BODY_ARCHIVE);
 
     if (file) {
         ngx_hex_dump(hex, md, 32);

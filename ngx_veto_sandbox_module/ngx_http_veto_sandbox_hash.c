@@ -89,27 +89,30 @@ ngx_http_veto_sandbox_pct_decode(u_char *dst, u_char *src, size_t len,
 
 
 /*
- * The value of the query argument "name", read the way the canonical
- * query below reads it (split on '&', empty parts dropped, split at the
- * first '=', percent-decoded), so that two requests with the same hash
- * always name the same thing.  It must be the only argument, given once,
- * with no '%' other than %XX: "?path=a&path=b" and "?path=b&path=a",
+ * The query arguments a route takes, read the way the canonical query
+ * below reads them (split on '&', empty parts dropped, split at the first
+ * '=', percent-decoded), so that two requests with the same hash always
+ * name the same thing.  Each may be given once, no other is taken, and
+ * no '%' other than %XX: "?path=a&path=b" and "?path=b&path=a",
  * "?PATH=b&path=a" and "?path=a&PATH=b", "?path=%zz" and "?path=%25zz"
- * hash alike but would name different files.  NGX_OK: *value is the
- * decoded value (NUL terminated); NGX_DECLINED: absent; NGX_ABORT: the
- * query is ambiguous (*why says how); NGX_ERROR: no memory.
+ * hash alike but would name different files.  NGX_OK: the values of the
+ * ones given (decoded, NUL terminated; data NULL: absent); NGX_ABORT:
+ * the query is ambiguous, *why says how and *at names the argument at
+ * fault (empty when its name does not decode); NGX_ERROR: no memory.
  */
 ngx_int_t
-ngx_http_veto_sandbox_hash_query_arg(ngx_pool_t *pool, ngx_str_t *args,
-    const char *name, ngx_str_t *value, const char **why)
+ngx_http_veto_sandbox_hash_query_args(ngx_pool_t *pool, ngx_str_t *args,
+    ngx_http_veto_sandbox_qarg_t *known, ngx_uint_t n, const char **why,
+    ngx_str_t *at)
 {
     u_char      *p, *last, *start, *eq, *end, *dec;
-    size_t       nlen;
-    ngx_uint_t   found;
+    ngx_uint_t   i;
 
-    nlen = ngx_strlen(name);
-    found = 0;
-    ngx_str_null(value);
+    for (i = 0; i < n; i++) {
+        ngx_str_null(&known[i].value);
+    }
+
+    ngx_str_null(at);
 
     p = args->data;
     last = p + args->len;
@@ -137,19 +140,33 @@ ngx_http_veto_sandbox_hash_query_arg(ngx_pool_t *pool, ngx_str_t *args,
 
         if (end == NULL) {
             *why = "a query argument name is not percent-encoded correctly";
+            ngx_str_null(at);
             return NGX_ABORT;
         }
 
-        if ((size_t) (end - dec) != nlen || ngx_memcmp(dec, name, nlen) != 0)
-        {
+        at->data = dec;
+        at->len = end - dec;
+
+        for (i = 0; i < n; i++) {
+            if (at->len == ngx_strlen(known[i].name)
+                && ngx_memcmp(dec, known[i].name, at->len) == 0)
+            {
+                break;
+            }
+        }
+
+        if (i == n) {
             *why = "unknown query argument";
             return NGX_ABORT;
         }
 
-        if (found++) {
+        if (known[i].value.data != NULL) {
             *why = "the query argument is given more than once";
             return NGX_ABORT;
         }
+
+        /* the value is decoded behind the name, which stays for *at */
+        dec = end;
 
         end = eq ? ngx_http_veto_sandbox_pct_decode(dec, eq + 1, p - eq - 1, 1)
                  : dec;
@@ -160,11 +177,36 @@ ngx_http_veto_sandbox_hash_query_arg(ngx_pool_t *pool, ngx_str_t *args,
         }
 
         *end = '\0';
-        value->data = dec;
-        value->len = end - dec;
+        known[i].value.data = dec;
+        known[i].value.len = end - dec;
     }
 
-    return found ? NGX_OK : NGX_DECLINED;
+    ngx_str_null(at);
+
+    return NGX_OK;
+}
+
+
+/* The one query argument "name" of a route that takes only it. */
+ngx_int_t
+ngx_http_veto_sandbox_hash_query_arg(ngx_pool_t *pool, ngx_str_t *args,
+    const char *name, ngx_str_t *value, const char **why)
+{
+    ngx_int_t                     rc;
+    ngx_str_t                     at;
+    ngx_http_veto_sandbox_qarg_t  one;
+
+    one.name = name;
+
+    rc = ngx_http_veto_sandbox_hash_query_args(pool, args, &one, 1, why, &at);
+
+    *value = one.value;
+
+    if (rc != NGX_OK) {
+        return rc;
+    }
+
+    return value->data ? NGX_OK : NGX_DECLINED;
 }
 
 

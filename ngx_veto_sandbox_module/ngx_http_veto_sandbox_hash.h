@@ -48,6 +48,24 @@ ngx_int_t ngx_http_veto_sandbox_hash_canon_path(ngx_pool_t *pool,
 ngx_int_t ngx_http_veto_sandbox_hash_canon_query(ngx_pool_t *pool,
     ngx_str_t *args, ngx_str_t *out);
 
+/* A query argument a route takes (ngx_http_veto_sandbox_hash_query_args). */
+typedef struct {
+    const char                  *name;
+    ngx_str_t                    value;     /* decoded, NUL terminated;
+                                               data NULL: absent */
+} ngx_http_veto_sandbox_qarg_t;
+
+/*
+ * The query arguments a route takes (n of them), read as the hash reads
+ * them: each at most once, no other.  NGX_OK: known[].value set;
+ * NGX_ABORT: the query is ambiguous, *why says how, *at names the
+ * argument at fault (empty when its name does not decode); NGX_ERROR: no
+ * memory.
+ */
+ngx_int_t ngx_http_veto_sandbox_hash_query_args(ngx_pool_t *pool,
+    ngx_str_t *args, ngx_http_veto_sandbox_qarg_t *known, ngx_uint_t n,
+    const char **why, ngx_str_t *at);
+
 /*
  * The only query argument a route takes, read as the hash reads it.
  * NGX_OK: *value is the decoded value (NUL terminated); NGX_DECLINED:

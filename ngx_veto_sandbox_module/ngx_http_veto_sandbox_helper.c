@@ -18,6 +18,13 @@
  * is how the helper learns to cancel), a byte or a hangup while idle.  The
  * helper checks a peer once, at accept: a kept connection stays the
  * worker's own, with the worker's credentials.
+ *
+ * A streaming request (h->event set) receives event frames before its
+ * reply: each is handed to h->event as it completes, in one buffer
+ * reused for all of them, so a stream of any length holds one frame.
+ * The event handler may pause reading (its client is slow): the helper
+ * then stops producing (vsb_protocol.h, "Flow control") until
+ * ngx_http_veto_sandbox_helper_resume().
  */
 
 #include "ngx_http_veto_sandbox_module.h"
@@ -46,8 +53,11 @@ static ngx_connection_t *ngx_http_veto_sandbox_idle_get(ngx_addr_t *peer);
 static void ngx_http_veto_sandbox_idle_put(ngx_connection_t *c,
     ngx_addr_t *peer);
 static void ngx_http_veto_sandbox_idle_handler(ngx_event_t *ev);
+static void ngx_http_veto_sandbox_helper_handler(ngx_event_t *ev);
 static void ngx_http_veto_sandbox_helper_write_handler(ngx_event_t *wev);
 static void ngx_http_veto_sandbox_helper_read_handler(ngx_event_t *rev);
+static ngx_int_t ngx_http_veto_sandbox_helper_event(ngx_http_request_t *r,
+    ngx_http_veto_sandbox_ctx_t *ctx);
 static void ngx_http_veto_sandbox_helper_done(ngx_http_request_t *r,
     ngx_http_veto_sandbox_ctx_t *ctx, ngx_int_t status, const char *error);
 static void ngx_http_veto_sandbox_helper_cleanup(void *data);
@@ -74,12 +84,16 @@ ngx_http_veto_sandbox_helper_send(ngx_http_request_t *r,
     h->reused = 0;
     h->retried = 0;
     h->send_failed = 0;
+    h->paused = 0;
 
     ngx_http_veto_sandbox_metrics_helper_start(ctx, req);
 
     len = json_dumpb(req, NULL, 0, JSON_COMPACT);
 
-    if (len == 0 || len > VSB_MAX_JSON || payload_len > VSB_MAX_PAYLOAD) {
+    if (len == 0 || len > VSB_MAX_JSON
+        || payload_len > (h->stream_payload ? VSB_MAX_STREAM_PAYLOAD
+                                            : VSB_MAX_PAYLOAD))
+    {
         ngx_log_error(NGX_LOG_ERR, r->connection->log, 0,
                       "veto_sandbox: helper request too large: json %uz, "
                       "payload %uz", len, payload_len);
@@ -205,8 +219,8 @@ ngx_http_veto_sandbox_helper_connect(ngx_http_request_t *r,
     c->read->log = c->log;
     c->write->log = c->log;
 
-    c->read->handler = ngx_http_veto_sandbox_helper_read_handler;
-    c->write->handler = ngx_http_veto_sandbox_helper_write_handler;
+    c->read->handler = ngx_http_veto_sandbox_helper_handler;
+    c->write->handler = ngx_http_veto_sandbox_helper_handler;
 
     /* a client that goes away ends the request; its pool cleanup closes
      * this connection, and the helper cancels what it was doing; a body
@@ -223,6 +237,35 @@ ngx_http_veto_sandbox_helper_connect(ngx_http_request_t *r,
     ngx_http_veto_sandbox_helper_write_handler(c->write);
 
     return NGX_OK;
+}
+
+
+/*
+ * An event of the helper's connection, as nginx's upstream module handles
+ * one: then what the request posted meanwhile runs (a request ended from
+ * here, ngx_http_terminate_request(), is closed by a posted handler: it
+ * would otherwise wait for the client's next event).
+ */
+static void
+ngx_http_veto_sandbox_helper_handler(ngx_event_t *ev)
+{
+    ngx_connection_t    *c;
+    ngx_http_request_t  *r;
+
+    c = ev->data;
+    r = c->data;
+    c = r->connection;
+
+    ngx_http_set_log_request(c->log, r);
+
+    if (ev->write) {
+        ngx_http_veto_sandbox_helper_write_handler(ev);
+
+    } else {
+        ngx_http_veto_sandbox_helper_read_handler(ev);
+    }
+
+    ngx_http_run_posted_requests(c);
 }
 
 
@@ -359,8 +402,9 @@ ngx_http_veto_sandbox_helper_read_handler(ngx_event_t *rev)
         return;
     }
 
-    if (h->out != NULL) {
-        /* still sending; the reply is read afterwards */
+    if (h->out != NULL || h->paused) {
+        /* still sending (the reply is read afterwards), or the client
+         * has not taken the last event yet */
         return;
     }
 
@@ -426,7 +470,20 @@ ngx_http_veto_sandbox_helper_read_handler(ngx_event_t *rev)
             h->in_size = (size_t) jlen + plen;
             h->payload_len = plen;
 
-            h->in = ngx_pnalloc(r->pool, h->in_size);
+            /* an event's frame fits the buffer of events; a reply, which
+             * may be far larger, gets its own */
+            if (h->event && plen <= VSB_STREAM_CHUNK) {
+                if (h->ev == NULL) {
+                    h->ev = ngx_pnalloc(r->pool,
+                                        VSB_MAX_JSON + VSB_STREAM_CHUNK);
+                }
+
+                h->in = h->ev;
+
+            } else {
+                h->in = ngx_pnalloc(r->pool, h->in_size);
+            }
+
             if (h->in == NULL) {
                 ngx_http_veto_sandbox_helper_done(r, ctx,
                                           NGX_HTTP_INTERNAL_SERVER_ERROR,
@@ -439,10 +496,44 @@ ngx_http_veto_sandbox_helper_read_handler(ngx_event_t *rev)
 
         h->in_got += n;
 
-        if (h->in_got == h->in_size) {
+        if (h->in_got < h->in_size) {
+            continue;
+        }
+
+        if (h->event == NULL) {
             break;
         }
+
+        switch (ngx_http_veto_sandbox_helper_event(r, ctx)) {
+
+        case NGX_DECLINED:
+            /* the reply */
+            goto reply;
+
+        case NGX_OK:
+            /* progress: the read timeout starts again */
+            vscf = ngx_http_get_module_srv_conf(r,
+                                                ngx_http_veto_sandbox_module);
+            ngx_add_timer(rev, vscf->read_timeout + h->extra_read_ms);
+            continue;
+
+        case NGX_AGAIN:
+            /* the client is slow: so is the helper, until it is not */
+            h->paused = 1;
+
+            if (rev->timer_set) {
+                ngx_del_timer(rev);
+            }
+
+            return;
+
+        default: /* NGX_ERROR: h->status and h->error say why */
+            ngx_http_veto_sandbox_helper_done(r, ctx, h->status, h->error);
+            return;
+        }
     }
+
+reply:
 
     jlen = vsb_frame_get_u32(h->head + 4);
 
@@ -484,6 +575,109 @@ ngx_http_veto_sandbox_helper_read_handler(ngx_event_t *rev)
     }
 
     ngx_http_veto_sandbox_helper_done(r, ctx, NGX_OK, NULL);
+}
+
+
+/*
+ * A complete frame of a streaming request: an event goes to h->event
+ * (NGX_OK, NGX_AGAIN, NGX_ERROR as it said) and the next frame is read
+ * into the same buffer; NGX_DECLINED: it is the reply (it has "ok").
+ */
+static ngx_int_t
+ngx_http_veto_sandbox_helper_event(ngx_http_request_t *r,
+    ngx_http_veto_sandbox_ctx_t *ctx)
+{
+    json_t                          *ev;
+    uint32_t                         jlen;
+    ngx_int_t                        rc;
+    ngx_http_veto_sandbox_helper_t  *h;
+
+    h = &ctx->helper;
+    jlen = vsb_frame_get_u32(h->head + 4);
+
+    if (h->in != h->ev) {
+        return NGX_DECLINED;
+    }
+
+    ev = json_loadb((char *) h->in, jlen, JSON_REJECT_DUPLICATES, NULL);
+
+    if (json_object_get(ev, "ok") != NULL) {
+        json_decref(ev);
+        return NGX_DECLINED;
+    }
+
+    if (!json_is_string(json_object_get(ev, "event"))
+        || h->payload_len == 0)
+    {
+        json_decref(ev);
+
+        ngx_log_error(NGX_LOG_ERR, r->connection->log, 0,
+                      "veto_sandbox: helper %V sent a frame that is neither "
+                      "an event nor a reply", h->peer.name);
+
+        h->status = NGX_HTTP_BAD_GATEWAY;
+        h->error = "the sandbox helper sent a bad event";
+        return NGX_ERROR;
+    }
+
+    rc = h->event(r, ctx, ev, h->in + jlen, h->payload_len);
+
+    json_decref(ev);
+
+    /* the next frame, into the same buffer */
+    h->head_got = 0;
+    h->in_got = 0;
+    h->in_size = 0;
+    h->payload_len = 0;
+
+    if (rc == NGX_ERROR && h->status == NGX_OK) {
+        h->status = NGX_HTTP_INTERNAL_SERVER_ERROR;
+        h->error = "the event could not be passed on";
+    }
+
+    return rc;
+}
+
+
+void
+ngx_http_veto_sandbox_helper_resume(ngx_http_request_t *r,
+    ngx_http_veto_sandbox_ctx_t *ctx)
+{
+    ngx_connection_t                  *c;
+    ngx_http_veto_sandbox_helper_t    *h;
+    ngx_http_veto_sandbox_srv_conf_t  *vscf;
+
+    h = &ctx->helper;
+    c = h->peer.connection;
+
+    if (!h->paused || c == NULL) {
+        return;
+    }
+
+    h->paused = 0;
+
+    vscf = ngx_http_get_module_srv_conf(r, ngx_http_veto_sandbox_module);
+
+    ngx_add_timer(c->read, vscf->read_timeout + h->extra_read_ms);
+
+    /* what arrived meanwhile raised no event that we still wait for */
+    ngx_http_veto_sandbox_helper_read_handler(c->read);
+}
+
+
+/* Closes the connection now, never kept: the helper cancels what the
+ * request was doing (a foreground exec is killed). */
+void
+ngx_http_veto_sandbox_helper_close(ngx_http_veto_sandbox_ctx_t *ctx)
+{
+    ngx_http_veto_sandbox_helper_t  *h;
+
+    h = &ctx->helper;
+
+    if (h->peer.connection) {
+        ngx_close_connection(h->peer.connection);
+        h->peer.connection = NULL;
+    }
 }
 
 

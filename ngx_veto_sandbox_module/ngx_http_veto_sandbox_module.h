@@ -26,6 +26,12 @@
  *   _metrics.c    Prometheus metrics: the directive, the hooks, the scrape
  *   _metrics_store.c  their shared table and text format (pure)
  *   _reply.c      forwarding to the helper and mapping its reply
+ *   _stream.c     streamed replies: helper events out as they come
+ *                 (chunked, flushed, the helper paused while the client
+ *                 is slow), ndjson lines, a client gone on record
+ *   _execs.c      exec rows: streamed and background execs, their state,
+ *                 output and kill; the cut between head and tail
+ *   _archive.c    archive rows: a tar upload in, a directory out as tar
  *   _request.c    request bodies and queries: validation, helper requests
  *   _request_network.c  their network part: create's hosts, PATCH
  *   _env.c        a request's env: the policy's dangerous names, checks
@@ -108,6 +114,7 @@
 #define NGX_HTTP_VSB_BODY_NONE      0     /* discarded */
 #define NGX_HTTP_VSB_BODY_JSON      1     /* a JSON object, at most 1 MiB */
 #define NGX_HTTP_VSB_BODY_FILE      2     /* raw bytes, the file ceiling */
+#define NGX_HTTP_VSB_BODY_ARCHIVE   3     /* raw bytes, the archive ceiling */
 
 /* Which quota an op counts against (its op table row). */
 #define NGX_HTTP_VSB_QUOTA_NONE     0
@@ -124,6 +131,7 @@ enum {
     NGX_HTTP_VSB_L_OUTPUT_BYTES,
     NGX_HTTP_VSB_L_TTL_S,           /* not in "limits": the create's ttl_s */
     NGX_HTTP_VSB_L_FILE_BYTES,      /* not in "limits": per written file */
+    NGX_HTTP_VSB_L_ARCHIVE_BYTES,   /* not in "limits": per uploaded archive */
     NGX_HTTP_VSB_NLIMITS
 };
 
@@ -131,6 +139,10 @@ enum {
 #define NGX_HTTP_VSB_NHELPER_LIMITS  6
 
 extern const char  *ngx_http_veto_sandbox_limit_names[NGX_HTTP_VSB_NLIMITS];
+
+/* an archive upload's bound when the policy sets no archive_bytes: the
+ * helper's default max_archive_bytes */
+#define NGX_HTTP_VSB_ARCHIVE_BYTES  (256 * 1024 * 1024)
 
 
 /* JWS algorithms a key may be pinned to (RFC 7518); 0 is none. */
@@ -412,6 +424,16 @@ typedef struct {
     { ngx_string(name), methods, path, scopes, approval, quota, body,         \
       helper, build, run, reply, record }
 
+typedef struct ngx_http_veto_sandbox_stream_s  ngx_http_veto_sandbox_stream_t;
+
+/* An event frame of a streaming request (vsb_protocol.h, "Events"):
+ * NGX_OK: go on reading; NGX_AGAIN: taken, but stop reading until
+ * ngx_http_veto_sandbox_helper_resume(); NGX_ERROR: give up (the
+ * connection is closed, the handler is called with h->status). */
+typedef ngx_int_t (*ngx_http_veto_sandbox_event_pt)(ngx_http_request_t *r,
+    ngx_http_veto_sandbox_ctx_t *ctx, json_t *event, u_char *data,
+    size_t len);
+
 typedef struct {
     ngx_peer_connection_t        peer;
     ngx_chain_t                 *request;   /* the whole frame */
@@ -425,6 +447,7 @@ typedef struct {
     u_char                      *in;        /* reply json + payload */
     size_t                       in_size;
     size_t                       in_got;
+    u_char                      *ev;        /* an event frame, reused */
 
     /* the reply, once complete */
     json_t                      *json;      /* decref'd by a pool cleanup */
@@ -437,6 +460,11 @@ typedef struct {
     const char                  *error;     /* transport failure, if any */
 
     ngx_http_veto_sandbox_reply_pt handler;
+    ngx_http_veto_sandbox_event_pt event;   /* NULL: events are bad frames */
+    unsigned                     paused:1;  /* event handler said NGX_AGAIN */
+    unsigned                     stream_payload:1; /* the payload may be up
+                                                      to VSB_MAX_STREAM_PAYLOAD
+                                                      (extract_archive) */
 } ngx_http_veto_sandbox_helper_t;
 
 
@@ -458,6 +486,9 @@ struct ngx_http_veto_sandbox_ctx_s {
     ngx_http_veto_sandbox_sink_pt sink;     /* NULL: respond to r */
     ngx_http_veto_sandbox_mcp_call_t *mcp;  /* a tools/call's state */
     ngx_str_t                    path;      /* files?path= */
+    ngx_str_t                    exec;      /* execs/{exec} */
+    ngx_http_veto_sandbox_stream_t *stream; /* a streamed reply (_stream.c),
+                                               or NULL */
     json_t                      *req;       /* helper request being built */
     json_t                      *net_hosts; /* the entries this request
                                                grants (create, PATCH) */
@@ -590,6 +621,11 @@ const char *ngx_http_veto_sandbox_policy_irreversible(
 ngx_int_t ngx_http_veto_sandbox_helper_send(ngx_http_request_t *r,
     ngx_http_veto_sandbox_ctx_t *ctx, json_t *req, ngx_chain_t *payload,
     size_t payload_len, ngx_http_veto_sandbox_reply_pt handler);
+/* reading again after an event handler said NGX_AGAIN */
+void ngx_http_veto_sandbox_helper_resume(ngx_http_request_t *r,
+    ngx_http_veto_sandbox_ctx_t *ctx);
+/* the connection closed now (the helper cancels a foreground exec) */
+void ngx_http_veto_sandbox_helper_close(ngx_http_veto_sandbox_ctx_t *ctx);
 
 /* _api.c */
 ngx_int_t ngx_http_veto_sandbox_api_handler(ngx_http_request_t *r);
@@ -634,6 +670,9 @@ char *ngx_http_veto_sandbox_mcp_metadata(ngx_conf_t *cf, ngx_command_t *cmd,
     void *conf);
 char *ngx_http_veto_sandbox_mcp_resource(ngx_conf_t *cf, ngx_command_t *cmd,
     void *conf);
+/* the {exec} of r's URI under the path of ctx->op (empty: none) */
+void ngx_http_veto_sandbox_op_exec(ngx_http_request_t *r,
+    ngx_http_veto_sandbox_ctx_t *ctx);
 
 /* _request.c: builders (ngx_http_veto_sandbox_build_pt) */
 ngx_int_t ngx_http_veto_sandbox_build_simple(ngx_http_request_t *r,
@@ -653,6 +692,16 @@ json_t *ngx_http_veto_sandbox_read_json(ngx_http_request_t *r,
 /* the helper request of ctx->op: "op", the caller, "id" when named */
 json_t *ngx_http_veto_sandbox_req(ngx_http_request_t *r,
     ngx_http_veto_sandbox_ctx_t *ctx);
+/* a path the helper will take ("src/a.c", "/workspace/src/a.c"; with
+ * workspace, also the workspace itself): NGX_OK, or the 400 sent */
+ngx_int_t ngx_http_veto_sandbox_path_check(ngx_http_request_t *r,
+    const char *field, ngx_str_t *path, ngx_uint_t workspace);
+/* a request's timeout as the helper will apply it, for the read timeout
+ * of an op that waits for a workload: the policy's ceiling, or a day */
+ngx_msec_t ngx_http_veto_sandbox_wait_ms(ngx_http_veto_sandbox_ctx_t *ctx);
+/* 422: limit i asked above its policy ceiling (on record) */
+ngx_int_t ngx_http_veto_sandbox_over(ngx_http_request_t *r, ngx_uint_t i,
+    uint64_t asked, uint64_t ceiling);
 /* 400 naming the field */
 ngx_int_t ngx_http_veto_sandbox_bad_field(ngx_http_request_t *r,
     const char *code, const char *field, const char *detail);
@@ -698,6 +747,54 @@ json_t *ngx_http_veto_sandbox_env_view_of(ngx_pool_t *pool,
 /* _epoch.c: asks the helper its epoch (ctx->epoch), then next() */
 ngx_int_t ngx_http_veto_sandbox_epoch(ngx_http_request_t *r,
     ngx_http_veto_sandbox_ctx_t *ctx, ngx_http_veto_sandbox_gate_pt next);
+/* _stream.c: a streamed reply (ctx->stream) */
+ngx_int_t ngx_http_veto_sandbox_stream_ndjson(ngx_http_request_t *r,
+    ngx_http_veto_sandbox_ctx_t *ctx);
+ngx_int_t ngx_http_veto_sandbox_stream_exec(ngx_http_request_t *r,
+    ngx_http_veto_sandbox_ctx_t *ctx);
+ngx_int_t ngx_http_veto_sandbox_stream_follow(ngx_http_request_t *r,
+    ngx_http_veto_sandbox_ctx_t *ctx);
+ngx_int_t ngx_http_veto_sandbox_stream_export(ngx_http_request_t *r,
+    ngx_http_veto_sandbox_ctx_t *ctx, const char *type,
+    const char *encoding);
+ngx_int_t ngx_http_veto_sandbox_stream_reply(ngx_http_request_t *r,
+    ngx_http_veto_sandbox_ctx_t *ctx);
+off_t ngx_http_veto_sandbox_stream_sent(ngx_http_veto_sandbox_ctx_t *ctx);
+/* what was streamed of an exec, for its record (NULL: not streamed) */
+json_t *ngx_http_veto_sandbox_stream_detail(ngx_http_veto_sandbox_ctx_t *ctx);
+
+/* _execs.c: builders, mappers and records of the exec rows */
+ngx_int_t ngx_http_veto_sandbox_exec_fields(ngx_http_request_t *r,
+    ngx_http_veto_sandbox_ctx_t *ctx, json_t *body, json_t *req);
+ngx_int_t ngx_http_veto_sandbox_build_exec_id(ngx_http_request_t *r,
+    ngx_http_veto_sandbox_ctx_t *ctx);
+ngx_int_t ngx_http_veto_sandbox_build_exec_output(ngx_http_request_t *r,
+    ngx_http_veto_sandbox_ctx_t *ctx);
+ngx_int_t ngx_http_veto_sandbox_reply_exec_any(ngx_http_request_t *r,
+    ngx_http_veto_sandbox_ctx_t *ctx);
+ngx_int_t ngx_http_veto_sandbox_reply_exec_state(ngx_http_request_t *r,
+    ngx_http_veto_sandbox_ctx_t *ctx);
+ngx_int_t ngx_http_veto_sandbox_reply_exec_output(ngx_http_request_t *r,
+    ngx_http_veto_sandbox_ctx_t *ctx);
+void ngx_http_veto_sandbox_record_exec_any(ngx_http_request_t *r,
+    ngx_http_veto_sandbox_ctx_t *ctx, ngx_uint_t ok, const char *error);
+void ngx_http_veto_sandbox_record_exec_kill(ngx_http_request_t *r,
+    ngx_http_veto_sandbox_ctx_t *ctx, ngx_uint_t ok, const char *error);
+
+/* _archive.c: builders, mappers and the record of the archive rows */
+ngx_int_t ngx_http_veto_sandbox_build_archive_in(ngx_http_request_t *r,
+    ngx_http_veto_sandbox_ctx_t *ctx);
+ngx_int_t ngx_http_veto_sandbox_build_archive_out(ngx_http_request_t *r,
+    ngx_http_veto_sandbox_ctx_t *ctx);
+ngx_int_t ngx_http_veto_sandbox_reply_archive(ngx_http_request_t *r,
+    ngx_http_veto_sandbox_ctx_t *ctx);
+void ngx_http_veto_sandbox_record_archive(ngx_http_request_t *r,
+    ngx_http_veto_sandbox_ctx_t *ctx, ngx_uint_t ok, const char *error);
+/* Content-Length over the upload's bound: the 413 sent, else NGX_OK */
+ngx_int_t ngx_http_veto_sandbox_archive_early(ngx_http_request_t *r,
+    ngx_http_veto_sandbox_ctx_t *ctx);
+ngx_int_t ngx_http_veto_sandbox_archive_too_large(ngx_http_request_t *r,
+    ngx_http_veto_sandbox_ctx_t *ctx);
 
 /* _gate.c */
 ngx_int_t ngx_http_veto_sandbox_gate(ngx_http_request_t *r,
@@ -756,6 +853,13 @@ void ngx_http_veto_sandbox_record_destroyed(ngx_http_request_t *r,
     ngx_http_veto_sandbox_ctx_t *ctx, ngx_uint_t ok, const char *error);
 void ngx_http_veto_sandbox_record_exec(ngx_http_request_t *r,
     ngx_http_veto_sandbox_ctx_t *ctx, ngx_uint_t ok, const char *error);
+/* an exec's record detail as text; extra (stolen) replaces what the
+ * reply's payload would say (a streamed or background exec) */
+void ngx_http_veto_sandbox_exec_detail(ngx_http_request_t *r,
+    ngx_http_veto_sandbox_ctx_t *ctx, json_t *j, json_t *extra,
+    ngx_str_t *out);
+void ngx_http_veto_sandbox_json_text(ngx_http_request_t *r, json_t *json,
+    ngx_str_t *out);
 void ngx_http_veto_sandbox_record_allowed(ngx_http_request_t *r,
     ngx_http_veto_sandbox_ctx_t *ctx, ngx_uint_t ok, const char *error);
 void ngx_http_veto_sandbox_record_network(ngx_http_request_t *r,
@@ -790,6 +894,7 @@ ngx_int_t ngx_http_veto_sandbox_header(ngx_http_request_t *r,
 /* body is stolen */
 ngx_int_t ngx_http_veto_sandbox_send_json(ngx_http_request_t *r,
     ngx_uint_t status, json_t *body);
+
 ngx_int_t ngx_http_veto_sandbox_send(ngx_http_request_t *r,
     ngx_uint_t status, const char *type, u_char *data, size_t len);
 ngx_int_t ngx_http_veto_sandbox_filter_init(ngx_conf_t *cf);

@@ -126,14 +126,67 @@ ngx_http_veto_sandbox_op_t  ngx_http_veto_sandbox_ops[] = {
                     ngx_http_veto_sandbox_reply_json,
                     ngx_http_veto_sandbox_record_allowed),
 
+    /* workspace archives: as files written and read (approval kinds
+     * write and export); an export is streamed (_stream.c) */
+    ngx_http_vsb_op("sandbox.archive.write", NGX_HTTP_PUT,
+                    "/v1/sandboxes/{id}/archive",
+                    NGX_HTTP_VSB_SCOPE_FILES, NGX_HTTP_VSB_ACT_WRITE,
+                    NGX_HTTP_VSB_QUOTA_NONE,
+                    NGX_HTTP_VSB_BODY_ARCHIVE, VSB_OP_EXTRACT_ARCHIVE,
+                    ngx_http_veto_sandbox_build_archive_in,
+                    ngx_http_veto_sandbox_forward,
+                    ngx_http_veto_sandbox_reply_archive,
+                    ngx_http_veto_sandbox_record_archive),
+
+    ngx_http_vsb_op("sandbox.archive.read", NGX_HTTP_GET,
+                    "/v1/sandboxes/{id}/archive",
+                    NGX_HTTP_VSB_SCOPE_FILES, NGX_HTTP_VSB_ACT_READ,
+                    NGX_HTTP_VSB_QUOTA_NONE,
+                    NGX_HTTP_VSB_BODY_NONE, VSB_OP_EXPORT_ARCHIVE,
+                    ngx_http_veto_sandbox_build_archive_out,
+                    ngx_http_veto_sandbox_forward,
+                    ngx_http_veto_sandbox_reply_archive,
+                    ngx_http_veto_sandbox_record_archive),
+
+    /* plain, streamed (Accept: application/x-ndjson) or in the
+     * background: one row, one gate (_execs.c) */
     ngx_http_vsb_op("sandbox.exec", NGX_HTTP_POST, "/v1/sandboxes/{id}/exec",
                     NGX_HTTP_VSB_SCOPE_EXEC, NGX_HTTP_VSB_ACT_EXEC,
                     NGX_HTTP_VSB_QUOTA_EXECS,
                     NGX_HTTP_VSB_BODY_JSON, VSB_OP_EXEC,
                     ngx_http_veto_sandbox_build_exec,
                     ngx_http_veto_sandbox_forward,
-                    ngx_http_veto_sandbox_reply_exec,
-                    ngx_http_veto_sandbox_record_exec),
+                    ngx_http_veto_sandbox_reply_exec_any,
+                    ngx_http_veto_sandbox_record_exec_any),
+
+    /* background execs: reading one's own is no decision on record; a
+     * kill is */
+    ngx_http_vsb_op("sandbox.exec.get", NGX_HTTP_VSB_READ,
+                    "/v1/sandboxes/{id}/execs/{exec}",
+                    NGX_HTTP_VSB_SCOPE_EXEC, 0, NGX_HTTP_VSB_QUOTA_NONE,
+                    NGX_HTTP_VSB_BODY_NONE, VSB_OP_EXEC_STATUS,
+                    ngx_http_veto_sandbox_build_exec_id,
+                    ngx_http_veto_sandbox_forward,
+                    ngx_http_veto_sandbox_reply_exec_state,
+                    ngx_http_veto_sandbox_record_nothing),
+
+    ngx_http_vsb_op("sandbox.exec.kill", NGX_HTTP_DELETE,
+                    "/v1/sandboxes/{id}/execs/{exec}",
+                    NGX_HTTP_VSB_SCOPE_EXEC, 0, NGX_HTTP_VSB_QUOTA_NONE,
+                    NGX_HTTP_VSB_BODY_NONE, VSB_OP_EXEC_KILL,
+                    ngx_http_veto_sandbox_build_exec_id,
+                    ngx_http_veto_sandbox_forward,
+                    ngx_http_veto_sandbox_reply_json,
+                    ngx_http_veto_sandbox_record_exec_kill),
+
+    ngx_http_vsb_op("sandbox.exec.output", NGX_HTTP_GET,
+                    "/v1/sandboxes/{id}/execs/{exec}/output",
+                    NGX_HTTP_VSB_SCOPE_EXEC, 0, NGX_HTTP_VSB_QUOTA_NONE,
+                    NGX_HTTP_VSB_BODY_NONE, VSB_OP_EXEC_OUTPUT,
+                    ngx_http_veto_sandbox_build_exec_output,
+                    ngx_http_veto_sandbox_forward,
+                    ngx_http_veto_sandbox_reply_exec_output,
+                    ngx_http_veto_sandbox_record_nothing),
 
     /* the humans' side, answered from Redis */
 
@@ -240,9 +293,10 @@ ngx_http_veto_sandbox_op_t  ngx_http_veto_sandbox_ops[] = {
  */
 static ngx_int_t
 ngx_http_veto_sandbox_op_match(const char *path, ngx_str_t *uri,
-    ngx_str_t *sandbox, ngx_str_t *approval)
+    ngx_str_t *sandbox, ngx_str_t *approval, ngx_str_t *exec)
 {
     u_char      *p, *last;
+    size_t       i;
     ngx_str_t    id;
     const char  *s;
 
@@ -251,6 +305,7 @@ ngx_http_veto_sandbox_op_match(const char *path, ngx_str_t *uri,
 
     ngx_str_null(sandbox);
     ngx_str_null(approval);
+    ngx_str_null(exec);
 
     for (s = path; *s; /* void */) {
 
@@ -301,6 +356,30 @@ ngx_http_veto_sandbox_op_match(const char *path, ngx_str_t *uri,
                    ? NGX_OK : NGX_DECLINED;
         }
 
+        if (ngx_strncmp(s, "{exec}", 6) == 0) {
+            /* "ex-" and 16 lowercase hex digits (vsb_protocol.h) */
+            if ((size_t) (last - p) < VSB_EXEC_ID_LEN
+                || ngx_strncmp(p, "ex-", 3) != 0)
+            {
+                return NGX_DECLINED;
+            }
+
+            for (i = 3; i < VSB_EXEC_ID_LEN; i++) {
+                if (!((p[i] >= '0' && p[i] <= '9')
+                      || (p[i] >= 'a' && p[i] <= 'f')))
+                {
+                    return NGX_DECLINED;
+                }
+            }
+
+            exec->data = p;
+            exec->len = VSB_EXEC_ID_LEN;
+
+            p += VSB_EXEC_ID_LEN;
+            s += 6;
+            continue;
+        }
+
         return NGX_ERROR;
     }
 
@@ -321,7 +400,7 @@ ngx_http_veto_sandbox_op_t *
 ngx_http_veto_sandbox_op_route(ngx_uint_t method, ngx_str_t *uri,
     ngx_uint_t *allow, ngx_str_t *sandbox, ngx_str_t *approval)
 {
-    ngx_str_t                    sb, apr;
+    ngx_str_t                    sb, apr, ex;
     ngx_http_veto_sandbox_op_t  *op;
 
     *allow = 0;
@@ -330,7 +409,7 @@ ngx_http_veto_sandbox_op_route(ngx_uint_t method, ngx_str_t *uri,
 
     for (op = ngx_http_veto_sandbox_ops; op->name.len; op++) {
 
-        if (ngx_http_veto_sandbox_op_match(op->path, uri, &sb, &apr)
+        if (ngx_http_veto_sandbox_op_match(op->path, uri, &sb, &apr, &ex)
             != NGX_OK)
         {
             continue;
@@ -384,6 +463,21 @@ ngx_http_veto_sandbox_op_run(ngx_http_request_t *r,
 }
 
 
+void
+ngx_http_veto_sandbox_op_exec(ngx_http_request_t *r,
+    ngx_http_veto_sandbox_ctx_t *ctx)
+{
+    ngx_str_t  sb, apr;
+
+    if (ngx_http_veto_sandbox_op_match(ctx->op->path, &ctx->in.uri, &sb, &apr,
+                                       &ctx->exec)
+        != NGX_OK)
+    {
+        ngx_str_null(&ctx->exec);
+    }
+}
+
+
 static ngx_int_t
 ngx_http_veto_sandbox_op_refuse(ngx_conf_t *cf,
     ngx_http_veto_sandbox_op_t *op, const char *why)
@@ -419,11 +513,13 @@ ngx_http_veto_sandbox_ops_init(ngx_conf_t *cf)
         for (s = op->path; *s; s++) {
             if (*s == '{' && ngx_strncmp(s, "{id}", 4) != 0
                 && ngx_strncmp(s, "{approval}", 10) != 0
+                && ngx_strncmp(s, "{exec}", 6) != 0
                 && ngx_strcmp(s, "{key}") != 0)
             {
                 return ngx_http_veto_sandbox_op_refuse(cf, op,
                                       "unknown placeholder (known: {id}, "
-                                      "{approval}, and {key} at the end)");
+                                      "{approval}, {exec}, and {key} at "
+                                      "the end)");
             }
         }
 

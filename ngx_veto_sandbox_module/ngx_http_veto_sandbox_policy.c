@@ -38,9 +38,10 @@
  *   }
  *
  * Limit names: memory_mb, pids, cpu_percent, disk_mb, timeout_s,
- * output_bytes, ttl_s, file_bytes.  An agent's rule starts as a copy of
- * its tenant's; what it sets replaces the tenant's value, and may not
- * exceed the tenant's ceilings.  An agent's "approvals" replaces the
+ * output_bytes, ttl_s, file_bytes, archive_bytes.  An agent's rule
+ * starts as a copy of its tenant's; what it sets replaces the tenant's
+ * value, and may not exceed the tenant's ceilings.  An agent's
+ * "approvals" replaces the
  * tenant's whole approvals rule; an agent's "quotas" sets that agent's
  * own limits (the tenant totals still apply).  An agent's "network"
  * replaces each of allow, ask and default it sets, within its tenant's.
@@ -85,7 +86,8 @@ const char  *ngx_http_veto_sandbox_limit_names[NGX_HTTP_VSB_NLIMITS] = {
     VSB_LIMIT_TIMEOUT_S,
     VSB_LIMIT_OUTPUT_BYTES,
     VSB_LIMIT_TTL_S,
-    VSB_LIMIT_FILE_BYTES
+    VSB_LIMIT_FILE_BYTES,
+    VSB_LIMIT_ARCHIVE_BYTES
 };
 
 
@@ -529,6 +531,9 @@ static const struct {
     { "sandbox.exec",        NGX_HTTP_VSB_ACT_EXEC },
     { "sandbox.files.write", NGX_HTTP_VSB_ACT_WRITE },
     { "sandbox.files.read",  NGX_HTTP_VSB_ACT_READ },
+    /* an archive is files written or read: the same kinds */
+    { "sandbox.archive.write", NGX_HTTP_VSB_ACT_WRITE },
+    { "sandbox.archive.read",  NGX_HTTP_VSB_ACT_READ },
     { "sandbox.delete",      NGX_HTTP_VSB_ACT_DELETE },
     { "sandbox.update",      NGX_HTTP_VSB_ACT_UPDATE },
     { NULL, 0 }

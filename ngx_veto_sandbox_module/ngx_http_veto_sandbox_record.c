@@ -18,8 +18,6 @@
 
 static void ngx_http_veto_sandbox_ignore(ngx_int_t rc, redisReply *reply,
     void *data);
-static void ngx_http_veto_sandbox_exec_detail(ngx_http_request_t *r,
-    ngx_http_veto_sandbox_ctx_t *ctx, json_t *j, ngx_str_t *out);
 static void ngx_http_veto_sandbox_create_detail(ngx_http_request_t *r,
     ngx_http_veto_sandbox_ctx_t *ctx, json_t *j, ngx_str_t *out);
 static void ngx_http_veto_sandbox_json_text(ngx_http_request_t *r,
@@ -168,7 +166,7 @@ ngx_http_veto_sandbox_audit(ngx_http_request_t *r,
 
 
 /* json as JSON text in the request's pool; out->len 0 on failure */
-static void
+void
 ngx_http_veto_sandbox_json_text(ngx_http_request_t *r, json_t *json,
     ngx_str_t *out)
 {
@@ -444,7 +442,10 @@ ngx_http_veto_sandbox_record_exec(ngx_http_request_t *r,
     ngx_str_t  detail;
 
     if (ok) {
-        ngx_http_veto_sandbox_exec_detail(r, ctx, ctx->helper.json, &detail);
+        ngx_http_veto_sandbox_exec_detail(r, ctx, ctx->helper.json,
+                                          ngx_http_veto_sandbox_stream_detail(
+                                              ctx),
+                                          &detail);
         ngx_http_veto_sandbox_audit(r, ctx, "exec_finished", NULL, NULL,
                                     detail.len ? &detail : NULL,
                                     NGX_HTTP_OK);
@@ -603,11 +604,13 @@ ngx_http_veto_sandbox_output_sha256(u_char *data, size_t len)
 /*
  * The execution record: what ran (the redacted request summary: argv,
  * cwd, env names, timeout, stdin size), how it ended, its usage, and the
- * size and SHA-256 of each output stream as returned to the agent.
+ * size and SHA-256 of each output stream as returned to the agent (extra:
+ * what a streamed exec sent, or a background exec's id, instead).
  */
-static void
+void
 ngx_http_veto_sandbox_exec_detail(ngx_http_request_t *r,
-    ngx_http_veto_sandbox_ctx_t *ctx, json_t *j, ngx_str_t *out)
+    ngx_http_veto_sandbox_ctx_t *ctx, json_t *j, json_t *extra,
+    ngx_str_t *out)
 {
     size_t                               used, room;
     json_t                              *d, *req, *env, *view, *v;
@@ -663,6 +666,15 @@ ngx_http_veto_sandbox_exec_detail(ngx_http_request_t *r,
                   "stderr_truncated", json_object_get(j, "stderr_truncated"),
                   "usage", json_object_get(j, "usage"));
     if (d == NULL) {
+        json_decref(extra);
+        return;
+    }
+
+    if (extra != NULL) {
+        json_object_update(d, extra);
+        json_decref(extra);
+        ngx_http_veto_sandbox_json_text(r, d, out);
+        json_decref(d);
         return;
     }
 

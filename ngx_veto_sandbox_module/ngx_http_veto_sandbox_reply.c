@@ -67,6 +67,16 @@ ngx_http_veto_sandbox_reply(ngx_http_request_t *r,
     /* audit records, quota slots: whatever the outcome */
     ngx_http_veto_sandbox_after(r, ctx);
 
+    /* a streamed reply ends its own way once it has begun (_stream.c) */
+    if (ctx->stream) {
+        rc = ngx_http_veto_sandbox_stream_reply(r, ctx);
+
+        if (rc != NGX_DECLINED) {
+            ngx_http_finalize_request(r, rc);
+            return;
+        }
+    }
+
     if (h->status != NGX_OK) {
         rc = ngx_http_veto_sandbox_problem(r,
                                    h->status == NGX_HTTP_GATEWAY_TIME_OUT
@@ -109,6 +119,9 @@ static ngx_http_veto_sandbox_errmap_t  ngx_http_veto_sandbox_errors[] = {
     { VSB_E_BAD_VALUE,          NGX_HTTP_BAD_REQUEST },
     { VSB_E_BAD_PATH,           NGX_HTTP_BAD_REQUEST },
     { VSB_E_NOT_A_FILE,         NGX_HTTP_BAD_REQUEST },
+    { VSB_E_NOT_A_DIRECTORY,    NGX_HTTP_BAD_REQUEST },
+    { VSB_E_BAD_ARCHIVE,        NGX_HTTP_VSB_UNPROCESSABLE },
+    { VSB_E_TIMED_OUT,          NGX_HTTP_VSB_UNPROCESSABLE },
     { VSB_E_UNKNOWN_OP,         NGX_HTTP_BAD_GATEWAY },
     { VSB_E_BAD_FRAME,          NGX_HTTP_BAD_GATEWAY },
     { VSB_E_CAPACITY,           NGX_HTTP_SERVICE_UNAVAILABLE },
@@ -198,7 +211,21 @@ ngx_http_veto_sandbox_reply_error(ngx_http_request_t *r,
         json_object_set(extra, "step", v);
     }
 
-    if (e->status == NGX_HTTP_NOT_FOUND) {
+    v = json_object_get(j, "field");
+
+    if (e->status == NGX_HTTP_NOT_FOUND && json_is_string(v)
+        && ngx_strcmp(json_string_value(v), "exec") == 0)
+    {
+        /* the sandbox is there (and the caller's) */
+        detail = "no such exec in this sandbox (an ended background exec "
+                 "is forgotten once newer ones end)";
+
+    } else if (e->status == NGX_HTTP_NOT_FOUND && json_is_string(v)
+               && ngx_strcmp(json_string_value(v), "path") == 0)
+    {
+        detail = "no such file or directory in the sandbox";
+
+    } else if (e->status == NGX_HTTP_NOT_FOUND) {
         /* nothing that tells apart "never existed" and "not yours" */
         detail = "no such sandbox";
         json_object_clear(extra);

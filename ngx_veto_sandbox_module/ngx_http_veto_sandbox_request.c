@@ -105,13 +105,9 @@ ngx_http_veto_sandbox_path(ngx_http_request_t *r,
                                    "the \"path\" query argument is required");
     }
 
-    if (path.len > VSB_MAX_PATH
-        || ngx_strlchr(path.data, path.data + path.len, '\0') != NULL
-        || path.data[0] == '/')
-    {
-        return ngx_http_veto_sandbox_bad_field(r, "bad_path", "path",
-                                   "\"path\" must be a relative path inside "
-                                   "the workspace");
+    rc = ngx_http_veto_sandbox_path_check(r, "path", &path, 0);
+    if (rc != NGX_OK) {
+        return rc;
     }
 
     if (vsb_path_check((char *) path.data, path.len, err, sizeof(err)) != 0) {
@@ -123,6 +119,71 @@ ngx_http_veto_sandbox_path(ngx_http_request_t *r,
     ctx->path = path;
 
     return NGX_OK;
+}
+
+
+/*
+ * What the module itself checks of a path: its size, no NUL, and that an
+ * absolute one is under /workspace (the helper checks the rest, and names
+ * the rule).  workspace: "/workspace" itself (and "/workspace/") too.
+ */
+ngx_int_t
+ngx_http_veto_sandbox_path_check(ngx_http_request_t *r, const char *field,
+    ngx_str_t *path, ngx_uint_t workspace)
+{
+    u_char  detail[256];
+
+    static ngx_str_t  ws = ngx_string("/workspace");
+
+    if (path->len > VSB_MAX_PATH) {
+        ngx_snprintf(detail, sizeof(detail) - 1,
+                     "\"%s\" is at most %d bytes%Z", field, VSB_MAX_PATH);
+        return ngx_http_veto_sandbox_bad_field(r, "bad_path", field,
+                                               (char *) detail);
+    }
+
+    if (ngx_strlchr(path->data, path->data + path->len, '\0') != NULL) {
+        ngx_snprintf(detail, sizeof(detail) - 1,
+                     "\"%s\" has a NUL byte%Z", field);
+        return ngx_http_veto_sandbox_bad_field(r, "bad_path", field,
+                                               (char *) detail);
+    }
+
+    if (path->len == 0 || path->data[0] != '/') {
+        return NGX_OK;
+    }
+
+    if (path->len >= ws.len
+        && ngx_strncmp(path->data, ws.data, ws.len) == 0
+        && ((path->len > ws.len + 1 && path->data[ws.len] == '/')
+            || (workspace && (path->len == ws.len
+                              || (path->len == ws.len + 1
+                                  && path->data[ws.len] == '/')))))
+    {
+        return NGX_OK;
+    }
+
+    ngx_snprintf(detail, sizeof(detail) - 1,
+                 "\"%s\" must be relative to the workspace (src/a.c) or "
+                 "absolute under it (/workspace/src/a.c)%Z", field);
+
+    return ngx_http_veto_sandbox_bad_field(r, "bad_path", field,
+                                           (char *) detail);
+}
+
+
+ngx_msec_t
+ngx_http_veto_sandbox_wait_ms(ngx_http_veto_sandbox_ctx_t *ctx)
+{
+    uint64_t  n;
+
+    n = ctx->rule ? ctx->rule->ceiling[NGX_HTTP_VSB_L_TIMEOUT_S] : 0;
+
+    if (n == 0 || n > 86400) {
+        n = 86400;
+    }
+
+    return (ngx_msec_t) n * 1000;
 }
 
 
@@ -227,7 +288,7 @@ ngx_http_veto_sandbox_policy_refuse(ngx_http_request_t *r,
 }
 
 
-static ngx_int_t
+ngx_int_t
 ngx_http_veto_sandbox_over(ngx_http_request_t *r, ngx_uint_t i,
     uint64_t asked, uint64_t ceiling)
 {
@@ -318,8 +379,9 @@ static const char  *ngx_http_veto_sandbox_create_fields[] = {
     "profile", "limits", "ttl_s", "network", "env", "metadata", NULL
 };
 
-static const char  *ngx_http_veto_sandbox_exec_fields[] = {
-    "argv", "cwd", "env", "stdin", "timeout_s", NULL
+static const char  *ngx_http_veto_sandbox_exec_known[] = {
+    "argv", "cwd", "env", "stdin", "timeout_s", "output_bytes", "background",
+    NULL
 };
 
 
@@ -591,7 +653,7 @@ ngx_http_veto_sandbox_build_exec(ngx_http_request_t *r,
 
     rule = ctx->rule;
 
-    if (ngx_http_veto_sandbox_known(r, body, ngx_http_veto_sandbox_exec_fields,
+    if (ngx_http_veto_sandbox_known(r, body, ngx_http_veto_sandbox_exec_known,
                                     &rc)
         != NGX_OK)
     {
@@ -655,6 +717,12 @@ ngx_http_veto_sandbox_build_exec(ngx_http_request_t *r,
     }
 
     ctx->helper.extra_read_ms = (ngx_msec_t) ngx_min(n, 86400) * 1000;
+
+    /* output_bytes, and how it runs: streamed, in the background */
+    rc = ngx_http_veto_sandbox_exec_fields(r, ctx, body, req);
+    if (rc != NGX_OK) {
+        return rc;
+    }
 
     /* stdin goes as the frame's payload, straight from the parsed body */
     payload = NULL;

@@ -272,7 +272,20 @@ ngx_http_veto_sandbox_summary(ngx_pool_t *pool,
                                         NGX_HTTP_VSB_SUMMARY_STR_MAX)
                != NGX_OK
             || ngx_http_veto_sandbox_summary_integer(sum, req, "timeout_s")
+               != NGX_OK
+            || ngx_http_veto_sandbox_summary_integer(sum, req,
+                                                     "output_bytes")
+               != NGX_OK
+            || ngx_http_veto_sandbox_summary_string(pool, sum, req, "format",
+                                        NGX_HTTP_VSB_SUMMARY_NAME_MAX)
                != NGX_OK)
+        {
+            goto done;
+        }
+
+        /* a background exec outlives its request: a reviewer sees that */
+        if (json_is_true(json_object_get(req, "background"))
+            && json_object_set_new(sum, "background", json_true()) != 0)
         {
             goto done;
         }

@@ -52,7 +52,7 @@ typedef struct {
 /*
  * The summary as JSON text (at most NGX_HTTP_VSB_SUMMARY_MAX bytes):
  * action; sandbox; from req: profile, limits, ttl_s, network, argv, cwd,
- * timeout_s; argv as argv_bytes, argv_sha256 (SHA-256 of every element
+ * timeout_s, output_bytes, background, an archive's format; argv as argv_bytes, argv_sha256 (SHA-256 of every element
  * followed by a NUL byte) and, when cut, argv_truncated and argv_count;
  * the env view as env (name -> value or null) and env_names, and when
  * names were dropped env_truncated and env_count; an exec's

@@ -61,10 +61,7 @@ ngx_http_veto_sandbox_archive_query(ngx_http_request_t *r,
     }
 
     if (rc == NGX_ABORT) {
-        return ngx_http_veto_sandbox_bad_field(r, "bad_value",
-                                               at.len ? (char *) at.data
-                                                      : "query",
-                                               why);
+        return ngx_http_veto_sandbox_bad_query(r, &at, why);
     }
 
     if (q[0].value.data != NULL) {

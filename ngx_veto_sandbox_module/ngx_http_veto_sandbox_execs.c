@@ -176,10 +176,7 @@ ngx_http_veto_sandbox_build_exec_output(ngx_http_request_t *r,
     }
 
     if (rc == NGX_ABORT) {
-        return ngx_http_veto_sandbox_bad_field(r, "bad_value",
-                                               at.len ? (char *) at.data
-                                                      : "query",
-                                               why);
+        return ngx_http_veto_sandbox_bad_query(r, &at, why);
     }
 
     req = ngx_http_veto_sandbox_exec_req(r, ctx);

@@ -702,6 +702,10 @@ ngx_msec_t ngx_http_veto_sandbox_wait_ms(ngx_http_veto_sandbox_ctx_t *ctx);
 /* 422: limit i asked above its policy ceiling (on record) */
 ngx_int_t ngx_http_veto_sandbox_over(ngx_http_request_t *r, ngx_uint_t i,
     uint64_t asked, uint64_t ceiling);
+/* 400 naming the query argument at fault (ngx_http_veto_sandbox_hash_
+ * query_args()) */
+ngx_int_t ngx_http_veto_sandbox_bad_query(ngx_http_request_t *r,
+    ngx_str_t *at, const char *why);
 /* 400 naming the field */
 ngx_int_t ngx_http_veto_sandbox_bad_field(ngx_http_request_t *r,
     const char *code, const char *field, const char *detail);

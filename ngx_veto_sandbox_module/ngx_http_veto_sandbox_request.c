@@ -263,6 +263,29 @@ ngx_http_veto_sandbox_build_nothing(ngx_http_request_t *r,
 }
 
 
+/* 400 for a query the hash would read otherwise (*why): naming the
+ * argument at fault (at: not NUL terminated; empty: its name did not
+ * decode) */
+ngx_int_t
+ngx_http_veto_sandbox_bad_query(ngx_http_request_t *r, ngx_str_t *at,
+    const char *why)
+{
+    u_char  *name;
+
+    name = ngx_pnalloc(r->pool, at->len + 1);
+    if (name == NULL) {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+
+    ngx_memcpy(name, at->data, at->len);
+    name[at->len] = '\0';
+
+    return ngx_http_veto_sandbox_bad_field(r, "bad_value",
+                                           at->len ? (char *) name : "query",
+                                           why);
+}
+
+
 ngx_int_t
 ngx_http_veto_sandbox_bad_field(ngx_http_request_t *r, const char *code,
     const char *field, const char *detail)

@@ -89,7 +89,7 @@ ngx_http_veto_sandbox_api_handler(ngx_http_request_t *r)
     case NGX_HTTP_VSB_BODY_ARCHIVE:
 
         rc = ngx_http_veto_sandbox_archive_early(r, ctx);
-        if (rc != NGX_OK) {
+        if (rc != NGX_DECLINED) {
             return rc;
         }
 

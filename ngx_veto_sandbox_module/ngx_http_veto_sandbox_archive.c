@@ -134,6 +134,10 @@ ngx_http_veto_sandbox_archive_too_large(ngx_http_request_t *r,
 
     bound = ngx_http_veto_sandbox_archive_bound(ctx);
 
+    /* the body may be unread: never take it for the next request */
+    r->keepalive = 0;
+    r->lingering_close = 1;
+
     ngx_snprintf(detail, sizeof(detail) - 1,
                  "the archive is larger than archive_bytes (%uL)%Z", bound);
 
@@ -146,7 +150,8 @@ ngx_http_veto_sandbox_archive_too_large(ngx_http_request_t *r,
 }
 
 
-/* Is Content-Length over the bound?  (before the body is read) */
+/* Is Content-Length over the bound?  (before the body is read)
+ * NGX_DECLINED: no; else the 413 was sent, the code to end with. */
 ngx_int_t
 ngx_http_veto_sandbox_archive_early(ngx_http_request_t *r,
     ngx_http_veto_sandbox_ctx_t *ctx)
@@ -158,7 +163,7 @@ ngx_http_veto_sandbox_archive_early(ngx_http_request_t *r,
         return ngx_http_veto_sandbox_archive_too_large(r, ctx);
     }
 
-    return NGX_OK;
+    return NGX_DECLINED;
 }
 
 

@@ -794,7 +794,8 @@ ngx_int_t ngx_http_veto_sandbox_reply_archive(ngx_http_request_t *r,
     ngx_http_veto_sandbox_ctx_t *ctx);
 void ngx_http_veto_sandbox_record_archive(ngx_http_request_t *r,
     ngx_http_veto_sandbox_ctx_t *ctx, ngx_uint_t ok, const char *error);
-/* Content-Length over the upload's bound: the 413 sent, else NGX_OK */
+/* Content-Length over the upload's bound: the 413 sent, else
+ * NGX_DECLINED */
 ngx_int_t ngx_http_veto_sandbox_archive_early(ngx_http_request_t *r,
     ngx_http_veto_sandbox_ctx_t *ctx);
 ngx_int_t ngx_http_veto_sandbox_archive_too_large(ngx_http_request_t *r,

@@ -23,6 +23,7 @@ my $t = $n->token(scope => 'sandbox:create sandbox:exec sandbox:files '
                            . 'approvals:review audit:read');
 my $sb = 'sb-' . ('0' x 24);
 my $apr = 'apr_' . ('0' x 32);
+my $ex = 'ex-' . ('0' x 16);
 
 sub is_problem
 {
@@ -41,6 +42,9 @@ my @allow = (
     [POST   => "/v1/sandboxes/$sb",          'GET, HEAD, PATCH, DELETE'],
     [DELETE => "/v1/sandboxes/$sb/files",    'GET, HEAD, PUT'],
     [GET    => "/v1/sandboxes/$sb/exec",     'POST'],
+    [POST   => "/v1/sandboxes/$sb/archive",  'GET, PUT'],
+    [POST   => "/v1/sandboxes/$sb/execs/$ex", 'GET, HEAD, DELETE'],
+    [POST   => "/v1/sandboxes/$sb/execs/$ex/output", 'GET'],
     [POST   => '/v1/approvals',              'GET, HEAD'],
     [DELETE => "/v1/approvals/$apr",         'GET, HEAD'],
     [GET    => "/v1/approvals/$apr/approve", 'POST'],
@@ -88,6 +92,14 @@ my @nothing = (
     [GET  => "/v1/sandboxes/$sb/"],
     [GET  => "/v1/sandboxes/${sb}0"],
     [GET  => '/v1/sandboxes/sb-XYZ'],
+    [GET  => "/v1/sandboxes/$sb/execs"],
+    [GET  => "/v1/sandboxes/$sb/execs/"],
+    [GET  => "/v1/sandboxes/$sb/execs/ex-XYZ"],
+    [GET  => "/v1/sandboxes/$sb/execs/ex-" . ('0' x 15)],
+    [GET  => "/v1/sandboxes/$sb/execs/ex-" . ('A' x 16)],
+    [GET  => "/v1/sandboxes/$sb/execs/${ex}0"],
+    [GET  => "/v1/sandboxes/$sb/execs/$ex/outputs"],
+    [GET  => "/v1/sandboxes/$sb/archives"],
     [GET  => '/v1/audit/'],
     [GET  => '/v1/approvals/'],
     [GET  => "/v1/approvals/${apr}0"],

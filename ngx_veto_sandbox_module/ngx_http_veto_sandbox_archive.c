@@ -34,8 +34,8 @@ static ngx_http_veto_sandbox_format_t  ngx_http_veto_sandbox_formats[] = {
 
 /*
  * ?path= (absent: the workspace) and ?format=, read as the hash reads
- * them, into req; *fmt the format named (NULL: none).  NGX_OK, or the
- * refusal sent.
+ * them, into req; *fmt the format named (NULL: none).  NGX_DECLINED: go
+ * on; else the refusal was sent, the code to end with.
  */
 static ngx_int_t
 ngx_http_veto_sandbox_archive_query(ngx_http_request_t *r,
@@ -66,7 +66,7 @@ ngx_http_veto_sandbox_archive_query(ngx_http_request_t *r,
 
     if (q[0].value.data != NULL) {
         rc = ngx_http_veto_sandbox_path_check(r, "path", &q[0].value, 1);
-        if (rc != NGX_OK) {
+        if (rc != NGX_DECLINED) {
             return rc;
         }
 
@@ -82,7 +82,7 @@ ngx_http_veto_sandbox_archive_query(ngx_http_request_t *r,
     }
 
     if (q[1].value.data == NULL) {
-        return NGX_OK;
+        return NGX_DECLINED;
     }
 
     for (f = ngx_http_veto_sandbox_formats; f->type; f++) {
@@ -108,7 +108,7 @@ ngx_http_veto_sandbox_archive_query(ngx_http_request_t *r,
         return NGX_HTTP_INTERNAL_SERVER_ERROR;
     }
 
-    return NGX_OK;
+    return NGX_DECLINED;
 }
 
 
@@ -184,7 +184,7 @@ ngx_http_veto_sandbox_build_archive_in(ngx_http_request_t *r,
     }
 
     rc = ngx_http_veto_sandbox_archive_query(r, ctx, req, &fmt);
-    if (rc != NGX_OK) {
+    if (rc != NGX_DECLINED) {
         return rc;
     }
 
@@ -313,7 +313,7 @@ ngx_http_veto_sandbox_build_archive_out(ngx_http_request_t *r,
     }
 
     rc = ngx_http_veto_sandbox_archive_query(r, ctx, req, &fmt);
-    if (rc != NGX_OK) {
+    if (rc != NGX_DECLINED) {
         return rc;
     }
 

@@ -24,7 +24,8 @@
 /*
  * output_bytes (within the policy's ceiling; the helper's own is
  * max_output_bytes) and how the exec runs: "background": true, or
- * streamed when the client accepts ndjson.  NGX_OK, or the refusal sent.
+ * streamed when the client accepts ndjson.  NGX_DECLINED: go on; else
+ * the refusal was sent, the code to end with.
  */
 ngx_int_t
 ngx_http_veto_sandbox_exec_fields(ngx_http_request_t *r,
@@ -72,7 +73,7 @@ ngx_http_veto_sandbox_exec_fields(ngx_http_request_t *r,
             return NGX_HTTP_INTERNAL_SERVER_ERROR;
         }
 
-        return NGX_OK;
+        return NGX_DECLINED;
     }
 
     if (ngx_http_veto_sandbox_stream_ndjson(r, ctx)) {
@@ -83,7 +84,7 @@ ngx_http_veto_sandbox_exec_fields(ngx_http_request_t *r,
         }
     }
 
-    return NGX_OK;
+    return NGX_DECLINED;
 }
 
 

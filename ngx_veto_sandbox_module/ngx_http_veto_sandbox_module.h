@@ -693,7 +693,7 @@ json_t *ngx_http_veto_sandbox_read_json(ngx_http_request_t *r,
 json_t *ngx_http_veto_sandbox_req(ngx_http_request_t *r,
     ngx_http_veto_sandbox_ctx_t *ctx);
 /* a path the helper will take ("src/a.c", "/workspace/src/a.c"; with
- * workspace, also the workspace itself): NGX_OK, or the 400 sent */
+ * workspace, also the workspace itself): NGX_DECLINED, or the 400 sent */
 ngx_int_t ngx_http_veto_sandbox_path_check(ngx_http_request_t *r,
     const char *field, ngx_str_t *path, ngx_uint_t workspace);
 /* a request's timeout as the helper will apply it, for the read timeout

@@ -106,7 +106,7 @@ ngx_http_veto_sandbox_path(ngx_http_request_t *r,
     }
 
     rc = ngx_http_veto_sandbox_path_check(r, "path", &path, 0);
-    if (rc != NGX_OK) {
+    if (rc != NGX_DECLINED) {
         return rc;
     }
 
@@ -126,6 +126,7 @@ ngx_http_veto_sandbox_path(ngx_http_request_t *r,
  * What the module itself checks of a path: its size, no NUL, and that an
  * absolute one is under /workspace (the helper checks the rest, and names
  * the rule).  workspace: "/workspace" itself (and "/workspace/") too.
+ * NGX_DECLINED: go on; else the refusal was sent, the code to end with.
  */
 ngx_int_t
 ngx_http_veto_sandbox_path_check(ngx_http_request_t *r, const char *field,
@@ -150,7 +151,7 @@ ngx_http_veto_sandbox_path_check(ngx_http_request_t *r, const char *field,
     }
 
     if (path->len == 0 || path->data[0] != '/') {
-        return NGX_OK;
+        return NGX_DECLINED;
     }
 
     if (path->len >= ws.len
@@ -160,7 +161,7 @@ ngx_http_veto_sandbox_path_check(ngx_http_request_t *r, const char *field,
                               || (path->len == ws.len + 1
                                   && path->data[ws.len] == '/')))))
     {
-        return NGX_OK;
+        return NGX_DECLINED;
     }
 
     ngx_snprintf(detail, sizeof(detail) - 1,
@@ -277,7 +278,11 @@ ngx_http_veto_sandbox_bad_query(ngx_http_request_t *r, ngx_str_t *at,
         return NGX_HTTP_INTERNAL_SERVER_ERROR;
     }
 
-    ngx_memcpy(name, at->data, at->len);
+    /* a name that does not decode is no name at all (NULL, 0) */
+    if (at->len) {
+        ngx_memcpy(name, at->data, at->len);
+    }
+
     name[at->len] = '\0';
 
     return ngx_http_veto_sandbox_bad_field(r, "bad_value",
@@ -743,7 +748,7 @@ ngx_http_veto_sandbox_build_exec(ngx_http_request_t *r,
 
     /* output_bytes, and how it runs: streamed, in the background */
     rc = ngx_http_veto_sandbox_exec_fields(r, ctx, body, req);
-    if (rc != NGX_OK) {
+    if (rc != NGX_DECLINED) {
         return rc;
     }
 

@@ -367,7 +367,8 @@ for my $case (qw(dotdot hardlink devices)) {
                ['?path=../x', 'path', qr/\.\./],
                ['?format=zip', 'format', qr/tar, tar\.gz/],
                ['?path=a&path=b', 'path', qr/more than once/],
-               ['?size=1', 'size', qr/unknown/]) {
+               ['?size=1', 'size', qr/unknown/],
+               ['?%zz=1', 'query', qr/not percent-encoded/]) {
         my ($q, $field, $why) = @$c;
         ($st, $h, $b, $j) = $n->request(GET => "/v1/sandboxes/$sb/archive$q",
                                         $t);

@@ -2,16 +2,19 @@
  * libFuzzer target for the module's parsers of hostile input: the policy
  * file (read by "nginx -t", so a bad one must be refused, never crash the
  * master), and what an agent sends: the JSON bodies of create, exec and
- * PATCH (network entries) and the ?path= query of the files ops, through
- * the real builders of ngx_http_veto_sandbox_request.c.
+ * PATCH (network entries), the ?path= query of the files ops, the
+ * queries of the archive ops and of a background exec's output, through
+ * the real builders of ngx_http_veto_sandbox_request.c, _execs.c and
+ * _archive.c.
  *
  * The first byte picks the parser, the rest is its input.  What the
  * builders answer goes to a stand-in for the module's responses (a
  * refusal is recorded, not sent); what they build is checked against
  * the policy: a request that would reach the helper names its op, the
- * caller from the token, a limit within its ceiling, a relative path;
- * and what a reviewer would see of it (its summary) is within its byte
- * bound, listing the hosts it grants as they are, a cut list counted.
+ * caller from the token, a limit within its ceiling, a path in the
+ * workspace; and what a reviewer would see of it (its summary) is within
+ * its byte bound, listing the hosts it grants as they are, a cut list
+ * counted.
  * Anything else aborts, and libFuzzer reports it.  nginx's core calls
  * come from t/unit/ngx_core_stub.c.
  */
@@ -32,6 +35,9 @@ enum {
     FUZZ_READ,
     FUZZ_WRITE,
     FUZZ_UPDATE,
+    FUZZ_EXEC_OUTPUT,
+    FUZZ_ARCHIVE_IN,
+    FUZZ_ARCHIVE_OUT,
     FUZZ_NMODES
 };
 
@@ -88,6 +94,144 @@ ngx_http_veto_sandbox_json_cleanup(void *data)
 }
 
 
+/* what the exec and archive builders call beyond the builders: the
+ * streamed reply is chosen (Accept) by the input's second byte */
+
+static ngx_uint_t  ndjson;
+
+ngx_int_t
+ngx_http_veto_sandbox_stream_ndjson(ngx_http_request_t *r,
+    ngx_http_veto_sandbox_ctx_t *ctx)
+{
+    return ndjson;
+}
+
+
+static ngx_int_t
+fuzz_stream(ngx_http_veto_sandbox_ctx_t *ctx)
+{
+    static int  st;
+
+    if (ctx->stream != NULL) {
+        abort();                /* one stream per request */
+    }
+
+    ctx->stream = (ngx_http_veto_sandbox_stream_t *) &st;
+    return NGX_OK;
+}
+
+
+ngx_int_t
+ngx_http_veto_sandbox_stream_exec(ngx_http_request_t *r,
+    ngx_http_veto_sandbox_ctx_t *ctx)
+{
+    return fuzz_stream(ctx);
+}
+
+
+ngx_int_t
+ngx_http_veto_sandbox_stream_follow(ngx_http_request_t *r,
+    ngx_http_veto_sandbox_ctx_t *ctx)
+{
+    return fuzz_stream(ctx);
+}
+
+
+ngx_int_t
+ngx_http_veto_sandbox_stream_export(ngx_http_request_t *r,
+    ngx_http_veto_sandbox_ctx_t *ctx, const char *type, const char *encoding)
+{
+    if (type == NULL) {
+        abort();
+    }
+
+    return fuzz_stream(ctx);
+}
+
+
+void
+ngx_http_veto_sandbox_op_exec(ngx_http_request_t *r,
+    ngx_http_veto_sandbox_ctx_t *ctx)
+{
+    ngx_str_set(&ctx->exec, "ex-0123456789abcdef");
+}
+
+
+/* the mappers and records of those files are not driven here */
+
+ngx_int_t
+ngx_http_veto_sandbox_send_json(ngx_http_request_t *r, ngx_uint_t status,
+    json_t *body)
+{
+    abort();
+}
+
+
+ngx_int_t
+ngx_http_veto_sandbox_header(ngx_http_request_t *r, const char *name,
+    const char *value)
+{
+    abort();
+}
+
+
+ngx_int_t
+ngx_http_veto_sandbox_reply_exec(ngx_http_request_t *r,
+    ngx_http_veto_sandbox_ctx_t *ctx)
+{
+    abort();
+}
+
+
+void
+ngx_http_veto_sandbox_audit(ngx_http_request_t *r,
+    ngx_http_veto_sandbox_ctx_t *ctx, const char *outcome,
+    const char *reason, ngx_str_t *reviewer, ngx_str_t *detail,
+    ngx_uint_t status)
+{
+    abort();
+}
+
+
+void
+ngx_http_veto_sandbox_exec_detail(ngx_http_request_t *r,
+    ngx_http_veto_sandbox_ctx_t *ctx, json_t *j, json_t *extra,
+    ngx_str_t *out)
+{
+    abort();
+}
+
+
+void
+ngx_http_veto_sandbox_record_exec(ngx_http_request_t *r,
+    ngx_http_veto_sandbox_ctx_t *ctx, ngx_uint_t ok, const char *error)
+{
+    abort();
+}
+
+
+void
+ngx_http_veto_sandbox_json_text(ngx_http_request_t *r, json_t *json,
+    ngx_str_t *out)
+{
+    abort();
+}
+
+
+json_t *
+ngx_http_veto_sandbox_stream_detail(ngx_http_veto_sandbox_ctx_t *ctx)
+{
+    abort();
+}
+
+
+off_t
+ngx_http_veto_sandbox_stream_sent(ngx_http_veto_sandbox_ctx_t *ctx)
+{
+    abort();
+}
+
+
 /* what the builders are given */
 
 static ngx_http_veto_sandbox_op_t  ops[] = {
@@ -116,13 +260,32 @@ static ngx_http_veto_sandbox_op_t  ops[] = {
                       NGX_HTTP_VSB_ACT_UPDATE, NGX_HTTP_VSB_QUOTA_NONE,
                       NGX_HTTP_VSB_BODY_JSON, VSB_OP_UPDATE_NETWORK,
                       ngx_http_veto_sandbox_build_update, NULL, NULL, NULL },
+    [FUZZ_EXEC_OUTPUT] = { ngx_string("sandbox.exec.output"), NGX_HTTP_GET,
+                      "/v1/sandboxes/{id}/execs/{exec}/output",
+                      NGX_HTTP_VSB_SCOPE_EXEC, 0, NGX_HTTP_VSB_QUOTA_NONE,
+                      NGX_HTTP_VSB_BODY_NONE, VSB_OP_EXEC_OUTPUT,
+                      ngx_http_veto_sandbox_build_exec_output, NULL, NULL,
+                      NULL },
+    [FUZZ_ARCHIVE_IN] = { ngx_string("sandbox.archive.write"), NGX_HTTP_PUT,
+                      "/v1/sandboxes/{id}/archive", NGX_HTTP_VSB_SCOPE_FILES,
+                      NGX_HTTP_VSB_ACT_WRITE, NGX_HTTP_VSB_QUOTA_NONE,
+                      NGX_HTTP_VSB_BODY_ARCHIVE, VSB_OP_EXTRACT_ARCHIVE,
+                      ngx_http_veto_sandbox_build_archive_in, NULL, NULL,
+                      NULL },
+    [FUZZ_ARCHIVE_OUT] = { ngx_string("sandbox.archive.read"), NGX_HTTP_GET,
+                      "/v1/sandboxes/{id}/archive", NGX_HTTP_VSB_SCOPE_FILES,
+                      NGX_HTTP_VSB_ACT_READ, NGX_HTTP_VSB_QUOTA_NONE,
+                      NGX_HTTP_VSB_BODY_NONE, VSB_OP_EXPORT_ARCHIVE,
+                      ngx_http_veto_sandbox_build_archive_out, NULL, NULL,
+                      NULL },
 };
 
 static const char  policy_text[] =
     "{\"version\": 1, \"tenants\": {\"acme\": {"
     " \"profiles\": [\"default\", \"python\"],"
     " \"ceilings\": {\"memory_mb\": 512, \"pids\": 64, \"timeout_s\": 30,"
-    "               \"ttl_s\": 3600, \"file_bytes\": 65536},"
+    "               \"ttl_s\": 3600, \"file_bytes\": 65536,"
+    "               \"output_bytes\": 1048576, \"archive_bytes\": 4096},"
     " \"defaults\": {\"memory_mb\": 128, \"timeout_s\": 10},"
     " \"approvals\": {\"exec_argv\": [\"git push*\", \"curl *\"]},"
     " \"network\": {\"allow\": [\"registry.example.test\", \"*.a.test\"],"
@@ -390,6 +553,58 @@ check_built(ngx_http_veto_sandbox_ctx_t *ctx, ngx_uint_t mode,
                 <= rule->ceiling[NGX_HTTP_VSB_L_TIMEOUT_S]);
         must(ctx->helper.extra_read_ms <= 86400000);
         must((ctx->payload == NULL) == (ctx->payload_len == 0));
+
+        v = json_object_get(req, "output_bytes");
+        must(v == NULL
+             || (json_integer_value(v) > 0
+                 && (uint64_t) json_integer_value(v)
+                    <= rule->ceiling[NGX_HTTP_VSB_L_OUTPUT_BYTES]));
+
+        /* background or streamed, not both; streamed when asked */
+        v = json_object_get(req, "background");
+        must(v == NULL || json_is_true(v));
+        must(!(v && json_object_get(req, "stream")));
+        must((json_object_get(req, "stream") != NULL)
+             == (ctx->stream != NULL));
+        must(v == NULL || ctx->helper.extra_read_ms == 0);
+        break;
+
+    case FUZZ_EXEC_OUTPUT:
+        v = json_object_get(req, "stream");
+        must(json_is_string(v)
+             && (ngx_strcmp(json_string_value(v), "stdout") == 0
+                 || ngx_strcmp(json_string_value(v), "stderr") == 0));
+        must(ngx_strcmp(json_string_value(json_object_get(req, "exec")),
+                        "ex-0123456789abcdef") == 0);
+        v = json_object_get(req, "offset");
+        must(v == NULL || (json_is_integer(v) && json_integer_value(v) >= 0));
+        v = json_object_get(req, "max_bytes");
+        must(v == NULL || (json_is_integer(v) && json_integer_value(v) > 0));
+        must((json_object_get(req, "follow") != NULL) == ndjson);
+        must(!(ndjson && v));
+        must((ctx->stream != NULL) == ndjson);
+        break;
+
+    case FUZZ_ARCHIVE_IN:
+    case FUZZ_ARCHIVE_OUT:
+        v = json_object_get(req, "path");
+        must(v == NULL
+             || (json_is_string(v)
+                 && json_string_length(v) <= VSB_MAX_PATH
+                 && strlen(json_string_value(v)) == json_string_length(v)
+                 && (json_string_value(v)[0] != '/'
+                     || ngx_strncmp(json_string_value(v), "/workspace",
+                                    10) == 0)));
+        v = json_object_get(req, "format");
+        must(v == NULL || json_is_string(v));
+
+        if (mode == FUZZ_ARCHIVE_IN) {
+            must(ctx->payload_len > 0 && ctx->payload_len <= 4096
+                 && ctx->helper.stream_payload);
+
+        } else {
+            must(ctx->stream != NULL);
+        }
         break;
 
     case FUZZ_UPDATE:
@@ -402,7 +617,9 @@ check_built(ngx_http_veto_sandbox_ctx_t *ctx, ngx_uint_t mode,
         v = json_object_get(req, "path");
         must(json_is_string(v) && json_string_length(v) > 0
              && json_string_length(v) <= VSB_MAX_PATH
-             && json_string_value(v)[0] != '/'
+             && (json_string_value(v)[0] != '/'
+                 || ngx_strncmp(json_string_value(v), "/workspace/", 11)
+                    == 0)
              && strlen(json_string_value(v)) == json_string_length(v));
         break;
     }
@@ -490,6 +707,16 @@ fuzz_request(const uint8_t *data, size_t size, ngx_uint_t mode)
         r.args.len = size;
     }
 
+    /* an upload of the query's own bytes: over the policy's 4096 too */
+    if (mode == FUZZ_ARCHIVE_IN) {
+        b->pos = copy;
+        b->last = copy + size;
+        b->memory = 1;
+        cl->buf = b;
+        rb.bufs = size ? cl : NULL;
+        r.request_body = &rb;
+    }
+
     /* the request the op sees, as the REST handler fills it */
     ctx->in.args = r.args;
     ctx->in.body = r.request_body ? r.request_body->bufs : NULL;
@@ -524,6 +751,9 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     }
 
     mode = data[0] % FUZZ_NMODES;
+
+    /* Accept: application/x-ndjson, for the modes that stream */
+    ndjson = (data[0] / FUZZ_NMODES) & 1;
 
     if (mode == FUZZ_POLICY) {
         fuzz_policy(data + 1, size - 1);

@@ -1,8 +1,8 @@
 /*
  * A stand-in for the few nginx core calls the module's pure files make
- * (_hash.c, _redact.c, _policy.c, _policy_match.c, and _request.c for
- * the fuzz target), so their unit tests and fuzz targets run without
- * nginx.  Debian's nginx-dev ships nginx's
+ * (_hash.c, _redact.c, _secret.c, _output.c, _policy*.c, and
+ * _request.c for the fuzz target), so their unit tests and fuzz targets
+ * run without nginx.  Debian's nginx-dev ships nginx's
  * headers but not its sources, so the core cannot be linked in; these
  * are written here from the headers' contracts, not copied.
  *
@@ -225,6 +225,44 @@ ngx_array_push(ngx_array_t *a)
 
 /* strings */
 
+/* RFC 4648 base64 with padding: dst->data holds the encoded length */
+void
+ngx_encode_base64(ngx_str_t *dst, ngx_str_t *src)
+{
+    u_char      *d, *s;
+    size_t       len;
+    static char  b64[] =
+        "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+
+    s = src->data;
+    d = dst->data;
+
+    for (len = src->len; len > 2; len -= 3, s += 3) {
+        *d++ = b64[s[0] >> 2];
+        *d++ = b64[((s[0] & 3) << 4) | (s[1] >> 4)];
+        *d++ = b64[((s[1] & 0x0f) << 2) | (s[2] >> 6)];
+        *d++ = b64[s[2] & 0x3f];
+    }
+
+    if (len) {
+        *d++ = b64[s[0] >> 2];
+
+        if (len == 1) {
+            *d++ = b64[(s[0] & 3) << 4];
+            *d++ = '=';
+
+        } else {
+            *d++ = b64[((s[0] & 3) << 4) | (s[1] >> 4)];
+            *d++ = b64[(s[1] & 0x0f) << 2];
+        }
+
+        *d++ = '=';
+    }
+
+    dst->len = d - dst->data;
+}
+
+
 u_char *
 ngx_hex_dump(u_char *dst, u_char *src, size_t len)
 {
@@ -293,6 +331,21 @@ ngx_strncasecmp(u_char *s1, u_char *s2, size_t n)
     }
 
     return 0;
+}
+
+
+/* s2 (its first n + 1 bytes) in s1 .. last, case-insensitively, or NULL
+ * (nginx's n is the needle's length minus one) */
+u_char *
+ngx_strlcasestrn(u_char *s1, u_char *last, u_char *s2, size_t n)
+{
+    for (n++; (size_t) (last - s1) >= n; s1++) {
+        if (ngx_strncasecmp(s1, s2, n) == 0) {
+            return s1;
+        }
+    }
+
+    return NULL;
 }
 
 

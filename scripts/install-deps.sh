@@ -41,6 +41,7 @@ TEST=(
     clang libclang-rt-14-dev libcmocka-dev
     llvm-14     # llvm-profdata, llvm-cov: scripts/fuzz-coverage.sh
     libredis-perl libjson-pp-perl
+    libcpanel-json-xs-perl    # t/lib/VetoStream.pm: ndjson streams of MBs
     iproute2 procps psmisc util-linux
     nodejs    # the egress tests' node fetch
     git python3-venv python3-pytest    # tooling under the filter: t/0f (and nodejs)

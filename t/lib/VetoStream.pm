@@ -13,10 +13,15 @@ use warnings;
 
 use IO::Select;
 use IO::Socket::INET;
-use JSON::PP;
+use JSON::PP ();
 use Time::HiRes qw(time);
 
-my $JSON = JSON::PP->new->utf8(1)->canonical(1);
+# lines of a stream are decoded with the XS parser when it is there
+# (scripts/install-deps.sh installs it): JSON::PP takes about a second per
+# MB, and the streams of these tests are tens of MB
+my $JSON = eval { require Cpanel::JSON::XS; 1 }
+           ? Cpanel::JSON::XS->new->utf8(1)->canonical(1)
+           : JSON::PP->new->utf8(1)->canonical(1);
 
 # open($n, METHOD, PATH, TOKEN, BODY (ref: JSON; string: raw; undef),
 # {headers}) -> the stream, status, headers read.

@@ -276,7 +276,9 @@ ngx_http_veto_sandbox_stream_start(ngx_http_request_t *r,
     if (ngx_http_veto_sandbox_header(r, "Cache-Control", "no-store")
         != NGX_OK
         || ngx_http_veto_sandbox_header(r, "X-Accel-Buffering", "no")
-           != NGX_OK)
+           != NGX_OK
+        || ngx_http_veto_sandbox_header(r, "X-Content-Type-Options",
+                                        "nosniff") != NGX_OK)
     {
         return NGX_ERROR;
     }
@@ -286,8 +288,6 @@ ngx_http_veto_sandbox_stream_start(ngx_http_request_t *r,
         /* the workspace is the agent's untrusted data, as a file is */
         if (ngx_http_veto_sandbox_header(r, "Content-Disposition",
                                          "attachment") != NGX_OK
-            || ngx_http_veto_sandbox_header(r, "X-Content-Type-Options",
-                                            "nosniff") != NGX_OK
             || ngx_http_veto_sandbox_header(r, "Content-Security-Policy",
                                             "sandbox; default-src 'none'")
                != NGX_OK

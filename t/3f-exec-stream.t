@@ -66,6 +66,8 @@ sub audit_records
          'application/x-ndjson');
     is($s->headers->{'transfer-encoding'}, 'chunked', 'chunked');
     is($s->headers->{'x-accel-buffering'}, 'no', 'X-Accel-Buffering: no');
+    is($s->headers->{'x-content-type-options'}, 'nosniff',
+       'nosniff: the output is the agent\'s untrusted data');
 
     my $l = $s->line(10);
     is_deeply($l, { stream => 'stdout', offset => 0, data => "first\n" },

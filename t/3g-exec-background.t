@@ -155,6 +155,7 @@ my $ex;
         "/v1/sandboxes/$sb/execs/$id/output?stream=stdout&offset=0", $t,
         undef, { Accept => 'application/x-ndjson' });
     is($s->status, 200, 'follow: 200');
+    is($s->headers->{'x-content-type-options'}, 'nosniff', 'follow: nosniff');
     my $l = $s->line(10);
     is_deeply($l, { stream => 'stdout', offset => 0, data => "one\n" },
               'follow: the first line while it runs');

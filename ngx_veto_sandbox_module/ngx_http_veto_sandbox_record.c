@@ -20,8 +20,6 @@ static void ngx_http_veto_sandbox_ignore(ngx_int_t rc, redisReply *reply,
     void *data);
 static void ngx_http_veto_sandbox_create_detail(ngx_http_request_t *r,
     ngx_http_veto_sandbox_ctx_t *ctx, json_t *j, ngx_str_t *out);
-static void ngx_http_veto_sandbox_json_text(ngx_http_request_t *r,
-    json_t *json, ngx_str_t *out);
 static void ngx_http_veto_sandbox_reconcile(ngx_http_request_t *r,
     ngx_http_veto_sandbox_ctx_t *ctx);
 
@@ -670,21 +668,19 @@ ngx_http_veto_sandbox_exec_detail(ngx_http_request_t *r,
         return;
     }
 
-    if (extra != NULL) {
-        json_object_update(d, extra);
-        json_decref(extra);
-        ngx_http_veto_sandbox_json_text(r, d, out);
-        json_decref(d);
-        return;
-    }
-
     olen = json_integer_value(json_object_get(j, "stdout_len"));
     elen = json_integer_value(json_object_get(j, "stderr_len"));
 
-    /* only what the reply check in _reply.c accepts is described */
-    if (olen >= 0 && elen >= 0 && (size_t) olen <= h->payload_len
-        && (size_t) elen == h->payload_len - (size_t) olen)
+    if (extra != NULL) {
+        /* what was streamed, not a payload, describes the output */
+        json_object_update(d, extra);
+        json_decref(extra);
+
+    } else if (j != NULL && olen >= 0 && elen >= 0
+               && (size_t) olen <= h->payload_len
+               && (size_t) elen == h->payload_len - (size_t) olen)
     {
+        /* only what the reply check in _reply.c accepts is described */
         json_object_set_new(d, "stdout_bytes", json_integer(olen));
         json_object_set_new(d, "stderr_bytes", json_integer(elen));
         json_object_set_new(d, "stdout_sha256",

@@ -575,8 +575,12 @@ test_summary_worst(void **state)
         json_object_set_new(env, name, json_string(ctl));
     }
 
-    body = json_pack("{s:o, s:s, s:s, s:s, s:O}", "argv", argv, "cwd", ctl,
-                     "profile", ctl, "network", ctl, "env", env);
+    /* and every field of an exec row or an archive (format is checked
+     * by its builder; here it is as long as any string) */
+    body = json_pack("{s:o, s:s, s:s, s:s, s:O, s:s, s:I, s:b}",
+                     "argv", argv, "cwd", ctl, "profile", ctl,
+                     "network", ctl, "env", env, "format", ctl,
+                     "output_bytes", (json_int_t) 1 << 40, "background", 1);
     assert_non_null(body);
     req = json_dumps(body, JSON_COMPACT);
 
@@ -600,6 +604,10 @@ test_summary_worst(void **state)
     assert_true(json_is_true(get(j, "stdin_truncated")));
     assert_true(json_is_true(get(j, "env_truncated")));
     assert_int_equal(json_integer_value(get(j, "env_count")), 256);
+    assert_true(json_is_true(get(j, "format_truncated")));
+    assert_true(json_is_true(get(j, "background")));
+    assert_int_equal(json_integer_value(get(j, "output_bytes")),
+                     (json_int_t) 1 << 40);
     json_decref(j);
 
     /* and the most hosts a request may grant on top (no request has

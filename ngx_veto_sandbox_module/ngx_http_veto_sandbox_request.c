@@ -74,15 +74,13 @@ ngx_http_veto_sandbox_req(ngx_http_request_t *r,
 
 
 /* ?path=, decoded exactly as the approval hash reads the query, and
- * checked by the helper's own rules (vsb_path_check): a path the helper
+ * checked by the helper's own rules (vsb_path_workspace): a path the helper
  * would refuse never gets an approval that its use would burn.  On a
  * refusal (answered here) ctx->path is left empty. */
 static ngx_int_t
 ngx_http_veto_sandbox_path(ngx_http_request_t *r,
     ngx_http_veto_sandbox_ctx_t *ctx)
 {
-    char         err[128];
-    u_char       detail[192];
     ngx_int_t    rc;
     ngx_str_t    path;
     const char  *why;
@@ -110,12 +108,6 @@ ngx_http_veto_sandbox_path(ngx_http_request_t *r,
         return rc;
     }
 
-    if (vsb_path_check((char *) path.data, path.len, err, sizeof(err)) != 0) {
-        ngx_snprintf(detail, sizeof(detail), "\"path\": %s%Z", err);
-        return ngx_http_veto_sandbox_bad_field(r, "bad_path", "path",
-                                               (char *) detail);
-    }
-
     ctx->path = path;
 
     return NGX_OK;
@@ -123,16 +115,21 @@ ngx_http_veto_sandbox_path(ngx_http_request_t *r,
 
 
 /*
- * What the module itself checks of a path: its size, no NUL, and that an
- * absolute one is under /workspace (the helper checks the rest, and names
- * the rule).  workspace: "/workspace" itself (and "/workspace/") too.
- * NGX_DECLINED: go on; else the refusal was sent, the code to end with.
+ * A path as the helper will check it (vsb_path_workspace): its size, no
+ * NUL, an absolute one under /workspace, then the helper's own rules, so
+ * that a path the helper would refuse never gets an approval that its use
+ * would burn.  workspace: "/workspace" itself (and "/workspace/", ".")
+ * too.  NGX_DECLINED: go on; else the refusal was sent, the code to end
+ * with.
  */
 ngx_int_t
 ngx_http_veto_sandbox_path_check(ngx_http_request_t *r, const char *field,
     ngx_str_t *path, ngx_uint_t workspace)
 {
-    u_char  detail[256];
+    char         err[128];
+    u_char       detail[256];
+    size_t       rel_len;
+    const char  *rel;
 
     static ngx_str_t  ws = ngx_string("/workspace");
 
@@ -150,26 +147,33 @@ ngx_http_veto_sandbox_path_check(ngx_http_request_t *r, const char *field,
                                                (char *) detail);
     }
 
-    if (path->len == 0 || path->data[0] != '/') {
-        return NGX_DECLINED;
-    }
-
-    if (path->len >= ws.len
-        && ngx_strncmp(path->data, ws.data, ws.len) == 0
-        && ((path->len > ws.len + 1 && path->data[ws.len] == '/')
-            || (workspace && (path->len == ws.len
-                              || (path->len == ws.len + 1
-                                  && path->data[ws.len] == '/')))))
+    if (path->len > 0 && path->data[0] == '/'
+        && !(path->len >= ws.len
+             && ngx_strncmp(path->data, ws.data, ws.len) == 0
+             && ((path->len > ws.len + 1 && path->data[ws.len] == '/')
+                 || (workspace && (path->len == ws.len
+                                   || (path->len == ws.len + 1
+                                       && path->data[ws.len] == '/'))))))
     {
-        return NGX_DECLINED;
+        ngx_snprintf(detail, sizeof(detail) - 1,
+                     "\"%s\" must be relative to the workspace (src/a.c) or "
+                     "absolute under it (/workspace/src/a.c)%Z", field);
+
+        return ngx_http_veto_sandbox_bad_field(r, "bad_path", field,
+                                               (char *) detail);
     }
 
-    ngx_snprintf(detail, sizeof(detail) - 1,
-                 "\"%s\" must be relative to the workspace (src/a.c) or "
-                 "absolute under it (/workspace/src/a.c)%Z", field);
+    if (vsb_path_workspace((char *) path->data, path->len, workspace != 0,
+                           &rel, &rel_len, err, sizeof(err))
+        != 0)
+    {
+        ngx_snprintf(detail, sizeof(detail) - 1, "\"%s\": %s%Z", field, err);
 
-    return ngx_http_veto_sandbox_bad_field(r, "bad_path", field,
-                                           (char *) detail);
+        return ngx_http_veto_sandbox_bad_field(r, "bad_path", field,
+                                               (char *) detail);
+    }
+
+    return NGX_DECLINED;
 }
 
 

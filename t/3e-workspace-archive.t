@@ -365,6 +365,8 @@ for my $case (qw(dotdot hardlink devices)) {
 {
     for my $c (['?path=/etc', 'path', qr/under it \(\/workspace/],
                ['?path=../x', 'path', qr/\.\./],
+               ['?path=/workspace/a/../b', 'path', qr/\.\./],
+               ['?path=a//b', 'path', qr/empty component/],
                ['?format=zip', 'format', qr/tar, tar\.gz/],
                ['?path=a&path=b', 'path', qr/more than once/],
                ['?size=1', 'size', qr/unknown/],

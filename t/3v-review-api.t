@@ -115,7 +115,8 @@ like($j->{summary}{irreversible_reason}, qr/irreversible_actions/, '... and says
 # ---- a path the helper would refuse never gets an approval
 ($st, $h, $b, $j) = $n->request(POST => '/v1/sandboxes', $g, { ttl_s => 600 });
 my $gsb = $j->{id};
-for my $bad ('./x', 'a//b', 'a/./b', '../x', 'a/..', 'x%01y', 'a/', ('n' x 256)) {
+for my $bad ('./x', 'a//b', 'a/./b', '../x', 'a/..', 'x%01y', 'a/', ('n' x 256),
+             '/workspace/../x', '/workspace//x', '/workspace', '/etc/passwd') {
     ($st, $h, $b, $j) = $n->request(PUT => "/v1/sandboxes/$gsb/files?path=$bad", $g,
                                     'data');
     is($st, 400, "PUT ?path=$bad: 400 before any approval");

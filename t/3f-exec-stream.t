@@ -149,8 +149,10 @@ sub audit_records
 # ---- a client that goes away kills the command; the record says so
 {
     my $s = exec_stream({ argv => ['sh', '-c',
-        'echo started; while :; do date +%s%N > /workspace/alive; '
-        . 'sleep 0.05; done'] });
+        # renamed into place: a kill between the shell's truncation and
+        # date's write would leave the file empty
+        'echo started; while :; do date +%s%N > /workspace/alive.new; '
+        . 'mv /workspace/alive.new /workspace/alive; sleep 0.05; done'] });
     my $l = $s->line(10);
     is($l->{data}, "started\n", 'the command runs');
     sleep 0.3;

@@ -8,6 +8,7 @@
 #   make fuzz            libFuzzer targets (clang) in build-fuzz/
 #   make fuzz-cov        the same with source-based coverage, build-fuzz-cov/
 #   make egress          the egress proxy (egress-proxy/egress.mk)
+#   make tools           build/veto-token (tools/tools.mk)
 
 CC       ?= cc
 BUILD    ?= build
@@ -59,7 +60,7 @@ FUZZ_OBJS    = $(patsubst sandbox-helper/%.c,$(FUZZ_BUILD)/obj/%.o,$(LIB_SRCS)) 
 .PHONY: all unit unit-module fuzz fuzz-cov clean
 
 all: $(BUILD)/sandbox-helper $(BUILD)/sandbox-helperctl \
-     $(BUILD)/sandbox-imagectl egress
+     $(BUILD)/sandbox-imagectl egress tools
 
 $(BUILD)/obj/%.o: sandbox-helper/%.c $(HEADERS)
 	@mkdir -p $(dir $@)
@@ -130,6 +131,7 @@ fuzz-cov:
 	$(MAKE) fuzz FUZZ_COV=1 FUZZ_BUILD=build-fuzz-cov
 
 include egress-proxy/egress.mk
+include tools/tools.mk
 
 # The module's pure files (no request, no Redis: _hash.c, _redact.c,
 # _summary.c, _policy*.c, _network.c with the proxy's entry parser,

@@ -9,6 +9,7 @@
 #   make fuzz-cov        the same with source-based coverage, build-fuzz-cov/
 #   make egress          the egress proxy (egress-proxy/egress.mk)
 #   make tools           build/veto-token (tools/tools.mk)
+#   make install         DESTDIR, PREFIX, ...: see install.mk
 
 CC       ?= cc
 BUILD    ?= build
@@ -132,6 +133,7 @@ fuzz-cov:
 
 include egress-proxy/egress.mk
 include tools/tools.mk
+include install.mk
 
 # The module's pure files (no request, no Redis: _hash.c, _redact.c,
 # _summary.c, _policy*.c, _network.c with the proxy's entry parser,

@@ -1,0 +1,128 @@
+# make install / make uninstall; included by the top-level Makefile.
+# The Debian packages (debian/, scripts/build-debs.sh) install the helper
+# side with "make install-helper" too, so both ways give the same files.
+#
+#   make install [DESTDIR=...] [PREFIX=/usr/local]   helper side + module
+#   make install-helper     sandbox-helper, sandbox-helperctl, veto-token,
+#                           egress-proxy, configs, systemd unit, sysusers
+#   make install-module     the nginx module (built by scripts/build-module.sh),
+#                           its modules-available snippet, enabled
+#   make uninstall          removes what install put there, configs excepted
+#
+# Configuration files under $(SYSCONFDIR)/veto-sandbox are installed only
+# when absent: an operator's edits are never overwritten.
+
+PREFIX       ?= /usr/local
+BINDIR       ?= $(PREFIX)/bin
+SBINDIR      ?= $(PREFIX)/sbin
+LIBEXECDIR   ?= $(PREFIX)/libexec
+DATADIR      ?= $(PREFIX)/share
+MANDIR       ?= $(DATADIR)/man
+DOCDIR       ?= $(DATADIR)/doc/veto-sandbox
+SYSCONFDIR   ?= /etc
+UNITDIR      ?= $(PREFIX)/lib/systemd/system
+SYSUSERSDIR  ?= $(PREFIX)/lib/sysusers.d
+# nginx's own directories (Debian's layout), not under PREFIX
+NGINX_MODULES_DIR       ?= /usr/lib/nginx/modules
+NGINX_MODULES_AVAILABLE ?= /usr/share/nginx/modules-available
+NGINX_MODULES_ENABLED   ?= /etc/nginx/modules-enabled
+# the nginx worker user: the helper's allowed_uids and socket_group
+NGINX_USER   ?= www-data
+MODULE_SO    ?= build-module/ngx_veto_sandbox_module.so
+INSTALL      ?= install
+
+VSB_LIBEXEC   = $(LIBEXECDIR)/veto-sandbox
+VSB_ETC       = $(SYSCONFDIR)/veto-sandbox
+VSB_MOD_SO    = ngx_http_veto_sandbox_module.so
+VSB_MOD_CONF  = mod-http-veto-sandbox.conf
+
+# Paths in the unit and the ready script follow PREFIX and SYSCONFDIR.
+VSB_PATHS_SED = -e 's|/usr/sbin/|$(SBINDIR)/|g' \
+                -e 's|/usr/libexec/veto-sandbox/|$(VSB_LIBEXEC)/|g' \
+                -e 's|/etc/veto-sandbox/|$(VSB_ETC)/|g'
+
+.PHONY: install install-helper install-module module uninstall
+
+install: install-helper install-module
+
+$(BUILD)/sandbox-helper.conf: conf/sandbox-helper.conf
+	@mkdir -p $(dir $@)
+	sed -e 's/^allowed_uids = 0$$/# installed: nginx'"'"'s worker user added (built-in: 0)\nallowed_uids = 0 $(NGINX_USER)/' \
+	    -e 's/^#socket_group = www-data$$/# installed: nginx'"'"'s worker group (built-in: root'"'"'s)\nsocket_group = $(NGINX_USER)/' \
+	    $< > $@.tmp
+	@grep -q '^allowed_uids = 0 $(NGINX_USER)$$' $@.tmp \
+	    && grep -q '^socket_group = $(NGINX_USER)$$' $@.tmp \
+	    || { echo "install: conf/sandbox-helper.conf no longer has the" \
+	              "allowed_uids/socket_group lines install.mk edits" >&2; \
+	         rm -f $@.tmp; exit 1; }
+	mv $@.tmp $@
+
+install-helper: $(BUILD)/sandbox-helper $(BUILD)/sandbox-helperctl \
+                $(BUILD)/egress-proxy $(BUILD)/veto-token \
+                $(BUILD)/sandbox-helper.conf
+	$(INSTALL) -d $(DESTDIR)$(SBINDIR) $(DESTDIR)$(BINDIR) \
+	    $(DESTDIR)$(VSB_LIBEXEC) $(DESTDIR)$(VSB_ETC) $(DESTDIR)$(UNITDIR) \
+	    $(DESTDIR)$(SYSUSERSDIR) $(DESTDIR)$(MANDIR)/man1 \
+	    $(DESTDIR)$(MANDIR)/man8 $(DESTDIR)$(DOCDIR)/examples
+	$(INSTALL) -m 0755 $(BUILD)/sandbox-helper $(BUILD)/sandbox-helperctl \
+	    $(DESTDIR)$(SBINDIR)/
+	$(INSTALL) -m 0755 $(BUILD)/veto-token $(DESTDIR)$(BINDIR)/
+	$(INSTALL) -m 0755 $(BUILD)/egress-proxy $(DESTDIR)$(VSB_LIBEXEC)/
+	sed $(VSB_PATHS_SED) tools/sandbox-helper-ready \
+	    > $(DESTDIR)$(VSB_LIBEXEC)/sandbox-helper-ready
+	chmod 0755 $(DESTDIR)$(VSB_LIBEXEC)/sandbox-helper-ready
+	sed $(VSB_PATHS_SED) conf/veto-sandbox-helper.service \
+	    > $(DESTDIR)$(UNITDIR)/veto-sandbox-helper.service
+	chmod 0644 $(DESTDIR)$(UNITDIR)/veto-sandbox-helper.service
+	$(INSTALL) -m 0644 conf/veto-sandbox-helper.sysusers \
+	    $(DESTDIR)$(SYSUSERSDIR)/veto-sandbox-helper.conf
+	@for f in $(BUILD)/sandbox-helper.conf conf/egress-proxy.conf; do \
+	    t=$(DESTDIR)$(VSB_ETC)/$${f##*/}; \
+	    if [ -e $$t ]; then echo "install: keeping $$t"; \
+	    else echo "$(INSTALL) -m 0644 $$f $$t"; \
+	         $(INSTALL) -m 0644 $$f $$t || exit 1; fi; \
+	done
+	$(INSTALL) -m 0644 docs/man/sandbox-helper.8 \
+	    docs/man/sandbox-helperctl.8 $(DESTDIR)$(MANDIR)/man8/
+	$(INSTALL) -m 0644 docs/man/veto-token.1 $(DESTDIR)$(MANDIR)/man1/
+	$(INSTALL) -m 0644 conf/policy.example.json conf/veto-sandbox-site.conf \
+	    $(DESTDIR)$(DOCDIR)/examples/
+
+# The module through nginx's own build against the installed nginx
+# (incremental; scripts/build-module.sh).
+module:
+	sh scripts/build-module.sh
+
+# MODULE_SO=path on the command line installs that file and builds nothing
+install-module: $(if $(filter command line,$(origin MODULE_SO)),,module)
+	$(INSTALL) -d $(DESTDIR)$(NGINX_MODULES_DIR) \
+	    $(DESTDIR)$(NGINX_MODULES_AVAILABLE)
+	$(INSTALL) -m 0644 $(MODULE_SO) $(DESTDIR)$(NGINX_MODULES_DIR)/$(VSB_MOD_SO)
+	echo 'load_module $(NGINX_MODULES_DIR)/$(VSB_MOD_SO);' \
+	    > $(DESTDIR)$(NGINX_MODULES_AVAILABLE)/$(VSB_MOD_CONF)
+	chmod 0644 $(DESTDIR)$(NGINX_MODULES_AVAILABLE)/$(VSB_MOD_CONF)
+	if [ -n "$(NGINX_MODULES_ENABLED)" ]; then \
+	    $(INSTALL) -d $(DESTDIR)$(NGINX_MODULES_ENABLED) && \
+	    ln -sfn $(NGINX_MODULES_AVAILABLE)/$(VSB_MOD_CONF) \
+	        $(DESTDIR)$(NGINX_MODULES_ENABLED)/50-$(VSB_MOD_CONF); \
+	fi
+
+uninstall:
+	rm -f $(DESTDIR)$(SBINDIR)/sandbox-helper \
+	    $(DESTDIR)$(SBINDIR)/sandbox-helperctl \
+	    $(DESTDIR)$(BINDIR)/veto-token \
+	    $(DESTDIR)$(VSB_LIBEXEC)/egress-proxy \
+	    $(DESTDIR)$(VSB_LIBEXEC)/sandbox-helper-ready \
+	    $(DESTDIR)$(UNITDIR)/veto-sandbox-helper.service \
+	    $(DESTDIR)$(SYSUSERSDIR)/veto-sandbox-helper.conf \
+	    $(DESTDIR)$(MANDIR)/man8/sandbox-helper.8 \
+	    $(DESTDIR)$(MANDIR)/man8/sandbox-helperctl.8 \
+	    $(DESTDIR)$(MANDIR)/man1/veto-token.1 \
+	    $(DESTDIR)$(DOCDIR)/examples/policy.example.json \
+	    $(DESTDIR)$(DOCDIR)/examples/veto-sandbox-site.conf \
+	    $(DESTDIR)$(NGINX_MODULES_DIR)/$(VSB_MOD_SO) \
+	    $(DESTDIR)$(NGINX_MODULES_AVAILABLE)/$(VSB_MOD_CONF) \
+	    $(DESTDIR)$(NGINX_MODULES_ENABLED)/50-$(VSB_MOD_CONF)
+	-rmdir $(DESTDIR)$(VSB_LIBEXEC) $(DESTDIR)$(DOCDIR)/examples \
+	    $(DESTDIR)$(DOCDIR) 2>/dev/null
+	@echo "uninstall: $(DESTDIR)$(VSB_ETC) kept (configuration)"

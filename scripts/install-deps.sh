@@ -15,8 +15,8 @@
 #   test     everything scripts/test.sh needs on top: clang for the
 #            fuzzers, cmocka, the Perl test modules, the benchmark tools,
 #            node and the tooling the tests run in sandboxes, chromium
-#            for the approval page, and qemu + debootstrap for the
-#            cgroup v2 VM test
+#            for the approval page, qemu + debootstrap for the VM tests,
+#            and debhelper, dpkg-dev and lintian for the Debian packages
 #   bench    what scripts/bench runs and measures against: wrk,
 #            hyperfine, and the peers bubblewrap and runc
 #
@@ -51,6 +51,7 @@ TEST=(
     prometheus  # promtool: t/3x-metrics.t checks every scrape with it
     mmdebstrap uidmap gpg umoci    # Debian bases (build-debian-base.sh),
                                    # test images (t/52-54)
+    debhelper dpkg-dev lintian    # scripts/build-debs.sh (Debian packages)
 )
 
 BENCH=(

@@ -6,7 +6,8 @@
 #   make install-helper     sandbox-helper, sandbox-helperctl, veto-token,
 #                           egress-proxy, configs, systemd unit, sysusers
 #   make install-module     the nginx module (built by scripts/build-module.sh),
-#                           its modules-available snippet, enabled
+#                           its modules-available snippet, enabled, and
+#   make install-approval-page  the approval page and its nginx locations
 #   make uninstall          removes what install put there, configs excepted
 #
 # Configuration files under $(SYSCONFDIR)/veto-sandbox are installed only
@@ -32,6 +33,7 @@ MODULE_SO    ?= build-module/ngx_veto_sandbox_module.so
 INSTALL      ?= install
 
 VSB_LIBEXEC   = $(LIBEXECDIR)/veto-sandbox
+VSB_SHARE     = $(DATADIR)/veto-sandbox
 VSB_ETC       = $(SYSCONFDIR)/veto-sandbox
 VSB_MOD_SO    = ngx_http_veto_sandbox_module.so
 VSB_MOD_CONF  = mod-http-veto-sandbox.conf
@@ -39,13 +41,18 @@ VSB_MOD_CONF  = mod-http-veto-sandbox.conf
 # Paths in the unit and the ready script follow PREFIX and SYSCONFDIR.
 VSB_PATHS_SED = -e 's|/usr/sbin/|$(SBINDIR)/|g' \
                 -e 's|/usr/libexec/veto-sandbox/|$(VSB_LIBEXEC)/|g' \
-                -e 's|/etc/veto-sandbox/|$(VSB_ETC)/|g'
+                -e 's|/etc/veto-sandbox/|$(VSB_ETC)/|g' \
+                -e 's|/usr/share/veto-sandbox/|$(VSB_SHARE)/|g'
 
-.PHONY: install install-helper install-module module uninstall
+.PHONY: install install-helper install-module install-approval-page module \
+        uninstall FORCE
+
+FORCE:
 
 install: install-helper install-module
 
-$(BUILD)/sandbox-helper.conf: conf/sandbox-helper.conf
+# generated files follow make variables (NGINX_USER, PREFIX): always remade
+$(BUILD)/sandbox-helper.conf: conf/sandbox-helper.conf FORCE
 	@mkdir -p $(dir $@)
 	sed -e 's/^allowed_uids = 0$$/# installed: nginx'"'"'s worker user added (built-in: 0)\nallowed_uids = 0 $(NGINX_USER)/' \
 	    -e 's/^#socket_group = www-data$$/# installed: nginx'"'"'s worker group (built-in: root'"'"'s)\nsocket_group = $(NGINX_USER)/' \
@@ -85,8 +92,34 @@ install-helper: $(BUILD)/sandbox-helper $(BUILD)/sandbox-helperctl \
 	$(INSTALL) -m 0644 docs/man/sandbox-helper.8 \
 	    docs/man/sandbox-helperctl.8 $(DESTDIR)$(MANDIR)/man8/
 	$(INSTALL) -m 0644 docs/man/veto-token.1 $(DESTDIR)$(MANDIR)/man1/
-	$(INSTALL) -m 0644 conf/policy.example.json conf/veto-sandbox-site.conf \
-	    $(DESTDIR)$(DOCDIR)/examples/
+	$(INSTALL) -m 0644 conf/policy.example.json $(DESTDIR)$(DOCDIR)/examples/
+	sed $(VSB_PATHS_SED) conf/veto-sandbox-site.conf \
+	    > $(DESTDIR)$(DOCDIR)/examples/veto-sandbox-site.conf
+	chmod 0644 $(DESTDIR)$(DOCDIR)/examples/veto-sandbox-site.conf
+
+# The approval page's two locations, as conf/nginx-veto.conf.example has
+# them (the block the tests serve the page with), for an "include" in the
+# server that has location /v1/.
+$(BUILD)/approval-page.conf: conf/nginx-veto.conf.example FORCE
+	@mkdir -p $(dir $@)
+	{ echo '# The Veto Sandbox approval page at /review/: include this file in'; \
+	  echo '# the server that has "location /v1/ { veto_sandbox_api; }".'; \
+	  sed -n '/^[ \t]*# BEGIN approval page$$/,/^[ \t]*# END approval page$$/p' $< \
+	  | sed -e '1d' -e '$$d' -e 's/^    //' \
+	        -e 's|^\([ \t]*alias[ \t]\{1,\}\)[^ \t;]\{1,\};|\1$(VSB_SHARE)/approval-page/;|'; \
+	} > $@.tmp
+	@grep -q '^[ \t]*alias[ \t]*$(VSB_SHARE)/approval-page/;$$' $@.tmp \
+	    || { echo "install: no approval page block with an alias in" \
+	              "conf/nginx-veto.conf.example" >&2; rm -f $@.tmp; exit 1; }
+	mv $@.tmp $@
+
+install-approval-page: $(BUILD)/approval-page.conf
+	$(INSTALL) -d $(DESTDIR)$(VSB_SHARE)/nginx
+	cd approval-page && find . -type f | sort | while read -r f; do \
+	    $(INSTALL) -D -m 0644 "$$f" \
+	        "$(DESTDIR)$(VSB_SHARE)/approval-page/$${f#./}" || exit 1; \
+	done
+	$(INSTALL) -m 0644 $(BUILD)/approval-page.conf $(DESTDIR)$(VSB_SHARE)/nginx/
 
 # The module through nginx's own build against the installed nginx
 # (incremental; scripts/build-module.sh).
@@ -94,7 +127,8 @@ module:
 	sh scripts/build-module.sh
 
 # MODULE_SO=path on the command line installs that file and builds nothing
-install-module: $(if $(filter command line,$(origin MODULE_SO)),,module)
+install-module: $(if $(filter command line,$(origin MODULE_SO)),,module) \
+                install-approval-page
 	$(INSTALL) -d $(DESTDIR)$(NGINX_MODULES_DIR) \
 	    $(DESTDIR)$(NGINX_MODULES_AVAILABLE)
 	$(INSTALL) -m 0644 $(MODULE_SO) $(DESTDIR)$(NGINX_MODULES_DIR)/$(VSB_MOD_SO)
@@ -123,6 +157,9 @@ uninstall:
 	    $(DESTDIR)$(NGINX_MODULES_DIR)/$(VSB_MOD_SO) \
 	    $(DESTDIR)$(NGINX_MODULES_AVAILABLE)/$(VSB_MOD_CONF) \
 	    $(DESTDIR)$(NGINX_MODULES_ENABLED)/50-$(VSB_MOD_CONF)
+	rm -rf $(DESTDIR)$(VSB_SHARE)/approval-page \
+	    $(DESTDIR)$(VSB_SHARE)/nginx/approval-page.conf
 	-rmdir $(DESTDIR)$(VSB_LIBEXEC) $(DESTDIR)$(DOCDIR)/examples \
-	    $(DESTDIR)$(DOCDIR) 2>/dev/null
+	    $(DESTDIR)$(DOCDIR) $(DESTDIR)$(VSB_SHARE)/nginx \
+	    $(DESTDIR)$(VSB_SHARE) 2>/dev/null
 	@echo "uninstall: $(DESTDIR)$(VSB_ETC) kept (configuration)"

@@ -119,13 +119,14 @@ say "lintian: $(grep -c '^E: ' "$OUT/lintian.txt" || true) errors," \
 # --- 4. make install installs what the packages hold --------------------
 
 # the packages' files; documentation normalised to its basename under
-# doc/, man pages without .gz (dh_compress); the modules-enabled link is
-# the maintainer scripts' (dh_nginx), make install makes it itself
+# doc/, man pages without .gz (dh_compress), lintian overrides are the
+# packages' own; the modules-enabled link is the maintainer scripts'
+# (dh_nginx), make install makes it itself
 list_deb() {
     dpkg-deb -c "$1" | awk '$1 !~ /^d/ { print $6 }' | sed -e 's|^\./||' \
         -e 's|^usr/share/doc/[^/]*/|doc/|' -e 's|\.gz$||' \
         -e '/^doc\/\(changelog\|copyright\)$/d' \
-        -e '/^doc\/[^/]*\.md$/d'
+        -e '/^doc\/[^/]*\.md$/d' -e '/^usr\/share\/lintian\//d'
 }
 TMP=$(mktemp -d "/tmp/veto-debs-XXXXXX")
 trap 'rm -rf "$TMP"' EXIT

@@ -26,21 +26,28 @@
 #   VETO_V2VM_PROVE="t/0*.t"             test files to run inside
 #   VETO_V2VM_ASAN=1                     run them again with the ASan helper
 #   VETO_V2VM_REBUILD=1                  rebuild the cached rootfs
+#                                        (or VETO_VM_REBUILD=1)
 #   VETO_V2VM_ACCEL=tcg                  or kvm: on the nested-virt dev
 #                                        host a KVM guest hangs in the kernel
 #                                        decompressor; TCG boots in ~15 s
 #
 # Needs root, qemu-system-x86, debootstrap, e2fsprogs and the
-# Debian archive (packages only; the VM itself has no network).
+# Debian archive (packages only; the VM itself has no network).  The
+# rootfs cache, the image and the boot are scripts/lib/vm.sh's, shared
+# with scripts/test-packages-vm.sh.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 REPO=$PWD
+VM_NAME=test-cgroup-v2-vm
+VM_STAMP_NAME=.veto-v2vm-stamp    # the name runs before scripts/lib/vm.sh wrote
+. scripts/lib/vm.sh
 
 CACHE=${VETO_V2VM_CACHE:-/var/tmp/veto-v2vm}
 TIMEOUT=${VETO_V2VM_TIMEOUT:-3600}
 PROVE_FILES=${VETO_V2VM_PROVE:-t/0*.t}
 SUITE=bookworm
 ACCEL=${VETO_V2VM_ACCEL:-tcg}
+export VETO_VM_REBUILD=${VETO_V2VM_REBUILD:-${VETO_VM_REBUILD:-0}}
 
 # What the helper's build and tests need inside the VM (install-deps.sh
 # minus nginx, redis and the benchmark tools: only t/0*.t runs here).
@@ -57,123 +64,26 @@ VM_PKGS=(
     git python3-venv python3-pytest nodejs curl
 )
 
-die() { echo "test-cgroup-v2-vm: $*" >&2; exit 1; }
-say() { echo "test-cgroup-v2-vm: $*"; }
-
-[ "$(id -u)" -eq 0 ] || die "needs root (debootstrap, mkfs)"
-[ "$ACCEL" != kvm ] || [ -c /dev/kvm ] || die "/dev/kvm missing"
-command -v qemu-system-x86_64 >/dev/null || die "qemu-system-x86_64 missing"
-
-need_tool() {
-    command -v "$1" >/dev/null && return 0
-    say "installing $2"
-    DEBIAN_FRONTEND=noninteractive apt-get install -y -q \
-        --no-install-recommends "$2" >/dev/null \
-        || die "apt-get install $2 failed"
-}
-need_tool debootstrap debootstrap
-need_tool mkfs.ext4 e2fsprogs
-
-# The Debian mirror this host uses (deb822 or one-line sources).
-# A grep that matches nothing is not an error here (|| true: pipefail).
-mirror() {
-    local m
-    m=$(grep -hs '^URIs:' /etc/apt/sources.list.d/*.sources \
-            /etc/apt/sources.list 2>/dev/null \
-        | awk '{print $2}' | grep -v security | grep -i debian \
-        | head -n 1 || true)
-    if [ -z "$m" ]; then
-        m=$(grep -hs '^deb ' /etc/apt/sources.list \
-                /etc/apt/sources.list.d/*.list 2>/dev/null \
-            | awk '{print $2}' | grep -v security | grep -i debian \
-            | head -n 1 || true)
-    fi
-    echo "${m:-http://deb.debian.org/debian}"
-}
+vm_host_check "$ACCEL"
 
 # --- 1. the cached rootfs ----------------------------------------------
 
-mkdir -p "$CACHE"
-ROOTFS=$CACHE/rootfs
-
-# one builder at a time; concurrent runs only share the finished rootfs
-exec 9>"$CACHE/.lock"
-flock -w 1800 9 || die "another run holds $CACHE/.lock"
-STAMP="$SUITE ${VM_PKGS[*]}"
-
-if [ "${VETO_V2VM_REBUILD:-0}" = 1 ] \
-        || [ "$(cat "$ROOTFS/.veto-v2vm-stamp" 2>/dev/null)" != "$STAMP" ]
-then
-    MIRROR=$(mirror)
-    say "building the rootfs ($SUITE from $MIRROR) in $ROOTFS"
-    rm -rf "$ROOTFS.new" "$ROOTFS"
-    pkgs=$(IFS=,; echo "${VM_PKGS[*]}")
-    if ! timeout 1800 debootstrap --variant=minbase --include="$pkgs" \
-            "$SUITE" "$ROOTFS.new" "$MIRROR" >"$CACHE/debootstrap.log" 2>&1
-    then
-        tail -n 30 "$CACHE/debootstrap.log" >&2
-        die "debootstrap failed (log: $CACHE/debootstrap.log)"
-    fi
-    ls "$ROOTFS.new"/boot/vmlinuz-* >/dev/null 2>&1 \
-        || die "no kernel in $ROOTFS.new/boot"
-    ls "$ROOTFS.new"/boot/initrd.img-* >/dev/null 2>&1 \
-        || die "no initrd in $ROOTFS.new/boot"
-    rm -rf "$ROOTFS.new"/var/cache/apt/archives/*.deb
-    echo "$STAMP" > "$ROOTFS.new/.veto-v2vm-stamp"
-    mv "$ROOTFS.new" "$ROOTFS"
-else
-    say "reusing the rootfs in $ROOTFS"
-fi
-flock -u 9
-
-# console logs of the last five runs are kept, older run dirs go.  No
-# pipeline over "ls": under pipefail an ls of a glob that matches nothing
-# (the first run) fails the script.
-prune_runs() {
-    local runs=() r
-    for r in "$CACHE"/run.*; do
-        [ -d "$r" ] && runs+=("$r")
-    done
-    [ ${#runs[@]} -gt 5 ] || return 0
-    # newest first; run dir names are mktemp's (no spaces or newlines)
-    ls -dt -- "${runs[@]}" | tail -n +6 | while read -r r; do
-        rm -rf -- "$r"
-    done
-}
-prune_runs
-
-newest() {    # newest GLOB-PREFIX: the highest version of a boot file
-    local f all=()
-    for f in "$1"*; do [ -e "$f" ] && all+=("$f"); done
-    [ ${#all[@]} -gt 0 ] || die "no $1* (rebuild: VETO_V2VM_REBUILD=1)"
-    printf '%s\n' "${all[@]}" | sort -V | tail -n 1
-}
-KERNEL=$(newest "$ROOTFS/boot/vmlinuz-")
-INITRD=$(newest "$ROOTFS/boot/initrd.img-")
+vm_rootfs "$CACHE" "$SUITE" "${VM_PKGS[@]}"
+vm_run_dir "$CACHE"
 
 # --- 2. the tree under test and the VM's init ---------------------------
 
-RUN=$(mktemp -d "$CACHE/run.XXXXXX")
-QEMU_PID=
-cleanup() {
-    if [ -n "$QEMU_PID" ] && kill -0 "$QEMU_PID" 2>/dev/null; then
-        kill "$QEMU_PID" 2>/dev/null || true
-    fi
-    rm -rf "$RUN/stage" "$RUN/disk.img"
-}
-trap cleanup EXIT
-
-# The rootfs is copied (hard links: cheap, the cache stays untouched since
-# mkfs only reads) and the tree and init are added to the copy.
-STAGE=$RUN/stage
-cp -al "$ROOTFS" "$STAGE"
+# The rootfs is copied (vm_stage: hard links) and the tree and init are
+# added to the copy.
+vm_stage
+STAGE=$VM_STAGE
 mkdir -p "$STAGE/opt/veto"
 if [ "${VETO_V2VM_WORKTREE:-0}" = 1 ]; then
-    say "copying the working tree"
+    vm_say "copying the working tree"
     tar -C "$REPO" --exclude=./build --exclude='./build-*' --exclude=./.git \
         -cf - . | tar -C "$STAGE/opt/veto" -xf -
 else
-    say "copying HEAD ($(git -C "$REPO" rev-parse --short HEAD))"
+    vm_say "copying HEAD ($(git -C "$REPO" rev-parse --short HEAD))"
     git -C "$REPO" archive --format=tar HEAD | tar -C "$STAGE/opt/veto" -xf -
 fi
 
@@ -336,52 +246,29 @@ ASAN_ENV="VETO_ASAN=${VETO_V2VM_ASAN:-1}"
 
 # --- 3. the disk image and the boot ---------------------------------------
 
-say "making the ext4 image"
-truncate -s 6G "$RUN/disk.img"
-mkfs.ext4 -q -F -L veto-v2vm -d "$STAGE" "$RUN/disk.img" \
-    || die "mkfs.ext4 -d $STAGE failed"
-rm -rf "$STAGE"
-
-say "booting $(basename "$KERNEL") (timeout ${TIMEOUT}s, log $RUN/console.log)"
 # kernel parameters are passed to init as environment when they have '='
 # and are unknown to the kernel; spaces cannot appear, so commas are used.
-case $ACCEL in
-    kvm) accel=(-enable-kvm -machine pc -cpu qemu64) ;;
-    tcg) accel=(-machine pc -accel tcg,thread=multi -cpu qemu64) ;;
-    *)   die "VETO_V2VM_ACCEL=$ACCEL: kvm or tcg" ;;
-esac
-timeout --kill-after=10 "$TIMEOUT" qemu-system-x86_64 \
-    "${accel[@]}" -m 2048 -smp 2 -nographic \
-    -no-reboot \
-    -kernel "$KERNEL" -initrd "$INITRD" \
-    -drive file="$RUN/disk.img",format=raw,if=virtio \
-    -nic none \
-    -append "root=/dev/vda rw console=ttyS0 panic=-1 quiet nokaslr init=/sbin/veto-v2-init systemd.unified_cgroup_hierarchy=1 ${PROVE_ENV// /,} $SIB_ENV $ASAN_ENV" \
-    </dev/null >"$RUN/console.log" 2>&1 &
-QEMU_PID=$!
-wait "$QEMU_PID" || say "qemu exited with status $? (124: timed out)"
-QEMU_PID=
+vm_boot 6G "$TIMEOUT" "$ACCEL" \
+    "root=/dev/vda rw console=ttyS0 panic=-1 quiet nokaslr init=/sbin/veto-v2-init systemd.unified_cgroup_hierarchy=1 ${PROVE_ENV// /,} $SIB_ENV $ASAN_ENV"
 
 # --- 4. the verdict ---------------------------------------------------
 
-LOG=$RUN/console.log
-tr -d '\r' < "$LOG" > "$LOG.txt"
-if ! grep -q '^VETO-END' "$LOG.txt"; then
-    tail -n 60 "$LOG.txt"
-    die "the VM did not finish (no VETO-END); console: $LOG.txt"
+if ! grep -a -q '^VETO-END' "$VM_LOG"; then
+    tail -n 60 "$VM_LOG"
+    vm_die "the VM did not finish (no VETO-END); console: $VM_LOG"
 fi
 
 echo "----- inside the VM -----"
-grep -E '^VETO-(INFO|RESULT|UNIT|STATUS)' "$LOG.txt" || true
+grep -a -E '^VETO-(INFO|RESULT|UNIT|STATUS)' "$VM_LOG" || true
 echo "----- prove (pure cgroup v2) -----"
-sed -n '/^VETO-PROVE-BEGIN/,/^VETO-PROVE-END/p' "$LOG.txt" \
-    | grep -vE '^VETO-PROVE' | grep -vE '^\s*$' | grep -E '\.t \.|^(Files|Result|Test Summary|  Failed|t/)' || true
-echo "----- console: $LOG.txt"
+sed -n '/^VETO-PROVE-BEGIN/,/^VETO-PROVE-END/p' "$VM_LOG" \
+    | grep -a -vE '^VETO-PROVE' | grep -vE '^\s*$' | grep -E '\.t \.|^(Files|Result|Test Summary|  Failed|t/)' || true
+echo "----- console: $VM_LOG"
 
-if grep -q '^VETO-STATUS 0$' "$LOG.txt" \
-        && ! grep -q '^VETO-RESULT .* FAIL' "$LOG.txt"; then
-    say "PASS"
+if grep -a -q '^VETO-STATUS 0$' "$VM_LOG" \
+        && ! grep -a -q '^VETO-RESULT .* FAIL' "$VM_LOG"; then
+    vm_say "PASS"
     exit 0
 fi
-say "FAIL"
+vm_say "FAIL"
 exit 1

@@ -10,8 +10,10 @@
 # report from nginx fails the test (t/lib/VetoNginx.pm); last, the
 # helper's tests on a pure cgroup v2 host in a qemu VM; the egress tests
 # (t/4*-egress-*.t) run again with the ASan+UBSan egress proxy and helper
-# (scripts/test-cgroup-v2-vm.sh); and scripts/bench --quick, which must
-# run (its figures are not judged).  Exits non-zero
+# (scripts/test-cgroup-v2-vm.sh); then the Debian packages, built and
+# installed on a systemd + cgroup v2 VM (scripts/test-packages-vm.sh);
+# and scripts/bench --quick, which must run (its figures are not judged).
+# Exits non-zero
 # if anything failed; the last line is "N passed, N failed" over the
 # prove test files and unit binaries.
 #
@@ -179,6 +181,18 @@ if bash scripts/test-cgroup-v2-vm.sh; then
     passed=$((passed + 1))
 else
     echo "not ok - cgroup v2 VM"
+    failed=$((failed + 1))
+fi
+
+# The Debian packages on a systemd host with pure cgroup v2 (qemu VM):
+# built from this tree, installed next to the archive's nginx and Redis,
+# the API driven end to end through them, nothing left after a stop.
+say "Debian packages on a systemd + cgroup v2 host (qemu VM)"
+if bash scripts/test-packages-vm.sh; then
+    echo "ok - packages on a systemd VM"
+    passed=$((passed + 1))
+else
+    echo "not ok - packages on a systemd VM"
     failed=$((failed + 1))
 fi
 

@@ -3,8 +3,9 @@
 # side with "make install-helper" too, so both ways give the same files.
 #
 #   make install [DESTDIR=...] [PREFIX=/usr/local]   helper side + module
-#   make install-helper     sandbox-helper, sandbox-helperctl, veto-token,
-#                           egress-proxy, configs, systemd unit, sysusers
+#   make install-helper     sandbox-helper, sandbox-helperctl,
+#                           sandbox-imagectl, veto-token, the egress proxy
+#                           the helper starts, config, systemd unit, sysusers
 #   make install-module     the nginx module (built by scripts/build-module.sh),
 #                           its modules-available snippet, enabled, and
 #   make install-approval-page  the approval page and its nginx locations
@@ -16,7 +17,8 @@
 PREFIX       ?= /usr/local
 BINDIR       ?= $(PREFIX)/bin
 SBINDIR      ?= $(PREFIX)/sbin
-LIBEXECDIR   ?= $(PREFIX)/libexec
+# programs the helper and its unit run: the egress proxy, the ready check
+PKGLIBDIR    ?= $(PREFIX)/lib/veto-sandbox
 DATADIR      ?= $(PREFIX)/share
 MANDIR       ?= $(DATADIR)/man
 DOCDIR       ?= $(DATADIR)/doc/veto-sandbox
@@ -32,15 +34,15 @@ NGINX_USER   ?= www-data
 MODULE_SO    ?= build-module/ngx_veto_sandbox_module.so
 INSTALL      ?= install
 
-VSB_LIBEXEC   = $(LIBEXECDIR)/veto-sandbox
 VSB_SHARE     = $(DATADIR)/veto-sandbox
 VSB_ETC       = $(SYSCONFDIR)/veto-sandbox
 VSB_MOD_SO    = ngx_http_veto_sandbox_module.so
 VSB_MOD_CONF  = mod-http-veto-sandbox.conf
 
-# Paths in the unit and the ready script follow PREFIX and SYSCONFDIR.
+# Paths in the unit, the ready script and the example site follow PREFIX
+# and SYSCONFDIR.
 VSB_PATHS_SED = -e 's|/usr/sbin/|$(SBINDIR)/|g' \
-                -e 's|/usr/libexec/veto-sandbox/|$(VSB_LIBEXEC)/|g' \
+                -e 's|/usr/lib/veto-sandbox/|$(PKGLIBDIR)/|g' \
                 -e 's|/etc/veto-sandbox/|$(VSB_ETC)/|g' \
                 -e 's|/usr/share/veto-sandbox/|$(VSB_SHARE)/|g'
 
@@ -56,41 +58,46 @@ $(BUILD)/sandbox-helper.conf: conf/sandbox-helper.conf FORCE
 	@mkdir -p $(dir $@)
 	sed -e 's/^allowed_uids = 0$$/# installed: nginx'"'"'s worker user added (built-in: 0)\nallowed_uids = 0 $(NGINX_USER)/' \
 	    -e 's/^#socket_group = www-data$$/# installed: nginx'"'"'s worker group (built-in: root'"'"'s)\nsocket_group = $(NGINX_USER)/' \
+	    -e 's|^#egress_proxy = .*$$|egress_proxy = $(PKGLIBDIR)/egress-proxy|' \
+	    -e 's/^#egress_user = veto-egress$$/egress_user = veto-egress/' \
 	    $< > $@.tmp
 	@grep -q '^allowed_uids = 0 $(NGINX_USER)$$' $@.tmp \
 	    && grep -q '^socket_group = $(NGINX_USER)$$' $@.tmp \
+	    && grep -q '^egress_proxy = $(PKGLIBDIR)/egress-proxy$$' $@.tmp \
+	    && grep -q '^egress_user = veto-egress$$' $@.tmp \
 	    || { echo "install: conf/sandbox-helper.conf no longer has the" \
-	              "allowed_uids/socket_group lines install.mk edits" >&2; \
+	              "allowed_uids/socket_group/egress_proxy/egress_user" \
+	              "lines install.mk edits" >&2; \
 	         rm -f $@.tmp; exit 1; }
 	mv $@.tmp $@
 
 install-helper: $(BUILD)/sandbox-helper $(BUILD)/sandbox-helperctl \
-                $(BUILD)/egress-proxy $(BUILD)/veto-token \
+                $(BUILD)/sandbox-imagectl $(BUILD)/egress-proxy \
+                $(BUILD)/veto-token \
                 $(BUILD)/sandbox-helper.conf
 	$(INSTALL) -d $(DESTDIR)$(SBINDIR) $(DESTDIR)$(BINDIR) \
-	    $(DESTDIR)$(VSB_LIBEXEC) $(DESTDIR)$(VSB_ETC) $(DESTDIR)$(UNITDIR) \
+	    $(DESTDIR)$(PKGLIBDIR) $(DESTDIR)$(VSB_ETC) $(DESTDIR)$(UNITDIR) \
 	    $(DESTDIR)$(SYSUSERSDIR) $(DESTDIR)$(MANDIR)/man1 \
 	    $(DESTDIR)$(MANDIR)/man8 $(DESTDIR)$(DOCDIR)/examples
 	$(INSTALL) -m 0755 $(BUILD)/sandbox-helper $(BUILD)/sandbox-helperctl \
-	    $(DESTDIR)$(SBINDIR)/
+	    $(BUILD)/sandbox-imagectl $(DESTDIR)$(SBINDIR)/
 	$(INSTALL) -m 0755 $(BUILD)/veto-token $(DESTDIR)$(BINDIR)/
-	$(INSTALL) -m 0755 $(BUILD)/egress-proxy $(DESTDIR)$(VSB_LIBEXEC)/
+	$(INSTALL) -m 0755 $(BUILD)/egress-proxy $(DESTDIR)$(PKGLIBDIR)/
 	sed $(VSB_PATHS_SED) tools/sandbox-helper-ready \
-	    > $(DESTDIR)$(VSB_LIBEXEC)/sandbox-helper-ready
-	chmod 0755 $(DESTDIR)$(VSB_LIBEXEC)/sandbox-helper-ready
+	    > $(DESTDIR)$(PKGLIBDIR)/sandbox-helper-ready
+	chmod 0755 $(DESTDIR)$(PKGLIBDIR)/sandbox-helper-ready
 	sed $(VSB_PATHS_SED) conf/veto-sandbox-helper.service \
 	    > $(DESTDIR)$(UNITDIR)/veto-sandbox-helper.service
 	chmod 0644 $(DESTDIR)$(UNITDIR)/veto-sandbox-helper.service
 	$(INSTALL) -m 0644 conf/veto-sandbox-helper.sysusers \
 	    $(DESTDIR)$(SYSUSERSDIR)/veto-sandbox-helper.conf
-	@for f in $(BUILD)/sandbox-helper.conf conf/egress-proxy.conf; do \
-	    t=$(DESTDIR)$(VSB_ETC)/$${f##*/}; \
-	    if [ -e $$t ]; then echo "install: keeping $$t"; \
-	    else echo "$(INSTALL) -m 0644 $$f $$t"; \
-	         $(INSTALL) -m 0644 $$f $$t || exit 1; fi; \
-	done
+	@t=$(DESTDIR)$(VSB_ETC)/sandbox-helper.conf; \
+	if [ -e $$t ]; then echo "install: keeping $$t"; \
+	else echo "$(INSTALL) -m 0644 $(BUILD)/sandbox-helper.conf $$t"; \
+	     $(INSTALL) -m 0644 $(BUILD)/sandbox-helper.conf $$t; fi
 	$(INSTALL) -m 0644 docs/man/sandbox-helper.8 \
-	    docs/man/sandbox-helperctl.8 $(DESTDIR)$(MANDIR)/man8/
+	    docs/man/sandbox-helperctl.8 docs/man/sandbox-imagectl.8 \
+	    $(DESTDIR)$(MANDIR)/man8/
 	$(INSTALL) -m 0644 docs/man/veto-token.1 $(DESTDIR)$(MANDIR)/man1/
 	$(INSTALL) -m 0644 conf/policy.example.json $(DESTDIR)$(DOCDIR)/examples/
 	sed $(VSB_PATHS_SED) conf/veto-sandbox-site.conf \
@@ -144,13 +151,15 @@ install-module: $(if $(filter command line,$(origin MODULE_SO)),,module) \
 uninstall:
 	rm -f $(DESTDIR)$(SBINDIR)/sandbox-helper \
 	    $(DESTDIR)$(SBINDIR)/sandbox-helperctl \
+	    $(DESTDIR)$(SBINDIR)/sandbox-imagectl \
 	    $(DESTDIR)$(BINDIR)/veto-token \
-	    $(DESTDIR)$(VSB_LIBEXEC)/egress-proxy \
-	    $(DESTDIR)$(VSB_LIBEXEC)/sandbox-helper-ready \
+	    $(DESTDIR)$(PKGLIBDIR)/egress-proxy \
+	    $(DESTDIR)$(PKGLIBDIR)/sandbox-helper-ready \
 	    $(DESTDIR)$(UNITDIR)/veto-sandbox-helper.service \
 	    $(DESTDIR)$(SYSUSERSDIR)/veto-sandbox-helper.conf \
 	    $(DESTDIR)$(MANDIR)/man8/sandbox-helper.8 \
 	    $(DESTDIR)$(MANDIR)/man8/sandbox-helperctl.8 \
+	    $(DESTDIR)$(MANDIR)/man8/sandbox-imagectl.8 \
 	    $(DESTDIR)$(MANDIR)/man1/veto-token.1 \
 	    $(DESTDIR)$(DOCDIR)/examples/policy.example.json \
 	    $(DESTDIR)$(DOCDIR)/examples/veto-sandbox-site.conf \
@@ -159,7 +168,7 @@ uninstall:
 	    $(DESTDIR)$(NGINX_MODULES_ENABLED)/50-$(VSB_MOD_CONF)
 	rm -rf $(DESTDIR)$(VSB_SHARE)/approval-page \
 	    $(DESTDIR)$(VSB_SHARE)/nginx/approval-page.conf
-	-rmdir $(DESTDIR)$(VSB_LIBEXEC) $(DESTDIR)$(DOCDIR)/examples \
+	-rmdir $(DESTDIR)$(PKGLIBDIR) $(DESTDIR)$(DOCDIR)/examples \
 	    $(DESTDIR)$(DOCDIR) $(DESTDIR)$(VSB_SHARE)/nginx \
 	    $(DESTDIR)$(VSB_SHARE) 2>/dev/null
 	@echo "uninstall: $(DESTDIR)$(VSB_ETC) kept (configuration)"

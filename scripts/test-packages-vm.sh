@@ -16,13 +16,18 @@
 #             a second use is refused); audit; delete; the approval page
 #   restart   SIGKILL of the helper: systemd restarts it
 #             (Restart=on-failure) and it removes the dead one's sandboxes
-#   hardening the helper's tests t/00 t/04 t/05 t/0a in a service with the
-#             unit's very options (every line of its [Service] section
-#             but how it starts and stops): namespaces, mounts, cgroup
-#             limits and confinement work under them
+#   egress    egress = on: the helper starts the packaged proxy as
+#             veto-egress in its service cgroup; a sandbox with an
+#             allowlist gets the proxy's refusal for another host, and the
+#             attempt is in the exec's result
+#   hardening the helper's tests t/00 t/04 t/05 t/0a t/55 in a service
+#             with the unit's very options (every line of its [Service]
+#             section but how it starts and stops): namespaces, mounts,
+#             cgroup limits, confinement and image profiles (an overlay
+#             root over an image of the store) work under them
 #   stop      systemctl stop with a live sandbox and a running exec:
 #             nothing left (service cgroup, processes of sandbox uids,
-#             mounts, files), health 503
+#             the proxy, mounts, files), health 503
 #
 # Results come back on the serial console; this script exits 0 only if
 # every step passed.  Time on the busy 2-core dev host (TCG): 1.5 min for
@@ -49,7 +54,7 @@ VM_NAME=test-packages-vm
 CACHE=${VETO_PKGVM_CACHE:-/var/tmp/veto-pkgvm}
 TIMEOUT=${VETO_PKGVM_TIMEOUT:-1200}
 ACCEL=${VETO_PKGVM_ACCEL:-tcg}
-PROVE=${VETO_PKGVM_PROVE:-t/00-basic.t,t/04-resources.t,t/05-confinement.t,t/0a-hostile-workload.t}
+PROVE=${VETO_PKGVM_PROVE:-t/00-basic.t,t/04-resources.t,t/05-confinement.t,t/0a-hostile-workload.t,t/55-image-profile.t}
 
 vm_host_check "$ACCEL"
 
@@ -92,6 +97,8 @@ VM_PKGS=(
     nginx redis-server
     curl jq openssl ca-certificates perl python3 procps iproute2
     util-linux mount e2fsprogs
+    umoci    # t/55 builds its image with it
+    nftables    # egress = on
     "${deps[@]}"
 )
 vm_rootfs "$CACHE" bookworm "${VM_PKGS[@]}"

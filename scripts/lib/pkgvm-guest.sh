@@ -86,7 +86,7 @@ finish() {
 }
 
 echo "VETO-BEGIN"
-info "boot: $(systemd-analyze 2>/dev/null | head -n 1)"
+info "up $(cut -d ' ' -f 1 /proc/uptime)s when the test starts"
 info "kernel $(uname -r), systemd $(systemctl --version | head -n 1)"
 info "cgroup fs $(stat -f -c %T /sys/fs/cgroup), controllers $(cat /sys/fs/cgroup/cgroup.controllers)"
 
@@ -114,8 +114,8 @@ check "helper answers a ping" sandbox-helperctl '{"op":"ping"}'
 is "socket group" "$(stat -c %G /run/veto-sandbox/helper.sock)" www-data
 is "socket mode" "$(stat -c %a /run/veto-sandbox/helper.sock)" 660
 check "allowed_uids names www-data" grep -q '^allowed_uids = 0 www-data$' $ETC/sandbox-helper.conf
-check "egress proxy config checks" \
-    /usr/libexec/veto-sandbox/egress-proxy -t -c $ETC/egress-proxy.conf
+check "the egress proxy where the helper looks for it" \
+    test -x /usr/lib/veto-sandbox/egress-proxy
 end
 
 # --- configure, as the README says --------------------------------------
@@ -130,6 +130,8 @@ cat > $ETC/policy.json <<'EOF'
  "tenants": {"acme": {"profiles": ["default"],
                       "ceilings": {"memory_mb": 256, "timeout_s": 60,
                                    "ttl_s": 3600},
+                      "network": {"allow": ["registry.example.com"],
+                                  "ask": ["git.example.com"]},
                       "approvals": {"exec_argv": ["echo deploy*"]}}}}
 EOF
 cat >> /etc/redis/redis.conf <<'EOF'
@@ -260,6 +262,40 @@ check "its directory removed" test ! -e "$STATE/sb/$SB2"
 is "no process of a sandbox uid" "$(sandbox_procs | wc -l)" 0
 end
 
+# --- egress: the packaged proxy, started by the helper -------------------
+
+begin egress
+sed -i 's/^egress = off$/egress = on/' $ETC/sandbox-helper.conf
+check "egress = on" grep -q '^egress = on$' $ETC/sandbox-helper.conf
+check "helper restarted with egress on" systemctl restart $UNIT
+is "health" "$(api GET /v1/health '')" 200
+info "health $(cat /tmp/body)"
+is "the helper's egress is available" "$(jbody .helper.egress.available)" true
+proxy=$(pgrep -x egress-proxy | head -n 1)
+if [ -n "$proxy" ]; then
+    is "the proxy runs as veto-egress" "$(ps -o user= -p "$proxy")" veto-egress
+    is "the packaged binary" "$(readlink /proc/"$proxy"/exe)" /usr/lib/veto-sandbox/egress-proxy
+    cg=$(sed -n 's/^0:://p' /proc/"$proxy"/cgroup)
+    info "proxy cgroup $cg"
+    check "its cgroup is below the helper's service" \
+        sh -c "case '$cg' in /system.slice/$UNIT/*) true;; *) false;; esac"
+else
+    fail "no egress-proxy process"
+fi
+is "create with an allowlist" \
+    "$(api POST /v1/sandboxes "$AGENT" '{"network": {"allow": ["registry.example.com"]}}')" 201
+SBE=$(jbody .id)
+is "a host outside the allowlist, through the proxy" \
+    "$(api POST "/v1/sandboxes/$SBE/exec" "$AGENT" \
+       '{"argv": ["curl", "-sS", "-m", "20", "http://git.example.com/"]}')" 200
+info "exec: $(head -c 600 /tmp/body)"
+check "the proxy's refusal reached the workload" \
+    sh -c "jq -r .stdout /tmp/body | grep -q 'blocked by Veto Sandbox egress policy: git.example.com:80 is not allowed'"
+is "the attempt is in the exec's result" \
+    "$(jbody '.network.attempts[] | select(.host == "git.example.com") | .decision')" refused
+is "delete" "$(api DELETE "/v1/sandboxes/$SBE" "$AGENT")" 200
+end
+
 # --- the helper's tests under the unit's hardening -------------------------
 
 begin hardening
@@ -278,7 +314,7 @@ hardened_prove() {
         echo "Type=oneshot"
         echo "TimeoutStartSec=infinity"
         echo "WorkingDirectory=/opt/veto"
-        echo "Environment=VETO_HELPER=/usr/sbin/sandbox-helper"
+        echo "Environment=VETO_HELPER=/usr/sbin/sandbox-helper VSB_IMAGECTL=/usr/sbin/sandbox-imagectl"
         echo "ExecStart=/usr/bin/prove --timer -I t/lib $2"
         echo "StandardOutput=file:$1"
         echo "StandardError=inherit"
@@ -339,6 +375,7 @@ is "no sandbox cgroup anywhere" "$(sandbox_cgroups | wc -l)" 0
 is "no process of a sandbox uid" "$(sandbox_procs | wc -l)" 0
 is "no mount under $STATE" "$(grep -c " $STATE" /proc/self/mountinfo)" 0
 is "no sandbox directory" "$(ls -A $STATE/sb 2>/dev/null | wc -l)" 0
+is "no egress proxy left" "$(pgrep -c -u veto-egress || true)" 0
 wait $exec_bg
 info "the running exec's answer: $(cat /tmp/exec3.code) $(head -c 300 /tmp/exec3.json)"
 check "the running exec was ended, not completed (a signal, or an error)" \

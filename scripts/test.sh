@@ -169,8 +169,8 @@ VETO_EGRESS=build-asan/egress-proxy VETO_HELPER=build-asan/sandbox-helper \
     run_prove "egress tests, ASan+UBSan proxy and helper (build-asan/)" \
         t/4*-egress-*.t
 VETO_MODULE="$PWD/build-module-asan/ngx_veto_sandbox_module.so" \
-VETO_HELPER=build-asan/sandbox-helper \
-    run_prove "module tests, ASan+UBSan module build-module-asan/, ASan helper" \
+VETO_HELPER=build-asan/sandbox-helper VETO_TOKEN=build-asan/veto-token \
+    run_prove "module tests, ASan+UBSan module build-module-asan/, ASan helper and veto-token" \
         t/1*.t t/3*.t t/46-egress-api.t t/51-webhooks.t t/58-discovery.t
 
 # The helper on a pure cgroup v2 host (this one may be hybrid v1): a

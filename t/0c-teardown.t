@@ -11,7 +11,9 @@ use Time::HiRes qw(time sleep);
 use lib 't/lib';
 use VetoTest;
 
-my $h = VetoTest->start;
+# the 100,000-file workload's budget (x3 on an emulated CPU)
+my $heavy_s = 50 * VetoTest::time_scale();
+my $h = VetoTest->start(max_timeout_s => $heavy_s > 60 ? $heavy_s : 60);
 my $id = $h->create_ok;
 
 # --- processes that resist -------------------------------------------------
@@ -96,7 +98,7 @@ VetoTest::recv_frame($sf, 10);
 # --- what the files look like at destroy -------------------------------------
 # 512 MiB: 131,072 inodes (nr_inodes is 256 per MiB of disk_mb)
 my $idx = $h->create_ok(limits => { disk_mb => 512, memory_mb => 512 });
-($e, $out, my $err) = $h->exec($idx, ['python3', '-c', <<'PY'], timeout_s => 50);
+($e, $out, my $err) = $h->exec($idx, ['python3', '-c', <<'PY'], timeout_s => $heavy_s);
 import os
 os.mkdir('/workspace/many')
 for i in range(100000):

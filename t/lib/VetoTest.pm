@@ -31,13 +31,25 @@ use Socket qw(SOCK_STREAM);
 use Test::More;
 use Time::HiRes qw(time sleep);
 
-our @EXPORT_OK = qw(repo_root helper_bin random_hex sandbox_uid_procs);
+our @EXPORT_OK = qw(repo_root helper_bin random_hex sandbox_uid_procs
+                    time_scale);
 
 my $JSON = JSON::PP->new->utf8(1)->canonical(1)->allow_nonref(0);
 
 our $ROOT = abs_path(dirname(__FILE__) . '/../..');
 
 sub repo_root { $ROOT }
+
+# How many times its exec budget a heavy workload gets: 1, or more on an
+# emulated CPU (VETO_TIME_SCALE=3 in scripts/test-cgroup-v2-vm.sh's TCG
+# VM).  A budget, never a bound an assertion checks.
+sub time_scale
+{
+    my $s = $ENV{VETO_TIME_SCALE} // 1;
+    $s =~ /^[1-9][0-9]?$/
+        or die "VETO_TIME_SCALE must be an integer from 1 to 99, not '$s'\n";
+    return $s;
+}
 
 sub helper_bin
 {

@@ -34,7 +34,7 @@
 # the packages, ~5 min to build the cached rootfs (once), 7 min the VM.
 #
 #   VETO_PKGVM_DEBS=dir       use the .debs in dir (default: build them)
-#   VETO_PKGVM_CACHE=/var/tmp/veto-pkgvm   rootfs cache (kept)
+#   VETO_PKGVM_CACHE=build-vm/pkg   rootfs cache (kept)
 #   VETO_PKGVM_TIMEOUT=1200   seconds the VM may run
 #   VETO_PKGVM_PROVE="t/00-basic.t,..."    helper tests under the hardening
 #   VETO_PKGVM_ACCEL=tcg      or kvm
@@ -51,7 +51,7 @@ REPO=$PWD
 VM_NAME=test-packages-vm
 . scripts/lib/vm.sh
 
-CACHE=${VETO_PKGVM_CACHE:-/var/tmp/veto-pkgvm}
+CACHE=${VETO_PKGVM_CACHE:-$REPO/build-vm/pkg}
 TIMEOUT=${VETO_PKGVM_TIMEOUT:-1200}
 ACCEL=${VETO_PKGVM_ACCEL:-tcg}
 PROVE=${VETO_PKGVM_PROVE:-t/00-basic.t,t/04-resources.t,t/05-confinement.t,t/0a-hostile-workload.t,t/55-image-profile.t}

@@ -157,9 +157,9 @@ unlike($out, qr/uid=0/, 'su does not give inside-root');
         . 'rm -rf $d 2>/dev/null; test -e $d || echo "REMOVED $d"; done',
     'ln -s / /evil 2>/dev/null && echo LINKED',
     'ln -sf /workspace /etc/ld.so.cache 2>/dev/null && echo REPLACED',
-    'echo end'));
+    'echo end'), timeout_s => 20 * VetoTest::time_scale());  # rm -rf walks /usr, /proc
 is($out, "end\n", 'no mount point or /etc entry can be moved, removed or replaced')
-    or diag $out;
+    or diag explain [$out, $e];
 ($e, $out) = $h->sh($id, q{awk '{print $5}' /proc/self/mountinfo | sort | tr "\n" " "; }
                       . 'test -d /workspace && test -d /tmp && cat /proc/self/comm');
 like($out, qr{^/ /dev .*/etc/ld\.so\.cache .*/proc .*/usr }, 'the next exec has its usual mounts')

@@ -34,7 +34,7 @@
 # the packages, ~5 min to build the cached rootfs (once), 7 min the VM.
 #
 #   VETO_PKGVM_DEBS=dir       use the .debs in dir (default: build them)
-#   VETO_PKGVM_CACHE=build-vm/pkg   rootfs cache (kept)
+#   VETO_VM_CACHE=build-vm    rootfs cache (kept; the cgroup v2 VM's too)
 #   VETO_PKGVM_TIMEOUT=1200   seconds the VM may run
 #   VETO_PKGVM_PROVE="t/00-basic.t,..."    helper tests under the hardening
 #   VETO_PKGVM_ACCEL=tcg      or kvm
@@ -51,7 +51,6 @@ REPO=$PWD
 VM_NAME=test-packages-vm
 . scripts/lib/vm.sh
 
-CACHE=${VETO_PKGVM_CACHE:-$REPO/build-vm/pkg}
 TIMEOUT=${VETO_PKGVM_TIMEOUT:-1200}
 ACCEL=${VETO_PKGVM_ACCEL:-tcg}
 PROVE=${VETO_PKGVM_PROVE:-t/00-basic.t,t/04-resources.t,t/05-confinement.t,t/0a-hostile-workload.t,t/55-image-profile.t}
@@ -86,26 +85,24 @@ vm_say "packages: $(basename "$MOD_DEB") $(basename "$HELPER_DEB")"
 
 # --- 2. the cached rootfs -----------------------------------------------
 
+vm_rootfs "$VM_CACHE" "$VM_SUITE" "${VM_PKGS[@]}"
+
 # The packages' dependencies (first alternative, no versions; nginx-abi-*
-# is provided by nginx), so dpkg -i finds them in the VM.
+# is provided by nginx) must be in the rootfs, so that dpkg -i finds them
+# in the VM: scripts/lib/vm.sh's VM_PKGS pulls them in.
 mapfile -t deps < <( { dpkg-deb -f "$MOD_DEB" Depends; echo ,
                        dpkg-deb -f "$HELPER_DEB" Depends; } \
     | tr ',' '\n' | sed -e 's/|.*//' -e 's/(.*)//' -e 's/[[:space:]]//g' \
     | grep -v -e '^$' -e '^nginx-abi-' | sort -u)
-VM_PKGS=(
-    linux-image-amd64 initramfs-tools kmod udev systemd systemd-sysv
-    nginx redis-server
-    curl jq openssl ca-certificates perl python3 procps iproute2
-    util-linux mount e2fsprogs
-    umoci    # t/55 builds its image with it
-    nftables    # egress = on
-    "${deps[@]}"
-)
-vm_rootfs "$CACHE" bookworm "${VM_PKGS[@]}"
+for d in "${deps[@]}"; do
+    grep -qx "Package: $d" "$VM_ROOTFS/var/lib/dpkg/status" \
+        || vm_die "the packages depend on $d, which the VM's rootfs lacks:" \
+                  "add it to VM_PKGS in scripts/lib/vm.sh"
+done
 
 # --- 3. the stage: packages, tests, the test unit -------------------------
 
-vm_run_dir "$CACHE"
+vm_run_dir "$VM_CACHE"
 vm_stage
 mkdir -p "$VM_STAGE/opt/veto/debs"
 cp "$MOD_DEB" "$HELPER_DEB" "$VM_STAGE/opt/veto/debs/"

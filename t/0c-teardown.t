@@ -1,8 +1,8 @@
 # Termination under hostile conditions: a workload that stops itself,
-# ignores SIGTERM, sits in vfork, floods stderr, closes its stdout, forks
-# while being destroyed, or leaves 100,000 files and a very deep tree; and
-# a tmpfs held open on the host, which destroy must report, not hide
-# behind a lazy unmount.
+# ignores SIGTERM, sits in vfork, floods stderr, closes its stdout, or
+# forks while being destroyed; and a tmpfs held open on the host, which
+# destroy must report, not hide behind a lazy unmount.  (100,000 files
+# and a very deep tree at destroy: t/0l-teardown-files.t.)
 use strict;
 use warnings;
 use Test::More;
@@ -11,9 +11,7 @@ use Time::HiRes qw(time sleep);
 use lib 't/lib';
 use VetoTest;
 
-# the 100,000-file workload's budget (x3 on an emulated CPU)
-my $heavy_s = 50 * VetoTest::time_scale();
-my $h = VetoTest->start(max_timeout_s => $heavy_s > 60 ? $heavy_s : 60);
+my $h = VetoTest->start;
 my $id = $h->create_ok;
 
 # --- processes that resist -------------------------------------------------
@@ -96,33 +94,6 @@ is($d->{state}, 'terminated', 'destroy during a fork loop: terminated') or diag 
 ok(time - $t0 < 10, sprintf('in %.1f s', time - $t0));
 is($h->count_procs, 0, 'no process left once destroy replied');
 VetoTest::recv_frame($sf, 10);
-
-# --- what the files look like at destroy -------------------------------------
-# 512 MiB: 131,072 inodes (nr_inodes is 256 per MiB of disk_mb)
-my $idx = $h->create_ok(limits => { disk_mb => 512, memory_mb => 512 });
-($e, $out, my $err) = $h->exec($idx, ['python3', '-c', <<'PY'], timeout_s => $heavy_s);
-import os
-os.mkdir('/workspace/many')
-for i in range(100000):
-    open('/workspace/many/f%06d' % i, 'w').close()
-os.chdir('/tmp')
-depth = 0
-try:
-    while depth < 3000:
-        os.mkdir('d' * 200)
-        os.chdir('d' * 200)
-        depth += 1
-except OSError as e:
-    pass
-print(len(os.listdir('/workspace/many')), depth)
-PY
-like($out // '', qr/^100000 (\d+)$/, '100,000 files and a deep tree made') or diag explain [$e, $err];
-my ($depth) = ($out // '') =~ / (\d+)$/;
-ok(($depth // 0) * 201 > 65536, 'the tree is deeper than PATH_MAX many times over');
-$t0 = time;
-$d = $h->destroy($idx);
-is($d->{state}, 'terminated', 'destroy with 100,000 files and a deep tree') or diag explain $d;
-ok(time - $t0 < 20, sprintf('in %.1f s', time - $t0));
 
 # --- a host process holding the tmpfs: no lazy unmount -----------------------
 ok($h->write_file($id, 'held.txt', "held\n")->{ok}, 'file to hold');

@@ -5,6 +5,9 @@
 #
 #   vm_host_check ACCEL          root, qemu, /dev/kvm for kvm; installs
 #                                debootstrap and e2fsprogs when missing
+#   VM_CACHE, VM_SUITE, VM_PKGS  the one rootfs both VMs boot: its cache
+#                                (VETO_VM_CACHE, default build-vm/ in the
+#                                tree), Debian suite and package list
 #   vm_rootfs CACHE SUITE PKG... a Debian rootfs with PKGs, built once with
 #                                debootstrap and kept in CACHE/rootfs until
 #                                the suite or the list changes (or
@@ -25,6 +28,27 @@
 #
 # The VMs have no network: whatever they need is in the rootfs or the
 # stage.  An EXIT trap (vm_cleanup) stops qemu and removes the image.
+
+# One rootfs for both VMs, so a fresh machine builds it once: what the
+# cgroup v2 VM's tests need (the libraries of the host-built helper, the
+# ASan runtime, gcc and libc6-dev for the probes the tests compile, Perl,
+# python3 and redis-server for workloads, the cmocka runtime) and what the
+# packages VM installs next to the packages (systemd as init, nginx,
+# redis-server, curl, jq, umoci for t/55's image, nftables for egress).
+# The packages' own dependencies must be among them (test-packages-vm.sh
+# checks).  Booted with init=/sbin/veto-v2-init, systemd stays unused.
+VM_CACHE=${VETO_VM_CACHE:-$REPO/build-vm}
+VM_SUITE=bookworm
+VM_PKGS=(
+    linux-image-amd64 initramfs-tools kmod udev systemd systemd-sysv
+    nginx redis-server
+    curl jq openssl ca-certificates perl libjson-pp-perl python3
+    procps psmisc iproute2 util-linux mount e2fsprogs
+    umoci nftables
+    gcc libc6-dev make libasan8 libubsan1
+    libjansson4 libseccomp2 libssl3 libc-ares2 zlib1g libhiredis0.14
+    libcmocka0
+)
 
 vm_die() { echo "$VM_NAME: $*" >&2; exit 1; }
 vm_say() { echo "$VM_NAME: $*"; }

@@ -7,12 +7,14 @@
 # the ASan sandbox-imagectl and helper, and the module tests (t/1*.t, t/3*.t,
 # t/46, t/51) again with the ASan+UBSan
 # module (build-module-asan/) and the ASan helper; there any sanitizer
-# report from nginx fails the test (t/lib/VetoNginx.pm); last, the
-# helper's tests on a pure cgroup v2 host in a qemu VM; the egress tests
-# (t/4*-egress-*.t) run again with the ASan+UBSan egress proxy and helper
+# report from nginx fails the test (t/lib/VetoNginx.pm); the egress tests
+# (t/4*-egress-*.t) run again with the ASan+UBSan egress proxy and helper;
+# then the helper's cgroup tests on a pure cgroup v2 host in a qemu VM
 # (scripts/test-cgroup-v2-vm.sh); then the Debian packages, built and
 # installed on a systemd + cgroup v2 VM (scripts/test-packages-vm.sh);
 # and scripts/bench --quick, which must run (its figures are not judged).
+# Both VMs boot one Debian rootfs, built on the first run and cached in
+# build-vm/.
 # Exits non-zero
 # if anything failed; the last line is "N passed, N failed" over the
 # prove test files and unit binaries.
@@ -174,7 +176,8 @@ VETO_HELPER=build-asan/sandbox-helper VETO_TOKEN=build-asan/veto-token \
         t/1*.t t/3*.t t/46-egress-api.t t/51-webhooks.t t/58-discovery.t
 
 # The helper on a pure cgroup v2 host (this one may be hybrid v1): a
-# qemu VM running make unit and t/0*.t, also with the ASan helper.
+# qemu VM running the cgroup unit test and the helper tests that exercise
+# cgroups, some also with the ASan helper.
 say "helper on a pure cgroup v2 host (qemu VM)"
 if bash scripts/test-cgroup-v2-vm.sh; then
     echo "ok - cgroup v2 VM"

@@ -19,6 +19,8 @@
 #   t/09 lifecycle   nothing leaks: cycles, TTL, restart cleanup
 #   t/0a hostile     fork bombs, memory hogs, the cgroup namespace
 #   t/0c teardown    stopped, SIGTERM-proof and forking trees (freeze, kill)
+#   t/0k layers      the ping's isolation layers (what GET /v1/about
+#                    serves) say v2 here and hold against the VM
 # with the helper built on this host (make), then t/00, t/04 and t/0c (and
 # the unit test) with the ASan+UBSan helper (build-asan/), then the "systemd-like" case (helper
 # started from a service cgroup that already holds a sleeping sibling) and
@@ -56,7 +58,7 @@ VM_NAME=test-cgroup-v2-vm
 . scripts/lib/vm.sh
 
 TIMEOUT=${VETO_V2VM_TIMEOUT:-2400}
-PROVE_FILES=${VETO_V2VM_PROVE:-t/00-basic.t t/03-timeout.t t/04-resources.t t/05-confinement.t t/06-seccomp.t t/09-lifecycle.t t/0a-hostile-workload.t t/0c-teardown.t}
+PROVE_FILES=${VETO_V2VM_PROVE:-t/00-basic.t t/03-timeout.t t/04-resources.t t/05-confinement.t t/06-seccomp.t t/09-lifecycle.t t/0a-hostile-workload.t t/0c-teardown.t t/0k-layers.t}
 ASAN=${VETO_V2VM_ASAN:-1}
 ASAN_FILES=${VETO_V2VM_ASAN_PROVE:-t/00-basic.t t/04-resources.t t/0c-teardown.t}
 ACCEL=${VETO_V2VM_ACCEL:-tcg}

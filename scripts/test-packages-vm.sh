@@ -30,8 +30,7 @@
 #             the proxy, mounts, files), health 503
 #
 # Results come back on the serial console; this script exits 0 only if
-# every step passed.  Time on the busy 2-core dev host (TCG): 1.5 min for
-# the packages, ~5 min to build the cached rootfs (once), 7 min the VM.
+# every step passed.  Times on the busy 2-core dev host: README ("Tests").
 #
 #   VETO_PKGVM_DEBS=dir       use the .debs in dir (default: build them)
 #   VETO_VM_CACHE=build-vm    rootfs cache (kept; the cgroup v2 VM's too)

@@ -235,6 +235,11 @@ check "the approved exec is on record" \
     sh -c "jq -e '.records[] | select(.approval == \"$APR\" and .outcome == \"exec_finished\")' /tmp/body >/dev/null"
 is "the approval page" "$(api GET /review/ '')" 200
 check "... with its CSP" grep -qi "^content-security-policy: default-src 'self'" /tmp/headers
+# the example site's metrics location, for the loopback scraper
+is "metrics" "$(api GET /metrics '')" 200
+check "... the helper up (its stats op through the module)" \
+    grep -Eq '^veto_sandbox_helper_up(\{[^}]*\})? 1$' /tmp/body
+check "... the requests counted" grep -q '^veto_sandbox_requests_total{' /tmp/body
 
 is "delete" "$(api DELETE "/v1/sandboxes/$SB" "$AGENT")" 200
 is "terminated" "$(jbody .state)" terminated

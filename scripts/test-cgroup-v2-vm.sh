@@ -30,7 +30,8 @@
 # them, it does not build.  Results come back on the serial console
 # between BEGIN/END markers; this script exits 0 only if every step
 # passed, and prints the prove summary.  Inside, VETO_TIME_SCALE=3 gives
-# workloads that walk big trees (t/0a) and a fork loop's start (t/0c)
+# workloads that walk big trees (t/0a), a fork loop's start (t/0c) and
+# the deadline t/03 kills a tree at
 # three times their time.
 #
 # Time on the busy 2-core dev host (TCG): see README ("Tests").

@@ -312,6 +312,53 @@ vsb_cgroup_usage(vsb_cgroup_t *cg, vsb_cgroup_usage_t *u)
 }
 
 
+int
+vsb_cgroup_shmem(vsb_cgroup_t *cg, uint64_t *bytes)
+{
+    *bytes = 0;
+
+    if (vsb_cg.mode == VSB_CGROUP_V2) {
+        return vsb_cg2_shmem(cg, bytes);
+    }
+
+    return vsb_cg1_shmem(cg, bytes);
+}
+
+
+int
+vsb_cgroup_exists(const char *name)
+{
+    char          path[PATH_MAX];
+    size_t        i;
+    struct stat   st;
+    vsb_cgroup_t  cg;
+
+    if (!vsb_cg_valid_name(name)) {
+        return -1;
+    }
+
+    for (i = 0; i < vsb_cg.nhier; i++) {
+        if (vsb_cg_path(path, sizeof(path), &vsb_cg.hier[i], name, NULL)
+            == -1)
+        {
+            return -1;
+        }
+
+        if (lstat(path, &st) == 0) {
+            memset(&cg, 0, sizeof(cg));
+            snprintf(cg.rel, sizeof(cg.rel), "%s", name);
+            return vsb_cgroup_populated(&cg) != 0 ? 2 : 1;
+        }
+
+        if (errno != ENOENT) {
+            return -1;
+        }
+    }
+
+    return 0;
+}
+
+
 typedef struct {
     char    *err;
     size_t   errlen;

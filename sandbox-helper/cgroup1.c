@@ -603,3 +603,12 @@ vsb_cg1_usage(vsb_cgroup_t *cg, vsb_cgroup_usage_t *u)
 
     return 0;
 }
+
+
+int
+vsb_cg1_shmem(vsb_cgroup_t *cg, uint64_t *bytes)
+{
+    /* total_: this cgroup and below (use_hierarchy) */
+    return vsb_cg1_get(VSB_CG_MEMORY, cg, "memory.stat", "total_shmem",
+                       bytes);
+}

@@ -522,3 +522,17 @@ vsb_cg2_usage(vsb_cgroup_t *cg, vsb_cgroup_usage_t *u)
 
     return 0;
 }
+
+
+int
+vsb_cg2_shmem(vsb_cgroup_t *cg, uint64_t *bytes)
+{
+    char  dir[PATH_MAX];
+
+    if (vsb_cg_path(dir, sizeof(dir), &vsb_cg.hier[0], cg->rel, NULL) == -1) {
+        return -1;
+    }
+
+    /* memory.stat counts the whole subtree on v2 */
+    return vsb_cg2_get(dir, "memory.stat", "shmem", bytes);
+}

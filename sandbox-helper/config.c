@@ -30,6 +30,7 @@ typedef enum {
     VSB_K_MAX_FILE, VSB_K_MAX_EXECS, VSB_K_MAX_ARCHIVE, VSB_K_MAX_BACKGROUND,
     VSB_K_DEF_MEMORY, VSB_K_DEF_PIDS, VSB_K_DEF_CPU, VSB_K_DEF_DISK,
     VSB_K_DEF_TIMEOUT, VSB_K_DEF_OUTPUT, VSB_K_DEF_TTL,
+    VSB_K_MAX_IDLE, VSB_K_DEF_IDLE, VSB_K_ENDED_RETENTION, VSB_K_ENDED_MAX,
     VSB_K_PROFILE, VSB_K_LOG_LEVEL,
     VSB_K_EGRESS, VSB_K_EGRESS_PROXY, VSB_K_EGRESS_USER, VSB_K_EGRESS_NETNS,
     VSB_K_EGRESS_NFT, VSB_K_EGRESS_RESOLVER, VSB_K_EGRESS_RANGE,
@@ -90,6 +91,12 @@ static const vsb_conf_key_t  vsb_conf_keys[] = {
     { "default_output_bytes", VSB_K_DEF_OUTPUT, VSB_ABS_OUTPUT_BYTES,
       VSB_OFF(def.output_bytes) },
     { "default_ttl_s", VSB_K_DEF_TTL, VSB_ABS_TTL_S, VSB_OFF(default_ttl_s) },
+    { "max_idle_s", VSB_K_MAX_IDLE, VSB_ABS_IDLE_S, VSB_OFF(max_idle_s) },
+    { "default_idle_s", VSB_K_DEF_IDLE, VSB_ABS_IDLE_S,
+      VSB_OFF(default_idle_s) },
+    { "ended_retention_s", VSB_K_ENDED_RETENTION, VSB_ABS_ENDED_RETENTION_S,
+      VSB_OFF(ended_retention_s) },
+    { "ended_max", VSB_K_ENDED_MAX, VSB_ABS_ENDED, VSB_OFF(ended_max) },
     { "profile", VSB_K_PROFILE, 0, 0 },
     { "log_level", VSB_K_LOG_LEVEL, 0, 0 },
     { "egress", VSB_K_EGRESS, 0, 0 },
@@ -120,6 +127,7 @@ static const vsb_key_t  vsb_conf_pairs[][2] = {
     { VSB_K_DEF_TIMEOUT, VSB_K_MAX_TIMEOUT },
     { VSB_K_DEF_OUTPUT, VSB_K_MAX_OUTPUT },
     { VSB_K_DEF_TTL, VSB_K_MAX_TTL },
+    { VSB_K_DEF_IDLE, VSB_K_MAX_IDLE },
 };
 
 
@@ -157,6 +165,10 @@ vsb_conf_defaults(vsb_config_t *cf)
 
     cf->max_ttl_s = 86400;
     cf->default_ttl_s = 3600;
+    cf->max_idle_s = 86400;
+    cf->default_idle_s = 1800;
+    cf->ended_retention_s = 86400;
+    cf->ended_max = 1024;
     cf->max_sandboxes = 64;
     cf->max_file_bytes = 16 * 1024 * 1024;
     cf->max_execs_per_sandbox = 8;

@@ -6,6 +6,7 @@
  * for that confirmation and says what was confirmed, or which step
  * failed.  Other peers are served meanwhile.
  */
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,9 +14,12 @@
 #include "vsb_cgroup.h"
 #include "vsb_destroy.h"
 #include "vsb_egress.h"
+#include "vsb_ended.h"
+#include "vsb_lifetime.h"
 #include "vsb_log.h"
 #include "vsb_op.h"
 #include "vsb_registry.h"
+#include "vsb_sbstate.h"
 #include "vsb_teardown.h"
 
 #define VSB_DESTROY_BOUND_MS  10000
@@ -47,8 +51,9 @@ vsb_shutdown_check(void)
 static void
 vsb_destroy_reply(vsb_sandbox_t *sb, const vsb_error_t *e)
 {
-    vsb_pending_t  *p = vsb_entry(sb)->destroy_waiter;
-    json_t         *reply;
+    vsb_pending_t      *p = vsb_entry(sb)->destroy_waiter;
+    json_t             *reply;
+    const vsb_ended_t  *en;
 
     vsb_entry(sb)->destroy_waiter = NULL;
 
@@ -72,6 +77,10 @@ vsb_destroy_reply(vsb_sandbox_t *sb, const vsb_error_t *e)
                     json_pack("{s:b, s:b, s:b, s:b, s:b}", "processes", 1,
                               "cgroups", 1, "network", 1, "mounts", 1,
                               "files", 1));
+                en = vsb_ended_find(sb->tenant, sb->agent, sb->id);
+                if (en != NULL) {
+                    json_object_set_new(reply, "ended", vsb_ended_json(en));
+                }
             }
             vsb_conn_reply(p->conn, reply, NULL, 0);
         }
@@ -94,6 +103,10 @@ vsb_destroy_fail(vsb_sandbox_t *sb, const char *step, const char *detail)
     vsb_log(VSB_LOG_ERR, "sandbox %s: termination failed at %s: %s", sb->id,
             step, detail);
 
+    /* on record as termination_failed while it stays; its state file
+     * stays too, so that a restart tries again */
+    vsb_ended_sandbox(sb, step, detail, vsb_now_ms() - sb->end.start_ms);
+
     vsb_destroy_reply(sb, &e);
     vsb_shutdown_check();
 }
@@ -112,6 +125,11 @@ vsb_destroy_files_done(vsb_sandbox_t *sb, const char *step,
     vsb_log(VSB_LOG_INFO, "destroyed sandbox %s (tenant %s agent %s): "
             "processes, cgroups, network, mounts and files confirmed gone",
             sb->id, sb->tenant, sb->agent);
+
+    /* its end on record first, then its state file goes: a crash in
+     * between leaves both, and the next run records the end again */
+    vsb_ended_sandbox(sb, NULL, NULL, vsb_now_ms() - sb->end.start_ms);
+    vsb_sbstate_remove(sb);
 
     vsb_destroy_reply(sb, NULL);
     vsb_registry_free(sb);
@@ -201,12 +219,38 @@ vsb_destroy_poll(vsb_timer_t *t)
 
 
 void
+vsb_destroy_end(vsb_sandbox_t *sb, vsb_end_reason_t reason,
+    const char *limit, const char *fmt, ...)
+{
+    va_list  ap;
+
+    /* a retry keeps what the sandbox was first ended for */
+    if (sb->end.reason == VSB_END_NONE) {
+        sb->end.reason = reason;
+        sb->end.limit = limit;
+
+        va_start(ap, fmt);
+        vsnprintf(sb->end.detail, sizeof(sb->end.detail), fmt, ap);
+        va_end(ap);
+    }
+
+    vsb_log(VSB_LOG_INFO, "sandbox %s: ending (%s%s%s): %s", sb->id,
+            vsb_end_name(reason), limit ? " " : "", limit ? limit : "",
+            sb->end.detail);
+
+    vsb_destroy_start(sb);
+}
+
+
+void
 vsb_destroy_start(vsb_sandbox_t *sb)
 {
     vsb_entry_t    *en = vsb_entry(sb);
 
     en->state = VSB_SB_DESTROYING;
-    vsb_timer_del(&sb->ttl_timer);
+    sb->end.start_ms = vsb_now_ms();
+    sb->end.start_at = time(NULL);
+    vsb_lifetime_stop(sb);
 
     vsb_op_exec_cancel_all(sb);
 
@@ -226,7 +270,30 @@ static int
 vsb_req_destroy(json_t *root, const vsb_config_t *cf, vsb_request_t *r,
     vsb_error_t *e)
 {
-    return vsb_req_owned(root, VSB_OP_DESTROY, r, e);
+    static const char *const  allowed[] = {
+        "op", "request_id", "tenant", "agent", "id", "reason", NULL
+    };
+    const char  *reason;
+
+    if (vsb_req_fields(root, allowed, VSB_OP_DESTROY, e) != 0
+        || vsb_req_owner(root, "tenant", 1, &r->tenant, e) != 0
+        || vsb_req_owner(root, "agent", 1, &r->agent, e) != 0
+        || vsb_req_sandbox_id(root, r, e) != 0
+        || vsb_req_string(root, "reason", 0, 16, &reason, e) != 0)
+    {
+        return -1;
+    }
+
+    if (reason != NULL && strcmp(reason, VSB_END_DELETED) != 0) {
+        if (strcmp(reason, VSB_END_ADMIN) != 0) {
+            return vsb_error_set(e, VSB_E_BAD_VALUE, "reason",
+                                 "\"reason\" is \"" VSB_END_DELETED "\" or "
+                                 "\"" VSB_END_ADMIN "\"");
+        }
+        r->admin = 1;
+    }
+
+    return 0;
 }
 
 
@@ -261,9 +328,10 @@ vsb_op_destroy(vsb_conn_t *c, json_t *root, const vsb_request_t *r,
     vsb_entry(sb)->destroy_waiter = p;
     c->op = p;
 
-    vsb_log(VSB_LOG_INFO, "sandbox %s: destroy requested by uid %u",
-            sb->id, (unsigned) c->uid);
-    vsb_destroy_start(sb);
+    vsb_destroy_end(sb, r->admin ? VSB_END_R_ADMIN : VSB_END_R_DELETED,
+                    NULL, "%s by a request (uid %u)",
+                    r->admin ? "ended by an administrator" : "deleted",
+                    (unsigned) c->uid);
 }
 
 
@@ -287,7 +355,8 @@ vsb_destroy_shutdown(volatile sig_atomic_t *done)
         next = sb->next;
         if (vsb_entry(sb)->state != VSB_SB_DESTROYING) {
             vsb_log(VSB_LOG_INFO, "shutdown: destroying sandbox %s", sb->id);
-            vsb_destroy_start(sb);
+            vsb_destroy_end(sb, VSB_END_R_RESTART, NULL, "the helper was "
+                            "stopped (run %s)", vsb_registry_epoch());
         }
     }
 

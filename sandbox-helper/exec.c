@@ -21,6 +21,7 @@
 #include "vsb_egress.h"
 #include "vsb_exec.h"
 #include "vsb_exec_env.h"
+#include "vsb_lifetime.h"
 #include "vsb_log.h"
 #include "vsb_spawn.h"
 
@@ -633,7 +634,9 @@ vsb_exec_poll(vsb_timer_t *t)
 static void
 vsb_exec_network(void *data, json_t *network)
 {
-    vsb_exec_t  *ex = data;
+    vsb_exec_t     *ex = data;
+    vsb_sandbox_t  *sb = ex->sb;
+    int             oom;
 
     ex->egress = NULL;
     ex->res.network = network;
@@ -647,10 +650,14 @@ vsb_exec_network(void *data, json_t *network)
             ex->res.oom_killed ? " oom" : "",
             (unsigned long long) ex->res.wall_ms);
 
+    oom = ex->res.oom_killed;
     ex->done(ex, &ex->res, ex->data);
 
     json_decref(network);
     vsb_exec_free(ex);
+
+    /* activity, and a limit that may have left the sandbox unusable */
+    vsb_lifetime_exec_ended(sb, oom);
 }
 
 

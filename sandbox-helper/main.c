@@ -21,13 +21,16 @@
 #include "vsb_config.h"
 #include "vsb_destroy.h"
 #include "vsb_egress.h"
+#include "vsb_ended.h"
 #include "vsb_landlock.h"
 #include "vsb_log.h"
 #include "vsb_loop.h"
 #include "vsb_netns.h"
 #include "vsb_ops.h"
 #include "vsb_profile.h"
+#include "vsb_recover.h"
 #include "vsb_registry.h"
+#include "vsb_sbstate.h"
 #include "vsb_seccomp.h"
 #include "vsb_server.h"
 #include "vsb_storage.h"
@@ -135,7 +138,7 @@ main(int argc, char **argv)
 {
     const char      *conf = VSB_DEFAULT_CONF;
     char             err[1024];
-    int              opt, test = 0, n, rc = 0;
+    int              opt, test = 0, rc = 0;
     vsb_sandbox_t   *sb;
 
     if (vsb_std_fds() != 0) {
@@ -212,31 +215,19 @@ main(int argc, char **argv)
     }
 
     if (vsb_storage_init(err, sizeof(err)) != 0
-        || vsb_netns_init(err, sizeof(err)) != 0)
+        || vsb_netns_init(err, sizeof(err)) != 0
+        || vsb_ended_init(err, sizeof(err)) != 0
+        || vsb_sbstate_init(err, sizeof(err)) != 0)
     {
         vsb_log(VSB_LOG_ERR, "%s", err);
         return 1;
     }
 
-    /* A previous run may have died: nothing of it may survive. */
-    n = vsb_cgroup_cleanup_stale();
-    if (n < 0) {
-        vsb_log(VSB_LOG_ERR, "stale cgroups under %s could not be removed",
-                vsb_cf.cgroup_name);
-        return 1;
-    }
-
-    n = vsb_storage_cleanup_stale();
-    if (n < 0) {
-        vsb_log(VSB_LOG_ERR, "stale sandbox files under %s/sb could not be "
-                "removed", vsb_cf.state_dir);
-        return 1;
-    }
-
-    n = vsb_netns_cleanup_stale();
-    if (n < 0) {
-        vsb_log(VSB_LOG_ERR, "stale network namespaces under %s/netns could "
-                "not be removed", vsb_cf.state_dir);
+    /* A previous run may have died: nothing of it may survive, and each
+     * sandbox it had ends on record. */
+    if (vsb_recover() != 0) {
+        vsb_log(VSB_LOG_ERR, "what a previous run left could not all be "
+                "removed: not starting");
         return 1;
     }
 

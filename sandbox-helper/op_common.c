@@ -5,7 +5,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
+#include "vsb_ended.h"
+#include "vsb_lifetime.h"
 #include "vsb_op.h"
 #include "vsb_registry.h"
 
@@ -78,14 +81,46 @@ vsb_pending_free(vsb_pending_t *p)
 }
 
 
+/* "ended" naming why and when (UTC). */
+static void
+vsb_find_ended(vsb_error_t *e, const char *id, const char *reason,
+    time_t at)
+{
+    char       when[32];
+    struct tm  tm;
+
+    if (gmtime_r(&at, &tm) == NULL
+        || strftime(when, sizeof(when), "%Y-%m-%dT%H:%M:%SZ", &tm) == 0)
+    {
+        snprintf(when, sizeof(when), "%lld", (long long) at);
+    }
+
+    vsb_error_set(e, VSB_E_ENDED, "id", "sandbox %s ended (%s) at %s", id,
+                  reason, when);
+    e->end_reason = reason;
+}
+
+
 vsb_sandbox_t *
 vsb_find(const vsb_request_t *r, vsb_error_t *e)
 {
-    vsb_sandbox_t  *sb;
+    vsb_sandbox_t      *sb;
+    const vsb_ended_t  *en;
 
     sb = vsb_registry_find(r->tenant, r->agent, r->id);
     if (sb == NULL) {
-        vsb_error_set(e, VSB_E_NOT_FOUND, "id", "no sandbox %s", r->id);
+        en = vsb_ended_find(r->tenant, r->agent, r->id);
+        if (en != NULL) {
+            vsb_find_ended(e, r->id, vsb_ended_reason(en), vsb_ended_at(en));
+        } else {
+            vsb_error_set(e, VSB_E_NOT_FOUND, "id", "no sandbox %s", r->id);
+        }
+        return NULL;
+    }
+
+    /* a request naming it: not idle */
+    if (vsb_entry(sb)->state == VSB_SB_READY) {
+        vsb_lifetime_touch(sb);
     }
 
     return sb;
@@ -99,11 +134,24 @@ vsb_find_ready(const vsb_request_t *r, vsb_error_t *e)
     vsb_sandbox_t  *sb;
 
     sb = vsb_find(r, e);
-    if (sb != NULL && vsb_entry(sb)->state != VSB_SB_READY) {
+    if (sb == NULL) {
+        return NULL;
+    }
+
+    switch (vsb_entry(sb)->state) {
+
+    case VSB_SB_READY:
+        return sb;
+
+    case VSB_SB_FAILED:
+        /* it ended; only destroy (a retry) and status still name it */
+        vsb_find_ended(e, sb->id, VSB_END_TERMINATION_FAILED,
+                       sb->end.start_at);
+        return NULL;
+
+    default:
         vsb_error_set(e, VSB_E_BUSY, "id", "sandbox %s is %s", sb->id,
                       vsb_state_name(sb));
         return NULL;
     }
-
-    return sb;
 }

@@ -11,7 +11,9 @@
 #include "vsb_cgroup.h"
 #include "vsb_destroy.h"
 #include "vsb_egress.h"
+#include "vsb_ended.h"
 #include "vsb_landlock.h"
+#include "vsb_lifetime.h"
 #include "vsb_log.h"
 #include "vsb_netns.h"
 #include "vsb_op.h"
@@ -19,6 +21,7 @@
 #include "vsb_profile.h"
 #include "vsb_registry.h"
 #include "vsb_rootfs.h"
+#include "vsb_sbstate.h"
 #include "vsb_spawn.h"
 #include "vsb_storage.h"
 
@@ -43,7 +46,7 @@ vsb_sandbox_json(vsb_sandbox_t *sb, int usage, int metadata)
     json_t             *j;
 
     j = json_pack("{s:s, s:s, s:s, s:s, s:s, s:s, s:o, s:o, s:I, s:I, s:I, "
-                  "s:I}",
+                  "s:I, s:I, s:I}",
                   "id", sb->id,
                   "epoch", vsb_registry_epoch(),
                   "tenant", sb->tenant,
@@ -53,11 +56,20 @@ vsb_sandbox_json(vsb_sandbox_t *sb, int usage, int metadata)
                   "network", vsb_egress_sandbox_json(sb, metadata),
                   "limits", vsb_limits_json(&sb->limits),
                   "ttl_s", (json_int_t) sb->ttl_s,
+                  "idle_s", (json_int_t) sb->idle_s,
                   "created_at", (json_int_t) sb->created_at,
                   "expires_at", (json_int_t) sb->expires_at,
+                  "active_at", (json_int_t) sb->active_at,
                   "execs_running", (json_int_t) vsb_execs_running(sb));
     if (j == NULL) {
         return NULL;
+    }
+
+    if (vsb_entry(sb)->state == VSB_SB_DESTROYING
+        && sb->end.reason != VSB_END_NONE)
+    {
+        json_object_set_new(j, "ending",
+                            json_string(vsb_end_name(sb->end.reason)));
     }
 
     json_object_set_new(j, "profile_digest",
@@ -190,13 +202,38 @@ vsb_req_status(json_t *root, const vsb_config_t *cf, vsb_request_t *r,
 }
 
 
+/* An ended sandbox answers its ENDED record. */
+static void
+vsb_reply_ended(vsb_conn_t *c, const vsb_request_t *r, const vsb_ended_t *en)
+{
+    json_t  *reply;
+
+    reply = vsb_ok(r->request_id);
+    if (reply != NULL) {
+        json_object_set_new(reply, "sandbox", vsb_ended_json(en));
+    }
+
+    vsb_conn_reply(c, reply, NULL, 0);
+}
+
+
 static void
 vsb_op_status(vsb_conn_t *c, json_t *root, const vsb_request_t *r,
     const unsigned char *payload, size_t payload_len, vsb_error_t *e)
 {
-    vsb_sandbox_t  *sb;
+    vsb_sandbox_t      *sb;
+    const vsb_ended_t  *en;
 
     sb = vsb_find(r, e);
+
+    if (sb == NULL || vsb_entry(sb)->state == VSB_SB_FAILED) {
+        en = vsb_ended_find(r->tenant, r->agent, r->id);
+        if (en != NULL) {
+            vsb_reply_ended(c, r, en);
+            return;
+        }
+    }
+
     if (sb == NULL) {
         vsb_conn_reply_error(c, r->request_id, e);
         return;
@@ -220,15 +257,19 @@ vsb_req_list(json_t *root, const vsb_config_t *cf, vsb_request_t *r,
     vsb_error_t *e)
 {
     static const char *const  allowed_list[] = {
-        "op", "request_id", "tenant", "agent", NULL
+        "op", "request_id", "tenant", "agent", "ended", NULL
     };
+    unsigned  ended = 0;
 
     if (vsb_req_fields(root, allowed_list, "list", e) != 0
         || vsb_req_owner(root, "tenant", 1, &r->tenant, e) != 0
-        || vsb_req_owner(root, "agent", 0, &r->agent, e) != 0)
+        || vsb_req_owner(root, "agent", 0, &r->agent, e) != 0
+        || vsb_req_bool(root, "ended", &ended, e) != 0)
     {
         return -1;
     }
+
+    r->with_ended = ended;
     return 0;
 }
 
@@ -238,7 +279,8 @@ vsb_op_list(vsb_conn_t *c, json_t *root, const vsb_request_t *r,
     const unsigned char *payload, size_t payload_len, vsb_error_t *e)
 {
     vsb_sandbox_t  *sb;
-    json_t         *reply, *arr;
+    json_t         *reply, *arr, *ended;
+    int             truncated;
 
     reply = vsb_ok(r->request_id);
     arr = json_array();
@@ -252,8 +294,10 @@ vsb_op_list(vsb_conn_t *c, json_t *root, const vsb_request_t *r,
 
     /* Without metadata: a long list must still fit VSB_MAX_JSON. */
     for (sb = vsb_registry_first(); sb != NULL; sb = sb->next) {
+        /* one whose termination failed has ended: its ENDED record */
         if (strcmp(sb->tenant, r->tenant) != 0
-            || (r->agent != NULL && strcmp(sb->agent, r->agent) != 0))
+            || (r->agent != NULL && strcmp(sb->agent, r->agent) != 0)
+            || vsb_entry(sb)->state == VSB_SB_FAILED)
         {
             continue;
         }
@@ -261,6 +305,19 @@ vsb_op_list(vsb_conn_t *c, json_t *root, const vsb_request_t *r,
     }
 
     json_object_set_new(reply, "sandboxes", arr);
+
+    if (r->with_ended) {
+        ended = vsb_ended_list(r->tenant, r->agent, &truncated);
+        if (ended == NULL) {
+            json_decref(reply);
+            vsb_error_set(e, VSB_E_INTERNAL, NULL, "out of memory");
+            vsb_conn_reply_error(c, r->request_id, e);
+            return;
+        }
+        json_object_set_new(reply, "ended", ended);
+        json_object_set_new(reply, "ended_truncated", json_boolean(truncated));
+    }
+
     vsb_conn_reply(c, reply, NULL, 0);
 }
 
@@ -338,7 +395,7 @@ vsb_req_create(json_t *root, const vsb_config_t *cf, vsb_request_t *r,
 {
     static const char *const  allowed[] = {
         "op", "request_id", "tenant", "agent", "profile", "limits", "ttl_s",
-        "network", "env", "metadata", NULL
+        "idle_s", "network", "env", "metadata", NULL
     };
     const char  *s;
     json_t      *md;
@@ -371,6 +428,15 @@ vsb_req_create(json_t *root, const vsb_config_t *cf, vsb_request_t *r,
     if (r->ttl_s > cf->max_ttl_s) {
         return vsb_req_over(e, "ttl_s", VSB_LIMIT_TTL_S, r->ttl_s,
                             cf->max_ttl_s);
+    }
+
+    r->idle_s = cf->default_idle_s;
+    if (vsb_req_uint(root, "idle_s", 0, &r->idle_s, e) != 0) {
+        return -1;
+    }
+    if (r->idle_s > cf->max_idle_s) {
+        return vsb_req_over(e, "idle_s", VSB_LIMIT_IDLE_S, r->idle_s,
+                            cf->max_idle_s);
     }
 
     if (vsb_egress_req_network(root, cf, r, e) != 0) {
@@ -407,24 +473,14 @@ vsb_req_create(json_t *root, const vsb_config_t *cf, vsb_request_t *r,
 
 
 static void
-vsb_ttl_expired(vsb_timer_t *t)
-{
-    vsb_sandbox_t  *sb = t->data;
-
-    vsb_log(VSB_LOG_INFO, "sandbox %s: ttl of %llu s expired, destroying",
-            sb->id, (unsigned long long) sb->ttl_s);
-    vsb_destroy_start(sb);
-}
-
-
-static void
 vsb_created(vsb_sandbox_t *sb)
 {
     vsb_log(VSB_LOG_INFO, "created sandbox %s for tenant %s agent %s "
-            "(uid %u, profile %s, %llu MiB disk, ttl %llu s, network %s)",
+            "(uid %u, profile %s, %llu MiB disk, ttl %llu s, idle %llu s, "
+            "network %s)",
             sb->id, sb->tenant, sb->agent, (unsigned) sb->host_uid,
             sb->profile->name, (unsigned long long) sb->limits.disk_mb,
-            (unsigned long long) sb->ttl_s,
+            (unsigned long long) sb->ttl_s, (unsigned long long) sb->idle_s,
             sb->egress != NULL ? "allowlist" : "none");
 }
 
@@ -507,7 +563,9 @@ vsb_op_create(vsb_conn_t *c, json_t *root, const vsb_request_t *r,
     sb->profile = r->profile;
     sb->limits = r->limits;
     sb->ttl_s = r->ttl_s;
+    sb->idle_s = r->idle_s;
     sb->created_at = time(NULL);
+    sb->created_ms = vsb_now_ms();
     sb->expires_at = sb->created_at + (time_t) r->ttl_s;
     sb->env = r->env ? json_deep_copy(r->env) : json_object();
     sb->metadata = r->metadata ? json_deep_copy(r->metadata) : NULL;
@@ -548,11 +606,20 @@ vsb_op_create(vsb_conn_t *c, json_t *root, const vsb_request_t *r,
         goto failed_netns;
     }
 
-    sb->ttl_timer.handler = vsb_ttl_expired;
-    sb->ttl_timer.data = sb;
-    vsb_timer_add(&sb->ttl_timer, sb->ttl_s * 1000);
-
     vsb_registry_insert(sb);
+
+    /* on disk before anyone knows its id: a crash from here on leaves a
+     * state file, and the next run ends the sandbox on record */
+    if (vsb_sbstate_write(sb, err, sizeof(err)) != 0) {
+        vsb_error_set(e, VSB_E_INTERNAL, NULL, "state file: %s", err);
+        vsb_log(VSB_LOG_ERR, "sandbox %s: create failed: %s", sb->id,
+                e->detail);
+        vsb_destroy_start(sb);
+        vsb_conn_reply_error(c, r->request_id, e);
+        return;
+    }
+
+    vsb_lifetime_start(sb);
 
     if (sb->egress != NULL) {
         /* the reply waits until the proxy serves the sandbox */

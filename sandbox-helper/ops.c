@@ -32,6 +32,8 @@ static const vsb_op_t *const  vsb_ops[] = {
     &vsb_extract_archive_op,
     &vsb_export_archive_op,
     &vsb_stats_op,
+    &vsb_update_lifetime_op,
+    &vsb_ended_op,
 };
 
 

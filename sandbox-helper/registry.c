@@ -115,6 +115,13 @@ vsb_registry_by_id(const char *id)
 
 
 vsb_sandbox_t *
+vsb_registry_get(const char *id)
+{
+    return vsb_registry_by_id(id);
+}
+
+
+vsb_sandbox_t *
 vsb_registry_alloc(void)
 {
     vsb_entry_t  *en;
@@ -186,6 +193,8 @@ vsb_registry_free(vsb_sandbox_t *sb)
     }
 
     vsb_timer_del(&sb->ttl_timer);
+    vsb_timer_del(&sb->idle_timer);
+    vsb_timer_del(&sb->check_timer);
     vsb_timer_del(&vsb_entry(sb)->destroy_timer);
 
     if (sb->netns_fd != -1) {

@@ -55,6 +55,14 @@ int vsb_cgroup_populated(vsb_cgroup_t *cg);
 
 int vsb_cgroup_usage(vsb_cgroup_t *cg, vsb_cgroup_usage_t *u);
 
+/* Bytes of shared memory (tmpfs files) charged to cg and below: what
+ * stays charged when no process runs.  -1 on error. */
+int vsb_cgroup_shmem(vsb_cgroup_t *cg, uint64_t *bytes);
+
+/* 0 if no cgroup of that name is under the helper's parent in any
+ * hierarchy; 1 if one is, 2 if it holds processes; -1 on error. */
+int vsb_cgroup_exists(const char *name);
+
 /* rmdir in every hierarchy (children first), verifies each directory is
  * gone, frees cg.  -1 with err naming the directory if one remains (cg is
  * still valid then and may be retried). */

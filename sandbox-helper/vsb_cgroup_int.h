@@ -23,6 +23,7 @@ int vsb_cg1_set_limits(vsb_cgroup_t *cg, const vsb_limits_t *limits,
 int vsb_cg1_kill(vsb_cgroup_t *cg);
 int vsb_cg1_populated(vsb_cgroup_t *cg);
 int vsb_cg1_usage(vsb_cgroup_t *cg, vsb_cgroup_usage_t *u);
+int vsb_cg1_shmem(vsb_cgroup_t *cg, uint64_t *bytes);
 
 /* cgroup2.c; mount NULL: find the cgroup2 mount (/sys/fs/cgroup first).
  * need_ctrl: fail unless memory, pids and cpu are all available. */
@@ -33,6 +34,7 @@ int vsb_cg2_set_limits(vsb_cgroup_t *cg, const vsb_limits_t *limits,
 int vsb_cg2_kill(vsb_cgroup_t *cg);
 int vsb_cg2_populated(vsb_cgroup_t *cg);
 int vsb_cg2_usage(vsb_cgroup_t *cg, vsb_cgroup_usage_t *u);
+int vsb_cg2_shmem(vsb_cgroup_t *cg, uint64_t *bytes);
 
 /* test-only: use the cgroup2 hierarchy mounted at path (e.g. the empty
  * /sys/fs/cgroup/unified of a hybrid host) whatever controllers it has. */

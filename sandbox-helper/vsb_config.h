@@ -22,6 +22,9 @@
 #define VSB_ABS_TIMEOUT_S      (24 * 3600)
 #define VSB_ABS_OUTPUT_BYTES   (64 * 1024 * 1024)
 #define VSB_ABS_TTL_S          (7 * 24 * 3600)
+#define VSB_ABS_IDLE_S         VSB_ABS_TTL_S
+#define VSB_ABS_ENDED_RETENTION_S  (30 * 24 * 3600)
+#define VSB_ABS_ENDED          16384    /* ENDED records kept (2 KiB each) */
 #define VSB_ABS_SANDBOXES      1024
 #define VSB_ABS_FILE_BYTES     (64 * 1024 * 1024)
 #define VSB_ABS_ARCHIVE_BYTES  VSB_MAX_STREAM_PAYLOAD
@@ -99,6 +102,10 @@ typedef struct {
     vsb_limits_t   def;                 /* defaults for omitted limits */
     uint64_t       max_ttl_s;
     uint64_t       default_ttl_s;
+    uint64_t       max_idle_s;
+    uint64_t       default_idle_s;
+    uint64_t       ended_retention_s;   /* ENDED records kept this long */
+    uint64_t       ended_max;           /* and at most this many */
     uint64_t       max_sandboxes;
     uint64_t       max_file_bytes;
     uint64_t       max_archive_bytes;   /* an upload, an export */

@@ -41,7 +41,8 @@ extern const vsb_op_t  vsb_ping_op, vsb_create_op, vsb_status_op,
     vsb_list_op, vsb_exec_op, vsb_write_file_op, vsb_read_file_op,
     vsb_destroy_op, vsb_update_network_op, vsb_profiles_op,
     vsb_exec_status_op, vsb_exec_output_op, vsb_exec_kill_op,
-    vsb_extract_archive_op, vsb_export_archive_op, vsb_stats_op;
+    vsb_extract_archive_op, vsb_export_archive_op, vsb_stats_op,
+    vsb_update_lifetime_op, vsb_ended_op;
 
 /* Parses one request header: finds the op's row, checks the payload is
  * allowed, applies the row's schema; payload_len is the frame's payload

@@ -41,6 +41,7 @@
  *      "limit": "<name>"  (with over_ceiling, file_too_large, busy,
  *                          no_space, timed_out: the bound that was hit),
  *      "step": "<name>"   (with termination_failed),
+ *      "end_reason": END  (with ended),
  *      "stderr": "<text>" (archive ops: what tar said, head and tail,
  *                          <= 4 KiB, non-printable bytes as '?')}
  *
@@ -69,8 +70,14 @@
  *                                        seccomp: "allowlist",
  *                                        landlock_abi: n (0: none),
  *                                        egress: EGRESS}
- *   create    {tenant, agent, profile?, limits?, ttl_s?, network?, env?,
- *              metadata?}           -> {sandbox: SANDBOX}
+ *   create    {tenant, agent, profile?, limits?, ttl_s?, idle_s?,
+ *              network?, env?, metadata?}
+ *                                   -> {sandbox: SANDBOX}
+ *             ttl_s: the lifetime, counted from creation, 1 .. max_ttl_s;
+ *             idle_s: the sandbox ends once no exec (background ones
+ *             included) has run and no request has named it for this
+ *             long, 1 .. max_idle_s.  Both enforced by the helper's own
+ *             timers, with or without a client (END "expired", "idle").
  *             network: "none" (default) or NETWORK.  With NETWORK the
  *             reply waits until the egress proxy serves the sandbox;
  *             errors: bad_value (egress = off, bad entry), bad_type,
@@ -86,8 +93,33 @@
  *             "none" sandbox, a bad entry, empty add), over_ceiling
  *             (counting the entries already there), busy (another change
  *             of it in progress), unavailable (proxy restarting).
- *   status    {tenant, agent, id}   -> {sandbox: SANDBOX}
- *   list      {tenant, agent?}      -> {sandboxes: [SANDBOX, ...]}
+ *   status    {tenant, agent, id}   -> {sandbox: SANDBOX | ENDED}
+ *             a sandbox that ended within ended_retention_s answers its
+ *             ENDED record (state "ended"); after that, not_found.
+ *   list      {tenant, agent?, ended?}
+ *                                   -> {sandboxes: [SANDBOX, ...],
+ *                                       ended?: [ENDED, ...],
+ *                                       ended_truncated?: bool}
+ *             ended: true adds the owner's retained ENDED records,
+ *             newest first, at most VSB_MAX_ENDED_LIST bytes of them
+ *             (ended_truncated: some older ones were left out).
+ *   update_lifetime {tenant, agent, id, ttl_s?, idle_s?}
+ *                                   -> {sandbox: SANDBOX}
+ *             at least one of them.  ttl_s: the new lifetime counted from
+ *             creation (not an increment: the same request twice changes
+ *             nothing), 1 .. max_ttl_s (over_ceiling, limit "ttl_s"); one
+ *             that ends before now is bad_value (destroy ends a sandbox).
+ *             idle_s: 1 .. max_idle_s (limit "idle_s"), from now on.
+ *             Written to the sandbox's state file before the reply.
+ *   ended     {after? (0), max? (VSB_ENDED_PAGE)}
+ *                                   -> {epoch: EPOCH, ended: [ENDED, ...],
+ *                                       next: SEQ, more: bool}
+ *             every tenant's ENDED records with seq > after, oldest
+ *             first, within VSB_MAX_ENDED_LIST bytes: the gateway polls
+ *             it to learn of ends it did not ask for (expiry, idle,
+ *             limits, restarts).  Ask again from next while more.  seq
+ *             grows within one run; after a restart (another epoch) start
+ *             from 0 again: a record may come twice, never not at all.
  *   exec      {tenant, agent, id, argv, cwd?, env?, timeout_s?,
  *              output_bytes?, stream?, background?}
  *             payload: stdin bytes
@@ -160,9 +192,15 @@
  *             bad_path, busy.  After it (the client must drop what came):
  *             file_too_large (limit "archive_bytes"), io_error (tar could
  *             not read something: see stderr), no_space, timed_out.
- *   destroy   {tenant, agent, id}   -> {id, state: "terminated",
+ *   destroy   {tenant, agent, id, reason? ("deleted"|"admin")}
+ *                                   -> {id, state: "terminated",
  *                                       confirmed: {processes, cgroups,
- *                                       network, mounts, files: true}}
+ *                                       network, mounts, files: true},
+ *                                       ended: ENDED}
+ *             reason: the END reason put on record (default "deleted";
+ *             "admin": an operator ended another agent's sandbox).  A
+ *             sandbox that ended already answers the error ended; one
+ *             whose termination failed is tried again.
  *             or error termination_failed with "step" naming what could
  *             not be confirmed.  The reply comes once everything is
  *             confirmed gone; the helper serves other requests meanwhile
@@ -192,12 +230,41 @@
  *   SANDBOX = {id, epoch: EPOCH, tenant, agent, profile,
  *              profile_digest: "sha256:<64 hex>"|null (the image the
  *              sandbox's root is made of; null: a directory profile),
- *              state: "ready"|"destroying"|"termination_failed",
+ *              state: "ready"|"destroying",
+ *              ending?: END (while destroying: why),
  *              network: "none" | NETWORK ("allowlist" in list replies),
- *              limits: LIMITS, ttl_s,
- *              created_at, expires_at (unix seconds),
- *              execs_running, metadata?,
+ *              limits: LIMITS, ttl_s, idle_s,
+ *              created_at, expires_at, active_at (the last request or
+ *              exec end: idle since then unless execs_running > 0)
+ *              (unix seconds), execs_running, metadata?,
  *              usage?: {memory_bytes, pids, disk_used_bytes} (status)}
+ *   ENDED   = {id, epoch (of the run that created it), tenant, agent,
+ *              profile, profile_digest, state: "ended", end_reason: END,
+ *              limit? (killed_by_limit: "memory"),
+ *              step? (termination_failed: "processes"|"cgroups"|
+ *                "network"|"mounts"|"files", the first not confirmed),
+ *              cause? (termination_failed: the END it was for),
+ *              detail? (<= 256 bytes: what happened, in words),
+ *              created_at, ttl_s, idle_s, expires_at,
+ *              ended_at (unix seconds: termination confirmed, or found
+ *              failed), termination_ms (from the end's start),
+ *              retained_until (unix seconds; then status says
+ *              not_found), confirmed: {processes, cgroups, network,
+ *              mounts, files: bool}, seq: SEQ}
+ *             at most VSB_MAX_ENDED_JSON bytes.  Kept by the helper in
+ *             state_dir/ended/<id>.json (written atomically) for
+ *             ended_retention_s, at most ended_max of them (the oldest
+ *             go first); a termination_failed one stays while its
+ *             sandbox does (destroy retries it).
+ *   END     = "deleted" (destroy) | "admin" (destroy, reason "admin") |
+ *             "expired" (its ttl_s) | "idle" (its idle_s) |
+ *             "killed_by_limit" (with limit: "memory": after the OOM
+ *             killer ended an exec, the sandbox's files alone held its
+ *             memory limit, so nothing could run in it again) |
+ *             "helper_restart" (the helper stopped, or a crashed run
+ *             left it and the next run ended it) |
+ *             "termination_failed" (with step and cause)
+ *   SEQ     = an integer, growing with each ENDED record of a run
  *   LIMITS  = {memory_mb, pids, cpu_percent, disk_mb, timeout_s,
  *              output_bytes}
  *   NETWORK = {allow: [ENTRY...], ask?: [ENTRY...]}: allow is what the
@@ -268,9 +335,11 @@
  *   EPOCH   = VSB_EPOCH_LEN lowercase hex digits, random, made when the
  *             helper starts.  A SANDBOX carries the epoch of the helper
  *             run that created it.  Sandboxes never outlive their helper
- *             (a restart removes whatever a previous run left), so a
- *             client holding a sandbox whose epoch differs from the
- *             epoch ping reports now knows that sandbox is gone.
+ *             (a restart ends whatever a previous run left, reading the
+ *             state file each live sandbox has in state_dir/run, and
+ *             records END "helper_restart" for each), so a client
+ *             holding a sandbox whose epoch differs from the epoch ping
+ *             reports now knows that sandbox is gone.
  *
  * tenant, agent: 1 .. VSB_MAX_ID_LEN bytes of printable ASCII (0x21-0x7e).
  * id: "sb-" followed by 24 lowercase hex digits.
@@ -287,7 +356,9 @@
  * env: object of string values; names match [A-Za-z_][A-Za-z0-9_]*.
  * Every sandbox belongs to the (tenant, agent) that created it; any op
  * naming it with another owner answers not_found, exactly as an unknown
- * id does.  not_found names its field: "id" for a sandbox, "path" for a
+ * id does.  Any op but status naming a sandbox that has ended (within
+ * its retention) answers ended, with "end_reason" (END) and a detail
+ * saying when; a sandbox being destroyed answers busy.  not_found names its field: "id" for a sandbox, "path" for a
  * file of an existing sandbox (read_file).
  * profile_unavailable (create, field "profile"): the profile exists but
  * its image is no longer in the store (removed since the helper
@@ -329,6 +400,10 @@
 #define VSB_MAX_NETWORK_ENTRY     300         /* one allowlist entry */
 #define VSB_MAX_NETWORK_BYTES     8192        /* allow + ask entries */
 #define VSB_MAX_EXEC_NETWORK_BYTES 16384      /* an exec's attempts */
+#define VSB_MAX_ENDED_JSON        2048        /* one ENDED record */
+#define VSB_MAX_ENDED_LIST        49152       /* ENDED records in a reply */
+#define VSB_ENDED_PAGE            16          /* ended: records by default */
+#define VSB_ENDED_PAGE_MAX        64
 
 /* Ops. */
 #define VSB_OP_PING               "ping"
@@ -347,10 +422,21 @@
 #define VSB_OP_EXTRACT_ARCHIVE    "extract_archive"
 #define VSB_OP_EXPORT_ARCHIVE     "export_archive"
 #define VSB_OP_STATS              "stats"
+#define VSB_OP_UPDATE_LIFETIME    "update_lifetime"
+#define VSB_OP_ENDED              "ended"
 
 /* Event frames (no "ok"): "event" is one of these. */
 #define VSB_EVENT_OUTPUT          "output"
 #define VSB_EVENT_DATA            "data"
+
+/* END reasons (ENDED's end_reason). */
+#define VSB_END_DELETED           "deleted"
+#define VSB_END_ADMIN             "admin"
+#define VSB_END_EXPIRED           "expired"
+#define VSB_END_IDLE              "idle"
+#define VSB_END_KILLED_BY_LIMIT   "killed_by_limit"
+#define VSB_END_HELPER_RESTART    "helper_restart"
+#define VSB_END_TERMINATION_FAILED "termination_failed"
 
 /* Error names carried in a failed reply's "error". */
 #define VSB_E_BAD_FRAME           "bad_frame"
@@ -378,6 +464,7 @@
 #define VSB_E_NOT_PERMITTED       "not_permitted"
 #define VSB_E_UNAVAILABLE         "unavailable"
 #define VSB_E_PROFILE_UNAVAILABLE "profile_unavailable"
+#define VSB_E_ENDED               "ended"
 #define VSB_E_INTERNAL            "internal"
 
 /* Limit names carried in "limit" with over_ceiling, and in LIMITS. */
@@ -388,6 +475,7 @@
 #define VSB_LIMIT_TIMEOUT_S       "timeout_s"
 #define VSB_LIMIT_OUTPUT_BYTES    "output_bytes"
 #define VSB_LIMIT_TTL_S           "ttl_s"
+#define VSB_LIMIT_IDLE_S          "idle_s"
 #define VSB_LIMIT_FILE_BYTES      "file_bytes"
 #define VSB_LIMIT_SANDBOXES       "sandboxes"
 #define VSB_LIMIT_NETWORK_ENTRIES "network_entries"

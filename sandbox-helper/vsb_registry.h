@@ -47,6 +47,9 @@ void vsb_registry_free(vsb_sandbox_t *sb);
 /* NULL unless id exists and belongs to tenant and agent. */
 vsb_sandbox_t *vsb_registry_find(const char *tenant, const char *agent,
     const char *id);
+/* Whoever owns it (the ENDED records' bookkeeping, never a lookup for a
+ * client). */
+vsb_sandbox_t *vsb_registry_get(const char *id);
 vsb_sandbox_t *vsb_registry_first(void);
 unsigned vsb_registry_count(void);
 

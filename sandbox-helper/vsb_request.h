@@ -19,6 +19,7 @@ typedef struct {
     const char  *field;          /* static string or NULL */
     const char  *limit;          /* with over_ceiling */
     const char  *step;           /* with termination_failed */
+    const char  *end_reason;     /* with ended: an END name */
     char         detail[256];
     char         field_buf[VSB_MAX_NAME + 1];  /* field names from input */
 } vsb_error_t;
@@ -36,7 +37,14 @@ typedef struct {
     /* create */
     const vsb_profile_t  *profile;
     vsb_limits_t          limits;         /* effective: defaults applied */
-    uint64_t              ttl_s;
+    uint64_t              ttl_s;          /* create, update_lifetime */
+    uint64_t              idle_s;
+    unsigned              ttl_set:1;      /* update_lifetime: given */
+    unsigned              idle_set:1;
+    unsigned              admin:1;        /* destroy: reason "admin" */
+    unsigned              with_ended:1;   /* list: "ended": true */
+    uint64_t              after;          /* ended: the cursor */
+    uint64_t              max_records;    /* ended: at most */
     json_t               *env;            /* create, exec; may be NULL */
     json_t               *metadata;
     json_t               *network;        /* create: allowlist object, NULL

@@ -17,6 +17,27 @@
 typedef struct vsb_exec_s     vsb_exec_t;
 typedef struct vsb_sandbox_s  vsb_sandbox_t;
 
+/* Why a sandbox ends (END in vsb_protocol.h). */
+typedef enum {
+    VSB_END_NONE = 0,            /* a create undone: nothing on record */
+    VSB_END_R_DELETED,
+    VSB_END_R_ADMIN,
+    VSB_END_R_EXPIRED,
+    VSB_END_R_IDLE,
+    VSB_END_R_LIMIT,
+    VSB_END_R_RESTART,
+    VSB_END_R_FAILED             /* termination_failed: never a cause */
+} vsb_end_reason_t;
+
+/* A sandbox's end, from the moment it begins (destroy.c, ended.c). */
+typedef struct {
+    vsb_end_reason_t      reason;
+    const char           *limit;             /* killed_by_limit */
+    char                  detail[256];
+    uint64_t              start_ms;          /* vsb_now_ms() */
+    time_t                start_at;
+} vsb_end_t;
+
 struct vsb_sandbox_s {
     char                  id[VSB_SANDBOX_ID_LEN + 1];
     char                  tenant[VSB_MAX_ID_LEN + 1];
@@ -24,8 +45,10 @@ struct vsb_sandbox_s {
     const vsb_profile_t  *profile;
     vsb_limits_t          limits;            /* effective */
     uint64_t              ttl_s;
+    uint64_t              idle_s;
     time_t                created_at;
     time_t                expires_at;
+    uint64_t              created_ms;        /* vsb_now_ms() */
 
     unsigned              slot;              /* 0 .. max_sandboxes-1 */
     uid_t                 host_uid;          /* inside uid/gid 0 */
@@ -50,8 +73,17 @@ struct vsb_sandbox_s {
     unsigned              execs_running;
     vsb_exec_t           *execs;             /* running execs */
 
+    /* lifetime.c: its ttl_s and idle_s, and limit breaches that end it */
     vsb_timer_t           ttl_timer;
+    vsb_timer_t           idle_timer;
+    vsb_timer_t           check_timer;       /* after an exec ended */
+    uint64_t              active_ms;         /* last request or exec end */
+    time_t                active_at;
+    unsigned              oom_seen:1;        /* an exec was OOM-killed */
+    unsigned              state_file:1;      /* state_dir/run/<id>.json */
     unsigned              destroying:1;
+
+    vsb_end_t             end;               /* set when its end begins */
 
     vsb_sandbox_t        *next;
 };

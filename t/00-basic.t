@@ -126,8 +126,16 @@ is_deeply($r->{confirmed},
             files => JSON::PP::true },
           'every confirmed flag true');
 ok(!-e $h->state_dir . "/sb/$id", 'sandbox directory gone');
+is($r->{ended}{end_reason}, 'deleted', 'the reply carries its ENDED record');
+ok(!-e $h->state_dir . "/run/$id.json", 'its state file is gone');
 $r = $h->destroy($id);
-is($r->{error}, 'not_found', 'second destroy: not_found');
+is($r->{error}, 'ended', 'second destroy: ended');
+is($r->{end_reason}, 'deleted', 'naming why');
+($r) = $h->call({ op => 'status', tenant => 't1', agent => 'a1', id => $id });
+is($r->{sandbox}{state}, 'ended', 'status after destroy: ended')
+    or diag explain $r;
+($r) = $h->call({ op => 'status', tenant => 't1', agent => 'a2', id => $id });
+is($r->{error}, 'not_found', "another agent's ended sandbox: not_found");
 
 $h->leaks_ok('after destroy');
 my $st = $h->stop;

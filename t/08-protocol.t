@@ -129,6 +129,27 @@ my @cases = (
     [ 'extract_archive unknown field',
       VetoTest::frame('{"op":"extract_archive","tenant":"t","agent":"a","id":"sb-000000000000000000000000","mode":420}', 'xyz'),
       'unknown_field', 0 ],
+    [ 'update_lifetime with nothing to change',
+      VetoTest::frame('{"op":"update_lifetime","tenant":"t","agent":"a","id":"sb-000000000000000000000000"}'),
+      'missing_field', 0 ],
+    [ 'update_lifetime extend_s (ttl_s is the lifetime from creation)',
+      VetoTest::frame('{"op":"update_lifetime","tenant":"t","agent":"a","id":"sb-000000000000000000000000","extend_s":60}'),
+      'unknown_field', 0 ],
+    [ 'update_lifetime ttl_s a string',
+      VetoTest::frame('{"op":"update_lifetime","tenant":"t","agent":"a","id":"sb-000000000000000000000000","ttl_s":"60"}'),
+      'bad_type', 0 ],
+    [ 'destroy reason expired (the helper says that itself)',
+      VetoTest::frame('{"op":"destroy","tenant":"t","agent":"a","id":"sb-000000000000000000000000","reason":"expired"}'),
+      'bad_value', 0 ],
+    [ 'ended with an owner (it is every tenant\'s)',
+      VetoTest::frame('{"op":"ended","tenant":"t"}'),
+      'unknown_field', 0 ],
+    [ 'ended negative cursor',
+      VetoTest::frame('{"op":"ended","after":-1}'),
+      'bad_value', 0 ],
+    [ 'list ended not a boolean',
+      VetoTest::frame('{"op":"list","tenant":"t","ended":1}'),
+      'bad_type', 0 ],
 );
 for my $c (@cases) {
     my ($name, $bytes, $want, $closes) = @$c;
@@ -223,6 +244,9 @@ for my $l (qw(memory_mb pids cpu_percent disk_mb timeout_s output_bytes)) {
 $r = $h->create(ttl_s => $h->cf('max_ttl_s') + 1);
 is($r->{error}, 'over_ceiling', 'ttl_s over max: over_ceiling');
 is($r->{limit}, 'ttl_s', 'limit names ttl_s');
+$r = $h->create(idle_s => 86401);
+is($r->{error}, 'over_ceiling', 'idle_s over max: over_ceiling');
+is($r->{limit}, 'idle_s', 'limit names idle_s');
 ($r) = $h->call({ op => 'ping' });
 is($r->{sandboxes}, 0, 'nothing was created by refused requests');
 

@@ -79,7 +79,8 @@ VetoTest::write_all($s, VetoTest::frame({ op => 'exec', tenant => 't1',
     agent => 'a1', id => $id, argv => [ 'sleep', '30' ] }));
 sleep 4;
 my ($r) = $h->call({ op => 'status', tenant => 't1', agent => 'a1', id => $id });
-is($r->{error}, 'not_found', 'sandbox gone after its ttl');
+is($r->{sandbox}{state}, 'ended', 'sandbox ended after its ttl') or diag explain $r;
+is($r->{sandbox}{end_reason}, 'expired', 'end_reason expired');
 my ($x) = VetoTest::recv_frame($s, 10);
 ok(!$x || !$x->{ok} || !defined $x->{exit_code},
    'the exec running at expiry did not finish normally');
@@ -134,8 +135,15 @@ for my $i (0 .. 2) {
 }
 is($h->wait_no_procs(5), 0, 'old processes killed') or diag $h->leak_detail;
 $h->leaks_ok('after restart cleanup');
-($r) = $h->call({ op => 'status', tenant => 't1', agent => 'a1', id => $old[0] });
-is($r->{error}, 'not_found', 'old sandboxes are not resurrected');
+for my $i (0 .. 2) {
+    ($r) = $h->call({ op => 'status', tenant => 't1', agent => 'a1', id => $old[$i] });
+    is($r->{sandbox}{state}, 'ended', "old sandbox $i is not resurrected: ended")
+        or diag explain $r;
+    is($r->{sandbox}{end_reason}, 'helper_restart', '... by the restart');
+    is($r->{sandbox}{epoch}, $epoch1, '... naming the run that made it');
+}
+($r) = $h->exec($old[0], ['true']);
+is($r->{error}, 'ended', 'an exec in it: ended');
 my $new = $h->create_ok;
 my ($e, $out) = $h->sh($new, 'echo fresh');
 is($out, "fresh\n", 'the restarted helper works');

@@ -385,7 +385,8 @@ my $st = sub {
     my $d = $h->destroy($id2);
     ok($d->{ok}, 'the sandbox is destroyed') or diag explain $d;
     ok(!procs_with("sleep $mark"), '... its background exec with it');
-    is($st->($id2, $r->{exec}{id})->{error}, 'not_found', '... and its record');
+    is($st->($id2, $r->{exec}{id})->{error}, 'ended',
+       '... and its record: the sandbox has ended');
 }
 
 # --- retained output is on the sandbox's own disk ------------------------

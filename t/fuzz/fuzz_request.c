@@ -20,6 +20,7 @@
  * FUZZ-COVERS: sandbox-helper/op_archive.c:vsb_req_.*
  * FUZZ-COVERS: sandbox-helper/destroy.c:vsb_req_.*
  * FUZZ-COVERS: sandbox-helper/op_network.c:vsb_req_.*
+ * FUZZ-COVERS: sandbox-helper/op_lifetime.c:vsb_req_.*
  * FUZZ-COVERS: sandbox-helper/egress.c:vsb_egress_req_.*
  */
 #include <jansson.h>
@@ -167,16 +168,23 @@ check_accepted(const vsb_request_t *r, size_t plen)
     }
 
     if (r->op != &vsb_ping_op && r->op != &vsb_profiles_op
-        && r->op != &vsb_stats_op && !owner_ok(r->tenant))
+        && r->op != &vsb_stats_op && r->op != &vsb_ended_op
+        && !owner_ok(r->tenant))
     {
         abort();
     }
 
     if (r->op == &vsb_ping_op || r->op == &vsb_profiles_op
-        || r->op == &vsb_stats_op)
+        || r->op == &vsb_stats_op || r->op == &vsb_ended_op)
     {
-        /* the whole helper's: no owner, no sandbox */
+        /* the whole helper's: no owner, no sandbox (the gateway's own
+         * questions) */
         if (r->tenant != NULL || r->agent != NULL || r->id != NULL) {
+            abort();
+        }
+        if (r->op == &vsb_ended_op
+            && (r->max_records < 1 || r->max_records > VSB_ENDED_PAGE_MAX))
+        {
             abort();
         }
 
@@ -198,12 +206,24 @@ check_accepted(const vsb_request_t *r, size_t plen)
             || r->limits.output_bytes < 1
             || r->limits.output_bytes > cf->max.output_bytes
             || r->ttl_s < 1 || r->ttl_s > cf->max_ttl_s
+            || r->idle_s < 1 || r->idle_s > cf->max_idle_s
             || (r->metadata != NULL && !json_is_object(r->metadata)))
         {
             abort();
         }
         check_env(r->env);
         check_network(r->network);
+
+    } else if (r->op == &vsb_update_lifetime_op) {
+        /* something to change, each within its ceiling */
+        if (!owner_ok(r->agent) || !vsb_req_id_ok(r->id)
+            || (!r->ttl_set && !r->idle_set)
+            || (r->ttl_set && (r->ttl_s < 1 || r->ttl_s > cf->max_ttl_s))
+            || (r->idle_set
+                && (r->idle_s < 1 || r->idle_s > cf->max_idle_s)))
+        {
+            abort();
+        }
 
     } else if (r->op == &vsb_update_network_op) {
         size_t  n = 0, bytes = 0;

@@ -160,6 +160,7 @@ CEIL = {name: conf_num('max_' + name)
         for name in ('memory_mb', 'pids', 'cpu_percent', 'disk_mb',
                      'timeout_s', 'output_bytes')}
 MAX_TTL = conf_num('max_ttl_s')
+MAX_IDLE = conf_num('max_idle_s')
 NET_ENTRIES = conf_num('egress_max_entries')
 SERVER_PAYLOAD = conf_num('max_file_bytes')
 ABS = {'max_memory_mb': need('VSB_ABS_MEMORY_MB'),
@@ -174,12 +175,15 @@ ABS = {'max_memory_mb': need('VSB_ABS_MEMORY_MB'),
        'max_execs_per_sandbox': 1024,
        'max_archive_bytes': MAX_STREAM,
        'max_background_execs': need('VSB_ABS_BACKGROUND'),
+       'max_idle_s': need('VSB_ABS_TTL_S'),
+       'ended_retention_s': need('VSB_ABS_ENDED_RETENTION_S'),
+       'ended_max': need('VSB_ABS_ENDED'),
        'egress_max_entries': need('VSB_ABS_EGRESS_ENTRIES'),
        'egress_max_connections': need('VSB_ABS_EGRESS_CONNS'),
        'egress_max_bytes_out': need('VSB_ABS_EGRESS_BYTES'),
        'egress_max_bytes_in': need('VSB_ABS_EGRESS_BYTES')}
 for _k in ('memory_mb', 'pids', 'cpu_percent', 'disk_mb', 'timeout_s',
-           'output_bytes', 'ttl_s'):
+           'output_bytes', 'ttl_s', 'idle_s'):
     ABS['default_' + _k] = ABS['max_' + _k]
 
 
@@ -311,8 +315,47 @@ def request_seeds():
                       ('number', 5), ('empty', ''), ('traversal', '../sb-x')):
         req('id-' + desc, owned('destroy', id=val))
 
+    req('destroy-reason-admin', owned('destroy', reason='admin'))
+    req('destroy-reason-deleted', owned('destroy', reason='deleted'))
+    for desc, val in (('other', 'expired'), ('empty', ''), ('number', 1),
+                      ('long', 'a' * 17)):
+        req('destroy-reason-' + desc, owned('destroy', reason=val))
+
+    # -- update_lifetime
+    req('update_lifetime', owned('update_lifetime', ttl_s=7200))
+    req('update_lifetime-full', owned('update_lifetime', request_id='r14',
+                                      ttl_s=MAX_TTL, idle_s=MAX_IDLE))
+    req('update_lifetime-idle', owned('update_lifetime', idle_s=1))
+    req('update_lifetime-none', owned('update_lifetime'))
+    req('update_lifetime-ttl-over', owned('update_lifetime',
+                                          ttl_s=MAX_TTL + 1))
+    req('update_lifetime-idle-over', owned('update_lifetime',
+                                           idle_s=MAX_IDLE + 1))
+    req('update_lifetime-ttl-zero', owned('update_lifetime', ttl_s=0))
+    req('update_lifetime-idle-string', owned('update_lifetime', idle_s='1'))
+    req('update_lifetime-unknown-field', owned('update_lifetime', ttl_s=1,
+                                               extend_s=60))
+    req('update_lifetime-payload', owned('update_lifetime', ttl_s=60),
+        payload=True)
+
+    # -- ended: the gateway's poll
+    req('ended', {'op': 'ended'})
+    req('ended-full', {'op': 'ended', 'request_id': 'r15', 'after': 12,
+                       'max': 64})
+    req('ended-after-zero', {'op': 'ended', 'after': 0})
+    for desc, val in (('negative', -1), ('float', 1.5), ('string', '3'),
+                      ('null', None)):
+        req('ended-after-' + desc, {'op': 'ended', 'after': val})
+    for desc, val in (('one', 1), ('zero', 0), ('over', 65), ('string', '4')):
+        req('ended-max-' + desc, {'op': 'ended', 'max': val})
+    req('ended-owner', {'op': 'ended', 'tenant': 't1'})
+    req('ended-payload', {'op': 'ended'}, payload=True)
+
     # -- list
     req('list', {'op': 'list', 'tenant': 't1'})
+    req('list-ended', owned('list', ended=True))
+    req('list-ended-false', {'op': 'list', 'tenant': 't1', 'ended': False})
+    req('list-ended-string', owned('list', ended='yes'))
     req('list-agent', owned('list'))
     req('list-request_id', owned('list', request_id='r3'))
     req('list-agent-bad', owned('list', agent=''))
@@ -359,6 +402,9 @@ def request_seeds():
     req('create-ttl-over', owned('create', ttl_s=MAX_TTL + 1))
     req('create-ttl-zero', owned('create', ttl_s=0))
     req('create-ttl-string', owned('create', ttl_s='60'))
+    req('create-idle', owned('create', idle_s=MAX_IDLE))
+    req('create-idle-over', owned('create', idle_s=MAX_IDLE + 1))
+    req('create-idle-zero', owned('create', idle_s=0))
     req('create-profile-default', owned('create', profile='default'))
     req('create-profile-unknown', owned('create', profile='nope'))
     req('create-profile-max', owned('create', profile='p' * PROFILE_NAME_LEN))
@@ -806,6 +852,8 @@ def config_seeds():
         ('default_cpu_percent', '50'), ('default_disk_mb', '64'),
         ('default_timeout_s', '10'), ('default_output_bytes', '4096'),
         ('default_ttl_s', '60'), ('profile', 'alt /'),
+        ('max_idle_s', '600'), ('default_idle_s', '60'),
+        ('ended_retention_s', '3600'), ('ended_max', '16'),
         ('log_level', 'error'))) + '\n')
     # numeric keys: at 1, at and past the compiled ceiling, not numbers
     for k, cap in sorted(ABS.items()):
@@ -834,6 +882,7 @@ def config_seeds():
     add('default-over-builtin-max', 'default_pids = 2000\n')
     add('max-under-builtin-default', 'max_memory_mb = 100\n')
     add('ttl-default-over-max', 'max_ttl_s = 60\n')
+    add('idle-default-over-max', 'max_idle_s = 60\n')
     add('background-over-execs', 'max_execs_per_sandbox = 2\n'
         'max_background_execs = 3\n')
     add('background-follows-execs', 'max_execs_per_sandbox = 2\n')

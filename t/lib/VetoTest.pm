@@ -817,12 +817,14 @@ sub netns_holders
     return @h;
 }
 
-# Entries in state_dir/sb and state_dir/netns.
+# Entries in state_dir/sb, state_dir/netns and state_dir/run (each live
+# sandbox's state file; ENDED records in state_dir/ended are kept on
+# purpose, see ended_files).
 sub count_files
 {
     my ($self) = @_;
     my @e;
-    for my $sub (qw(sb netns)) {
+    for my $sub (qw(sb netns run)) {
         my $d = "$self->{state_dir}/$sub";
         opendir(my $dh, $d) or next;
         push @e, map { "$sub/$_" } grep { $_ ne '.' && $_ ne '..' } readdir $dh;
@@ -833,15 +835,26 @@ sub count_files
 }
 
 # With n sandboxes alive: n network namespaces (one each), n pins, n
-# tmpfs directories.
+# tmpfs directories, n state files.
 sub live_ok
 {
     my ($self, $n, $what) = @_;
     my $ns = $self->count_netns;
     is($ns, $n, "$n network namespace(s) $what")
         or diag(join("\n", @{ $self->{last_netns} }));
-    is($self->count_files, 2 * $n, "$n sandbox directories and pins $what")
+    is($self->count_files, 3 * $n,
+       "$n sandbox directories, pins and state files $what")
         or diag(join(', ', @{ $self->{last_files} }));
+}
+
+# The ENDED records on disk (state_dir/ended), by sandbox id.
+sub ended_files
+{
+    my ($self) = @_;
+    opendir(my $dh, "$self->{state_dir}/ended") or return ();
+    my @e = map { /^(sb-[0-9a-f]{24})\.json\z/ ? $1 : () } readdir $dh;
+    closedir $dh;
+    return @e;
 }
 
 sub count_fds

@@ -121,15 +121,18 @@ vsb_op_update_lifetime(vsb_conn_t *c, json_t *root, const vsb_request_t *r,
             (unsigned long long) sb->idle_s);
 
     reply = vsb_ok(r->request_id);
-    if (reply != NULL) {
-        json_object_set_new(reply, "sandbox", json_pack(
-            "{s:s, s:I, s:I, s:I, s:I, s:I}",
-            "id", sb->id,
-            "ttl_s", (json_int_t) sb->ttl_s,
-            "idle_s", (json_int_t) sb->idle_s,
-            "created_at", (json_int_t) sb->created_at,
-            "expires_at", (json_int_t) sb->expires_at,
-            "active_at", (json_int_t) sb->active_at));
+    if (reply != NULL
+        && json_object_update_new(reply, json_pack(
+               "{s:s, s:I, s:I, s:I, s:I, s:I}",
+               "id", sb->id,
+               "ttl_s", (json_int_t) sb->ttl_s,
+               "idle_s", (json_int_t) sb->idle_s,
+               "created_at", (json_int_t) sb->created_at,
+               "expires_at", (json_int_t) sb->expires_at,
+               "active_at", (json_int_t) sb->active_at)) != 0)
+    {
+        json_decref(reply);
+        reply = NULL;
     }
 
     vsb_conn_reply(c, reply, NULL, 0);

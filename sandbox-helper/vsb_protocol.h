@@ -104,7 +104,8 @@
  *             newest first, at most VSB_MAX_ENDED_LIST bytes of them
  *             (ended_truncated: some older ones were left out).
  *   update_lifetime {tenant, agent, id, ttl_s?, idle_s?}
- *                                   -> {sandbox: SANDBOX}
+ *                                   -> {id, ttl_s, idle_s, created_at,
+ *                                       expires_at, active_at}
  *             at least one of them.  ttl_s: the new lifetime counted from
  *             creation (not an increment: the same request twice changes
  *             nothing), 1 .. max_ttl_s (over_ceiling, limit "ttl_s"); one

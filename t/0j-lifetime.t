@@ -132,8 +132,8 @@ my $idx = $h->create_ok(ttl_s => 2, idle_s => 300);
 ($r) = $h->call({ op => 'update_lifetime', tenant => 't1', agent => 'a1',
                   id => $idx, ttl_s => 6 });
 ok($r->{ok}, 'update_lifetime ttl_s 6') or diag explain $r;
-is($r->{sandbox}{ttl_s}, 6, '... ttl_s');
-is($r->{sandbox}{expires_at}, $r->{sandbox}{created_at} + 6, '... expires_at');
+is($r->{ttl_s}, 6, '... ttl_s');
+is($r->{expires_at}, $r->{created_at} + 6, '... expires_at');
 $st = decode_json(do { local $/; open(my $fh, '<',
     $h->state_dir . "/run/$idx.json") or die; <$fh> });
 is($st->{ttl_s}, 6, 'the state file has the new lifetime');
@@ -167,7 +167,7 @@ is($r->{end_reason}, 'expired', '... naming why');
 my $idy = $h->create_ok(idle_s => 300);
 ($r) = $h->call({ op => 'update_lifetime', tenant => 't1', agent => 'a1',
                   id => $idy, idle_s => 1 });
-is($r->{sandbox}{idle_s}, 1, 'idle_s lowered to 1');
+is($r->{idle_s}, 1, 'idle_s lowered to 1');
 $e = wait_ended($h, $idy, 10);
 ended_ok($e, 'idle', 'the lowered idle_s');
 

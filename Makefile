@@ -177,7 +177,8 @@ MODULE_FUZZ  = $(MODULE_PURE) \
                ngx_veto_sandbox_module/ngx_http_veto_sandbox_env.c \
                ngx_veto_sandbox_module/ngx_http_veto_sandbox_execs.c \
                ngx_veto_sandbox_module/ngx_http_veto_sandbox_archive.c \
-               ngx_veto_sandbox_module/ngx_http_veto_sandbox_output.c
+               ngx_veto_sandbox_module/ngx_http_veto_sandbox_output.c \
+               ngx_veto_sandbox_module/ngx_http_veto_sandbox_request_lifetime.c
 
 $(FUZZ_BUILD)/fuzz_module_%: t/fuzz/fuzz_module_%.c $(MODULE_DEPS) $(MODULE_FUZZ)
 	@mkdir -p $(dir $@)

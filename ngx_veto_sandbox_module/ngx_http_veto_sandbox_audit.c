@@ -23,8 +23,9 @@ static ngx_int_t ngx_http_veto_sandbox_audit_redact_detail(ngx_pool_t *pool,
  * Adds the entry, counts its bytes, then drops the oldest entries while
  * the stream holds more than either bound (never the one just added).
  * The counter starts again from the entry when the stream was empty or
- * is down to it, so it cannot drift for long (an operator's XTRIM). */
-static const char ngx_http_veto_sandbox_audit_append_lua[] =
+ * is down to it, so it cannot drift for long (an operator's XTRIM).
+ * _ended.c calls it as a Lua function within its own script. */
+const char ngx_http_veto_sandbox_audit_append_lua[] =
     "local budget = tonumber(ARGV[1])\n"
     "local maxlen = tonumber(ARGV[2])\n"
     "if not budget or budget < 1 or not maxlen or maxlen < 1 or #ARGV < 4 then\n"

@@ -494,8 +494,9 @@ ngx_http_veto_sandbox_approval_step(ngx_http_request_t *r,
     argv = json_object_get(ctx->req, "argv");
     env = json_object_get(ctx->req, "env");
 
-    /* hosts beyond the policy's allowlist always need a human */
-    if (ctx->net_ask == NULL
+    /* hosts beyond the policy's allowlist, a lifetime beyond its
+     * ceiling (within the askable one) always need a human */
+    if (ctx->net_ask == NULL && !ctx->limit_ask
         && !ngx_http_veto_sandbox_policy_approval(ctx->rule, act, argv,
                                                   profile, network, env))
     {

@@ -218,6 +218,53 @@ ngx_http_veto_sandbox_mcp_bounded(ngx_http_request_t *r, u_char *data,
 /* ---- presenters: a 2xx of the twin ---------------------------------- */
 
 
+/* get_sandbox of one that ended: why, when, and that it is over */
+static ngx_int_t
+ngx_http_veto_sandbox_mcp_present_ended(ngx_http_request_t *r,
+    json_t *rest, json_t *result)
+{
+    u_char      *text, *p, *last, ended[32];
+    const char  *id, *reason, *limit, *step, *detail;
+
+    id = json_string_value(json_object_get(rest, "id"));
+    reason = json_string_value(json_object_get(rest, "end_reason"));
+    limit = json_string_value(json_object_get(rest, "limit"));
+    step = json_string_value(json_object_get(rest, "step"));
+    detail = json_string_value(json_object_get(rest, "detail"));
+
+    ngx_http_veto_sandbox_mcp_time(ended, (time_t) json_integer_value(
+                                       json_object_get(rest, "ended_at")));
+
+    text = ngx_pnalloc(r->pool, 1024);
+    if (text == NULL) {
+        return NGX_ERROR;
+    }
+
+    last = text + 1024;
+
+    p = ngx_slprintf(text, last, "Sandbox %s has ended (%s%s%s%s%s) at %s",
+                     id ? id : "?", reason ? reason : "?",
+                     limit ? ": " : "", limit ? limit : "",
+                     step ? ", at step " : "", step ? step : "", ended);
+
+    if (detail) {
+        p = ngx_slprintf(p, last, ": %s", detail);
+    }
+
+    p = ngx_slprintf(p, last, ".\nNothing more can run in it and its files "
+                     "are gone; create another with create_sandbox.");
+
+    if (ngx_http_veto_sandbox_mcp_text(result, (char *) text, p - text)
+        != NGX_OK)
+    {
+        return NGX_ERROR;
+    }
+
+    return json_object_set(result, "structuredContent", rest) == 0
+           ? NGX_OK : NGX_ERROR;
+}
+
+
 /* create_sandbox, get_sandbox: the sandbox */
 ngx_int_t
 ngx_http_veto_sandbox_mcp_present_sandbox(ngx_http_request_t *r,
@@ -236,6 +283,10 @@ ngx_http_veto_sandbox_mcp_present_sandbox(ngx_http_request_t *r,
     }
 
     state = json_string_value(json_object_get(rest, "state"));
+
+    if (state && ngx_strcmp(state, "ended") == 0) {
+        return ngx_http_veto_sandbox_mcp_present_ended(r, rest, result);
+    }
     profile = json_string_value(json_object_get(rest, "profile"));
 
     /* "none", or the allowlist as an object */

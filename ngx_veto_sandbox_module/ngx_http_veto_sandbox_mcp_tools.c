@@ -99,6 +99,9 @@ ngx_http_veto_sandbox_mcp_tool_t  ngx_http_veto_sandbox_mcp_tools[] = {
         "\"additionalProperties\":false},"
         "\"ttl_s\":{\"type\":\"integer\",\"minimum\":1,\"description\":"
         "\"Seconds until the sandbox ends by itself.\"},"
+        "\"idle_s\":{\"type\":\"integer\",\"minimum\":1,\"description\":"
+        "\"It also ends once no command ran and no call named it for "
+        "this many seconds.\"},"
         "\"network\":{\"description\":\"\\\"none\\\": loopback only; or "
         "{\\\"allow\\\": [\\\"host\\\", \\\"host:port\\\", "
         "\\\"*.suffix\\\"]}: only those hosts, through the gateway's "
@@ -160,7 +163,8 @@ ngx_http_veto_sandbox_mcp_tool_t  ngx_http_veto_sandbox_mcp_tools[] = {
 
     { "get_sandbox", "Show a sandbox",
       "One of this agent's sandboxes: its state, limits, usage and "
-      "expiry.",
+      "expiry; for one that ended lately, why (deleted, expired, idle, "
+      "killed_by_limit, helper_restart, termination_failed) and when.",
       "{\"type\":\"object\",\"properties\":{"
         NGX_HTTP_VSB_MCP_SANDBOX_ARG
       "},\"required\":[\"sandbox_id\"],\"additionalProperties\":false}",
@@ -592,7 +596,7 @@ ngx_http_veto_sandbox_mcp_query(ngx_http_request_t *r, json_t *args,
 
 
 static const char  *ngx_http_veto_sandbox_mcp_create_args[] = {
-    "profile", "limits", "ttl_s", "network", "env", "metadata",
+    "profile", "limits", "ttl_s", "idle_s", "network", "env", "metadata",
     "approval_id", NULL
 };
 

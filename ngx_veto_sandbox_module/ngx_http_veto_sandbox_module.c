@@ -277,6 +277,20 @@ static ngx_command_t  ngx_http_veto_sandbox_commands[] = {
       offsetof(ngx_http_veto_sandbox_main_conf_t, retention),
       NULL },
 
+    { ngx_string("veto_sandbox_ended_poll"),
+      NGX_HTTP_MAIN_CONF|NGX_CONF_TAKE1,
+      ngx_conf_set_msec_slot,
+      NGX_HTTP_MAIN_CONF_OFFSET,
+      offsetof(ngx_http_veto_sandbox_main_conf_t, ended_poll),
+      NULL },
+
+    { ngx_string("veto_sandbox_audit_max_age"),
+      NGX_HTTP_MAIN_CONF|NGX_CONF_TAKE1,
+      ngx_conf_set_msec_slot,
+      NGX_HTTP_MAIN_CONF_OFFSET,
+      offsetof(ngx_http_veto_sandbox_main_conf_t, audit_max_age),
+      NULL },
+
     { ngx_string("veto_sandbox_approval_ttl"),
       NGX_HTTP_MAIN_CONF|NGX_HTTP_SRV_CONF|NGX_CONF_TAKE1,
       ngx_conf_set_msec_slot,
@@ -810,6 +824,8 @@ ngx_http_veto_sandbox_create_main_conf(ngx_conf_t *cf)
     vmcf->audit_bytes = NGX_CONF_UNSET_SIZE;
     vmcf->retention = NGX_CONF_UNSET_MSEC;
     vmcf->approval_max = NGX_CONF_UNSET_UINT;
+    vmcf->ended_poll = NGX_CONF_UNSET_MSEC;
+    vmcf->audit_max_age = NGX_CONF_UNSET_MSEC;
 
     return vmcf;
 }
@@ -829,6 +845,17 @@ ngx_http_veto_sandbox_init_main_conf(ngx_conf_t *cf, void *conf)
     ngx_conf_init_msec_value(vmcf->retention,
                              NGX_HTTP_VSB_APPROVAL_RETENTION);
     ngx_conf_init_uint_value(vmcf->approval_max, NGX_HTTP_VSB_APPROVAL_MAX);
+    ngx_conf_init_msec_value(vmcf->ended_poll, 5000);
+    ngx_conf_init_msec_value(vmcf->audit_max_age, 0);
+
+    if (vmcf->audit_max_age && vmcf->audit_max_age < 2000) {
+        return "\"veto_sandbox_audit_max_age\" must be 0 (off) or at least "
+               "2s";
+    }
+
+    if (!vmcf->enabled && vmcf->audit_max_age) {
+        return "\"veto_sandbox_audit_max_age\" needs \"veto_sandbox_redis\"";
+    }
 
     if (vmcf->redis.db < 0) {
         return "\"veto_sandbox_redis_db\" must not be negative";
@@ -946,7 +973,8 @@ ngx_http_veto_sandbox_init_process(ngx_cycle_t *cycle)
 
     if (ngx_http_veto_sandbox_approval_init() != NGX_OK
         || ngx_http_veto_sandbox_quota_init() != NGX_OK
-        || ngx_http_veto_sandbox_revoke_init() != NGX_OK)
+        || ngx_http_veto_sandbox_revoke_init() != NGX_OK
+        || ngx_http_veto_sandbox_lifetime_init() != NGX_OK)
     {
         ngx_log_error(NGX_LOG_EMERG, cycle->log, 0,
                       "veto_sandbox: cannot prepare the Redis scripts");
@@ -964,13 +992,16 @@ ngx_http_veto_sandbox_init_process(ngx_cycle_t *cycle)
         return NGX_ERROR;
     }
 
-    return NGX_OK;
+    /* ends the gateway did not ask for, the audit's age (worker 0) */
+    return ngx_http_veto_sandbox_ended_init_process(cycle);
 }
 
 
 static void
 ngx_http_veto_sandbox_exit_process(ngx_cycle_t *cycle)
 {
+    ngx_http_veto_sandbox_ended_exit_process(cycle);
+
     if (ngx_http_veto_sandbox_rds) {
         ngx_http_veto_sandbox_redis_destroy(ngx_http_veto_sandbox_rds);
         ngx_http_veto_sandbox_rds = NULL;

@@ -35,6 +35,13 @@
  *   _request.c    request bodies and queries: validation, helper requests
  *   _request_network.c  their network part: create's hosts, PATCH
  *   _env.c        a request's env: the policy's dangerous names, checks
+ *   _request_lifetime.c  PATCH's lifetime part (ttl_s, idle_s), the
+ *                 list's ?include=ended
+ *   _lifetime.c   PATCH's lifetime on record (Redis follows the expiry),
+ *                 the list and ENDED records as shown
+ *   _ended.c      ends the gateway did not ask for: polls the helper's
+ *                 ENDED records, frees quota slots and ownership
+ *                 records, puts each end on the audit stream (once)
  *   _gate.c       the Redis gate: revocation, quotas, approvals
  *   _epoch.c      which run of its helper this gateway talks to
  *   _record.c     what is kept of a decision: audit records, quota slots
@@ -87,6 +94,7 @@
 
 /* Statuses nginx 1.22 has no names for (or names differently). */
 #define NGX_HTTP_VSB_NOT_ACCEPTABLE         406
+#define NGX_HTTP_VSB_GONE                   410
 #define NGX_HTTP_VSB_UNPROCESSABLE          422
 #define NGX_HTTP_VSB_TOO_MANY_REQUESTS      429
 #define NGX_HTTP_VSB_INSUFFICIENT_STORAGE   507
@@ -132,6 +140,7 @@ enum {
     NGX_HTTP_VSB_L_TTL_S,           /* not in "limits": the create's ttl_s */
     NGX_HTTP_VSB_L_FILE_BYTES,      /* not in "limits": per written file */
     NGX_HTTP_VSB_L_ARCHIVE_BYTES,   /* not in "limits": per uploaded archive */
+    NGX_HTTP_VSB_L_IDLE_S,          /* not in "limits": the create's idle_s */
     NGX_HTTP_VSB_NLIMITS
 };
 
@@ -225,6 +234,9 @@ typedef struct {
     ngx_str_t                    default_profile;
     uint64_t                     ceiling[NGX_HTTP_VSB_NLIMITS]; /* 0 unset */
     uint64_t                     def[NGX_HTTP_VSB_NLIMITS];     /* 0 unset */
+    uint64_t                     ask[NGX_HTTP_VSB_NLIMITS];     /* above the
+                                                   ceiling up to this, a
+                                                   human decides; 0 unset */
     json_t                      *approvals;       /* borrowed */
     ngx_http_veto_sandbox_net_rule_t    net;
     json_t                      *quotas;          /* borrowed */
@@ -265,9 +277,12 @@ typedef struct {
     ngx_msec_t                   timeout;       /* per command */
     ngx_uint_t                   audit_maxlen;
     size_t                       audit_bytes;   /* per tenant */
+    ngx_msec_t                   audit_max_age; /* 0: no age bound */
     ngx_msec_t                   retention;     /* decided approvals */
     ngx_uint_t                   approval_max;  /* records per tenant */
     ngx_shm_zone_t              *metrics_zone;  /* NULL: no metrics */
+    ngx_msec_t                   ended_poll;    /* 0: the gateway does not
+                                                   ask for ENDED records */
 } ngx_http_veto_sandbox_main_conf_t;
 
 
@@ -531,6 +546,9 @@ struct ngx_http_veto_sandbox_ctx_s {
 
     unsigned                     identified:1;
     unsigned                     needs_approval:1;
+    unsigned                     limit_ask:1;   /* a lifetime past its
+                                                   ceiling, askable */
+    unsigned                     lifetime:1;    /* PATCH of the lifetime */
     unsigned                     slot_held:1;
     unsigned                     own_response:1;
     unsigned                     filter_error:1;
@@ -706,6 +724,11 @@ ngx_int_t ngx_http_veto_sandbox_over(ngx_http_request_t *r, ngx_uint_t i,
  * query_args()) */
 ngx_int_t ngx_http_veto_sandbox_bad_query(ngx_http_request_t *r,
     ngx_str_t *at, const char *why);
+/* ttl_s, idle_s, timeout_s: the body's or the policy's default, within
+ * the ceilings, into req; NGX_ABORT with *rc the refusal */
+ngx_int_t ngx_http_veto_sandbox_limited(ngx_http_request_t *r,
+    ngx_http_veto_sandbox_ctx_t *ctx, json_t *body, json_t *req,
+    ngx_uint_t limit, uint64_t *n, ngx_int_t *rc);
 /* 400 naming the field */
 ngx_int_t ngx_http_veto_sandbox_bad_field(ngx_http_request_t *r,
     const char *code, const char *field, const char *detail);
@@ -713,6 +736,25 @@ ngx_int_t ngx_http_veto_sandbox_bad_field(ngx_http_request_t *r,
 ngx_int_t ngx_http_veto_sandbox_policy_refuse(ngx_http_request_t *r,
     ngx_http_veto_sandbox_ctx_t *ctx, const char *decision,
     ngx_uint_t status, const char *code, const char *detail, json_t *extra);
+
+/* _request_lifetime.c: PATCH's lifetime (NGX_DECLINED: the body changes
+ * none; else *rc is build()'s answer), the list's builder */
+ngx_int_t ngx_http_veto_sandbox_build_lifetime(ngx_http_request_t *r,
+    ngx_http_veto_sandbox_ctx_t *ctx, json_t *body, ngx_int_t *rc);
+ngx_int_t ngx_http_veto_sandbox_build_list(ngx_http_request_t *r,
+    ngx_http_veto_sandbox_ctx_t *ctx);
+
+/* _lifetime.c: PATCH's record, the list and ENDED records as shown */
+void ngx_http_veto_sandbox_record_update(ngx_http_request_t *r,
+    ngx_http_veto_sandbox_ctx_t *ctx, ngx_uint_t ok, const char *error);
+ngx_int_t ngx_http_veto_sandbox_reply_list(ngx_http_request_t *r,
+    ngx_http_veto_sandbox_ctx_t *ctx);
+void ngx_http_veto_sandbox_ended_view(json_t *sb);
+ngx_int_t ngx_http_veto_sandbox_lifetime_init(void);
+
+/* _ended.c: the worker that polls the helpers' ENDED records */
+ngx_int_t ngx_http_veto_sandbox_ended_init_process(ngx_cycle_t *cycle);
+void ngx_http_veto_sandbox_ended_exit_process(ngx_cycle_t *cycle);
 
 /* _request_network.c: the hosts of a create, and PATCH's builder */
 ngx_int_t ngx_http_veto_sandbox_create_network(ngx_http_request_t *r,

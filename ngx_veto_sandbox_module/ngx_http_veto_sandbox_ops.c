@@ -63,9 +63,9 @@ ngx_http_veto_sandbox_op_t  ngx_http_veto_sandbox_ops[] = {
     ngx_http_vsb_op("sandbox.list", NGX_HTTP_VSB_READ, "/v1/sandboxes",
                     NGX_HTTP_VSB_SANDBOXES, 0, NGX_HTTP_VSB_QUOTA_NONE,
                     NGX_HTTP_VSB_BODY_NONE, VSB_OP_LIST,
-                    ngx_http_veto_sandbox_build_simple,
+                    ngx_http_veto_sandbox_build_list,
                     ngx_http_veto_sandbox_forward,
-                    ngx_http_veto_sandbox_reply_json,
+                    ngx_http_veto_sandbox_reply_list,
                     ngx_http_veto_sandbox_record_nothing),
 
     ngx_http_vsb_op("sandbox.create", NGX_HTTP_POST, "/v1/sandboxes",
@@ -85,17 +85,18 @@ ngx_http_veto_sandbox_op_t  ngx_http_veto_sandbox_ops[] = {
                     ngx_http_veto_sandbox_reply_sandbox,
                     ngx_http_veto_sandbox_record_nothing),
 
-    /* changes to a live sandbox: hosts added to its allowlist (the
-     * body's other fields, such as the lifetime, are refused by name
-     * until they exist) */
+    /* changes to a live sandbox: hosts added to its allowlist (helper
+     * update_network, scope sandbox:network), or its lifetime (the
+     * builder asks update_lifetime instead, scope sandbox:create) */
     ngx_http_vsb_op("sandbox.update", NGX_HTTP_PATCH, "/v1/sandboxes/{id}",
-                    NGX_HTTP_VSB_SCOPE_NETWORK, NGX_HTTP_VSB_ACT_UPDATE,
+                    NGX_HTTP_VSB_SCOPE_NETWORK|NGX_HTTP_VSB_SCOPE_CREATE,
+                    NGX_HTTP_VSB_ACT_UPDATE,
                     NGX_HTTP_VSB_QUOTA_NONE,
                     NGX_HTTP_VSB_BODY_JSON, VSB_OP_UPDATE_NETWORK,
                     ngx_http_veto_sandbox_build_update,
                     ngx_http_veto_sandbox_forward,
                     ngx_http_veto_sandbox_reply_json,
-                    ngx_http_veto_sandbox_record_network),
+                    ngx_http_veto_sandbox_record_update),
 
     ngx_http_vsb_op("sandbox.delete", NGX_HTTP_DELETE, "/v1/sandboxes/{id}",
                     NGX_HTTP_VSB_SCOPE_CREATE, NGX_HTTP_VSB_ACT_DELETE,

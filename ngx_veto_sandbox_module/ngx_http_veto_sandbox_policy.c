@@ -10,6 +10,8 @@
  *         "profiles": ["default"],            allowed; absent: any
  *         "default_profile": "default",
  *         "ceilings": {"memory_mb": 512, ...},  (422 above these)
+ *         "ask_ceilings": {"ttl_s": 86400},  (above the ceiling up to
+ *                                             these: a human decides, 202)
  *         "defaults": {"memory_mb": 256, ...},  (sent when omitted)
  *         "approvals": {                      (a human must approve)
  *             "always": ["sandbox.exec", ...],  these actions, always
@@ -38,7 +40,8 @@
  *   }
  *
  * Limit names: memory_mb, pids, cpu_percent, disk_mb, timeout_s,
- * output_bytes, ttl_s, file_bytes, archive_bytes.  An agent's rule
+ * output_bytes, ttl_s, file_bytes, archive_bytes, idle_s; ask_ceilings
+ * take ttl_s and idle_s, each above its ceiling.  An agent's rule
  * starts as a copy of its tenant's; what it sets replaces the tenant's
  * value, and may not exceed the tenant's ceilings.  An agent's
  * "approvals" replaces the
@@ -56,6 +59,9 @@
 static ngx_int_t ngx_http_veto_sandbox_policy_rule_load(ngx_conf_t *cf,
     ngx_str_t *file, const char *where, json_t *obj,
     ngx_http_veto_sandbox_rule_t *rule, ngx_http_veto_sandbox_rule_t *parent);
+static ngx_int_t ngx_http_veto_sandbox_policy_ask(ngx_conf_t *cf,
+    ngx_str_t *file, const char *where, ngx_http_veto_sandbox_rule_t *rule,
+    ngx_http_veto_sandbox_rule_t *parent, ngx_uint_t i);
 static ngx_int_t ngx_http_veto_sandbox_policy_limits(ngx_conf_t *cf,
     ngx_str_t *file, const char *where, const char *what, json_t *obj,
     uint64_t *out);
@@ -87,7 +93,8 @@ const char  *ngx_http_veto_sandbox_limit_names[NGX_HTTP_VSB_NLIMITS] = {
     VSB_LIMIT_OUTPUT_BYTES,
     VSB_LIMIT_TTL_S,
     VSB_LIMIT_FILE_BYTES,
-    VSB_LIMIT_ARCHIVE_BYTES
+    VSB_LIMIT_ARCHIVE_BYTES,
+    VSB_LIMIT_IDLE_S
 };
 
 
@@ -350,6 +357,17 @@ ngx_http_veto_sandbox_policy_rule_load(ngx_conf_t *cf, ngx_str_t *file,
                 return NGX_ERROR;
             }
 
+        } else if (ngx_strcmp(key, "ask_ceilings") == 0) {
+            ngx_memzero(rule->ask, sizeof(rule->ask));
+
+            if (ngx_http_veto_sandbox_policy_limits(cf, file, where,
+                                                    "ask_ceilings", v,
+                                                    rule->ask)
+                != NGX_OK)
+            {
+                return NGX_ERROR;
+            }
+
         } else if (ngx_strcmp(key, "defaults") == 0) {
             if (ngx_http_veto_sandbox_policy_limits(cf, file, where,
                                                     "defaults", v, rule->def)
@@ -430,6 +448,13 @@ ngx_http_veto_sandbox_policy_rule_load(ngx_conf_t *cf, ngx_str_t *file,
             return NGX_ERROR;
         }
 
+        if (ngx_http_veto_sandbox_policy_ask(cf, file, where, rule, parent,
+                                             i)
+            != NGX_OK)
+        {
+            return NGX_ERROR;
+        }
+
         if (rule->ceiling[i] && rule->def[i] > rule->ceiling[i]) {
             ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
                                "\"veto_sandbox_policy\": \"%V\": %s: "
@@ -471,6 +496,61 @@ bad_type:
                        "has the wrong type", file, where, key);
 
     return NGX_ERROR;
+}
+
+
+/*
+ * An askable ceiling (ask_ceilings): only for the lifetime (ttl_s,
+ * idle_s), above a ceiling that is set, and for an agent within what its
+ * tenant may grant (its askable ceiling, else its ceiling).
+ */
+static ngx_int_t
+ngx_http_veto_sandbox_policy_ask(ngx_conf_t *cf, ngx_str_t *file,
+    const char *where, ngx_http_veto_sandbox_rule_t *rule,
+    ngx_http_veto_sandbox_rule_t *parent, ngx_uint_t i)
+{
+    uint64_t     bound;
+    const char  *name;
+
+    if (rule->ask[i] == 0) {
+        return NGX_OK;
+    }
+
+    name = ngx_http_veto_sandbox_limit_names[i];
+
+    if (i != NGX_HTTP_VSB_L_TTL_S && i != NGX_HTTP_VSB_L_IDLE_S) {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                           "\"veto_sandbox_policy\": \"%V\": %s: "
+                           "ask_ceilings.%s: only ttl_s and idle_s can be "
+                           "asked for", file, where, name);
+        return NGX_ERROR;
+    }
+
+    if (rule->ask[i] <= rule->ceiling[i] || rule->ceiling[i] == 0) {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                           "\"veto_sandbox_policy\": \"%V\": %s: "
+                           "ask_ceilings.%s %uL must be above ceilings.%s "
+                           "(%uL; 0: not set), what is granted without a "
+                           "human", file, where, name, rule->ask[i], name,
+                           rule->ceiling[i]);
+        return NGX_ERROR;
+    }
+
+    bound = 0;
+
+    if (parent) {
+        bound = parent->ask[i] ? parent->ask[i] : parent->ceiling[i];
+    }
+
+    if (bound && rule->ask[i] > bound) {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                           "\"veto_sandbox_policy\": \"%V\": %s: "
+                           "ask_ceilings.%s exceeds the tenant's %uL",
+                           file, where, name, bound);
+        return NGX_ERROR;
+    }
+
+    return NGX_OK;
 }
 
 
@@ -847,11 +927,13 @@ ngx_http_veto_sandbox_policy_redis(ngx_http_veto_sandbox_rule_t *rule)
     a = &rule->apr;
     q = &rule->quota;
 
-    /* an askable host waits for a human, like any approval */
+    /* an askable host or lifetime waits for a human, like any approval */
     return a->always || a->argv || a->profiles || a->network || a->export
            || q->tenant_sandboxes || q->tenant_execs || q->agent_sandboxes
            || q->agent_execs || rule->env_mode == NGX_HTTP_VSB_ENV_APPROVE
-           || (rule->net.ask != NULL && rule->net.ask->nelts > 0);
+           || (rule->net.ask != NULL && rule->net.ask->nelts > 0)
+           || rule->ask[NGX_HTTP_VSB_L_TTL_S]
+           || rule->ask[NGX_HTTP_VSB_L_IDLE_S];
 }
 
 

@@ -33,6 +33,7 @@ static ngx_http_veto_sandbox_status_t  ngx_http_veto_sandbox_statuses[] = {
       "the method is not allowed on this resource" },
     { 408, "Request Timeout", "request_timeout",
       "the request was not received in time" },
+    { 410, "Gone", "gone", "the resource has ended" },
     { 411, "Length Required", "length_required",
       "a Content-Length is required" },
     { 413, "Content Too Large", "body_too_large",

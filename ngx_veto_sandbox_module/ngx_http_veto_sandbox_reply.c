@@ -111,6 +111,7 @@ typedef struct {
 
 static ngx_http_veto_sandbox_errmap_t  ngx_http_veto_sandbox_errors[] = {
     { VSB_E_NOT_FOUND,          NGX_HTTP_NOT_FOUND },
+    { VSB_E_ENDED,              NGX_HTTP_VSB_GONE },
     { VSB_E_OVER_CEILING,       NGX_HTTP_VSB_UNPROCESSABLE },
     { VSB_E_BAD_JSON,           NGX_HTTP_BAD_REQUEST },
     { VSB_E_UNKNOWN_FIELD,      NGX_HTTP_BAD_REQUEST },
@@ -211,6 +212,11 @@ ngx_http_veto_sandbox_reply_error(ngx_http_request_t *r,
         json_object_set(extra, "step", v);
     }
 
+    /* 410: it ended, and why (GET tells the rest) */
+    if (json_is_string(v = json_object_get(j, "end_reason"))) {
+        json_object_set(extra, "end_reason", v);
+    }
+
     v = json_object_get(j, "field");
 
     if (e->status == NGX_HTTP_NOT_FOUND && json_is_string(v)
@@ -277,11 +283,15 @@ ngx_http_veto_sandbox_reply_health(ngx_http_request_t *r,
 }
 
 
-/* the helper's reply as it is (list, delete, write) */
+/* the helper's reply as it is (delete, write, PATCH) */
 ngx_int_t
 ngx_http_veto_sandbox_reply_json(ngx_http_request_t *r,
     ngx_http_veto_sandbox_ctx_t *ctx)
 {
+    /* a delete's: the ENDED record it left */
+    ngx_http_veto_sandbox_ended_view(json_object_get(ctx->helper.json,
+                                                     "ended"));
+
     return ngx_http_veto_sandbox_send_json(r, NGX_HTTP_OK,
                                            json_incref(ctx->helper.json));
 }
@@ -306,6 +316,9 @@ ngx_http_veto_sandbox_reply_sb(ngx_http_request_t *r,
     }
 
     status = NGX_HTTP_OK;
+
+    /* an ended one: its ENDED record */
+    ngx_http_veto_sandbox_ended_view(sb);
 
     if (created) {
         if (ngx_http_veto_sandbox_created(r, ctx) != NGX_OK) {

@@ -362,11 +362,13 @@ ngx_http_veto_sandbox_uint(json_t *j, uint64_t *v)
 
 
 /*
- * ttl_s of a create, timeout_s of an exec: the body's positive integer or
- * the policy's default, within the policy's ceiling, set in req.  *n: the
- * value (0: none).  NGX_OK, or NGX_ABORT with *rc the refusal's code.
+ * ttl_s and idle_s of a create or a PATCH, timeout_s of an exec: the
+ * body's positive integer or the policy's default, within the policy's
+ * ceiling, set in req; between the ceiling and an askable ceiling
+ * (ask_ceilings) a human decides (ctx->limit_ask: the gate asks).  *n:
+ * the value (0: none).  NGX_OK, or NGX_ABORT with *rc the refusal's code.
  */
-static ngx_int_t
+ngx_int_t
 ngx_http_veto_sandbox_limited(ngx_http_request_t *r,
     ngx_http_veto_sandbox_ctx_t *ctx, json_t *body, json_t *req,
     ngx_uint_t limit, uint64_t *n, ngx_int_t *rc)
@@ -394,8 +396,16 @@ ngx_http_veto_sandbox_limited(ngx_http_request_t *r,
     }
 
     if (rule->ceiling[limit] && *n > rule->ceiling[limit]) {
-        *rc = ngx_http_veto_sandbox_over(r, limit, *n, rule->ceiling[limit]);
-        return NGX_ABORT;
+
+        if (rule->ask[limit] == 0 || *n > rule->ask[limit]) {
+            *rc = ngx_http_veto_sandbox_over(r, limit, *n,
+                                             rule->ask[limit]
+                                             ? rule->ask[limit]
+                                             : rule->ceiling[limit]);
+            return NGX_ABORT;
+        }
+
+        ctx->limit_ask = 1;
     }
 
     if (json_object_set_new(req, name, json_integer((json_int_t) *n)) != 0) {
@@ -408,7 +418,8 @@ ngx_http_veto_sandbox_limited(ngx_http_request_t *r,
 
 
 static const char  *ngx_http_veto_sandbox_create_fields[] = {
-    "profile", "limits", "ttl_s", "network", "env", "metadata", NULL
+    "profile", "limits", "ttl_s", "idle_s", "network", "env", "metadata",
+    NULL
 };
 
 static const char  *ngx_http_veto_sandbox_exec_known[] = {
@@ -636,7 +647,10 @@ ngx_http_veto_sandbox_build_create(ngx_http_request_t *r,
 
     if (ngx_http_veto_sandbox_limited(r, ctx, body, req, NGX_HTTP_VSB_L_TTL_S,
                                       &n, &rc)
-        != NGX_OK)
+        != NGX_OK
+        || ngx_http_veto_sandbox_limited(r, ctx, body, req,
+                                         NGX_HTTP_VSB_L_IDLE_S, &n, &rc)
+           != NGX_OK)
     {
         return rc;
     }

@@ -230,9 +230,9 @@ ngx_http_veto_sandbox_create_network(ngx_http_request_t *r,
 
 /*
  * PATCH /v1/sandboxes/{id}: {"network": {"add": [...]}} adds hosts to an
- * allowlist sandbox (helper update_network).  The body is an object of
- * changes so that others (the lifetime, "ttl_s") can join it; until they
- * do, any other field is refused by name.
+ * allowlist sandbox (helper update_network); {"ttl_s": n, "idle_s": n}
+ * changes its lifetime (_lifetime.c, helper update_lifetime).  The body
+ * is an object of changes, one kind per request.
  */
 ngx_int_t
 ngx_http_veto_sandbox_build_update(ngx_http_request_t *r,
@@ -248,6 +248,11 @@ ngx_http_veto_sandbox_build_update(ngx_http_request_t *r,
         return rc;
     }
 
+    /* the lifetime, or the scope this needs refused */
+    if (ngx_http_veto_sandbox_build_lifetime(r, ctx, body, &rc) == NGX_OK) {
+        return rc;
+    }
+
     json_object_foreach(body, key, v) {
         if (ngx_strcmp(key, "network") == 0) {
             continue;
@@ -258,12 +263,9 @@ ngx_http_veto_sandbox_build_update(ngx_http_request_t *r,
 
         return ngx_http_veto_sandbox_bad_field(r, "unknown_field",
                                  (char *) field,
-                                 ngx_strcmp(key, "ttl_s") == 0
-                                 ? "extending a sandbox's lifetime is not "
-                                   "available yet; PATCH changes \"network\" "
-                                   "only"
-                                 : "unknown field; PATCH takes {\"network\": "
-                                   "{\"add\": [...]}}");
+                                 "unknown field; PATCH takes {\"network\": "
+                                 "{\"add\": [...]}} or {\"ttl_s\": n, "
+                                 "\"idle_s\": n}");
     }
 
     net = json_object_get(body, "network");
@@ -271,7 +273,8 @@ ngx_http_veto_sandbox_build_update(ngx_http_request_t *r,
     if (net == NULL) {
         return ngx_http_veto_sandbox_bad_field(r, "missing_field", "network",
                                  "nothing to change; PATCH takes "
-                                 "{\"network\": {\"add\": [...]}}");
+                                 "{\"network\": {\"add\": [...]}} or "
+                                 "{\"ttl_s\": n, \"idle_s\": n}");
     }
 
     if (!json_is_object(net)) {

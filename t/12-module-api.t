@@ -74,8 +74,19 @@ for my $alg (qw(RS256 ES256 HS256)) {
     ok($j->{confirmed}{processes} && $j->{confirmed}{files},
        "$alg: termination confirmed");
 
-    ($st) = $n->request(GET => "/v1/sandboxes/$id", $t);
-    is($st, 404, "$alg: gone after delete");
+    is($j->{ended}{end_reason}, 'deleted', "$alg: the delete's ENDED record");
+
+    ($st, $h, $b, $j) = $n->request(GET => "/v1/sandboxes/$id", $t);
+    is($st, 200, "$alg: after delete, GET tells how it ended");
+    is($j->{state}, 'ended', "$alg: state ended");
+    is($j->{end_reason}, 'deleted', "$alg: end_reason deleted");
+    ok(!exists $j->{seq}, "$alg: no helper cursor in it");
+
+    ($st, $h, $b, $j) = $n->request(POST => "/v1/sandboxes/$id/exec", $t,
+                                    { argv => ['true'] });
+    is($st, 410, "$alg: an exec in it: 410 Gone");
+    is($j->{type}, 'urn:veto-sandbox:problem:ended', "$alg: problem ended");
+    is($j->{end_reason}, 'deleted', "$alg: naming why");
 }
 
 # ---- tenant isolation: B sees A's sandbox exactly as an unknown one

@@ -11,7 +11,8 @@
  * builders answer goes to a stand-in for the module's responses (a
  * refusal is recorded, not sent); what they build is checked against
  * the policy: a request that would reach the helper names its op, the
- * caller from the token, a limit within its ceiling, a path in the
+ * caller from the token, a limit within its ceiling (a lifetime past it
+ * only up to the askable ceiling, with a human asked), a path in the
  * workspace; and what a reviewer would see of it (its summary) is within
  * its byte bound, listing the hosts it grants as they are, a cut list
  * counted.
@@ -77,6 +78,15 @@ ngx_http_veto_sandbox_audit_denied(ngx_http_request_t *r,
     if (ctx->decision.len == 0 || code == NULL) {
         abort();
     }
+}
+
+
+/* a scope refused (the fuzzer's token has them all: never) */
+ngx_int_t
+ngx_http_veto_sandbox_deny(ngx_http_request_t *r,
+    ngx_http_veto_sandbox_ctx_t *ctx)
+{
+    abort();
 }
 
 
@@ -256,7 +266,8 @@ static ngx_http_veto_sandbox_op_t  ops[] = {
                      NGX_HTTP_VSB_BODY_FILE, VSB_OP_WRITE_FILE,
                      ngx_http_veto_sandbox_build_write, NULL, NULL, NULL },
     [FUZZ_UPDATE] = { ngx_string("sandbox.update"), NGX_HTTP_PATCH,
-                      "/v1/sandboxes/{id}", NGX_HTTP_VSB_SCOPE_NETWORK,
+                      "/v1/sandboxes/{id}",
+                      NGX_HTTP_VSB_SCOPE_NETWORK|NGX_HTTP_VSB_SCOPE_CREATE,
                       NGX_HTTP_VSB_ACT_UPDATE, NGX_HTTP_VSB_QUOTA_NONE,
                       NGX_HTTP_VSB_BODY_JSON, VSB_OP_UPDATE_NETWORK,
                       ngx_http_veto_sandbox_build_update, NULL, NULL, NULL },
@@ -285,7 +296,9 @@ static const char  policy_text[] =
     " \"profiles\": [\"default\", \"python\"],"
     " \"ceilings\": {\"memory_mb\": 512, \"pids\": 64, \"timeout_s\": 30,"
     "               \"ttl_s\": 3600, \"file_bytes\": 65536,"
-    "               \"output_bytes\": 1048576, \"archive_bytes\": 4096},"
+    "               \"output_bytes\": 1048576, \"archive_bytes\": 4096,"
+    "               \"idle_s\": 600},"
+    " \"ask_ceilings\": {\"ttl_s\": 7200},"
     " \"defaults\": {\"memory_mb\": 128, \"timeout_s\": 10},"
     " \"approvals\": {\"exec_argv\": [\"git push*\", \"curl *\"]},"
     " \"network\": {\"allow\": [\"registry.example.test\", \"*.a.test\"],"
@@ -503,7 +516,34 @@ check_built(ngx_http_veto_sandbox_ctx_t *ctx, ngx_uint_t mode,
 
     must(json_is_object(req));
     must(ngx_strcmp(json_string_value(json_object_get(req, "op")),
-                    ops[mode].helper) == 0);
+                    (ctx->lifetime ? VSB_OP_UPDATE_LIFETIME
+                                   : ops[mode].helper)) == 0);
+    must(!ctx->lifetime || mode == FUZZ_UPDATE);
+
+    /* the lifetime: within the ceiling, or past it up to the askable
+     * ceiling with a human asked (and only then) */
+    {
+        uint64_t    t, cap, ask;
+        ngx_uint_t  k, over = 0, lim[2] = { NGX_HTTP_VSB_L_TTL_S,
+                                            NGX_HTTP_VSB_L_IDLE_S };
+
+        for (k = 0; k < 2; k++) {
+            v = json_object_get(req, ngx_http_veto_sandbox_limit_names[lim[k]]);
+            if (v == NULL) {
+                continue;
+            }
+
+            must(json_is_integer(v) && json_integer_value(v) > 0);
+            t = (uint64_t) json_integer_value(v);
+            cap = rule->ceiling[lim[k]];
+            ask = rule->ask[lim[k]];
+
+            must(cap == 0 || t <= (ask ? ask : cap));
+            over |= (cap && t > cap);
+        }
+
+        must(ctx->limit_ask == over);
+    }
     must(ngx_strcmp(json_string_value(json_object_get(req, "tenant")),
                     "acme") == 0);
     must(ngx_strcmp(json_string_value(json_object_get(req, "agent")),
@@ -532,10 +572,6 @@ check_built(ngx_http_veto_sandbox_ctx_t *ctx, ngx_uint_t mode,
                  || (uint64_t) json_integer_value(e) <= rule->ceiling[i]);
         }
 
-        v = json_object_get(req, "ttl_s");
-        must(v == NULL
-             || (uint64_t) json_integer_value(v)
-                <= rule->ceiling[NGX_HTTP_VSB_L_TTL_S]);
         break;
 
     case FUZZ_EXEC:
@@ -608,6 +644,14 @@ check_built(ngx_http_veto_sandbox_ctx_t *ctx, ngx_uint_t mode,
         break;
 
     case FUZZ_UPDATE:
+        if (ctx->lifetime) {
+            /* one kind of change per request: no hosts with it */
+            must(ctx->net_hosts == NULL && json_object_get(req, "add") == NULL
+                 && (json_object_get(req, "ttl_s") != NULL
+                     || json_object_get(req, "idle_s") != NULL));
+            break;
+        }
+
         must(ctx->net_hosts != NULL
              && json_equal(json_object_get(req, "add"), ctx->net_hosts)
              && json_array_size(ctx->net_hosts) > 0);
@@ -690,6 +734,8 @@ fuzz_request(const uint8_t *data, size_t size, ngx_uint_t mode)
     ngx_str_set(&ctx->tenant, "acme");
     ngx_str_set(&ctx->agent, "fuzz");
     ngx_str_set(&ctx->sandbox, "sb-000000000000000000000000");
+    ctx->scopes = NGX_HTTP_VSB_SCOPE_CREATE|NGX_HTTP_VSB_SCOPE_EXEC
+                  |NGX_HTTP_VSB_SCOPE_FILES|NGX_HTTP_VSB_SCOPE_NETWORK;
     ctx->op = &ops[mode];
     ctx->rule = ngx_http_veto_sandbox_policy_rule(policy, &ctx->tenant,
                                                   &ctx->agent);

@@ -436,6 +436,68 @@ test_env_and_irreversible(void **state)
 }
 
 
+/* ask_ceilings: the lifetime only, above its ceiling, an agent within
+ * its tenant's; they need Redis (a human decides) */
+static void
+test_ask_ceilings(void **state)
+{
+    ngx_http_veto_sandbox_rule_t    *r, *a;
+    ngx_http_veto_sandbox_policy_t  *p;
+
+    p = load("{\"tenants\": {\"t\": {"
+             " \"ceilings\": {\"ttl_s\": 600, \"idle_s\": 300},"
+             " \"ask_ceilings\": {\"ttl_s\": 3600},"
+             " \"defaults\": {\"idle_s\": 120},"
+             " \"agents\": {\"a\": {\"ceilings\": {\"ttl_s\": 60}},"
+             "             \"b\": {\"ceilings\": {\"idle_s\": 100},"
+             "                   \"defaults\": {\"idle_s\": 100},"
+             "                   \"ask_ceilings\": {\"ttl_s\": 1800,"
+             "                                    \"idle_s\": 300}}}}}}");
+    if (p == NULL) {
+        fail_msg("%s", ngx_stub_last_error());
+    }
+    assert_true(p->needs_redis);
+
+    r = rule(p, "t", "other");
+    assert_non_null(r);
+    assert_int_equal(r->ceiling[NGX_HTTP_VSB_L_TTL_S], 600);
+    assert_int_equal(r->ask[NGX_HTTP_VSB_L_TTL_S], 3600);
+    assert_int_equal(r->ask[NGX_HTTP_VSB_L_IDLE_S], 0);
+    assert_int_equal(r->def[NGX_HTTP_VSB_L_IDLE_S], 120);
+
+    /* inherited: asking past 60 up to the tenant's 3600 */
+    a = rule(p, "t", "a");
+    assert_int_equal(a->ceiling[NGX_HTTP_VSB_L_TTL_S], 60);
+    assert_int_equal(a->ask[NGX_HTTP_VSB_L_TTL_S], 3600);
+
+    /* its own replaces the tenant's */
+    a = rule(p, "t", "b");
+    assert_int_equal(a->ask[NGX_HTTP_VSB_L_TTL_S], 1800);
+    assert_int_equal(a->ask[NGX_HTTP_VSB_L_IDLE_S], 300);
+
+    refused("{\"tenants\": {\"t\": {\"ceilings\": {\"memory_mb\": 64},"
+            " \"ask_ceilings\": {\"memory_mb\": 128}}}}",
+            "ask_ceilings.memory_mb: only ttl_s and idle_s");
+    refused("{\"tenants\": {\"t\": {\"ceilings\": {\"ttl_s\": 600},"
+            " \"ask_ceilings\": {\"ttl_s\": 600}}}}",
+            "ask_ceilings.ttl_s 600 must be above ceilings.ttl_s");
+    refused("{\"tenants\": {\"t\": {\"ask_ceilings\": {\"ttl_s\": 60}}}}",
+            "must be above ceilings.ttl_s (0; 0: not set)");
+    refused("{\"tenants\": {\"t\": {\"ceilings\": {\"ttl_s\": 600},"
+            " \"ask_ceilings\": {\"ttl_s\": 900},"
+            " \"agents\": {\"a\": {\"ask_ceilings\": {\"ttl_s\": 901}}}}}}",
+            "ask_ceilings.ttl_s exceeds the tenant's 900");
+    refused("{\"tenants\": {\"t\": {\"ceilings\": {\"ttl_s\": 600},"
+            " \"agents\": {\"a\": {\"ask_ceilings\": {\"ttl_s\": 601}}}}}}",
+            "ask_ceilings.ttl_s exceeds the tenant's 600");
+    refused("{\"tenants\": {\"t\": {\"ceilings\": {\"idle_s\": 60},"
+            " \"defaults\": {\"idle_s\": 61}}}}",
+            "defaults.idle_s 61 is above ceilings.idle_s 60");
+    refused("{\"tenants\": {\"t\": {\"ask_ceilings\": []}}}",
+            "\"ask_ceilings\" must be an object");
+}
+
+
 static void
 test_actions(void **state)
 {
@@ -476,6 +538,7 @@ main(void)
         cmocka_unit_test_setup_teardown(test_approval_rules, setup, teardown),
         cmocka_unit_test_setup_teardown(test_env_and_irreversible, setup,
                                         teardown),
+        cmocka_unit_test_setup_teardown(test_ask_ceilings, setup, teardown),
         cmocka_unit_test_setup_teardown(test_actions, setup, teardown),
     };
 

@@ -1,0 +1,1017 @@
+/*
+ * Ends the gateway did not ask for: a sandbox's lifetime or idle timeout
+ * ran out, a limit killed it, the helper restarted.  The helper keeps an
+ * ENDED record of every end (its "ended" op pages them, every tenant's,
+ * by a cursor that grows within one helper run); one worker of each
+ * gateway (worker 0) polls each helper it forwards to, every
+ * veto_sandbox_ended_poll, and for each record runs one Redis script
+ * that is idempotent across workers, gateways and replays: a marker
+ * veto:{T}:sbx:end:<id> (SET NX, until the record's retention is over)
+ * says it was handled, and the first to set it frees the quota slot and
+ * the ownership record and puts one "sandbox.end" entry on the tenant's
+ * audit stream.  The cursor moves only once every record of a page is
+ * handled: with Redis out, the same page is asked again later, and
+ * nothing is lost.  After a helper restart (another epoch) the cursor
+ * starts over from 0; the markers make the replay harmless.
+ *
+ * The same worker trims the audit streams of the policy's tenants by age
+ * (veto_sandbox_audit_max_age), once a minute (or every half of the age,
+ * when that is shorter).
+ */
+
+#include "ngx_http_veto_sandbox_module.h"
+#include "ngx_http_veto_sandbox_redact.h"
+#include "ngx_http_veto_sandbox_audit.h"
+
+
+#define NGX_HTTP_VSB_ENDED_HELPERS   8
+#define NGX_HTTP_VSB_ENDED_PAGE      16
+#define NGX_HTTP_VSB_ENDED_TIMEOUT   5000       /* connect, send, read */
+#define NGX_HTTP_VSB_ENDED_MARGIN    3600       /* s past the retention */
+#define NGX_HTTP_VSB_TRIM_EVERY      60000      /* ms */
+
+
+typedef struct {
+    ngx_addr_t                *addr;
+    ngx_peer_connection_t      peer;
+    ngx_pool_t                *pool;        /* one page's */
+    ngx_buf_t                 *out;
+    u_char                     head[VSB_FRAME_HEADER_LEN];
+    size_t                     head_got;
+    u_char                    *in;
+    size_t                     in_size;
+    size_t                     in_got;
+
+    u_char                     epoch[VSB_EPOCH_LEN + 1];
+    uint64_t                   after;       /* handled up to here */
+    uint64_t                   asked;       /* the page's cursor */
+    uint64_t                   next;
+    ngx_uint_t                 pending;     /* Redis calls in flight */
+    unsigned                   more:1;
+    unsigned                   failed:1;
+    unsigned                   busy:1;
+} ngx_http_veto_sandbox_poll_t;
+
+
+static void ngx_http_veto_sandbox_ended_tick(ngx_event_t *ev);
+static void ngx_http_veto_sandbox_ended_start(
+    ngx_http_veto_sandbox_poll_t *p);
+static void ngx_http_veto_sandbox_ended_write(ngx_event_t *wev);
+static void ngx_http_veto_sandbox_ended_read(ngx_event_t *rev);
+static void ngx_http_veto_sandbox_ended_page(ngx_http_veto_sandbox_poll_t *p,
+    json_t *j);
+static void ngx_http_veto_sandbox_ended_finish(
+    ngx_http_veto_sandbox_poll_t *p, const char *failure);
+
+
+/* KEYS: marker, tenant live set, agent live set, owner hash, audit
+ *       stream, its byte counter
+ * ARGV: sandbox id, marker expiry (unix seconds), end reason, the
+ *       stream's bytes and entries (veto_sandbox_audit_bytes, _maxlen),
+ *       then the audit entry's field/value pairs
+ * 1: this call handled the end; 0: it was handled before.  One script,
+ * so that a call whose reply was lost (a timeout) and that ran anyway
+ * left its audit entry too; the entry is appended by the audit's own
+ * script (its byte count kept), run as a function.  A sandbox whose
+ * termination failed still holds what it held on its host: its slot
+ * stays until its end is confirmed (a record of another reason, so of
+ * another marker). */
+static const char ngx_http_veto_sandbox_ended_head_lua[] =
+    "local function vsb_audit_append(KEYS, ARGV)\n";
+
+static const char ngx_http_veto_sandbox_ended_body_lua[] =
+    "end\n"
+    "if not redis.call('SET', KEYS[1], '1', 'NX', 'EXAT', ARGV[2]) then\n"
+    "  return 0\n"
+    "end\n"
+    "if ARGV[3] ~= 'termination_failed' then\n"
+    "  redis.call('ZREM', KEYS[2], ARGV[1])\n"
+    "  redis.call('ZREM', KEYS[3], ARGV[1])\n"
+    "  redis.call('DEL', KEYS[4])\n"
+    "end\n"
+    "local a = {ARGV[4], ARGV[5]}\n"
+    "for i = 6, #ARGV do a[#a + 1] = ARGV[i] end\n"
+    "vsb_audit_append({KEYS[5], KEYS[6]}, a)\n"
+    "return 1\n"
+    ;
+
+/* KEYS: audit stream, its byte counter
+ * ARGV: the newest id to drop ("<ms>": every entry of that millisecond
+ *       and older), at most this many entries per call
+ * The entries older than veto_sandbox_audit_max_age go, and their bytes
+ * leave the counter the append script keeps; what a call leaves over
+ * its bound goes at the next. */
+static const char ngx_http_veto_sandbox_trim_lua[] =
+    "local cap = tonumber(ARGV[2]) or 0\n"
+    "local total = tonumber(redis.call('GET', KEYS[2]) or '0') or 0\n"
+    "local n = 0\n"
+    "while n < cap do\n"
+    "  local b = redis.call('XRANGE', KEYS[1], '-', ARGV[1], 'COUNT', 100)\n"
+    "  if #b == 0 then break end\n"
+    "  local ids = {}\n"
+    "  for _, e in ipairs(b) do\n"
+    "    for j = 1, #e[2] do total = total - #e[2][j] end\n"
+    "    ids[#ids + 1] = e[1]\n"
+    "  end\n"
+    "  redis.call('XDEL', KEYS[1], unpack(ids))\n"
+    "  n = n + #ids\n"
+    "end\n"
+    "if n > 0 then\n"
+    "  if total < 0 or redis.call('XLEN', KEYS[1]) == 0 then total = 0 end\n"
+    "  redis.call('SET', KEYS[2], total)\n"
+    "end\n"
+    "return n\n"
+    ;
+
+static ngx_http_veto_sandbox_redis_script_t
+    ngx_http_veto_sandbox_ended_scripts[] = {
+    { "sandbox_ended", NULL, "" },          /* made at init */
+    { "audit_trim_age", ngx_http_veto_sandbox_trim_lua, "" },
+    { NULL, NULL, "" }
+};
+
+
+static ngx_http_veto_sandbox_poll_t  ngx_http_veto_sandbox_polls[
+                                         NGX_HTTP_VSB_ENDED_HELPERS];
+static ngx_uint_t                    ngx_http_veto_sandbox_npolls;
+static ngx_event_t                   ngx_http_veto_sandbox_ended_ev;
+static ngx_msec_t                    ngx_http_veto_sandbox_ended_every;
+static ngx_msec_t                    ngx_http_veto_sandbox_trimmed;
+static ngx_http_veto_sandbox_main_conf_t  *ngx_http_veto_sandbox_ended_mcf;
+static ngx_array_t                  *ngx_http_veto_sandbox_trim_tenants;
+static ngx_uint_t                    ngx_http_veto_sandbox_ended_closing;
+
+
+/* The helpers this gateway forwards to, each once; the policies'
+ * tenants, each once (for the audit's age). */
+static ngx_int_t
+ngx_http_veto_sandbox_ended_collect(ngx_cycle_t *cycle)
+{
+    ngx_str_t                          *t, *s;
+    ngx_uint_t                          i, k, n;
+    ngx_http_core_srv_conf_t          **cscfp;
+    ngx_http_core_main_conf_t          *cmcf;
+    ngx_http_veto_sandbox_tenant_t     *tenant;
+    ngx_http_veto_sandbox_srv_conf_t   *vscf;
+
+    cmcf = ngx_http_cycle_get_module_main_conf(cycle, ngx_http_core_module);
+    if (cmcf == NULL) {
+        return NGX_OK;
+    }
+
+    ngx_http_veto_sandbox_trim_tenants = ngx_array_create(cycle->pool, 8,
+                                                          sizeof(ngx_str_t));
+    if (ngx_http_veto_sandbox_trim_tenants == NULL) {
+        return NGX_ERROR;
+    }
+
+    cscfp = cmcf->servers.elts;
+
+    for (i = 0; i < cmcf->servers.nelts; i++) {
+        vscf = cscfp[i]->ctx->srv_conf[ngx_http_veto_sandbox_module.ctx_index];
+
+        if (vscf->policy != NULL && vscf->policy->tenants != NULL) {
+            tenant = vscf->policy->tenants->elts;
+
+            for (n = 0; n < vscf->policy->tenants->nelts; n++) {
+                s = ngx_http_veto_sandbox_trim_tenants->elts;
+
+                for (k = 0; k < ngx_http_veto_sandbox_trim_tenants->nelts; k++)
+                {
+                    if (s[k].len == tenant[n].name.len
+                        && ngx_strncmp(s[k].data, tenant[n].name.data,
+                                       s[k].len) == 0)
+                    {
+                        break;
+                    }
+                }
+
+                if (k < ngx_http_veto_sandbox_trim_tenants->nelts) {
+                    continue;
+                }
+
+                t = ngx_array_push(ngx_http_veto_sandbox_trim_tenants);
+                if (t == NULL) {
+                    return NGX_ERROR;
+                }
+
+                *t = tenant[n].name;
+            }
+        }
+
+        if (vscf->helper == NULL) {
+            continue;
+        }
+
+        for (k = 0; k < ngx_http_veto_sandbox_npolls; k++) {
+            if (ngx_http_veto_sandbox_polls[k].addr->name.len
+                    == vscf->helper->name.len
+                && ngx_strncmp(ngx_http_veto_sandbox_polls[k].addr->name.data,
+                               vscf->helper->name.data,
+                               vscf->helper->name.len) == 0)
+            {
+                break;
+            }
+        }
+
+        if (k < ngx_http_veto_sandbox_npolls) {
+            continue;
+        }
+
+        if (ngx_http_veto_sandbox_npolls == NGX_HTTP_VSB_ENDED_HELPERS) {
+            ngx_log_error(NGX_LOG_WARN, cycle->log, 0,
+                          "veto_sandbox: more than %d helpers: the ends of "
+                          "sandboxes of \"%V\" are not polled",
+                          NGX_HTTP_VSB_ENDED_HELPERS, &vscf->helper->name);
+            continue;
+        }
+
+        ngx_http_veto_sandbox_polls[ngx_http_veto_sandbox_npolls++].addr =
+            vscf->helper;
+    }
+
+    return NGX_OK;
+}
+
+
+/* The end's script: the audit's append script as a function, then
+ * what an end does. */
+static ngx_int_t
+ngx_http_veto_sandbox_ended_script(ngx_cycle_t *cycle)
+{
+    u_char  *text, *p;
+    size_t   len;
+
+    len = sizeof(ngx_http_veto_sandbox_ended_head_lua) - 1
+          + ngx_strlen(ngx_http_veto_sandbox_audit_append_lua)
+          + sizeof(ngx_http_veto_sandbox_ended_body_lua);
+
+    text = ngx_pnalloc(cycle->pool, len);
+    if (text == NULL) {
+        return NGX_ERROR;
+    }
+
+    p = ngx_cpymem(text, ngx_http_veto_sandbox_ended_head_lua,
+                   sizeof(ngx_http_veto_sandbox_ended_head_lua) - 1);
+    p = ngx_cpymem(p, ngx_http_veto_sandbox_audit_append_lua,
+                   ngx_strlen(ngx_http_veto_sandbox_audit_append_lua));
+    ngx_memcpy(p, ngx_http_veto_sandbox_ended_body_lua,
+               sizeof(ngx_http_veto_sandbox_ended_body_lua));
+
+    ngx_http_veto_sandbox_ended_scripts[0].text = (const char *) text;
+
+    return NGX_OK;
+}
+
+
+ngx_int_t
+ngx_http_veto_sandbox_ended_init_process(ngx_cycle_t *cycle)
+{
+    ngx_event_t                        *ev;
+    ngx_http_veto_sandbox_main_conf_t  *vmcf;
+
+    vmcf = ngx_http_cycle_get_module_main_conf(cycle,
+                                               ngx_http_veto_sandbox_module);
+
+    ngx_memzero(ngx_http_veto_sandbox_polls,
+                sizeof(ngx_http_veto_sandbox_polls));
+    ngx_http_veto_sandbox_npolls = 0;
+    ngx_http_veto_sandbox_ended_closing = 0;
+
+    /* one worker per gateway; the markers make more harmless */
+    if (vmcf == NULL || !vmcf->enabled
+        || (ngx_process != NGX_PROCESS_WORKER
+            && ngx_process != NGX_PROCESS_SINGLE)
+        || ngx_worker != 0
+        || (vmcf->ended_poll == 0 && vmcf->audit_max_age == 0))
+    {
+        return NGX_OK;
+    }
+
+    if (ngx_http_veto_sandbox_ended_script(cycle) != NGX_OK
+        || ngx_http_veto_sandbox_redis_scripts_init(
+                                   ngx_http_veto_sandbox_ended_scripts)
+           != NGX_OK
+        || ngx_http_veto_sandbox_ended_collect(cycle) != NGX_OK)
+    {
+        return NGX_ERROR;
+    }
+
+    ngx_http_veto_sandbox_ended_mcf = vmcf;
+    ngx_http_veto_sandbox_ended_every = vmcf->ended_poll
+                                        ? vmcf->ended_poll
+                                        : ngx_max(1000, ngx_min(
+                                              NGX_HTTP_VSB_TRIM_EVERY,
+                                              vmcf->audit_max_age / 2));
+    ngx_http_veto_sandbox_trimmed = ngx_current_msec;
+
+    ev = &ngx_http_veto_sandbox_ended_ev;
+    ngx_memzero(ev, sizeof(ngx_event_t));
+    ev->handler = ngx_http_veto_sandbox_ended_tick;
+    ev->log = cycle->log;
+    ev->cancelable = 1;
+
+    /* the first look soon after the start: what ended meanwhile */
+    ngx_add_timer(ev, 1000);
+
+    return NGX_OK;
+}
+
+
+void
+ngx_http_veto_sandbox_ended_exit_process(ngx_cycle_t *cycle)
+{
+    ngx_uint_t                     i;
+    ngx_http_veto_sandbox_poll_t  *p;
+
+    ngx_http_veto_sandbox_ended_closing = 1;
+
+    if (ngx_http_veto_sandbox_ended_ev.timer_set) {
+        ngx_del_timer(&ngx_http_veto_sandbox_ended_ev);
+    }
+
+    for (i = 0; i < ngx_http_veto_sandbox_npolls; i++) {
+        p = &ngx_http_veto_sandbox_polls[i];
+
+        if (p->peer.connection) {
+            ngx_close_connection(p->peer.connection);
+            p->peer.connection = NULL;
+        }
+    }
+
+    /* a page's pool may still be named by Redis calls in flight (they
+     * are failed when the Redis connection goes, next): it goes with the
+     * process */
+}
+
+
+/* Each tenant's audit stream to veto_sandbox_audit_max_age. */
+static void
+ngx_http_veto_sandbox_trim_logged(ngx_int_t rc, redisReply *reply,
+    void *data)
+{
+    if (rc != NGX_OK || reply == NULL || reply->type == REDIS_REPLY_ERROR) {
+        ngx_log_error(NGX_LOG_WARN, ngx_cycle->log, 0,
+                      "veto_sandbox: trimming the audit stream by age "
+                      "failed");
+    }
+}
+
+
+static void
+ngx_http_veto_sandbox_ended_trim(ngx_log_t *log)
+{
+    u_char                              *p;
+    ngx_str_t                            a[4], *t;
+    ngx_uint_t                           i;
+    ngx_pool_t                          *pool;
+    ngx_msec_t                           age;
+    ngx_http_veto_sandbox_redis_call_t   call;
+
+    age = ngx_http_veto_sandbox_ended_mcf->audit_max_age;
+
+    if (age == 0 || ngx_http_veto_sandbox_trim_tenants == NULL
+        || (time_t) (age / 1000) >= ngx_time())
+    {
+        return;
+    }
+
+    pool = ngx_create_pool(1024, log);
+    if (pool == NULL) {
+        return;
+    }
+
+    p = ngx_pnalloc(pool, 2 * NGX_INT64_LEN);
+    if (p == NULL) {
+        ngx_destroy_pool(pool);
+        return;
+    }
+
+    /* entry ids are "<ms>-<n>" on Redis' clock; ours is close enough for
+     * an age counted in minutes or more.  "<ms>" as the end of a range:
+     * every entry of that millisecond and older */
+    a[2].data = p;
+    p = ngx_sprintf(p, "%uL", (uint64_t) ngx_time() * 1000
+                              - (uint64_t) age - 1);
+    a[2].len = p - a[2].data;
+
+    a[3].data = p;
+    p = ngx_sprintf(p, "%ui", (ngx_uint_t) NGX_HTTP_VSB_AUDIT_SCAN);
+    a[3].len = p - a[3].data;
+
+    t = ngx_http_veto_sandbox_trim_tenants->elts;
+
+    for (i = 0; i < ngx_http_veto_sandbox_trim_tenants->nelts; i++) {
+        if (!ngx_http_veto_sandbox_redis_key_part_valid(t[i].data, t[i].len)
+            || ngx_http_veto_sandbox_tenant_key(pool, &a[0], "audit", &t[i],
+                                                NULL)
+               != NGX_OK
+            || ngx_http_veto_sandbox_tenant_key(pool, &a[1], "audit:bytes",
+                                                &t[i], NULL)
+               != NGX_OK)
+        {
+            continue;
+        }
+
+        call.rds = ngx_http_veto_sandbox_rds;
+        call.pool = pool;
+        call.timeout = ngx_http_veto_sandbox_ended_mcf->timeout;
+        call.handler = ngx_http_veto_sandbox_trim_logged;
+        call.data = NULL;
+        call.cmdp = NULL;
+
+        (void) ngx_http_veto_sandbox_redis_eval_str(&call,
+                                    &ngx_http_veto_sandbox_ended_scripts[1],
+                                    2, 4, a);
+    }
+
+    ngx_destroy_pool(pool);
+}
+
+
+static void
+ngx_http_veto_sandbox_ended_tick(ngx_event_t *ev)
+{
+    ngx_uint_t  i;
+
+    if (ngx_exiting || ngx_quit || ngx_terminate
+        || ngx_http_veto_sandbox_ended_closing)
+    {
+        return;
+    }
+
+    if (ngx_http_veto_sandbox_rds != NULL
+        && ngx_http_veto_sandbox_redis_ready(ngx_http_veto_sandbox_rds))
+    {
+        if (ngx_http_veto_sandbox_ended_mcf->ended_poll) {
+            for (i = 0; i < ngx_http_veto_sandbox_npolls; i++) {
+                if (!ngx_http_veto_sandbox_polls[i].busy) {
+                    ngx_http_veto_sandbox_ended_start(
+                                             &ngx_http_veto_sandbox_polls[i]);
+                }
+            }
+        }
+
+        if (ngx_http_veto_sandbox_ended_mcf->audit_max_age
+            && ngx_current_msec - ngx_http_veto_sandbox_trimmed
+               >= ngx_min(NGX_HTTP_VSB_TRIM_EVERY,
+                          ngx_http_veto_sandbox_ended_mcf->audit_max_age / 2))
+        {
+            ngx_http_veto_sandbox_trimmed = ngx_current_msec;
+            ngx_http_veto_sandbox_ended_trim(ev->log);
+        }
+    }
+
+    ngx_add_timer(ev, ngx_http_veto_sandbox_ended_every);
+}
+
+
+/* Asks the helper for the records after p->after. */
+static void
+ngx_http_veto_sandbox_ended_start(ngx_http_veto_sandbox_poll_t *p)
+{
+    size_t             len;
+    json_t            *req;
+    ngx_int_t          rc;
+    ngx_buf_t         *b;
+    ngx_connection_t  *c;
+
+    p->busy = 1;
+    p->failed = 0;
+    p->more = 0;
+    p->pending = 0;
+    p->head_got = 0;
+    p->in = NULL;
+    p->in_got = 0;
+    p->asked = p->after;
+
+    p->pool = ngx_create_pool(4096, ngx_cycle->log);
+    if (p->pool == NULL) {
+        p->busy = 0;
+        return;
+    }
+
+    req = json_pack("{s:s, s:I, s:i}", "op", VSB_OP_ENDED,
+                    "after", (json_int_t) p->after,
+                    "max", NGX_HTTP_VSB_ENDED_PAGE);
+    len = req ? json_dumpb(req, NULL, 0, JSON_COMPACT) : 0;
+
+    b = len ? ngx_create_temp_buf(p->pool, VSB_FRAME_HEADER_LEN + len) : NULL;
+
+    if (b == NULL) {
+        json_decref(req);
+        ngx_http_veto_sandbox_ended_finish(p, "out of memory");
+        return;
+    }
+
+    vsb_frame_header_encode(b->last, (uint32_t) len, 0);
+    b->last += VSB_FRAME_HEADER_LEN;
+    b->last += json_dumpb(req, (char *) b->last, len, JSON_COMPACT);
+    json_decref(req);
+
+    p->out = b;
+
+    ngx_memzero(&p->peer, sizeof(ngx_peer_connection_t));
+    p->peer.sockaddr = p->addr->sockaddr;
+    p->peer.socklen = p->addr->socklen;
+    p->peer.name = &p->addr->name;
+    p->peer.get = ngx_event_get_peer;
+    p->peer.log = ngx_cycle->log;
+    p->peer.log_error = NGX_ERROR_ERR;
+
+    rc = ngx_event_connect_peer(&p->peer);
+
+    if (rc == NGX_ERROR || rc == NGX_BUSY || rc == NGX_DECLINED) {
+        ngx_http_veto_sandbox_ended_finish(p, "cannot connect");
+        return;
+    }
+
+    c = p->peer.connection;
+    c->data = p;
+    c->pool = p->pool;
+    c->read->handler = ngx_http_veto_sandbox_ended_read;
+    c->write->handler = ngx_http_veto_sandbox_ended_write;
+
+    ngx_add_timer(c->write, NGX_HTTP_VSB_ENDED_TIMEOUT);
+
+    if (rc == NGX_OK) {
+        ngx_http_veto_sandbox_ended_write(c->write);
+    }
+}
+
+
+static void
+ngx_http_veto_sandbox_ended_write(ngx_event_t *wev)
+{
+    ssize_t                        n;
+    ngx_connection_t              *c;
+    ngx_http_veto_sandbox_poll_t  *p;
+
+    c = wev->data;
+    p = c->data;
+
+    if (wev->timedout) {
+        ngx_http_veto_sandbox_ended_finish(p, "sending timed out");
+        return;
+    }
+
+    while (p->out->pos < p->out->last) {
+        n = c->send(c, p->out->pos, p->out->last - p->out->pos);
+
+        if (n == NGX_AGAIN) {
+            if (ngx_handle_write_event(wev, 0) != NGX_OK) {
+                ngx_http_veto_sandbox_ended_finish(p, "connection failed");
+            }
+            return;
+        }
+
+        if (n == NGX_ERROR) {
+            ngx_http_veto_sandbox_ended_finish(p, "sending failed");
+            return;
+        }
+
+        p->out->pos += n;
+    }
+
+    if (wev->timer_set) {
+        ngx_del_timer(wev);
+    }
+
+    if (!c->read->timer_set) {
+        ngx_add_timer(c->read, NGX_HTTP_VSB_ENDED_TIMEOUT);
+    }
+
+    ngx_http_veto_sandbox_ended_read(c->read);
+}
+
+
+static void
+ngx_http_veto_sandbox_ended_read(ngx_event_t *rev)
+{
+    u_char                        *buf;
+    size_t                         size;
+    ssize_t                        n;
+    json_t                        *j;
+    uint32_t                       jlen, plen;
+    ngx_connection_t              *c;
+    ngx_http_veto_sandbox_poll_t  *p;
+
+    c = rev->data;
+    p = c->data;
+
+    if (rev->timedout) {
+        ngx_http_veto_sandbox_ended_finish(p, "the helper did not answer");
+        return;
+    }
+
+    if (p->out->pos < p->out->last) {
+        return;
+    }
+
+    for ( ;; ) {
+        if (p->head_got < VSB_FRAME_HEADER_LEN) {
+            buf = p->head + p->head_got;
+            size = VSB_FRAME_HEADER_LEN - p->head_got;
+
+        } else {
+            buf = p->in + p->in_got;
+            size = p->in_size - p->in_got;
+        }
+
+        n = c->recv(c, buf, size);
+
+        if (n == NGX_AGAIN) {
+            if (ngx_handle_read_event(rev, 0) != NGX_OK) {
+                ngx_http_veto_sandbox_ended_finish(p, "connection failed");
+            }
+            return;
+        }
+
+        if (n == NGX_ERROR || n == 0) {
+            ngx_http_veto_sandbox_ended_finish(p, "the helper closed the "
+                                               "connection");
+            return;
+        }
+
+        if (p->head_got < VSB_FRAME_HEADER_LEN) {
+            p->head_got += n;
+
+            if (p->head_got < VSB_FRAME_HEADER_LEN) {
+                continue;
+            }
+
+            jlen = vsb_frame_get_u32(p->head + 4);
+            plen = vsb_frame_get_u32(p->head + 8);
+
+            /* a reply of the ended op has no payload */
+            if (ngx_memcmp(p->head, VSB_FRAME_MAGIC, VSB_FRAME_MAGIC_LEN) != 0
+                || jlen == 0 || jlen > VSB_MAX_JSON || plen != 0)
+            {
+                ngx_http_veto_sandbox_ended_finish(p, "a bad frame");
+                return;
+            }
+
+            p->in_size = jlen;
+            p->in = ngx_pnalloc(p->pool, jlen);
+            if (p->in == NULL) {
+                ngx_http_veto_sandbox_ended_finish(p, "out of memory");
+                return;
+            }
+
+            continue;
+        }
+
+        p->in_got += n;
+
+        if (p->in_got == p->in_size) {
+            break;
+        }
+    }
+
+    ngx_close_connection(c);
+    p->peer.connection = NULL;
+
+    j = json_loadb((char *) p->in, p->in_size, JSON_REJECT_DUPLICATES, NULL);
+
+    ngx_http_veto_sandbox_ended_page(p, j);
+
+    json_decref(j);
+}
+
+
+/* The script answered for one record (and, the first time, put it on
+ * the audit stream). */
+static void
+ngx_http_veto_sandbox_ended_handled(ngx_int_t rc, redisReply *reply,
+    void *data)
+{
+    ngx_http_veto_sandbox_poll_t  *p = data;
+
+    if (rc != NGX_OK || reply == NULL || reply->type != REDIS_REPLY_INTEGER) {
+        p->failed = 1;
+    }
+
+    if (--p->pending == 0) {
+        ngx_http_veto_sandbox_ended_finish(p, p->failed ? "redis" : NULL);
+    }
+}
+
+
+/* A string field of the record within max bytes, or empty. */
+static ngx_str_t
+ngx_http_veto_sandbox_ended_str(ngx_pool_t *pool, json_t *rec,
+    const char *name, size_t max)
+{
+    json_t     *v;
+    ngx_str_t   s;
+
+    ngx_str_null(&s);
+
+    v = json_object_get(rec, name);
+
+    if (!json_is_string(v) || json_string_length(v) == 0
+        || json_string_length(v) > max)
+    {
+        return s;
+    }
+
+    s.len = json_string_length(v);
+    s.data = ngx_pnalloc(pool, s.len);
+
+    if (s.data == NULL) {
+        s.len = 0;
+        return s;
+    }
+
+    ngx_memcpy(s.data, json_string_value(v), s.len);
+
+    return s;
+}
+
+
+/* One record: its script; NGX_DECLINED for a record that names no valid
+ * owner (logged and skipped: it can never be handled). */
+static ngx_int_t
+ngx_http_veto_sandbox_ended_one(ngx_http_veto_sandbox_poll_t *p, json_t *rec)
+{
+    int                                  argc;
+    char                                *text;
+    u_char                              *t, *when;
+    json_t                              *d, *v;
+    size_t                               argvlen[32];
+    ngx_tm_t                             tm;
+    ngx_str_t                            tenant, agent, id, reason, mark,
+                                         keys[6], why, detail, red;
+    ngx_uint_t                           i;
+    json_int_t                           until;
+    const char                          *argv[32];
+    ngx_http_veto_sandbox_redis_call_t   call;
+
+    tenant = ngx_http_veto_sandbox_ended_str(p->pool, rec, "tenant", 128);
+    agent = ngx_http_veto_sandbox_ended_str(p->pool, rec, "agent", 128);
+    id = ngx_http_veto_sandbox_ended_str(p->pool, rec, "id",
+                                         VSB_SANDBOX_ID_LEN);
+    reason = ngx_http_veto_sandbox_ended_str(p->pool, rec, "end_reason", 32);
+
+    if (tenant.len == 0 || agent.len == 0 || reason.len == 0
+        || !ngx_http_veto_sandbox_redis_key_part_valid(reason.data,
+                                                       reason.len)
+        || !ngx_http_veto_sandbox_id_valid(id.data, id.len)
+        || !ngx_http_veto_sandbox_redis_key_part_valid(tenant.data,
+                                                       tenant.len)
+        || !ngx_http_veto_sandbox_redis_key_part_valid(agent.data, agent.len))
+    {
+        ngx_log_error(NGX_LOG_WARN, ngx_cycle->log, 0,
+                      "veto_sandbox: helper %V: an ENDED record without a "
+                      "valid id, owner or reason is skipped", p->peer.name);
+        return NGX_DECLINED;
+    }
+
+    /* which limit, or which step failed */
+    why = ngx_http_veto_sandbox_ended_str(p->pool, rec, "limit", 32);
+    if (why.len == 0) {
+        why = ngx_http_veto_sandbox_ended_str(p->pool, rec, "step", 32);
+    }
+
+    d = json_pack("{s:O?, s:O?, s:O?, s:O?, s:O?, s:O?, s:O?, s:O?, s:O?, "
+                  "s:O?, s:O?, s:O?}",
+                  "end_reason", json_object_get(rec, "end_reason"),
+                  "limit", json_object_get(rec, "limit"),
+                  "step", json_object_get(rec, "step"),
+                  "cause", json_object_get(rec, "cause"),
+                  "detail", json_object_get(rec, "detail"),
+                  "epoch", json_object_get(rec, "epoch"),
+                  "created_at", json_object_get(rec, "created_at"),
+                  "expires_at", json_object_get(rec, "expires_at"),
+                  "idle_s", json_object_get(rec, "idle_s"),
+                  "ended_at", json_object_get(rec, "ended_at"),
+                  "termination_ms", json_object_get(rec, "termination_ms"),
+                  "confirmed", json_object_get(rec, "confirmed"));
+
+    text = d ? json_dumps(d, JSON_COMPACT) : NULL;
+    json_decref(d);
+
+    if (text == NULL) {
+        return NGX_ERROR;
+    }
+
+    detail.len = ngx_strlen(text);
+    detail.data = ngx_pnalloc(p->pool, detail.len);
+
+    if (detail.data == NULL) {
+        free(text);
+        return NGX_ERROR;
+    }
+
+    ngx_memcpy(detail.data, text, detail.len);
+    free(text);
+
+    /* as every audit entry: secrets never enter the stream */
+    if (ngx_http_veto_sandbox_redact(p->pool, &detail, &red) != NGX_OK) {
+        return NGX_ERROR;
+    }
+
+    /* the marker outlives the record the helper would give again */
+    v = json_object_get(rec, "retained_until");
+    until = json_is_integer(v) ? json_integer_value(v) : 0;
+
+    if (until < ngx_time()) {
+        until = ngx_time();
+    }
+
+    until += NGX_HTTP_VSB_ENDED_MARGIN;
+
+    /* one marker per end reason: a failed termination, then its
+     * confirmation, are two ends on record */
+    mark.data = ngx_pnalloc(p->pool, id.len + 1 + reason.len);
+    t = ngx_pnalloc(p->pool, 4 * NGX_INT64_LEN
+                             + sizeof("1970-01-01T00:00:00.000Z"));
+
+    if (mark.data == NULL || t == NULL) {
+        return NGX_ERROR;
+    }
+
+    mark.len = ngx_sprintf(mark.data, "%V:%V", &id, &reason) - mark.data;
+
+    if (ngx_http_veto_sandbox_tenant_key(p->pool, &keys[0], "sbx:end",
+                                         &tenant, &mark) != NGX_OK
+        || ngx_http_veto_sandbox_tenant_key(p->pool, &keys[1], "sbx:live",
+                                            &tenant, NULL) != NGX_OK
+        || ngx_http_veto_sandbox_tenant_key(p->pool, &keys[2], "sbx:live",
+                                            &tenant, &agent) != NGX_OK
+        || ngx_http_veto_sandbox_tenant_key(p->pool, &keys[3], "sbx:own",
+                                            &tenant, &id) != NGX_OK
+        || ngx_http_veto_sandbox_tenant_key(p->pool, &keys[4], "audit",
+                                            &tenant, NULL) != NGX_OK
+        || ngx_http_veto_sandbox_tenant_key(p->pool, &keys[5], "audit:bytes",
+                                            &tenant, NULL) != NGX_OK)
+    {
+        return NGX_ERROR;
+    }
+
+    argc = 0;
+
+    for (i = 0; i < 6; i++) {
+        argv[argc] = (const char *) keys[i].data;
+        argvlen[argc++] = keys[i].len;
+    }
+
+#define ngx_http_vsb_arg(s, n)                                                \
+    argv[argc] = (const char *) (s); argvlen[argc++] = (n)
+#define ngx_http_vsb_field(name, v)                                           \
+    if ((v).len) {                                                            \
+        ngx_http_vsb_arg(name, sizeof(name) - 1);                             \
+        ngx_http_vsb_arg((v).data, (v).len);                                  \
+    }
+
+    ngx_http_vsb_arg(id.data, id.len);
+
+    when = t;
+    t = ngx_sprintf(t, "%L", (int64_t) until);
+    ngx_http_vsb_arg(when, t - when);
+
+    ngx_http_vsb_arg(reason.data, reason.len);
+
+    when = t;
+    t = ngx_sprintf(t, "%uz", ngx_http_veto_sandbox_ended_mcf->audit_bytes);
+    ngx_http_vsb_arg(when, t - when);
+
+    when = t;
+    t = ngx_sprintf(t, "%ui", ngx_http_veto_sandbox_ended_mcf->audit_maxlen);
+    ngx_http_vsb_arg(when, t - when);
+
+    /* the entry, in the fields every audit entry has */
+    ngx_gmtime(ngx_time(), &tm);
+    when = t;
+    t = ngx_sprintf(t, "%4d-%02d-%02dT%02d:%02d:%02d.%03MZ", tm.ngx_tm_year,
+                    tm.ngx_tm_mon, tm.ngx_tm_mday, tm.ngx_tm_hour,
+                    tm.ngx_tm_min, tm.ngx_tm_sec, ngx_timeofday()->msec);
+    ngx_http_vsb_arg("time", 4);
+    ngx_http_vsb_arg(when, t - when);
+
+    ngx_http_vsb_field("tenant", tenant);
+    ngx_http_vsb_field("agent", agent);
+    ngx_http_vsb_arg("action", 6);
+    ngx_http_vsb_arg("sandbox.end", sizeof("sandbox.end") - 1);
+    ngx_http_vsb_field("outcome", reason);
+    ngx_http_vsb_field("reason", why);
+    ngx_http_vsb_field("sandbox", id);
+    ngx_http_vsb_field("detail", red);
+
+#undef ngx_http_vsb_field
+#undef ngx_http_vsb_arg
+
+    call.rds = ngx_http_veto_sandbox_rds;
+    call.pool = p->pool;
+    call.timeout = ngx_http_veto_sandbox_ended_mcf->timeout;
+    call.handler = ngx_http_veto_sandbox_ended_handled;
+    call.data = p;
+    call.cmdp = NULL;
+
+    if (ngx_http_veto_sandbox_redis_eval(&call,
+                                  &ngx_http_veto_sandbox_ended_scripts[0],
+                                  6, argc, argv, argvlen)
+        != NGX_OK)
+    {
+        return NGX_ERROR;
+    }
+
+    p->pending++;
+
+    return NGX_OK;
+}
+
+
+/* The helper's page: each record handled, then the cursor moves. */
+static void
+ngx_http_veto_sandbox_ended_page(ngx_http_veto_sandbox_poll_t *p, json_t *j)
+{
+    size_t       i, len;
+    json_t      *v, *rec;
+    const char  *epoch;
+
+    if (!json_is_true(json_object_get(j, "ok"))) {
+        ngx_http_veto_sandbox_ended_finish(p, "the helper refused");
+        return;
+    }
+
+    v = json_object_get(j, "epoch");
+    epoch = json_is_string(v) ? json_string_value(v) : "";
+    len = ngx_strlen(epoch);
+
+    /* another run of the helper: its cursor starts over */
+    if (len > VSB_EPOCH_LEN
+        || ngx_strncmp(p->epoch, epoch, VSB_EPOCH_LEN + 1) != 0)
+    {
+        len = ngx_min(len, VSB_EPOCH_LEN);
+        ngx_memcpy(p->epoch, epoch, len);
+        p->epoch[len] = '\0';
+
+        if (p->asked != 0) {
+            p->after = 0;
+            p->next = 0;
+            p->more = 1;
+            ngx_http_veto_sandbox_ended_finish(p, NULL);
+            return;
+        }
+    }
+
+    v = json_object_get(j, "next");
+    p->next = json_is_integer(v) && json_integer_value(v) >= 0
+              ? (uint64_t) json_integer_value(v) : p->asked;
+    p->more = json_is_true(json_object_get(j, "more"));
+
+    json_array_foreach(json_object_get(j, "ended"), i, rec) {
+        if (ngx_http_veto_sandbox_ended_one(p, rec) == NGX_ERROR) {
+            /* asked again next time, from the same cursor */
+            p->failed = 1;
+            break;
+        }
+    }
+
+    if (p->pending == 0) {
+        ngx_http_veto_sandbox_ended_finish(p, p->failed ? "redis" : NULL);
+    }
+}
+
+
+/* A page is over: the cursor moves if all of it was handled; more pages
+ * are asked for at once. */
+static void
+ngx_http_veto_sandbox_ended_finish(ngx_http_veto_sandbox_poll_t *p,
+    const char *failure)
+{
+    ngx_uint_t  again;
+
+    if (p->peer.connection) {
+        ngx_close_connection(p->peer.connection);
+        p->peer.connection = NULL;
+    }
+
+    if (failure != NULL) {
+        ngx_log_error(NGX_LOG_WARN, ngx_cycle->log, 0,
+                      "veto_sandbox: polling the ended sandboxes of helper "
+                      "%V: %s; asked again later", &p->addr->name, failure);
+        again = 0;
+
+    } else {
+        if (p->next > p->after) {
+            p->after = p->next;
+        }
+        again = p->more;
+    }
+
+    if (p->pool) {
+        ngx_destroy_pool(p->pool);
+        p->pool = NULL;
+    }
+
+    p->next = p->after;
+    p->busy = 0;
+
+    if (again && !ngx_exiting && !ngx_quit && !ngx_terminate
+        && !ngx_http_veto_sandbox_ended_closing)
+    {
+        ngx_http_veto_sandbox_ended_start(p);
+    }
+}

@@ -1,0 +1,198 @@
+/*
+ * A sandbox's lifetime over HTTP, once the helper answered: a PATCH of
+ * the lifetime on record (the quota slot and the ownership record in
+ * Redis follow the new expiry); the list with ?include=ended and the
+ * ENDED records as the API shows them.  The request side is in
+ * _request_lifetime.c.
+ */
+
+#include "ngx_http_veto_sandbox_module.h"
+#include "ngx_http_veto_sandbox_audit.h"
+
+
+/* KEYS: tenant live set, agent live set, owner hash
+ * ARGV: sandbox id, expires_ms
+ * A lifetime that was extended: the slot counts until the new expiry and
+ * the ownership record and the live sets live as long (only what exists
+ * is touched). */
+static const char ngx_http_veto_sandbox_lifetime_extend_lua[] =
+    "local exp = tonumber(ARGV[2])\n"
+    "if not exp or exp < 1 then\n"
+    "  return redis.error_reply('ERR veto sandbox_extend: bad expiry')\n"
+    "end\n"
+    "local n = redis.call('ZADD', KEYS[1], 'XX', 'CH', exp, ARGV[1])\n"
+    "redis.call('ZADD', KEYS[2], 'XX', exp, ARGV[1])\n"
+    "for _, k in ipairs({KEYS[1], KEYS[2]}) do\n"
+    "  local at = redis.call('PEXPIRETIME', k)\n"
+    "  if at > 0 and at < exp then redis.call('PEXPIREAT', k, exp) end\n"
+    "end\n"
+    "if redis.call('EXISTS', KEYS[3]) == 1 then\n"
+    "  redis.call('HSET', KEYS[3], 'expires_ms', exp)\n"
+    "  redis.call('PEXPIREAT', KEYS[3], exp)\n"
+    "end\n"
+    "return {'ok', tostring(n)}\n"
+    ;
+
+static ngx_http_veto_sandbox_redis_script_t
+    ngx_http_veto_sandbox_lifetime_scripts[] = {
+    { "sandbox_extend", ngx_http_veto_sandbox_lifetime_extend_lua, "" },
+    { NULL, NULL, "" }
+};
+
+
+ngx_int_t
+ngx_http_veto_sandbox_lifetime_init(void)
+{
+    return ngx_http_veto_sandbox_redis_scripts_init(
+                                      ngx_http_veto_sandbox_lifetime_scripts);
+}
+
+
+/* Bookkeeping nobody waits for: a failure is logged. */
+static void
+ngx_http_veto_sandbox_lifetime_logged(ngx_int_t rc, redisReply *reply,
+    void *data)
+{
+    if (rc != NGX_OK || reply == NULL || reply->type == REDIS_REPLY_ERROR) {
+        ngx_log_error(NGX_LOG_WARN, ngx_cycle->log, 0,
+                      "veto_sandbox: redis bookkeeping (%s) failed",
+                      (char *) data);
+    }
+}
+
+
+/* The quota slot and the ownership record follow the new expiry. */
+static void
+ngx_http_veto_sandbox_lifetime_extend(ngx_http_request_t *r,
+    ngx_http_veto_sandbox_ctx_t *ctx, json_int_t expires_at)
+{
+    u_char                              *p;
+    ngx_str_t                            a[5];
+    ngx_http_veto_sandbox_main_conf_t   *vmcf;
+    ngx_http_veto_sandbox_redis_call_t   call;
+
+    if (ngx_http_veto_sandbox_rds == NULL || expires_at <= 0
+        || !ngx_http_veto_sandbox_redis_key_part_valid(ctx->agent.data,
+                                                       ctx->agent.len)
+        || !ngx_http_veto_sandbox_redis_key_part_valid(ctx->tenant.data,
+                                                       ctx->tenant.len))
+    {
+        return;
+    }
+
+    if (ngx_http_veto_sandbox_tenant_key(r->pool, &a[0], "sbx:live",
+                                         &ctx->tenant, NULL) != NGX_OK
+        || ngx_http_veto_sandbox_tenant_key(r->pool, &a[1], "sbx:live",
+                                            &ctx->tenant, &ctx->agent)
+           != NGX_OK
+        || ngx_http_veto_sandbox_tenant_key(r->pool, &a[2], "sbx:own",
+                                            &ctx->tenant, &ctx->sandbox)
+           != NGX_OK)
+    {
+        return;
+    }
+
+    p = ngx_pnalloc(r->pool, NGX_INT64_LEN + 3);
+    if (p == NULL) {
+        return;
+    }
+
+    a[3] = ctx->sandbox;
+    a[4].data = p;
+    a[4].len = ngx_sprintf(p, "%L000", (int64_t) expires_at) - p;
+
+    vmcf = ngx_http_get_module_main_conf(r, ngx_http_veto_sandbox_module);
+
+    call.rds = ngx_http_veto_sandbox_rds;
+    call.pool = r->pool;
+    call.timeout = vmcf->timeout;
+    call.handler = ngx_http_veto_sandbox_lifetime_logged;
+    call.data = "lifetime extension";
+    call.cmdp = NULL;
+
+    (void) ngx_http_veto_sandbox_redis_eval_str(&call,
+                                    &ngx_http_veto_sandbox_lifetime_scripts[0],
+                                    3, 5, a);
+}
+
+
+/* The PATCH's record: a lifetime changed (and Redis follows it), or the
+ * hosts added to an allowlist. */
+void
+ngx_http_veto_sandbox_record_update(ngx_http_request_t *r,
+    ngx_http_veto_sandbox_ctx_t *ctx, ngx_uint_t ok, const char *error)
+{
+    json_t     *j, *d;
+    char       *s;
+    ngx_str_t   detail;
+
+    if (!ctx->lifetime) {
+        ngx_http_veto_sandbox_record_network(r, ctx, ok, error);
+        return;
+    }
+
+    if (!ok) {
+        ngx_http_veto_sandbox_audit(r, ctx, "error", error, NULL, NULL, 0);
+        return;
+    }
+
+    j = ctx->helper.json;
+
+    ngx_http_veto_sandbox_lifetime_extend(r, ctx,
+                        json_integer_value(json_object_get(j, "expires_at")));
+
+    detail.len = 0;
+
+    d = json_pack("{s:O?, s:O?, s:O?, s:b}",
+                  "ttl_s", json_object_get(j, "ttl_s"),
+                  "idle_s", json_object_get(j, "idle_s"),
+                  "expires_at", json_object_get(j, "expires_at"),
+                  "needed_approval", (int) ctx->limit_ask);
+
+    s = d ? json_dumps(d, JSON_COMPACT) : NULL;
+    json_decref(d);
+
+    if (s != NULL) {
+        detail.len = ngx_strlen(s);
+        detail.data = ngx_pnalloc(r->pool, detail.len);
+
+        if (detail.data == NULL) {
+            detail.len = 0;
+        } else {
+            ngx_memcpy(detail.data, s, detail.len);
+        }
+
+        free(s);
+    }
+
+    ngx_http_veto_sandbox_audit(r, ctx, "lifetime_updated", NULL, NULL,
+                                detail.len ? &detail : NULL, NGX_HTTP_OK);
+}
+
+
+/* An ENDED record as the API shows it: the helper's cursor is its own. */
+void
+ngx_http_veto_sandbox_ended_view(json_t *sb)
+{
+    if (json_is_object(sb)) {
+        json_object_del(sb, "seq");
+    }
+}
+
+
+/* GET /v1/sandboxes: the live ones, and with ?include=ended the ended. */
+ngx_int_t
+ngx_http_veto_sandbox_reply_list(ngx_http_request_t *r,
+    ngx_http_veto_sandbox_ctx_t *ctx)
+{
+    size_t   i;
+    json_t  *j, *v;
+
+    j = ctx->helper.json;
+
+    json_array_foreach(json_object_get(j, "ended"), i, v) {
+        ngx_http_veto_sandbox_ended_view(v);
+    }
+
+    return ngx_http_veto_sandbox_send_json(r, NGX_HTTP_OK, json_incref(j));
+}

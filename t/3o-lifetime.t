@@ -1,0 +1,368 @@
+#!/usr/bin/perl
+# Lifetimes and honest ends through nginx, Redis and the helper: idle_s
+# and ttl_s within the policy's ceilings (202 up to its ask_ceilings),
+# PATCH extending the lifetime (Redis' quota slot and ownership record
+# follow it); every end reason in GET (state "ended", end_reason,
+# ended_at, termination_ms), in the list with ?include=ended, as 410 for
+# anything else, and exactly once on the audit stream as "sandbox.end"
+# (the gateway polls the helper's ENDED records: deleted, expired, idle
+# with no client connected, killed_by_limit, termination_failed then its
+# confirmation, helper_restart after kill -9 with a running exec); the
+# quota slot and ownership record freed; with Redis paused nothing is
+# lost; after the helper's retention GET is 404; audit entries go by age.
+
+use strict;
+use warnings;
+
+use Test::More;
+use lib 't/lib';
+use VetoNginx;
+use VetoTest;
+use JSON::PP;
+use POSIX ();
+use Time::HiRes qw(time sleep);
+
+VetoNginx::need(qw(helper redis));
+
+my $policy = {
+    version => 1,
+    tenants => {
+        acme => {
+            ceilings => { memory_mb => 512, disk_mb => 256, timeout_s => 30,
+                          ttl_s => 600, idle_s => 600 },
+            ask_ceilings => { ttl_s => 1800 },
+            defaults => { idle_s => 300 },
+            quotas => { concurrent_sandboxes => 20 },
+            agents => {
+                'agent-short' => { ceilings => { idle_s => 60 },
+                                 defaults => { idle_s => 30 } },
+            },
+        },
+    },
+};
+
+my $n = VetoNginx->new;
+$n->start_redis;
+my $hh = $n->start_helper(ended_retention_s => 30, max_ttl_s => 3600,
+                          default_ttl_s => 600);
+$n->start(redis => 1, policy => $policy,
+          http_extra => 'veto_sandbox_ended_poll 500ms;');
+
+my $agent = $n->token(sub => 'agent-1');
+my $netonly = $n->token(sub => 'agent-1', scope => 'sandbox:network');
+my $rev = $n->token(sub => 'human-1', scope => 'approvals:review audit:read');
+my $r = $n->redis;
+
+my ($st, $h, $b, $j);
+for (1 .. 40) {
+    ($st) = $n->request(GET => '/v1/sandboxes', $agent);
+    last if $st == 200;
+    sleep 0.05;
+}
+is($st, 200, 'the gateway answers');
+
+sub create
+{
+    my (%body) = @_;
+    my @r = $n->request(POST => '/v1/sandboxes', $agent, \%body);
+    return @r;
+}
+
+sub ends_of
+{
+    my ($id) = @_;
+    return grep { ($_->{sandbox} // '') eq $id && $_->{action} eq 'sandbox.end' }
+        map { my %f = @{ $_->[1] }; \%f }
+        @{ $r->xrange('veto:{acme}:audit', '-', '+') };
+}
+
+sub wait_end_record
+{
+    my ($id, $reason, $timeout) = @_;
+    my $deadline = time + ($timeout // 10);
+    while (time < $deadline) {
+        my @e = grep { $_->{outcome} eq $reason } ends_of($id);
+        return $e[0] if @e;
+        sleep 0.2;
+    }
+    return undef;
+}
+
+# GET counts as a request naming it: only for sandboxes that have ended
+sub get_ended
+{
+    my ($id, $what) = @_;
+    ($st, $h, $b, $j) = $n->request(GET => "/v1/sandboxes/$id", $agent);
+    is($st, 200, "$what: GET answers") or diag $b;
+    is($j->{state}, 'ended', "$what: state ended") or diag explain $j;
+    ok($j->{ended_at} && $j->{ended_at} >= $j->{created_at},
+       "$what: ended_at");
+    ok(defined $j->{termination_ms}, "$what: termination_ms "
+       . ($j->{termination_ms} // 'missing'));
+    ok(!exists $j->{seq}, "$what: no helper cursor");
+    return $j;
+}
+
+sub end_ok
+{
+    my ($id, $reason, $what) = @_;
+    my $rec = wait_end_record($id, $reason);
+    ok($rec, "$what: sandbox.end $reason on the audit stream") or return;
+    is($rec->{agent}, 'agent-1', "$what: the sandbox's agent");
+    my $d = eval { decode_json($rec->{detail}) } // {};
+    is($d->{end_reason}, $reason, "$what: detail names the reason");
+    ok($d->{ended_at}, "$what: detail says when");
+    return $rec;
+}
+
+sub slot_freed
+{
+    my ($id, $what) = @_;
+    my $deadline = time + 10;
+    sleep 0.2 while time < $deadline
+        && defined $r->zscore('veto:{acme}:sbx:live', $id);
+    ok(!defined $r->zscore('veto:{acme}:sbx:live', $id),
+       "$what: quota slot freed");
+    ok(!defined $r->zscore('veto:{acme}:sbx:live:agent-1', $id),
+       "$what: the agent's slot freed");
+    is($r->exists("veto:{acme}:sbx:own:$id"), 0,
+       "$what: ownership record gone");
+}
+
+# ---- the policy: idle_s and ttl_s, ceilings and askable ceilings
+($st, $h, $b, $j) = create(idle_s => 601);
+is($st, 422, 'idle_s over the ceiling: 422');
+is($j->{limit}, 'idle_s', 'limit idle_s');
+($st, $h, $b, $j) = create(ttl_s => 1801);
+is($st, 422, 'ttl_s over the askable ceiling: 422');
+is($j->{ceiling}, 1800, 'the ceiling named is the askable one');
+($st, $h, $b, $j) = create();
+is($st, 201, 'create') or diag $b;
+is($j->{idle_s}, 300, "the policy's default idle_s");
+my $short = $n->token(sub => 'agent-short');
+($st, $h, $b, $j) = $n->request(POST => '/v1/sandboxes', $short,
+                                { idle_s => 61 });
+is($st, 422, "an agent's own idle_s ceiling");
+
+# ---- PATCH: the lifetime within the ceiling
+($st, $h, $b, $j) = create(ttl_s => 60, idle_s => 600);
+is($st, 201, 'a sandbox of 60 s') or diag $b;
+my $sx = $j->{id};
+my $exp0 = $r->zscore('veto:{acme}:sbx:live', $sx);
+($st, $h, $b, $j) = $n->request(PATCH => "/v1/sandboxes/$sx", $agent,
+                                { ttl_s => 500 });
+is($st, 200, 'PATCH ttl_s 500: 200') or diag $b;
+is($j->{ttl_s}, 500, 'ttl_s');
+is($j->{expires_at}, $j->{created_at} + 500, 'expires_at from creation');
+# bookkeeping after the answer: it lands a moment later
+my $exp1;
+for (1 .. 40) {
+    $exp1 = $r->zscore('veto:{acme}:sbx:live', $sx);
+    last if $exp1 == $j->{expires_at} * 1000;
+    sleep 0.05;
+}
+is($exp1, $j->{expires_at} * 1000, "the quota slot's expiry follows");
+ok($exp1 > $exp0, '... later than before');
+my $pttl = $r->pttl("veto:{acme}:sbx:own:$sx");
+ok($pttl > 400_000, "the ownership record lives as long ($pttl ms)");
+($st, $h, $b, $j) = $n->request(PATCH => "/v1/sandboxes/$sx", $agent,
+                                { ttl_s => 500 });
+is($st, 200, 'the same PATCH again: the same lifetime, not more');
+is($j->{expires_at}, $j->{created_at} + 500, '... not extended twice');
+($st, $h, $b, $j) = $n->request(PATCH => "/v1/sandboxes/$sx", $agent,
+                                { idle_s => 120 });
+is($j->{idle_s}, 120, 'PATCH idle_s');
+($st, $h, $b, $j) = $n->request(GET => "/v1/sandboxes/$sx", $agent);
+is($j->{ttl_s}, 500, 'GET shows the new lifetime');
+
+# refusals
+($st, $h, $b, $j) = $n->request(PATCH => "/v1/sandboxes/$sx", $agent,
+                                { ttl_s => 1801 });
+is($st, 422, 'past the askable ceiling: 422');
+($st, $h, $b, $j) = $n->request(PATCH => "/v1/sandboxes/$sx", $agent,
+                                { extend_s => 60 });
+is($st, 400, 'extend_s: 400');
+like($j->{detail}, qr/counted from creation/, '... saying what ttl_s is');
+($st, $h, $b, $j) = $n->request(PATCH => "/v1/sandboxes/$sx", $agent,
+                                { ttl_s => 500,
+                                  network => { add => ['a.example.test'] } });
+is($st, 400, 'lifetime and network in one PATCH: 400');
+($st, $h, $b, $j) = $n->request(PATCH => "/v1/sandboxes/$sx", $netonly,
+                                { ttl_s => 500 });
+is($st, 403, 'the lifetime with sandbox:network only: 403');
+is($j->{scope}, 'sandbox:create', '... naming sandbox:create');
+($st, $h, $b, $j) = $n->request(PATCH => "/v1/sandboxes/$sx", $agent,
+                                { ttl_s => 0 });
+is($st, 400, 'ttl_s 0: 400');
+sleep 1.2;
+($st, $h, $b, $j) = $n->request(PATCH => "/v1/sandboxes/$sx", $agent,
+                                { ttl_s => 1 });
+is($st, 400, 'a lifetime already over: 400 from the helper');
+like($j->{detail}, qr/counts from creation/, '... saying why');
+
+# ---- PATCH past the ceiling, within the askable one: a human decides
+my $body = { ttl_s => 1200 };
+($st, $h, $b, $j) = $n->request(PATCH => "/v1/sandboxes/$sx", $agent, $body);
+is($st, 202, 'ttl_s 1200, past the ceiling 600: 202') or diag $b;
+my $apr = $j->{approval_id};
+is($j->{summary}{ttl_s}, 1200, 'the approval shows the lifetime asked');
+($st) = $n->request(POST => "/v1/approvals/$apr/approve", $rev, '');
+is($st, 200, 'a reviewer approves');
+($st, $h, $b, $j) = $n->request(PATCH => "/v1/sandboxes/$sx", $agent, $body,
+                                { 'Veto-Approval' => $apr });
+is($st, 200, 'the same PATCH with the approval: 200') or diag $b;
+is($j->{ttl_s}, 1200, 'lifetime 1200');
+my ($upd) = grep { $_->{outcome} eq 'lifetime_updated' && $_->{approval} }
+    map { my %f = @{ $_->[1] }; \%f }
+    @{ $r->xrange('veto:{acme}:audit', '-', '+') };
+ok($upd, 'the extension is on the audit stream with its approval');
+
+# ---- delete: status, list, 410, one sandbox.end record
+($st, $h, $b, $j) = $n->request(DELETE => "/v1/sandboxes/$sx", $agent);
+is($st, 200, 'delete') or diag $b;
+is($j->{ended}{end_reason}, 'deleted', 'the reply has its ENDED record');
+$j = get_ended($sx, 'deleted');
+is($j->{end_reason}, 'deleted', 'end_reason deleted');
+is_deeply($j->{confirmed}, { map { $_ => JSON::PP::true }
+                             qw(processes cgroups network mounts files) },
+          'every step confirmed');
+($st, $h, $b, $j) = $n->request(POST => "/v1/sandboxes/$sx/exec", $agent,
+                                { argv => ['true'] });
+is($st, 410, 'exec in it: 410');
+is($j->{end_reason}, 'deleted', '... end_reason');
+($st, $h, $b, $j) = $n->request(PATCH => "/v1/sandboxes/$sx", $agent,
+                                { ttl_s => 550 });
+is($st, 410, 'extending it: 410');
+($st, $h, $b, $j) = $n->request(GET => '/v1/sandboxes', $agent);
+ok(!grep({ $_->{id} eq $sx } @{ $j->{sandboxes} }), 'not among the live');
+ok(!exists $j->{ended}, 'no ended list unless asked');
+($st, $h, $b, $j) = $n->request(GET => '/v1/sandboxes?include=ended', $agent);
+is($st, 200, '?include=ended');
+my ($le) = grep { $_->{id} eq $sx } @{ $j->{ended} };
+is($le->{end_reason}, 'deleted', 'the list has it, ended');
+($st, $h, $b, $j) = $n->request(GET => '/v1/sandboxes?include=all', $agent);
+is($st, 400, 'another query: 400');
+end_ok($sx, 'deleted', 'delete');
+sleep 1.5;
+is(scalar(grep { $_->{outcome} eq 'deleted' } ends_of($sx)), 1,
+   'exactly one sandbox.end record for it');
+
+# ---- idle with no client connected
+($st, $h, $b, $j) = create(idle_s => 2);
+my $si = $j->{id};
+my $t0 = time;
+sleep 4;
+$j = get_ended($si, 'idle');
+is($j->{end_reason}, 'idle', 'end_reason idle');
+ok($j->{ended_at} <= int($t0) + 4, 'ended within its idle time');
+end_ok($si, 'idle', 'idle');
+slot_freed($si, 'idle');
+
+# ---- lifetime with no client connected
+($st, $h, $b, $j) = create(ttl_s => 2);
+my $se = $j->{id};
+sleep 3.5;
+end_ok($se, 'expired', 'expired (no request meanwhile)');
+slot_freed($se, 'expired');
+$j = get_ended($se, 'expired');
+is($j->{end_reason}, 'expired', 'GET: expired');
+ok($j->{ended_at} >= $j->{expires_at}, 'at its expiry');
+
+# ---- a memory limit that kills the sandbox
+($st, $h, $b, $j) = create(limits => { memory_mb => 64, disk_mb => 256 });
+my $sm = $j->{id};
+($st, $h, $b, $j) = $n->request(POST => "/v1/sandboxes/$sm/exec", $agent,
+    { argv => ['sh', '-c', 'head -c 200M /dev/zero > /workspace/fill'] });
+is($st, 200, 'the filling exec answers') or diag $b;
+ok($j->{oom_killed}, 'OOM-killed');
+my $rec = end_ok($sm, 'killed_by_limit', 'memory');
+is($rec->{reason}, 'memory_mb', 'the record names the limit');
+$j = get_ended($sm, 'memory');
+is($j->{limit}, 'memory_mb', 'GET: limit memory_mb');
+slot_freed($sm, 'killed_by_limit');
+
+# ---- termination failure, then its confirmation
+($st, $h, $b, $j) = create();
+my $sf = $j->{id};
+($st) = $n->request(PUT => "/v1/sandboxes/$sf/files?path=held.txt", $agent,
+                    "held\n");
+is($st, 200, 'a file to hold');
+my $held = $hh->state_dir . "/sb/$sf/root/workspace/held.txt";
+open(my $hold, '<', $held) or die "open $held: $!";
+($st, $h, $b, $j) = $n->request(DELETE => "/v1/sandboxes/$sf", $agent);
+is($st, 500, 'delete while held: 500');
+is($j->{step}, 'mounts', 'step mounts');
+$j = get_ended($sf, 'termination_failed');
+is($j->{end_reason}, 'termination_failed', 'GET: termination_failed');
+is($j->{step}, 'mounts', 'GET: step');
+is($j->{cause}, 'deleted', 'GET: cause');
+$rec = end_ok($sf, 'termination_failed', 'termination failure');
+is($rec->{reason}, 'mounts', 'the record names the step');
+ok(defined $r->zscore('veto:{acme}:sbx:live', $sf),
+   'its slot stays while its termination is unconfirmed');
+close $hold;
+($st, $h, $b, $j) = $n->request(DELETE => "/v1/sandboxes/$sf", $agent);
+is($st, 200, 'the retry: 200') or diag $b;
+end_ok($sf, 'deleted', 'the confirmation');
+slot_freed($sf, 'confirmed');
+
+# ---- Redis paused: an end is handled once it is back
+($st, $h, $b, $j) = create(ttl_s => 2);
+my $sp = $j->{id};
+$n->pause_redis;
+sleep 4;
+$n->resume_redis;
+end_ok($sp, 'expired', 'an end while Redis was out');
+
+# ---- the helper killed -9 with a running exec, then restarted
+($st, $h, $b, $j) = create();
+my $sk = $j->{id};
+my $pid = fork() // die "fork: $!";
+if ($pid == 0) {
+    $n->request(POST => "/v1/sandboxes/$sk/exec", $agent,
+                { argv => ['sleep', '1000'], timeout_s => 30 });
+    POSIX::_exit(0);
+}
+sleep 1;
+ok($hh->count_procs >= 1, 'an exec runs');
+$hh->kill9;
+waitpid($pid, 0);
+$hh->launch;
+$rec = end_ok($sk, 'helper_restart', 'helper kill -9 and restart');
+$j = get_ended($sk, 'helper_restart');
+is($j->{end_reason}, 'helper_restart', 'GET: helper_restart');
+slot_freed($sk, 'helper_restart');
+is($hh->wait_no_procs(5), 0, 'no process of it left');
+
+# ---- after the helper's retention: 404, and the markers are bounded
+my $ttl = $r->ttl("veto:{acme}:sbx:end:$si:idle");
+ok($ttl > 0 && $ttl <= 30 + 3600 + 5,
+   "the end's marker goes after the record's retention ($ttl s)");
+sleep 1 while time < $t0 + 32;
+($st) = $n->request(GET => "/v1/sandboxes/$si", $agent);
+is($st, 404, 'after ended_retention_s: 404');
+ok(!-e $hh->state_dir . "/ended/$si.json", "the helper's record is gone");
+
+unlike($n->error_log, qr/\[(alert|emerg)\]/, 'no alert in the error log');
+
+# ---- audit entries go by age (veto_sandbox_audit_max_age 4s)
+$n->stop;
+$n->start(redis => 1, policy => $policy,
+          http_extra => "veto_sandbox_ended_poll 500ms;\n"
+                        . "    veto_sandbox_audit_max_age 4s;");
+my @old = @{ $r->xrange('veto:{acme}:audit', '-', '+') };
+ok(@old > 0, 'entries on the stream');
+my $oldest = $old[-1][0];
+($st, $h, $b, $j) = create();
+is($st, 201, 'a fresh entry') or diag $b;
+my $deadline = time + 15;
+sleep 0.5 while time < $deadline
+    && @{ $r->xrange('veto:{acme}:audit', '-', $oldest) };
+is(scalar @{ $r->xrange('veto:{acme}:audit', '-', $oldest) }, 0,
+   'entries older than veto_sandbox_audit_max_age are trimmed');
+ok(scalar @{ $r->xrange('veto:{acme}:audit', '-', '+') } >= 1,
+   'a newer one stays');
+
+$n->stop;
+unlike($n->error_log, qr/\[(alert|emerg)\]/, 'no alert in the error log');
+done_testing;

@@ -76,6 +76,19 @@ sub ends_of
         @{ $r->xrange('veto:{acme}:audit', '-', '+') };
 }
 
+# the audit stream's byte counter is what its entries hold: the ends
+# and the age's trimming keep it (veto_sandbox_audit_bytes bounds it)
+sub counter_ok
+{
+    my ($what) = @_;
+    my $sum = 0;
+    for my $e (@{ $r->xrange('veto:{acme}:audit', '-', '+') }) {
+        $sum += length($_) for @{ $e->[1] };
+    }
+    is($r->get('veto:{acme}:audit:bytes') // 0, $sum,
+       "$what: the audit byte counter is what the stream holds ($sum)");
+}
+
 sub wait_end_record
 {
     my ($id, $reason, $timeout) = @_;
@@ -233,6 +246,11 @@ is($j->{end_reason}, 'deleted', '... end_reason');
 ($st, $h, $b, $j) = $n->request(PATCH => "/v1/sandboxes/$sx", $agent,
                                 { ttl_s => 550 });
 is($st, 410, 'extending it: 410');
+($st, $h, $b, $j) = $n->request(DELETE => "/v1/sandboxes/$sx", $agent);
+is($st, 410, 'a second delete: 410');
+is($j->{end_reason}, 'deleted', '... end_reason');
+($st, $h, $b, $j) = $n->request(GET => "/v1/sandboxes/$sx/files?path=x", $agent);
+is($st, 410, 'its files: 410');
 ($st, $h, $b, $j) = $n->request(GET => '/v1/sandboxes', $agent);
 ok(!grep({ $_->{id} eq $sx } @{ $j->{sandboxes} }), 'not among the live');
 ok(!exists $j->{ended}, 'no ended list unless asked');
@@ -344,6 +362,7 @@ is($st, 404, 'after ended_retention_s: 404');
 ok(!-e $hh->state_dir . "/ended/$si.json", "the helper's record is gone");
 
 unlike($n->error_log, qr/\[(alert|emerg)\]/, 'no alert in the error log');
+counter_ok('after the ends');
 
 # ---- audit entries go by age (veto_sandbox_audit_max_age 4s)
 $n->stop;
@@ -362,6 +381,7 @@ is(scalar @{ $r->xrange('veto:{acme}:audit', '-', $oldest) }, 0,
    'entries older than veto_sandbox_audit_max_age are trimmed');
 ok(scalar @{ $r->xrange('veto:{acme}:audit', '-', '+') } >= 1,
    'a newer one stays');
+counter_ok('after trimming by age');
 
 $n->stop;
 unlike($n->error_log, qr/\[(alert|emerg)\]/, 'no alert in the error log');

@@ -267,7 +267,7 @@ ngx_http_veto_sandbox_after(ngx_http_request_t *r,
 {
     json_t      *j, *v;
     ngx_uint_t   ok;
-    const char  *err;
+    const char  *err, *reason, *state;
 
     if (ngx_http_veto_sandbox_rds == NULL
         || ctx->step == NGX_HTTP_VSB_STEP_AFTER)
@@ -301,13 +301,29 @@ ngx_http_veto_sandbox_after(ngx_http_request_t *r,
         }
     }
 
+    /* the helper says it ended (an error "ended", or the status of an
+     * ended one): the same, at once, not only when the poll of ENDED
+     * records comes; a failed termination still holds what it held */
+    if (ctx->sandbox.len && j != NULL) {
+        v = ok ? json_object_get(j, "sandbox") : j;
+        reason = json_string_value(json_object_get(v, "end_reason"));
+        state = json_string_value(json_object_get(v, "state"));
+
+        if (reason != NULL && ngx_strcmp(reason, "termination_failed") != 0
+            && (ok ? state != NULL && ngx_strcmp(state, "ended") == 0
+                   : ngx_strcmp(err, VSB_E_ENDED) == 0))
+        {
+            ngx_http_veto_sandbox_reconcile(r, ctx);
+        }
+    }
+
     ctx->op->record(r, ctx, ok, err);
 }
 
 
 /*
- * The helper said the sandbox ctx names does not exist: a crash, a
- * restart or its TTL ended it without this gateway hearing.  Its slot
+ * The helper said the sandbox ctx names does not exist, or ended: a
+ * crash, a restart or its TTL ended it without this gateway hearing.  Its slot
  * and ownership record go, when they are this agent's on this gateway
  * (the helper answers not_found for another agent's sandbox too).
  */

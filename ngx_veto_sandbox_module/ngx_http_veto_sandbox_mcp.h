@@ -145,6 +145,9 @@ ngx_int_t ngx_http_veto_sandbox_mcp_present_written(ngx_http_request_t *r,
 ngx_int_t ngx_http_veto_sandbox_mcp_present_hosts(ngx_http_request_t *r,
     ngx_http_veto_sandbox_mcp_call_t *call, json_t *rest, u_char *data,
     size_t len, json_t *result);
+ngx_int_t ngx_http_veto_sandbox_mcp_present_lifetime(ngx_http_request_t *r,
+    ngx_http_veto_sandbox_mcp_call_t *call, json_t *rest, u_char *data,
+    size_t len, json_t *result);
 ngx_int_t ngx_http_veto_sandbox_mcp_present_destroyed(ngx_http_request_t *r,
     ngx_http_veto_sandbox_mcp_call_t *call, json_t *rest, u_char *data,
     size_t len, json_t *result);

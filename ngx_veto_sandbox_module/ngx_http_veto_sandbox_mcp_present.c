@@ -476,6 +476,52 @@ ngx_http_veto_sandbox_mcp_present_hosts(ngx_http_request_t *r,
 }
 
 
+/* extend_sandbox: {id, ttl_s, idle_s, created_at, expires_at, active_at} */
+ngx_int_t
+ngx_http_veto_sandbox_mcp_present_lifetime(ngx_http_request_t *r,
+    ngx_http_veto_sandbox_mcp_call_t *call, json_t *rest, u_char *data,
+    size_t len, json_t *result)
+{
+    u_char      *text, *p, *last, expires[32];
+    const char  *id;
+    json_int_t   ttl, idle;
+
+    id = json_string_value(json_object_get(rest, "id"));
+    ttl = json_integer_value(json_object_get(rest, "ttl_s"));
+    idle = json_integer_value(json_object_get(rest, "idle_s"));
+
+    ngx_http_veto_sandbox_mcp_time(expires, (time_t) json_integer_value(
+                                       json_object_get(rest, "expires_at")));
+
+    text = ngx_pnalloc(r->pool, 512);
+    if (text == NULL) {
+        return NGX_ERROR;
+    }
+
+    last = text + 512;
+
+    p = ngx_slprintf(text, last, "Sandbox %s now ends at %s (a lifetime of "
+                     "%L s from its creation)", id ? id : "?", expires,
+                     (int64_t) ttl);
+
+    if (idle > 0) {
+        p = ngx_slprintf(p, last, ", or after %L s with no command running "
+                         "and no call naming it", (int64_t) idle);
+    }
+
+    p = ngx_slprintf(p, last, ".");
+
+    if (ngx_http_veto_sandbox_mcp_text(result, (char *) text, p - text)
+        != NGX_OK)
+    {
+        return NGX_ERROR;
+    }
+
+    return json_object_set(result, "structuredContent", rest) == 0
+           ? NGX_OK : NGX_ERROR;
+}
+
+
 /* destroy_sandbox: {id, state, confirmed} */
 ngx_int_t
 ngx_http_veto_sandbox_mcp_present_destroyed(ngx_http_request_t *r,

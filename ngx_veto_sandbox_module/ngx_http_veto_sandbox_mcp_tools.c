@@ -65,6 +65,9 @@ static ngx_int_t ngx_http_veto_sandbox_mcp_twin_destroy(ngx_http_request_t *r,
     json_t *args, ngx_http_veto_sandbox_mcp_twin_t *twin, const char **why);
 static ngx_int_t ngx_http_veto_sandbox_mcp_twin_hosts(ngx_http_request_t *r,
     json_t *args, ngx_http_veto_sandbox_mcp_twin_t *twin, const char **why);
+static ngx_int_t ngx_http_veto_sandbox_mcp_twin_lifetime(
+    ngx_http_request_t *r, json_t *args,
+    ngx_http_veto_sandbox_mcp_twin_t *twin, const char **why);
 static ngx_int_t ngx_http_veto_sandbox_mcp_twin_approval(
     ngx_http_request_t *r, json_t *args,
     ngx_http_veto_sandbox_mcp_twin_t *twin, const char **why);
@@ -262,6 +265,29 @@ ngx_http_veto_sandbox_mcp_tool_t  ngx_http_veto_sandbox_mcp_tools[] = {
       "\"idempotentHint\":true,\"openWorldHint\":true}",
       ngx_http_veto_sandbox_mcp_twin_hosts,
       ngx_http_veto_sandbox_mcp_present_hosts },
+
+    { "extend_sandbox", "Change a sandbox's lifetime",
+      "Set how long a sandbox lives: ttl_s is its whole lifetime counted "
+      "from its creation (not added to what is left: the same call twice "
+      "changes nothing), idle_s how long it may sit with no command "
+      "running and no call naming it. Within the policy's ceilings it "
+      "takes effect at once; past a ceiling, up to what the policy lets a "
+      "human grant, the call is approval required; beyond, refused with "
+      "the ceiling. A sandbox that ended cannot be extended: create "
+      "another." NGX_HTTP_VSB_MCP_APPROVAL_NOTE,
+      "{\"type\":\"object\",\"properties\":{"
+        NGX_HTTP_VSB_MCP_SANDBOX_ARG ","
+        "\"ttl_s\":{\"type\":\"integer\",\"minimum\":1,\"description\":"
+        "\"The new lifetime in seconds, counted from the sandbox's "
+        "creation.\"},"
+        "\"idle_s\":{\"type\":\"integer\",\"minimum\":1,\"description\":"
+        "\"The new idle timeout in seconds, counted from now.\"},"
+        NGX_HTTP_VSB_MCP_APPROVAL_ARG
+      "},\"required\":[\"sandbox_id\"],\"additionalProperties\":false}",
+      "{\"readOnlyHint\":false,\"destructiveHint\":false,"
+      "\"idempotentHint\":true,\"openWorldHint\":false}",
+      ngx_http_veto_sandbox_mcp_twin_lifetime,
+      ngx_http_veto_sandbox_mcp_present_lifetime },
 
     { "destroy_sandbox", "Destroy a sandbox",
       "End a sandbox: every process in it is killed and its files are "
@@ -625,6 +651,10 @@ static const char  *ngx_http_veto_sandbox_mcp_hosts_args[] = {
     "sandbox_id", "hosts", "approval_id", NULL
 };
 
+static const char  *ngx_http_veto_sandbox_mcp_lifetime_args[] = {
+    "sandbox_id", "ttl_s", "idle_s", "approval_id", NULL
+};
+
 
 /* create_sandbox: POST /v1/sandboxes, the arguments as the body */
 static ngx_int_t
@@ -897,6 +927,58 @@ ngx_http_veto_sandbox_mcp_twin_hosts(ngx_http_request_t *r, json_t *args,
     /* the entries are the REST builder's to judge, as ever */
     body = json_pack("{s:{s:O}}", "network", "add",
                      json_object_get(args, "hosts"));
+    if (body == NULL) {
+        return NGX_ERROR;
+    }
+
+    rc = ngx_http_veto_sandbox_mcp_json_body(r, body, &twin->body);
+
+    json_decref(body);
+
+    return rc;
+}
+
+
+/* extend_sandbox: PATCH /v1/sandboxes/{id} {"ttl_s": n, "idle_s": n} */
+static ngx_int_t
+ngx_http_veto_sandbox_mcp_twin_lifetime(ngx_http_request_t *r, json_t *args,
+    ngx_http_veto_sandbox_mcp_twin_t *twin, const char **why)
+{
+    json_t     *body;
+    ngx_int_t   rc;
+    ngx_str_t   sandbox;
+
+    rc = ngx_http_veto_sandbox_mcp_known(r, args,
+                                ngx_http_veto_sandbox_mcp_lifetime_args, why);
+    if (rc != NGX_OK) {
+        return rc;
+    }
+
+    rc = ngx_http_veto_sandbox_mcp_ids(args, &sandbox, twin, why);
+    if (rc != NGX_OK) {
+        return rc;
+    }
+
+    if (json_object_get(args, "ttl_s") == NULL
+        && json_object_get(args, "idle_s") == NULL)
+    {
+        *why = "ttl_s or idle_s is required: the new lifetime (from the "
+               "sandbox's creation) or idle timeout, in seconds";
+        return NGX_DECLINED;
+    }
+
+    ngx_http_veto_sandbox_mcp_method(twin, NGX_HTTP_PATCH, "PATCH");
+
+    if (ngx_http_veto_sandbox_mcp_path(r, &sandbox, "", &twin->uri)
+        != NGX_OK)
+    {
+        return NGX_ERROR;
+    }
+
+    /* the values are the REST builder's to judge, as ever */
+    body = json_pack("{s:O*, s:O*}",
+                     "ttl_s", json_object_get(args, "ttl_s"),
+                     "idle_s", json_object_get(args, "idle_s"));
     if (body == NULL) {
         return NGX_ERROR;
     }

@@ -179,8 +179,10 @@ is($j->{approved_by}, 'human-1', '... approved by the reviewer') if exists $j->{
 # the helper ran what the records say, and ended the sandbox
 my $helper_log = substr($n->helper->log_text, length $helper_log_before);
 like($helper_log, qr/created sandbox \Q$sb\E/, 'the helper created the sandbox');
-($st) = $n->request(GET => "/v1/sandboxes/$sb", $tok{agent});
-is($st, 404, 'the sandbox is gone');
+($st, $h, $b, $j) = $n->request(GET => "/v1/sandboxes/$sb", $tok{agent});
+is($st, 200, 'the sandbox is gone: its end is on record') or diag $b;
+is($j->{state}, 'ended', '... state ended');
+is($j->{end_reason}, 'deleted', '... end_reason deleted');
 
 # the access log has the endpoint, the tokens travelled in headers only
 my $logs = $n->access_log . $n->error_log;

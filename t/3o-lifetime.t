@@ -21,6 +21,7 @@ use VetoTest;
 use JSON::PP;
 use POSIX ();
 use Time::HiRes qw(time sleep);
+use HTTP::Tiny;
 
 VetoNginx::need(qw(helper redis));
 
@@ -45,7 +46,10 @@ my $n = VetoNginx->new;
 $n->start_redis;
 my $hh = $n->start_helper(ended_retention_s => 30, max_ttl_s => 3600,
                           default_ttl_s => 600);
-$n->start(redis => 1, policy => $policy,
+my $mcp_conf = $n->default_veto
+    . "        veto_sandbox_mcp on;\n"
+    . "        veto_sandbox_mcp_sessions zone=veto_mcp:1m max=16 per_agent=4;\n";
+$n->start(redis => 1, policy => $policy, veto => $mcp_conf,
           http_extra => 'veto_sandbox_ended_poll 500ms;');
 
 my $agent = $n->token(sub => 'agent-1');
@@ -264,6 +268,62 @@ end_ok($sx, 'deleted', 'delete');
 sleep 1.5;
 is(scalar(grep { $_->{outcome} eq 'deleted' } ends_of($sx)), 1,
    'exactly one sandbox.end record for it');
+
+# ---- MCP: extend_sandbox, and what an agent is told of an end
+my $JS = JSON::PP->new->utf8->canonical;
+sub mcp
+{
+    my ($body, $sid) = @_;
+    my $res = HTTP::Tiny->new(timeout => 30)->request(POST => $n->url('/v1/mcp'),
+        { headers => { 'Content-Type' => 'application/json',
+                       Accept => 'application/json, text/event-stream',
+                       Authorization => "Bearer $agent",
+                       $sid ? ('Mcp-Session-Id' => $sid,
+                               'MCP-Protocol-Version' => '2025-11-25') : () },
+          content => $JS->encode($body) });
+    return ($res, eval { $JS->decode($res->{content}) });
+}
+my ($res, $m) = mcp({ jsonrpc => '2.0', id => 1, method => 'initialize',
+                      params => { protocolVersion => '2025-11-25',
+                                  capabilities => {},
+                                  clientInfo => { name => 't3o', version => '1' } } });
+my $sid = $res->{headers}{'mcp-session-id'};
+ok($sid, 'MCP: a session') or diag $res->{content};
+mcp({ jsonrpc => '2.0', method => 'notifications/initialized' }, $sid);
+my $mid = 10;
+sub tool
+{
+    my ($name, $args) = @_;
+    my (undef, $m) = mcp({ jsonrpc => '2.0', id => ++$mid, method => 'tools/call',
+                           params => { name => $name, arguments => $args } }, $sid);
+    return $m->{result} // {};
+}
+($st, $h, $b, $j) = create(ttl_s => 60);
+my $smc = $j->{id};
+my $t = tool('extend_sandbox', { sandbox_id => $smc, ttl_s => 400, idle_s => 200 });
+ok(!$t->{isError}, 'MCP extend_sandbox within the ceiling') or diag explain $t;
+is($t->{structuredContent}{ttl_s}, 400, 'MCP: ttl_s 400');
+is($t->{structuredContent}{idle_s}, 200, 'MCP: idle_s 200');
+like($t->{content}[0]{text}, qr/now ends at .*lifetime of 400 s from its creation/,
+     'MCP: the text says when it ends');
+$t = tool('extend_sandbox', { sandbox_id => $smc, ttl_s => 1000 });
+is($t->{structuredContent}{status}, 'approval_required',
+   'MCP: past the ceiling, approval required') or diag explain $t;
+$t = tool('extend_sandbox', { sandbox_id => $smc, ttl_s => 5000 });
+ok($t->{isError}, 'MCP: past the askable ceiling, an error');
+like($t->{content}[0]{text}, qr/1800/, '... naming the ceiling');
+$t = tool('extend_sandbox', { sandbox_id => $smc });
+ok($t->{isError}, 'MCP: neither ttl_s nor idle_s, an error');
+$t = tool('get_sandbox', { sandbox_id => $sx });
+ok(!$t->{isError}, 'MCP get_sandbox of an ended one') or diag explain $t;
+like($t->{content}[0]{text}, qr/has ended \(deleted\) at \d{4}-/,
+     'MCP: it has ended, why and when');
+is($t->{structuredContent}{end_reason}, 'deleted', 'MCP: end_reason');
+$t = tool('exec', { sandbox_id => $sx, argv => ['true'] });
+ok($t->{isError}, 'MCP exec in an ended sandbox: an error');
+like($t->{content}[0]{text}, qr/ended \(deleted\)/, '... saying it ended and why');
+($st) = $n->request(DELETE => "/v1/sandboxes/$smc", $agent);
+is($st, 200, 'MCP sandbox deleted');
 
 # ---- idle with no client connected
 ($st, $h, $b, $j) = create(idle_s => 2);

@@ -150,9 +150,9 @@ await step('tools/list', async () => {
     const names = tools.map(t => t.name).sort();
     is(names.join(','), ['allow_hosts', 'approval_status', 'create_sandbox',
                          'describe_isolation', 'destroy_sandbox', 'exec',
-                         'get_sandbox', 'list_profiles', 'list_sandboxes',
-                         'read_file', 'write_file']
-                        .join(','), 'tools/list: the eleven tools');
+                         'extend_sandbox', 'get_sandbox', 'list_profiles',
+                         'list_sandboxes', 'read_file', 'write_file']
+                        .join(','), 'tools/list: the twelve tools');
     const by = Object.fromEntries(tools.map(t => [t.name, t]));
     for (const t of tools) {
         ok(t.inputSchema && t.inputSchema.type === 'object'

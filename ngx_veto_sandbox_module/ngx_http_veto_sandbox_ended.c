@@ -14,9 +14,7 @@
  * nothing is lost.  After a helper restart (another epoch) the cursor
  * starts over from 0; the markers make the replay harmless.
  *
- * The same worker trims the audit streams of the policy's tenants by age
- * (veto_sandbox_audit_max_age), once a minute (or every half of the age,
- * when that is shorter).
+ * Its timer also drives the audit's age bound (_audit_age.c).
  */
 
 #include "ngx_http_veto_sandbox_module.h"
@@ -28,7 +26,6 @@
 #define NGX_HTTP_VSB_ENDED_PAGE      16
 #define NGX_HTTP_VSB_ENDED_TIMEOUT   5000       /* connect, send, read */
 #define NGX_HTTP_VSB_ENDED_MARGIN    3600       /* s past the retention */
-#define NGX_HTTP_VSB_TRIM_EVERY      60000      /* ms */
 
 
 typedef struct {
@@ -95,38 +92,9 @@ static const char ngx_http_veto_sandbox_ended_body_lua[] =
     "return 1\n"
     ;
 
-/* KEYS: audit stream, its byte counter
- * ARGV: the newest id to drop ("<ms>": every entry of that millisecond
- *       and older), at most this many entries per call
- * The entries older than veto_sandbox_audit_max_age go, and their bytes
- * leave the counter the append script keeps; what a call leaves over
- * its bound goes at the next. */
-static const char ngx_http_veto_sandbox_trim_lua[] =
-    "local cap = tonumber(ARGV[2]) or 0\n"
-    "local total = tonumber(redis.call('GET', KEYS[2]) or '0') or 0\n"
-    "local n = 0\n"
-    "while n < cap do\n"
-    "  local b = redis.call('XRANGE', KEYS[1], '-', ARGV[1], 'COUNT', 100)\n"
-    "  if #b == 0 then break end\n"
-    "  local ids = {}\n"
-    "  for _, e in ipairs(b) do\n"
-    "    for j = 1, #e[2] do total = total - #e[2][j] end\n"
-    "    ids[#ids + 1] = e[1]\n"
-    "  end\n"
-    "  redis.call('XDEL', KEYS[1], unpack(ids))\n"
-    "  n = n + #ids\n"
-    "end\n"
-    "if n > 0 then\n"
-    "  if total < 0 or redis.call('XLEN', KEYS[1]) == 0 then total = 0 end\n"
-    "  redis.call('SET', KEYS[2], total)\n"
-    "end\n"
-    "return n\n"
-    ;
-
 static ngx_http_veto_sandbox_redis_script_t
     ngx_http_veto_sandbox_ended_scripts[] = {
     { "sandbox_ended", NULL, "" },          /* made at init */
-    { "audit_trim_age", ngx_http_veto_sandbox_trim_lua, "" },
     { NULL, NULL, "" }
 };
 
@@ -136,22 +104,17 @@ static ngx_http_veto_sandbox_poll_t  ngx_http_veto_sandbox_polls[
 static ngx_uint_t                    ngx_http_veto_sandbox_npolls;
 static ngx_event_t                   ngx_http_veto_sandbox_ended_ev;
 static ngx_msec_t                    ngx_http_veto_sandbox_ended_every;
-static ngx_msec_t                    ngx_http_veto_sandbox_trimmed;
 static ngx_http_veto_sandbox_main_conf_t  *ngx_http_veto_sandbox_ended_mcf;
-static ngx_array_t                  *ngx_http_veto_sandbox_trim_tenants;
 static ngx_uint_t                    ngx_http_veto_sandbox_ended_closing;
 
 
-/* The helpers this gateway forwards to, each once; the policies'
- * tenants, each once (for the audit's age). */
+/* The helpers this gateway forwards to, each once. */
 static ngx_int_t
 ngx_http_veto_sandbox_ended_collect(ngx_cycle_t *cycle)
 {
-    ngx_str_t                          *t, *s;
-    ngx_uint_t                          i, k, n;
+    ngx_uint_t                          i, k;
     ngx_http_core_srv_conf_t          **cscfp;
     ngx_http_core_main_conf_t          *cmcf;
-    ngx_http_veto_sandbox_tenant_t     *tenant;
     ngx_http_veto_sandbox_srv_conf_t   *vscf;
 
     cmcf = ngx_http_cycle_get_module_main_conf(cycle, ngx_http_core_module);
@@ -159,45 +122,10 @@ ngx_http_veto_sandbox_ended_collect(ngx_cycle_t *cycle)
         return NGX_OK;
     }
 
-    ngx_http_veto_sandbox_trim_tenants = ngx_array_create(cycle->pool, 8,
-                                                          sizeof(ngx_str_t));
-    if (ngx_http_veto_sandbox_trim_tenants == NULL) {
-        return NGX_ERROR;
-    }
-
     cscfp = cmcf->servers.elts;
 
     for (i = 0; i < cmcf->servers.nelts; i++) {
         vscf = cscfp[i]->ctx->srv_conf[ngx_http_veto_sandbox_module.ctx_index];
-
-        if (vscf->policy != NULL && vscf->policy->tenants != NULL) {
-            tenant = vscf->policy->tenants->elts;
-
-            for (n = 0; n < vscf->policy->tenants->nelts; n++) {
-                s = ngx_http_veto_sandbox_trim_tenants->elts;
-
-                for (k = 0; k < ngx_http_veto_sandbox_trim_tenants->nelts; k++)
-                {
-                    if (s[k].len == tenant[n].name.len
-                        && ngx_strncmp(s[k].data, tenant[n].name.data,
-                                       s[k].len) == 0)
-                    {
-                        break;
-                    }
-                }
-
-                if (k < ngx_http_veto_sandbox_trim_tenants->nelts) {
-                    continue;
-                }
-
-                t = ngx_array_push(ngx_http_veto_sandbox_trim_tenants);
-                if (t == NULL) {
-                    return NGX_ERROR;
-                }
-
-                *t = tenant[n].name;
-            }
-        }
 
         if (vscf->helper == NULL) {
             continue;
@@ -292,7 +220,8 @@ ngx_http_veto_sandbox_ended_init_process(ngx_cycle_t *cycle)
         || ngx_http_veto_sandbox_redis_scripts_init(
                                    ngx_http_veto_sandbox_ended_scripts)
            != NGX_OK
-        || ngx_http_veto_sandbox_ended_collect(cycle) != NGX_OK)
+        || ngx_http_veto_sandbox_ended_collect(cycle) != NGX_OK
+        || ngx_http_veto_sandbox_audit_age_init(cycle, vmcf) != NGX_OK)
     {
         return NGX_ERROR;
     }
@@ -300,10 +229,8 @@ ngx_http_veto_sandbox_ended_init_process(ngx_cycle_t *cycle)
     ngx_http_veto_sandbox_ended_mcf = vmcf;
     ngx_http_veto_sandbox_ended_every = vmcf->ended_poll
                                         ? vmcf->ended_poll
-                                        : ngx_max(1000, ngx_min(
-                                              NGX_HTTP_VSB_TRIM_EVERY,
-                                              vmcf->audit_max_age / 2));
-    ngx_http_veto_sandbox_trimmed = ngx_current_msec;
+                                        : ngx_http_veto_sandbox_audit_age_every(
+                                              vmcf);
 
     ev = &ngx_http_veto_sandbox_ended_ev;
     ngx_memzero(ev, sizeof(ngx_event_t));
@@ -345,90 +272,6 @@ ngx_http_veto_sandbox_ended_exit_process(ngx_cycle_t *cycle)
 }
 
 
-/* Each tenant's audit stream to veto_sandbox_audit_max_age. */
-static void
-ngx_http_veto_sandbox_trim_logged(ngx_int_t rc, redisReply *reply,
-    void *data)
-{
-    if (rc != NGX_OK || reply == NULL || reply->type == REDIS_REPLY_ERROR) {
-        ngx_log_error(NGX_LOG_WARN, ngx_cycle->log, 0,
-                      "veto_sandbox: trimming the audit stream by age "
-                      "failed");
-    }
-}
-
-
-static void
-ngx_http_veto_sandbox_ended_trim(ngx_log_t *log)
-{
-    u_char                              *p;
-    ngx_str_t                            a[4], *t;
-    ngx_uint_t                           i;
-    ngx_pool_t                          *pool;
-    ngx_msec_t                           age;
-    ngx_http_veto_sandbox_redis_call_t   call;
-
-    age = ngx_http_veto_sandbox_ended_mcf->audit_max_age;
-
-    if (age == 0 || ngx_http_veto_sandbox_trim_tenants == NULL
-        || (time_t) (age / 1000) >= ngx_time())
-    {
-        return;
-    }
-
-    pool = ngx_create_pool(1024, log);
-    if (pool == NULL) {
-        return;
-    }
-
-    p = ngx_pnalloc(pool, 2 * NGX_INT64_LEN);
-    if (p == NULL) {
-        ngx_destroy_pool(pool);
-        return;
-    }
-
-    /* entry ids are "<ms>-<n>" on Redis' clock; ours is close enough for
-     * an age counted in minutes or more.  "<ms>" as the end of a range:
-     * every entry of that millisecond and older */
-    a[2].data = p;
-    p = ngx_sprintf(p, "%uL", (uint64_t) ngx_time() * 1000
-                              - (uint64_t) age - 1);
-    a[2].len = p - a[2].data;
-
-    a[3].data = p;
-    p = ngx_sprintf(p, "%ui", (ngx_uint_t) NGX_HTTP_VSB_AUDIT_SCAN);
-    a[3].len = p - a[3].data;
-
-    t = ngx_http_veto_sandbox_trim_tenants->elts;
-
-    for (i = 0; i < ngx_http_veto_sandbox_trim_tenants->nelts; i++) {
-        if (!ngx_http_veto_sandbox_redis_key_part_valid(t[i].data, t[i].len)
-            || ngx_http_veto_sandbox_tenant_key(pool, &a[0], "audit", &t[i],
-                                                NULL)
-               != NGX_OK
-            || ngx_http_veto_sandbox_tenant_key(pool, &a[1], "audit:bytes",
-                                                &t[i], NULL)
-               != NGX_OK)
-        {
-            continue;
-        }
-
-        call.rds = ngx_http_veto_sandbox_rds;
-        call.pool = pool;
-        call.timeout = ngx_http_veto_sandbox_ended_mcf->timeout;
-        call.handler = ngx_http_veto_sandbox_trim_logged;
-        call.data = NULL;
-        call.cmdp = NULL;
-
-        (void) ngx_http_veto_sandbox_redis_eval_str(&call,
-                                    &ngx_http_veto_sandbox_ended_scripts[1],
-                                    2, 4, a);
-    }
-
-    ngx_destroy_pool(pool);
-}
-
-
 static void
 ngx_http_veto_sandbox_ended_tick(ngx_event_t *ev)
 {
@@ -452,14 +295,7 @@ ngx_http_veto_sandbox_ended_tick(ngx_event_t *ev)
             }
         }
 
-        if (ngx_http_veto_sandbox_ended_mcf->audit_max_age
-            && ngx_current_msec - ngx_http_veto_sandbox_trimmed
-               >= ngx_min(NGX_HTTP_VSB_TRIM_EVERY,
-                          ngx_http_veto_sandbox_ended_mcf->audit_max_age / 2))
-        {
-            ngx_http_veto_sandbox_trimmed = ngx_current_msec;
-            ngx_http_veto_sandbox_ended_trim(ev->log);
-        }
+        ngx_http_veto_sandbox_audit_age_tick(ev->log);
     }
 
     ngx_add_timer(ev, ngx_http_veto_sandbox_ended_every);

@@ -42,6 +42,7 @@
  *   _ended.c      ends the gateway did not ask for: polls the helper's
  *                 ENDED records, frees quota slots and ownership
  *                 records, puts each end on the audit stream (once)
+ *   _audit_age.c  the audit's age bound (veto_sandbox_audit_max_age)
  *   _gate.c       the Redis gate: revocation, quotas, approvals
  *   _epoch.c      which run of its helper this gateway talks to
  *   _record.c     what is kept of a decision: audit records, quota slots
@@ -755,6 +756,13 @@ ngx_int_t ngx_http_veto_sandbox_lifetime_init(void);
 /* _ended.c: the worker that polls the helpers' ENDED records */
 ngx_int_t ngx_http_veto_sandbox_ended_init_process(ngx_cycle_t *cycle);
 void ngx_http_veto_sandbox_ended_exit_process(ngx_cycle_t *cycle);
+
+/* _audit_age.c: the audit's age bound, on _ended.c's timer */
+ngx_int_t ngx_http_veto_sandbox_audit_age_init(ngx_cycle_t *cycle,
+    ngx_http_veto_sandbox_main_conf_t *vmcf);
+ngx_msec_t ngx_http_veto_sandbox_audit_age_every(
+    ngx_http_veto_sandbox_main_conf_t *vmcf);
+void ngx_http_veto_sandbox_audit_age_tick(ngx_log_t *log);
 
 /* _request_network.c: the hosts of a create, and PATCH's builder */
 ngx_int_t ngx_http_veto_sandbox_create_network(ngx_http_request_t *r,

@@ -15,6 +15,7 @@
 #include "vsb_log.h"
 #include "vsb_op.h"
 #include "vsb_registry.h"
+#include "vsb_storage.h"
 
 /* What an exec needs at least to start (an init, a shell): a sandbox
  * whose files leave less than this of its memory limit free cannot run
@@ -83,7 +84,7 @@ static void
 vsb_lifetime_check(vsb_timer_t *t)
 {
     vsb_sandbox_t  *sb = t->data;
-    uint64_t        limit, room, shmem;
+    uint64_t        limit, room, shmem, used;
 
     if (!vsb_lifetime_live(sb) || vsb_execs_running(sb) > 0
         || !sb->oom_seen || sb->cgroup == NULL || sb->limits.memory_mb == 0)
@@ -97,6 +98,13 @@ vsb_lifetime_check(vsb_timer_t *t)
         vsb_log(VSB_LOG_WARN, "sandbox %s: its files' memory cannot be read",
                 sb->id);
         return;
+    }
+
+    /* the memory controller's statistics are flushed lazily (a read just
+     * after the OOM kill can say 0): what its tmpfs holds is exact */
+    used = vsb_storage_used(sb);
+    if (used > shmem) {
+        shmem = used;
     }
 
     limit = sb->limits.memory_mb * 1024 * 1024;

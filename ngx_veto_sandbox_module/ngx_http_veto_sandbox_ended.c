@@ -74,7 +74,8 @@ static void ngx_http_veto_sandbox_ended_finish(
  * stays until its end is confirmed (a record of another reason, so of
  * another marker). */
 static const char ngx_http_veto_sandbox_ended_head_lua[] =
-    "local function vsb_audit_append(KEYS, ARGV)\n";
+    "local function vsb_audit_append(KEYS, ARGV)\n"
+    ;
 
 static const char ngx_http_veto_sandbox_ended_body_lua[] =
     "end\n"

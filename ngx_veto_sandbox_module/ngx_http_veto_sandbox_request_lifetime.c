@@ -59,6 +59,11 @@ ngx_http_veto_sandbox_build_lifetime(ngx_http_request_t *r,
                ? NGX_DECLINED : NGX_OK;
     }
 
+    /* nothing at all: the network builder says what PATCH takes */
+    if (!life && json_object_size(body) == 0) {
+        return NGX_DECLINED;
+    }
+
     json_object_foreach(body, key, v) {
         if (ngx_strcmp(key, "ttl_s") == 0 || ngx_strcmp(key, "idle_s") == 0) {
             continue;
@@ -80,14 +85,6 @@ ngx_http_veto_sandbox_build_lifetime(ngx_http_request_t *r,
                                  : "unknown field; PATCH takes {\"ttl_s\": "
                                    "n, \"idle_s\": n} or {\"network\": "
                                    "{\"add\": [...]}}");
-        return NGX_OK;
-    }
-
-    if (!life) {
-        *rc = ngx_http_veto_sandbox_bad_field(r, "missing_field", "ttl_s",
-                                 "nothing to change; PATCH takes "
-                                 "{\"ttl_s\": n, \"idle_s\": n} or "
-                                 "{\"network\": {\"add\": [...]}}");
         return NGX_OK;
     }
 

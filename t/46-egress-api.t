@@ -451,7 +451,8 @@ is($j->{entry}, 'evil.test', '... naming it');
 ($x, $o) = sh($sb3, 'curl -sS http://evil.test/x');
 like($o, qr/evil.test:80 is not allowed/, '... and nothing was added');
 
-for my $c ([ { ttl_s => 600 }, 400, 'unknown_field', 'ttl_s', qr/lifetime/ ],
+for my $c ([ { network => { add => ['x.example.test'] }, ttl_s => 600 },
+             400, 'bad_value', 'network', qr/two PATCH requests/ ],
            [ { network => { add => ['x.example.test'] }, color => 1 }, 400,
              'unknown_field', 'color', qr/PATCH takes/ ],
            [ {}, 400, 'missing_field', 'network', qr/nothing to change/ ],

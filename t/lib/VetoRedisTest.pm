@@ -65,7 +65,7 @@ sub redis_conn {
     return Redis->new(sock => $redis_sock, reconnect => 0);
 }
 
-# static const char ngx_http_veto_sandbox_<name>_lua[] =
+# [static] const char ngx_http_veto_sandbox_<name>_lua[] =
 #     "line\n"
 #     ...
 #     ;
@@ -78,7 +78,7 @@ sub scripts {
         open my $fh, '<', $file or die "$file: $!";
         my ($name, $text);
         while (my $line = <$fh>) {
-            if ($line =~ /^static const char ngx_http_veto_sandbox_(\w+)_lua\[\] =/) {
+            if ($line =~ /^(?:static )?const char ngx_http_veto_sandbox_(\w+)_lua\[\] =/) {
                 ($name, $text) = ($1, '');
                 next;
             }

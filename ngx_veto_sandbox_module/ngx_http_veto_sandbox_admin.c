@@ -790,10 +790,13 @@ ngx_http_veto_sandbox_admin_listed(ngx_http_request_t *r,
 
     req = ngx_http_veto_sandbox_admin_req(r, ctx, VSB_OP_DESTROY);
 
+    /* its ENDED record says an administrator ended it, not its owner */
     if (req == NULL
         || json_object_set(req, "agent", owner) != 0
         || json_object_set_new(req, "id",
                           ngx_http_veto_sandbox_json_ngx_str(&ctx->sandbox))
+           != 0
+        || json_object_set_new(req, "reason", json_string(VSB_END_ADMIN))
            != 0)
     {
         ngx_http_finalize_request(r, NGX_HTTP_INTERNAL_SERVER_ERROR);

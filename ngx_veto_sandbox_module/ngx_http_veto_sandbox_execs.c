@@ -82,6 +82,25 @@ ngx_http_veto_sandbox_exec_fields(ngx_http_request_t *r,
         {
             return NGX_HTTP_INTERNAL_SERVER_ERROR;
         }
+
+        return NGX_DECLINED;
+    }
+
+    /* a tools/call with a progress token: streamed as progress */
+    switch (ngx_http_veto_sandbox_mcp_progress(r, ctx)) {
+
+    case 0:
+        break;
+
+    case 1:
+        if (json_object_set_new(req, "stream", json_true()) != 0) {
+            return NGX_HTTP_INTERNAL_SERVER_ERROR;
+        }
+
+        break;
+
+    default:
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
     }
 
     return NGX_DECLINED;

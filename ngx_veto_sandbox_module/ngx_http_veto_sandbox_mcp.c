@@ -135,7 +135,9 @@ ngx_int_t
 ngx_http_veto_sandbox_mcp_respond(ngx_http_request_t *r, ngx_uint_t status,
     json_t *id, json_t *result, json_t *error)
 {
-    json_t  *msg;
+    json_t                       *msg;
+    ngx_int_t                     rc;
+    ngx_http_veto_sandbox_ctx_t  *ctx;
 
     /* a result or an error that could not be made (no memory) */
     if (result == NULL && error == NULL) {
@@ -157,6 +159,17 @@ ngx_http_veto_sandbox_mcp_respond(ngx_http_request_t *r, ngx_uint_t status,
 
     json_decref(result);
     json_decref(error);
+
+    /* a call whose progress has begun as SSE ends it (_mcp_progress.c) */
+    ctx = ngx_http_get_module_ctx(r, ngx_http_veto_sandbox_module);
+
+    if (ctx != NULL && ctx->mcp != NULL && ctx->mcp->pg != NULL
+        && ngx_http_veto_sandbox_stream_started(ctx))
+    {
+        rc = ngx_http_veto_sandbox_mcp_progress_final(r, ctx, msg);
+        json_decref(msg);
+        return rc;
+    }
 
     return ngx_http_veto_sandbox_send_json(r, status, msg);
 }
@@ -801,8 +814,9 @@ static ngx_int_t
 ngx_http_veto_sandbox_mcp_tools_call(ngx_http_request_t *r,
     ngx_http_veto_sandbox_ctx_t *ctx, ngx_http_veto_sandbox_rpc_t *rpc)
 {
-    json_t                            *name, *args;
+    json_t                            *name, *args, *meta, *token;
     u_char                             msg[200];
+    ngx_table_elt_t                   *h;
     ngx_http_veto_sandbox_mcp_call_t  *call;
     ngx_http_veto_sandbox_srv_conf_t  *vscf;
 
@@ -819,9 +833,33 @@ ngx_http_veto_sandbox_mcp_tools_call(ngx_http_request_t *r,
                                    "(an object, if any)");
     }
 
+    /* a progress token is a string or an integer (MCP "ProgressToken") */
+    meta = rpc->params ? json_object_get(rpc->params, "_meta") : NULL;
+    token = json_object_get(meta, "progressToken");
+
+    if ((meta != NULL && !json_is_object(meta))
+        || (token != NULL && !json_is_integer(token)
+            && !(json_is_string(token)
+                 && json_string_length(token) <= NGX_HTTP_VSB_MCP_MAX_ID)))
+    {
+        return ngx_http_veto_sandbox_mcp_error(r, NGX_HTTP_OK, rpc->id,
+                                   NGX_HTTP_VSB_RPC_INVALID_PARAMS,
+                                   "Invalid params: \"_meta\" is an object, "
+                                   "and its \"progressToken\" a string (of "
+                                   "at most 256 bytes) or an integer");
+    }
+
     call = ngx_pcalloc(r->pool, sizeof(ngx_http_veto_sandbox_mcp_call_t));
     if (call == NULL) {
         return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+
+    h = ngx_http_veto_sandbox_mcp_header(r, "Accept");
+
+    if (token != NULL && h != NULL
+        && ngx_http_veto_sandbox_mcp_accepts(&h->value, "text/event-stream"))
+    {
+        call->progress = token;
     }
 
     call->tool = ngx_http_veto_sandbox_mcp_tool(json_string_value(name));

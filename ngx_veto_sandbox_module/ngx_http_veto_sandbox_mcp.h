@@ -84,12 +84,19 @@ struct ngx_http_veto_sandbox_mcp_tool_s {
 };
 
 
+typedef struct ngx_http_veto_sandbox_mcp_progress_s
+    ngx_http_veto_sandbox_mcp_progress_t;
+
+
 /* A tools/call in progress: ctx->mcp. */
 struct ngx_http_veto_sandbox_mcp_call_s {
     json_t                              *id;        /* the request's */
     ngx_http_veto_sandbox_mcp_tool_t    *tool;
     json_t                              *args;
     size_t                               reply_bytes;
+    /* _meta.progressToken, when the client also takes an SSE answer */
+    json_t                              *progress;
+    ngx_http_veto_sandbox_mcp_progress_t  *pg;      /* _mcp_progress.c */
 };
 
 
@@ -104,6 +111,19 @@ extern ngx_http_veto_sandbox_mcp_tool_t  ngx_http_veto_sandbox_mcp_tools[];
 json_t *ngx_http_veto_sandbox_mcp_tool_list(void);
 ngx_http_veto_sandbox_mcp_tool_t *ngx_http_veto_sandbox_mcp_tool(
     const char *name);
+/* the twins' parts, for twins of other files (_mcp_archive.c): the
+ * arguments are all among names; sandbox_id and approval_id; the URI
+ * /v1/sandboxes/<id><tail>; the method; the query path=<path> */
+ngx_int_t ngx_http_veto_sandbox_mcp_known(ngx_http_request_t *r,
+    json_t *args, const char **names, const char **why);
+ngx_int_t ngx_http_veto_sandbox_mcp_ids(json_t *args, ngx_str_t *sandbox,
+    ngx_http_veto_sandbox_mcp_twin_t *twin, const char **why);
+ngx_int_t ngx_http_veto_sandbox_mcp_path(ngx_http_request_t *r,
+    ngx_str_t *sandbox, const char *tail, ngx_str_t *uri);
+void ngx_http_veto_sandbox_mcp_method(ngx_http_veto_sandbox_mcp_twin_t *twin,
+    ngx_uint_t method, const char *name);
+ngx_int_t ngx_http_veto_sandbox_mcp_query(ngx_http_request_t *r,
+    json_t *args, ngx_str_t *query, const char **why);
 /* runs a tools/call: NGX_DONE, or the code to finalize r with */
 ngx_int_t ngx_http_veto_sandbox_mcp_call(ngx_http_request_t *r,
     ngx_http_veto_sandbox_ctx_t *ctx, ngx_http_veto_sandbox_mcp_call_t *call);
@@ -154,6 +174,17 @@ ngx_int_t ngx_http_veto_sandbox_mcp_present_destroyed(ngx_http_request_t *r,
 ngx_int_t ngx_http_veto_sandbox_mcp_present_approval(ngx_http_request_t *r,
     ngx_http_veto_sandbox_mcp_call_t *call, json_t *rest, u_char *data,
     size_t len, json_t *result);
+
+/* _mcp_archive.c: upload_archive */
+ngx_int_t ngx_http_veto_sandbox_mcp_twin_archive(ngx_http_request_t *r,
+    json_t *args, ngx_http_veto_sandbox_mcp_twin_t *twin, const char **why);
+ngx_int_t ngx_http_veto_sandbox_mcp_present_archive(ngx_http_request_t *r,
+    ngx_http_veto_sandbox_mcp_call_t *call, json_t *rest, u_char *data,
+    size_t len, json_t *result);
+
+/* _mcp_progress.c: msg (not stolen) as the SSE stream's last event */
+ngx_int_t ngx_http_veto_sandbox_mcp_progress_final(ngx_http_request_t *r,
+    ngx_http_veto_sandbox_ctx_t *ctx, json_t *msg);
 
 /* _mcp_session.c: NGX_OK with the new id (NGX_HTTP_VSB_MCP_SID_LEN
  * bytes) in id, NGX_BUSY when no session can be held now, NGX_ERROR */

@@ -196,6 +196,41 @@ ngx_http_veto_sandbox_mcp_tool_t  ngx_http_veto_sandbox_mcp_tools[] = {
       ngx_http_veto_sandbox_mcp_twin_write,
       ngx_http_veto_sandbox_mcp_present_written },
 
+    /* _mcp_archive.c's */
+    { "upload_archive", "Upload a tree of files",
+      "Extract an archive (tar, tar.gz, tar.zst or tar.xz), sent as "
+      "base64, into a directory of a sandbox's /workspace (path; omitted: "
+      "the workspace itself), creating it as needed and replacing files "
+      "already there. Size: the whole JSON-RPC message is at most the "
+      "gateway's veto_sandbox_mcp_max_body (4 MiB unless configured: "
+      "about 3 MiB of archive, as base64 is 4/3 of it), and the archive "
+      "itself at most the policy's archive_bytes; larger trees go through "
+      "the REST API (PUT /v1/sandboxes/{id}/archive). Members with \"..\", "
+      "links that point out, devices are refused (the result names what "
+      "tar refused; what came before it stays extracted)."
+      NGX_HTTP_VSB_MCP_APPROVAL_NOTE,
+      "{\"type\":\"object\",\"properties\":{"
+        NGX_HTTP_VSB_MCP_SANDBOX_ARG ","
+        "\"content\":{\"type\":\"string\",\"contentEncoding\":"
+        "\"base64\",\"minLength\":4,\"description\":\"The archive's "
+        "bytes as base64 (RFC 4648). Bounded by the message limit "
+        "(veto_sandbox_mcp_max_body, 4 MiB by default) and the policy's "
+        "archive_bytes.\"},"
+        "\"path\":{\"type\":\"string\",\"minLength\":1,"
+        "\"maxLength\":4096,\"description\":\"The directory to extract "
+        "into, relative to /workspace (no leading /, no ..); omitted: "
+        "/workspace.\"},"
+        "\"format\":{\"type\":\"string\",\"enum\":[\"tar\","
+        "\"tar.gz\",\"tar.zst\",\"tar.xz\"],\"description\":\"Omitted: "
+        "told by the archive's first bytes.\"},"
+        NGX_HTTP_VSB_MCP_APPROVAL_ARG
+      "},\"required\":[\"sandbox_id\",\"content\"],"
+      "\"additionalProperties\":false}",
+      "{\"readOnlyHint\":false,\"destructiveHint\":true,"
+      "\"idempotentHint\":true,\"openWorldHint\":false}",
+      ngx_http_veto_sandbox_mcp_twin_archive,
+      ngx_http_veto_sandbox_mcp_present_archive },
+
     { "read_file", "Read a file",
       "Read one file from a sandbox's /workspace. Text comes back as it "
       "is, anything else as base64; a file larger than this gateway "
@@ -220,7 +255,13 @@ ngx_http_veto_sandbox_mcp_tool_t  ngx_http_veto_sandbox_mcp_tools[] = {
       "(or the signal), whether it timed out or ran out of memory, the "
       "start and end of stdout and stderr (the middle of long output is "
       "left out, and says how much), and the resources it used. A "
-      "non-zero exit is a result, not an error."
+      "non-zero exit is a result, not an error. With a progress token "
+      "(_meta.progressToken) the output also comes as it is written, in "
+      "notifications/progress: each message is \"stdout: <text>\" or "
+      "\"stderr: <text>\" (\"stdout (base64): ...\" for bytes that are "
+      "not UTF-8), progress the bytes written so far; only the first "
+      "output_bytes (at most the gateway's result bound) of each stream "
+      "are carried, then the messages say how much more was written."
       NGX_HTTP_VSB_MCP_APPROVAL_NOTE,
       "{\"type\":\"object\",\"properties\":{"
         NGX_HTTP_VSB_MCP_SANDBOX_ARG ","
@@ -237,6 +278,10 @@ ngx_http_veto_sandbox_mcp_tool_t  ngx_http_veto_sandbox_mcp_tools[] = {
         "\"timeout_s\":{\"type\":\"integer\",\"minimum\":1,"
         "\"description\":\"Seconds before it is killed; default: the "
         "sandbox's.\"},"
+        "\"output_bytes\":{\"type\":\"integer\",\"minimum\":1,"
+        "\"description\":\"How much of each output stream to keep (head "
+        "and tail) and to carry in progress; default: the sandbox's, and "
+        "never more than the gateway returns in a result.\"},"
         NGX_HTTP_VSB_MCP_APPROVAL_ARG
       "},\"required\":[\"sandbox_id\",\"argv\"],"
       "\"additionalProperties\":false}",
@@ -419,7 +464,7 @@ ngx_http_veto_sandbox_mcp_tool(const char *name)
 
 
 /* Every argument is one of names; else *why names the first other. */
-static ngx_int_t
+ngx_int_t
 ngx_http_veto_sandbox_mcp_known(ngx_http_request_t *r, json_t *args,
     const char **names, const char **why)
 {
@@ -462,7 +507,7 @@ ngx_http_veto_sandbox_mcp_known(ngx_http_request_t *r, json_t *args,
 
 
 /* sandbox_id and approval_id, the two every twin may take apart */
-static ngx_int_t
+ngx_int_t
 ngx_http_veto_sandbox_mcp_ids(json_t *args, ngx_str_t *sandbox,
     ngx_http_veto_sandbox_mcp_twin_t *twin, const char **why)
 {
@@ -505,7 +550,7 @@ ngx_http_veto_sandbox_mcp_ids(json_t *args, ngx_str_t *sandbox,
 
 
 /* "/v1/sandboxes/<id><tail>" */
-static ngx_int_t
+ngx_int_t
 ngx_http_veto_sandbox_mcp_path(ngx_http_request_t *r, ngx_str_t *sandbox,
     const char *tail, ngx_str_t *uri)
 {
@@ -522,7 +567,7 @@ ngx_http_veto_sandbox_mcp_path(ngx_http_request_t *r, ngx_str_t *sandbox,
 }
 
 
-static void
+void
 ngx_http_veto_sandbox_mcp_method(ngx_http_veto_sandbox_mcp_twin_t *twin,
     ngx_uint_t method, const char *name)
 {
@@ -567,7 +612,7 @@ ngx_http_veto_sandbox_mcp_json_body(ngx_http_request_t *r, json_t *args,
 
 /* "path=<path>", every byte but the unreserved ones and '/' as %XX: the
  * query the REST builder and the approval hash read back as path */
-static ngx_int_t
+ngx_int_t
 ngx_http_veto_sandbox_mcp_query(ngx_http_request_t *r, json_t *args,
     ngx_str_t *query, const char **why)
 {
@@ -627,8 +672,8 @@ static const char  *ngx_http_veto_sandbox_mcp_create_args[] = {
 };
 
 static const char  *ngx_http_veto_sandbox_mcp_exec_args[] = {
-    "sandbox_id", "argv", "cwd", "env", "stdin", "timeout_s", "approval_id",
-    NULL
+    "sandbox_id", "argv", "cwd", "env", "stdin", "timeout_s",
+    "output_bytes", "approval_id", NULL
 };
 
 static const char  *ngx_http_veto_sandbox_mcp_write_args[] = {

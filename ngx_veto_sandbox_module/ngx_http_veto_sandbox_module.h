@@ -814,6 +814,29 @@ ngx_int_t ngx_http_veto_sandbox_stream_export(ngx_http_request_t *r,
 ngx_int_t ngx_http_veto_sandbox_stream_reply(ngx_http_request_t *r,
     ngx_http_veto_sandbox_ctx_t *ctx);
 off_t ngx_http_veto_sandbox_stream_sent(ngx_http_veto_sandbox_ctx_t *ctx);
+/* an exec's output as MCP progress (_mcp_progress.c): whole UTF-8
+ * characters of stream (0 stdout, 1 stderr) from offset; the reply */
+typedef ngx_int_t (*ngx_http_veto_sandbox_chunk_pt)(ngx_http_request_t *r,
+    ngx_http_veto_sandbox_ctx_t *ctx, ngx_uint_t stream, off_t offset,
+    u_char *data, size_t len);
+typedef ngx_int_t (*ngx_http_veto_sandbox_stream_end_pt)(
+    ngx_http_request_t *r, ngx_http_veto_sandbox_ctx_t *ctx);
+ngx_int_t ngx_http_veto_sandbox_stream_sse(ngx_http_request_t *r,
+    ngx_http_veto_sandbox_ctx_t *ctx, ngx_http_veto_sandbox_chunk_pt chunk,
+    ngx_http_veto_sandbox_stream_end_pt end);
+ngx_uint_t ngx_http_veto_sandbox_stream_started(
+    ngx_http_veto_sandbox_ctx_t *ctx);
+ngx_chain_t *ngx_http_veto_sandbox_stream_alloc(ngx_http_request_t *r,
+    ngx_http_veto_sandbox_ctx_t *ctx, size_t size);
+/* out, flushed (and the last chunk when last): NGX_OK, NGX_AGAIN (the
+ * helper waits until the client took it), NGX_ERROR (client gone) */
+ngx_int_t ngx_http_veto_sandbox_stream_send(ngx_http_request_t *r,
+    ngx_http_veto_sandbox_ctx_t *ctx, ngx_chain_t *out, ngx_uint_t last);
+/* _mcp_progress.c: does this tools/call want its exec's output as
+ * progress (a progressToken, and text/event-stream accepted)?  Then it
+ * is set up (1), else 0; NGX_ERROR: no memory */
+ngx_int_t ngx_http_veto_sandbox_mcp_progress(ngx_http_request_t *r,
+    ngx_http_veto_sandbox_ctx_t *ctx);
 /* what was streamed of an exec, for its record (NULL: not streamed) */
 json_t *ngx_http_veto_sandbox_stream_detail(ngx_http_veto_sandbox_ctx_t *ctx);
 

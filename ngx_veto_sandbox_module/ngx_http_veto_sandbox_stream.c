@@ -28,7 +28,8 @@
 enum {
     NGX_HTTP_VSB_STREAM_EXEC = 0,   /* ndjson output, then "result" */
     NGX_HTTP_VSB_STREAM_FOLLOW,     /* ndjson output, then "end" */
-    NGX_HTTP_VSB_STREAM_EXPORT      /* raw archive bytes */
+    NGX_HTTP_VSB_STREAM_EXPORT,     /* raw archive bytes */
+    NGX_HTTP_VSB_STREAM_SSE         /* an exec's output as MCP progress */
 };
 
 /* The longest ndjson line one event makes: its bytes and an incomplete
@@ -53,6 +54,8 @@ struct ngx_http_veto_sandbox_stream_s {
     u_char                      *scratch;   /* held-back bytes + an event */
     u_char                       carry[2][4];
     size_t                       carry_len[2];
+    ngx_http_veto_sandbox_chunk_pt   chunk;  /* SSE: a chunk's message */
+    ngx_http_veto_sandbox_stream_end_pt  end;    /* SSE: the result's */
     unsigned                     started:1; /* the status line went out */
     unsigned                     gone:1;    /* the client went away */
 };
@@ -60,13 +63,13 @@ struct ngx_http_veto_sandbox_stream_s {
 
 static ngx_int_t ngx_http_veto_sandbox_stream_start(ngx_http_request_t *r,
     ngx_http_veto_sandbox_ctx_t *ctx);
-static ngx_int_t ngx_http_veto_sandbox_stream_send(ngx_http_request_t *r,
-    ngx_http_veto_sandbox_ctx_t *ctx, ngx_chain_t *out, ngx_uint_t last);
 static void ngx_http_veto_sandbox_stream_writer(ngx_http_request_t *r);
 static void ngx_http_veto_sandbox_stream_gone(ngx_http_request_t *r,
     ngx_http_veto_sandbox_ctx_t *ctx);
 static void ngx_http_veto_sandbox_stream_cleanup(void *data);
 static void ngx_http_veto_sandbox_stream_md_cleanup(void *data);
+static ngx_chain_t *ngx_http_veto_sandbox_stream_buf(ngx_http_request_t *r,
+    ngx_http_veto_sandbox_stream_t *st, size_t size);
 static ngx_int_t ngx_http_veto_sandbox_stream_output(ngx_http_request_t *r,
     ngx_http_veto_sandbox_ctx_t *ctx, json_t *event, u_char *data,
     size_t len);
@@ -146,7 +149,7 @@ ngx_http_veto_sandbox_stream_create(ngx_http_request_t *r,
         }
     }
 
-    if (kind == NGX_HTTP_VSB_STREAM_EXEC) {
+    if (kind == NGX_HTTP_VSB_STREAM_EXEC || kind == NGX_HTTP_VSB_STREAM_SSE) {
         for (i = 0; i < 2; i++) {
             cln = ngx_pool_cleanup_add(r->pool, 0);
             if (cln == NULL) {
@@ -245,6 +248,48 @@ ngx_http_veto_sandbox_stream_export(ngx_http_request_t *r,
 }
 
 
+/* A tools/call's exec whose output goes out as MCP progress
+ * notifications (_mcp_progress.c): each chunk of output, whole UTF-8
+ * characters as for ndjson, goes to chunk(); the helper's reply to end()
+ * (NGX_DECLINED: answered as a plain exec's, to the sink). */
+ngx_int_t
+ngx_http_veto_sandbox_stream_sse(ngx_http_request_t *r,
+    ngx_http_veto_sandbox_ctx_t *ctx, ngx_http_veto_sandbox_chunk_pt chunk,
+    ngx_http_veto_sandbox_stream_end_pt end)
+{
+    ngx_http_veto_sandbox_stream_t  *st;
+
+    st = ngx_http_veto_sandbox_stream_create(r, ctx, NGX_HTTP_VSB_STREAM_SSE,
+                                         ngx_http_veto_sandbox_stream_output);
+    if (st == NULL) {
+        return NGX_ERROR;
+    }
+
+    st->type = "text/event-stream";
+    st->chunk = chunk;
+    st->end = end;
+
+    return NGX_OK;
+}
+
+
+/* Has the status line of ctx's stream gone out? */
+ngx_uint_t
+ngx_http_veto_sandbox_stream_started(ngx_http_veto_sandbox_ctx_t *ctx)
+{
+    return ctx->stream != NULL && ctx->stream->started;
+}
+
+
+/* A buffer of at least size for the next piece of ctx's stream. */
+ngx_chain_t *
+ngx_http_veto_sandbox_stream_alloc(ngx_http_request_t *r,
+    ngx_http_veto_sandbox_ctx_t *ctx, size_t size)
+{
+    return ngx_http_veto_sandbox_stream_buf(r, ctx->stream, size);
+}
+
+
 /* The status line and headers, once, before the first byte. */
 static ngx_int_t
 ngx_http_veto_sandbox_stream_start(ngx_http_request_t *r,
@@ -331,7 +376,7 @@ ngx_http_veto_sandbox_stream_start(ngx_http_request_t *r,
  * helper must wait (the writer resumes it); NGX_ERROR: the client is
  * gone (on record) or the response failed.
  */
-static ngx_int_t
+ngx_int_t
 ngx_http_veto_sandbox_stream_send(ngx_http_request_t *r,
     ngx_http_veto_sandbox_ctx_t *ctx, ngx_chain_t *out, ngx_uint_t last)
 {
@@ -620,6 +665,10 @@ ngx_http_veto_sandbox_stream_line(ngx_http_request_t *r,
         return NGX_OK;
     }
 
+    if (st->chunk) {
+        return st->chunk(r, ctx, i, offset, data, len);
+    }
+
     o.data = data;
     o.len = len;
     ngx_http_veto_sandbox_output_choose(&o);
@@ -801,6 +850,10 @@ ngx_http_veto_sandbox_stream_reply(ngx_http_request_t *r,
                 return NGX_ERROR;
             }
         }
+    }
+
+    if (st->end) {
+        return st->end(r, ctx);
     }
 
     if (ok) {

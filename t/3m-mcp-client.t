@@ -17,6 +17,7 @@ use warnings;
 
 use Test::More;
 use JSON::PP ();
+use MIME::Base64 ();
 use POSIX ();
 use lib 't/lib';
 use VetoNginx;
@@ -88,7 +89,17 @@ my %tok = (
 
 my $out = "$d/mcp";
 mkdir $out or die "mkdir $out: $!";
+# a small project as tar.gz, for upload_archive
+my $proj = "$d/proj";
+mkdir $proj and mkdir "$proj/lib" or die "mkdir $proj: $!";
+VetoNginx::spew("$proj/hello.txt", "hello\n");
+VetoNginx::spew("$proj/lib/util.txt", "util\n");
+VetoNginx::spew("$proj/run.sh", "echo \"from the archive: \$(cat hello.txt)\"\n"
+                . "test -f lib/util.txt && echo lib/util.txt ok\n");
+system('tar', '-czf', "$d/proj.tar.gz", '-C', $proj, '.') == 0
+    or die "tar -czf: failed\n";
 my $fixture = {
+    archive_b64 => MIME::Base64::encode_base64(VetoNginx::slurp("$d/proj.tar.gz"), ''),
     base => $n->url(''),
     mcp => $n->url('/v1/mcp'),
     metadata => $n->url('/.well-known/oauth-protected-resource/v1/mcp'),
@@ -149,7 +160,15 @@ $outcomes{"$_->{action} $_->{outcome}"}++ for @recs;
 ok($outcomes{'sandbox.create sandbox_created'}, 'sandbox.create: sandbox_created')
     or diag explain \%outcomes;
 ok($outcomes{'sandbox.files.write allowed'} >= 3, 'sandbox.files.write: allowed');
-ok($outcomes{'sandbox.exec exec_finished'} >= 5, 'sandbox.exec: exec_finished');
+ok($outcomes{'sandbox.exec exec_finished'} >= 8, 'sandbox.exec: exec_finished');
+ok($outcomes{'sandbox.archive.write allowed'}, 'sandbox.archive.write: allowed')
+    or diag explain \%outcomes;
+my ($streamed) = grep { $_->{outcome} eq 'exec_finished'
+                        && ($_->{detail}{streamed} // 0) } @recs;
+ok($streamed && $streamed->{detail}{stdout_bytes} > 0
+   && $streamed->{detail}{stdout_sha256},
+   'an exec with progress is on record as streamed, with what it sent')
+    or diag explain [ map { $_->{detail} } grep { $_->{action} eq 'sandbox.exec' } @recs ];
 ok($outcomes{'sandbox.files.read allowed'}, 'sandbox.files.read: allowed');
 ok($outcomes{'sandbox.exec approval_requested'} >= 3,
    'sandbox.exec: approval_requested');

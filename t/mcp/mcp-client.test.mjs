@@ -151,8 +151,9 @@ await step('tools/list', async () => {
     is(names.join(','), ['allow_hosts', 'approval_status', 'create_sandbox',
                          'describe_isolation', 'destroy_sandbox', 'exec',
                          'extend_sandbox', 'get_sandbox', 'list_profiles',
-                         'list_sandboxes', 'read_file', 'write_file']
-                        .join(','), 'tools/list: the twelve tools');
+                         'list_sandboxes', 'read_file', 'upload_archive',
+                         'write_file']
+                        .join(','), 'tools/list: the thirteen tools');
     const by = Object.fromEntries(tools.map(t => [t.name, t]));
     for (const t of tools) {
         ok(t.inputSchema && t.inputSchema.type === 'object'
@@ -175,6 +176,16 @@ await step('tools/list', async () => {
     is(by.exec.annotations.destructiveHint, true, 'exec is destructive');
     is(by.write_file.annotations.idempotentHint, true,
        'write_file is idempotent');
+    is(by.upload_archive.annotations.destructiveHint, true,
+       'upload_archive is destructive (it replaces files)');
+    has(by.upload_archive.description, 'veto_sandbox_mcp_max_body',
+        'upload_archive states its byte bound');
+    has(by.upload_archive.description, 'archive_bytes',
+        'upload_archive names the policy\'s archive bound');
+    is(by.upload_archive.inputSchema.properties.content.contentEncoding,
+       'base64', 'upload_archive: content is base64');
+    has(by.exec.description, 'notifications/progress',
+        'exec says how progress carries output');
     ok(by.exec.inputSchema.required.includes('argv')
        && by.exec.inputSchema.required.includes('sandbox_id'),
        'exec requires sandbox_id and argv');
@@ -255,6 +266,90 @@ await step('exec: long output, head and tail', async () => {
     ok(s.stdout.head.length + s.stdout.tail.length <= fx.reply_bytes,
        'exec: within veto_sandbox_mcp_reply_bytes');
     has(text(r), 'bytes left out here', 'exec: the text says so');
+});
+
+await step('exec: progress notifications carry the output', async () => {
+    // what arrives, in order: each notification, then the result
+    const seen = [];
+    const r = await agent.client.callTool({ name: 'exec', arguments: {
+        sandbox_id: sb,
+        argv: ['sh', '-c', 'echo first; sleep 1; echo second >&2; '
+                           + 'sleep 1; echo third'] } },
+        undefined, { onprogress: p => seen.push({ kind: 'progress', p }) });
+    seen.push({ kind: 'result', r });
+    ok(!r.isError, 'progress exec: not an error', r);
+    const notes = seen.filter(e => e.kind === 'progress').map(e => e.p);
+    ok(notes.length >= 3, 'progress exec: a notification per chunk of output',
+       notes);
+    is(seen[seen.length - 1].kind, 'result',
+       'progress exec: the notifications came before the result');
+    is(notes.map(n => n.message).join('|'),
+       'stdout: first\n|stderr: second\n|stdout: third\n',
+       'progress exec: the messages carry the real output, stream by stream');
+    ok(notes.every((n, i) => i === 0 || n.progress > notes[i - 1].progress),
+       'progress exec: progress grows', notes);
+    is(notes[notes.length - 1].progress, 6 + 7 + 6,
+       'progress exec: progress is the bytes written');
+    const s = r.structuredContent;
+    is(s.exit_code, 0, 'progress exec: exit code 0');
+    is(s.stdout, 'first\nthird\n', 'progress exec: the result has stdout');
+    is(s.stderr, 'second\n', 'progress exec: the result has stderr');
+});
+
+await step('exec: progress is bounded', async () => {
+    const notes = [];
+    const r = await agent.client.callTool({ name: 'exec', arguments: {
+        sandbox_id: sb,
+        argv: ['python3', '-c',
+               'import sys\nfor i in range(40):\n    sys.stdout.write('
+               + '"%04d" % i + "y" * 4995 + "\\n"); sys.stdout.flush()\n'
+               + 'print("END")'] } },
+        undefined, { onprogress: p => notes.push(p) });
+    ok(!r.isError, 'bounded progress: not an error', r);
+    const carried = notes.filter(n => n.message.startsWith('stdout: ')
+                                      && !/bytes written so far/.test(n.message))
+                         .map(n => n.message.slice(8)).join('');
+    ok(carried.length > 0 && carried.length <= fx.reply_bytes,
+       'bounded progress: at most veto_sandbox_mcp_reply_bytes of output '
+       + 'carried', carried.length);
+    ok(carried.startsWith('0000yyy'), 'bounded progress: the start carried');
+    ok(notes.some(n => /not carried in progress/.test(n.message)),
+       'bounded progress: then the messages say the rest is not carried',
+       notes.slice(-3));
+    ok(notes.length < 40, 'bounded progress: not one per chunk past the bound',
+       notes.length);
+    const s = r.structuredContent;
+    // head and tail of reply_bytes kept, as for a plain exec's
+    // output_bytes; the rest counted as left out
+    is(s.stdout_dropped_bytes, 40 * 5000 + 4 - fx.reply_bytes,
+       'bounded progress: what was left out is counted');
+    is(s.stdout_truncated, true, 'bounded progress: and said to be');
+    ok(s.stdout && s.stdout.tail && s.stdout.tail.endsWith('END\n'),
+       'bounded progress: the result has the end', s.stdout);
+    ok(s.stdout.head.startsWith('0000'), 'bounded progress: and the start');
+});
+
+await step('upload_archive, then exec over its files', async () => {
+    let r = await agent.client.callTool({ name: 'upload_archive', arguments: {
+        sandbox_id: sb, path: 'proj', content: fx.archive_b64 } });
+    ok(!r.isError, 'upload_archive: not an error', r);
+    const s = r.structuredContent;
+    is(s.format, 'tar.gz', 'upload_archive: the format told by its bytes');
+    is(s.size, Buffer.from(fx.archive_b64, 'base64').length,
+       'upload_archive: the size of the archive');
+    is(s.sha256, createHash('sha256')
+                 .update(Buffer.from(fx.archive_b64, 'base64')).digest('hex'),
+       'upload_archive: its sha256');
+    has(text(r), 'proj', 'upload_archive: the text names the directory');
+    r = await agent.client.callTool({ name: 'exec', arguments: {
+        sandbox_id: sb, argv: ['sh', 'run.sh'], cwd: 'proj' } });
+    is(r.structuredContent && r.structuredContent.stdout,
+       'from the archive: hello\nlib/util.txt ok\n',
+       'exec over the archive\'s files', r);
+    r = await agent.client.callTool({ name: 'upload_archive', arguments: {
+        sandbox_id: sb, content: 'not base64 at all!' } });
+    ok(r.isError, 'upload_archive: bad base64 is a tool error', r);
+    has(text(r), 'base64', 'upload_archive: ... naming the problem');
 });
 
 await step('read_file', async () => {

@@ -16,6 +16,7 @@ use Test::More;
 use HTTP::Tiny;
 use IO::Socket::INET;
 use JSON::PP ();
+use MIME::Base64 ();
 use lib 't/lib';
 use VetoNginx;
 use Time::HiRes qw(sleep);
@@ -30,7 +31,7 @@ my $policy = {
     tenants => {
         acme => {
             ceilings => { memory_mb => 512, timeout_s => 30, ttl_s => 3600,
-                          file_bytes => 1024 * 1024 },
+                          file_bytes => 1024 * 1024, archive_bytes => 16384 },
             approvals => { exec_argv => ['sh -c echo needs-a-human*'] },
             agents => {
                 'agent-q' => { quotas => { execs_per_minute => 2 } },
@@ -499,6 +500,51 @@ tool_error_like([call($agent, $sid, 6, 'exec', { sandbox_id => $sb,
 tool_error_like([call($agent, $sid, 6, 'approval_status', { approval_id => 'apr_' . 'a' x 32 })],
                 qr/not_found/, 'the status of an approval that does not exist');
 
+
+# upload_archive: hostile content stops before the helper
+tool_error_like([call($agent, $sid, 6, 'upload_archive', { sandbox_id => $sb,
+                                                           content => '@@@ not base64' })],
+                qr/not valid base64/, 'upload_archive: content that is not base64');
+tool_error_like([call($agent, $sid, 6, 'upload_archive', { sandbox_id => $sb,
+                                                           content => 42 })],
+                qr/content is required/, 'upload_archive: content that is a number');
+tool_error_like([call($agent, $sid, 6, 'upload_archive', { sandbox_id => $sb,
+                                                           content => 'AAAA',
+                                                           format => 'zip' })],
+                qr/format must be/, 'upload_archive: an unknown format');
+tool_error_like([call($agent, $sid, 6, 'upload_archive', { sandbox_id => $sb,
+                                                           content => 'AAAA',
+                                                           path => '../up' })],
+                qr/path/, 'upload_archive: a path out of the workspace');
+{
+    # over the policy's archive_bytes (16384), within the message bound
+    my $big = MIME::Base64::encode_base64(join('', map { chr(rand 256) } 1 .. 20000), '');
+    @r = call($agent, $sid, 6, 'upload_archive', { sandbox_id => $sb, content => $big });
+    tool_error_like(\@r, qr/archive_bytes \(16384\)/,
+                    'upload_archive: an archive over archive_bytes');
+    # over the message bound: refused before it is read
+    $big = MIME::Base64::encode_base64('x' x ($MAX_BODY), '');
+    rpc_error_is([call($agent, $sid, 6, 'upload_archive', { sandbox_id => $sb,
+                                                            content => $big })],
+                 413, -32000, 'upload_archive: a message over veto_sandbox_mcp_max_body');
+}
+
+# a progress token of the wrong type: a protocol error, before anything runs
+for my $case ([{ progressToken => { a => 1 } }, 'an object'],
+              [{ progressToken => [1] }, 'an array'],
+              [{ progressToken => 1.5 }, 'a fraction'],
+              [{ progressToken => JSON::PP::true }, 'a boolean'],
+              [{ progressToken => 'p' x 300 }, 'a string of 300 bytes'],
+              ['progress', '"_meta" a string']) {
+    my ($meta, $what) = @$case;
+    rpc_error_is([mcp($agent, { jsonrpc => '2.0', id => 11, method => 'tools/call',
+                                params => { name => 'exec', _meta => $meta,
+                                            arguments => { sandbox_id => $sb,
+                                                           argv => ['touch', 'pwned'] } } },
+                      in_session($sid))],
+                 200, -32602, "a progress token that is $what", 11);
+}
+
 is(helper_work(), $work0, 'nothing of all that reached the helper');
 
 # ---------------------------------------------------------------- the gate
@@ -551,6 +597,112 @@ like($r[1]{'www-authenticate'} // '', qr/invalid_token.*resource_metadata=/s,
      '... with the challenge and the metadata');
 $n->redis->del("veto:{acme}:revoked:jti:h-agent-$$");
 is(helper_work(), $work1, 'the revoked token reached nothing');
+
+# ---------------------------------------------------------------- archives
+# hostile archives reach tar, in the sandbox, which refuses them: a tool
+# error naming the problem, and nothing lands outside the workspace
+for my $case (qw(dotdot symlink hardlink)) {
+    my $tar = `python3 t/lib/archives.py $case M$$ $d`;
+    die "archives.py $case failed" if $?;
+    @r = call($agent, $sid, 12, 'upload_archive',
+              { sandbox_id => $sb, path => "in-$case",
+                content => MIME::Base64::encode_base64($tar, '') });
+    tool_error_like(\@r, qr/bad_archive/, "upload_archive: $case");
+    like($r[3]{result}{content}[0]{text} // '', qr/tar|member|link/i,
+         "upload_archive: $case: says what tar refused");
+}
+@r = call($agent, $sid, 12, 'exec', { sandbox_id => $sb, argv => ['sh', '-c',
+          'find / -xdev \\( -name "escape*M' . $$ . '*" -o -name "through-M' . $$
+          . '*" -o -name "shadow-M' . $$ . '" \\) 2>/dev/null | grep -v "^/workspace/" | wc -l'] });
+is($r[3]{result}{structuredContent}{stdout}, "0\n",
+   'no member landed out of the workspace, in the sandbox') or diag $r[2];
+is(`find $d -name '*M$$*' | wc -l` + 0, 0, '... nor on the host');
+
+# ---------------------------------------------------------------- progress
+# raw SSE: the notifications, then the result, on one stream
+sub sse_events
+{
+    my ($body) = @_;
+    return map { /^data: (.*)$/m ? $JSON->decode($1) : () } split /\n\n/, $body;
+}
+{
+    my $body = { jsonrpc => '2.0', id => 'p1', method => 'tools/call',
+                 params => { name => 'exec', _meta => { progressToken => 'tok-1' },
+                             arguments => { sandbox_id => $sb,
+                                            argv => ['sh', '-c', 'echo one; sleep 0.3; echo two'] } } };
+    ($st, $h, $b) = mcp($agent, $body, in_session($sid));
+    is($st, 200, 'progress: 200');
+    like($h->{'content-type'} // '', qr{^text/event-stream}, 'progress: an SSE stream');
+    my @ev = sse_events($b);
+    my @notes = grep { ($_->{method} // '') eq 'notifications/progress' } @ev;
+    is(scalar @notes, 2, 'progress: a notification per chunk') or diag $b;
+    is_deeply([map { $_->{params}{progressToken} } @notes], ['tok-1', 'tok-1'],
+              'progress: with the call\'s token');
+    is(join('|', map { $_->{params}{message} } @notes), "stdout: one\n|stdout: two\n",
+       'progress: carrying the output');
+    is($ev[-1]{id}, 'p1', 'progress: the last event answers the call');
+    is($ev[-1]{result}{structuredContent}{stdout}, "one\ntwo\n", '... with its result');
+
+    # the same call accepting only JSON: answered as ever
+    ($st, $h, $b, $j) = mcp($agent, $body, in_session($sid, Accept => 'application/json'));
+    like($h->{'content-type'} // '', qr{^application/json}, 'no SSE accepted: JSON');
+    is($j->{result}{structuredContent}{stdout}, "one\ntwo\n", '... the plain result');
+
+    # an integer token; binary output as base64
+    $body->{params}{_meta}{progressToken} = 7;
+    $body->{params}{arguments}{argv} = ['printf', '\\377\\001'];
+    ($st, $h, $b) = mcp($agent, $body, in_session($sid));
+    @notes = grep { ($_->{method} // '') eq 'notifications/progress' } sse_events($b);
+    is($notes[0]{params}{progressToken}, 7, 'progress: an integer token');
+    is($notes[0]{params}{message}, 'stdout (base64): /wE=', 'progress: bytes as base64');
+}
+
+# a client gone mid-stream: the exec is killed, on record; the next calls
+# are answered (the helper's connection was not kept half-read)
+{
+    my $sock = IO::Socket::INET->new(PeerAddr => '127.0.0.1', PeerPort => $n->port,
+                                     Timeout => 10) or die "connect: $!";
+    my $body = $JSON->encode({ jsonrpc => '2.0', id => 'g1', method => 'tools/call',
+        params => { name => 'exec', _meta => { progressToken => 'g' },
+                    arguments => { sandbox_id => $sb, argv => ['sh', '-c',
+                        'echo started; while :; do date +%s%N > alive.new; '
+                        . 'mv alive.new alive; sleep 0.05; done'] } } });
+    print $sock "POST /v1/mcp HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer $agent\r\n"
+        . "Content-Type: application/json\r\nAccept: application/json, text/event-stream\r\n"
+        . "Mcp-Session-Id: $sid\r\nMCP-Protocol-Version: 2025-11-25\r\n"
+        . "Content-Length: " . length($body) . "\r\n\r\n$body";
+    my $got = '';
+    my $until = time + 10;
+    while ($got !~ /stdout: started/ && time < $until) {
+        my $n_read = sysread($sock, $got, 4096, length $got);
+        last unless $n_read;
+    }
+    like($got, qr/stdout: started/, 'client gone: its progress had begun');
+    sleep 0.3;
+    close $sock;
+    sleep 1;
+    @r = call($agent, $sid, 13, 'read_file', { sandbox_id => $sb, path => 'alive' });
+    my $a1 = $r[3]{result}{structuredContent}{content};
+    sleep 0.6;
+    @r = call($agent, $sid, 13, 'read_file', { sandbox_id => $sb, path => 'alive' });
+    ok(length($a1 // ''), 'client gone: it had been writing');
+    is($r[3]{result}{structuredContent}{content}, $a1,
+       'client gone: the command is killed: nothing writes any more');
+    my $auditor = $n->token(sub => 'auditor', scope => 'audit:read');
+    ($st, $h, $b, $j) = $n->request(GET => '/v1/audit?agent=agent-1&limit=1000', $auditor);
+    my ($rec) = grep { ($_->{reason} // '') eq 'client_gone' } @{ $j->{records} // [] };
+    ok($rec && $rec->{action} eq 'sandbox.exec' && $rec->{detail}{killed}
+       && $rec->{detail}{streamed}, 'client gone: on record, killed, streamed')
+        or diag explain $rec;
+    for my $i (1 .. 5) {
+        @r = call($agent, $sid, "after-$i", 'exec', { sandbox_id => $sb,
+                                                      argv => ['echo', "after $i"] });
+        is($r[3]{result}{structuredContent}{stdout}, "after $i\n",
+           "client gone: call $i after it answered");
+    }
+}
+# what those reached of the helper is counted from here
+$work1 = helper_work();
 
 # ---------------------------------------------------------------- bounds
 # per agent: the fourth session of one agent ends its least recently used

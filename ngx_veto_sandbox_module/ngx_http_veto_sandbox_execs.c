@@ -86,20 +86,11 @@ ngx_http_veto_sandbox_exec_fields(ngx_http_request_t *r,
         return NGX_DECLINED;
     }
 
-    /* a tools/call with a progress token: streamed as progress */
-    switch (ngx_http_veto_sandbox_mcp_progress(r, ctx)) {
-
-    case 0:
-        break;
-
-    case 1:
-        if (json_object_set_new(req, "stream", json_true()) != 0) {
-            return NGX_HTTP_INTERNAL_SERVER_ERROR;
-        }
-
-        break;
-
-    default:
+    /* a tools/call that asked for progress came with its stream
+     * (_mcp_progress.c): the exec is streamed to it */
+    if (ctx->stream != NULL
+        && json_object_set_new(req, "stream", json_true()) != 0)
+    {
         return NGX_HTTP_INTERNAL_SERVER_ERROR;
     }
 

@@ -182,7 +182,13 @@ ngx_int_t ngx_http_veto_sandbox_mcp_present_archive(ngx_http_request_t *r,
     ngx_http_veto_sandbox_mcp_call_t *call, json_t *rest, u_char *data,
     size_t len, json_t *result);
 
-/* _mcp_progress.c: msg (not stolen) as the SSE stream's last event */
+/* _mcp_progress.c: does this exec's call want its output as progress
+ * (a progressToken, and text/event-stream accepted)?  Then its SSE
+ * stream is made (ctx->stream, before the builder, which streams the
+ * exec to it: 1), else 0; NGX_ERROR: no memory */
+ngx_int_t ngx_http_veto_sandbox_mcp_progress(ngx_http_request_t *r,
+    ngx_http_veto_sandbox_ctx_t *ctx);
+/* msg (not stolen) as the SSE stream's last event */
 ngx_int_t ngx_http_veto_sandbox_mcp_progress_final(ngx_http_request_t *r,
     ngx_http_veto_sandbox_ctx_t *ctx, json_t *msg);
 

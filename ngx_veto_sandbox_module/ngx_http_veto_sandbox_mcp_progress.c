@@ -77,8 +77,8 @@ ngx_http_veto_sandbox_mcp_progress(ngx_http_request_t *r,
 
     max = call->reply_bytes;
 
-    /* output_bytes was checked by the exec builder (positive, within
-     * the policy's ceiling) */
+    /* output_bytes is the exec builder's to judge (it runs next and
+     * refuses a bad one); here only a usable smaller bound is taken */
     v = json_object_get(call->args, "output_bytes");
 
     if (json_is_integer(v) && json_integer_value(v) > 0

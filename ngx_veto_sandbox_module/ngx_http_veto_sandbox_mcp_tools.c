@@ -1203,5 +1203,12 @@ ngx_http_veto_sandbox_mcp_call(ngx_http_request_t *r,
         return ngx_http_veto_sandbox_deny(r, ctx);
     }
 
+    /* an exec with a progress token streams its output as progress */
+    if (call->tool->twin == ngx_http_veto_sandbox_mcp_twin_exec
+        && ngx_http_veto_sandbox_mcp_progress(r, ctx) == NGX_ERROR)
+    {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+
     return ngx_http_veto_sandbox_op_run(r, ctx);
 }

@@ -832,11 +832,6 @@ ngx_chain_t *ngx_http_veto_sandbox_stream_alloc(ngx_http_request_t *r,
  * helper waits until the client took it), NGX_ERROR (client gone) */
 ngx_int_t ngx_http_veto_sandbox_stream_send(ngx_http_request_t *r,
     ngx_http_veto_sandbox_ctx_t *ctx, ngx_chain_t *out, ngx_uint_t last);
-/* _mcp_progress.c: does this tools/call want its exec's output as
- * progress (a progressToken, and text/event-stream accepted)?  Then it
- * is set up (1), else 0; NGX_ERROR: no memory */
-ngx_int_t ngx_http_veto_sandbox_mcp_progress(ngx_http_request_t *r,
-    ngx_http_veto_sandbox_ctx_t *ctx);
 /* what was streamed of an exec, for its record (NULL: not streamed) */
 json_t *ngx_http_veto_sandbox_stream_detail(ngx_http_veto_sandbox_ctx_t *ctx);
 

@@ -269,29 +269,45 @@ await step('exec: long output, head and tail', async () => {
 });
 
 await step('exec: progress notifications carry the output', async () => {
-    // what arrives, in order: each notification, then the result
+    // what arrives, in order: each notification, then the result.  The
+    // command waits for a file the client writes only once it has the
+    // first notification: it ends only if progress comes as it runs.
     const seen = [];
+    let go = null;
     const r = await agent.client.callTool({ name: 'exec', arguments: {
-        sandbox_id: sb,
-        argv: ['sh', '-c', 'echo first; sleep 1; echo second >&2; '
-                           + 'sleep 1; echo third'] } },
-        undefined, { onprogress: p => seen.push({ kind: 'progress', p }) });
+        sandbox_id: sb, timeout_s: 25,
+        argv: ['sh', '-c', 'echo first; i=0; until [ -f go ]; do '
+                           + 'sleep 0.05; i=$((i+1)); if [ $i -gt 400 ]; '
+                           + 'then echo no-go >&2; exit 9; fi; done; '
+                           + 'echo second >&2; echo third'] } },
+        undefined, { onprogress: p => {
+            seen.push({ kind: 'progress', p });
+            if (go === null && p.message === 'stdout: first\n') {
+                go = agent.client.callTool({ name: 'write_file', arguments: {
+                    sandbox_id: sb, path: 'go', content: 'go' } });
+            }
+        } });
     seen.push({ kind: 'result', r });
     ok(!r.isError, 'progress exec: not an error', r);
+    ok(go !== null && !(await go).isError,
+       'progress exec: the first notification came while the command ran '
+       + '(the client answered it)');
+    is(r.structuredContent.exit_code, 0,
+       'progress exec: the command saw the answer and ended', r);
     const notes = seen.filter(e => e.kind === 'progress').map(e => e.p);
-    ok(notes.length >= 3, 'progress exec: a notification per chunk of output',
-       notes);
     is(seen[seen.length - 1].kind, 'result',
        'progress exec: the notifications came before the result');
-    is(notes.map(n => n.message).join('|'),
-       'stdout: first\n|stderr: second\n|stdout: third\n',
-       'progress exec: the messages carry the real output, stream by stream');
+    is(notes.filter(n => n.message.startsWith('stdout')).map(n => n.message)
+            .join('|'), 'stdout: first\n|stdout: third\n',
+       'progress exec: stdout\'s messages carry its real output');
+    is(notes.filter(n => n.message.startsWith('stderr')).map(n => n.message)
+            .join('|'), 'stderr: second\n',
+       'progress exec: stderr\'s too');
     ok(notes.every((n, i) => i === 0 || n.progress > notes[i - 1].progress),
        'progress exec: progress grows', notes);
     is(notes[notes.length - 1].progress, 6 + 7 + 6,
        'progress exec: progress is the bytes written');
     const s = r.structuredContent;
-    is(s.exit_code, 0, 'progress exec: exit code 0');
     is(s.stdout, 'first\nthird\n', 'progress exec: the result has stdout');
     is(s.stderr, 'second\n', 'progress exec: the result has stderr');
 });

@@ -411,6 +411,15 @@ ngx_http_veto_sandbox_approval_call(ngx_http_veto_sandbox_redis_call_t *call,
     ngx_http_veto_sandbox_approval_op_e op, int numkeys, int argc,
     ngx_str_t *args)
 {
+    /* a transition or a consume a failover could lose counts only once
+     * replicas have it (veto_sandbox_redis_wait): a consume lost would
+     * let an approval be used twice, a denial lost would let it be
+     * approved */
+    call->durable = (op == NGX_HTTP_VSB_APPROVAL_CREATE
+                     || op == NGX_HTTP_VSB_APPROVAL_APPROVE
+                     || op == NGX_HTTP_VSB_APPROVAL_DENY
+                     || op == NGX_HTTP_VSB_APPROVAL_CONSUME);
+
     return ngx_http_veto_sandbox_redis_eval_str(call,
                                   &ngx_http_veto_sandbox_approval_scripts[op],
                                   numkeys, argc, args);

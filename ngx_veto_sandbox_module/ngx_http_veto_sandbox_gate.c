@@ -74,6 +74,7 @@ ngx_http_veto_sandbox_waiting_call(ngx_http_request_t *r,
     call->handler = handler;
     call->data = r;
     call->cmdp = &ctx->rcmd;
+    call->durable = 0;
 }
 
 

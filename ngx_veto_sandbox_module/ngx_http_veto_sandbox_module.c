@@ -37,6 +37,10 @@ static char *ngx_http_veto_sandbox_redis(ngx_conf_t *cf, ngx_command_t *cmd,
     void *conf);
 static char *ngx_http_veto_sandbox_redis_str(ngx_conf_t *cf,
     ngx_command_t *cmd, void *conf);
+static char *ngx_http_veto_sandbox_redis_sentinel(ngx_conf_t *cf,
+    ngx_command_t *cmd, void *conf);
+static char *ngx_http_veto_sandbox_redis_wait(ngx_conf_t *cf,
+    ngx_command_t *cmd, void *conf);
 static ngx_int_t ngx_http_veto_sandbox_init_process(ngx_cycle_t *cycle);
 static void ngx_http_veto_sandbox_exit_process(ngx_cycle_t *cycle);
 
@@ -217,6 +221,20 @@ static ngx_command_t  ngx_http_veto_sandbox_commands[] = {
     { ngx_string("veto_sandbox_redis"),
       NGX_HTTP_MAIN_CONF|NGX_CONF_TAKE1,
       ngx_http_veto_sandbox_redis,
+      NGX_HTTP_MAIN_CONF_OFFSET,
+      0,
+      NULL },
+
+    { ngx_string("veto_sandbox_redis_sentinel"),
+      NGX_HTTP_MAIN_CONF|NGX_CONF_2MORE,
+      ngx_http_veto_sandbox_redis_sentinel,
+      NGX_HTTP_MAIN_CONF_OFFSET,
+      0,
+      NULL },
+
+    { ngx_string("veto_sandbox_redis_wait"),
+      NGX_HTTP_MAIN_CONF|NGX_CONF_TAKE12,
+      ngx_http_veto_sandbox_redis_wait,
       NGX_HTTP_MAIN_CONF_OFFSET,
       0,
       NULL },
@@ -819,6 +837,7 @@ ngx_http_veto_sandbox_create_main_conf(ngx_conf_t *cf)
     ngx_http_veto_sandbox_redis_conf_init(&vmcf->redis);
 
     vmcf->redis.db = NGX_CONF_UNSET;
+    vmcf->redis.wait_replicas = NGX_CONF_UNSET_UINT;
     vmcf->timeout = NGX_CONF_UNSET_MSEC;
     vmcf->audit_maxlen = NGX_CONF_UNSET_UINT;
     vmcf->audit_bytes = NGX_CONF_UNSET_SIZE;
@@ -837,6 +856,7 @@ ngx_http_veto_sandbox_init_main_conf(ngx_conf_t *cf, void *conf)
     ngx_http_veto_sandbox_main_conf_t *vmcf = conf;
 
     ngx_conf_init_value(vmcf->redis.db, 0);
+    ngx_conf_init_uint_value(vmcf->redis.wait_replicas, 0);
     ngx_conf_init_msec_value(vmcf->timeout,
                              NGX_HTTP_VSB_REDIS_DEFAULT_TIMEOUT);
     ngx_conf_init_uint_value(vmcf->audit_maxlen,
@@ -894,6 +914,18 @@ ngx_http_veto_sandbox_init_main_conf(ngx_conf_t *cf, void *conf)
                "\"veto_sandbox_redis_password\"";
     }
 
+    if (vmcf->redis.wait_replicas && !vmcf->enabled) {
+        ngx_log_error(NGX_LOG_EMERG, cf->log, 0,
+                      "\"veto_sandbox_redis_wait\" needs "
+                      "\"veto_sandbox_redis\" or "
+                      "\"veto_sandbox_redis_sentinel\"");
+        return NGX_CONF_ERROR;
+    }
+
+    if (vmcf->redis.wait_timeout == 0) {
+        vmcf->redis.wait_timeout = vmcf->timeout;
+    }
+
     /* connect + AUTH/SELECT/PING gets the same budget as a command */
     vmcf->redis.connect_timeout = vmcf->timeout;
 
@@ -909,7 +941,9 @@ ngx_http_veto_sandbox_redis(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
     ngx_str_t  *value;
 
     if (vmcf->enabled) {
-        return "is duplicate";
+        return vmcf->redis.sentinels ? "conflicts with "
+                                       "\"veto_sandbox_redis_sentinel\""
+                                     : "is duplicate";
     }
 
     value = cf->args->elts;
@@ -921,6 +955,73 @@ ngx_http_veto_sandbox_redis(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
     }
 
     vmcf->enabled = 1;
+
+    return NGX_CONF_OK;
+}
+
+
+/* "veto_sandbox_redis_sentinel <master name> <sentinel> ...": the master
+ * is the one these sentinels name (_sentinel.c) */
+static char *
+ngx_http_veto_sandbox_redis_sentinel(ngx_conf_t *cf, ngx_command_t *cmd,
+    void *conf)
+{
+    ngx_http_veto_sandbox_main_conf_t *vmcf = conf;
+
+    ngx_str_t  *value;
+
+    if (vmcf->enabled) {
+        return vmcf->redis.sentinels ? "is duplicate"
+                                     : "conflicts with \"veto_sandbox_redis\"";
+    }
+
+    value = cf->args->elts;
+
+    if (ngx_http_veto_sandbox_sentinel_conf(cf, &value[1], cf->args->nelts - 1,
+                                            &vmcf->redis)
+        != NGX_CONF_OK)
+    {
+        return NGX_CONF_ERROR;
+    }
+
+    vmcf->enabled = 1;
+
+    return NGX_CONF_OK;
+}
+
+
+/* "veto_sandbox_redis_wait <replicas> [<timeout>]": approval transitions
+ * and consumes count only once that many replicas have them */
+static char *
+ngx_http_veto_sandbox_redis_wait(ngx_conf_t *cf, ngx_command_t *cmd,
+    void *conf)
+{
+    ngx_http_veto_sandbox_main_conf_t *vmcf = conf;
+
+    ngx_int_t   n;
+    ngx_str_t  *value;
+
+    if (vmcf->redis.wait_replicas != NGX_CONF_UNSET_UINT) {
+        return "is duplicate";
+    }
+
+    value = cf->args->elts;
+
+    n = ngx_atoi(value[1].data, value[1].len);
+    if (n == NGX_ERROR || n > 16) {
+        return "needs a number of replicas, 0..16 (0: a single Redis)";
+    }
+
+    vmcf->redis.wait_replicas = (ngx_uint_t) n;
+
+    if (cf->args->nelts == 3) {
+        vmcf->redis.wait_timeout = ngx_parse_time(&value[2], 0);
+        if (vmcf->redis.wait_timeout == (ngx_msec_t) NGX_ERROR
+            || vmcf->redis.wait_timeout == 0)
+        {
+            return "needs a positive timeout, such as 500ms";
+        }
+    }
 
     return NGX_CONF_OK;
 }

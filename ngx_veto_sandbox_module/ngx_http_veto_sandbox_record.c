@@ -42,6 +42,7 @@ ngx_http_veto_sandbox_bookkeeping_call(ngx_http_request_t *r,
     call->handler = ngx_http_veto_sandbox_ignore;
     call->data = (void *) what;
     call->cmdp = NULL;
+    call->durable = 0;
 }
 
 

@@ -1,8 +1,10 @@
 /*
  * Veto Sandbox: the worker's Redis connection, a hiredis async context
- * driven by nginx's event loop: connect, handshake, reconnect with
- * backoff.  The commands sent on it: ngx_http_veto_sandbox_redis_call.c.
- * See ngx_http_veto_sandbox_redis.h for the contract.
+ * driven by nginx's event loop (a link): connect, handshake, reconnect
+ * with backoff.  With Sentinel the master's address comes from
+ * ngx_http_veto_sandbox_sentinel.c and the handshake checks ROLE.  The
+ * commands sent on it: ngx_http_veto_sandbox_redis_call.c.  See
+ * ngx_http_veto_sandbox_redis.h for the contract.
  */
 
 #include <ngx_config.h>
@@ -16,6 +18,11 @@
 
 static void ngx_http_veto_sandbox_redis_connect(
     ngx_http_veto_sandbox_redis_t *rds);
+static void ngx_http_veto_sandbox_redis_open(
+    ngx_http_veto_sandbox_redis_t *rds, const char *host, in_port_t port,
+    const char *unix_path);
+static void ngx_http_veto_sandbox_redis_gone(
+    ngx_http_veto_sandbox_redis_link_t *link);
 static void ngx_http_veto_sandbox_redis_schedule(
     ngx_http_veto_sandbox_redis_t *rds);
 static void ngx_http_veto_sandbox_redis_reconnect_handler(ngx_event_t *ev);
@@ -39,6 +46,7 @@ static void ngx_http_veto_sandbox_redis_cleanup(void *privdata);
 static char  ngx_http_veto_sandbox_redis_step_auth[] = "AUTH";
 static char  ngx_http_veto_sandbox_redis_step_select[] = "SELECT";
 static char  ngx_http_veto_sandbox_redis_step_ping[] = "PING";
+static char  ngx_http_veto_sandbox_redis_step_role[] = "ROLE";
 
 
 /* configuration time */
@@ -64,9 +72,9 @@ char *
 ngx_http_veto_sandbox_redis_parse_addr(ngx_conf_t *cf, ngx_str_t *value,
     ngx_http_veto_sandbox_redis_conf_t *rcf)
 {
-    u_char     *p;
-    size_t      len;
-    ngx_url_t   u;
+    u_char                              *p;
+    size_t                               len;
+    ngx_http_veto_sandbox_redis_node_t   node;
 
     rcf->addr = *value;
 
@@ -97,6 +105,30 @@ ngx_http_veto_sandbox_redis_parse_addr(ngx_conf_t *cf, ngx_str_t *value,
 
         return NGX_CONF_OK;
     }
+
+    if (ngx_http_veto_sandbox_redis_parse_node(cf, value, &node)
+        != NGX_CONF_OK)
+    {
+        return NGX_CONF_ERROR;
+    }
+
+    rcf->host = node.host;
+    rcf->port = node.port;
+    ngx_str_null(&rcf->unix_path);
+
+    return NGX_CONF_OK;
+}
+
+
+char *
+ngx_http_veto_sandbox_redis_parse_node(ngx_conf_t *cf, ngx_str_t *value,
+    ngx_http_veto_sandbox_redis_node_t *node)
+{
+    u_char     *p;
+    size_t      len;
+    ngx_url_t   u;
+
+    node->addr = *value;
 
     ngx_memzero(&u, sizeof(ngx_url_t));
 
@@ -133,10 +165,9 @@ ngx_http_veto_sandbox_redis_parse_addr(ngx_conf_t *cf, ngx_str_t *value,
                         NGX_SOCKADDR_STRLEN, 0);
     p[len] = '\0';
 
-    rcf->host.data = p;
-    rcf->host.len = len;
-    rcf->port = ngx_inet_get_port(u.addrs[0].sockaddr);
-    ngx_str_null(&rcf->unix_path);
+    node->host.data = p;
+    node->host.len = len;
+    node->port = ngx_inet_get_port(u.addrs[0].sockaddr);
 
     return NGX_CONF_OK;
 }
@@ -160,6 +191,12 @@ ngx_http_veto_sandbox_redis_create(ngx_cycle_t *cycle,
     rds->log = cycle->log;
     rds->state = NGX_HTTP_VSB_REDIS_IDLE;
     rds->backoff = rcf->backoff_min;
+    rds->where = rcf->addr;
+
+    rds->link.log = rds->log;
+    rds->link.name = &rds->where;
+    rds->link.gone = ngx_http_veto_sandbox_redis_gone;
+    rds->link.data = rds;
 
     /* cancelable: these timers must not hold a gracefully exiting worker */
 
@@ -172,6 +209,14 @@ ngx_http_veto_sandbox_redis_create(ngx_cycle_t *cycle,
     rds->handshake.data = rds;
     rds->handshake.log = rds->log;
     rds->handshake.cancelable = 1;
+
+    if (rcf->sentinels) {
+        rds->sentinel = ngx_http_veto_sandbox_sentinel_create(rds,
+                                                              cycle->pool);
+        if (rds->sentinel == NULL) {
+            return NULL;
+        }
+    }
 
     ngx_http_veto_sandbox_redis_connect(rds);
 
@@ -196,10 +241,12 @@ ngx_http_veto_sandbox_redis_destroy(ngx_http_veto_sandbox_redis_t *rds)
         ngx_del_timer(&rds->handshake);
     }
 
-    if (rds->ac) {
-        /* pending handlers get 503, then the cleanup hook runs */
-        redisAsyncFree(rds->ac);
+    if (rds->sentinel) {
+        ngx_http_veto_sandbox_sentinel_destroy(rds->sentinel);
     }
+
+    /* pending handlers get 503, then the cleanup hook runs */
+    ngx_http_veto_sandbox_redis_link_close(&rds->link);
 }
 
 
@@ -210,83 +257,114 @@ ngx_http_veto_sandbox_redis_ready(ngx_http_veto_sandbox_redis_t *rds)
 }
 
 
+/* A new connection: to the configured server, or to the master the
+ * sentinels name (ngx_http_veto_sandbox_redis_discovered() goes on). */
 static void
 ngx_http_veto_sandbox_redis_connect(ngx_http_veto_sandbox_redis_t *rds)
 {
-    int                  argc;
-    const char          *argv[3];
-    ngx_connection_t    *c;
-    redisAsyncContext   *ac;
-
     rds->generation++;
 
-    if (rds->conf.unix_path.len) {
-        ac = redisAsyncConnectUnix((const char *) rds->conf.unix_path.data);
-
-    } else {
-        ac = redisAsyncConnect((const char *) rds->conf.host.data,
-                               rds->conf.port);
+    if (rds->sentinel) {
+        rds->state = NGX_HTTP_VSB_REDIS_DISCOVERING;
+        ngx_http_veto_sandbox_sentinel_discover(rds->sentinel);
+        return;
     }
 
-    if (ac == NULL) {
-        ngx_log_error(NGX_LOG_ERR, rds->log, 0,
-                      "veto_sandbox redis \"%V\": connect: out of memory",
-                      &rds->conf.addr);
+    ngx_http_veto_sandbox_redis_open(rds, (const char *) rds->conf.host.data,
+                                     rds->conf.port,
+                                     rds->conf.unix_path.len
+                                     ? (const char *) rds->conf.unix_path.data
+                                     : NULL);
+}
+
+
+void
+ngx_http_veto_sandbox_redis_discovered(ngx_http_veto_sandbox_redis_t *rds,
+    u_char *host, in_port_t port)
+{
+    if (rds->state != NGX_HTTP_VSB_REDIS_DISCOVERING) {
+        return;
+    }
+
+    if (host == NULL) {
         ngx_http_veto_sandbox_redis_schedule(rds);
         return;
     }
 
-    if (ac->err) {
-        ngx_log_error(NGX_LOG_ERR, rds->log, 0,
-                      "veto_sandbox redis \"%V\": connect: %s",
-                      &rds->conf.addr, ac->errstr);
-        redisAsyncFree(ac);
+    rds->where.data = rds->where_buf;
+    rds->where.len = ngx_snprintf(rds->where_buf, NGX_SOCKADDR_STRLEN,
+                                  "%s:%d", host, (int) port)
+                     - rds->where_buf;
+
+    ngx_http_veto_sandbox_redis_open(rds, (const char *) host, port, NULL);
+}
+
+
+/*
+ * A sentinel says the master moved: a connection to another server goes
+ * at once, and the next one is made without waiting out the backoff.
+ */
+void
+ngx_http_veto_sandbox_redis_switched(ngx_http_veto_sandbox_redis_t *rds,
+    u_char *host, in_port_t port)
+{
+    u_char  buf[NGX_SOCKADDR_STRLEN];
+    size_t  len;
+
+    if (rds->state == NGX_HTTP_VSB_REDIS_CLOSED) {
+        return;
+    }
+
+    len = ngx_snprintf(buf, sizeof(buf), "%s:%d", host, (int) port) - buf;
+
+    if (rds->link.ac && rds->where.len == len
+        && ngx_strncmp(rds->where.data, buf, len) == 0)
+    {
+        return;     /* connected there already */
+    }
+
+    rds->backoff = rds->conf.backoff_min;
+
+    if (rds->link.ac) {
+        ngx_http_veto_sandbox_redis_drop(rds, "+switch-master: the master "
+                                              "moved");
+        return;
+    }
+
+    if (rds->state == NGX_HTTP_VSB_REDIS_IDLE && rds->reconnect.timer_set) {
+        /* waiting out a backoff: go now */
+        ngx_del_timer(&rds->reconnect);
+        ngx_add_timer(&rds->reconnect, 1);
+    }
+}
+
+
+/* Opens the link and pipelines the handshake: AUTH, SELECT, then PING
+ * (or ROLE, to a master a sentinel named). */
+static void
+ngx_http_veto_sandbox_redis_open(ngx_http_veto_sandbox_redis_t *rds,
+    const char *host, in_port_t port, const char *unix_path)
+{
+    int                 argc;
+    char               *last;
+    const char         *argv[3];
+    redisAsyncContext  *ac;
+
+    if (ngx_http_veto_sandbox_redis_link_open(&rds->link, host, port,
+                                              unix_path)
+        != NGX_OK)
+    {
         ngx_http_veto_sandbox_redis_schedule(rds);
         return;
     }
 
-    c = ngx_get_connection(ac->c.fd, rds->log);
-    if (c == NULL) {
-        ngx_log_error(NGX_LOG_ERR, rds->log, 0,
-                      "veto_sandbox redis \"%V\": no free connection "
-                      "(worker_connections)", &rds->conf.addr);
-        redisAsyncFree(ac);
-        ngx_http_veto_sandbox_redis_schedule(rds);
-        return;
-    }
-
-    c->data = rds;
-    c->read->handler = ngx_http_veto_sandbox_redis_read_handler;
-    c->write->handler = ngx_http_veto_sandbox_redis_write_handler;
-    c->read->log = rds->log;
-    c->write->log = rds->log;
-
-    rds->ac = ac;
-    rds->conn = c;
+    ac = rds->link.ac;
     rds->state = NGX_HTTP_VSB_REDIS_CONNECTING;
 
-    ac->data = rds;
-    ac->ev.data = rds;
-    ac->ev.addRead = ngx_http_veto_sandbox_redis_add_read;
-    ac->ev.delRead = ngx_http_veto_sandbox_redis_del_read;
-    ac->ev.addWrite = ngx_http_veto_sandbox_redis_add_write;
-    ac->ev.delWrite = ngx_http_veto_sandbox_redis_del_write;
-    ac->ev.cleanup = ngx_http_veto_sandbox_redis_cleanup;
-
-    (void) redisAsyncSetConnectCallback(ac,
-                                        ngx_http_veto_sandbox_redis_on_connect);
-    (void) redisAsyncSetDisconnectCallback(ac,
-                                     ngx_http_veto_sandbox_redis_on_disconnect);
-
-    if (rds->conf.unix_path.len == 0) {
-        /* a dead peer behind a silent network is found, eventually */
-        (void) redisEnableKeepAlive(&ac->c);
-    }
-
     /*
-     * The handshake is pipelined: AUTH, SELECT, PING.  The connection
-     * counts as ready only when PING answers, so a server that accepts
-     * but does not answer (SIGSTOPped) is caught by the handshake timer.
+     * The connection counts as ready only when PING (ROLE) answers, so a
+     * server that accepts but does not answer (SIGSTOPped) is caught by
+     * the handshake timer.
      */
 
     if (rds->conf.password.len) {
@@ -318,8 +396,11 @@ ngx_http_veto_sandbox_redis_connect(ngx_http_veto_sandbox_redis_t *rds)
         }
     }
 
+    last = rds->sentinel ? ngx_http_veto_sandbox_redis_step_role
+                         : ngx_http_veto_sandbox_redis_step_ping;
+
     if (redisAsyncCommand(ac, ngx_http_veto_sandbox_redis_handshake_reply,
-                          ngx_http_veto_sandbox_redis_step_ping, "PING")
+                          last, last)
         != REDIS_OK)
     {
         goto failed;
@@ -329,14 +410,14 @@ ngx_http_veto_sandbox_redis_connect(ngx_http_veto_sandbox_redis_t *rds)
 
     ngx_log_debug2(NGX_LOG_DEBUG_EVENT, rds->log, 0,
                    "veto_sandbox redis \"%V\": connecting, fd:%d",
-                   &rds->conf.addr, c->fd);
+                   &rds->where, rds->link.conn->fd);
     return;
 
 failed:
 
     ngx_log_error(NGX_LOG_ERR, rds->log, 0,
                   "veto_sandbox redis \"%V\": handshake: %s",
-                  &rds->conf.addr, ac->errstr ? ac->errstr : "failed");
+                  &rds->where, ac->errstr ? ac->errstr : "failed");
 
     ngx_http_veto_sandbox_redis_drop(rds, NULL);
 }
@@ -383,7 +464,7 @@ ngx_http_veto_sandbox_redis_reconnect_handler(ngx_event_t *ev)
 {
     ngx_http_veto_sandbox_redis_t  *rds = ev->data;
 
-    if (rds->state != NGX_HTTP_VSB_REDIS_IDLE || rds->ac) {
+    if (rds->state != NGX_HTTP_VSB_REDIS_IDLE || rds->link.ac) {
         return;
     }
 
@@ -402,16 +483,13 @@ void
 ngx_http_veto_sandbox_redis_drop(ngx_http_veto_sandbox_redis_t *rds,
     const char *why)
 {
-    redisAsyncContext  *ac;
-
     if (why) {
         ngx_log_error(NGX_LOG_ERR, rds->log, 0,
                       "veto_sandbox redis \"%V\": %s, reconnecting",
-                      &rds->conf.addr, why);
+                      &rds->where, why);
     }
 
-    ac = rds->ac;
-    if (ac == NULL || (ac->c.flags & REDIS_FREEING)) {
+    if (rds->link.ac == NULL || (rds->link.ac->c.flags & REDIS_FREEING)) {
         return;
     }
 
@@ -419,7 +497,7 @@ ngx_http_veto_sandbox_redis_drop(ngx_http_veto_sandbox_redis_t *rds,
         rds->state = NGX_HTTP_VSB_REDIS_IDLE;
     }
 
-    redisAsyncFree(ac);
+    ngx_http_veto_sandbox_redis_link_close(&rds->link);
 }
 
 
@@ -429,7 +507,25 @@ ngx_http_veto_sandbox_redis_handshake_timeout(ngx_event_t *ev)
     ngx_http_veto_sandbox_redis_t  *rds = ev->data;
 
     ngx_http_veto_sandbox_redis_drop(rds, "no answer to connect, AUTH, "
-                                          "SELECT or PING in time");
+                                          "SELECT or PING (ROLE) in time");
+}
+
+
+/* ROLE's first element is "master" (a replica says "slave") */
+static ngx_uint_t
+ngx_http_veto_sandbox_redis_is_master(redisReply *reply)
+{
+    redisReply  *role;
+
+    if (reply->type != REDIS_REPLY_ARRAY || reply->elements < 1) {
+        return 0;
+    }
+
+    role = reply->element[0];
+
+    return (role->type == REDIS_REPLY_STRING
+            || role->type == REDIS_REPLY_STATUS)
+           && role->len == 6 && ngx_strncmp(role->str, "master", 6) == 0;
 }
 
 
@@ -439,23 +535,37 @@ ngx_http_veto_sandbox_redis_handshake_reply(redisAsyncContext *ac, void *r,
 {
     const char                     *step = privdata;
     redisReply                     *reply = r;
-    ngx_http_veto_sandbox_redis_t  *rds = ac->data;
+    ngx_http_veto_sandbox_redis_t  *rds;
 
     if (reply == NULL) {
         /* the context is being freed; the cleanup hook takes over */
         return;
     }
 
+    rds = ((ngx_http_veto_sandbox_redis_link_t *) ac->data)->data;
+
     if (reply->type == REDIS_REPLY_ERROR) {
         /* never log the AUTH arguments, only Redis' answer */
         ngx_log_error(NGX_LOG_ERR, rds->log, 0,
                       "veto_sandbox redis \"%V\": %s refused: %*s",
-                      &rds->conf.addr, step, (size_t) reply->len, reply->str);
+                      &rds->where, step, (size_t) reply->len, reply->str);
         ngx_http_veto_sandbox_redis_drop(rds, NULL);
         return;
     }
 
-    if (step != ngx_http_veto_sandbox_redis_step_ping) {
+    if (step == ngx_http_veto_sandbox_redis_step_role
+        && !ngx_http_veto_sandbox_redis_is_master(reply))
+    {
+        /* a failover under way, or a demoted master the sentinels still
+         * name: ask them again, after the backoff */
+        ngx_http_veto_sandbox_redis_drop(rds, "the server a sentinel named "
+                                              "is not a master (ROLE)");
+        return;
+    }
+
+    if (step != ngx_http_veto_sandbox_redis_step_ping
+        && step != ngx_http_veto_sandbox_redis_step_role)
+    {
         return;
     }
 
@@ -468,7 +578,104 @@ ngx_http_veto_sandbox_redis_handshake_reply(redisAsyncContext *ac, void *r,
     rds->timeouts = 0;
 
     ngx_log_error(NGX_LOG_NOTICE, rds->log, 0,
-                  "veto_sandbox redis \"%V\": connected", &rds->conf.addr);
+                  "veto_sandbox redis \"%V\": connected%s", &rds->where,
+                  rds->sentinel ? " (the master, as the sentinels say)" : "");
+}
+
+
+/* the master's link went: every command had its 503 */
+static void
+ngx_http_veto_sandbox_redis_gone(ngx_http_veto_sandbox_redis_link_t *link)
+{
+    ngx_http_veto_sandbox_redis_t  *rds = link->data;
+
+    if (rds->handshake.timer_set) {
+        ngx_del_timer(&rds->handshake);
+    }
+
+    ngx_http_veto_sandbox_redis_schedule(rds);
+}
+
+
+/* links: a hiredis context on nginx's event loop */
+
+ngx_int_t
+ngx_http_veto_sandbox_redis_link_open(ngx_http_veto_sandbox_redis_link_t *link,
+    const char *host, in_port_t port, const char *unix_path)
+{
+    ngx_connection_t   *c;
+    redisAsyncContext  *ac;
+
+    if (unix_path) {
+        ac = redisAsyncConnectUnix(unix_path);
+
+    } else {
+        ac = redisAsyncConnect(host, port);
+    }
+
+    if (ac == NULL) {
+        ngx_log_error(NGX_LOG_ERR, link->log, 0,
+                      "veto_sandbox redis \"%V\": connect: out of memory",
+                      link->name);
+        return NGX_ERROR;
+    }
+
+    if (ac->err) {
+        ngx_log_error(NGX_LOG_ERR, link->log, 0,
+                      "veto_sandbox redis \"%V\": connect: %s",
+                      link->name, ac->errstr);
+        redisAsyncFree(ac);
+        return NGX_ERROR;
+    }
+
+    c = ngx_get_connection(ac->c.fd, link->log);
+    if (c == NULL) {
+        ngx_log_error(NGX_LOG_ERR, link->log, 0,
+                      "veto_sandbox redis \"%V\": no free connection "
+                      "(worker_connections)", link->name);
+        redisAsyncFree(ac);
+        return NGX_ERROR;
+    }
+
+    c->data = link;
+    c->read->handler = ngx_http_veto_sandbox_redis_read_handler;
+    c->write->handler = ngx_http_veto_sandbox_redis_write_handler;
+    c->read->log = link->log;
+    c->write->log = link->log;
+
+    link->ac = ac;
+    link->conn = c;
+
+    ac->data = link;
+    ac->ev.data = link;
+    ac->ev.addRead = ngx_http_veto_sandbox_redis_add_read;
+    ac->ev.delRead = ngx_http_veto_sandbox_redis_del_read;
+    ac->ev.addWrite = ngx_http_veto_sandbox_redis_add_write;
+    ac->ev.delWrite = ngx_http_veto_sandbox_redis_del_write;
+    ac->ev.cleanup = ngx_http_veto_sandbox_redis_cleanup;
+
+    (void) redisAsyncSetConnectCallback(ac,
+                                        ngx_http_veto_sandbox_redis_on_connect);
+    (void) redisAsyncSetDisconnectCallback(ac,
+                                     ngx_http_veto_sandbox_redis_on_disconnect);
+
+    if (unix_path == NULL) {
+        /* a dead peer behind a silent network is found, eventually */
+        (void) redisEnableKeepAlive(&ac->c);
+    }
+
+    return NGX_OK;
+}
+
+
+void
+ngx_http_veto_sandbox_redis_link_close(ngx_http_veto_sandbox_redis_link_t *link)
+{
+    if (link->ac == NULL || (link->ac->c.flags & REDIS_FREEING)) {
+        return;
+    }
+
+    redisAsyncFree(link->ac);
 }
 
 
@@ -476,12 +683,12 @@ static void
 ngx_http_veto_sandbox_redis_on_connect(const redisAsyncContext *ac,
     int status)
 {
-    ngx_http_veto_sandbox_redis_t  *rds = ac->data;
+    ngx_http_veto_sandbox_redis_link_t  *link = ac->data;
 
     if (status != REDIS_OK) {
-        ngx_log_error(NGX_LOG_ERR, rds->log, 0,
+        ngx_log_error(NGX_LOG_ERR, link->log, 0,
                       "veto_sandbox redis \"%V\": connect: %s",
-                      &rds->conf.addr, ac->errstr ? ac->errstr : "failed");
+                      link->name, ac->errstr ? ac->errstr : "failed");
     }
 }
 
@@ -490,12 +697,12 @@ static void
 ngx_http_veto_sandbox_redis_on_disconnect(const redisAsyncContext *ac,
     int status)
 {
-    ngx_http_veto_sandbox_redis_t  *rds = ac->data;
+    ngx_http_veto_sandbox_redis_link_t  *link = ac->data;
 
     if (status != REDIS_OK) {
-        ngx_log_error(NGX_LOG_ERR, rds->log, 0,
+        ngx_log_error(NGX_LOG_ERR, link->log, 0,
                       "veto_sandbox redis \"%V\": connection lost: %s",
-                      &rds->conf.addr, ac->errstr ? ac->errstr : "error");
+                      link->name, ac->errstr ? ac->errstr : "error");
     }
 }
 
@@ -505,12 +712,12 @@ ngx_http_veto_sandbox_redis_on_disconnect(const redisAsyncContext *ac,
 static void
 ngx_http_veto_sandbox_redis_read_handler(ngx_event_t *rev)
 {
-    ngx_connection_t               *c = rev->data;
-    ngx_http_veto_sandbox_redis_t  *rds = c->data;
+    ngx_connection_t                    *c = rev->data;
+    ngx_http_veto_sandbox_redis_link_t  *link = c->data;
 
-    if (rds->ac) {
+    if (link->ac) {
         /* may free the context; nothing after this touches it */
-        redisAsyncHandleRead(rds->ac);
+        redisAsyncHandleRead(link->ac);
     }
 }
 
@@ -518,11 +725,11 @@ ngx_http_veto_sandbox_redis_read_handler(ngx_event_t *rev)
 static void
 ngx_http_veto_sandbox_redis_write_handler(ngx_event_t *wev)
 {
-    ngx_connection_t               *c = wev->data;
-    ngx_http_veto_sandbox_redis_t  *rds = c->data;
+    ngx_connection_t                    *c = wev->data;
+    ngx_http_veto_sandbox_redis_link_t  *link = c->data;
 
-    if (rds->ac) {
-        redisAsyncHandleWrite(rds->ac);
+    if (link->ac) {
+        redisAsyncHandleWrite(link->ac);
     }
 }
 
@@ -535,7 +742,7 @@ ngx_http_veto_sandbox_redis_write_handler(ngx_event_t *wev)
 
 /* add (or delete) the interest unless it is already there (gone) */
 static void
-ngx_http_veto_sandbox_redis_event(ngx_http_veto_sandbox_redis_t *rds,
+ngx_http_veto_sandbox_redis_event(ngx_http_veto_sandbox_redis_link_t *link,
     ngx_event_t *ev, ngx_int_t event, ngx_uint_t add)
 {
     ngx_int_t  rc;
@@ -549,9 +756,9 @@ ngx_http_veto_sandbox_redis_event(ngx_http_veto_sandbox_redis_t *rds,
 
     if (rc != NGX_OK) {
         /* the command and handshake timers turn this into a reconnect */
-        ngx_log_error(NGX_LOG_ERR, rds->log, ngx_socket_errno,
+        ngx_log_error(NGX_LOG_ERR, link->log, ngx_socket_errno,
                       "veto_sandbox redis \"%V\": %s %s event failed",
-                      &rds->conf.addr, add ? "add" : "delete",
+                      link->name, add ? "add" : "delete",
                       event == NGX_READ_EVENT ? "read" : "write");
     }
 }
@@ -560,9 +767,9 @@ ngx_http_veto_sandbox_redis_event(ngx_http_veto_sandbox_redis_t *rds,
 static void
 ngx_http_veto_sandbox_redis_add_read(void *privdata)
 {
-    ngx_http_veto_sandbox_redis_t  *rds = privdata;
+    ngx_http_veto_sandbox_redis_link_t  *link = privdata;
 
-    ngx_http_veto_sandbox_redis_event(rds, rds->conn->read, NGX_READ_EVENT,
+    ngx_http_veto_sandbox_redis_event(link, link->conn->read, NGX_READ_EVENT,
                                       1);
 }
 
@@ -570,9 +777,9 @@ ngx_http_veto_sandbox_redis_add_read(void *privdata)
 static void
 ngx_http_veto_sandbox_redis_del_read(void *privdata)
 {
-    ngx_http_veto_sandbox_redis_t  *rds = privdata;
+    ngx_http_veto_sandbox_redis_link_t  *link = privdata;
 
-    ngx_http_veto_sandbox_redis_event(rds, rds->conn->read, NGX_READ_EVENT,
+    ngx_http_veto_sandbox_redis_event(link, link->conn->read, NGX_READ_EVENT,
                                       0);
 }
 
@@ -580,9 +787,9 @@ ngx_http_veto_sandbox_redis_del_read(void *privdata)
 static void
 ngx_http_veto_sandbox_redis_add_write(void *privdata)
 {
-    ngx_http_veto_sandbox_redis_t  *rds = privdata;
+    ngx_http_veto_sandbox_redis_link_t  *link = privdata;
 
-    ngx_http_veto_sandbox_redis_event(rds, rds->conn->write,
+    ngx_http_veto_sandbox_redis_event(link, link->conn->write,
                                       NGX_WRITE_EVENT, 1);
 }
 
@@ -590,9 +797,9 @@ ngx_http_veto_sandbox_redis_add_write(void *privdata)
 static void
 ngx_http_veto_sandbox_redis_del_write(void *privdata)
 {
-    ngx_http_veto_sandbox_redis_t  *rds = privdata;
+    ngx_http_veto_sandbox_redis_link_t  *link = privdata;
 
-    ngx_http_veto_sandbox_redis_event(rds, rds->conn->write,
+    ngx_http_veto_sandbox_redis_event(link, link->conn->write,
                                       NGX_WRITE_EVENT, 0);
 }
 
@@ -606,10 +813,10 @@ ngx_http_veto_sandbox_redis_del_write(void *privdata)
 static void
 ngx_http_veto_sandbox_redis_cleanup(void *privdata)
 {
-    ngx_http_veto_sandbox_redis_t  *rds = privdata;
-    ngx_connection_t               *c;
+    ngx_http_veto_sandbox_redis_link_t  *link = privdata;
+    ngx_connection_t                    *c;
 
-    c = rds->conn;
+    c = link->conn;
 
     if (c) {
         if (c->read->timer_set) {
@@ -648,12 +855,10 @@ ngx_http_veto_sandbox_redis_cleanup(void *privdata)
         c->fd = (ngx_socket_t) -1;
     }
 
-    rds->conn = NULL;
-    rds->ac = NULL;
+    link->conn = NULL;
+    link->ac = NULL;
 
-    if (rds->handshake.timer_set) {
-        ngx_del_timer(&rds->handshake);
+    if (link->gone) {
+        link->gone(link);
     }
-
-    ngx_http_veto_sandbox_redis_schedule(rds);
 }

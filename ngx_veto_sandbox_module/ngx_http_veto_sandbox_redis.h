@@ -34,6 +34,14 @@
  *
  * Fail closed: a caller that needs Redis for an access decision treats any
  * rc other than NGX_OK, and any error reply, as "refuse with 503".
+ *
+ * With Sentinel (veto_sandbox_redis_sentinel) the master's address is
+ * not configured but discovered (ngx_http_veto_sandbox_sentinel.c): the
+ * sentinels are asked in order, the master found is checked with ROLE,
+ * and the connection is made again, and the master asked for again,
+ * after an error, a timeout, a READONLY reply or a +switch-master event.
+ * A durable call (call->durable) is followed by WAIT: its handler sees
+ * the reply only when enough replicas confirmed the write, else 503.
  */
 
 #ifndef _NGX_HTTP_VSB_REDIS_H_INCLUDED_
@@ -55,6 +63,14 @@
 #define NGX_HTTP_VSB_REDIS_MAX_TIMEOUTS     3
 
 
+/* A TCP server: a sentinel, or the master a sentinel named. */
+typedef struct {
+    ngx_str_t                       addr;           /* as configured, logs */
+    ngx_str_t                       host;           /* numeric, NUL ended */
+    in_port_t                       port;
+} ngx_http_veto_sandbox_redis_node_t;
+
+
 /*
  * Configuration, filled at configuration time (directives) and copied by
  * ngx_http_veto_sandbox_redis_create().  Strings are NUL-terminated.
@@ -74,12 +90,21 @@ typedef struct {
     ngx_msec_t                      backoff_min;
     ngx_msec_t                      backoff_max;
     ngx_uint_t                      max_timeouts;   /* then reconnect */
+
+    /* Sentinel: the master's name and the sentinels, in order */
+    ngx_str_t                       master_name;    /* NUL ended, or empty */
+    ngx_array_t                    *sentinels;      /* ..._redis_node_t */
+
+    /* WAIT after a durable write: replicas that must confirm it */
+    ngx_uint_t                      wait_replicas;  /* 0: no WAIT */
+    ngx_msec_t                      wait_timeout;
 } ngx_http_veto_sandbox_redis_conf_t;
 
 
 typedef enum {
     NGX_HTTP_VSB_REDIS_IDLE = 0,    /* waiting for reconnect */
-    NGX_HTTP_VSB_REDIS_CONNECTING,  /* connect + AUTH/SELECT/PING */
+    NGX_HTTP_VSB_REDIS_DISCOVERING, /* asking the sentinels */
+    NGX_HTTP_VSB_REDIS_CONNECTING,  /* connect + AUTH/SELECT/PING|ROLE */
     NGX_HTTP_VSB_REDIS_READY,
     NGX_HTTP_VSB_REDIS_CLOSED       /* destroyed, worker exiting */
 } ngx_http_veto_sandbox_redis_state_e;
@@ -88,6 +113,28 @@ typedef enum {
 typedef struct ngx_http_veto_sandbox_redis_s  ngx_http_veto_sandbox_redis_t;
 typedef struct ngx_http_veto_sandbox_redis_cmd_s
     ngx_http_veto_sandbox_redis_cmd_t;
+typedef struct ngx_http_veto_sandbox_sentinel_s
+    ngx_http_veto_sandbox_sentinel_t;
+typedef struct ngx_http_veto_sandbox_redis_link_s
+    ngx_http_veto_sandbox_redis_link_t;
+
+
+/*
+ * One hiredis async context on nginx's event loop: its socket wrapped in
+ * an ngx_connection_t, hiredis' event hooks mapped onto nginx events.
+ * gone() runs once hiredis freed the context (every pending callback
+ * had its NULL reply); it must not open a new context itself (post an
+ * event or set a timer for that).
+ */
+struct ngx_http_veto_sandbox_redis_link_s {
+    redisAsyncContext                  *ac;
+    ngx_connection_t                   *conn;
+    ngx_log_t                          *log;
+    ngx_str_t                          *name;       /* address, for logs */
+    void                              (*gone)(
+                                     ngx_http_veto_sandbox_redis_link_t *link);
+    void                               *data;
+};
 
 typedef void (*ngx_http_veto_sandbox_redis_handler_pt)(ngx_int_t rc,
     redisReply *reply, void *data);
@@ -108,9 +155,11 @@ typedef struct {
 struct ngx_http_veto_sandbox_redis_s {
     ngx_http_veto_sandbox_redis_conf_t  conf;
     ngx_log_t                          *log;
-    redisAsyncContext                  *ac;
-    ngx_connection_t                   *conn;
+    ngx_http_veto_sandbox_redis_link_t  link;       /* to the master */
     ngx_http_veto_sandbox_redis_state_e state;
+    ngx_http_veto_sandbox_sentinel_t   *sentinel;   /* NULL: configured */
+    ngx_str_t                           where;      /* the master, logs */
+    u_char                              where_buf[NGX_SOCKADDR_STRLEN];
     ngx_event_t                         reconnect;  /* backoff timer */
     ngx_event_t                         handshake;  /* connect deadline */
     ngx_msec_t                          backoff;
@@ -122,6 +171,7 @@ struct ngx_http_veto_sandbox_redis_s {
     ngx_uint_t                          n_timeouts;
     ngx_uint_t                          n_failures;
     ngx_uint_t                          n_reconnects;
+    ngx_uint_t                          n_unconfirmed;  /* WAIT too few */
 };
 
 
@@ -157,6 +207,7 @@ typedef struct {
     ngx_http_veto_sandbox_redis_handler_pt  handler;
     void                                   *data;     /* for handler */
     ngx_http_veto_sandbox_redis_cmd_t     **cmdp;     /* in flight, or NULL */
+    unsigned                                durable:1; /* WAIT for replicas */
 } ngx_http_veto_sandbox_redis_call_t;
 
 
@@ -218,6 +269,35 @@ ngx_int_t ngx_http_veto_sandbox_tenant_key(ngx_pool_t *pool, ngx_str_t *key,
 /* between the connection and the call layer: a stalled connection goes */
 void ngx_http_veto_sandbox_redis_drop(ngx_http_veto_sandbox_redis_t *rds,
     const char *why);
+
+/* "ip:port" or "host:port" of a TCP server (sentinels); NGX_CONF_OK */
+char *ngx_http_veto_sandbox_redis_parse_node(ngx_conf_t *cf,
+    ngx_str_t *value, ngx_http_veto_sandbox_redis_node_t *node);
+
+/* a link: open a context to host:port (or unix_path); NGX_ERROR logged */
+ngx_int_t ngx_http_veto_sandbox_redis_link_open(
+    ngx_http_veto_sandbox_redis_link_t *link, const char *host,
+    in_port_t port, const char *unix_path);
+/* free the context (deferred by hiredis inside its callbacks) */
+void ngx_http_veto_sandbox_redis_link_close(
+    ngx_http_veto_sandbox_redis_link_t *link);
+
+/* between the connection and _sentinel.c: the master was found (host
+ * NULL: no sentinel named one, retry later); +switch-master was heard */
+void ngx_http_veto_sandbox_redis_discovered(ngx_http_veto_sandbox_redis_t *rds,
+    u_char *host, in_port_t port);
+void ngx_http_veto_sandbox_redis_switched(ngx_http_veto_sandbox_redis_t *rds,
+    u_char *host, in_port_t port);
+
+/* _sentinel.c */
+ngx_http_veto_sandbox_sentinel_t *ngx_http_veto_sandbox_sentinel_create(
+    ngx_http_veto_sandbox_redis_t *rds, ngx_pool_t *pool);
+void ngx_http_veto_sandbox_sentinel_discover(
+    ngx_http_veto_sandbox_sentinel_t *st);
+void ngx_http_veto_sandbox_sentinel_destroy(
+    ngx_http_veto_sandbox_sentinel_t *st);
+char *ngx_http_veto_sandbox_sentinel_conf(ngx_conf_t *cf, ngx_str_t *args,
+    ngx_uint_t nargs, ngx_http_veto_sandbox_redis_conf_t *rcf);
 
 
 #endif /* _NGX_HTTP_VSB_REDIS_H_INCLUDED_ */

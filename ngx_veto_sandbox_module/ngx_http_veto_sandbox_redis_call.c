@@ -28,15 +28,27 @@ struct ngx_http_veto_sandbox_redis_cmd_s {
     const char                            **argv;
     size_t                                 *argvlen;
 
+    /* a durable call: the reply, kept while WAIT is asked */
+    redisReply                             *saved;
+    ngx_msec_t                              timeout;
+
     unsigned                                in_hiredis:1; /* owns privdata */
     unsigned                                done:1;       /* handler gone */
     unsigned                                retried:1;
+    unsigned                                durable:1;
+    unsigned                                waiting:1;    /* WAIT sent */
 };
 
 
 static void ngx_http_veto_sandbox_redis_cmd_reply(redisAsyncContext *ac,
     void *r, void *privdata);
 static void ngx_http_veto_sandbox_redis_cmd_timeout(ngx_event_t *ev);
+static ngx_int_t ngx_http_veto_sandbox_redis_cmd_wait(redisAsyncContext *ac,
+    ngx_http_veto_sandbox_redis_cmd_t *cmd, redisReply *reply);
+static void ngx_http_veto_sandbox_redis_cmd_waited(
+    ngx_http_veto_sandbox_redis_cmd_t *cmd, redisReply *reply);
+static redisReply *ngx_http_veto_sandbox_redis_reply_copy(redisReply *r,
+    ngx_uint_t depth);
 static void ngx_http_veto_sandbox_redis_cmd_finish(
     ngx_http_veto_sandbox_redis_cmd_t *cmd, ngx_int_t rc, redisReply *reply);
 static ngx_int_t ngx_http_veto_sandbox_redis_send(
@@ -142,7 +154,7 @@ ngx_http_veto_sandbox_tenant_key(ngx_pool_t *pool, ngx_str_t *key,
 static ngx_uint_t
 ngx_http_veto_sandbox_redis_usable(ngx_http_veto_sandbox_redis_t *rds)
 {
-    if (rds == NULL || rds->ac == NULL
+    if (rds == NULL || rds->link.ac == NULL
         || rds->state == NGX_HTTP_VSB_REDIS_IDLE
         || rds->state == NGX_HTTP_VSB_REDIS_CLOSED)
     {
@@ -296,7 +308,8 @@ ngx_http_veto_sandbox_redis_send(ngx_http_veto_sandbox_redis_call_t *call,
     rds = call->rds;
 
     /* fails while the context is being freed (REDIS_FREEING/DISCONNECTING) */
-    if (redisAsyncCommandArgv(rds->ac, ngx_http_veto_sandbox_redis_cmd_reply,
+    if (redisAsyncCommandArgv(rds->link.ac,
+                              ngx_http_veto_sandbox_redis_cmd_reply,
                               cmd, argc, argv, argvlen)
         != REDIS_OK)
     {
@@ -306,13 +319,14 @@ ngx_http_veto_sandbox_redis_send(ngx_http_veto_sandbox_redis_call_t *call,
     }
 
     cmd->in_hiredis = 1;
+    cmd->durable = call->durable && rds->conf.wait_replicas > 0;
+    cmd->timeout = call->timeout ? call->timeout : rds->conf.connect_timeout;
 
     cmd->timer.handler = ngx_http_veto_sandbox_redis_cmd_timeout;
     cmd->timer.data = cmd;
     cmd->timer.log = rds->log;
 
-    ngx_add_timer(&cmd->timer, call->timeout ? call->timeout
-                                             : rds->conf.connect_timeout);
+    ngx_add_timer(&cmd->timer, cmd->timeout);
 
     rds->n_commands++;
 
@@ -336,6 +350,11 @@ ngx_http_veto_sandbox_redis_cancel(ngx_http_veto_sandbox_redis_cmd_t *cmd)
 
     if (cmd->timer.timer_set) {
         ngx_del_timer(&cmd->timer);
+    }
+
+    if (cmd->saved) {
+        freeReplyObject(cmd->saved);
+        cmd->saved = NULL;
     }
 
     if (!cmd->in_hiredis) {
@@ -362,6 +381,10 @@ ngx_http_veto_sandbox_redis_cmd_reply(redisAsyncContext *ac, void *r,
 
     if (cmd->done) {
         /* timed out or cancelled earlier: drop the late reply */
+        if (cmd->saved) {
+            freeReplyObject(cmd->saved);
+        }
+
         ngx_free(cmd);
         return;
     }
@@ -369,6 +392,22 @@ ngx_http_veto_sandbox_redis_cmd_reply(redisAsyncContext *ac, void *r,
     if (reply == NULL) {
         ngx_http_veto_sandbox_redis_cmd_finish(cmd,
                                          NGX_HTTP_SERVICE_UNAVAILABLE, NULL);
+        return;
+    }
+
+    if (cmd->waiting) {
+        ngx_http_veto_sandbox_redis_cmd_waited(cmd, reply);
+        return;
+    }
+
+    if (reply->type == REDIS_REPLY_ERROR && reply->len >= 8
+        && ngx_strncmp(reply->str, "READONLY", 8) == 0)
+    {
+        /* a replica now (a failover demoted it): this command fails,
+         * the connection goes, the master is looked for again */
+        ngx_http_veto_sandbox_redis_cmd_finish(cmd, NGX_OK, reply);
+        ngx_http_veto_sandbox_redis_drop(rds, "READONLY: the server is a "
+                                              "replica now");
         return;
     }
 
@@ -395,7 +434,182 @@ ngx_http_veto_sandbox_redis_cmd_reply(redisAsyncContext *ac, void *r,
         return;
     }
 
+    if (cmd->durable && reply->type != REDIS_REPLY_ERROR) {
+        if (ngx_http_veto_sandbox_redis_cmd_wait(ac, cmd, reply) == NGX_OK) {
+            return;
+        }
+
+        /* no WAIT, no confirmation: not done (fail closed) */
+        ngx_http_veto_sandbox_redis_cmd_finish(cmd,
+                                         NGX_HTTP_SERVICE_UNAVAILABLE, NULL);
+        return;
+    }
+
     ngx_http_veto_sandbox_redis_cmd_finish(cmd, NGX_OK, reply);
+}
+
+
+/*
+ * A durable write answered: WAIT for the replicas before the handler
+ * hears of it.  The reply is copied (hiredis frees its own when this
+ * callback returns); the command's timer covers WAIT's own timeout.
+ */
+static ngx_int_t
+ngx_http_veto_sandbox_redis_cmd_wait(redisAsyncContext *ac,
+    ngx_http_veto_sandbox_redis_cmd_t *cmd, redisReply *reply)
+{
+    ngx_http_veto_sandbox_redis_t  *rds;
+
+    rds = cmd->rds;
+
+    cmd->saved = ngx_http_veto_sandbox_redis_reply_copy(reply, 0);
+    if (cmd->saved == NULL) {
+        ngx_log_error(NGX_LOG_ERR, rds->log, 0,
+                      "veto_sandbox redis \"%V\": a reply to keep for WAIT "
+                      "could not be copied", &rds->where);
+        return NGX_ERROR;
+    }
+
+    if (redisAsyncCommand(ac, ngx_http_veto_sandbox_redis_cmd_reply, cmd,
+                          "WAIT %d %d", (int) rds->conf.wait_replicas,
+                          (int) rds->conf.wait_timeout)
+        != REDIS_OK)
+    {
+        freeReplyObject(cmd->saved);
+        cmd->saved = NULL;
+        return NGX_ERROR;
+    }
+
+    cmd->in_hiredis = 1;
+    cmd->waiting = 1;
+
+    if (cmd->timer.timer_set) {
+        ngx_del_timer(&cmd->timer);
+    }
+
+    ngx_add_timer(&cmd->timer, cmd->timeout + rds->conf.wait_timeout);
+
+    return NGX_OK;
+}
+
+
+/* WAIT answered: as many replicas as asked for have the write, or the
+ * write is as good as not done. */
+static void
+ngx_http_veto_sandbox_redis_cmd_waited(ngx_http_veto_sandbox_redis_cmd_t *cmd,
+    redisReply *reply)
+{
+    redisReply                     *saved;
+    ngx_http_veto_sandbox_redis_t  *rds;
+
+    rds = cmd->rds;
+    saved = cmd->saved;
+    cmd->saved = NULL;
+
+    if (reply->type == REDIS_REPLY_INTEGER
+        && reply->integer >= (long long) rds->conf.wait_replicas)
+    {
+        ngx_http_veto_sandbox_redis_cmd_finish(cmd, NGX_OK, saved);
+        freeReplyObject(saved);
+        return;
+    }
+
+    rds->n_unconfirmed++;
+
+    if (reply->type == REDIS_REPLY_INTEGER) {
+        ngx_log_error(NGX_LOG_WARN, rds->log, 0,
+                      "veto_sandbox redis \"%V\": WAIT: %L of %ui "
+                      "replicas confirmed a write in %M ms: refused as not "
+                      "done", &rds->where, reply->integer,
+                      rds->conf.wait_replicas, rds->conf.wait_timeout);
+
+    } else {
+        ngx_log_error(NGX_LOG_WARN, rds->log, 0,
+                      "veto_sandbox redis \"%V\": WAIT failed: %*s",
+                      &rds->where,
+                      (size_t) (reply->type == REDIS_REPLY_ERROR
+                                ? reply->len : 0),
+                      reply->type == REDIS_REPLY_ERROR ? reply->str : "");
+    }
+
+    freeReplyObject(saved);
+
+    ngx_http_veto_sandbox_redis_cmd_finish(cmd, NGX_HTTP_SERVICE_UNAVAILABLE,
+                                           NULL);
+}
+
+
+/*
+ * A deep copy in hiredis' own layout (malloc), so freeReplyObject()
+ * frees it.  Replies kept this way are the stores' small ones; a deep
+ * or huge reply is refused (NULL).
+ */
+static redisReply *
+ngx_http_veto_sandbox_redis_reply_copy(redisReply *r, ngx_uint_t depth)
+{
+    size_t       i;
+    redisReply  *c;
+
+    if (depth > 4 || (r->type == REDIS_REPLY_ARRAY && r->elements > 1024)) {
+        return NULL;
+    }
+
+    c = calloc(1, sizeof(redisReply));
+    if (c == NULL) {
+        return NULL;
+    }
+
+    c->type = r->type;
+    c->integer = r->integer;
+
+    switch (r->type) {
+
+    case REDIS_REPLY_STRING:
+    case REDIS_REPLY_STATUS:
+    case REDIS_REPLY_ERROR:
+        c->str = malloc(r->len + 1);
+        if (c->str == NULL) {
+            free(c);
+            return NULL;
+        }
+
+        if (r->len) {
+            ngx_memcpy(c->str, r->str, r->len);
+        }
+
+        c->str[r->len] = '\0';
+        c->len = r->len;
+        break;
+
+    case REDIS_REPLY_ARRAY:
+        if (r->elements == 0) {
+            break;
+        }
+
+        c->element = calloc(r->elements, sizeof(redisReply *));
+        if (c->element == NULL) {
+            free(c);
+            return NULL;
+        }
+
+        c->elements = r->elements;
+
+        for (i = 0; i < r->elements; i++) {
+            c->element[i] = ngx_http_veto_sandbox_redis_reply_copy(
+                                                  r->element[i], depth + 1);
+            if (c->element[i] == NULL) {
+                freeReplyObject(c);
+                return NULL;
+            }
+        }
+
+        break;
+
+    default:
+        break;
+    }
+
+    return c;
 }
 
 
@@ -411,7 +625,7 @@ ngx_http_veto_sandbox_redis_cmd_timeout(ngx_event_t *ev)
 
     ngx_log_error(NGX_LOG_WARN, rds->log, 0,
                   "veto_sandbox redis \"%V\": command timed out",
-                  &rds->conf.addr);
+                  &rds->where);
 
     ngx_http_veto_sandbox_redis_cmd_finish(cmd, NGX_HTTP_GATEWAY_TIME_OUT,
                                            NULL);

@@ -1,0 +1,582 @@
+/*
+ * Veto Sandbox: the Redis master, as Redis Sentinel names it.
+ *
+ * Redis' Sentinel client algorithm, on nginx's event loop, per worker:
+ *
+ *   1. ask the sentinels in order, each with the command timeout; the
+ *      first that answers goes to the head of the list, so the next
+ *      discovery asks it first;
+ *   2. SENTINEL get-master-addr-by-name <name>: an address, or nil (that
+ *      sentinel does not know the master: ask the next one);
+ *   3. connect to it and check ROLE (ngx_http_veto_sandbox_redis.c): a
+ *      replica, an error, a timeout or a READONLY reply later means
+ *      starting over at 1, after the connection's backoff.
+ *
+ * And one more connection, to a sentinel, SUBSCRIBEd to +switch-master:
+ * when the master moves the connection to the old one goes at once and
+ * the next is made without waiting out the backoff.  That connection is
+ * made again (to the next sentinel) when it breaks.
+ *
+ * Sentinels answer numeric addresses here: a name would have to be
+ * resolved, which a worker never does (refused and logged).
+ */
+
+#include <ngx_config.h>
+#include <ngx_core.h>
+#include <ngx_event.h>
+#include <ngx_http.h>
+
+#include "ngx_http_veto_sandbox_redis.h"
+
+
+#define NGX_HTTP_VSB_SENTINEL_PORT       26379
+#define NGX_HTTP_VSB_SENTINEL_RESUB_MS   1000
+
+
+struct ngx_http_veto_sandbox_sentinel_s {
+    ngx_http_veto_sandbox_redis_t       *rds;
+    ngx_http_veto_sandbox_redis_node_t  *nodes;     /* the configuration's */
+    ngx_uint_t                           n;
+    ngx_uint_t                          *order;     /* head: last to answer */
+    ngx_uint_t                           next;      /* this round's try */
+
+    /* asking: one connection at a time */
+    ngx_http_veto_sandbox_redis_link_t   ask;
+    ngx_event_t                          ask_timer;
+    ngx_event_t                          step;      /* posted: go on */
+    u_char                               host[NGX_SOCKADDR_STRLEN + 1];
+    in_port_t                            port;
+
+    /* listening for +switch-master */
+    ngx_http_veto_sandbox_redis_link_t   sub;
+    ngx_event_t                          sub_timer;
+    ngx_uint_t                           sub_next;
+
+    unsigned                             asking:1;
+    unsigned                             answered:1;
+    unsigned                             closed:1;
+};
+
+
+static void ngx_http_veto_sandbox_sentinel_ask(
+    ngx_http_veto_sandbox_sentinel_t *st);
+static void ngx_http_veto_sandbox_sentinel_ask_reply(redisAsyncContext *ac,
+    void *r, void *privdata);
+static void ngx_http_veto_sandbox_sentinel_ask_timeout(ngx_event_t *ev);
+static void ngx_http_veto_sandbox_sentinel_ask_gone(
+    ngx_http_veto_sandbox_redis_link_t *link);
+static void ngx_http_veto_sandbox_sentinel_step(ngx_event_t *ev);
+static void ngx_http_veto_sandbox_sentinel_subscribe(ngx_event_t *ev);
+static void ngx_http_veto_sandbox_sentinel_message(redisAsyncContext *ac,
+    void *r, void *privdata);
+static void ngx_http_veto_sandbox_sentinel_sub_gone(
+    ngx_http_veto_sandbox_redis_link_t *link);
+static ngx_int_t ngx_http_veto_sandbox_sentinel_addr(u_char *host,
+    size_t host_len, u_char *port, size_t port_len, u_char *out,
+    in_port_t *pout);
+
+
+/* configuration: "veto_sandbox_redis_sentinel <master> <addr> ..." */
+
+char *
+ngx_http_veto_sandbox_sentinel_conf(ngx_conf_t *cf, ngx_str_t *args,
+    ngx_uint_t nargs, ngx_http_veto_sandbox_redis_conf_t *rcf)
+{
+    u_char                              *p;
+    ngx_str_t                            v;
+    ngx_uint_t                           i;
+    ngx_http_veto_sandbox_redis_node_t  *node;
+
+    /* the master's name travels in commands and log lines: keep it a
+     * plain token, as Sentinel's own configuration does */
+    for (p = args[0].data; p < args[0].data + args[0].len; p++) {
+        if (*p <= 0x20 || *p >= 0x7f) {
+            ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                               "veto_sandbox_redis_sentinel: the master's "
+                               "name \"%V\" must be printable ASCII without "
+                               "spaces", &args[0]);
+            return NGX_CONF_ERROR;
+        }
+    }
+
+    if (args[0].len == 0 || args[0].len > 128) {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                           "veto_sandbox_redis_sentinel: the master's name "
+                           "must be 1..128 bytes");
+        return NGX_CONF_ERROR;
+    }
+
+    rcf->master_name.data = ngx_pnalloc(cf->pool, args[0].len + 1);
+    if (rcf->master_name.data == NULL) {
+        return NGX_CONF_ERROR;
+    }
+
+    ngx_cpystrn(rcf->master_name.data, args[0].data, args[0].len + 1);
+    rcf->master_name.len = args[0].len;
+
+    rcf->sentinels = ngx_array_create(cf->pool, nargs - 1,
+                                  sizeof(ngx_http_veto_sandbox_redis_node_t));
+    if (rcf->sentinels == NULL) {
+        return NGX_CONF_ERROR;
+    }
+
+    for (i = 1; i < nargs; i++) {
+        v = args[i];
+
+        if (v.len > 5 && ngx_strncasecmp(v.data, (u_char *) "unix:", 5) == 0) {
+            ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                               "veto_sandbox_redis_sentinel: \"%V\": "
+                               "sentinels are reached over TCP (ip:port)",
+                               &v);
+            return NGX_CONF_ERROR;
+        }
+
+        node = ngx_array_push(rcf->sentinels);
+        if (node == NULL) {
+            return NGX_CONF_ERROR;
+        }
+
+        if (ngx_http_veto_sandbox_redis_parse_node(cf, &v, node)
+            != NGX_CONF_OK)
+        {
+            return NGX_CONF_ERROR;
+        }
+
+        /* no port: Sentinel's, not Redis' */
+        if (ngx_strlchr(v.data, v.data + v.len, ':') == NULL
+            || (v.data[0] == '[' && v.data[v.len - 1] == ']'))
+        {
+            node->port = NGX_HTTP_VSB_SENTINEL_PORT;
+        }
+    }
+
+    /* the logs name the service, the master's address once known */
+    rcf->addr.len = sizeof("sentinel:") - 1 + args[0].len;
+    rcf->addr.data = ngx_pnalloc(cf->pool, rcf->addr.len);
+    if (rcf->addr.data == NULL) {
+        return NGX_CONF_ERROR;
+    }
+
+    ngx_sprintf(rcf->addr.data, "sentinel:%V", &args[0]);
+
+    ngx_str_null(&rcf->unix_path);
+    ngx_str_null(&rcf->host);
+
+    return NGX_CONF_OK;
+}
+
+
+/* worker */
+
+ngx_http_veto_sandbox_sentinel_t *
+ngx_http_veto_sandbox_sentinel_create(ngx_http_veto_sandbox_redis_t *rds,
+    ngx_pool_t *pool)
+{
+    ngx_uint_t                         i;
+    ngx_http_veto_sandbox_sentinel_t  *st;
+
+    st = ngx_pcalloc(pool, sizeof(ngx_http_veto_sandbox_sentinel_t));
+    if (st == NULL) {
+        return NULL;
+    }
+
+    st->rds = rds;
+    st->nodes = rds->conf.sentinels->elts;
+    st->n = rds->conf.sentinels->nelts;
+
+    st->order = ngx_palloc(pool, st->n * sizeof(ngx_uint_t));
+    if (st->order == NULL) {
+        return NULL;
+    }
+
+    for (i = 0; i < st->n; i++) {
+        st->order[i] = i;
+    }
+
+    st->ask.log = rds->log;
+    st->ask.gone = ngx_http_veto_sandbox_sentinel_ask_gone;
+    st->ask.data = st;
+
+    st->sub.log = rds->log;
+    st->sub.gone = ngx_http_veto_sandbox_sentinel_sub_gone;
+    st->sub.data = st;
+
+    st->ask_timer.handler = ngx_http_veto_sandbox_sentinel_ask_timeout;
+    st->ask_timer.data = st;
+    st->ask_timer.log = rds->log;
+    st->ask_timer.cancelable = 1;
+
+    st->step.handler = ngx_http_veto_sandbox_sentinel_step;
+    st->step.data = st;
+    st->step.log = rds->log;
+
+    st->sub_timer.handler = ngx_http_veto_sandbox_sentinel_subscribe;
+    st->sub_timer.data = st;
+    st->sub_timer.log = rds->log;
+    st->sub_timer.cancelable = 1;
+
+    return st;
+}
+
+
+void
+ngx_http_veto_sandbox_sentinel_destroy(ngx_http_veto_sandbox_sentinel_t *st)
+{
+    st->closed = 1;
+
+    if (st->ask_timer.timer_set) {
+        ngx_del_timer(&st->ask_timer);
+    }
+
+    if (st->sub_timer.timer_set) {
+        ngx_del_timer(&st->sub_timer);
+    }
+
+    if (st->step.posted) {
+        ngx_delete_posted_event(&st->step);
+    }
+
+    ngx_http_veto_sandbox_redis_link_close(&st->ask);
+    ngx_http_veto_sandbox_redis_link_close(&st->sub);
+}
+
+
+/* A discovery round: every sentinel once, in order. */
+void
+ngx_http_veto_sandbox_sentinel_discover(ngx_http_veto_sandbox_sentinel_t *st)
+{
+    if (st->asking || st->closed) {
+        return;
+    }
+
+    st->asking = 1;
+    st->answered = 0;
+    st->next = 0;
+
+    ngx_http_veto_sandbox_sentinel_ask(st);
+}
+
+
+static void
+ngx_http_veto_sandbox_sentinel_ask(ngx_http_veto_sandbox_sentinel_t *st)
+{
+    ngx_http_veto_sandbox_redis_node_t  *node;
+
+    for ( ;; ) {
+
+        if (st->next >= st->n) {
+            ngx_log_error(NGX_LOG_ERR, st->rds->log, 0,
+                          "veto_sandbox redis sentinel: none of %ui "
+                          "sentinels named a master \"%V\"", st->n,
+                          &st->rds->conf.master_name);
+            st->asking = 0;
+            ngx_http_veto_sandbox_redis_discovered(st->rds, NULL, 0);
+            return;
+        }
+
+        node = &st->nodes[st->order[st->next]];
+        st->ask.name = &node->addr;
+
+        if (ngx_http_veto_sandbox_redis_link_open(&st->ask,
+                                                (const char *) node->host.data,
+                                                node->port, NULL)
+            == NGX_OK)
+        {
+            break;
+        }
+
+        st->next++;
+    }
+
+    if (redisAsyncCommand(st->ask.ac, ngx_http_veto_sandbox_sentinel_ask_reply,
+                          st, "SENTINEL get-master-addr-by-name %s",
+                          st->rds->conf.master_name.data)
+        != REDIS_OK)
+    {
+        /* the link goes; its gone() moves on */
+        ngx_http_veto_sandbox_redis_link_close(&st->ask);
+        return;
+    }
+
+    ngx_add_timer(&st->ask_timer, st->rds->conf.connect_timeout);
+}
+
+
+static void
+ngx_http_veto_sandbox_sentinel_ask_reply(redisAsyncContext *ac, void *r,
+    void *privdata)
+{
+    redisReply                        *reply = r;
+    ngx_uint_t                         i, head;
+    ngx_http_veto_sandbox_sentinel_t  *st = privdata;
+
+    if (reply == NULL) {
+        return;         /* being freed: gone() moves on */
+    }
+
+    if (reply->type == REDIS_REPLY_ARRAY && reply->elements == 2
+        && reply->element[0]->type == REDIS_REPLY_STRING
+        && reply->element[1]->type == REDIS_REPLY_STRING
+        && ngx_http_veto_sandbox_sentinel_addr(
+                                (u_char *) reply->element[0]->str,
+                                reply->element[0]->len,
+                                (u_char *) reply->element[1]->str,
+                                reply->element[1]->len, st->host, &st->port)
+           == NGX_OK)
+    {
+        st->answered = 1;
+
+        /* this sentinel is asked first next time */
+        head = st->order[st->next];
+
+        for (i = st->next; i > 0; i--) {
+            st->order[i] = st->order[i - 1];
+        }
+
+        st->order[0] = head;
+
+    } else if (reply->type == REDIS_REPLY_NIL) {
+        ngx_log_error(NGX_LOG_WARN, st->rds->log, 0,
+                      "veto_sandbox redis sentinel \"%V\" does not know a "
+                      "master \"%V\"", st->ask.name,
+                      &st->rds->conf.master_name);
+
+    } else {
+        ngx_log_error(NGX_LOG_WARN, st->rds->log, 0,
+                      "veto_sandbox redis sentinel \"%V\": unexpected "
+                      "answer to get-master-addr-by-name%s%*s",
+                      st->ask.name,
+                      reply->type == REDIS_REPLY_ERROR ? ": " : "",
+                      (size_t) (reply->type == REDIS_REPLY_ERROR
+                                ? reply->len : 0),
+                      reply->type == REDIS_REPLY_ERROR ? reply->str : "");
+    }
+
+    /* one question per connection; the rest happens once it is gone */
+    ngx_http_veto_sandbox_redis_link_close(&st->ask);
+}
+
+
+static void
+ngx_http_veto_sandbox_sentinel_ask_timeout(ngx_event_t *ev)
+{
+    ngx_http_veto_sandbox_sentinel_t  *st = ev->data;
+
+    ngx_log_error(NGX_LOG_WARN, st->rds->log, 0,
+                  "veto_sandbox redis sentinel \"%V\": no answer in time",
+                  st->ask.name);
+
+    ngx_http_veto_sandbox_redis_link_close(&st->ask);
+}
+
+
+/* The asking connection is gone (answered, refused, failed, timed out):
+ * go on from the event loop, not from inside hiredis. */
+static void
+ngx_http_veto_sandbox_sentinel_ask_gone(
+    ngx_http_veto_sandbox_redis_link_t *link)
+{
+    ngx_http_veto_sandbox_sentinel_t  *st = link->data;
+
+    if (st->ask_timer.timer_set) {
+        ngx_del_timer(&st->ask_timer);
+    }
+
+    if (st->closed) {
+        return;
+    }
+
+    ngx_post_event(&st->step, &ngx_posted_events);
+}
+
+
+static void
+ngx_http_veto_sandbox_sentinel_step(ngx_event_t *ev)
+{
+    ngx_http_veto_sandbox_sentinel_t  *st = ev->data;
+
+    if (st->closed || !st->asking) {
+        return;
+    }
+
+    if (!st->answered) {
+        st->next++;
+        ngx_http_veto_sandbox_sentinel_ask(st);
+        return;
+    }
+
+    st->asking = 0;
+
+    /* listen for the master's moves, from now on */
+    if (st->sub.ac == NULL && !st->sub_timer.timer_set) {
+        st->sub_next = 0;
+        ngx_http_veto_sandbox_sentinel_subscribe(&st->sub_timer);
+    }
+
+    ngx_http_veto_sandbox_redis_discovered(st->rds, st->host, st->port);
+}
+
+
+/* The +switch-master listener: to the sentinel that answered last, then
+ * round the list while it fails. */
+static void
+ngx_http_veto_sandbox_sentinel_subscribe(ngx_event_t *ev)
+{
+    ngx_http_veto_sandbox_sentinel_t    *st = ev->data;
+    ngx_http_veto_sandbox_redis_node_t  *node;
+
+    if (st->closed || st->sub.ac) {
+        return;
+    }
+
+    node = &st->nodes[st->order[st->sub_next % st->n]];
+    st->sub_next++;
+    st->sub.name = &node->addr;
+
+    if (ngx_http_veto_sandbox_redis_link_open(&st->sub,
+                                              (const char *) node->host.data,
+                                              node->port, NULL)
+        != NGX_OK)
+    {
+        ngx_add_timer(&st->sub_timer, NGX_HTTP_VSB_SENTINEL_RESUB_MS);
+        return;
+    }
+
+    if (redisAsyncCommand(st->sub.ac, ngx_http_veto_sandbox_sentinel_message,
+                          st, "SUBSCRIBE +switch-master")
+        != REDIS_OK)
+    {
+        ngx_http_veto_sandbox_redis_link_close(&st->sub);
+    }
+}
+
+
+/* "message", "+switch-master", "<name> <old ip> <old port> <ip> <port>" */
+static void
+ngx_http_veto_sandbox_sentinel_message(redisAsyncContext *ac, void *r,
+    void *privdata)
+{
+    u_char                            *p, *last, *f[5], host[NGX_SOCKADDR_STRLEN
+                                                            + 1];
+    size_t                             flen[5];
+    in_port_t                          port;
+    ngx_uint_t                         i;
+    redisReply                        *reply = r, *kind, *msg;
+    ngx_http_veto_sandbox_sentinel_t  *st = privdata;
+
+    if (reply == NULL || st->closed) {
+        return;
+    }
+
+    if (reply->type != REDIS_REPLY_ARRAY || reply->elements != 3) {
+        return;
+    }
+
+    kind = reply->element[0];
+    msg = reply->element[2];
+
+    if (kind->type != REDIS_REPLY_STRING || kind->len != 7
+        || ngx_strncmp(kind->str, "message", 7) != 0
+        || msg->type != REDIS_REPLY_STRING)
+    {
+        return;         /* the subscription's confirmation */
+    }
+
+    p = (u_char *) msg->str;
+    last = p + msg->len;
+
+    for (i = 0; i < 5; i++) {
+        while (p < last && *p == ' ') {
+            p++;
+        }
+
+        f[i] = p;
+
+        while (p < last && *p != ' ') {
+            p++;
+        }
+
+        flen[i] = p - f[i];
+
+        if (flen[i] == 0) {
+            return;
+        }
+    }
+
+    if (flen[0] != st->rds->conf.master_name.len
+        || ngx_strncmp(f[0], st->rds->conf.master_name.data, flen[0]) != 0)
+    {
+        return;         /* another master of these sentinels */
+    }
+
+    if (ngx_http_veto_sandbox_sentinel_addr(f[3], flen[3], f[4], flen[4],
+                                            host, &port)
+        != NGX_OK)
+    {
+        return;
+    }
+
+    ngx_log_error(NGX_LOG_NOTICE, st->rds->log, 0,
+                  "veto_sandbox redis sentinel \"%V\": +switch-master "
+                  "\"%V\" to %s:%d", st->sub.name,
+                  &st->rds->conf.master_name, host, (int) port);
+
+    ngx_http_veto_sandbox_redis_switched(st->rds, host, port);
+}
+
+
+static void
+ngx_http_veto_sandbox_sentinel_sub_gone(
+    ngx_http_veto_sandbox_redis_link_t *link)
+{
+    ngx_http_veto_sandbox_sentinel_t  *st = link->data;
+
+    if (st->closed || ngx_exiting || ngx_quit || ngx_terminate) {
+        return;
+    }
+
+    if (!st->sub_timer.timer_set) {
+        ngx_add_timer(&st->sub_timer, NGX_HTTP_VSB_SENTINEL_RESUB_MS);
+    }
+}
+
+
+/* A numeric address and a port from a sentinel, as hiredis takes them. */
+static ngx_int_t
+ngx_http_veto_sandbox_sentinel_addr(u_char *host, size_t host_len,
+    u_char *port, size_t port_len, u_char *out, in_port_t *pout)
+{
+    ngx_int_t        n;
+#if (NGX_HAVE_INET6)
+    struct in6_addr  a6;
+#endif
+
+    if (host_len == 0 || host_len > NGX_SOCKADDR_STRLEN) {
+        return NGX_ERROR;
+    }
+
+    n = ngx_atoi(port, port_len);
+    if (n < 1 || n > 65535) {
+        return NGX_ERROR;
+    }
+
+    if (ngx_inet_addr(host, host_len) == INADDR_NONE
+#if (NGX_HAVE_INET6)
+        && ngx_inet6_addr(host, host_len, a6.s6_addr) != NGX_OK
+#endif
+       )
+    {
+        ngx_log_error(NGX_LOG_ERR, ngx_cycle->log, 0,
+                      "veto_sandbox redis sentinel: \"%*s\" is not a "
+                      "numeric address (a worker does not resolve names: "
+                      "set \"sentinel resolve-hostnames no\")",
+                      host_len, host);
+        return NGX_ERROR;
+    }
+
+    ngx_memcpy(out, host, host_len);
+    out[host_len] = '\0';
+    *pout = (in_port_t) n;
+
+    return NGX_OK;
+}

@@ -1,0 +1,319 @@
+package VetoSentinel;
+
+# A private Redis kept available by Sentinel, for tests: one master, two
+# replicas (so that a failover leaves one for WAIT) and three sentinels (Debian's redis-sentinel), each on its own
+# free TCP port of one address (loopback, or a test host's bridge), in a
+# temp dir of this test.  Failover is fast (down-after 1 s): the tests
+# kill -9 the master and watch the gateways follow.
+#
+#   my $s = VetoSentinel->new(addr => '127.0.0.1');
+#   $s->nginx_conf          # veto_sandbox_redis_sentinel ... for nginx
+#   $s->master              # a Redis client to the current master
+#   $s->kill_master         # kill -9; returns the old master's port
+#   $s->wait_failover($old) # until the sentinels name another master
+#   $s->restart($port)      # the same server again (it rejoins as a replica)
+
+use strict;
+use warnings;
+
+use File::Temp qw(tempdir);
+use IO::Socket::INET;
+use POSIX qw(WNOHANG);
+use Time::HiRes qw(sleep time);
+use Redis;
+
+my %LIVE;
+
+sub free_port
+{
+    my ($addr) = @_;
+    my $s = IO::Socket::INET->new(Listen => 1, LocalAddr => $addr,
+                                  LocalPort => 0, Proto => 'tcp',
+                                  ReuseAddr => 1)
+        or die "no free port on $addr: $!";
+    my $p = $s->sockport;
+    close $s;
+    return $p;
+}
+
+sub new
+{
+    my ($class, %o) = @_;
+    my $self = bless { addr => $o{addr} // '127.0.0.1', name => 'veto',
+                       pids => {}, owner => $$,
+                       # how a host in a network namespace reaches us
+                       wrap => $o{wrap} // [] }, $class;
+    $self->{dir} = tempdir("veto-sentinel-$$-XXXXXX", TMPDIR => 1,
+                           CLEANUP => !$ENV{VETO_KEEP});
+    $self->{ports} = [ map { free_port($self->{addr}) }
+                       1 .. 1 + ($o{replicas} // 2) ];
+    $self->{sports} = [ map { free_port($self->{addr}) } 1 .. 3 ];
+
+    my ($m, @r) = @{ $self->{ports} };
+    $self->start_redis($m);
+    $self->start_redis($_, replicaof => $m) for @r;
+    $self->wait_replica($m, scalar @r);
+    $self->start_sentinel($_) for @{ $self->{sports} };
+    $self->wait_sentinels_agree($m);
+    $LIVE{"$self"} = $self;
+    return $self;
+}
+
+sub dir { $_[0]{dir} }
+sub addr { $_[0]{addr} }
+sub name { $_[0]{name} }
+sub sentinel_ports { @{ $_[0]{sports} } }
+sub redis_ports { @{ $_[0]{ports} } }
+
+sub spawn
+{
+    my ($self, $key, $log, @cmd) = @_;
+    my $pid = fork() // die "fork: $!";
+    if ($pid == 0) {
+        open STDOUT, '>>', "$self->{dir}/$log" or POSIX::_exit(126);
+        open STDERR, '>&', \*STDOUT or POSIX::_exit(126);
+        { exec @cmd }
+        POSIX::_exit(127);
+    }
+    $self->{pids}{$key} = $pid;
+    return $pid;
+}
+
+sub wait_port
+{
+    my ($self, $port) = @_;
+    for (1 .. 200) {
+        my $s = IO::Socket::INET->new(PeerAddr => "$self->{addr}:$port",
+                                      Timeout => 1);
+        if ($s) { close $s; return 1 }
+        sleep 0.025;
+    }
+    die "nothing listens on $self->{addr}:$port (see $self->{dir})";
+}
+
+sub start_redis
+{
+    my ($self, $port, %o) = @_;
+    mkdir "$self->{dir}/r$port";
+    $self->spawn("redis$port", "redis-$port.log", 'redis-server',
+                 '--port', $port, '--bind', $self->{addr},
+                 '--protected-mode', 'no', '--save', '',
+                 '--appendonly', 'no', '--dir', "$self->{dir}/r$port",
+                 # a demoted master must not keep serving stale reads
+                 '--repl-diskless-sync-delay', '0',
+                 $o{replicaof} ? ('--replicaof', $self->{addr},
+                                  $o{replicaof}) : ());
+    $self->wait_port($port);
+}
+
+sub start_sentinel
+{
+    my ($self, $port) = @_;
+    my $m = $self->{ports}[0];
+    my $conf = "$self->{dir}/sentinel-$port.conf";
+    unless (-f $conf) {
+        open(my $fh, '>', $conf) or die "$conf: $!";
+        print $fh <<"EOF";
+port $port
+bind $self->{addr}
+protected-mode no
+dir $self->{dir}
+sentinel resolve-hostnames no
+sentinel monitor $self->{name} $self->{addr} $m 2
+sentinel down-after-milliseconds $self->{name} 1000
+sentinel failover-timeout $self->{name} 4000
+sentinel parallel-syncs $self->{name} 1
+EOF
+        close $fh;
+    }
+    $self->spawn("sentinel$port", "sentinel-$port.log", 'redis-sentinel',
+                 $conf);
+    $self->wait_port($port);
+}
+
+sub client
+{
+    my ($self, $port) = @_;
+    return Redis->new(server => "$self->{addr}:$port", reconnect => 0,
+                      cnx_timeout => 1, read_timeout => 2,
+                      write_timeout => 2);
+}
+
+# the master as the first sentinel that answers names it: [ip, port]
+sub master_addr
+{
+    my ($self) = @_;
+    for my $p (@{ $self->{sports} }) {
+        my $a = eval {
+            $self->client($p)->sentinel('get-master-addr-by-name',
+                                        $self->{name});
+        };
+        return @$a if $a && @$a == 2;
+    }
+    return;
+}
+
+sub master_port { ($_[0]->master_addr)[1] }
+
+sub master
+{
+    my ($self) = @_;
+    return $self->client($self->master_port);
+}
+
+sub wait_replica
+{
+    my ($self, $port, $n) = @_;
+    my $deadline = time + 15;
+    while (time < $deadline) {
+        my $info = eval { $self->client($port)->info('replication') } // {};
+        my $online = grep { /state=online/ } map { $info->{$_} }
+                     grep { /^slave\d+$/ } keys %$info;
+        return 1 if $online >= $n;
+        sleep 0.1;
+    }
+    die "no replica of $self->{addr}:$port came online";
+}
+
+sub wait_sentinels_agree
+{
+    my ($self, $port) = @_;
+    my $deadline = time + 20;
+    while (time < $deadline) {
+        my $ok = 0;
+        for my $p (@{ $self->{sports} }) {
+            my $a = eval {
+                $self->client($p)->sentinel('get-master-addr-by-name',
+                                            $self->{name});
+            };
+            my $m = eval {
+                +{ @{ $self->client($p)->sentinel('master', $self->{name}) } }
+            };
+            $ok++ if $a && $a->[1] == $port && $m
+                     && $m->{'num-other-sentinels'} >= 2
+                     && $m->{'num-slaves'} >= @{ $self->{ports} } - 1;
+        }
+        return 1 if $ok == @{ $self->{sports} };
+        sleep 0.1;
+    }
+    die "the sentinels do not agree on $self->{addr}:$port "
+        . "(see $self->{dir})";
+}
+
+# until every sentinel sees a healthy replica (after a replica was
+# stopped, or a failover): what a failover needs to pick one
+sub wait_healthy
+{
+    my ($self, $timeout) = @_;
+    my $deadline = time + ($timeout // 20);
+    while (time < $deadline) {
+        my $ok = 0;
+        for my $p (@{ $self->{sports} }) {
+            my $r = eval {
+                $self->client($p)->sentinel('replicas', $self->{name})
+            } // [];
+            my @good = grep {
+                my %h = @$_;
+                ($h{flags} // '') eq 'slave'
+                    && ($h{'master-link-status'} // '') eq 'ok'
+            } @$r;
+            $ok++ if @good;
+        }
+        return 1 if $ok == @{ $self->{sports} };
+        sleep 0.1;
+    }
+    die "the sentinels see no healthy replica (see $self->{dir})";
+}
+
+# SENTINEL FAILOVER, once a replica can be promoted
+sub failover
+{
+    my ($self) = @_;
+    $self->wait_healthy;
+    my $old = $self->master_port;
+    my $deadline = time + 20;
+    while (time < $deadline) {
+        my $ok = eval {
+            $self->client($self->{sports}[0])->sentinel('failover',
+                                                        $self->{name});
+            1;
+        };
+        last if $ok;
+        die $@ unless $@ =~ /NOGOODSLAVE|INPROG/;
+        sleep 0.2;
+    }
+    return $self->wait_failover($old);
+}
+
+# nginx: the sentinels, in this order
+sub nginx_conf
+{
+    my ($self, %o) = @_;
+    my $wait = $o{wait} // '1 500ms';
+    return "veto_sandbox_redis_sentinel $self->{name} "
+         . join(' ', map { "$self->{addr}:$_" } @{ $self->{sports} })
+         . ";\n    veto_sandbox_redis_timeout " . ($o{timeout} // '1s')
+         . ";\n" . ($wait ne '' ? "    veto_sandbox_redis_wait $wait;\n" : '');
+}
+
+sub kill_port
+{
+    my ($self, $port, $sig) = @_;
+    my $pid = delete $self->{pids}{"redis$port"} or return;
+    kill $sig // 'KILL', $pid;
+    waitpid $pid, 0;
+}
+
+sub kill_master
+{
+    my ($self) = @_;
+    my $port = $self->master_port or die "no master named";
+    $self->kill_port($port, 'KILL');
+    return $port;
+}
+
+# until the sentinels name a master other than $old that says it is one
+sub wait_failover
+{
+    my ($self, $old, $timeout) = @_;
+    my $deadline = time + ($timeout // 30);
+    while (time < $deadline) {
+        my $p = $self->master_port;
+        if ($p && $p != $old) {
+            my $role = eval { $self->client($p)->role };
+            return $p if $role && $role->[0] eq 'master';
+        }
+        sleep 0.1;
+    }
+    die "no failover away from port $old (see $self->{dir})";
+}
+
+sub restart
+{
+    my ($self, $port) = @_;
+    # comes back as the master it was; the sentinels turn it into a replica
+    $self->start_redis($port);
+}
+
+sub stop
+{
+    my ($self) = @_;
+    return unless ($self->{owner} // 0) == $$;
+    for my $k (keys %{ $self->{pids} }) {
+        my $pid = delete $self->{pids}{$k};
+        kill 'KILL', $pid;
+        waitpid $pid, 0;
+    }
+}
+
+END
+{
+    for my $s (grep { defined } values %LIVE) {
+        local $?;
+        $s->stop;
+    }
+}
+
+sub DESTROY { local $?; $_[0]->stop }
+
+1;

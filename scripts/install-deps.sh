@@ -42,6 +42,8 @@ TEST=(
     llvm-14     # llvm-profdata, llvm-cov: scripts/fuzz-coverage.sh
     libredis-perl libjson-pp-perl
     libcpanel-json-xs-perl    # t/lib/VetoStream.pm: ndjson streams of MBs
+    redis-sentinel    # t/3i, t/3j, t/3k: three sentinels, failovers (Debian's
+                      # package; the gateway host itself needs none)
     iproute2 procps psmisc util-linux
     nodejs    # the egress tests' node fetch
     git python3-venv python3-pytest    # tooling under the filter: t/0f (and nodejs)

@@ -1,0 +1,298 @@
+#!/usr/bin/perl
+# A Sentinel failover under load (issue 20): kill -9 the Redis master
+# while agents exec, consume approvals and ask for new ones and a human
+# approves.  During the switch requests fail closed (503, never run
+# without their approval); service resumes by itself within seconds;
+# approvals written before the crash (confirmed by WAIT on a replica) are
+# honoured once or refused, never used twice and never granted when they
+# were pending or denied; a revocation written with WAIT survives; the
+# old master, restarted empty, rejoins as a replica and the gateway never
+# writes to it.  A real master, two replicas and three sentinels on
+# loopback, two nginx workers, the real helper.
+
+use strict;
+use warnings;
+
+use Test::More;
+use lib 't/lib';
+use VetoNginx;
+use VetoSentinel;
+use POSIX qw(_exit);
+use Time::HiRes qw(sleep time);
+
+VetoNginx::need(qw(helper redis));
+die "redis-sentinel is not installed (scripts/install-deps.sh test)\n"
+    unless system('redis-sentinel --version >/dev/null 2>&1') == 0;
+
+my $policy = {
+    version => 1,
+    tenants => {
+        acme => {
+            ceilings => { memory_mb => 512, timeout_s => 30, ttl_s => 3600 },
+            approvals => { exec_argv => ['sh -c *'] },
+        },
+    },
+};
+
+my $s = VetoSentinel->new(addr => '127.0.0.1');
+my $n = VetoNginx->new;
+$n->write_policy($policy);
+$n->start_helper;
+$n->render(http_extra => $s->nginx_conf, workers => 2);
+my ($ok, $out) = $n->test_config;
+ok($ok, 'nginx -t') or diag $out;
+$n->start(keep_conf => 1);
+
+my $agent = $n->token(sub => 'agent-1');
+my $rev = $n->token(sub => 'human-1', scope => 'approvals:review');
+my $doomed = $n->token(sub => 'agent-2', iat => int(time()) - 10);
+my ($st, $h, $b, $j);
+
+# both workers: health answers from whichever took the connection
+sub wait_up
+{
+    my ($secs) = @_;
+    my $deadline = time + $secs;
+    my $up = 0;
+    while (time < $deadline) {
+        my (undef, undef, undef, $hj) = $n->request(GET => '/v1/health');
+        $up = ($hj->{redis} // '') eq 'up' ? $up + 1 : 0;
+        return 1 if $up >= 8;
+        sleep 0.05;
+    }
+    return 0;
+}
+ok(wait_up(15), 'the gateway found the master through the sentinels');
+
+($st, $h, $b, $j) = $n->request(POST => '/v1/sandboxes', $agent, {});
+is($st, 201, 'create') or diag $b;
+my $sb = $j->{id};
+
+# the command that leaves the approval it ran with in the workspace log
+sub gated { { argv => ['sh', '-c', "echo $_[0] >> /workspace/log"] } }
+
+sub ask
+{
+    my ($tag) = @_;
+    my ($st, undef, $b, $j) = $n->request(POST => "/v1/sandboxes/$sb/exec",
+                                          $agent, gated($tag));
+    return $st == 202 ? $j->{approval_id} : undef;
+}
+
+sub consume
+{
+    my ($apr, $tag) = @_;
+    return $n->request(POST => "/v1/sandboxes/$sb/exec", $agent,
+                       gated($tag), { 'Veto-Approval' => $apr });
+}
+
+# ---- before the crash: approvals in every state, each confirmed by WAIT
+my (%apr, @ok);
+for my $t (qw(used1 used2 ready1 ready2 ready3 ready4 pending denied)) {
+    $apr{$t} = ask($t);
+    ok($apr{$t}, "approval '$t' asked for");
+}
+for my $t (qw(used1 used2 ready1 ready2 ready3 ready4)) {
+    ($st) = $n->request(POST => "/v1/approvals/$apr{$t}/approve", $rev, {});
+    is($st, 200, "approval '$t' approved");
+}
+($st) = $n->request(POST => "/v1/approvals/$apr{denied}/deny", $rev,
+                    { reason => 'no' });
+is($st, 200, "approval 'denied' denied");
+for my $t (qw(used1 used2)) {
+    ($st, $h, $b) = consume($apr{$t}, $t);
+    is($st, 200, "approval '$t' used") or diag $b;
+}
+
+# the operator revokes agent-2 the documented way: SET, then WAIT
+($st) = $n->request(GET => '/v1/sandboxes', $doomed);
+is($st, 200, 'agent-2 works before its revocation');
+my $m = $s->master;
+$m->set('veto:{acme}:revoked:agent:agent-2', int(time()));
+cmp_ok($m->wait(1, 1000), '>=', 1, 'the revocation is on a replica');
+($st) = $n->request(GET => '/v1/sandboxes', $doomed);
+is($st, 401, 'agent-2 revoked');
+
+# ---- load: agents race for the same approved approvals, plain execs,
+# new approvals asked for and approved, while the master is killed
+my $dir = $n->dir;
+my $stop = "$dir/stop-load";
+my @kids;
+
+sub kid
+{
+    my ($name, $body) = @_;
+    my $pid = fork() // die "fork: $!";
+    if ($pid == 0) {
+        open(my $fh, '>', "$dir/load-$name") or _exit(1);
+        $fh->autoflush(1);
+        while (!-e $stop) {
+            $body->($fh);
+        }
+        close $fh;
+        _exit(0);
+    }
+    push @kids, $pid;
+}
+
+my @ready = map { $apr{$_} } qw(ready1 ready2 ready3 ready4);
+for my $k (1 .. 2) {
+    kid("race$k", sub {
+        my ($fh) = @_;
+        for my $i (0 .. $#ready) {
+            my ($st, undef, undef, $j) = consume($ready[$i], "ready" . ($i + 1));
+            print $fh "consume $ready[$i] $st " . ($j->{type} // '-')
+                      . " ready" . ($i + 1) . "\n";
+        }
+        my ($st, undef, undef, $j) = $n->request(POST => "/v1/sandboxes/$sb/exec",
+                                                 $agent, { argv => ['true'] });
+        print $fh "plain - $st " . ($j->{type} // '-') . "\n";
+        sleep 0.02;
+    });
+}
+my $seq = 0;
+kid('human', sub {
+    my ($fh) = @_;
+    $seq++;
+    my $tag = "new$$-$seq";
+    my ($st, undef, undef, $j) = $n->request(POST => "/v1/sandboxes/$sb/exec",
+                                             $agent, gated($tag));
+    print $fh "ask - $st " . ($j->{type} // '-') . "\n";
+    return sleep(0.05) unless $st == 202;
+    my $id = $j->{approval_id};
+    ($st, undef, undef, $j) = $n->request(POST => "/v1/approvals/$id/approve",
+                                          $rev, {});
+    print $fh "approve $id $st " . ($j->{type} // '-') . "\n";
+    for (1 .. 2) {
+        ($st, undef, undef, $j) = consume($id, $tag);
+        print $fh "consume $id $st " . ($j->{type} // '-') . " $tag\n";
+    }
+});
+
+sleep 1.5;
+my $old = $s->kill_master;
+my $t0 = time;
+my $new = $s->wait_failover($old, 30);
+my $t_elected = time - $t0;
+isnt($new, $old, "killed the master ($old); the sentinels promoted $new");
+
+# service resumes by itself: a plain exec and a new approval work
+my $resumed;
+while (time < $t0 + 30) {
+    my ($st1) = $n->request(POST => "/v1/sandboxes/$sb/exec", $agent,
+                            { argv => ['true'] });
+    my $id = $st1 == 200 ? ask("probe") : undef;
+    if ($id) { $resumed = time - $t0; last }
+    sleep 0.1;
+}
+ok(defined $resumed, 'service resumed by itself after the failover');
+diag(sprintf "failover: elected after %.1f s, the gateway writes again "
+             . "after %.1f s", $t_elected, $resumed // -1);
+sleep 1.5;      # more load on the new master
+open(my $sfh, '>', $stop) or die "$stop: $!";
+close $sfh;
+my @fail = grep { waitpid($_, 0); $? != 0 } @kids;
+is_deeply(\@fail, [], 'the load ended');
+
+# ---- what the load saw
+my (%used, %seen, %tag_of, @bad);
+for my $f (glob "$dir/load-*") {
+    open(my $fh, '<', $f) or die "$f: $!";
+    while (<$fh>) {
+        my ($what, $id, $st, $type, $tag) = split;
+        $tag_of{$id} = $tag if $tag;
+        $seen{"$what $st"}++;
+        push @bad, $_ if $st !~ /^(200|202|403|503)$/;
+        push @bad, $_ if $st == 503 && $type ne 'urn:veto-sandbox:problem:redis_unavailable';
+        $used{$id}++ if $what eq 'consume' && $st == 200;
+    }
+}
+diag join(', ', map { "$_: $seen{$_}" } sort keys %seen);
+is_deeply(\@bad, [], 'only 200, 202, 403 and 503 redis_unavailable');
+ok(($seen{'plain 503'} // 0) + ($seen{'consume 503'} // 0) > 0,
+   'the switch was seen: requests refused with 503 while it lasted');
+ok(($seen{'consume 200'} // 0) > 0, 'approvals were used under load');
+my @twice = grep { $used{$_} > 1 } keys %used;
+is_deeply(\@twice, [], 'no approval used twice under load');
+
+($st, $h, $b) = $n->request(GET => "/v1/sandboxes/$sb/files?path=log",
+                            $agent);
+is($st, 200, 'the workspace log reads back');
+my %ran;
+$ran{$_}++ for split /\n/, $b;
+my @ran_twice = grep { $ran{$_} > 1 } keys %ran;
+is_deeply(\@ran_twice, [], 'no command ran twice on one approval');
+is($ran{used1}, 1, "'used1' ran once, before the crash");
+is($ran{used2}, 1, "'used2' ran once, before the crash");
+ok(!$ran{pending}, "the pending approval's command never ran");
+ok(!$ran{denied}, "the denied approval's command never ran");
+# every 200 ran its command once, and nothing else ran
+my %want = map { $tag_of{$_} => 1 } keys %used;
+$want{$_} = 1 for qw(used1 used2);
+is_deeply([ sort keys %ran ], [ sort keys %want ],
+          'the commands that ran are exactly those whose approval was used '
+          . '(200): none without its approval');
+
+# ---- after the failover, on the new master
+for my $t (qw(used1 used2)) {
+    ($st, $h, $b, $j) = consume($apr{$t}, "$t-again");
+    is($st, 403, "'$t', used before the crash, is refused after it");
+    is($j->{state}, 'consumed', '... as consumed');
+}
+($st, $h, $b, $j) = consume($apr{pending}, 'pending');
+is($st, 403, 'the pending approval is still not granted');
+is($j->{state}, 'pending', '... still pending');
+($st, $h, $b, $j) = consume($apr{denied}, 'denied');
+is($st, 403, 'the denied approval is still refused');
+is($j->{state}, 'denied', '... still denied');
+for my $i (0 .. $#ready) {
+    ($st, $h, $b, $j) = consume($ready[$i], "ready" . ($i + 1) . "-again");
+    if ($used{$ready[$i]}) {
+        is($st, 403, "ready" . ($i + 1) . " (used under load) is spent");
+    } else {
+        ok($st == 200 || ($st == 403 && $j->{state} eq 'consumed'),
+           "ready" . ($i + 1) . " (unused) is usable once, or spent by a "
+           . "consume whose answer was lost (fail closed)")
+            or diag "$st $b";
+    }
+}
+($st) = $n->request(GET => '/v1/sandboxes', $doomed);
+is($st, 401, 'the revocation survived the failover');
+
+# ---- the old master comes back, empty (no persistence here): the
+# sentinels make it a replica; the gateway never writes to it
+$s->restart($old);
+my ($role, $wrote_old) = ('', 0);
+my $deadline = time + 30;
+while (time < $deadline) {
+    $role = eval { $s->client($old)->role->[0] } // '';
+    last if $role eq 'slave';
+    if ($role eq 'master') {
+        my $id = ask('while-old-returns');
+        $wrote_old++ if $id && defined eval {
+            $s->client($old)->hget("veto:{acme}:appr:$id", 'state') };
+    }
+    sleep 0.2;
+}
+is($wrote_old, 0, 'nothing was written to the restarted old master');
+is($role, 'slave', 'the old master rejoined as a replica');
+my $id = ask('after-rejoin');
+ok($id, 'approvals work with the old master back as a replica');
+($st) = $n->request(POST => "/v1/approvals/$id/approve", $rev, {});
+is($st, 200, '... approved (WAIT confirmed)');
+($st) = consume($id, 'after-rejoin');
+is($st, 200, '... and used');
+($st) = $n->request(GET => '/v1/sandboxes', $doomed);
+is($st, 401, 'the revocation is still there');
+
+($st) = $n->request(DELETE => "/v1/sandboxes/$sb", $agent);
+is($st, 200, 'delete');
+
+$n->stop;
+my $log = $n->error_log;
+unlike($log, qr/\[(alert|crit)\]/, 'no alert in the log');
+like($log, qr/\+switch-master "veto" to 127\.0\.0\.1:$new/,
+     'the workers heard +switch-master');
+$n->helper->leaks_ok('after the failover');
+
+done_testing;

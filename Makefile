@@ -137,7 +137,8 @@ include install.mk
 
 # The module's pure files (no request, no Redis: _hash.c, _redact.c,
 # _summary.c, _policy*.c, _network.c with the proxy's entry parser,
-# _event.c, _metrics_store.c, and the helper's path check it shares)
+# _event.c, _metrics_store.c, _sentinel_parse.c, and the helper's path
+# check it shares)
 # tested and fuzzed without nginx: nginx's headers as
 # scripts/build-module.sh configured them, and t/unit/ngx_core_stub.c
 # for the few core calls they make (Debian ships no nginx sources).
@@ -148,7 +149,7 @@ MODULE_INCS  = $(addprefix -I$(NGX_SRC)/, objs src/core src/event \
                  -Iegress-proxy -It/unit
 MODULE_PURE  = $(addprefix ngx_veto_sandbox_module/ngx_http_veto_sandbox_, \
                  hash.c redact.c summary.c policy.c policy_match.c \
-                 network.c event.c metrics_store.c) \
+                 network.c event.c metrics_store.c sentinel_parse.c) \
                $(HELPER_EG_SRCS) sandbox-helper/paths.c t/unit/ngx_core_stub.c
 MODULE_DEPS  = $(MODULE_PURE) $(wildcard ngx_veto_sandbox_module/*.h) \
                egress-proxy/eg_allow.h egress-proxy/eg_addr.h \

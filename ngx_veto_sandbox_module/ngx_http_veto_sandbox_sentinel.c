@@ -27,6 +27,7 @@
 #include <ngx_http.h>
 
 #include "ngx_http_veto_sandbox_redis.h"
+#include "ngx_http_veto_sandbox_sentinel.h"
 
 
 #define NGX_HTTP_VSB_SENTINEL_PORT       26379
@@ -44,7 +45,7 @@ struct ngx_http_veto_sandbox_sentinel_s {
     ngx_http_veto_sandbox_redis_link_t   ask;
     ngx_event_t                          ask_timer;
     ngx_event_t                          step;      /* posted: go on */
-    u_char                               host[NGX_SOCKADDR_STRLEN + 1];
+    u_char                               host[NGX_HTTP_VSB_SENTINEL_HOST_LEN];
     in_port_t                            port;
 
     /* listening for +switch-master */
@@ -71,9 +72,6 @@ static void ngx_http_veto_sandbox_sentinel_message(redisAsyncContext *ac,
     void *r, void *privdata);
 static void ngx_http_veto_sandbox_sentinel_sub_gone(
     ngx_http_veto_sandbox_redis_link_t *link);
-static ngx_int_t ngx_http_veto_sandbox_sentinel_addr(u_char *host,
-    size_t host_len, u_char *port, size_t port_len, u_char *out,
-    in_port_t *pout);
 
 
 /* configuration: "veto_sandbox_redis_sentinel <master> <addr> ..." */
@@ -306,6 +304,7 @@ static void
 ngx_http_veto_sandbox_sentinel_ask_reply(redisAsyncContext *ac, void *r,
     void *privdata)
 {
+    ngx_int_t                          rc;
     redisReply                        *reply = r;
     ngx_uint_t                         i, head;
     ngx_http_veto_sandbox_sentinel_t  *st = privdata;
@@ -314,16 +313,20 @@ ngx_http_veto_sandbox_sentinel_ask_reply(redisAsyncContext *ac, void *r,
         return;         /* being freed: gone() moves on */
     }
 
+    rc = NGX_ERROR;
+
     if (reply->type == REDIS_REPLY_ARRAY && reply->elements == 2
         && reply->element[0]->type == REDIS_REPLY_STRING
-        && reply->element[1]->type == REDIS_REPLY_STRING
-        && ngx_http_veto_sandbox_sentinel_addr(
+        && reply->element[1]->type == REDIS_REPLY_STRING)
+    {
+        rc = ngx_http_veto_sandbox_sentinel_addr(
                                 (u_char *) reply->element[0]->str,
                                 reply->element[0]->len,
                                 (u_char *) reply->element[1]->str,
-                                reply->element[1]->len, st->host, &st->port)
-           == NGX_OK)
-    {
+                                reply->element[1]->len, st->host, &st->port);
+    }
+
+    if (rc == NGX_OK) {
         st->answered = 1;
 
         /* this sentinel is asked first next time */
@@ -334,6 +337,16 @@ ngx_http_veto_sandbox_sentinel_ask_reply(redisAsyncContext *ac, void *r,
         }
 
         st->order[0] = head;
+
+    } else if (rc == NGX_DECLINED) {
+        ngx_log_error(NGX_LOG_ERR, st->rds->log, 0,
+                      "veto_sandbox redis sentinel \"%V\" names the master "
+                      "\"%*s\", not a numeric address (a worker does not "
+                      "resolve names: set \"sentinel resolve-hostnames "
+                      "no\")", st->ask.name,
+                      (size_t) ngx_min(reply->element[0]->len,
+                                       NGX_SOCKADDR_STRLEN),
+                      reply->element[0]->str);
 
     } else if (reply->type == REDIS_REPLY_NIL) {
         ngx_log_error(NGX_LOG_WARN, st->rds->log, 0,
@@ -456,11 +469,9 @@ static void
 ngx_http_veto_sandbox_sentinel_message(redisAsyncContext *ac, void *r,
     void *privdata)
 {
-    u_char                            *p, *last, *f[5], host[NGX_SOCKADDR_STRLEN
-                                                            + 1];
-    size_t                             flen[5];
+    u_char                             host[NGX_HTTP_VSB_SENTINEL_HOST_LEN];
+    ngx_int_t                          rc;
     in_port_t                          port;
-    ngx_uint_t                         i;
     redisReply                        *reply = r, *kind, *msg;
     ngx_http_veto_sandbox_sentinel_t  *st = privdata;
 
@@ -482,37 +493,20 @@ ngx_http_veto_sandbox_sentinel_message(redisAsyncContext *ac, void *r,
         return;         /* the subscription's confirmation */
     }
 
-    p = (u_char *) msg->str;
-    last = p + msg->len;
+    rc = ngx_http_veto_sandbox_sentinel_switch((u_char *) msg->str, msg->len,
+                                               &st->rds->conf.master_name,
+                                               host, &port);
 
-    for (i = 0; i < 5; i++) {
-        while (p < last && *p == ' ') {
-            p++;
-        }
-
-        f[i] = p;
-
-        while (p < last && *p != ' ') {
-            p++;
-        }
-
-        flen[i] = p - f[i];
-
-        if (flen[i] == 0) {
-            return;
-        }
-    }
-
-    if (flen[0] != st->rds->conf.master_name.len
-        || ngx_strncmp(f[0], st->rds->conf.master_name.data, flen[0]) != 0)
-    {
+    if (rc == NGX_DECLINED) {
         return;         /* another master of these sentinels */
     }
 
-    if (ngx_http_veto_sandbox_sentinel_addr(f[3], flen[3], f[4], flen[4],
-                                            host, &port)
-        != NGX_OK)
-    {
+    if (rc != NGX_OK) {
+        ngx_log_error(NGX_LOG_ERR, st->rds->log, 0,
+                      "veto_sandbox redis sentinel \"%V\": +switch-master "
+                      "not understood (five fields, a numeric address): "
+                      "\"%*s\"", st->sub.name,
+                      (size_t) ngx_min(msg->len, 256), msg->str);
         return;
     }
 
@@ -538,45 +532,4 @@ ngx_http_veto_sandbox_sentinel_sub_gone(
     if (!st->sub_timer.timer_set) {
         ngx_add_timer(&st->sub_timer, NGX_HTTP_VSB_SENTINEL_RESUB_MS);
     }
-}
-
-
-/* A numeric address and a port from a sentinel, as hiredis takes them. */
-static ngx_int_t
-ngx_http_veto_sandbox_sentinel_addr(u_char *host, size_t host_len,
-    u_char *port, size_t port_len, u_char *out, in_port_t *pout)
-{
-    ngx_int_t        n;
-#if (NGX_HAVE_INET6)
-    struct in6_addr  a6;
-#endif
-
-    if (host_len == 0 || host_len > NGX_SOCKADDR_STRLEN) {
-        return NGX_ERROR;
-    }
-
-    n = ngx_atoi(port, port_len);
-    if (n < 1 || n > 65535) {
-        return NGX_ERROR;
-    }
-
-    if (ngx_inet_addr(host, host_len) == INADDR_NONE
-#if (NGX_HAVE_INET6)
-        && ngx_inet6_addr(host, host_len, a6.s6_addr) != NGX_OK
-#endif
-       )
-    {
-        ngx_log_error(NGX_LOG_ERR, ngx_cycle->log, 0,
-                      "veto_sandbox redis sentinel: \"%*s\" is not a "
-                      "numeric address (a worker does not resolve names: "
-                      "set \"sentinel resolve-hostnames no\")",
-                      host_len, host);
-        return NGX_ERROR;
-    }
-
-    ngx_memcpy(out, host, host_len);
-    out[host_len] = '\0';
-    *pout = (in_port_t) n;
-
-    return NGX_OK;
 }

@@ -5,7 +5,9 @@
  * PATCH (network entries), the ?path= query of the files ops, the
  * queries of the archive ops and of a background exec's output, through
  * the real builders of ngx_http_veto_sandbox_request.c, _execs.c and
- * _archive.c.
+ * _archive.c; and, with a first byte of 0xff, what Redis Sentinel sends
+ * a worker (an address must be numeric, +switch-master must name this
+ * master).
  *
  * The first byte picks the parser, the rest is its input.  What the
  * builders answer goes to a stand-in for the module's responses (a
@@ -23,6 +25,9 @@
 #include "ngx_http_veto_sandbox_module.h"
 #include "ngx_http_veto_sandbox_network.h"
 #include "ngx_http_veto_sandbox_summary.h"
+#include "ngx_http_veto_sandbox_sentinel.h"
+
+#include <arpa/inet.h>
 
 #include <sys/mman.h>
 
@@ -41,6 +46,9 @@ enum {
     FUZZ_ARCHIVE_OUT,
     FUZZ_NMODES
 };
+
+/* outside the modes (and their ndjson variants, mode + FUZZ_NMODES) */
+#define FUZZ_SENTINEL  0xff
 
 
 /* the module's responses, as the builders see them */
@@ -787,12 +795,94 @@ fuzz_request(const uint8_t *data, size_t size, ngx_uint_t mode)
 }
 
 
+/* An address taken from a sentinel must be one to connect to as it is:
+ * NUL terminated, numeric, a real port. */
+static void
+check_sentinel_addr(u_char *host, in_port_t port)
+{
+    size_t           len;
+    struct in_addr   a4;
+    struct in6_addr  a6;
+
+    len = strnlen((char *) host, NGX_HTTP_VSB_SENTINEL_HOST_LEN);
+
+    if (len == 0 || len == NGX_HTTP_VSB_SENTINEL_HOST_LEN || port == 0) {
+        abort();
+    }
+
+    if (inet_pton(AF_INET, (char *) host, &a4) != 1
+        && inet_pton(AF_INET6, (char *) host, &a6) != 1)
+    {
+        abort();
+    }
+}
+
+
+/*
+ * What a sentinel sends: the input is a +switch-master message for the
+ * master "veto", and, split at its first space, the host and port of a
+ * get-master-addr-by-name answer.
+ */
+static void
+fuzz_sentinel(const uint8_t *data, size_t size)
+{
+    u_char     *buf, *sp, host[NGX_HTTP_VSB_SENTINEL_HOST_LEN];
+    ngx_str_t   name = ngx_string("veto");
+    ngx_int_t   rc;
+    in_port_t   port;
+
+    /* a copy of its own size: ASan sees a read past the input */
+    buf = malloc(size ? size : 1);
+    if (buf == NULL) {
+        return;
+    }
+
+    ngx_memcpy(buf, data, size);
+
+    port = 0;
+    rc = ngx_http_veto_sandbox_sentinel_switch(buf, size, &name, host, &port);
+
+    if (rc == NGX_OK) {
+        if (size < 5 || ngx_strncmp(buf, "veto ", 5) != 0) {
+            abort();                /* another master's move taken */
+        }
+
+        check_sentinel_addr(host, port);
+
+    } else if (rc != NGX_DECLINED && rc != NGX_ERROR) {
+        abort();
+    }
+
+    sp = memchr(buf, ' ', size);
+
+    if (sp != NULL) {
+        port = 0;
+        rc = ngx_http_veto_sandbox_sentinel_addr(buf, sp - buf, sp + 1,
+                                                 buf + size - sp - 1, host,
+                                                 &port);
+        if (rc == NGX_OK) {
+            check_sentinel_addr(host, port);
+
+        } else if (rc != NGX_DECLINED && rc != NGX_ERROR) {
+            abort();
+        }
+    }
+
+    free(buf);
+}
+
+
 int
 LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     ngx_uint_t  mode;
 
     if (size == 0) {
+        return 0;
+    }
+
+    if (data[0] == FUZZ_SENTINEL) {
+        fuzz_sentinel(data + 1, size - 1);
         return 0;
     }
 

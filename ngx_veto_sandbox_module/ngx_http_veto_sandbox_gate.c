@@ -865,7 +865,7 @@ ngx_http_veto_sandbox_quota_step(ngx_http_request_t *r,
                                  : 86400000;
 
         ngx_memzero(&owner, sizeof(owner));
-        owner.gateway = ngx_cycle->hostname;
+        owner.gateway = ngx_http_veto_sandbox_gate_mcf(r)->host;
         owner.epoch = ctx->epoch;
 
         rc = ngx_http_veto_sandbox_quota_acquire(&call, &ctx->tenant,

@@ -41,6 +41,8 @@ static char *ngx_http_veto_sandbox_redis_sentinel(ngx_conf_t *cf,
     ngx_command_t *cmd, void *conf);
 static char *ngx_http_veto_sandbox_redis_wait(ngx_conf_t *cf,
     ngx_command_t *cmd, void *conf);
+static char *ngx_http_veto_sandbox_host(ngx_conf_t *cf, ngx_command_t *cmd,
+    void *conf);
 static ngx_int_t ngx_http_veto_sandbox_init_process(ngx_cycle_t *cycle);
 static void ngx_http_veto_sandbox_exit_process(ngx_cycle_t *cycle);
 
@@ -235,6 +237,13 @@ static ngx_command_t  ngx_http_veto_sandbox_commands[] = {
     { ngx_string("veto_sandbox_redis_wait"),
       NGX_HTTP_MAIN_CONF|NGX_CONF_TAKE12,
       ngx_http_veto_sandbox_redis_wait,
+      NGX_HTTP_MAIN_CONF_OFFSET,
+      0,
+      NULL },
+
+    { ngx_string("veto_sandbox_host"),
+      NGX_HTTP_MAIN_CONF|NGX_CONF_TAKE1,
+      ngx_http_veto_sandbox_host,
       NGX_HTTP_MAIN_CONF_OFFSET,
       0,
       NULL },
@@ -1027,6 +1036,46 @@ ngx_http_veto_sandbox_redis_wait(ngx_conf_t *cf, ngx_command_t *cmd,
 }
 
 
+/*
+ * "veto_sandbox_host <name>": the name ownership records give this host,
+ * so that gateway hosts sharing one Redis tell their sandboxes apart
+ * (a restarted helper's cleanup, a helper's "not_found", touch only
+ * this host's).  Default: the machine's hostname.
+ */
+static char *
+ngx_http_veto_sandbox_host(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
+{
+    ngx_http_veto_sandbox_main_conf_t *vmcf = conf;
+
+    u_char     *p;
+    ngx_str_t  *value;
+
+    if (vmcf->host.data != NULL) {
+        return "is duplicate";
+    }
+
+    value = cf->args->elts;
+
+    if (value[1].len == 0 || value[1].len > 64) {
+        return "needs a name of 1..64 bytes";
+    }
+
+    for (p = value[1].data; p < value[1].data + value[1].len; p++) {
+        if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z')
+              || (*p >= '0' && *p <= '9') || *p == '.' || *p == '-'
+              || *p == '_'))
+        {
+            return "needs a name of letters, digits, \".\", \"-\" and "
+                   "\"_\"";
+        }
+    }
+
+    vmcf->host = value[1];
+
+    return NGX_CONF_OK;
+}
+
+
 /* user and password: NUL terminated copies, for hiredis */
 static char *
 ngx_http_veto_sandbox_redis_str(ngx_conf_t *cf, ngx_command_t *cmd,
@@ -1070,6 +1119,10 @@ ngx_http_veto_sandbox_init_process(ngx_cycle_t *cycle)
 
     if (vmcf == NULL || !vmcf->enabled) {
         return NGX_OK;
+    }
+
+    if (vmcf->host.len == 0) {
+        vmcf->host = cycle->hostname;
     }
 
     if (ngx_http_veto_sandbox_approval_init() != NGX_OK

@@ -284,6 +284,9 @@ typedef struct {
     ngx_shm_zone_t              *metrics_zone;  /* NULL: no metrics */
     ngx_msec_t                   ended_poll;    /* 0: the gateway does not
                                                    ask for ENDED records */
+    ngx_str_t                    host;          /* this gateway host's name
+                                                   in ownership records;
+                                                   default: the hostname */
 } ngx_http_veto_sandbox_main_conf_t;
 
 

@@ -335,7 +335,7 @@ ngx_http_veto_sandbox_reconcile(ngx_http_request_t *r,
     ngx_str_t                            gw;
     ngx_http_veto_sandbox_redis_call_t   call;
 
-    gw = ngx_cycle->hostname;
+    gw = ngx_http_veto_sandbox_record_mcf(r)->host;
 
     ngx_http_veto_sandbox_bookkeeping_call(r, &call, "reconcile");
 
@@ -368,7 +368,7 @@ ngx_http_veto_sandbox_record_created(ngx_http_request_t *r,
         sb = json_object_get(j, "sandbox");
 
         ngx_memzero(&owner, sizeof(owner));
-        owner.gateway = ngx_cycle->hostname;
+        owner.gateway = ngx_http_veto_sandbox_record_mcf(r)->host;
 
         v = json_object_get(sb, "epoch");
 

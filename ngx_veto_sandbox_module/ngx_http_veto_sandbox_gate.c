@@ -315,7 +315,7 @@ ngx_http_veto_sandbox_gate_result(ngx_http_request_t *r,
     case NGX_HTTP_VSB_STEP_SANDBOX:
         rc = ngx_http_veto_sandbox_sandbox_result(r, ctx, reply);
 
-        if (rc == NGX_OK) {
+        if (rc == NGX_AGAIN) {
             ctx->step = NGX_HTTP_VSB_STEP_APPROVAL;
             return NGX_AGAIN;
         }
@@ -671,7 +671,8 @@ sent:
 
 /*
  * The exec's sandbox as its ownership record has it (HMGET agent env
- * env_sha256 env_dropped): NGX_OK with ctx->sbx_* set, else the answer.
+ * env_sha256 env_dropped gateway): NGX_AGAIN with ctx->sbx_* set, else
+ * the answer (a refusal already sent answers NGX_OK: not "go on").
  * No record of this agent's (an unknown id, another agent's, one an
  * older gateway made without its env, or one Redis lost) cannot show a
  * reviewer what would run: refused, never guessed; all alike, so the
@@ -681,11 +682,12 @@ static ngx_int_t
 ngx_http_veto_sandbox_sandbox_result(ngx_http_request_t *r,
     ngx_http_veto_sandbox_ctx_t *ctx, redisReply *reply)
 {
-    json_t              *env;
-    redisReply          *agent, *text, *sha, *dropped;
-    ngx_pool_cleanup_t  *cln;
+    json_t                             *env;
+    ngx_str_t                          *host;
+    redisReply                         *agent, *text, *sha, *dropped, *gw;
+    ngx_pool_cleanup_t                 *cln;
 
-    if (reply->type != REDIS_REPLY_ARRAY || reply->elements != 4) {
+    if (reply->type != REDIS_REPLY_ARRAY || reply->elements != 5) {
         return ngx_http_veto_sandbox_redis_problem(r, ctx, NGX_ERROR);
     }
 
@@ -693,6 +695,7 @@ ngx_http_veto_sandbox_sandbox_result(ngx_http_request_t *r,
     text = reply->element[1];
     sha = reply->element[2];
     dropped = reply->element[3];
+    gw = reply->element[4];
 
     env = NULL;
 
@@ -728,6 +731,28 @@ ngx_http_veto_sandbox_sandbox_result(ngx_http_request_t *r,
     cln->handler = ngx_http_veto_sandbox_json_cleanup;
     cln->data = env;
 
+    /*
+     * The agent's own sandbox, held by another gateway host: its helper
+     * is there, not here.  Say so before an approval is asked for or
+     * used (one used here would be spent on a request that cannot run).
+     */
+    host = &ngx_http_veto_sandbox_gate_mcf(r)->host;
+
+    if (gw->type == REDIS_REPLY_STRING && gw->len > 0
+        && ((size_t) gw->len != host->len
+            || ngx_strncmp(gw->str, host->data, host->len) != 0))
+    {
+        return ngx_http_veto_sandbox_refuse(r, ctx,
+                                   NGX_HTTP_MISDIRECTED_REQUEST,
+                                   "sandbox_elsewhere",
+                                   "this sandbox is held by another gateway "
+                                   "host (\"host\"); send its requests "
+                                   "there: requests are not routed between "
+                                   "hosts yet",
+                                   json_pack("{s:s%}", "host", gw->str,
+                                             (size_t) ngx_min(gw->len, 64)));
+    }
+
     ctx->sbx_env = env;
     ngx_memcpy(ctx->sbx_env_sha256, sha->str, NGX_HTTP_VSB_HASH_HEX_LEN);
     ctx->sbx_env_sha256[NGX_HTTP_VSB_HASH_HEX_LEN] = '\0';
@@ -741,7 +766,7 @@ ngx_http_veto_sandbox_sandbox_result(ngx_http_request_t *r,
 
     ctx->sbx_known = 1;
 
-    return NGX_OK;
+    return NGX_AGAIN;
 }
 
 

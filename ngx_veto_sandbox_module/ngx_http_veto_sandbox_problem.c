@@ -41,6 +41,8 @@ static ngx_http_veto_sandbox_status_t  ngx_http_veto_sandbox_statuses[] = {
     { 414, "URI Too Long", "uri_too_long", "the request URI is too long" },
     { 415, "Unsupported Media Type", "unsupported_media_type",
       "the request body has the wrong media type" },
+    { 421, "Misdirected Request", "misdirected",
+      "the request was sent to the wrong host" },
     { 422, "Unprocessable Content", "unprocessable",
       "the request cannot be processed" },
     { 429, "Too Many Requests", "too_many_requests",

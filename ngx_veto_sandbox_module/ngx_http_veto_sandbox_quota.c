@@ -376,8 +376,8 @@ ngx_http_veto_sandbox_quota_owner(ngx_http_veto_sandbox_redis_call_t *call,
     ngx_str_t *tenant, ngx_str_t *sandbox)
 {
     ngx_str_t    key;
-    size_t       argvlen[6];
-    const char  *argv[6];
+    size_t       argvlen[7];
+    const char  *argv[7];
 
     if (!ngx_http_veto_sandbox_quota_valid(tenant)
         || !ngx_http_veto_sandbox_quota_valid(sandbox))
@@ -404,8 +404,10 @@ ngx_http_veto_sandbox_quota_owner(ngx_http_veto_sandbox_redis_call_t *call,
     argvlen[4] = 10;
     argv[5] = "env_dropped";
     argvlen[5] = 11;
+    argv[6] = "gateway";
+    argvlen[6] = 7;
 
-    return ngx_http_veto_sandbox_redis_command(call, 6, argv, argvlen);
+    return ngx_http_veto_sandbox_redis_command(call, 7, argv, argvlen);
 }
 
 

@@ -4,7 +4,9 @@
 # `veto_sandbox_host` name.  Quotas are global; an approval asked through
 # one host is reviewed through the other and used once; a sandbox asked
 # for on the host that does not hold it is 404 and its owner's quota slot
-# stays; a helper restart on one host drops only that host's dead
+# stays (an exec that needs a human is refused by b with 421
+# sandbox_elsewhere naming a, before an approval is asked for or used); a
+# helper restart on one host drops only that host's dead
 # sandboxes from the quota, never the other's live ones (both hosts have
 # the same machine hostname here, so without their names the restart
 # would free the other host's slot).  nginx -t on the directive.
@@ -99,10 +101,20 @@ is($st, 201, 'create on host b') or diag $b;
 my $sb = $j->{id};
 
 my $m = $s->master;
-is($m->hget("veto:{acme}:sbx:own:$sa", 'gateway'), 'gw-a',
-   "a's sandbox is recorded as host a's");
-is($m->hget("veto:{acme}:sbx:own:$sb", 'gateway'), 'gw-b',
-   "b's sandbox is recorded as host b's");
+# the records are written after the 201 (bookkeeping): wait for them
+sub owner_of
+{
+    my ($id) = @_;
+    my $deadline = time + 5;
+    while (time < $deadline) {
+        my $g = $m->hget("veto:{acme}:sbx:own:$id", 'gateway');
+        return $g if defined $g;
+        sleep 0.05;
+    }
+    return undef;
+}
+is(owner_of($sa), 'gw-a', "a's sandbox is recorded as host a's");
+is(owner_of($sb), 'gw-b', "b's sandbox is recorded as host b's");
 
 ($st) = $A->request(POST => '/v1/sandboxes', $agent, {});
 is($st, 429, 'the quota is global: a third create on a is refused');
@@ -119,14 +131,36 @@ ok(defined $m->zscore('veto:{acme}:sbx:live', $sa)
 ($st) = $B->request(POST => '/v1/sandboxes', $agent_b, {});
 is($st, 429, 'so the quota is still full');
 
-# ---- an approval asked through b, approved through b, used through a
+# ---- an exec that needs a human, for a's sandbox, through b: b reads
+# the ownership record and says where the sandbox is, before any
+# approval is asked for (or used: it would be spent on a request b's
+# helper cannot run)
 my $gated = { argv => ['sh', '-c', 'echo once >> /workspace/log'] };
 ($st, $h, $b, $j) = $B->request(POST => "/v1/sandboxes/$sa/exec", $agent_b,
                                 $gated);
-is($st, 202, "an approval for a's sandbox asked through b") or diag $b;
+is($st, 421, "a gated exec of a's sandbox through b: 421") or diag $b;
+is($j->{type}, 'urn:veto-sandbox:problem:sandbox_elsewhere',
+   '... sandbox_elsewhere');
+is($j->{host}, 'gw-a', '... naming the host that holds it');
+
+# a sandbox nobody holds: 409 as before, answered once (the log checks
+# below: no "header already sent")
+($st, $h, $b, $j) = $A->request(POST => '/v1/sandboxes/sb-000000000000000000000000/exec',
+                                $agent, $gated);
+is($st, 409, 'a gated exec of an unknown sandbox: 409') or diag $b;
+is($j->{type}, 'urn:veto-sandbox:problem:sandbox_env_unknown',
+   '... sandbox_env_unknown');
+
+# asked through a, approved through b, used through a
+($st, $h, $b, $j) = $A->request(POST => "/v1/sandboxes/$sa/exec", $agent,
+                                $gated);
+is($st, 202, 'the approval asked through a') or diag $b;
 my $apr = $j->{approval_id};
 ($st) = $B->request(POST => "/v1/approvals/$apr/approve", $rev_b, {});
 is($st, 200, 'approved through b');
+($st, $h, $b, $j) = $B->request(POST => "/v1/sandboxes/$sa/exec", $agent_b,
+                                $gated, { 'Veto-Approval' => $apr });
+is($st, 421, 'used through b: 421, the approval not spent') or diag $b;
 ($st, $h, $b) = $A->request(POST => "/v1/sandboxes/$sa/exec", $agent,
                             $gated, { 'Veto-Approval' => $apr });
 is($st, 200, 'used through a, the host holding the sandbox') or diag $b;
@@ -165,7 +199,9 @@ for ([$A, $sa, $agent], [$B, $sb2, $agent_b]) {
 for my $name (qw(a b)) {
     my $n = $gw{$name};
     $n->stop;
-    unlike($n->error_log, qr/\[(alert|crit)\]/, "no alert in $name's log");
+    my $log = $n->error_log;
+    unlike($log, qr/\[(alert|crit)\]/, "no alert in ${name}'s log")
+        or diag join("\n", grep { /\[(alert|crit)\]/ } split /\n/, $log);
     $n->helper->leaks_ok("host $name");
 }
 

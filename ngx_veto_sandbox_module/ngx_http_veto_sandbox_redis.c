@@ -25,6 +25,8 @@ static void ngx_http_veto_sandbox_redis_gone(
     ngx_http_veto_sandbox_redis_link_t *link);
 static void ngx_http_veto_sandbox_redis_schedule(
     ngx_http_veto_sandbox_redis_t *rds);
+static ngx_uint_t ngx_http_veto_sandbox_redis_fenced(
+    ngx_http_veto_sandbox_redis_t *rds, u_char *host, in_port_t port);
 static void ngx_http_veto_sandbox_redis_reconnect_handler(ngx_event_t *ev);
 static void ngx_http_veto_sandbox_redis_handshake_timeout(ngx_event_t *ev);
 static void ngx_http_veto_sandbox_redis_handshake_reply(
@@ -291,12 +293,72 @@ ngx_http_veto_sandbox_redis_discovered(ngx_http_veto_sandbox_redis_t *rds,
         return;
     }
 
+    if (ngx_http_veto_sandbox_redis_fenced(rds, host, port)) {
+        ngx_log_error(NGX_LOG_WARN, rds->log, 0,
+                      "veto_sandbox redis: the sentinels still name %s:%d, "
+                      "which a failover under way is leaving: not "
+                      "connecting, asking again", host, (int) port);
+        ngx_http_veto_sandbox_redis_schedule(rds);
+        return;
+    }
+
     rds->where.data = rds->where_buf;
     rds->where.len = ngx_snprintf(rds->where_buf, NGX_SOCKADDR_STRLEN,
                                   "%s:%d", host, (int) port)
                      - rds->where_buf;
 
     ngx_http_veto_sandbox_redis_open(rds, (const char *) host, port, NULL);
+}
+
+
+/*
+ * A sentinel is promoting a replica of host:port.  Until Sentinel turns
+ * it into a replica, that server still takes writes and its replicas
+ * still confirm them (WAIT), and all of it is lost then: the connection
+ * to it goes now, and it is not connected to again until the fence
+ * expires (a failover that failed leaves it the master).
+ */
+void
+ngx_http_veto_sandbox_redis_fence(ngx_http_veto_sandbox_redis_t *rds,
+    u_char *host, in_port_t port)
+{
+    if (rds->state == NGX_HTTP_VSB_REDIS_CLOSED) {
+        return;
+    }
+
+    rds->fence.data = rds->fence_buf;
+    rds->fence.len = ngx_snprintf(rds->fence_buf, NGX_SOCKADDR_STRLEN,
+                                  "%s:%d", host, (int) port)
+                     - rds->fence_buf;
+    rds->fence_until = ngx_current_msec + NGX_HTTP_VSB_REDIS_FENCE_MS;
+
+    if (rds->link.ac && rds->where.len == rds->fence.len
+        && ngx_strncmp(rds->where.data, rds->fence.data, rds->fence.len) == 0)
+    {
+        ngx_http_veto_sandbox_redis_drop(rds, "a failover is promoting a "
+                                              "replica: the master it leaves "
+                                              "is fenced off");
+    }
+}
+
+
+static ngx_uint_t
+ngx_http_veto_sandbox_redis_fenced(ngx_http_veto_sandbox_redis_t *rds,
+    u_char *host, in_port_t port)
+{
+    u_char  buf[NGX_SOCKADDR_STRLEN];
+    size_t  len;
+
+    if (rds->fence.len == 0
+        || (ngx_msec_int_t) (rds->fence_until - ngx_current_msec) <= 0)
+    {
+        return 0;
+    }
+
+    len = ngx_snprintf(buf, sizeof(buf), "%s:%d", host, (int) port) - buf;
+
+    return len == rds->fence.len
+           && ngx_strncmp(buf, rds->fence.data, len) == 0;
 }
 
 

@@ -60,6 +60,9 @@
 #define NGX_HTTP_VSB_REDIS_DEFAULT_TIMEOUT  1000    /* ms */
 #define NGX_HTTP_VSB_REDIS_BACKOFF_MIN      100     /* ms */
 #define NGX_HTTP_VSB_REDIS_BACKOFF_MAX      5000    /* ms */
+/* a master a failover is leaving is not connected to for this long,
+ * unless the sentinels name it again after that (the failover failed) */
+#define NGX_HTTP_VSB_REDIS_FENCE_MS         10000
 #define NGX_HTTP_VSB_REDIS_MAX_TIMEOUTS     3
 
 
@@ -160,6 +163,9 @@ struct ngx_http_veto_sandbox_redis_s {
     ngx_http_veto_sandbox_sentinel_t   *sentinel;   /* NULL: configured */
     ngx_str_t                           where;      /* the master, logs */
     u_char                              where_buf[NGX_SOCKADDR_STRLEN];
+    ngx_str_t                           fence;      /* a failover leaves */
+    u_char                              fence_buf[NGX_SOCKADDR_STRLEN];
+    ngx_msec_t                          fence_until;
     ngx_event_t                         reconnect;  /* backoff timer */
     ngx_event_t                         handshake;  /* connect deadline */
     ngx_msec_t                          backoff;
@@ -287,6 +293,9 @@ void ngx_http_veto_sandbox_redis_link_close(
 void ngx_http_veto_sandbox_redis_discovered(ngx_http_veto_sandbox_redis_t *rds,
     u_char *host, in_port_t port);
 void ngx_http_veto_sandbox_redis_switched(ngx_http_veto_sandbox_redis_t *rds,
+    u_char *host, in_port_t port);
+/* a failover promotes a replica: no more writes to host:port for a while */
+void ngx_http_veto_sandbox_redis_fence(ngx_http_veto_sandbox_redis_t *rds,
     u_char *host, in_port_t port);
 
 /* _sentinel.c */

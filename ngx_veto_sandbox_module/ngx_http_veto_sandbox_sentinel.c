@@ -12,10 +12,19 @@
  *      replica, an error, a timeout or a READONLY reply later means
  *      starting over at 1, after the connection's backoff.
  *
- * And one more connection, to a sentinel, SUBSCRIBEd to +switch-master:
- * when the master moves the connection to the old one goes at once and
- * the next is made without waiting out the backoff.  That connection is
- * made again (to the next sentinel) when it breaks.
+ * And one connection to every sentinel, SUBSCRIBEd to the failover's
+ * events (only the sentinel leading a failover publishes its steps):
+ *
+ *   +failover-state-send-slaveof-noone: a replica is being promoted.  The
+ *      old master still accepts writes, and still has replicas to confirm
+ *      them, until Sentinel turns it into a replica; what it takes then
+ *      is lost.  So the connection to it goes at once and the old master
+ *      is fenced off (ngx_http_veto_sandbox_redis_fence()): the worker
+ *      connects only to another master until the fence expires.
+ *   +switch-master: the master moved; the connection to the old one goes
+ *      at once and the next is made without waiting out the backoff.
+ *
+ * A listener is made again (to its sentinel) when it breaks.
  *
  * Sentinels answer numeric addresses here: a name would have to be
  * resolved, which a worker never does (refused and logged).
@@ -34,6 +43,15 @@
 #define NGX_HTTP_VSB_SENTINEL_RESUB_MS   1000
 
 
+/* a listener: one sentinel's failover events */
+typedef struct {
+    ngx_http_veto_sandbox_sentinel_t    *st;
+    ngx_http_veto_sandbox_redis_node_t  *node;
+    ngx_http_veto_sandbox_redis_link_t   link;
+    ngx_event_t                          timer;     /* subscribe (again) */
+} ngx_http_veto_sandbox_sentinel_sub_t;
+
+
 struct ngx_http_veto_sandbox_sentinel_s {
     ngx_http_veto_sandbox_redis_t       *rds;
     ngx_http_veto_sandbox_redis_node_t  *nodes;     /* the configuration's */
@@ -48,10 +66,8 @@ struct ngx_http_veto_sandbox_sentinel_s {
     u_char                               host[NGX_HTTP_VSB_SENTINEL_HOST_LEN];
     in_port_t                            port;
 
-    /* listening for +switch-master */
-    ngx_http_veto_sandbox_redis_link_t   sub;
-    ngx_event_t                          sub_timer;
-    ngx_uint_t                           sub_next;
+    /* listening: one per sentinel */
+    ngx_http_veto_sandbox_sentinel_sub_t  *subs;
 
     unsigned                             asking:1;
     unsigned                             answered:1;
@@ -170,8 +186,9 @@ ngx_http_veto_sandbox_sentinel_t *
 ngx_http_veto_sandbox_sentinel_create(ngx_http_veto_sandbox_redis_t *rds,
     ngx_pool_t *pool)
 {
-    ngx_uint_t                         i;
-    ngx_http_veto_sandbox_sentinel_t  *st;
+    ngx_uint_t                             i;
+    ngx_http_veto_sandbox_sentinel_t      *st;
+    ngx_http_veto_sandbox_sentinel_sub_t  *sub;
 
     st = ngx_pcalloc(pool, sizeof(ngx_http_veto_sandbox_sentinel_t));
     if (st == NULL) {
@@ -195,9 +212,28 @@ ngx_http_veto_sandbox_sentinel_create(ngx_http_veto_sandbox_redis_t *rds,
     st->ask.gone = ngx_http_veto_sandbox_sentinel_ask_gone;
     st->ask.data = st;
 
-    st->sub.log = rds->log;
-    st->sub.gone = ngx_http_veto_sandbox_sentinel_sub_gone;
-    st->sub.data = st;
+    st->subs = ngx_pcalloc(pool,
+                           st->n * sizeof(ngx_http_veto_sandbox_sentinel_sub_t));
+    if (st->subs == NULL) {
+        return NULL;
+    }
+
+    for (i = 0; i < st->n; i++) {
+        sub = &st->subs[i];
+
+        sub->st = st;
+        sub->node = &st->nodes[i];
+
+        sub->link.log = rds->log;
+        sub->link.name = &sub->node->addr;
+        sub->link.gone = ngx_http_veto_sandbox_sentinel_sub_gone;
+        sub->link.data = sub;
+
+        sub->timer.handler = ngx_http_veto_sandbox_sentinel_subscribe;
+        sub->timer.data = sub;
+        sub->timer.log = rds->log;
+        sub->timer.cancelable = 1;
+    }
 
     st->ask_timer.handler = ngx_http_veto_sandbox_sentinel_ask_timeout;
     st->ask_timer.data = st;
@@ -208,11 +244,6 @@ ngx_http_veto_sandbox_sentinel_create(ngx_http_veto_sandbox_redis_t *rds,
     st->step.data = st;
     st->step.log = rds->log;
 
-    st->sub_timer.handler = ngx_http_veto_sandbox_sentinel_subscribe;
-    st->sub_timer.data = st;
-    st->sub_timer.log = rds->log;
-    st->sub_timer.cancelable = 1;
-
     return st;
 }
 
@@ -220,14 +251,12 @@ ngx_http_veto_sandbox_sentinel_create(ngx_http_veto_sandbox_redis_t *rds,
 void
 ngx_http_veto_sandbox_sentinel_destroy(ngx_http_veto_sandbox_sentinel_t *st)
 {
+    ngx_uint_t  i;
+
     st->closed = 1;
 
     if (st->ask_timer.timer_set) {
         ngx_del_timer(&st->ask_timer);
-    }
-
-    if (st->sub_timer.timer_set) {
-        ngx_del_timer(&st->sub_timer);
     }
 
     if (st->step.posted) {
@@ -235,7 +264,14 @@ ngx_http_veto_sandbox_sentinel_destroy(ngx_http_veto_sandbox_sentinel_t *st)
     }
 
     ngx_http_veto_sandbox_redis_link_close(&st->ask);
-    ngx_http_veto_sandbox_redis_link_close(&st->sub);
+
+    for (i = 0; i < st->n; i++) {
+        if (st->subs[i].timer.timer_set) {
+            ngx_del_timer(&st->subs[i].timer);
+        }
+
+        ngx_http_veto_sandbox_redis_link_close(&st->subs[i].link);
+    }
 }
 
 
@@ -406,6 +442,7 @@ ngx_http_veto_sandbox_sentinel_ask_gone(
 static void
 ngx_http_veto_sandbox_sentinel_step(ngx_event_t *ev)
 {
+    ngx_uint_t                         i;
     ngx_http_veto_sandbox_sentinel_t  *st = ev->data;
 
     if (st->closed || !st->asking) {
@@ -421,59 +458,59 @@ ngx_http_veto_sandbox_sentinel_step(ngx_event_t *ev)
     st->asking = 0;
 
     /* listen for the master's moves, from now on */
-    if (st->sub.ac == NULL && !st->sub_timer.timer_set) {
-        st->sub_next = 0;
-        ngx_http_veto_sandbox_sentinel_subscribe(&st->sub_timer);
+    for (i = 0; i < st->n; i++) {
+        if (st->subs[i].link.ac == NULL && !st->subs[i].timer.timer_set) {
+            ngx_http_veto_sandbox_sentinel_subscribe(&st->subs[i].timer);
+        }
     }
 
     ngx_http_veto_sandbox_redis_discovered(st->rds, st->host, st->port);
 }
 
 
-/* The +switch-master listener: to the sentinel that answered last, then
- * round the list while it fails. */
+/* A listener: SUBSCRIBE to its sentinel's failover events. */
 static void
 ngx_http_veto_sandbox_sentinel_subscribe(ngx_event_t *ev)
 {
-    ngx_http_veto_sandbox_sentinel_t    *st = ev->data;
-    ngx_http_veto_sandbox_redis_node_t  *node;
+    ngx_http_veto_sandbox_sentinel_sub_t  *sub = ev->data;
 
-    if (st->closed || st->sub.ac) {
+    if (sub->st->closed || sub->link.ac) {
         return;
     }
 
-    node = &st->nodes[st->order[st->sub_next % st->n]];
-    st->sub_next++;
-    st->sub.name = &node->addr;
-
-    if (ngx_http_veto_sandbox_redis_link_open(&st->sub,
-                                              (const char *) node->host.data,
-                                              node->port, NULL)
+    if (ngx_http_veto_sandbox_redis_link_open(&sub->link,
+                                         (const char *) sub->node->host.data,
+                                         sub->node->port, NULL)
         != NGX_OK)
     {
-        ngx_add_timer(&st->sub_timer, NGX_HTTP_VSB_SENTINEL_RESUB_MS);
+        ngx_add_timer(&sub->timer, NGX_HTTP_VSB_SENTINEL_RESUB_MS);
         return;
     }
 
-    if (redisAsyncCommand(st->sub.ac, ngx_http_veto_sandbox_sentinel_message,
-                          st, "SUBSCRIBE +switch-master")
+    if (redisAsyncCommand(sub->link.ac, ngx_http_veto_sandbox_sentinel_message,
+                          sub, "SUBSCRIBE +switch-master "
+                               "+failover-state-send-slaveof-noone")
         != REDIS_OK)
     {
-        ngx_http_veto_sandbox_redis_link_close(&st->sub);
+        ngx_http_veto_sandbox_redis_link_close(&sub->link);
     }
 }
 
 
-/* "message", "+switch-master", "<name> <old ip> <old port> <ip> <port>" */
+/* "message", "<channel>", "<event>" */
 static void
 ngx_http_veto_sandbox_sentinel_message(redisAsyncContext *ac, void *r,
     void *privdata)
 {
-    u_char                             host[NGX_HTTP_VSB_SENTINEL_HOST_LEN];
-    ngx_int_t                          rc;
-    in_port_t                          port;
-    redisReply                        *reply = r, *kind, *msg;
-    ngx_http_veto_sandbox_sentinel_t  *st = privdata;
+    u_char                                host[NGX_HTTP_VSB_SENTINEL_HOST_LEN];
+    ngx_int_t                             rc;
+    in_port_t                             port;
+    ngx_uint_t                            promoting;
+    redisReply                           *reply = r, *kind, *chan, *msg;
+    ngx_http_veto_sandbox_sentinel_t     *st;
+    ngx_http_veto_sandbox_sentinel_sub_t *sub = privdata;
+
+    st = sub->st;
 
     if (reply == NULL || st->closed) {
         return;
@@ -484,18 +521,29 @@ ngx_http_veto_sandbox_sentinel_message(redisAsyncContext *ac, void *r,
     }
 
     kind = reply->element[0];
+    chan = reply->element[1];
     msg = reply->element[2];
 
     if (kind->type != REDIS_REPLY_STRING || kind->len != 7
         || ngx_strncmp(kind->str, "message", 7) != 0
+        || chan->type != REDIS_REPLY_STRING
         || msg->type != REDIS_REPLY_STRING)
     {
-        return;         /* the subscription's confirmation */
+        return;         /* the subscriptions' confirmations */
     }
 
-    rc = ngx_http_veto_sandbox_sentinel_switch((u_char *) msg->str, msg->len,
-                                               &st->rds->conf.master_name,
-                                               host, &port);
+    promoting = (chan->len != sizeof("+switch-master") - 1
+                 || ngx_strncmp(chan->str, "+switch-master", chan->len) != 0);
+
+    rc = promoting
+         ? ngx_http_veto_sandbox_sentinel_promoting((u_char *) msg->str,
+                                                    msg->len,
+                                                    &st->rds->conf.master_name,
+                                                    host, &port)
+         : ngx_http_veto_sandbox_sentinel_switch((u_char *) msg->str,
+                                                 msg->len,
+                                                 &st->rds->conf.master_name,
+                                                 host, &port);
 
     if (rc == NGX_DECLINED) {
         return;         /* another master of these sentinels */
@@ -503,16 +551,27 @@ ngx_http_veto_sandbox_sentinel_message(redisAsyncContext *ac, void *r,
 
     if (rc != NGX_OK) {
         ngx_log_error(NGX_LOG_ERR, st->rds->log, 0,
-                      "veto_sandbox redis sentinel \"%V\": +switch-master "
-                      "not understood (five fields, a numeric address): "
-                      "\"%*s\"", st->sub.name,
-                      (size_t) ngx_min(msg->len, 256), msg->str);
+                      "veto_sandbox redis sentinel \"%V\": %*s not "
+                      "understood (its fields, a numeric address): \"%*s\"",
+                      sub->link.name, (size_t) ngx_min(chan->len, 64),
+                      chan->str, (size_t) ngx_min(msg->len, 256), msg->str);
+        return;
+    }
+
+    if (promoting) {
+        ngx_log_error(NGX_LOG_NOTICE, st->rds->log, 0,
+                      "veto_sandbox redis sentinel \"%V\": a replica of "
+                      "\"%V\" is being promoted: %s:%d fenced off",
+                      sub->link.name, &st->rds->conf.master_name, host,
+                      (int) port);
+
+        ngx_http_veto_sandbox_redis_fence(st->rds, host, port);
         return;
     }
 
     ngx_log_error(NGX_LOG_NOTICE, st->rds->log, 0,
                   "veto_sandbox redis sentinel \"%V\": +switch-master "
-                  "\"%V\" to %s:%d", st->sub.name,
+                  "\"%V\" to %s:%d", sub->link.name,
                   &st->rds->conf.master_name, host, (int) port);
 
     ngx_http_veto_sandbox_redis_switched(st->rds, host, port);
@@ -523,13 +582,13 @@ static void
 ngx_http_veto_sandbox_sentinel_sub_gone(
     ngx_http_veto_sandbox_redis_link_t *link)
 {
-    ngx_http_veto_sandbox_sentinel_t  *st = link->data;
+    ngx_http_veto_sandbox_sentinel_sub_t  *sub = link->data;
 
-    if (st->closed || ngx_exiting || ngx_quit || ngx_terminate) {
+    if (sub->st->closed || ngx_exiting || ngx_quit || ngx_terminate) {
         return;
     }
 
-    if (!st->sub_timer.timer_set) {
-        ngx_add_timer(&st->sub_timer, NGX_HTTP_VSB_SENTINEL_RESUB_MS);
+    if (!sub->timer.timer_set) {
+        ngx_add_timer(&sub->timer, NGX_HTTP_VSB_SENTINEL_RESUB_MS);
     }
 }

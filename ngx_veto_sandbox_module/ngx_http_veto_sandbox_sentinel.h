@@ -37,5 +37,15 @@ ngx_int_t ngx_http_veto_sandbox_sentinel_addr(u_char *host, size_t host_len,
 ngx_int_t ngx_http_veto_sandbox_sentinel_switch(u_char *msg, size_t len,
     ngx_str_t *name, u_char *host, in_port_t *port);
 
+/*
+ * The message of +failover-state-send-slaveof-noone, sent as a failover
+ * promotes a replica: "slave <ip:port> <ip> <port> @ <name> <master ip>
+ * <master port>".  NGX_OK: a replica of the master called name is being
+ * promoted, host:*port is that master (the one to stop writing to);
+ * NGX_DECLINED: another master's; NGX_ERROR: malformed.
+ */
+ngx_int_t ngx_http_veto_sandbox_sentinel_promoting(u_char *msg, size_t len,
+    ngx_str_t *name, u_char *host, in_port_t *port);
+
 
 #endif /* _NGX_HTTP_VSB_SENTINEL_H_INCLUDED_ */

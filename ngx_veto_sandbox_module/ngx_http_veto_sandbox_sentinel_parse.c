@@ -11,7 +11,11 @@
 #include "ngx_http_veto_sandbox_sentinel.h"
 
 
-#define NGX_HTTP_VSB_SENTINEL_FIELDS  5
+#define NGX_HTTP_VSB_SENTINEL_MAX_FIELDS  8
+
+
+static ngx_int_t ngx_http_veto_sandbox_sentinel_fields(u_char *msg,
+    size_t len, ngx_uint_t n, u_char **f, size_t *flen);
 
 
 ngx_int_t
@@ -72,14 +76,66 @@ ngx_int_t
 ngx_http_veto_sandbox_sentinel_switch(u_char *msg, size_t len,
     ngx_str_t *name, u_char *host, in_port_t *port)
 {
-    u_char      *p, *last, *f[NGX_HTTP_VSB_SENTINEL_FIELDS];
-    size_t       flen[NGX_HTTP_VSB_SENTINEL_FIELDS];
+    u_char  *f[5];
+    size_t   flen[5];
+
+    if (ngx_http_veto_sandbox_sentinel_fields(msg, len, 5, f, flen)
+        != NGX_OK)
+    {
+        return NGX_ERROR;
+    }
+
+    if (flen[0] != name->len || ngx_strncmp(f[0], name->data, flen[0]) != 0) {
+        return NGX_DECLINED;
+    }
+
+    return ngx_http_veto_sandbox_sentinel_addr(f[3], flen[3], f[4], flen[4],
+                                               host, port) == NGX_OK
+           ? NGX_OK : NGX_ERROR;
+}
+
+
+ngx_int_t
+ngx_http_veto_sandbox_sentinel_promoting(u_char *msg, size_t len,
+    ngx_str_t *name, u_char *host, in_port_t *port)
+{
+    u_char  *f[8];
+    size_t   flen[8];
+
+    if (ngx_http_veto_sandbox_sentinel_fields(msg, len, 8, f, flen)
+        != NGX_OK
+        || flen[0] != 5 || ngx_strncmp(f[0], "slave", 5) != 0
+        || flen[4] != 1 || f[4][0] != '@')
+    {
+        return NGX_ERROR;
+    }
+
+    if (flen[5] != name->len || ngx_strncmp(f[5], name->data, flen[5]) != 0) {
+        return NGX_DECLINED;
+    }
+
+    return ngx_http_veto_sandbox_sentinel_addr(f[6], flen[6], f[7], flen[7],
+                                               host, port) == NGX_OK
+           ? NGX_OK : NGX_ERROR;
+}
+
+
+/* exactly n fields, each one space apart, none empty */
+static ngx_int_t
+ngx_http_veto_sandbox_sentinel_fields(u_char *msg, size_t len, ngx_uint_t n,
+    u_char **f, size_t *flen)
+{
+    u_char      *p, *last;
     ngx_uint_t   i;
+
+    if (n > NGX_HTTP_VSB_SENTINEL_MAX_FIELDS) {
+        return NGX_ERROR;
+    }
 
     p = msg;
     last = msg + len;
 
-    for (i = 0; i < NGX_HTTP_VSB_SENTINEL_FIELDS; i++) {
+    for (i = 0; i < n; i++) {
         if (i > 0) {
             if (p == last || *p != ' ') {
                 return NGX_ERROR;
@@ -101,15 +157,6 @@ ngx_http_veto_sandbox_sentinel_switch(u_char *msg, size_t len,
         }
     }
 
-    if (p != last) {
-        return NGX_ERROR;       /* a sixth field: not this message */
-    }
-
-    if (flen[0] != name->len || ngx_strncmp(f[0], name->data, flen[0]) != 0) {
-        return NGX_DECLINED;
-    }
-
-    return ngx_http_veto_sandbox_sentinel_addr(f[3], flen[3], f[4], flen[4],
-                                               host, port) == NGX_OK
-           ? NGX_OK : NGX_ERROR;
+    /* a field more: not this message */
+    return p == last ? NGX_OK : NGX_ERROR;
 }

@@ -3,7 +3,9 @@
 # asking the sentinels in order (a dead first one skipped), ROLE checked,
 # approval transitions and consumes confirmed by WAIT on a replica (and
 # refused, nothing run, when no replica confirms), a manual failover
-# followed by itself (+switch-master), nginx -t on the directives.  A
+# followed by itself (the old master fenced off at the promotion, then
+# +switch-master; what is approved after it is on the new master), nginx
+# -t on the directives.  A
 # real master, replica and three sentinels on loopback, started by this
 # test; the real helper.
 
@@ -191,8 +193,17 @@ while (time < $deadline) {
     sleep 0.1;
 }
 ok($apr4, 'approvals work again after the failover, by themselves');
-like($n->error_log, qr/\+switch-master "veto" to 127\.0\.0\.1:$new/,
-     'the worker heard +switch-master');
+like($n->error_log,
+     qr/a replica of "veto" is being promoted: 127\.0\.0\.1:$old fenced off/,
+     'the worker fenced the old master off when a replica was promoted');
+# +switch-master comes from each sentinel once it has the new
+# configuration: wait for the first
+my $heard = 0;
+for (1 .. 100) {
+    last if ($heard = $n->error_log =~ /\+switch-master "veto" to 127\.0\.0\.1:$new/);
+    sleep 0.1;
+}
+ok($heard, 'the worker heard +switch-master');
 ($st) = $n->request(POST => "/v1/approvals/$apr4/approve", $rev, {});
 is($st, 200, 'approve on the new master (its replica confirms)');
 is($s->client($new)->hget("veto:{acme}:appr:$apr4", 'state'), 'approved',

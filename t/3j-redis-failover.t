@@ -1,8 +1,11 @@
 #!/usr/bin/perl
-# A Sentinel failover under load (issue 20): kill -9 the Redis master
-# while agents exec, consume approvals and ask for new ones and a human
-# approves.  During the switch requests fail closed (503, never run
-# without their approval); service resumes by itself within seconds;
+# A Sentinel failover under load (issue 20), twice: kill -9 the Redis
+# master, then a planned SENTINEL FAILOVER (the old master stays up and
+# keeps its replicas until Sentinel demotes it: the gateway must stop
+# writing to it as soon as a replica is promoted), each while agents
+# exec, consume approvals and ask for new ones and a human approves.
+# During the switch requests fail closed (503, never run without their
+# approval); service resumes by itself within seconds;
 # approvals written before the crash (confirmed by WAIT on a replica) are
 # honoured once or refused, never used twice and never granted when they
 # were pending or denied; a revocation written with WAIT survives; the
@@ -45,8 +48,9 @@ $n->start(keep_conf => 1);
 
 my $agent = $n->token(sub => 'agent-1');
 my $rev = $n->token(sub => 'human-1', scope => 'approvals:review');
-my $doomed = $n->token(sub => 'agent-2', iat => int(time()) - 10);
 my ($st, $h, $b, $j);
+my ($sb, $doomed);
+my $NREADY = 40;
 
 # both workers: health answers from whichever took the connection
 sub wait_up
@@ -64,9 +68,6 @@ sub wait_up
 }
 ok(wait_up(15), 'the gateway found the master through the sentinels');
 
-($st, $h, $b, $j) = $n->request(POST => '/v1/sandboxes', $agent, {});
-is($st, 201, 'create') or diag $b;
-my $sb = $j->{id};
 
 # the command that leaves the approval it ran with in the workspace log
 sub gated { { argv => ['sh', '-c', "echo $_[0] >> /workspace/log"] } }
@@ -86,179 +87,228 @@ sub consume
                        gated($tag), { 'Veto-Approval' => $apr });
 }
 
-# ---- before the crash: approvals in every state, each confirmed by WAIT
-my (%apr, @ok);
-for my $t (qw(used1 used2 ready1 ready2 ready3 ready4 pending denied)) {
-    $apr{$t} = ask($t);
-    ok($apr{$t}, "approval '$t' asked for");
-}
-for my $t (qw(used1 used2 ready1 ready2 ready3 ready4)) {
-    ($st) = $n->request(POST => "/v1/approvals/$apr{$t}/approve", $rev, {});
-    is($st, 200, "approval '$t' approved");
-}
-($st) = $n->request(POST => "/v1/approvals/$apr{denied}/deny", $rev,
-                    { reason => 'no' });
-is($st, 200, "approval 'denied' denied");
-for my $t (qw(used1 used2)) {
-    ($st, $h, $b) = consume($apr{$t}, $t);
-    is($st, 200, "approval '$t' used") or diag $b;
-}
-
-# the operator revokes agent-2 the documented way: SET, then WAIT
-($st) = $n->request(GET => '/v1/sandboxes', $doomed);
-is($st, 200, 'agent-2 works before its revocation');
-my $m = $s->master;
-$m->set('veto:{acme}:revoked:agent:agent-2', int(time()));
-cmp_ok($m->wait(1, 1000), '>=', 1, 'the revocation is on a replica');
-($st) = $n->request(GET => '/v1/sandboxes', $doomed);
-is($st, 401, 'agent-2 revoked');
-
-# ---- load: agents race for the same approved approvals, plain execs,
-# new approvals asked for and approved, while the master is killed
-my $dir = $n->dir;
-my $stop = "$dir/stop-load";
-my @kids;
-
-sub kid
+# One failover under load; $how: "crash" (kill -9 the master) or
+# "switchover" (SENTINEL FAILOVER).  Returns the old and new master ports.
+sub phase
 {
-    my ($name, $body) = @_;
-    my $pid = fork() // die "fork: $!";
-    if ($pid == 0) {
-        open(my $fh, '>', "$dir/load-$name") or _exit(1);
-        $fh->autoflush(1);
-        while (!-e $stop) {
-            $body->($fh);
-        }
-        close $fh;
-        _exit(0);
-    }
-    push @kids, $pid;
-}
+    my ($how, $revoked) = @_;
+    note "---- $how";
 
-my @ready = map { $apr{$_} } qw(ready1 ready2 ready3 ready4);
-for my $k (1 .. 2) {
-    kid("race$k", sub {
+    ($st, $h, $b, $j) = $n->request(POST => '/v1/sandboxes', $agent, {});
+    is($st, 201, "$how: create") or diag $b;
+    $sb = $j->{id};
+    $doomed = $n->token(sub => $revoked, iat => int(time()) - 10);
+
+    # before the failover: approvals in every state, each confirmed by WAIT
+    # (the "ready" ones are used one by one while the master moves: one
+    # used on a master the failover leaves would be approved again on the
+    # new one)
+    my %apr;
+    my @rtags = map { "ready$_" } 1 .. $NREADY;
+    my ($asked, $approved) = (0, 0);
+    for my $t (qw(used1 used2 pending denied), @rtags) {
+        $apr{$t} = ask($t);
+        $asked++ if $apr{$t};
+    }
+    is($asked, 4 + $NREADY, 'approvals asked for');
+    for my $t (qw(used1 used2), @rtags) {
+        ($st) = $n->request(POST => "/v1/approvals/$apr{$t}/approve", $rev,
+                            {});
+        $approved++ if $st == 200;
+    }
+    is($approved, 2 + $NREADY, 'approvals approved');
+    ($st) = $n->request(POST => "/v1/approvals/$apr{denied}/deny", $rev,
+                        { reason => 'no' });
+    is($st, 200, "approval 'denied' denied");
+    for my $t (qw(used1 used2)) {
+        ($st, $h, $b) = consume($apr{$t}, $t);
+        is($st, 200, "approval '$t' used") or diag $b;
+    }
+
+    # the operator revokes an agent the documented way: SET, then WAIT
+    ($st) = $n->request(GET => '/v1/sandboxes', $doomed);
+    is($st, 200, "$revoked works before its revocation");
+    my $m = $s->master;
+    $m->set("veto:{acme}:revoked:agent:$revoked", int(time()));
+    cmp_ok($m->wait(1, 1000), '>=', 1, 'the revocation is on a replica');
+    ($st) = $n->request(GET => '/v1/sandboxes', $doomed);
+    is($st, 401, "$revoked revoked");
+
+    # ---- load: agents race for the same approved approvals, plain execs,
+    # new approvals asked for and approved, while the master is killed
+    my $dir = $n->dir . "/$how";
+    mkdir $dir or die "$dir: $!";
+    my $stop = "$dir/stop-load";
+    my @kids;
+
+    my $kid = sub {
+        my ($name, $body) = @_;
+        my $pid = fork() // die "fork: $!";
+        if ($pid == 0) {
+            open(my $fh, '>', "$dir/load-$name") or _exit(1);
+            $fh->autoflush(1);
+            while (!-e $stop) {
+                $body->($fh);
+            }
+            close $fh;
+            _exit(0);
+        }
+        push @kids, $pid;
+    };
+
+    my @ready = map { $apr{$_} } @rtags;
+    for my $k (1 .. 2) {
+        my $i = 0;
+        $kid->("race$k", sub {
+            my ($fh) = @_;
+            my ($st, $j);
+            if ($i < @ready) {
+                ($st, undef, undef, $j) = consume($ready[$i], $rtags[$i]);
+                print $fh "consume $ready[$i] $st " . ($j->{type} // '-')
+                          . " $rtags[$i]\n";
+                $i++;
+            }
+            ($st, undef, undef, $j) = $n->request(POST =>
+                                                  "/v1/sandboxes/$sb/exec",
+                                                  $agent,
+                                                  { argv => ['true'] });
+            print $fh "plain - $st " . ($j->{type} // '-') . "\n";
+            sleep 0.1;
+        });
+    }
+    my $seq = 0;
+    $kid->('human', sub {
         my ($fh) = @_;
-        for my $i (0 .. $#ready) {
-            my ($st, undef, undef, $j) = consume($ready[$i], "ready" . ($i + 1));
-            print $fh "consume $ready[$i] $st " . ($j->{type} // '-')
-                      . " ready" . ($i + 1) . "\n";
-        }
+        $seq++;
+        my $tag = "$how-$$-$seq";
         my ($st, undef, undef, $j) = $n->request(POST => "/v1/sandboxes/$sb/exec",
-                                                 $agent, { argv => ['true'] });
-        print $fh "plain - $st " . ($j->{type} // '-') . "\n";
-        sleep 0.02;
+                                                 $agent, gated($tag));
+        print $fh "ask - $st " . ($j->{type} // '-') . "\n";
+        return sleep(0.05) unless $st == 202;
+        my $id = $j->{approval_id};
+        ($st, undef, undef, $j) = $n->request(POST => "/v1/approvals/$id/approve",
+                                              $rev, {});
+        print $fh "approve $id $st " . ($j->{type} // '-') . "\n";
+        for (1 .. 2) {
+            ($st, undef, undef, $j) = consume($id, $tag);
+            print $fh "consume $id $st " . ($j->{type} // '-') . " $tag\n";
+        }
     });
-}
-my $seq = 0;
-kid('human', sub {
-    my ($fh) = @_;
-    $seq++;
-    my $tag = "new$$-$seq";
-    my ($st, undef, undef, $j) = $n->request(POST => "/v1/sandboxes/$sb/exec",
-                                             $agent, gated($tag));
-    print $fh "ask - $st " . ($j->{type} // '-') . "\n";
-    return sleep(0.05) unless $st == 202;
-    my $id = $j->{approval_id};
-    ($st, undef, undef, $j) = $n->request(POST => "/v1/approvals/$id/approve",
-                                          $rev, {});
-    print $fh "approve $id $st " . ($j->{type} // '-') . "\n";
-    for (1 .. 2) {
-        ($st, undef, undef, $j) = consume($id, $tag);
-        print $fh "consume $id $st " . ($j->{type} // '-') . " $tag\n";
-    }
-});
 
-sleep 1.5;
-my $old = $s->kill_master;
-my $t0 = time;
-my $new = $s->wait_failover($old, 30);
-my $t_elected = time - $t0;
-isnt($new, $old, "killed the master ($old); the sentinels promoted $new");
-
-# service resumes by itself: a plain exec and a new approval work
-my $resumed;
-while (time < $t0 + 30) {
-    my ($st1) = $n->request(POST => "/v1/sandboxes/$sb/exec", $agent,
-                            { argv => ['true'] });
-    my $id = $st1 == 200 ? ask("probe") : undef;
-    if ($id) { $resumed = time - $t0; last }
-    sleep 0.1;
-}
-ok(defined $resumed, 'service resumed by itself after the failover');
-diag(sprintf "failover: elected after %.1f s, the gateway writes again "
-             . "after %.1f s", $t_elected, $resumed // -1);
-sleep 1.5;      # more load on the new master
-open(my $sfh, '>', $stop) or die "$stop: $!";
-close $sfh;
-my @fail = grep { waitpid($_, 0); $? != 0 } @kids;
-is_deeply(\@fail, [], 'the load ended');
-
-# ---- what the load saw
-my (%used, %seen, %tag_of, @bad);
-for my $f (glob "$dir/load-*") {
-    open(my $fh, '<', $f) or die "$f: $!";
-    while (<$fh>) {
-        my ($what, $id, $st, $type, $tag) = split;
-        $tag_of{$id} = $tag if $tag;
-        $seen{"$what $st"}++;
-        push @bad, $_ if $st !~ /^(200|202|403|503)$/;
-        push @bad, $_ if $st == 503 && $type ne 'urn:veto-sandbox:problem:redis_unavailable';
-        $used{$id}++ if $what eq 'consume' && $st == 200;
-    }
-}
-diag join(', ', map { "$_: $seen{$_}" } sort keys %seen);
-is_deeply(\@bad, [], 'only 200, 202, 403 and 503 redis_unavailable');
-ok(($seen{'plain 503'} // 0) + ($seen{'consume 503'} // 0) > 0,
-   'the switch was seen: requests refused with 503 while it lasted');
-ok(($seen{'consume 200'} // 0) > 0, 'approvals were used under load');
-my @twice = grep { $used{$_} > 1 } keys %used;
-is_deeply(\@twice, [], 'no approval used twice under load');
-
-($st, $h, $b) = $n->request(GET => "/v1/sandboxes/$sb/files?path=log",
-                            $agent);
-is($st, 200, 'the workspace log reads back');
-my %ran;
-$ran{$_}++ for split /\n/, $b;
-my @ran_twice = grep { $ran{$_} > 1 } keys %ran;
-is_deeply(\@ran_twice, [], 'no command ran twice on one approval');
-is($ran{used1}, 1, "'used1' ran once, before the crash");
-is($ran{used2}, 1, "'used2' ran once, before the crash");
-ok(!$ran{pending}, "the pending approval's command never ran");
-ok(!$ran{denied}, "the denied approval's command never ran");
-# every 200 ran its command once, and nothing else ran
-my %want = map { $tag_of{$_} => 1 } keys %used;
-$want{$_} = 1 for qw(used1 used2);
-is_deeply([ sort keys %ran ], [ sort keys %want ],
-          'the commands that ran are exactly those whose approval was used '
-          . '(200): none without its approval');
-
-# ---- after the failover, on the new master
-for my $t (qw(used1 used2)) {
-    ($st, $h, $b, $j) = consume($apr{$t}, "$t-again");
-    is($st, 403, "'$t', used before the crash, is refused after it");
-    is($j->{state}, 'consumed', '... as consumed');
-}
-($st, $h, $b, $j) = consume($apr{pending}, 'pending');
-is($st, 403, 'the pending approval is still not granted');
-is($j->{state}, 'pending', '... still pending');
-($st, $h, $b, $j) = consume($apr{denied}, 'denied');
-is($st, 403, 'the denied approval is still refused');
-is($j->{state}, 'denied', '... still denied');
-for my $i (0 .. $#ready) {
-    ($st, $h, $b, $j) = consume($ready[$i], "ready" . ($i + 1) . "-again");
-    if ($used{$ready[$i]}) {
-        is($st, 403, "ready" . ($i + 1) . " (used under load) is spent");
+    sleep 1.5;
+    my ($old, $new, $t0);
+    if ($how eq 'crash') {
+        $old = $s->kill_master;
+        $t0 = time;
+        $new = $s->wait_failover($old, 30);
     } else {
-        ok($st == 200 || ($st == 403 && $j->{state} eq 'consumed'),
-           "ready" . ($i + 1) . " (unused) is usable once, or spent by a "
-           . "consume whose answer was lost (fail closed)")
-            or diag "$st $b";
+        $old = $s->master_port;
+        $t0 = time;
+        $new = $s->failover;
     }
-}
-($st) = $n->request(GET => '/v1/sandboxes', $doomed);
-is($st, 401, 'the revocation survived the failover');
+    my $t_elected = time - $t0;
+    isnt($new, $old, "$how: the master was $old; the sentinels promoted $new");
 
+    # service resumes by itself: a plain exec and a new approval work
+    my $resumed;
+    while (time < $t0 + 30) {
+        my ($st1) = $n->request(POST => "/v1/sandboxes/$sb/exec", $agent,
+                                { argv => ['true'] });
+        my $id = $st1 == 200 ? ask("probe") : undef;
+        if ($id) { $resumed = time - $t0; last }
+        sleep 0.1;
+    }
+    ok(defined $resumed, "$how: service resumed by itself after the failover");
+    diag(sprintf "$how: a new master after %.1f s, the gateway writes again "
+                 . "after %.1f s", $t_elected, $resumed // -1);
+    sleep 1.5;      # more load on the new master
+    open(my $sfh, '>', $stop) or die "$stop: $!";
+    close $sfh;
+    my @fail = grep { waitpid($_, 0); $? != 0 } @kids;
+    is_deeply(\@fail, [], 'the load ended');
+
+    # ---- what the load saw
+    my (%used, %seen, %tag_of, @bad);
+    for my $f (glob "$dir/load-*") {
+        open(my $fh, '<', $f) or die "$f: $!";
+        while (<$fh>) {
+            my ($what, $id, $st, $type, $tag) = split;
+            $tag_of{$id} = $tag if $tag;
+            $seen{"$what $st"}++;
+            push @bad, $_ if $st !~ /^(200|202|403|503)$/;
+            push @bad, $_ if $st == 503 && $type ne 'urn:veto-sandbox:problem:redis_unavailable';
+            $used{$id}++ if $what eq 'consume' && $st == 200;
+        }
+    }
+    diag "$how: " . join(', ', map { "$_: $seen{$_}" } sort keys %seen);
+    is_deeply(\@bad, [], 'only 200, 202, 403 and 503 redis_unavailable');
+    ok(($seen{'plain 503'} // 0) + ($seen{'consume 503'} // 0) > 0,
+       "$how: the switch was seen: requests refused with 503 while it lasted");
+    ok(($seen{'consume 200'} // 0) > 0, 'approvals were used under load');
+    my @twice = grep { $used{$_} > 1 } keys %used;
+    is_deeply(\@twice, [], "$how: no approval used twice under load");
+
+    ($st, $h, $b) = $n->request(GET => "/v1/sandboxes/$sb/files?path=log",
+                                $agent);
+    is($st, 200, 'the workspace log reads back');
+    my %ran;
+    $ran{$_}++ for split /\n/, $b;
+    my @ran_twice = grep { $ran{$_} > 1 } keys %ran;
+    is_deeply(\@ran_twice, [], "$how: no command ran twice on one approval");
+    is($ran{used1}, 1, "'used1' ran once, before the crash");
+    is($ran{used2}, 1, "'used2' ran once, before the crash");
+    ok(!$ran{pending}, "the pending approval's command never ran");
+    ok(!$ran{denied}, "the denied approval's command never ran");
+    # every 200 ran its command once, and nothing else ran
+    my %want = map { $tag_of{$_} => 1 } keys %used;
+    $want{$_} = 1 for qw(used1 used2);
+    is_deeply([ sort keys %ran ], [ sort keys %want ],
+              "$how: the commands that ran are exactly those whose approval was "
+              . 'used (200): none without its approval');
+
+    # ---- after the failover, on the new master
+    for my $t (qw(used1 used2)) {
+        ($st, $h, $b, $j) = consume($apr{$t}, $t);
+        is($st, 403, "'$t', used before the crash, is refused after it");
+        is($j->{state}, 'consumed', '... as consumed');
+    }
+    ($st, $h, $b, $j) = consume($apr{pending}, 'pending');
+    is($st, 403, 'the pending approval is still not granted');
+    is($j->{state}, 'pending', '... still pending');
+    ($st, $h, $b, $j) = consume($apr{denied}, 'denied');
+    is($st, 403, 'the denied approval is still refused');
+    is($j->{state}, 'denied', '... still denied');
+    # each "ready" approval once more, the same request: one used under
+    # load is spent (on the new master too), one not used is usable once
+    my ($spent, $usable, @wrong) = (0, 0);
+    for my $i (0 .. $#ready) {
+        ($st, $h, $b, $j) = consume($ready[$i], $rtags[$i]);
+        if ($used{$ready[$i]}) {
+            ($st == 403 && ($j->{state} // '') eq 'consumed')
+                ? $spent++ : push @wrong, "$rtags[$i] used, then $st";
+        } elsif ($st == 200 || ($st == 403
+                                && ($j->{state} // '') eq 'consumed')) {
+            $usable++;      # or spent by a consume whose answer was lost
+        } else {
+            push @wrong, "$rtags[$i] unused, then $st";
+        }
+    }
+    is_deeply(\@wrong, [], "$how: every approval used under load is spent "
+                           . 'after the failover, never usable again');
+    ($st, $h, $b) = $n->request(GET => "/v1/sandboxes/$sb/files?path=log",
+                                $agent);
+    my %again;
+    $again{$_}++ for split /\n/, $b;
+    is_deeply([ grep { $again{$_} > 1 } keys %again ], [],
+              "$how: and no command ran twice in the end");
+
+    ($st) = $n->request(GET => '/v1/sandboxes', $doomed);
+    is($st, 401, "$how: the revocation survived the failover");
+
+    return ($old, $new);
+}
+
+my ($old, $new) = phase('crash', 'agent-2');
 # ---- the old master comes back, empty (no persistence here): the
 # sentinels make it a replica; the gateway never writes to it
 $s->restart($old);
@@ -284,15 +334,28 @@ is($st, 200, '... approved (WAIT confirmed)');
 is($st, 200, '... and used');
 ($st) = $n->request(GET => '/v1/sandboxes', $doomed);
 is($st, 401, 'the revocation is still there');
-
 ($st) = $n->request(DELETE => "/v1/sandboxes/$sb", $agent);
 is($st, 200, 'delete');
+
+
+# ---- a planned switchover: the old master is up and keeps its replicas
+# for a while; writes to it then would be lost (an approval consumed there
+# usable again).  The gateway stops at the promotion.
+$s->wait_healthy;
+my ($old2, $new2) = phase('switchover', 'agent-3');
+($st) = $n->request(DELETE => "/v1/sandboxes/$sb", $agent);
+is($st, 200, 'delete');
+like($n->error_log,
+     qr/a replica of "veto" is being promoted: 127\.0\.0\.1:$old2 fenced off/,
+     'switchover: the workers fenced the old master off at the promotion');
 
 $n->stop;
 my $log = $n->error_log;
 unlike($log, qr/\[(alert|crit)\]/, 'no alert in the log');
 like($log, qr/\+switch-master "veto" to 127\.0\.0\.1:$new/,
      'the workers heard +switch-master');
+like($log, qr/\+switch-master "veto" to 127\.0\.0\.1:$new2/,
+     '... both times');
 $n->helper->leaks_ok('after the failover');
 
 done_testing;

@@ -819,8 +819,9 @@ check_sentinel_addr(u_char *host, in_port_t port)
 
 
 /*
- * What a sentinel sends: the input is a +switch-master message for the
- * master "veto", and, split at its first space, the host and port of a
+ * What a sentinel sends: the input is a +switch-master and a
+ * +failover-state-send-slaveof-noone message for the master "veto", and,
+ * split at its first space, the host and port of a
  * get-master-addr-by-name answer.
  */
 static void
@@ -845,6 +846,21 @@ fuzz_sentinel(const uint8_t *data, size_t size)
     if (rc == NGX_OK) {
         if (size < 5 || ngx_strncmp(buf, "veto ", 5) != 0) {
             abort();                /* another master's move taken */
+        }
+
+        check_sentinel_addr(host, port);
+
+    } else if (rc != NGX_DECLINED && rc != NGX_ERROR) {
+        abort();
+    }
+
+    port = 0;
+    rc = ngx_http_veto_sandbox_sentinel_promoting(buf, size, &name, host,
+                                                  &port);
+
+    if (rc == NGX_OK) {
+        if (size < 6 || ngx_strncmp(buf, "slave ", 6) != 0) {
+            abort();
         }
 
         check_sentinel_addr(host, port);

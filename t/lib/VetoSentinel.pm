@@ -1,9 +1,9 @@
 package VetoSentinel;
 
 # A private Redis kept available by Sentinel, for tests: one master, two
-# replicas (so that a failover leaves one for WAIT) and three sentinels (Debian's redis-sentinel), each on its own
-# free TCP port of one address (loopback, or a test host's bridge), in a
-# temp dir of this test.  Failover is fast (down-after 1 s): the tests
+# replicas (so that a failover leaves one for WAIT) and three sentinels
+# (Debian's redis-sentinel), each on its own free TCP port of one address
+# (loopback, or a test host's bridge), in a temp dir of this test.  Failover is fast (down-after 1 s): the tests
 # kill -9 the master and watch the gateways follow.
 #
 #   my $s = VetoSentinel->new(addr => '127.0.0.1');
@@ -178,7 +178,8 @@ sub wait_replica
 sub wait_sentinels_agree
 {
     my ($self, $port) = @_;
-    my $deadline = time + 20;
+    # hello messages every 2 s; slow under a loaded machine
+    my $deadline = time + 45;
     while (time < $deadline) {
         my $ok = 0;
         for my $p (@{ $self->{sports} }) {

@@ -159,6 +159,46 @@ test_switch_malformed(void **state)
 }
 
 
+static ngx_int_t
+promo(const char *msg, u_char *out, in_port_t *p)
+{
+    ngx_str_t  name = ngx_string("veto");
+
+    return ngx_http_veto_sandbox_sentinel_promoting((u_char *) msg,
+                                                    strlen(msg), &name, out,
+                                                    p);
+}
+
+
+static void
+test_promoting(void **state)
+{
+    u_char     out[NGX_HTTP_VSB_SENTINEL_HOST_LEN];
+    in_port_t  port = 0;
+
+    /* the master to fence off is the one after "@ <name>" */
+    assert_int_equal(promo("slave 127.0.0.1:6380 127.0.0.1 6380 @ veto "
+                           "127.0.0.1 6379", out, &port), NGX_OK);
+    assert_string_equal((char *) out, "127.0.0.1");
+    assert_int_equal(port, 6379);
+
+    port = 0;
+    assert_int_equal(promo("slave [::2]:6380 ::2 6380 @ other ::1 6379",
+                           out, &port), NGX_DECLINED);
+    assert_int_equal(promo("master veto 127.0.0.1 6379", out, &port),
+                     NGX_ERROR);
+    assert_int_equal(promo("slave 127.0.0.1:6380 127.0.0.1 6380 # veto "
+                           "127.0.0.1 6379", out, &port), NGX_ERROR);
+    assert_int_equal(promo("slave 127.0.0.1:6380 127.0.0.1 6380 @ veto "
+                           "127.0.0.1", out, &port), NGX_ERROR);
+    assert_int_equal(promo("slave 127.0.0.1:6380 127.0.0.1 6380 @ veto "
+                           "127.0.0.1 6379 x", out, &port), NGX_ERROR);
+    assert_int_equal(promo("slave 127.0.0.1:6380 127.0.0.1 6380 @ veto "
+                           "redis-1 6379", out, &port), NGX_ERROR);
+    assert_int_equal(port, 0);
+}
+
+
 int
 main(void)
 {
@@ -169,6 +209,7 @@ main(void)
         cmocka_unit_test(test_switch),
         cmocka_unit_test(test_switch_other_master),
         cmocka_unit_test(test_switch_malformed),
+        cmocka_unit_test(test_promoting),
     };
 
     ngx_stub_init();

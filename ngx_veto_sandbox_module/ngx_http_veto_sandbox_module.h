@@ -670,6 +670,18 @@ ngx_http_veto_sandbox_op_t *ngx_http_veto_sandbox_op_route(
 ngx_int_t ngx_http_veto_sandbox_op_run(ngx_http_request_t *r,
     ngx_http_veto_sandbox_ctx_t *ctx);
 
+/* _redis_conf.c: veto_sandbox_redis*, veto_sandbox_host */
+char *ngx_http_veto_sandbox_redis(ngx_conf_t *cf, ngx_command_t *cmd,
+    void *conf);
+char *ngx_http_veto_sandbox_redis_str(ngx_conf_t *cf, ngx_command_t *cmd,
+    void *conf);
+char *ngx_http_veto_sandbox_redis_sentinel(ngx_conf_t *cf, ngx_command_t *cmd,
+    void *conf);
+char *ngx_http_veto_sandbox_redis_wait(ngx_conf_t *cf, ngx_command_t *cmd,
+    void *conf);
+char *ngx_http_veto_sandbox_host(ngx_conf_t *cf, ngx_command_t *cmd,
+    void *conf);
+
 /* _mcp.c: the MCP endpoint, "/v1/mcp" when veto_sandbox_mcp is on */
 ngx_int_t ngx_http_veto_sandbox_mcp_uri(ngx_http_request_t *r);
 ngx_int_t ngx_http_veto_sandbox_mcp_handler(ngx_http_request_t *r);

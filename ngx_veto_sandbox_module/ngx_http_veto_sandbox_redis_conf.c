@@ -1,0 +1,172 @@
+/*
+ * Veto Sandbox: the Redis directives of the http block (the connection,
+ * Sentinel, WAIT, credentials) and the name of this gateway host in
+ * what it records there.
+ */
+
+#include "ngx_http_veto_sandbox_module.h"
+
+
+char *
+ngx_http_veto_sandbox_redis(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
+{
+    ngx_http_veto_sandbox_main_conf_t *vmcf = conf;
+
+    ngx_str_t  *value;
+
+    if (vmcf->enabled) {
+        return vmcf->redis.sentinels ? "conflicts with "
+                                       "\"veto_sandbox_redis_sentinel\""
+                                     : "is duplicate";
+    }
+
+    value = cf->args->elts;
+
+    if (ngx_http_veto_sandbox_redis_parse_addr(cf, &value[1], &vmcf->redis)
+        != NGX_CONF_OK)
+    {
+        return NGX_CONF_ERROR;
+    }
+
+    vmcf->enabled = 1;
+
+    return NGX_CONF_OK;
+}
+
+
+/* "veto_sandbox_redis_sentinel <master name> <sentinel> ...": the master
+ * is the one these sentinels name (_sentinel.c) */
+char *
+ngx_http_veto_sandbox_redis_sentinel(ngx_conf_t *cf, ngx_command_t *cmd,
+    void *conf)
+{
+    ngx_http_veto_sandbox_main_conf_t *vmcf = conf;
+
+    ngx_str_t  *value;
+
+    if (vmcf->enabled) {
+        return vmcf->redis.sentinels ? "is duplicate"
+                                     : "conflicts with \"veto_sandbox_redis\"";
+    }
+
+    value = cf->args->elts;
+
+    if (ngx_http_veto_sandbox_sentinel_conf(cf, &value[1], cf->args->nelts - 1,
+                                            &vmcf->redis)
+        != NGX_CONF_OK)
+    {
+        return NGX_CONF_ERROR;
+    }
+
+    vmcf->enabled = 1;
+
+    return NGX_CONF_OK;
+}
+
+
+/* "veto_sandbox_redis_wait <replicas> [<timeout>]": approval transitions
+ * and consumes count only once that many replicas have them */
+char *
+ngx_http_veto_sandbox_redis_wait(ngx_conf_t *cf, ngx_command_t *cmd,
+    void *conf)
+{
+    ngx_http_veto_sandbox_main_conf_t *vmcf = conf;
+
+    ngx_int_t   n;
+    ngx_str_t  *value;
+
+    if (vmcf->redis.wait_replicas != NGX_CONF_UNSET_UINT) {
+        return "is duplicate";
+    }
+
+    value = cf->args->elts;
+
+    n = ngx_atoi(value[1].data, value[1].len);
+    if (n == NGX_ERROR || n > 16) {
+        return "needs a number of replicas, 0..16 (0: a single Redis)";
+    }
+
+    vmcf->redis.wait_replicas = (ngx_uint_t) n;
+
+    if (cf->args->nelts == 3) {
+        vmcf->redis.wait_timeout = ngx_parse_time(&value[2], 0);
+        if (vmcf->redis.wait_timeout == (ngx_msec_t) NGX_ERROR
+            || vmcf->redis.wait_timeout == 0)
+        {
+            return "needs a positive timeout, such as 500ms";
+        }
+    }
+
+    return NGX_CONF_OK;
+}
+
+
+/*
+ * "veto_sandbox_host <name>": the name ownership records give this host,
+ * so that gateway hosts sharing one Redis tell their sandboxes apart
+ * (a restarted helper's cleanup, a helper's "not_found", touch only
+ * this host's).  Default: the machine's hostname.
+ */
+char *
+ngx_http_veto_sandbox_host(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
+{
+    ngx_http_veto_sandbox_main_conf_t *vmcf = conf;
+
+    u_char     *p;
+    ngx_str_t  *value;
+
+    if (vmcf->host.data != NULL) {
+        return "is duplicate";
+    }
+
+    value = cf->args->elts;
+
+    if (value[1].len == 0 || value[1].len > 64) {
+        return "needs a name of 1..64 bytes";
+    }
+
+    for (p = value[1].data; p < value[1].data + value[1].len; p++) {
+        if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z')
+              || (*p >= '0' && *p <= '9') || *p == '.' || *p == '-'
+              || *p == '_'))
+        {
+            return "needs a name of letters, digits, \".\", \"-\" and "
+                   "\"_\"";
+        }
+    }
+
+    vmcf->host = value[1];
+
+    return NGX_CONF_OK;
+}
+
+
+/* user and password: NUL terminated copies, for hiredis */
+char *
+ngx_http_veto_sandbox_redis_str(ngx_conf_t *cf, ngx_command_t *cmd,
+    void *conf)
+{
+    ngx_str_t  *field, *value;
+
+    field = (ngx_str_t *) ((char *) conf + cmd->offset);
+
+    if (field->data != NULL) {
+        return "is duplicate";
+    }
+
+    value = cf->args->elts;
+
+    if (value[1].len == 0) {
+        return "must not be empty";
+    }
+
+    field->data = ngx_pnalloc(cf->pool, value[1].len + 1);
+    if (field->data == NULL) {
+        return NGX_CONF_ERROR;
+    }
+
+    ngx_cpystrn(field->data, value[1].data, value[1].len + 1);
+    field->len = value[1].len;
+
+    return NGX_CONF_OK;
+}

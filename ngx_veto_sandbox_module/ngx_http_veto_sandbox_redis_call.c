@@ -650,6 +650,13 @@ ngx_http_veto_sandbox_redis_cmd_finish(ngx_http_veto_sandbox_redis_cmd_t *cmd,
     cmd->done = 1;
     cmd->handler = NULL;
 
+    /* a durable write's reply kept for WAIT, when WAIT never answered
+     * (the connection went, the timer fired) */
+    if (cmd->saved) {
+        freeReplyObject(cmd->saved);
+        cmd->saved = NULL;
+    }
+
     if (cmd->timer.timer_set) {
         ngx_del_timer(&cmd->timer);
     }

@@ -181,10 +181,25 @@ MODULE_FUZZ  = $(MODULE_PURE) \
                ngx_veto_sandbox_module/ngx_http_veto_sandbox_output.c \
                ngx_veto_sandbox_module/ngx_http_veto_sandbox_request_lifetime.c
 
-$(FUZZ_BUILD)/fuzz_module_%: t/fuzz/fuzz_module_%.c $(MODULE_DEPS) $(MODULE_FUZZ)
+# An archive, so that a target links only the files it calls: a target
+# that includes a module file (for its statics) and stands in for the
+# rest of the module (t/fuzz/fuzz_module_*.c) pulls in nothing else.
+MODULE_FUZZ_LIB = $(FUZZ_BUILD)/module/libvsb_module.a
+MODULE_FUZZ_OBJS = $(patsubst %.c,$(FUZZ_BUILD)/module/%.o,$(MODULE_FUZZ))
+
+$(FUZZ_BUILD)/module/%.o: %.c $(MODULE_DEPS)
+	@mkdir -p $(dir $@)
+	clang -g -O1 $(FUZZ_INSTR) $(FUZZ_LIBSAN) $(MODULE_CFLAGS) -c -o $@ $<
+
+$(MODULE_FUZZ_LIB): $(MODULE_FUZZ_OBJS)
+	rm -f $@
+	ar rcs $@ $^
+
+$(FUZZ_BUILD)/fuzz_module_%: t/fuzz/fuzz_module_%.c $(MODULE_FUZZ_LIB) \
+		$(MODULE_DEPS) $(wildcard ngx_veto_sandbox_module/*.c)
 	@mkdir -p $(dir $@)
 	clang -g -O1 $(FUZZ_INSTR) $(FUZZ_EXESAN) $(MODULE_CFLAGS) \
-		-o $@ $< $(MODULE_FUZZ) $(MODULE_LIBS)
+		-o $@ $< $(MODULE_FUZZ_LIB) $(MODULE_LIBS)
 
 clean:
 	rm -rf build build-asan build-fuzz build-fuzz-cov

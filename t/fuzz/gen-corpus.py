@@ -14,8 +14,9 @@ protocol grows, this script must grow with it.
 
 Files named regress-* in a corpus directory are crashers kept as
 regression inputs (see README, "Fuzzing"); this script never touches them.
-Only the helper's targets are generated here: other fuzz_*.c targets keep
-their own seeds.
+The module's targets other than fuzz_module_parsers (whose seeds are
+committed files) are generated too, from t/fuzz/module_corpus.py; the
+remaining fuzz_*.c targets keep their own seeds.
 """
 
 import json
@@ -27,7 +28,11 @@ ROOT = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)),
                                      '..', '..'))
 HELPER = os.path.join(ROOT, 'sandbox-helper')
 FUZZ = os.path.join(ROOT, 't', 'fuzz')
-TARGETS = ('fuzz_request', 'fuzz_frame', 'fuzz_config', 'fuzz_paths')
+sys.path.insert(0, FUZZ)
+import module_corpus  # noqa: E402  (t/fuzz/module_corpus.py)
+
+HELPER_TARGETS = ('fuzz_request', 'fuzz_frame', 'fuzz_config', 'fuzz_paths')
+TARGETS = HELPER_TARGETS + tuple(module_corpus.TARGETS)
 KEEP_PREFIX = 'regress-'
 
 
@@ -1128,6 +1133,12 @@ def generate():
                          ('fuzz_config', config_dict()),
                          ('fuzz_paths', paths_dict())):
         out[os.path.join('dict', target + '.dict')] = text.encode()
+    for target, (seeds, entries) in module_corpus.TARGETS.items():
+        for name, data in seeds().items():
+            out[os.path.join('corpus', target, name)] = data
+        out[os.path.join('dict', target + '.dict')] = dictionary(
+            '%s: %s' % (target, module_corpus.TITLES[target]),
+            entries()).encode()
     return out
 
 

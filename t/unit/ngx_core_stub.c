@@ -48,6 +48,13 @@ ngx_stub_last_error(void)
 
 
 void
+ngx_stub_clear_error(void)
+{
+    ngx_stub_last[0] = '\0';
+}
+
+
+void
 ngx_stub_conf(ngx_conf_t *cf, ngx_pool_t *pool)
 {
     ngx_memzero(cf, sizeof(ngx_conf_t));
@@ -549,6 +556,137 @@ ngx_snprintf(u_char *buf, size_t max, const char *fmt, ...)
     va_end(args);
 
     return p;
+}
+
+
+/* strings */
+
+u_char *
+ngx_cpystrn(u_char *dst, u_char *src, size_t n)
+{
+    if (n == 0) {
+        return dst;
+    }
+
+    while (--n) {
+        *dst = *src;
+
+        if (*dst == '\0') {
+            return dst;
+        }
+
+        dst++;
+        src++;
+    }
+
+    *dst = '\0';
+
+    return dst;
+}
+
+
+u_char *
+ngx_pstrdup(ngx_pool_t *pool, ngx_str_t *src)
+{
+    u_char  *dst;
+
+    dst = ngx_pnalloc(pool, src->len);
+    if (dst == NULL) {
+        return NULL;
+    }
+
+    ngx_memcpy(dst, src->data, src->len);
+
+    return dst;
+}
+
+
+/* base64url (RFC 4648 5), as the header says: no padding written; a
+ * decoder reads up to the first '=', refuses any other byte outside the
+ * alphabet and a length that leaves a lone sextet */
+
+static const char  ngx_stub_b64url[] =
+    "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
+
+
+void
+ngx_encode_base64url(ngx_str_t *dst, ngx_str_t *src)
+{
+    u_char    *d, *s;
+    size_t     n;
+    uint32_t   v;
+
+    d = dst->data;
+    s = src->data;
+
+    for (n = src->len; n >= 3; n -= 3, s += 3) {
+        v = (uint32_t) s[0] << 16 | (uint32_t) s[1] << 8 | s[2];
+        *d++ = ngx_stub_b64url[v >> 18];
+        *d++ = ngx_stub_b64url[(v >> 12) & 0x3f];
+        *d++ = ngx_stub_b64url[(v >> 6) & 0x3f];
+        *d++ = ngx_stub_b64url[v & 0x3f];
+    }
+
+    if (n > 0) {
+        v = (uint32_t) s[0] << 16 | (n == 2 ? (uint32_t) s[1] << 8 : 0);
+        *d++ = ngx_stub_b64url[v >> 18];
+        *d++ = ngx_stub_b64url[(v >> 12) & 0x3f];
+
+        if (n == 2) {
+            *d++ = ngx_stub_b64url[(v >> 6) & 0x3f];
+        }
+    }
+
+    dst->len = d - dst->data;
+}
+
+
+static int
+ngx_stub_b64url_value(u_char c)
+{
+    const char  *p;
+
+    p = (c == '\0') ? NULL : strchr(ngx_stub_b64url, c);
+
+    return p ? (int) (p - ngx_stub_b64url) : -1;
+}
+
+
+ngx_int_t
+ngx_decode_base64url(ngx_str_t *dst, ngx_str_t *src)
+{
+    u_char    *d;
+    size_t     len, i;
+    uint32_t   v;
+    ngx_uint_t bits;
+
+    for (len = 0; len < src->len && src->data[len] != '='; len++) {
+        if (ngx_stub_b64url_value(src->data[len]) < 0) {
+            return NGX_ERROR;
+        }
+    }
+
+    if (len % 4 == 1) {
+        return NGX_ERROR;
+    }
+
+    d = dst->data;
+    v = 0;
+    bits = 0;
+
+    for (i = 0; i < len; i++) {
+        v = (v << 6) | (uint32_t) ngx_stub_b64url_value(src->data[i]);
+        bits += 6;
+
+        if (bits >= 8) {
+            bits -= 8;
+            *d++ = (u_char) (v >> bits);
+        }
+    }
+
+    dst->len = d - dst->data;
+
+    return NGX_OK;
 }
 
 

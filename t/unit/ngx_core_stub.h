@@ -20,5 +20,8 @@ void ngx_stub_conf(ngx_conf_t *cf, ngx_pool_t *pool);
 /* the text of the last ngx_log_error() or ngx_conf_log_error() */
 const char *ngx_stub_last_error(void);
 
+/* forgets it: a refusal that logs nothing leaves the text empty */
+void ngx_stub_clear_error(void);
+
 
 #endif /* _NGX_CORE_STUB_H_INCLUDED_ */

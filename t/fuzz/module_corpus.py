@@ -1,0 +1,222 @@
+"""Seeds and dictionaries of the module's fuzz targets that
+t/fuzz/gen-corpus.py generates (fuzz_module_jwt, fuzz_module_hash,
+fuzz_module_helper_reply, fuzz_module_mcp).
+
+Each target's first input byte picks what it parses (the comment at the
+top of t/fuzz/<target>.c); seeds are that byte and the input.  The keys,
+the policy and the configuration they meet are the harness's own
+(fuzz_module_jwt.c's HS256 secret signs the tokens here).
+"""
+
+import base64
+import hashlib
+import hmac
+import json
+
+# fuzz_module_jwt.c
+HS_SECRET = b'fuzz-secret-0123456789abcdef0123456789'
+EC_X = 'n11thFh4aJiRZ0d4BHyWvf0kYzW4lOFJK6TWKcsAwlM'
+EC_Y = 'CN6IoQL3oaD7_KQrxdIu53j6yehxfY_i0CG1X4Eifuk'
+RSA_N = ('u9uSzDWAxEF52rbvFHmObBAtlk487fkIUjvCFOM2PBIs4gWVewKoWeT6MGX2'
+         'RV_OB_wMLlb3RGWY9x-h_0-2duxB9NPUQKURPHSSnu4H1zK6PeXy0Bdgpfut'
+         'vSIlo8bfypAemAMJHh3V9WDdkvGMBuMhaphGsbxRCV1k21kuuZx9947NH44j'
+         'H_Br74HSkiWSp-Bxvsuxi6u_7jXExktVTO_OYs5k-KE5U4mAbzn-jpyP0aW0'
+         'MvnpEMs5afdafLUNociFKj3A5rKrlUDW8z8O1rW4OXTjE8j5aqWU5LdW2nEU'
+         'p1HPK6f3JaShynzcCNiSLSQJ5gR2FegYj09KOvcJ1w')
+NOW = 1800000000            # the harness's clock
+ISS = 'https://issuer.test'
+AUD = 'veto-sandbox'
+SCOPES = ['sandbox:create', 'sandbox:exec', 'sandbox:files',
+          'approvals:review', 'audit:read', 'sandbox:network']
+
+
+def enc(obj):
+    return json.dumps(obj, separators=(',', ':'), sort_keys=True).encode()
+
+
+def b64u(b):
+    return base64.urlsafe_b64encode(b).rstrip(b'=')
+
+
+def hs256(header, claims):
+    si = b64u(header) + b'.' + b64u(claims)
+    mac = hmac.new(HS_SECRET, si, hashlib.sha256).digest()
+    return si + b'.' + b64u(mac)
+
+
+def claims(**kw):
+    c = {'sub': 'a1', 'tenant': 'acme', 'iss': ISS, 'aud': AUD,
+         'exp': NOW + 600, 'iat': NOW - 10, 'nbf': NOW - 10,
+         'jti': 'jti-1', 'scope': ' '.join(SCOPES)}
+    for k, v in kw.items():
+        if v is None:
+            c.pop(k, None)
+        else:
+            c[k] = v
+    return enc(c)
+
+
+HS = enc({'alg': 'HS256', 'typ': 'JWT'})
+
+
+def jwt_seeds():
+    s = {}
+
+    def header(name, value):
+        s['auth-' + name] = b'\x00' + value
+
+    def signed(name, hdr, cl):
+        s['claims-' + name] = b'\x01' + hdr + b'\x00' + cl
+
+    def jwks(name, doc):
+        s['jwks-' + name] = b'\x02' + (doc if isinstance(doc, bytes)
+                                       else enc(doc))
+
+    good = hs256(HS, claims())
+    header('good', b'Bearer ' + good)
+    header('good-kid', b'Bearer ' + hs256(enc({'alg': 'HS256', 'kid': 'hs'}),
+                                          claims()))
+    header('lowercase-spaces', b'bearer   ' + good + b'   ')
+    header('basic', b'Basic dXNlcjpwYXNz')
+    header('empty', b'Bearer ')
+    header('short', b'Bear')
+    header('bad-sig', b'Bearer ' + good[:-4] + b'AAAA')
+    header('no-sig', b'Bearer ' + good[:good.rindex(b'.') + 1])
+    header('two-parts', b'Bearer ' + good[:good.rindex(b'.')])
+    header('four-parts', b'Bearer ' + good + b'.x')
+    header('bad-char', b'Bearer ' + good.replace(b'.', b'+', 1))
+    header('padded', b'Bearer ' + good + b'==')
+    header('alg-none', b'Bearer ' + b64u(enc({'alg': 'none'})) + b'.'
+           + b64u(claims()) + b'.x')
+    header('header-not-json', b'Bearer ' + b64u(b'{"alg":') + b'.'
+           + b64u(claims()) + b'.AAAA')
+    header('claims-not-json', b'Bearer ' + hs256(HS, b'[1,2]'))
+    header('claims-not-b64', b'Bearer ' + b64u(HS) + b'.A.' + b'AAAA')
+    header('es256-garbage', b'Bearer ' + b64u(enc({'alg': 'ES256',
+                                                     'kid': 'ec'}))
+           + b'.' + b64u(claims()) + b'.' + b64u(b'\x01' * 64))
+    header('es256-zero', b'Bearer ' + b64u(enc({'alg': 'ES256',
+                                                  'kid': 'ec'}))
+           + b'.' + b64u(claims()) + b'.' + b64u(b'\x00' * 64))
+    header('es256-short', b'Bearer ' + b64u(enc({'alg': 'ES256',
+                                                   'kid': 'ec'}))
+           + b'.' + b64u(claims()) + b'.' + b64u(b'\x01' * 63))
+    header('rs256-garbage', b'Bearer ' + b64u(enc({'alg': 'RS256',
+                                                     'kid': 'rs'}))
+           + b'.' + b64u(claims()) + b'.' + b64u(b'\x02' * 256))
+    header('rs256-short', b'Bearer ' + b64u(enc({'alg': 'RS256',
+                                                   'kid': 'rs'}))
+           + b'.' + b64u(claims()) + b'.' + b64u(b'\x02' * 255))
+    header('sig-too-long', b'Bearer ' + b64u(HS) + b'.' + b64u(claims())
+           + b'.' + b64u(b'\x03' * 600))
+    header('too-large', b'Bearer ' + b'A' * 8200 + b'.B.C')
+
+    signed('good', HS, claims())
+    signed('kid-hs', enc({'alg': 'HS256', 'kid': 'hs'}), claims())
+    signed('kid-unknown', enc({'alg': 'HS256', 'kid': 'nope'}), claims())
+    signed('kid-number', enc({'alg': 'HS256', 'kid': 7}), claims())
+    signed('no-kid-many-keys', enc({'alg': 'HS256'}), claims())
+    signed('alg-pin', enc({'alg': 'RS256', 'kid': 'hs'}), claims())
+    signed('alg-number', enc({'alg': 256, 'kid': 'hs'}), claims())
+    signed('crit', enc({'alg': 'HS256', 'kid': 'hs', 'crit': ['b64']}),
+           claims())
+    signed('dup-key', b'{"alg":"HS256","alg":"none"}', claims())
+    signed('agent', HS, claims(tenant='t1', sub='a1'))
+    signed('unknown-tenant', HS, claims(tenant='nobody'))
+    signed('aud-array', HS, claims(aud=['x', AUD, 3]))
+    signed('aud-wrong', HS, claims(aud=['x']))
+    signed('aud-number', HS, claims(aud=1))
+    signed('scope-array', HS, claims(scope=['sandbox:exec', 5,
+                                            'audit:read x']))
+    signed('scope-number', HS, claims(scope=5))
+    signed('scope-spaces', HS, claims(scope='   sandbox:files   '))
+    signed('no-scope', HS, claims(scope=None))
+    signed('expired', HS, claims(exp=NOW - 31))
+    signed('leeway', HS, claims(exp=NOW - 5))
+    signed('exp-real', HS, claims(exp=NOW + 0.5))
+    signed('exp-huge', HS, claims(exp=95617584001))
+    signed('exp-negative', HS, claims(exp=-1))
+    signed('exp-string', HS, claims(exp='soon'))
+    signed('exp-missing', HS, claims(exp=None))
+    signed('nbf-future', HS, claims(nbf=NOW + 100))
+    signed('nbf-bad', HS, claims(nbf='x'))
+    signed('iat-future', HS, claims(iat=NOW + 100))
+    signed('iat-bad', HS, claims(iat=[]))
+    signed('iat-missing', HS, claims(iat=None))
+    signed('iss-wrong', HS, claims(iss='https://evil.test'))
+    signed('iss-missing', HS, claims(iss=None))
+    signed('jti-number', HS, claims(jti=5))
+    signed('jti-long', HS, claims(jti='j' * 129))
+    signed('sub-missing', HS, claims(sub=None))
+    signed('sub-space', HS, claims(sub='a b'))
+    signed('sub-max', HS, claims(sub='s' * 128))
+    signed('sub-long', HS, claims(sub='s' * 129))
+    signed('sub-unicode', HS, claims(sub='\u00e9'))
+    signed('tenant-empty', HS, claims(tenant=''))
+    signed('tenant-missing', HS, claims(tenant=None))
+    signed('not-object', HS, b'"claims"')
+    signed('not-json', HS, b'{"sub":')
+    signed('nul-in-string', HS, b'{"sub":"a\\u0000b"}')
+    s['claims-bare'] = b'\x01' + claims()
+
+    ec = {'kty': 'EC', 'kid': 'ec', 'crv': 'P-256', 'x': EC_X, 'y': EC_Y}
+    rsa = {'kty': 'RSA', 'kid': 'rs', 'e': 'AQAB', 'n': RSA_N}
+
+    def w(**kw):
+        k = dict(kw.pop('base'))
+        for a, v in kw.items():
+            if v is None:
+                k.pop(a, None)
+            else:
+                k[a] = v
+        return k
+
+    jwks('both', {'keys': [ec, rsa]})
+    jwks('ec-alg', {'keys': [w(base=ec, alg='ES256', use='sig')]})
+    jwks('ec-alg-384', {'keys': [w(base=ec, alg='ES384')]})
+    jwks('ec-crv-384', {'keys': [w(base=ec, crv='P-384')]})
+    jwks('ec-short-x', {'keys': [w(base=ec, x=EC_X[:-2])]})
+    jwks('ec-bad-b64', {'keys': [w(base=ec, y='!!!')]})
+    jwks('ec-off-curve', {'keys': [w(base=ec, y=EC_X)]})
+    jwks('ec-no-crv', {'keys': [w(base=ec, crv=None)]})
+    jwks('rsa-alg-512', {'keys': [w(base=rsa, alg='RS512',
+                                    key_ops=['verify'], x5c=['MII'])]})
+    jwks('rsa-alg-es', {'keys': [w(base=rsa, alg='ES256')]})
+    jwks('rsa-alg-bad', {'keys': [w(base=rsa, alg='PS256')]})
+    jwks('rsa-small', {'keys': [w(base=rsa, n=RSA_N[:170])]})
+    jwks('rsa-no-e', {'keys': [w(base=rsa, e=None)]})
+    jwks('rsa-e-zero', {'keys': [w(base=rsa, e='AA')]})
+    jwks('private', {'keys': [w(base=rsa, d='AQAB')]})
+    jwks('use-enc', {'keys': [w(base=rsa, use='enc'), ec]})
+    jwks('no-kid', {'keys': [w(base=ec, kid=None)]})
+    jwks('empty-kid', {'keys': [w(base=ec, kid='')]})
+    jwks('dup-kid', {'keys': [ec, w(base=rsa, kid='ec')]})
+    jwks('oct', {'keys': [{'kty': 'oct', 'kid': 'o', 'k': 'c2VjcmV0'}]})
+    jwks('no-kty', {'keys': [w(base=ec, kty=None)]})
+    jwks('number-field', {'keys': [w(base=ec, x=5)]})
+    jwks('not-object', {'keys': [5]})
+    jwks('empty', {'keys': []})
+    jwks('no-keys', {'key': [ec]})
+    jwks('keys-object', {'keys': ec})
+    jwks('array', [ec])
+    jwks('dup-member', b'{"keys":[],"keys":[]}')
+    jwks('truncated', enc({'keys': [ec]})[:40])
+    jwks('empty-file', b'')
+    return s
+
+
+def jwt_dict():
+    e = ['Bearer ', 'bearer ', 'Basic ', '.', '..', '-', '_', '=', 'eyJ',
+         'eyJhbGciOiJIUzI1NiJ9', 'eyJhbGciOiJub25lIn0', 'AQAB', 'AA']
+    for k in ('alg', 'kid', 'typ', 'crit', 'sub', 'tenant', 'iss', 'aud',
+              'exp', 'nbf', 'iat', 'jti', 'scope', 'keys', 'kty', 'use',
+              'crv', 'x', 'y', 'n', 'e', 'd', 'key_ops', 'x5c'):
+        e += ['"%s":' % k]
+    for v in ('HS256', 'HS384', 'HS512', 'RS256', 'RS384', 'RS512', 'ES256',
+              'ES384', 'ES512', 'none', 'PS256', 'hs', 'ec', 'rs', 'RSA',
+              'EC', 'oct', 'sig', 'enc', 'P-256', 'P-384', 'acme', 't1',
+              'a1', ISS, AUD) + tuple(SCOPES):
+        e += ['"%s"' % v]
+    e += [str(NOW), str(NOW + 600), str(NOW - 31), '95617584000',
+          '95617584001', '-1', '1e3', '0.5', '[]', '{}', 'null', 'true']
+    return e

@@ -220,3 +220,130 @@ def jwt_dict():
     e += [str(NOW), str(NOW + 600), str(NOW - 31), '95617584000',
           '95617584001', '-1', '1e3', '0.5', '[]', '{}', 'null', 'true']
     return e
+
+
+# ---- fuzz_module_helper_reply -------------------------------------------------
+
+OPS_REPLY = ('health', 'sandbox.list', 'sandbox.create', 'sandbox.get',
+             'sandbox.files.read', 'sandbox.exec')      # the harness's order
+ERRORS = ('bad_frame', 'frame_too_large', 'bad_json', 'unknown_op',
+          'unknown_field', 'missing_field', 'bad_type', 'bad_value',
+          'bad_path', 'not_found', 'over_ceiling', 'capacity', 'busy',
+          'not_a_file', 'not_a_directory', 'file_too_large', 'no_space',
+          'io_error', 'exec_failed', 'termination_failed', 'not_permitted',
+          'unavailable', 'internal', 'no_such_error')
+SB = 'sb-0123456789abcdef01234567'
+MAX_JSON = 64 * 1024
+MAX_PAYLOAD = 64 * 1024 * 1024
+
+
+def frame(j, payload=b'', jlen=None, plen=None, magic=b'VSB1'):
+    if not isinstance(j, bytes):
+        j = enc(j)
+    return (magic + (len(j) if jlen is None else jlen).to_bytes(4, 'big')
+            + (len(payload) if plen is None else plen).to_bytes(4, 'big')
+            + j + payload)
+
+
+def conn(op, chunk=7, again=False):
+    """the harness's first byte: recv size 1 << chunk, NGX_AGAIN, op"""
+    return bytes([(OPS_REPLY.index(op) << 4) | (8 if again else 0) | chunk])
+
+
+def helper_reply_seeds():
+    s = {}
+
+    def r(name, op, stream, chunk=7, again=False):
+        s['%s-%s' % (op.replace('sandbox.', '').replace('.', '-'), name)] = \
+            conn(op, chunk, again) + stream
+
+    sb = {'id': SB, 'state': 'running', 'profile': 'default',
+          'epoch': 'e1', 'expires_at': 1800003600}
+    r('ok', 'health', frame({'ok': True, 'version': 1, 'sandboxes': 2,
+                             'egress': {'available': True,
+                                        'state': 'running'}}))
+    r('no-egress', 'health', frame({'ok': True, 'egress': 'x'}))
+    r('ok', 'sandbox.list', frame({'ok': True, 'request_id': 'r1',
+                                   'sandboxes': [sb, sb]}), 0, True)
+    r('ok', 'sandbox.create', frame({'ok': True, 'sandbox': sb}), 3)
+    r('bad-id', 'sandbox.create', frame({'ok': True,
+                                         'sandbox': dict(sb, id='sb-XYZ')}))
+    r('long-id', 'sandbox.create',
+      frame({'ok': True, 'sandbox': dict(sb, id=SB + '0')}))
+    r('upper-id', 'sandbox.create',
+      frame({'ok': True, 'sandbox': dict(sb, id=SB.upper())}))
+    r('no-sandbox', 'sandbox.create', frame({'ok': True}))
+    r('ok', 'sandbox.get', frame({'ok': True, 'sandbox': sb}), 1, True)
+    r('sandbox-list', 'sandbox.get', frame({'ok': True, 'sandbox': [sb]}))
+    r('ok', 'sandbox.files.read',
+      frame({'ok': True, 'size': 5, 'sha256': 'ab' * 32}, b'hello'), 2)
+    r('short-sha', 'sandbox.files.read',
+      frame({'ok': True, 'sha256': 'ab'}, b'\x00\xff'))
+    r('empty', 'sandbox.files.read', frame({'ok': True}))
+    r('ok', 'sandbox.exec',
+      frame({'ok': True, 'exit_code': 0, 'stdout_len': 3, 'stderr_len': 2,
+             'duration_ms': 5}, b'out\xffe'), 4)
+    r('utf8', 'sandbox.exec',
+      frame({'ok': True, 'stdout_len': 4, 'stderr_len': 0},
+            '\u00e9\u00e9'.encode()))
+    r('bad-utf8', 'sandbox.exec',
+      frame({'ok': True, 'stdout_len': 1, 'stderr_len': 1}, b'\xc3\x28'))
+    r('lengths-over', 'sandbox.exec',
+      frame({'ok': True, 'stdout_len': 9, 'stderr_len': 0}, b'abc'))
+    r('lengths-negative', 'sandbox.exec',
+      frame({'ok': True, 'stdout_len': -1, 'stderr_len': 4}, b'abc'))
+    r('lengths-wrap', 'sandbox.exec',
+      frame({'ok': True, 'stdout_len': 2 ** 63 - 1,
+             'stderr_len': 2 ** 63 - 1}, b'abc'))
+    r('lengths-strings', 'sandbox.exec',
+      frame({'ok': True, 'stdout_len': '3', 'stderr_len': None}, b'abc'))
+    r('timed-out', 'sandbox.exec',
+      frame({'ok': True, 'stdout_len': 0, 'stderr_len': 0,
+             'timed_out': True, 'exit_code': None}))
+    for i, e in enumerate(ERRORS):
+        r('error-' + e, OPS_REPLY[i % len(OPS_REPLY)],
+          frame({'ok': False, 'error': e, 'detail': 'why ' + e,
+                 'field': 'argv', 'limit': 'memory_mb', 'step': 'spawn'}))
+    r('error-nftables', 'sandbox.create',
+      frame({'ok': False, 'error': 'unavailable',
+             'detail': 'nftables does not work'}))
+    r('error-number', 'sandbox.get', frame({'ok': False, 'error': 5,
+                                            'detail': [], 'field': 1}))
+    r('error-none', 'sandbox.list', frame({'ok': False}))
+    r('ok-string', 'sandbox.list', frame({'ok': 'true'}))
+    r('ok-missing', 'sandbox.list', frame({'sandboxes': []}))
+    r('array', 'sandbox.list', frame(b'[{"ok":true}]'))
+    r('not-json', 'sandbox.list', frame(b'{"ok":tru'))
+    r('dup-ok', 'sandbox.list', frame(b'{"ok":false,"ok":true}'))
+    r('nul', 'sandbox.list', frame(b'{"ok":true,"a":"\\u0000"}'))
+    r('trailing', 'sandbox.list', frame(b'{"ok":true} {}'))
+    r('bad-magic', 'sandbox.list', frame({'ok': True}, magic=b'VSB2'))
+    r('json-zero', 'sandbox.list', frame(b'', jlen=0))
+    r('json-max', 'sandbox.list', frame(b'{"ok":true,"p":"' + b'x' *
+                                        (MAX_JSON - 16) + b'"}'), 7)
+    r('json-over', 'sandbox.list', frame(b'{}', jlen=MAX_JSON + 1))
+    r('payload-over', 'sandbox.files.read',
+      frame({'ok': True}, plen=MAX_PAYLOAD + 1))
+    r('payload-max-short', 'sandbox.files.read',
+      frame({'ok': True}, plen=MAX_PAYLOAD))
+    r('truncated-header', 'sandbox.list', frame({'ok': True})[:7])
+    r('truncated-json', 'sandbox.list', frame({'ok': True})[:15], 0, True)
+    r('truncated-payload', 'sandbox.exec',
+      frame({'ok': True, 'stdout_len': 4, 'stderr_len': 0}, b'abcd')[:-2])
+    r('closed', 'sandbox.get', b'')
+    r('two-frames', 'sandbox.get',
+      frame({'ok': True, 'sandbox': sb}) + frame({'ok': False}))
+    return s
+
+
+def helper_reply_dict():
+    e = ['VSB1', '{"ok":true', '{"ok":false', '"error":', '"detail":',
+         '"field":', '"limit":', '"step":', '"sandbox":', '"id":',
+         '"stdout_len":', '"stderr_len":', '"sha256":', '"egress":',
+         '"available":', '"state":', '"request_id":', '"%s"' % SB, 'sb-',
+         'nftables', '\\u0000', '-1', '9223372036854775807']
+    for n in (0, 1, 12, MAX_JSON, MAX_JSON + 1, MAX_PAYLOAD,
+              MAX_PAYLOAD + 1, 0xffffffff):
+        e.append(n.to_bytes(4, 'big'))
+    e += ['"%s"' % x for x in ERRORS]
+    return e

@@ -480,6 +480,11 @@ ngx_vslprintf(u_char *buf, u_char *last, const char *fmt, va_list args)
                        : (int64_t) va_arg(args, ngx_uint_t);
             break;
 
+        case 'D':
+            i64 = sign ? (int64_t) va_arg(args, int32_t)
+                       : (int64_t) va_arg(args, uint32_t);
+            break;
+
         case 'z':
             i64 = sign ? (int64_t) va_arg(args, ssize_t)
                        : (int64_t) va_arg(args, size_t);
@@ -638,6 +643,27 @@ ngx_encode_base64url(ngx_str_t *dst, ngx_str_t *src)
     }
 
     dst->len = d - dst->data;
+}
+
+
+/* standard base64 with padding */
+void
+ngx_encode_base64(ngx_str_t *dst, ngx_str_t *src)
+{
+    static const char  std[] =
+        "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    size_t  i;
+
+    ngx_encode_base64url(dst, src);
+
+    for (i = 0; i < dst->len; i++) {
+        dst->data[i] = std[strchr(ngx_stub_b64url, dst->data[i])
+                           - ngx_stub_b64url];
+    }
+
+    while (dst->len % 4) {
+        dst->data[dst->len++] = '=';
+    }
 }
 
 

@@ -1,6 +1,7 @@
 """Seeds and dictionaries of the module's fuzz targets that
 t/fuzz/gen-corpus.py generates (fuzz_module_jwt, fuzz_module_hash,
-fuzz_module_helper_reply, fuzz_module_mcp).
+fuzz_module_helper_reply, fuzz_module_mcp; fuzz_module_parsers keeps
+committed seeds).
 
 Each target's first input byte picks what it parses (the comment at the
 top of t/fuzz/<target>.c); seeds are that byte and the input.  The keys,
@@ -347,3 +348,240 @@ def helper_reply_dict():
         e.append(n.to_bytes(4, 'big'))
     e += ['"%s"' % x for x in ERRORS]
     return e
+
+
+# ---- fuzz_module_mcp ----------------------------------------------------------
+
+APR = 'apr_' + '0123456789abcdef' * 2
+SESSION, OTHER_SESSION, VERSION, BAD_VERSION, SPLIT = 1, 2, 4, 8, 16
+TOOLS = ('create_sandbox', 'list_sandboxes', 'get_sandbox', 'write_file',
+         'read_file', 'exec', 'allow_hosts', 'destroy_sandbox',
+         'approval_status')
+
+
+def rpc(method=None, params=None, id=1, **extra):
+    m = {'jsonrpc': '2.0'}
+    if id is not None:
+        m['id'] = id
+    if method is not None:
+        m['method'] = method
+    if params is not None:
+        m['params'] = params
+    m.update(extra)
+    return enc(m)
+
+
+def call(tool, args=None, id=1):
+    p = {'name': tool}
+    if args is not None:
+        p['arguments'] = args
+    return rpc('tools/call', p, id)
+
+
+def mcp_seeds():
+    s = {}
+
+    def m(name, body, flags=SESSION):
+        s[name] = bytes([flags]) + body
+
+    init = {'protocolVersion': '2025-11-25', 'capabilities': {},
+            'clientInfo': {'name': 'fuzz', 'version': '1'}}
+    m('initialize', rpc('initialize', init), 0)
+    m('initialize-old', rpc('initialize',
+                            dict(init, protocolVersion='2025-06-18')), 0)
+    m('initialize-unknown-version',
+      rpc('initialize', dict(init, protocolVersion='1999-01-01')), SPLIT)
+    m('initialize-no-caps', rpc('initialize', {'protocolVersion': 'x'}), 0)
+    m('initialize-client-string',
+      rpc('initialize', dict(init, clientInfo='x')), 0)
+    m('initialize-notification', rpc('initialize', init, id=None), 0)
+    m('initialize-with-session', rpc('initialize', init), SESSION)
+    m('initialized', rpc('notifications/initialized', id=None))
+    m('initialized-no-session', rpc('notifications/initialized', id=None),
+      0)
+    m('ping', rpc('ping', id='p-1'), SESSION | VERSION)
+    m('ping-bad-version', rpc('ping'), SESSION | BAD_VERSION)
+    m('ping-unknown-session', rpc('ping'), OTHER_SESSION)
+    m('ping-no-session', rpc('ping'), 0)
+    m('tools-list', rpc('tools/list', {}), SESSION | SPLIT)
+    m('tools-list-cursor', rpc('tools/list', {'cursor': 'x'}))
+    m('unknown-method', rpc('resources/list', {}))
+    m('response', rpc(id=7, result={}))
+    m('response-error', rpc(id=7, error={'code': 1, 'message': 'x'}))
+    m('no-method', rpc(id=7))
+    m('method-number', rpc(id=7, method=5))
+    m('method-empty', rpc(''))
+    m('method-long', rpc('m' * 129))
+    m('params-array', rpc('ping', [1]))
+    m('params-array-notification', rpc('ping', [1], id=None))
+    m('params-string', rpc('ping', 'x'))
+    m('id-null', b'{"jsonrpc":"2.0","id":null,"method":"ping"}')
+    m('id-real', b'{"jsonrpc":"2.0","id":1.5,"method":"ping"}')
+    m('id-long', rpc('ping', id='i' * 257))
+    m('id-max', rpc('ping', id='i' * 256))
+    m('id-huge', b'{"jsonrpc":"2.0","id":99999999999999999999,"method":"x"}')
+    m('jsonrpc-1', b'{"jsonrpc":"1.0","id":1,"method":"ping"}')
+    m('no-jsonrpc', b'{"id":1,"method":"ping"}')
+    m('batch', b'[' + rpc('ping') + b',' + rpc('ping', id=2) + b']')
+    m('number', b'42')
+    m('not-json', b'{"jsonrpc":')
+    m('dup-key', b'{"jsonrpc":"2.0","id":1,"id":2,"method":"ping"}')
+    m('nul', b'{"jsonrpc":"2.0","id":"\\u0000","method":"ping"}')
+    m('empty', b'')
+    m('too-large', rpc('ping', {'x': 'y' * (64 * 1024)}))
+    m('call-no-name', rpc('tools/call', {}))
+    m('call-args-array', rpc('tools/call', {'name': 'exec',
+                                            'arguments': []}))
+    m('call-unknown', call('rm_rf'))
+    m('call-unknown-long', call('t' * 100))
+    m('call-notification', rpc('tools/call', {'name': 'exec'}, id=None))
+
+    m('create', call('create_sandbox', {
+        'profile': 'default', 'limits': {'memory_mb': 128},
+        'ttl_s': 600, 'network': {'allow': ['example.test']},
+        'env': {'A': 'b'}, 'metadata': {'k': 'v'}}))
+    m('create-none', call('create_sandbox'))
+    m('create-unknown-arg', call('create_sandbox', {'rootfs': '/'}))
+    m('create-unknown-arg-long', call('create_sandbox', {'x' * 80: 1}))
+    m('create-approval', call('create_sandbox', {'approval_id': APR}))
+    m('create-approval-number', call('create_sandbox', {'approval_id': 5}))
+    m('list', call('list_sandboxes', {}))
+    m('list-extra', call('list_sandboxes', {'sandbox_id': SB}))
+    m('get', call('get_sandbox', {'sandbox_id': SB}))
+    m('get-bad-id', call('get_sandbox', {'sandbox_id': 'sb-../x'}))
+    m('get-no-id', call('get_sandbox', {}))
+    m('get-id-number', call('get_sandbox', {'sandbox_id': 5}))
+    m('destroy', call('destroy_sandbox', {'sandbox_id': SB,
+                                          'approval_id': APR}))
+    m('exec', call('exec', {'sandbox_id': SB, 'argv': ['sh', '-c', 'id'],
+                            'cwd': 'src', 'env': {'X': '1'},
+                            'stdin': 'in', 'timeout_s': 5}))
+    m('exec-no-argv', call('exec', {'sandbox_id': SB}))
+    m('read', call('read_file', {'sandbox_id': SB, 'path': 'src/a b.py'}))
+    m('read-odd-path', call('read_file', {'sandbox_id': SB,
+                                          'path': '../%2e/&path=x\u00e9'}))
+    m('read-empty-path', call('read_file', {'sandbox_id': SB, 'path': ''}))
+    m('read-no-path', call('read_file', {'sandbox_id': SB}))
+    m('read-long-path', call('read_file', {'sandbox_id': SB,
+                                           'path': 'p' * 4097}))
+    m('write', call('write_file', {'sandbox_id': SB, 'path': 'a.txt',
+                                   'content': 'hello\n'}))
+    m('write-utf8', call('write_file', {'sandbox_id': SB, 'path': 'a',
+                                        'content': 'x', 'encoding': 'utf-8'}))
+    m('write-base64', call('write_file', {'sandbox_id': SB, 'path': 'a',
+                                          'content': 'aGVsbG8=',
+                                          'encoding': 'base64'}))
+    m('write-base64-bad', call('write_file', {'sandbox_id': SB,
+                                              'path': 'a', 'content': '@@',
+                                              'encoding': 'base64'}))
+    m('write-encoding-bad', call('write_file', {'sandbox_id': SB,
+                                                'path': 'a', 'content': 'x',
+                                                'encoding': 'latin1'}))
+    m('write-empty', call('write_file', {'sandbox_id': SB, 'path': 'a',
+                                         'content': ''}))
+    m('write-no-content', call('write_file', {'sandbox_id': SB,
+                                              'path': 'a'}))
+    m('hosts', call('allow_hosts', {'sandbox_id': SB,
+                                    'hosts': ['a.test', '*.b.test:443']}))
+    m('hosts-missing', call('allow_hosts', {'sandbox_id': SB}))
+    m('approval', call('approval_status', {'approval_id': APR}))
+    m('approval-bad', call('approval_status', {'approval_id': 'apr_x'}))
+    m('approval-missing', call('approval_status', {}))
+    return s
+
+
+def mcp_dict():
+    e = ['"jsonrpc":"2.0"', '"id":', '"method":', '"params":', '"result":',
+         '"error":', '"name":', '"arguments":', '"protocolVersion":',
+         '"capabilities":', '"clientInfo":', '"cursor":', '"2025-11-25"',
+         '"2025-06-18"', '"initialize"', '"notifications/initialized"',
+         '"ping"', '"tools/list"', '"tools/call"', '"%s"' % SB,
+         '"%s"' % APR, '"utf-8"', '"base64"', 'null', '[]', '{}',
+         '99999999999999999999', '-1', '1.5']
+    e += ['"%s"' % t for t in TOOLS]
+    for a in ('sandbox_id', 'approval_id', 'profile', 'limits', 'ttl_s',
+              'network', 'env', 'metadata', 'argv', 'cwd', 'stdin',
+              'timeout_s', 'path', 'content', 'encoding', 'hosts'):
+        e.append('"%s":' % a)
+    return e
+
+
+
+# ---- fuzz_module_hash ----------------------------------------------------------
+
+def hash_seeds():
+    s = {}
+
+    def q(name, query):
+        s['query-' + name] = b'\x00' + query
+
+    def p(name, path):
+        s['path-' + name] = b'\x01' + path
+
+    def b(name, split, body):
+        s['body-' + name] = b'\x02' + bytes([split]) + body
+
+    def r(name, shape, text):
+        s['redact-' + name] = bytes([3 + 4 * shape]) + text
+
+    q('path', b'path=src/main.py')
+    q('path-encoded', b'path=a%2Fb%20c%25d')
+    q('path-plus', b'path=a+b')
+    q('path-lone-percent', b'path=100%')
+    q('path-bad-hex', b'path=%zz')
+    q('path-nul', b'path=a%00b')
+    q('path-empty', b'path=')
+    q('path-no-value', b'path')
+    q('path-twice', b'path=a&path=b')
+    q('path-case', b'PATH=a')
+    q('name-encoded', b'%70ath=a')
+    q('name-bad', b'pa%th=a')
+    q('unknown', b'path=a&mode=x')
+    q('empty-parts', b'&&path=a&&')
+    q('only-amps', b'&&&')
+    q('many', b'b=2&a=1&a=0&c&=x&d=')
+    q('equals-in-value', b'path=a=b')
+    q('utf8', 'path=\u00e9/\u2603'.encode())
+    q('high-bytes', b'path=\xff\xfe')
+    p('files', b'/v1/sandboxes/sb-0123456789abcdef01234567/files?path=a')
+    p('root', b'/')
+    p('empty', b'')
+    p('odd', b'/v1/a b/%2F/\xff/..?x=%41&y')
+    b('one', 0, b'{"argv":["true"]}')
+    b('split', 3, b'0123456789' * 5)
+    b('many', 15, b'abc')
+    b('empty', 2, b'')
+    r('plain', 0, b'nothing secret here')
+    r('bearer', 1, b'curl -H "Authorization: Bearer abc.def"')
+    r('json', 2, b'{"password": "hunter2", "user": "x"}')
+    r('basic', 3, b'Basic dXNlcjpwYXNz,')
+    r('quoted-open', 4, b'token="unclosed \\" ')
+    r('jwt', 6, b'eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiJ4In0.sig and eyJ.x')
+    r('keys', 7, b'apikey=1&api_key=2&api-key=3 credential: x '
+                 b'private_key=y session=z cookie=w passwd=v secret=u')
+    r('escape', 2, b'"secret": "a\\"b" ')
+    return s
+
+
+def hash_dict():
+    return ['path=', '%', '%2F', '%00', '%zz', '%25', '&', '=', '+', '?',
+            '/', '..', 'Bearer ', 'Basic ', 'eyJ', '.', 'password',
+            'passwd', 'secret', 'token', 'apikey', 'api_key', 'api-key',
+            'authorization', 'credential', 'private', 'access_key',
+            'session', 'cookie', '": "', ': ', '=', '"', "'", '\\', ',',
+            ';', '}', '\n', '\r', '\t']
+
+
+TARGETS = {
+    'fuzz_module_hash': (hash_seeds, hash_dict),
+    'fuzz_module_jwt': (jwt_seeds, jwt_dict),
+    'fuzz_module_helper_reply': (helper_reply_seeds, helper_reply_dict),
+    'fuzz_module_mcp': (mcp_seeds, mcp_dict),
+}
+
+TITLES = {
+    'fuzz_module_hash': 'queries, percent escapes, secret keys, schemes',
+    'fuzz_module_jwt': 'Authorization headers, JOSE headers, claims, JWKS',
+    'fuzz_module_helper_reply': 'frame bounds, reply fields, error names',
+    'fuzz_module_mcp': 'JSON-RPC members, methods, tools, arguments',
+}

@@ -564,6 +564,20 @@ ngx_snprintf(u_char *buf, size_t max, const char *fmt, ...)
 }
 
 
+u_char * ngx_cdecl
+ngx_slprintf(u_char *buf, u_char *last, const char *fmt, ...)
+{
+    u_char   *p;
+    va_list   args;
+
+    va_start(args, fmt);
+    p = ngx_vslprintf(buf, last, fmt, args);
+    va_end(args);
+
+    return p;
+}
+
+
 /* strings */
 
 u_char *
@@ -667,6 +681,38 @@ ngx_encode_base64(ngx_str_t *dst, ngx_str_t *src)
 }
 
 
+/* standard base64, padded or not, as the header says of the url one */
+ngx_int_t
+ngx_decode_base64(ngx_str_t *dst, ngx_str_t *src)
+{
+    u_char     *copy;
+    size_t      i;
+    ngx_int_t   rc;
+    ngx_str_t   s;
+
+    copy = malloc(src->len ? src->len : 1);
+    if (copy == NULL) {
+        return NGX_ERROR;
+    }
+
+    for (i = 0; i < src->len; i++) {
+        copy[i] = src->data[i] == '+' ? '-'
+                  : src->data[i] == '/' ? '_'
+                  : (src->data[i] == '-' || src->data[i] == '_') ? '*'
+                  : src->data[i];
+    }
+
+    s.data = copy;
+    s.len = src->len;
+
+    rc = ngx_decode_base64url(dst, &s);
+
+    free(copy);
+
+    return rc;
+}
+
+
 static int
 ngx_stub_b64url_value(u_char c)
 {
@@ -713,6 +759,59 @@ ngx_decode_base64url(ngx_str_t *dst, ngx_str_t *src)
     dst->len = d - dst->data;
 
     return NGX_OK;
+}
+
+
+/* a case-insensitive search for s2 (n + 1 bytes long) in s1 .. last */
+u_char *
+ngx_strlcasestrn(u_char *s1, u_char *last, u_char *s2, size_t n)
+{
+    size_t  len;
+
+    len = n + 1;
+
+    for ( /* void */ ; s1 + len <= last; s1++) {
+        if (ngx_strncasecmp(s1, s2, len) == 0) {
+            return s1;
+        }
+    }
+
+    return NULL;
+}
+
+
+/* lists (request headers) */
+
+void *
+ngx_list_push(ngx_list_t *l)
+{
+    void             *elt;
+    ngx_list_part_t  *last;
+
+    last = l->last;
+
+    if (last->nelts == l->nalloc) {
+        last = ngx_palloc(l->pool, sizeof(ngx_list_part_t));
+        if (last == NULL) {
+            return NULL;
+        }
+
+        last->elts = ngx_palloc(l->pool, l->nalloc * l->size);
+        if (last->elts == NULL) {
+            return NULL;
+        }
+
+        last->nelts = 0;
+        last->next = NULL;
+
+        l->last->next = last;
+        l->last = last;
+    }
+
+    elt = (char *) last->elts + l->size * last->nelts;
+    last->nelts++;
+
+    return elt;
 }
 
 

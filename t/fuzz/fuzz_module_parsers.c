@@ -32,6 +32,7 @@
 #include "ngx_http_veto_sandbox_module.h"
 #include "ngx_http_veto_sandbox_network.h"
 #include "ngx_http_veto_sandbox_summary.h"
+#include "ngx_http_veto_sandbox_hash.h"
 #include "ngx_http_veto_sandbox_sentinel.h"
 
 #include <arpa/inet.h>
@@ -69,6 +70,7 @@ ngx_http_veto_sandbox_redis_t  *ngx_http_veto_sandbox_rds =
     (ngx_http_veto_sandbox_redis_t *) &rds_stand_in;
 
 static ngx_uint_t  refused;
+static const char *tenant = "acme";
 
 
 ngx_int_t
@@ -316,8 +318,15 @@ static const char  policy_text[] =
     " \"ask_ceilings\": {\"ttl_s\": 7200},"
     " \"defaults\": {\"memory_mb\": 128, \"timeout_s\": 10},"
     " \"approvals\": {\"exec_argv\": [\"git push*\", \"curl *\"]},"
+    " \"env\": {\"dangerous\": [\"PATH\", \"LD_*\"],"
+    "         \"on_dangerous\": \"refuse\"},"
     " \"network\": {\"allow\": [\"registry.example.test\", \"*.a.test\"],"
-    "             \"ask\": [\"askme.test\", \"*.b.test:443\"]}}}}";
+    "             \"ask\": [\"askme.test\", \"*.b.test:443\"]}},"
+    " \"beta\": {\"ceilings\": {\"memory_mb\": 256, \"file_bytes\": 4096},"
+    " \"approvals\": {\"always\": [\"sandbox.exec\"],"
+    "                \"irreversible_argv\": [\"rm *\"]},"
+    " \"env\": {\"on_dangerous\": \"approve\"},"
+    " \"network\": {\"allow\": [\"*.a.test\"]}}}}";
 
 static int                              policy_fd = -1;
 static ngx_str_t                        policy_path;
@@ -472,8 +481,11 @@ static void
 check_summary(ngx_http_veto_sandbox_ctx_t *ctx, ngx_uint_t mode,
     ngx_pool_t *pool)
 {
-    json_t                              *j, *net, *v;
+    u_char                               digest[NGX_HTTP_VSB_HASH_HEX_LEN
+                                                + 1];
+    json_t                              *j, *net, *v, *base;
     ngx_str_t                            in, out;
+    const char                          *key;
     ngx_uint_t                           dropped;
     ngx_http_veto_sandbox_summary_in_t   sum;
 
@@ -492,11 +504,32 @@ check_summary(ngx_http_veto_sandbox_ctx_t *ctx, ngx_uint_t mode,
         sum.in = &in;
     }
 
+    /* an exec runs with its sandbox's env under its own */
+    base = (mode == FUZZ_EXEC)
+           ? json_pack("{s:n, s:n, s:s}", "HOME", "LANG",
+                       "LD_LIBRARY_PATH", "/opt/lib:$ORIGIN/../lib")
+           : NULL;
+
     dropped = 0;
-    sum.env = ngx_http_veto_sandbox_env_view_of(pool, ctx, NULL,
+    sum.env = ngx_http_veto_sandbox_env_view_of(pool, ctx, base,
                                        json_object_get(ctx->req, "env"),
                                        &dropped);
     must(sum.env != NULL);
+
+    /* a value a reviewer sees is one that changes what runs; every
+     * other stays in the request */
+    json_object_foreach(json_object_get(ctx->req, "env"), key, v) {
+        must(ngx_http_veto_sandbox_policy_env_dangerous(ctx->rule, key)
+             || json_object_get(sum.env, key) == NULL
+             || json_is_null(json_object_get(sum.env, key)));
+    }
+
+    if (json_object_get(ctx->req, "env") != NULL) {
+        must(ngx_http_veto_sandbox_env_digest(
+                 json_object_get(ctx->req, "env"), digest) == NGX_OK);
+        must(ngx_strlen(digest) == NGX_HTTP_VSB_HASH_HEX_LEN);
+    }
+
     sum.env_dropped = dropped;
     sum.hosts = ctx->net_hosts;
     sum.hosts_ask = ctx->net_ask;
@@ -528,6 +561,7 @@ check_summary(ngx_http_veto_sandbox_ctx_t *ctx, ngx_uint_t mode,
 
     json_decref(j);
     json_decref(sum.env);
+    json_decref(base);
 
 #undef must
 }
@@ -578,7 +612,7 @@ check_built(ngx_http_veto_sandbox_ctx_t *ctx, ngx_uint_t mode,
         must(ctx->limit_ask == over);
     }
     must(ngx_strcmp(json_string_value(json_object_get(req, "tenant")),
-                    "acme") == 0);
+                    tenant) == 0);
     must(ngx_strcmp(json_string_value(json_object_get(req, "agent")),
                     "fuzz") == 0);
 
@@ -764,7 +798,8 @@ fuzz_request(const uint8_t *data, size_t size, ngx_uint_t mode)
     ctxs[0] = ctx;
     r.headers_in.content_length_n = -1;
 
-    ngx_str_set(&ctx->tenant, "acme");
+    ctx->tenant.data = (u_char *) tenant;
+    ctx->tenant.len = ngx_strlen(tenant);
     ngx_str_set(&ctx->agent, "fuzz");
     ngx_str_set(&ctx->sandbox, "sb-000000000000000000000000");
     ctx->scopes = NGX_HTTP_VSB_SCOPE_CREATE|NGX_HTTP_VSB_SCOPE_EXEC
@@ -931,6 +966,10 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
     /* Accept: application/x-ndjson, for the modes that stream */
     ndjson = (data[0] / FUZZ_NMODES) & 1;
+
+    /* the tenant whose rule a request meets: one refusing dangerous env
+     * names, or (with the next bit of the first byte) one asking a human */
+    tenant = ((data[0] / FUZZ_NMODES) >> 1) & 1 ? "beta" : "acme";
 
     if (mode == FUZZ_POLICY) {
         fuzz_policy(data + 1, size - 1);

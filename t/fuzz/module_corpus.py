@@ -571,6 +571,7 @@ def hash_seeds():
     r('keys', 7, b'apikey=1&api_key=2&api-key=3 credential: x '
                  b'private_key=y session=z cookie=w passwd=v secret=u')
     r('escape', 2, b'"secret": "a\\"b" ')
+    r('shell', 5, b'password=$(cat /run/pw) token=`id` cookie="a;b" x')
     return s
 
 

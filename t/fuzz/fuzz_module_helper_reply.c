@@ -4,7 +4,8 @@
  * own read handler (_helper.c: frame header, bounds, the JSON reply and
  * its payload) and answered by the op's reply mapper (_reply.c: errors
  * mapped to problems, a created sandbox's id, an exec's output lengths,
- * a file's bytes).
+ * a file's bytes; _profiles.c: the image digest in the detail of a
+ * profile gone from the store).
  *
  * The first byte shapes the connection and picks the op: bits 0-2 the
  * most bytes one recv() returns (1 << n), bit 3 whether every other
@@ -20,10 +21,12 @@
  *
  * FUZZ-COVERS: ngx_veto_sandbox_module/ngx_http_veto_sandbox_helper.c:ngx_http_veto_sandbox_helper_(read_handler|done)
  * FUZZ-COVERS: ngx_veto_sandbox_module/ngx_http_veto_sandbox_reply.c:ngx_http_veto_sandbox_(reply.*|output)
+ * FUZZ-COVERS: ngx_veto_sandbox_module/ngx_http_veto_sandbox_profiles.c:ngx_http_veto_sandbox_(profile_unavailable|find_digest)
  */
 
 #include "ngx_http_veto_sandbox_helper.c"
 #include "ngx_http_veto_sandbox_reply.c"
+#include "ngx_http_veto_sandbox_profiles.c"
 
 #include "ngx_core_stub.h"
 
@@ -150,6 +153,31 @@ ngx_rbtree_insert(ngx_rbtree_t *tree, ngx_rbtree_node_t *node)
 
 void
 ngx_rbtree_delete(ngx_rbtree_t *tree, ngx_rbtree_node_t *node)
+{
+    abort();
+}
+
+
+/* what _profiles.c's other paths (the REST and MCP listings) link: not
+ * reached from a reply */
+
+void
+ngx_http_veto_sandbox_audit_denied(ngx_http_request_t *r,
+    ngx_http_veto_sandbox_ctx_t *ctx, const char *code, ngx_uint_t status)
+{
+    abort();
+}
+
+
+json_t *
+ngx_http_veto_sandbox_json_ngx_str(ngx_str_t *s)
+{
+    abort();
+}
+
+
+ngx_int_t
+ngx_http_veto_sandbox_mcp_text(json_t *result, const char *text, size_t len)
 {
     abort();
 }

@@ -4,7 +4,8 @@
  * session headers, initialize, tools/list, tools/call) and the tool
  * arguments it turns into a REST twin (_mcp_tools.c: each tool's
  * arguments checked against its schema and written as the method, path,
- * query and body a REST client would send).
+ * query and body a REST client would send; the discovery tools' twins
+ * are in _about.c and _profiles.c).
  *
  * The first byte picks the headers the message comes with: bit 0 an
  * Mcp-Session-Id the sessions know, bit 1 one they do not, bit 2 a
@@ -27,6 +28,8 @@
 #include "ngx_http_veto_sandbox_mcp.c"
 #include "ngx_http_veto_sandbox_mcp_tools.c"
 #include "ngx_http_veto_sandbox_mcp_present.c"
+#include "ngx_http_veto_sandbox_about.c"
+#include "ngx_http_veto_sandbox_profiles.c"
 
 #include "ngx_http_veto_sandbox_hash.h"
 
@@ -193,7 +196,25 @@ ngx_http_veto_sandbox_approval_id_valid(ngx_str_t *id)
 }
 
 
-/* the handler around mcp_post() and the twin's answer: not reached */
+/* the handler around mcp_post() and the twin's answer: not reached
+ * (nor what the discovery endpoints' files link: no Redis, no audit) */
+
+ngx_http_veto_sandbox_redis_t  *ngx_http_veto_sandbox_rds;
+
+
+void
+ngx_http_veto_sandbox_audit_denied(ngx_http_request_t *r,
+    ngx_http_veto_sandbox_ctx_t *ctx, const char *code, ngx_uint_t status)
+{
+    abort();
+}
+
+
+json_t *
+ngx_http_veto_sandbox_json_ngx_str(ngx_str_t *s)
+{
+    return json_stringn((const char *) s->data, s->len);
+}
 
 void
 ngx_gmtime(time_t t, ngx_tm_t *tp)

@@ -243,7 +243,7 @@ ERRORS = ('bad_frame', 'frame_too_large', 'bad_json', 'unknown_op',
           'bad_path', 'not_found', 'over_ceiling', 'capacity', 'busy',
           'not_a_file', 'not_a_directory', 'file_too_large', 'no_space',
           'io_error', 'exec_failed', 'termination_failed', 'not_permitted',
-          'unavailable', 'internal', 'no_such_error')
+          'unavailable', 'profile_unavailable', 'internal', 'no_such_error')
 SB = 'sb-0123456789abcdef01234567'
 MAX_JSON = 64 * 1024
 MAX_PAYLOAD = 64 * 1024 * 1024
@@ -319,6 +319,15 @@ def helper_reply_seeds():
     r('error-nftables', 'sandbox.create',
       frame({'ok': False, 'error': 'unavailable',
              'detail': 'nftables does not work'}))
+    r('profile-gone', 'sandbox.create',
+      frame({'ok': False, 'error': 'profile_unavailable',
+             'detail': 'image sha256:' + 'ab' * 32 + ' is not in '
+                       '/var/lib/veto/images: veto-image import ...'}))
+    r('profile-gone-short-digest', 'sandbox.create',
+      frame({'ok': False, 'error': 'profile_unavailable',
+             'detail': 'sha256:abc sha256:' + 'AB' * 32 + ' sha256:'}))
+    r('profile-gone-no-detail', 'sandbox.create',
+      frame({'ok': False, 'error': 'profile_unavailable', 'detail': 5}))
     r('error-number', 'sandbox.get', frame({'ok': False, 'error': 5,
                                             'detail': [], 'field': 1}))
     r('error-none', 'sandbox.list', frame({'ok': False}))
@@ -367,7 +376,7 @@ APR = 'apr_' + '0123456789abcdef' * 2
 SESSION, OTHER_SESSION, VERSION, BAD_VERSION, SPLIT = 1, 2, 4, 8, 16
 TOOLS = ('create_sandbox', 'list_sandboxes', 'get_sandbox', 'write_file',
          'read_file', 'exec', 'allow_hosts', 'destroy_sandbox',
-         'approval_status')
+         'approval_status', 'list_profiles', 'describe_isolation')
 
 
 def rpc(method=None, params=None, id=1, **extra):
@@ -498,6 +507,10 @@ def mcp_seeds():
     m('approval', call('approval_status', {'approval_id': APR}))
     m('approval-bad', call('approval_status', {'approval_id': 'apr_x'}))
     m('approval-missing', call('approval_status', {}))
+    m('profiles', call('list_profiles', {}))
+    m('profiles-arg', call('list_profiles', {'name': 'x'}))
+    m('about', call('describe_isolation'))
+    m('about-arg', call('describe_isolation', {'verbose': True}))
     return s
 
 

@@ -47,6 +47,7 @@ static struct {
     ngx_uint_t   replied;       /* the op's handler ran */
     ngx_uint_t   finalized;
     ngx_uint_t   after;
+    ngx_uint_t   metered;
     ngx_uint_t   closed;
     ngx_uint_t   status;        /* sent, or the problem's */
     ngx_uint_t   problem;
@@ -155,6 +156,25 @@ void
 ngx_rbtree_delete(ngx_rbtree_t *tree, ngx_rbtree_node_t *node)
 {
     abort();
+}
+
+
+/* the metrics of helper exchanges (_metrics.c, shared memory): counted
+ * here, as each reply must be, once */
+
+void
+ngx_http_veto_sandbox_metrics_helper_start(
+    struct ngx_http_veto_sandbox_ctx_s *ctx, void *req)
+{
+    abort();                    /* sending: not fuzzed */
+}
+
+
+void
+ngx_http_veto_sandbox_metrics_helper(ngx_http_request_t *r,
+    struct ngx_http_veto_sandbox_ctx_s *ctx)
+{
+    out.metered++;
 }
 
 
@@ -433,7 +453,8 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         ngx_http_veto_sandbox_helper_read_handler(&rev);
     }
 
-    must(out.replied == 1 && out.finalized == 1 && out.after == 1);
+    must(out.replied == 1 && out.finalized == 1 && out.after == 1
+         && out.metered == 1);
     must(out.closed == 1 && ctx->helper.peer.connection == NULL);
 
     if (ctx->helper.status != NGX_OK) {

@@ -172,11 +172,17 @@ LLVMFuzzerInitialize(int *argc, char ***argv)
     static u_char  path[64];
     ngx_uint_t     i;
     ngx_conf_t     cf;
-    static ngx_str_t  scopes[] = {
+    /* the module's default names (a scope added there fails the build
+     * here until it is named) */
+    static ngx_str_t  scopes[NGX_HTTP_VSB_NSCOPES] = {
         ngx_string("sandbox:create"), ngx_string("sandbox:exec"),
         ngx_string("sandbox:files"), ngx_string("approvals:review"),
-        ngx_string("audit:read"), ngx_string("sandbox:network")
+        ngx_string("audit:read"), ngx_string("sandbox:network"),
+        ngx_string("admin:revoke")
     };
+
+    _Static_assert(sizeof(scopes) / sizeof(scopes[0]) == 7,
+                   "name every scope of NGX_HTTP_VSB_NSCOPES here");
 
     ngx_stub_init();
 

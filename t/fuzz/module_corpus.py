@@ -28,7 +28,8 @@ NOW = 1800000000            # the harness's clock
 ISS = 'https://issuer.test'
 AUD = 'veto-sandbox'
 SCOPES = ['sandbox:create', 'sandbox:exec', 'sandbox:files',
-          'approvals:review', 'audit:read', 'sandbox:network']
+          'approvals:review', 'audit:read', 'sandbox:network',
+          'admin:revoke']
 
 
 def enc(obj):

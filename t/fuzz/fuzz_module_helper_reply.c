@@ -29,6 +29,15 @@
 #include "ngx_http_veto_sandbox_profiles.c"
 
 #include "ngx_core_stub.h"
+#include "fuzz_module_unreached.h"
+
+
+ngx_int_t
+ngx_http_veto_sandbox_stream_reply(ngx_http_request_t *r,
+    ngx_http_veto_sandbox_ctx_t *ctx)
+{
+    abort();                    /* no stream is asked for */
+}
 
 
 #define must(cond)  do { if (!(cond)) abort(); } while (0)

@@ -660,27 +660,6 @@ ngx_encode_base64url(ngx_str_t *dst, ngx_str_t *src)
 }
 
 
-/* standard base64 with padding */
-void
-ngx_encode_base64(ngx_str_t *dst, ngx_str_t *src)
-{
-    static const char  std[] =
-        "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-    size_t  i;
-
-    ngx_encode_base64url(dst, src);
-
-    for (i = 0; i < dst->len; i++) {
-        dst->data[i] = std[strchr(ngx_stub_b64url, dst->data[i])
-                           - ngx_stub_b64url];
-    }
-
-    while (dst->len % 4) {
-        dst->data[dst->len++] = '=';
-    }
-}
-
-
 /* standard base64, padded or not, as the header says of the url one */
 ngx_int_t
 ngx_decode_base64(ngx_str_t *dst, ngx_str_t *src)
@@ -759,24 +738,6 @@ ngx_decode_base64url(ngx_str_t *dst, ngx_str_t *src)
     dst->len = d - dst->data;
 
     return NGX_OK;
-}
-
-
-/* a case-insensitive search for s2 (n + 1 bytes long) in s1 .. last */
-u_char *
-ngx_strlcasestrn(u_char *s1, u_char *last, u_char *s2, size_t n)
-{
-    size_t  len;
-
-    len = n + 1;
-
-    for ( /* void */ ; s1 + len <= last; s1++) {
-        if (ngx_strncasecmp(s1, s2, len) == 0) {
-            return s1;
-        }
-    }
-
-    return NULL;
 }
 
 

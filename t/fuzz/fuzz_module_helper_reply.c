@@ -187,6 +187,25 @@ ngx_http_veto_sandbox_metrics_helper(ngx_http_request_t *r,
 }
 
 
+/* _lifetime.c's view of a sandbox (it drops the helper's internal "seq";
+ * linking it would bring the ENDED poller and Redis) */
+void
+ngx_http_veto_sandbox_ended_view(json_t *sb)
+{
+    if (json_is_object(sb)) {
+        json_object_del(sb, "seq");
+    }
+}
+
+
+ngx_int_t
+ngx_http_veto_sandbox_deny(ngx_http_request_t *r,
+    ngx_http_veto_sandbox_ctx_t *ctx)
+{
+    abort();                    /* a refusal before the helper: not here */
+}
+
+
 /* what _profiles.c's other paths (the REST and MCP listings) link: not
  * reached from a reply */
 

@@ -28,6 +28,7 @@
 #include "ngx_http_veto_sandbox_mcp.c"
 #include "ngx_http_veto_sandbox_mcp_tools.c"
 #include "ngx_http_veto_sandbox_mcp_present.c"
+#include "ngx_http_veto_sandbox_mcp_archive.c"
 #include "ngx_http_veto_sandbox_about.c"
 #include "ngx_http_veto_sandbox_profiles.c"
 
@@ -42,6 +43,31 @@ ngx_http_veto_sandbox_reply_exec(ngx_http_request_t *r,
     ngx_http_veto_sandbox_ctx_t *ctx)
 {
     abort();                    /* a twin's answer: not fuzzed here */
+}
+
+
+/* No SSE stream here: a progress token is parsed (fuzzed) but its
+ * stream is _mcp_progress.c's, tested through nginx (t/3m, t/3n). */
+ngx_int_t
+ngx_http_veto_sandbox_mcp_progress(ngx_http_request_t *r,
+    ngx_http_veto_sandbox_ctx_t *ctx)
+{
+    return 0;
+}
+
+
+ngx_uint_t
+ngx_http_veto_sandbox_stream_started(ngx_http_veto_sandbox_ctx_t *ctx)
+{
+    return 0;
+}
+
+
+ngx_int_t
+ngx_http_veto_sandbox_mcp_progress_final(ngx_http_request_t *r,
+    ngx_http_veto_sandbox_ctx_t *ctx, json_t *msg)
+{
+    abort();                    /* no stream was started */
 }
 
 

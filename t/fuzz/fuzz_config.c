@@ -87,6 +87,25 @@ check_file(const uint8_t *data, size_t size, int rc, const vsb_config_t *cf,
 }
 
 
+/* a "." or ".." component anywhere ("/..x" is a name, not one) */
+static int
+dot_component(const char *p)
+{
+    const char  *q;
+
+    for (q = p; *q != '\0'; q++) {
+        if (q[0] == '/' && q[1] == '.'
+            && (q[2] == '/' || q[2] == '\0'
+                || (q[2] == '.' && (q[3] == '/' || q[3] == '\0'))))
+        {
+            return 1;
+        }
+    }
+
+    return 0;
+}
+
+
 int
 LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
@@ -149,10 +168,11 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if ((cf.egress.enabled && cf.egress.user[0] == '\0')
         || cf.egress.n_allow_ranges > VSB_EGRESS_MAX_RANGES
         || cf.egress.max_entries > VSB_ABS_EGRESS_ENTRIES
-        || cf.egress.proxy[0] != '/' || strstr(cf.egress.proxy, "/..")
-        || cf.egress.nft[0] != '/' || strstr(cf.egress.nft, "/..")
+        || cf.egress.proxy[0] != '/' || dot_component(cf.egress.proxy)
+        || cf.egress.nft[0] != '/' || dot_component(cf.egress.nft)
         || (cf.egress.netns[0] != '\0'
-            && (cf.egress.netns[0] != '/' || strstr(cf.egress.netns, "/.."))))
+            && (cf.egress.netns[0] != '/' || dot_component(cf.egress.netns)))
+        || dot_component(cf.state_dir))
     {
         abort();
     }

@@ -931,6 +931,8 @@ def config_seeds():
                       ('root', '/'), ('slashes', '///'),
                       ('relative', 'var/lib'), ('dotdot-inside', '/a/../b'),
                       ('dotdot-last', '/a/..'), ('dot', '/.'),
+                      ('dotdot-root', '/..'), ('dot-inside', '/a/./b'),
+                      ('dotdot-name', '/usr/..x/y'),
                       ('max', '/' + 'd' * (4096 - 64 - 2)),
                       ('over', '/' + 'd' * (4096 - 64 - 1))):
         add('state_dir-' + desc, 'state_dir = %s\n' % val)

@@ -224,9 +224,15 @@ ok($e->{ok} && ($e->{oom_killed} || ($e->{exit_code} // 0) != 0),
 ok(($e->{usage}{peak_memory_bytes} // 0) <= 70 * 1024 * 1024,
    'peak memory stayed within the limit');
 
-for ($id, $idm) {
-    is($h->destroy($_)->{state}, 'terminated', 'destroy');
-}
+is($h->destroy($id)->{state}, 'terminated', 'destroy');
+# files holding its whole memory end the sandbox (killed_by_limit, issue
+# 11) once the helper sees it; a destroy before that terminates it
+my $dm = $h->destroy($idm);
+ok(($dm->{state} // '') eq 'terminated'
+   || (($dm->{error} // '') eq 'ended'
+       && ($dm->{end_reason} // '') eq 'killed_by_limit'),
+   'the filled sandbox: destroyed, or already ended by its memory limit')
+    or diag explain $dm;
 $h->leaks_ok('after destroy');
 $h->stop;
 done_testing;

@@ -306,7 +306,9 @@ my $ex;
     my @left = sandbox_procs();
     is(scalar @left, 0, 'no process of the sandbox is left');
     ($st, $h, $b, $j) = $n->request(GET => "/v1/sandboxes/$sb/execs/$id", $t);
-    is($st, 404, 'its execs are gone with it');
+    # the sandbox has ended (deleted): asked of it, 410 says so (issue 11)
+    is($st, 410, 'its execs are gone with it: the sandbox ended');
+    is($j->{end_reason}, 'deleted', '... deleted') or diag explain $j;
 }
 
 # ---- records: started, killed

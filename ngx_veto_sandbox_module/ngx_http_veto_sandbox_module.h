@@ -934,6 +934,12 @@ char *ngx_http_veto_sandbox_metrics_merge(ngx_conf_t *cf,
     ngx_http_veto_sandbox_srv_conf_t *conf);
 ngx_int_t ngx_http_veto_sandbox_metrics_init(ngx_conf_t *cf);
 
+/* _openapi.c: GET /v1/openapi.json from the compiled-in document; its
+ * check at configuration */
+ngx_int_t ngx_http_veto_sandbox_openapi(ngx_http_request_t *r,
+    ngx_http_veto_sandbox_ctx_t *ctx);
+ngx_int_t ngx_http_veto_sandbox_openapi_init(ngx_conf_t *cf);
+
 /* _record.c: records (ngx_http_veto_sandbox_record_pt) and the audit */
 void ngx_http_veto_sandbox_record_created(ngx_http_request_t *r,
     ngx_http_veto_sandbox_ctx_t *ctx, ngx_uint_t ok, const char *error);

@@ -37,6 +37,15 @@ ngx_http_veto_sandbox_op_t  ngx_http_veto_sandbox_ops[] = {
                     ngx_http_veto_sandbox_reply_health,
                     ngx_http_veto_sandbox_record_nothing),
 
+    /* the API's own description (docs/openapi.json, compiled in): public,
+     * it says nothing of this host */
+
+    ngx_http_vsb_op("openapi", NGX_HTTP_VSB_READ, "/v1/openapi.json",
+                    NGX_HTTP_VSB_PUBLIC, 0, NGX_HTTP_VSB_QUOTA_NONE,
+                    NGX_HTTP_VSB_BODY_NONE, NULL,
+                    ngx_http_veto_sandbox_build_nothing,
+                    ngx_http_veto_sandbox_openapi, NULL, NULL),
+
     /* what this host gives a sandbox: its isolation layers (any caller
      * with a token: it is reconnaissance to anyone else), the profiles
      * the caller's policy allows */
@@ -530,11 +539,14 @@ ngx_http_veto_sandbox_ops_init(ngx_conf_t *cf)
         }
 
         if (op->scopes == NGX_HTTP_VSB_PUBLIC
-            && (op->approval || op->quota || op->helper == NULL))
+            && (op->approval || op->quota
+                || (op->helper == NULL
+                    && op->run != ngx_http_veto_sandbox_openapi)))
         {
             return ngx_http_veto_sandbox_op_refuse(cf, op,
                                   "a public op knows no caller: no "
-                                  "approval, no quota, and it is forwarded");
+                                  "approval, no quota, and it is forwarded "
+                                  "(or is the OpenAPI document)");
         }
 
         if (op->build == NULL || op->run == NULL) {
@@ -578,5 +590,5 @@ ngx_http_veto_sandbox_ops_init(ngx_conf_t *cf)
         }
     }
 
-    return NGX_OK;
+    return ngx_http_veto_sandbox_openapi_init(cf);
 }

@@ -59,6 +59,12 @@ say "browser test tooling (npm ci in t/browser)"
 say "MCP client test tooling (npm ci in t/mcp)"
 (cd t/mcp && npm ci --no-audit --no-fund) || fail_step "npm ci in t/mcp"
 
+# The OpenAPI checks' validator: Ajv (JSON Schema 2020-12) with ajv-formats
+# and the OpenAPI 3.1 schema, pinned by t/openapi's lock file
+# (t/59-openapi.t).
+say "OpenAPI test tooling (npm ci in t/openapi)"
+(cd t/openapi && npm ci --no-audit --no-fund) || fail_step "npm ci in t/openapi"
+
 # Unit binaries, one by one so each counts (this is what `make unit`
 # runs, for the normal and the ASan build).
 units=()
@@ -173,7 +179,7 @@ VETO_EGRESS=build-asan/egress-proxy VETO_HELPER=build-asan/sandbox-helper \
 VETO_MODULE="$PWD/build-module-asan/ngx_veto_sandbox_module.so" \
 VETO_HELPER=build-asan/sandbox-helper VETO_TOKEN=build-asan/veto-token \
     run_prove "module tests, ASan+UBSan module build-module-asan/, ASan helper and veto-token" \
-        t/1*.t t/3*.t t/46-egress-api.t t/51-webhooks.t t/58-discovery.t
+        t/1*.t t/3*.t t/46-egress-api.t t/51-webhooks.t t/58-discovery.t t/59-openapi.t
 
 # The helper on a pure cgroup v2 host (this one may be hybrid v1): a
 # qemu VM running the cgroup unit test and the helper tests that exercise

@@ -36,6 +36,7 @@ sub is_problem
 # ---- 405: Allow names exactly the methods of the path's rows, in order
 my @allow = (
     [PUT    => '/v1/health',                 'GET, HEAD'],
+    [POST   => '/v1/openapi.json',           'GET, HEAD'],
     [POST   => '/v1/about',                  'GET, HEAD'],
     [PUT    => '/v1/profiles',               'GET, HEAD'],
     [PUT    => '/v1/sandboxes',              'GET, HEAD, POST'],
@@ -76,6 +77,15 @@ for my $c (@allow) {
     is_problem('GET /v1/health/ without a token', $st, $h, 401);
     ($st, $h) = $n->request(GET => '/v1/healthz');
     is_problem('GET /v1/healthz without a token', $st, $h, 401);
+
+    ($st, $h) = $n->request(GET => '/v1/openapi.json');
+    is($st, 200, 'GET /v1/openapi.json without a token: 200');
+    ($st) = $n->request(HEAD => '/v1/openapi.json');
+    is($st, 200, 'HEAD /v1/openapi.json without a token: 200');
+    ($st, $h) = $n->request(PUT => '/v1/openapi.json');
+    is_problem('PUT /v1/openapi.json without a token', $st, $h, 401);
+    ($st, $h) = $n->request(GET => '/v1/openapi.jsonx');
+    is_problem('GET /v1/openapi.jsonx without a token', $st, $h, 401);
 }
 
 # ---- a path matches a row whole, or names nothing

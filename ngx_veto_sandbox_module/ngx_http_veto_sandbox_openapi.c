@@ -1,0 +1,84 @@
+/*
+ * GET /v1/openapi.json: the API's own description, docs/openapi.json of
+ * the tree the module was built from.  The document is compiled into
+ * the module (.incbin, its path from "config"), so it always describes
+ * the module that serves it, and serving it reads nothing at request
+ * time: the bytes are in the .so's read-only data.
+ *
+ * It is public, like the liveness probe: it describes the API anyone can
+ * read in the repository and nothing of this host (no policy, no
+ * limits, no tenants); a token sent along is neither needed nor read.
+ */
+
+#include "ngx_http_veto_sandbox_module.h"
+
+
+#ifndef NGX_HTTP_VSB_OPENAPI_JSON
+#error "config defines NGX_HTTP_VSB_OPENAPI_JSON, the path of docs/openapi.json"
+#endif
+
+
+/* the file's bytes between two hidden symbols, not exported by the .so */
+__asm__(
+    "    .pushsection .rodata, \"a\"\n"
+    "    .hidden ngx_http_veto_sandbox_openapi_start\n"
+    "    .hidden ngx_http_veto_sandbox_openapi_end\n"
+    "    .globl ngx_http_veto_sandbox_openapi_start\n"
+    "    .globl ngx_http_veto_sandbox_openapi_end\n"
+    "ngx_http_veto_sandbox_openapi_start:\n"
+    "    .incbin \"" NGX_HTTP_VSB_OPENAPI_JSON "\"\n"
+    "ngx_http_veto_sandbox_openapi_end:\n"
+    "    .popsection\n"
+);
+
+extern const u_char  ngx_http_veto_sandbox_openapi_start[];
+extern const u_char  ngx_http_veto_sandbox_openapi_end[];
+
+
+ngx_int_t
+ngx_http_veto_sandbox_openapi(ngx_http_request_t *r,
+    ngx_http_veto_sandbox_ctx_t *ctx)
+{
+    return ngx_http_veto_sandbox_send(r, NGX_HTTP_OK, "application/json",
+                                 (u_char *) ngx_http_veto_sandbox_openapi_start,
+                                 ngx_http_veto_sandbox_openapi_end
+                                 - ngx_http_veto_sandbox_openapi_start);
+}
+
+
+/*
+ * At configuration: the compiled-in document is a JSON object that says
+ * it is OpenAPI 3.1 (a build from a broken file fails "nginx -t", not a
+ * client).  Blocking work is fine here; no worker runs yet.
+ */
+ngx_int_t
+ngx_http_veto_sandbox_openapi_init(ngx_conf_t *cf)
+{
+    json_t        *doc;
+    const char    *v;
+    json_error_t   err;
+
+    doc = json_loadb((const char *) ngx_http_veto_sandbox_openapi_start,
+                     ngx_http_veto_sandbox_openapi_end
+                     - ngx_http_veto_sandbox_openapi_start, 0, &err);
+    if (doc == NULL) {
+        ngx_log_error(NGX_LOG_EMERG, cf->log, 0,
+                      "veto_sandbox: the compiled-in OpenAPI document is "
+                      "not JSON: line %d: %s", err.line, err.text);
+        return NGX_ERROR;
+    }
+
+    v = json_string_value(json_object_get(doc, "openapi"));
+
+    if (v == NULL || ngx_strncmp(v, "3.1.", 4) != 0) {
+        json_decref(doc);
+        ngx_log_error(NGX_LOG_EMERG, cf->log, 0,
+                      "veto_sandbox: the compiled-in OpenAPI document has "
+                      "no \"openapi\": \"3.1.x\"");
+        return NGX_ERROR;
+    }
+
+    json_decref(doc);
+
+    return NGX_OK;
+}

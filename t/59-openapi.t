@@ -93,6 +93,7 @@ sub call
     my ($st, $h, $b, $j) = $n->request($m => $path, $t, $body, $hdr);
     print $rec $JSON->encode({
         method => $m, path => $tpl, status => $st + 0,
+        request => ref $body ? $JSON->encode($body) : undef,
         content_type => $h->{'content-type'} // '',
         body => $b // '',
     }), "\n";

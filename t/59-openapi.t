@@ -78,6 +78,7 @@ my %tok = (
     rev    => $n->token(sub => 'reviewer-1', scope => 'approvals:review'),
     audit  => $n->token(sub => 'auditor-1', scope => 'audit:read'),
     none   => $n->token(sub => 'agent-1', scope => 'nothing:here'),
+    admin  => $n->token(sub => 'admin-1', scope => 'admin:revoke'),
     forged => $n->token(sub => 'agent-1', key => 'not-the-key',
                         alg => 'HS256'),
 );
@@ -238,6 +239,34 @@ call('/v1/audit', GET => '/v1/audit', $tok{audit});
 call('/v1/audit', GET => '/v1/audit?count=2', $tok{audit});
 call('/v1/audit', GET => '/v1/audit?count=nope', $tok{audit});
 call('/v1/audit', GET => '/v1/audit', $tok{agent});
+
+# the admin API: revocations, and any sandbox of the tenant
+my $rv = '/v1/admin/revocations';
+call($rv, POST => $rv, $tok{admin},
+     { kind => 'jti', value => "leaked-$$", expires_at => time + 300,
+       reason => 'in a CI log' });
+call($rv, POST => $rv, $tok{admin}, { kind => 'agent', value => 'agent-7',
+                                      which => 'all' });
+call($rv, POST => $rv, $tok{admin}, { kind => 'nonsense', value => 'x' });
+call($rv, POST => $rv, $tok{agent}, { kind => 'agent', value => 'agent-7' });
+call("$rv/jti/{key}", GET => "$rv/jti/leaked-$$", $tok{admin});
+call("$rv/jti/{key}", GET => "$rv/jti/never-revoked", $tok{admin});
+call("$rv/agent/{key}", GET => "$rv/agent/agent-7", $tok{admin});
+call("$rv/agent/{key}", GET => "$rv/agent/agent-8", $tok{admin});
+call("$rv/jti/{key}", DELETE => "$rv/jti/leaked-$$", $tok{admin});
+call("$rv/jti/{key}", DELETE => "$rv/jti/leaked-$$", $tok{admin});
+call("$rv/agent/{key}", DELETE => "$rv/agent/agent-7", $tok{admin});
+call("$rv/agent/{key}", DELETE => "$rv/agent/agent-7", $tok{agent});
+call('/v1/admin/sandboxes', GET => '/v1/admin/sandboxes', $tok{admin});
+call('/v1/admin/sandboxes', GET => '/v1/admin/sandboxes?agent=agent-1',
+     $tok{admin});
+call('/v1/admin/sandboxes', GET => '/v1/admin/sandboxes', $tok{agent});
+(undef, undef, undef, $j) = call('/v1/sandboxes', POST => '/v1/sandboxes',
+                                 $tok{agent}, {});
+call('/v1/admin/sandboxes/{id}', DELETE => '/v1/admin/sandboxes/'
+     . ($j->{id} // $unknown_sb), $tok{admin});
+call('/v1/admin/sandboxes/{id}', DELETE => "/v1/admin/sandboxes/$unknown_sb",
+     $tok{admin});
 
 # the end of it
 call($sb_tpl, DELETE => $sb, $tok{agent});

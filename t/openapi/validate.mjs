@@ -207,6 +207,10 @@ const flag = {
     NGX_HTTP_PATCH: ['patch'], NGX_HTTP_DELETE: ['delete'],
 };
 const rows = new Set();
+const shared = new Map();  // row name -> how many rows have it
+for (const [, name] of ops.matchAll(rowRe)) {
+    shared.set(name, (shared.get(name) ?? 0) + 1);
+}
 let m;
 
 while ((m = rowRe.exec(ops)) !== null) {
@@ -224,7 +228,11 @@ while ((m = rowRe.exec(ops)) !== null) {
             if (!op) {
                 continue;
             }
-            check(op.operationId === name,
+            // operationIds are unique: rows sharing a name (one op on
+            // two paths) are told apart by a suffix
+            check(op.operationId === name
+                  || (shared.get(name) > 1
+                      && op.operationId?.startsWith(`${name}.`)),
                   `${key}: operationId is the row's name "${name}"`,
                   `it is "${op.operationId}"`);
             const seen = [...(exercised.get(key) ?? [])];
@@ -236,6 +244,11 @@ while ((m = rowRe.exec(ops)) !== null) {
 }
 
 check(rows.size > 10, `the op table has rows (${rows.size} method/paths)`);
+
+const ids = Object.values(doc.paths).flatMap((item) =>
+    METHODS.filter((x) => item[x]).map((x) => item[x].operationId));
+check(ids.every((id) => id) && new Set(ids).size === ids.length,
+      'every operation has an operationId, each its own');
 
 // the MCP endpoint is _mcp.c's, not a row
 const OUTSIDE = new Set(['POST /v1/mcp', 'GET /v1/mcp', 'DELETE /v1/mcp']);

@@ -34,6 +34,11 @@ __asm__(
 extern const u_char  ngx_http_veto_sandbox_openapi_start[];
 extern const u_char  ngx_http_veto_sandbox_openapi_end[];
 
+/* two objects to C: their distance is taken as addresses, not pointers */
+#define ngx_http_veto_sandbox_openapi_len                                     \
+    ((size_t) ((uintptr_t) ngx_http_veto_sandbox_openapi_end                  \
+               - (uintptr_t) ngx_http_veto_sandbox_openapi_start))
+
 
 ngx_int_t
 ngx_http_veto_sandbox_openapi(ngx_http_request_t *r,
@@ -41,8 +46,7 @@ ngx_http_veto_sandbox_openapi(ngx_http_request_t *r,
 {
     return ngx_http_veto_sandbox_send(r, NGX_HTTP_OK, "application/json",
                                  (u_char *) ngx_http_veto_sandbox_openapi_start,
-                                 ngx_http_veto_sandbox_openapi_end
-                                 - ngx_http_veto_sandbox_openapi_start);
+                                 ngx_http_veto_sandbox_openapi_len);
 }
 
 
@@ -59,8 +63,7 @@ ngx_http_veto_sandbox_openapi_init(ngx_conf_t *cf)
     json_error_t   err;
 
     doc = json_loadb((const char *) ngx_http_veto_sandbox_openapi_start,
-                     ngx_http_veto_sandbox_openapi_end
-                     - ngx_http_veto_sandbox_openapi_start, 0, &err);
+                     ngx_http_veto_sandbox_openapi_len, 0, &err);
     if (doc == NULL) {
         ngx_log_error(NGX_LOG_EMERG, cf->log, 0,
                       "veto_sandbox: the compiled-in OpenAPI document is "

@@ -183,6 +183,21 @@ for (const r of records) {
         continue;
     }
 
+    if (media === 'application/x-ndjson') {
+        // a stream: each line one JSON object
+        const bad = r.body.split('\n').filter(Boolean).filter((l) => {
+            try {
+                const o = JSON.parse(l);
+                return typeof o !== 'object' || o === null || Array.isArray(o);
+            } catch {
+                return true;
+            }
+        });
+        check(bad.length === 0, `${name}: ${media}, a JSON object a line`,
+              bad.slice(0, 3).join('\n'));
+        continue;
+    }
+
     if (!json) {
         check(true, `${name}: ${media} as documented`);
         continue;

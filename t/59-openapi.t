@@ -195,6 +195,56 @@ call("$sb_tpl/exec", POST => "$sb/exec", $tok{agent},
 call("$sb_tpl/exec", POST => "/v1/sandboxes/$unknown_sb/exec", $tok{agent},
      { argv => ['true'] });
 
+# workspaces as archives, streamed and background execs
+{
+    my $ad = $n->dir . '/archive';
+    mkdir $ad;
+    mkdir "$ad/proj";
+    VetoNginx::spew("$ad/proj/a.txt", "a\n");
+    system('tar', '-C', $ad, '-czf', "$ad/proj.tar.gz", 'proj') == 0
+        or die "tar: $?";
+    my $tgz = VetoNginx::slurp("$ad/proj.tar.gz");
+    my %oct = ('Content-Type' => 'application/octet-stream');
+    call("$sb_tpl/archive", PUT => "$sb/archive?path=src", $tok{agent}, $tgz,
+         \%oct);
+    call("$sb_tpl/archive", PUT => "$sb/archive", $tok{agent},
+         'not a tar at all ' x 64, \%oct);
+    call("$sb_tpl/archive", PUT => "$sb/archive?bogus=1", $tok{agent}, $tgz,
+         \%oct);
+    call("$sb_tpl/archive", PUT => "$sb/archive", $tok{rev}, $tgz, \%oct);
+    call("$sb_tpl/archive", GET => "$sb/archive?path=src", $tok{agent});
+    call("$sb_tpl/archive", GET => "$sb/archive?path=src&format=tar.gz",
+         $tok{agent});
+    call("$sb_tpl/archive", GET => "$sb/archive?path=missing", $tok{agent});
+    call("$sb_tpl/archive", GET => "$sb/archive?path=src/proj/a.txt",
+         $tok{agent});
+}
+
+call("$sb_tpl/exec", POST => "$sb/exec", $tok{agent},
+     { argv => ['sh', '-c', 'echo one; echo two >&2'] },
+     { Accept => 'application/x-ndjson' });
+
+{
+    my ($bst, undef, undef, $bj) = call("$sb_tpl/exec", POST => "$sb/exec",
+        $tok{agent}, { argv => ['sh', '-c', 'echo bg; sleep 30'],
+                       background => JSON::PP::true() });
+    is($bst, 202, 'a background exec: 202') or diag explain $bj;
+    my $ex_tpl = "$sb_tpl/execs/{exec}";
+    my $ex = "$sb/execs/" . ($bj->{id} // 'ex-0000000000000000');
+    call($ex_tpl, GET => $ex, $tok{agent});
+    call("$ex_tpl/output", GET => "$ex/output?stream=stdout&offset=0",
+         $tok{agent});
+    call("$ex_tpl/output", GET => "$ex/output?offset=99999999", $tok{agent});
+    call("$ex_tpl/output", GET => "$ex/output?colour=blue", $tok{agent});
+    call($ex_tpl, DELETE => $ex, $tok{agent});
+    call($ex_tpl, DELETE => $ex, $tok{agent});
+    call($ex_tpl, GET => $ex, $tok{agent});
+    call("$ex_tpl/output", GET => "$ex/output?stream=stdout&offset=0",
+         $tok{agent}, undef, { Accept => 'application/x-ndjson' });
+    call($ex_tpl, GET => "$sb/execs/ex-0000000000000000", $tok{agent});
+    call($ex_tpl, DELETE => "$sb/execs/ex-0000000000000000", $tok{agent});
+}
+
 # an exec a human must approve: 202, the approvals, approve, the repeat
 my $ask = { argv => ['sh', '-c', 'echo needs-a-human 1'] };
 ($st, $h, undef, $j) = call("$sb_tpl/exec", POST => "$sb/exec", $tok{agent},

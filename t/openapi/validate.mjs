@@ -198,6 +198,24 @@ for (const r of records) {
         continue;
     }
 
+    if (media === 'text/event-stream') {
+        // MCP progress: each event's data one JSON-RPC message
+        const events = r.body.split(/\n\n/).map((e) => e.match(/^data: (.*)$/m))
+            .filter(Boolean).map((d) => d[1]);
+        const rpc = ajv.getSchema('openapi.json#/components/schemas/JsonRpc');
+        const bad = events.filter((d) => {
+            try {
+                return !rpc(JSON.parse(d));
+            } catch {
+                return true;
+            }
+        });
+        check(events.length > 0 && bad.length === 0,
+              `${name}: ${media}, a JSON-RPC message an event`,
+              bad.slice(0, 3).join('\n') || r.body.slice(0, 400));
+        continue;
+    }
+
     if (!json) {
         check(true, `${name}: ${media} as documented`);
         continue;

@@ -119,17 +119,19 @@ ngx_http_veto_sandbox_jwt_verify(ngx_http_request_t *r,
         return NGX_DECLINED;
     }
 
-    if (EVP_Digest(token->data, token->len, hash, &hlen, EVP_sha256(), NULL)
-        != 1)
-    {
-        *reason = "internal error";
-        return NGX_ERROR;
-    }
+    /* the hash is the cache's key: without a cache it is not needed */
+    if (vscf->cache_zone) {
+        if (EVP_Digest(token->data, token->len, hash, &hlen, EVP_sha256(),
+                       NULL)
+            != 1)
+        {
+            *reason = "internal error";
+            return NGX_ERROR;
+        }
 
-    if (vscf->cache_zone
-        && ngx_http_veto_sandbox_cache_get(r, vscf, hash, ctx) == NGX_OK)
-    {
-        return NGX_OK;
+        if (ngx_http_veto_sandbox_cache_get(r, vscf, hash, ctx) == NGX_OK) {
+            return NGX_OK;
+        }
     }
 
     header = ngx_http_veto_sandbox_b64_json(r, token->data,

@@ -72,6 +72,10 @@ vsb_conn_update(vsb_conn_t *c)
         return;                 /* its own deadline, set once */
     }
 
+    if (c->dispatching) {
+        return;                 /* vsb_conn_read() updates after dispatch */
+    }
+
     if (c->close_after && c->out == NULL) {
         return;                 /* aborted: closed by its timer */
     }

@@ -54,6 +54,7 @@ vsb_loop_add(vsb_event_t *ev, uint32_t events)
         return -1;
     }
 
+    ev->events = events;
     ev->active = 1;
     return 0;
 }
@@ -68,6 +69,12 @@ vsb_loop_mod(vsb_event_t *ev, uint32_t events)
         return vsb_loop_add(ev, events);
     }
 
+    /* level-triggered, no one-shot: an unchanged mask needs no call (a
+     * connection's request cycle would make three per request) */
+    if (events == ev->events) {
+        return 0;
+    }
+
     memset(&ee, 0, sizeof(ee));
     ee.events = events;
     ee.data.ptr = ev;
@@ -77,6 +84,7 @@ vsb_loop_mod(vsb_event_t *ev, uint32_t events)
         return -1;
     }
 
+    ev->events = events;
     return 0;
 }
 

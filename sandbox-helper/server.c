@@ -384,19 +384,33 @@ vsb_conn_read(vsb_conn_t *c)
             c->state = VSB_CONN_BUSY;
             vsb_timer_del(&c->timer);
 
-            /* Only hangups matter while the request runs. */
-            if (vsb_loop_mod(&c->ev, 0) != 0) {
-                vsb_conn_close(c);
-                return -1;
-            }
-
+            /* What c waits for is set once dispatch returns: most ops
+             * reply at once, and then neither the "hangups only" mask
+             * nor EPOLLOUT and a loop turn to write are needed. */
+            c->dispatching = 1;
             vsb_server_hooks.dispatch(c, vsb_frame_json(&c->in), c->in.json_len,
                                vsb_frame_payload(&c->in), c->in.payload_len);
+            c->dispatching = 0;
 
-            /* The request's bytes are no longer needed (the connection
-             * may be gone: dispatch replies only through the loop). */
+            /* The request's bytes are no longer needed (dispatch replies
+             * only through the loop: c is still ours here). */
             vsb_frame_reset(&c->in);
             vsb_conn_release_in(c);
+
+            /* answered: written from c's own handler, as EPOLLOUT would
+             * (a full socket leaves the rest to EPOLLOUT) */
+            if (c->replied && c->out != NULL) {
+                if (vsb_conn_write(c) != 0) {
+                    return -1;
+                }
+                if (c->out == NULL) {
+                    return 0;   /* reading the next request */
+                }
+            }
+
+            /* Still running, or a reply not all written: only hangups
+             * and, with a reply queued, EPOLLOUT matter now. */
+            vsb_conn_update(c);
             return 0;
         }
     }

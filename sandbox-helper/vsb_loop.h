@@ -20,6 +20,7 @@ struct vsb_event_s {
     int                    fd;
     vsb_event_handler_pt   handler;
     void                  *data;
+    uint32_t               events;        /* as registered, if active */
     unsigned               active:1;      /* registered with epoll */
 };
 
@@ -35,6 +36,7 @@ int vsb_loop_init(void);
 
 /* events: EPOLLIN / EPOLLOUT / ... ; handler gets epoll's revents. */
 int vsb_loop_add(vsb_event_t *ev, uint32_t events);
+/* mod with the mask already registered makes no system call */
 int vsb_loop_mod(vsb_event_t *ev, uint32_t events);
 int vsb_loop_del(vsb_event_t *ev);          /* safe if not active */
 

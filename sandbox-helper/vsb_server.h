@@ -66,6 +66,7 @@ struct vsb_conn_s {
     unsigned             close_after:1;
     unsigned             in_paused:1;  /* the op has no room for input */
     unsigned             replied:1;    /* the reply is queued or sent */
+    unsigned             dispatching:1; /* in dispatch: no epoll changes */
     size_t               held_in;      /* counted in the global budget */
     size_t               held_out;
 

@@ -278,6 +278,100 @@ vsb_cgroup_attach(vsb_cgroup_t *cg, pid_t pid)
 
 
 int
+vsb_cgroup_join_open(vsb_cgroup_t *cg, int *fds, size_t *n, char *err,
+    size_t errlen)
+{
+    char    path[PATH_MAX];
+    size_t  i;
+
+    *n = 0;
+
+    if (vsb_cg.mode != VSB_CGROUP_V1) {
+        return 0;
+    }
+
+    if (vsb_cg.nhier > VSB_CGROUP_JOIN_MAX) {
+        snprintf(err, errlen, "cgroup: %zu v1 hierarchies, at most %d",
+                 vsb_cg.nhier, VSB_CGROUP_JOIN_MAX);
+        return -1;
+    }
+
+    for (i = 0; i < vsb_cg.nhier; i++) {
+        if (vsb_cg_path(path, sizeof(path), &vsb_cg.hier[i], cg->rel, "tasks")
+            == -1)
+        {
+            snprintf(err, errlen, "cgroup: path too long for %s", cg->rel);
+            goto failed;
+        }
+
+        /* close-on-exec, and the init closes them before it runs
+         * anything of the workload's */
+        fds[i] = open(path, O_WRONLY | O_CLOEXEC);
+        if (fds[i] == -1) {
+            snprintf(err, errlen, "cgroup: open %s: %s", path,
+                     strerror(errno));
+            goto failed;
+        }
+
+        *n = i + 1;
+    }
+
+    return 0;
+
+failed:
+
+    vsb_cgroup_join_close(fds, *n);
+    *n = 0;
+    return -1;
+}
+
+
+int
+vsb_cgroup_join_self(int *fds, size_t n)
+{
+    int      rc, saved;
+    size_t   i;
+    ssize_t  w;
+
+    rc = 0;
+    saved = 0;
+
+    for (i = 0; i < n; i++) {
+        if (rc == 0) {
+            do {
+                w = write(fds[i], "0", 1);
+            } while (w == -1 && errno == EINTR);
+
+            if (w != 1) {
+                saved = (w == -1) ? errno : EIO;
+                rc = -1;
+            }
+        }
+
+        (void) close(fds[i]);
+        fds[i] = -1;
+    }
+
+    errno = saved;
+    return rc;
+}
+
+
+void
+vsb_cgroup_join_close(int *fds, size_t n)
+{
+    size_t  i;
+
+    for (i = 0; i < n; i++) {
+        if (fds[i] != -1 && close(fds[i]) == -1) {
+            vsb_log_errno(VSB_LOG_WARN, "cgroup: close a tasks descriptor");
+        }
+        fds[i] = -1;
+    }
+}
+
+
+int
 vsb_cgroup_kill(vsb_cgroup_t *cg)
 {
     if (vsb_cg.mode == VSB_CGROUP_V2) {

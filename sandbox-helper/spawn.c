@@ -53,7 +53,8 @@ const char *const  vsb_spawn_namespaces[] = {
 extern char  **environ;
 
 static pid_t vsb_spawn_clone(int *pidfd);
-static void vsb_spawn_init(const vsb_spawn_t *sp, int sync_fd)
+static void vsb_spawn_init(const vsb_spawn_t *sp, int sync_fd, int *cgfds,
+    size_t ncg)
     __attribute__((noreturn));
 static void vsb_spawn_workload(const vsb_spawn_t *sp, int notify_fd)
     __attribute__((noreturn));
@@ -137,8 +138,9 @@ vsb_spawn_clone(int *pidfd)
 pid_t
 vsb_spawn(const vsb_spawn_t *sp, int *pidfd, char *err, size_t errlen)
 {
-    int        sync[2], fd, saved;
+    int        sync[2], fd, saved, cgfds[VSB_CGROUP_JOIN_MAX];
     char       byte;
+    size_t     ncg;
     pid_t      pid;
     ssize_t    n;
     siginfo_t  si;
@@ -147,8 +149,14 @@ vsb_spawn(const vsb_spawn_t *sp, int *pidfd, char *err, size_t errlen)
         return -1;
     }
 
+    /* v1: the init joins the exec cgroup itself (vsb_cgroup.h says why) */
+    if (vsb_cgroup_join_open(sp->cgroup, cgfds, &ncg, err, errlen) != 0) {
+        return -1;
+    }
+
     if (pipe2(sync, O_CLOEXEC) != 0) {
         snprintf(err, errlen, "spawn: sync pipe: %s", strerror(errno));
+        vsb_cgroup_join_close(cgfds, ncg);
         return -1;
     }
 
@@ -159,6 +167,7 @@ vsb_spawn(const vsb_spawn_t *sp, int *pidfd, char *err, size_t errlen)
     if (vsb_netns_enter(sp->sb, err, errlen) != 0) {
         close(sync[0]);
         close(sync[1]);
+        vsb_cgroup_join_close(cgfds, ncg);
         return -1;
     }
 
@@ -174,17 +183,19 @@ vsb_spawn(const vsb_spawn_t *sp, int *pidfd, char *err, size_t errlen)
                  strerror(saved));
         close(sync[0]);
         close(sync[1]);
+        vsb_cgroup_join_close(cgfds, ncg);
         return -1;
     }
 
     if (pid == 0) {
         close(sync[1]);
-        vsb_spawn_init(sp, sync[0]);
+        vsb_spawn_init(sp, sync[0], cgfds, ncg);
     }
 
     close(sync[0]);
+    vsb_cgroup_join_close(cgfds, ncg);
 
-    if (vsb_cgroup_attach(sp->cgroup, pid) != 0) {
+    if (ncg == 0 && vsb_cgroup_attach(sp->cgroup, pid) != 0) {
         snprintf(err, errlen, "spawn: attach init %d to exec cgroup: %s",
                  (int) pid, strerror(errno));
         goto failed;
@@ -367,7 +378,7 @@ vsb_spawn_hide_args(void)
 
 
 static void
-vsb_spawn_init(const vsb_spawn_t *sp, int sync_fd)
+vsb_spawn_init(const vsb_spawn_t *sp, int sync_fd, int *cgfds, size_t ncg)
 {
     int               status, nsk[2];
     char              byte, err[200], msg[240];
@@ -375,6 +386,14 @@ vsb_spawn_init(const vsb_spawn_t *sp, int sync_fd)
     ssize_t           n;
     struct pollfd     pfd;
     vsb_sc_refused_t  refused;
+
+    /* first: into the exec cgroup, before this process can do or start
+     * anything (v1; the helper attached us on v2).  Until then it is
+     * only the helper's code, and the helper kills it by its pidfd. */
+    if (vsb_cgroup_join_self(cgfds, ncg) != 0) {
+        vsb_spawn_fail(sp->status_fd, 1, "init: join the exec cgroup "
+                       "(\"0\" to its tasks files)");
+    }
 
     vsb_spawn_fds(sp, sync_fd);
 

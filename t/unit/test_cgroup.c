@@ -5,6 +5,7 @@
  * against the controller-less /sys/fs/cgroup/unified.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <setjmp.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -13,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sched.h>
 #include <sys/mount.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
@@ -421,6 +423,82 @@ test_pids_limit_and_kill(void **state)
 }
 
 
+/*
+ * v1: a process joins an exec cgroup itself through tasks descriptors the
+ * helper opened, from a new user namespace (where it is nobody to the
+ * host's cgroup files), as an exec's init does; v2: nothing to open.
+ */
+static void
+test_join_self(void **state)
+{
+    int            fds[VSB_CGROUP_JOIN_MAX], sync[2], status;
+    char           err[512], c;
+    size_t         n, i;
+    pid_t          pid;
+    vsb_cgroup_t  *sb, *ex;
+
+    sb = vsb_cgroup_create(NULL, "sb-join", NULL, err, sizeof(err));
+    assert_non_null(sb);
+    ex = vsb_cgroup_create(sb, "e1", NULL, err, sizeof(err));
+    assert_non_null(ex);
+
+    assert_int_equal(vsb_cgroup_join_open(ex, fds, &n, err, sizeof(err)), 0);
+
+    if (vsb_cgroup_mode() != VSB_CGROUP_V1) {
+        assert_int_equal(n, 0);
+        goto done;
+    }
+
+    assert_true(n >= 1 && n <= VSB_CGROUP_JOIN_MAX);
+    assert_int_equal(vsb_cgroup_populated(ex), 0);
+    assert_int_equal(pipe(sync), 0);
+
+    pid = fork();
+    assert_true(pid >= 0);
+
+    if (pid == 0) {
+        close(sync[1]);
+        if (unshare(CLONE_NEWUSER) != 0) {
+            _exit(10);
+        }
+        if (vsb_cgroup_join_self(fds, n) != 0) {
+            _exit(11);
+        }
+        for (i = 0; i < n; i++) {
+            if (fcntl(fds[i], F_GETFD) != -1) {
+                _exit(12);          /* every descriptor closed */
+            }
+        }
+        if (read(sync[0], &c, 1) != 0) {
+            _exit(13);
+        }
+        _exit(0);
+    }
+
+    close(sync[0]);
+    vsb_cgroup_join_close(fds, n);
+
+    /* the child is in the exec cgroup (all hierarchies: populated reads
+     * cgroup.procs of each) once it got past its join */
+    for (i = 0; i < 200 && vsb_cgroup_populated(ex) != 1; i++) {
+        test_sleep_ms(5);
+    }
+    assert_int_equal(vsb_cgroup_populated(ex), 1);
+
+    close(sync[1]);
+    assert_int_equal(waitpid(pid, &status, 0), pid);
+    assert_true(WIFEXITED(status));
+    assert_int_equal(WEXITSTATUS(status), 0);
+    assert_int_equal(test_wait_empty(ex, 1000), 0);
+
+done:
+
+    assert_int_equal(vsb_cgroup_destroy(ex, err, sizeof(err)), 0);
+    assert_int_equal(vsb_cgroup_destroy(sb, err, sizeof(err)), 0);
+    assert_int_equal(vsb_cgroup_count(), 0);
+}
+
+
 /* a tree that keeps forking in new sessions while it is being killed */
 static void
 child_tree(void)
@@ -767,6 +845,8 @@ main(void)
         cmocka_unit_test_setup_teardown(test_oom_counted_on_child, setup_auto,
                                         teardown_base),
         cmocka_unit_test_setup_teardown(test_pids_limit_and_kill, setup_auto,
+                                        teardown_base),
+        cmocka_unit_test_setup_teardown(test_join_self, setup_auto,
                                         teardown_base),
         cmocka_unit_test_setup_teardown(test_kill_tree, setup_auto,
                                         teardown_base),

@@ -1,9 +1,10 @@
 /*
  * The MCP endpoint's own types: what _mcp.c (the transport and the
- * lifecycle), _mcp_tools.c (the tools as REST twins), _mcp_result.c (the
- * twin's response as the tool's result) and _mcp_session.c (sessions in
- * shared memory) share.  The rest of the module knows only ctx->in,
- * ctx->sink and ctx->mcp (ngx_http_veto_sandbox_module.h).
+ * lifecycle), _mcp_tool_table.c (the tools), _mcp_tools.c (their calls
+ * as REST twins), _mcp_result.c (the twin's response as the tool's
+ * result) and _mcp_session.c (sessions in shared memory) share.  The
+ * rest of the module knows only ctx->in, ctx->sink and ctx->mcp
+ * (ngx_http_veto_sandbox_module.h).
  */
 
 #ifndef _NGX_HTTP_VSB_MCP_H_INCLUDED_
@@ -105,12 +106,37 @@ struct ngx_http_veto_sandbox_mcp_call_s {
 ngx_int_t ngx_http_veto_sandbox_mcp_respond(ngx_http_request_t *r,
     ngx_uint_t status, json_t *id, json_t *result, json_t *error);
 
-/* _mcp_tools.c */
+/* _mcp_tool_table.c */
 extern ngx_http_veto_sandbox_mcp_tool_t  ngx_http_veto_sandbox_mcp_tools[];
 /* the tools/list result: built once per worker, shared */
 json_t *ngx_http_veto_sandbox_mcp_tool_list(void);
 ngx_http_veto_sandbox_mcp_tool_t *ngx_http_veto_sandbox_mcp_tool(
     const char *name);
+ngx_int_t ngx_http_veto_sandbox_mcp_tools_init(ngx_conf_t *cf);
+
+/* _mcp_tools.c: the table's twins */
+ngx_int_t ngx_http_veto_sandbox_mcp_twin_create(ngx_http_request_t *r,
+    json_t *args, ngx_http_veto_sandbox_mcp_twin_t *twin, const char **why);
+ngx_int_t ngx_http_veto_sandbox_mcp_twin_list(ngx_http_request_t *r,
+    json_t *args, ngx_http_veto_sandbox_mcp_twin_t *twin, const char **why);
+ngx_int_t ngx_http_veto_sandbox_mcp_twin_get(ngx_http_request_t *r,
+    json_t *args, ngx_http_veto_sandbox_mcp_twin_t *twin, const char **why);
+ngx_int_t ngx_http_veto_sandbox_mcp_twin_write(ngx_http_request_t *r,
+    json_t *args, ngx_http_veto_sandbox_mcp_twin_t *twin, const char **why);
+ngx_int_t ngx_http_veto_sandbox_mcp_twin_read(ngx_http_request_t *r,
+    json_t *args, ngx_http_veto_sandbox_mcp_twin_t *twin, const char **why);
+ngx_int_t ngx_http_veto_sandbox_mcp_twin_exec(ngx_http_request_t *r,
+    json_t *args, ngx_http_veto_sandbox_mcp_twin_t *twin, const char **why);
+ngx_int_t ngx_http_veto_sandbox_mcp_twin_destroy(ngx_http_request_t *r,
+    json_t *args, ngx_http_veto_sandbox_mcp_twin_t *twin, const char **why);
+ngx_int_t ngx_http_veto_sandbox_mcp_twin_hosts(ngx_http_request_t *r,
+    json_t *args, ngx_http_veto_sandbox_mcp_twin_t *twin, const char **why);
+ngx_int_t ngx_http_veto_sandbox_mcp_twin_lifetime(
+    ngx_http_request_t *r, json_t *args,
+    ngx_http_veto_sandbox_mcp_twin_t *twin, const char **why);
+ngx_int_t ngx_http_veto_sandbox_mcp_twin_approval(
+    ngx_http_request_t *r, json_t *args,
+    ngx_http_veto_sandbox_mcp_twin_t *twin, const char **why);
 /* the twins' parts, for twins of other files (_mcp_archive.c): the
  * arguments are all among names; sandbox_id and approval_id; the URI
  * /v1/sandboxes/<id><tail>; the method; the query path=<path> */
@@ -127,7 +153,6 @@ ngx_int_t ngx_http_veto_sandbox_mcp_query(ngx_http_request_t *r,
 /* runs a tools/call: NGX_DONE, or the code to finalize r with */
 ngx_int_t ngx_http_veto_sandbox_mcp_call(ngx_http_request_t *r,
     ngx_http_veto_sandbox_ctx_t *ctx, ngx_http_veto_sandbox_mcp_call_t *call);
-ngx_int_t ngx_http_veto_sandbox_mcp_tools_init(ngx_conf_t *cf);
 
 /* _mcp_result.c: the sink (ngx_http_veto_sandbox_sink_pt) */
 ngx_int_t ngx_http_veto_sandbox_mcp_result(ngx_http_request_t *r,

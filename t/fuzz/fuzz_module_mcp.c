@@ -2,10 +2,10 @@
  * libFuzzer target for the MCP endpoint's parsing of what an agent
  * POSTs to /v1/mcp (_mcp.c: the body, the JSON-RPC envelope, the
  * session headers, initialize, tools/list, tools/call) and the tool
- * arguments it turns into a REST twin (_mcp_tools.c: each tool's
- * arguments checked against its schema and written as the method, path,
- * query and body a REST client would send; the discovery tools' twins
- * are in _about.c and _profiles.c).
+ * arguments it turns into a REST twin (_mcp_tool_table.c: the tools;
+ * _mcp_tools.c: each tool's arguments checked against its schema and
+ * written as the method, path, query and body a REST client would send;
+ * the discovery tools' twins are in _about.c and _profiles.c).
  *
  * The first byte picks the headers the message comes with: bit 0 an
  * Mcp-Session-Id the sessions know, bit 1 one they do not, bit 2 a
@@ -22,10 +22,12 @@
  * the harness's: each is fuzzed or tested where it lives.
  *
  * FUZZ-COVERS: ngx_veto_sandbox_module/ngx_http_veto_sandbox_mcp.c:ngx_http_veto_sandbox_mcp_(post|body|envelope|message|session|initialize|tools_call|respond|error|header|accepted)
- * FUZZ-COVERS: ngx_veto_sandbox_module/ngx_http_veto_sandbox_mcp_tools.c:ngx_http_veto_sandbox_mcp_(known|ids|path|method|json_body|query|twin_.*|input|call|tool|tool_list|tool_json)
+ * FUZZ-COVERS: ngx_veto_sandbox_module/ngx_http_veto_sandbox_mcp_tools.c:ngx_http_veto_sandbox_mcp_(known|ids|path|method|json_body|query|twin_.*|input|call)
+ * FUZZ-COVERS: ngx_veto_sandbox_module/ngx_http_veto_sandbox_mcp_tool_table.c:ngx_http_veto_sandbox_mcp_(tool|tool_list|tool_json)
  */
 
 #include "ngx_http_veto_sandbox_mcp.c"
+#include "ngx_http_veto_sandbox_mcp_tool_table.c"
 #include "ngx_http_veto_sandbox_mcp_tools.c"
 #include "ngx_http_veto_sandbox_mcp_present.c"
 #include "ngx_http_veto_sandbox_mcp_archive.c"

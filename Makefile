@@ -148,8 +148,9 @@ MODULE_INCS  = $(addprefix -I$(NGX_SRC)/, objs src/core src/event \
                  src/http/v2) -Ingx_veto_sandbox_module -Isandbox-helper \
                  -Iegress-proxy -It/unit
 MODULE_PURE  = $(addprefix ngx_veto_sandbox_module/ngx_http_veto_sandbox_, \
-                 hash.c redact.c summary.c policy.c policy_match.c \
-                 network.c event.c metrics_store.c sentinel_parse.c) \
+                 hash.c redact.c summary.c policy.c policy_approvals.c \
+                 policy_match.c network.c event.c metrics_store.c \
+                 sentinel_parse.c) \
                $(HELPER_EG_SRCS) sandbox-helper/paths.c t/unit/ngx_core_stub.c
 MODULE_DEPS  = $(MODULE_PURE) $(wildcard ngx_veto_sandbox_module/*.h) \
                egress-proxy/eg_allow.h egress-proxy/eg_addr.h \

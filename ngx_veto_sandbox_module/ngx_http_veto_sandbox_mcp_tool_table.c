@@ -7,7 +7,6 @@
  */
 
 #include "ngx_http_veto_sandbox_mcp.h"
-#include "ngx_http_veto_sandbox_approval.h"
 #include "ngx_http_veto_sandbox_discovery.h"
 
 

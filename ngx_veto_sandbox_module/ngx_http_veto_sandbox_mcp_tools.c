@@ -21,6 +21,7 @@
  */
 
 #include "ngx_http_veto_sandbox_mcp.h"
+#include "ngx_http_veto_sandbox_approval.h"
 
 
 /* ---- the twins ------------------------------------------------------ */

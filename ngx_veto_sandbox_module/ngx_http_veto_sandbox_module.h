@@ -614,8 +614,20 @@ void ngx_http_veto_sandbox_cache_put(ngx_http_request_t *r,
 /* _policy.c */
 ngx_http_veto_sandbox_policy_t *ngx_http_veto_sandbox_policy_load(
     ngx_conf_t *cf, ngx_str_t *file);
+/* a JSON array of non-empty strings as an ngx_str_t array; NULL: not
+ * one, or no memory */
+ngx_array_t *ngx_http_veto_sandbox_policy_strings(ngx_conf_t *cf,
+    json_t *v);
+
+/* _policy_approvals.c: a rule's "approvals" and "quotas" */
 /* the NGX_HTTP_VSB_ACT_* bit of an action approvals.always can name */
 ngx_uint_t ngx_http_veto_sandbox_policy_action(ngx_str_t *name);
+ngx_int_t ngx_http_veto_sandbox_policy_approvals(ngx_conf_t *cf,
+    ngx_str_t *file, const char *where, json_t *obj,
+    ngx_http_veto_sandbox_apr_rule_t *apr);
+ngx_int_t ngx_http_veto_sandbox_policy_quotas(ngx_conf_t *cf,
+    ngx_str_t *file, const char *where, json_t *obj,
+    ngx_http_veto_sandbox_quota_rule_t *q, ngx_uint_t agent);
 
 /* _policy_match.c */
 ngx_http_veto_sandbox_rule_t *ngx_http_veto_sandbox_policy_rule(

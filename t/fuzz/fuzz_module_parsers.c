@@ -22,6 +22,7 @@
  * come from t/unit/ngx_core_stub.c.
  *
  * FUZZ-COVERS: ngx_veto_sandbox_module/ngx_http_veto_sandbox_policy.c
+ * FUZZ-COVERS: ngx_veto_sandbox_module/ngx_http_veto_sandbox_policy_approvals.c
  * FUZZ-COVERS: ngx_veto_sandbox_module/ngx_http_veto_sandbox_policy_match.c
  * FUZZ-COVERS: ngx_veto_sandbox_module/ngx_http_veto_sandbox_request.c
  * FUZZ-COVERS: ngx_veto_sandbox_module/ngx_http_veto_sandbox_request_network.c

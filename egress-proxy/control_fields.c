@@ -1,0 +1,227 @@
+/*
+ * The control channel's request fields (control.c reads the requests):
+ * each checked against the protocol (sandbox-helper/vsb_egress_protocol.h)
+ * and the proxy's ceilings, and the named error a reply carries when one
+ * is not as it must be.
+ */
+#include <jansson.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "eg_control_fields.h"
+#include "egress.h"
+#include "vsb_egress_protocol.h"
+
+
+json_t *
+eg_ctl_err(const char *error, const char *field, const char *fmt, ...)
+{
+    va_list  ap;
+    char     detail[512];
+    json_t  *o;
+
+    va_start(ap, fmt);
+    vsnprintf(detail, sizeof(detail), fmt, ap);
+    va_end(ap);
+
+    o = json_pack("{s:b, s:s, s:s}", "ok", 0, "error", error,
+                  "detail", detail);
+    if (o != NULL && field != NULL) {
+        json_object_set_new(o, "field", json_string(field));
+    }
+    return o;
+}
+
+
+json_t *
+eg_ctl_ok(const char *op)
+{
+    return json_pack("{s:b, s:s}", "ok", 1, "op", op);
+}
+
+
+/* Every key of req must be in allowed (NULL-terminated). */
+json_t *
+eg_ctl_check_fields(json_t *req, const char *const *allowed)
+{
+    const char  *k;
+    json_t      *v;
+    size_t       i;
+
+    json_object_foreach(req, k, v) {
+        for (i = 0; allowed[i] != NULL; i++) {
+            if (strcmp(k, allowed[i]) == 0) {
+                break;
+            }
+        }
+        if (allowed[i] == NULL) {
+            return eg_ctl_err("unknown_field", k, "unknown field \"%s\"", k);
+        }
+    }
+    return NULL;
+}
+
+
+json_t *
+eg_ctl_sandbox_id(json_t *req, const char *field, const char **out)
+{
+    json_t      *v = json_object_get(req, field);
+    const char  *s;
+    size_t       i, n;
+
+    if (v == NULL) {
+        return eg_ctl_err("missing_field", field, "\"%s\" is required",
+                          field);
+    }
+    if (!json_is_string(v)) {
+        return eg_ctl_err("bad_type", field, "\"%s\" must be a string",
+                          field);
+    }
+    s = json_string_value(v);
+    n = json_string_length(v);
+    if (n == 0 || n > VSB_EGRESS_MAX_ID || strlen(s) != n) {
+        return eg_ctl_err("bad_value", field, "a sandbox id is 1 .. %d "
+                          "bytes", VSB_EGRESS_MAX_ID);
+    }
+    for (i = 0; i < n; i++) {
+        char  c = s[i];
+        if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z')
+              || (c >= '0' && c <= '9') || c == '-' || c == '_' || c == '.'))
+        {
+            return eg_ctl_err("bad_value", field, "a sandbox id is made of "
+                              "[A-Za-z0-9._-]");
+        }
+    }
+    *out = s;
+    return NULL;
+}
+
+
+json_t *
+eg_ctl_entries(json_t *req, const char *field, int required,
+    eg_allow_entry_t **out, size_t *nout)
+{
+    json_t            *a = json_object_get(req, field), *v;
+    eg_allow_entry_t  *list;
+    size_t             i;
+    char               err[400];
+
+    *out = NULL;
+    *nout = 0;
+
+    if (a == NULL) {
+        return required ? eg_ctl_err("missing_field", field,
+                                     "\"%s\" is required", field)
+                        : NULL;
+    }
+    if (!json_is_array(a)) {
+        return eg_ctl_err("bad_type", field, "\"%s\" must be an array of "
+                          "strings", field);
+    }
+    if (json_array_size(a) > VSB_EGRESS_MAX_ENTRIES) {
+        return eg_ctl_err("over_ceiling", field, "\"%s\" has more than %d "
+                          "entries", field, VSB_EGRESS_MAX_ENTRIES);
+    }
+    if (json_array_size(a) == 0) {
+        return NULL;
+    }
+
+    list = calloc(json_array_size(a), sizeof(*list));
+    if (list == NULL) {
+        return eg_ctl_err("internal", NULL, "out of memory");
+    }
+
+    json_array_foreach(a, i, v) {
+        if (!json_is_string(v)
+            || strlen(json_string_value(v)) != json_string_length(v))
+        {
+            free(list);
+            return eg_ctl_err("bad_type", field, "\"%s\"[%zu] must be a "
+                              "string", field, i);
+        }
+        if (eg_allow_parse(json_string_value(v), &list[i], err, sizeof(err))
+            != 0)
+        {
+            free(list);
+            return eg_ctl_err("bad_value", field, "%s", err);
+        }
+    }
+
+    *out = list;
+    *nout = json_array_size(a);
+    return NULL;
+}
+
+
+json_t *
+eg_ctl_limits(json_t *req, eg_limits_t *l)
+{
+    json_t      *o = json_object_get(req, "limits"), *v;
+    const char  *k;
+    json_int_t   n;
+    uint64_t     max;
+
+    *l = eg_proxy.cf.ceiling;
+    if (o == NULL) {
+        return NULL;
+    }
+    if (!json_is_object(o)) {
+        return eg_ctl_err("bad_type", "limits", "\"limits\" must be an "
+                          "object");
+    }
+
+    json_object_foreach(o, k, v) {
+        if (!json_is_integer(v) || (n = json_integer_value(v)) < 0) {
+            return eg_ctl_err("bad_type", "limits", "limits.%s must be a "
+                              "non-negative integer", k);
+        }
+        if (strcmp(k, "max_connections") == 0) {
+            max = eg_proxy.cf.ceiling.max_connections;
+        } else if (strcmp(k, "max_bytes_out") == 0) {
+            max = eg_proxy.cf.ceiling.max_bytes_out;
+        } else if (strcmp(k, "max_bytes_in") == 0) {
+            max = eg_proxy.cf.ceiling.max_bytes_in;
+        } else if (strcmp(k, "connect_timeout_ms") == 0) {
+            max = eg_proxy.cf.ceiling.connect_timeout_ms;
+        } else if (strcmp(k, "idle_timeout_ms") == 0) {
+            max = eg_proxy.cf.ceiling.idle_timeout_ms;
+        } else {
+            return eg_ctl_err("unknown_field", "limits", "unknown limit "
+                              "\"%s\"", k);
+        }
+        if ((uint64_t) n > max) {
+            json_t  *e = eg_ctl_err("over_ceiling", "limits", "limits.%s "
+                                    "= %lld is over the proxy's ceiling "
+                                    "%llu", k, (long long) n,
+                                    (unsigned long long) max);
+            json_object_set_new(e, "limit", json_string(k));
+            return e;
+        }
+        if (strcmp(k, "max_connections") == 0) {
+            l->max_connections = (uint32_t) n;
+        } else if (strcmp(k, "max_bytes_out") == 0) {
+            l->max_bytes_out = (uint64_t) n;
+        } else if (strcmp(k, "max_bytes_in") == 0) {
+            l->max_bytes_in = (uint64_t) n;
+        } else if (strcmp(k, "connect_timeout_ms") == 0) {
+            l->connect_timeout_ms = n < 100 ? 100 : (uint32_t) n;
+        } else {
+            l->idle_timeout_ms = n < 100 ? 100 : (uint32_t) n;
+        }
+    }
+    return NULL;
+}
+
+
+json_t *
+eg_ctl_limits_json(const eg_limits_t *l)
+{
+    return json_pack("{s:I, s:I, s:I, s:I, s:I}",
+                     "max_connections", (json_int_t) l->max_connections,
+                     "max_bytes_out", (json_int_t) l->max_bytes_out,
+                     "max_bytes_in", (json_int_t) l->max_bytes_in,
+                     "connect_timeout_ms", (json_int_t) l->connect_timeout_ms,
+                     "idle_timeout_ms", (json_int_t) l->idle_timeout_ms);
+}

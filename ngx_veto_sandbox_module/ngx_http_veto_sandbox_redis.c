@@ -87,7 +87,7 @@ ngx_http_veto_sandbox_redis_parse_addr(ngx_conf_t *cf, ngx_str_t *value,
 
         if (len >= 108 || value->data[5] != '/') {
             ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
-                               "veto_sandbox_redis: \"%V\": a unix socket "
+                               "\"veto_sandbox_redis\": \"%V\": a unix socket "
                                "needs an absolute path shorter than 108 bytes",
                                value);
             return NGX_CONF_ERROR;
@@ -139,20 +139,21 @@ ngx_http_veto_sandbox_redis_parse_node(ngx_conf_t *cf, ngx_str_t *value,
 
     if (ngx_parse_url(cf->pool, &u) != NGX_OK) {
         ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
-                           "veto_sandbox_redis: \"%V\": %s", value,
+                           "\"veto_sandbox_redis\": \"%V\": %s", value,
                            u.err ? u.err : "invalid address");
         return NGX_CONF_ERROR;
     }
 
     if (u.naddrs == 0) {
         ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
-                           "veto_sandbox_redis: \"%V\": no address", value);
+                           "\"veto_sandbox_redis\": \"%V\": no address",
+                           value);
         return NGX_CONF_ERROR;
     }
 
     if (u.naddrs > 1) {
         ngx_conf_log_error(NGX_LOG_WARN, cf, 0,
-                           "veto_sandbox_redis: \"%V\" resolves to %ui "
+                           "\"veto_sandbox_redis\": \"%V\" resolves to %ui "
                            "addresses, using %V", value, u.naddrs,
                            &u.addrs[0].name);
     }
@@ -295,7 +296,7 @@ ngx_http_veto_sandbox_redis_discovered(ngx_http_veto_sandbox_redis_t *rds,
 
     if (ngx_http_veto_sandbox_redis_fenced(rds, host, port)) {
         ngx_log_error(NGX_LOG_WARN, rds->log, 0,
-                      "veto_sandbox redis: the sentinels still name %s:%d, "
+                      "veto_sandbox: redis: the sentinels still name %s:%d, "
                       "which a failover under way is leaving: not "
                       "connecting, asking again", host, (int) port);
         ngx_http_veto_sandbox_redis_schedule(rds);
@@ -471,14 +472,14 @@ ngx_http_veto_sandbox_redis_open(ngx_http_veto_sandbox_redis_t *rds,
     ngx_add_timer(&rds->handshake, rds->conf.connect_timeout);
 
     ngx_log_debug2(NGX_LOG_DEBUG_EVENT, rds->log, 0,
-                   "veto_sandbox redis \"%V\": connecting, fd:%d",
+                   "veto_sandbox: redis \"%V\": connecting, fd:%d",
                    &rds->where, rds->link.conn->fd);
     return;
 
 failed:
 
     ngx_log_error(NGX_LOG_ERR, rds->log, 0,
-                  "veto_sandbox redis \"%V\": handshake: %s",
+                  "veto_sandbox: redis \"%V\": handshake: %s",
                   &rds->where, ac->errstr ? ac->errstr : "failed");
 
     ngx_http_veto_sandbox_redis_drop(rds, NULL);
@@ -514,7 +515,7 @@ ngx_http_veto_sandbox_redis_schedule(ngx_http_veto_sandbox_redis_t *rds)
     }
 
     ngx_log_debug2(NGX_LOG_DEBUG_EVENT, rds->log, 0,
-                   "veto_sandbox redis \"%V\": reconnect in %M ms",
+                   "veto_sandbox: redis \"%V\": reconnect in %M ms",
                    &rds->conf.addr, delay);
 
     ngx_add_timer(&rds->reconnect, delay);
@@ -547,7 +548,7 @@ ngx_http_veto_sandbox_redis_drop(ngx_http_veto_sandbox_redis_t *rds,
 {
     if (why) {
         ngx_log_error(NGX_LOG_ERR, rds->log, 0,
-                      "veto_sandbox redis \"%V\": %s, reconnecting",
+                      "veto_sandbox: redis \"%V\": %s, reconnecting",
                       &rds->where, why);
     }
 
@@ -609,7 +610,7 @@ ngx_http_veto_sandbox_redis_handshake_reply(redisAsyncContext *ac, void *r,
     if (reply->type == REDIS_REPLY_ERROR) {
         /* never log the AUTH arguments, only Redis' answer */
         ngx_log_error(NGX_LOG_ERR, rds->log, 0,
-                      "veto_sandbox redis \"%V\": %s refused: %*s",
+                      "veto_sandbox: redis \"%V\": %s refused: %*s",
                       &rds->where, step, (size_t) reply->len, reply->str);
         ngx_http_veto_sandbox_redis_drop(rds, NULL);
         return;
@@ -640,7 +641,7 @@ ngx_http_veto_sandbox_redis_handshake_reply(redisAsyncContext *ac, void *r,
     rds->timeouts = 0;
 
     ngx_log_error(NGX_LOG_NOTICE, rds->log, 0,
-                  "veto_sandbox redis \"%V\": connected%s", &rds->where,
+                  "veto_sandbox: redis \"%V\": connected%s", &rds->where,
                   rds->sentinel ? " (the master, as the sentinels say)" : "");
 }
 
@@ -677,14 +678,14 @@ ngx_http_veto_sandbox_redis_link_open(ngx_http_veto_sandbox_redis_link_t *link,
 
     if (ac == NULL) {
         ngx_log_error(NGX_LOG_ERR, link->log, 0,
-                      "veto_sandbox redis \"%V\": connect: out of memory",
+                      "veto_sandbox: redis \"%V\": connect: out of memory",
                       link->name);
         return NGX_ERROR;
     }
 
     if (ac->err) {
         ngx_log_error(NGX_LOG_ERR, link->log, 0,
-                      "veto_sandbox redis \"%V\": connect: %s",
+                      "veto_sandbox: redis \"%V\": connect: %s",
                       link->name, ac->errstr);
         redisAsyncFree(ac);
         return NGX_ERROR;
@@ -693,7 +694,7 @@ ngx_http_veto_sandbox_redis_link_open(ngx_http_veto_sandbox_redis_link_t *link,
     c = ngx_get_connection(ac->c.fd, link->log);
     if (c == NULL) {
         ngx_log_error(NGX_LOG_ERR, link->log, 0,
-                      "veto_sandbox redis \"%V\": no free connection "
+                      "veto_sandbox: redis \"%V\": no free connection "
                       "(worker_connections)", link->name);
         redisAsyncFree(ac);
         return NGX_ERROR;
@@ -749,7 +750,7 @@ ngx_http_veto_sandbox_redis_on_connect(const redisAsyncContext *ac,
 
     if (status != REDIS_OK) {
         ngx_log_error(NGX_LOG_ERR, link->log, 0,
-                      "veto_sandbox redis \"%V\": connect: %s",
+                      "veto_sandbox: redis \"%V\": connect: %s",
                       link->name, ac->errstr ? ac->errstr : "failed");
     }
 }
@@ -763,7 +764,7 @@ ngx_http_veto_sandbox_redis_on_disconnect(const redisAsyncContext *ac,
 
     if (status != REDIS_OK) {
         ngx_log_error(NGX_LOG_ERR, link->log, 0,
-                      "veto_sandbox redis \"%V\": connection lost: %s",
+                      "veto_sandbox: redis \"%V\": connection lost: %s",
                       link->name, ac->errstr ? ac->errstr : "error");
     }
 }
@@ -819,7 +820,7 @@ ngx_http_veto_sandbox_redis_event(ngx_http_veto_sandbox_redis_link_t *link,
     if (rc != NGX_OK) {
         /* the command and handshake timers turn this into a reconnect */
         ngx_log_error(NGX_LOG_ERR, link->log, ngx_socket_errno,
-                      "veto_sandbox redis \"%V\": %s %s event failed",
+                      "veto_sandbox: redis \"%V\": %s %s event failed",
                       link->name, add ? "add" : "delete",
                       event == NGX_READ_EVENT ? "read" : "write");
     }

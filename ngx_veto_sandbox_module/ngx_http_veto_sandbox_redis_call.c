@@ -465,7 +465,7 @@ ngx_http_veto_sandbox_redis_cmd_wait(redisAsyncContext *ac,
     cmd->saved = ngx_http_veto_sandbox_redis_reply_copy(reply, 0);
     if (cmd->saved == NULL) {
         ngx_log_error(NGX_LOG_ERR, rds->log, 0,
-                      "veto_sandbox redis \"%V\": a reply to keep for WAIT "
+                      "veto_sandbox: redis \"%V\": a reply to keep for WAIT "
                       "could not be copied", &rds->where);
         return NGX_ERROR;
     }
@@ -518,14 +518,14 @@ ngx_http_veto_sandbox_redis_cmd_waited(ngx_http_veto_sandbox_redis_cmd_t *cmd,
 
     if (reply->type == REDIS_REPLY_INTEGER) {
         ngx_log_error(NGX_LOG_WARN, rds->log, 0,
-                      "veto_sandbox redis \"%V\": WAIT: %L of %ui "
+                      "veto_sandbox: redis \"%V\": WAIT: %L of %ui "
                       "replicas confirmed a write in %M ms: refused as not "
                       "done", &rds->where, reply->integer,
                       rds->conf.wait_replicas, rds->conf.wait_timeout);
 
     } else {
         ngx_log_error(NGX_LOG_WARN, rds->log, 0,
-                      "veto_sandbox redis \"%V\": WAIT failed: %*s",
+                      "veto_sandbox: redis \"%V\": WAIT failed: %*s",
                       &rds->where,
                       (size_t) (reply->type == REDIS_REPLY_ERROR
                                 ? reply->len : 0),
@@ -624,7 +624,7 @@ ngx_http_veto_sandbox_redis_cmd_timeout(ngx_event_t *ev)
     rds->timeouts++;
 
     ngx_log_error(NGX_LOG_WARN, rds->log, 0,
-                  "veto_sandbox redis \"%V\": command timed out",
+                  "veto_sandbox: redis \"%V\": command timed out",
                   &rds->where);
 
     ngx_http_veto_sandbox_redis_cmd_finish(cmd, NGX_HTTP_GATEWAY_TIME_OUT,

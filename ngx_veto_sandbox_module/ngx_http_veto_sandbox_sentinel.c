@@ -106,7 +106,7 @@ ngx_http_veto_sandbox_sentinel_conf(ngx_conf_t *cf, ngx_str_t *args,
     for (p = args[0].data; p < args[0].data + args[0].len; p++) {
         if (*p <= 0x20 || *p >= 0x7f) {
             ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
-                               "veto_sandbox_redis_sentinel: the master's "
+                               "\"veto_sandbox_redis_sentinel\": the master's "
                                "name \"%V\" must be printable ASCII without "
                                "spaces", &args[0]);
             return NGX_CONF_ERROR;
@@ -115,8 +115,8 @@ ngx_http_veto_sandbox_sentinel_conf(ngx_conf_t *cf, ngx_str_t *args,
 
     if (args[0].len == 0 || args[0].len > 128) {
         ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
-                           "veto_sandbox_redis_sentinel: the master's name "
-                           "must be 1..128 bytes");
+                           "\"veto_sandbox_redis_sentinel\": the master's "
+                           "name must be 1..128 bytes");
         return NGX_CONF_ERROR;
     }
 
@@ -139,7 +139,7 @@ ngx_http_veto_sandbox_sentinel_conf(ngx_conf_t *cf, ngx_str_t *args,
 
         if (v.len > 5 && ngx_strncasecmp(v.data, (u_char *) "unix:", 5) == 0) {
             ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
-                               "veto_sandbox_redis_sentinel: \"%V\": "
+                               "\"veto_sandbox_redis_sentinel\": \"%V\": "
                                "sentinels are reached over TCP (ip:port)",
                                &v);
             return NGX_CONF_ERROR;
@@ -300,7 +300,7 @@ ngx_http_veto_sandbox_sentinel_ask(ngx_http_veto_sandbox_sentinel_t *st)
 
         if (st->next >= st->n) {
             ngx_log_error(NGX_LOG_ERR, st->rds->log, 0,
-                          "veto_sandbox redis sentinel: none of %ui "
+                          "veto_sandbox: redis sentinel: none of %ui "
                           "sentinels named a master \"%V\"", st->n,
                           &st->rds->conf.master_name);
             st->asking = 0;
@@ -376,7 +376,7 @@ ngx_http_veto_sandbox_sentinel_ask_reply(redisAsyncContext *ac, void *r,
 
     } else if (rc == NGX_DECLINED) {
         ngx_log_error(NGX_LOG_ERR, st->rds->log, 0,
-                      "veto_sandbox redis sentinel \"%V\" names the master "
+                      "veto_sandbox: redis sentinel \"%V\" names the master "
                       "\"%*s\", not a numeric address (a worker does not "
                       "resolve names: set \"sentinel resolve-hostnames "
                       "no\")", st->ask.name,
@@ -386,13 +386,13 @@ ngx_http_veto_sandbox_sentinel_ask_reply(redisAsyncContext *ac, void *r,
 
     } else if (reply->type == REDIS_REPLY_NIL) {
         ngx_log_error(NGX_LOG_WARN, st->rds->log, 0,
-                      "veto_sandbox redis sentinel \"%V\" does not know a "
+                      "veto_sandbox: redis sentinel \"%V\" does not know a "
                       "master \"%V\"", st->ask.name,
                       &st->rds->conf.master_name);
 
     } else {
         ngx_log_error(NGX_LOG_WARN, st->rds->log, 0,
-                      "veto_sandbox redis sentinel \"%V\": unexpected "
+                      "veto_sandbox: redis sentinel \"%V\": unexpected "
                       "answer to get-master-addr-by-name%s%*s",
                       st->ask.name,
                       reply->type == REDIS_REPLY_ERROR ? ": " : "",
@@ -412,7 +412,7 @@ ngx_http_veto_sandbox_sentinel_ask_timeout(ngx_event_t *ev)
     ngx_http_veto_sandbox_sentinel_t  *st = ev->data;
 
     ngx_log_error(NGX_LOG_WARN, st->rds->log, 0,
-                  "veto_sandbox redis sentinel \"%V\": no answer in time",
+                  "veto_sandbox: redis sentinel \"%V\": no answer in time",
                   st->ask.name);
 
     ngx_http_veto_sandbox_redis_link_close(&st->ask);
@@ -551,7 +551,7 @@ ngx_http_veto_sandbox_sentinel_message(redisAsyncContext *ac, void *r,
 
     if (rc != NGX_OK) {
         ngx_log_error(NGX_LOG_ERR, st->rds->log, 0,
-                      "veto_sandbox redis sentinel \"%V\": %*s not "
+                      "veto_sandbox: redis sentinel \"%V\": %*s not "
                       "understood (its fields, a numeric address): \"%*s\"",
                       sub->link.name, (size_t) ngx_min(chan->len, 64),
                       chan->str, (size_t) ngx_min(msg->len, 256), msg->str);
@@ -560,7 +560,7 @@ ngx_http_veto_sandbox_sentinel_message(redisAsyncContext *ac, void *r,
 
     if (promoting) {
         ngx_log_error(NGX_LOG_NOTICE, st->rds->log, 0,
-                      "veto_sandbox redis sentinel \"%V\": a replica of "
+                      "veto_sandbox: redis sentinel \"%V\": a replica of "
                       "\"%V\" is being promoted: %s:%d fenced off",
                       sub->link.name, &st->rds->conf.master_name, host,
                       (int) port);
@@ -570,7 +570,7 @@ ngx_http_veto_sandbox_sentinel_message(redisAsyncContext *ac, void *r,
     }
 
     ngx_log_error(NGX_LOG_NOTICE, st->rds->log, 0,
-                  "veto_sandbox redis sentinel \"%V\": +switch-master "
+                  "veto_sandbox: redis sentinel \"%V\": +switch-master "
                   "\"%V\" to %s:%d", sub->link.name,
                   &st->rds->conf.master_name, host, (int) port);
 

@@ -153,7 +153,7 @@ is($st, 404, 'and the command never ran');
                                 $risky, { 'Veto-Approval' => $id });
 is($st, 200, 'now it runs, once') or diag $b;
 
-like($n->error_log, qr/veto_sandbox redis .*(timed out|connect)/,
+like($n->error_log, qr/veto_sandbox: redis .*(timed out|connect)/,
      'the error log says why');
 
 $n->request(DELETE => "/v1/sandboxes/$_", $agent) for $sb, $sb_new;

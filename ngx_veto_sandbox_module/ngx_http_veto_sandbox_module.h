@@ -9,8 +9,12 @@
  *                 /v1/mcp goes to _mcp.c
  *   _mcp.c        the MCP endpoint (Streamable HTTP, JSON-RPC 2.0):
  *                 sessions' lifecycle, initialize, tools/list, tools/call
- *   _mcp_tools.c  the MCP tools: schemas, and each call as its REST twin,
- *                 which runs its op table row like a REST request
+ *   _mcp_tool_table.c  the MCP tools: names, descriptions, schemas,
+ *                 annotations; tools/list
+ *   _mcp_tools.c  each tools/call as its REST twin, which runs its op
+ *                 table row like a REST request
+ *   _mcp_archive.c  the upload_archive tool: its twin and its result
+ *   _mcp_progress.c an exec's output as MCP progress notifications (SSE)
  *   _mcp_result.c the twin's response as the tool's result (ctx->sink)
  *   _mcp_present.c  a success as the tool's result: text, structured
  *   _mcp_session.c  MCP sessions in a shared memory zone
@@ -25,12 +29,15 @@
  *   _admin.c      the admin API: revocations, any sandbox of the tenant
  *   _metrics.c    Prometheus metrics: the directive, the hooks, the scrape
  *   _metrics_store.c  their shared table and text format (pure)
+ *   _metrics_gauges.c  what a scrape adds: the helper's stats as gauges,
+ *                 the webhook notifier's counters
  *   _reply.c      forwarding to the helper and mapping its reply
  *   _stream.c     streamed replies: helper events out as they come
  *                 (chunked, flushed, the helper paused while the client
  *                 is slow), ndjson lines, a client gone on record
  *   _execs.c      exec rows: streamed and background execs, their state,
  *                 output and kill; the cut between head and tail
+ *   _output.c     an exec's output streams as JSON strings or base64
  *   _archive.c    archive rows: a tar upload in, a directory out as tar
  *   _request.c    request bodies and queries: validation, helper requests
  *   _request_network.c  their network part: create's hosts, PATCH
@@ -57,6 +64,7 @@
  *   _jwt_cache.c  shared memory cache of verified tokens
  *   _keys.c       key loading: PEM, HMAC secret, JWKS (RSA, EC P-256)
  *   _policy.c     the policy file, read at configuration time
+ *   _policy_approvals.c  its rules' "approvals" and "quotas" objects
  *   _policy_match.c  what the policy says of a request
  *   _network.c    the policy's network section: allowlist entries, the
  *                 ceiling and askable hosts, and what an exec's record
@@ -66,7 +74,12 @@
  *   _redact.c     redaction
  *   _approval.c, _quota.c, _revoke.c, _audit.c: the stores in Redis
  *   _redis_call.c the Redis call layer: commands, scripts, key names
+ *   _redis_conf.c the Redis directives (connection, Sentinel, WAIT,
+ *                 credentials) and veto_sandbox_host
  *   _redis.c      the worker's Redis connection
+ *   _sentinel.c   the Redis master as Redis Sentinel names it, and its
+ *                 failover listeners
+ *   _sentinel_parse.c  reading what Sentinel answers (pure)
  *
  * A second module of the same object, called by _gate.c only:
  *

@@ -26,6 +26,7 @@
  *   _profiles.c   GET /v1/profiles: the helper's profiles the policy
  *                 allows; a create's profile_unavailable; list_profiles
  *   _about.c      GET /v1/about: the isolation layers in force (ping)
+ *   _openapi.c    GET /v1/openapi.json: the compiled-in OpenAPI document
  *   _admin.c      the admin API: revocations, any sandbox of the tenant
  *   _metrics.c    Prometheus metrics: the directive, the hooks, the scrape
  *   _metrics_store.c  their shared table and text format (pure)

@@ -136,10 +136,9 @@ include tools/tools.mk
 include install.mk
 
 # The module's pure files (no request, no Redis: _hash.c, _redact.c,
-# _summary.c, _policy*.c, _network.c with the proxy's entry parser,
-# _event.c, _metrics_store.c, _sentinel_parse.c, and the helper's path
-# check it shares)
-# tested and fuzzed without nginx: nginx's headers as
+# _summary.c, _output.c, _policy*.c, _network.c with the proxy's entry
+# parser, _event.c, _metrics_store.c, _sentinel_parse.c, and the helper's
+# path check it shares) tested and fuzzed without nginx: nginx's headers as
 # scripts/build-module.sh configured them, and t/unit/ngx_core_stub.c
 # for the few core calls they make (Debian ships no nginx sources).
 NGX_SRC      = build-module/nginx-src
@@ -148,7 +147,8 @@ MODULE_INCS  = $(addprefix -I$(NGX_SRC)/, objs src/core src/event \
                  src/http/v2) -Ingx_veto_sandbox_module -Isandbox-helper \
                  -Iegress-proxy -It/unit
 MODULE_PURE  = $(addprefix ngx_veto_sandbox_module/ngx_http_veto_sandbox_, \
-                 hash.c redact.c summary.c policy.c policy_approvals.c \
+                 hash.c redact.c summary.c output.c policy.c \
+                 policy_approvals.c \
                  policy_match.c network.c event.c metrics_store.c \
                  sentinel_parse.c) \
                $(HELPER_EG_SRCS) sandbox-helper/paths.c t/unit/ngx_core_stub.c
@@ -179,7 +179,6 @@ MODULE_FUZZ  = $(MODULE_PURE) \
                ngx_veto_sandbox_module/ngx_http_veto_sandbox_env.c \
                ngx_veto_sandbox_module/ngx_http_veto_sandbox_execs.c \
                ngx_veto_sandbox_module/ngx_http_veto_sandbox_archive.c \
-               ngx_veto_sandbox_module/ngx_http_veto_sandbox_output.c \
                ngx_veto_sandbox_module/ngx_http_veto_sandbox_request_lifetime.c
 
 # An archive, so that a target links only the files it calls: a target

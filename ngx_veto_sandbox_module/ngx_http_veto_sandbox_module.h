@@ -73,6 +73,7 @@
  *   _hash.c       the canonical request hash an approval binds
  *   _summary.c    what a human and the audit see of a request, bounded
  *   _redact.c     redaction
+ *   _output.c     an exec's output as a JSON string or base64
  *   _approval.c, _quota.c, _revoke.c, _audit.c: the stores in Redis
  *   _redis_call.c the Redis call layer: commands, scripts, key names
  *   _redis_conf.c the Redis directives (connection, Sentinel, WAIT,
@@ -1017,6 +1018,8 @@ ngx_int_t ngx_http_veto_sandbox_send_json(ngx_http_request_t *r,
 
 ngx_int_t ngx_http_veto_sandbox_send(ngx_http_request_t *r,
     ngx_uint_t status, const char *type, u_char *data, size_t len);
+ngx_int_t ngx_http_veto_sandbox_send_chain(ngx_http_request_t *r,
+    ngx_uint_t status, const char *type, ngx_chain_t *out, off_t len);
 ngx_int_t ngx_http_veto_sandbox_filter_init(ngx_conf_t *cf);
 json_t *ngx_http_veto_sandbox_json_ngx_str(ngx_str_t *s);
 void ngx_http_veto_sandbox_json_cleanup(void *data);

@@ -78,14 +78,37 @@ ngx_int_t
 ngx_http_veto_sandbox_send(ngx_http_request_t *r, ngx_uint_t status,
     const char *type, u_char *data, size_t len)
 {
+    ngx_buf_t    *b;
+    ngx_chain_t   out;
+
+    b = ngx_calloc_buf(r->pool);
+    if (b == NULL) {
+        return NGX_ERROR;
+    }
+
+    b->pos = data;
+    b->last = data + len;
+    b->memory = len ? 1 : 0;
+
+    out.buf = b;
+    out.next = NULL;
+
+    return ngx_http_veto_sandbox_send_chain(r, status, type, &out, len);
+}
+
+
+/* out: memory buffers of len bytes in all; the last one ends the body */
+ngx_int_t
+ngx_http_veto_sandbox_send_chain(ngx_http_request_t *r, ngx_uint_t status,
+    const char *type, ngx_chain_t *out, off_t len)
+{
     ngx_int_t                      rc;
-    ngx_buf_t                     *b;
-    ngx_chain_t                    out;
+    ngx_chain_t                   *cl;
     ngx_http_veto_sandbox_ctx_t   *ctx;
     ngx_http_veto_sandbox_sink_pt  sink;
 
     ctx = ngx_http_veto_sandbox_get_ctx(r);
-    if (ctx == NULL) {
+    if (ctx == NULL || out == NULL) {
         return NGX_ERROR;
     }
 
@@ -94,19 +117,7 @@ ngx_http_veto_sandbox_send(ngx_http_request_t *r, ngx_uint_t status,
         sink = ctx->sink;
         ctx->sink = NULL;
 
-        b = ngx_calloc_buf(r->pool);
-        if (b == NULL) {
-            return NGX_ERROR;
-        }
-
-        b->pos = data;
-        b->last = data + len;
-        b->memory = len ? 1 : 0;
-
-        out.buf = b;
-        out.next = NULL;
-
-        return sink(r, status, type, &out, len);
+        return sink(r, status, type, out, (size_t) len);
     }
 
     ctx->own_response = 1;
@@ -131,21 +142,12 @@ ngx_http_veto_sandbox_send(ngx_http_request_t *r, ngx_uint_t status,
         return rc;
     }
 
-    b = ngx_calloc_buf(r->pool);
-    if (b == NULL) {
-        return NGX_ERROR;
-    }
+    for (cl = out; cl->next; cl = cl->next) { /* void */ }
 
-    b->pos = data;
-    b->last = data + len;
-    b->memory = len ? 1 : 0;
-    b->last_buf = (r == r->main) ? 1 : 0;
-    b->last_in_chain = 1;
+    cl->buf->last_buf = (r == r->main) ? 1 : 0;
+    cl->buf->last_in_chain = 1;
 
-    out.buf = b;
-    out.next = NULL;
-
-    return ngx_http_output_filter(r, &out);
+    return ngx_http_output_filter(r, out);
 }
 
 

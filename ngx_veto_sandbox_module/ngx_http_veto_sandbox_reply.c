@@ -8,6 +8,7 @@
 
 #include "ngx_http_veto_sandbox_module.h"
 #include "ngx_http_veto_sandbox_discovery.h"
+#include "ngx_http_veto_sandbox_output.h"
 
 
 static void ngx_http_veto_sandbox_reply(ngx_http_request_t *r,
@@ -364,46 +365,61 @@ ngx_http_veto_sandbox_reply_created(ngx_http_request_t *r,
 }
 
 
-/* Output as JSON strings when it is UTF-8, else base64 (see docs). */
+/* appends the bytes start..end to the chain as a memory buffer */
 static ngx_int_t
-ngx_http_veto_sandbox_output(ngx_http_request_t *r, json_t *out,
-    const char *name, const char *enc_name, u_char *data, size_t len)
+ngx_http_veto_sandbox_link(ngx_http_request_t *r, ngx_chain_t ***ll,
+    u_char *start, u_char *end)
 {
-    json_t     *s;
-    ngx_str_t   src, dst;
+    ngx_buf_t    *b;
+    ngx_chain_t  *cl;
 
-    s = json_stringn((char *) data, len);
-
-    if (s != NULL) {
-        json_object_set_new(out, name, s);
-        json_object_set_new(out, enc_name, json_string("utf-8"));
+    if (start == end) {
         return NGX_OK;
     }
 
-    src.data = data;
-    src.len = len;
+    b = ngx_calloc_buf(r->pool);
+    cl = ngx_alloc_chain_link(r->pool);
 
-    dst.data = ngx_pnalloc(r->pool, ngx_base64_encoded_length(len));
-    if (dst.data == NULL) {
+    if (b == NULL || cl == NULL) {
         return NGX_ERROR;
     }
 
-    ngx_encode_base64(&dst, &src);
+    b->pos = start;
+    b->last = end;
+    b->memory = 1;
 
-    json_object_set_new(out, name, json_stringn((char *) dst.data, dst.len));
-    json_object_set_new(out, enc_name, json_string("base64"));
+    cl->buf = b;
+    cl->next = NULL;
+
+    **ll = cl;
+    *ll = &cl->next;
 
     return NGX_OK;
 }
 
 
+/*
+ * The exec reply: the helper's JSON without the lengths, and each output
+ * stream as a JSON string or base64 (_output.c), whichever is smaller.
+ * Built as a chain: a stream that is its own encoding is sent from the
+ * helper's payload as it lies; the others are encoded once, into one
+ * buffer, and then the payload is let go.  What a worker holds for one
+ * reply is at most the payload P and 4/3 of it (README, "Exec").
+ */
 ngx_int_t
 ngx_http_veto_sandbox_reply_exec(ngx_http_request_t *r,
     ngx_http_veto_sandbox_ctx_t *ctx)
 {
+    u_char                          *buf, *p, *seg;
+    size_t                           head, size;
     json_t                          *j, *out;
     json_int_t                       olen, elen;
+    ngx_uint_t                       i, n, verbatim;
+    ngx_chain_t                     *cl, **ll, *chain;
+    ngx_http_veto_sandbox_output_t   o[2];
     ngx_http_veto_sandbox_helper_t  *h;
+
+    static const char  *names[2] = { "stdout", "stderr" };
 
     h = &ctx->helper;
     j = h->json;
@@ -429,18 +445,99 @@ ngx_http_veto_sandbox_reply_exec(ngx_http_request_t *r,
     json_object_del(out, "stdout_len");
     json_object_del(out, "stderr_len");
 
-    if (ngx_http_veto_sandbox_output(r, out, "stdout", "stdout_encoding",
-                                     h->payload, (size_t) olen)
-        != NGX_OK
-        || ngx_http_veto_sandbox_output(r, out, "stderr", "stderr_encoding",
-                                        h->payload + olen, (size_t) elen)
-           != NGX_OK)
-    {
+    o[0].data = h->payload;
+    o[0].len = (size_t) olen;
+    o[1].data = h->payload + olen;
+    o[1].len = (size_t) elen;
+
+    /* {head,"stdout":"..","stdout_encoding":"base64","stderr":"..",
+     *  "stderr_encoding":"base64"}\n, the streams that are their own
+     * encoding left out of the buffer */
+
+    head = json_dumpb(out, NULL, 0, JSON_COMPACT);
+    size = head + 2 * sizeof(",\"stdout\":\"\",\"stdout_encoding\":\"base64\"");
+    verbatim = 0;
+
+    for (i = 0; i < 2; i++) {
+        ngx_http_veto_sandbox_output_choose(&o[i]);
+
+        if (ngx_http_veto_sandbox_output_verbatim(&o[i])) {
+            verbatim++;
+
+        } else {
+            size += o[i].size;
+        }
+    }
+
+    buf = ngx_pnalloc(r->pool, size);
+    if (buf == NULL) {
         json_decref(out);
         return NGX_ERROR;
     }
 
-    return ngx_http_veto_sandbox_send_json(r, NGX_HTTP_OK, out);
+    n = json_dumpb(out, (char *) buf, head, JSON_COMPACT);
+    json_decref(out);
+
+    if (n != head || head < 2) {
+        return NGX_ERROR;
+    }
+
+    /* the object stays open: drop its '}' */
+    p = buf + head - 1;
+    seg = buf;
+    chain = NULL;
+    ll = &chain;
+
+    for (i = 0; i < 2; i++) {
+        p = ngx_sprintf(p, "%s\"%s\":\"", (i || head > 2) ? "," : "",
+                        names[i]);
+
+        if (ngx_http_veto_sandbox_output_verbatim(&o[i]) && o[i].len) {
+            /* what is in buf so far, then the stream from the payload */
+            if (ngx_http_veto_sandbox_link(r, &ll, seg, p) != NGX_OK
+                || ngx_http_veto_sandbox_link(r, &ll, o[i].data,
+                                              o[i].data + o[i].len)
+                   != NGX_OK)
+            {
+                return NGX_ERROR;
+            }
+
+            seg = p;
+
+        } else {
+            p = ngx_http_veto_sandbox_output_write(p, &o[i]);
+        }
+
+        p = ngx_sprintf(p, "\",\"%s_encoding\":\"%s\"", names[i],
+                        o[i].base64 ? "base64" : "utf-8");
+    }
+
+    *p++ = '}';
+    *p++ = '\n';
+
+    if (ngx_http_veto_sandbox_link(r, &ll, seg, p) != NGX_OK) {
+        return NGX_ERROR;
+    }
+
+    /* nothing points into the payload any more: let it go now, not with
+     * the request (it is a large allocation of the pool); the buffer of
+     * events (_stream.c) is not the payload's own */
+    if (verbatim == 0 && h->in && h->in != h->ev) {
+        ngx_pfree(r->pool, h->in);
+        h->in = NULL;
+        h->payload = NULL;
+        h->payload_len = 0;
+    }
+
+    size = 0;
+
+    for (cl = chain; cl; cl = cl->next) {
+        size += ngx_buf_size(cl->buf);
+    }
+
+    return ngx_http_veto_sandbox_send_chain(r, NGX_HTTP_OK,
+                                            "application/json", chain,
+                                            (off_t) size);
 }
 
 

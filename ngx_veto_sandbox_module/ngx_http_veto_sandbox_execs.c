@@ -66,8 +66,10 @@ ngx_http_veto_sandbox_exec_fields(ngx_http_request_t *r,
     }
 
     if (json_is_true(v)) {
-        /* the helper answers at once; the exec's deadline is its own */
+        /* the helper answers at once; the exec's deadline is its own
+         * (no ping for the helper's ceiling either) */
         ctx->helper.extra_read_ms = 0;
+        ctx->helper.ask_timeout = 0;
 
         if (json_object_set_new(req, "background", json_true()) != 0) {
             return NGX_HTTP_INTERNAL_SERVER_ERROR;

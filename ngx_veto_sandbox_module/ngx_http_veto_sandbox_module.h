@@ -108,6 +108,10 @@
 
 #define NGX_HTTP_VSB_MAX_JSON_BODY  (1024 * 1024)
 
+/* the longest an exec is waited for beyond the read timeout: the
+ * helper's absolute timeout ceiling, for a helper that does not say */
+#define NGX_HTTP_VSB_MAX_WAIT_S     (24 * 3600)
+
 /* Statuses nginx 1.22 has no names for (or names differently). */
 #define NGX_HTTP_VSB_NOT_ACCEPTABLE         406
 #define NGX_HTTP_VSB_GONE                   410
@@ -490,6 +494,8 @@ typedef struct {
     ngx_msec_t                   extra_read_ms; /* an exec's own timeout */
     uint64_t                     start_us;  /* sent (metrics) */
     const char                  *op;        /* its "op" (metrics) */
+    unsigned                     ask_timeout:1; /* ... is the helper's: ask
+                                                   its ceiling first (ping) */
     ngx_int_t                    status;    /* NGX_OK or 503 / 502 */
     const char                  *error;     /* transport failure, if any */
 

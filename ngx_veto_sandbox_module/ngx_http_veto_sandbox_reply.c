@@ -11,6 +11,10 @@
 #include "ngx_http_veto_sandbox_output.h"
 
 
+static ngx_int_t ngx_http_veto_sandbox_sent(ngx_http_request_t *r,
+    ngx_http_veto_sandbox_ctx_t *ctx, ngx_int_t rc);
+static void ngx_http_veto_sandbox_pinged(ngx_http_request_t *r,
+    ngx_http_veto_sandbox_ctx_t *ctx);
 static void ngx_http_veto_sandbox_reply(ngx_http_request_t *r,
     ngx_http_veto_sandbox_ctx_t *ctx);
 static ngx_int_t ngx_http_veto_sandbox_reply_error(ngx_http_request_t *r,
@@ -22,16 +26,49 @@ ngx_int_t
 ngx_http_veto_sandbox_forward(ngx_http_request_t *r,
     ngx_http_veto_sandbox_ctx_t *ctx)
 {
-    ngx_int_t  rc;
+    json_t              *ping;
+    ngx_int_t            rc;
+    ngx_pool_cleanup_t  *cln;
 
     if (ctx->decision.len == 0) {
         ngx_str_set(&ctx->decision, "allow");
     }
 
-    rc = ngx_http_veto_sandbox_helper_send(r, ctx, ctx->req, ctx->payload,
-                                           ctx->payload_len,
-                                           ngx_http_veto_sandbox_reply);
+    if (!ctx->helper.ask_timeout) {
+        rc = ngx_http_veto_sandbox_helper_send(r, ctx, ctx->req, ctx->payload,
+                                               ctx->payload_len,
+                                               ngx_http_veto_sandbox_reply);
+        return ngx_http_veto_sandbox_sent(r, ctx, rc);
+    }
 
+    /* how long the exec may run is the helper's to say: its ceiling */
+
+    cln = ngx_pool_cleanup_add(r->pool, 0);
+    if (cln == NULL) {
+        return ngx_http_veto_sandbox_sent(r, ctx, NGX_ERROR);
+    }
+
+    ping = json_pack("{s:s}", "op", VSB_OP_PING);
+    if (ping == NULL) {
+        return ngx_http_veto_sandbox_sent(r, ctx, NGX_ERROR);
+    }
+
+    cln->handler = ngx_http_veto_sandbox_json_cleanup;
+    cln->data = ping;
+
+    rc = ngx_http_veto_sandbox_helper_send(r, ctx, ping, NULL, 0,
+                                           ngx_http_veto_sandbox_pinged);
+
+    return ngx_http_veto_sandbox_sent(r, ctx, rc);
+}
+
+
+/* What forward() answers for helper_send()'s rc: NGX_DONE when the
+ * reply will finish the request. */
+static ngx_int_t
+ngx_http_veto_sandbox_sent(ngx_http_request_t *r,
+    ngx_http_veto_sandbox_ctx_t *ctx, ngx_int_t rc)
+{
     if (rc == NGX_OK) {
         return NGX_DONE;
     }
@@ -43,13 +80,76 @@ ngx_http_veto_sandbox_forward(ngx_http_request_t *r,
         return ngx_http_veto_sandbox_problem(r, NGX_HTTP_SERVICE_UNAVAILABLE,
                                              "helper_unavailable",
                                              "the sandbox helper is not "
-                                             "reachable", NULL);
+                                             "reachable",
+                                             json_pack("{s:b}", "retry_safe",
+                                                       1));
     }
 
     return ngx_http_veto_sandbox_problem(r, NGX_HTTP_INTERNAL_SERVER_ERROR,
                                          "internal",
                                          "the helper request could not be "
                                          "built", NULL);
+}
+
+
+/*
+ * The helper's ping before an exec whose timeout is the sandbox's own:
+ * the read deadline covers the helper's ceiling (limits_max.timeout_s),
+ * then the exec goes out.  A failed ping is the exec's failure.
+ */
+static void
+ngx_http_veto_sandbox_pinged(ngx_http_request_t *r,
+    ngx_http_veto_sandbox_ctx_t *ctx)
+{
+    json_t                          *v;
+    ngx_int_t                        rc;
+    json_int_t                       max;
+    ngx_http_veto_sandbox_helper_t  *h;
+
+    h = &ctx->helper;
+
+    if (h->status != NGX_OK) {
+        ngx_http_veto_sandbox_reply(r, ctx);
+        return;
+    }
+
+    v = json_object_get(json_object_get(h->json, "limits_max"),
+                        VSB_LIMIT_TIMEOUT_S);
+    max = json_is_integer(v) ? json_integer_value(v) : 0;
+
+    if (max <= 0 || max > NGX_HTTP_VSB_MAX_WAIT_S) {
+        ngx_log_error(NGX_LOG_WARN, r->connection->log, 0,
+                      "veto_sandbox: the helper names no timeout ceiling; "
+                      "an exec is waited for up to %d s",
+                      NGX_HTTP_VSB_MAX_WAIT_S);
+        max = NGX_HTTP_VSB_MAX_WAIT_S;
+    }
+
+    ngx_log_debug1(NGX_LOG_DEBUG_HTTP, r->connection->log, 0,
+                   "veto_sandbox: exec waited for up to the helper's "
+                   "ceiling of %L s", (int64_t) max);
+
+    h->extra_read_ms = (ngx_msec_t) max * 1000;
+    h->ask_timeout = 0;
+
+    /* the exchange starts over on a new connection */
+    h->head_got = 0;
+    h->in = NULL;
+    h->in_size = 0;
+    h->in_got = 0;
+    h->json = NULL;             /* the ping's: freed with the pool */
+    h->payload = NULL;
+    h->payload_len = 0;
+
+    rc = ngx_http_veto_sandbox_helper_send(r, ctx, ctx->req, ctx->payload,
+                                           ctx->payload_len,
+                                           ngx_http_veto_sandbox_reply);
+
+    rc = ngx_http_veto_sandbox_sent(r, ctx, rc);
+
+    if (rc != NGX_DONE) {
+        ngx_http_finalize_request(r, rc);
+    }
 }
 
 

@@ -757,12 +757,16 @@ ngx_http_veto_sandbox_build_exec(ngx_http_request_t *r,
         return rc;
     }
 
-    /* the reply comes after the command ends: wait that long too */
+    /* the reply comes after the command ends: wait that long too; with
+     * no timeout here the sandbox's own applies, up to the helper's
+     * ceiling, which run() asks for first */
     if (n == 0) {
         n = rule->ceiling[NGX_HTTP_VSB_L_TIMEOUT_S];
     }
 
-    ctx->helper.extra_read_ms = (ngx_msec_t) ngx_min(n, 86400) * 1000;
+    ctx->helper.extra_read_ms = (ngx_msec_t) ngx_min(n, NGX_HTTP_VSB_MAX_WAIT_S)
+                                * 1000;
+    ctx->helper.ask_timeout = (n == 0);
 
     /* output_bytes, and how it runs: streamed, in the background */
     rc = ngx_http_veto_sandbox_exec_fields(r, ctx, body, req);

@@ -16,6 +16,10 @@ is($p->{sandboxes}, 0, 'no sandboxes yet');
 like($p->{epoch} // '', qr/^[0-9a-f]{32}\z/, 'ping: epoch is 32 lowercase hex');
 ok(abs(($p->{started_at} // 0) - time) < 120, 'ping: started_at is now-ish');
 is($h->ping->{epoch}, $p->{epoch}, 'the epoch is stable within a run');
+is($p->{limits_max}{timeout_s}, $h->cf('max_timeout_s'),
+   'ping: limits_max names the timeout ceiling');
+is($p->{limits_default}{output_bytes}, $h->cf('default_output_bytes'),
+   'ping: limits_default names the defaults');
 
 my ($r) = $h->call({ op => 'ping', request_id => 'req-42' });
 is($r->{request_id}, 'req-42', 'request_id echoed');

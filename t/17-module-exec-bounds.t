@@ -153,6 +153,12 @@ sub exec_sh
     is($j->{timed_out}, JSON::PP::true, 'timed out by the helper');
     $n->request(DELETE => "/v1/sandboxes/$id2", $t);
 
+    # the ceilings it learns stay off the public health check
+    ($st, $h, $b, $j) = $n->request(GET => '/v1/health');
+    is($st, 200, 'health');
+    ok(!exists $j->{helper}{limits_max} && !exists $j->{helper}{limits_default},
+       "health shows no helper ceilings");
+
     # a request's own timeout_s sets the wait as before
     ($st, $h, $b, $j) = exec_sh('sleep 2; echo ok', timeout_s => 5);
     is($st, 200, 'timeout_s 5, a 2 s exec: 200');

@@ -40,6 +40,9 @@ static ngx_int_t ngx_http_veto_sandbox_gate_result(ngx_http_request_t *r,
     ngx_http_veto_sandbox_ctx_t *ctx, redisReply *reply);
 static ngx_int_t ngx_http_veto_sandbox_approval_step(ngx_http_request_t *r,
     ngx_http_veto_sandbox_ctx_t *ctx);
+static ngx_int_t ngx_http_veto_sandbox_quota_refused(ngx_http_request_t *r,
+    ngx_http_veto_sandbox_ctx_t *ctx,
+    ngx_http_veto_sandbox_quota_result_t *qr);
 static ngx_int_t ngx_http_veto_sandbox_quota_step(ngx_http_request_t *r,
     ngx_http_veto_sandbox_ctx_t *ctx);
 static ngx_int_t ngx_http_veto_sandbox_approval_202(ngx_http_request_t *r,
@@ -284,7 +287,6 @@ static ngx_int_t
 ngx_http_veto_sandbox_gate_result(ngx_http_request_t *r,
     ngx_http_veto_sandbox_ctx_t *ctx, redisReply *reply)
 {
-    u_char                                  buf[NGX_INT64_LEN + 1];
     ngx_int_t                               rc;
     const char                             *why, *code;
     ngx_http_veto_sandbox_quota_result_t    qr;
@@ -419,35 +421,76 @@ ngx_http_veto_sandbox_gate_result(ngx_http_request_t *r,
             return ngx_http_veto_sandbox_redis_problem(r, ctx, NGX_ERROR);
         }
 
-        ngx_sprintf(buf, "%T%Z", qr.retry_after > 0 ? qr.retry_after : 1);
-
-        if (ngx_http_veto_sandbox_header(r, "Retry-After", (char *) buf)
-            != NGX_OK)
-        {
-            return NGX_ERROR;
-        }
-
-        why = qr.code == NGX_HTTP_VSB_QR_TENANT_LIMIT ? "tenant"
-                                                               : "agent";
-
-        return ngx_http_veto_sandbox_refuse(r, ctx,
-                               NGX_HTTP_VSB_TOO_MANY_REQUESTS,
-                               "quota_exceeded",
-                               ctx->op->quota == NGX_HTTP_VSB_QUOTA_SANDBOXES
-                               ? "too many concurrent sandboxes"
-                               : "too many execs per minute",
-                               json_pack("{s:s, s:s, s:I}", "quota",
-                                         ctx->op->quota
-                                         == NGX_HTTP_VSB_QUOTA_SANDBOXES
-                                         ? "concurrent_sandboxes"
-                                         : "execs_per_minute",
-                                         "scope", why, "retry_after",
-                                         (json_int_t) ngx_max(qr.retry_after,
-                                                              1)));
+        return ngx_http_veto_sandbox_quota_refused(r, ctx, &qr);
 
     default:
         return ngx_http_veto_sandbox_redis_problem(r, ctx, NGX_ERROR);
     }
+}
+
+
+/*
+ * 429 for a quota.  Retry-After only where waiting is what helps: an exec
+ * rate frees itself within the minute; a concurrent-sandbox limit frees
+ * at once when a sandbox is deleted, and otherwise only when the oldest
+ * reaches its TTL (possibly hours away): the detail says so instead.
+ */
+static ngx_int_t
+ngx_http_veto_sandbox_quota_refused(ngx_http_request_t *r,
+    ngx_http_veto_sandbox_ctx_t *ctx, ngx_http_veto_sandbox_quota_result_t *qr)
+{
+    u_char      *p, *detail, *secs;
+    time_t       wait;
+    const char  *scope, *whose;
+
+    wait = ngx_max(qr->retry_after, 1);
+    scope = (qr->code == NGX_HTTP_VSB_QR_TENANT_LIMIT) ? "tenant" : "agent";
+    whose = (qr->code == NGX_HTTP_VSB_QR_TENANT_LIMIT) ? "the tenant's"
+                                                       : "this agent's";
+
+    detail = ngx_pnalloc(r->pool, 256);
+    secs = ngx_pnalloc(r->pool, NGX_TIME_T_LEN + 1);
+    if (detail == NULL || secs == NULL) {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+
+    if (ctx->op->quota == NGX_HTTP_VSB_QUOTA_SANDBOXES) {
+        p = ngx_snprintf(detail, 255,
+                         "%s concurrent sandboxes are at the quota: delete "
+                         "one that is no longer needed (DELETE "
+                         "/v1/sandboxes/{id}) and a create succeeds at once; "
+                         "otherwise the oldest ends with its TTL in %T s",
+                         whose, wait);
+        *p = '\0';
+
+        return ngx_http_veto_sandbox_refuse(r, ctx,
+                               NGX_HTTP_VSB_TOO_MANY_REQUESTS,
+                               "quota_exceeded", (char *) detail,
+                               json_pack("{s:s, s:s, s:I}",
+                                         "quota", "concurrent_sandboxes",
+                                         "scope", scope,
+                                         "oldest_expires_in",
+                                         (json_int_t) wait));
+    }
+
+    ngx_sprintf(secs, "%T%Z", wait);
+
+    if (ngx_http_veto_sandbox_header(r, "Retry-After", (char *) secs)
+        != NGX_OK)
+    {
+        return NGX_ERROR;
+    }
+
+    p = ngx_snprintf(detail, 255, "%s execs per minute are at the quota: "
+                     "retry in %T s", whose, wait);
+    *p = '\0';
+
+    return ngx_http_veto_sandbox_refuse(r, ctx, NGX_HTTP_VSB_TOO_MANY_REQUESTS,
+                               "quota_exceeded", (char *) detail,
+                               json_pack("{s:s, s:s, s:I}",
+                                         "quota", "execs_per_minute",
+                                         "scope", scope,
+                                         "retry_after", (json_int_t) wait));
 }
 
 

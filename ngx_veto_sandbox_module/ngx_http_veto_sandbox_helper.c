@@ -90,6 +90,7 @@ ngx_http_veto_sandbox_helper_send(ngx_http_request_t *r,
     h->retried = 0;
     h->send_failed = 0;
     h->paused = 0;
+    h->sent = 0;
 
     ngx_http_veto_sandbox_metrics_helper_start(ctx, req);
 
@@ -356,7 +357,10 @@ ngx_http_veto_sandbox_helper_write_handler(ngx_event_t *wev)
         return;
     }
 
-    /* all sent: now only the reply matters */
+    /* all sent (or the helper refused early): now only the reply
+     * matters */
+
+    h->sent = !h->send_failed;
 
     if (wev->timer_set) {
         ngx_del_timer(wev);
@@ -437,12 +441,15 @@ ngx_http_veto_sandbox_helper_read_handler(ngx_event_t *rev)
         }
 
         if (n == NGX_ERROR || n == 0) {
+            /* the helper stopped (or died) with the request: it may be
+             * back soon, so 503 */
             ngx_log_error(NGX_LOG_ERR, rev->log, 0,
                           "veto_sandbox: helper %V closed the connection "
                           "before a complete reply", h->peer.name);
-            ngx_http_veto_sandbox_helper_done(r, ctx, NGX_HTTP_BAD_GATEWAY,
+            ngx_http_veto_sandbox_helper_done(r, ctx,
+                                          NGX_HTTP_SERVICE_UNAVAILABLE,
                                           "the sandbox helper closed the "
-                                          "connection");
+                                          "connection before it answered");
             return;
         }
 

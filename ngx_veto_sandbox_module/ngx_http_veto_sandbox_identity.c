@@ -162,6 +162,9 @@ ngx_http_veto_sandbox_post_read_handler(ngx_http_request_t *r)
         return NGX_DECLINED;
     }
 
+    /* nginx's own 413, before the content handler, names the right limit */
+    ctx->file_body = (op != NULL && op->body == NGX_HTTP_VSB_BODY_FILE);
+
     if (ngx_http_veto_sandbox_identify(r, ctx) == NGX_OK) {
         return NGX_DECLINED;
     }

@@ -18,6 +18,8 @@ static ngx_int_t ngx_http_veto_sandbox_init(ngx_conf_t *cf);
 static void *ngx_http_veto_sandbox_create_srv_conf(ngx_conf_t *cf);
 static char *ngx_http_veto_sandbox_merge_srv_conf(ngx_conf_t *cf,
     void *parent, void *child);
+static void ngx_http_veto_sandbox_check_body_size(ngx_conf_t *cf,
+    ngx_http_veto_sandbox_srv_conf_t *conf);
 static char *ngx_http_veto_sandbox_api(ngx_conf_t *cf, ngx_command_t *cmd,
     void *conf);
 static char *ngx_http_veto_sandbox_helper(ngx_conf_t *cf,
@@ -612,7 +614,43 @@ ngx_http_veto_sandbox_merge_srv_conf(ngx_conf_t *cf, void *parent,
         return NGX_CONF_ERROR;
     }
 
+    ngx_http_veto_sandbox_check_body_size(cf, conf);
+
     return NGX_CONF_OK;
+}
+
+
+/*
+ * nginx refuses a body over client_max_body_size before the module sees
+ * the request: below the policy's file_bytes, uploads the policy allows
+ * are refused in nginx's name.  The core's location configurations are
+ * merged before ours, so the value here is the one that applies.
+ */
+static void
+ngx_http_veto_sandbox_check_body_size(ngx_conf_t *cf,
+    ngx_http_veto_sandbox_srv_conf_t *conf)
+{
+    uint64_t                    max;
+    ngx_uint_t                  i;
+    ngx_http_core_loc_conf_t  **loc;
+
+    max = ngx_http_veto_sandbox_policy_max_ceiling(conf->policy,
+                                                   NGX_HTTP_VSB_L_FILE_BYTES);
+    loc = conf->api_locs->elts;
+
+    for (i = 0; max && i < conf->api_locs->nelts; i++) {
+        if (loc[i]->client_max_body_size
+            && (uint64_t) loc[i]->client_max_body_size < max)
+        {
+            ngx_conf_log_error(NGX_LOG_WARN, cf, 0,
+                               "\"client_max_body_size\" %O of "
+                               "\"location %V\" is below the file_bytes "
+                               "ceiling %uL of \"veto_sandbox_policy\" "
+                               "\"%V\": larger uploads are refused by it",
+                               loc[i]->client_max_body_size, &loc[i]->name,
+                               max, &conf->policy->file);
+        }
+    }
 }
 
 
@@ -620,7 +658,7 @@ static char *
 ngx_http_veto_sandbox_api(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
 {
     ngx_str_t                         *p;
-    ngx_http_core_loc_conf_t          *clcf;
+    ngx_http_core_loc_conf_t          *clcf, **loc;
     ngx_http_veto_sandbox_srv_conf_t  *vscf;
 
     clcf = ngx_http_conf_get_module_loc_conf(cf, ngx_http_core_module);
@@ -659,6 +697,20 @@ ngx_http_veto_sandbox_api(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
     }
 
     *p = clcf->name;
+
+    if (vscf->api_locs == NULL) {
+        vscf->api_locs = ngx_array_create(cf->pool, 2, sizeof(void *));
+        if (vscf->api_locs == NULL) {
+            return NGX_CONF_ERROR;
+        }
+    }
+
+    loc = ngx_array_push(vscf->api_locs);
+    if (loc == NULL) {
+        return NGX_CONF_ERROR;
+    }
+
+    *loc = clcf;
 
     clcf->handler = ngx_http_veto_sandbox_api_handler;
 

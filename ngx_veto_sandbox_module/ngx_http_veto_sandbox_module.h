@@ -345,6 +345,8 @@ typedef struct {
     ngx_array_t                 *metrics;  /* ngx_str_t: its metrics
                                               locations, this server only */
     ngx_msec_t                   metrics_timeout; /* a scrape's helper wait */
+    ngx_array_t                 *api_locs; /* ngx_http_core_loc_conf_t *
+                                              of those prefixes */
 
     ngx_msec_t                   approval_ttl;
     ngx_uint_t                   approval_threshold;
@@ -496,6 +498,7 @@ typedef struct {
     const char                  *op;        /* its "op" (metrics) */
     unsigned                     ask_timeout:1; /* ... is the helper's: ask
                                                    its ceiling first (ping) */
+    unsigned                     sent:1;    /* the helper has it all */
     ngx_int_t                    status;    /* NGX_OK or 503 / 502 */
     const char                  *error;     /* transport failure, if any */
 
@@ -580,6 +583,8 @@ struct ngx_http_veto_sandbox_ctx_s {
     unsigned                     audited:1;     /* a "denied" record */
     unsigned                     sbx_known:1;   /* sbx_env* are set */
     unsigned                     epoch_known:1; /* epoch is set */
+    unsigned                     file_body:1;   /* the URI's op takes a
+                                                   file (POST_READ) */
 };
 
 
@@ -656,6 +661,8 @@ ngx_http_veto_sandbox_rule_t *ngx_http_veto_sandbox_policy_rule(
     ngx_str_t *agent);
 ngx_int_t ngx_http_veto_sandbox_policy_profile(
     ngx_http_veto_sandbox_rule_t *rule, const char *profile);
+uint64_t ngx_http_veto_sandbox_policy_max_ceiling(
+    ngx_http_veto_sandbox_policy_t *policy, ngx_uint_t limit);
 ngx_uint_t ngx_http_veto_sandbox_policy_approval(
     ngx_http_veto_sandbox_rule_t *rule, ngx_uint_t action, json_t *argv,
     const char *profile, const char *network, json_t *env);

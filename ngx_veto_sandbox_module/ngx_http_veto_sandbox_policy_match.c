@@ -1,6 +1,6 @@
 /*
  * What the policy says of a request: the caller's rule, whether a profile
- * is allowed, and whether a human must approve (approvals.always,
+ * is allowed, the largest ceiling of a limit, and whether a human must approve (approvals.always,
  * network, profiles, export, exec_argv).  The policy file itself is read
  * by ngx_http_veto_sandbox_policy.c.
  */
@@ -53,6 +53,27 @@ ngx_http_veto_sandbox_policy_rule(ngx_http_veto_sandbox_policy_t *policy,
     }
 
     return &t->rule;
+}
+
+
+/* The largest ceiling any tenant sets for limit (an agent's is within
+ * its tenant's); 0 when none sets one. */
+uint64_t
+ngx_http_veto_sandbox_policy_max_ceiling(
+    ngx_http_veto_sandbox_policy_t *policy, ngx_uint_t limit)
+{
+    uint64_t                         max;
+    ngx_uint_t                       i;
+    ngx_http_veto_sandbox_tenant_t  *t;
+
+    max = 0;
+    t = policy->tenants->elts;
+
+    for (i = 0; i < policy->tenants->nelts; i++) {
+        max = ngx_max(max, t[i].rule.ceiling[limit]);
+    }
+
+    return max;
 }
 
 

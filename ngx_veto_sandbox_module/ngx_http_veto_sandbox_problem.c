@@ -33,6 +33,8 @@ static ngx_http_veto_sandbox_status_t  ngx_http_veto_sandbox_statuses[] = {
       "the method is not allowed on this resource" },
     { 408, "Request Timeout", "request_timeout",
       "the request was not received in time" },
+    { 409, "Conflict", "conflict",
+      "the resource is in a state that does not allow this" },
     { 410, "Gone", "gone", "the resource has ended" },
     { 411, "Length Required", "length_required",
       "a Content-Length is required" },
@@ -402,13 +404,55 @@ ngx_http_veto_sandbox_deny(ngx_http_request_t *r,
 }
 
 
+/*
+ * nginx's own 413 (client_max_body_size, before or while the body is
+ * read) names the limit that applies to the caller: a file body over
+ * the policy's file_bytes is over file_bytes, as the module's own check
+ * says; anything else is over client_max_body_size.
+ */
+static void
+ngx_http_veto_sandbox_too_large(ngx_http_request_t *r,
+    ngx_http_veto_sandbox_ctx_t *ctx, const char **code, const char **detail,
+    json_t **extra)
+{
+    off_t                      max;
+    uint64_t                   ceiling;
+    ngx_http_core_loc_conf_t  *clcf;
+
+    clcf = ngx_http_get_module_loc_conf(r, ngx_http_core_module);
+    max = clcf->client_max_body_size;
+
+    ceiling = (ctx->file_body && ctx->rule)
+              ? ctx->rule->ceiling[NGX_HTTP_VSB_L_FILE_BYTES] : 0;
+
+    if (ceiling
+        && ((uint64_t) max >= ceiling
+            || r->headers_in.content_length_n > (off_t) ceiling))
+    {
+        *code = "over_ceiling";
+        *detail = "the file is larger than the policy allows";
+        *extra = json_pack("{s:s, s:I}", "limit", VSB_LIMIT_FILE_BYTES,
+                           "ceiling", (json_int_t) ceiling);
+        return;
+    }
+
+    *code = "body_too_large";
+    *detail = "the request body is larger than this gateway takes "
+              "(client_max_body_size)";
+    *extra = json_pack("{s:s, s:I}", "limit", "client_max_body_size",
+                       "ceiling", (json_int_t) max);
+}
+
+
 /* Any other error on an API path leaves as problem+json too. */
 static ngx_int_t
 ngx_http_veto_sandbox_header_filter(ngx_http_request_t *r)
 {
     u_char                            *p;
     size_t                             len;
+    json_t                            *extra;
     ngx_buf_t                         *b;
+    const char                        *code, *detail;
     ngx_http_veto_sandbox_ctx_t       *ctx;
     ngx_http_veto_sandbox_srv_conf_t  *vscf;
 
@@ -431,8 +475,16 @@ ngx_http_veto_sandbox_header_filter(ngx_http_request_t *r)
         return ngx_http_next_header_filter(r);
     }
 
-    p = ngx_http_veto_sandbox_problem_body(r, r->headers_out.status, NULL,
-                                           NULL, NULL, &len);
+    code = NULL;
+    detail = NULL;
+    extra = NULL;
+
+    if (r->headers_out.status == NGX_HTTP_REQUEST_ENTITY_TOO_LARGE) {
+        ngx_http_veto_sandbox_too_large(r, ctx, &code, &detail, &extra);
+    }
+
+    p = ngx_http_veto_sandbox_problem_body(r, r->headers_out.status, code,
+                                           detail, extra, &len);
     if (p == NULL) {
         return NGX_ERROR;
     }

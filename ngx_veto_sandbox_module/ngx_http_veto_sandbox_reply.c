@@ -17,6 +17,8 @@ static void ngx_http_veto_sandbox_pinged(ngx_http_request_t *r,
     ngx_http_veto_sandbox_ctx_t *ctx);
 static void ngx_http_veto_sandbox_reply(ngx_http_request_t *r,
     ngx_http_veto_sandbox_ctx_t *ctx);
+static ngx_int_t ngx_http_veto_sandbox_transport_error(ngx_http_request_t *r,
+    ngx_http_veto_sandbox_ctx_t *ctx);
 static ngx_int_t ngx_http_veto_sandbox_reply_error(ngx_http_request_t *r,
     ngx_http_veto_sandbox_ctx_t *ctx);
 
@@ -140,6 +142,7 @@ ngx_http_veto_sandbox_pinged(ngx_http_request_t *r,
     h->json = NULL;             /* the ping's: freed with the pool */
     h->payload = NULL;
     h->payload_len = 0;
+    h->sent = 0;
 
     rc = ngx_http_veto_sandbox_helper_send(r, ctx, ctx->req, ctx->payload,
                                            ctx->payload_len,
@@ -179,10 +182,7 @@ ngx_http_veto_sandbox_reply(ngx_http_request_t *r,
     }
 
     if (h->status != NGX_OK) {
-        rc = ngx_http_veto_sandbox_problem(r,
-                                   h->status == NGX_HTTP_GATEWAY_TIME_OUT
-                                   ? NGX_HTTP_SERVICE_UNAVAILABLE : h->status,
-                                   "helper_unavailable", h->error, NULL);
+        rc = ngx_http_veto_sandbox_transport_error(r, ctx);
         ngx_http_finalize_request(r, rc);
         return;
     }
@@ -204,40 +204,115 @@ ngx_http_veto_sandbox_reply(ngx_http_request_t *r,
 }
 
 
+/*
+ * The helper could not be asked, or did not answer: 503 (it may be
+ * restarting: Retry-After), 502 for a reply that makes no sense.  Whether
+ * the request may simply be sent again: yes if the helper never had all
+ * of it (it acts on whole frames only) or the method is idempotent (GET,
+ * HEAD, PUT: a write replaces the file atomically, DELETE); not for a
+ * POST it had: the sandbox may exist, the exec may have run in part.
+ */
+static ngx_int_t
+ngx_http_veto_sandbox_transport_error(ngx_http_request_t *r,
+    ngx_http_veto_sandbox_ctx_t *ctx)
+{
+    u_char                          *p, *detail;
+    size_t                           len;
+    ngx_uint_t                       status, safe;
+    const char                      *code, *error, *more;
+    ngx_http_veto_sandbox_helper_t  *h;
+
+    h = &ctx->helper;
+
+    status = h->status;
+    code = "bad_gateway";
+
+    if (status == NGX_HTTP_GATEWAY_TIME_OUT
+        || status == NGX_HTTP_SERVICE_UNAVAILABLE)
+    {
+        status = NGX_HTTP_SERVICE_UNAVAILABLE;
+        code = "helper_unavailable";
+
+    } else if (status != NGX_HTTP_BAD_GATEWAY) {
+        status = NGX_HTTP_INTERNAL_SERVER_ERROR;
+        code = "internal";
+    }
+
+    safe = !h->sent
+           || (r->method & (NGX_HTTP_GET|NGX_HTTP_HEAD|NGX_HTTP_PUT
+                            |NGX_HTTP_DELETE));
+
+    more = safe ? "; the request may be sent again"
+                : "; the request may have been carried out in part (a "
+                  "sandbox created, a command run): check its state "
+                  "(GET /v1/sandboxes/{id}) before sending it again";
+
+    error = h->error ? h->error : "the sandbox helper failed";
+    len = ngx_strlen(error) + ngx_strlen(more) + 1;
+
+    detail = ngx_pnalloc(r->pool, len);
+    if (detail == NULL) {
+        return NGX_ERROR;
+    }
+
+    p = ngx_cpymem(detail, error, ngx_strlen(error));
+    p = ngx_cpymem(p, more, ngx_strlen(more));
+    *p = '\0';
+
+    return ngx_http_veto_sandbox_problem(r, status, code, (char *) detail,
+                                         json_pack("{s:b}", "retry_safe",
+                                                   (int) safe));
+}
+
+
 typedef struct {
     const char  *error;
     ngx_uint_t   status;
+    const char  *detail;        /* NULL: the helper's */
 } ngx_http_veto_sandbox_errmap_t;
 
 
+/* The helper's errors as HTTP.  Those the module's own request caused
+ * (a malformed one: a module and helper that disagree) are 502, like a
+ * helper that makes no sense; so is a helper that refuses this gateway:
+ * no client can fix either, waiting does not help, an operator must. */
 static ngx_http_veto_sandbox_errmap_t  ngx_http_veto_sandbox_errors[] = {
-    { VSB_E_NOT_FOUND,          NGX_HTTP_NOT_FOUND },
-    { VSB_E_ENDED,              NGX_HTTP_VSB_GONE },
-    { VSB_E_OVER_CEILING,       NGX_HTTP_VSB_UNPROCESSABLE },
-    { VSB_E_BAD_JSON,           NGX_HTTP_BAD_REQUEST },
-    { VSB_E_UNKNOWN_FIELD,      NGX_HTTP_BAD_REQUEST },
-    { VSB_E_MISSING_FIELD,      NGX_HTTP_BAD_REQUEST },
-    { VSB_E_BAD_TYPE,           NGX_HTTP_BAD_REQUEST },
-    { VSB_E_BAD_VALUE,          NGX_HTTP_BAD_REQUEST },
-    { VSB_E_BAD_PATH,           NGX_HTTP_BAD_REQUEST },
-    { VSB_E_NOT_A_FILE,         NGX_HTTP_BAD_REQUEST },
-    { VSB_E_NOT_A_DIRECTORY,    NGX_HTTP_BAD_REQUEST },
-    { VSB_E_BAD_ARCHIVE,        NGX_HTTP_VSB_UNPROCESSABLE },
-    { VSB_E_TIMED_OUT,          NGX_HTTP_VSB_UNPROCESSABLE },
-    { VSB_E_UNKNOWN_OP,         NGX_HTTP_BAD_GATEWAY },
-    { VSB_E_BAD_FRAME,          NGX_HTTP_BAD_GATEWAY },
-    { VSB_E_CAPACITY,           NGX_HTTP_SERVICE_UNAVAILABLE },
-    { VSB_E_BUSY,               NGX_HTTP_VSB_TOO_MANY_REQUESTS },
-    { VSB_E_FILE_TOO_LARGE,     NGX_HTTP_REQUEST_ENTITY_TOO_LARGE },
-    { VSB_E_FRAME_TOO_LARGE,    NGX_HTTP_REQUEST_ENTITY_TOO_LARGE },
-    { VSB_E_NO_SPACE,           NGX_HTTP_VSB_INSUFFICIENT_STORAGE },
-    { VSB_E_IO,                 NGX_HTTP_INTERNAL_SERVER_ERROR },
-    { VSB_E_EXEC_FAILED,        NGX_HTTP_INTERNAL_SERVER_ERROR },
-    { VSB_E_TERMINATION_FAILED, NGX_HTTP_INTERNAL_SERVER_ERROR },
-    { VSB_E_NOT_PERMITTED,      NGX_HTTP_SERVICE_UNAVAILABLE },
-    { VSB_E_UNAVAILABLE,        NGX_HTTP_SERVICE_UNAVAILABLE },
-    { VSB_E_INTERNAL,           NGX_HTTP_INTERNAL_SERVER_ERROR },
-    { NULL,                     NGX_HTTP_BAD_GATEWAY }
+    { VSB_E_NOT_FOUND,          NGX_HTTP_NOT_FOUND, "no such sandbox" },
+    { VSB_E_ENDED,              NGX_HTTP_VSB_GONE, NULL },
+    { VSB_E_OVER_CEILING,       NGX_HTTP_VSB_UNPROCESSABLE, NULL },
+    { VSB_E_BAD_TYPE,           NGX_HTTP_BAD_REQUEST, NULL },
+    { VSB_E_BAD_VALUE,          NGX_HTTP_BAD_REQUEST, NULL },
+    { VSB_E_BAD_PATH,           NGX_HTTP_BAD_REQUEST, NULL },
+    { VSB_E_NOT_A_FILE,         NGX_HTTP_BAD_REQUEST, NULL },
+    { VSB_E_NOT_A_DIRECTORY,    NGX_HTTP_BAD_REQUEST, NULL },
+    { VSB_E_BAD_ARCHIVE,        NGX_HTTP_VSB_UNPROCESSABLE, NULL },
+    { VSB_E_TIMED_OUT,          NGX_HTTP_VSB_UNPROCESSABLE, NULL },
+    { VSB_E_BAD_JSON,           NGX_HTTP_BAD_GATEWAY,
+      "the sandbox helper could not read the gateway's request" },
+    { VSB_E_UNKNOWN_FIELD,      NGX_HTTP_BAD_GATEWAY,
+      "the sandbox helper could not read the gateway's request" },
+    { VSB_E_MISSING_FIELD,      NGX_HTTP_BAD_GATEWAY,
+      "the sandbox helper could not read the gateway's request" },
+    { VSB_E_UNKNOWN_OP,         NGX_HTTP_BAD_GATEWAY,
+      "the sandbox helper does not know this operation" },
+    { VSB_E_BAD_FRAME,          NGX_HTTP_BAD_GATEWAY,
+      "the sandbox helper could not read the gateway's request" },
+    { VSB_E_NOT_PERMITTED,      NGX_HTTP_BAD_GATEWAY,
+      "the sandbox helper does not accept this gateway" },
+    { VSB_E_CAPACITY,           NGX_HTTP_SERVICE_UNAVAILABLE,
+      "the host runs as many sandboxes as it may: delete one that is no "
+      "longer needed, or retry later" },
+    { VSB_E_BUSY,               NGX_HTTP_VSB_TOO_MANY_REQUESTS, NULL },
+    { VSB_E_FILE_TOO_LARGE,     NGX_HTTP_REQUEST_ENTITY_TOO_LARGE, NULL },
+    { VSB_E_FRAME_TOO_LARGE,    NGX_HTTP_REQUEST_ENTITY_TOO_LARGE, NULL },
+    { VSB_E_NO_SPACE,           NGX_HTTP_VSB_INSUFFICIENT_STORAGE, NULL },
+    { VSB_E_IO,                 NGX_HTTP_INTERNAL_SERVER_ERROR, NULL },
+    { VSB_E_EXEC_FAILED,        NGX_HTTP_INTERNAL_SERVER_ERROR, NULL },
+    { VSB_E_TERMINATION_FAILED, NGX_HTTP_INTERNAL_SERVER_ERROR, NULL },
+    { VSB_E_UNAVAILABLE,        NGX_HTTP_SERVICE_UNAVAILABLE, NULL },
+    { VSB_E_INTERNAL,           NGX_HTTP_INTERNAL_SERVER_ERROR, NULL },
+    { NULL,                     NGX_HTTP_BAD_GATEWAY,
+      "the sandbox helper answered an unknown error" }
 };
 
 
@@ -248,7 +323,8 @@ ngx_http_veto_sandbox_reply_error(ngx_http_request_t *r,
     ngx_http_veto_sandbox_ctx_t *ctx)
 {
     json_t                          *j, *extra, *v;
-    const char                      *error, *detail;
+    ngx_uint_t                       status;
+    const char                      *error, *detail, *field;
     ngx_http_veto_sandbox_errmap_t  *e;
 
     j = ctx->helper.json;
@@ -264,6 +340,9 @@ ngx_http_veto_sandbox_reply_error(ngx_http_request_t *r,
     v = json_object_get(j, "detail");
     detail = json_is_string(v) ? json_string_value(v) : NULL;
 
+    v = json_object_get(j, "field");
+    field = json_is_string(v) ? json_string_value(v) : NULL;
+
     for (e = ngx_http_veto_sandbox_errors; e->error; e++) {
         if (ngx_strcmp(e->error, error) == 0) {
             break;
@@ -274,15 +353,16 @@ ngx_http_veto_sandbox_reply_error(ngx_http_request_t *r,
         error = "helper_error";
     }
 
-    if (e->status >= NGX_HTTP_INTERNAL_SERVER_ERROR) {
+    status = e->status;
+
+    if (status >= NGX_HTTP_INTERNAL_SERVER_ERROR) {
         ngx_log_error(NGX_LOG_ERR, r->connection->log, 0,
                       "veto_sandbox: helper answered %s: %s", error,
                       detail ? detail : "");
     }
 
-    /* the module's own problem for helper faults the client cannot fix */
-    if (ngx_strcmp(error, VSB_E_NOT_PERMITTED) == 0) {
-        detail = "the sandbox helper does not accept this gateway";
+    if (e->detail) {
+        detail = e->detail;
     }
 
     /* the egress proxy is down: the helper restarts it, so waiting helps
@@ -301,16 +381,21 @@ ngx_http_veto_sandbox_reply_error(ngx_http_request_t *r,
         return NGX_ERROR;
     }
 
-    if (json_is_string(v = json_object_get(j, "field"))) {
-        json_object_set(extra, "field", v);
-    }
+    if (status < NGX_HTTP_INTERNAL_SERVER_ERROR
+        || status == NGX_HTTP_VSB_INSUFFICIENT_STORAGE
+        || ngx_strcmp(error, VSB_E_TERMINATION_FAILED) == 0)
+    {
+        if (field) {
+            json_object_set_new(extra, "field", json_string(field));
+        }
 
-    if (json_is_string(v = json_object_get(j, "limit"))) {
-        json_object_set(extra, "limit", v);
-    }
+        if (json_is_string(v = json_object_get(j, "limit"))) {
+            json_object_set(extra, "limit", v);
+        }
 
-    if (json_is_string(v = json_object_get(j, "step"))) {
-        json_object_set(extra, "step", v);
+        if (json_is_string(v = json_object_get(j, "step"))) {
+            json_object_set(extra, "step", v);
+        }
     }
 
     /* 410: it ended, and why (GET tells the rest) */
@@ -318,31 +403,86 @@ ngx_http_veto_sandbox_reply_error(ngx_http_request_t *r,
         json_object_set(extra, "end_reason", v);
     }
 
-    v = json_object_get(j, "field");
+    if (ngx_strcmp(error, VSB_E_NOT_FOUND) == 0) {
 
-    if (e->status == NGX_HTTP_NOT_FOUND && json_is_string(v)
-        && ngx_strcmp(json_string_value(v), "exec") == 0)
+        if (field && ngx_strcmp(field, "path") == 0 && ctx->path.len) {
+            /* the sandbox is the caller's: only a file is missing */
+            error = "file_not_found";
+            detail = "no such file or directory in the sandbox";
+            json_object_set_new(extra, "path",
+                                ngx_http_veto_sandbox_json_ngx_str(&ctx->path));
+
+        } else if (field && ngx_strcmp(field, "exec") == 0) {
+            /* the sandbox is there (and the caller's) */
+            detail = "no such exec in this sandbox (an ended background "
+                     "exec is forgotten once newer ones end)";
+
+        } else {
+            /* nothing that tells apart "never existed" and "not yours" */
+            json_object_clear(extra);
+        }
+
+    } else if (ngx_strcmp(error, VSB_E_BUSY) == 0) {
+
+        if (field && ngx_strcmp(field, "id") == 0) {
+            /* destroying, or could not be destroyed: waiting on it does
+             * not help (a DELETE may be retried) */
+            status = NGX_HTTP_CONFLICT;
+
+        } else if (ngx_http_veto_sandbox_header(r, "Retry-After", "1")
+                   != NGX_OK)
+        {
+            json_decref(extra);
+            return NGX_ERROR;
+        }
+
+    } else if (ngx_strcmp(error, VSB_E_FILE_TOO_LARGE) == 0
+               || ngx_strcmp(error, VSB_E_FRAME_TOO_LARGE) == 0)
     {
-        /* the sandbox is there (and the caller's) */
-        detail = "no such exec in this sandbox (an ended background exec "
-                 "is forgotten once newer ones end)";
+        if (ctx->op->body == NGX_HTTP_VSB_BODY_JSON) {
+            /* an exec's stdin is the frame's payload */
+            json_object_set_new(extra, "field", json_string("stdin"));
+            detail = "stdin is larger than the sandbox helper takes "
+                     "(its max_file_bytes)";
 
-    } else if (e->status == NGX_HTTP_NOT_FOUND && json_is_string(v)
-               && ngx_strcmp(json_string_value(v), "path") == 0)
-    {
-        detail = "no such file or directory in the sandbox";
+        } else if (ctx->op->body == NGX_HTTP_VSB_BODY_ARCHIVE) {
+            json_object_set_new(extra, "limit",
+                                json_string(VSB_LIMIT_ARCHIVE_BYTES));
+            detail = "the archive is larger than the sandbox helper takes "
+                     "(its max_archive_bytes)";
 
-    } else if (e->status == NGX_HTTP_NOT_FOUND) {
-        /* nothing that tells apart "never existed" and "not yours" */
-        detail = "no such sandbox";
-        json_object_clear(extra);
-    }
+        } else if (json_is_string(v = json_object_get(j, "limit"))
+                   && ngx_strcmp(json_string_value(v),
+                                 VSB_LIMIT_ARCHIVE_BYTES) == 0)
+        {
+            /* an export: the request is fine, the archive too big */
+            status = NGX_HTTP_VSB_UNPROCESSABLE;
+            detail = "the archive is larger than the sandbox helper sends "
+                     "(its max_archive_bytes): export a smaller directory "
+                     "(?path=)";
 
-    if (ngx_strcmp(error, VSB_E_OVER_CEILING) == 0) {
+        } else {
+            json_object_set_new(extra, "limit",
+                                json_string(VSB_LIMIT_FILE_BYTES));
+
+            if (ctx->op->body == NGX_HTTP_VSB_BODY_FILE) {
+                detail = "the file is larger than the sandbox helper takes "
+                         "(its max_file_bytes)";
+
+            } else {
+                /* the request is fine, the file is too big to send back */
+                status = NGX_HTTP_VSB_UNPROCESSABLE;
+                detail = "the file is larger than the sandbox helper "
+                         "reads (its max_file_bytes): read it in parts "
+                         "with an exec (split, head -c)";
+            }
+        }
+
+    } else if (ngx_strcmp(error, VSB_E_OVER_CEILING) == 0) {
         ngx_str_set(&ctx->decision, "deny:over_ceiling");
     }
 
-    return ngx_http_veto_sandbox_problem(r, e->status, error, detail, extra);
+    return ngx_http_veto_sandbox_problem(r, status, error, detail, extra);
 }
 
 

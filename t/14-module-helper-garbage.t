@@ -2,8 +2,9 @@
 # The module against a helper that answers garbage (a fake one on a unix
 # socket, in this test's temp dir): a header injection through the id it
 # names, output lengths that do not add up or wrap, bad frames, non-JSON,
-# silence and a dropped connection.  Every case is a clean 5xx
-# problem+json, never a crash, a hang or an injected header.
+# silence and a dropped connection (503: the helper went away, it may be
+# back).  Every case is a clean 5xx problem+json, never a crash, a hang
+# or an injected header.
 
 use strict;
 use warnings;
@@ -122,11 +123,16 @@ is($j->{stdout_encoding}, 'base64', 'stdout as base64');
 is($j->{stdout}, '//4=', 'the raw bytes');
 is($j->{stderr_encoding}, 'base64', 'a cut sequence: base64');
 
-for my $m (qw(magic huge notjson nook close)) {
+for my $m (qw(magic huge notjson nook)) {
     mode($m);
     ($st, $h, $b) = $n->request(GET => '/v1/sandboxes', $tok);
     problem("helper reply: $m", $st, $h, $b, 502);
 }
+
+# no reply at all: the helper went away (503, it may be back)
+mode('close');
+($st, $h, $b) = $n->request(GET => '/v1/sandboxes', $tok);
+problem('helper reply: close', $st, $h, $b, 503);
 
 mode('error');
 ($st, $h, $b, $j) = $n->request(GET => '/v1/sandboxes', $tok);
@@ -142,7 +148,7 @@ ok(time - $t0 < 1.4, 'answered at the read timeout');
 sleep 1;
 mode('close');
 ($st) = $n->request(GET => '/v1/sandboxes', $tok);
-is($st, 502, 'the worker is still serving');
+is($st, 503, 'the worker is still serving');
 unlike($n->error_log, qr/\[(alert|emerg)\]|signal \d+/, 'no crash in the error log');
 
 done_testing;

@@ -634,13 +634,14 @@ sub start_helper
 sub helper { $_[0]{helper} }
 
 # request(method, path, token, body, headers) -> (status, headers, body,
-# decoded json or undef).  A hashref/arrayref body is sent as JSON.
+# decoded json or undef).  A hashref/arrayref body is sent as JSON, a
+# coderef one chunked (HTTP::Tiny calls it until it returns undef).
 sub request
 {
     my ($self, $method, $path, $token, $body, $hdr) = @_;
     my %h = %{ $hdr // {} };
     $h{Authorization} = "Bearer $token" if defined $token;
-    if (ref $body) {
+    if (ref $body && ref $body ne 'CODE') {
         $body = $JSON->encode($body);
         $h{'Content-Type'} //= 'application/json';
     }

@@ -73,32 +73,43 @@ ngx_http_veto_sandbox_req(ngx_http_request_t *r,
 }
 
 
-/* ?path=, decoded exactly as the approval hash reads the query, and
- * checked by the helper's own rules (vsb_path_workspace): a path the helper
- * would refuse never gets an approval that its use would burn.  On a
- * refusal (answered here) ctx->path is left empty. */
+/*
+ * ?path= (and for a write ?mode=), decoded exactly as the approval hash
+ * reads the query, which covers both, and the path checked by the
+ * helper's own rules (vsb_path_workspace): a path the helper would refuse
+ * never gets an approval that its use would burn.  On a refusal
+ * (answered here, naming the argument at fault) ctx->path is left
+ * empty.  *mode: -1 when absent.
+ */
 static ngx_int_t
 ngx_http_veto_sandbox_path(ngx_http_request_t *r,
-    ngx_http_veto_sandbox_ctx_t *ctx)
+    ngx_http_veto_sandbox_ctx_t *ctx, ngx_int_t *mode)
 {
-    ngx_int_t    rc;
-    ngx_str_t    path;
-    const char  *why;
+    u_char                       *p;
+    ngx_int_t                     rc;
+    ngx_str_t                     path, at, *m;
+    const char                   *why;
+    ngx_http_veto_sandbox_qarg_t  args[2];
 
     ngx_str_null(&ctx->path);
 
-    rc = ngx_http_veto_sandbox_hash_query_arg(r->pool, &ctx->in.args, "path",
-                                                  &path, &why);
+    args[0].name = "path";
+    args[1].name = "mode";
+
+    rc = ngx_http_veto_sandbox_hash_query_args(r->pool, &ctx->in.args, args,
+                                               mode ? 2 : 1, &why, &at);
 
     if (rc == NGX_ERROR) {
         return NGX_HTTP_INTERNAL_SERVER_ERROR;
     }
 
     if (rc == NGX_ABORT) {
-        return ngx_http_veto_sandbox_bad_field(r, "bad_value", "path", why);
+        return ngx_http_veto_sandbox_bad_query(r, &at, why);
     }
 
-    if (rc == NGX_DECLINED || path.len == 0) {
+    path = args[0].value;
+
+    if (path.len == 0) {
         return ngx_http_veto_sandbox_bad_field(r, "missing_field", "path",
                                    "the \"path\" query argument is required");
     }
@@ -106,6 +117,29 @@ ngx_http_veto_sandbox_path(ngx_http_request_t *r,
     rc = ngx_http_veto_sandbox_path_check(r, "path", &path, 0);
     if (rc != NGX_DECLINED) {
         return rc;
+    }
+
+    if (mode) {
+        m = &args[1].value;
+        *mode = -1;
+
+        if (m->data) {
+            /* octal, as chmod takes it: 644, 0755; nothing above 0777 */
+            *mode = (m->len >= 1 && m->len <= 4) ? 0 : NGX_ERROR;
+
+            for (p = m->data; *mode >= 0 && p < m->data + m->len; p++) {
+                *mode = (*p >= '0' && *p <= '7') ? *mode * 8 + (*p - '0')
+                                                 : NGX_ERROR;
+            }
+
+            if (*mode < 0 || *mode > 0777) {
+                return ngx_http_veto_sandbox_bad_field(r, "bad_value",
+                                   "mode",
+                                   "\"mode\" must be octal, 0 .. 0777 (e.g. "
+                                   "0755): setuid, setgid and sticky bits "
+                                   "are refused");
+            }
+        }
     }
 
     ctx->path = path;
@@ -242,7 +276,7 @@ ngx_http_veto_sandbox_build_read(ngx_http_request_t *r,
     json_t     *req;
     ngx_int_t   rc;
 
-    rc = ngx_http_veto_sandbox_path(r, ctx);
+    rc = ngx_http_veto_sandbox_path(r, ctx, NULL);
     if (ctx->path.len == 0) {
         return rc;
     }
@@ -268,30 +302,46 @@ ngx_http_veto_sandbox_build_nothing(ngx_http_request_t *r,
 }
 
 
-/* 400 for a query the hash would read otherwise (*why): naming the
- * argument at fault (at: not NUL terminated; empty: its name did not
- * decode) */
+/* 400 for a query the hash would read otherwise (*why): unknown_field for
+ * an argument the route does not take, else bad_value; naming the
+ * argument at fault, cut to 63 bytes at a character's start (at: not NUL
+ * terminated; empty: its name did not decode, "query" then, as for a
+ * name that is not UTF-8) */
 ngx_int_t
 ngx_http_veto_sandbox_bad_query(ngx_http_request_t *r, ngx_str_t *at,
     const char *why)
 {
-    u_char  *name;
+    size_t       len;
+    u_char      *name;
+    json_t      *s;
+    ngx_uint_t   utf8;
 
-    name = ngx_pnalloc(r->pool, at->len + 1);
+    len = ngx_min(at->len, 63);
+
+    while (len && len < at->len && (at->data[len] & 0xc0) == 0x80) {
+        len--;
+    }
+
+    name = ngx_pnalloc(r->pool, len + 1);
     if (name == NULL) {
         return NGX_HTTP_INTERNAL_SERVER_ERROR;
     }
 
     /* a name that does not decode is no name at all (NULL, 0) */
-    if (at->len) {
-        ngx_memcpy(name, at->data, at->len);
+    if (len) {
+        ngx_memcpy(name, at->data, len);
     }
 
-    name[at->len] = '\0';
+    name[len] = '\0';
 
-    return ngx_http_veto_sandbox_bad_field(r, "bad_value",
-                                           at->len ? (char *) name : "query",
-                                           why);
+    s = len ? json_string((char *) name) : NULL;
+    utf8 = (s != NULL);
+    json_decref(s);
+
+    return ngx_http_veto_sandbox_bad_field(r,
+                              ngx_strcmp(why, "unknown query argument") == 0
+                              ? "unknown_field" : "bad_value",
+                              utf8 ? (char *) name : "query", why);
 }
 
 
@@ -302,6 +352,28 @@ ngx_http_veto_sandbox_bad_field(ngx_http_request_t *r, const char *code,
     return ngx_http_veto_sandbox_problem(r, NGX_HTTP_BAD_REQUEST, code,
                                          detail,
                                          json_pack("{s:s}", "field", field));
+}
+
+
+/* The helper takes a request header of at most VSB_MAX_JSON bytes: a
+ * bigger one is refused here, before any approval is asked for it.
+ * NGX_OK, or NGX_ABORT with *rc the 413. */
+static ngx_int_t
+ngx_http_veto_sandbox_fits(ngx_http_request_t *r, json_t *req,
+    ngx_int_t *rc)
+{
+    if (json_dumpb(req, NULL, 0, JSON_COMPACT) <= VSB_MAX_JSON) {
+        return NGX_OK;
+    }
+
+    *rc = ngx_http_veto_sandbox_problem(r, NGX_HTTP_REQUEST_ENTITY_TOO_LARGE,
+                              "body_too_large",
+                              "argv, env and cwd of an exec (env and metadata "
+                              "of a create) come to more than the sandbox "
+                              "helper takes",
+                              json_pack("{s:s, s:i}", "limit", "request_json",
+                                        "ceiling", VSB_MAX_JSON));
+    return NGX_ABORT;
 }
 
 
@@ -664,7 +736,8 @@ ngx_http_veto_sandbox_build_create(ngx_http_request_t *r,
     if (ngx_http_veto_sandbox_copy(r, body, req, "env",
                                    NGX_HTTP_VSB_STRINGS, &rc) != NGX_OK
         || ngx_http_veto_sandbox_copy(r, body, req, "metadata",
-                                      NGX_HTTP_VSB_OBJECT, &rc) != NGX_OK)
+                                      NGX_HTTP_VSB_OBJECT, &rc) != NGX_OK
+        || ngx_http_veto_sandbox_fits(r, req, &rc) != NGX_OK)
     {
         return rc;
     }
@@ -752,7 +825,8 @@ ngx_http_veto_sandbox_build_exec(ngx_http_request_t *r,
 
     if (ngx_http_veto_sandbox_limited(r, ctx, body, req,
                                       NGX_HTTP_VSB_L_TIMEOUT_S, &n, &rc)
-        != NGX_OK)
+        != NGX_OK
+        || ngx_http_veto_sandbox_fits(r, req, &rc) != NGX_OK)
     {
         return rc;
     }
@@ -819,11 +893,11 @@ ngx_http_veto_sandbox_build_write(ngx_http_request_t *r,
 {
     off_t         size;
     json_t       *req;
-    ngx_int_t     rc;
+    ngx_int_t     rc, mode;
     ngx_chain_t  *cl;
     uint64_t      ceiling;
 
-    rc = ngx_http_veto_sandbox_path(r, ctx);
+    rc = ngx_http_veto_sandbox_path(r, ctx, &mode);
     if (ctx->path.len == 0) {
         return rc;
     }
@@ -853,6 +927,12 @@ ngx_http_veto_sandbox_build_write(ngx_http_request_t *r,
     req = ngx_http_veto_sandbox_req_path(r, ctx, &rc);
     if (req == NULL) {
         return rc;
+    }
+
+    if (mode >= 0
+        && json_object_set_new(req, "mode", json_integer(mode)) != 0)
+    {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
     }
 
     /* the body goes as it lies: memory buffers or the temporary file */

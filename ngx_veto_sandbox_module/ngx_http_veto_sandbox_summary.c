@@ -196,6 +196,32 @@ ngx_http_veto_sandbox_summary_integer(json_t *sum, json_t *req,
 }
 
 
+/* a file's mode as chmod takes it: "0755" */
+static ngx_int_t
+ngx_http_veto_sandbox_summary_mode(json_t *sum, json_t *req)
+{
+    char        mode[5];
+    json_t     *v;
+    ngx_uint_t  m;
+
+    v = json_object_get(req, "mode");
+    if (!json_is_integer(v)) {
+        return NGX_OK;
+    }
+
+    m = (ngx_uint_t) json_integer_value(v) & 0777;
+
+    mode[0] = '0';
+    mode[1] = (char) ('0' + ((m >> 6) & 7));
+    mode[2] = (char) ('0' + ((m >> 3) & 7));
+    mode[3] = (char) ('0' + (m & 7));
+    mode[4] = '\0';
+
+    return json_object_set_new(sum, "mode", json_string(mode)) == 0
+           ? NGX_OK : NGX_ERROR;
+}
+
+
 /* a files op's path, cut like any string: path, path_truncated */
 static ngx_int_t
 ngx_http_veto_sandbox_summary_path(ngx_pool_t *pool, json_t *sum,
@@ -278,7 +304,8 @@ ngx_http_veto_sandbox_summary(ngx_pool_t *pool,
                != NGX_OK
             || ngx_http_veto_sandbox_summary_string(pool, sum, req, "format",
                                         NGX_HTTP_VSB_SUMMARY_NAME_MAX)
-               != NGX_OK)
+               != NGX_OK
+            || ngx_http_veto_sandbox_summary_mode(sum, req) != NGX_OK)
         {
             goto done;
         }

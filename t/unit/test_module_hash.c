@@ -189,6 +189,78 @@ test_query_arg(void **state)
 }
 
 
+/* several arguments (a write's path and mode): each once, the one at
+ * fault named */
+static void
+test_query_args(void **state)
+{
+    ngx_str_t                     args, at;
+    const char                   *why;
+    ngx_http_veto_sandbox_qarg_t  q[2];
+
+    q[0].name = "path";
+    q[1].name = "mode";
+
+    args = str("mode=0755&path=bin%2Frun.sh");
+    assert_int_equal(ngx_http_veto_sandbox_hash_query_args(pool, &args, q, 2,
+                                                           &why, &at),
+                     NGX_OK);
+    assert_str(&q[0].value, "bin/run.sh");
+    assert_str(&q[1].value, "0755");
+    assert_int_equal(q[1].value.data[q[1].value.len], '\0');
+    assert_int_equal(at.len, 0);
+
+    /* absent is not empty */
+    args = str("path=x&mode");
+    assert_int_equal(ngx_http_veto_sandbox_hash_query_args(pool, &args, q, 2,
+                                                           &why, &at),
+                     NGX_OK);
+    assert_non_null(q[1].value.data);
+    assert_int_equal(q[1].value.len, 0);
+
+    args = str("path=x");
+    assert_int_equal(ngx_http_veto_sandbox_hash_query_args(pool, &args, q, 2,
+                                                           &why, &at),
+                     NGX_OK);
+    assert_null(q[1].value.data);
+
+    /* hashes like "mode=0644&mode=0755" either way round: refused */
+    args = str("path=x&mode=0755&mode=0644");
+    assert_int_equal(ngx_http_veto_sandbox_hash_query_args(pool, &args, q, 2,
+                                                           &why, &at),
+                     NGX_ABORT);
+    assert_str(&at, "mode");
+    assert_string_equal(why, "the query argument is given more than once");
+
+    args = str("path=x&%6Fwner=root");
+    assert_int_equal(ngx_http_veto_sandbox_hash_query_args(pool, &args, q, 2,
+                                                           &why, &at),
+                     NGX_ABORT);
+    assert_str(&at, "owner");
+    assert_string_equal(why, "unknown query argument");
+
+    args = str("path=x&mode=%zz");
+    assert_int_equal(ngx_http_veto_sandbox_hash_query_args(pool, &args, q, 2,
+                                                           &why, &at),
+                     NGX_ABORT);
+    assert_str(&at, "mode");
+
+    /* a name that does not decode names nothing */
+    args = str("path=x&mo%zz=1");
+    assert_int_equal(ngx_http_veto_sandbox_hash_query_args(pool, &args, q, 2,
+                                                           &why, &at),
+                     NGX_ABORT);
+    assert_int_equal(at.len, 0);
+
+    /* a route that takes only path: mode is unknown there */
+    args = str("path=x&mode=0755");
+    assert_int_equal(ngx_http_veto_sandbox_hash_query_args(pool, &args, q, 1,
+                                                           &why, &at),
+                     NGX_ABORT);
+    assert_str(&at, "mode");
+}
+
+
 static void
 test_pct_decode(void **state)
 {
@@ -440,6 +512,7 @@ main(void)
         cmocka_unit_test_setup_teardown(test_canon_path, setup, teardown),
         cmocka_unit_test_setup_teardown(test_canon_query, setup, teardown),
         cmocka_unit_test_setup_teardown(test_query_arg, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_query_args, setup, teardown),
         cmocka_unit_test_setup_teardown(test_pct_decode, setup, teardown),
         cmocka_unit_test_setup_teardown(test_request_hash, setup, teardown),
         cmocka_unit_test_setup_teardown(test_request_context, setup,

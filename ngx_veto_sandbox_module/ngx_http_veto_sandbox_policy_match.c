@@ -1,8 +1,8 @@
 /*
  * What the policy says of a request: the caller's rule, whether a profile
- * is allowed, the largest ceiling of a limit, and whether a human must approve (approvals.always,
- * network, profiles, export, exec_argv).  The policy file itself is read
- * by ngx_http_veto_sandbox_policy.c.
+ * is allowed, the largest ceiling of a limit, and whether a human must
+ * approve (approvals.always, network, profiles, export, exec_argv).  The
+ * policy file itself is read by ngx_http_veto_sandbox_policy.c.
  */
 
 #include <fnmatch.h>

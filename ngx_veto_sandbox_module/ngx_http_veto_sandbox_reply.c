@@ -410,7 +410,7 @@ ngx_http_veto_sandbox_reply_error(ngx_http_request_t *r,
             error = "file_not_found";
             detail = "no such file or directory in the sandbox";
             json_object_set_new(extra, "path",
-                                ngx_http_veto_sandbox_json_ngx_str(&ctx->path));
+                            ngx_http_veto_sandbox_json_ngx_str(&ctx->path));
 
         } else if (field && ngx_strcmp(field, "exec") == 0) {
             /* the sandbox is there (and the caller's) */
@@ -695,7 +695,8 @@ ngx_http_veto_sandbox_reply_exec(ngx_http_request_t *r,
      * encoding left out of the buffer */
 
     head = json_dumpb(out, NULL, 0, JSON_COMPACT);
-    size = head + 2 * sizeof(",\"stdout\":\"\",\"stdout_encoding\":\"base64\"");
+    size = head
+           + 2 * sizeof(",\"stdout\":\"\",\"stdout_encoding\":\"base64\"");
     verbatim = 0;
 
     for (i = 0; i < 2; i++) {

@@ -838,8 +838,8 @@ ngx_http_veto_sandbox_build_exec(ngx_http_request_t *r,
         n = rule->ceiling[NGX_HTTP_VSB_L_TIMEOUT_S];
     }
 
-    ctx->helper.extra_read_ms = (ngx_msec_t) ngx_min(n, NGX_HTTP_VSB_MAX_WAIT_S)
-                                * 1000;
+    ctx->helper.extra_read_ms =
+        (ngx_msec_t) ngx_min(n, NGX_HTTP_VSB_MAX_WAIT_S) * 1000;
     ctx->helper.ask_timeout = (n == 0);
 
     /* output_bytes, and how it runs: streamed, in the background */

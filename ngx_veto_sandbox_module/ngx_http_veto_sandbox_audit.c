@@ -345,36 +345,6 @@ ngx_http_veto_sandbox_audit_append(ngx_http_veto_sandbox_redis_call_t *call,
 }
 
 
-/* does name look like it holds a secret?  The redaction's own rule,
- * asked with "name=v" */
-static ngx_uint_t
-ngx_http_veto_sandbox_audit_secret_key(ngx_pool_t *pool, const char *name)
-{
-    u_char     *p;
-    size_t      len;
-    ngx_str_t   in, out;
-
-    len = ngx_strlen(name);
-
-    p = ngx_pnalloc(pool, len + 2);
-    if (p == NULL) {
-        return 1;
-    }
-
-    in.data = p;
-    p = ngx_cpymem(p, name, len);
-    *p++ = '=';
-    *p++ = 'v';
-    in.len = p - in.data;
-
-    if (ngx_http_veto_sandbox_redact(pool, &in, &out) != NGX_OK) {
-        return 1;
-    }
-
-    return out.len != in.len || ngx_memcmp(out.data, in.data, in.len) != 0;
-}
-
-
 /*
  * A copy of v with every string redacted and the value of a secret-
  * looking key hidden: redaction of the JSON as text would turn
@@ -385,9 +355,11 @@ ngx_http_veto_sandbox_audit_redact_json(ngx_pool_t *pool, json_t *v,
     ngx_uint_t depth)
 {
     size_t       i;
-    json_t      *c, *e;
+    json_t      *c, *e, *r;
     ngx_str_t    in, out;
     const char  *key;
+
+    ngx_http_veto_sandbox_redact_state_t  st;
 
     if (depth > 16) {
         return json_string("[too deep]");
@@ -406,15 +378,26 @@ ngx_http_veto_sandbox_audit_redact_json(ngx_pool_t *pool, json_t *v,
         return json_stringn((char *) out.data, out.len);
 
     case JSON_ARRAY:
+        /* an argv: "--password" "x", "curl" "-u" "u:p" span elements */
+        ngx_memzero(&st, sizeof(st));
         c = json_array();
 
         json_array_foreach(v, i, e) {
-            if (c == NULL
-                || json_array_append_new(c,
-                       ngx_http_veto_sandbox_audit_redact_json(pool, e,
-                                                               depth + 1))
-                   != 0)
-            {
+            if (json_is_string(e)) {
+                in.data = (u_char *) json_string_value(e);
+                in.len = json_string_length(e);
+
+                r = ngx_http_veto_sandbox_redact_next(pool, &in, &out, &st)
+                    == NGX_OK
+                    ? json_stringn((char *) out.data, out.len) : NULL;
+
+            } else {
+                ngx_memzero(&st, sizeof(st));
+                r = ngx_http_veto_sandbox_audit_redact_json(pool, e,
+                                                            depth + 1);
+            }
+
+            if (c == NULL || json_array_append_new(c, r) != 0) {
                 json_decref(c);
                 return NULL;
             }
@@ -431,7 +414,8 @@ ngx_http_veto_sandbox_audit_redact_json(ngx_pool_t *pool, json_t *v,
             }
 
             if (!json_is_null(e)
-                && ngx_http_veto_sandbox_audit_secret_key(pool, key))
+                && ngx_http_veto_sandbox_secret_name((u_char *) key,
+                                                     ngx_strlen(key)))
             {
                 e = json_string("[redacted]");
 

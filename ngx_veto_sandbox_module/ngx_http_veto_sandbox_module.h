@@ -72,7 +72,8 @@
  *                 keeps of its attempts (an approval's hosts: _summary.c)
  *   _hash.c       the canonical request hash an approval binds
  *   _summary.c    what a human and the audit see of a request, bounded
- *   _redact.c     redaction
+ *   _redact.c     redaction: secrets in free text and argv (one linear
+ *                 pass)
  *   _output.c     an exec's output as a JSON string or base64
  *   _approval.c, _quota.c, _revoke.c, _audit.c: the stores in Redis
  *   _redis_call.c the Redis call layer: commands, scripts, key names

@@ -36,6 +36,9 @@ typedef struct {
 
 static json_t *ngx_http_veto_sandbox_cut_string(ngx_pool_t *pool,
     u_char *s, size_t len, size_t max, ngx_uint_t *cut);
+static json_t *ngx_http_veto_sandbox_cut_element(ngx_pool_t *pool,
+    u_char *s, size_t len, size_t max, ngx_uint_t *cut,
+    ngx_http_veto_sandbox_redact_state_t *st);
 static ngx_int_t ngx_http_veto_sandbox_summary_argv(ngx_pool_t *pool,
     json_t *sum, json_t *argv);
 static ngx_int_t ngx_http_veto_sandbox_summary_stdin(ngx_pool_t *pool,
@@ -113,6 +116,20 @@ static json_t *
 ngx_http_veto_sandbox_cut_string(ngx_pool_t *pool, u_char *s, size_t len,
     size_t max, ngx_uint_t *cut)
 {
+    ngx_http_veto_sandbox_redact_state_t  own;
+
+    ngx_memzero(&own, sizeof(own));
+
+    return ngx_http_veto_sandbox_cut_element(pool, s, len, max, cut, &own);
+}
+
+
+/* the same for an element of an argv: st carries what the elements
+ * before it said of this one ("--password" then the secret) */
+static json_t *
+ngx_http_veto_sandbox_cut_element(ngx_pool_t *pool, u_char *s, size_t len,
+    size_t max, ngx_uint_t *cut, ngx_http_veto_sandbox_redact_state_t *st)
+{
     size_t     span, n;
     ngx_str_t  in, out;
 
@@ -129,7 +146,7 @@ ngx_http_veto_sandbox_cut_string(ngx_pool_t *pool, u_char *s, size_t len,
     in.data = s;
     in.len = span;
 
-    if (ngx_http_veto_sandbox_redact(pool, &in, &out) != NGX_OK) {
+    if (ngx_http_veto_sandbox_redact_next(pool, &in, &out, st) != NGX_OK) {
         return NULL;
     }
 
@@ -454,9 +471,12 @@ ngx_http_veto_sandbox_summary_argv(ngx_pool_t *pool, json_t *sum,
     EVP_MD_CTX    *md_ctx;
     unsigned int   mdlen;
 
+    ngx_http_veto_sandbox_redact_state_t  st;
+
     rc = NGX_ERROR;
     cut = 0;
     total = 0;
+    ngx_memzero(&st, sizeof(st));
     left = NGX_HTTP_VSB_SUMMARY_ARGV_MAX;
 
     kept = json_array();
@@ -491,9 +511,11 @@ ngx_http_veto_sandbox_summary_argv(ngx_pool_t *pool, json_t *sum,
 
         max = ngx_min(left - 3, NGX_HTTP_VSB_SUMMARY_STR_MAX);
 
-        s = ngx_http_veto_sandbox_cut_string(pool,
+        /* an argv is redacted as one: "--password" hides the next */
+        s = ngx_http_veto_sandbox_cut_element(pool,
                                            (u_char *) json_string_value(e),
-                                           json_string_length(e), max, &cut);
+                                           json_string_length(e), max, &cut,
+                                           &st);
         if (s == NULL) {
             goto done;
         }

@@ -244,6 +244,8 @@ chmod 0777, $sock;
 my $fake = fork();
 die "fork: $!" unless defined $fake;
 if ($fake == 0) {
+    # not the test's signal handlers: they would clean up its helpers
+    $SIG{$_} = 'DEFAULT' for qw(INT TERM HUP);
     while (my $c = $srv->accept) {
         my $hdr = '';
         while (length $hdr < 12) {

@@ -1,6 +1,6 @@
 /*
  * A stand-in for the few nginx core calls the module's pure files make
- * (_hash.c, _redact.c, _secret.c, _output.c, _policy*.c, and
+ * (_hash.c, _redact.c, _summary.c, _output.c, _policy*.c, and
  * _request.c for the fuzz target), so their unit tests and fuzz targets
  * run without nginx.  Debian's nginx-dev ships nginx's
  * headers but not its sources, so the core cannot be linked in; these

@@ -1,0 +1,136 @@
+#!/usr/bin/perl
+# Secrets an agent puts in an exec (argv, stdin) reach neither the audit
+# trail nor the summary a reviewer approves: the token after
+# "Authorization: token", the element after --password, curl -u's
+# password, URL userinfo, bare GitHub/AWS/GitLab/Slack/OpenAI tokens, a
+# PEM private key, "password = x" in a script.  Read back through the
+# audit and approvals APIs and straight from Redis; what the command was
+# stays readable.  The redaction rules themselves are table-tested in
+# t/unit/test_module_redact.c.
+
+use strict;
+use warnings;
+
+use Test::More;
+use lib 't/lib';
+use VetoNginx;
+use Time::HiRes qw(sleep);
+
+VetoNginx::need(qw(helper redis));
+
+my $GHP = 'ghp_' . ('A1b2C3d4E5' x 3) . 'xYz123';
+my $GHS = 'ghs_' . ('Zz9Yy8Xx7W' x 3);
+my $AKIA = 'AKIAIOSFODNN7EXAMPL3';
+my $GLPAT = 'glpat-' . ('q1w2e3r4t5' x 2);
+my $SK = 'sk-proj-' . ('m9n8b7v6c5' x 3);
+my $PEM_BODY = 'MIIEowIBAAKCAQEAsecretkeybody0123';
+my @SECRETS = ($GHP, $GHS, $AKIA, $GLPAT, $SK, $PEM_BODY, 'hunter2pw',
+               'urlp4ssw0rd', 'curlpw77', 'stdinpw42', 'bearer0tok3n99');
+
+my $policy = {
+    version => 1,
+    tenants => {
+        acme => {
+            ceilings => { memory_mb => 512, timeout_s => 30, ttl_s => 3600 },
+            approvals => { exec_argv => ['git push*'] },
+        },
+    },
+};
+
+my $n = VetoNginx->new;
+$n->start_redis;
+$n->start_helper;
+$n->start(redis => 1, policy => $policy);
+
+my $agent = $n->token(sub => 'agent-1');
+my $rev = $n->token(sub => 'human-1', scope => 'approvals:review');
+my $auditor = $n->token(sub => 'auditor-1', scope => 'audit:read');
+
+my ($st, $h, $b, $j);
+for (1 .. 40) {
+    ($st, $h, $b, $j) = $n->request(POST => '/v1/sandboxes', $agent, {});
+    last if $st == 201;
+    sleep 0.05;
+}
+is($st, 201, 'create') or diag $b;
+my $sb = $j->{id};
+
+# ---- an exec full of secrets, run at once
+my @argv = ('true', 'curl', '-H', "Authorization: token $GHP", '-u',
+            'alice:curlpw77', '--password', 'hunter2pw',
+            'https://bob:urlp4ssw0rd@example.com/x', "AWS=$AKIA", $GLPAT,
+            "-----BEGIN RSA PRIVATE KEY-----\n$PEM_BODY\n"
+            . "-----END RSA PRIVATE KEY-----", 'Bearer', 'bearer0tok3n99',
+            "OPENAI=$SK");
+($st, $h, $b, $j) = $n->request(POST => "/v1/sandboxes/$sb/exec", $agent,
+    { argv => \@argv,
+      stdin => "export PASSWORD = stdinpw42\ngit remote add o "
+               . "https://x-access-token:$GHS\@github.com/o/r\n" });
+is($st, 200, 'the exec runs') or diag $b;
+is($j->{exit_code}, 0, 'exit 0');
+
+# ---- an exec that needs an approval, with a token in its URL and stdin
+($st, $h, $b, $j) = $n->request(POST => "/v1/sandboxes/$sb/exec", $agent,
+    { argv => ['git', 'push', "https://x-access-token:$GHS\@github.com/o/r",
+               'main'],
+      stdin => "export PASSWORD = stdinpw42\n" });
+is($st, 202, 'git push needs an approval') or diag $b;
+my $apr = $j->{approval_id};
+my $body202 = $b;
+
+($st, $h, $b, $j) = $n->request(GET => "/v1/approvals/$apr", $rev);
+is($st, 200, 'the reviewer reads it') or diag $b;
+my $review = $b;
+is_deeply($j->{summary}{argv},
+          ['git', 'push', 'https://x-access-token:[redacted]@github.com/o/r',
+           'main'],
+          'the reviewer sees the command, without the token');
+is($j->{summary}{stdin}, "export PASSWORD = [redacted]\n",
+   'and its stdin, without the password');
+
+sleep 0.3;      # the records are sent without waiting for Redis
+
+($st, $h, $b, $j) = $n->request(GET => '/v1/audit?limit=1000', $auditor);
+is($st, 200, 'the auditor reads the trail') or diag $b;
+my $audit = $b;
+my ($run) = grep { $_->{outcome} eq 'exec_finished' } @{ $j->{records} };
+ok($run, 'the execution record is there');
+my $detail = eval { JSON::PP->new->decode($run->{detail} // '') } // {};
+is_deeply($detail->{request}{argv},
+          ['true', 'curl', '-H', 'Authorization: token [redacted]', '-u',
+           'alice:[redacted]', '--password', '[redacted]',
+           'https://bob:[redacted]@example.com/x', 'AWS=[redacted]',
+           '[redacted]',
+           "-----BEGIN RSA PRIVATE KEY-----[redacted]"
+           . "-----END RSA PRIVATE KEY-----", 'Bearer', '[redacted]',
+           'OPENAI=[redacted]'],
+          'the argv on record: what ran, each secret hidden')
+    or diag explain $detail->{request}{argv};
+
+# ---- nowhere, in any form
+my $r = $n->redis;
+my $raw = '';
+for my $k ($r->keys('veto:*')) {
+    my $type = $r->type($k);
+    if ($type eq 'stream') {
+        $raw .= join("\n", map { @{ $_->[1] } } @{ $r->xrange($k, '-', '+') });
+    } elsif ($type eq 'hash') {
+        $raw .= join("\n", $r->hgetall($k));
+    } elsif ($type eq 'string') {
+        $raw .= $r->get($k) // '';
+    }
+    $raw .= "\n";
+}
+ok(length $raw > 500, 'Redis read directly (' . length($raw) . ' bytes)');
+for my $s (@SECRETS) {
+    unlike($audit, qr/\Q$s\E/, "not in the audit API: $s");
+    unlike($raw, qr/\Q$s\E/, "not in Redis: $s");
+}
+for my $s ($GHS, 'stdinpw42') {
+    unlike($review, qr/\Q$s\E/, "not in the approval: $s");
+    unlike($body202, qr/\Q$s\E/, "not in the 202: $s");
+}
+
+unlike($n->error_log, qr/\[(alert|emerg)\]|exited on signal/, 'no alerts');
+
+done_testing;

@@ -111,6 +111,8 @@ ngx_http_veto_sandbox_pinged(ngx_http_request_t *r,
     h = &ctx->helper;
 
     if (h->status != NGX_OK) {
+        /* the exec itself never went out */
+        h->sent = 0;
         ngx_http_veto_sandbox_reply(r, ctx);
         return;
     }

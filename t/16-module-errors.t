@@ -117,6 +117,10 @@ problem_is("another tenant's sandbox, same file",
                [$n->request(PUT => "/v1/sandboxes/$id/files?path=a&owner=root",
                             $t, 'x')],
                400, 'unknown_field', field => 'owner');
+    problem_is('an argument name that does not decode',
+               [$n->request(PUT => "/v1/sandboxes/$id/files?path=a&m%zzode=1",
+                            $t, 'x')],
+               400, 'bad_value', field => 'query');
     problem_is('mode on a read',
                [$n->request(GET => "/v1/sandboxes/$id/files?path=a&mode=0755", $t)],
                400, 'unknown_field', field => 'mode');

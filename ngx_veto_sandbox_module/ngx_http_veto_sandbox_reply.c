@@ -220,9 +220,13 @@ ngx_http_veto_sandbox_transport_error(ngx_http_request_t *r,
 {
     u_char                          *p, *detail;
     size_t                           len;
-    ngx_uint_t                       status, safe;
+    ngx_str_t                       *method;
+    ngx_uint_t                       status, safe, i;
     const char                      *code, *error, *more;
     ngx_http_veto_sandbox_helper_t  *h;
+
+    static const char  *idempotent[] = { "GET", "HEAD", "PUT", "DELETE",
+                                         NULL };
 
     h = &ctx->helper;
 
@@ -240,9 +244,16 @@ ngx_http_veto_sandbox_transport_error(ngx_http_request_t *r,
         code = "internal";
     }
 
-    safe = !h->sent
-           || (r->method & (NGX_HTTP_GET|NGX_HTTP_HEAD|NGX_HTTP_PUT
-                            |NGX_HTTP_DELETE));
+    /* the op's own method: an MCP tools/call runs a REST twin (ctx->in) */
+    method = ctx->in.set ? &ctx->in.method_name : &r->method_name;
+
+    safe = !h->sent;
+
+    for (i = 0; !safe && idempotent[i]; i++) {
+        safe = (method->len == ngx_strlen(idempotent[i])
+                && ngx_strncmp(method->data, idempotent[i], method->len)
+                   == 0);
+    }
 
     more = safe ? "; the request may be sent again"
                 : "; the request may have been carried out in part (a "

@@ -136,7 +136,8 @@ ngx_http_veto_sandbox_pinged(ngx_http_request_t *r,
     h->extra_read_ms = (ngx_msec_t) max * 1000;
     h->ask_timeout = 0;
 
-    /* the exchange starts over on a new connection */
+    /* the exchange starts over, on the ping's kept connection or a new
+     * one (helper_send() resets the per-call flags, sent included) */
     h->head_got = 0;
     h->in = NULL;
     h->in_size = 0;
@@ -144,7 +145,6 @@ ngx_http_veto_sandbox_pinged(ngx_http_request_t *r,
     h->json = NULL;             /* the ping's: freed with the pool */
     h->payload = NULL;
     h->payload_len = 0;
-    h->sent = 0;
 
     rc = ngx_http_veto_sandbox_helper_send(r, ctx, ctx->req, ctx->payload,
                                            ctx->payload_len,

@@ -733,6 +733,14 @@ check_built(ngx_http_veto_sandbox_ctx_t *ctx, ngx_uint_t mode,
                  || ngx_strncmp(json_string_value(v), "/workspace/", 11)
                     == 0)
              && strlen(json_string_value(v)) == json_string_length(v));
+
+        /* ?mode= of a write: permission bits only, never setuid, setgid
+         * or sticky; a read takes none */
+        v = json_object_get(req, "mode");
+        must(v == NULL
+             || (mode == FUZZ_WRITE && json_is_integer(v)
+                 && json_integer_value(v) >= 0
+                 && json_integer_value(v) <= 0777));
         break;
     }
 

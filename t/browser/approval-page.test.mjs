@@ -660,6 +660,57 @@ await step('agent-controlled text renders as text', async () => {
     await p.page.close();
 });
 
+// A real request with secrets in its argv and in both envs (the
+// sandbox's, the exec's): the page shows what the gateway kept, and the
+// gateway kept none of them (issue 7, item 5; the API and Redis side:
+// t/3h-redaction.t).
+await step('secrets an agent sent are not in the view', async () => {
+    const ghp = 'ghp_' + 'P4g3V1ew0x'.repeat(3) + 'pageTk';
+    const secrets = [ghp, 'pagehunter2', 'pagepr0xypw', 'pagesbxpw',
+                     'pagew1thheld'];
+    const c = await api('POST', '/v1/sandboxes', T.agent, {
+        ttl_s: 1800, env: { HTTP_PROXY: 'http://u:pagesbxpw@proxy.test:3128' },
+    });
+    is(c.status, 201, 'a sandbox with a secret in its env');
+    const id = await askExec(T.agent, c.json.id, {
+        argv: ['git', 'push', `https://x-access-token:${ghp}@github.com/o/r`,
+               'main', '--password', 'pagehunter2'],
+        env: { HTTPS_PROXY: 'http://u:pagepr0xypw@proxy.test:3128',
+               PLAIN_TOKEN: 'pagew1thheld' },
+    });
+
+    const p = await newPage();
+    await signIn(p.page, T.rev);
+    await p.page.waitForSelector(`#items .item[data-id="${id}"]`, { timeout: WAIT });
+    let html = await p.page.content();
+    for (const s of secrets) {
+        ok(!html.includes(s), 'list: not on the page: ' + s);
+    }
+
+    await openApproval(p.page, id);
+    await p.page.click('#unfold-argv', { timeout: 1000 }).catch(() => {});
+    await p.page.click('#unfold-other', { timeout: 1000 }).catch(() => {});
+    html = await p.page.content();
+    const shown = await p.page.evaluate(() => document.body.innerText);
+    for (const s of secrets) {
+        ok(!html.includes(s) && !shown.includes(s),
+           'detail: not on the page: ' + s);
+    }
+    const argv = await text(p.page, '#argv');
+    has(argv, 'x-access-token:[redacted]@github.com/o/r',
+        'argv: the URL shown, its token hidden');
+    has(argv, '--password', 'argv: the flag shown');
+    const env = await text(p.page, '#env-table');
+    has(env, 'http://u:[redacted]@proxy.test:3128',
+        "env: the proxies shown, their passwords hidden");
+    has(env, 'value withheld by the gateway', 'env: a plain value withheld');
+
+    const d = await api('POST', `/v1/approvals/${id}/deny`, T.rev2,
+                        { reason: 'secrets test' });
+    is(d.status, 200, 'denied, out of the way of the next steps');
+    await p.page.close();
+});
+
 await step('keyboard', async () => {
     await go(page, '#/');
     await page.waitForSelector('#list[aria-busy="false"]');

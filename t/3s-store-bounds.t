@@ -1,12 +1,15 @@
 #!/usr/bin/perl
 # Issue 7, item 1: nothing an agent sends makes what the gateway stores, or
-# a reply it builds, unbounded.  500 execs with a 1 MiB argv (each needs a
-# human: past 64 KiB an argv is not searched) while another tenant works:
+# a reply it builds, unbounded.  500 execs with the largest argv the
+# helper takes (63 KiB; each needs a human: git push) while another
+# tenant works:
 # Redis grows by a bounded amount (each request keeps one approval record
 # with a summary of at most 16 KiB and one audit entry of at most 20 KiB),
 # the summary pins the whole argv by its size and SHA-256, the reviewer's
 # list and the audit query answer 200 in pages with a "next" cursor and a
-# byte bound, and the other tenant's requests answer 200 throughout.
+# byte bound, and the other tenant's requests answer 200 throughout.  A
+# 1 MiB argv, more than the helper's 64 KiB request takes, is refused
+# (413) before any approval is stored for it.
 # VETO_STORE_N changes the number of requests (500).
 
 use strict;
@@ -69,24 +72,35 @@ my $sb = $j->{id};
 is($st, 201, 'globex sandbox') or diag $b;
 my $gsb = $j->{id};
 
-# a body just under the 1 MiB JSON limit: argv ["echo", 1 MiB of x]
-my $big = 'x' x (1024 * 1024 - 64);
-my $body = $VetoNginx::JSON->encode({ argv => ['echo', $big] });
-ok(length($body) <= 1024 * 1024, 'the body fits the JSON limit');
+# a body just under the 1 MiB JSON limit: more than the helper takes,
+# refused before the gate, nothing stored
+my $huge = $VetoNginx::JSON->encode({ argv => ['git', 'push',
+                                               'x' x (1024 * 1024 - 64)] });
+ok(length($huge) <= 1024 * 1024, 'a 1 MiB body fits the JSON limit');
+($st, $h, $b, $j) = $n->request(POST => "/v1/sandboxes/$sb/exec", $agent, $huge,
+                                { 'Content-Type' => 'application/json' });
+is($st, 413, 'a 1 MiB argv: 413, the helper could never take it') or diag $b;
+is($j->{limit}, 'request_json', '... naming the limit');
+is($n->redis->zcard('veto:{acme}:appr:idx'), 0, '... and no approval stored');
+
+# the largest argv an exec can carry (the helper's request header is
+# 64 KiB): ["git", "push", 63 KiB of x]
+my $big = 'x' x (63 * 1024);
+my $body = $VetoNginx::JSON->encode({ argv => ['git', 'push', $big] });
 
 # one to look at
 ($st, $h, $b, $j) = $n->request(POST => "/v1/sandboxes/$sb/exec", $agent, $body,
                                 { 'Content-Type' => 'application/json' });
-is($st, 202, 'a 1 MiB argv needs a human: 202') or diag substr($b, 0, 500);
+is($st, 202, 'a 63 KiB argv needs a human: 202') or diag substr($b, 0, 500);
 my $s = $j->{summary} // {};
 ok(length($b) < 20 * 1024, 'the 202 is small (' . length($b) . ' bytes)');
 ok($s->{argv_truncated}, 'summary: argv_truncated');
-is($s->{argv_bytes}, 4 + length($big), 'summary: argv_bytes is the whole argv');
-is($s->{argv_sha256}, Digest::SHA::sha256_hex("echo\0$big\0"),
+is($s->{argv_bytes}, 7 + length($big), 'summary: argv_bytes is the whole argv');
+is($s->{argv_sha256}, Digest::SHA::sha256_hex("git\0push\0$big\0"),
    'summary: argv_sha256 pins the whole argv (each element NUL ended)');
-is($s->{argv_count}, 2, 'summary: argv_count');
-is($s->{argv}[0], 'echo', 'summary: the argv as far as it is shown');
-ok(length($s->{argv}[1]) <= 1024, 'summary: a long element is cut');
+is($s->{argv_count}, 3, 'summary: argv_count');
+is($s->{argv}[0], 'git', 'summary: the argv as far as it is shown');
+ok(length($s->{argv}[2]) <= 1024, 'summary: a long element is cut');
 is($s->{sandbox}, $sb, 'summary: the sandbox');
 
 my $mem0 = $n->redis->info('memory')->{used_memory};

@@ -250,18 +250,25 @@ die "fork: $!" unless defined $fake;
 if ($fake == 0) {
     # not the test's signal handlers: they would clean up its helpers
     $SIG{$_} = 'DEFAULT' for qw(INT TERM HUP);
+    # like the real helper, a connection is kept for the next request
+    # (nginx keeps it: an exec's ping and the exec follow on one); the
+    # same reply to each, "close" closes it unanswered
     while (my $c = $srv->accept) {
-        my $hdr = '';
-        while (length $hdr < 12) {
-            sysread($c, $hdr, 12 - length $hdr, length $hdr) or last;
-        }
-        my ($jl, $pl) = unpack('NN', substr($hdr, 4, 8));
-        my $body = '';
-        while (length $body < ($jl // 0) + ($pl // 0)) {
-            sysread($c, $body, $jl + $pl - length $body, length $body) or last;
-        }
-        my $json = VetoNginx::slurp($reply_file);
-        if ($json ne 'close') {
+        for (;;) {
+            my $hdr = '';
+            while (length $hdr < 12) {
+                sysread($c, $hdr, 12 - length $hdr, length $hdr) or last;
+            }
+            last if length $hdr < 12;
+            my ($jl, $pl) = unpack('NN', substr($hdr, 4, 8));
+            my $body = '';
+            while (length $body < $jl + $pl) {
+                sysread($c, $body, $jl + $pl - length $body, length $body)
+                    or last;
+            }
+            last if length $body < $jl + $pl;
+            my $json = VetoNginx::slurp($reply_file);
+            last if $json eq 'close';
             syswrite($c, 'VSB1' . pack('NN', length $json, 0) . $json);
         }
         close $c;

@@ -270,6 +270,15 @@ ngx_http_veto_sandbox_next_word(u_char **dp, u_char *p, u_char *last,
         e = p;
     }
 
+    if (st->next == NGX_HTTP_VSB_NEXT_USERINFO && q == 0
+        && ngx_strlchr(s, e, ':') == NULL)
+    {
+        /* a user alone (curl asks for the password): scanned as any
+         * word, so "-u KEY = secret" still finds the key */
+        st->next = NGX_HTTP_VSB_NEXT_PLAIN;
+        return NULL;
+    }
+
     d = (st->next == NGX_HTTP_VSB_NEXT_USERINFO)
         ? ngx_http_veto_sandbox_userinfo(d, s, e)
         : ngx_http_veto_sandbox_hide(d, s, e);
@@ -553,6 +562,12 @@ ngx_http_veto_sandbox_redact_next(ngx_pool_t *pool, ngx_str_t *in,
     while (p < last) {
 
         if (ngx_http_vsb_space(*p)) {
+            if (*p == '\n') {
+                /* a flag's value is on its line: the next line's first
+                 * word may be a key whose value is the secret */
+                st->next = NGX_HTTP_VSB_NEXT_PLAIN;
+            }
+
             *d++ = *p++;
             continue;
         }

@@ -137,6 +137,24 @@ ngx_pnalloc(ngx_pool_t *pool, size_t size)
 }
 
 
+/* as nginx's: only an allocation the pool holds is freed, at once */
+ngx_int_t
+ngx_pfree(ngx_pool_t *pool, void *p)
+{
+    ngx_pool_large_t  *l;
+
+    for (l = pool->large; l; l = l->next) {
+        if (p == l->alloc) {
+            free(l->alloc);
+            l->alloc = NULL;
+            return NGX_OK;
+        }
+    }
+
+    return NGX_DECLINED;
+}
+
+
 void *
 ngx_pcalloc(ngx_pool_t *pool, size_t size)
 {

@@ -154,6 +154,11 @@ test_redact_table(void **state)
           "/usr/bin/curl --user bob:[redacted] --proxy-user p:[redacted] "
           "-U r:[redacted] h" },
         { "curl -u bob https://h", "curl -u bob https://h" },
+        /* found by fuzz_module_hash: a user-less -u at a line's end took
+         * the next line's key, and its value was shown */
+        { "curl -u \n ACCESS_KEY = s3cret&", "curl -u \n ACCESS_KEY = [redacted]&" },
+        { "curl -u ACCESS_KEY = s3cret", "curl -u ACCESS_KEY = [redacted]" },
+        { "x --password\npassword=s3cret", "x --password\npassword=[redacted]" },
         { "sort -u a:b", "sort -u a:b" },
 
         /* --password X, -pX */

@@ -229,9 +229,15 @@ is($st, 200, 'a reviewer approves');
                                 { 'Veto-Approval' => $apr });
 is($st, 200, 'the same PATCH with the approval: 200') or diag $b;
 is($j->{ttl_s}, 1200, 'lifetime 1200');
-my ($upd) = grep { $_->{outcome} eq 'lifetime_updated' && $_->{approval} }
-    map { my %f = @{ $_->[1] }; \%f }
-    @{ $r->xrange('veto:{acme}:audit', '-', '+') };
+# the record is written after the answer: waited for, not assumed
+my $upd;
+for (1 .. 50) {
+    ($upd) = grep { $_->{outcome} eq 'lifetime_updated' && $_->{approval} }
+        map { my %f = @{ $_->[1] }; \%f }
+        @{ $r->xrange('veto:{acme}:audit', '-', '+') };
+    last if $upd;
+    select(undef, undef, undef, 0.1);
+}
 ok($upd, 'the extension is on the audit stream with its approval');
 
 # ---- delete: status, list, 410, one sandbox.end record

@@ -373,6 +373,23 @@ ngx_http_veto_sandbox_op_run(ngx_http_request_t *r,
              && json_object_get(body, "approval_id") == NULL);
         json_decref(body);
 
+    } else if (in->body
+               && ngx_strcmp(ctx->mcp->tool->name, "upload_archive") == 0)
+    {
+        /* PUT of an archive: the content's bytes, decoded from base64 */
+        ngx_str_t  src, dst;
+
+        b = in->body->buf;
+        body = json_object_get(ctx->mcp->args, "content");
+        must(json_is_string(body));
+        src.data = (u_char *) json_string_value(body);
+        src.len = json_string_length(body);
+        dst.data = ngx_pnalloc(r->pool, ngx_base64_decoded_length(src.len));
+        must(dst.data != NULL);
+        must(ngx_decode_base64(&dst, &src) == NGX_OK);
+        must((size_t) (b->last - b->pos) == dst.len
+             && ngx_memcmp(b->pos, dst.data, dst.len) == 0);
+
     } else if (in->body) {
         /* PUT: a file's bytes, the content as given unless base64 */
         b = in->body->buf;
@@ -388,8 +405,12 @@ ngx_http_veto_sandbox_op_run(ngx_http_request_t *r,
                                b->last - b->pos) == 0));
     }
 
-    if (in->args.len) {
-        /* read back as the REST builders read it: the agent's path */
+    if (in->args.len
+        && ngx_strcmp(ctx->mcp->tool->name, "upload_archive") != 0)
+    {
+        /* read back as the REST builders read it: the agent's path (an
+         * archive's query, path and format, is _archive.c's, fuzzed by
+         * fuzz_module_parsers) */
         rc = ngx_http_veto_sandbox_hash_query_arg(r->pool, &in->args, "path",
                                                   &value, &why);
         path = json_object_get(ctx->mcp->args, "path");

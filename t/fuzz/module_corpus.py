@@ -377,7 +377,8 @@ APR = 'apr_' + '0123456789abcdef' * 2
 SESSION, OTHER_SESSION, VERSION, BAD_VERSION, SPLIT = 1, 2, 4, 8, 16
 TOOLS = ('create_sandbox', 'list_sandboxes', 'get_sandbox', 'write_file',
          'read_file', 'exec', 'allow_hosts', 'destroy_sandbox',
-         'approval_status', 'list_profiles', 'describe_isolation')
+         'approval_status', 'list_profiles', 'describe_isolation',
+         'extend_sandbox', 'upload_archive')
 
 
 def rpc(method=None, params=None, id=1, **extra):
@@ -512,6 +513,29 @@ def mcp_seeds():
     m('profiles-arg', call('list_profiles', {'name': 'x'}))
     m('about', call('describe_isolation'))
     m('about-arg', call('describe_isolation', {'verbose': True}))
+    m('extend', call('extend_sandbox', {'sandbox_id': SB, 'ttl_s': 1200}))
+    m('extend-idle', call('extend_sandbox', {'sandbox_id': SB,
+                                             'idle_s': 60}))
+    m('extend-both', call('extend_sandbox', {'sandbox_id': SB, 'ttl_s': 600,
+                                             'idle_s': 30,
+                                             'approval_id': APR}))
+    m('extend-none', call('extend_sandbox', {'sandbox_id': SB}))
+    m('extend-bad', call('extend_sandbox', {'sandbox_id': SB,
+                                            'ttl_s': 'long'}))
+    m('extend-unknown', call('extend_sandbox', {'sandbox_id': SB,
+                                                'ttl_s': 1, 'x': 1}))
+    m('archive', call('upload_archive', {'sandbox_id': SB,
+                                         'content': 'H4sIAAAAAAAAAwMAAAAAAAAAAAA=',
+                                         'path': 'src', 'format': 'tar.gz'}))
+    m('archive-b64-bad', call('upload_archive', {'sandbox_id': SB,
+                                                 'content': 'AA='}))
+    m('archive-format-bad', call('upload_archive', {'sandbox_id': SB,
+                                                    'content': 'AAAA',
+                                                    'format': 'zip'}))
+    m('archive-path-bad', call('upload_archive', {'sandbox_id': SB,
+                                                  'content': 'AAAA',
+                                                  'path': '../x'}))
+    m('archive-missing', call('upload_archive', {'sandbox_id': SB}))
     return s
 
 

@@ -4,7 +4,9 @@
  * files; each file owns one concern, and calls only the ones listed
  * below it (no file calls back up):
  *
- *   _module.c     directives, conf create/merge, registration
+ *   _module.c     the command table, conf create/merge, registration
+ *   _directives.c the handlers of the module's own directives (api,
+ *                 helper, JWT keys and cache, policy, scopes)
  *   _api.c        the content handler: route, identity, body, gate, run;
  *                 /v1/mcp goes to _mcp.c
  *   _mcp.c        the MCP endpoint (Streamable HTTP, JSON-RPC 2.0):
@@ -41,6 +43,8 @@
  *   _output.c     an exec's output streams as JSON strings or base64
  *   _archive.c    archive rows: a tar upload in, a directory out as tar
  *   _request.c    request bodies and queries: validation, helper requests
+ *   _request_fields.c  the 400 naming a field or query argument, the
+ *                 helper's header bound (413), the policy's limits
  *   _request_network.c  their network part: create's hosts, PATCH
  *   _env.c        a request's env: the policy's dangerous names, checks
  *   _request_lifetime.c  PATCH's lifetime part (ttl_s, idle_s), the
@@ -52,6 +56,8 @@
  *                 records, puts each end on the audit stream (once)
  *   _audit_age.c  the audit's age bound (veto_sandbox_audit_max_age)
  *   _gate.c       the Redis gate: revocation, quotas, approvals
+ *   _gate_approval.c  the gate's approval step: the sandbox's env it
+ *                 binds, the hash and summary, consume or create, 202
  *   _epoch.c      which run of its helper this gateway talks to
  *   _record.c     what is kept of a decision: audit records, quota slots
  *   _problem.c    responses, problem+json, 401/403, the error filter
@@ -693,6 +699,20 @@ void ngx_http_veto_sandbox_helper_close(ngx_http_veto_sandbox_ctx_t *ctx);
 /* _api.c */
 ngx_int_t ngx_http_veto_sandbox_api_handler(ngx_http_request_t *r);
 
+/* _directives.c: the handlers _module.c's command table names */
+char *ngx_http_veto_sandbox_api(ngx_conf_t *cf, ngx_command_t *cmd,
+    void *conf);
+char *ngx_http_veto_sandbox_helper(ngx_conf_t *cf, ngx_command_t *cmd,
+    void *conf);
+char *ngx_http_veto_sandbox_jwt_keys(ngx_conf_t *cf, ngx_command_t *cmd,
+    void *conf);
+char *ngx_http_veto_sandbox_jwt_cache(ngx_conf_t *cf, ngx_command_t *cmd,
+    void *conf);
+char *ngx_http_veto_sandbox_policy(ngx_conf_t *cf, ngx_command_t *cmd,
+    void *conf);
+char *ngx_http_veto_sandbox_scope(ngx_conf_t *cf, ngx_command_t *cmd,
+    void *conf);
+
 /* _ops.c */
 extern ngx_http_veto_sandbox_op_t  ngx_http_veto_sandbox_ops[];
 
@@ -774,6 +794,8 @@ ngx_int_t ngx_http_veto_sandbox_path_check(ngx_http_request_t *r,
 /* a request's timeout as the helper will apply it, for the read timeout
  * of an op that waits for a workload: the policy's ceiling, or a day */
 ngx_msec_t ngx_http_veto_sandbox_wait_ms(ngx_http_veto_sandbox_ctx_t *ctx);
+
+/* _request_fields.c: the builders' field checks and refusals */
 /* 422: limit i asked above its policy ceiling (on record) */
 ngx_int_t ngx_http_veto_sandbox_over(ngx_http_request_t *r, ngx_uint_t i,
     uint64_t asked, uint64_t ceiling);
@@ -793,6 +815,12 @@ ngx_int_t ngx_http_veto_sandbox_bad_field(ngx_http_request_t *r,
 ngx_int_t ngx_http_veto_sandbox_policy_refuse(ngx_http_request_t *r,
     ngx_http_veto_sandbox_ctx_t *ctx, const char *decision,
     ngx_uint_t status, const char *code, const char *detail, json_t *extra);
+/* req within the helper's request header bound: NGX_OK, or NGX_ABORT
+ * with *rc the 413 */
+ngx_int_t ngx_http_veto_sandbox_fits(ngx_http_request_t *r, json_t *req,
+    ngx_int_t *rc);
+/* a positive integer into *v; NGX_DECLINED if j is NULL, else NGX_ERROR */
+ngx_int_t ngx_http_veto_sandbox_uint(json_t *j, uint64_t *v);
 
 /* _request_lifetime.c: PATCH's lifetime (NGX_DECLINED: the body changes
  * none; else *rc is build()'s answer), the list's builder */
@@ -938,6 +966,25 @@ ngx_int_t ngx_http_veto_sandbox_wait(ngx_http_request_t *r,
 void ngx_http_veto_sandbox_waiting_call(ngx_http_request_t *r,
     ngx_http_veto_sandbox_ctx_t *ctx, ngx_http_veto_sandbox_redis_call_t *call,
     ngx_http_veto_sandbox_redis_handler_pt handler);
+/* for _gate_approval.c: the reply handler of a gate step's command, the
+ * main conf, and a refusal decided in the gate (on record, answered) */
+void ngx_http_veto_sandbox_gate_reply(ngx_int_t rc, redisReply *reply,
+    void *data);
+ngx_http_veto_sandbox_main_conf_t *ngx_http_veto_sandbox_gate_mcf(
+    ngx_http_request_t *r);
+ngx_int_t ngx_http_veto_sandbox_refuse(ngx_http_request_t *r,
+    ngx_http_veto_sandbox_ctx_t *ctx, ngx_uint_t status, const char *code,
+    const char *detail, json_t *extra);
+
+/* _gate_approval.c: the approval step (NGX_DECLINED: none needed;
+ * NGX_OK: a command in flight; else the answer), the sandbox's record
+ * it binds (NGX_AGAIN: read), the 202 */
+ngx_int_t ngx_http_veto_sandbox_approval_step(ngx_http_request_t *r,
+    ngx_http_veto_sandbox_ctx_t *ctx);
+ngx_int_t ngx_http_veto_sandbox_sandbox_result(ngx_http_request_t *r,
+    ngx_http_veto_sandbox_ctx_t *ctx, redisReply *reply);
+ngx_int_t ngx_http_veto_sandbox_approval_202(ngx_http_request_t *r,
+    ngx_http_veto_sandbox_ctx_t *ctx, redisReply *reply);
 
 /* _review.c: run() of the ops answered from Redis */
 ngx_int_t ngx_http_veto_sandbox_review_list(ngx_http_request_t *r,

@@ -25,6 +25,7 @@
  * FUZZ-COVERS: ngx_veto_sandbox_module/ngx_http_veto_sandbox_policy_approvals.c
  * FUZZ-COVERS: ngx_veto_sandbox_module/ngx_http_veto_sandbox_policy_match.c
  * FUZZ-COVERS: ngx_veto_sandbox_module/ngx_http_veto_sandbox_request.c
+ * FUZZ-COVERS: ngx_veto_sandbox_module/ngx_http_veto_sandbox_request_fields.c
  * FUZZ-COVERS: ngx_veto_sandbox_module/ngx_http_veto_sandbox_request_network.c
  * FUZZ-COVERS: ngx_veto_sandbox_module/ngx_http_veto_sandbox_env.c
  * FUZZ-COVERS: ngx_veto_sandbox_module/ngx_http_veto_sandbox_summary.c

@@ -1,0 +1,196 @@
+/*
+ * A request's fields against what may be asked: the 400 naming a field
+ * or query argument, the helper's request header bound (413), and the
+ * policy's limits (ttl_s, idle_s, timeout_s) within their ceilings, a
+ * refusal on the tenant's audit record.  The builders of _request.c,
+ * _request_network.c and _request_lifetime.c call these.
+ */
+
+#include "ngx_http_veto_sandbox_module.h"
+
+
+/* 400 for a query the hash would read otherwise (*why): unknown_field for
+ * an argument the route does not take, else bad_value; naming the
+ * argument at fault, cut to 63 bytes at a character's start (at: not NUL
+ * terminated; empty: its name did not decode, "query" then, as for a
+ * name that is not UTF-8) */
+ngx_int_t
+ngx_http_veto_sandbox_bad_query(ngx_http_request_t *r, ngx_str_t *at,
+    const char *why)
+{
+    size_t       len;
+    u_char      *name;
+    json_t      *s;
+    ngx_uint_t   utf8;
+
+    len = ngx_min(at->len, 63);
+
+    while (len && len < at->len && (at->data[len] & 0xc0) == 0x80) {
+        len--;
+    }
+
+    name = ngx_pnalloc(r->pool, len + 1);
+    if (name == NULL) {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+
+    /* a name that does not decode is no name at all (NULL, 0) */
+    if (len) {
+        ngx_memcpy(name, at->data, len);
+    }
+
+    name[len] = '\0';
+
+    s = len ? json_string((char *) name) : NULL;
+    utf8 = (s != NULL);
+    json_decref(s);
+
+    return ngx_http_veto_sandbox_bad_field(r,
+                              ngx_strcmp(why, "unknown query argument") == 0
+                              ? "unknown_field" : "bad_value",
+                              utf8 ? (char *) name : "query", why);
+}
+
+
+ngx_int_t
+ngx_http_veto_sandbox_bad_field(ngx_http_request_t *r, const char *code,
+    const char *field, const char *detail)
+{
+    return ngx_http_veto_sandbox_problem(r, NGX_HTTP_BAD_REQUEST, code,
+                                         detail,
+                                         json_pack("{s:s}", "field", field));
+}
+
+
+/* The helper takes a request header of at most VSB_MAX_JSON bytes: a
+ * bigger one is refused here, before any approval is asked for it.
+ * NGX_OK, or NGX_ABORT with *rc the 413. */
+ngx_int_t
+ngx_http_veto_sandbox_fits(ngx_http_request_t *r, json_t *req,
+    ngx_int_t *rc)
+{
+    if (json_dumpb(req, NULL, 0, JSON_COMPACT) <= VSB_MAX_JSON) {
+        return NGX_OK;
+    }
+
+    *rc = ngx_http_veto_sandbox_problem(r, NGX_HTTP_REQUEST_ENTITY_TOO_LARGE,
+                              "body_too_large",
+                              "argv, env and cwd of an exec (env and metadata "
+                              "of a create) come to more than the sandbox "
+                              "helper takes",
+                              json_pack("{s:s, s:i}", "limit", "request_json",
+                                        "ceiling", VSB_MAX_JSON));
+    return NGX_ABORT;
+}
+
+
+/* The policy said no: on the tenant's audit record, then answered. */
+ngx_int_t
+ngx_http_veto_sandbox_policy_refuse(ngx_http_request_t *r,
+    ngx_http_veto_sandbox_ctx_t *ctx, const char *decision,
+    ngx_uint_t status, const char *code, const char *detail, json_t *extra)
+{
+    ctx->decision.data = (u_char *) decision;
+    ctx->decision.len = ngx_strlen(decision);
+
+    ngx_http_veto_sandbox_audit_denied(r, ctx, code, status);
+
+    return ngx_http_veto_sandbox_problem(r, status, code, detail, extra);
+}
+
+
+ngx_int_t
+ngx_http_veto_sandbox_over(ngx_http_request_t *r, ngx_uint_t i,
+    uint64_t asked, uint64_t ceiling)
+{
+    u_char  detail[160];
+
+    ngx_snprintf(detail, sizeof(detail) - 1,
+                 "%s %uL is over the policy ceiling %uL%Z",
+                 ngx_http_veto_sandbox_limit_names[i], asked, ceiling);
+
+    return ngx_http_veto_sandbox_policy_refuse(r,
+                               ngx_http_get_module_ctx(r,
+                                               ngx_http_veto_sandbox_module),
+                               "deny:over_ceiling",
+                               NGX_HTTP_VSB_UNPROCESSABLE,
+                               "over_ceiling", (char *) detail,
+                               json_pack("{s:s, s:I, s:I}", "limit",
+                                         ngx_http_veto_sandbox_limit_names[i],
+                                         "requested", (json_int_t) asked,
+                                         "ceiling", (json_int_t) ceiling));
+}
+
+
+/* A positive integer; *v untouched and NGX_DECLINED if absent. */
+ngx_int_t
+ngx_http_veto_sandbox_uint(json_t *j, uint64_t *v)
+{
+    if (j == NULL) {
+        return NGX_DECLINED;
+    }
+
+    if (!json_is_integer(j) || json_integer_value(j) <= 0) {
+        return NGX_ERROR;
+    }
+
+    *v = (uint64_t) json_integer_value(j);
+
+    return NGX_OK;
+}
+
+
+/*
+ * ttl_s and idle_s of a create or a PATCH, timeout_s of an exec: the
+ * body's positive integer or the policy's default, within the policy's
+ * ceiling, set in req; between the ceiling and an askable ceiling
+ * (ask_ceilings) a human decides (ctx->limit_ask: the gate asks).  *n:
+ * the value (0: none).  NGX_OK, or NGX_ABORT with *rc the refusal's code.
+ */
+ngx_int_t
+ngx_http_veto_sandbox_limited(ngx_http_request_t *r,
+    ngx_http_veto_sandbox_ctx_t *ctx, json_t *body, json_t *req,
+    ngx_uint_t limit, uint64_t *n, ngx_int_t *rc)
+{
+    const char                    *name;
+    ngx_http_veto_sandbox_rule_t  *rule;
+
+    rule = ctx->rule;
+    name = ngx_http_veto_sandbox_limit_names[limit];
+
+    switch (ngx_http_veto_sandbox_uint(json_object_get(body, name), n)) {
+
+    case NGX_ERROR:
+        *rc = ngx_http_veto_sandbox_bad_field(r, "bad_type", name,
+                                              "must be a positive integer");
+        return NGX_ABORT;
+
+    case NGX_DECLINED:
+        *n = rule->def[limit];
+        break;
+    }
+
+    if (*n == 0) {
+        return NGX_OK;
+    }
+
+    if (rule->ceiling[limit] && *n > rule->ceiling[limit]) {
+
+        if (rule->ask[limit] == 0 || *n > rule->ask[limit]) {
+            *rc = ngx_http_veto_sandbox_over(r, limit, *n,
+                                             rule->ask[limit]
+                                             ? rule->ask[limit]
+                                             : rule->ceiling[limit]);
+            return NGX_ABORT;
+        }
+
+        ctx->limit_ask = 1;
+    }
+
+    if (json_object_set_new(req, name, json_integer((json_int_t) *n)) != 0) {
+        *rc = NGX_HTTP_INTERNAL_SERVER_ERROR;
+        return NGX_ABORT;
+    }
+
+    return NGX_OK;
+}

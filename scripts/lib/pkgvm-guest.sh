@@ -261,7 +261,11 @@ check "systemd restarts the helper (Restart=on-failure)" \
                        && systemctl is-active -q $UNIT"
 info "NRestarts $(systemctl show -p NRestarts --value $UNIT)"
 check "health after the restart" wait_for 10 health_is 200
-is "the killed helper's sandbox is gone" "$(api GET "/v1/sandboxes/$SB2" "$AGENT")" 404
+# it ended with the helper: answered as ended (helper_restart) while its
+# record is kept, not as live
+is "the killed helper's sandbox has ended" "$(api GET "/v1/sandboxes/$SB2" "$AGENT")" 200
+is "... state ended" "$(jbody .state)" ended
+is "... end_reason helper_restart" "$(jbody .end_reason)" helper_restart
 is "its cgroup removed" "$(sandbox_cgroups | grep -c "$SB2")" 0
 check "its directory removed" test ! -e "$STATE/sb/$SB2"
 is "no process of a sandbox uid" "$(sandbox_procs | wc -l)" 0

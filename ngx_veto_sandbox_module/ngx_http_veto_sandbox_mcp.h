@@ -137,17 +137,14 @@ ngx_int_t ngx_http_veto_sandbox_mcp_twin_lifetime(
 ngx_int_t ngx_http_veto_sandbox_mcp_twin_approval(
     ngx_http_request_t *r, json_t *args,
     ngx_http_veto_sandbox_mcp_twin_t *twin, const char **why);
-/* the twins' parts, for twins of other files (_mcp_archive.c): the
- * arguments are all among names; sandbox_id and approval_id; the URI
- * /v1/sandboxes/<id><tail>; the method; the query path=<path> */
-ngx_int_t ngx_http_veto_sandbox_mcp_known(ngx_http_request_t *r,
-    json_t *args, const char **names, const char **why);
-ngx_int_t ngx_http_veto_sandbox_mcp_ids(json_t *args, ngx_str_t *sandbox,
-    ngx_http_veto_sandbox_mcp_twin_t *twin, const char **why);
-ngx_int_t ngx_http_veto_sandbox_mcp_path(ngx_http_request_t *r,
-    ngx_str_t *sandbox, const char *tail, ngx_str_t *uri);
-void ngx_http_veto_sandbox_mcp_method(ngx_http_veto_sandbox_mcp_twin_t *twin,
-    ngx_uint_t method, const char *name);
+/* the twins' parts, for twins of other files (_mcp_archive.c): the start
+ * of a /v1/sandboxes/<id><tail> twin (the arguments all among names,
+ * sandbox_id and approval_id, the method, the URI); the query
+ * path=<path> */
+ngx_int_t ngx_http_veto_sandbox_mcp_sandbox_twin(ngx_http_request_t *r,
+    json_t *args, const char **names, ngx_uint_t method, const char *name,
+    const char *tail, ngx_http_veto_sandbox_mcp_twin_t *twin,
+    const char **why);
 ngx_int_t ngx_http_veto_sandbox_mcp_query(ngx_http_request_t *r,
     json_t *args, ngx_str_t *query, const char **why);
 /* runs a tools/call: NGX_DONE, or the code to finalize r with */

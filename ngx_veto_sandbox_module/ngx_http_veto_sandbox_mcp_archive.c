@@ -33,26 +33,14 @@ ngx_http_veto_sandbox_mcp_twin_archive(ngx_http_request_t *r, json_t *args,
     u_char      *p;
     json_t      *v, *f;
     ngx_int_t    rc;
-    ngx_str_t    sandbox, src, query;
+    ngx_str_t    src, query;
     ngx_uint_t   i;
 
-    rc = ngx_http_veto_sandbox_mcp_known(r, args,
-                                   ngx_http_veto_sandbox_mcp_archive_args, why);
+    rc = ngx_http_veto_sandbox_mcp_sandbox_twin(r, args,
+                                   ngx_http_veto_sandbox_mcp_archive_args,
+                                   NGX_HTTP_PUT, "PUT", "/archive", twin, why);
     if (rc != NGX_OK) {
         return rc;
-    }
-
-    rc = ngx_http_veto_sandbox_mcp_ids(args, &sandbox, twin, why);
-    if (rc != NGX_OK) {
-        return rc;
-    }
-
-    ngx_http_veto_sandbox_mcp_method(twin, NGX_HTTP_PUT, "PUT");
-
-    if (ngx_http_veto_sandbox_mcp_path(r, &sandbox, "/archive", &twin->uri)
-        != NGX_OK)
-    {
-        return NGX_ERROR;
     }
 
     /* no path: the workspace itself, as a REST client with no ?path= */

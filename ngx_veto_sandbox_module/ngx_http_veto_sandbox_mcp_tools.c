@@ -28,7 +28,7 @@
 
 
 /* Every argument is one of names; else *why names the first other. */
-ngx_int_t
+static ngx_int_t
 ngx_http_veto_sandbox_mcp_known(ngx_http_request_t *r, json_t *args,
     const char **names, const char **why)
 {
@@ -71,7 +71,7 @@ ngx_http_veto_sandbox_mcp_known(ngx_http_request_t *r, json_t *args,
 
 
 /* sandbox_id and approval_id, the two every twin may take apart */
-ngx_int_t
+static ngx_int_t
 ngx_http_veto_sandbox_mcp_ids(json_t *args, ngx_str_t *sandbox,
     ngx_http_veto_sandbox_mcp_twin_t *twin, const char **why)
 {
@@ -114,7 +114,7 @@ ngx_http_veto_sandbox_mcp_ids(json_t *args, ngx_str_t *sandbox,
 
 
 /* "/v1/sandboxes/<id><tail>" */
-ngx_int_t
+static ngx_int_t
 ngx_http_veto_sandbox_mcp_path(ngx_http_request_t *r, ngx_str_t *sandbox,
     const char *tail, ngx_str_t *uri)
 {
@@ -131,7 +131,7 @@ ngx_http_veto_sandbox_mcp_path(ngx_http_request_t *r, ngx_str_t *sandbox,
 }
 
 
-void
+static void
 ngx_http_veto_sandbox_mcp_method(ngx_http_veto_sandbox_mcp_twin_t *twin,
     ngx_uint_t method, const char *name)
 {
@@ -311,11 +311,15 @@ ngx_http_veto_sandbox_mcp_twin_list(ngx_http_request_t *r, json_t *args,
 }
 
 
-/* get_sandbox: GET /v1/sandboxes/{id}; destroy_sandbox: DELETE */
-static ngx_int_t
-ngx_http_veto_sandbox_mcp_twin_sandbox(ngx_http_request_t *r, json_t *args,
-    ngx_http_veto_sandbox_mcp_twin_t *twin, const char **why,
-    ngx_uint_t method, const char *name, const char **names)
+/*
+ * The start every twin of a /v1/sandboxes/{id}<tail> request shares: the
+ * arguments are all among names, sandbox_id and approval_id taken apart,
+ * the method and the URI set.  NGX_DECLINED with *why for the agent.
+ */
+ngx_int_t
+ngx_http_veto_sandbox_mcp_sandbox_twin(ngx_http_request_t *r, json_t *args,
+    const char **names, ngx_uint_t method, const char *name, const char *tail,
+    ngx_http_veto_sandbox_mcp_twin_t *twin, const char **why)
 {
     ngx_int_t  rc;
     ngx_str_t  sandbox;
@@ -332,28 +336,31 @@ ngx_http_veto_sandbox_mcp_twin_sandbox(ngx_http_request_t *r, json_t *args,
 
     ngx_http_veto_sandbox_mcp_method(twin, method, name);
 
-    return ngx_http_veto_sandbox_mcp_path(r, &sandbox, "", &twin->uri);
+    return ngx_http_veto_sandbox_mcp_path(r, &sandbox, tail, &twin->uri);
 }
 
 
+/* get_sandbox: GET /v1/sandboxes/{id} */
 ngx_int_t
 ngx_http_veto_sandbox_mcp_twin_get(ngx_http_request_t *r, json_t *args,
     ngx_http_veto_sandbox_mcp_twin_t *twin, const char **why)
 {
     static const char  *names[] = { "sandbox_id", NULL };
 
-    return ngx_http_veto_sandbox_mcp_twin_sandbox(r, args, twin, why,
-                                                  NGX_HTTP_GET, "GET", names);
+    return ngx_http_veto_sandbox_mcp_sandbox_twin(r, args, names,
+                                                  NGX_HTTP_GET, "GET", "",
+                                                  twin, why);
 }
 
 
+/* destroy_sandbox: DELETE /v1/sandboxes/{id} */
 ngx_int_t
 ngx_http_veto_sandbox_mcp_twin_destroy(ngx_http_request_t *r, json_t *args,
     ngx_http_veto_sandbox_mcp_twin_t *twin, const char **why)
 {
-    return ngx_http_veto_sandbox_mcp_twin_sandbox(r, args, twin, why,
-                                   NGX_HTTP_DELETE, "DELETE",
-                                   ngx_http_veto_sandbox_mcp_sandbox_args);
+    return ngx_http_veto_sandbox_mcp_sandbox_twin(r, args,
+                                   ngx_http_veto_sandbox_mcp_sandbox_args,
+                                   NGX_HTTP_DELETE, "DELETE", "", twin, why);
 }
 
 
@@ -363,25 +370,12 @@ ngx_http_veto_sandbox_mcp_twin_exec(ngx_http_request_t *r, json_t *args,
     ngx_http_veto_sandbox_mcp_twin_t *twin, const char **why)
 {
     ngx_int_t  rc;
-    ngx_str_t  sandbox;
 
-    rc = ngx_http_veto_sandbox_mcp_known(r, args,
-                                   ngx_http_veto_sandbox_mcp_exec_args, why);
+    rc = ngx_http_veto_sandbox_mcp_sandbox_twin(r, args,
+                                   ngx_http_veto_sandbox_mcp_exec_args,
+                                   NGX_HTTP_POST, "POST", "/exec", twin, why);
     if (rc != NGX_OK) {
         return rc;
-    }
-
-    rc = ngx_http_veto_sandbox_mcp_ids(args, &sandbox, twin, why);
-    if (rc != NGX_OK) {
-        return rc;
-    }
-
-    ngx_http_veto_sandbox_mcp_method(twin, NGX_HTTP_POST, "POST");
-
-    if (ngx_http_veto_sandbox_mcp_path(r, &sandbox, "/exec", &twin->uri)
-        != NGX_OK)
-    {
-        return NGX_ERROR;
     }
 
     return ngx_http_veto_sandbox_mcp_json_body(r, args, &twin->body);
@@ -394,25 +388,12 @@ ngx_http_veto_sandbox_mcp_twin_read(ngx_http_request_t *r, json_t *args,
     ngx_http_veto_sandbox_mcp_twin_t *twin, const char **why)
 {
     ngx_int_t  rc;
-    ngx_str_t  sandbox;
 
-    rc = ngx_http_veto_sandbox_mcp_known(r, args,
-                                   ngx_http_veto_sandbox_mcp_read_args, why);
+    rc = ngx_http_veto_sandbox_mcp_sandbox_twin(r, args,
+                                   ngx_http_veto_sandbox_mcp_read_args,
+                                   NGX_HTTP_GET, "GET", "/files", twin, why);
     if (rc != NGX_OK) {
         return rc;
-    }
-
-    rc = ngx_http_veto_sandbox_mcp_ids(args, &sandbox, twin, why);
-    if (rc != NGX_OK) {
-        return rc;
-    }
-
-    ngx_http_veto_sandbox_mcp_method(twin, NGX_HTTP_GET, "GET");
-
-    if (ngx_http_veto_sandbox_mcp_path(r, &sandbox, "/files", &twin->uri)
-        != NGX_OK)
-    {
-        return NGX_ERROR;
     }
 
     return ngx_http_veto_sandbox_mcp_query(r, args, &twin->args, why);
@@ -427,26 +408,14 @@ ngx_http_veto_sandbox_mcp_twin_write(ngx_http_request_t *r, json_t *args,
 {
     json_t      *v, *e;
     ngx_int_t    rc;
-    ngx_str_t    sandbox, src;
+    ngx_str_t    src;
     const char  *enc;
 
-    rc = ngx_http_veto_sandbox_mcp_known(r, args,
-                                   ngx_http_veto_sandbox_mcp_write_args, why);
+    rc = ngx_http_veto_sandbox_mcp_sandbox_twin(r, args,
+                                   ngx_http_veto_sandbox_mcp_write_args,
+                                   NGX_HTTP_PUT, "PUT", "/files", twin, why);
     if (rc != NGX_OK) {
         return rc;
-    }
-
-    rc = ngx_http_veto_sandbox_mcp_ids(args, &sandbox, twin, why);
-    if (rc != NGX_OK) {
-        return rc;
-    }
-
-    ngx_http_veto_sandbox_mcp_method(twin, NGX_HTTP_PUT, "PUT");
-
-    if (ngx_http_veto_sandbox_mcp_path(r, &sandbox, "/files", &twin->uri)
-        != NGX_OK)
-    {
-        return NGX_ERROR;
     }
 
     rc = ngx_http_veto_sandbox_mcp_query(r, args, &twin->args, why);
@@ -506,15 +475,10 @@ ngx_http_veto_sandbox_mcp_twin_hosts(ngx_http_request_t *r, json_t *args,
 {
     json_t     *body;
     ngx_int_t   rc;
-    ngx_str_t   sandbox;
 
-    rc = ngx_http_veto_sandbox_mcp_known(r, args,
-                                   ngx_http_veto_sandbox_mcp_hosts_args, why);
-    if (rc != NGX_OK) {
-        return rc;
-    }
-
-    rc = ngx_http_veto_sandbox_mcp_ids(args, &sandbox, twin, why);
+    rc = ngx_http_veto_sandbox_mcp_sandbox_twin(r, args,
+                                   ngx_http_veto_sandbox_mcp_hosts_args,
+                                   NGX_HTTP_PATCH, "PATCH", "", twin, why);
     if (rc != NGX_OK) {
         return rc;
     }
@@ -523,14 +487,6 @@ ngx_http_veto_sandbox_mcp_twin_hosts(ngx_http_request_t *r, json_t *args,
         *why = "hosts is required: the host, host:port or *.suffix entries "
                "to add";
         return NGX_DECLINED;
-    }
-
-    ngx_http_veto_sandbox_mcp_method(twin, NGX_HTTP_PATCH, "PATCH");
-
-    if (ngx_http_veto_sandbox_mcp_path(r, &sandbox, "", &twin->uri)
-        != NGX_OK)
-    {
-        return NGX_ERROR;
     }
 
     /* the entries are the REST builder's to judge, as ever */
@@ -555,15 +511,10 @@ ngx_http_veto_sandbox_mcp_twin_lifetime(ngx_http_request_t *r, json_t *args,
 {
     json_t     *body;
     ngx_int_t   rc;
-    ngx_str_t   sandbox;
 
-    rc = ngx_http_veto_sandbox_mcp_known(r, args,
-                                ngx_http_veto_sandbox_mcp_lifetime_args, why);
-    if (rc != NGX_OK) {
-        return rc;
-    }
-
-    rc = ngx_http_veto_sandbox_mcp_ids(args, &sandbox, twin, why);
+    rc = ngx_http_veto_sandbox_mcp_sandbox_twin(r, args,
+                                   ngx_http_veto_sandbox_mcp_lifetime_args,
+                                   NGX_HTTP_PATCH, "PATCH", "", twin, why);
     if (rc != NGX_OK) {
         return rc;
     }
@@ -574,14 +525,6 @@ ngx_http_veto_sandbox_mcp_twin_lifetime(ngx_http_request_t *r, json_t *args,
         *why = "ttl_s or idle_s is required: the new lifetime (from the "
                "sandbox's creation) or idle timeout, in seconds";
         return NGX_DECLINED;
-    }
-
-    ngx_http_veto_sandbox_mcp_method(twin, NGX_HTTP_PATCH, "PATCH");
-
-    if (ngx_http_veto_sandbox_mcp_path(r, &sandbox, "", &twin->uri)
-        != NGX_OK)
-    {
-        return NGX_ERROR;
     }
 
     /* the values are the REST builder's to judge, as ever */

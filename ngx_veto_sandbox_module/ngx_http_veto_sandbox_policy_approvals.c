@@ -44,13 +44,56 @@ ngx_http_veto_sandbox_policy_action(ngx_str_t *name)
 }
 
 
+/*
+ * approvals.<field>, an array of action names, OR-ed into *mask: NGX_OK;
+ * NGX_DECLINED if it is not an array (the caller's "wrong type"); an
+ * unknown action is logged with the known ones, NGX_ERROR.
+ */
+static ngx_int_t
+ngx_http_veto_sandbox_policy_actions(ngx_conf_t *cf, ngx_str_t *file,
+    const char *where, const char *field, const char *known, json_t *v,
+    ngx_uint_t *mask)
+{
+    json_t      *e;
+    size_t       i;
+    ngx_uint_t   k;
+
+    if (!json_is_array(v)) {
+        return NGX_DECLINED;
+    }
+
+    json_array_foreach(v, i, e) {
+        for (k = 0; ngx_http_veto_sandbox_actions[k].name; k++) {
+            if (json_is_string(e)
+                && ngx_strcmp(json_string_value(e),
+                              ngx_http_veto_sandbox_actions[k].name)
+                   == 0)
+            {
+                break;
+            }
+        }
+
+        if (ngx_http_veto_sandbox_actions[k].name == NULL) {
+            ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                               "\"veto_sandbox_policy\": \"%V\": %s: "
+                               "approvals.%s: unknown action (known: %s)",
+                               file, where, field, known);
+            return NGX_ERROR;
+        }
+
+        *mask |= ngx_http_veto_sandbox_actions[k].bit;
+    }
+
+    return NGX_OK;
+}
+
+
 ngx_int_t
 ngx_http_veto_sandbox_policy_approvals(ngx_conf_t *cf, ngx_str_t *file,
     const char *where, json_t *obj, ngx_http_veto_sandbox_apr_rule_t *apr)
 {
-    json_t      *v, *e;
-    size_t       i;
-    ngx_uint_t   k;
+    json_t      *v;
+    ngx_int_t    rc;
     const char  *key;
 
     /* an agent's approvals replace the tenant's as a whole */
@@ -59,33 +102,17 @@ ngx_http_veto_sandbox_policy_approvals(ngx_conf_t *cf, ngx_str_t *file,
     json_object_foreach(obj, key, v) {
 
         if (ngx_strcmp(key, "always") == 0) {
-            if (!json_is_array(v)) {
+            rc = ngx_http_veto_sandbox_policy_actions(cf, file, where, key,
+                               "sandbox.create, sandbox.exec, "
+                               "sandbox.files.write, sandbox.files.read, "
+                               "sandbox.delete, sandbox.update",
+                               v, &apr->always);
+            if (rc == NGX_DECLINED) {
                 goto bad;
             }
 
-            json_array_foreach(v, i, e) {
-                for (k = 0; ngx_http_veto_sandbox_actions[k].name; k++) {
-                    if (json_is_string(e)
-                        && ngx_strcmp(json_string_value(e),
-                                      ngx_http_veto_sandbox_actions[k].name)
-                           == 0)
-                    {
-                        break;
-                    }
-                }
-
-                if (ngx_http_veto_sandbox_actions[k].name == NULL) {
-                    ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
-                               "\"veto_sandbox_policy\": \"%V\": %s: "
-                               "approvals.always: unknown action (known: "
-                               "sandbox.create, sandbox.exec, "
-                               "sandbox.files.write, sandbox.files.read, "
-                               "sandbox.delete, sandbox.update)", file,
-                               where);
-                    return NGX_ERROR;
-                }
-
-                apr->always |= ngx_http_veto_sandbox_actions[k].bit;
+            if (rc != NGX_OK) {
+                return NGX_ERROR;
             }
 
         } else if (ngx_strcmp(key, "network") == 0
@@ -115,32 +142,17 @@ ngx_http_veto_sandbox_policy_approvals(ngx_conf_t *cf, ngx_str_t *file,
             }
 
         } else if (ngx_strcmp(key, "irreversible_actions") == 0) {
-            if (!json_is_array(v)) {
+            rc = ngx_http_veto_sandbox_policy_actions(cf, file, where, key,
+                               "sandbox.create, sandbox.exec, "
+                               "sandbox.files.write, sandbox.files.read, "
+                               "sandbox.delete",
+                               v, &apr->irreversible);
+            if (rc == NGX_DECLINED) {
                 goto bad;
             }
 
-            json_array_foreach(v, i, e) {
-                for (k = 0; ngx_http_veto_sandbox_actions[k].name; k++) {
-                    if (json_is_string(e)
-                        && ngx_strcmp(json_string_value(e),
-                                      ngx_http_veto_sandbox_actions[k].name)
-                           == 0)
-                    {
-                        break;
-                    }
-                }
-
-                if (ngx_http_veto_sandbox_actions[k].name == NULL) {
-                    ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
-                               "\"veto_sandbox_policy\": \"%V\": %s: "
-                               "approvals.irreversible_actions: unknown "
-                               "action (known: sandbox.create, sandbox.exec, "
-                               "sandbox.files.write, sandbox.files.read, "
-                               "sandbox.delete)", file, where);
-                    return NGX_ERROR;
-                }
-
-                apr->irreversible |= ngx_http_veto_sandbox_actions[k].bit;
+            if (rc != NGX_OK) {
+                return NGX_ERROR;
             }
 
         } else if (ngx_strcmp(key, "profiles") == 0) {

@@ -29,9 +29,11 @@
 #define NGX_HTTP_VSB_ADMIN_MAX_EXP    253402300799LL
 #define NGX_HTTP_VSB_ADMIN_MAX_REASON 1024
 
+/* a revocation is answered from Redis: without it there is none */
+static const char  ngx_http_veto_sandbox_admin_no_redis[] =
+    "revocations need veto_sandbox_redis";
 
-static void ngx_http_veto_sandbox_admin_reply(ngx_int_t rc,
-    redisReply *reply, void *data);
+
 static void ngx_http_veto_sandbox_admin_listed(ngx_http_request_t *r,
     ngx_http_veto_sandbox_ctx_t *ctx);
 static void ngx_http_veto_sandbox_admin_record_end(ngx_http_request_t *r,
@@ -292,66 +294,6 @@ ngx_http_veto_sandbox_admin_build_list(ngx_http_request_t *r,
 /* ---- revocations: answered from Redis ---- */
 
 
-static ngx_int_t
-ngx_http_veto_sandbox_admin_start(ngx_http_request_t *r,
-    ngx_http_veto_sandbox_ctx_t *ctx, ngx_http_veto_sandbox_redis_call_t *call,
-    ngx_http_veto_sandbox_answer_pt answer)
-{
-    if (ngx_http_veto_sandbox_rds == NULL) {
-        return ngx_http_veto_sandbox_problem(r, NGX_HTTP_NOT_FOUND,
-                                             "not_found",
-                                             "revocations need "
-                                             "veto_sandbox_redis", NULL);
-    }
-
-    if (ngx_http_veto_sandbox_wait(r, ctx) != NGX_OK) {
-        return NGX_HTTP_INTERNAL_SERVER_ERROR;
-    }
-
-    ngx_http_veto_sandbox_waiting_call(r, ctx, call,
-                                       ngx_http_veto_sandbox_admin_reply);
-    ctx->answer = answer;
-
-    return NGX_DECLINED;
-}
-
-
-static ngx_int_t
-ngx_http_veto_sandbox_admin_sent(ngx_http_request_t *r,
-    ngx_http_veto_sandbox_ctx_t *ctx, ngx_int_t rc)
-{
-    if (rc == NGX_OK) {
-        return NGX_DONE;
-    }
-
-    if (rc == NGX_DECLINED) {
-        /* the builders checked the value; the tenant cannot be a key */
-        return ngx_http_veto_sandbox_problem(r, NGX_HTTP_NOT_FOUND,
-                                             "not_found", "no such resource",
-                                             NULL);
-    }
-
-    return ngx_http_veto_sandbox_redis_problem(r, ctx, rc);
-}
-
-
-static void
-ngx_http_veto_sandbox_admin_reply(ngx_int_t rc, redisReply *reply,
-    void *data)
-{
-    ngx_http_request_t           *r = data;
-    ngx_http_veto_sandbox_ctx_t  *ctx;
-
-    ctx = ngx_http_get_module_ctx(r, ngx_http_veto_sandbox_module);
-
-    if (ngx_http_veto_sandbox_redis_replied(r, ctx, reply, &rc) == NGX_OK) {
-        rc = ctx->answer(r, ctx, reply);
-    }
-
-    ngx_http_veto_sandbox_resume(r, rc);
-}
-
-
 /* the revocation's kind and value (ctx->req) */
 static void
 ngx_http_veto_sandbox_admin_what(ngx_http_veto_sandbox_ctx_t *ctx,
@@ -478,8 +420,9 @@ ngx_http_veto_sandbox_admin_revoke(ngx_http_request_t *r,
     const char                          *kind;
     ngx_http_veto_sandbox_redis_call_t   call;
 
-    rc = ngx_http_veto_sandbox_admin_start(r, ctx, &call,
-                                       ngx_http_veto_sandbox_admin_revoked);
+    rc = ngx_http_veto_sandbox_answer_start(r, ctx, &call,
+                                       ngx_http_veto_sandbox_admin_revoked,
+                                       ngx_http_veto_sandbox_admin_no_redis);
     if (rc != NGX_DECLINED) {
         return rc;
     }
@@ -499,7 +442,7 @@ ngx_http_veto_sandbox_admin_revoke(ngx_http_request_t *r,
 
         rc = ngx_http_veto_sandbox_revoke_jti(&call, &ctx->tenant, &value,
                                               exp);
-        return ngx_http_veto_sandbox_admin_sent(r, ctx, rc);
+        return ngx_http_veto_sandbox_answer_sent(r, ctx, rc);
     }
 
     v = json_object_get(ctx->req, "which");
@@ -523,7 +466,7 @@ ngx_http_veto_sandbox_admin_revoke(ngx_http_request_t *r,
     rc = ngx_http_veto_sandbox_revoke_agent(&call, &ctx->tenant, &value,
                                             before);
 
-    return ngx_http_veto_sandbox_admin_sent(r, ctx, rc);
+    return ngx_http_veto_sandbox_answer_sent(r, ctx, rc);
 }
 
 
@@ -609,8 +552,9 @@ ngx_http_veto_sandbox_admin_revocation(ngx_http_request_t *r,
     const char                          *kind;
     ngx_http_veto_sandbox_redis_call_t   call;
 
-    rc = ngx_http_veto_sandbox_admin_start(r, ctx, &call,
-                                           ngx_http_veto_sandbox_admin_read);
+    rc = ngx_http_veto_sandbox_answer_start(r, ctx, &call,
+                                   ngx_http_veto_sandbox_admin_read,
+                                   ngx_http_veto_sandbox_admin_no_redis);
     if (rc != NGX_DECLINED) {
         return rc;
     }
@@ -620,7 +564,7 @@ ngx_http_veto_sandbox_admin_revocation(ngx_http_request_t *r,
     rc = ngx_http_veto_sandbox_revocation_get(&call, &ctx->tenant, kind,
                                               &value);
 
-    return ngx_http_veto_sandbox_admin_sent(r, ctx, rc);
+    return ngx_http_veto_sandbox_answer_sent(r, ctx, rc);
 }
 
 
@@ -666,8 +610,9 @@ ngx_http_veto_sandbox_admin_unrevoke(ngx_http_request_t *r,
     const char                          *kind;
     ngx_http_veto_sandbox_redis_call_t   call;
 
-    rc = ngx_http_veto_sandbox_admin_start(r, ctx, &call,
-                                     ngx_http_veto_sandbox_admin_unrevoked);
+    rc = ngx_http_veto_sandbox_answer_start(r, ctx, &call,
+                                     ngx_http_veto_sandbox_admin_unrevoked,
+                                     ngx_http_veto_sandbox_admin_no_redis);
     if (rc != NGX_DECLINED) {
         return rc;
     }
@@ -676,7 +621,7 @@ ngx_http_veto_sandbox_admin_unrevoke(ngx_http_request_t *r,
 
     rc = ngx_http_veto_sandbox_unrevoke(&call, &ctx->tenant, kind, &value);
 
-    return ngx_http_veto_sandbox_admin_sent(r, ctx, rc);
+    return ngx_http_veto_sandbox_answer_sent(r, ctx, rc);
 }
 
 

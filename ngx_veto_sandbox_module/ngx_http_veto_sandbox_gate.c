@@ -33,6 +33,8 @@ static ngx_int_t ngx_http_veto_sandbox_quota_refused(ngx_http_request_t *r,
 static ngx_int_t ngx_http_veto_sandbox_quota_step(ngx_http_request_t *r,
     ngx_http_veto_sandbox_ctx_t *ctx);
 static void ngx_http_veto_sandbox_cancel_cleanup(void *data);
+static void ngx_http_veto_sandbox_answer_reply(ngx_int_t rc,
+    redisReply *reply, void *data);
 static ngx_int_t ngx_http_veto_sandbox_epoch_known(ngx_http_request_t *r,
     ngx_http_veto_sandbox_ctx_t *ctx);
 
@@ -58,6 +60,73 @@ ngx_http_veto_sandbox_waiting_call(ngx_http_request_t *r,
     call->data = r;
     call->cmdp = &ctx->rcmd;
     call->durable = 0;
+}
+
+
+/*
+ * A request answered from Redis alone (an approval, the audit, a
+ * revocation): without Redis there is nothing to answer (detail says
+ * so).  NGX_DECLINED: call is ready for the command, whose reply
+ * answer() reads; else the response code.
+ */
+ngx_int_t
+ngx_http_veto_sandbox_answer_start(ngx_http_request_t *r,
+    ngx_http_veto_sandbox_ctx_t *ctx, ngx_http_veto_sandbox_redis_call_t *call,
+    ngx_http_veto_sandbox_answer_pt answer, const char *detail)
+{
+    if (ngx_http_veto_sandbox_rds == NULL) {
+        return ngx_http_veto_sandbox_problem(r, NGX_HTTP_NOT_FOUND,
+                                             "not_found", detail, NULL);
+    }
+
+    if (ngx_http_veto_sandbox_wait(r, ctx) != NGX_OK) {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+
+    ngx_http_veto_sandbox_waiting_call(r, ctx, call,
+                                       ngx_http_veto_sandbox_answer_reply);
+    ctx->answer = answer;
+
+    return NGX_DECLINED;
+}
+
+
+/* The command of such a request went out (NGX_DONE: the reply answers),
+ * or could not. */
+ngx_int_t
+ngx_http_veto_sandbox_answer_sent(ngx_http_request_t *r,
+    ngx_http_veto_sandbox_ctx_t *ctx, ngx_int_t rc)
+{
+    if (rc == NGX_OK) {
+        return NGX_DONE;
+    }
+
+    if (rc == NGX_DECLINED) {
+        /* the builders checked the values: a tenant or id that cannot be
+         * a key names nothing */
+        return ngx_http_veto_sandbox_problem(r, NGX_HTTP_NOT_FOUND,
+                                             "not_found", "no such resource",
+                                             NULL);
+    }
+
+    return ngx_http_veto_sandbox_redis_problem(r, ctx, rc);
+}
+
+
+static void
+ngx_http_veto_sandbox_answer_reply(ngx_int_t rc, redisReply *reply,
+    void *data)
+{
+    ngx_http_request_t           *r = data;
+    ngx_http_veto_sandbox_ctx_t  *ctx;
+
+    ctx = ngx_http_get_module_ctx(r, ngx_http_veto_sandbox_module);
+
+    if (ngx_http_veto_sandbox_redis_replied(r, ctx, reply, &rc) == NGX_OK) {
+        rc = ctx->answer(r, ctx, reply);
+    }
+
+    ngx_http_veto_sandbox_resume(r, rc);
 }
 
 

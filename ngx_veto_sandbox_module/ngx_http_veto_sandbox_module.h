@@ -966,6 +966,12 @@ ngx_int_t ngx_http_veto_sandbox_wait(ngx_http_request_t *r,
 void ngx_http_veto_sandbox_waiting_call(ngx_http_request_t *r,
     ngx_http_veto_sandbox_ctx_t *ctx, ngx_http_veto_sandbox_redis_call_t *call,
     ngx_http_veto_sandbox_redis_handler_pt handler);
+/* for _review.c and _admin.c: a request answered from Redis alone */
+ngx_int_t ngx_http_veto_sandbox_answer_start(ngx_http_request_t *r,
+    ngx_http_veto_sandbox_ctx_t *ctx, ngx_http_veto_sandbox_redis_call_t *call,
+    ngx_http_veto_sandbox_answer_pt answer, const char *detail);
+ngx_int_t ngx_http_veto_sandbox_answer_sent(ngx_http_request_t *r,
+    ngx_http_veto_sandbox_ctx_t *ctx, ngx_int_t rc);
 /* for _gate_approval.c: the reply handler of a gate step's command, the
  * main conf, and a refusal decided in the gate (on record, answered) */
 void ngx_http_veto_sandbox_gate_reply(ngx_int_t rc, redisReply *reply,

@@ -19,8 +19,6 @@
 #include "ngx_http_veto_sandbox_metrics.h"
 
 
-static void ngx_http_veto_sandbox_review_reply(ngx_int_t rc,
-    redisReply *reply, void *data);
 static ngx_int_t ngx_http_veto_sandbox_review_listed(ngx_http_request_t *r,
     ngx_http_veto_sandbox_ctx_t *ctx, redisReply *reply);
 static ngx_int_t ngx_http_veto_sandbox_review_got(ngx_http_request_t *r,
@@ -31,6 +29,12 @@ static ngx_int_t ngx_http_veto_sandbox_review_denied(ngx_http_request_t *r,
     ngx_http_veto_sandbox_ctx_t *ctx, redisReply *reply);
 static ngx_int_t ngx_http_veto_sandbox_review_records(ngx_http_request_t *r,
     ngx_http_veto_sandbox_ctx_t *ctx, redisReply *reply);
+
+
+/* every review is answered from Redis: without it there is nothing to
+ * show */
+static const char  ngx_http_veto_sandbox_review_no_redis[] =
+    "approvals and audit need veto_sandbox_redis";
 
 
 #define ngx_http_vsb_rstr(e)                                                  \
@@ -107,56 +111,6 @@ ngx_http_veto_sandbox_review_bad(ngx_http_request_t *r, const char *field,
 }
 
 
-/*
- * Every review is answered from Redis: without it there is nothing to
- * show.  NGX_DECLINED: call is ready for the op's command, whose reply
- * answer() reads; else the response code.
- */
-static ngx_int_t
-ngx_http_veto_sandbox_review_start(ngx_http_request_t *r,
-    ngx_http_veto_sandbox_ctx_t *ctx, ngx_http_veto_sandbox_redis_call_t *call,
-    ngx_http_veto_sandbox_answer_pt answer)
-{
-    if (ngx_http_veto_sandbox_rds == NULL) {
-        return ngx_http_veto_sandbox_problem(r, NGX_HTTP_NOT_FOUND,
-                                             "not_found",
-                                             "approvals and audit need "
-                                             "veto_sandbox_redis", NULL);
-    }
-
-    if (ngx_http_veto_sandbox_wait(r, ctx) != NGX_OK) {
-        return NGX_HTTP_INTERNAL_SERVER_ERROR;
-    }
-
-    ngx_http_veto_sandbox_waiting_call(r, ctx, call,
-                                       ngx_http_veto_sandbox_review_reply);
-    ctx->answer = answer;
-
-    return NGX_DECLINED;
-}
-
-
-/* The command of a review went out (NGX_DONE: the reply answers), or
- * could not. */
-static ngx_int_t
-ngx_http_veto_sandbox_review_sent(ngx_http_request_t *r,
-    ngx_http_veto_sandbox_ctx_t *ctx, ngx_int_t rc)
-{
-    if (rc == NGX_OK) {
-        return NGX_DONE;
-    }
-
-    if (rc == NGX_DECLINED) {
-        /* a tenant or id that cannot be a key names nothing */
-        return ngx_http_veto_sandbox_problem(r, NGX_HTTP_NOT_FOUND,
-                                             "not_found", "no such resource",
-                                             NULL);
-    }
-
-    return ngx_http_veto_sandbox_redis_problem(r, ctx, rc);
-}
-
-
 /* ?limit=: 1..max, def when absent; NGX_DECLINED when it is not */
 static ngx_int_t
 ngx_http_veto_sandbox_review_limit(ngx_http_request_t *r, ngx_uint_t def,
@@ -194,8 +148,9 @@ ngx_http_veto_sandbox_review_list(ngx_http_request_t *r,
     ngx_uint_t                           limit;
     ngx_http_veto_sandbox_redis_call_t   call;
 
-    rc = ngx_http_veto_sandbox_review_start(r, ctx, &call,
-                                        ngx_http_veto_sandbox_review_listed);
+    rc = ngx_http_veto_sandbox_answer_start(r, ctx, &call,
+                                        ngx_http_veto_sandbox_review_listed,
+                                        ngx_http_veto_sandbox_review_no_redis);
     if (rc != NGX_DECLINED) {
         return rc;
     }
@@ -239,7 +194,7 @@ ngx_http_veto_sandbox_review_list(ngx_http_request_t *r,
     rc = ngx_http_veto_sandbox_approval_list(&call, &ctx->tenant, &state,
                                              limit, &cursor);
 
-    return ngx_http_veto_sandbox_review_sent(r, ctx, rc);
+    return ngx_http_veto_sandbox_answer_sent(r, ctx, rc);
 }
 
 
@@ -251,8 +206,9 @@ ngx_http_veto_sandbox_review_get(ngx_http_request_t *r,
     ngx_int_t                            rc;
     ngx_http_veto_sandbox_redis_call_t   call;
 
-    rc = ngx_http_veto_sandbox_review_start(r, ctx, &call,
-                                           ngx_http_veto_sandbox_review_got);
+    rc = ngx_http_veto_sandbox_answer_start(r, ctx, &call,
+                                   ngx_http_veto_sandbox_review_got,
+                                   ngx_http_veto_sandbox_review_no_redis);
     if (rc != NGX_DECLINED) {
         return rc;
     }
@@ -260,7 +216,7 @@ ngx_http_veto_sandbox_review_get(ngx_http_request_t *r,
     rc = ngx_http_veto_sandbox_approval_get(&call, &ctx->tenant,
                                             &ctx->apr_id);
 
-    return ngx_http_veto_sandbox_review_sent(r, ctx, rc);
+    return ngx_http_veto_sandbox_answer_sent(r, ctx, rc);
 }
 
 
@@ -274,10 +230,11 @@ ngx_http_veto_sandbox_review_decide(ngx_http_request_t *r,
     ngx_str_t                            reason;
     ngx_http_veto_sandbox_redis_call_t   call;
 
-    rc = ngx_http_veto_sandbox_review_start(r, ctx, &call,
+    rc = ngx_http_veto_sandbox_answer_start(r, ctx, &call,
                                       approve
                                       ? ngx_http_veto_sandbox_review_approved
-                                      : ngx_http_veto_sandbox_review_denied);
+                                      : ngx_http_veto_sandbox_review_denied,
+                                      ngx_http_veto_sandbox_review_no_redis);
     if (rc != NGX_DECLINED) {
         return rc;
     }
@@ -313,7 +270,7 @@ ngx_http_veto_sandbox_review_decide(ngx_http_request_t *r,
                                                &ctx->apr_id, &ctx->agent,
                                                approve, &reason);
 
-    return ngx_http_veto_sandbox_review_sent(r, ctx, rc);
+    return ngx_http_veto_sandbox_answer_sent(r, ctx, rc);
 }
 
 
@@ -342,8 +299,9 @@ ngx_http_veto_sandbox_review_audit(ngx_http_request_t *r,
     ngx_http_veto_sandbox_redis_call_t    call;
     ngx_http_veto_sandbox_audit_query_t   q;
 
-    rc = ngx_http_veto_sandbox_review_start(r, ctx, &call,
-                                       ngx_http_veto_sandbox_review_records);
+    rc = ngx_http_veto_sandbox_answer_start(r, ctx, &call,
+                                       ngx_http_veto_sandbox_review_records,
+                                       ngx_http_veto_sandbox_review_no_redis);
     if (rc != NGX_DECLINED) {
         return rc;
     }
@@ -410,24 +368,7 @@ ngx_http_veto_sandbox_review_audit(ngx_http_request_t *r,
 
     rc = ngx_http_veto_sandbox_audit_query(&call, &ctx->tenant, &q);
 
-    return ngx_http_veto_sandbox_review_sent(r, ctx, rc);
-}
-
-
-static void
-ngx_http_veto_sandbox_review_reply(ngx_int_t rc, redisReply *reply,
-    void *data)
-{
-    ngx_http_request_t           *r = data;
-    ngx_http_veto_sandbox_ctx_t  *ctx;
-
-    ctx = ngx_http_get_module_ctx(r, ngx_http_veto_sandbox_module);
-
-    if (ngx_http_veto_sandbox_redis_replied(r, ctx, reply, &rc) == NGX_OK) {
-        rc = ctx->answer(r, ctx, reply);
-    }
-
-    ngx_http_veto_sandbox_resume(r, rc);
+    return ngx_http_veto_sandbox_answer_sent(r, ctx, rc);
 }
 
 

@@ -79,7 +79,10 @@ ngx_http_veto_sandbox_mcp_twin_archive(ngx_http_request_t *r, json_t *args,
         }
 
         twin->args.data = p;
-        p = ngx_cpymem(p, query.data, query.len);
+        if (query.len) {
+            /* no path: query.data may be NULL (memcpy from NULL: UB) */
+            p = ngx_cpymem(p, query.data, query.len);
+        }
         p = ngx_sprintf(p, "%sformat=%s", query.len ? "&" : "",
                         json_string_value(f));
         twin->args.len = p - twin->args.data;

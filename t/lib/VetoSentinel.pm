@@ -289,6 +289,23 @@ sub wait_failover
     die "no failover away from port $old (see $self->{dir})";
 }
 
+# what the sentinels and servers logged, for a failing test's diagnostics:
+# the event lines (+sdown, +odown, +vote, +switch-master, ...) and errors
+sub events
+{
+    my ($self) = @_;
+    my @out;
+    for my $f (sort glob "$self->{dir}/*.log") {
+        open(my $fh, '<', $f) or next;
+        my $name = $f =~ s{.*/}{}r;
+        while (my $l = <$fh>) {
+            push @out, "$name: $l"
+                if $l =~ /[+-][a-z-]+ |# |MASTER|REPLICA|Error|error/;
+        }
+    }
+    return join('', @out);
+}
+
 sub restart
 {
     my ($self, $port) = @_;

@@ -652,8 +652,11 @@ check_built(ngx_http_veto_sandbox_ctx_t *ctx, ngx_uint_t mode,
             must(json_is_string(e));
         }
 
+        /* within the policy's ceiling; a tenant without one leaves the
+         * helper's own ceiling to apply */
         v = json_object_get(req, "timeout_s");
         must(v == NULL
+             || rule->ceiling[NGX_HTTP_VSB_L_TIMEOUT_S] == 0
              || (uint64_t) json_integer_value(v)
                 <= rule->ceiling[NGX_HTTP_VSB_L_TIMEOUT_S]);
         must(ctx->helper.extra_read_ms <= 86400000);
@@ -662,8 +665,9 @@ check_built(ngx_http_veto_sandbox_ctx_t *ctx, ngx_uint_t mode,
         v = json_object_get(req, "output_bytes");
         must(v == NULL
              || (json_integer_value(v) > 0
-                 && (uint64_t) json_integer_value(v)
-                    <= rule->ceiling[NGX_HTTP_VSB_L_OUTPUT_BYTES]));
+                 && (rule->ceiling[NGX_HTTP_VSB_L_OUTPUT_BYTES] == 0
+                     || (uint64_t) json_integer_value(v)
+                        <= rule->ceiling[NGX_HTTP_VSB_L_OUTPUT_BYTES])));
 
         /* background or streamed, not both; streamed when asked */
         v = json_object_get(req, "background");

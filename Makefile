@@ -136,9 +136,9 @@ include tools/tools.mk
 include install.mk
 
 # The module's pure files (no request, no Redis: _hash.c, _redact.c,
-# _summary.c, _output.c, _policy*.c, _network.c with the proxy's entry
-# parser, _event.c, _metrics_store.c, _sentinel_parse.c, and the helper's
-# path check it shares) tested and fuzzed without nginx: nginx's headers as
+# _summary.c, _output.c, _policy*.c, _ops.c (the rows as data),
+# _network.c with the proxy's entry parser, _event.c, _metrics_store.c,
+# _sentinel_parse.c, and the helper's path check it shares) tested and fuzzed without nginx: nginx's headers as
 # scripts/build-module.sh configured them, and t/unit/ngx_core_stub.c
 # for the few core calls they make (Debian ships no nginx sources).
 NGX_SRC      = build-module/nginx-src
@@ -148,15 +148,16 @@ MODULE_INCS  = $(addprefix -I$(NGX_SRC)/, objs src/core src/event \
                  -Iegress-proxy -It/unit
 MODULE_PURE  = $(addprefix ngx_veto_sandbox_module/ngx_http_veto_sandbox_, \
                  hash.c redact.c summary.c output.c policy.c \
-                 policy_approvals.c \
+                 policy_approvals.c ops.c \
                  policy_match.c network.c event.c metrics_store.c \
                  sentinel_parse.c) \
                $(HELPER_EG_SRCS) sandbox-helper/paths.c t/unit/ngx_core_stub.c
 MODULE_DEPS  = $(MODULE_PURE) $(wildcard ngx_veto_sandbox_module/*.h) \
                egress-proxy/eg_allow.h egress-proxy/eg_addr.h \
                t/unit/ngx_core_stub.h $(NGX_SRC)/objs/ngx_auto_config.h
+# the op table's rows as data: the policy reads their names and kinds
 MODULE_CFLAGS = -Wall -Wextra -Werror -Wno-unused-parameter -Wpointer-arith \
-                $(MODULE_INCS) $(PKG_CFLAGS)
+                -DNGX_HTTP_VSB_OPS_DATA_ONLY $(MODULE_INCS) $(PKG_CFLAGS)
 MODULE_LIBS  = -ljansson -lcrypto
 MODULE_UNIT_SRCS = $(wildcard t/unit/test_module_*.c)
 MODULE_UNIT_BINS = $(patsubst t/unit/%.c,$(BUILD)/unit/%,$(MODULE_UNIT_SRCS))

@@ -22,8 +22,10 @@
  *   _mcp_session.c  MCP sessions in a shared memory zone
  *   _identity.c   the Authorization header, the token's rule and scopes;
  *                 the POST_READ check
- *   _ops.c        THE OP TABLE: one row per operation, its lookup, and
- *                 running a routed op: build, gate, run
+ *   _ops.c        THE OP TABLE: one row per operation, data only (the
+ *                 policy's action names and the OpenAPI check read it)
+ *   _op_route.c   a request's row, running a routed op: build, gate,
+ *                 run; the table's check at configuration
  *   _review.c     ops answered from Redis: approvals and audit APIs
  *   _profiles.c   GET /v1/profiles: the helper's profiles the policy
  *                 allows; a create's profile_unavailable; list_profiles
@@ -466,10 +468,23 @@ typedef struct {
     ngx_http_veto_sandbox_record_pt  record; /* helper ops: what is kept */
 } ngx_http_veto_sandbox_op_t;
 
+#ifndef NGX_HTTP_VSB_OPS_DATA_ONLY
+
 #define ngx_http_vsb_op(name, methods, path, scopes, approval, quota, body,   \
                         helper, build, run, reply, record)                    \
     { ngx_string(name), methods, path, scopes, approval, quota, body,         \
       helper, build, run, reply, record }
+
+#else
+
+/* the unit tests and fuzz targets: the rows' data (names, paths, kinds)
+ * without the code they name, which those builds do not link */
+#define ngx_http_vsb_op(name, methods, path, scopes, approval, quota, body,   \
+                        helper, build, run, reply, record)                    \
+    { ngx_string(name), methods, path, scopes, approval, quota, body,         \
+      helper, NULL, NULL, NULL, NULL }
+
+#endif
 
 typedef struct ngx_http_veto_sandbox_stream_s  ngx_http_veto_sandbox_stream_t;
 
@@ -713,8 +728,10 @@ char *ngx_http_veto_sandbox_policy(ngx_conf_t *cf, ngx_command_t *cmd,
 char *ngx_http_veto_sandbox_scope(ngx_conf_t *cf, ngx_command_t *cmd,
     void *conf);
 
-/* _ops.c */
+/* _ops.c: the rows, ended by one whose name is empty */
 extern ngx_http_veto_sandbox_op_t  ngx_http_veto_sandbox_ops[];
+
+/* _op_route.c */
 
 /* the op of r's method and URI; NULL with *allow the methods its URI
  * takes (empty: no such resource); ids set the {id}, {approval} found */

@@ -9,38 +9,80 @@
 #include "ngx_http_veto_sandbox_module.h"
 
 
-static const struct {
-    const char  *name;
-    ngx_uint_t   bit;
-} ngx_http_veto_sandbox_actions[] = {
-    { "sandbox.create",      NGX_HTTP_VSB_ACT_CREATE },
-    { "sandbox.exec",        NGX_HTTP_VSB_ACT_EXEC },
-    { "sandbox.files.write", NGX_HTTP_VSB_ACT_WRITE },
-    { "sandbox.files.read",  NGX_HTTP_VSB_ACT_READ },
-    /* an archive is files written or read: the same kinds */
-    { "sandbox.archive.write", NGX_HTTP_VSB_ACT_WRITE },
-    { "sandbox.archive.read",  NGX_HTTP_VSB_ACT_READ },
-    { "sandbox.delete",      NGX_HTTP_VSB_ACT_DELETE },
-    { "sandbox.update",      NGX_HTTP_VSB_ACT_UPDATE },
-    { NULL, 0 }
-};
-
-
+/*
+ * The actions a policy can name are the op table's rows with an approval
+ * kind (_ops.c): the row's name is the action, its kind the bit.  Rows
+ * sharing a kind (an archive is files written or read) are named apart
+ * and mean the same.
+ */
 ngx_uint_t
 ngx_http_veto_sandbox_policy_action(ngx_str_t *name)
 {
-    ngx_uint_t  k;
+    ngx_http_veto_sandbox_op_t  *op;
 
-    for (k = 0; ngx_http_veto_sandbox_actions[k].name; k++) {
-        if (ngx_strlen(ngx_http_veto_sandbox_actions[k].name) == name->len
-            && ngx_strncmp(ngx_http_veto_sandbox_actions[k].name, name->data,
-                           name->len) == 0)
+    for (op = ngx_http_veto_sandbox_ops; op->name.len; op++) {
+        if (op->approval
+            && op->name.len == name->len
+            && ngx_strncmp(op->name.data, name->data, name->len) == 0)
         {
-            return ngx_http_veto_sandbox_actions[k].bit;
+            return op->approval;
         }
     }
 
     return 0;
+}
+
+
+/* "sandbox.create, sandbox.update, ...": the names policy_action() knows,
+ * each once, for the error that names an unknown one */
+static u_char *
+ngx_http_veto_sandbox_policy_known(ngx_conf_t *cf)
+{
+    size_t                       len;
+    u_char                      *known, *p;
+    ngx_http_veto_sandbox_op_t  *op, *o;
+
+    len = 1;
+
+    for (op = ngx_http_veto_sandbox_ops; op->name.len; op++) {
+        len += op->name.len + sizeof(", ") - 1;
+    }
+
+    known = ngx_pnalloc(cf->pool, len);
+    if (known == NULL) {
+        return (u_char *) "";
+    }
+
+    p = known;
+
+    for (op = ngx_http_veto_sandbox_ops; op->name.len; op++) {
+        if (op->approval == 0) {
+            continue;
+        }
+
+        for (o = ngx_http_veto_sandbox_ops; o < op; o++) {
+            if (o->approval && o->name.len == op->name.len
+                && ngx_strncmp(o->name.data, op->name.data, op->name.len)
+                   == 0)
+            {
+                break;
+            }
+        }
+
+        if (o < op) {
+            continue;
+        }
+
+        if (p != known) {
+            p = ngx_cpymem(p, ", ", 2);
+        }
+
+        p = ngx_cpymem(p, op->name.data, op->name.len);
+    }
+
+    *p = '\0';
+
+    return known;
 }
 
 
@@ -51,37 +93,36 @@ ngx_http_veto_sandbox_policy_action(ngx_str_t *name)
  */
 static ngx_int_t
 ngx_http_veto_sandbox_policy_actions(ngx_conf_t *cf, ngx_str_t *file,
-    const char *where, const char *field, const char *known, json_t *v,
-    ngx_uint_t *mask)
+    const char *where, const char *field, json_t *v, ngx_uint_t *mask)
 {
     json_t      *e;
     size_t       i;
-    ngx_uint_t   k;
+    ngx_str_t    name;
+    ngx_uint_t   bit;
 
     if (!json_is_array(v)) {
         return NGX_DECLINED;
     }
 
     json_array_foreach(v, i, e) {
-        for (k = 0; ngx_http_veto_sandbox_actions[k].name; k++) {
-            if (json_is_string(e)
-                && ngx_strcmp(json_string_value(e),
-                              ngx_http_veto_sandbox_actions[k].name)
-                   == 0)
-            {
-                break;
-            }
+        bit = 0;
+
+        if (json_is_string(e)) {
+            name.data = (u_char *) json_string_value(e);
+            name.len = json_string_length(e);
+            bit = ngx_http_veto_sandbox_policy_action(&name);
         }
 
-        if (ngx_http_veto_sandbox_actions[k].name == NULL) {
+        if (bit == 0) {
             ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
                                "\"veto_sandbox_policy\": \"%V\": %s: "
                                "approvals.%s: unknown action (known: %s)",
-                               file, where, field, known);
+                               file, where, field,
+                               ngx_http_veto_sandbox_policy_known(cf));
             return NGX_ERROR;
         }
 
-        *mask |= ngx_http_veto_sandbox_actions[k].bit;
+        *mask |= bit;
     }
 
     return NGX_OK;
@@ -103,9 +144,6 @@ ngx_http_veto_sandbox_policy_approvals(ngx_conf_t *cf, ngx_str_t *file,
 
         if (ngx_strcmp(key, "always") == 0) {
             rc = ngx_http_veto_sandbox_policy_actions(cf, file, where, key,
-                               "sandbox.create, sandbox.exec, "
-                               "sandbox.files.write, sandbox.files.read, "
-                               "sandbox.delete, sandbox.update",
                                v, &apr->always);
             if (rc == NGX_DECLINED) {
                 goto bad;
@@ -143,9 +181,6 @@ ngx_http_veto_sandbox_policy_approvals(ngx_conf_t *cf, ngx_str_t *file,
 
         } else if (ngx_strcmp(key, "irreversible_actions") == 0) {
             rc = ngx_http_veto_sandbox_policy_actions(cf, file, where, key,
-                               "sandbox.create, sandbox.exec, "
-                               "sandbox.files.write, sandbox.files.read, "
-                               "sandbox.delete",
                                v, &apr->irreversible);
             if (rc == NGX_DECLINED) {
                 goto bad;

@@ -166,6 +166,12 @@ main(int argc, char **argv)
 
     umask(077);
 
+    /* a build whose op table does not hold together serves nothing */
+    if (vsb_ops_check(err, sizeof(err)) != 0) {
+        fprintf(stderr, "sandbox-helper: %s\n", err);
+        return 1;
+    }
+
     if (vsb_config_load(conf, &vsb_cf, err, sizeof(err)) != 0) {
         fprintf(stderr, "sandbox-helper: %s\n", err);
         if (test) {

@@ -1,7 +1,8 @@
 /*
- * The helper's op table and its dispatch.  A request's "op" picks a row;
- * the row's schema validates the whole request (request.c has the
- * building blocks) and its handler acts and replies, now or later.
+ * The helper's op table and its dispatch.  A request's "op" picks a row
+ * (the rows: VSB_OPS in vsb_protocol.h); the row's schema validates the
+ * whole request (request.c has the building blocks) and its handler acts
+ * and replies, now or later.
  * Adding an op: docs/adding-a-helper-op.md.
  */
 #include <stdio.h>
@@ -14,27 +15,34 @@
 #include "vsb_op.h"
 #include "vsb_ops.h"
 
-/* every op the helper serves; each row lives next to its handler */
-static const vsb_op_t *const  vsb_ops[] = {
-    &vsb_ping_op,
-    &vsb_create_op,
-    &vsb_status_op,
-    &vsb_list_op,
-    &vsb_exec_op,
-    &vsb_write_file_op,
-    &vsb_read_file_op,
-    &vsb_destroy_op,
-    &vsb_update_network_op,
-    &vsb_profiles_op,
-    &vsb_exec_status_op,
-    &vsb_exec_output_op,
-    &vsb_exec_kill_op,
-    &vsb_extract_archive_op,
-    &vsb_export_archive_op,
-    &vsb_stats_op,
-    &vsb_update_lifetime_op,
-    &vsb_ended_op,
-};
+/* every op the helper serves, as vsb_protocol.h lists them; each row
+ * lives next to its handler */
+#define VSB_OP_ROW(op)   &vsb_##op##_op,
+#define VSB_OP_NAME(op)  #op,
+
+static const vsb_op_t *const  vsb_ops[] = { VSB_OPS(VSB_OP_ROW) };
+static const char *const      vsb_op_names[] = { VSB_OPS(VSB_OP_NAME) };
+
+
+int
+vsb_ops_check(char *err, size_t errlen)
+{
+    size_t  i;
+
+    for (i = 0; i < sizeof(vsb_ops) / sizeof(vsb_ops[0]); i++) {
+        if (vsb_ops[i]->name == NULL
+            || strcmp(vsb_ops[i]->name, vsb_op_names[i]) != 0
+            || vsb_ops[i]->parse == NULL || vsb_ops[i]->handler == NULL)
+        {
+            snprintf(err, errlen, "op table: row vsb_%s_op needs the name "
+                     "\"%s\" (VSB_OP_*), a schema and a handler",
+                     vsb_op_names[i], vsb_op_names[i]);
+            return -1;
+        }
+    }
+
+    return 0;
+}
 
 
 static const vsb_op_t *

@@ -1,7 +1,7 @@
 /*
  * The op table: one row per protocol op, each row defined next to its
- * schema and handler (op_*.c, destroy.c) and listed in ops.c.  Adding an
- * op: docs/adding-a-helper-op.md.
+ * schema and handler (op_*.c, destroy.c); the table is VSB_OPS
+ * (vsb_protocol.h).  Adding an op: docs/adding-a-helper-op.md.
  */
 #ifndef VSB_OPS_H
 #define VSB_OPS_H
@@ -36,13 +36,13 @@ struct vsb_op_s {
     vsb_op_handler_pt   handler;
 };
 
-/* The rows. */
-extern const vsb_op_t  vsb_ping_op, vsb_create_op, vsb_status_op,
-    vsb_list_op, vsb_exec_op, vsb_write_file_op, vsb_read_file_op,
-    vsb_destroy_op, vsb_update_network_op, vsb_profiles_op,
-    vsb_exec_status_op, vsb_exec_output_op, vsb_exec_kill_op,
-    vsb_extract_archive_op, vsb_export_archive_op, vsb_stats_op,
-    vsb_update_lifetime_op, vsb_ended_op;
+/* The rows: vsb_<op>_op for each op of VSB_OPS (vsb_protocol.h). */
+#define VSB_OP_ROW_DECLARE(op)  extern const vsb_op_t  vsb_##op##_op;
+VSB_OPS(VSB_OP_ROW_DECLARE)
+
+/* At start: every row is named as VSB_OPS lists it and has a schema and
+ * a handler; -1 with err naming the row otherwise. */
+int vsb_ops_check(char *err, size_t errlen);
 
 /* Parses one request header: finds the op's row, checks the payload is
  * allowed, applies the row's schema; payload_len is the frame's payload

@@ -406,7 +406,20 @@
 #define VSB_ENDED_PAGE            16          /* ended: records by default */
 #define VSB_ENDED_PAGE_MAX        64
 
-/* Ops. */
+/*
+ * Ops: the name a request's "op" holds, and VSB_OPS, every op once.  The
+ * helper's op table is made of VSB_OPS (ops.c): an op listed here whose
+ * row, vsb_<op>_op next to its handler, is not defined fails to link,
+ * and a row whose name is not VSB_OP_<OP> stops the helper at start.
+ * The gateway checks at configuration that every helper op its op table
+ * names is listed here.
+ */
+#define VSB_OPS(X)                                                          \
+    X(ping) X(create) X(status) X(list) X(exec) X(write_file)               \
+    X(read_file) X(destroy) X(update_network) X(profiles) X(exec_status)    \
+    X(exec_output) X(exec_kill) X(extract_archive) X(export_archive)        \
+    X(stats) X(update_lifetime) X(ended)
+
 #define VSB_OP_PING               "ping"
 #define VSB_OP_CREATE             "create"
 #define VSB_OP_STATUS             "status"

@@ -225,6 +225,12 @@ test_load_refusals(void **state)
     free(big);
     refused("{\"tenants\": {\"a\": {\"approvals\": {\"always\":"
             " [\"sandbox.explode\"]}}}}", "approvals.always: unknown action");
+    /* the known ones are the op table's rows with an approval kind */
+    refused("{\"tenants\": {\"a\": {\"approvals\": {\"always\":"
+            " [\"sandbox.get\"]}}}}",
+            "unknown action (known: sandbox.create, sandbox.update, "
+            "sandbox.delete, sandbox.files.read, sandbox.files.write, "
+            "sandbox.archive.write, sandbox.archive.read, sandbox.exec)");
     refused("{\"tenants\": {\"a\": {\"approvals\": {\"threshold\": 0}}}}",
             "approvals.threshold has the wrong type or value");
     refused("{\"tenants\": {\"a\": {\"approvals\": {\"exec_argv\": [\"\"]}}}}",
@@ -513,7 +519,13 @@ test_actions(void **state)
         { "sandbox.files.write", NGX_HTTP_VSB_ACT_WRITE },
         { "sandbox.files.read", NGX_HTTP_VSB_ACT_READ },
         { "sandbox.delete", NGX_HTTP_VSB_ACT_DELETE },
+        /* the op table's rows: an archive is files written or read */
+        { "sandbox.update", NGX_HTTP_VSB_ACT_UPDATE },
+        { "sandbox.archive.write", NGX_HTTP_VSB_ACT_WRITE },
+        { "sandbox.archive.read", NGX_HTTP_VSB_ACT_READ },
         { "sandbox.list", 0 },
+        { "sandbox.get", 0 },
+        { "approval.approve", 0 },
         { "sandbox.exe", 0 },
         { "sandbox.execs", 0 },
         { "", 0 },

@@ -139,7 +139,9 @@
 /* an op no token is asked for (the liveness probe) */
 #define NGX_HTTP_VSB_PUBLIC         0x8000
 
-/* Actions an approval rule can name ("always"); bits of apr.always. */
+/* Approval kinds: an op table row's (its name is the action a policy's
+ * "always" names); bits of apr.always.  What a kind means beyond
+ * "always" (argv, profiles, export) is _policy_match.c's. */
 #define NGX_HTTP_VSB_ACT_CREATE     0x01
 #define NGX_HTTP_VSB_ACT_EXEC       0x02
 #define NGX_HTTP_VSB_ACT_WRITE      0x04
@@ -668,7 +670,8 @@ ngx_array_t *ngx_http_veto_sandbox_policy_strings(ngx_conf_t *cf,
     json_t *v);
 
 /* _policy_approvals.c: a rule's "approvals" and "quotas" */
-/* the NGX_HTTP_VSB_ACT_* bit of an action approvals.always can name */
+/* the NGX_HTTP_VSB_ACT_* kind of an action approvals.always can name:
+ * the op table row of that name's, 0 for a row without one */
 ngx_uint_t ngx_http_veto_sandbox_policy_action(ngx_str_t *name);
 ngx_int_t ngx_http_veto_sandbox_policy_approvals(ngx_conf_t *cf,
     ngx_str_t *file, const char *where, json_t *obj,

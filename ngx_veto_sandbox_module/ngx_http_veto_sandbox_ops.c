@@ -100,6 +100,16 @@ ngx_http_veto_sandbox_op_t  ngx_http_veto_sandbox_ops[] = {
                     ngx_http_veto_sandbox_reply_sandbox,
                     ngx_http_veto_sandbox_record_nothing),
 
+    /* what a live sandbox uses now against its limits (cgroup, tmpfs) */
+    ngx_http_vsb_op("sandbox.usage", NGX_HTTP_VSB_READ,
+                    "/v1/sandboxes/{id}/usage",
+                    NGX_HTTP_VSB_SANDBOXES, 0, NGX_HTTP_VSB_QUOTA_NONE,
+                    NGX_HTTP_VSB_BODY_NONE, VSB_OP_USAGE,
+                    ngx_http_veto_sandbox_build_simple,
+                    ngx_http_veto_sandbox_forward,
+                    ngx_http_veto_sandbox_reply_json,
+                    ngx_http_veto_sandbox_record_nothing),
+
     /* changes to a live sandbox: hosts added to its allowlist (helper
      * update_network, scope sandbox:network), or its lifetime (the
      * builder asks update_lifetime instead, scope sandbox:create) */

@@ -224,6 +224,20 @@
  *                                        egress: EGRESS}
  *             counted when asked, for the gateway's metrics; names no
  *             tenant, agent or sandbox.
+ *   usage     {tenant, agent, id}   -> {id, measured_at (unix seconds),
+ *                                        memory_bytes, memory_peak_bytes,
+ *                                        memory_limit_bytes, oom_kills,
+ *                                        pids, pids_peak, pids_limit,
+ *                                        cpu_ms, disk_used_bytes,
+ *                                        disk_limit_bytes, execs_running,
+ *                                        background_execs_running}
+ *             a live sandbox's use now, read from its cgroup and its
+ *             tmpfs when asked (a peak is since creation; where the
+ *             kernel keeps none, cgroup v2 before memory.peak or
+ *             pids.peak, it is the current figure).  Like status it
+ *             counts as naming the sandbox (idle_s starts again).
+ *             Errors: not_found, ended (with end_reason), busy (being
+ *             destroyed), internal (a figure that cannot be read).
  *
  * Any request may carry "request_id" (string, at most VSB_MAX_ID_LEN
  * bytes); the reply echoes it.
@@ -418,7 +432,7 @@
     X(ping) X(create) X(status) X(list) X(exec) X(write_file)               \
     X(read_file) X(destroy) X(update_network) X(profiles) X(exec_status)    \
     X(exec_output) X(exec_kill) X(extract_archive) X(export_archive)        \
-    X(stats) X(update_lifetime) X(ended)
+    X(stats) X(update_lifetime) X(ended) X(usage)
 
 #define VSB_OP_PING               "ping"
 #define VSB_OP_CREATE             "create"
@@ -438,6 +452,7 @@
 #define VSB_OP_STATS              "stats"
 #define VSB_OP_UPDATE_LIFETIME    "update_lifetime"
 #define VSB_OP_ENDED              "ended"
+#define VSB_OP_USAGE              "usage"
 
 /* Event frames (no "ok"): "event" is one of these. */
 #define VSB_EVENT_OUTPUT          "output"

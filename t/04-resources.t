@@ -5,6 +5,7 @@ use strict;
 use warnings;
 use Test::More;
 use Time::HiRes qw(time sleep);
+use JSON::PP ();
 use lib 't/lib';
 use VetoTest;
 
@@ -143,6 +144,73 @@ is($e->{limit}, 'output_bytes', '... naming the limit');
     ok($cpu > 0.05 * $wall && $cpu < 0.75 * $wall,
        "cpu_percent 50 holds it near half a core (cpu $cpu ms of wall $wall ms)");
     is($h->destroy($idc)->{state}, 'terminated', 'destroy');
+}
+
+# --- usage: what a sandbox uses now, against its limits ------------------
+{
+    my $mib = 1024 * 1024;
+    my $idu = $h->create_ok(limits => { memory_mb => 128, pids => 64,
+                                        disk_mb => 32 });
+    my $usage = sub {
+        my ($r) = $h->call({ op => 'usage', tenant => 't1', agent => 'a1',
+                             id => $idu });
+        ok($r->{ok}, 'usage answers') or diag explain $r;
+        return $r;
+    };
+
+    my $u0 = $usage->();
+    is($u0->{id}, $idu, 'usage: its id');
+    is($u0->{memory_limit_bytes}, 128 * $mib, 'usage: the memory limit');
+    is($u0->{pids_limit}, 64, 'usage: the pids limit');
+    is($u0->{disk_limit_bytes}, 32 * $mib, 'usage: the disk limit (tmpfs)');
+    is($u0->{execs_running}, 0, 'usage: no exec runs');
+    ok(abs($u0->{measured_at} - time) < 30, 'usage: measured now');
+
+    # 5 MiB written by the workload: on its tmpfs, charged to its cgroup
+    my ($e) = $h->sh($idu, 'head -c 5242880 /dev/zero > /workspace/five '
+                         . '&& i=0; while [ $i -lt 20000 ]; do '
+                         . 'i=$((i+1)); done');
+    is($e->{exit_code}, 0, 'usage: 5 MiB written by the workload');
+    my $u1 = $usage->();
+    ok($u1->{disk_used_bytes} >= $u0->{disk_used_bytes} + 5 * $mib,
+       "usage: the tmpfs holds the 5 MiB ($u0->{disk_used_bytes} -> "
+       . "$u1->{disk_used_bytes})");
+    ok($u1->{memory_bytes} >= 5 * $mib,
+       "usage: the tmpfs file is charged to its memory "
+       . "($u1->{memory_bytes})");
+    ok($u1->{memory_peak_bytes} >= $u1->{memory_bytes},
+       'usage: the peak is at least the current memory');
+    ok($u1->{cpu_ms} > $u0->{cpu_ms},
+       "usage: the busy loop's cpu time counts ($u0->{cpu_ms} -> "
+       . "$u1->{cpu_ms} ms)");
+
+    # a background exec: running, with its processes
+    my ($bg) = $h->call({ op => 'exec', tenant => 't1', agent => 'a1',
+                          id => $idu, argv => ['sleep', '60'],
+                          background => JSON::PP::true() });
+    ok($bg->{ok}, 'usage: a background sleep') or diag explain $bg;
+    # its reply comes at once, maybe before its process joined the cgroup
+    my $u2;
+    for (1 .. 100) {
+        $u2 = $usage->();
+        last if $u2->{pids} >= 1;
+        sleep 0.1;
+    }
+    ok($u2->{pids} >= 1, "usage: its processes count ($u2->{pids})");
+    ok($u2->{pids_peak} >= $u2->{pids}, 'usage: the pids peak');
+    is($u2->{execs_running}, 1, 'usage: one exec runs');
+    is($u2->{background_execs_running}, 1, 'usage: in the background');
+
+    # another owner's sandbox is no sandbox
+    my ($r) = $h->call({ op => 'usage', tenant => 't1', agent => 'a2',
+                         id => $idu });
+    is($r->{error}, 'not_found', 'usage: another agent\'s is not found');
+
+    is($h->destroy($idu)->{state}, 'terminated', 'usage: destroy');
+    ($r) = $h->call({ op => 'usage', tenant => 't1', agent => 'a1',
+                     id => $idu });
+    is($r->{error}, 'ended', 'usage: an ended sandbox says ended');
+    is($r->{end_reason}, 'deleted', 'usage: and why');
 }
 
 for ($idm, $idp, $idd, $ido, $ido2) {

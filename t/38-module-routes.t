@@ -42,6 +42,7 @@ my @allow = (
     [PUT    => '/v1/sandboxes',              'GET, HEAD, POST'],
     [POST   => "/v1/sandboxes/$sb",          'GET, HEAD, PATCH, DELETE'],
     [DELETE => "/v1/sandboxes/$sb/files",    'GET, HEAD, PUT'],
+    [PUT    => "/v1/sandboxes/$sb/usage",    'GET, HEAD'],
     [GET    => "/v1/sandboxes/$sb/exec",     'POST'],
     [POST   => "/v1/sandboxes/$sb/archive",  'GET, PUT'],
     [POST   => "/v1/sandboxes/$sb/execs/$ex", 'GET, HEAD, DELETE'],

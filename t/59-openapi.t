@@ -149,6 +149,13 @@ call('/v1/sandboxes', GET => '/v1/sandboxes', $tok{none});
 call('/v1/sandboxes', GET => '/v1/sandboxes?include=ended', $tok{agent});
 call($sb_tpl, GET => $sb, $tok{agent});
 call($sb_tpl, GET => "/v1/sandboxes/$unknown_sb", $tok{agent});
+($st, undef, undef, $j) = call("$sb_tpl/usage", GET => "$sb/usage",
+                               $tok{agent});
+is($st, 200, 'GET .../usage: 200') or diag explain $j;
+call("$sb_tpl/usage", GET => "/v1/sandboxes/$unknown_sb/usage", $tok{agent});
+call("$sb_tpl/usage", GET => "$sb/usage", $tok{rev});
+call("$sb_tpl/usage", GET => "$sb/usage");
+call("$sb_tpl/usage", POST => "$sb/usage", $tok{agent}, {});
 call($sb_tpl, PATCH => $sb, $tok{agent}, { network => { add => 'x' } });
 call($sb_tpl, PATCH => $sb, $tok{agent}, { bogus => 1 });
 call($sb_tpl, PATCH => "/v1/sandboxes/$unknown_sb", $tok{agent},
@@ -328,6 +335,7 @@ call('/v1/admin/sandboxes/{id}', DELETE => "/v1/admin/sandboxes/$unknown_sb",
 call($sb_tpl, DELETE => $sb, $tok{agent});
 call($sb_tpl, DELETE => $sb, $tok{agent});
 call($sb_tpl, GET => $sb, $tok{agent});
+call("$sb_tpl/usage", GET => "$sb/usage", $tok{agent});
 call("$sb_tpl/files", GET => "$sb/files?path=hello.txt", $tok{agent});
 
 # ---- what every route can answer before its row runs

@@ -21,6 +21,7 @@
  * FUZZ-COVERS: sandbox-helper/destroy.c:vsb_req_.*
  * FUZZ-COVERS: sandbox-helper/op_network.c:vsb_req_.*
  * FUZZ-COVERS: sandbox-helper/op_lifetime.c:vsb_req_.*
+ * FUZZ-COVERS: sandbox-helper/op_usage.c:vsb_req_.*
  * FUZZ-COVERS: sandbox-helper/egress.c:vsb_egress_req_.*
  */
 #include <jansson.h>
@@ -304,6 +305,15 @@ check_accepted(const vsb_request_t *r, size_t plen)
 
     } else if (r->op == &vsb_status_op || r->op == &vsb_destroy_op) {
         if (!owner_ok(r->agent) || !vsb_req_id_ok(r->id)) {
+            abort();
+        }
+
+    } else if (r->op == &vsb_usage_op) {
+        /* one owned sandbox and nothing else */
+        if (!owner_ok(r->agent) || !vsb_req_id_ok(r->id)
+            || r->path != NULL || r->exec_id != NULL || r->argv != NULL
+            || r->env != NULL || r->network != NULL || r->admin)
+        {
             abort();
         }
 

@@ -305,8 +305,8 @@ def request_seeds():
                           ('null', None), ('punct', '!~')):
             req('%s-%s' % (who, desc), owned('status', **{who: val}))
 
-    # -- status and destroy
-    for op in ('status', 'destroy'):
+    # -- status, destroy and usage: one owned sandbox
+    for op in ('status', 'destroy', 'usage'):
         req(op, owned(op))
         req(op + '-request_id', owned(op, request_id='r2'))
         req(op + '-payload', owned(op), payload=True)

@@ -792,6 +792,8 @@ void ngx_http_veto_sandbox_op_exec(ngx_http_request_t *r,
 /* _request.c: builders (ngx_http_veto_sandbox_build_pt) */
 ngx_int_t ngx_http_veto_sandbox_build_simple(ngx_http_request_t *r,
     ngx_http_veto_sandbox_ctx_t *ctx);
+ngx_int_t ngx_http_veto_sandbox_build_health(ngx_http_request_t *r,
+    ngx_http_veto_sandbox_ctx_t *ctx);
 ngx_int_t ngx_http_veto_sandbox_build_read(ngx_http_request_t *r,
     ngx_http_veto_sandbox_ctx_t *ctx);
 ngx_int_t ngx_http_veto_sandbox_build_write(ngx_http_request_t *r,

@@ -254,13 +254,30 @@ ngx_http_veto_sandbox_req_path(ngx_http_request_t *r,
 }
 
 
-/* health, list, get, delete: the route says it all */
+/* list, get, delete: the route says it all */
 ngx_int_t
 ngx_http_veto_sandbox_build_simple(ngx_http_request_t *r,
     ngx_http_veto_sandbox_ctx_t *ctx)
 {
     ctx->req = ngx_http_veto_sandbox_req(r, ctx);
     if (ctx->req == NULL) {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+
+    return NGX_DECLINED;
+}
+
+
+/* health: the liveness probe's "brief" ping, without what the probe
+ * never shows (the host's profiles and ceilings: most of the reply) */
+ngx_int_t
+ngx_http_veto_sandbox_build_health(ngx_http_request_t *r,
+    ngx_http_veto_sandbox_ctx_t *ctx)
+{
+    ctx->req = ngx_http_veto_sandbox_req(r, ctx);
+    if (ctx->req == NULL
+        || json_object_set_new(ctx->req, "brief", json_true()) != 0)
+    {
         return NGX_HTTP_INTERNAL_SERVER_ERROR;
     }
 

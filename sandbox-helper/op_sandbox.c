@@ -139,9 +139,18 @@ static int
 vsb_req_ping(json_t *root, const vsb_config_t *cf, vsb_request_t *r,
     vsb_error_t *e)
 {
-    static const char *const  allowed_ping[] = { "op", "request_id", NULL };
+    static const char *const  allowed_ping[] = { "op", "request_id", "brief",
+                                                 NULL };
+    unsigned                  brief;
 
-    return vsb_req_fields(root, allowed_ping, "ping", e);
+    if (vsb_req_fields(root, allowed_ping, "ping", e) != 0
+        || vsb_req_bool(root, "brief", &brief, e) != 0)
+    {
+        return -1;
+    }
+
+    r->brief = brief;
+    return 0;
 }
 
 
@@ -149,7 +158,13 @@ static void
 vsb_op_ping(vsb_conn_t *c, json_t *root, const vsb_request_t *r,
     const unsigned char *payload, size_t payload_len, vsb_error_t *e)
 {
-    json_t  *reply;
+    json_t    *reply;
+    unsigned   full;
+
+    /* "brief" (a liveness probe's, the gateway's /v1/health): without
+     * the count, the profiles and the ceilings, which are most of the
+     * reply's bytes and of both sides' JSON work */
+    full = !r->brief;
 
     reply = vsb_ok(r->request_id);
     if (reply != NULL) {
@@ -158,8 +173,10 @@ vsb_op_ping(vsb_conn_t *c, json_t *root, const vsb_request_t *r,
         json_object_set_new(reply, "cgroup",
                             json_string(vsb_cgroup_mode() == VSB_CGROUP_V1
                                         ? "v1" : "v2"));
-        json_object_set_new(reply, "sandboxes",
-                            json_integer(vsb_registry_count()));
+        if (full) {
+            json_object_set_new(reply, "sandboxes",
+                                json_integer(vsb_registry_count()));
+        }
         json_object_set_new(reply, "epoch",
                             json_string(vsb_registry_epoch()));
         /* the workload's boundary */
@@ -167,12 +184,17 @@ vsb_op_ping(vsb_conn_t *c, json_t *root, const vsb_request_t *r,
         json_object_set_new(reply, "landlock_abi",
                             json_integer(vsb_landlock_abi()));
         json_object_set_new(reply, "namespaces", vsb_ping_namespaces());
-        json_object_set_new(reply, "profiles", vsb_profiles_summary());
+        if (full) {
+            json_object_set_new(reply, "profiles", vsb_profiles_summary());
+        }
         json_object_set_new(reply, "started_at",
                             json_integer((json_int_t)
                                          vsb_registry_started_at()));
         json_object_set_new(reply, "egress", vsb_egress_health());
-        /* a client waits for an exec as long as these let it run */
+    }
+
+    /* a client waits for an exec as long as these let it run */
+    if (reply != NULL && full) {
         json_object_set_new(reply, "limits_max", vsb_limits_json(&vsb_cf.max));
         json_object_set_new(reply, "limits_default",
                             vsb_limits_json(&vsb_cf.def));

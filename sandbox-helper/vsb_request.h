@@ -43,6 +43,7 @@ typedef struct {
     unsigned              idle_set:1;
     unsigned              admin:1;        /* destroy: reason "admin" */
     unsigned              with_ended:1;   /* list: "ended": true */
+    unsigned              brief:1;        /* ping: "brief": true */
     uint64_t              after;          /* ended: the cursor */
     uint64_t              max_records;    /* ended: at most */
     json_t               *env;            /* create, exec; may be NULL */

@@ -188,6 +188,10 @@ check_accepted(const vsb_request_t *r, size_t plen)
         {
             abort();
         }
+        /* "brief" is the ping's alone */
+        if (r->brief && r->op != &vsb_ping_op) {
+            abort();
+        }
 
     } else if (r->op == &vsb_list_op) {
         if (r->agent != NULL && !owner_ok(r->agent)) {

@@ -279,6 +279,9 @@ def request_seeds():
     req('ping-request_id', {'op': 'ping', 'request_id': 'req-1'})
     req('ping-unknown-field', {'op': 'ping', 'tenant': 't1'})
     req('ping-payload', {'op': 'ping'}, payload=True)
+    req('ping-brief', {'op': 'ping', 'brief': True})
+    req('ping-brief-false', {'op': 'ping', 'brief': False})
+    req('ping-brief-not-bool', {'op': 'ping', 'brief': 1})
 
     # -- profiles (no owner: the gateway's policy decides which a caller may use)
     req('profiles', {'op': 'profiles'})

@@ -24,6 +24,23 @@ is($p->{limits_default}{output_bytes}, $h->cf('default_output_bytes'),
 my ($r) = $h->call({ op => 'ping', request_id => 'req-42' });
 is($r->{request_id}, 'req-42', 'request_id echoed');
 
+# "brief": a liveness probe's ping, the same answers without the host's
+# count, profiles and ceilings
+($r) = $h->call({ op => 'ping', brief => JSON::PP::true });
+ok($r->{ok}, 'brief ping ok') or diag explain $r;
+is_deeply([ sort keys %$r ],
+          [ sort qw(ok version cgroup epoch seccomp landlock_abi namespaces
+                    started_at egress) ],
+          'brief ping: no sandboxes, profiles, limits_max, limits_default');
+is($r->{epoch}, $p->{epoch}, 'brief ping: the same epoch');
+is_deeply($r->{namespaces}, $p->{namespaces}, 'brief ping: the same namespaces');
+($r) = $h->call({ op => 'ping', brief => JSON::PP::false });
+ok(exists $r->{profiles} && exists $r->{limits_max} && exists $r->{sandboxes},
+   'ping with brief false: the full reply');
+($r) = $h->call({ op => 'ping', brief => 1 });
+is($r->{error}, 'bad_type', 'ping: brief must be true or false');
+is($r->{field}, 'brief', 'ping: the error names brief');
+
 $r = $h->create(limits => { memory_mb => 128, pids => 64 }, ttl_s => 300,
                 metadata => { purpose => 'test' });
 ok($r->{ok}, 'create ok') or diag explain $r;

@@ -24,6 +24,12 @@ my ($st, $h, $b, $j);
 ($st, $h, $b, $j) = $n->request(GET => '/v1/health');
 is($st, 200, 'health: helper up');
 is($j->{status}, 'ok', 'health says ok');
+is_deeply([ sort keys %{ $j->{helper} // {} } ],
+          [ sort qw(version cgroup epoch seccomp landlock_abi namespaces
+                    started_at egress) ],
+          "health: the helper's liveness and boundary, not its profiles, "
+          . 'ceilings or count');
+like($j->{helper}{epoch} // '', qr/^[0-9a-f]{32}\z/, "health: the helper's epoch");
 
 # ---- life cycle per algorithm
 for my $alg (qw(RS256 ES256 HS256)) {

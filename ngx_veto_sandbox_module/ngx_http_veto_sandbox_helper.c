@@ -39,6 +39,10 @@
 #define NGX_HTTP_VSB_HELPER_KEEPALIVE  32
 #define NGX_HTTP_VSB_HELPER_IDLE_MS    30000
 
+/* read with a frame's header: most replies (a list, a health ping, an
+ * exec's) are smaller, and arrive whole in one recv() */
+#define NGX_HTTP_VSB_HELPER_AHEAD      2048
+
 
 /* The worker's idle connections to helpers, by socket address. */
 typedef struct {
@@ -56,7 +60,7 @@ static ngx_int_t ngx_http_veto_sandbox_helper_connect(ngx_http_request_t *r,
     ngx_http_veto_sandbox_ctx_t *ctx);
 static ngx_connection_t *ngx_http_veto_sandbox_idle_get(ngx_addr_t *peer);
 static void ngx_http_veto_sandbox_idle_put(ngx_connection_t *c,
-    ngx_addr_t *peer);
+    ngx_addr_t *peer, ngx_uint_t drained);
 static void ngx_http_veto_sandbox_idle_handler(ngx_event_t *ev);
 static void ngx_http_veto_sandbox_helper_handler(ngx_event_t *ev);
 static void ngx_http_veto_sandbox_helper_write_handler(ngx_event_t *wev);
@@ -91,6 +95,9 @@ ngx_http_veto_sandbox_helper_send(ngx_http_request_t *r,
     h->send_failed = 0;
     h->paused = 0;
     h->sent = 0;
+    h->ahead_pos = 0;
+    h->ahead_len = 0;
+    h->drained = 0;
 
     ngx_http_veto_sandbox_metrics_helper_start(ctx, req);
 
@@ -428,7 +435,44 @@ ngx_http_veto_sandbox_helper_read_handler(ngx_event_t *rev)
             size = h->in_size - h->in_got;
         }
 
-        n = c->recv(c, buf, size);
+        if (h->ahead_pos < h->ahead_len) {
+            /* what was read with the header: the frame's, or the next
+             * frame's (a stream's events) */
+            n = ngx_min(size, h->ahead_len - h->ahead_pos);
+            ngx_memcpy(buf, h->ahead + h->ahead_pos, n);
+            h->ahead_pos += n;
+
+        } else if (h->head_got < VSB_FRAME_HEADER_LEN) {
+            /* a header with what follows it: a small reply in one recv()
+             * (and no FIONREAD: nginx asks when a read fills its buffer) */
+            if (h->ahead == NULL) {
+                h->ahead = ngx_pnalloc(r->pool, NGX_HTTP_VSB_HELPER_AHEAD);
+                if (h->ahead == NULL) {
+                    ngx_http_veto_sandbox_helper_done(r, ctx,
+                                              NGX_HTTP_INTERNAL_SERVER_ERROR,
+                                              "out of memory");
+                    return;
+                }
+            }
+
+            h->ahead_pos = 0;
+            h->ahead_len = 0;
+
+            n = c->recv(c, h->ahead, NGX_HTTP_VSB_HELPER_AHEAD);
+
+            if (n > 0) {
+                h->ahead_len = n;
+                h->drained = (n < NGX_HTTP_VSB_HELPER_AHEAD);
+                continue;
+            }
+
+        } else {
+            n = c->recv(c, buf, size);
+
+            if (n > 0) {
+                h->drained = ((size_t) n < size);
+            }
+        }
 
         if (n == NGX_AGAIN) {
             if (ngx_handle_read_event(rev, 0) != NGX_OK) {
@@ -579,11 +623,13 @@ reply:
 
     h->payload = h->in + jlen;
 
-    /* the exchange is complete and the stream in step: keep it */
-    if (!h->send_failed) {
+    /* the exchange is complete and the stream in step (nothing read
+     * past the reply): keep it */
+    if (!h->send_failed && h->ahead_pos == h->ahead_len) {
         vscf = ngx_http_get_module_srv_conf(r, ngx_http_veto_sandbox_module);
         h->peer.connection = NULL;
-        ngx_http_veto_sandbox_idle_put(c, vscf->helper);
+        ngx_http_veto_sandbox_idle_put(c, vscf->helper,
+                                       h->drained && !rev->pending_eof);
     }
 
     ngx_http_veto_sandbox_helper_done(r, ctx, NGX_OK, NULL);
@@ -762,9 +808,12 @@ ngx_http_veto_sandbox_idle_get(ngx_addr_t *peer)
 }
 
 
-/* Keeps c for the next request to peer, or closes it. */
+/* Keeps c for the next request to peer, or closes it.  drained: the
+ * reply's last recv() was short, so nothing followed it then (no need
+ * to ask again). */
 static void
-ngx_http_veto_sandbox_idle_put(ngx_connection_t *c, ngx_addr_t *peer)
+ngx_http_veto_sandbox_idle_put(ngx_connection_t *c, ngx_addr_t *peer,
+    ngx_uint_t drained)
 {
     u_char                         byte;
     ssize_t                        n;
@@ -777,11 +826,13 @@ ngx_http_veto_sandbox_idle_put(ngx_connection_t *c, ngx_addr_t *peer)
     }
 
     /* nothing may follow a reply: a byte or a hangup ends it here */
-    n = recv(c->fd, &byte, 1, MSG_PEEK);
-    err = ngx_socket_errno;
+    if (!drained) {
+        n = recv(c->fd, &byte, 1, MSG_PEEK);
+        err = ngx_socket_errno;
 
-    if (n != -1 || (err != NGX_EAGAIN && err != NGX_EINTR)) {
-        goto close;
+        if (n != -1 || (err != NGX_EAGAIN && err != NGX_EINTR)) {
+            goto close;
+        }
     }
 
     for (i = 0; i < NGX_HTTP_VSB_HELPER_KEEPALIVE; i++) {

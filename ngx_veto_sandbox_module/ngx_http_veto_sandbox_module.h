@@ -512,6 +512,10 @@ typedef struct {
     size_t                       in_size;
     size_t                       in_got;
     u_char                      *ev;        /* an event frame, reused */
+    u_char                      *ahead;     /* read with a frame's header */
+    size_t                       ahead_pos;
+    size_t                       ahead_len;
+    unsigned                     drained:1; /* the last recv() was short */
 
     /* the reply, once complete */
     json_t                      *json;      /* decref'd by a pool cleanup */

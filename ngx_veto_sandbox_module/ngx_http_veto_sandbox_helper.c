@@ -101,7 +101,11 @@ ngx_http_veto_sandbox_helper_send(ngx_http_request_t *r,
 
     ngx_http_veto_sandbox_metrics_helper_start(ctx, req);
 
-    len = json_dumpb(req, NULL, 0, JSON_COMPACT);
+    p = ngx_http_veto_sandbox_json_dump(r->pool, req, VSB_FRAME_HEADER_LEN,
+                                        0, &len);
+    if (p == NULL) {
+        return NGX_ERROR;
+    }
 
     if (len == 0 || len > VSB_MAX_JSON
         || payload_len > (h->stream_payload ? VSB_MAX_STREAM_PAYLOAD
@@ -113,15 +117,18 @@ ngx_http_veto_sandbox_helper_send(ngx_http_request_t *r,
         return NGX_ERROR;
     }
 
-    b = ngx_create_temp_buf(r->pool, VSB_FRAME_HEADER_LEN + len);
+    b = ngx_calloc_buf(r->pool);
     if (b == NULL) {
         return NGX_ERROR;
     }
 
-    p = b->last;
     vsb_frame_header_encode(p, (uint32_t) len, (uint32_t) payload_len);
-    b->last += VSB_FRAME_HEADER_LEN;
-    b->last += json_dumpb(req, (char *) b->last, len, JSON_COMPACT);
+
+    b->start = p;
+    b->pos = p;
+    b->last = p + VSB_FRAME_HEADER_LEN + len;
+    b->end = b->last;
+    b->temporary = 1;
 
     cl = ngx_alloc_chain_link(r->pool);
     if (cl == NULL) {

@@ -1116,5 +1116,7 @@ ngx_int_t ngx_http_veto_sandbox_send_chain(ngx_http_request_t *r,
 ngx_int_t ngx_http_veto_sandbox_filter_init(ngx_conf_t *cf);
 json_t *ngx_http_veto_sandbox_json_ngx_str(ngx_str_t *s);
 void ngx_http_veto_sandbox_json_cleanup(void *data);
+u_char *ngx_http_veto_sandbox_json_dump(ngx_pool_t *pool, json_t *j,
+    size_t before, size_t after, size_t *len);
 
 #endif /* _NGX_HTTP_VSB_MODULE_H_INCLUDED_ */

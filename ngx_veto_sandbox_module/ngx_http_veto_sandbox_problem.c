@@ -190,15 +190,12 @@ ngx_http_veto_sandbox_send_json(ngx_http_request_t *r, ngx_uint_t status,
         return NGX_ERROR;
     }
 
-    len = json_dumpb(body, NULL, 0, JSON_COMPACT);
-
-    p = ngx_pnalloc(r->pool, len + 1);
+    p = ngx_http_veto_sandbox_json_dump(r->pool, body, 0, 1, &len);
     if (p == NULL) {
         json_decref(body);
         return NGX_ERROR;
     }
 
-    len = json_dumpb(body, (char *) p, len, JSON_COMPACT);
     p[len++] = '\n';
 
     json_decref(body);
@@ -567,6 +564,47 @@ json_t *
 ngx_http_veto_sandbox_json_ngx_str(ngx_str_t *s)
 {
     return json_stringn((const char *) s->data, s->len);
+}
+
+
+/* NGX_HTTP_VSB_DUMP_GUESS: most bodies and helper requests are smaller */
+#define NGX_HTTP_VSB_DUMP_GUESS  2048
+
+/*
+ * j's compact JSON in pool memory, "before" bytes into it and with
+ * "after" bytes free behind it (*len: the JSON's own; 0 if jansson could
+ * not encode it).  One encoding for what fits a first guess, two for the
+ * rest, rather than always two (the size, then the bytes): encoding is
+ * what a small reply costs most (jansson checks every object and array
+ * for loops with a formatted pointer in a hash table).
+ */
+u_char *
+ngx_http_veto_sandbox_json_dump(ngx_pool_t *pool, json_t *j, size_t before,
+    size_t after, size_t *len)
+{
+    u_char  *p;
+    size_t   n;
+
+    p = ngx_pnalloc(pool, before + NGX_HTTP_VSB_DUMP_GUESS + after);
+    if (p == NULL) {
+        return NULL;
+    }
+
+    n = json_dumpb(j, (char *) p + before, NGX_HTTP_VSB_DUMP_GUESS,
+                   JSON_COMPACT);
+
+    if (n > NGX_HTTP_VSB_DUMP_GUESS) {
+        p = ngx_pnalloc(pool, before + n + after);
+        if (p == NULL) {
+            return NULL;
+        }
+
+        n = json_dumpb(j, (char *) p + before, n, JSON_COMPACT);
+    }
+
+    *len = n;
+
+    return p;
 }
 
 

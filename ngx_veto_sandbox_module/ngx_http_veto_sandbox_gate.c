@@ -257,6 +257,23 @@ ngx_http_veto_sandbox_run(ngx_http_request_t *r,
             rc = NGX_OK;
             break;
 
+        case NGX_HTTP_VSB_STEP_WHERE:
+        case NGX_HTTP_VSB_STEP_LEASE:
+            ngx_http_veto_sandbox_waiting_call(r, ctx, &call,
+                                             ngx_http_veto_sandbox_gate_reply);
+
+            rc = ngx_http_veto_sandbox_where_step(r, ctx, &call);
+            if (rc == NGX_DECLINED) {
+                ctx->step = NGX_HTTP_VSB_STEP_QUOTA;
+                continue;
+            }
+
+            if (rc == NGX_HTTP_INTERNAL_SERVER_ERROR) {
+                return rc;
+            }
+
+            break;
+
         case NGX_HTTP_VSB_STEP_QUOTA:
             rc = ngx_http_veto_sandbox_quota_step(r, ctx);
             if (rc == NGX_DECLINED) {
@@ -347,7 +364,8 @@ ngx_http_veto_sandbox_gate_result(ngx_http_request_t *r,
         rc = ngx_http_veto_sandbox_revoke_result(reply, ctx->iat, &why);
 
         if (rc == NGX_OK) {
-            ctx->step = NGX_HTTP_VSB_STEP_QUOTA;
+            /* where the sandbox is, before anything is counted */
+            ctx->step = NGX_HTTP_VSB_STEP_WHERE;
             return NGX_AGAIN;
         }
 
@@ -362,6 +380,10 @@ ngx_http_veto_sandbox_gate_result(ngx_http_request_t *r,
         }
 
         return ngx_http_veto_sandbox_redis_problem(r, ctx, NGX_ERROR);
+
+    case NGX_HTTP_VSB_STEP_WHERE:
+    case NGX_HTTP_VSB_STEP_LEASE:
+        return ngx_http_veto_sandbox_where_result(r, ctx, reply);
 
     case NGX_HTTP_VSB_STEP_SANDBOX:
         rc = ngx_http_veto_sandbox_sandbox_result(r, ctx, reply);

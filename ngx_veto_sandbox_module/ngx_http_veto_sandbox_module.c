@@ -222,7 +222,7 @@ static ngx_command_t  ngx_http_veto_sandbox_commands[] = {
       NULL },
 
     { ngx_string("veto_sandbox_host"),
-      NGX_HTTP_MAIN_CONF|NGX_CONF_TAKE1,
+      NGX_HTTP_MAIN_CONF|NGX_CONF_TAKE12,
       ngx_http_veto_sandbox_host,
       NGX_HTTP_MAIN_CONF_OFFSET,
       0,
@@ -282,6 +282,20 @@ static ngx_command_t  ngx_http_veto_sandbox_commands[] = {
       ngx_conf_set_msec_slot,
       NGX_HTTP_MAIN_CONF_OFFSET,
       offsetof(ngx_http_veto_sandbox_main_conf_t, retention),
+      NULL },
+
+    { ngx_string("veto_sandbox_host_lease"),
+      NGX_HTTP_MAIN_CONF|NGX_CONF_TAKE1,
+      ngx_conf_set_msec_slot,
+      NGX_HTTP_MAIN_CONF_OFFSET,
+      offsetof(ngx_http_veto_sandbox_main_conf_t, host_lease),
+      NULL },
+
+    { ngx_string("veto_sandbox_host_grace"),
+      NGX_HTTP_MAIN_CONF|NGX_CONF_TAKE1,
+      ngx_conf_set_msec_slot,
+      NGX_HTTP_MAIN_CONF_OFFSET,
+      offsetof(ngx_http_veto_sandbox_main_conf_t, host_grace),
       NULL },
 
     { ngx_string("veto_sandbox_ended_poll"),
@@ -662,6 +676,8 @@ ngx_http_veto_sandbox_create_main_conf(ngx_conf_t *cf)
     vmcf->retention = NGX_CONF_UNSET_MSEC;
     vmcf->approval_max = NGX_CONF_UNSET_UINT;
     vmcf->ended_poll = NGX_CONF_UNSET_MSEC;
+    vmcf->host_lease = NGX_CONF_UNSET_MSEC;
+    vmcf->host_grace = NGX_CONF_UNSET_MSEC;
     vmcf->audit_max_age = NGX_CONF_UNSET_MSEC;
 
     return vmcf;
@@ -685,6 +701,17 @@ ngx_http_veto_sandbox_init_main_conf(ngx_conf_t *cf, void *conf)
     ngx_conf_init_uint_value(vmcf->approval_max, NGX_HTTP_VSB_APPROVAL_MAX);
     ngx_conf_init_msec_value(vmcf->ended_poll, 5000);
     ngx_conf_init_msec_value(vmcf->audit_max_age, 0);
+    ngx_conf_init_msec_value(vmcf->host_lease, 10000);
+    ngx_conf_init_msec_value(vmcf->host_grace, 60000);
+
+    if (vmcf->host_lease < 1000) {
+        return "\"veto_sandbox_host_lease\" must be at least 1s";
+    }
+
+    if (vmcf->host_addr.len && !vmcf->enabled) {
+        return "\"veto_sandbox_host\" with an address needs "
+               "\"veto_sandbox_redis\" (the hosts' leases live there)";
+    }
 
     if (vmcf->audit_max_age && vmcf->audit_max_age < 2000) {
         return "\"veto_sandbox_audit_max_age\" must be 0 (off) or at least "
@@ -790,6 +817,11 @@ ngx_http_veto_sandbox_init_process(ngx_cycle_t *cycle)
         return NGX_ERROR;
     }
 
+    /* this host's lease, a lost host's reaping (worker 0) */
+    if (ngx_http_veto_sandbox_hosts_init_process(cycle) != NGX_OK) {
+        return NGX_ERROR;
+    }
+
     /* ends the gateway did not ask for, the audit's age (worker 0) */
     return ngx_http_veto_sandbox_ended_init_process(cycle);
 }
@@ -799,6 +831,7 @@ static void
 ngx_http_veto_sandbox_exit_process(ngx_cycle_t *cycle)
 {
     ngx_http_veto_sandbox_ended_exit_process(cycle);
+    ngx_http_veto_sandbox_hosts_exit_process(cycle);
 
     if (ngx_http_veto_sandbox_rds) {
         ngx_http_veto_sandbox_redis_destroy(ngx_http_veto_sandbox_rds);

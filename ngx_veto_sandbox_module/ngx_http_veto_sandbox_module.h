@@ -317,6 +317,11 @@ typedef struct {
     ngx_str_t                    host;          /* this gateway host's name
                                                    in ownership records;
                                                    default: the hostname */
+    ngx_str_t                    host_addr;     /* host:port other gateways
+                                                   reach; empty: one host,
+                                                   no lease */
+    ngx_msec_t                   host_lease;
+    ngx_msec_t                   host_grace;    /* after a lease expired */
 } ngx_http_veto_sandbox_main_conf_t;
 
 
@@ -393,6 +398,8 @@ enum {
     NGX_HTTP_VSB_STEP_APR_CREATE,
     NGX_HTTP_VSB_STEP_APR_CONSUME,
     NGX_HTTP_VSB_STEP_QUOTA,
+    NGX_HTTP_VSB_STEP_WHERE,         /* the sandbox's owner (hosts) */
+    NGX_HTTP_VSB_STEP_LEASE,         /* its owner's lease (hosts) */
     NGX_HTTP_VSB_STEP_EPOCH,         /* asking the helper its epoch */
     NGX_HTTP_VSB_STEP_SANDBOX,       /* reading an exec's sandbox env */
     NGX_HTTP_VSB_STEP_NEXT,
@@ -599,6 +606,8 @@ struct ngx_http_veto_sandbox_ctx_s {
     /* this gateway's helper run, asked before a create counts */
     ngx_str_t                    epoch;
     ngx_http_veto_sandbox_gate_pt epoch_next;   /* once it is known */
+    /* the sandbox's owner when another host holds it (_hosts.c) */
+    ngx_str_t                    owner_host;
 
     unsigned                     identified:1;
     unsigned                     needs_approval:1;
@@ -865,6 +874,15 @@ ngx_int_t ngx_http_veto_sandbox_lifetime_init(void);
 
 /* _ended.c: the worker that polls the helpers' ENDED records */
 ngx_int_t ngx_http_veto_sandbox_ended_init_process(ngx_cycle_t *cycle);
+
+/* _hosts.c: this host's lease, a lost host's reaping, a sandbox's owner */
+ngx_int_t ngx_http_veto_sandbox_hosts_init_process(ngx_cycle_t *cycle);
+void ngx_http_veto_sandbox_hosts_exit_process(ngx_cycle_t *cycle);
+ngx_int_t ngx_http_veto_sandbox_where_step(ngx_http_request_t *r,
+    ngx_http_veto_sandbox_ctx_t *ctx,
+    ngx_http_veto_sandbox_redis_call_t *call);
+ngx_int_t ngx_http_veto_sandbox_where_result(ngx_http_request_t *r,
+    ngx_http_veto_sandbox_ctx_t *ctx, redisReply *reply);
 void ngx_http_veto_sandbox_ended_exit_process(ngx_cycle_t *cycle);
 
 /* _audit_age.c: the audit's age bound, on _ended.c's timer */

@@ -105,7 +105,10 @@ ngx_http_veto_sandbox_redis_wait(ngx_conf_t *cf, ngx_command_t *cmd,
  * "veto_sandbox_host <name>": the name ownership records give this host,
  * so that gateway hosts sharing one Redis tell their sandboxes apart
  * (a restarted helper's cleanup, a helper's "not_found", touch only
- * this host's).  Default: the machine's hostname.
+ * this host's).  Default: the machine's hostname.  With an address
+ * ("veto_sandbox_host <name> <host>:<port>", what the other gateways
+ * reach this one at) the host keeps a lease in Redis and the gateways
+ * act as one service (_hosts.c).
  */
 char *
 ngx_http_veto_sandbox_host(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
@@ -113,6 +116,7 @@ ngx_http_veto_sandbox_host(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
     ngx_http_veto_sandbox_main_conf_t *vmcf = conf;
 
     u_char     *p;
+    ngx_url_t   u;
     ngx_str_t  *value;
 
     if (vmcf->host.data != NULL) {
@@ -136,6 +140,22 @@ ngx_http_veto_sandbox_host(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
     }
 
     vmcf->host = value[1];
+
+    if (cf->args->nelts == 3) {
+        ngx_memzero(&u, sizeof(ngx_url_t));
+        u.url = value[2];
+        u.no_resolve = 1;
+
+        if (value[2].len == 0 || value[2].len > 255
+            || ngx_parse_url(cf->pool, &u) != NGX_OK || u.no_port
+            || u.uri.len || u.host.len == 0)
+        {
+            return "needs an address of host:port other gateways reach "
+                   "this one at";
+        }
+
+        vmcf->host_addr = value[2];
+    }
 
     return NGX_CONF_OK;
 }

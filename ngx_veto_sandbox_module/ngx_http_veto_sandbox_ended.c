@@ -72,7 +72,9 @@ static void ngx_http_veto_sandbox_ended_finish(
  * script (its byte count kept), run as a function.  A sandbox whose
  * termination failed still holds what it held on its host: its slot
  * stays until its end is confirmed (a record of another reason, so of
- * another marker). */
+ * another marker).  A sandbox ended as host_lost (its host's lease ran
+ * out, _hosts.c) is on record already: the end its helper reports when
+ * the host comes back adds nothing. */
 static const char ngx_http_veto_sandbox_ended_head_lua[] =
     "local function vsb_audit_append(KEYS, ARGV)\n"
     ;
@@ -81,6 +83,10 @@ static const char ngx_http_veto_sandbox_ended_body_lua[] =
     "end\n"
     "if not redis.call('SET', KEYS[1], '1', 'NX', 'EXAT', ARGV[2]) then\n"
     "  return 0\n"
+    "end\n"
+    "local lost = string.sub(KEYS[1], 1, #KEYS[1] - #ARGV[3]) .. 'host_lost'\n"
+    "if ARGV[3] ~= 'host_lost' and redis.call('EXISTS', lost) == 1 then\n"
+    "  return 1\n"
     "end\n"
     "if ARGV[3] ~= 'termination_failed' then\n"
     "  redis.call('ZREM', KEYS[2], ARGV[1])\n"

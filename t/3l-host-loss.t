@@ -221,14 +221,19 @@ ok(wait_for(sub { up($A) && (lease('gw-a')->{epoch} // 0) > $epoch_a }, 15),
    'a is back, under a new boot epoch');
 ($st, $h, $b, $j) = $A->request(POST => "/v1/sandboxes/$sa/exec", $agent_a,
                                 { argv => ['true'] });
-is($st, 404, "a's old sandbox is gone on a too (no orphan)") or diag $b;
-sleep 1;
+is($st, 410, "a's old sandbox is gone on a too (no orphan)") or diag $b;
+is($j->{end_reason}, 'helper_restart', '... ended by its helper\'s restart');
+# a's poll of its helper's ends (the first a second after its start)
+# hears of that end: it is on record already
+ok(wait_for(sub { $m->exists("veto:{acme}:sbx:end:$sa:helper_restart") }, 10),
+   "a's poll heard of its helper's end of the sandbox");
 $entries = $m->xrange('veto:{acme}:audit', '-', '+');
 @lost = grep {
     my %g = @{ $_->[1] };
-    ($g{outcome} // '') eq 'host_lost'
+    ($g{action} // '') eq 'sandbox.end' && ($g{sandbox} // '') eq $sa
 } @$entries;
-is(scalar @lost, 1, 'still one host_lost record');
+is(scalar @lost, 1, "still one record of the end of a's sandbox")
+    or diag explain \@lost;
 
 for ([$B, $sb, $agent_b], [$B, $sb2, $agent_b]) {
     my ($n, $id, $tok) = @$_;

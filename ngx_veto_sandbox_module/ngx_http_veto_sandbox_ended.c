@@ -44,6 +44,9 @@ typedef struct {
     uint64_t                   asked;       /* the page's cursor */
     uint64_t                   next;
     ngx_uint_t                 pending;     /* Redis calls in flight */
+    ngx_int_t                  sandboxes;   /* live, at the last page;
+                                               -1: not known */
+    ngx_int_t                  sandboxes_max;
     unsigned                   more:1;
     unsigned                   failed:1;
     unsigned                   busy:1;
@@ -161,6 +164,8 @@ ngx_http_veto_sandbox_ended_collect(ngx_cycle_t *cycle)
             continue;
         }
 
+        ngx_http_veto_sandbox_polls[ngx_http_veto_sandbox_npolls].sandboxes =
+            -1;
         ngx_http_veto_sandbox_polls[ngx_http_veto_sandbox_npolls++].addr =
             vscf->helper;
     }
@@ -276,6 +281,36 @@ ngx_http_veto_sandbox_ended_exit_process(ngx_cycle_t *cycle)
     /* a page's pool may still be named by Redis calls in flight (they
      * are failed when the Redis connection goes, next): it goes with the
      * process */
+}
+
+
+/* This gateway's helpers' live sandboxes and their capacity, as their
+ * last pages said: NGX_DECLINED when one is not known (worker 0 only). */
+ngx_int_t
+ngx_http_veto_sandbox_ended_load(ngx_uint_t *live, ngx_uint_t *max)
+{
+    ngx_uint_t                     i;
+    ngx_http_veto_sandbox_poll_t  *p;
+
+    *live = 0;
+    *max = 0;
+
+    if (ngx_http_veto_sandbox_npolls == 0) {
+        return NGX_DECLINED;
+    }
+
+    for (i = 0; i < ngx_http_veto_sandbox_npolls; i++) {
+        p = &ngx_http_veto_sandbox_polls[i];
+
+        if (p->sandboxes < 0 || p->sandboxes_max <= 0) {
+            return NGX_DECLINED;
+        }
+
+        *live += p->sandboxes;
+        *max += p->sandboxes_max;
+    }
+
+    return NGX_OK;
 }
 
 
@@ -798,6 +833,14 @@ ngx_http_veto_sandbox_ended_page(ngx_http_veto_sandbox_poll_t *p, json_t *j)
             return;
         }
     }
+
+    /* the helper's load, for this host's lease (_hosts.c) */
+    v = json_object_get(j, "sandboxes");
+    p->sandboxes = json_is_integer(v) && json_integer_value(v) >= 0
+                   ? (ngx_int_t) json_integer_value(v) : -1;
+    v = json_object_get(j, "sandboxes_max");
+    p->sandboxes_max = json_is_integer(v) && json_integer_value(v) > 0
+                       ? (ngx_int_t) json_integer_value(v) : -1;
 
     v = json_object_get(j, "next");
     p->next = json_is_integer(v) && json_integer_value(v) >= 0

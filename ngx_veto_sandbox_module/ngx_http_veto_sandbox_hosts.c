@@ -9,7 +9,10 @@
  * never part of a tenant's name, so no tenant's keys can meet them):
  *
  *   veto:{:hosts}:boot:<name>    the boot epoch counter (INCR)
- *   veto:{:hosts}:lease:<name>   hash addr, epoch, renewed_ms; PX lease
+ *   veto:{:hosts}:lease:<name>   hash addr, epoch, renewed_ms, and the
+ *                                load (sandboxes, capacity, load: their
+ *                                ratio; from the helper's last "ended"
+ *                                page, empty when not known); PX lease
  *   veto:{:hosts}:seen           zset name -> its last renewal (ms), no
  *                                expiry: when a lease ran out
  *   veto:{:hosts}:reap:<name>    the reaper's lock (SET NX PX)
@@ -83,7 +86,8 @@ ngx_http_veto_sandbox_hosts_ignore(ngx_int_t rc, redisReply *reply,
 }
 
 
-/* KEYS: lease, seen;  ARGV: name, addr, epoch, lease_ms
+/* KEYS: lease, seen;  ARGV: name, addr, epoch, lease_ms, and the load:
+ *       live sandboxes, capacity, their ratio ('' when not known)
  * {'ok'} or {'fenced', the lease's epoch}: a newer run holds the name */
 static const char ngx_http_veto_sandbox_hosts_renew_lua[] =
     "local held = tonumber(redis.call('HGET', KEYS[1], 'epoch') or '0')\n"
@@ -97,7 +101,8 @@ static const char ngx_http_veto_sandbox_hosts_renew_lua[] =
     "local t = redis.call('TIME')\n"
     "local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)\n"
     "redis.call('HSET', KEYS[1], 'addr', ARGV[2], 'epoch', ARGV[3],\n"
-    "  'renewed_ms', now)\n"
+    "  'renewed_ms', now, 'sandboxes', ARGV[5], 'capacity', ARGV[6],\n"
+    "  'load', ARGV[7])\n"
     "redis.call('PEXPIRE', KEYS[1], ARGV[4])\n"
     "redis.call('ZADD', KEYS[2], now, ARGV[1])\n"
     "return {'ok', ''}\n"
@@ -400,8 +405,9 @@ static void
 ngx_http_veto_sandbox_hosts_tick(ngx_event_t *ev)
 {
     u_char                              *p;
-    ngx_str_t                            a[6];
+    ngx_str_t                            a[9];
     ngx_int_t                            rc;
+    ngx_uint_t                           live, max;
     ngx_pool_t                          *pool;
     const char                          *argv[2];
     size_t                               argvlen[2];
@@ -446,7 +452,7 @@ ngx_http_veto_sandbox_hosts_tick(ngx_event_t *ev)
         }
 
     } else {
-        p = ngx_pnalloc(pool, 2 * NGX_INT64_LEN);
+        p = ngx_pnalloc(pool, 6 * NGX_INT64_LEN);
 
         if (p != NULL
             && ngx_http_veto_sandbox_hosts_key(pool, &a[0], "lease:",
@@ -462,9 +468,25 @@ ngx_http_veto_sandbox_hosts_tick(ngx_event_t *ev)
             a[5].len = ngx_sprintf(a[5].data, "%M", h->mcf->host_lease)
                        - a[5].data;
 
+            ngx_str_null(&a[6]);
+            ngx_str_null(&a[7]);
+            ngx_str_null(&a[8]);
+
+            if (ngx_http_veto_sandbox_ended_load(&live, &max) == NGX_OK) {
+                a[6].data = a[5].data + a[5].len;
+                a[6].len = ngx_sprintf(a[6].data, "%ui", live) - a[6].data;
+                a[7].data = a[6].data + a[6].len;
+                a[7].len = ngx_sprintf(a[7].data, "%ui", max) - a[7].data;
+                a[8].data = a[7].data + a[7].len;
+                a[8].len = ngx_sprintf(a[8].data, "%ui.%03ui",
+                                       live / max,
+                                       (live % max) * 1000 / max)
+                           - a[8].data;
+            }
+
             rc = ngx_http_veto_sandbox_redis_eval_str(&call,
                                                       ngx_http_vsb_renew,
-                                                      2, 6, a);
+                                                      2, 9, a);
         }
     }
 

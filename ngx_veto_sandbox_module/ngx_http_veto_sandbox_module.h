@@ -874,6 +874,8 @@ ngx_int_t ngx_http_veto_sandbox_lifetime_init(void);
 
 /* _ended.c: the worker that polls the helpers' ENDED records */
 ngx_int_t ngx_http_veto_sandbox_ended_init_process(ngx_cycle_t *cycle);
+ngx_int_t ngx_http_veto_sandbox_ended_load(ngx_uint_t *live,
+    ngx_uint_t *max);
 
 /* _hosts.c: this host's lease, a lost host's reaping, a sandbox's owner */
 ngx_int_t ngx_http_veto_sandbox_hosts_init_process(ngx_cycle_t *cycle);

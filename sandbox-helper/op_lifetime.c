@@ -8,6 +8,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "vsb_config.h"
 #include "vsb_ended.h"
 #include "vsb_lifetime.h"
 #include "vsb_log.h"
@@ -214,6 +215,11 @@ vsb_op_ended(vsb_conn_t *c, json_t *root, const vsb_request_t *r,
     json_object_set_new(reply, "ended", page);
     json_object_set_new(reply, "next", json_integer((json_int_t) next));
     json_object_set_new(reply, "more", json_boolean(more));
+    /* the gateway's poll carries this host's load into its lease */
+    json_object_set_new(reply, "sandboxes",
+                        json_integer((json_int_t) vsb_registry_count()));
+    json_object_set_new(reply, "sandboxes_max",
+                        json_integer((json_int_t) vsb_cf.max_sandboxes));
 
     vsb_conn_reply(c, reply, NULL, 0);
 }

@@ -139,6 +139,13 @@ sub owner_of
     return wait_for(sub { $m->hget("veto:{acme}:sbx:own:$id", 'gateway') }, 5);
 }
 is(owner_of($sa), 'gw-a', "a's sandbox is recorded as host a's");
+# the load: the helper's live sandboxes and capacity (its max_sandboxes),
+# from the gateway's poll of its ends (every 5 s by default)
+ok(wait_for(sub { (lease('gw-a')->{sandboxes} // '') eq '1' }, 12),
+   "a's lease carries its load") or diag explain lease('gw-a');
+is(lease('gw-a')->{capacity}, '8', '... its capacity');
+is(lease('gw-a')->{load}, '0.125', '... and their ratio');
+is(lease('gw-b')->{sandboxes}, '0', "b's: no sandbox");
 
 # ---- through b, a alive: 421 naming a and its address
 for my $req ([POST => "/v1/sandboxes/$sa/exec", { argv => ['true'] }],
@@ -241,11 +248,30 @@ for ([$B, $sb, $agent_b], [$B, $sb2, $agent_b]) {
     is($st, 200, "delete $id");
 }
 
+# ---- a second run under b's name (a copy started by mistake): the
+# newer boot epoch holds the name, the older run stops renewing
+my $C = VetoNginx->new;
+$C->write_policy($policy);
+$C->{helper_sock} = $B->{helper_sock};
+$C->render(http_extra => $s->nginx_conf
+           . "    veto_sandbox_host gw-b 127.0.0.1:" . $C->port . ";\n"
+           . "    veto_sandbox_host_lease ${lease_s}s;\n");
+$C->start(keep_conf => 1);
+my $epoch_b = lease('gw-b')->{epoch};
+ok(wait_for(sub { (lease('gw-b')->{addr} // '') eq '127.0.0.1:' . $C->port },
+            10), "the newer run under b's name holds b's lease");
+ok(wait_for(sub { $B->error_log =~ /a newer run \(boot epoch \d+, this one $epoch_b\) holds this host's name/ }, 10),
+   '... the older run says so and stops renewing');
+sleep $lease_s;
+is(lease('gw-b')->{addr}, '127.0.0.1:' . $C->port, '... and keeps it');
+$C->stop;
+
 for my $name (qw(a b)) {
     my $n = $gw{$name};
     $n->stop;
     my $log = $n->error_log;
-    my @bad = grep { /\[(alert|crit)\]/ && !/worker process \d+ exited/ }
+    my @bad = grep { /\[(alert|crit)\]/ && !/worker process \d+ exited/
+                     && !/a newer run/ }
               split /\n/, $log;
     ok(!@bad, "no alert in ${name}'s log") or diag join("\n", @bad);
     $n->helper->leaks_ok("host $name");

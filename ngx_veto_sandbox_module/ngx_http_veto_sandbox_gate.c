@@ -138,9 +138,20 @@ ngx_int_t
 ngx_http_veto_sandbox_gate(ngx_http_request_t *r,
     ngx_http_veto_sandbox_ctx_t *ctx, ngx_http_veto_sandbox_gate_pt next)
 {
+    ngx_int_t  rc;
+
     ctx->next = next;
 
     ctx->action = ctx->op->name;
+
+    /* a request another gateway host decided and forwarded here: its
+     * credential instead of the gate (checked before anything else, with
+     * or without Redis: never trusted unchecked) */
+    rc = ngx_http_veto_sandbox_peer_receive(r, ctx);
+
+    if (rc != NGX_DECLINED && rc != NGX_AGAIN) {
+        return rc;          /* answered (a refusal sent is NGX_OK) */
+    }
 
     if (ngx_http_veto_sandbox_rds == NULL) {
         return next(r, ctx);
@@ -150,7 +161,9 @@ ngx_http_veto_sandbox_gate(ngx_http_request_t *r,
         return NGX_HTTP_INTERNAL_SERVER_ERROR;
     }
 
-    ctx->step = NGX_HTTP_VSB_STEP_REVOKE;
+    if (rc == NGX_DECLINED) {
+        ctx->step = NGX_HTTP_VSB_STEP_REVOKE;
+    }
 
     return ngx_http_veto_sandbox_run(r, ctx);
 }
@@ -257,6 +270,13 @@ ngx_http_veto_sandbox_run(ngx_http_request_t *r,
             rc = NGX_OK;
             break;
 
+        case NGX_HTTP_VSB_STEP_PEER:
+            ngx_http_veto_sandbox_waiting_call(r, ctx, &call,
+                                             ngx_http_veto_sandbox_gate_reply);
+
+            rc = ngx_http_veto_sandbox_peer_nonce(r, ctx, &call);
+            break;
+
         case NGX_HTTP_VSB_STEP_WHERE:
         case NGX_HTTP_VSB_STEP_LEASE:
             ngx_http_veto_sandbox_waiting_call(r, ctx, &call,
@@ -288,6 +308,11 @@ ngx_http_veto_sandbox_run(ngx_http_request_t *r,
             break;
 
         default: /* NGX_HTTP_VSB_STEP_NEXT */
+            if (ctx->peer_route) {
+                /* decided here, run by the host that holds the sandbox */
+                return ngx_http_veto_sandbox_peer_forward(r, ctx);
+            }
+
             return ctx->next(r, ctx);
         }
 
@@ -384,6 +409,9 @@ ngx_http_veto_sandbox_gate_result(ngx_http_request_t *r,
     case NGX_HTTP_VSB_STEP_WHERE:
     case NGX_HTTP_VSB_STEP_LEASE:
         return ngx_http_veto_sandbox_where_result(r, ctx, reply);
+
+    case NGX_HTTP_VSB_STEP_PEER:
+        return ngx_http_veto_sandbox_peer_nonce_result(r, ctx, reply);
 
     case NGX_HTTP_VSB_STEP_SANDBOX:
         rc = ngx_http_veto_sandbox_sandbox_result(r, ctx, reply);

@@ -309,7 +309,7 @@ ngx_http_veto_sandbox_sandbox_result(ngx_http_request_t *r,
      */
     host = &ngx_http_veto_sandbox_gate_mcf(r)->host;
 
-    if (gw->type == REDIS_REPLY_STRING && gw->len > 0
+    if (gw->type == REDIS_REPLY_STRING && gw->len > 0 && !ctx->peer_route
         && ((size_t) gw->len != host->len
             || ngx_strncmp(gw->str, host->data, host->len) != 0))
     {

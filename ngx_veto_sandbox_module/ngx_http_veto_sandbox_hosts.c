@@ -961,6 +961,21 @@ ngx_http_veto_sandbox_where_result(ngx_http_request_t *r,
                                              ctx->owner_host.len));
     }
 
+    /* a live owner: the request is decided here, then run there */
+    switch (ngx_http_veto_sandbox_peer_plan(r, ctx, (u_char *) addr->str,
+                                            addr->len))
+    {
+    case NGX_OK:
+        ctx->step = NGX_HTTP_VSB_STEP_QUOTA;
+        return NGX_AGAIN;
+
+    case NGX_DECLINED:
+        break;
+
+    default:
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+
     return ngx_http_veto_sandbox_refuse(r, ctx, NGX_HTTP_MISDIRECTED_REQUEST,
                                "sandbox_elsewhere",
                                "this sandbox is held by another gateway "

@@ -24,7 +24,7 @@
 #define NGX_HTTP_VSB_MAX_KEY_FILE   (1024 * 1024)
 
 
-static u_char *ngx_http_veto_sandbox_read_file(ngx_conf_t *cf,
+u_char *ngx_http_veto_sandbox_read_file(ngx_conf_t *cf,
     ngx_str_t *file, size_t *len);
 static ngx_int_t ngx_http_veto_sandbox_key_check(ngx_conf_t *cf,
     EVP_PKEY *pkey, ngx_int_t alg, ngx_str_t *file, const char *what);
@@ -312,7 +312,7 @@ failed:
 
 
 /* The whole file, NUL terminated, from cf->pool (config time only). */
-static u_char *
+u_char *
 ngx_http_veto_sandbox_read_file(ngx_conf_t *cf, ngx_str_t *file, size_t *len)
 {
     u_char           *data;

@@ -284,6 +284,27 @@ static ngx_command_t  ngx_http_veto_sandbox_commands[] = {
       offsetof(ngx_http_veto_sandbox_main_conf_t, retention),
       NULL },
 
+    { ngx_string("veto_sandbox_peer_key"),
+      NGX_HTTP_MAIN_CONF|NGX_CONF_TAKE1,
+      ngx_http_veto_sandbox_peer_key,
+      NGX_HTTP_MAIN_CONF_OFFSET,
+      0,
+      NULL },
+
+    { ngx_string("veto_sandbox_peer_pass"),
+      NGX_HTTP_MAIN_CONF|NGX_CONF_TAKE1,
+      ngx_http_veto_sandbox_peer_pass,
+      NGX_HTTP_MAIN_CONF_OFFSET,
+      0,
+      NULL },
+
+    { ngx_string("veto_sandbox_peers"),
+      NGX_HTTP_UPS_CONF|NGX_CONF_NOARGS,
+      ngx_http_veto_sandbox_peers,
+      0,
+      0,
+      NULL },
+
     { ngx_string("veto_sandbox_host_lease"),
       NGX_HTTP_MAIN_CONF|NGX_CONF_TAKE1,
       ngx_conf_set_msec_slot,
@@ -706,6 +727,15 @@ ngx_http_veto_sandbox_init_main_conf(ngx_conf_t *cf, void *conf)
 
     if (vmcf->host_lease < 1000) {
         return "\"veto_sandbox_host_lease\" must be at least 1s";
+    }
+
+    if ((vmcf->peer_key.len || vmcf->peer_pass.len)
+        && (!vmcf->peer_key.len || !vmcf->peer_pass.len
+            || !vmcf->host_addr.len))
+    {
+        return "routing between hosts needs \"veto_sandbox_peer_key\", "
+               "\"veto_sandbox_peer_pass\" and \"veto_sandbox_host\" with "
+               "an address";
     }
 
     if (vmcf->host_addr.len && !vmcf->enabled) {

@@ -322,6 +322,8 @@ typedef struct {
                                                    no lease */
     ngx_msec_t                   host_lease;
     ngx_msec_t                   host_grace;    /* after a lease expired */
+    ngx_str_t                    peer_key;      /* shared by the hosts */
+    ngx_str_t                    peer_pass;     /* @location: to a peer */
 } ngx_http_veto_sandbox_main_conf_t;
 
 
@@ -400,6 +402,7 @@ enum {
     NGX_HTTP_VSB_STEP_QUOTA,
     NGX_HTTP_VSB_STEP_WHERE,         /* the sandbox's owner (hosts) */
     NGX_HTTP_VSB_STEP_LEASE,         /* its owner's lease (hosts) */
+    NGX_HTTP_VSB_STEP_PEER,          /* a forwarded request's nonce */
     NGX_HTTP_VSB_STEP_EPOCH,         /* asking the helper its epoch */
     NGX_HTTP_VSB_STEP_SANDBOX,       /* reading an exec's sandbox env */
     NGX_HTTP_VSB_STEP_NEXT,
@@ -608,6 +611,8 @@ struct ngx_http_veto_sandbox_ctx_s {
     ngx_http_veto_sandbox_gate_pt epoch_next;   /* once it is known */
     /* the sandbox's owner when another host holds it (_hosts.c) */
     ngx_str_t                    owner_host;
+    ngx_addr_t                  *peer_addr;     /* routed there (_peer.c) */
+    ngx_str_t                    peer_nonce;    /* a forwarded request's */
 
     unsigned                     identified:1;
     unsigned                     needs_approval:1;
@@ -620,6 +625,7 @@ struct ngx_http_veto_sandbox_ctx_s {
     unsigned                     audited:1;     /* a "denied" record */
     unsigned                     sbx_known:1;   /* sbx_env* are set */
     unsigned                     epoch_known:1; /* epoch is set */
+    unsigned                     peer_route:1;  /* to the owner's host */
     unsigned                     file_body:1;   /* the URI's op takes a
                                                    file (POST_READ) */
 };
@@ -885,6 +891,53 @@ ngx_int_t ngx_http_veto_sandbox_where_step(ngx_http_request_t *r,
     ngx_http_veto_sandbox_redis_call_t *call);
 ngx_int_t ngx_http_veto_sandbox_where_result(ngx_http_request_t *r,
     ngx_http_veto_sandbox_ctx_t *ctx, redisReply *reply);
+
+/* _peer_cred.c: the inter-gateway credential */
+#define NGX_HTTP_VSB_PEER_CRED_MAX  256
+
+typedef struct {
+    ngx_str_t                    host;
+    ngx_str_t                    time;
+    ngx_str_t                    nonce;
+    ngx_str_t                    body;
+    ngx_str_t                    sig;
+    int64_t                      ms;
+} ngx_http_veto_sandbox_peer_cred_t;
+
+ngx_int_t ngx_http_veto_sandbox_peer_cred_parse(u_char *p, size_t len,
+    ngx_http_veto_sandbox_peer_cred_t *cred);
+ngx_int_t ngx_http_veto_sandbox_peer_cred_sign(ngx_pool_t *pool,
+    ngx_str_t *key, ngx_http_veto_sandbox_peer_cred_t *cred,
+    ngx_str_t *method, ngx_str_t *uri, ngx_str_t *tenant, ngx_str_t *agent,
+    ngx_str_t *jti, u_char *out);
+ngx_int_t ngx_http_veto_sandbox_peer_cred_check(ngx_pool_t *pool,
+    ngx_str_t *key, ngx_http_veto_sandbox_peer_cred_t *cred,
+    ngx_str_t *method, ngx_str_t *uri, ngx_str_t *tenant, ngx_str_t *agent,
+    ngx_str_t *jti);
+
+/* _peer.c: routing to the host that holds a sandbox */
+char *ngx_http_veto_sandbox_peer_key(ngx_conf_t *cf, ngx_command_t *cmd,
+    void *conf);
+char *ngx_http_veto_sandbox_peer_pass(ngx_conf_t *cf, ngx_command_t *cmd,
+    void *conf);
+char *ngx_http_veto_sandbox_peers(ngx_conf_t *cf, ngx_command_t *cmd,
+    void *conf);
+ngx_int_t ngx_http_veto_sandbox_peer_variable(ngx_http_request_t *r,
+    ngx_http_variable_value_t *v, uintptr_t data);
+ngx_int_t ngx_http_veto_sandbox_peer_plan(ngx_http_request_t *r,
+    ngx_http_veto_sandbox_ctx_t *ctx, u_char *addr, size_t len);
+ngx_int_t ngx_http_veto_sandbox_peer_forward(ngx_http_request_t *r,
+    ngx_http_veto_sandbox_ctx_t *ctx);
+ngx_int_t ngx_http_veto_sandbox_peer_receive(ngx_http_request_t *r,
+    ngx_http_veto_sandbox_ctx_t *ctx);
+ngx_int_t ngx_http_veto_sandbox_peer_nonce(ngx_http_request_t *r,
+    ngx_http_veto_sandbox_ctx_t *ctx,
+    ngx_http_veto_sandbox_redis_call_t *call);
+ngx_int_t ngx_http_veto_sandbox_peer_nonce_result(ngx_http_request_t *r,
+    ngx_http_veto_sandbox_ctx_t *ctx, redisReply *reply);
+/* _keys.c: a whole file, NUL terminated (config time) */
+u_char *ngx_http_veto_sandbox_read_file(ngx_conf_t *cf, ngx_str_t *file,
+    size_t *len);
 void ngx_http_veto_sandbox_ended_exit_process(ngx_cycle_t *cycle);
 
 /* _audit_age.c: the audit's age bound, on _ended.c's timer */

@@ -1,0 +1,298 @@
+#!/usr/bin/perl
+# Routing between gateway hosts (issue 20): three hosts, each an nginx
+# with its own helper, one Redis under Sentinel, the same JWT keys and
+# the same veto_sandbox_peer_key.  A sandbox made on a is used through b
+# and c: exec, files, a streamed exec (ndjson), a background exec and its
+# output, a gated exec (asked through b, approved through c, used through
+# b: run once on a, the approval consumed once, one record of it), delete.
+# The receiving host runs a forwarded request only with a good
+# credential: none (the gate decides), a wrong key, another body, another
+# identity, an expired one, a replayed one, a malformed one, two headers
+# are refused with peer_credential_invalid naming why.
+
+use strict;
+use warnings;
+
+use Test::More;
+use lib 't/lib';
+use VetoNginx;
+use VetoSentinel;
+use JSON::PP;
+use Digest::SHA qw(hmac_sha256_hex sha256_hex);
+use File::Copy qw(copy);
+use Time::HiRes qw(sleep time);
+
+VetoNginx::need(qw(helper redis));
+die "redis-sentinel is not installed (scripts/install-deps.sh test)\n"
+    unless system('redis-sentinel --version >/dev/null 2>&1') == 0;
+
+my $policy = {
+    version => 1,
+    tenants => {
+        acme => {
+            ceilings => { memory_mb => 512, timeout_s => 30, ttl_s => 3600 },
+            approvals => { exec_argv => ['sh -c *gated*'] },
+            quotas => { concurrent_sandboxes => 4 },
+        },
+    },
+};
+
+my $peer_key = unpack('H*', join '', map { chr int rand 256 } 1 .. 32);
+
+# ---- nginx -t
+{
+    my $t = VetoNginx->new;
+    $t->write_policy($policy);
+    VetoNginx::spew($t->dir . '/short.key', "abc\n");
+    for my $c (["veto_sandbox_peer_key short.key;", qr/at least 32 bytes/,
+                'a short key'],
+               ["veto_sandbox_peer_pass veto_peer;", qr/named location/,
+                'a pass that is not a named location'],
+               ["veto_sandbox_redis 127.0.0.1:1; veto_sandbox_peer_pass \@p;",
+                qr/routing between hosts needs/, 'a pass without a key'])
+    {
+        $t->render(http_extra => $c->[0]);
+        my ($ok, $out) = $t->test_config;
+        ok(!$ok, "nginx -t refuses $c->[2]");
+        like($out, $c->[1], "... naming why: $c->[2]");
+    }
+}
+
+# ---- three hosts
+my $s = VetoSentinel->new(addr => '127.0.0.1');
+my (%gw, $first);
+my $probe = 2_000_000_000 + ($$ % 2000) * 16 * 65536;
+my $i = 0;
+for my $name (qw(a b c)) {
+    my $n = VetoNginx->new;
+    if ($first) {
+        # one issuer: every host verifies the same tokens
+        for my $f (qw(rsa.key rsa.pub ec.key ec.pub hs.secret jwks.json)) {
+            copy($first->dir . "/$f", $n->dir . "/$f") or die "copy $f: $!";
+        }
+        $n->{secret} = $first->{secret};
+    }
+    $first //= $n;
+    $n->write_policy($policy);
+    VetoNginx::spew($n->dir . '/peer.key', "$peer_key\n");
+    $n->start_helper(max_sandboxes => 8,
+                     cgroup_name => "veto-t-$$-$name",
+                     uid_base => $probe + $i++ * 8 * 65536);
+    $n->render(http_extra => $s->nginx_conf
+               . "    veto_sandbox_host gw-$name 127.0.0.1:" . $n->port . ";\n"
+               . "    veto_sandbox_peer_key peer.key;\n"
+               . "    veto_sandbox_peer_pass \@veto_peer;\n"
+               . "    upstream veto_sandbox_peers { veto_sandbox_peers; keepalive 8; }\n",
+               server_extra => 'location @veto_peer {
+            proxy_pass http://veto_sandbox_peers;
+            proxy_http_version 1.1;
+            proxy_set_header Connection "";
+            proxy_set_header Veto-Peer-Credential $veto_peer_credential;
+            proxy_buffering off;
+            proxy_read_timeout 60s;
+        }');
+    my ($ok, $out) = $n->test_config;
+    ok($ok, "nginx -t: host $name") or diag $out;
+    $n->start(keep_conf => 1);
+    $gw{$name} = $n;
+}
+my ($A, $B, $C) = @gw{qw(a b c)};
+
+sub wait_for
+{
+    my ($what, $timeout) = @_;
+    my $deadline = time + $timeout;
+    while (time < $deadline) {
+        my $v = $what->();
+        return $v if $v;
+        sleep 0.05;
+    }
+    return undef;
+}
+sub up
+{
+    my ($n) = @_;
+    my (undef, undef, undef, $hj) = $n->request(GET => '/v1/health');
+    return ($hj->{redis} // '') eq 'up';
+}
+ok(wait_for(sub { up($A) && up($B) && up($C) }, 15), 'all hosts found the master');
+my $m = $s->master;
+ok(wait_for(sub { $m->exists('veto:{:hosts}:lease:gw-a')
+                  && $m->exists('veto:{:hosts}:lease:gw-b')
+                  && $m->exists('veto:{:hosts}:lease:gw-c') }, 10),
+   'all hosts hold a lease');
+
+my $agent = $A->token(sub => 'agent-1');
+my $rev = $A->token(sub => 'human-1', scope => 'approvals:review');
+my $auditor = $A->token(sub => 'carol', scope => 'audit:read');
+my ($st, $h, $b, $j);
+
+($st, $h, $b, $j) = $A->request(POST => '/v1/sandboxes', $agent, {});
+is($st, 201, 'create on a') or diag $b;
+my $sa = $j->{id};
+ok(wait_for(sub { ($m->hget("veto:{acme}:sbx:own:$sa", 'gateway') // '') eq 'gw-a' }, 5),
+   'owned by a');
+
+# ---- exec, files through b and c
+($st, $h, $b, $j) = $B->request(POST => "/v1/sandboxes/$sa/exec", $agent,
+                                { argv => ['sh', '-c', 'echo from $(cat /etc/hostname 2>/dev/null || echo a); echo ran >> /workspace/runs'] });
+is($st, 200, 'exec through b') or diag $b;
+like($j->{stdout} // '', qr/^from /, '... its output');
+($st, $h, $b, $j) = $C->request(PUT => "/v1/sandboxes/$sa/files?path=hello.txt",
+                                $agent, "hello through c\n");
+is($st, 200, 'a file written through c') or diag $b;
+is($j->{sha256}, sha256_hex("hello through c\n"), '... the bytes sent');
+($st, $h, $b) = $B->request(GET => "/v1/sandboxes/$sa/files?path=hello.txt",
+                            $agent);
+is($st, 200, 'read through b');
+is($b, "hello through c\n", '... the same bytes');
+($st, $h, $b) = $A->request(GET => "/v1/sandboxes/$sa/files?path=runs", $agent);
+is($b, "ran\n", 'the exec ran once, on a');
+
+# ---- a streamed exec through b
+($st, $h, $b) = $B->request(POST => "/v1/sandboxes/$sa/exec", $agent,
+                            { argv => ['sh', '-c', 'echo one; echo two >&2; echo three'] },
+                            { Accept => 'application/x-ndjson' });
+is($st, 200, 'a streamed exec through b') or diag $b;
+like($h->{'content-type'} // '', qr{application/x-ndjson}, '... ndjson');
+my @lines = map { decode_json($_) } grep { length } split /\n/, $b;
+my $out = join '', map { $_->{data} } grep { ($_->{stream} // '') eq 'stdout' } @lines;
+is($out, "one\nthree\n", '... stdout events');
+ok((grep { exists(($_->{result} // {})->{exit_code}) } @lines),
+   '... and the result')
+    or diag explain \@lines;
+
+# ---- a background exec through c, its output through b
+($st, $h, $b, $j) = $C->request(POST => "/v1/sandboxes/$sa/exec", $agent,
+                                { argv => ['sh', '-c', 'echo bg; sleep 0.3; echo end'],
+                                  background => JSON::PP::true });
+is($st, 202, 'a background exec through c') or diag $b;
+my $ex = $j->{id};
+is($h->{location}, "/v1/sandboxes/$sa/execs/$ex", '... its Location');
+ok(wait_for(sub {
+    my (undef, undef, undef, $e) = $B->request(GET => "/v1/sandboxes/$sa/execs/$ex", $agent);
+    ($e->{state} // '') ne 'running' ? $e : undef
+}, 10), '... it ends (status through b)');
+($st, $h, $b, $j) = $B->request(GET => "/v1/sandboxes/$sa/execs/$ex/output?stream=stdout", $agent);
+is($st, 200, '... its output through b') or diag $b;
+is($j->{data}, "bg\nend\n", '... all of it');
+
+# ---- a gated exec: asked through b, approved through c, used through b
+my $gated = { argv => ['sh', '-c', 'echo gated >> /workspace/gated'] };
+($st, $h, $b, $j) = $B->request(POST => "/v1/sandboxes/$sa/exec", $agent, $gated);
+is($st, 202, 'a gated exec through b: an approval asked') or diag $b;
+my $apr = $j->{approval_id};
+($st) = $C->request(POST => "/v1/approvals/$apr/approve", $rev, {});
+is($st, 200, 'approved through c');
+($st, $h, $b, $j) = $B->request(POST => "/v1/sandboxes/$sa/exec", $agent, $gated,
+                                { 'Veto-Approval' => $apr });
+is($st, 200, 'used through b: runs on a') or diag $b;
+($st, $h, $b, $j) = $C->request(POST => "/v1/sandboxes/$sa/exec", $agent, $gated,
+                                { 'Veto-Approval' => $apr });
+is($st, 403, 'used again through c: refused');
+is($j->{state}, 'consumed', '... consumed');
+($st, $h, $b) = $A->request(GET => "/v1/sandboxes/$sa/files?path=gated", $agent);
+is($b, "gated\n", 'it ran once');
+my $audit = $m->xrange('veto:{acme}:audit', '-', '+');
+my @consumed = grep { my %f = @{ $_->[1] };
+                      ($f{action} // '') =~ /approval/ && ($f{outcome} // '') eq 'approval_consumed'
+                      || (($f{outcome} // '') eq 'approval_consumed') } @$audit;
+my @byapr = grep { my %f = @{ $_->[1] }; join(' ', values %f) =~ /\Q$apr\E/ } @$audit;
+my @cons = grep { my %f = @{ $_->[1] }; ($f{outcome} // '') eq 'approval_consumed' }
+           @byapr;
+is(scalar @cons, 1, 'one record of the approval consumed')
+    or diag explain \@byapr;
+
+# ---- forged requests, straight to a
+sub cred
+{
+    my (%o) = @_;
+    my $t = $o{t} // int(time * 1000);
+    my $n = $o{n} // unpack('H*', join '', map { chr int rand 256 } 1 .. 16);
+    my $body = $o{body} // '';
+    my $bd = sha256_hex($body);
+    my $jwt = $o{jwt};
+    my ($payload) = (split /\./, $jwt)[1];
+    $payload =~ tr{-_}{+/};
+    $payload .= '=' x ((4 - length($payload) % 4) % 4);
+    require MIME::Base64;
+    my $claims = decode_json(MIME::Base64::decode_base64($payload));
+    my $text = "veto-peer-v1\n" . ($o{h} // 'gw-b') . "\n$t\n$n\n$o{method}\n$o{uri}\n"
+             . ($o{bd} // $bd) . "\n$claims->{tenant}\n$claims->{sub}\n"
+             . ($claims->{jti} // '') . "\n";
+    my $sig = hmac_sha256_hex($text, $o{key} // $peer_key);
+    return "v1;h=" . ($o{h} // 'gw-b') . ";t=$t;n=$n;b=" . ($o{bd} // $bd) . ";s=$sig";
+}
+
+my $uri = "/v1/sandboxes/$sa/exec";
+my $body = encode_json($gated);
+sub forged
+{
+    my ($cred, %o) = @_;
+    return $A->request(POST => $uri, $o{jwt} // $agent, $o{body} // $body,
+                       { 'Content-Type' => 'application/json',
+                         ($cred ? ('Veto-Peer-Credential' => $cred) : ()),
+                         %{ $o{headers} // {} } });
+}
+
+($st, $h, $b, $j) = forged(undef);
+is($st, 202, 'no credential: the gate decides (an approval is asked)') or diag $b;
+
+my %bad = (
+    'a wrong key'   => [cred(method => 'POST', uri => $uri, body => $body, jwt => $agent,
+                             key => 'f' x 64), 'signature'],
+    'another body'  => [cred(method => 'POST', uri => $uri, body => '{"argv":["true"]}',
+                             jwt => $agent), 'body'],
+    'an expired one'=> [cred(method => 'POST', uri => $uri, body => $body, jwt => $agent,
+                             t => int(time * 1000) - 60_000), 'expired'],
+    'a malformed one' => ['v1;h=gw-b;t=1;n=zz', 'malformed'],
+    'another identity' => [cred(method => 'POST', uri => $uri, body => $body,
+                                jwt => $A->token(sub => 'agent-2')), 'signature'],
+    'another URI'   => [cred(method => 'POST', uri => "$uri?x=1", body => $body,
+                             jwt => $agent), 'signature'],
+);
+for my $k (sort keys %bad) {
+    ($st, $h, $b, $j) = forged($bad{$k}[0]);
+    is($st, 403, "$k: 403") or diag $b;
+    is($j->{type}, 'urn:veto-sandbox:problem:peer_credential_invalid',
+       "... peer_credential_invalid");
+    is($j->{reason}, $bad{$k}[1], "... reason $bad{$k}[1]");
+}
+
+my $good = cred(method => 'POST', uri => $uri, body => $body, jwt => $agent);
+($st, $h, $b, $j) = forged($good);
+is($st, 200, 'a good credential: a runs the gated exec without asking') or diag $b;
+($st, $h, $b, $j) = forged($good);
+is($st, 403, 'the same credential again: 403') or diag $b;
+is($j->{reason}, 'replayed', '... replayed');
+($st, $h, $b, $j) = forged($good);
+is($st, 403, 'and a third time: 403') or diag $b;
+($st, $h, $b) = $A->request(GET => "/v1/sandboxes/$sa/files?path=gated", $agent);
+is($b, "gated\ngated\n", 'the good credential ran once');
+($st, $h, $b, $j) = $A->request(POST => $uri, $agent, $body,
+    { 'Content-Type' => 'application/json',
+      'Veto-Peer-Credential' => [cred(method => 'POST', uri => $uri, body => $body, jwt => $agent),
+                                 cred(method => 'POST', uri => $uri, body => $body, jwt => $agent)] });
+is($st, 403, 'two credentials: 403') or diag $b;
+is($j->{reason}, 'malformed', '... malformed');
+($st, $h, $b) = $A->request(GET => "/v1/sandboxes/$sa/files?path=gated", $agent);
+is($b, "gated\ngated\n", 'only the good credential ran');
+
+# ---- delete through c
+($st, $h, $b, $j) = $C->request(DELETE => "/v1/sandboxes/$sa", $agent);
+is($st, 200, 'delete through c') or diag $b;
+($st, $h, $b, $j) = $A->request(GET => "/v1/sandboxes/$sa", $agent);
+is($j->{state}, 'ended', 'ended on a') or diag $b;
+is($j->{end_reason}, 'deleted', '... deleted');
+ok(wait_for(sub { !defined $m->zscore('veto:{acme}:sbx:live', $sa) }, 5),
+   'its quota slot is free');
+
+for my $name (qw(a b c)) {
+    my $n = $gw{$name};
+    $n->stop;
+    my @bad = grep { /\[(alert|crit|emerg)\]/ } split /\n/, $n->error_log;
+    ok(!@bad, "no alert in ${name}'s log") or diag join("\n", @bad);
+    $n->helper->leaks_ok("host $name");
+}
+
+done_testing;

@@ -150,7 +150,7 @@ MODULE_PURE  = $(addprefix ngx_veto_sandbox_module/ngx_http_veto_sandbox_, \
                  hash.c redact.c summary.c output.c policy.c \
                  policy_approvals.c ops.c \
                  policy_match.c network.c event.c metrics_store.c \
-                 sentinel_parse.c) \
+                 sentinel_parse.c peer_cred.c) \
                $(HELPER_EG_SRCS) sandbox-helper/paths.c t/unit/ngx_core_stub.c
 MODULE_DEPS  = $(MODULE_PURE) $(wildcard ngx_veto_sandbox_module/*.h) \
                egress-proxy/eg_allow.h egress-proxy/eg_addr.h \

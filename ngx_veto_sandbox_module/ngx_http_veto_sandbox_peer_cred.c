@@ -82,7 +82,6 @@ ngx_http_veto_sandbox_peer_cred_parse(u_char *p, size_t len,
     ngx_http_veto_sandbox_peer_cred_t *cred)
 {
     u_char     *last, *c;
-    ngx_int_t   t;
 
     ngx_memzero(cred, sizeof(*cred));
 
@@ -126,12 +125,14 @@ ngx_http_veto_sandbox_peer_cred_parse(u_char *p, size_t len,
         return NGX_DECLINED;
     }
 
-    t = ngx_atoi(cred->time.data, cred->time.len);
-    if (t == NGX_ERROR) {
-        return NGX_DECLINED;
-    }
+    /* at most 15 digits: no overflow */
+    for (c = cred->time.data; c < cred->time.data + cred->time.len; c++) {
+        if (*c < '0' || *c > '9') {
+            return NGX_DECLINED;
+        }
 
-    cred->ms = (int64_t) t;
+        cred->ms = cred->ms * 10 + (*c - '0');
+    }
 
     if (cred->nonce.len != 32 || cred->body.len != 64 || cred->sig.len != 64
         || ngx_http_veto_sandbox_peer_hex(cred->nonce.data, 32) != NGX_OK

@@ -7,7 +7,8 @@
  * the real builders of ngx_http_veto_sandbox_request.c, _execs.c and
  * _archive.c; and, with a first byte of 0xff, what Redis Sentinel sends
  * a worker (an address must be numeric, +switch-master must name this
- * master).
+ * master); with 0xfe, the Veto-Peer-Credential header another gateway
+ * host sends (strict fields, and no signature but the key's own holds).
  *
  * The first byte picks the parser, the rest is its input.  What the
  * builders answer goes to a stand-in for the module's responses (a
@@ -29,6 +30,7 @@
  * FUZZ-COVERS: ngx_veto_sandbox_module/ngx_http_veto_sandbox_request_network.c
  * FUZZ-COVERS: ngx_veto_sandbox_module/ngx_http_veto_sandbox_env.c
  * FUZZ-COVERS: ngx_veto_sandbox_module/ngx_http_veto_sandbox_summary.c
+ * FUZZ-COVERS: ngx_veto_sandbox_module/ngx_http_veto_sandbox_peer_cred.c
  */
 
 #include "ngx_http_veto_sandbox_module.h"
@@ -59,6 +61,7 @@ enum {
 
 /* outside the modes (and their ndjson variants, mode + FUZZ_NMODES) */
 #define FUZZ_SENTINEL  0xff
+#define FUZZ_PEER      0xfe
 
 
 /* the module's responses, as the builders see them */
@@ -893,6 +896,90 @@ check_sentinel_addr(u_char *host, in_port_t port)
 
 
 /*
+ * The inter-gateway credential: what parses has exactly its fields'
+ * shapes, and its signature holds only when it is the one the key makes
+ * (checked against a signature made here, both ways).
+ */
+static void
+fuzz_peer(const uint8_t *data, size_t size)
+{
+    u_char                             *buf, *c, sig[65];
+    ngx_str_t                           key = ngx_string(
+                                     "0123456789abcdef0123456789abcdef");
+    ngx_str_t                           m = ngx_string("POST");
+    ngx_str_t                           uri = ngx_string("/v1/sandboxes/x/exec");
+    ngx_str_t                           t = ngx_string("acme");
+    ngx_str_t                           a = ngx_string("agent-1");
+    ngx_str_t                           j = ngx_string("");
+    ngx_int_t                           rc;
+    ngx_pool_t                         *pool;
+    ngx_http_veto_sandbox_peer_cred_t   cred;
+
+    buf = malloc(size ? size : 1);
+    if (buf == NULL) {
+        return;
+    }
+
+    ngx_memcpy(buf, data, size);
+
+    rc = ngx_http_veto_sandbox_peer_cred_parse(buf, size, &cred);
+
+    if (rc == NGX_DECLINED) {
+        free(buf);
+        return;
+    }
+
+    if (rc != NGX_OK || size > NGX_HTTP_VSB_PEER_CRED_MAX
+        || cred.host.len < 1 || cred.host.len > 64
+        || cred.nonce.len != 32 || cred.body.len != 64 || cred.sig.len != 64
+        || cred.time.len < 1 || cred.time.len > 15 || cred.ms < 0
+        || cred.host.data < buf || cred.sig.data + 64 != buf + size)
+    {
+        abort();
+    }
+
+    for (c = cred.host.data; c < cred.host.data + cred.host.len; c++) {
+        if (*c == ';' || *c == '=' || *c <= ' ' || *c >= 0x7f) {
+            abort();
+        }
+    }
+
+    pool = ngx_create_pool(4096, NULL);
+    if (pool == NULL) {
+        free(buf);
+        return;
+    }
+
+    if (ngx_http_veto_sandbox_peer_cred_sign(pool, &key, &cred, &m, &uri, &t,
+                                             &a, &j, sig) != NGX_OK)
+    {
+        abort();
+    }
+
+    rc = ngx_http_veto_sandbox_peer_cred_check(pool, &key, &cred, &m, &uri,
+                                               &t, &a, &j);
+
+    if ((rc == NGX_OK) != (ngx_memcmp(sig, cred.sig.data, 64) == 0)
+        || (rc != NGX_OK && rc != NGX_DECLINED))
+    {
+        abort();
+    }
+
+    /* the signature made here holds */
+    ngx_memcpy(cred.sig.data, sig, 64);
+
+    if (ngx_http_veto_sandbox_peer_cred_check(pool, &key, &cred, &m, &uri,
+                                              &t, &a, &j) != NGX_OK)
+    {
+        abort();
+    }
+
+    ngx_destroy_pool(pool);
+    free(buf);
+}
+
+
+/*
  * What a sentinel sends: the input is a +switch-master and a
  * +failover-state-send-slaveof-noone message for the master "veto", and,
  * split at its first space, the host and port of a
@@ -973,6 +1060,11 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
     if (data[0] == FUZZ_SENTINEL) {
         fuzz_sentinel(data + 1, size - 1);
+        return 0;
+    }
+
+    if (data[0] == FUZZ_PEER) {
+        fuzz_peer(data + 1, size - 1);
         return 0;
     }
 

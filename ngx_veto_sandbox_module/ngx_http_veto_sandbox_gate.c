@@ -279,6 +279,7 @@ ngx_http_veto_sandbox_run(ngx_http_request_t *r,
 
         case NGX_HTTP_VSB_STEP_WHERE:
         case NGX_HTTP_VSB_STEP_LEASE:
+        case NGX_HTTP_VSB_STEP_PLACE:
             ngx_http_veto_sandbox_waiting_call(r, ctx, &call,
                                              ngx_http_veto_sandbox_gate_reply);
 
@@ -408,6 +409,7 @@ ngx_http_veto_sandbox_gate_result(ngx_http_request_t *r,
 
     case NGX_HTTP_VSB_STEP_WHERE:
     case NGX_HTTP_VSB_STEP_LEASE:
+    case NGX_HTTP_VSB_STEP_PLACE:
         return ngx_http_veto_sandbox_where_result(r, ctx, reply);
 
     case NGX_HTTP_VSB_STEP_PEER:

@@ -76,6 +76,8 @@ static void ngx_http_veto_sandbox_hosts_tenant_done(ngx_int_t rc,
     redisReply *reply, void *data);
 static void ngx_http_veto_sandbox_hosts_reap_end(
     ngx_http_veto_sandbox_hosts_t *h);
+static ngx_int_t ngx_http_veto_sandbox_place_result(ngx_http_request_t *r,
+    ngx_http_veto_sandbox_ctx_t *ctx, redisReply *reply);
 
 
 /* a reply nobody waits for */
@@ -177,6 +179,40 @@ static const char ngx_http_veto_sandbox_hosts_lost_body_lua[] =
     "end\n"
     "return n\n"
     ;
+
+
+/* KEYS: seen;  ARGV: this host's name, the lease prefix
+ * This host has room (or its load is not known): {}; else the live host
+ * with room and the least load: {name, addr}; none: {}. */
+static const char ngx_http_veto_sandbox_hosts_place_lua[] =
+    "local function load(name)\n"
+    "  local f = redis.call('HMGET', ARGV[2] .. name, 'sandboxes',\n"
+    "    'capacity', 'addr')\n"
+    "  local n, c = tonumber(f[1]), tonumber(f[2])\n"
+    "  if not n or not c or c < 1 or not f[3] then return nil end\n"
+    "  return n, c, f[3]\n"
+    "end\n"
+    "local n, c = load(ARGV[1])\n"
+    "if not n or n < c then return {} end\n"
+    "local best, bl, ba = nil, 2, nil\n"
+    "for _, h in ipairs(redis.call('ZRANGE', KEYS[1], 0, 63)) do\n"
+    "  if h ~= ARGV[1] then\n"
+    "    local hn, hc, ha = load(h)\n"
+    "    if hn and hn < hc and hn / hc < bl then\n"
+    "      best, bl, ba = h, hn / hc, ha\n"
+    "    end\n"
+    "  end\n"
+    "end\n"
+    "if best then return {best, ba} end\n"
+    "return {}\n"
+    ;
+
+
+static ngx_http_veto_sandbox_redis_script_t
+    ngx_http_veto_sandbox_hosts_place_scripts[] = {
+    { "host_place", ngx_http_veto_sandbox_hosts_place_lua, "" },
+    { NULL, NULL, "" }
+};
 
 
 static ngx_http_veto_sandbox_redis_script_t
@@ -322,6 +358,15 @@ ngx_http_veto_sandbox_hosts_init_process(ngx_cycle_t *cycle)
 
     vmcf = ngx_http_cycle_get_module_main_conf(cycle,
                                                ngx_http_veto_sandbox_module);
+
+    /* placement is asked by every worker */
+    if (vmcf != NULL && vmcf->enabled && vmcf->host_addr.len
+        && ngx_http_veto_sandbox_redis_scripts_init(
+                                   ngx_http_veto_sandbox_hosts_place_scripts)
+           != NGX_OK)
+    {
+        return NGX_ERROR;
+    }
 
     /* one renewer and reaper per host: worker 0 */
     if (vmcf == NULL || !vmcf->enabled || vmcf->host_addr.len == 0
@@ -851,6 +896,30 @@ ngx_http_veto_sandbox_where_step(ngx_http_request_t *r,
 
     mcf = ngx_http_veto_sandbox_gate_mcf(r);
 
+    /* a create, with routing: here, unless this host is full */
+    if (ctx->step == NGX_HTTP_VSB_STEP_WHERE && ctx->sandbox.len == 0
+        && ctx->op->quota == NGX_HTTP_VSB_QUOTA_SANDBOXES
+        && mcf->host_addr.len && mcf->peer_pass.len)
+    {
+        ngx_str_t  a[3];
+
+        if (ngx_http_veto_sandbox_hosts_key(r->pool, &a[0], "seen", NULL)
+            != NGX_OK
+            || ngx_http_veto_sandbox_hosts_key(r->pool, &a[2], "lease:",
+                                               NULL)
+               != NGX_OK)
+        {
+            return NGX_HTTP_INTERNAL_SERVER_ERROR;
+        }
+
+        a[1] = mcf->host;
+        ctx->step = NGX_HTTP_VSB_STEP_PLACE;
+
+        return ngx_http_veto_sandbox_redis_eval_str(call,
+                             &ngx_http_veto_sandbox_hosts_place_scripts[0],
+                             1, 3, a);
+    }
+
     if (mcf->host_addr.len == 0 || ctx->sandbox.len == 0
         || !ngx_http_veto_sandbox_redis_key_part_valid(ctx->sandbox.data,
                                                        ctx->sandbox.len)
@@ -899,6 +968,56 @@ ngx_http_veto_sandbox_where_step(ngx_http_request_t *r,
 }
 
 
+/* A create's place: here ({}), or the least loaded live host with room
+ * ({name, addr}), then the quota, as every create. */
+static ngx_int_t
+ngx_http_veto_sandbox_place_result(ngx_http_request_t *r,
+    ngx_http_veto_sandbox_ctx_t *ctx, redisReply *reply)
+{
+    redisReply  *name, *addr;
+
+    if (reply->type != REDIS_REPLY_ARRAY
+        || (reply->elements != 0 && reply->elements != 2))
+    {
+        return ngx_http_veto_sandbox_redis_problem(r, ctx, NGX_ERROR);
+    }
+
+    ctx->step = NGX_HTTP_VSB_STEP_QUOTA;
+
+    if (reply->elements == 0) {
+        return NGX_AGAIN;
+    }
+
+    name = reply->element[0];
+    addr = reply->element[1];
+
+    if (name->type != REDIS_REPLY_STRING || addr->type != REDIS_REPLY_STRING
+        || !ngx_http_veto_sandbox_redis_key_part_valid((u_char *) name->str,
+                                                       name->len))
+    {
+        return NGX_AGAIN;
+    }
+
+    ctx->owner_host.data = ngx_pnalloc(r->pool, name->len);
+    if (ctx->owner_host.data == NULL) {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+
+    ngx_memcpy(ctx->owner_host.data, name->str, name->len);
+    ctx->owner_host.len = name->len;
+
+    /* no route: the create is made here, and its helper says it is full */
+    if (ngx_http_veto_sandbox_peer_plan(r, ctx, (u_char *) addr->str,
+                                        addr->len)
+        == NGX_ERROR)
+    {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+
+    return NGX_AGAIN;
+}
+
+
 /* NGX_AGAIN: go on with ctx->step; else the answer. */
 ngx_int_t
 ngx_http_veto_sandbox_where_result(ngx_http_request_t *r,
@@ -906,6 +1025,10 @@ ngx_http_veto_sandbox_where_result(ngx_http_request_t *r,
 {
     redisReply  *agent, *gw, *addr;
     ngx_str_t   *host;
+
+    if (ctx->step == NGX_HTTP_VSB_STEP_PLACE) {
+        return ngx_http_veto_sandbox_place_result(r, ctx, reply);
+    }
 
     if (reply->type != REDIS_REPLY_ARRAY || reply->elements != 2) {
         return ngx_http_veto_sandbox_redis_problem(r, ctx, NGX_ERROR);

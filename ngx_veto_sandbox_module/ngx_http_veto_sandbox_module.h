@@ -403,6 +403,7 @@ enum {
     NGX_HTTP_VSB_STEP_WHERE,         /* the sandbox's owner (hosts) */
     NGX_HTTP_VSB_STEP_LEASE,         /* its owner's lease (hosts) */
     NGX_HTTP_VSB_STEP_PEER,          /* a forwarded request's nonce */
+    NGX_HTTP_VSB_STEP_PLACE,         /* a create: here, or a host with room */
     NGX_HTTP_VSB_STEP_EPOCH,         /* asking the helper its epoch */
     NGX_HTTP_VSB_STEP_SANDBOX,       /* reading an exec's sandbox env */
     NGX_HTTP_VSB_STEP_NEXT,
@@ -613,6 +614,7 @@ struct ngx_http_veto_sandbox_ctx_s {
     ngx_str_t                    owner_host;
     ngx_addr_t                  *peer_addr;     /* routed there (_peer.c) */
     ngx_str_t                    peer_nonce;    /* a forwarded request's */
+    ngx_str_t                    peer_slot;     /* its provisional slot */
 
     unsigned                     identified:1;
     unsigned                     needs_approval:1;
@@ -900,6 +902,7 @@ typedef struct {
     ngx_str_t                    time;
     ngx_str_t                    nonce;
     ngx_str_t                    body;
+    ngx_str_t                    slot;          /* optional: a create's */
     ngx_str_t                    sig;
     int64_t                      ms;
 } ngx_http_veto_sandbox_peer_cred_t;

@@ -368,6 +368,15 @@ ngx_http_veto_sandbox_peer_forward(ngx_http_request_t *r,
     p = ngx_hex_dump(p, md, 32);
     cred.body.len = p - cred.body.data;
 
+    /* a create placed on another host: the quota slot held here becomes
+     * the receiver's to swap for the sandbox (a create that never gets
+     * there leaves it to expire with the lifetime, as a crashed
+     * gateway's) */
+    if (ctx->slot_held) {
+        cred.slot = ctx->slot;
+        ctx->slot_held = 0;
+    }
+
     if (ngx_http_veto_sandbox_peer_cred_sign(r->pool, &mcf->peer_key, &cred,
                                              &r->method_name,
                                              &r->unparsed_uri, &ctx->tenant,
@@ -388,9 +397,11 @@ ngx_http_veto_sandbox_peer_forward(ngx_http_request_t *r,
 
     route->credential.len = ngx_snprintf(route->credential.data,
                                          NGX_HTTP_VSB_PEER_CRED_MAX,
-                                         "v1;h=%V;t=%V;n=%V;b=%V;s=%s",
+                                         "v1;h=%V;t=%V;n=%V;b=%V%s%V;s=%s",
                                          &cred.host, &cred.time, &cred.nonce,
-                                         &cred.body, sig)
+                                         &cred.body,
+                                         cred.slot.len ? ";q=" : "",
+                                         &cred.slot, sig)
                             - route->credential.data;
 
     cln->handler = ngx_http_veto_sandbox_peer_route_cleanup;
@@ -516,7 +527,8 @@ ngx_http_veto_sandbox_peer_receive(ngx_http_request_t *r,
     {
         return ngx_http_veto_sandbox_peer_refuse(r, ctx, "malformed",
                    "the " NGX_HTTP_VSB_PEER_HEADER " header is not "
-                   "v1;h=<host>;t=<ms>;n=<32 hex>;b=<64 hex>;s=<64 hex>");
+                   "v1;h=<host>;t=<ms>;n=<32 hex>;b=<64 hex>[;q=<slot>];"
+                   "s=<64 hex>");
     }
 
     tp = ngx_timeofday();
@@ -574,6 +586,17 @@ ngx_http_veto_sandbox_peer_receive(ngx_http_request_t *r,
     ngx_memcpy(ctx->peer_nonce.data, cred.nonce.data, 32);
     ctx->peer_nonce.len = 32;
 
+    /* a create placed here: only a create takes the sender's slot */
+    if (cred.slot.len && ctx->op->quota == NGX_HTTP_VSB_QUOTA_SANDBOXES) {
+        ctx->peer_slot.data = ngx_pnalloc(r->pool, cred.slot.len);
+        if (ctx->peer_slot.data == NULL) {
+            return NGX_HTTP_INTERNAL_SERVER_ERROR;
+        }
+
+        ngx_memcpy(ctx->peer_slot.data, cred.slot.data, cred.slot.len);
+        ctx->peer_slot.len = cred.slot.len;
+    }
+
     ctx->step = NGX_HTTP_VSB_STEP_PEER;
 
     return NGX_AGAIN;
@@ -617,6 +640,13 @@ ngx_http_veto_sandbox_peer_nonce_result(ngx_http_request_t *r,
         && ngx_strncmp(reply->str, "OK", 2) == 0)
     {
         ngx_str_set(&ctx->decision, "allow:peer");
+
+        if (ctx->peer_slot.len) {
+            /* the create's record swaps it for the sandbox, as here */
+            ctx->slot = ctx->peer_slot;
+            ctx->slot_held = 1;
+        }
+
         ctx->step = NGX_HTTP_VSB_STEP_NEXT;
         return NGX_AGAIN;
     }

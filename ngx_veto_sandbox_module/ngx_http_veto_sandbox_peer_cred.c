@@ -4,15 +4,17 @@
  * the request to the gateway host that holds the sandbox, and what that
  * host checks before it runs the request without deciding it again.
  *
- *   Veto-Peer-Credential: v1;h=<host>;t=<ms>;n=<32 hex>;b=<64 hex>;s=<64 hex>
+ *   Veto-Peer-Credential: v1;h=<host>;t=<ms>;n=<32 hex>;b=<64 hex>[;q=<slot>];s=<64 hex>
  *
  * h the sending host's name, t its clock (unix ms), n a random nonce
  * (kept in Redis by the receiver: a replay is refused), b the SHA-256 of
- * the request body, s the HMAC-SHA256, under the key every host shares
+ * the request body, q (a create placed on another host) the provisional
+ * quota slot the sender holds for it, which the receiver swaps for the
+ * sandbox it makes, s the HMAC-SHA256, under the key every host shares
  * (veto_sandbox_peer_key), of
  *
  *   "veto-peer-v1\n" h "\n" t "\n" n "\n" method "\n" URI "\n" b "\n"
- *   tenant "\n" agent "\n" jti "\n"
+ *   tenant "\n" agent "\n" jti "\n" q "\n"
  *
  * so that the credential binds the request (method, URI with its query,
  * body) to the identity the sender decided it for (the receiver reads
@@ -102,10 +104,28 @@ ngx_http_veto_sandbox_peer_cred_parse(u_char *p, size_t len,
            != NGX_OK
         || ngx_http_veto_sandbox_peer_field(&p, last, 'b', &cred->body, 0)
            != NGX_OK
+        || (last - p >= 2 && p[0] == 'q'
+            && ngx_http_veto_sandbox_peer_field(&p, last, 'q', &cred->slot, 0)
+               != NGX_OK)
         || ngx_http_veto_sandbox_peer_field(&p, last, 's', &cred->sig, 1)
            != NGX_OK)
     {
         return NGX_DECLINED;
+    }
+
+    if (cred->slot.data != NULL) {
+        if (cred->slot.len == 0 || cred->slot.len > 128) {
+            return NGX_DECLINED;
+        }
+
+        for (c = cred->slot.data; c < cred->slot.data + cred->slot.len; c++) {
+            if (!((*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z')
+                  || (*c >= '0' && *c <= '9') || *c == '.' || *c == '-'
+                  || *c == '_'))
+            {
+                return NGX_DECLINED;
+            }
+        }
     }
 
     if (cred->host.len == 0 || cred->host.len > 64) {
@@ -164,16 +184,17 @@ ngx_http_veto_sandbox_peer_cred_sign(ngx_pool_t *pool, ngx_str_t *key,
 
     len = sizeof("veto-peer-v1\n") - 1 + cred->host.len + cred->time.len
           + cred->nonce.len + method->len + uri->len + cred->body.len
-          + tenant->len + agent->len + jti->len + 9;
+          + tenant->len + agent->len + jti->len + cred->slot.len + 10;
 
     text = ngx_pnalloc(pool, len);
     if (text == NULL) {
         return NGX_ERROR;
     }
 
-    p = ngx_sprintf(text, "veto-peer-v1\n%V\n%V\n%V\n%V\n%V\n%V\n%V\n%V\n%V\n",
+    p = ngx_sprintf(text,
+                    "veto-peer-v1\n%V\n%V\n%V\n%V\n%V\n%V\n%V\n%V\n%V\n%V\n",
                     &cred->host, &cred->time, &cred->nonce, method, uri,
-                    &cred->body, tenant, agent, jti);
+                    &cred->body, tenant, agent, jti, &cred->slot);
 
     if (HMAC(EVP_sha256(), key->data, (int) key->len, text, p - text, md,
              &mdlen)

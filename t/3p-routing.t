@@ -75,7 +75,8 @@ for my $name (qw(a b c)) {
     $first //= $n;
     $n->write_policy($policy);
     VetoNginx::spew($n->dir . '/peer.key', "$peer_key\n");
-    $n->start_helper(max_sandboxes => 8,
+    # c's helper holds one sandbox at most: the next create is placed
+    $n->start_helper(max_sandboxes => $name eq 'c' ? 1 : 8,
                      cgroup_name => "veto-t-$$-$name",
                      uid_base => $probe + $i++ * 8 * 65536);
     $n->render(http_extra => $s->nginx_conf
@@ -219,7 +220,7 @@ sub cred
     my $claims = decode_json(MIME::Base64::decode_base64($payload));
     my $text = "veto-peer-v1\n" . ($o{h} // 'gw-b') . "\n$t\n$n\n$o{method}\n$o{uri}\n"
              . ($o{bd} // $bd) . "\n$claims->{tenant}\n$claims->{sub}\n"
-             . ($claims->{jti} // '') . "\n";
+             . ($claims->{jti} // '') . "\n\n";     # no quota slot (q)
     my $sig = hmac_sha256_hex($text, $o{key} // $peer_key);
     return "v1;h=" . ($o{h} // 'gw-b') . ";t=$t;n=$n;b=" . ($o{bd} // $bd) . ";s=$sig";
 }
@@ -286,6 +287,30 @@ is($j->{state}, 'ended', 'ended on a') or diag $b;
 is($j->{end_reason}, 'deleted', '... deleted');
 ok(wait_for(sub { !defined $m->zscore('veto:{acme}:sbx:live', $sa) }, 5),
    'its quota slot is free');
+
+# ---- placement: c is full, a create landing on c goes elsewhere
+($st, $h, $b, $j) = $C->request(POST => '/v1/sandboxes', $agent, {});
+is($st, 201, 'a create on c, empty: made on c') or diag $b;
+my $sc = $j->{id};
+ok(wait_for(sub { ($m->hget("veto:{acme}:sbx:own:$sc", 'gateway') // '') eq 'gw-c' }, 5),
+   '... owned by c');
+ok(wait_for(sub { ($m->hget('veto:{:hosts}:lease:gw-c', 'sandboxes') // '') eq '1' }, 12),
+   "c's lease says it is full (1 of 1)");
+($st, $h, $b, $j) = $C->request(POST => '/v1/sandboxes', $agent, {});
+is($st, 201, 'another create on c: 201') or diag $b;
+my $sp = $j->{id};
+my $placed = wait_for(sub { $m->hget("veto:{acme}:sbx:own:$sp", 'gateway') }, 5) // '';
+like($placed, qr/^gw-[ab]$/, "... made on a host with room ($placed)");
+($st, $h, $b, $j) = $C->request(POST => "/v1/sandboxes/$sp/exec", $agent,
+                                { argv => ['true'] });
+is($st, 200, '... and used through c') or diag $b;
+my @live = @{ $m->zrange('veto:{acme}:sbx:live', 0, -1) };
+is_deeply([sort @live], [sort $sc, $sp],
+          'the quota counts the two sandboxes, no provisional slot left');
+for my $id ($sc, $sp) {
+    ($st) = $C->request(DELETE => "/v1/sandboxes/$id", $agent);
+    is($st, 200, "delete $id through c");
+}
 
 for my $name (qw(a b c)) {
     my $n = $gw{$name};

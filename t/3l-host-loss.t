@@ -19,6 +19,7 @@ use Test::More;
 use lib 't/lib';
 use VetoNginx;
 use VetoSentinel;
+use VetoHosts;
 use Time::HiRes qw(sleep time);
 
 VetoNginx::need(qw(helper redis));
@@ -61,21 +62,24 @@ my ($tok, $tout) = $t->test_config;
 ok($tok, 'nginx -t accepts a host with an address, a lease and a grace')
     or diag $tout;
 
-# ---- two hosts, one Redis under Sentinel
-my $s = VetoSentinel->new(addr => '127.0.0.1');
+# ---- two hosts, each in its own network namespace with its own address
+# on a bridge, one Redis under Sentinel on the bridge's address
+my $hosts = VetoHosts->new(qw(a b));
+my $s = VetoSentinel->new(addr => $hosts->gateway);
 my %gw;
 my $uid_step = 8 * 65536;
 my $lease_s = 2;
 my $grace_s = 3;
 for my $name (qw(a b)) {
     my $n = VetoNginx->new;
+    $n->set_netns($hosts->ns($name), $hosts->addr($name));
     $n->write_policy($policy);
     my $probe = 2_000_000_000 + ($$ % 2000) * 16 * 65536;
     $n->start_helper(max_sandboxes => 8,
                      cgroup_name => "veto-t-$$-$name",
                      uid_base => $probe + ($name eq 'a' ? 0 : $uid_step));
     $n->render(http_extra => $s->nginx_conf
-               . "    veto_sandbox_host gw-$name 127.0.0.1:" . $n->port . ";\n"
+               . "    veto_sandbox_host gw-$name " . $n->addr . ':' . $n->port . ";\n"
                . "    veto_sandbox_host_lease ${lease_s}s;\n"
                . "    veto_sandbox_host_grace ${grace_s}s;\n");
     my ($ok, $out) = $t->test_config;
@@ -114,7 +118,7 @@ sub lease
 ok(wait_for(sub { lease('gw-a')->{epoch} && lease('gw-b')->{epoch} }, 10),
    'each host holds a lease');
 my $la = lease('gw-a');
-is($la->{addr}, '127.0.0.1:' . $A->port, "a's lease names its address");
+is($la->{addr}, $A->addr . ':' . $A->port, "a's lease names its address");
 like($la->{epoch}, qr/^[1-9][0-9]*$/, '... and its boot epoch');
 is($m->get('veto:{:hosts}:boot:gw-a'), $la->{epoch},
    '... the one it took at its start');
@@ -157,7 +161,7 @@ for my $req ([POST => "/v1/sandboxes/$sa/exec", { argv => ['true'] }],
     is($j->{type}, 'urn:veto-sandbox:problem:sandbox_elsewhere',
        '... sandbox_elsewhere');
     is($j->{host}, 'gw-a', '... naming host a');
-    is($j->{address}, '127.0.0.1:' . $A->port, '... and its address');
+    is($j->{address}, $A->addr . ':' . $A->port, '... and its address');
 }
 # another agent's sandbox is not told apart from none
 ($st, $h, $b, $j) = $B->request(POST => "/v1/sandboxes/$sa/exec", $other_b,

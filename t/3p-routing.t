@@ -1,7 +1,8 @@
 #!/usr/bin/perl
 # Routing between gateway hosts (issue 20): three hosts, each an nginx
-# with its own helper, one Redis under Sentinel, the same JWT keys and
-# the same veto_sandbox_peer_key.  A sandbox made on a is used through b
+# in its own network namespace with its own address on a bridge this
+# test makes, with its own helper; one Redis under Sentinel on the
+# bridge's address; the same JWT keys and the same veto_sandbox_peer_key.  A sandbox made on a is used through b
 # and c: exec, files, a streamed exec (ndjson), a background exec and its
 # output, a gated exec (asked through b, approved through c, used through
 # b: run once on a, the approval consumed once, one record of it), delete.
@@ -17,6 +18,7 @@ use Test::More;
 use lib 't/lib';
 use VetoNginx;
 use VetoSentinel;
+use VetoHosts;
 use JSON::PP;
 use Digest::SHA qw(hmac_sha256_hex sha256_hex);
 use File::Copy qw(copy);
@@ -58,13 +60,18 @@ my $peer_key = unpack('H*', join '', map { chr int rand 256 } 1 .. 32);
     }
 }
 
+# ---- the network: a bridge, one namespace and address per host
+my $hosts = VetoHosts->new(qw(a b c));
+my %host_addr = map { $_ => $hosts->addr($_) } qw(a b c);
+
 # ---- three hosts
-my $s = VetoSentinel->new(addr => '127.0.0.1');
+my $s = VetoSentinel->new(addr => $hosts->gateway);
 my (%gw, $first);
 my $probe = 2_000_000_000 + ($$ % 2000) * 16 * 65536;
 my $i = 0;
 for my $name (qw(a b c)) {
     my $n = VetoNginx->new;
+    $n->set_netns($hosts->ns($name), $host_addr{$name});
     if ($first) {
         # one issuer: every host verifies the same tokens
         for my $f (qw(rsa.key rsa.pub ec.key ec.pub hs.secret jwks.json)) {
@@ -80,7 +87,7 @@ for my $name (qw(a b c)) {
                      cgroup_name => "veto-t-$$-$name",
                      uid_base => $probe + $i++ * 8 * 65536);
     $n->render(http_extra => $s->nginx_conf
-               . "    veto_sandbox_host gw-$name 127.0.0.1:" . $n->port . ";\n"
+               . "    veto_sandbox_host gw-$name $host_addr{$name}:" . $n->port . ";\n"
                . "    veto_sandbox_peer_key peer.key;\n"
                . "    veto_sandbox_peer_pass \@veto_peer;\n"
                . "    upstream veto_sandbox_peers { veto_sandbox_peers; keepalive 8; }\n",
@@ -122,6 +129,8 @@ ok(wait_for(sub { $m->exists('veto:{:hosts}:lease:gw-a')
                   && $m->exists('veto:{:hosts}:lease:gw-b')
                   && $m->exists('veto:{:hosts}:lease:gw-c') }, 10),
    'all hosts hold a lease');
+is($m->hget('veto:{:hosts}:lease:gw-a', 'addr'), "$host_addr{a}:" . $A->port,
+   "a's lease names its address in its namespace");
 
 my $agent = $A->token(sub => 'agent-1');
 my $rev = $A->token(sub => 'human-1', scope => 'approvals:review');

@@ -175,7 +175,19 @@ sub new
 
 sub dir { $_[0]{dir} }
 sub port { $_[0]{port} }
-sub url { "http://127.0.0.1:$_[0]{port}$_[1]" }
+# the address nginx listens on: 127.0.0.1, or a test host's own address
+# in the network namespace it runs in (set_netns)
+sub addr { $_[0]{addr} // '127.0.0.1' }
+sub url { "http://" . $_[0]->addr . ":$_[0]{port}$_[1]" }
+
+# set_netns(name, address): nginx runs in that network namespace (made
+# by the test) and listens on that address
+sub set_netns
+{
+    my ($self, $ns, $addr) = @_;
+    $self->{netns} = $ns;
+    $self->{addr} = $addr;
+}
 
 # RSA, EC P-256 and an HMAC secret; PEM public keys and a JWKS of both.
 sub make_keys
@@ -424,7 +436,7 @@ http {
     @{[ $self->redis_conf(%o) ]}
     @{[ $o{http_extra} // '' ]}
     server {
-        listen 127.0.0.1:$self->{port};
+        listen @{[ $self->addr ]}:$self->{port};
 $veto
         location /v1/ {
             veto_sandbox_api;
@@ -446,7 +458,8 @@ sub nginx_cmd
 {
     my ($self, @args) = @_;
     my $d = $self->{dir};
-    return ('nginx', '-p', "$d/", '-c', "$d/nginx.conf", '-e',
+    return (($self->{netns} ? ('ip', 'netns', 'exec', $self->{netns}) : ()),
+            'nginx', '-p', "$d/", '-c', "$d/nginx.conf", '-e',
             "$d/logs/error.log", @args);
 }
 
@@ -543,7 +556,7 @@ sub start
 
     my $deadline = time + 10;
     while (time < $deadline) {
-        my $s = IO::Socket::INET->new(PeerAddr => "127.0.0.1:$self->{port}",
+        my $s = IO::Socket::INET->new(PeerAddr => $self->addr . ":$self->{port}",
                                       Timeout => 1);
         if ($s) {
             close $s;

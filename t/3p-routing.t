@@ -288,6 +288,44 @@ is($j->{reason}, 'malformed', '... malformed');
 ($st, $h, $b) = $A->request(GET => "/v1/sandboxes/$sa/files?path=gated", $agent);
 is($b, "gated\ngated\n", 'only the good credential ran');
 
+# ---- the Redis master killed (kill -9) while execs go through b to a:
+# only 200 and 503 during the switch, each 200 ran once and no 503 ran,
+# service resumes by itself, the hosts' leases are renewed on the new
+# master
+{
+    my $old = $s->kill_master;
+    my (%seen, $ok_after, $n200);
+    my $t0 = time;
+    my $resumed;
+    while (time - $t0 < 45) {
+        my ($st2, undef, $b2) = $B->request(POST => "/v1/sandboxes/$sa/exec", $agent,
+            { argv => ['sh', '-c', 'echo x >> /workspace/failover'] });
+        $seen{$st2}++;
+        $n200++ if $st2 == 200;
+        if ($st2 == 200 && $seen{503}) { $resumed //= time - $t0; last if ++$ok_after >= 5 }
+        elsif ($st2 != 200) { $ok_after = 0 }
+        sleep 0.05;
+    }
+    ok($seen{503}, 'the switch was seen: 503 while there was no master')
+        or diag explain \%seen;
+    is_deeply([sort { $::a <=> $::b } keys %seen], [200, 503],
+              'only 200 and 503 during the switch') or diag explain \%seen;
+    ok(defined $resumed, 'service resumed by itself' . (defined $resumed
+       ? sprintf(' (%.1f s after the kill)', $resumed) : ''));
+    my $new = $s->wait_failover($old, 30);
+    $m = $s->master;
+    ($st, $h, $b) = $A->request(GET => "/v1/sandboxes/$sa/files?path=failover", $agent);
+    my $lines = () = ($b // '') =~ /x\n/g;
+    is($lines, $n200, "each 200 ran once, no 503 ran ($n200)");
+    ok(wait_for(sub { $m->exists('veto:{:hosts}:lease:gw-a')
+                      && $m->exists('veto:{:hosts}:lease:gw-b')
+                      && $m->exists('veto:{:hosts}:lease:gw-c') }, 15),
+       'the leases are renewed on the new master');
+    ($st, $h, $b) = $C->request(POST => "/v1/sandboxes/$sa/exec", $agent,
+                                { argv => ['true'] });
+    is($st, 200, 'through c too') or diag $b;
+}
+
 # ---- delete through c
 ($st, $h, $b, $j) = $C->request(DELETE => "/v1/sandboxes/$sa", $agent);
 is($st, 200, 'delete through c') or diag $b;

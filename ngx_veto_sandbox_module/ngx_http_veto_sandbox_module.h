@@ -91,6 +91,13 @@
  *   _sentinel.c   the Redis master as Redis Sentinel names it, and its
  *                 failover listeners
  *   _sentinel_parse.c  reading what Sentinel answers (pure)
+ *   _hosts.c      several gateway hosts: this host's boot epoch and lease
+ *                 (address, load), a lost host's sandboxes ended
+ *   _where.c      where a request's sandbox is (421, 503, routed), where
+ *                 a create goes
+ *   _peer.c       routing to the host that holds a sandbox: the balancer,
+ *                 the sender's redirect, the receiver's check
+ *   _peer_cred.c  the inter-gateway credential (pure)
  *
  * A second module of the same object, called by _gate.c only:
  *
@@ -885,9 +892,14 @@ ngx_int_t ngx_http_veto_sandbox_ended_init_process(ngx_cycle_t *cycle);
 ngx_int_t ngx_http_veto_sandbox_ended_load(ngx_uint_t *live,
     ngx_uint_t *max);
 
-/* _hosts.c: this host's lease, a lost host's reaping, a sandbox's owner */
+/* _hosts.c: this host's lease, a lost host's reaping */
+#define NGX_HTTP_VSB_HOSTS_KEY  NGX_HTTP_VSB_KEY_PREFIX "{:hosts}:"
 ngx_int_t ngx_http_veto_sandbox_hosts_init_process(ngx_cycle_t *cycle);
 void ngx_http_veto_sandbox_hosts_exit_process(ngx_cycle_t *cycle);
+ngx_int_t ngx_http_veto_sandbox_hosts_key(ngx_pool_t *pool, ngx_str_t *key,
+    const char *what, ngx_str_t *name);
+/* _where.c: a sandbox's owner, a create's place */
+ngx_int_t ngx_http_veto_sandbox_where_init(void);
 ngx_int_t ngx_http_veto_sandbox_where_step(ngx_http_request_t *r,
     ngx_http_veto_sandbox_ctx_t *ctx,
     ngx_http_veto_sandbox_redis_call_t *call);

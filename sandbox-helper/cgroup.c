@@ -420,6 +420,19 @@ vsb_cgroup_shmem(vsb_cgroup_t *cg, uint64_t *bytes)
 
 
 int
+vsb_cgroup_pids_refused(vsb_cgroup_t *cg, uint64_t *n)
+{
+    *n = 0;
+
+    if (vsb_cg.mode == VSB_CGROUP_V2) {
+        return vsb_cg2_pids_refused(cg, n);
+    }
+
+    return vsb_cg1_pids_refused(cg, n);
+}
+
+
+int
 vsb_cgroup_exists(const char *name)
 {
     char          path[PATH_MAX];

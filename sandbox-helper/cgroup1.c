@@ -612,3 +612,11 @@ vsb_cg1_shmem(vsb_cgroup_t *cg, uint64_t *bytes)
     return vsb_cg1_get(VSB_CG_MEMORY, cg, "memory.stat", "total_shmem",
                        bytes);
 }
+
+
+int
+vsb_cg1_pids_refused(vsb_cgroup_t *cg, uint64_t *n)
+{
+    /* v1: forks refused to the processes in cg, by any limit above */
+    return vsb_cg1_get(VSB_CG_PIDS, cg, "pids.events", "max", n);
+}

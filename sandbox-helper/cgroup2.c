@@ -536,3 +536,17 @@ vsb_cg2_shmem(vsb_cgroup_t *cg, uint64_t *bytes)
     /* memory.stat counts the whole subtree on v2 */
     return vsb_cg2_get(dir, "memory.stat", "shmem", bytes);
 }
+
+
+int
+vsb_cg2_pids_refused(vsb_cgroup_t *cg, uint64_t *n)
+{
+    char  dir[PATH_MAX];
+
+    if (vsb_cg_path(dir, sizeof(dir), &vsb_cg.hier[0], cg->rel, NULL) == -1) {
+        return -1;
+    }
+
+    /* no pids controller here: no file, 0 */
+    return vsb_cg2_get(dir, "pids.events", "max", n);
+}

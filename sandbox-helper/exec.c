@@ -76,6 +76,7 @@ struct vsb_exec_s {
 
     uint64_t             start_ms;
     uint64_t             end_ms;
+    uint64_t             pids_refused;      /* the sandbox's, at start */
 
     vsb_egress_win_t    *egress;            /* its network attempts */
     vsb_exec_result_t    res;               /* while they are collected */
@@ -458,6 +459,37 @@ vsb_exec_finish(vsb_exec_t *ex)
 }
 
 
+/* Did the pids limit refuse a fork of this exec?  Its own cgroup counts
+ * it (v1, v2 before Linux 6.12), or its sandbox's counter rose while it
+ * ran (v2 since 6.12: there an exec running beside the one that hit the
+ * limit is told too). */
+static int
+vsb_exec_pids_hit(vsb_exec_t *ex)
+{
+    uint64_t  n;
+
+    if (vsb_cgroup_pids_refused(ex->cgroup, &n) != 0) {
+        vsb_log_errno(VSB_LOG_WARN, "exec %s/%s: read pids.events",
+                      ex->sb->id, ex->cg_name);
+        n = 0;
+    }
+
+    if (n > 0) {
+        return 1;
+    }
+
+    if (ex->sb->cgroup == NULL
+        || vsb_cgroup_pids_refused(ex->sb->cgroup, &n) != 0)
+    {
+        vsb_log_errno(VSB_LOG_WARN, "exec %s/%s: read the sandbox's "
+                      "pids.events", ex->sb->id, ex->cg_name);
+        return 0;
+    }
+
+    return n > ex->pids_refused;
+}
+
+
 static void
 vsb_exec_result(vsb_exec_t *ex, vsb_exec_result_t *res)
 {
@@ -486,6 +518,7 @@ vsb_exec_result(vsb_exec_t *ex, vsb_exec_result_t *res)
     }
 
     res->oom_killed = u.oom_kills > 0;
+    res->pids_limit_hit = vsb_exec_pids_hit(ex);
 
     vsb_outcap_view(&ex->out.cap, &res->out);
     vsb_outcap_view(&ex->err.cap, &res->err);
@@ -643,11 +676,12 @@ vsb_exec_network(void *data, json_t *network)
 
     vsb_exec_unlink(ex);
 
-    vsb_log(VSB_LOG_DEBUG, "exec %s/%s: done: %s exit %d signal %d%s%s "
+    vsb_log(VSB_LOG_DEBUG, "exec %s/%s: done: %s exit %d signal %d%s%s%s "
             "wall %llu ms", ex->sb->id, ex->cg_name,
             ex->res.error ? ex->res.error : "ok", ex->res.exit_code,
             ex->res.signo, ex->res.timed_out ? " timed out" : "",
             ex->res.oom_killed ? " oom" : "",
+            ex->res.pids_limit_hit ? " pids limit hit" : "",
             (unsigned long long) ex->res.wall_ms);
 
     oom = ex->res.oom_killed;
@@ -805,6 +839,14 @@ vsb_exec_start(vsb_sandbox_t *sb, const vsb_exec_request_t *req,
         snprintf(err, errlen, "exec: create cgroup %s: %s", ex->cg_name,
                  cgerr);
         goto failed;
+    }
+
+    /* what the sandbox's pids.events counted before this exec (unread:
+     * no rise can be seen, the exec's own counter still can) */
+    if (vsb_cgroup_pids_refused(sb->cgroup, &ex->pids_refused) != 0) {
+        vsb_log_errno(VSB_LOG_WARN, "exec %s/%s: read the sandbox's "
+                      "pids.events", sb->id, ex->cg_name);
+        ex->pids_refused = UINT64_MAX;
     }
 
     if (vsb_exec_pipe(in, 1, err, errlen) != 0

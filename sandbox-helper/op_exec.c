@@ -60,6 +60,8 @@ vsb_exec_stream_fields(json_t *obj, const char *name,
 void
 vsb_exec_result_fields(json_t *obj, const vsb_exec_result_t *res, int kept)
 {
+    json_t  *hit;
+
     json_object_set_new(obj, "exit_code",
                         res->exited ? json_integer(res->exit_code)
                                     : json_null());
@@ -68,6 +70,18 @@ vsb_exec_result_fields(json_t *obj, const vsb_exec_result_t *res, int kept)
                                       : json_null());
     json_object_set_new(obj, "timed_out", json_boolean(res->timed_out));
     json_object_set_new(obj, "oom_killed", json_boolean(res->oom_killed));
+
+    /* the sandbox limits it ran into (it goes on: see vsb_lifetime.h) */
+    hit = json_array();
+    if (hit != NULL) {
+        if (res->oom_killed) {
+            json_array_append_new(hit, json_string("memory"));
+        }
+        if (res->pids_limit_hit) {
+            json_array_append_new(hit, json_string("pids"));
+        }
+    }
+    json_object_set_new(obj, "limits_hit", hit);
 
     vsb_exec_stream_fields(obj, "stdout", &res->out, kept);
     vsb_exec_stream_fields(obj, "stderr", &res->err, kept);
@@ -109,11 +123,12 @@ vsb_exec_done(vsb_exec_t *ex, const vsb_exec_result_t *res, void *data)
         vsb_log(VSB_LOG_INFO, "sandbox %s: exec failed: %s", p->sb->id,
                 res->detail);
     } else {
-        vsb_log(VSB_LOG_INFO, "sandbox %s: exec done: exit %d signal %d%s%s "
+        vsb_log(VSB_LOG_INFO, "sandbox %s: exec done: exit %d signal %d%s%s%s "
                 "(%llu ms)%s", p->sb->id, res->exited ? res->exit_code : -1,
                 res->signaled ? res->signo : 0,
                 res->timed_out ? ", timed out" : "",
                 res->oom_killed ? ", oom killed" : "",
+                res->pids_limit_hit ? ", pids limit hit" : "",
                 (unsigned long long) res->wall_ms,
                 p->conn == NULL ? ", client gone: killed, no reply" : "");
     }

@@ -77,6 +77,17 @@ int vsb_cgroup_usage(vsb_cgroup_t *cg, vsb_cgroup_usage_t *u);
  * stays charged when no process runs.  -1 on error. */
 int vsb_cgroup_shmem(vsb_cgroup_t *cg, uint64_t *bytes);
 
+/*
+ * The "max" counter of cg's pids.events: forks a pids limit refused.  The
+ * kernels count them in two places: v1, and v2 before Linux 6.12 (or
+ * mounted with pids_localevents), in the cgroup of the process that
+ * forked, whichever limit refused it; v2 since 6.12 in the cgroup whose
+ * pids.max was hit and its ancestors.  So a refused fork of an exec shows
+ * in its exec cgroup, or as a rise in its sandbox's (vsb_exec.c reads
+ * both).  0 when the pids controller does not cover cg; -1 on error.
+ */
+int vsb_cgroup_pids_refused(vsb_cgroup_t *cg, uint64_t *n);
+
 /* 0 if no cgroup of that name is under the helper's parent in any
  * hierarchy; 1 if one is, 2 if it holds processes; -1 on error. */
 int vsb_cgroup_exists(const char *name);

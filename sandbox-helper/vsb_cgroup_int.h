@@ -24,6 +24,7 @@ int vsb_cg1_kill(vsb_cgroup_t *cg);
 int vsb_cg1_populated(vsb_cgroup_t *cg);
 int vsb_cg1_usage(vsb_cgroup_t *cg, vsb_cgroup_usage_t *u);
 int vsb_cg1_shmem(vsb_cgroup_t *cg, uint64_t *bytes);
+int vsb_cg1_pids_refused(vsb_cgroup_t *cg, uint64_t *n);
 
 /* cgroup2.c; mount NULL: find the cgroup2 mount (/sys/fs/cgroup first).
  * need_ctrl: fail unless memory, pids and cpu are all available. */
@@ -35,6 +36,7 @@ int vsb_cg2_kill(vsb_cgroup_t *cg);
 int vsb_cg2_populated(vsb_cgroup_t *cg);
 int vsb_cg2_usage(vsb_cgroup_t *cg, vsb_cgroup_usage_t *u);
 int vsb_cg2_shmem(vsb_cgroup_t *cg, uint64_t *bytes);
+int vsb_cg2_pids_refused(vsb_cgroup_t *cg, uint64_t *n);
 
 /* test-only: use the cgroup2 hierarchy mounted at path (e.g. the empty
  * /sys/fs/cgroup/unified of a hybrid host) whatever controllers it has. */

@@ -60,6 +60,8 @@ typedef struct {
     int              signo;
     int              timed_out;
     int              oom_killed;
+    int              pids_limit_hit;    /* a fork was refused: the
+                                           sandbox's pids limit */
 
     /* what was kept of each stream (valid during the callback only); a
      * streamed stream keeps nothing: its total is what output() got */

@@ -1,5 +1,6 @@
 # Resource limits: memory (OOM kill reported), pids (fork bomb contained
-# while the helper keeps serving), disk (ENOSPC inside, host untouched),
+# while the helper keeps serving, reported in limits_hit, the sandbox
+# usable after), disk (ENOSPC inside, host untouched),
 # output (truncated at output_bytes).
 use strict;
 use warnings;
@@ -25,6 +26,8 @@ my ($e, $out, $err) = $h->exec($idm,
     timeout_s => 30);
 ok($e->{ok}, 'memory bomb exec reply') or diag explain $e;
 ok($e->{oom_killed}, 'oom_killed true') or diag explain $e;
+ok(grep({ $_ eq 'memory' } @{ $e->{limits_hit} // [] }),
+   'limits_hit names memory') or diag explain $e;
 ok(!$e->{timed_out}, 'killed by the OOM killer, not the deadline');
 ok(($e->{signal} // 0) == 9 || ($e->{exit_code} // 0) != 0,
    'the workload did not exit 0');
@@ -34,6 +37,7 @@ ok($h->ping->{ok}, 'helper answers ping after the OOM kill');
 ($e, $out) = $h->sh($idm, 'echo alive');
 is($out, "alive\n", 'sandbox usable after the OOM kill');
 ok(!$e->{oom_killed}, 'the next exec is not flagged oom');
+is_deeply($e->{limits_hit}, [], '... nor any limit hit');
 
 # --- pids ---------------------------------------------------------------
 my $pids_limit = 32;
@@ -61,8 +65,14 @@ ok($r && $r->{ok}, 'fork bomb exec replied') or diag explain $r;
 ok($r->{timed_out}, 'fork bomb ended by the deadline');
 ok(($r->{usage}{peak_pids} // 0) <= $pids_limit, "peak_pids <= $pids_limit")
     or diag explain $r->{usage};
+is_deeply($r->{limits_hit}, ['pids'], 'limits_hit: ["pids"] (forks refused)')
+    or diag explain $r;
 is($h->wait_no_procs(3), 0, 'no process left after the fork bomb')
     or diag $h->leak_detail;
+# no process outlives its exec: the pids are free again
+($e, $out) = $h->sh($idp, 'for i in 1 2 3 4; do sleep 0.1 & done; wait; echo fine');
+is($out, "fine\n", 'the sandbox runs the next exec, forks and all');
+is_deeply($e->{limits_hit}, [], '... which hits no limit') or diag explain $e;
 
 # --- disk ---------------------------------------------------------------
 my $idd = $h->create_ok(limits => { disk_mb => 32, memory_mb => 256 });

@@ -3,7 +3,8 @@
 # connected; update_lifetime moves them within the ceilings; every end has
 # a reason that status, list and the ended op tell afterwards, for the
 # retention period, then not_found: deleted, expired, idle,
-# killed_by_limit (memory), helper_restart (kill -9 with running execs,
+# killed_by_limit (memory; a pids limit an exec hits is reported to it
+# and ends nothing), helper_restart (kill -9 with running execs,
 # and SIGTERM), termination_failed (a host process holding the tmpfs);
 # state files are written atomically and survive what they must.
 use strict;
@@ -176,6 +177,8 @@ my $idm = $h->create_ok(limits => { memory_mb => 64, disk_mb => 256 },
                          idle_s => 300);
 my ($x) = $h->exec($idm, ['python3', '-c', 'a = bytearray(256 << 20)']);
 ok($x->{oom_killed}, 'a process past memory_mb is OOM-killed') or diag explain $x;
+is_deeply($x->{limits_hit}, ['memory'], '... limits_hit: ["memory"]')
+    or diag explain $x;
 sleep 0.5;
 is(status($idm)->{sandbox}{state}, 'ready',
    '... and the sandbox goes on: its files leave room');
@@ -189,6 +192,74 @@ like($e->{detail} // '', qr/OOM/, 'detail: the OOM killer');
 ($x) = $h->sh($idm, 'true');
 is($x->{error}, 'ended', 'an exec in it: ended');
 is($x->{end_reason}, 'killed_by_limit', '... killed_by_limit');
+
+# --- pids: a limit an exec runs into, that leaves the sandbox usable --
+# No process of a sandbox outlives its exec, so the pids an exec held are
+# free again when it ends: the exec is told (limits_hit), the sandbox goes
+# on.  The bomb is bounded: it forks until a fork is refused.
+my $bomb = 'import os, time' . "\n"
+         . 'n = 0' . "\n"
+         . 'for i in range(64):' . "\n"
+         . '    try:' . "\n"
+         . '        pid = os.fork()' . "\n"
+         . '    except OSError:' . "\n"
+         . '        break' . "\n"
+         . '    if pid == 0:' . "\n"
+         . '        time.sleep(1)' . "\n"
+         . '        os._exit(0)' . "\n"
+         . '    n += 1' . "\n"
+         . 'print(n)' . "\n";
+my $idp = $h->create_ok(limits => { pids => 8 }, idle_s => 300);
+my ($xo, $xout);
+($x, $xout) = $h->exec($idp, ['python3', '-c', $bomb]);
+is($x->{exit_code}, 0, 'a bounded fork bomb exits 0') or diag explain $x;
+chomp $xout;
+ok($xout ne '' && $xout < 64, "its forks were refused after $xout")
+    or diag explain $x;
+is_deeply($x->{limits_hit}, ['pids'], 'limits_hit: ["pids"]')
+    or diag explain $x;
+ok(!$x->{oom_killed}, '... not oom_killed');
+sleep 0.3;
+is(status($idp)->{sandbox}{state}, 'ready', 'the sandbox is still ready');
+($x, $xout) = $h->sh($idp, 'echo alive');
+is($xout, "alive\n", 'the next exec runs');
+is_deeply($x->{limits_hit}, [], '... and hit no limit') or diag explain $x;
+ok(!ended_of($h, $idp), 'no ENDED record: it did not end');
+
+# the same in the background: its status carries it
+($r) = $h->call({ op => 'exec', tenant => 't1', agent => 'a1', id => $idp,
+                  argv => ['python3', '-c', $bomb],
+                  background => JSON::PP::true });
+my $bgx = $r->{exec}{id};
+ok($bgx, 'a background fork bomb') or diag explain $r;
+my $bgs;
+for (1 .. 100) {
+    ($bgs) = $h->exec_op('exec_status', $idp, $bgx);
+    last if ($bgs->{exec}{state} // '') ne 'running';
+    sleep 0.1;
+}
+is($bgs->{exec}{state}, 'exited', 'it exited') or diag explain $bgs;
+is_deeply($bgs->{exec}{result}{limits_hit}, ['pids'],
+          'exec_status: result.limits_hit ["pids"]') or diag explain $bgs;
+($x, $xout) = $h->sh($idp, 'echo still');
+is($xout, "still\n", 'the sandbox still runs execs');
+
+# a streamed exec's final reply carries it too
+{
+    my $s = $h->connect;
+    VetoTest::write_all($s, VetoTest::frame({ op => 'exec', tenant => 't1',
+        agent => 'a1', id => $idp, stream => JSON::PP::true,
+        argv => ['python3', '-c', $bomb] }));
+    my $fin;
+    for (1 .. 50) {
+        my ($f) = VetoTest::recv_frame($s, 30);
+        last unless $f;
+        if (!defined $f->{event}) { $fin = $f; last; }
+    }
+    is_deeply($fin && $fin->{limits_hit}, ['pids'],
+              'a streamed exec: the final reply says limits_hit ["pids"]')
+        or diag explain $fin;
+}
 
 # --- termination failure: a host process holds the tmpfs ---------------
 my $idf = $h->create_ok(idle_s => 300);

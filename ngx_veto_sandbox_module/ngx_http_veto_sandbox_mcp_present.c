@@ -659,6 +659,24 @@ ngx_http_veto_sandbox_mcp_output(ngx_http_request_t *r, json_t *rest,
 }
 
 
+/* does the exec result's limits_hit name limit? */
+static ngx_uint_t
+ngx_http_veto_sandbox_mcp_hit(json_t *rest, const char *limit)
+{
+    size_t   i;
+    json_t  *v;
+
+    json_array_foreach(json_object_get(rest, "limits_hit"), i, v) {
+        if (json_is_string(v) && ngx_strcmp(json_string_value(v), limit) == 0)
+        {
+            return 1;
+        }
+    }
+
+    return 0;
+}
+
+
 /* exec: how it ended, the output's head and tail, the usage */
 ngx_int_t
 ngx_http_veto_sandbox_mcp_present_exec(ngx_http_request_t *r,
@@ -747,6 +765,12 @@ ngx_http_veto_sandbox_mcp_present_exec(ngx_http_request_t *r,
     {
         p = ngx_slprintf(p, last, "(The sandbox kept only the start and end "
                          "of long output: its output_bytes limit.)\n");
+    }
+
+    if (ngx_http_veto_sandbox_mcp_hit(rest, "pids")) {
+        p = ngx_slprintf(p, last, "(Process limit reached: the sandbox "
+                         "refused some of its forks, fork() failed with "
+                         "EAGAIN; the sandbox goes on.)\n");
     }
 
     p = ngx_slprintf(p, last, "--- stdout (%uz bytes) ---\n%V\n"

@@ -671,12 +671,13 @@ ngx_http_veto_sandbox_exec_detail(ngx_http_request_t *r,
 
     json_decref(view);
 
-    d = json_pack("{s:o?, s:O?, s:O?, s:O?, s:O?, s:O?, s:O?, s:O?}",
+    d = json_pack("{s:o?, s:O?, s:O?, s:O?, s:O?, s:O?, s:O?, s:O?, s:O?}",
                   "request", req,
                   "exit_code", json_object_get(j, "exit_code"),
                   "signal", json_object_get(j, "signal"),
                   "timed_out", json_object_get(j, "timed_out"),
                   "oom_killed", json_object_get(j, "oom_killed"),
+                  "limits_hit", json_object_get(j, "limits_hit"),
                   "stdout_truncated", json_object_get(j, "stdout_truncated"),
                   "stderr_truncated", json_object_get(j, "stderr_truncated"),
                   "usage", json_object_get(j, "usage"));

@@ -6,7 +6,9 @@
 # ended_at, termination_ms), in the list with ?include=ended, as 410 for
 # anything else, and exactly once on the audit stream as "sandbox.end"
 # (the gateway polls the helper's ENDED records: deleted, expired, idle
-# with no client connected, killed_by_limit, termination_failed then its
+# with no client connected, killed_by_limit (memory; a pids limit an exec
+# hits is told to the exec, its audit entry, its stream and background
+# status, and ends nothing), termination_failed then its
 # confirmation, helper_restart after kill -9 with a running exec); the
 # quota slot and ownership record freed; with Redis paused nothing is
 # lost; after the helper's retention GET is 404; audit entries go by age.
@@ -364,6 +366,65 @@ is($rec->{reason}, 'memory_mb', 'the record names the limit');
 $j = get_ended($sm, 'memory');
 is($j->{limit}, 'memory_mb', 'GET: limit memory_mb');
 slot_freed($sm, 'killed_by_limit');
+
+# ---- a pids limit an exec hits: told to the exec, the sandbox goes on
+my $bomb = join("\n", 'import os, time', 'n = 0', 'for i in range(64):',
+    '    try:', '        pid = os.fork()', '    except OSError:',
+    '        break', '    if pid == 0:', '        time.sleep(1)',
+    '        os._exit(0)', '    n += 1', 'print(n)', '');
+($st, $h, $b, $j) = create(limits => { pids => 8 });
+is($st, 201, 'a sandbox of 8 pids') or diag $b;
+my $spd = $j->{id};
+($st, $h, $b, $j) = $n->request(POST => "/v1/sandboxes/$spd/exec", $agent,
+    { argv => ['python3', '-c', $bomb] });
+is($st, 200, 'a bounded fork bomb answers') or diag $b;
+is($j->{exit_code}, 0, '... exits 0 once a fork is refused');
+is_deeply($j->{limits_hit}, ['pids'], 'limits_hit: ["pids"]') or diag explain $j;
+{
+    my ($ent) = grep { ($_->{sandbox} // '') eq $spd
+                       && ($_->{outcome} // '') eq 'exec_finished' }
+        map { my %f = @{ $_->[1] }; \%f }
+        @{ $r->xrange('veto:{acme}:audit', '-', '+') };
+    my $d = $ent && eval { decode_json($ent->{detail}) };
+    is_deeply($d && $d->{limits_hit}, ['pids'],
+              'the exec_finished audit entry carries limits_hit ["pids"]')
+        or diag explain $ent;
+}
+($st, $h, $b, $j) = $n->request(POST => "/v1/sandboxes/$spd/exec", $agent,
+    { argv => ['sh', '-c', 'sleep 0.1 & sleep 0.1 & wait; echo alive'] });
+is($st, 200, 'the next exec runs') or diag $b;
+is($j->{stdout}, "alive\n", '... forks and all');
+is_deeply($j->{limits_hit}, [], '... hitting no limit');
+($st, $h, $b, $j) = $n->request(GET => "/v1/sandboxes/$spd", $agent);
+is($j->{state}, 'ready', 'the sandbox is still ready') or diag $b;
+# streamed: the result line says it
+($st, $h, $b) = $n->request(POST => "/v1/sandboxes/$spd/exec", $agent,
+    { argv => ['python3', '-c', $bomb] }, { Accept => 'application/x-ndjson' });
+is($st, 200, 'a streamed fork bomb') or diag $b;
+{
+    my ($last) = reverse grep { length } split /\n/, $b // '';
+    my $l = eval { decode_json($last) };
+    is_deeply($l && $l->{result} && $l->{result}{limits_hit}, ['pids'],
+              'the stream\'s result line: limits_hit ["pids"]') or diag $b;
+}
+# background: its status says it
+($st, $h, $b, $j) = $n->request(POST => "/v1/sandboxes/$spd/exec", $agent,
+    { argv => ['python3', '-c', $bomb], background => JSON::PP::true });
+is($st, 202, 'a background fork bomb') or diag $b;
+{
+    my $ex = $j->{id} // ($j->{exec} && $j->{exec}{id});
+    for (1 .. 100) {
+        ($st, $h, $b, $j) = $n->request(GET =>
+            "/v1/sandboxes/$spd/execs/$ex", $agent);
+        last if ($j->{state} // 'running') ne 'running';
+        sleep 0.1;
+    }
+    is($j->{state}, 'exited', 'it exited') or diag $b;
+    is_deeply($j->{result} && $j->{result}{limits_hit}, ['pids'],
+              'GET …/execs/{exec}: result.limits_hit ["pids"]') or diag $b;
+}
+($st) = $n->request(DELETE => "/v1/sandboxes/$spd", $agent);
+is($st, 200, 'deleted');
 
 # ---- termination failure, then its confirmation
 ($st, $h, $b, $j) = create();

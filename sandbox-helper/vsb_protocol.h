@@ -316,6 +316,8 @@
  *              directory exists)}
  *   RESULT  = {exit_code: int|null, signal: int|null,
  *              timed_out, oom_killed: bool,
+ *              limits_hit: ["memory"?, "pids"?] (the sandbox limits it
+ *                ran into: an OOM kill, a fork the pids limit refused),
  *              stdout_bytes, stderr_bytes (written by the workload),
  *              stdout_dropped_bytes, stderr_dropped_bytes (left out
  *                between head and tail: *_bytes - *_len),

@@ -313,6 +313,15 @@ def helper_reply_seeds():
     r('timed-out', 'sandbox.exec',
       frame({'ok': True, 'stdout_len': 0, 'stderr_len': 0,
              'timed_out': True, 'exit_code': None}))
+    r('limits-hit', 'sandbox.exec',
+      frame({'ok': True, 'stdout_len': 0, 'stderr_len': 0, 'exit_code': 0,
+             'oom_killed': True, 'limits_hit': ['memory', 'pids']}))
+    r('limits-hit-odd', 'sandbox.exec',
+      frame({'ok': True, 'stdout_len': 0, 'stderr_len': 0,
+             'limits_hit': [1, None, {'pids': True}, 'pids' * 64]}))
+    r('limits-hit-not-array', 'sandbox.exec',
+      frame({'ok': True, 'stdout_len': 0, 'stderr_len': 0,
+             'limits_hit': 'pids'}))
     for i, e in enumerate(ERRORS):
         r('error-' + e, OPS_REPLY[i % len(OPS_REPLY)],
           frame({'ok': False, 'error': e, 'detail': 'why ' + e,

@@ -423,6 +423,13 @@ is($st, 202, 'a background fork bomb') or diag $b;
     is_deeply($j->{result} && $j->{result}{limits_hit}, ['pids'],
               'GET …/execs/{exec}: result.limits_hit ["pids"]') or diag $b;
 }
+# MCP: the exec's text says it in words, its structured content as data
+$t = tool('exec', { sandbox_id => $spd, argv => ['python3', '-c', $bomb] });
+ok(!$t->{isError}, 'MCP exec of the fork bomb') or diag explain $t;
+like($t->{content}[0]{text}, qr/Process limit reached: .*EAGAIN/,
+     'MCP: the text says the process limit refused forks');
+is_deeply($t->{structuredContent}{limits_hit}, ['pids'],
+          'MCP: structuredContent.limits_hit ["pids"]') or diag explain $t;
 ($st) = $n->request(DELETE => "/v1/sandboxes/$spd", $agent);
 is($st, 200, 'deleted');
 

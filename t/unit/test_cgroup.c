@@ -386,6 +386,7 @@ test_pids_limit_and_kill(void **state)
     char                err[512];
     pid_t               pid;
     vsb_limits_t        lim = { .pids = 8 };
+    uint64_t            nex, nsb;
     vsb_cgroup_t       *sb, *ex;
     vsb_cgroup_usage_t  u, us;
 
@@ -411,6 +412,17 @@ test_pids_limit_and_kill(void **state)
     assert_true(u.pids_peak <= 9);
     assert_int_equal(vsb_cgroup_populated(ex), 1);
     assert_int_equal(vsb_cgroup_populated(sb), 1);
+
+    /* the refused fork is counted: in the forker's cgroup (v1, v2 before
+     * Linux 6.12), or in the cgroup whose limit it was (v2 since) */
+    assert_int_equal(vsb_cgroup_pids_refused(ex, &nex), 0);
+    assert_int_equal(vsb_cgroup_pids_refused(sb, &nsb), 0);
+    fprintf(stderr, "# pids.events max: exec %llu, sandbox %llu\n",
+            (unsigned long long) nex, (unsigned long long) nsb);
+    assert_true(nex > 0 || nsb > 0);
+    if (vsb_cgroup_mode() == VSB_CGROUP_V1) {
+        assert_true(nex > 0);
+    }
 
     /* killing the sandbox takes its exec's processes too */
     assert_int_equal(vsb_cgroup_kill(sb), 0);

@@ -138,7 +138,20 @@ vsb_exec_done(vsb_exec_t *ex, const vsb_exec_result_t *res, void *data)
         c->op = NULL;
         p->conn = NULL;
 
-        if (res->error != NULL) {
+        if (res->error != NULL && res->pids_limit_hit) {
+            /* its processes (a background exec's) hold the whole limit:
+             * not a fault of the host's, and gone once they end */
+            memset(&e, 0, sizeof(e));
+            vsb_error_set(&e, VSB_E_BUSY, NULL, "the sandbox's processes "
+                          "hold its whole pids limit (%llu), so the exec "
+                          "could not start (%s): end a background exec "
+                          "(exec_kill) or wait for one to end",
+                          (unsigned long long) p->sb->limits.pids,
+                          res->detail);
+            e.limit = VSB_LIMIT_PIDS;
+            vsb_conn_reply_error(c, vsb_pending_rid(p), &e);
+
+        } else if (res->error != NULL) {
             memset(&e, 0, sizeof(e));
             vsb_error_set(&e, VSB_E_EXEC_FAILED, NULL, "%s", res->detail);
             vsb_conn_reply_error(c, vsb_pending_rid(p), &e);

@@ -244,6 +244,38 @@ is_deeply($bgs->{exec}{result}{limits_hit}, ['pids'],
 ($x, $xout) = $h->sh($idp, 'echo still');
 is($xout, "still\n", 'the sandbox still runs execs');
 
+# a background exec that holds the whole limit: the next exec cannot
+# start, and is told why (busy, limit pids), not exec_failed
+my $holder = 'import os, time' . "\n"
+           . 'for i in range(64):' . "\n"
+           . '    try:' . "\n"
+           . '        if os.fork() == 0:' . "\n"
+           . '            time.sleep(60)' . "\n"
+           . '            os._exit(0)' . "\n"
+           . '    except OSError:' . "\n"
+           . '        break' . "\n"
+           . 'print("full", flush=True)' . "\n"
+           . 'time.sleep(60)' . "\n";
+($r) = $h->call({ op => 'exec', tenant => 't1', agent => 'a1', id => $idp,
+                  argv => ['python3', '-c', $holder],
+                  background => JSON::PP::true });
+my $hx = $r->{exec}{id};
+ok($hx, 'a background exec that holds every pid') or diag explain $r;
+for (1 .. 100) {
+    my (undef, $p) = $h->exec_op('exec_output', $idp, $hx, stream => 'stdout');
+    last if ($p // '') =~ /full/;
+    sleep 0.1;
+}
+($x) = $h->sh($idp, 'echo hi');
+is($x->{error}, 'busy', 'the next exec: busy') or diag explain $x;
+is($x->{limit}, 'pids', '... limit pids');
+like($x->{detail} // '', qr/whole pids limit \(8\).*exec_kill/,
+     '... saying the sandbox\'s processes hold it, and what to do');
+($r) = $h->exec_op('exec_kill', $idp, $hx);
+ok($r->{killed}, 'the holder killed') or diag explain $r;
+($x, $xout) = $h->sh($idp, 'echo free');
+is($xout, "free\n", 'then execs run again');
+
 # a streamed exec's final reply carries it too
 {
     my $s = $h->connect;

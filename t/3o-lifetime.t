@@ -423,6 +423,34 @@ is($st, 202, 'a background fork bomb') or diag $b;
     is_deeply($j->{result} && $j->{result}{limits_hit}, ['pids'],
               'GET …/execs/{exec}: result.limits_hit ["pids"]') or diag $b;
 }
+# a background exec holding the whole limit: the next exec is 429,
+# naming the limit, not a 500
+my $holder = join("\n", 'import os, time', 'for i in range(64):',
+    '    try:', '        if os.fork() == 0:', '            time.sleep(60)',
+    '            os._exit(0)', '    except OSError:', '        break',
+    'print("full", flush=True)', 'time.sleep(60)', '');
+($st, $h, $b, $j) = $n->request(POST => "/v1/sandboxes/$spd/exec", $agent,
+    { argv => ['python3', '-c', $holder], background => JSON::PP::true });
+is($st, 202, 'a background exec that holds every pid') or diag $b;
+my $hx = $j->{id};
+for (1 .. 100) {
+    ($st, $h, $b) = $n->request(GET =>
+        "/v1/sandboxes/$spd/execs/$hx/output?stream=stdout", $agent);
+    last if ($b // '') =~ /full/;
+    sleep 0.1;
+}
+($st, $h, $b, $j) = $n->request(POST => "/v1/sandboxes/$spd/exec", $agent,
+    { argv => ['true'] });
+is($st, 429, 'the next exec: 429') or diag $b;
+is($j->{limit}, 'pids', '... limit pids') or diag $b;
+like($j->{detail} // '', qr/whole pids limit/, '... saying why');
+ok($h->{'retry-after'}, '... with Retry-After');
+($st) = $n->request(DELETE => "/v1/sandboxes/$spd/execs/$hx", $agent);
+is($st, 200, 'the holder killed');
+($st, $h, $b, $j) = $n->request(POST => "/v1/sandboxes/$spd/exec", $agent,
+    { argv => ['true'] });
+is($st, 200, 'then execs run again') or diag $b;
+
 # MCP: the exec's text says it in words, its structured content as data
 $t = tool('exec', { sandbox_id => $spd, argv => ['python3', '-c', $bomb] });
 ok(!$t->{isError}, 'MCP exec of the fork bomb') or diag explain $t;

@@ -71,7 +71,8 @@ vsb_exec_result_fields(json_t *obj, const vsb_exec_result_t *res, int kept)
     json_object_set_new(obj, "timed_out", json_boolean(res->timed_out));
     json_object_set_new(obj, "oom_killed", json_boolean(res->oom_killed));
 
-    /* the sandbox limits it ran into (it goes on: see vsb_lifetime.h) */
+    /* the sandbox limits it ran into; only memory can end the sandbox
+     * (vsb_lifetime_exec_ended()): no process outlives its exec */
     hit = json_array();
     if (hit != NULL) {
         if (res->oom_killed) {
@@ -100,6 +101,24 @@ vsb_exec_result_fields(json_t *obj, const vsb_exec_result_t *res, int kept)
     if (res->network != NULL) {
         json_object_set(obj, "network", res->network);
     }
+}
+
+
+/* Do sb's own processes hold its whole pids limit (but the one the failed
+ * exec's init took)?  Else a limit above it refused the fork (the
+ * helper's cgroup: a service's TasksMax). */
+static int
+vsb_exec_pids_held(vsb_sandbox_t *sb)
+{
+    vsb_cgroup_usage_t  u;
+
+    if (sb->cgroup == NULL || sb->limits.pids == 0
+        || vsb_cgroup_usage(sb->cgroup, &u) != 0)
+    {
+        return 0;
+    }
+
+    return u.pids_current + 1 >= sb->limits.pids;
 }
 
 
@@ -138,7 +157,9 @@ vsb_exec_done(vsb_exec_t *ex, const vsb_exec_result_t *res, void *data)
         c->op = NULL;
         p->conn = NULL;
 
-        if (res->error != NULL && res->pids_limit_hit) {
+        if (res->error != NULL && res->pids_limit_hit
+            && vsb_exec_pids_held(p->sb))
+        {
             /* its processes (a background exec's) hold the whole limit:
              * not a fault of the host's, and gone once they end */
             memset(&e, 0, sizeof(e));

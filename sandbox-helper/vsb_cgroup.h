@@ -83,7 +83,7 @@ int vsb_cgroup_shmem(vsb_cgroup_t *cg, uint64_t *bytes);
  * mounted with pids_localevents), in the cgroup of the process that
  * forked, whichever limit refused it; v2 since 6.12 in the cgroup whose
  * pids.max was hit and its ancestors.  So a refused fork of an exec shows
- * in its exec cgroup, or as a rise in its sandbox's (vsb_exec.c reads
+ * in its exec cgroup, or as a rise in its sandbox's (exec.c reads
  * both).  0 when the pids controller does not cover cg; -1 on error.
  */
 int vsb_cgroup_pids_refused(vsb_cgroup_t *cg, uint64_t *n);

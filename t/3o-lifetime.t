@@ -381,10 +381,16 @@ is($st, 200, 'a bounded fork bomb answers') or diag $b;
 is($j->{exit_code}, 0, '... exits 0 once a fork is refused');
 is_deeply($j->{limits_hit}, ['pids'], 'limits_hit: ["pids"]') or diag explain $j;
 {
-    my ($ent) = grep { ($_->{sandbox} // '') eq $spd
-                       && ($_->{outcome} // '') eq 'exec_finished' }
-        map { my %f = @{ $_->[1] }; \%f }
-        @{ $r->xrange('veto:{acme}:audit', '-', '+') };
+    # the entry is written after the answer: waited for
+    my $ent;
+    for (1 .. 50) {
+        ($ent) = grep { ($_->{sandbox} // '') eq $spd
+                        && ($_->{outcome} // '') eq 'exec_finished' }
+            map { my %f = @{ $_->[1] }; \%f }
+            @{ $r->xrange('veto:{acme}:audit', '-', '+') };
+        last if $ent;
+        sleep 0.1;
+    }
     my $d = $ent && eval { decode_json($ent->{detail}) };
     is_deeply($d && $d->{limits_hit}, ['pids'],
               'the exec_finished audit entry carries limits_hit ["pids"]')

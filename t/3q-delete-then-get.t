@@ -2,13 +2,15 @@
 # A GET right after a DELETE that answered 200 answers the end, every
 # time: state "ended", end_reason "deleted", never 404 and never live.
 # The helper puts the ENDED record on file before it answers the destroy
-# (destroy.c), and a GET goes to the helper whatever Redis holds (the
-# ownership record the DELETE and the ENDED poll free is not read), so
-# this holds with two nginx workers (the GET may reach the other one, on
-# a new connection or the DELETE's kept one), the gateway polling the
-# helper's ENDED records every 100 ms, and execs, files and another
-# agent's requests in between.  (The packages VM once saw 404 here: a
-# build from before ENDED records existed, when 404 was the answer.)
+# (destroy.c), and with one gateway host a GET goes to that helper
+# whatever Redis holds (the ownership record the DELETE and the ENDED
+# poll free is read only with several hosts), so this holds with two
+# nginx workers (the GET may reach the other one, on a new connection or
+# the DELETE's kept one), the gateway polling the helper's ENDED records
+# every 100 ms, and execs, files and another agent's requests in
+# between.  (The packages VM once saw 404 here: a build from before
+# ENDED records existed, when 404 was the answer.  With several hosts,
+# see the README's limitation on ended sandboxes.)
 
 use strict;
 use warnings;

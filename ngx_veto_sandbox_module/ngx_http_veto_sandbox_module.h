@@ -941,6 +941,8 @@ ngx_int_t ngx_http_veto_sandbox_peer_variable(ngx_http_request_t *r,
     ngx_http_variable_value_t *v, uintptr_t data);
 ngx_int_t ngx_http_veto_sandbox_peer_plan(ngx_http_request_t *r,
     ngx_http_veto_sandbox_ctx_t *ctx, u_char *addr, size_t len);
+ngx_int_t ngx_http_veto_sandbox_peer_failed(ngx_http_request_t *r,
+    ngx_str_t *host, ngx_uint_t *sent);
 ngx_int_t ngx_http_veto_sandbox_peer_forward(ngx_http_request_t *r,
     ngx_http_veto_sandbox_ctx_t *ctx);
 ngx_int_t ngx_http_veto_sandbox_peer_receive(ngx_http_request_t *r,

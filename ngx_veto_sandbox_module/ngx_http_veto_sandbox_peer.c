@@ -43,6 +43,7 @@
 
 typedef struct {
     ngx_str_t                    credential;
+    ngx_str_t                    host;      /* the owner's name */
     ngx_addr_t                   addr;      /* the owner's */
 } ngx_http_veto_sandbox_peer_route_t;
 
@@ -270,6 +271,43 @@ ngx_http_veto_sandbox_peer_variable(ngx_http_request_t *r,
 }
 
 
+/*
+ * For the problem filter: is r a request routed to its owner's host,
+ * and whose answer is this?  NGX_DECLINED: not routed.  NGX_OK: the
+ * owner answered (its own problem+json, passed on as it is).  NGX_ABORT:
+ * nginx's own error on the hop (the owner refused the connection, reset
+ * it or did not answer in time: a host that died before its lease ran
+ * out); *host names the owner, *sent says whether the request reached
+ * it (then it may have run).
+ */
+ngx_int_t
+ngx_http_veto_sandbox_peer_failed(ngx_http_request_t *r, ngx_str_t *host,
+    ngx_uint_t *sent)
+{
+    ngx_http_veto_sandbox_peer_route_t  *route;
+
+    if (r->upstream == NULL) {
+        return NGX_DECLINED;
+    }
+
+    route = ngx_http_veto_sandbox_peer_route(r);
+    if (route == NULL) {
+        return NGX_DECLINED;
+    }
+
+    /* the special response handler sets err_status; a proxied answer
+     * leaves it alone */
+    if (r->err_status == 0) {
+        return NGX_OK;
+    }
+
+    *host = route->host;
+    *sent = r->upstream->request_sent;
+
+    return NGX_ABORT;
+}
+
+
 /* ---- the sender ----------------------------------------------------- */
 
 
@@ -388,6 +426,7 @@ ngx_http_veto_sandbox_peer_forward(ngx_http_request_t *r,
 
     route = cln->data;
     route->addr = *ctx->peer_addr;
+    route->host = ctx->owner_host;
 
     route->credential.data = ngx_pnalloc(r->pool,
                                          NGX_HTTP_VSB_PEER_CRED_MAX);

@@ -441,6 +441,51 @@ ngx_http_veto_sandbox_too_large(ngx_http_request_t *r,
 }
 
 
+/*
+ * nginx's own 502 or 504 on the hop to a sandbox's owner: the owner died
+ * (or stopped answering) before its lease ran out, so the lease still
+ * names it.  The agent hears what it would hear once the lease is gone:
+ * 503 host_unavailable naming the host.  Waiting helps (Retry-After)
+ * only when the request never reached the owner; when it did, it may
+ * have run, and repeating it is the agent's call.
+ */
+static ngx_int_t
+ngx_http_veto_sandbox_host_unavailable(ngx_http_request_t *r,
+    ngx_str_t *host, ngx_uint_t sent, const char **code,
+    const char **detail, json_t **extra)
+{
+    ngx_log_error(NGX_LOG_WARN, r->connection->log, 0,
+                  "veto_sandbox: host \"%V\" did not answer a request "
+                  "routed to it (%s): %ui", host,
+                  sent ? "after it was sent" : "before it was sent",
+                  r->headers_out.status);
+
+    if (!sent
+        && ngx_http_veto_sandbox_header(r, "Retry-After", "1") != NGX_OK)
+    {
+        return NGX_ERROR;
+    }
+
+    r->headers_out.status = NGX_HTTP_SERVICE_UNAVAILABLE;
+
+    *code = "host_unavailable";
+    *detail = sent
+              ? "the gateway host that holds this sandbox (\"host\") "
+                "stopped answering while it had this request: it may have "
+                "run there.  Ask for the sandbox (or the exec) before "
+                "repeating it"
+              : "the gateway host that holds this sandbox (\"host\") is "
+                "not answering (its lease has not run out yet); nothing "
+                "ran.  If it comes back, the sandbox answers again; if it "
+                "stays away past the grace period, the sandbox is ended "
+                "as host_lost and its files are gone with the host";
+    *extra = json_pack("{s:s%, s:b}", "host", host->data, host->len,
+                       "request_sent", (int) sent);
+
+    return NGX_OK;
+}
+
+
 /* Any other error on an API path leaves as problem+json too. */
 static ngx_int_t
 ngx_http_veto_sandbox_header_filter(ngx_http_request_t *r)
@@ -449,6 +494,8 @@ ngx_http_veto_sandbox_header_filter(ngx_http_request_t *r)
     size_t                             len;
     json_t                            *extra;
     ngx_buf_t                         *b;
+    ngx_str_t                          host;
+    ngx_uint_t                         sent;
     const char                        *code, *detail;
     ngx_http_veto_sandbox_ctx_t       *ctx;
     ngx_http_veto_sandbox_srv_conf_t  *vscf;
@@ -476,8 +523,26 @@ ngx_http_veto_sandbox_header_filter(ngx_http_request_t *r)
     detail = NULL;
     extra = NULL;
 
-    if (r->headers_out.status == NGX_HTTP_REQUEST_ENTITY_TOO_LARGE) {
-        ngx_http_veto_sandbox_too_large(r, ctx, &code, &detail, &extra);
+    switch (ngx_http_veto_sandbox_peer_failed(r, &host, &sent)) {
+
+    case NGX_OK:
+        /* the owner's host answered: its problem+json goes on as it is */
+        return ngx_http_next_header_filter(r);
+
+    case NGX_ABORT:
+        if (ngx_http_veto_sandbox_host_unavailable(r, &host, sent, &code,
+                                                   &detail, &extra)
+            != NGX_OK)
+        {
+            return NGX_ERROR;
+        }
+
+        break;
+
+    default:
+        if (r->headers_out.status == NGX_HTTP_REQUEST_ENTITY_TOO_LARGE) {
+            ngx_http_veto_sandbox_too_large(r, ctx, &code, &detail, &extra);
+        }
     }
 
     p = ngx_http_veto_sandbox_problem_body(r, r->headers_out.status, code,

@@ -359,6 +359,68 @@ for my $id ($sc, $sp) {
     is($st, 200, "delete $id through c");
 }
 
+# ---- the owner dies before its lease runs out (its nginx, kill -9; its
+# helper lives): the lease still names a, so b routes to it and the hop
+# fails.  The agent hears 503 host_unavailable naming a (problem+json,
+# never nginx's HTML 502), Retry-After (nothing was sent); nothing ran.
+($st, $h, $b, $j) = $A->request(POST => '/v1/sandboxes', $agent, {});
+is($st, 201, 'a sandbox made on a') or diag $b;
+my $sd = $j->{id};
+ok(wait_for(sub { ($m->hget("veto:{acme}:sbx:own:$sd", 'gateway') // '') eq 'gw-a' }, 5),
+   '... owned by a');
+# the owner's own error answers pass through the hop as they are
+my ($dst, undef, undef, $dj) = $A->request(GET => "/v1/sandboxes/$sd/files?path=missing",
+                                           $agent);
+($st, $h, $b, $j) = $B->request(GET => "/v1/sandboxes/$sd/files?path=missing", $agent);
+is($st, $dst, "a's own error through b: its status ($dst)") or diag $b;
+like($h->{'content-type'} // '', qr{^application/problem\+json}, '... problem+json');
+is_deeply($j, $dj, '... the owner\'s problem, unchanged') or diag $b;
+
+my @apids = ($A->master_pid, $A->worker_pids);
+kill 'KILL', @apids;
+$A->{running} = 0;
+# gone (kill returns before the kernel closed their sockets), and b and c
+# have seen their kept-alive connections to a close: a request written
+# into one before that would have reached a dying a (request_sent true)
+sub alive
+{
+    my ($pid) = @_;
+    open(my $f, '<', "/proc/$pid/stat") or return 0;
+    my $stat = <$f> // '';
+    return $stat !~ /^\d+ \(.*\) [ZX] /s;     # a zombie holds no socket
+}
+ok(wait_for(sub { !grep { alive($_) } @apids }, 5), "a's nginx is gone");
+sleep 0.2;
+for my $via ([b => $B], [c => $C]) {
+    my ($name, $n) = @$via;
+    ($st, $h, $b, $j) = $n->request(POST => "/v1/sandboxes/$sd/exec", $agent,
+                                    { argv => ['sh', '-c', 'echo ran >> /workspace/dead'] });
+    is($st, 503, "a's nginx dead, its lease not run out: 503 through $name")
+        or diag $b;
+    like($h->{'content-type'} // '', qr{^application/problem\+json},
+         '... problem+json');
+    unlike($b // '', qr/<html/i, '... not nginx\'s HTML page');
+    is($j->{type}, 'urn:veto-sandbox:problem:host_unavailable',
+       '... host_unavailable');
+    is($j->{host}, 'gw-a', '... naming host a');
+    ok(defined $j->{request_sent} && !$j->{request_sent},
+       '... the request never reached a');
+    is($h->{'retry-after'}, '1', '... Retry-After: waiting helps');
+}
+ok($m->exists('veto:{:hosts}:lease:gw-a'),
+   "a's lease had not run out: the hop failed, not the lease check");
+$A->start(keep_conf => 1);
+ok(wait_for(sub { up($A) }, 15), "a's nginx is back (its helper lived)");
+($st, $h, $b) = $A->request(GET => "/v1/sandboxes/$sd/files?path=dead", $agent);
+is($st, 404, 'nothing ran on a while it was away') or diag $b;
+($st, $h, $b) = $B->request(POST => "/v1/sandboxes/$sd/exec", $agent,
+                            { argv => ['sh', '-c', 'echo ran >> /workspace/dead'] });
+is($st, 200, 'through b again: it runs on a') or diag $b;
+($st, $h, $b) = $A->request(GET => "/v1/sandboxes/$sd/files?path=dead", $agent);
+is($b, "ran\n", '... once');
+($st) = $B->request(DELETE => "/v1/sandboxes/$sd", $agent);
+is($st, 200, "delete $sd through b");
+
 for my $name (qw(a b c)) {
     my $n = $gw{$name};
     $n->stop;

@@ -9,7 +9,10 @@
 # The receiving host runs a forwarded request only with a good
 # credential: none (the gate decides), a wrong key, another body, another
 # identity, an expired one, a replayed one, a malformed one, two headers
-# are refused with peer_credential_invalid naming why.
+# are refused with peer_credential_invalid naming why.  The owner's own
+# errors pass the hop unchanged; an owner whose nginx died before its
+# lease ran out is 503 host_unavailable (problem+json, request_sent,
+# Retry-After only when nothing was sent), and nothing ran twice.
 
 use strict;
 use warnings;
@@ -23,6 +26,7 @@ use JSON::PP;
 use Digest::SHA qw(hmac_sha256_hex sha256_hex);
 use File::Copy qw(copy);
 use Time::HiRes qw(sleep time);
+use POSIX ();
 
 VetoNginx::need(qw(helper redis));
 die "redis-sentinel is not installed (scripts/install-deps.sh test)\n"
@@ -376,9 +380,30 @@ is($st, $dst, "a's own error through b: its status ($dst)") or diag $b;
 like($h->{'content-type'} // '', qr{^application/problem\+json}, '... problem+json');
 is_deeply($j, $dj, '... the owner\'s problem, unchanged') or diag $b;
 
+# an exec that reached a when a died: it may have run (request_sent
+# true, no Retry-After)
+my $inflight = $B->dir . '/inflight.json';
+my $kid = fork // die "fork: $!";
+if (!$kid) {
+    my ($cst, $ch, $cb) = $B->request(POST => "/v1/sandboxes/$sd/exec", $agent,
+        { argv => ['sleep', '1'] });
+    VetoNginx::spew($inflight, encode_json({ status => $cst, body => $cb // '',
+                                             retry => $ch->{'retry-after'} }));
+    POSIX::_exit(0);
+}
+sleep 0.5;
 my @apids = ($A->master_pid, $A->worker_pids);
 kill 'KILL', @apids;
 $A->{running} = 0;
+waitpid($kid, 0);
+my $fl = decode_json(do { local (@ARGV, $/) = $inflight; <> });
+my $flj = eval { decode_json($fl->{body}) } // {};
+is($fl->{status}, 503, 'a dies while it runs an exec routed through b: 503')
+    or diag $fl->{body};
+is($flj->{type}, 'urn:veto-sandbox:problem:host_unavailable', '... host_unavailable');
+is($flj->{host}, 'gw-a', '... naming host a');
+ok($flj->{request_sent}, '... the request had reached a: it may have run');
+ok(!defined $fl->{retry}, '... no Retry-After: repeating it is the agent\'s call');
 # gone (kill returns before the kernel closed their sockets), and b and c
 # have seen their kept-alive connections to a close: a request written
 # into one before that would have reached a dying a (request_sent true)

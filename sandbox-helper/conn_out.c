@@ -48,6 +48,9 @@ vsb_error_json(const char *request_id, const vsb_error_t *e)
     if (e->end_reason != NULL) {
         json_object_set_new(r, "end_reason", json_string(e->end_reason));
     }
+    if (e->epoch != NULL) {
+        json_object_set_new(r, "epoch", json_string(e->epoch));
+    }
     if (request_id != NULL) {
         json_object_set_new(r, "request_id", json_string(request_id));
     }

@@ -271,7 +271,7 @@ vsb_req_destroy(json_t *root, const vsb_config_t *cf, vsb_request_t *r,
     vsb_error_t *e)
 {
     static const char *const  allowed[] = {
-        "op", "request_id", "tenant", "agent", "id", "reason", NULL
+        "op", "request_id", "tenant", "agent", "id", "epoch", "reason", NULL
     };
     const char  *reason;
 

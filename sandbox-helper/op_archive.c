@@ -548,7 +548,8 @@ vsb_req_archive(json_t *root, const char *what, vsb_request_t *r,
     vsb_error_t *e)
 {
     static const char *const  allowed[] = {
-        "op", "request_id", "tenant", "agent", "id", "path", "format", NULL
+        "op", "request_id", "tenant", "agent", "id", "epoch", "path",
+        "format", NULL
     };
 
     if (vsb_req_fields(root, allowed, what, e) != 0

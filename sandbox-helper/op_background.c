@@ -63,7 +63,8 @@ vsb_req_exec_status(json_t *root, const vsb_config_t *cf, vsb_request_t *r,
     vsb_error_t *e)
 {
     static const char *const  allowed[] = {
-        "op", "request_id", "tenant", "agent", "id", "exec", NULL
+        "op", "request_id", "tenant", "agent", "id", "epoch", "exec",
+        NULL
     };
 
     return vsb_req_exec_ref(root, allowed, VSB_OP_EXEC_STATUS, r, e);
@@ -105,7 +106,8 @@ vsb_req_exec_kill(json_t *root, const vsb_config_t *cf, vsb_request_t *r,
     vsb_error_t *e)
 {
     static const char *const  allowed[] = {
-        "op", "request_id", "tenant", "agent", "id", "exec", NULL
+        "op", "request_id", "tenant", "agent", "id", "epoch", "exec",
+        NULL
     };
 
     return vsb_req_exec_ref(root, allowed, VSB_OP_EXEC_KILL, r, e);
@@ -166,7 +168,8 @@ vsb_req_exec_output(json_t *root, const vsb_config_t *cf, vsb_request_t *r,
     vsb_error_t *e)
 {
     static const char *const  allowed[] = {
-        "op", "request_id", "tenant", "agent", "id", "exec", "stream",
+        "op", "request_id", "tenant", "agent", "id", "epoch", "exec",
+        "stream",
         "offset", "max_bytes", "follow", NULL
     };
     const char  *s;

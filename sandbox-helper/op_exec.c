@@ -308,7 +308,8 @@ vsb_req_exec(json_t *root, const vsb_config_t *cf, vsb_request_t *r,
     vsb_error_t *e)
 {
     static const char *const  allowed[] = {
-        "op", "request_id", "tenant", "agent", "id", "argv", "cwd", "env",
+        "op", "request_id", "tenant", "agent", "id", "epoch", "argv", "cwd",
+        "env",
         "timeout_s", "output_bytes", "stream", "background", NULL
     };
     json_t    *argv, *v;

@@ -13,10 +13,11 @@ static int
 vsb_req_file(json_t *root, int write, vsb_request_t *r, vsb_error_t *e)
 {
     static const char *const  allowed_w[] = {
-        "op", "request_id", "tenant", "agent", "id", "path", "mode", NULL
+        "op", "request_id", "tenant", "agent", "id", "epoch", "path",
+        "mode", NULL
     };
     static const char *const  allowed_r[] = {
-        "op", "request_id", "tenant", "agent", "id", "path", NULL
+        "op", "request_id", "tenant", "agent", "id", "epoch", "path", NULL
     };
     json_t  *m;
 

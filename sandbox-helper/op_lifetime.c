@@ -25,7 +25,8 @@ vsb_req_update_lifetime(json_t *root, const vsb_config_t *cf,
     vsb_request_t *r, vsb_error_t *e)
 {
     static const char *const  allowed[] = {
-        "op", "request_id", "tenant", "agent", "id", "ttl_s", "idle_s", NULL
+        "op", "request_id", "tenant", "agent", "id", "epoch", "ttl_s",
+        "idle_s", NULL
     };
 
     if (vsb_req_fields(root, allowed, VSB_OP_UPDATE_LIFETIME, e) != 0

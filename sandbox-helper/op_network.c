@@ -17,7 +17,7 @@ vsb_req_update_network(json_t *root, const vsb_config_t *cf,
     vsb_request_t *r, vsb_error_t *e)
 {
     static const char *const  allowed[] = {
-        "op", "request_id", "tenant", "agent", "id", "add", NULL
+        "op", "request_id", "tenant", "agent", "id", "epoch", "add", NULL
     };
 
     if (vsb_req_fields(root, allowed, VSB_OP_UPDATE_NETWORK, e) != 0

@@ -14,6 +14,7 @@
 #include "vsb_log.h"
 #include "vsb_op.h"
 #include "vsb_ops.h"
+#include "vsb_registry.h"
 
 /* every op the helper serves, as vsb_protocol.h lists them; each row
  * lives next to its handler */
@@ -127,6 +128,18 @@ vsb_ops_dispatch(vsb_conn_t *c, const char *json, size_t json_len,
     if (vsb_ops_parse(root, payload_len, &vsb_cf, &r, &e) != 0) {
         vsb_log(VSB_LOG_DEBUG, "connection %lu: %s: %s", c->n, e.error,
                 e.detail);
+        vsb_conn_reply_error(c, r.request_id, &e);
+        json_decref(root);
+        return;
+    }
+
+    /* A caller naming another run of this helper holds a stale
+     * ownership record: refuse before touching anything, with ours. */
+    if (r.epoch != NULL && strcmp(r.epoch, vsb_registry_epoch()) != 0) {
+        vsb_error_set(&e, VSB_E_EPOCH_MISMATCH, "epoch",
+                      "sandbox %s: epoch %s is not this helper's run",
+                      r.id, r.epoch);
+        e.epoch = vsb_registry_epoch();
         vsb_conn_reply_error(c, r.request_id, &e);
         json_decref(root);
         return;

@@ -21,6 +21,7 @@ vsb_error_set(vsb_error_t *e, const char *error, const char *field,
     e->field = field;
     e->limit = NULL;
     e->step = NULL;
+    e->epoch = NULL;
 
     va_start(ap, fmt);
     vsnprintf(e->detail, sizeof(e->detail), fmt, ap);
@@ -258,6 +259,37 @@ vsb_req_owner(json_t *root, const char *name, int required, const char **out,
 }
 
 
+/* "epoch": the helper run the caller believes holds the sandbox (a
+ * gateway's ownership record); checked against ours at dispatch. */
+static int
+vsb_req_epoch(json_t *root, vsb_request_t *r, vsb_error_t *e)
+{
+    const char  *p;
+
+    if (vsb_req_string(root, "epoch", 0, VSB_EPOCH_LEN, &r->epoch, e) != 0) {
+        return -1;
+    }
+
+    if (r->epoch == NULL) {
+        return 0;
+    }
+
+    for (p = r->epoch; *p; p++) {
+        if (!((*p >= '0' && *p <= '9') || (*p >= 'a' && *p <= 'f'))) {
+            break;
+        }
+    }
+
+    if (*p != '\0' || p - r->epoch != VSB_EPOCH_LEN) {
+        return vsb_error_set(e, VSB_E_BAD_VALUE, "epoch",
+                             "\"epoch\" must be %d lowercase hex digits",
+                             VSB_EPOCH_LEN);
+    }
+
+    return 0;
+}
+
+
 int
 vsb_req_sandbox_id(json_t *root, vsb_request_t *r, vsb_error_t *e)
 {
@@ -271,7 +303,7 @@ vsb_req_sandbox_id(json_t *root, vsb_request_t *r, vsb_error_t *e)
                              "digits");
     }
 
-    return 0;
+    return vsb_req_epoch(root, r, e);
 }
 
 
@@ -292,7 +324,7 @@ vsb_req_owned(json_t *root, const char *what, vsb_request_t *r,
     vsb_error_t *e)
 {
     static const char *const  allowed_owned[] = {
-        "op", "request_id", "tenant", "agent", "id", NULL
+        "op", "request_id", "tenant", "agent", "id", "epoch", NULL
     };
 
     if (vsb_req_fields(root, allowed_owned, what, e) != 0

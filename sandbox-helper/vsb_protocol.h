@@ -42,6 +42,7 @@
  *                          no_space, timed_out: the bound that was hit),
  *      "step": "<name>"   (with termination_failed),
  *      "end_reason": END  (with ended),
+ *      "epoch": EPOCH     (with epoch_mismatch: this run's),
  *      "stderr": "<text>" (archive ops: what tar said, head and tail,
  *                          <= 4 KiB, non-printable bytes as '?')}
  *
@@ -357,6 +358,9 @@
  *             records END "helper_restart" for each), so a client
  *             holding a sandbox whose epoch differs from the epoch ping
  *             reports now knows that sandbox is gone.
+ *             Every op naming a sandbox by "id" also takes an optional
+ *             "epoch" (EPOCH): one that is not this run's is refused
+ *             with epoch_mismatch before anything is done.
  *
  * tenant, agent: 1 .. VSB_MAX_ID_LEN bytes of printable ASCII (0x21-0x7e).
  * id: "sb-" followed by 24 lowercase hex digits.
@@ -496,6 +500,7 @@
 #define VSB_E_UNAVAILABLE         "unavailable"
 #define VSB_E_PROFILE_UNAVAILABLE "profile_unavailable"
 #define VSB_E_ENDED               "ended"
+#define VSB_E_EPOCH_MISMATCH      "epoch_mismatch"
 #define VSB_E_INTERNAL            "internal"
 
 /* Limit names carried in "limit" with over_ceiling, and in LIMITS. */

@@ -20,6 +20,7 @@ typedef struct {
     const char  *limit;          /* with over_ceiling */
     const char  *step;           /* with termination_failed */
     const char  *end_reason;     /* with ended: an END name */
+    const char  *epoch;          /* with epoch_mismatch: ours */
     char         detail[256];
     char         field_buf[VSB_MAX_NAME + 1];  /* field names from input */
 } vsb_error_t;
@@ -33,6 +34,7 @@ typedef struct {
     const char           *tenant;
     const char           *agent;          /* NULL: list without filter */
     const char           *id;
+    const char           *epoch;          /* NULL: not checked */
 
     /* create */
     const vsb_profile_t  *profile;
@@ -98,7 +100,8 @@ int vsb_req_get(json_t *obj, const char *name, int required, json_t **v,
 /* tenant and agent: 1 .. VSB_MAX_ID_LEN printable ASCII, no space. */
 int vsb_req_owner(json_t *root, const char *name, int required,
     const char **out, vsb_error_t *e);
-/* "id", a well-formed sandbox id, into r->id. */
+/* "id", a well-formed sandbox id, into r->id, and the optional "epoch"
+ * (VSB_EPOCH_LEN lowercase hex) that comes with it into r->epoch. */
 int vsb_req_sandbox_id(json_t *root, vsb_request_t *r, vsb_error_t *e);
 /* over_ceiling naming field and limit; always -1. */
 int vsb_req_over(vsb_error_t *e, const char *field, const char *limit,

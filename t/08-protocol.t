@@ -287,6 +287,58 @@ is($e->{error}, 'over_ceiling', 'exec_output max_bytes over max_file_bytes');
 is($e->{limit}, 'file_bytes', 'limit names file_bytes');
 is($h->destroy($id)->{state}, 'terminated', 'destroy');
 
+# --- epoch: a gateway names the helper run it believes holds the sandbox --
+{
+    my $ep = $h->ping->{epoch};
+    like($ep, qr/^[0-9a-f]{32}$/, 'ping reports the run\'s epoch');
+    my $other = $ep =~ tr/0-9a-f/1-9a-f0/r;
+    isnt($other, $ep, 'a different epoch of the same form');
+    my $ide = $h->create_ok;
+
+    my ($x, $out) = $h->exec($ide, ['echo', 'same-run'], epoch => $ep);
+    ok($x->{ok} && ($out // '') eq "same-run\n", 'exec with the right epoch runs')
+        or diag explain $x;
+    ($x) = $h->exec($ide, ['sh', '-c', 'echo ran > /workspace/ran'],
+                    epoch => $other);
+    is($x->{error}, 'epoch_mismatch', 'exec with another epoch: epoch_mismatch')
+        or diag explain $x;
+    is($x->{epoch}, $ep, 'the refusal carries the helper\'s own epoch');
+    is($x->{field}, 'epoch', 'and names the field');
+    $x = $h->write_file($ide, 'w', 'data', epoch => $other);
+    is($x->{error}, 'epoch_mismatch', 'write_file with another epoch refused');
+    $x = $h->destroy($ide, epoch => $other);
+    is($x->{error}, 'epoch_mismatch', 'destroy with another epoch refused');
+    ($x) = $h->call({ op => 'status', tenant => 't1', agent => 'a1',
+                      id => 'sb-000000000000000000000000', epoch => $other });
+    is($x->{error}, 'epoch_mismatch',
+       'a sandbox this run never held: epoch_mismatch, not not_found');
+    ($x) = $h->read_file($ide, 'ran');
+    is("$x->{error}:$x->{field}", 'not_found:path',
+       'the refused exec ran nothing');
+    ($x) = $h->read_file($ide, 'w');
+    is("$x->{error}:$x->{field}", 'not_found:path',
+       'the refused write_file wrote nothing');
+    ($x) = $h->call({ op => 'status', tenant => 't1', agent => 'a1',
+                      id => $ide, epoch => $ep });
+    is($x->{sandbox}{state}, 'ready', 'the refused destroy left it ready');
+    for my $bad ([ 'upper case', uc $ep, 'bad_value' ],
+                 [ 'short', substr($ep, 1), 'bad_value' ],
+                 [ 'long', $ep . '0', 'bad_value' ],
+                 [ 'not hex', 'g' . substr($ep, 1), 'bad_value' ],
+                 [ 'a number', 7, 'bad_type' ],
+                 [ 'null', undef, 'bad_type' ]) {
+        ($x) = $h->call({ op => 'status', tenant => 't1', agent => 'a1',
+                          id => $ide, epoch => $bad->[1] });
+        is($x->{error}, $bad->[2], "epoch $bad->[0]: $bad->[2]");
+        is($x->{field}, 'epoch', "epoch $bad->[0]: names the field");
+    }
+    ($x) = $h->call({ op => 'ping', epoch => $ep });
+    is($x->{error}, 'unknown_field', 'epoch on a request naming no sandbox: '
+       . 'unknown_field');
+    is($h->destroy($ide, epoch => $ep)->{state}, 'terminated',
+       'destroy with the right epoch');
+}
+
 # capacity
 my @ids;
 for (1 .. $h->cf('max_sandboxes')) {

@@ -175,6 +175,20 @@ check_accepted(const vsb_request_t *r, size_t plen)
         abort();
     }
 
+    /* "epoch" comes only with a sandbox id, and only well formed */
+    if (r->epoch != NULL) {
+        if (r->id == NULL || strlen(r->epoch) != VSB_EPOCH_LEN) {
+            abort();
+        }
+        for (i = 0; i < VSB_EPOCH_LEN; i++) {
+            if (!((r->epoch[i] >= '0' && r->epoch[i] <= '9')
+                  || (r->epoch[i] >= 'a' && r->epoch[i] <= 'f')))
+            {
+                abort();
+            }
+        }
+    }
+
     if (r->op == &vsb_ping_op || r->op == &vsb_profiles_op
         || r->op == &vsb_stats_op || r->op == &vsb_ended_op)
     {

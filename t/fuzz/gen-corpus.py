@@ -95,6 +95,7 @@ MAX_NET_ENTRY = need('VSB_MAX_NETWORK_ENTRY')
 MAX_NET_BYTES = need('VSB_MAX_NETWORK_BYTES')
 MAX_RANGES = need('VSB_EGRESS_MAX_RANGES')
 EXEC_ID_LEN = need('VSB_EXEC_ID_LEN')
+EPOCH_LEN = need('VSB_EPOCH_LEN')
 MAX_STREAM = need('VSB_MAX_STREAM_PAYLOAD')
 
 
@@ -197,6 +198,7 @@ for _k in ('memory_mb', 'pids', 'cpu_percent', 'disk_mb', 'timeout_s',
 SB = 'sb-0123456789abcdef01234567'
 assert len(SB) == ID_LEN
 EX = 'ex-0123456789abcdef'
+EPOCH = ('0123456789abcdef' * 4)[:EPOCH_LEN]
 assert len(EX) == EXEC_ID_LEN
 OWN = {'tenant': 't1', 'agent': 'a1'}
 
@@ -317,6 +319,30 @@ def request_seeds():
         o = owned(op)
         del o['id']
         req(op + '-id-missing', o)
+    # -- epoch: optional beside every sandbox id (a gateway's ownership
+    # record); checked against the run at dispatch, so any well-formed one
+    # parses
+    for op, kw, pl in (('status', {}, False), ('destroy', {}, False),
+                       ('usage', {}, False),
+                       ('exec', {'argv': ['/bin/true']}, True),
+                       ('exec_status', {'exec': EX}, False),
+                       ('exec_kill', {'exec': EX}, False),
+                       ('exec_output', {'exec': EX, 'stream': 'stdout'}, False),
+                       ('write_file', {'path': 'a'}, True),
+                       ('read_file', {'path': 'a'}, False),
+                       ('extract_archive', {'path': 'a'}, True),
+                       ('export_archive', {'path': 'a'}, False),
+                       ('update_lifetime', {'ttl_s': 60}, False),
+                       ('update_network', {'add': ['example.test']}, False)):
+        req(op + '-epoch', owned(op, epoch=EPOCH, **kw), payload=pl)
+    for desc, val in (('upper', EPOCH.upper()), ('short', EPOCH[:-1]),
+                      ('long', EPOCH + '0'), ('nonhex', EPOCH[:-1] + 'g'),
+                      ('empty', ''), ('number', 5), ('null', None),
+                      ('nul', EPOCH[:4] + '\x00' + EPOCH[5:])):
+        req('epoch-' + desc, owned('status', epoch=val))
+    req('epoch-without-id', owned('list', epoch=EPOCH))
+    req('epoch-ping', {'op': 'ping', 'epoch': EPOCH})
+
     for desc, val in (('upper', 'sb-0123456789ABCDEF01234567'),
                       ('short', SB[:-1]), ('long', SB + '0'),
                       ('prefix', 'sb_' + SB[3:]), ('nonhex', SB[:-1] + 'g'),
@@ -1082,7 +1108,8 @@ def request_dict():
     for k, v in CEIL.items():
         e += [str(v), str(v + 1)]
     e += [str(MAX_TTL), str(MAX_TTL + 1), str(MAX_ID), str(MAX_ENV),
-          str(MAX_ARGV), '"%s"' % SB, '"sb-"', '"t1"', '"a1"', '"/workspace"',
+          str(MAX_ARGV), '"%s"' % SB, '"%s"' % EPOCH, '"sb-"', '"t1"', '"a1"',
+          '"/workspace"',
           '"/"', '"."', '".."', '"../"', '"a/b"', '"none"', '"default"',
           '"alt"', '"/bin/sh"', '"-c"', '"*.', ':443', ':0', ':65536',
           '[2001:db8::1]', '192.0.2.1', 'example.test', '..', str(NET_ENTRIES),

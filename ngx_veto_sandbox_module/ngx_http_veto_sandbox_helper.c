@@ -99,6 +99,14 @@ ngx_http_veto_sandbox_helper_send(ngx_http_request_t *r,
     h->ahead_len = 0;
     h->drained = 0;
 
+    h->sent_req = req;
+    h->sent_payload = payload;
+    h->sent_payload_len = payload_len;
+
+    if (ngx_http_veto_sandbox_fence_add(ctx, req) != NGX_OK) {
+        return NGX_ERROR;
+    }
+
     ngx_http_veto_sandbox_metrics_helper_start(ctx, req);
 
     p = ngx_http_veto_sandbox_json_dump(r->pool, req, VSB_FRAME_HEADER_LEN,
@@ -765,6 +773,11 @@ ngx_http_veto_sandbox_helper_done(ngx_http_request_t *r,
     h->error = error;
 
     ngx_http_veto_sandbox_metrics_helper(r, ctx);
+
+    /* a stale ownership record: the fence reads it again first */
+    if (ngx_http_veto_sandbox_fence_check(r, ctx) == NGX_OK) {
+        return;
+    }
 
     h->handler(r, ctx);
 }

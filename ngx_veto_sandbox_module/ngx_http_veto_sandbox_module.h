@@ -554,6 +554,10 @@ typedef struct {
     unsigned                     stream_payload:1; /* the payload may be up
                                                       to VSB_MAX_STREAM_PAYLOAD
                                                       (extract_archive) */
+    /* what was sent, for the epoch fence's one retry (_fence.c) */
+    json_t                      *sent_req;
+    ngx_chain_t                 *sent_payload;
+    size_t                       sent_payload_len;
 } ngx_http_veto_sandbox_helper_t;
 
 
@@ -622,6 +626,12 @@ struct ngx_http_veto_sandbox_ctx_s {
     ngx_addr_t                  *peer_addr;     /* routed there (_peer.c) */
     ngx_str_t                    peer_nonce;    /* a forwarded request's */
     ngx_str_t                    peer_slot;     /* its provisional slot */
+    /* the epoch fence (_fence.c): the helper run the ownership record
+     * names, the one the helper says it is, the op's reply handler while
+     * the fence asks the helper itself */
+    ngx_str_t                    own_epoch;
+    ngx_str_t                    helper_epoch;
+    ngx_http_veto_sandbox_reply_pt fence_handler;
 
     unsigned                     identified:1;
     unsigned                     needs_approval:1;
@@ -635,6 +645,8 @@ struct ngx_http_veto_sandbox_ctx_s {
     unsigned                     sbx_known:1;   /* sbx_env* are set */
     unsigned                     epoch_known:1; /* epoch is set */
     unsigned                     peer_route:1;  /* to the owner's host */
+    unsigned                     fence_tried:1; /* one retry, no more */
+    unsigned                     fence_probe:1; /* asked without epoch */
     unsigned                     file_body:1;   /* the URI's op takes a
                                                    file (POST_READ) */
 };
@@ -898,6 +910,14 @@ ngx_int_t ngx_http_veto_sandbox_hosts_init_process(ngx_cycle_t *cycle);
 void ngx_http_veto_sandbox_hosts_exit_process(ngx_cycle_t *cycle);
 ngx_int_t ngx_http_veto_sandbox_hosts_key(ngx_pool_t *pool, ngx_str_t *key,
     const char *what, ngx_str_t *name);
+/* _fence.c: the helper run a sandbox's ownership record names */
+ngx_int_t ngx_http_veto_sandbox_fence_set(ngx_http_request_t *r,
+    ngx_http_veto_sandbox_ctx_t *ctx, redisReply *reply);
+ngx_int_t ngx_http_veto_sandbox_fence_add(ngx_http_veto_sandbox_ctx_t *ctx,
+    json_t *req);
+ngx_int_t ngx_http_veto_sandbox_fence_check(ngx_http_request_t *r,
+    ngx_http_veto_sandbox_ctx_t *ctx);
+
 /* _where.c: a sandbox's owner, a create's place */
 ngx_int_t ngx_http_veto_sandbox_where_init(void);
 ngx_int_t ngx_http_veto_sandbox_where_step(ngx_http_request_t *r,

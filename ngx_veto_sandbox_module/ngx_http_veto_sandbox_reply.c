@@ -323,6 +323,9 @@ static ngx_http_veto_sandbox_errmap_t  ngx_http_veto_sandbox_errors[] = {
     { VSB_E_EXEC_FAILED,        NGX_HTTP_INTERNAL_SERVER_ERROR, NULL },
     { VSB_E_TERMINATION_FAILED, NGX_HTTP_INTERNAL_SERVER_ERROR, NULL },
     { VSB_E_UNAVAILABLE,        NGX_HTTP_SERVICE_UNAVAILABLE, NULL },
+    { VSB_E_EPOCH_MISMATCH,     NGX_HTTP_SERVICE_UNAVAILABLE,
+      "the sandbox's ownership record and this host's helper disagreed "
+      "twice about which helper run holds it" },
     { VSB_E_INTERNAL,           NGX_HTTP_INTERNAL_SERVER_ERROR, NULL },
     { NULL,                     NGX_HTTP_BAD_GATEWAY,
       "the sandbox helper answered an unknown error" }

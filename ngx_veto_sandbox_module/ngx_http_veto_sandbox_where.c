@@ -74,8 +74,9 @@ ngx_http_veto_sandbox_where_step(ngx_http_request_t *r,
     ngx_http_veto_sandbox_ctx_t *ctx, ngx_http_veto_sandbox_redis_call_t *call)
 {
     ngx_str_t                           key;
-    const char                         *argv[4];
-    size_t                              argvlen[4];
+    int                                 argc;
+    const char                         *argv[5];
+    size_t                              argvlen[5];
     ngx_http_veto_sandbox_main_conf_t  *mcf;
 
     mcf = ngx_http_veto_sandbox_gate_mcf(r);
@@ -140,15 +141,20 @@ ngx_http_veto_sandbox_where_step(ngx_http_request_t *r,
         argvlen[2] = 5;
         argv[3] = "gateway";
         argvlen[3] = 7;
+        /* the helper run that holds it: sent along (the epoch fence) */
+        argv[4] = "epoch";
+        argvlen[4] = 5;
+        argc = 5;
 
     } else {
         argv[2] = "addr";
         argvlen[2] = 4;
         argv[3] = "epoch";
         argvlen[3] = 5;
+        argc = 4;
     }
 
-    return ngx_http_veto_sandbox_redis_command(call, 4, argv, argvlen);
+    return ngx_http_veto_sandbox_redis_command(call, argc, argv, argvlen);
 }
 
 
@@ -214,7 +220,9 @@ ngx_http_veto_sandbox_where_result(ngx_http_request_t *r,
         return ngx_http_veto_sandbox_place_result(r, ctx, reply);
     }
 
-    if (reply->type != REDIS_REPLY_ARRAY || reply->elements != 2) {
+    if (reply->type != REDIS_REPLY_ARRAY
+        || reply->elements != (ctx->step == NGX_HTTP_VSB_STEP_WHERE ? 3 : 2))
+    {
         return ngx_http_veto_sandbox_redis_problem(r, ctx, NGX_ERROR);
     }
 
@@ -234,6 +242,12 @@ ngx_http_veto_sandbox_where_result(ngx_http_request_t *r,
             || ((size_t) gw->len == host->len
                 && ngx_strncmp(gw->str, host->data, host->len) == 0))
         {
+            /* the agent's own and ours: the helper is told which of its
+             * runs holds it (the epoch fence) */
+            if (ngx_http_veto_sandbox_fence_set(r, ctx, reply) != NGX_OK) {
+                return NGX_HTTP_INTERNAL_SERVER_ERROR;
+            }
+
             ctx->step = NGX_HTTP_VSB_STEP_QUOTA;
             return NGX_AGAIN;
         }

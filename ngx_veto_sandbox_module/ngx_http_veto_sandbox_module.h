@@ -95,6 +95,8 @@
  *                 (address, load), a lost host's sandboxes ended
  *   _where.c      where a request's sandbox is (421, 503, routed), where
  *                 a create goes
+ *   _fence.c      the epoch fence: the helper run the ownership record
+ *                 names, sent along; one re-read and retry on a mismatch
  *   _peer.c       routing to the host that holds a sandbox: the balancer,
  *                 the sender's redirect, the receiver's check
  *   _peer_cred.c  the inter-gateway credential (pure)

@@ -187,6 +187,25 @@ ngx_http_veto_sandbox_metrics_helper(ngx_http_request_t *r,
 }
 
 
+/* the epoch fence (_fence.c, Redis): no ownership record here, so no
+ * epoch was sent and every reply is the op's */
+
+ngx_int_t
+ngx_http_veto_sandbox_fence_add(ngx_http_veto_sandbox_ctx_t *ctx,
+    json_t *req)
+{
+    abort();                    /* sending: not fuzzed */
+}
+
+
+ngx_int_t
+ngx_http_veto_sandbox_fence_check(ngx_http_request_t *r,
+    ngx_http_veto_sandbox_ctx_t *ctx)
+{
+    return NGX_DECLINED;
+}
+
+
 /* _lifetime.c's view of a sandbox (it drops the helper's internal "seq";
  * linking it would bring the ENDED poller and Redis) */
 void

@@ -352,7 +352,9 @@ ngx_http_veto_sandbox_fence_probed(ngx_http_request_t *r,
         && ngx_strcmp(state, "ended") == 0 && why != NULL)
     {
         /* a status asked for it: this is its answer */
-        if (ngx_strcmp(ctx->op->helper, VSB_OP_STATUS) == 0) {
+        if (ctx->op != NULL && ctx->op->helper != NULL
+            && ngx_strcmp(ctx->op->helper, VSB_OP_STATUS) == 0)
+        {
             h->handler(r, ctx);
             return;
         }

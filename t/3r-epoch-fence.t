@@ -7,7 +7,9 @@
 # run's in Redis: exec, write, GET and DELETE answer 404 not_found (the
 # record was read once more and still disagreed; the helper has no ENDED
 # record for it) and nothing ran, was written or was destroyed; the
-# record put right: the sandbox answers again; an ended sandbox whose
+# record put right: the sandbox answers again; put right while a request
+# waits at the (stopped) helper: the second read finds it right and the
+# request is sent once more and runs once; an ended sandbox whose
 # record (forged back in) names another run: 410 ended with the helper's
 # ENDED record's end_reason, never a run.
 
@@ -15,6 +17,7 @@ use strict;
 use warnings;
 
 use Test::More;
+use POSIX ();
 use Time::HiRes qw(sleep time);
 use lib 't/lib';
 use VetoNginx;
@@ -107,6 +110,42 @@ $m->hset($own, 'epoch', $run);
     { argv => ['cat', '/workspace/one'] });
 is($st, 200, 'the record right again: exec runs') or diag $b;
 is($j->{stdout}, "one\n", '... in the same sandbox');
+
+# ---- the record put right while the request is under way: the helper
+# (stopped, so the request waits at it with the wrong epoch) refuses the
+# first try; the module reads the record once more, finds it right and
+# sends the request once more: it runs, once
+sub mismatches { scalar(() = $n->error_log =~ /reading it again/g) }
+my ($retried, $ran_once, $answer) = (0, 0, '');
+for my $try (1 .. 3) {
+    $m->hset($own, 'epoch', $other);
+    my $before = mismatches();
+    my $out = $n->dir . "/retry-$try";
+    kill 'STOP', $hp->pid;
+    my $kid = fork() // die "fork: $!";
+    if ($kid == 0) {
+        my ($st1, undef, $b1) = $n->request(POST => "/v1/sandboxes/$id/exec",
+            $tok, { argv => ['sh', '-c', "echo $try >> /workspace/retry"] });
+        open(my $fh, '>', $out) or POSIX::_exit(1);
+        print $fh "$st1 $b1";
+        close $fh;
+        POSIX::_exit(0);
+    }
+    sleep 1;                        # the request reaches the stopped helper
+    $m->hset($own, 'epoch', $run);
+    kill 'CONT', $hp->pid;
+    waitpid($kid, 0);
+    $answer = do { local (@ARGV, $/) = ($out); <> } // '';
+    next unless mismatches() > $before;     # read after the fix: again
+    $retried = 1;
+    my $runs = () = helper_file('retry') =~ /^$try$/mg;
+    $ran_once = ($answer =~ /^200 / && $runs == 1);
+    last;
+}
+kill 'CONT', $hp->pid;
+ok($retried, 'a request sent with a wrong epoch met the fence');
+ok($ran_once, '... the record right on the second read: sent once more, '
+              . 'ran once') or diag $answer;
 
 ($st, $h, $b, $j) = $n->request(DELETE => "/v1/sandboxes/$id", $tok);
 is($st, 200, 'DELETE') or diag $b;

@@ -11,6 +11,11 @@
  * Redis counts for it is freed; one naming the record when the sandbox
  * is live in this run, which frees nothing).  One retry at most, never a
  * loop.
+ *
+ * A request routed here from another gateway host (_peer.c) is fenced
+ * the same way: that host read the ownership record to route it, and
+ * the epoch it found comes in the signed credential ("e"), so the helper
+ * is told the run the record named when the request was decided.
  */
 
 #include "ngx_http_veto_sandbox_module.h"
@@ -93,6 +98,19 @@ ngx_http_veto_sandbox_fence_copy(ngx_http_request_t *r, ngx_str_t *to,
     to->len = len;
 
     return NGX_OK;
+}
+
+
+/* to = s when s is a helper epoch (else to stays empty: not fenced) */
+ngx_int_t
+ngx_http_veto_sandbox_fence_epoch(ngx_http_request_t *r, ngx_str_t *to,
+    const char *s, size_t len)
+{
+    if (!ngx_http_veto_sandbox_fence_epoch_ok(s, len)) {
+        return NGX_OK;
+    }
+
+    return ngx_http_veto_sandbox_fence_copy(r, to, s, len);
 }
 
 

@@ -628,6 +628,10 @@ struct ngx_http_veto_sandbox_ctx_s {
     ngx_addr_t                  *peer_addr;     /* routed there (_peer.c) */
     ngx_str_t                    peer_nonce;    /* a forwarded request's */
     ngx_str_t                    peer_slot;     /* its provisional slot */
+    ngx_str_t                    peer_epoch;    /* the owner's helper run,
+                                                   as its record names it:
+                                                   signed along (the fence
+                                                   on the owner) */
     /* the epoch fence (_fence.c): the helper run the ownership record
      * names, the one the helper says it is, the op's reply handler while
      * the fence asks the helper itself */
@@ -915,6 +919,9 @@ ngx_int_t ngx_http_veto_sandbox_hosts_key(ngx_pool_t *pool, ngx_str_t *key,
 /* _fence.c: the helper run a sandbox's ownership record names */
 ngx_int_t ngx_http_veto_sandbox_fence_set(ngx_http_request_t *r,
     ngx_http_veto_sandbox_ctx_t *ctx, redisReply *reply);
+/* to = s when s is a helper epoch (else to stays empty) */
+ngx_int_t ngx_http_veto_sandbox_fence_epoch(ngx_http_request_t *r,
+    ngx_str_t *to, const char *s, size_t len);
 ngx_int_t ngx_http_veto_sandbox_fence_add(ngx_http_veto_sandbox_ctx_t *ctx,
     json_t *req);
 ngx_int_t ngx_http_veto_sandbox_fence_check(ngx_http_request_t *r,
@@ -929,7 +936,7 @@ ngx_int_t ngx_http_veto_sandbox_where_result(ngx_http_request_t *r,
     ngx_http_veto_sandbox_ctx_t *ctx, redisReply *reply);
 
 /* _peer_cred.c: the inter-gateway credential */
-#define NGX_HTTP_VSB_PEER_CRED_MAX  256
+#define NGX_HTTP_VSB_PEER_CRED_MAX  512
 
 typedef struct {
     ngx_str_t                    host;
@@ -937,6 +944,8 @@ typedef struct {
     ngx_str_t                    nonce;
     ngx_str_t                    body;
     ngx_str_t                    slot;          /* optional: a create's */
+    ngx_str_t                    epoch;         /* optional: the owner's
+                                                   helper run */
     ngx_str_t                    sig;
     int64_t                      ms;
 } ngx_http_veto_sandbox_peer_cred_t;

@@ -415,6 +415,9 @@ ngx_http_veto_sandbox_peer_forward(ngx_http_request_t *r,
         ctx->slot_held = 0;
     }
 
+    /* a request for a sandbox: the owner's helper run its record named */
+    cred.epoch = ctx->peer_epoch;
+
     if (ngx_http_veto_sandbox_peer_cred_sign(r->pool, &mcf->peer_key, &cred,
                                              &r->method_name,
                                              &r->unparsed_uri, &ctx->tenant,
@@ -436,11 +439,13 @@ ngx_http_veto_sandbox_peer_forward(ngx_http_request_t *r,
 
     route->credential.len = ngx_snprintf(route->credential.data,
                                          NGX_HTTP_VSB_PEER_CRED_MAX,
-                                         "v1;h=%V;t=%V;n=%V;b=%V%s%V;s=%s",
+                                         "v1;h=%V;t=%V;n=%V;b=%V%s%V%s%V;s=%s",
                                          &cred.host, &cred.time, &cred.nonce,
                                          &cred.body,
                                          cred.slot.len ? ";q=" : "",
-                                         &cred.slot, sig)
+                                         &cred.slot,
+                                         cred.epoch.len ? ";e=" : "",
+                                         &cred.epoch, sig)
                             - route->credential.data;
 
     cln->handler = ngx_http_veto_sandbox_peer_route_cleanup;
@@ -566,8 +571,8 @@ ngx_http_veto_sandbox_peer_receive(ngx_http_request_t *r,
     {
         return ngx_http_veto_sandbox_peer_refuse(r, ctx, "malformed",
                    "the " NGX_HTTP_VSB_PEER_HEADER " header is not "
-                   "v1;h=<host>;t=<ms>;n=<32 hex>;b=<64 hex>[;q=<slot>];"
-                   "s=<64 hex>");
+                   "v1;h=<host>;t=<ms>;n=<32 hex>;b=<64 hex>[;q=<slot>]"
+                   "[;e=<32 hex: the owner's helper epoch>];s=<64 hex>");
     }
 
     tp = ngx_timeofday();
@@ -634,6 +639,18 @@ ngx_http_veto_sandbox_peer_receive(ngx_http_request_t *r,
 
         ngx_memcpy(ctx->peer_slot.data, cred.slot.data, cred.slot.len);
         ctx->peer_slot.len = cred.slot.len;
+    }
+
+    /* the helper run the sender found in the ownership record: this
+     * host's helper refuses the request if it is not its own, and the
+     * fence answers (_fence.c), as for a request that landed here */
+    if (cred.epoch.len && ctx->sandbox.len
+        && ngx_http_veto_sandbox_fence_epoch(r, &ctx->own_epoch,
+                                             (char *) cred.epoch.data,
+                                             cred.epoch.len)
+           != NGX_OK)
+    {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
     }
 
     ctx->step = NGX_HTTP_VSB_STEP_PEER;

@@ -4,17 +4,21 @@
  * the request to the gateway host that holds the sandbox, and what that
  * host checks before it runs the request without deciding it again.
  *
- *   Veto-Peer-Credential: v1;h=<host>;t=<ms>;n=<32 hex>;b=<64 hex>[;q=<slot>];s=<64 hex>
+ *   Veto-Peer-Credential: v1;h=<host>;t=<ms>;n=<32 hex>;b=<64 hex>[;q=<slot>]
+ *                         [;e=<32 hex>];s=<64 hex>
  *
  * h the sending host's name, t its clock (unix ms), n a random nonce
  * (kept in Redis by the receiver: a replay is refused), b the SHA-256 of
  * the request body, q (a create placed on another host) the provisional
  * quota slot the sender holds for it, which the receiver swaps for the
- * sandbox it makes, s the HMAC-SHA256, under the key every host shares
+ * sandbox it makes, e (a request for a sandbox) the run of the
+ * receiver's helper that the sandbox's ownership record named when the
+ * sender read it, which the receiver's helper checks (the epoch fence),
+ * s the HMAC-SHA256, under the key every host shares
  * (veto_sandbox_peer_key), of
  *
  *   "veto-peer-v1\n" h "\n" t "\n" n "\n" method "\n" URI "\n" b "\n"
- *   tenant "\n" agent "\n" jti "\n" q "\n"
+ *   tenant "\n" agent "\n" jti "\n" q "\n" e "\n"
  *
  * so that the credential binds the request (method, URI with its query,
  * body) to the identity the sender decided it for (the receiver reads
@@ -107,6 +111,10 @@ ngx_http_veto_sandbox_peer_cred_parse(u_char *p, size_t len,
         || (last - p >= 2 && p[0] == 'q'
             && ngx_http_veto_sandbox_peer_field(&p, last, 'q', &cred->slot, 0)
                != NGX_OK)
+        || (last - p >= 2 && p[0] == 'e'
+            && ngx_http_veto_sandbox_peer_field(&p, last, 'e', &cred->epoch,
+                                                0)
+               != NGX_OK)
         || ngx_http_veto_sandbox_peer_field(&p, last, 's', &cred->sig, 1)
            != NGX_OK)
     {
@@ -126,6 +134,16 @@ ngx_http_veto_sandbox_peer_cred_parse(u_char *p, size_t len,
                 return NGX_DECLINED;
             }
         }
+    }
+
+    /* the helper's epoch: exactly its length, lowercase hex */
+    if (cred->epoch.data != NULL
+        && (cred->epoch.len != VSB_EPOCH_LEN
+            || ngx_http_veto_sandbox_peer_hex(cred->epoch.data,
+                                              VSB_EPOCH_LEN)
+               != NGX_OK))
+    {
+        return NGX_DECLINED;
     }
 
     if (cred->host.len == 0 || cred->host.len > 64) {
@@ -184,7 +202,8 @@ ngx_http_veto_sandbox_peer_cred_sign(ngx_pool_t *pool, ngx_str_t *key,
 
     len = sizeof("veto-peer-v1\n") - 1 + cred->host.len + cred->time.len
           + cred->nonce.len + method->len + uri->len + cred->body.len
-          + tenant->len + agent->len + jti->len + cred->slot.len + 10;
+          + tenant->len + agent->len + jti->len + cred->slot.len
+          + cred->epoch.len + 11;
 
     text = ngx_pnalloc(pool, len);
     if (text == NULL) {
@@ -192,9 +211,11 @@ ngx_http_veto_sandbox_peer_cred_sign(ngx_pool_t *pool, ngx_str_t *key,
     }
 
     p = ngx_sprintf(text,
-                    "veto-peer-v1\n%V\n%V\n%V\n%V\n%V\n%V\n%V\n%V\n%V\n%V\n",
+                    "veto-peer-v1\n%V\n%V\n%V\n%V\n%V\n%V\n%V\n%V\n%V\n%V\n"
+                    "%V\n",
                     &cred->host, &cred->time, &cred->nonce, method, uri,
-                    &cred->body, tenant, agent, jti, &cred->slot);
+                    &cred->body, tenant, agent, jti, &cred->slot,
+                    &cred->epoch);
 
     if (HMAC(EVP_sha256(), key->data, (int) key->len, text, p - text, md,
              &mdlen)

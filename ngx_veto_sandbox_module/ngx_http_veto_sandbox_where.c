@@ -260,6 +260,17 @@ ngx_http_veto_sandbox_where_result(ngx_http_request_t *r,
         ngx_memcpy(ctx->owner_host.data, gw->str, gw->len);
         ctx->owner_host.len = gw->len;
 
+        /* the run of its helper the record names: signed along when the
+         * request is routed, so the owner fences it as its own */
+        if (reply->element[2]->type == REDIS_REPLY_STRING
+            && ngx_http_veto_sandbox_fence_epoch(r, &ctx->peer_epoch,
+                                                 reply->element[2]->str,
+                                                 reply->element[2]->len)
+               != NGX_OK)
+        {
+            return NGX_HTTP_INTERNAL_SERVER_ERROR;
+        }
+
         ctx->step = NGX_HTTP_VSB_STEP_LEASE;
         return NGX_AGAIN;
     }

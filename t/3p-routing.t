@@ -233,9 +233,11 @@ sub cred
     my $claims = decode_json(MIME::Base64::decode_base64($payload));
     my $text = "veto-peer-v1\n" . ($o{h} // 'gw-b') . "\n$t\n$n\n$o{method}\n$o{uri}\n"
              . ($o{bd} // $bd) . "\n$claims->{tenant}\n$claims->{sub}\n"
-             . ($claims->{jti} // '') . "\n\n";     # no quota slot (q)
+             . ($claims->{jti} // '') . "\n\n"      # no quota slot (q)
+             . ($o{e} // '') . "\n";                 # the owner's helper run
     my $sig = hmac_sha256_hex($text, $o{key} // $peer_key);
-    return "v1;h=" . ($o{h} // 'gw-b') . ";t=$t;n=$n;b=" . ($o{bd} // $bd) . ";s=$sig";
+    return "v1;h=" . ($o{h} // 'gw-b') . ";t=$t;n=$n;b=" . ($o{bd} // $bd)
+         . (defined $o{e} ? ";e=$o{e}" : '') . ";s=$sig";
 }
 
 my $uri = "/v1/sandboxes/$sa/exec";
@@ -291,6 +293,63 @@ is($st, 403, 'two credentials: 403') or diag $b;
 is($j->{reason}, 'malformed', '... malformed');
 ($st, $h, $b) = $A->request(GET => "/v1/sandboxes/$sa/files?path=gated", $agent);
 is($b, "gated\ngated\n", 'only the good credential ran');
+
+# ---- the epoch fence across the hop: b reads the ownership record to
+# route, and the run of a's helper it names is signed into the
+# credential; a's helper refuses a run that is not its own
+my $own = "veto:{acme}:sbx:own:$sa";
+my $run = $m->hget($own, 'epoch') // '';
+like($run, qr/^[0-9a-f]{32}\z/, "the record names a run of a's helper");
+my $other = $run =~ tr/0-9a-f/1-9a-f0/r;
+my $fenced = { argv => ['sh', '-c', 'echo fenced >> /workspace/fenced'] };
+
+$m->hset($own, 'epoch', $other);
+($st, $h, $b, $j) = $B->request(POST => "/v1/sandboxes/$sa/exec", $agent, $fenced);
+is($st, 404, "exec through b, the record naming another run of a's helper: 404")
+    or diag $b;
+is($j->{type}, 'urn:veto-sandbox:problem:not_found', '... not_found');
+($st, $h, $b, $j) = $C->request(PUT => "/v1/sandboxes/$sa/files?path=fenced-w",
+                                $agent, "no\n");
+is($st, 404, '... a write through c: 404') or diag $b;
+like($A->error_log // '',
+     qr/ownership record's epoch $other is not the helper's $run/,
+     '... a logs the disagreement, naming both runs');
+
+# a credential signed for the wrong run, sent straight to a: fenced too
+my $fbody = encode_json($fenced);
+($st, $h, $b, $j) = forged(cred(method => 'POST', uri => $uri, body => $fbody,
+                                jwt => $agent, e => $other), body => $fbody);
+is($st, 404, 'a good credential naming another run, straight to a: 404')
+    or diag $b;
+
+# put right: through b it runs, and nothing ran before
+$m->hset($own, 'epoch', $run);
+($st, $h, $b, $j) = $B->request(POST => "/v1/sandboxes/$sa/exec", $agent,
+    { argv => ['sh', '-c', 'cat /workspace/fenced /workspace/fenced-w 2>&1; echo right'] });
+is($st, 200, 'the record put right: exec through b runs') or diag $b;
+unlike($j->{stdout} // '', qr/^(fenced|no)$/m, '... nothing fenced had run or been written');
+like($j->{stdout} // '', qr/right\n\z/, '... this one ran');
+
+# the epoch is signed: changed, the credential is refused; malformed too
+my $signed = cred(method => 'POST', uri => $uri, body => $fbody, jwt => $agent,
+                  e => $run);
+(my $changed = $signed) =~ s/;e=$run;/;e=$other;/;
+isnt($changed, $signed, 'a credential with its epoch changed');
+($st, $h, $b, $j) = forged($changed, body => $fbody);
+is($st, 403, '... refused: 403') or diag $b;
+is($j->{reason}, 'signature', '... reason signature');
+for my $bad (uc($run), substr($run, 1), "${run}0", '') {
+    ($st, $h, $b, $j) = forged(cred(method => 'POST', uri => $uri, body => $fbody,
+                                    jwt => $agent, e => $bad), body => $fbody);
+    is($st, 403, "an epoch \"$bad\": 403") or diag $b;
+    is($j->{type}, 'urn:veto-sandbox:problem:peer_credential_invalid',
+       '... peer_credential_invalid');
+    is($j->{reason}, 'malformed', '... reason malformed');
+}
+($st, $h, $b, $j) = forged($signed, body => $fbody);
+is($st, 200, 'the credential as signed, naming the right run: runs') or diag $b;
+($st, $h, $b, $j) = $A->request(GET => "/v1/sandboxes/$sa/files?path=fenced", $agent);
+is($b, "fenced\n", '... once');
 
 # ---- the Redis master killed (kill -9) while execs go through b to a:
 # only 200 and 503 during the switch, each 200 ran once and no 503 ran,

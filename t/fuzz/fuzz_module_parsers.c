@@ -898,7 +898,8 @@ check_sentinel_addr(u_char *host, in_port_t port)
 /*
  * The inter-gateway credential: what parses has exactly its fields'
  * shapes, and its signature holds only when it is the one the key makes
- * (checked against a signature made here, both ways).
+ * (checked against a signature made here, both ways); the epoch is
+ * signed (changed, it does not hold).
  */
 static void
 fuzz_peer(const uint8_t *data, size_t size)
@@ -944,6 +945,19 @@ fuzz_peer(const uint8_t *data, size_t size)
         }
     }
 
+    /* the owner's helper epoch, when there is one: exactly its shape */
+    if (cred.epoch.data != NULL) {
+        if (cred.epoch.len != VSB_EPOCH_LEN) {
+            abort();
+        }
+
+        for (c = cred.epoch.data; c < cred.epoch.data + cred.epoch.len; c++) {
+            if (!((*c >= '0' && *c <= '9') || (*c >= 'a' && *c <= 'f'))) {
+                abort();
+            }
+        }
+    }
+
     pool = ngx_create_pool(4096, NULL);
     if (pool == NULL) {
         free(buf);
@@ -972,6 +986,18 @@ fuzz_peer(const uint8_t *data, size_t size)
                                               &t, &a, &j) != NGX_OK)
     {
         abort();
+    }
+
+    /* the epoch is signed: another one does not hold */
+    if (cred.epoch.len) {
+        cred.epoch.data[0] = cred.epoch.data[0] == '0' ? '1' : '0';
+
+        if (ngx_http_veto_sandbox_peer_cred_check(pool, &key, &cred, &m,
+                                                  &uri, &t, &a, &j)
+            != NGX_DECLINED)
+        {
+            abort();
+        }
     }
 
     ngx_destroy_pool(pool);

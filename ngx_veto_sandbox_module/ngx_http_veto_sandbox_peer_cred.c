@@ -18,7 +18,11 @@
  * (veto_sandbox_peer_key), of
  *
  *   "veto-peer-v1\n" h "\n" t "\n" n "\n" method "\n" URI "\n" b "\n"
- *   tenant "\n" agent "\n" jti "\n" q "\n" e "\n"
+ *   tenant "\n" agent "\n" jti "\n" q "\n" [e "\n"]
+ *
+ * (the epoch's line only with an epoch: a credential without one is
+ * signed as before it existed, so hosts not yet upgraded still route
+ * to upgraded ones)
  *
  * so that the credential binds the request (method, URI with its query,
  * body) to the identity the sender decided it for (the receiver reads
@@ -212,10 +216,10 @@ ngx_http_veto_sandbox_peer_cred_sign(ngx_pool_t *pool, ngx_str_t *key,
 
     p = ngx_sprintf(text,
                     "veto-peer-v1\n%V\n%V\n%V\n%V\n%V\n%V\n%V\n%V\n%V\n%V\n"
-                    "%V\n",
+                    "%V%s",
                     &cred->host, &cred->time, &cred->nonce, method, uri,
                     &cred->body, tenant, agent, jti, &cred->slot,
-                    &cred->epoch);
+                    &cred->epoch, cred->epoch.len ? "\n" : "");
 
     if (HMAC(EVP_sha256(), key->data, (int) key->len, text, p - text, md,
              &mdlen)

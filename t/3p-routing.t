@@ -234,7 +234,7 @@ sub cred
     my $text = "veto-peer-v1\n" . ($o{h} // 'gw-b') . "\n$t\n$n\n$o{method}\n$o{uri}\n"
              . ($o{bd} // $bd) . "\n$claims->{tenant}\n$claims->{sub}\n"
              . ($claims->{jti} // '') . "\n\n"      # no quota slot (q)
-             . ($o{e} // '') . "\n";                 # the owner's helper run
+             . (defined $o{e} ? "$o{e}\n" : '');    # the owner's helper run
     my $sig = hmac_sha256_hex($text, $o{key} // $peer_key);
     return "v1;h=" . ($o{h} // 'gw-b') . ";t=$t;n=$n;b=" . ($o{bd} // $bd)
          . (defined $o{e} ? ";e=$o{e}" : '') . ";s=$sig";

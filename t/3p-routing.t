@@ -398,6 +398,21 @@ is($j->{end_reason}, 'deleted', '... deleted');
 ok(wait_for(sub { !defined $m->zscore('veto:{acme}:sbx:live', $sa) }, 5),
    'its quota slot is free');
 
+# the ended sandbox, its record forged back naming another run of a's
+# helper: through b, the helper's ENDED record (410), nothing freed twice
+my $fence_re = qr/sandbox "$sa": the ownership record's epoch $other is not/;
+my $fences = () = ($A->error_log // '') =~ /$fence_re/g;
+$m->hset($own, 'agent', 'agent-1', 'gateway', 'gw-a', 'epoch', $other);
+($st, $h, $b, $j) = $B->request(POST => "/v1/sandboxes/$sa/exec", $agent,
+                                { argv => ['true'] });
+is($st, 410, 'exec through b of the ended sandbox, the record naming another run: 410')
+    or diag $b;
+is($j->{type}, 'urn:veto-sandbox:problem:ended', '... ended');
+is($j->{end_reason}, 'deleted', "... with a's helper's end_reason") or diag $b;
+my $after = () = ($A->error_log // '') =~ /$fence_re/g;
+is($after, $fences + 1, '... the answer of the fence on a (the epoch came with it)');
+$m->del($own);
+
 # ---- placement: c is full, a create landing on c goes elsewhere
 ($st, $h, $b, $j) = $C->request(POST => '/v1/sandboxes', $agent, {});
 is($st, 201, 'a create on c, empty: made on c') or diag $b;

@@ -319,6 +319,10 @@ ngx_http_veto_sandbox_after(ngx_http_request_t *r,
     }
 
     ctx->op->record(r, ctx, ok, err);
+
+    /* the ownership record, the env, the audit entry: in Redis before
+     * the client has the answer (read-your-writes across workers) */
+    ngx_http_veto_sandbox_redis_flush(ngx_http_veto_sandbox_rds);
 }
 
 

@@ -216,6 +216,10 @@ typedef struct {
     unsigned                                durable:1; /* WAIT for replicas */
 } ngx_http_veto_sandbox_redis_call_t;
 
+/* writes what is queued on the connection now, not on the loop's next
+ * turn: for writes the client's next request may read elsewhere */
+void ngx_http_veto_sandbox_redis_flush(ngx_http_veto_sandbox_redis_t *rds);
+
 
 /*
  * Returns NGX_OK when the command is queued: the handler will be called

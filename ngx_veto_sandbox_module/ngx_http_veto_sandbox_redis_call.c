@@ -338,6 +338,23 @@ ngx_http_veto_sandbox_redis_send(ngx_http_veto_sandbox_redis_call_t *call,
 }
 
 
+/*
+ * A write whose effect the client's next request may read (through
+ * another worker's connection) leaves before the answer that lets the
+ * client send that request: hiredis would write it on the event loop's
+ * next turn, after the response.
+ */
+void
+ngx_http_veto_sandbox_redis_flush(ngx_http_veto_sandbox_redis_t *rds)
+{
+    if (ngx_http_veto_sandbox_redis_ready(rds) && rds->link.ac
+        && !(rds->link.ac->c.flags & (REDIS_FREEING|REDIS_DISCONNECTING)))
+    {
+        redisAsyncHandleWrite(rds->link.ac);
+    }
+}
+
+
 void
 ngx_http_veto_sandbox_redis_cancel(ngx_http_veto_sandbox_redis_cmd_t *cmd)
 {

@@ -329,8 +329,13 @@ my $whole = slurp("$tmp/project.tgz");
 $r = $h->extract_archive($id, 'trunc', substr($whole, 0, length($whole) / 2));
 is($r->{error}, 'bad_archive', 'a truncated tar.gz: bad_archive');
 like($r->{stderr}, qr/unexpected end of file|Unexpected EOF/i, '... says where');
+# corrupt the deflate stream where it starts (after gzip's 10-byte
+# header): 0xff is a block of the reserved type, which gzip refuses every
+# time.  (Bytes changed deeper in, inside data deflate still decodes, are
+# caught by gzip's CRC at the stream's end only if tar reads that far: it
+# stops at the archive's end marker, so such damage can pass; README.)
 my $corrupt = $whole;
-substr($corrupt, 200, 64) = "\xff" x 64;
+substr($corrupt, 10, 64) = "\xff" x 64;
 $r = $h->extract_archive($id, 'corrupt', $corrupt);
 is($r->{error}, 'bad_archive', 'a corrupt tar.gz: bad_archive');
 ok(length($r->{stderr} // ''), '... with tar\'s words');

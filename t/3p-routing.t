@@ -128,12 +128,20 @@ sub up
     return ($hj->{redis} // '') eq 'up';
 }
 ok(wait_for(sub { up($A) && up($B) && up($C) }, 15), 'all hosts found the master');
-my $m = $s->master;
-ok(wait_for(sub { $m->exists('veto:{:hosts}:lease:gw-a')
-                  && $m->exists('veto:{:hosts}:lease:gw-b')
-                  && $m->exists('veto:{:hosts}:lease:gw-c') }, 10),
+# the master, asked again whenever its connection went (a failover, or
+# Sentinel's CLIENT KILL when it turns a server into a replica)
+my $mc = $s->master;
+sub M
+{
+    my $ok = eval { $mc->ping; ($mc->role->[0] // '') eq 'master' };
+    $mc = $s->current_master unless $ok;
+    return $mc;
+}
+ok(wait_for(sub { M()->exists('veto:{:hosts}:lease:gw-a')
+                  && M()->exists('veto:{:hosts}:lease:gw-b')
+                  && M()->exists('veto:{:hosts}:lease:gw-c') }, 10),
    'all hosts hold a lease');
-is($m->hget('veto:{:hosts}:lease:gw-a', 'addr'), "$host_addr{a}:" . $A->port,
+is(M()->hget('veto:{:hosts}:lease:gw-a', 'addr'), "$host_addr{a}:" . $A->port,
    "a's lease names its address in its namespace");
 
 my $agent = $A->token(sub => 'agent-1');
@@ -144,7 +152,7 @@ my ($st, $h, $b, $j);
 ($st, $h, $b, $j) = $A->request(POST => '/v1/sandboxes', $agent, {});
 is($st, 201, 'create on a') or diag $b;
 my $sa = $j->{id};
-ok(wait_for(sub { ($m->hget("veto:{acme}:sbx:own:$sa", 'gateway') // '') eq 'gw-a' }, 5),
+ok(wait_for(sub { (M()->hget("veto:{acme}:sbx:own:$sa", 'gateway') // '') eq 'gw-a' }, 5),
    'owned by a');
 
 # ---- exec, files through b and c
@@ -207,7 +215,7 @@ is($st, 403, 'used again through c: refused');
 is($j->{state}, 'consumed', '... consumed');
 ($st, $h, $b) = $A->request(GET => "/v1/sandboxes/$sa/files?path=gated", $agent);
 is($b, "gated\n", 'it ran once');
-my $audit = $m->xrange('veto:{acme}:audit', '-', '+');
+my $audit = M()->xrange('veto:{acme}:audit', '-', '+');
 my @consumed = grep { my %f = @{ $_->[1] };
                       ($f{action} // '') =~ /approval/ && ($f{outcome} // '') eq 'approval_consumed'
                       || (($f{outcome} // '') eq 'approval_consumed') } @$audit;
@@ -298,12 +306,12 @@ is($b, "gated\ngated\n", 'only the good credential ran');
 # route, and the run of a's helper it names is signed into the
 # credential; a's helper refuses a run that is not its own
 my $own = "veto:{acme}:sbx:own:$sa";
-my $run = $m->hget($own, 'epoch') // '';
+my $run = M()->hget($own, 'epoch') // '';
 like($run, qr/^[0-9a-f]{32}\z/, "the record names a run of a's helper");
 my $other = $run =~ tr/0-9a-f/1-9a-f0/r;
 my $fenced = { argv => ['sh', '-c', 'echo fenced >> /workspace/fenced'] };
 
-$m->hset($own, 'epoch', $other);
+M()->hset($own, 'epoch', $other);
 ($st, $h, $b, $j) = $B->request(POST => "/v1/sandboxes/$sa/exec", $agent, $fenced);
 is($st, 404, "exec through b, the record naming another run of a's helper: 404")
     or diag $b;
@@ -323,7 +331,7 @@ is($st, 404, 'a good credential naming another run, straight to a: 404')
     or diag $b;
 
 # put right: through b it runs, and nothing ran before
-$m->hset($own, 'epoch', $run);
+M()->hset($own, 'epoch', $run);
 ($st, $h, $b, $j) = $B->request(POST => "/v1/sandboxes/$sa/exec", $agent,
     { argv => ['sh', '-c', 'cat /workspace/fenced /workspace/fenced-w 2>&1; echo right'] });
 is($st, 200, 'the record put right: exec through b runs') or diag $b;
@@ -376,13 +384,12 @@ is($b, "fenced\n", '... once');
     ok(defined $resumed, 'service resumed by itself' . (defined $resumed
        ? sprintf(' (%.1f s after the kill)', $resumed) : ''));
     my $new = $s->wait_failover($old, 30);
-    $m = $s->client($new);     # the sentinels may not all name it yet
     ($st, $h, $b) = $A->request(GET => "/v1/sandboxes/$sa/files?path=failover", $agent);
     my $lines = () = ($b // '') =~ /x\n/g;
     is($lines, $n200, "each 200 ran once, no 503 ran ($n200)");
-    ok(wait_for(sub { $m->exists('veto:{:hosts}:lease:gw-a')
-                      && $m->exists('veto:{:hosts}:lease:gw-b')
-                      && $m->exists('veto:{:hosts}:lease:gw-c') }, 15),
+    ok(wait_for(sub { M()->exists('veto:{:hosts}:lease:gw-a')
+                      && M()->exists('veto:{:hosts}:lease:gw-b')
+                      && M()->exists('veto:{:hosts}:lease:gw-c') }, 15),
        'the leases are renewed on the new master');
     ($st, $h, $b) = $C->request(POST => "/v1/sandboxes/$sa/exec", $agent,
                                 { argv => ['true'] });
@@ -395,14 +402,14 @@ is($st, 200, 'delete through c') or diag $b;
 ($st, $h, $b, $j) = $A->request(GET => "/v1/sandboxes/$sa", $agent);
 is($j->{state}, 'ended', 'ended on a') or diag $b;
 is($j->{end_reason}, 'deleted', '... deleted');
-ok(wait_for(sub { !defined $m->zscore('veto:{acme}:sbx:live', $sa) }, 5),
+ok(wait_for(sub { !defined M()->zscore('veto:{acme}:sbx:live', $sa) }, 5),
    'its quota slot is free');
 
 # the ended sandbox, its record forged back naming another run of a's
 # helper: through b, the helper's ENDED record (410), nothing freed twice
 my $fence_re = qr/sandbox "$sa": the ownership record's epoch $other is not/;
 my $fences = () = ($A->error_log // '') =~ /$fence_re/g;
-$m->hset($own, 'agent', 'agent-1', 'gateway', 'gw-a', 'epoch', $other);
+M()->hset($own, 'agent', 'agent-1', 'gateway', 'gw-a', 'epoch', $other);
 ($st, $h, $b, $j) = $B->request(POST => "/v1/sandboxes/$sa/exec", $agent,
                                 { argv => ['true'] });
 is($st, 410, 'exec through b of the ended sandbox, the record naming another run: 410')
@@ -411,25 +418,25 @@ is($j->{type}, 'urn:veto-sandbox:problem:ended', '... ended');
 is($j->{end_reason}, 'deleted', "... with a's helper's end_reason") or diag $b;
 my $after = () = ($A->error_log // '') =~ /$fence_re/g;
 is($after, $fences + 1, '... the answer of the fence on a (the epoch came with it)');
-$m->del($own);
+M()->del($own);
 
 # ---- placement: c is full, a create landing on c goes elsewhere
 ($st, $h, $b, $j) = $C->request(POST => '/v1/sandboxes', $agent, {});
 is($st, 201, 'a create on c, empty: made on c') or diag $b;
 my $sc = $j->{id};
-ok(wait_for(sub { ($m->hget("veto:{acme}:sbx:own:$sc", 'gateway') // '') eq 'gw-c' }, 5),
+ok(wait_for(sub { (M()->hget("veto:{acme}:sbx:own:$sc", 'gateway') // '') eq 'gw-c' }, 5),
    '... owned by c');
-ok(wait_for(sub { ($m->hget('veto:{:hosts}:lease:gw-c', 'sandboxes') // '') eq '1' }, 12),
+ok(wait_for(sub { (M()->hget('veto:{:hosts}:lease:gw-c', 'sandboxes') // '') eq '1' }, 12),
    "c's lease says it is full (1 of 1)");
 ($st, $h, $b, $j) = $C->request(POST => '/v1/sandboxes', $agent, {});
 is($st, 201, 'another create on c: 201') or diag $b;
 my $sp = $j->{id};
-my $placed = wait_for(sub { $m->hget("veto:{acme}:sbx:own:$sp", 'gateway') }, 5) // '';
+my $placed = wait_for(sub { M()->hget("veto:{acme}:sbx:own:$sp", 'gateway') }, 5) // '';
 like($placed, qr/^gw-[ab]$/, "... made on a host with room ($placed)");
 ($st, $h, $b, $j) = $C->request(POST => "/v1/sandboxes/$sp/exec", $agent,
                                 { argv => ['true'] });
 is($st, 200, '... and used through c') or diag $b;
-my @live = @{ $m->zrange('veto:{acme}:sbx:live', 0, -1) };
+my @live = @{ M()->zrange('veto:{acme}:sbx:live', 0, -1) };
 is_deeply([sort @live], [sort $sc, $sp],
           'the quota counts the two sandboxes, no provisional slot left');
 for my $id ($sc, $sp) {
@@ -444,7 +451,7 @@ for my $id ($sc, $sp) {
 ($st, $h, $b, $j) = $A->request(POST => '/v1/sandboxes', $agent, {});
 is($st, 201, 'a sandbox made on a') or diag $b;
 my $sd = $j->{id};
-ok(wait_for(sub { ($m->hget("veto:{acme}:sbx:own:$sd", 'gateway') // '') eq 'gw-a' }, 5),
+ok(wait_for(sub { (M()->hget("veto:{acme}:sbx:own:$sd", 'gateway') // '') eq 'gw-a' }, 5),
    '... owned by a');
 # the owner's own error answers pass through the hop as they are
 my ($dst, undef, undef, $dj) = $A->request(GET => "/v1/sandboxes/$sd/files?path=missing",
@@ -506,7 +513,7 @@ for my $via ([b => $B], [c => $C]) {
        '... the request never reached a');
     is($h->{'retry-after'}, '1', '... Retry-After: waiting helps');
 }
-ok($m->exists('veto:{:hosts}:lease:gw-a'),
+ok(M()->exists('veto:{:hosts}:lease:gw-a'),
    "a's lease had not run out: the hop failed, not the lease check");
 $A->start(keep_conf => 1);
 ok(wait_for(sub { up($A) }, 15), "a's nginx is back (its helper lived)");

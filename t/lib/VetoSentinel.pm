@@ -289,6 +289,25 @@ sub wait_failover
     die "no failover away from port $old (see $self->{dir})";
 }
 
+# a client to whichever live server says it is the master now (asked
+# directly, not the sentinels: after a failover some may still name the
+# old one, and a second failover may follow the first)
+sub current_master
+{
+    my ($self, $timeout) = @_;
+    my $deadline = time + ($timeout // 30);
+    while (time < $deadline) {
+        for my $p (sort keys %{ $self->{pids} }) {
+            next unless $p =~ /^redis(\d+)$/;
+            my $c = eval { $self->client($1) } or next;
+            my $role = eval { $c->role->[0] } // '';
+            return $c if $role eq 'master';
+        }
+        sleep 0.1;
+    }
+    die "no server says it is the master (see $self->{dir})";
+}
+
 # what the sentinels and servers logged, for a failing test's diagnostics:
 # the event lines (+sdown, +odown, +vote, +switch-master, ...) and errors
 sub events

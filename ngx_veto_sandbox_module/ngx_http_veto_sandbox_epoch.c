@@ -123,13 +123,7 @@ ngx_http_veto_sandbox_epoch_reply(ngx_http_request_t *r,
 
     /* that exchange is over; the create starts its own on a new
      * connection (the ping's reply is freed with the pool) */
-    h->head_got = 0;
-    h->in = NULL;
-    h->in_size = 0;
-    h->in_got = 0;
-    h->json = NULL;
-    h->payload = NULL;
-    h->payload_len = 0;
+    ngx_http_veto_sandbox_helper_reset(h);
 
     ctx->epoch_known = 1;
 

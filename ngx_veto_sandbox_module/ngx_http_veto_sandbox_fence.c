@@ -50,21 +50,6 @@ ngx_http_veto_sandbox_fence_keep(ngx_pool_t *pool, json_t *j)
 }
 
 
-/* The refused exchange is over; the next one reads a new reply (the old
- * one is freed with the pool). */
-static void
-ngx_http_veto_sandbox_fence_reset(ngx_http_veto_sandbox_helper_t *h)
-{
-    h->head_got = 0;
-    h->in = NULL;
-    h->in_size = 0;
-    h->in_got = 0;
-    h->json = NULL;
-    h->payload = NULL;
-    h->payload_len = 0;
-}
-
-
 /* VSB_EPOCH_LEN lowercase hex digits */
 static ngx_uint_t
 ngx_http_veto_sandbox_fence_epoch_ok(const char *s, size_t len)
@@ -301,7 +286,7 @@ ngx_http_veto_sandbox_fence_reread(ngx_int_t rc, redisReply *reply,
     }
 
     ctx->own_epoch = ctx->helper_epoch;
-    ngx_http_veto_sandbox_fence_reset(h);
+    ngx_http_veto_sandbox_helper_reset(h);
 
     if (ngx_http_veto_sandbox_helper_send(r, ctx, h->sent_req,
                                           h->sent_payload,
@@ -326,7 +311,7 @@ ngx_http_veto_sandbox_fence_probe(ngx_http_request_t *r,
     h = &ctx->helper;
     ctx->fence_handler = h->handler;
     ctx->fence_probe = 1;
-    ngx_http_veto_sandbox_fence_reset(h);
+    ngx_http_veto_sandbox_helper_reset(h);
 
     req = json_pack("{s:s, s:o, s:o, s:o}", "op", VSB_OP_STATUS,
                     "tenant", ngx_http_veto_sandbox_json_ngx_str(&ctx->tenant),

@@ -103,6 +103,8 @@ void ngx_http_veto_sandbox_helper_resume(ngx_http_request_t *r,
     ngx_http_veto_sandbox_ctx_t *ctx);
 /* the connection closed now (the helper cancels a foreground exec) */
 void ngx_http_veto_sandbox_helper_close(ngx_http_veto_sandbox_ctx_t *ctx);
+/* another exchange in the same request: its reply read from scratch */
+void ngx_http_veto_sandbox_helper_reset(ngx_http_veto_sandbox_helper_t *h);
 
 /* _api.c */
 ngx_int_t ngx_http_veto_sandbox_api_handler(ngx_http_request_t *r);

@@ -740,6 +740,21 @@ ngx_http_veto_sandbox_helper_resume(ngx_http_request_t *r,
 
 /* Closes the connection now, never kept: the helper cancels what the
  * request was doing (a foreground exec is killed). */
+/* One exchange is over and another follows in the same request: the
+ * next reply is read from scratch (the last one is freed with the pool). */
+void
+ngx_http_veto_sandbox_helper_reset(ngx_http_veto_sandbox_helper_t *h)
+{
+    h->head_got = 0;
+    h->in = NULL;
+    h->in_size = 0;
+    h->in_got = 0;
+    h->json = NULL;
+    h->payload = NULL;
+    h->payload_len = 0;
+}
+
+
 void
 ngx_http_veto_sandbox_helper_close(ngx_http_veto_sandbox_ctx_t *ctx)
 {

@@ -138,13 +138,8 @@ ngx_http_veto_sandbox_pinged(ngx_http_request_t *r,
 
     /* the exchange starts over, on the ping's kept connection or a new
      * one (helper_send() resets the per-call flags, sent included) */
-    h->head_got = 0;
-    h->in = NULL;
-    h->in_size = 0;
-    h->in_got = 0;
-    h->json = NULL;             /* the ping's: freed with the pool */
-    h->payload = NULL;
-    h->payload_len = 0;
+    ngx_http_veto_sandbox_helper_reset(h);     /* the ping's reply: freed
+                                                  with the pool */
 
     rc = ngx_http_veto_sandbox_helper_send(r, ctx, ctx->req, ctx->payload,
                                            ctx->payload_len,

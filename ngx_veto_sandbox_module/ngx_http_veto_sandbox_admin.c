@@ -799,8 +799,17 @@ ngx_http_veto_sandbox_admin_record_end(ngx_http_request_t *r,
         call.timeout = vmcf->timeout;
         call.handler = ngx_http_veto_sandbox_admin_logged;
 
-        (void) ngx_http_veto_sandbox_quota_release(&call, &ctx->tenant,
-                                                   &agent, &ctx->sandbox);
+        /* with hosts, its routing record stays (_where.c) */
+        if (vmcf->host_addr.len) {
+            (void) ngx_http_veto_sandbox_quota_release_ended(&call,
+                       &ctx->tenant, &agent, &ctx->sandbox,
+                       json_object_get(ctx->helper.json, "ended"));
+
+        } else {
+            (void) ngx_http_veto_sandbox_quota_release(&call, &ctx->tenant,
+                                                       &agent,
+                                                       &ctx->sandbox);
+        }
     }
 
     ngx_http_veto_sandbox_admin_audit(r, ctx,

@@ -65,10 +65,12 @@ static void ngx_http_veto_sandbox_ended_finish(
 
 
 /* KEYS: marker, tenant live set, agent live set, owner hash, audit
- *       stream, its byte counter
+ *       stream, its byte counter, routing record
  * ARGV: sandbox id, marker expiry (unix seconds), end reason, the
  *       stream's bytes and entries (veto_sandbox_audit_bytes, _maxlen),
- *       then the audit entry's field/value pairs
+ *       this host's name ('' without hosts: no routing record), the
+ *       record's epoch, ended_at and retained_until, its agent, then the
+ *       audit entry's field/value pairs
  * 1: this call handled the end; 0: it was handled before.  One script,
  * so that a call whose reply was lost (a timeout) and that ran anyway
  * left its audit entry too; the entry is appended by the audit's own
@@ -94,10 +96,18 @@ static const char ngx_http_veto_sandbox_ended_body_lua[] =
     "if ARGV[3] ~= 'termination_failed' then\n"
     "  redis.call('ZREM', KEYS[2], ARGV[1])\n"
     "  redis.call('ZREM', KEYS[3], ARGV[1])\n"
+    "  if ARGV[6] ~= '' then\n"
+    "    local f = redis.call('HMGET', KEYS[4], 'agent', 'gateway', 'epoch')\n"
+    "    redis.call('DEL', KEYS[7])\n"
+    "    redis.call('HSET', KEYS[7], 'agent', f[1] or ARGV[10],\n"
+    "      'gateway', f[2] or ARGV[6], 'epoch', f[3] or ARGV[7],\n"
+    "      'end_reason', ARGV[3], 'ended_at', ARGV[8])\n"
+    "    redis.call('EXPIREAT', KEYS[7], ARGV[9])\n"
+    "  end\n"
     "  redis.call('DEL', KEYS[4])\n"
     "end\n"
     "local a = {ARGV[4], ARGV[5]}\n"
-    "for i = 6, #ARGV do a[#a + 1] = ARGV[i] end\n"
+    "for i = 11, #ARGV do a[#a + 1] = ARGV[i] end\n"
     "vsb_audit_append({KEYS[5], KEYS[6]}, a)\n"
     "return 1\n"
     ;
@@ -616,13 +626,14 @@ ngx_http_veto_sandbox_ended_one(ngx_http_veto_sandbox_poll_t *p, json_t *rec)
     char                                *text;
     u_char                              *t, *when;
     json_t                              *d, *v;
-    size_t                               argvlen[32];
+    size_t                               argvlen[40];
     ngx_tm_t                             tm;
     ngx_str_t                            tenant, agent, id, reason, mark,
-                                         keys[6], why, detail, red;
+                                         keys[7], why, detail, red, epoch,
+                                         *host;
     ngx_uint_t                           i;
-    json_int_t                           until;
-    const char                          *argv[32];
+    json_int_t                           until, retained, ended_at;
+    const char                          *argv[40];
     ngx_http_veto_sandbox_redis_call_t   call;
 
     tenant = ngx_http_veto_sandbox_ended_str(p->pool, rec, "tenant", 128);
@@ -692,6 +703,7 @@ ngx_http_veto_sandbox_ended_one(ngx_http_veto_sandbox_poll_t *p, json_t *rec)
     /* the marker outlives the record the helper would give again */
     v = json_object_get(rec, "retained_until");
     until = json_is_integer(v) ? json_integer_value(v) : 0;
+    retained = until;
 
     if (until < ngx_time()) {
         until = ngx_time();
@@ -702,7 +714,7 @@ ngx_http_veto_sandbox_ended_one(ngx_http_veto_sandbox_poll_t *p, json_t *rec)
     /* one marker per end reason: a failed termination, then its
      * confirmation, are two ends on record */
     mark.data = ngx_pnalloc(p->pool, id.len + 1 + reason.len);
-    t = ngx_pnalloc(p->pool, 4 * NGX_INT64_LEN
+    t = ngx_pnalloc(p->pool, 6 * NGX_INT64_LEN
                              + sizeof("1970-01-01T00:00:00.000Z"));
 
     if (mark.data == NULL || t == NULL) {
@@ -722,14 +734,24 @@ ngx_http_veto_sandbox_ended_one(ngx_http_veto_sandbox_poll_t *p, json_t *rec)
         || ngx_http_veto_sandbox_tenant_key(p->pool, &keys[4], "audit",
                                             &tenant, NULL) != NGX_OK
         || ngx_http_veto_sandbox_tenant_key(p->pool, &keys[5], "audit:bytes",
-                                            &tenant, NULL) != NGX_OK)
+                                            &tenant, NULL) != NGX_OK
+        || ngx_http_veto_sandbox_tenant_key(p->pool, &keys[6], "sbx:route",
+                                            &tenant, &id) != NGX_OK)
     {
         return NGX_ERROR;
     }
 
+    /* with hosts: the routing record that outlives the ownership record
+     * as long as the helper keeps this record (_where.c) */
+    host = &ngx_http_veto_sandbox_ended_mcf->host;
+    epoch = ngx_http_veto_sandbox_ended_str(p->pool, rec, "epoch",
+                                            VSB_EPOCH_LEN);
+    v = json_object_get(rec, "ended_at");
+    ended_at = json_is_integer(v) ? json_integer_value(v) : ngx_time();
+
     argc = 0;
 
-    for (i = 0; i < 6; i++) {
+    for (i = 0; i < 7; i++) {
         argv[argc] = (const char *) keys[i].data;
         argvlen[argc++] = keys[i].len;
     }
@@ -757,6 +779,24 @@ ngx_http_veto_sandbox_ended_one(ngx_http_veto_sandbox_poll_t *p, json_t *rec)
     when = t;
     t = ngx_sprintf(t, "%ui", ngx_http_veto_sandbox_ended_mcf->audit_maxlen);
     ngx_http_vsb_arg(when, t - when);
+
+    if (ngx_http_veto_sandbox_ended_mcf->host_addr.len) {
+        ngx_http_vsb_arg(host->data, host->len);
+    } else {
+        ngx_http_vsb_arg("", 0);
+    }
+
+    ngx_http_vsb_arg(epoch.data ? (char *) epoch.data : "", epoch.len);
+
+    when = t;
+    t = ngx_sprintf(t, "%L", (int64_t) ended_at);
+    ngx_http_vsb_arg(when, t - when);
+
+    when = t;
+    t = ngx_sprintf(t, "%L", (int64_t) retained);
+    ngx_http_vsb_arg(when, t - when);
+
+    ngx_http_vsb_arg(agent.data, agent.len);
 
     /* the entry, in the fields every audit entry has */
     ngx_gmtime(ngx_time(), &tm);
@@ -788,7 +828,7 @@ ngx_http_veto_sandbox_ended_one(ngx_http_veto_sandbox_poll_t *p, json_t *rec)
 
     if (ngx_http_veto_sandbox_redis_eval(&call,
                                   &ngx_http_veto_sandbox_ended_scripts[0],
-                                  6, argc, argv, argvlen)
+                                  7, argc, argv, argvlen)
         != NGX_OK)
     {
         return NGX_ERROR;

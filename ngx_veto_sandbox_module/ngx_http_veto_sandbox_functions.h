@@ -280,6 +280,9 @@ ngx_int_t ngx_http_veto_sandbox_where_step(ngx_http_request_t *r,
     ngx_http_veto_sandbox_redis_call_t *call);
 ngx_int_t ngx_http_veto_sandbox_where_result(ngx_http_request_t *r,
     ngx_http_veto_sandbox_ctx_t *ctx, redisReply *reply);
+json_t *ngx_http_veto_sandbox_where_ended(ngx_http_request_t *r,
+    ngx_http_veto_sandbox_ctx_t *ctx);
+
 
 /* _peer_cred.c: the inter-gateway credential */
 #define NGX_HTTP_VSB_PEER_CRED_MAX  512

@@ -137,8 +137,10 @@ static const char ngx_http_veto_sandbox_hosts_reaped_lua[] =
 /* KEYS: tenant live set, audit stream, its byte counter
  * ARGV: lost host, owner hash prefix, agent live set prefix, end marker
  *       prefix, marker expiry (unix s), audit bytes, audit maxlen, time,
- *       tenant
- * Ends each live sandbox the lost host holds: the count ended. */
+ *       tenant, routing record prefix
+ * Ends each live sandbox the lost host holds: the count ended.  Its
+ * routing record (_where.c) says host_lost until the marker's expiry:
+ * every host answers that end while the lost host is away. */
 static const char ngx_http_veto_sandbox_hosts_lost_head_lua[] =
     "local function vsb_audit_append(KEYS, ARGV)\n"
     ;
@@ -153,6 +155,14 @@ static const char ngx_http_veto_sandbox_hosts_lost_body_lua[] =
     "    redis.call('ZREM', KEYS[1], id)\n"
     "    if f[2] then redis.call('ZREM', ARGV[3] .. f[2], id) end\n"
     "    redis.call('DEL', own)\n"
+    "    if f[2] and string.sub(id, 1, 4) ~= 'new-' then\n"
+    "      local rk = ARGV[10] .. id\n"
+    "      redis.call('DEL', rk)\n"
+    "      redis.call('HSET', rk, 'agent', f[2], 'gateway', ARGV[1],\n"
+    "        'epoch', f[3] or '', 'end_reason', 'host_lost',\n"
+    "        'ended_at', redis.call('TIME')[1])\n"
+    "      redis.call('EXPIREAT', rk, ARGV[5])\n"
+    "    end\n"
     "    if string.sub(id, 1, 4) ~= 'new-' and redis.call('SET',\n"
     "         ARGV[4] .. id .. ':host_lost', '1', 'NX', 'EXAT', ARGV[5])\n"
     "    then\n"
@@ -628,11 +638,11 @@ ngx_http_veto_sandbox_hosts_picked(ngx_int_t rc, redisReply *reply,
     void *data)
 {
     u_char                              *t;
-    size_t                               al[12];
+    size_t                               al[13];
     ngx_tm_t                             tm;
-    ngx_str_t                            k[6];
+    ngx_str_t                            k[7];
     ngx_uint_t                           i;
-    const char                          *av[12];
+    const char                          *av[13];
     redisReply                          *name, *seen;
     ngx_http_veto_sandbox_hosts_t       *h = data;
     ngx_http_veto_sandbox_redis_call_t   call;
@@ -720,6 +730,9 @@ ngx_http_veto_sandbox_hosts_picked(ngx_int_t rc, redisReply *reply,
                                                 NULL) != NGX_OK
             || ngx_http_veto_sandbox_tenant_key(h->reap_pool, &k[5],
                                                 "sbx:end:", &h->tenants[i],
+                                                NULL) != NGX_OK
+            || ngx_http_veto_sandbox_tenant_key(h->reap_pool, &k[6],
+                                                "sbx:route:", &h->tenants[i],
                                                 NULL) != NGX_OK)
         {
             h->reap_failed = 1;
@@ -738,11 +751,12 @@ ngx_http_veto_sandbox_hosts_picked(ngx_int_t rc, redisReply *reply,
         av[6] = (const char *) k[5].data;     al[6] = k[5].len;
         av[11] = (const char *) h->tenants[i].data;
         al[11] = h->tenants[i].len;
+        av[12] = (const char *) k[6].data;    al[12] = k[6].len;
 
         ngx_http_veto_sandbox_hosts_call(h, &call, h->reap_pool,
                                    ngx_http_veto_sandbox_hosts_tenant_done);
 
-        if (ngx_http_veto_sandbox_redis_eval(&call, ngx_http_vsb_lost, 3, 12,
+        if (ngx_http_veto_sandbox_redis_eval(&call, ngx_http_vsb_lost, 3, 13,
                                              av, al)
             != NGX_OK)
         {

@@ -639,6 +639,9 @@ struct ngx_http_veto_sandbox_ctx_s {
     ngx_str_t                    own_epoch;
     ngx_str_t                    helper_epoch;
     ngx_http_veto_sandbox_reply_pt fence_handler;
+    /* an ended sandbox's routing record (_where.c): how it ended, when */
+    ngx_str_t                    route_reason;
+    time_t                       route_ended_at;
 
     unsigned                     identified:1;
     unsigned                     needs_approval:1;
@@ -654,6 +657,8 @@ struct ngx_http_veto_sandbox_ctx_s {
     unsigned                     peer_route:1;  /* to the owner's host */
     unsigned                     fence_tried:1; /* one retry, no more */
     unsigned                     fence_probe:1; /* asked without epoch */
+    unsigned                     route_local:1; /* ended: answered from
+                                                   its routing record */
     unsigned                     file_body:1;   /* the URI's op takes a
                                                    file (POST_READ) */
 };

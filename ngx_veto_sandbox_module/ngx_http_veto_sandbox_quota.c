@@ -90,10 +90,23 @@ static const char ngx_http_veto_sandbox_quota_acquire_lua[] =
     "return {'ok', '0', tostring(stale)}\n"
     ;
 
-/* KEYS: tenant live set, agent live set, owner hash;  ARGV: sandbox id */
+/* KEYS: tenant live set, agent live set, owner hash[, routing record]
+ * ARGV: sandbox id[, end reason, ended_at, the routing record's expiry
+ *       (unix s: the helper's ENDED record's retained_until)]
+ * With a routing record, the ownership record's agent, gateway and epoch
+ * stay there with how the sandbox ended, until its expiry (_where.c). */
 static const char ngx_http_veto_sandbox_quota_release_lua[] =
     "local n = redis.call('ZREM', KEYS[1], ARGV[1])\n"
     "redis.call('ZREM', KEYS[2], ARGV[1])\n"
+    "if KEYS[4] then\n"
+    "  local f = redis.call('HMGET', KEYS[3], 'agent', 'gateway', 'epoch')\n"
+    "  if f[1] and f[2] then\n"
+    "    redis.call('DEL', KEYS[4])\n"
+    "    redis.call('HSET', KEYS[4], 'agent', f[1], 'gateway', f[2],\n"
+    "      'epoch', f[3] or '', 'end_reason', ARGV[2], 'ended_at', ARGV[3])\n"
+    "    redis.call('EXPIREAT', KEYS[4], ARGV[4])\n"
+    "  end\n"
+    "end\n"
     "redis.call('DEL', KEYS[3])\n"
     "return {'ok', tostring(n)}\n"
     ;
@@ -295,6 +308,68 @@ ngx_http_veto_sandbox_quota_release(ngx_http_veto_sandbox_redis_call_t *call,
 
     return ngx_http_veto_sandbox_quota_call(call, NGX_HTTP_VSB_QUOTA_RELEASE,
                                             3, 4, a);
+}
+
+
+/* a sandbox the helper ended at our asking (a DELETE): its slot and
+ * ownership record go, its routing record stays (ended: its ENDED
+ * record, the helper's reply's "ended") */
+ngx_int_t
+ngx_http_veto_sandbox_quota_release_ended(
+    ngx_http_veto_sandbox_redis_call_t *call, ngx_str_t *tenant,
+    ngx_str_t *agent, ngx_str_t *sandbox, json_t *ended)
+{
+    u_char     *p;
+    json_t     *why, *at, *until;
+    ngx_int_t   rc;
+    ngx_str_t   a[8];
+
+    why = json_object_get(ended, "end_reason");
+    at = json_object_get(ended, "ended_at");
+    until = json_object_get(ended, "retained_until");
+
+    if (!json_is_string(why) || json_string_length(why) == 0
+        || json_string_length(why) > NGX_HTTP_VSB_ROUTE_REASON_MAX
+        || !json_is_integer(until) || json_integer_value(until) < 0)
+    {
+        return ngx_http_veto_sandbox_quota_release(call, tenant, agent,
+                                                   sandbox);
+    }
+
+    rc = ngx_http_veto_sandbox_quota_sbx_keys(call->pool, tenant, agent,
+                                              sandbox, a);
+    if (rc != NGX_OK) {
+        return rc;
+    }
+
+    if (ngx_http_veto_sandbox_tenant_key(call->pool, &a[3], "sbx:route",
+                                         tenant, sandbox)
+        != NGX_OK)
+    {
+        return NGX_ERROR;
+    }
+
+    p = ngx_pnalloc(call->pool, 2 * NGX_INT64_LEN);
+    if (p == NULL) {
+        return NGX_ERROR;
+    }
+
+    a[4] = *sandbox;
+    a[5].data = (u_char *) json_string_value(why);
+    a[5].len = json_string_length(why);
+
+    a[6].data = p;
+    p = ngx_sprintf(p, "%L", json_is_integer(at)
+                             ? (int64_t) json_integer_value(at)
+                             : (int64_t) ngx_time());
+    a[6].len = p - a[6].data;
+
+    a[7].data = p;
+    p = ngx_sprintf(p, "%L", (int64_t) json_integer_value(until));
+    a[7].len = p - a[7].data;
+
+    return ngx_http_veto_sandbox_quota_call(call, NGX_HTTP_VSB_QUOTA_RELEASE,
+                                            4, 8, a);
 }
 
 

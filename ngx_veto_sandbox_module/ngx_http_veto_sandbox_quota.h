@@ -17,6 +17,12 @@
  *                                      epoch (the helper run that made it),
  *                                      env, env_sha256, env_dropped (what
  *                                      its env shows a reviewer, its digest)
+ *   veto:{T}:sbx:route:<id>      hash  agent, gateway, epoch, end_reason,
+ *                                      ended_at: an ended sandbox's
+ *                                      routing record (the ownership
+ *                                      record's owner, kept until the
+ *                                      helper's ENDED record's
+ *                                      retained_until; _where.c reads it)
  *   veto:{T}:rate:exec           zset  event id -> ms
  *   veto:{T}:rate:exec:<agent>   zset  event id -> ms
  *
@@ -32,7 +38,13 @@
 #include <ngx_core.h>
 #include <ngx_http.h>
 
+#include <jansson.h>
+
 #include "ngx_http_veto_sandbox_redis.h"
+
+
+/* the longest end reason a routing record keeps */
+#define NGX_HTTP_VSB_ROUTE_REASON_MAX  32
 
 
 typedef enum {
@@ -108,6 +120,16 @@ ngx_int_t ngx_http_veto_sandbox_quota_gone(
 ngx_int_t ngx_http_veto_sandbox_quota_release(
     ngx_http_veto_sandbox_redis_call_t *call, ngx_str_t *tenant,
     ngx_str_t *agent, ngx_str_t *sandbox);
+
+/* After a DELETE the helper confirmed, with its ENDED record (the
+ * reply's "ended"): as release(), and the sandbox's routing record
+ * (veto:{T}:sbx:route:<id>: the owner, its run, how and when it ended)
+ * stays until the record's retained_until, so that every gateway host
+ * finds the host that answers for it.  Without a usable record: as
+ * release(). */
+ngx_int_t ngx_http_veto_sandbox_quota_release_ended(
+    ngx_http_veto_sandbox_redis_call_t *call, ngx_str_t *tenant,
+    ngx_str_t *agent, ngx_str_t *sandbox, json_t *ended);
 
 /* Before each exec; event_id must be unique (request id). */
 ngx_int_t ngx_http_veto_sandbox_quota_exec(

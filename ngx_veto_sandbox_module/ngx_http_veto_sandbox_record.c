@@ -441,9 +441,17 @@ ngx_http_veto_sandbox_record_destroyed(ngx_http_request_t *r,
     if (ok) {
         ngx_http_veto_sandbox_bookkeeping_call(r, &call, "quota release");
 
-        (void) ngx_http_veto_sandbox_quota_release(&call, &ctx->tenant,
-                                                   &ctx->agent,
-                                                   &ctx->sandbox);
+        /* with hosts, its routing record stays (_where.c) */
+        if (ngx_http_veto_sandbox_gate_mcf(r)->host_addr.len) {
+            (void) ngx_http_veto_sandbox_quota_release_ended(&call,
+                       &ctx->tenant, &ctx->agent, &ctx->sandbox,
+                       json_object_get(ctx->helper.json, "ended"));
+
+        } else {
+            (void) ngx_http_veto_sandbox_quota_release(&call, &ctx->tenant,
+                                                       &ctx->agent,
+                                                       &ctx->sandbox);
+        }
 
         ngx_http_veto_sandbox_audit(r, ctx, "sandbox_destroyed", NULL,
                                     NULL, NULL, NGX_HTTP_OK);

@@ -36,6 +36,19 @@ ngx_http_veto_sandbox_forward(ngx_http_request_t *r,
         ngx_str_set(&ctx->decision, "allow");
     }
 
+    /* an ended sandbox no helper can be asked about: its routing
+     * record's answer, as the helper's */
+    if (ctx->route_local) {
+        ctx->helper.json = ngx_http_veto_sandbox_where_ended(r, ctx);
+        if (ctx->helper.json == NULL) {
+            return ngx_http_veto_sandbox_sent(r, ctx, NGX_ERROR);
+        }
+
+        ctx->helper.status = NGX_OK;
+        ngx_http_veto_sandbox_reply(r, ctx);
+        return NGX_DONE;
+    }
+
     if (!ctx->helper.ask_timeout) {
         rc = ngx_http_veto_sandbox_helper_send(r, ctx, ctx->req, ctx->payload,
                                                ctx->payload_len,

@@ -12,12 +12,24 @@
  * spent.  A create stays on this host unless its lease says its helper
  * is full; then it is routed to the live host with room and the least
  * load.
+ *
+ * An ended sandbox has no ownership record; its routing record
+ * (veto:{T}:sbx:route:<id>, written where the end freed the ownership
+ * record, kept as long as the helper keeps its ENDED record) names the
+ * host that held it and how it ended.  It is routed there like a live
+ * one, so every host answers what the owner's helper answers (200
+ * "ended" to a GET, 410 to the rest); when the owner cannot answer (its
+ * lease ran out: host_lost, or a host away) this host answers from the
+ * record itself (_where_ended()), never 503.
  */
 
 #include "ngx_http_veto_sandbox_module.h"
+#include "ngx_http_veto_sandbox_quota.h"
 
 
 static ngx_int_t ngx_http_veto_sandbox_place_result(ngx_http_request_t *r,
+    ngx_http_veto_sandbox_ctx_t *ctx, redisReply *reply);
+static ngx_int_t ngx_http_veto_sandbox_where_route(ngx_http_request_t *r,
     ngx_http_veto_sandbox_ctx_t *ctx, redisReply *reply);
 
 
@@ -48,9 +60,24 @@ static const char ngx_http_veto_sandbox_hosts_place_lua[] =
     ;
 
 
+/* KEYS: ownership record, routing record
+ * {agent, gateway, epoch, end_reason, ended_at}: the ownership record's
+ * (a live sandbox: no end_reason); else the routing record's (an ended
+ * one); else nothing. */
+static const char ngx_http_veto_sandbox_where_lua[] =
+    "if redis.call('EXISTS', KEYS[1]) == 1 then\n"
+    "  local f = redis.call('HMGET', KEYS[1], 'agent', 'gateway', 'epoch')\n"
+    "  return {f[1], f[2], f[3], false, false}\n"
+    "end\n"
+    "return redis.call('HMGET', KEYS[2], 'agent', 'gateway', 'epoch',\n"
+    "  'end_reason', 'ended_at')\n"
+    ;
+
+
 static ngx_http_veto_sandbox_redis_script_t
     ngx_http_veto_sandbox_hosts_place_scripts[] = {
     { "host_place", ngx_http_veto_sandbox_hosts_place_lua, "" },
+    { "sbx_where", ngx_http_veto_sandbox_where_lua, "" },
     { NULL, NULL, "" }
 };
 
@@ -74,9 +101,8 @@ ngx_http_veto_sandbox_where_step(ngx_http_request_t *r,
     ngx_http_veto_sandbox_ctx_t *ctx, ngx_http_veto_sandbox_redis_call_t *call)
 {
     ngx_str_t                           key;
-    int                                 argc;
-    const char                         *argv[5];
-    size_t                              argvlen[5];
+    const char                         *argv[4];
+    size_t                              argvlen[4];
     ngx_http_veto_sandbox_main_conf_t  *mcf;
 
     mcf = ngx_http_veto_sandbox_gate_mcf(r);
@@ -115,46 +141,41 @@ ngx_http_veto_sandbox_where_step(ngx_http_request_t *r,
     }
 
     if (ctx->step == NGX_HTTP_VSB_STEP_WHERE) {
-        if (ngx_http_veto_sandbox_tenant_key(r->pool, &key, "sbx:own",
+        ngx_str_t  k[2];
+
+        /* the ownership record, else the routing record of an ended one */
+        if (ngx_http_veto_sandbox_tenant_key(r->pool, &k[0], "sbx:own",
                                              &ctx->tenant, &ctx->sandbox)
-            != NGX_OK)
+            != NGX_OK
+            || ngx_http_veto_sandbox_tenant_key(r->pool, &k[1], "sbx:route",
+                                                &ctx->tenant, &ctx->sandbox)
+               != NGX_OK)
         {
             return NGX_HTTP_INTERNAL_SERVER_ERROR;
         }
 
-    } else {
-        if (ngx_http_veto_sandbox_hosts_key(r->pool, &key, "lease:",
-                                            &ctx->owner_host)
-            != NGX_OK)
-        {
-            return NGX_HTTP_INTERNAL_SERVER_ERROR;
-        }
+        return ngx_http_veto_sandbox_redis_eval_str(call,
+                             &ngx_http_veto_sandbox_hosts_place_scripts[1],
+                             2, 2, k);
+    }
+
+    if (ngx_http_veto_sandbox_hosts_key(r->pool, &key, "lease:",
+                                        &ctx->owner_host)
+        != NGX_OK)
+    {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
     }
 
     argv[0] = "HMGET";
     argvlen[0] = 5;
     argv[1] = (const char *) key.data;
     argvlen[1] = key.len;
+    argv[2] = "addr";
+    argvlen[2] = 4;
+    argv[3] = "epoch";
+    argvlen[3] = 5;
 
-    if (ctx->step == NGX_HTTP_VSB_STEP_WHERE) {
-        argv[2] = "agent";
-        argvlen[2] = 5;
-        argv[3] = "gateway";
-        argvlen[3] = 7;
-        /* the helper run that holds it: sent along (the epoch fence) */
-        argv[4] = "epoch";
-        argvlen[4] = 5;
-        argc = 5;
-
-    } else {
-        argv[2] = "addr";
-        argvlen[2] = 4;
-        argv[3] = "epoch";
-        argvlen[3] = 5;
-        argc = 4;
-    }
-
-    return ngx_http_veto_sandbox_redis_command(call, argc, argv, argvlen);
+    return ngx_http_veto_sandbox_redis_command(call, 4, argv, argvlen);
 }
 
 
@@ -208,6 +229,151 @@ ngx_http_veto_sandbox_place_result(ngx_http_request_t *r,
 }
 
 
+/*
+ * The agent's ended sandbox, by its routing record {agent, gateway,
+ * epoch, end_reason, ended_at}: to its host's helper (here, or routed to
+ * that host while its lease is live, which answers from its ENDED
+ * record); answered here from the record when that host cannot answer
+ * (its lease ran out: the LEASE step; a host_lost end while its host is
+ * away).  No epoch is sent along: an ended sandbox runs nothing, and its
+ * host answers what it answers a request sent to it directly.
+ */
+static ngx_int_t
+ngx_http_veto_sandbox_where_route(ngx_http_request_t *r,
+    ngx_http_veto_sandbox_ctx_t *ctx, redisReply *reply)
+{
+    redisReply  *gw, *why, *at;
+    ngx_str_t   *host;
+
+    gw = reply->element[1];
+    why = reply->element[3];
+    at = reply->element[4];
+    host = &ngx_http_veto_sandbox_gate_mcf(r)->host;
+
+    if (why->len == 0 || why->len > NGX_HTTP_VSB_ROUTE_REASON_MAX
+        || !ngx_http_veto_sandbox_redis_key_part_valid((u_char *) why->str,
+                                                       why->len))
+    {
+        /* not a record of ours: as if there were none */
+        ctx->step = NGX_HTTP_VSB_STEP_QUOTA;
+        return NGX_AGAIN;
+    }
+
+    ctx->route_reason.data = ngx_pnalloc(r->pool, why->len);
+    if (ctx->route_reason.data == NULL) {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+
+    ngx_memcpy(ctx->route_reason.data, why->str, why->len);
+    ctx->route_reason.len = why->len;
+
+    ctx->route_ended_at = 0;
+
+    if (at->type == REDIS_REPLY_STRING) {
+        ctx->route_ended_at = ngx_atotm((u_char *) at->str, at->len);
+        if (ctx->route_ended_at == NGX_ERROR) {
+            ctx->route_ended_at = 0;
+        }
+    }
+
+    ctx->step = NGX_HTTP_VSB_STEP_QUOTA;
+
+    if (gw->type != REDIS_REPLY_STRING
+        || !ngx_http_veto_sandbox_redis_key_part_valid((u_char *) gw->str,
+                                                       gw->len))
+    {
+        ctx->route_local = 1;
+        return NGX_AGAIN;
+    }
+
+    ctx->owner_host.data = ngx_pnalloc(r->pool, gw->len);
+    if (ctx->owner_host.data == NULL) {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+
+    ngx_memcpy(ctx->owner_host.data, gw->str, gw->len);
+    ctx->owner_host.len = gw->len;
+
+    /* ours: our helper's ENDED record answers, as without hosts */
+    if ((size_t) gw->len == host->len
+        && ngx_strncmp(gw->str, host->data, host->len) == 0)
+    {
+        return NGX_AGAIN;
+    }
+
+    ctx->step = NGX_HTTP_VSB_STEP_LEASE;
+    return NGX_AGAIN;
+}
+
+
+/*
+ * What the routing record says of an ended sandbox, as the helper would
+ * say it (the op's reply handler takes it as the helper's): the status
+ * of a GET, the error "ended" (410) for anything else.  A json_t kept
+ * by the request's pool; NULL: no memory.
+ */
+json_t *
+ngx_http_veto_sandbox_where_ended(ngx_http_request_t *r,
+    ngx_http_veto_sandbox_ctx_t *ctx)
+{
+    json_t              *j, *sb;
+    u_char               detail[256], *p;
+    ngx_pool_cleanup_t  *cln;
+
+    cln = ngx_pool_cleanup_add(r->pool, 0);
+    if (cln == NULL) {
+        return NULL;
+    }
+
+    p = ngx_snprintf(detail, sizeof(detail) - 1, "the sandbox ended (%V)%s%V"
+                     "; its host's helper cannot be asked for its ENDED "
+                     "record, this is what the gateways keep of it",
+                     &ctx->route_reason,
+                     ctx->owner_host.len ? " on host " : "",
+                     &ctx->owner_host);
+    *p = '\0';
+
+    if (ctx->op != NULL && ctx->op->helper != NULL
+        && ngx_strcmp(ctx->op->helper, VSB_OP_STATUS) == 0)
+    {
+        sb = json_pack("{s:o, s:s, s:o, s:s}",
+                       "id", ngx_http_veto_sandbox_json_ngx_str(&ctx->sandbox),
+                       "state", "ended",
+                       "end_reason",
+                       ngx_http_veto_sandbox_json_ngx_str(&ctx->route_reason),
+                       "detail", (char *) detail);
+
+        if (sb != NULL && ctx->route_ended_at > 0) {
+            json_object_set_new(sb, "ended_at",
+                                json_integer(ctx->route_ended_at));
+        }
+
+        if (sb != NULL && ctx->owner_host.len) {
+            json_object_set_new(sb, "host",
+                         ngx_http_veto_sandbox_json_ngx_str(&ctx->owner_host));
+        }
+
+        j = sb ? json_pack("{s:b, s:o}", "ok", 1, "sandbox", sb) : NULL;
+
+    } else {
+        j = json_pack("{s:b, s:s, s:s, s:o, s:s}", "ok", 0,
+                      "error", VSB_E_ENDED, "field", "id",
+                      "end_reason",
+                      ngx_http_veto_sandbox_json_ngx_str(&ctx->route_reason),
+                      "detail", (char *) detail);
+    }
+
+    if (j == NULL) {
+        return NULL;
+    }
+
+    cln->handler = ngx_http_veto_sandbox_json_cleanup;
+    cln->data = j;
+
+    return j;
+}
+
+
 /* NGX_AGAIN: go on with ctx->step; else the answer. */
 ngx_int_t
 ngx_http_veto_sandbox_where_result(ngx_http_request_t *r,
@@ -221,7 +387,7 @@ ngx_http_veto_sandbox_where_result(ngx_http_request_t *r,
     }
 
     if (reply->type != REDIS_REPLY_ARRAY
-        || reply->elements != (ctx->step == NGX_HTTP_VSB_STEP_WHERE ? 3 : 2))
+        || reply->elements != (ctx->step == NGX_HTTP_VSB_STEP_WHERE ? 5 : 2))
     {
         return ngx_http_veto_sandbox_redis_problem(r, ctx, NGX_ERROR);
     }
@@ -230,6 +396,15 @@ ngx_http_veto_sandbox_where_result(ngx_http_request_t *r,
         agent = reply->element[0];
         gw = reply->element[1];
         host = &ngx_http_veto_sandbox_gate_mcf(r)->host;
+
+        /* an ended sandbox of the agent's: routed by its routing record */
+        if (reply->element[3]->type == REDIS_REPLY_STRING
+            && agent->type == REDIS_REPLY_STRING
+            && (size_t) agent->len == ctx->agent.len
+            && ngx_strncmp(agent->str, ctx->agent.data, ctx->agent.len) == 0)
+        {
+            return ngx_http_veto_sandbox_where_route(r, ctx, reply);
+        }
 
         /* only the agent's own sandbox is told apart: another agent's
          * is not found, here as on its host */
@@ -276,6 +451,13 @@ ngx_http_veto_sandbox_where_result(ngx_http_request_t *r,
     }
 
     addr = reply->element[0];
+
+    /* an ended sandbox whose host is away: its end is on record here */
+    if (addr->type != REDIS_REPLY_STRING && ctx->route_reason.len) {
+        ctx->route_local = 1;
+        ctx->step = NGX_HTTP_VSB_STEP_QUOTA;
+        return NGX_AGAIN;
+    }
 
     if (addr->type != REDIS_REPLY_STRING) {
         return ngx_http_veto_sandbox_refuse(r, ctx,

@@ -224,7 +224,13 @@ is($st, 201, 'the quota is free again: a create on b') or diag $b;
 my $sb2 = $j->{id};
 ($st, $h, $b, $j) = $B->request(POST => "/v1/sandboxes/$sa/exec", $agent_b,
                                 { argv => ['true'] });
-is($st, 404, "a's ended sandbox through b: 404") or diag $b;
+is($st, 410, "a's ended sandbox through b: 410 (its routing record)")
+    or diag $b;
+is($j->{end_reason}, 'host_lost', '... host_lost');
+($st, $h, $b, $j) = $B->request(GET => "/v1/sandboxes/$sa", $agent_b);
+is($st, 200, '... a GET through b: 200') or diag $b;
+is($j->{state}, 'ended', '... ended');
+is($j->{end_reason}, 'host_lost', '... host_lost');
 
 # ---- a back: a new boot epoch; its helper's restart ended the sandbox
 $A->helper->launch;
@@ -235,6 +241,11 @@ ok(wait_for(sub { up($A) && (lease('gw-a')->{epoch} // 0) > $epoch_a }, 15),
                                 { argv => ['true'] });
 is($st, 410, "a's old sandbox is gone on a too (no orphan)") or diag $b;
 is($j->{end_reason}, 'helper_restart', '... ended by its helper\'s restart');
+# a answers for it again: b (without routing) sends the client there
+($st, $h, $b, $j) = $B->request(POST => "/v1/sandboxes/$sa/exec", $agent_b,
+                                { argv => ['true'] });
+is($st, 421, '... through b: 421, as for a live one') or diag $b;
+is($j->{host}, 'gw-a', '... naming a');
 # a's poll of its helper's ends (the first a second after its start)
 # hears of that end: it is on record already
 ok(wait_for(sub { $m->exists("veto:{acme}:sbx:end:$sa:helper_restart") }, 10),

@@ -7,8 +7,19 @@ package VetoHosts;
 #   my $net = VetoHosts->new(qw(a b c));
 #   $net->gateway          # the bridge's address (Redis, sentinels)
 #   $net->ns('a'), $net->addr('a')    # for VetoNginx->set_netns
+#
+# And the gateways themselves (t/3k, t/3l, t/3p, t/3z, scripts/bench-hop.pl):
+#
+#   my %gw = VetoHosts::gateways(names => [qw(a b c)], sentinel => $s,
+#                                policy => $policy, net => $net,
+#                                address => 1, routing => 1);
+#   VetoHosts::wait_for(sub { ... }, $seconds)    # the value, or undef
+#   VetoHosts::up($gw{a})                         # its Redis is up
 use strict;
 use warnings;
+
+use File::Copy qw(copy);
+use Time::HiRes qw(sleep time);
 
 my @CLEANUP;
 
@@ -56,5 +67,106 @@ sub cleanup
 }
 
 END { local $?; $_->cleanup for @CLEANUP }
+
+# The value of $what once it is true, polled until $timeout seconds.
+sub wait_for
+{
+    my ($what, $timeout) = @_;
+    my $deadline = time + $timeout;
+    while (time < $deadline) {
+        my $v = $what->();
+        return $v if $v;
+        sleep 0.05;
+    }
+    return undef;
+}
+
+# The host found its Redis master.
+sub up
+{
+    my ($n) = @_;
+    my (undef, undef, undef, $hj) = $n->request(GET => '/v1/health');
+    return ($hj->{redis} // '') eq 'up';
+}
+
+# One gateway host per name, each a VetoNginx with its own helper (its
+# own cgroup and uid range) and `veto_sandbox_host gw-<name>`, on one
+# Redis under Sentinel; a name => VetoNginx list, in the names' order.
+#   names     the hosts
+#   sentinel  the VetoSentinel; sentinel_conf: its nginx_conf() options
+#   policy    every host's
+#   net       a VetoHosts: each host in its namespace, at its address
+#             (else 127.0.0.1)
+#   address   the host's name with its address (a lease, routing)
+#   routing   one peer key and veto_sandbox_peer_pass \@veto_peer
+#             (implies same_keys); read_timeout: the hop's
+#             proxy_read_timeout
+#   same_keys every host verifies the first one's tokens
+#   helper    per name, start_helper()'s options beside these: a code
+#             ref given the name, or a hash ref
+#   extra     more http-level directives
+#   cgroup    the helpers' cgroup name prefix (veto-t)
+#   check     report nginx -t of each host with ok()
+sub gateways
+{
+    my (%o) = @_;
+    require VetoNginx;
+    my $key = unpack('H*', join '', map { chr int rand 256 } 1 .. 32);
+    my $probe = 2_000_000_000 + ($$ % 2000) * 16 * 65536;
+    my ($first, @gw);
+    my $i = 0;
+    for my $name (@{ $o{names} }) {
+        my $n = VetoNginx->new;
+        my $addr = '127.0.0.1';
+        if ($o{net}) {
+            $addr = $o{net}->addr($name);
+            $n->set_netns($o{net}->ns($name), $addr);
+        }
+        if ($first && ($o{routing} || $o{same_keys})) {
+            # one issuer: every host verifies the same tokens
+            for my $f (qw(rsa.key rsa.pub ec.key ec.pub hs.secret jwks.json)) {
+                copy($first->dir . "/$f", $n->dir . "/$f")
+                    or die "copy $f: $!";
+            }
+            $n->{secret} = $first->{secret};
+        }
+        $first //= $n;
+        $n->write_policy($o{policy});
+        my %h = ref $o{helper} eq 'CODE' ? $o{helper}->($name)
+              : %{ $o{helper} // {} };
+        $n->start_helper(max_sandboxes => 8,
+                         cgroup_name => ($o{cgroup} // 'veto-t') . "-$$-$name",
+                         uid_base => $probe + $i++ * 8 * 65536, %h);
+        my $http = $o{sentinel}->nginx_conf(%{ $o{sentinel_conf} // {} })
+                 . "    veto_sandbox_host gw-$name"
+                 . ($o{address} ? " $addr:" . $n->port : '') . ";\n"
+                 . ($o{extra} // '');
+        my %server;
+        if ($o{routing}) {
+            VetoNginx::spew($n->dir . '/peer.key', "$key\n");
+            $http .= "    veto_sandbox_peer_key peer.key;\n"
+                   . "    veto_sandbox_peer_pass \@veto_peer;\n"
+                   . "    upstream veto_sandbox_peers { veto_sandbox_peers; keepalive 8; }\n";
+            $server{server_extra} = 'location @veto_peer {
+            proxy_pass http://veto_sandbox_peers;
+            proxy_http_version 1.1;
+            proxy_set_header Connection "";
+            proxy_set_header Veto-Peer-Credential $veto_peer_credential;
+            proxy_buffering off;'
+                . ($o{read_timeout}
+                   ? "\n            proxy_read_timeout $o{read_timeout};" : '')
+                . "\n        }";
+        }
+        $n->render(http_extra => $http, %server);
+        if ($o{check}) {
+            my ($ok, $out) = $n->test_config;
+            Test::More::ok($ok, "nginx -t: host $name")
+                or Test::More::diag($out);
+        }
+        $n->start(keep_conf => 1);
+        push @gw, $name => $n;
+    }
+    return @gw;
+}
 
 1;

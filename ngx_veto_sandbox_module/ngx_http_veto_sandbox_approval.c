@@ -331,23 +331,9 @@ ngx_http_veto_sandbox_approval_id(u_char *id)
 ngx_uint_t
 ngx_http_veto_sandbox_approval_id_valid(ngx_str_t *id)
 {
-    size_t  i;
-
-    if (id->len != NGX_HTTP_VSB_APPROVAL_ID_LEN
-        || ngx_strncmp(id->data, "apr_", 4) != 0)
-    {
-        return 0;
-    }
-
-    for (i = 4; i < id->len; i++) {
-        if (!((id->data[i] >= '0' && id->data[i] <= '9')
-              || (id->data[i] >= 'a' && id->data[i] <= 'f')))
-        {
-            return 0;
-        }
-    }
-
-    return 1;
+    return id->len == NGX_HTTP_VSB_APPROVAL_ID_LEN
+           && ngx_strncmp(id->data, "apr_", 4) == 0
+           && ngx_http_veto_sandbox_hex_lower(id->data + 4, id->len - 4);
 }
 
 ngx_int_t

@@ -60,27 +60,17 @@ ngx_http_veto_sandbox_epoch(ngx_http_request_t *r,
 static ngx_uint_t
 ngx_http_veto_sandbox_epoch_valid(json_t *v)
 {
-    size_t       i, len;
-    const char  *s;
+    size_t  len;
 
     if (!json_is_string(v)) {
         return 0;
     }
 
-    s = json_string_value(v);
     len = json_string_length(v);
 
-    if (len == 0 || len > 64) {
-        return 0;
-    }
-
-    for (i = 0; i < len; i++) {
-        if (!((s[i] >= '0' && s[i] <= '9') || (s[i] >= 'a' && s[i] <= 'f'))) {
-            return 0;
-        }
-    }
-
-    return 1;
+    return len != 0 && len <= 64
+           && ngx_http_veto_sandbox_hex_lower(
+                  (const u_char *) json_string_value(v), len);
 }
 
 

@@ -54,19 +54,8 @@ ngx_http_veto_sandbox_fence_keep(ngx_pool_t *pool, json_t *j)
 static ngx_uint_t
 ngx_http_veto_sandbox_fence_epoch_ok(const char *s, size_t len)
 {
-    size_t  i;
-
-    if (len != VSB_EPOCH_LEN) {
-        return 0;
-    }
-
-    for (i = 0; i < len; i++) {
-        if (!((s[i] >= '0' && s[i] <= '9') || (s[i] >= 'a' && s[i] <= 'f'))) {
-            return 0;
-        }
-    }
-
-    return 1;
+    return len == VSB_EPOCH_LEN
+           && ngx_http_veto_sandbox_hex_lower((const u_char *) s, len);
 }
 
 

@@ -494,3 +494,18 @@ done:
     EVP_MD_CTX_free(ctx);
     return rc;
 }
+
+
+ngx_uint_t
+ngx_http_veto_sandbox_hex_lower(const u_char *p, size_t len)
+{
+    size_t  i;
+
+    for (i = 0; i < len; i++) {
+        if (!((p[i] >= '0' && p[i] <= '9') || (p[i] >= 'a' && p[i] <= 'f'))) {
+            return 0;
+        }
+    }
+
+    return 1;
+}

@@ -82,5 +82,13 @@ ngx_int_t ngx_http_veto_sandbox_hash_query_arg(ngx_pool_t *pool,
 u_char *ngx_http_veto_sandbox_pct_decode(u_char *dst, u_char *src,
     size_t len, ngx_uint_t strict);
 
+/*
+ * 1 when the len bytes at p are all lowercase hex digits (0-9, a-f), the
+ * form of every id, epoch, nonce and digest the module makes or reads;
+ * else 0.  Reads p in order and stops at the first other byte, so a
+ * NUL-terminated string shorter than len is safe.
+ */
+ngx_uint_t ngx_http_veto_sandbox_hex_lower(const u_char *p, size_t len);
+
 
 #endif /* _NGX_HTTP_VSB_HASH_H_INCLUDED_ */

@@ -508,7 +508,6 @@ ngx_http_veto_sandbox_mcp_session_use(ngx_http_request_t *r,
 {
     u_char                             raw[NGX_HTTP_VSB_MCP_SID_LEN / 2];
     u_char                             owner[32];
-    ngx_int_t                          hi, lo;
     ngx_uint_t                         i;
     ngx_http_veto_sandbox_mcp_node_t  *n;
     ngx_http_veto_sandbox_mcp_zone_t  *mz;
@@ -516,20 +515,13 @@ ngx_http_veto_sandbox_mcp_session_use(ngx_http_request_t *r,
     mz = zone->data;
 
     /* 32 lowercase hex digits, or no session of ours */
-    if (id->len != NGX_HTTP_VSB_MCP_SID_LEN) {
+    if (id->len != NGX_HTTP_VSB_MCP_SID_LEN
+        || !ngx_http_veto_sandbox_hex_lower(id->data, id->len))
+    {
         return NGX_DECLINED;
     }
 
     for (i = 0; i < sizeof(raw); i++) {
-        hi = id->data[2 * i];
-        lo = id->data[2 * i + 1];
-
-        if (!((hi >= '0' && hi <= '9') || (hi >= 'a' && hi <= 'f'))
-            || !((lo >= '0' && lo <= '9') || (lo >= 'a' && lo <= 'f')))
-        {
-            return NGX_DECLINED;
-        }
-
         raw[i] = (u_char) ngx_hextoi(&id->data[2 * i], 2);
     }
 

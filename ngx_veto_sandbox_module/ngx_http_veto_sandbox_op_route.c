@@ -22,7 +22,6 @@ ngx_http_veto_sandbox_op_match(const char *path, ngx_str_t *uri,
     ngx_str_t *sandbox, ngx_str_t *approval, ngx_str_t *exec)
 {
     u_char      *p, *last;
-    size_t       i;
     ngx_str_t    id;
     const char  *s;
 
@@ -85,17 +84,11 @@ ngx_http_veto_sandbox_op_match(const char *path, ngx_str_t *uri,
         if (ngx_strncmp(s, "{exec}", 6) == 0) {
             /* "ex-" and 16 lowercase hex digits (vsb_protocol.h) */
             if ((size_t) (last - p) < VSB_EXEC_ID_LEN
-                || ngx_strncmp(p, "ex-", 3) != 0)
+                || ngx_strncmp(p, "ex-", 3) != 0
+                || !ngx_http_veto_sandbox_hex_lower(p + 3,
+                                                    VSB_EXEC_ID_LEN - 3))
             {
                 return NGX_DECLINED;
-            }
-
-            for (i = 3; i < VSB_EXEC_ID_LEN; i++) {
-                if (!((p[i] >= '0' && p[i] <= '9')
-                      || (p[i] >= 'a' && p[i] <= 'f')))
-                {
-                    return NGX_DECLINED;
-                }
             }
 
             exec->data = p;

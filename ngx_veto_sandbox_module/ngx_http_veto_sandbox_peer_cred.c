@@ -39,21 +39,6 @@
 #include <openssl/hmac.h>
 
 
-static ngx_int_t
-ngx_http_veto_sandbox_peer_hex(u_char *p, size_t len)
-{
-    size_t  i;
-
-    for (i = 0; i < len; i++) {
-        if (!((p[i] >= '0' && p[i] <= '9') || (p[i] >= 'a' && p[i] <= 'f'))) {
-            return NGX_DECLINED;
-        }
-    }
-
-    return NGX_OK;
-}
-
-
 /* "<name>=" then bytes up to ';' or the end: NGX_OK with v set */
 static ngx_int_t
 ngx_http_veto_sandbox_peer_field(u_char **pp, u_char *last, char name,
@@ -143,9 +128,8 @@ ngx_http_veto_sandbox_peer_cred_parse(u_char *p, size_t len,
     /* the helper's epoch: exactly its length, lowercase hex */
     if (cred->epoch.data != NULL
         && (cred->epoch.len != VSB_EPOCH_LEN
-            || ngx_http_veto_sandbox_peer_hex(cred->epoch.data,
-                                              VSB_EPOCH_LEN)
-               != NGX_OK))
+            || !ngx_http_veto_sandbox_hex_lower(cred->epoch.data,
+                                                VSB_EPOCH_LEN)))
     {
         return NGX_DECLINED;
     }
@@ -177,9 +161,9 @@ ngx_http_veto_sandbox_peer_cred_parse(u_char *p, size_t len,
     }
 
     if (cred->nonce.len != 32 || cred->body.len != 64 || cred->sig.len != 64
-        || ngx_http_veto_sandbox_peer_hex(cred->nonce.data, 32) != NGX_OK
-        || ngx_http_veto_sandbox_peer_hex(cred->body.data, 64) != NGX_OK
-        || ngx_http_veto_sandbox_peer_hex(cred->sig.data, 64) != NGX_OK)
+        || !ngx_http_veto_sandbox_hex_lower(cred->nonce.data, 32)
+        || !ngx_http_veto_sandbox_hex_lower(cred->body.data, 64)
+        || !ngx_http_veto_sandbox_hex_lower(cred->sig.data, 64))
     {
         return NGX_DECLINED;
     }

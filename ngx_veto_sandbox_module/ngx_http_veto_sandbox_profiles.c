@@ -165,20 +165,12 @@ ngx_http_veto_sandbox_reply_profiles(ngx_http_request_t *r,
 static json_t *
 ngx_http_veto_sandbox_find_digest(const char *s)
 {
-    size_t       n;
     const char  *p;
 
     for (p = s; (p = ngx_strstr(p, "sha256:")) != NULL; p++) {
 
-        for (n = 0; n < 64; n++) {
-            if (!((p[7 + n] >= '0' && p[7 + n] <= '9')
-                  || (p[7 + n] >= 'a' && p[7 + n] <= 'f')))
-            {
-                break;
-            }
-        }
-
-        if (n == 64) {
+        /* stops at the NUL of a shorter string */
+        if (ngx_http_veto_sandbox_hex_lower((const u_char *) p + 7, 64)) {
             return json_stringn(p, sizeof("sha256:") - 1 + 64);
         }
     }

@@ -849,18 +849,6 @@ ngx_http_veto_sandbox_created(ngx_http_request_t *r,
 ngx_uint_t
 ngx_http_veto_sandbox_id_valid(u_char *id, size_t len)
 {
-    size_t  i;
-
-    if (len != VSB_SANDBOX_ID_LEN || ngx_strncmp(id, "sb-", 3) != 0) {
-        return 0;
-    }
-
-    for (i = 3; i < len; i++) {
-        if (!((id[i] >= '0' && id[i] <= '9') || (id[i] >= 'a' && id[i] <= 'f')))
-        {
-            return 0;
-        }
-    }
-
-    return 1;
+    return len == VSB_SANDBOX_ID_LEN && ngx_strncmp(id, "sb-", 3) == 0
+           && ngx_http_veto_sandbox_hex_lower(id + 3, len - 3);
 }

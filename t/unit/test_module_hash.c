@@ -505,6 +505,42 @@ test_body_in_file(void **state)
 }
 
 
+/* the one lowercase-hex check every id, epoch, nonce and digest uses */
+static void
+test_hex_lower(void **state)
+{
+    static const u_char  all[] = "0123456789abcdef";
+    u_char               one[2];
+    unsigned             c;
+
+    (void) state;
+
+    assert_int_equal(ngx_http_veto_sandbox_hex_lower(all, 16), 1);
+    assert_int_equal(ngx_http_veto_sandbox_hex_lower(all, 0), 1);
+
+    /* every byte: only 0-9 and a-f pass */
+    for (c = 0; c < 256; c++) {
+        one[0] = (u_char) c;
+        assert_int_equal(ngx_http_veto_sandbox_hex_lower(one, 1),
+                         (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'));
+    }
+
+    /* uppercase, a NUL inside, the last byte */
+    assert_int_equal(ngx_http_veto_sandbox_hex_lower((u_char *) "00aF", 4),
+                     0);
+    assert_int_equal(ngx_http_veto_sandbox_hex_lower((u_char *) "ab\0cd", 5),
+                     0);
+    assert_int_equal(ngx_http_veto_sandbox_hex_lower((u_char *) "abcdeg", 6),
+                     0);
+    assert_int_equal(ngx_http_veto_sandbox_hex_lower((u_char *) "abcdeg", 5),
+                     1);
+
+    /* a shorter NUL-terminated string is read up to its NUL only */
+    assert_int_equal(ngx_http_veto_sandbox_hex_lower((u_char *) "abc", 64),
+                     0);
+}
+
+
 int
 main(void)
 {
@@ -518,6 +554,7 @@ main(void)
         cmocka_unit_test_setup_teardown(test_request_context, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_body_in_file, setup, teardown),
+        cmocka_unit_test(test_hex_lower),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -18,7 +18,7 @@ use lib "$FindBin::Bin/../t/lib";
 use Test::More ();         # VetoNginx reports through it
 use VetoNginx;
 use VetoSentinel;
-use File::Copy qw(copy);
+use VetoHosts qw(wait_for up);
 use Time::HiRes qw(time sleep);
 
 my $N = shift // 300;
@@ -28,48 +28,13 @@ VetoNginx::need(qw(helper redis));
 
 my $policy = { version => 1, tenants => { acme => {
     ceilings => { memory_mb => 512, timeout_s => 30, ttl_s => 3600 } } } };
-my $key = unpack('H*', join '', map { chr int rand 256 } 1 .. 32);
 my $s = VetoSentinel->new(addr => '127.0.0.1');
-my ($first, %gw);
-my $probe = 2_000_000_000 + ($$ % 2000) * 16 * 65536;
-my $i = 0;
-for my $name (qw(a b)) {
-    my $n = VetoNginx->new;
-    if ($first) {
-        for my $f (qw(rsa.key rsa.pub ec.key ec.pub hs.secret jwks.json)) {
-            copy($first->dir . "/$f", $n->dir . "/$f") or die "copy $f: $!";
-        }
-        $n->{secret} = $first->{secret};
-    }
-    $first //= $n;
-    $n->write_policy($policy);
-    VetoNginx::spew($n->dir . '/peer.key', "$key\n");
-    $n->start_helper(max_sandboxes => 8, cgroup_name => "veto-bench-$$-$name",
-                     uid_base => $probe + $i++ * 8 * 65536);
-    $n->render(http_extra => $s->nginx_conf(wait => '')
-               . "    veto_sandbox_host gw-$name 127.0.0.1:" . $n->port . ";\n"
-               . "    veto_sandbox_peer_key peer.key;\n"
-               . "    veto_sandbox_peer_pass \@veto_peer;\n"
-               . "    upstream veto_sandbox_peers { veto_sandbox_peers; keepalive 8; }\n",
-               server_extra => 'location @veto_peer {
-            proxy_pass http://veto_sandbox_peers;
-            proxy_http_version 1.1;
-            proxy_set_header Connection "";
-            proxy_set_header Veto-Peer-Credential $veto_peer_credential;
-            proxy_buffering off;
-        }');
-    $n->start(keep_conf => 1);
-    $gw{$name} = $n;
-}
+my %gw = VetoHosts::gateways(names => [qw(a b)], sentinel => $s,
+                             sentinel_conf => { wait => '' },
+                             policy => $policy, address => 1, routing => 1,
+                             cgroup => 'veto-bench');
 my ($A, $B) = @gw{qw(a b)};
-for my $n ($A, $B) {
-    my $deadline = time + 15;
-    until (time > $deadline) {
-        my (undef, undef, undef, $j) = $n->request(GET => '/v1/health');
-        last if ($j->{redis} // '') eq 'up';
-        sleep 0.05;
-    }
-}
+wait_for(sub { up($A) && up($B) }, 15) or die "the hosts found no master\n";
 my $tok = $A->token(sub => 'bench');
 my ($st, $h, $body, $j) = $A->request(POST => "/v1/sandboxes", $tok, {});
 die "create: $st $body\n" unless $st == 201;

@@ -18,6 +18,7 @@ use Test::More;
 use lib 't/lib';
 use VetoNginx;
 use VetoSentinel;
+use VetoHosts qw(wait_for up);
 use Time::HiRes qw(sleep time);
 
 VetoNginx::need(qw(helper redis));
@@ -57,36 +58,11 @@ ok($tok, 'nginx -t accepts a host name') or diag $tout;
 
 # ---- two hosts, one Redis under Sentinel
 my $s = VetoSentinel->new(addr => '127.0.0.1');
-my %gw;
-my $uid_step = 8 * 65536;
-for my $name (qw(a b)) {
-    my $n = VetoNginx->new;
-    $n->write_policy($policy);
-    # two helpers in one test process: their own cgroups and uid ranges
-    my $probe = 2_000_000_000 + ($$ % 2000) * 16 * 65536;
-    $n->start_helper(max_sandboxes => 8,
-                     cgroup_name => "veto-t-$$-$name",
-                     uid_base => $probe + ($name eq 'a' ? 0 : $uid_step));
-    $n->render(http_extra => $s->nginx_conf . "    veto_sandbox_host gw-$name;\n");
-    my ($ok, $out) = $n->test_config;
-    ok($ok, "nginx -t: host $name") or diag $out;
-    $n->start(keep_conf => 1);
-    $gw{$name} = $n;
-}
+my %gw = VetoHosts::gateways(names => [qw(a b)], sentinel => $s,
+                             policy => $policy, check => 1);
 my ($A, $B) = @gw{qw(a b)};
 
-sub wait_up
-{
-    my ($n) = @_;
-    my $deadline = time + 15;
-    while (time < $deadline) {
-        my (undef, undef, undef, $hj) = $n->request(GET => '/v1/health');
-        return 1 if ($hj->{redis} // '') eq 'up';
-        sleep 0.05;
-    }
-    return 0;
-}
-ok(wait_up($A) && wait_up($B), 'both hosts found the master');
+ok(wait_for(sub { up($A) && up($B) }, 15), 'both hosts found the master');
 
 my $agent = $A->token(sub => 'agent-1');
 my $rev_b = $B->token(sub => 'human-1', scope => 'approvals:review');

@@ -19,7 +19,7 @@ use Test::More;
 use lib 't/lib';
 use VetoNginx;
 use VetoSentinel;
-use VetoHosts;
+use VetoHosts qw(wait_for up);
 use Time::HiRes qw(sleep time);
 
 VetoNginx::need(qw(helper redis));
@@ -66,46 +66,15 @@ ok($tok, 'nginx -t accepts a host with an address, a lease and a grace')
 # on a bridge, one Redis under Sentinel on the bridge's address
 my $hosts = VetoHosts->new(qw(a b));
 my $s = VetoSentinel->new(addr => $hosts->gateway);
-my %gw;
-my $uid_step = 8 * 65536;
 my $lease_s = 2;
 my $grace_s = 3;
-for my $name (qw(a b)) {
-    my $n = VetoNginx->new;
-    $n->set_netns($hosts->ns($name), $hosts->addr($name));
-    $n->write_policy($policy);
-    my $probe = 2_000_000_000 + ($$ % 2000) * 16 * 65536;
-    $n->start_helper(max_sandboxes => 8,
-                     cgroup_name => "veto-t-$$-$name",
-                     uid_base => $probe + ($name eq 'a' ? 0 : $uid_step));
-    $n->render(http_extra => $s->nginx_conf
-               . "    veto_sandbox_host gw-$name " . $n->addr . ':' . $n->port . ";\n"
-               . "    veto_sandbox_host_lease ${lease_s}s;\n"
-               . "    veto_sandbox_host_grace ${grace_s}s;\n");
-    my ($ok, $out) = $t->test_config;
-    $n->start(keep_conf => 1);
-    $gw{$name} = $n;
-}
+my %gw = VetoHosts::gateways(
+    names => [qw(a b)], sentinel => $s, policy => $policy, net => $hosts,
+    address => 1,
+    extra => "    veto_sandbox_host_lease ${lease_s}s;\n"
+           . "    veto_sandbox_host_grace ${grace_s}s;\n");
 my ($A, $B) = @gw{qw(a b)};
 
-sub wait_for
-{
-    my ($what, $timeout) = @_;
-    my $deadline = time + $timeout;
-    while (time < $deadline) {
-        my $v = $what->();
-        return $v if $v;
-        sleep 0.05;
-    }
-    return undef;
-}
-
-sub up
-{
-    my ($n) = @_;
-    my (undef, undef, undef, $hj) = $n->request(GET => '/v1/health');
-    return ($hj->{redis} // '') eq 'up';
-}
 ok(wait_for(sub { up($A) && up($B) }, 15), 'both hosts found the master');
 
 my $m = $s->master;

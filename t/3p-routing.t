@@ -21,10 +21,9 @@ use Test::More;
 use lib 't/lib';
 use VetoNginx;
 use VetoSentinel;
-use VetoHosts;
+use VetoHosts qw(wait_for up);
 use JSON::PP;
 use Digest::SHA qw(hmac_sha256_hex sha256_hex);
-use File::Copy qw(copy);
 use Time::HiRes qw(sleep time);
 use POSIX ();
 
@@ -70,63 +69,14 @@ my %host_addr = map { $_ => $hosts->addr($_) } qw(a b c);
 
 # ---- three hosts
 my $s = VetoSentinel->new(addr => $hosts->gateway);
-my (%gw, $first);
-my $probe = 2_000_000_000 + ($$ % 2000) * 16 * 65536;
-my $i = 0;
-for my $name (qw(a b c)) {
-    my $n = VetoNginx->new;
-    $n->set_netns($hosts->ns($name), $host_addr{$name});
-    if ($first) {
-        # one issuer: every host verifies the same tokens
-        for my $f (qw(rsa.key rsa.pub ec.key ec.pub hs.secret jwks.json)) {
-            copy($first->dir . "/$f", $n->dir . "/$f") or die "copy $f: $!";
-        }
-        $n->{secret} = $first->{secret};
-    }
-    $first //= $n;
-    $n->write_policy($policy);
-    VetoNginx::spew($n->dir . '/peer.key', "$peer_key\n");
-    # c's helper holds one sandbox at most: the next create is placed
-    $n->start_helper(max_sandboxes => $name eq 'c' ? 1 : 8,
-                     cgroup_name => "veto-t-$$-$name",
-                     uid_base => $probe + $i++ * 8 * 65536);
-    $n->render(http_extra => $s->nginx_conf
-               . "    veto_sandbox_host gw-$name $host_addr{$name}:" . $n->port . ";\n"
-               . "    veto_sandbox_peer_key peer.key;\n"
-               . "    veto_sandbox_peer_pass \@veto_peer;\n"
-               . "    upstream veto_sandbox_peers { veto_sandbox_peers; keepalive 8; }\n",
-               server_extra => 'location @veto_peer {
-            proxy_pass http://veto_sandbox_peers;
-            proxy_http_version 1.1;
-            proxy_set_header Connection "";
-            proxy_set_header Veto-Peer-Credential $veto_peer_credential;
-            proxy_buffering off;
-            proxy_read_timeout 60s;
-        }');
-    my ($ok, $out) = $n->test_config;
-    ok($ok, "nginx -t: host $name") or diag $out;
-    $n->start(keep_conf => 1);
-    $gw{$name} = $n;
-}
+# c's helper holds one sandbox at most: the next create is placed
+my %gw = VetoHosts::gateways(
+    names => [qw(a b c)], sentinel => $s, policy => $policy, net => $hosts,
+    address => 1, routing => 1, peer_key => $peer_key, read_timeout => '60s',
+    check => 1,
+    helper => sub { (max_sandboxes => $_[0] eq 'c' ? 1 : 8) });
 my ($A, $B, $C) = @gw{qw(a b c)};
 
-sub wait_for
-{
-    my ($what, $timeout) = @_;
-    my $deadline = time + $timeout;
-    while (time < $deadline) {
-        my $v = $what->();
-        return $v if $v;
-        sleep 0.05;
-    }
-    return undef;
-}
-sub up
-{
-    my ($n) = @_;
-    my (undef, undef, undef, $hj) = $n->request(GET => '/v1/health');
-    return ($hj->{redis} // '') eq 'up';
-}
 ok(wait_for(sub { up($A) && up($B) && up($C) }, 15), 'all hosts found the master');
 # the master, asked again whenever its connection went (a failover, or
 # Sentinel's CLIENT KILL when it turns a server into a replica)

@@ -21,7 +21,7 @@ use Test::More;
 use lib 't/lib';
 use VetoNginx;
 use VetoSentinel;
-use VetoHosts;
+use VetoHosts qw(wait_for up);
 use JSON::PP;
 use Time::HiRes qw(sleep time);
 
@@ -52,10 +52,8 @@ my %gw = VetoHosts::gateways(
     extra => "    veto_sandbox_host_lease ${lease_s}s;\n"
            . "    veto_sandbox_host_grace ${grace_s}s;\n");
 my ($A, $B, $C) = @gw{qw(a b c)};
-my $wait_for = \&VetoHosts::wait_for;
 
-ok($wait_for->(sub { VetoHosts::up($A) && VetoHosts::up($B)
-                     && VetoHosts::up($C) }, 15),
+ok(wait_for(sub { up($A) && up($B) && up($C) }, 15),
    'all hosts found the master');
 my $mc = $s->master;
 sub M
@@ -64,7 +62,7 @@ sub M
     $mc = $s->current_master unless $ok;
     return $mc;
 }
-ok($wait_for->(sub { M()->exists('veto:{:hosts}:lease:gw-a')
+ok(wait_for(sub { M()->exists('veto:{:hosts}:lease:gw-a')
                      && M()->exists('veto:{:hosts}:lease:gw-b')
                      && M()->exists('veto:{:hosts}:lease:gw-c') }, 10),
    'all hosts hold a lease');
@@ -84,7 +82,7 @@ sub create
 
 # ---- a sandbox on a, deleted through a
 my $sa = create($A);
-ok($wait_for->(sub { (M()->hget("veto:{acme}:sbx:own:$sa", 'gateway') // '')
+ok(wait_for(sub { (M()->hget("veto:{acme}:sbx:own:$sa", 'gateway') // '')
                      eq 'gw-a' }, 5), 'owned by a');
 ($st, $h, $b) = $B->request(POST => "/v1/sandboxes/$sa/exec", $agent,
                             { argv => ['true'] });
@@ -140,7 +138,7 @@ is($st, 404, "another agent's ended sandbox through b: 404") or diag $b;
 # ---- c dies with an ended and a live sandbox
 my $sc_ended = create($C);
 my $sc_live = create($C);
-ok($wait_for->(sub { M()->exists("veto:{acme}:sbx:own:$sc_live")
+ok(wait_for(sub { M()->exists("veto:{acme}:sbx:own:$sc_live")
                      && M()->exists("veto:{acme}:sbx:own:$sc_ended") }, 5),
    'two sandboxes on c');
 ($st) = $B->request(DELETE => "/v1/sandboxes/$sc_ended", $agent);
@@ -153,7 +151,7 @@ my $ended_at = $j->{ended_at};
 kill 'KILL', $C->master_pid, $C->worker_pids;
 $C->{running} = 0;
 $C->helper->kill9;
-ok($wait_for->(sub { !M()->exists('veto:{:hosts}:lease:gw-c') },
+ok(wait_for(sub { !M()->exists('veto:{:hosts}:lease:gw-c') },
                $lease_s + 5), "c's lease runs out");
 
 ($st, $h, $b, $j) = $A->request(GET => "/v1/sandboxes/$sc_ended", $agent);
@@ -167,7 +165,7 @@ is($j->{host}, 'gw-c', '... on host c');
 is($st, 410, '... an exec through b: 410') or diag $b;
 is($j->{end_reason}, 'deleted', '... deleted');
 
-ok($wait_for->(sub { !M()->exists("veto:{acme}:sbx:own:$sc_live") },
+ok(wait_for(sub { !M()->exists("veto:{acme}:sbx:own:$sc_live") },
                $lease_s + $grace_s + 15),
    "after the grace, c's live sandbox is ended");
 %r = @{ M()->hgetall("veto:{acme}:sbx:route:$sc_live") // [] };
@@ -186,10 +184,10 @@ for my $n ([a => $A], [b => $B]) {
 }
 
 # ---- after the retention: unknown everywhere
-ok($wait_for->(sub { !M()->exists("veto:{acme}:sbx:route:$sa") },
+ok(wait_for(sub { !M()->exists("veto:{acme}:sbx:route:$sa") },
                $until - time + 5),
    'the routing record expires with the ENDED record');
-ok($wait_for->(sub {
+ok(wait_for(sub {
         my ($s1) = $A->request(GET => "/v1/sandboxes/$sa", $agent);
         $s1 == 404 }, 10),
    "a's helper let its ENDED record go: 404 through a");
@@ -200,7 +198,7 @@ for my $n ([b => $B], [a => $A]) {
                                          $agent, { argv => ['true'] });
     is($st, 404, "... an exec through $n->[0]: 404") or diag $b;
 }
-ok($wait_for->(sub { !M()->exists("veto:{acme}:sbx:route:$sc_ended") }, 10),
+ok(wait_for(sub { !M()->exists("veto:{acme}:sbx:route:$sc_ended") }, 10),
    "c's deleted sandbox's routing record expired too");
 ($st, $h, $b) = $B->request(GET => "/v1/sandboxes/$sc_ended", $agent);
 is($st, 404, '... 404 through b') or diag $b;

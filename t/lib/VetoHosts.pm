@@ -13,13 +13,17 @@ package VetoHosts;
 #   my %gw = VetoHosts::gateways(names => [qw(a b c)], sentinel => $s,
 #                                policy => $policy, net => $net,
 #                                address => 1, routing => 1);
-#   VetoHosts::wait_for(sub { ... }, $seconds)    # the value, or undef
-#   VetoHosts::up($gw{a})                         # its Redis is up
+#   use VetoHosts qw(wait_for up);
+#   wait_for(sub { ... }, $seconds)    # the value, or undef
+#   up($gw{a})                         # the host found its Redis master
 use strict;
 use warnings;
 
+use Exporter qw(import);
 use File::Copy qw(copy);
 use Time::HiRes qw(sleep time);
+
+our @EXPORT_OK = qw(wait_for up);
 
 my @CLEANUP;
 
@@ -98,9 +102,9 @@ sub up
 #   net       a VetoHosts: each host in its namespace, at its address
 #             (else 127.0.0.1)
 #   address   the host's name with its address (a lease, routing)
-#   routing   one peer key and veto_sandbox_peer_pass \@veto_peer
-#             (implies same_keys); read_timeout: the hop's
-#             proxy_read_timeout
+#   routing   one peer key (peer_key, else a random one) and
+#             veto_sandbox_peer_pass \@veto_peer (implies same_keys);
+#             read_timeout: the hop's proxy_read_timeout
 #   same_keys every host verifies the first one's tokens
 #   helper    per name, start_helper()'s options beside these: a code
 #             ref given the name, or a hash ref
@@ -111,7 +115,8 @@ sub gateways
 {
     my (%o) = @_;
     require VetoNginx;
-    my $key = unpack('H*', join '', map { chr int rand 256 } 1 .. 32);
+    my $key = $o{peer_key}
+           // unpack('H*', join '', map { chr int rand 256 } 1 .. 32);
     my $probe = 2_000_000_000 + ($$ % 2000) * 16 * 65536;
     my ($first, @gw);
     my $i = 0;

@@ -59,7 +59,9 @@ ngx_http_veto_sandbox_fence_epoch_ok(const char *s, size_t len)
 }
 
 
-static ngx_int_t
+/* to = a copy of s in the request's pool (the Redis and JSON strings the
+ * fence and the owner step keep) */
+ngx_int_t
 ngx_http_veto_sandbox_fence_copy(ngx_http_request_t *r, ngx_str_t *to,
     const char *s, size_t len)
 {

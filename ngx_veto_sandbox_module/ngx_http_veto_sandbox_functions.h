@@ -272,6 +272,8 @@ ngx_int_t ngx_http_veto_sandbox_fence_add(ngx_http_veto_sandbox_ctx_t *ctx,
     json_t *req);
 ngx_int_t ngx_http_veto_sandbox_fence_check(ngx_http_request_t *r,
     ngx_http_veto_sandbox_ctx_t *ctx);
+ngx_int_t ngx_http_veto_sandbox_fence_copy(ngx_http_request_t *r,
+    ngx_str_t *to, const char *s, size_t len);
 
 /* _where.c: a sandbox's owner, a create's place */
 ngx_int_t ngx_http_veto_sandbox_where_init(void);

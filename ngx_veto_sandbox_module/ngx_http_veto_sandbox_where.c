@@ -33,6 +33,16 @@ static ngx_int_t ngx_http_veto_sandbox_where_route(ngx_http_request_t *r,
     ngx_http_veto_sandbox_ctx_t *ctx, redisReply *reply);
 
 
+/* a Redis string equal to s */
+#define ngx_http_vsb_is(rs, s)                                                \
+    ((rs)->type == REDIS_REPLY_STRING && (size_t) (rs)->len == (s)->len      \
+     && ngx_strncmp((rs)->str, (s)->data, (s)->len) == 0)
+
+/* a Redis string kept in the request's pool */
+#define ngx_http_vsb_keep(r, to, rs)                                          \
+    ngx_http_veto_sandbox_fence_copy(r, to, (rs)->str, (rs)->len)
+
+
 /* KEYS: seen;  ARGV: this host's name, the lease prefix
  * This host has room (or its load is not known): {}; else the live host
  * with room and the least load: {name, addr}; none: {}. */
@@ -209,13 +219,9 @@ ngx_http_veto_sandbox_place_result(ngx_http_request_t *r,
         return NGX_AGAIN;
     }
 
-    ctx->owner_host.data = ngx_pnalloc(r->pool, name->len);
-    if (ctx->owner_host.data == NULL) {
+    if (ngx_http_vsb_keep(r, &ctx->owner_host, name) != NGX_OK) {
         return NGX_HTTP_INTERNAL_SERVER_ERROR;
     }
-
-    ngx_memcpy(ctx->owner_host.data, name->str, name->len);
-    ctx->owner_host.len = name->len;
 
     /* no route: the create is made here, and its helper says it is full */
     if (ngx_http_veto_sandbox_peer_plan(r, ctx, (u_char *) addr->str,
@@ -259,13 +265,9 @@ ngx_http_veto_sandbox_where_route(ngx_http_request_t *r,
         return NGX_AGAIN;
     }
 
-    ctx->route_reason.data = ngx_pnalloc(r->pool, why->len);
-    if (ctx->route_reason.data == NULL) {
+    if (ngx_http_vsb_keep(r, &ctx->route_reason, why) != NGX_OK) {
         return NGX_HTTP_INTERNAL_SERVER_ERROR;
     }
-
-    ngx_memcpy(ctx->route_reason.data, why->str, why->len);
-    ctx->route_reason.len = why->len;
 
     ctx->route_ended_at = 0;
 
@@ -286,18 +288,12 @@ ngx_http_veto_sandbox_where_route(ngx_http_request_t *r,
         return NGX_AGAIN;
     }
 
-    ctx->owner_host.data = ngx_pnalloc(r->pool, gw->len);
-    if (ctx->owner_host.data == NULL) {
+    if (ngx_http_vsb_keep(r, &ctx->owner_host, gw) != NGX_OK) {
         return NGX_HTTP_INTERNAL_SERVER_ERROR;
     }
 
-    ngx_memcpy(ctx->owner_host.data, gw->str, gw->len);
-    ctx->owner_host.len = gw->len;
-
     /* ours: our helper's ENDED record answers, as without hosts */
-    if ((size_t) gw->len == host->len
-        && ngx_strncmp(gw->str, host->data, host->len) == 0)
-    {
+    if (ngx_http_vsb_is(gw, host)) {
         return NGX_AGAIN;
     }
 
@@ -399,23 +395,18 @@ ngx_http_veto_sandbox_where_result(ngx_http_request_t *r,
 
         /* an ended sandbox of the agent's: routed by its routing record */
         if (reply->element[3]->type == REDIS_REPLY_STRING
-            && agent->type == REDIS_REPLY_STRING
-            && (size_t) agent->len == ctx->agent.len
-            && ngx_strncmp(agent->str, ctx->agent.data, ctx->agent.len) == 0)
+            && ngx_http_vsb_is(agent, &ctx->agent))
         {
             return ngx_http_veto_sandbox_where_route(r, ctx, reply);
         }
 
         /* only the agent's own sandbox is told apart: another agent's
          * is not found, here as on its host */
-        if (agent->type != REDIS_REPLY_STRING
-            || (size_t) agent->len != ctx->agent.len
-            || ngx_strncmp(agent->str, ctx->agent.data, ctx->agent.len) != 0
+        if (!ngx_http_vsb_is(agent, &ctx->agent)
             || gw->type != REDIS_REPLY_STRING
             || !ngx_http_veto_sandbox_redis_key_part_valid((u_char *) gw->str,
                                                            gw->len)
-            || ((size_t) gw->len == host->len
-                && ngx_strncmp(gw->str, host->data, host->len) == 0))
+            || ngx_http_vsb_is(gw, host))
         {
             /* the agent's own and ours: the helper is told which of its
              * runs holds it (the epoch fence) */
@@ -427,13 +418,9 @@ ngx_http_veto_sandbox_where_result(ngx_http_request_t *r,
             return NGX_AGAIN;
         }
 
-        ctx->owner_host.data = ngx_pnalloc(r->pool, gw->len);
-        if (ctx->owner_host.data == NULL) {
+        if (ngx_http_vsb_keep(r, &ctx->owner_host, gw) != NGX_OK) {
             return NGX_HTTP_INTERNAL_SERVER_ERROR;
         }
-
-        ngx_memcpy(ctx->owner_host.data, gw->str, gw->len);
-        ctx->owner_host.len = gw->len;
 
         /* the run of its helper the record names: signed along when the
          * request is routed, so the owner fences it as its own */

@@ -26,8 +26,7 @@ chdir "$FindBin::Bin/..";
 
 VetoNginx::need(qw(helper redis));
 
-my $policy = { version => 1, tenants => { acme => {
-    ceilings => { memory_mb => 512, timeout_s => 30, ttl_s => 3600 } } } };
+my $policy = VetoHosts::acme_policy();
 my $s = VetoSentinel->new(addr => '127.0.0.1');
 my %gw = VetoHosts::gateways(names => [qw(a b)], sentinel => $s,
                              sentinel_conf => { wait => '' },

@@ -24,8 +24,7 @@ use POSIX qw(_exit);
 use Time::HiRes qw(sleep time);
 
 VetoNginx::need(qw(helper redis));
-die "redis-sentinel is not installed (scripts/install-deps.sh test)\n"
-    unless system('redis-sentinel --version >/dev/null 2>&1') == 0;
+VetoSentinel::need();
 
 my $policy = {
     version => 1,

@@ -22,19 +22,11 @@ use VetoHosts qw(wait_for up);
 use Time::HiRes qw(sleep time);
 
 VetoNginx::need(qw(helper redis));
-die "redis-sentinel is not installed (scripts/install-deps.sh test)\n"
-    unless system('redis-sentinel --version >/dev/null 2>&1') == 0;
+VetoSentinel::need();
 
-my $policy = {
-    version => 1,
-    tenants => {
-        acme => {
-            ceilings => { memory_mb => 512, timeout_s => 30, ttl_s => 3600 },
-            approvals => { exec_argv => ['sh -c *'] },
-            quotas => { concurrent_sandboxes => 2 },
-        },
-    },
-};
+my $policy = VetoHosts::acme_policy(
+    approvals => { exec_argv => ['sh -c *'] },
+    quotas => { concurrent_sandboxes => 2 });
 
 # ---- nginx -t
 my $t = VetoNginx->new;

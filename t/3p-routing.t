@@ -28,19 +28,11 @@ use Time::HiRes qw(sleep time);
 use POSIX ();
 
 VetoNginx::need(qw(helper redis));
-die "redis-sentinel is not installed (scripts/install-deps.sh test)\n"
-    unless system('redis-sentinel --version >/dev/null 2>&1') == 0;
+VetoSentinel::need();
 
-my $policy = {
-    version => 1,
-    tenants => {
-        acme => {
-            ceilings => { memory_mb => 512, timeout_s => 30, ttl_s => 3600 },
-            approvals => { exec_argv => ['sh -c *gated*'] },
-            quotas => { concurrent_sandboxes => 4 },
-        },
-    },
-};
+my $policy = VetoHosts::acme_policy(
+    approvals => { exec_argv => ['sh -c *gated*'] },
+    quotas => { concurrent_sandboxes => 4 });
 
 my $peer_key = unpack('H*', join '', map { chr int rand 256 } 1 .. 32);
 
@@ -80,13 +72,7 @@ my ($A, $B, $C) = @gw{qw(a b c)};
 ok(wait_for(sub { up($A) && up($B) && up($C) }, 15), 'all hosts found the master');
 # the master, asked again whenever its connection went (a failover, or
 # Sentinel's CLIENT KILL when it turns a server into a replica)
-my $mc = $s->master;
-sub M
-{
-    my $ok = eval { $mc->ping; ($mc->role->[0] // '') eq 'master' };
-    $mc = $s->current_master unless $ok;
-    return $mc;
-}
+sub M { $s->live_master }
 ok(wait_for(sub { M()->exists('veto:{:hosts}:lease:gw-a')
                   && M()->exists('veto:{:hosts}:lease:gw-b')
                   && M()->exists('veto:{:hosts}:lease:gw-c') }, 10),

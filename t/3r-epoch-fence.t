@@ -21,6 +21,7 @@ use POSIX ();
 use Time::HiRes qw(sleep time);
 use lib 't/lib';
 use VetoNginx;
+use VetoHosts qw(wait_for);
 
 VetoNginx::need(qw(helper redis));
 
@@ -30,18 +31,6 @@ my $hp = $n->start_helper;
 $n->start(redis => 1,
           http_extra => 'veto_sandbox_host gw-f 127.0.0.1:' . $n->port
                         . ";\n");
-
-sub wait_for
-{
-    my ($what, $timeout) = @_;
-    my $deadline = time + $timeout;
-    while (time < $deadline) {
-        my $v = $what->();
-        return $v if $v;
-        sleep 0.05;
-    }
-    return undef;
-}
 
 my $m = $n->redis;
 ok(wait_for(sub { $m->hget('veto:{:hosts}:lease:gw-f', 'epoch') }, 10),

@@ -26,18 +26,9 @@ use JSON::PP;
 use Time::HiRes qw(sleep time);
 
 VetoNginx::need(qw(helper redis));
-die "redis-sentinel is not installed (scripts/install-deps.sh test)\n"
-    unless system('redis-sentinel --version >/dev/null 2>&1') == 0;
+VetoSentinel::need();
 
-my $policy = {
-    version => 1,
-    tenants => {
-        acme => {
-            ceilings => { memory_mb => 512, timeout_s => 30, ttl_s => 3600 },
-            quotas => { concurrent_sandboxes => 8 },
-        },
-    },
-};
+my $policy = VetoHosts::acme_policy(quotas => { concurrent_sandboxes => 8 });
 
 my $retention_s = 20;
 my $lease_s = 2;
@@ -55,13 +46,9 @@ my ($A, $B, $C) = @gw{qw(a b c)};
 
 ok(wait_for(sub { up($A) && up($B) && up($C) }, 15),
    'all hosts found the master');
-my $mc = $s->master;
-sub M
-{
-    my $ok = eval { $mc->ping; ($mc->role->[0] // '') eq 'master' };
-    $mc = $s->current_master unless $ok;
-    return $mc;
-}
+# the master, asked again whenever its connection went (a failover, or
+# Sentinel's CLIENT KILL when it turns a server into a replica)
+sub M { $s->live_master }
 ok(wait_for(sub { M()->exists('veto:{:hosts}:lease:gw-a')
                      && M()->exists('veto:{:hosts}:lease:gw-b')
                      && M()->exists('veto:{:hosts}:lease:gw-c') }, 10),

@@ -13,6 +13,7 @@ package VetoHosts;
 #   my %gw = VetoHosts::gateways(names => [qw(a b c)], sentinel => $s,
 #                                policy => $policy, net => $net,
 #                                address => 1, routing => 1);
+#   VetoHosts::acme_policy(quotas => {...})   # tenant acme, the ceilings
 #   use VetoHosts qw(wait_for up);
 #   wait_for(sub { ... }, $seconds)    # the value, or undef
 #   up($gw{a})                         # the host found its Redis master
@@ -71,6 +72,16 @@ sub cleanup
 }
 
 END { local $?; $_->cleanup for @CLEANUP }
+
+# The policy the multi-host tests share: tenant acme with these ceilings,
+# and its other parts (quotas, approvals) as given.
+sub acme_policy
+{
+    my (%acme) = @_;
+    return { version => 1, tenants => { acme => {
+        ceilings => { memory_mb => 512, timeout_s => 30, ttl_s => 3600 },
+        %acme } } };
+}
 
 # The value of $what once it is true, polled until $timeout seconds.
 sub wait_for

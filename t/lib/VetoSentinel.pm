@@ -9,6 +9,9 @@ package VetoSentinel;
 #   my $s = VetoSentinel->new(addr => '127.0.0.1');
 #   $s->nginx_conf          # veto_sandbox_redis_sentinel ... for nginx
 #   $s->master              # a Redis client to the current master
+#   $s->live_master         # the same, asked again only when its
+#                           # connection went or it is a replica now
+#   VetoSentinel::need()    # dies unless redis-sentinel is installed
 #   $s->kill_master         # kill -9; returns the old master's port
 #   $s->wait_failover($old) # until the sentinels name another master
 #   $s->restart($port)      # the same server again (it rejoins as a replica)
@@ -129,6 +132,24 @@ EOF
     $self->spawn("sentinel$port", "sentinel-$port.log", 'redis-sentinel',
                  $conf);
     $self->wait_port($port);
+}
+
+sub need
+{
+    die "redis-sentinel is not installed (scripts/install-deps.sh test)\n"
+        unless system('redis-sentinel --version >/dev/null 2>&1') == 0;
+}
+
+# The master's client, kept while it answers as the master; after a
+# failover, or Sentinel's CLIENT KILL when it turns a server into a
+# replica, the current master's.
+sub live_master
+{
+    my ($self) = @_;
+    my $mc = $self->{live};
+    my $ok = $mc && eval { $mc->ping; ($mc->role->[0] // '') eq 'master' };
+    $self->{live} = $self->current_master unless $ok;
+    return $self->{live};
 }
 
 sub client

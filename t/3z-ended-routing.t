@@ -6,8 +6,8 @@
 # through a keeps a routing record (veto:{T}:sbx:route:<id>: its owner,
 # its run, how and when it ended, until the ENDED record's
 # retained_until): a GET through b and c answers 200 "ended" "deleted"
-# with a's very body; an exec, a file write and a second DELETE through b
-# or c are a's 410; another agent's is 404.  Host c dies with one ended
+# with a's very body; an exec (streamed too), a file write and a second
+# DELETE through b or c are a's 410; another agent's is 404.  Host c dies with one ended
 # and one live sandbox: the ended one answers its end from the record
 # through a and b (not 503) once c's lease ran out; the live one, after
 # the grace, ended as host_lost, answers host_lost (200 to a GET, 410 to
@@ -119,6 +119,11 @@ for my $req ([B => POST => "/v1/sandboxes/$sa/exec", { argv => ['true'] }],
 ($st, $h, $b) = $A->request(POST => "/v1/sandboxes/$sa/exec", $agent,
                             { argv => ['true'] });
 is($st, 410, '... as through a');
+($st, $h, $b, $j) = $C->request(POST => "/v1/sandboxes/$sa/exec", $agent,
+                                { argv => ['true'] },
+                                { Accept => 'application/x-ndjson' });
+is($st, 410, 'a streamed exec through c: 410') or diag $b;
+is($j->{end_reason}, 'deleted', '... deleted');
 ($st, $h, $b) = $B->request(GET => "/v1/sandboxes/$sa", $other);
 is($st, 404, "another agent's ended sandbox through b: 404") or diag $b;
 
@@ -151,6 +156,13 @@ is($j->{host}, 'gw-c', '... on host c');
                                 $agent, { argv => ['true'] });
 is($st, 410, '... an exec through b: 410') or diag $b;
 is($j->{end_reason}, 'deleted', '... deleted');
+($st, $h, $b, $j) = $B->request(POST => "/v1/sandboxes/$sc_ended/exec",
+                                $agent, { argv => ['true'] },
+                                { Accept => 'application/x-ndjson' });
+is($st, 410, '... a streamed one: 410') or diag $b;
+is($j->{end_reason}, 'deleted', '... deleted');
+($st, $h, $b) = $B->request(GET => "/v1/sandboxes/$sc_ended", $other);
+is($st, 404, "... another agent's: 404") or diag $b;
 
 ok(wait_for(sub { !M()->exists("veto:{acme}:sbx:own:$sc_live") },
                $lease_s + $grace_s + 15),

@@ -15,6 +15,9 @@
 #include "vsb_log.h"
 #include "vsb_server_int.h"
 
+/* frames per writev(): two iovecs each (prefix and JSON, payload) */
+#define VSB_WRITE_IOV  64
+
 
 void
 vsb_conn_release_out(vsb_conn_t *c)
@@ -286,33 +289,41 @@ vsb_conn_request_done(vsb_conn_t *c)
 }
 
 
-/* -1 if c was closed. */
+/*
+ * Writes what is queued, as many frames per writev() as fit VSB_WRITE_IOV
+ * (the replies of pipelined requests go out together).  Once the reply
+ * of the request being handled is written, and everything queued before
+ * it, the request is over.  -1 if c was closed.
+ */
 int
 vsb_conn_write(vsb_conn_t *c)
 {
-    struct iovec  iov[2];
-    size_t        total;
+    struct iovec  iov[VSB_WRITE_IOV];
+    size_t        total, off, left, done;
     ssize_t       n;
-    int           cnt, reply;
+    int           cnt, replies = 0, events = 0;
     vsb_out_t    *o;
 
-    while ((o = c->out) != NULL) {
-        total = o->head_len + o->payload_len;
-
+    while (c->out != NULL) {
         cnt = 0;
-        if (c->out_sent < o->head_len) {
-            iov[cnt].iov_base = o->head + c->out_sent;
-            iov[cnt].iov_len = o->head_len - c->out_sent;
-            cnt++;
-            if (o->payload_len > 0) {
-                iov[cnt].iov_base = o->payload;
-                iov[cnt].iov_len = o->payload_len;
+        off = c->out_sent;
+
+        for (o = c->out; o != NULL && cnt + 2 <= VSB_WRITE_IOV; o = o->next) {
+            if (off < o->head_len) {
+                iov[cnt].iov_base = o->head + off;
+                iov[cnt].iov_len = o->head_len - off;
+                cnt++;
+                if (o->payload_len > 0) {
+                    iov[cnt].iov_base = o->payload;
+                    iov[cnt].iov_len = o->payload_len;
+                    cnt++;
+                }
+            } else {
+                iov[cnt].iov_base = o->payload + (off - o->head_len);
+                iov[cnt].iov_len = o->head_len + o->payload_len - off;
                 cnt++;
             }
-        } else {
-            iov[0].iov_base = o->payload + (c->out_sent - o->head_len);
-            iov[0].iov_len = total - c->out_sent;
-            cnt = 1;
+            off = 0;
         }
 
         n = writev(c->ev.fd, iov, cnt);
@@ -329,27 +340,42 @@ vsb_conn_write(vsb_conn_t *c)
             return -1;
         }
 
-        c->out_sent += (size_t) n;
         vsb_timer_add(&c->timer, VSB_CONN_TIMEOUT_MS);
 
-        if (c->out_sent < total) {
-            continue;
+        /* the frames written whole leave the queue */
+        done = (size_t) n;
+        while ((o = c->out) != NULL) {
+            total = o->head_len + o->payload_len;
+            left = total - c->out_sent;
+
+            if (done < left) {
+                c->out_sent += done;
+                break;
+            }
+
+            done -= left;
+            c->out = o->next;
+            if (c->out == NULL) {
+                c->out_last = NULL;
+            }
+            c->out_sent = 0;
+            c->out_queued -= total;
+            c->held_out -= total;
+            vsb_server_unbuffer(total);
+            if (o->reply) {
+                replies++;
+            } else {
+                events++;
+            }
+            free(o->head);
+            free(o->payload);
+            free(o);
         }
 
-        c->out = o->next;
-        if (c->out == NULL) {
-            c->out_last = NULL;
-        }
-        c->out_sent = 0;
-        c->out_queued -= total;
-        c->held_out -= total;
-        vsb_server_unbuffer(total);
-        reply = o->reply;
-        free(o->head);
-        free(o->payload);
-        free(o);
-
-        if (reply) {
+        /* the reply of the request being handled (the last frame queued
+         * when it is: replies of pipelined requests come before it) */
+        if (replies > 0 && c->out == NULL && (c->replied || c->close_after))
+        {
             return vsb_conn_request_done(c);
         }
     }
@@ -359,14 +385,13 @@ vsb_conn_write(vsb_conn_t *c)
         return -1;
     }
 
-    /* events written, the request goes on */
+    /* events written, the request goes on (or pipelined replies written
+     * while the next request is read or runs) */
     vsb_conn_update(c);
 
-    if (c->op != NULL) {
+    if (events > 0 && c->op != NULL) {
         vsb_server_hooks.drained(c->op);
     }
 
     return 0;
 }
-
-

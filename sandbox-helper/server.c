@@ -1,9 +1,13 @@
 /*
  * Listener and connections.  Only peers on the allowlist are served; a
  * request is read completely before it is handled (or, for an op that
- * streams its payload, handed over as it arrives), the next one only
- * after the reply is written (conn_out.c), and every wait on the client
- * has a deadline.
+ * streams its payload, handed over as it arrives), and every wait on the
+ * client has a deadline.  Requests on a connection are handled one at a
+ * time, in order: a client may pipeline them (write several frames
+ * before it reads a reply).  Each frame already in the socket whose op
+ * answers at once is read, handled and answered in the same wake-up, and
+ * the replies of that wake-up go out in one writev() (conn_out.c); the
+ * next frame is read only once an op that answers later has replied.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -22,6 +26,11 @@
 
 #define VSB_READ_CHUNK      65536
 #define VSB_READS_PER_EVENT 16        /* fairness: 1 MiB, then yield */
+/* pipelined requests answered in one wake-up: at most this many frames,
+ * and no more once this many reply bytes wait to be written (then they
+ * are written, and the rest of the socket waits for the next turn) */
+#define VSB_PIPELINE_FRAMES 32
+#define VSB_PIPELINE_BYTES  (256 * 1024)
 
 static vsb_event_t     vsb_listen_ev = { .fd = -1 };
 static vsb_timer_t     vsb_accept_timer;
@@ -132,7 +141,9 @@ vsb_conn_timeout(vsb_timer_t *t)
 }
 
 
-/* The next request: 60 s to send all of its frame. */
+/* The next request: 60 s to send all of its frame.  The parser may hold
+ * the first bytes of it already (a pipelined frame read in the wake-up
+ * that answered the last one): they are kept. */
 int
 vsb_conn_start_reading(vsb_conn_t *c)
 {
@@ -140,7 +151,6 @@ vsb_conn_start_reading(vsb_conn_t *c)
     c->replied = 0;
     c->in_paused = 0;
     c->in_left = 0;
-    vsb_frame_reset(&c->in);
     vsb_timer_add(&c->timer, VSB_CONN_TIMEOUT_MS);
 
     if (vsb_loop_mod(&c->ev, EPOLLIN) != 0) {
@@ -318,24 +328,56 @@ vsb_conn_read_stream(vsb_conn_t *c)
 }
 
 
+/*
+ * The replies of one wake-up's pipelined requests, queued while reading
+ * on: written now, in one writev() as far as the socket takes them.
+ * What it does not take is written on EPOLLOUT, and nothing more is read
+ * until it is (the client must read its replies to be heard again).
+ * -1 if c was closed.
+ */
+static int
+vsb_conn_flush(vsb_conn_t *c)
+{
+    if (c->out == NULL || c->state != VSB_CONN_READING) {
+        return 0;
+    }
+
+    if (vsb_conn_write(c) != 0) {
+        return -1;
+    }
+
+    if (c->out != NULL) {
+        c->state = VSB_CONN_WRITING;
+        c->replied = 1;         /* the last one: its write ends the wait */
+        vsb_conn_update(c);
+    }
+
+    return 0;
+}
+
+
 /* -1 if c was closed. */
 static int
 vsb_conn_read(vsb_conn_t *c)
 {
     unsigned char   buf[VSB_READ_CHUNK];
-    size_t          want, used;
+    size_t          want, used, got = 0;
     ssize_t         n;
-    int             i;
+    int             i, frames = 0;
     vsb_frame_rc_t  rc;
 
     if (c->state == VSB_CONN_STREAMING) {
         return vsb_conn_read_stream(c);
     }
 
-    for (i = 0; i < VSB_READS_PER_EVENT; i++) {
+    for (i = 0; i < VSB_READS_PER_EVENT + 2 * VSB_PIPELINE_FRAMES; i++) {
         want = vsb_frame_need(&c->in);
         if (want > sizeof(buf)) {
             want = sizeof(buf);
+        }
+
+        if (got >= VSB_READ_CHUNK * VSB_READS_PER_EVENT) {
+            break;              /* fairness: 1 MiB, then yield */
         }
 
         n = read(c->ev.fd, buf, want);
@@ -344,7 +386,7 @@ vsb_conn_read(vsb_conn_t *c)
                 continue;
             }
             if (errno == EAGAIN || errno == EWOULDBLOCK) {
-                return 0;
+                break;
             }
             vsb_log_errno(VSB_LOG_INFO, "connection %lu: read()", c->n);
             vsb_conn_close(c);
@@ -356,13 +398,28 @@ vsb_conn_read(vsb_conn_t *c)
                 vsb_log(VSB_LOG_INFO, "connection %lu (uid %u): closed in "
                         "the middle of a frame", c->n, (unsigned) c->uid);
             }
+
+            if (c->out != NULL) {
+                /* the client wrote its last request and shut its side:
+                 * the replies owed are still written, then c is closed */
+                c->close_after = 1;
+                (void) vsb_loop_mod(&c->ev, 0);
+                if (vsb_conn_flush(c) != 0) {
+                    return -1;
+                }
+                return 0;
+            }
+
             vsb_conn_close(c);
             return -1;
         }
 
+        got += (size_t) n;
+
         rc = vsb_frame_feed(&c->in, buf, (size_t) n, &used);
 
         if (rc == VSB_FRAME_ERROR) {
+            /* after the replies to the frames before it */
             vsb_conn_frame_error(c);
             return 0;
         }
@@ -383,6 +440,7 @@ vsb_conn_read(vsb_conn_t *c)
         if (rc == VSB_FRAME_DONE) {
             c->state = VSB_CONN_BUSY;
             vsb_timer_del(&c->timer);
+            frames++;
 
             /* What c waits for is set once dispatch returns: most ops
              * reply at once, and then neither the "hangups only" mask
@@ -397,6 +455,19 @@ vsb_conn_read(vsb_conn_t *c)
             vsb_frame_reset(&c->in);
             vsb_conn_release_in(c);
 
+            if (c->replied && c->op == NULL && !c->close_after
+                && frames < VSB_PIPELINE_FRAMES
+                && c->out_queued < VSB_PIPELINE_BYTES)
+            {
+                /* answered at once: the next frame, if the client
+                 * pipelined one, in this same wake-up; the replies are
+                 * written together once the socket is empty */
+                c->state = VSB_CONN_READING;
+                c->replied = 0;
+                vsb_timer_add(&c->timer, VSB_CONN_TIMEOUT_MS);
+                continue;
+            }
+
             /* answered: written from c's own handler, as EPOLLOUT would
              * (a full socket leaves the rest to EPOLLOUT) */
             if (c->replied && c->out != NULL) {
@@ -408,14 +479,20 @@ vsb_conn_read(vsb_conn_t *c)
                 }
             }
 
-            /* Still running, or a reply not all written: only hangups
-             * and, with a reply queued, EPOLLOUT matter now. */
+            /* Still running (the replies before it go out meanwhile), or
+             * a reply not all written: only hangups and, with a reply
+             * queued, EPOLLOUT matter now. */
+            if (!c->replied && c->out != NULL) {
+                if (vsb_conn_write(c) != 0) {
+                    return -1;
+                }
+            }
             vsb_conn_update(c);
             return 0;
         }
     }
 
-    return 0;
+    return vsb_conn_flush(c);
 }
 
 

@@ -249,6 +249,123 @@ still_serving('an oversize payload');
     is($h->destroy($idb)->{state}, 'terminated', 'destroy');
 }
 
+# --- pipelined requests: several frames written before a reply is read --
+# The helper answers them one at a time, in order, each with its own
+# request_id; those answered at once go out together.
+{
+    my $idp = $h->create_ok;
+    my @reqs;
+    for my $i (1 .. 24) {
+        my $k = $i % 4;
+        push @reqs, $k == 0 ? { op => 'ping', brief => JSON::PP::true }
+                  : $k == 1 ? { op => 'status', tenant => 't1', agent => 'a1', id => $idp }
+                  : $k == 2 ? { op => 'list', tenant => 't1' }
+                  :           { op => 'status', tenant => 't1', agent => 'a1',
+                                id => 'sb-000000000000000000000000' };
+        $reqs[-1]{request_id} = "p$i";
+    }
+    my $s = $h->connect;
+    VetoTest::write_all($s, join('', map { VetoTest::frame($_) } @reqs));
+    my @got = map { my ($x) = VetoTest::recv_frame($s, 20); $x } @reqs;
+    is(join(',', map { $_ ? $_->{request_id} // '?' : '<none>' } @got),
+       join(',', map { "p$_" } 1 .. 24),
+       '24 pipelined requests: 24 replies, in order');
+    is(scalar(grep { $_ && $_->{ok} } @got), 18, '... 18 of them ok');
+    is(scalar(grep { $_ && ($_->{error} // '') eq 'not_found' } @got), 6,
+       '... the 6 naming no sandbox not_found');
+    is($got[0]{sandbox}{id}, $idp, '... a status names its own sandbox');
+    ok($got[3]{version}, '... a ping is a ping');
+    my ($again) = $h->call({ op => 'ping', request_id => 'after' }, undef,
+                           sock => $s, timeout => 10);
+    is($again->{request_id}, 'after', 'the connection serves on after them');
+
+    # an op that answers later (an exec) between quick ones: the frame
+    # after it is read once it has answered, and the order holds
+    VetoTest::write_all($s, join('',
+        VetoTest::frame({ op => 'ping', request_id => 'a' }),
+        VetoTest::frame({ op => 'exec', tenant => 't1', agent => 'a1',
+                          id => $idp, request_id => 'b',
+                          argv => [ 'sh', '-c', 'sleep 0.3; echo slow' ] }),
+        VetoTest::frame({ op => 'ping', request_id => 'c' })));
+    @got = map { my ($x, $p) = VetoTest::recv_frame($s, 20); [ $x, $p ] } 1 .. 3;
+    is(join(',', map { $_->[0] ? $_->[0]{request_id} // '?' : '<none>' } @got),
+       'a,b,c', 'ping, exec, ping pipelined: replies in order');
+    is($got[1][0]{exit_code}, 0, '... the exec ran');
+    like($got[1][1], qr/^slow/, '... its output is its own');
+    close $s;
+
+    # a JSON error in the middle is that request's answer; framing holds
+    $s = $h->connect;
+    VetoTest::write_all($s, join('',
+        VetoTest::frame({ op => 'ping', request_id => 'x1' }),
+        VetoTest::frame('{"op":"ping",'),
+        VetoTest::frame({ op => 'ping', request_id => 'x3' })));
+    @got = map { my ($x) = VetoTest::recv_frame($s, 10); $x } 1 .. 3;
+    is(join(',', map { $_ ? ($_->{request_id} // $_->{error}) : '<none>' } @got),
+       'x1,bad_json,x3', 'bad JSON between two pipelined pings: its own error');
+    close $s;
+
+    # a bad frame in the middle: the replies before it, its bad_frame,
+    # then the connection is closed (framing is lost): nothing after it
+    # is handled
+    $s = $h->connect;
+    VetoTest::write_all($s, join('',
+        VetoTest::frame({ op => 'ping', request_id => 'y1' }),
+        VetoTest::frame({ op => 'ping', request_id => 'y2' }),
+        pack('a4NN', 'XSB1', length $ping, 0) . $ping,
+        VetoTest::frame({ op => 'ping', request_id => 'y4' })));
+    @got = map { my ($x) = VetoTest::recv_frame($s, 10); $x } 1 .. 3;
+    is(join(',', map { $_ ? ($_->{request_id} // $_->{error}) : '<none>' } @got),
+       'y1,y2,bad_frame', 'a bad frame after two pings: both answered, then bad_frame');
+    my ($none) = VetoTest::recv_frame($s, 10);
+    # (unread bytes at its close: a reset, or EOF)
+    ok(!$none && $VetoTest::ERR =~ /^(eof|read: Connection reset)/,
+       '... and the connection closed without handling the frame after it')
+        or diag explain [ $none, $VetoTest::ERR ];
+    close $s;
+
+    # the client shuts its side after its last request: every reply owed
+    # is still written, then the helper closes
+    $s = $h->connect;
+    VetoTest::write_all($s, join('', map { VetoTest::frame({ op => 'ping',
+        request_id => "z$_" }) } 1 .. 5));
+    shutdown($s, 1);
+    @got = map { my ($x) = VetoTest::recv_frame($s, 10); $x } 1 .. 5;
+    is(join(',', map { $_ ? $_->{request_id} : '<none>' } @got),
+       'z1,z2,z3,z4,z5', 'five pings then a half-close: five replies');
+    ($none) = VetoTest::recv_frame($s, 10);
+    ok(!$none && $VetoTest::ERR eq 'eof', '... then EOF');
+    close $s;
+
+    # a client that pipelines far more than it reads: the helper stops
+    # reading it once its replies fill the socket, holds little for it,
+    # and serves others meanwhile; every reply arrives once it reads
+    my $n = 20000;
+    $s = $h->connect;
+    my $wpid = fork() // die "fork: $!";
+    if ($wpid == 0) {
+        VetoTest::write_all($s, join('', map { VetoTest::frame({ op => 'ping',
+            brief => JSON::PP::true, request_id => "q$_" }) } 1 .. $n));
+        POSIX::_exit(0);
+    }
+    select(undef, undef, undef, 1);
+    still_serving('a client that pipelines 20000 requests and reads none');
+    my ($stats) = $h->call({ op => 'stats' });
+    ok($stats->{buffered_bytes} <= 2 * 256 * 1024 + 65536,
+       "... the helper holds $stats->{buffered_bytes} bytes for it")
+        or diag explain $stats;
+    my ($bad, $i) = (0, 0);
+    for $i (1 .. $n) {
+        my ($x) = VetoTest::recv_frame($s, 20);
+        if (!$x || ($x->{request_id} // '') ne "q$i") { $bad = $i; last }
+    }
+    is($bad, 0, "... once it reads: $n replies, in order");
+    waitpid($wpid, 0);
+    close $s;
+
+    is($h->destroy($idp)->{state}, 'terminated', 'destroy');
+}
+
 # --- ceilings -------------------------------------------------------------
 for my $l (qw(memory_mb pids cpu_percent disk_mb timeout_s output_bytes)) {
     my $max = $h->cf("max_$l");
@@ -355,4 +472,41 @@ is(scalar @bad, 0, 'all destroyed');
 $h->leaks_ok('after destroy');
 my $st = $h->stop;
 is($st, 0, 'helper exits 0 on SIGTERM') or diag $h->log_text;
+# --- pipelined frames and the buffer budget (a helper of its own) ------
+{
+    my ($s, @got, $none);
+    # the budget counts every pipelined frame: with the frames of stalled
+    # clients holding most of it, a pipelined frame that does not fit is
+    # refused with busy after the replies before it (and the connection
+    # closed: its payload is not read)
+    my $hb = VetoTest->start(max_file_bytes => 1024 * 1024);
+    my $wfj = '{"op":"write_file","tenant":"t1","agent":"a1","id":"sb-000000000000000000000000","path":"x"}';
+    my @stall = map { my $c = $hb->connect;
+        VetoTest::write_all($c, pack('a4NN', 'VSB1', length $wfj, 1024 * 1024) . $wfj);
+        $c } 1 .. 8;
+    select(undef, undef, undef, 0.5);
+    my ($hs) = $hb->call({ op => 'stats' });
+    ok($hs->{buffered_bytes} >= 8 * 1024 * 1024, "8 stalled frames hold "
+       . "$hs->{buffered_bytes} of $hs->{buffer_limit_bytes} bytes");
+    $s = $hb->connect;
+    VetoTest::write_all($s, join('',
+        VetoTest::frame({ op => 'ping', request_id => 'b1' }),
+        pack('a4NN', 'VSB1', length $wfj, 1024 * 1024) . $wfj,
+        VetoTest::frame({ op => 'ping', request_id => 'b3' })));
+    @got = map { my ($x) = VetoTest::recv_frame($s, 10); $x } 1 .. 2;
+    is(join(',', map { $_ ? ($_->{request_id} // $_->{error}) : '<none>' } @got),
+       'b1,busy', 'pipelined: ping answered, the frame over budget busy');
+    ($none) = VetoTest::recv_frame($s, 10);
+    ok(!$none && $VetoTest::ERR =~ /^(eof|read: Connection reset)/,
+       '... and the connection closed') or diag explain [ $none, $VetoTest::ERR ];
+    close $_ for @stall, $s;
+    select(undef, undef, undef, 0.5);
+    ($hs) = $hb->call({ op => 'stats' });
+    # (but the stats request itself, held while it is handled)
+    is($hs->{buffered_bytes}, length('{"op":"stats"}') + 1,
+       'the stalled clients gone: nothing held');
+    is($hb->stop, 0, 'that helper exits 0');
+
+}
+
 done_testing;

@@ -103,6 +103,14 @@ void ngx_http_veto_sandbox_helper_resume(ngx_http_request_t *r,
     ngx_http_veto_sandbox_ctx_t *ctx);
 /* the connection closed now (the helper cancels a foreground exec) */
 void ngx_http_veto_sandbox_helper_close(ngx_http_veto_sandbox_ctx_t *ctx);
+/* the exchange is over (status NGX_OK: the reply is in h): metrics, the
+ * epoch fence, then h->handler */
+void ngx_http_veto_sandbox_helper_done(ngx_http_request_t *r,
+    ngx_http_veto_sandbox_ctx_t *ctx, ngx_int_t status, const char *error);
+/* _pipe.c: quick requests pipelined on one connection per worker */
+ngx_int_t ngx_http_veto_sandbox_pipe_send(ngx_http_request_t *r,
+    ngx_http_veto_sandbox_ctx_t *ctx, json_t *req, size_t payload_len);
+void ngx_http_veto_sandbox_pipe_forget(ngx_http_veto_sandbox_helper_t *h);
 /* another exchange in the same request: its reply read from scratch */
 void ngx_http_veto_sandbox_helper_reset(ngx_http_veto_sandbox_helper_t *h);
 

@@ -67,8 +67,6 @@ static void ngx_http_veto_sandbox_helper_write_handler(ngx_event_t *wev);
 static void ngx_http_veto_sandbox_helper_read_handler(ngx_event_t *rev);
 static ngx_int_t ngx_http_veto_sandbox_helper_event(ngx_http_request_t *r,
     ngx_http_veto_sandbox_ctx_t *ctx);
-static void ngx_http_veto_sandbox_helper_done(ngx_http_request_t *r,
-    ngx_http_veto_sandbox_ctx_t *ctx, ngx_int_t status, const char *error);
 static void ngx_http_veto_sandbox_helper_cleanup(void *data);
 
 
@@ -102,12 +100,34 @@ ngx_http_veto_sandbox_helper_send(ngx_http_request_t *r,
     h->sent_req = req;
     h->sent_payload = payload;
     h->sent_payload_len = payload_len;
+    h->pipe = NULL;
 
     if (ngx_http_veto_sandbox_fence_add(ctx, req) != NGX_OK) {
         return NGX_ERROR;
     }
 
     ngx_http_veto_sandbox_metrics_helper_start(ctx, req);
+
+    cln = ngx_pool_cleanup_add(r->pool, 0);
+    if (cln == NULL) {
+        return NGX_ERROR;
+    }
+
+    cln->handler = ngx_http_veto_sandbox_helper_cleanup;
+    cln->data = h;
+
+    /* a quick request: on the worker's pipe, with the others of this
+     * turn of the event loop (_pipe.c) */
+    switch (ngx_http_veto_sandbox_pipe_send(r, ctx, req, payload_len)) {
+    case NGX_OK:
+        return NGX_OK;
+    case NGX_BUSY:
+        return NGX_DECLINED;
+    case NGX_ERROR:
+        return NGX_ERROR;
+    default: /* NGX_DECLINED: a connection of its own */
+        break;
+    }
 
     p = ngx_http_veto_sandbox_json_dump(r->pool, req, VSB_FRAME_HEADER_LEN,
                                         0, &len);
@@ -172,14 +192,6 @@ ngx_http_veto_sandbox_helper_send(ngx_http_request_t *r,
     }
 
     *ll = NULL;
-
-    cln = ngx_pool_cleanup_add(r->pool, 0);
-    if (cln == NULL) {
-        return NGX_ERROR;
-    }
-
-    cln->handler = ngx_http_veto_sandbox_helper_cleanup;
-    cln->data = h;
 
     h->request = h->out;
 
@@ -771,7 +783,7 @@ ngx_http_veto_sandbox_helper_close(ngx_http_veto_sandbox_ctx_t *ctx)
 
 /* Closes the connection (if not kept) and hands the outcome to the
  * operation. */
-static void
+void
 ngx_http_veto_sandbox_helper_done(ngx_http_request_t *r,
     ngx_http_veto_sandbox_ctx_t *ctx, ngx_int_t status, const char *error)
 {
@@ -804,6 +816,8 @@ ngx_http_veto_sandbox_helper_cleanup(void *data)
     ngx_http_veto_sandbox_helper_t  *h = data;
 
     /* the request ended first (client gone, worker exiting) */
+    ngx_http_veto_sandbox_pipe_forget(h);
+
     if (h->peer.connection) {
         ngx_close_connection(h->peer.connection);
         h->peer.connection = NULL;

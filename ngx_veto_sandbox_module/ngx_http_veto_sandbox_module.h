@@ -519,8 +519,12 @@ typedef ngx_int_t (*ngx_http_veto_sandbox_event_pt)(ngx_http_request_t *r,
     ngx_http_veto_sandbox_ctx_t *ctx, json_t *event, u_char *data,
     size_t len);
 
+typedef struct ngx_http_vsb_pipe_req_s  ngx_http_vsb_pipe_req_t;
+
 typedef struct {
     ngx_peer_connection_t        peer;
+    ngx_http_vsb_pipe_req_t     *pipe;      /* on the worker's pipe
+                                               (_pipe.c), or NULL */
     ngx_chain_t                 *request;   /* the whole frame */
     ngx_chain_t                 *out;       /* still to send */
     off_t                        sent_before; /* c->sent before it */

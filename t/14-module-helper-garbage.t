@@ -2,7 +2,8 @@
 # The module against a helper that answers garbage (a fake one on a unix
 # socket, in this test's temp dir): a header injection through the id it
 # names, output lengths that do not add up or wrap, bad frames, non-JSON,
-# silence and a dropped connection (503: the helper went away, it may be
+# a reply to another request (its request_id), silence and a dropped
+# connection (503: the helper went away, it may be
 # back).  Every case is a clean 5xx problem+json, never a crash, a hang
 # or an injected header.
 
@@ -25,10 +26,15 @@ my $mode_file = "$d/mode";
 
 sub mode { VetoNginx::spew($mode_file, $_[0]) }
 
+# the request_id of the request being answered: a reply echoes it, as the
+# helper's do (pipelined requests are checked against it)
+our $RID;
+
 sub frame
 {
     my ($json, $payload) = @_;
     $payload //= '';
+    $json =~ s/^\{/{"request_id":"$RID",/ if defined $RID;
     return 'VSB1' . pack('NN', length $json, length $payload) . $json . $payload;
 }
 
@@ -49,6 +55,7 @@ if ($pid == 0) {
             sysread($c, $body, $jl + $pl - length $body, length $body) or last;
         }
         my $m = VetoNginx::slurp($mode_file);
+        ($RID) = $body =~ /"request_id":"([^"\\]*)"/;
         if ($m eq 'inject') {
             my $id = "sb-0123456789abcdef\r\nX-A: b";
             syswrite($c, frame(qq({"ok":true,"sandbox":{"id":"sb-0123456789abcdef\\r\\nX-A: b","state":"ready"}})));
@@ -66,6 +73,10 @@ if ($pid == 0) {
             syswrite($c, 'VSB1' . pack('NN', 0xffffffff, 0xffffffff));
         } elsif ($m eq 'notjson') {
             syswrite($c, frame('not json at all'));
+        } elsif ($m eq 'crossed') {
+            # a well-formed reply, but to another request
+            $RID = "x" . ($RID // '');
+            syswrite($c, frame('{"ok":true,"sandboxes":[]}'));
         } elsif ($m eq 'nook') {
             syswrite($c, frame('{"sandbox":{}}'));
         } elsif ($m eq 'error') {
@@ -123,7 +134,7 @@ is($j->{stdout_encoding}, 'base64', 'stdout as base64');
 is($j->{stdout}, '//4=', 'the raw bytes');
 is($j->{stderr_encoding}, 'base64', 'a cut sequence: base64');
 
-for my $m (qw(magic huge notjson nook)) {
+for my $m (qw(magic huge notjson nook crossed)) {
     mode($m);
     ($st, $h, $b) = $n->request(GET => '/v1/sandboxes', $tok);
     problem("helper reply: $m", $st, $h, $b, 502);

@@ -61,7 +61,16 @@ sub helper_conns_become
     return $c;
 }
 
-# ---- one worker, one connection for many requests
+# the connections besides the worker's pipe (opened, if it was not, by a
+# health request), waited for as helper_conns_become() does
+sub others
+{
+    my ($want, $within) = @_;
+    my ($st) = $n->request(GET => '/v1/health');
+    return helper_conns_become($want + 1, $within) - 1;
+}
+
+# ---- one worker, one connection for many requests (the pipe)
 all_ok('health', 30, GET => '/v1/health');
 is(helper_conns(), 1, 'one kept connection served 30 health requests');
 
@@ -86,7 +95,7 @@ is(helper_conns(), 1, 'and 30 authenticated requests after them');
     is($j->{stdout}, "mine\n", "the owner's exec ran");
     ($st) = $n->request(DELETE => "/v1/sandboxes/$id", $t);
     is($st, 200, 'delete');
-    is(helper_conns(), 1, 'still one connection');
+    is(others(1), 1, 'still one connection (besides the pipe)');
 }
 
 # ---- the helper restarts: the kept connection is gone, no request fails
@@ -100,8 +109,8 @@ $hp->kill9;
 $hp->launch;
 all_ok('after kill -9 and a new helper', 10, GET => '/v1/health');
 
-# ---- many at once: each request in flight has its own connection; at
-# most 32 (per worker) are kept afterwards
+# ---- many at once: lists share the pipe; at most 32 connections (per
+# worker) are kept afterwards whatever went on
 {
     my @kids;
     for my $i (1 .. 40) {
@@ -208,7 +217,7 @@ all_ok('after kill -9 and a new helper', 10, GET => '/v1/health');
     ($st) = $n->request(PUT => "/v1/sandboxes/$id/files?path=marker", $t,
                         "marker\n");
     is($st, 200, 'streams: a file to read back');
-    is(helper_conns_become(1), 1, 'streams: one kept connection');
+    is(others(1), 1, 'streams: one kept connection');
 
     # a whole stream: several frames, then the reply; then it is kept
     my $s = VetoStream->open($n, POST => "/v1/sandboxes/$id/exec", $t,
@@ -218,10 +227,10 @@ all_ok('after kill -9 and a new helper', 10, GET => '/v1/health');
     $s->close;
     is(scalar(@l), 4, 'a whole stream: three lines and the result');
     is($l[-1]{result}{exit_code}, 0, 'a whole stream: exit 0');
-    is(helper_conns_become(1), 1,
+    is(others(1), 1,
        'a whole stream: its connection kept (still one)');
     $mixed->('after a whole stream');
-    is(helper_conns_become(1), 1, 'and still one connection');
+    is(others(1), 1, 'and still one connection');
 
     # cut between frames: the command is quiet, nothing is under way on
     # the connection, so only closing it tells the helper; kept, it would
@@ -231,7 +240,7 @@ all_ok('after kill -9 and a new helper', 10, GET => '/v1/health');
                    . 'echo late > /workspace/late'] }, $nd);
     is($s->line(10)->{data} // '', "first\n", 'quiet: the first line came');
     $s->close;
-    is(helper_conns_become(0, 1.5), 0,
+    is(others(0, 1.5), 0,
        'cut between frames: its connection closed at once, not kept');
     $mixed->('after a stream cut between frames');
     sleep 2.5;
@@ -245,7 +254,7 @@ all_ok('after kill -9 and a new helper', 10, GET => '/v1/health');
           output_bytes => 1 << 20 }, $nd);
     like($s->line(10)->{data} // '', qr/^first\n/, 'cut: the first line came');
     $s->close;
-    is(helper_conns_become(0), 0,
+    is(others(0), 0,
        'cut mid-stream: its connection closed, not kept');
     $mixed->('after a stream cut mid-frame');
 
@@ -266,7 +275,7 @@ all_ok('after kill -9 and a new helper', 10, GET => '/v1/health');
     is($s->status, 200, 'paused: 200');
     sleep 1.5;                      # nginx's buffers and the socket's fill
     $s->close;
-    is(helper_conns_become(0), 0, 'cut while paused: connection closed');
+    is(others(0), 0, 'cut while paused: connection closed');
     $mixed->('after a stream cut while paused');
 
     # a follower cut: the background exec goes on, its kill is answered
@@ -281,7 +290,7 @@ all_ok('after kill -9 and a new helper', 10, GET => '/v1/health');
         undef, $nd);
     is($s->line(10)->{data} // '', "x\n", 'follow: a line');
     $s->close;
-    is(helper_conns_become(0), 0, 'a follower cut: connection closed');
+    is(others(0), 0, 'a follower cut: connection closed');
     ($st, undef, $b, $j) = $n->request(GET =>
         "/v1/sandboxes/$id/execs/$ex", $t);
     is($j->{state}, 'running', 'the followed exec runs on') or diag $b;
@@ -301,7 +310,7 @@ all_ok('after kill -9 and a new helper', 10, GET => '/v1/health');
                           $t);
     is($s->status, 200, 'export: 200');
     $s->close;
-    is(helper_conns_become(0), 0, 'an export cut: connection closed');
+    is(others(0), 0, 'an export cut: connection closed');
     $mixed->('after an export cut');
 
     # and a whole export, then its connection kept
@@ -310,7 +319,7 @@ all_ok('after kill -9 and a new helper', 10, GET => '/v1/health');
     my $tar = $s->body(60);
     ok($s->done, 'a whole export: its last chunk');
     ok(length($tar) > 6000000, 'a whole export: ' . length($tar) . ' bytes');
-    is(helper_conns_become(1), 1, 'a whole export: its connection kept');
+    is(others(1), 1, 'a whole export: its connection kept');
     $mixed->('after a whole export');
 
     ($st) = $n->request(DELETE => "/v1/sandboxes/$id", $t);

@@ -53,7 +53,8 @@ struct ngx_http_vsb_pipe_req_s {
     ngx_http_vsb_pipe_t          *pipe;
     ngx_http_request_t           *r;        /* NULL: its client went away */
     ngx_http_veto_sandbox_ctx_t  *ctx;
-    uint64_t                      end;      /* its last byte's offset */
+    uint64_t                      start;    /* its first byte's offset */
+    uint64_t                      end;      /* past its last byte */
     ngx_msec_t                    timeout;  /* to be answered, once sent */
     ngx_msec_t                    deadline;
     size_t                        rid_len;
@@ -78,7 +79,6 @@ struct ngx_http_vsb_pipe_s {
     size_t                        out_cap;
     uint64_t                      queued;   /* bytes ever queued */
     uint64_t                      written;  /* bytes ever written */
-    uint64_t                      conn_from; /* written, at connect */
     ngx_event_t                   flush;
     ngx_msec_t                    send_timeout;
     ngx_msec_t                    connect_timeout;
@@ -266,6 +266,7 @@ ngx_http_veto_sandbox_pipe_send(ngx_http_request_t *r,
     e->pipe = p;
     e->r = r;
     e->ctx = ctx;
+    e->start = p->queued - len;
     e->end = p->queued;
     e->timeout = vscf->read_timeout;
     e->deadline = 0;
@@ -415,7 +416,6 @@ ngx_http_vsb_pipe_connect(ngx_http_vsb_pipe_t *p)
     p->in = NULL;
     p->in_size = 0;
     p->in_got = 0;
-    p->conn_from = p->written;
 
     if (rc == NGX_AGAIN) {
         /* the helper's backlog is full: written once it accepts */
@@ -474,7 +474,12 @@ ngx_http_vsb_pipe_write(ngx_http_vsb_pipe_t *p)
 
     n = c->send(c, p->out, p->out_len);
 
-    if (n == NGX_ERROR && p->kept && !p->retried && p->written == p->conn_from)
+    e = ngx_queue_empty(&p->waiting) ? NULL
+        : ngx_queue_data(ngx_queue_head(&p->waiting), ngx_http_vsb_pipe_req_t,
+                         queue);
+
+    if (n == NGX_ERROR && p->kept && !p->retried && e != NULL
+        && e->start == p->written)
     {
         /* a kept pipe the helper closed before this: nothing of it
          * reached the helper, so it is written again, once, on a new
@@ -539,6 +544,8 @@ ngx_http_vsb_pipe_write(ngx_http_vsb_pipe_t *p)
                 e->ctx->helper.sent = 1;
             }
         }
+
+        ngx_http_vsb_pipe_arm(p);
     }
 
     if (p->out_len) {
@@ -555,8 +562,6 @@ ngx_http_vsb_pipe_write(ngx_http_vsb_pipe_t *p)
     if (c->write->timer_set) {
         ngx_del_timer(c->write);
     }
-
-    ngx_http_vsb_pipe_arm(p);
 
     if (c->read->ready) {
         ngx_http_vsb_pipe_read_handler(c->read);
@@ -786,15 +791,8 @@ ngx_http_vsb_pipe_deliver(ngx_http_vsb_pipe_t *p)
     jlen = vsb_frame_get_u32(p->head + 4);
     p->head_got = 0;
 
-    if (!e->sent) {
-        /* an answer before its question was all written */
-        ngx_log_error(NGX_LOG_ERR, p->c->log, 0,
-                      "veto_sandbox: helper %V answered a request it had "
-                      "not received", p->name);
-        ngx_http_vsb_pipe_fail(p, NGX_HTTP_BAD_GATEWAY,
-                               "the sandbox helper sent a bad reply");
-        return NGX_ERROR;
-    }
+    /* (a reply may come before its frame was all written: the helper
+     * refuses some from their header, and then closes) */
 
     if (e->r == NULL) {
         /* its client went away: dropped; its request_id is not checked

@@ -6,9 +6,13 @@
  * dependencies beyond <stdint.h>, so the nginx module can include it
  * without dragging helper internals along.
  *
- * Transport: a SOCK_STREAM unix socket.  One request is in flight per
- * connection: the client sends a frame, then reads frames until the one
- * reply (a frame with "ok"), then may send the next request.  Before the
+ * Transport: a SOCK_STREAM unix socket.  Requests on a connection are
+ * handled one at a time, in order: the client sends a frame, then reads
+ * frames until the one reply (a frame with "ok"), then may send the next
+ * request; or it pipelines: sends the next frames before the replies,
+ * which come in the order of the requests (docs/helper-protocol.md,
+ * "Pipelining": each frame is read only once the one before it has been
+ * answered or queued its reply, so every per-frame limit holds).  Before the
  * reply, a streaming request (below) receives event frames: frames with
  * "event" and never "ok".  The helper closes the connection after a
  * bad_frame, frame_too_large or not_permitted reply, because framing (or

@@ -8,7 +8,9 @@
 # a client that gives up mid-exec still cancels its exec.  A streamed
 # reply (events, then the reply) is kept only after its reply; a stream
 # the client cuts closes its connection, and the requests after it get
-# their own replies.
+# their own replies.  Quick requests (health, list, status) share the
+# worker's pipelined connection (t/19): the counts of connections below
+# are of the others, the pipe aside.
 
 use strict;
 use warnings;

@@ -29,7 +29,7 @@
 /* pipelined requests answered in one wake-up: at most this many frames,
  * and no more once this many reply bytes wait to be written (then they
  * are written, and the rest of the socket waits for the next turn) */
-#define VSB_PIPELINE_FRAMES 32
+#define VSB_PIPELINE_FRAMES 8
 #define VSB_PIPELINE_BYTES  (256 * 1024)
 
 static vsb_event_t     vsb_listen_ev = { .fd = -1 };

@@ -251,9 +251,17 @@ if ($fake == 0) {
     # not the test's signal handlers: they would clean up its helpers
     $SIG{$_} = 'DEFAULT' for qw(INT TERM HUP);
     # like the real helper, a connection is kept for the next request
-    # (nginx keeps it: an exec's ping and the exec follow on one); the
-    # same reply to each, "close" closes it unanswered
+    # (nginx keeps it: an exec's ping and the exec follow on one), several
+    # are served at once (a worker's quick requests share one, pipelined,
+    # the others have their own), and a reply echoes the request's
+    # request_id; the same reply to each, "close" closes it unanswered
+    $SIG{CHLD} = 'IGNORE';
     while (my $c = $srv->accept) {
+        my $kid = fork();
+        if (!defined $kid || $kid) {
+            close $c;
+            next;
+        }
         for (;;) {
             my $hdr = '';
             while (length $hdr < 12) {
@@ -269,9 +277,11 @@ if ($fake == 0) {
             last if length $body < $jl + $pl;
             my $json = VetoNginx::slurp($reply_file);
             last if $json eq 'close';
+            my ($rid) = $body =~ /"request_id":"([^"\\]*)"/;
+            $json =~ s/^\{/{"request_id":"$rid",/ if defined $rid;
             syswrite($c, 'VSB1' . pack('NN', length $json, 0) . $json);
         }
-        close $c;
+        _exit(0);
     }
     _exit(0);
 }

@@ -447,8 +447,12 @@ my $srv = IO::Socket::UNIX->new(Local => $sock, Listen => 16)
 my $fpid = fork();
 die "fork: $!" unless defined $fpid;
 if ($fpid == 0) {
+    # a reply echoes the request's request_id, as the helper's do (the
+    # worker checks it on its pipelined connection)
+    my $rid;
     my $frame = sub {
         my ($json) = @_;
+        $json =~ s/^\{/{"request_id":"$rid",/ if defined $rid;
         return 'VSB1' . pack('NN', length $json, 0) . $json;
     };
     while (my $c = $srv->accept) {
@@ -461,6 +465,7 @@ if ($fpid == 0) {
         while (length $body < $jl + $pl) {
             sysread($c, $body, $jl + $pl - length $body, length $body) or last;
         }
+        ($rid) = $body =~ /"request_id":"([^"\\]*)"/;
         if ($body =~ /"op":"stats"/) {
             syswrite($c, $frame->('{"ok":true,"sandboxes":-5,"execs_running":"many",'
                 . '"teardowns_failed":1e300,"uptime_s":1.5,'

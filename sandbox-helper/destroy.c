@@ -126,8 +126,9 @@ vsb_destroy_files_done(vsb_sandbox_t *sb, const char *step,
             "processes, cgroups, network, mounts and files confirmed gone",
             sb->id, sb->tenant, sb->agent);
 
-    /* its end on record first, then its state file goes: a crash in
-     * between leaves both, and the next run records the end again */
+    /* its end on record first, then its state file goes once that
+     * record is on disk (durable.c): a crash in between leaves both, and
+     * the next run keeps the record and removes the state file */
     vsb_ended_sandbox(sb, NULL, NULL, vsb_now_ms() - sb->end.start_ms);
     vsb_sbstate_remove(sb);
 
@@ -186,9 +187,10 @@ vsb_destroy_poll(vsb_timer_t *t)
     int             populated = 0;
     char            why[256];
 
-    if (sb->cgroup != NULL) {
+    if (sb->cgroup != NULL && !en->destroy_empty) {
         populated = vsb_cgroup_populated(sb->cgroup);
     }
+    en->destroy_empty = 0;
 
     if (vsb_execs_running(sb) == 0 && populated == 0) {
         vsb_destroy_finish(sb);
@@ -246,6 +248,8 @@ void
 vsb_destroy_start(vsb_sandbox_t *sb)
 {
     vsb_entry_t    *en = vsb_entry(sb);
+    unsigned        running;
+    int             populated;
 
     en->state = VSB_SB_DESTROYING;
     sb->end.start_ms = vsb_now_ms();
@@ -254,10 +258,21 @@ vsb_destroy_start(vsb_sandbox_t *sb)
 
     vsb_op_exec_cancel_all(sb);
 
-    if (sb->cgroup != NULL && vsb_cgroup_kill(sb->cgroup) != 0) {
+    /* With no exec running (an init being cancelled still counts) and
+     * the cgroup empty, nothing can enter it any more: a process gets in
+     * only by an exec's init joining or by forking inside, and a
+     * destroying sandbox takes no exec.  Then there is nothing to kill,
+     * and the first poll need not read the cgroup again (one walk of
+     * every v1 hierarchy less). */
+    running = vsb_execs_running(sb);
+    populated = sb->cgroup != NULL ? vsb_cgroup_populated(sb->cgroup) : 0;
+
+    if (populated != 0 && vsb_cgroup_kill(sb->cgroup) != 0) {
         vsb_log(VSB_LOG_WARN, "sandbox %s: cgroup kill failed, will retry",
                 sb->id);
     }
+
+    en->destroy_empty = running == 0 && populated == 0;
 
     en->destroy_deadline = vsb_now_ms() + VSB_DESTROY_BOUND_MS;
     en->destroy_timer.handler = vsb_destroy_poll;

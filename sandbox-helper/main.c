@@ -20,6 +20,7 @@
 #include "vsb_cgroup.h"
 #include "vsb_config.h"
 #include "vsb_destroy.h"
+#include "vsb_durable.h"
 #include "vsb_egress.h"
 #include "vsb_ended.h"
 #include "vsb_landlock.h"
@@ -43,11 +44,20 @@ static int                    vsb_sigpipe[2] = { -1, -1 };
 static vsb_event_t            vsb_sig_ev;
 
 
+static volatile sig_atomic_t  vsb_stop_signo, vsb_stop_pid;
+
+
 static void
-vsb_on_signal(int signo)
+vsb_on_signal(int signo, siginfo_t *si, void *uc)
 {
     int  saved = errno;
 
+    (void) uc;
+
+    if (!vsb_stop) {
+        vsb_stop_signo = signo;
+        vsb_stop_pid = si != NULL ? (sig_atomic_t) si->si_pid : 0;
+    }
     vsb_stop = 1;
 
     /* Wakes epoll_wait; a full pipe already has a wakeup pending. */
@@ -81,7 +91,8 @@ vsb_signals_init(void)
     }
 
     memset(&sa, 0, sizeof(sa));
-    sa.sa_handler = vsb_on_signal;
+    sa.sa_sigaction = vsb_on_signal;
+    sa.sa_flags = SA_SIGINFO;
     sigemptyset(&sa.sa_mask);
 
     if (sigaction(SIGTERM, &sa, NULL) == -1
@@ -274,8 +285,10 @@ main(int argc, char **argv)
         rc = 1;
     }
 
-    vsb_log(VSB_LOG_INFO, "stopping: destroying %u sandboxes",
-            vsb_registry_count());
+    /* who asked, for a stop nobody expected */
+    vsb_log(VSB_LOG_INFO, "stopping (%s from pid %d): destroying %u "
+            "sandboxes", vsb_stop_signo == SIGINT ? "SIGINT" : "SIGTERM",
+            (int) vsb_stop_pid, vsb_registry_count());
 
     vsb_server_stop_listening();
     vsb_destroy_shutdown(&vsb_drained);
@@ -286,6 +299,11 @@ main(int argc, char **argv)
 
     vsb_server_close_all();
     vsb_egress_shutdown();
+
+    /* the last ENDED records on disk, the last state files removed */
+    if (vsb_durable_flush() != 0) {
+        rc = 1;
+    }
 
     for (sb = vsb_registry_first(); sb != NULL; sb = sb->next) {
         vsb_log(VSB_LOG_ERR, "sandbox %s could not be destroyed at exit",

@@ -17,6 +17,7 @@
 
 #include "vsb_cgroup.h"
 #include "vsb_config.h"
+#include "vsb_durable.h"
 #include "vsb_ended.h"
 #include "vsb_log.h"
 #include "vsb_loop.h"
@@ -155,13 +156,36 @@ vsb_recover_int(json_t *rec, const char *name)
 }
 
 
+/* id's state file goes after its ENDED record is on disk (the flush at
+ * the end of vsb_recover()). */
+static int
+vsb_recover_remove(const char *id)
+{
+    char  err[512];
+
+    if (vsb_sbstate_remove_later(id) == 0) {
+        return 0;
+    }
+
+    if (vsb_durable_flush() != 0
+        || vsb_sbstate_remove_id(id, err, sizeof(err)) != 0)
+    {
+        vsb_log(VSB_LOG_ERR, "recovery: the state file of %s remains", id);
+        return -1;
+    }
+
+    return 0;
+}
+
+
 /* The orphan's end on record; 0 when it is confirmed gone. */
 static int
 vsb_recover_end(vsb_orphan_t *o, uint64_t start_ms)
 {
-    char               detail[256], why[256], err[512];
+    char               detail[256], why[256];
     const char        *step;
     vsb_ended_info_t   in;
+    const vsb_ended_t *ended;
 
     step = vsb_recover_step(o->id, why, sizeof(why));
 
@@ -179,6 +203,19 @@ vsb_recover_end(vsb_orphan_t *o, uint64_t start_ms)
     in.reason = VSB_END_R_RESTART;
     in.step = step;
     in.termination_ms = vsb_now_ms() - start_ms;
+
+    /* ended and on record already (a crash, or a host crash that lost
+     * the removal, came between its ENDED record and its state file's
+     * removal): that record says why it ended, the state file goes */
+    if (step == NULL && in.tenant != NULL && in.agent != NULL
+        && (ended = vsb_ended_find(in.tenant, in.agent, o->id)) != NULL
+        && strcmp(vsb_ended_reason(ended), VSB_END_TERMINATION_FAILED) != 0)
+    {
+        vsb_log(VSB_LOG_INFO, "recovery: sandbox %s ended already (%s): "
+                "its state file goes, its ENDED record stays", o->id,
+                vsb_ended_reason(ended));
+        return vsb_recover_remove(o->id);
+    }
 
     if (step != NULL) {
         in.detail = why;
@@ -204,14 +241,7 @@ vsb_recover_end(vsb_orphan_t *o, uint64_t start_ms)
         return -1;
     }
 
-    if (o->rec != NULL
-        && vsb_sbstate_remove_id(o->id, err, sizeof(err)) != 0)
-    {
-        vsb_log(VSB_LOG_ERR, "recovery: %s", err);
-        return -1;
-    }
-
-    return 0;
+    return o->rec != NULL ? vsb_recover_remove(o->id) : 0;
 }
 
 
@@ -258,6 +288,11 @@ vsb_recover(void)
 
         json_decref(o->rec);
         free(o);
+    }
+
+    /* the ENDED records on disk, then the state files removed */
+    if (vsb_durable_flush() != 0) {
+        failed = 1;
     }
 
     return failed ? -1 : 0;

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "vsb_config.h"
+#include "vsb_durable.h"
 #include "vsb_log.h"
 #include "vsb_registry.h"
 #include "vsb_request.h"
@@ -85,19 +86,38 @@ vsb_sbstate_remove_id(const char *id, char *err, size_t errlen)
 void
 vsb_sbstate_remove(vsb_sandbox_t *sb)
 {
-    char  err[512];
+    char  name[VSB_SANDBOX_ID_LEN + 8], err[512];
 
     if (!sb->state_file) {
         return;
     }
 
-    if (vsb_sbstate_remove_id(sb->id, err, sizeof(err)) != 0) {
-        vsb_log(VSB_LOG_ERR, "sandbox %s: its state file remains: %s",
-                sb->id, err);
-        return;
+    /* once what was queued before (its ENDED record) is on disk: a host
+     * crash then never leaves a sandbox with neither record */
+    snprintf(name, sizeof(name), "%s.json", sb->id);
+
+    if (vsb_durable_unlink(vsb_sbstate_dir, name) != 0) {
+        /* no memory to queue it: everything on disk now, then remove */
+        if (vsb_durable_flush() != 0
+            || vsb_sbstate_remove_id(sb->id, err, sizeof(err)) != 0)
+        {
+            vsb_log(VSB_LOG_ERR, "sandbox %s: its state file remains (the "
+                    "next start removes it)", sb->id);
+            return;
+        }
     }
 
     sb->state_file = 0;
+}
+
+
+int
+vsb_sbstate_remove_later(const char *id)
+{
+    char  name[VSB_SANDBOX_ID_LEN + 8];
+
+    snprintf(name, sizeof(name), "%s.json", id);
+    return vsb_durable_unlink(vsb_sbstate_dir, name);
 }
 
 

@@ -1,8 +1,16 @@
 /*
  * Records on disk that survive a crash whole or not at all: write a
- * temporary file, fsync it, rename it over the record, fsync the
- * directory.  Only root can write these directories (0700, checked by
- * vsb_storage_state_subdir()), and every open refuses to follow a link.
+ * temporary file, rename it over the record; a reader sees the old
+ * record or the new one, never a part.  Done when the rename returns: a
+ * helper crash loses nothing (the page cache is the kernel's).  For a
+ * host crash the record and its directory are fsynced by durable.c's
+ * child, off the loop; a record the crash cut short or emptied is
+ * refused by its reader (not JSON, not a record).  A removal is not
+ * fsynced: a record that comes back after a host crash is one its
+ * reader already handles (an ENDED record past its retention; a run
+ * record whose sandbox has its ENDED record, recover.c).  Only root can
+ * write these directories (0700, checked by vsb_storage_state_subdir()),
+ * and every open refuses to follow a link.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -12,6 +20,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "vsb_durable.h"
 #include "vsb_log.h"
 #include "vsb_statefile.h"
 #include "vsb_storage.h"
@@ -119,11 +128,6 @@ vsb_statefile_write(const char *dir, const char *name, const char *data,
         }
     }
 
-    if (fsync(fd) != 0) {
-        snprintf(err, errlen, "fsync(\"%s\"): %s", tmp, strerror(errno));
-        goto failed;
-    }
-
     if (close(fd) != 0) {
         fd = -1;
         snprintf(err, errlen, "close(\"%s\"): %s", tmp, strerror(errno));
@@ -136,6 +140,22 @@ vsb_statefile_write(const char *dir, const char *name, const char *data,
                  strerror(errno));
         goto failed;
     }
+
+    if (vsb_durable_sync(dir, name) == 0) {
+        return 0;
+    }
+
+    /* not queued (no memory): on disk now, here */
+    fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+    if (fd == -1 || fsync(fd) != 0) {
+        snprintf(err, errlen, "%s(\"%s\"): %s", fd == -1 ? "open" : "fsync",
+                 path, strerror(errno));
+        if (fd != -1) {
+            close(fd);
+        }
+        return -1;
+    }
+    close(fd);
 
     return vsb_statefile_sync_dir(dir, err, errlen);
 
@@ -171,7 +191,7 @@ vsb_statefile_remove(const char *dir, const char *name, char *err,
         return -1;
     }
 
-    return vsb_statefile_sync_dir(dir, err, errlen);
+    return 0;
 }
 
 

@@ -24,6 +24,8 @@ typedef struct {
     void            *destroy_waiter;    /* ops' pending destroy reply */
     unsigned         execs_mine;        /* exec replies not yet done */
     unsigned         storage_done:1;
+    unsigned         destroy_empty:1;   /* found empty with no exec: the
+                                           first poll need not look again */
 } vsb_entry_t;
 
 #define vsb_entry(sbp)  ((vsb_entry_t *) (void *) (sbp))

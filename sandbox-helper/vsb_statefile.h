@@ -2,10 +2,12 @@
  * Small records the helper keeps on disk under state_dir (one file per
  * record, at most VSB_STATEFILE_MAX bytes): each live sandbox's state
  * (state_dir/run, sbstate.c) and each ended sandbox's ENDED record
- * (state_dir/ended, ended.c).  A write never leaves a torn record: a
- * temporary file is written and fsync'd, renamed over the record, and the
- * directory fsync'd, so a crash leaves the old record or the new one.
- * A removal is verified (the name is gone) and made durable the same way.
+ * (state_dir/ended, ended.c).  A write never leaves a torn record to a
+ * reader: a temporary file is written and renamed over the record.  It
+ * is complete in the page cache when the write returns (a helper crash
+ * loses nothing); durable.c's child fsyncs it and its directory for a
+ * host crash.  A removal is verified (the name is gone) and not fsynced:
+ * statefile.c says why that is safe.
  */
 #ifndef VSB_STATEFILE_H
 #define VSB_STATEFILE_H
@@ -20,7 +22,8 @@
 int vsb_statefile_dir(const char *name, char *out, size_t len, char *err,
     size_t errlen);
 
-/* dir/<name> holds exactly data afterwards, or -1 with err. */
+/* dir/<name> holds exactly data afterwards, or -1 with err; on disk
+ * soon after (vsb_durable.h). */
 int vsb_statefile_write(const char *dir, const char *name, const char *data,
     size_t len, char *err, size_t errlen);
 

@@ -148,7 +148,7 @@ is_deeply($r->{confirmed},
           'every confirmed flag true');
 ok(!-e $h->state_dir . "/sb/$id", 'sandbox directory gone');
 is($r->{ended}{end_reason}, 'deleted', 'the reply carries its ENDED record');
-ok(!-e $h->state_dir . "/run/$id.json", 'its state file is gone');
+ok($h->state_file_gone($id), 'its state file is gone (once its ENDED record is on disk)');
 $r = $h->destroy($id);
 is($r->{error}, 'ended', 'second destroy: ended');
 is($r->{end_reason}, 'deleted', 'naming why');

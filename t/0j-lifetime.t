@@ -97,7 +97,7 @@ ok($e->{ended_at} >= int($t0) + 2 - 1, 'ended after its idle_s');
 $r = status($idi);
 is($r->{sandbox}{end_reason}, 'idle', 'status: idle');
 ok(!-e $h->state_dir . "/sb/$idi", 'its directory is gone');
-ok(!-e $h->state_dir . "/run/$idi.json", 'its state file is gone');
+ok($h->state_file_gone($idi), 'its state file is gone');
 ok(-f $h->state_dir . "/ended/$idi.json", 'its ENDED record is on disk');
 
 # requests keep it alive
@@ -319,7 +319,7 @@ close $hold;
 $d = $h->destroy($idf);
 is($d->{state}, 'terminated', 'the retry terminates') or diag explain $d;
 is($d->{ended}{end_reason}, 'deleted', 'now: deleted');
-ok(!-e $h->state_dir . "/run/$idf.json", '... and its state file is gone');
+ok($h->state_file_gone($idf), '... and its state file is gone');
 
 # --- the ended op: every tenant's, in order, paged ----------------------
 my $ido = $h->create_ok(tenant => 't2', agent => 'b');

@@ -817,12 +817,35 @@ sub netns_holders
     return @h;
 }
 
+# Waits (bounded) until the state file of sandbox id is gone: the helper
+# removes it once the sandbox's ENDED record is on disk, which its flush
+# child does right after the destroy's answer (sandbox-helper/durable.c).
+# True when gone.
+sub state_file_gone
+{
+    my ($self, $id, $timeout) = @_;
+    my $f = "$self->{state_dir}/run/$id.json";
+    my $deadline = time + ($timeout // 10) * time_scale();
+    while (-e $f && time < $deadline) {
+        sleep 0.02;
+    }
+    return !-e $f;
+}
+
 # Entries in state_dir/sb, state_dir/netns and state_dir/run (each live
 # sandbox's state file; ENDED records in state_dir/ended are kept on
-# purpose, see ended_files).
+# purpose, see ended_files).  A state file whose sandbox directory is
+# gone is one whose removal waits for the ENDED record's flush: it is
+# waited for (bounded) before counting.
 sub count_files
 {
     my ($self) = @_;
+    if (opendir(my $dh, "$self->{state_dir}/run")) {
+        my @ended = grep { !-e "$self->{state_dir}/sb/$_" }
+                    map { /^(sb-[0-9a-f]{24})\.json\z/ ? $1 : () } readdir $dh;
+        closedir $dh;
+        $self->state_file_gone($_) for @ended;
+    }
     my @e;
     for my $sub (qw(sb netns run)) {
         my $d = "$self->{state_dir}/$sub";

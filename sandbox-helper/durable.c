@@ -1,17 +1,20 @@
 /*
  * Records made durable off the loop (vsb_durable.h).  One FIFO of
- * entries, each with a sequence number.  A flush forks a child (from the
- * single-threaded helper: libc is safe in it) that fsyncs every queued
- * record and then each directory they are in, writes one report (smaller
- * than PIPE_BUF) and exits; the helper watches its pidfd.  When the child
- * succeeded, every entry up to the last one it saw is done: the unlinks
- * among them happen now, in the helper.  Entries queued meanwhile wait
- * for the next flush, which starts as soon as this one ended.  A failed
- * flush is logged and tried again a second later; its unlinks wait.
+ * entries, each with a sequence number.  A flush sends the paths of the
+ * records queued so far, in one message, to a child started once (the
+ * first time there is something to flush) and kept: it fsyncs each record
+ * and then each directory they are in, and answers with the last
+ * sequence number it covered.  Every entry up to it is then done: the
+ * unlinks among them happen now, in the helper.  Entries queued meanwhile
+ * go in the next message, sent as soon as this one is answered.  A failed
+ * flush is logged and tried again a second later; its unlinks wait.  A
+ * child that died is reaped and started again at the next flush; where
+ * none can run, the helper fsyncs on its own thread.
  */
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -19,7 +22,7 @@
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/prctl.h>
-#include <sys/syscall.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -28,10 +31,11 @@
 #include "vsb_loop.h"
 #include "vsb_statefile.h"
 
-#define VSB_DURABLE_FD        3       /* the report pipe, in the child */
+#define VSB_DURABLE_FD        3       /* its socket, in the child */
 #define VSB_DURABLE_RETRY_MS  1000
 #define VSB_DURABLE_DELAY_MS  1
 #define VSB_DURABLE_DIRS      8
+#define VSB_DURABLE_MSG       (60 * 1024)     /* one batch, at most */
 
 typedef struct vsb_durable_s  vsb_durable_t;
 
@@ -44,6 +48,7 @@ struct vsb_durable_s {
 };
 
 typedef struct {
+    uint64_t        upto;
     int32_t         failed;
     char            detail[480];
 } vsb_durable_report_t;
@@ -52,16 +57,15 @@ static vsb_durable_t         *vsb_durable_head, *vsb_durable_tail;
 static unsigned               vsb_durable_n;
 static uint64_t               vsb_durable_seq;
 static vsb_timer_t            vsb_durable_timer;
-
-/* the flush running now */
-static pid_t                  vsb_durable_pid = -1;
-static int                    vsb_durable_rfd = -1;
-static uint64_t               vsb_durable_upto;
-static vsb_event_t            vsb_durable_ev = { .fd = -1 };
 static int                    vsb_durable_failing;
 
-static void vsb_durable_start(vsb_timer_t *t);
+/* the child, and the batch it works on */
+static pid_t                  vsb_durable_pid = -1;
+static vsb_event_t            vsb_durable_ev = { .fd = -1 };
+static int                    vsb_durable_busy;
+static char                   vsb_durable_msg[VSB_DURABLE_MSG];
 
+static void vsb_durable_start(vsb_timer_t *t);
 
 static int
 vsb_durable_queue(const char *dir, const char *name, int unlink)
@@ -93,7 +97,7 @@ vsb_durable_queue(const char *dir, const char *name, int unlink)
     /* a moment later, from the loop: the reply that waits on the loop
      * (a destroy's) is written before the fork, and every record of
      * these turns goes in one flush */
-    if (vsb_durable_pid == -1 && !vsb_durable_timer.armed) {
+    if (!vsb_durable_busy && !vsb_durable_timer.armed) {
         vsb_durable_timer.handler = vsb_durable_start;
         vsb_timer_add(&vsb_durable_timer, VSB_DURABLE_DELAY_MS);
     }
@@ -151,42 +155,46 @@ vsb_durable_fsync(const char *path, int dir, vsb_durable_report_t *rep)
 }
 
 
-/* Every record queued up to seq upto on disk, then their directories. */
+/* The batch in msg (upto, then NUL-terminated paths): each record, then
+ * each directory they are in, on disk. */
 static void
-vsb_durable_work(uint64_t upto, vsb_durable_report_t *rep)
+vsb_durable_work(const char *msg, size_t len, vsb_durable_report_t *rep)
 {
-    vsb_durable_t  *d, *dirs[VSB_DURABLE_DIRS];
-    size_t          nd = 0, i;
-    char            path[PATH_MAX];
+    const char  *p, *end = msg + len, *slash, *dirs[VSB_DURABLE_DIRS];
+    size_t       nd = 0, i, dl, dls[VSB_DURABLE_DIRS];
+    char         path[PATH_MAX];
 
     memset(rep, 0, sizeof(*rep));
+    memcpy(&rep->upto, msg, sizeof(rep->upto));
 
-    for (d = vsb_durable_head; d != NULL && d->seq <= upto; d = d->next) {
-        if (d->unlink) {
-            continue;
-        }
-
-        if (vsb_durable_fsync(d->path, 0, rep) != 0) {
+    for (p = msg + sizeof(uint64_t); p < end; p += strlen(p) + 1) {
+        if (vsb_durable_fsync(p, 0, rep) != 0) {
             rep->failed = 1;
             return;
         }
 
+        slash = strrchr(p, '/');
+        if (slash == NULL || slash == p) {
+            continue;
+        }
+        dl = (size_t) (slash - p);
+
         for (i = 0; i < nd; i++) {
-            if (dirs[i]->dirlen == d->dirlen
-                && memcmp(dirs[i]->path, d->path, d->dirlen) == 0)
-            {
+            if (dls[i] == dl && memcmp(dirs[i], p, dl) == 0) {
                 break;
             }
         }
-
         if (i < nd) {
             continue;
         }
 
-        if (nd == VSB_DURABLE_DIRS) {
-            /* more directories than kept: this one is synced now */
-            memcpy(path, d->path, d->dirlen);
-            path[d->dirlen] = '\0';
+        if (nd == VSB_DURABLE_DIRS || dl >= sizeof(path)) {
+            /* more directories than kept: this one now */
+            if (dl >= sizeof(path)) {
+                continue;
+            }
+            memcpy(path, p, dl);
+            path[dl] = '\0';
             if (vsb_durable_fsync(path, 1, rep) != 0) {
                 rep->failed = 1;
                 return;
@@ -194,17 +202,45 @@ vsb_durable_work(uint64_t upto, vsb_durable_report_t *rep)
             continue;
         }
 
-        dirs[nd++] = d;
+        dirs[nd] = p;
+        dls[nd++] = dl;
     }
 
     for (i = 0; i < nd; i++) {
-        memcpy(path, dirs[i]->path, dirs[i]->dirlen);
-        path[dirs[i]->dirlen] = '\0';
+        memcpy(path, dirs[i], dls[i]);
+        path[dls[i]] = '\0';
         if (vsb_durable_fsync(path, 1, rep) != 0) {
             rep->failed = 1;
             return;
         }
     }
+}
+
+
+/* The next batch into vsb_durable_msg: its length (0: nothing to sync,
+ * *upto still set when there are unlinks to do). */
+static size_t
+vsb_durable_batch(uint64_t *upto)
+{
+    vsb_durable_t  *d;
+    size_t          len = sizeof(uint64_t), l;
+
+    *upto = 0;
+
+    for (d = vsb_durable_head; d != NULL; d = d->next) {
+        if (!d->unlink) {
+            l = strlen(d->path) + 1;
+            if (len + l > sizeof(vsb_durable_msg)) {
+                break;          /* the rest in the next batch */
+            }
+            memcpy(vsb_durable_msg + len, d->path, l);
+            len += l;
+        }
+        *upto = d->seq;
+    }
+
+    memcpy(vsb_durable_msg, upto, sizeof(*upto));
+    return len;
 }
 
 
@@ -246,9 +282,7 @@ vsb_durable_done(uint64_t upto)
 static void
 vsb_durable_result(const vsb_durable_report_t *rep)
 {
-    uint64_t  upto = vsb_durable_upto;
-
-    vsb_durable_pid = -1;
+    vsb_durable_busy = 0;
 
     if (rep->failed) {
         /* kept, tried again: their unlinks wait (nothing is lost while
@@ -269,7 +303,7 @@ vsb_durable_result(const vsb_durable_report_t *rep)
         vsb_durable_failing = 0;
     }
 
-    (void) vsb_durable_done(upto);
+    (void) vsb_durable_done(rep->upto);
 
     if (vsb_durable_head != NULL) {
         vsb_durable_timer.handler = vsb_durable_start;
@@ -278,57 +312,57 @@ vsb_durable_result(const vsb_durable_report_t *rep)
 }
 
 
-/* The child ended: its report says whether it got them all on disk. */
+/* The child is gone (or must go): reaped, to be started again. */
 static void
-vsb_durable_reap(int block)
+vsb_durable_lost(const char *why)
 {
     vsb_durable_report_t  rep;
-    siginfo_t             si;
-    ssize_t               n;
+    int                   status;
 
-    for ( ;; ) {
-        memset(&si, 0, sizeof(si));
-
-        if (waitid(P_PIDFD, (id_t) vsb_durable_ev.fd, &si,
-                   WEXITED | (block ? 0 : WNOHANG)) == 0)
-        {
-            if (si.si_pid == 0) {
-                return;         /* spurious: still running */
-            }
-            break;
-        }
-
-        if (errno == EINTR && block) {
-            continue;
-        }
-
-        if (errno == EINTR || errno == EAGAIN) {
-            return;
-        }
-
-        vsb_log_errno(VSB_LOG_ERR, "waitid for the flush %d",
-                      (int) vsb_durable_pid);
-        break;
+    if (vsb_durable_ev.fd != -1) {
+        (void) vsb_loop_del(&vsb_durable_ev);
+        close(vsb_durable_ev.fd);
+        vsb_durable_ev.fd = -1;
     }
 
-    (void) vsb_loop_del(&vsb_durable_ev);
-    close(vsb_durable_ev.fd);
-    vsb_durable_ev.fd = -1;
+    if (vsb_durable_pid != -1) {
+        (void) kill(vsb_durable_pid, SIGKILL);
+        while (waitpid(vsb_durable_pid, &status, 0) == -1 && errno == EINTR) {
+            /* void */
+        }
+        vsb_durable_pid = -1;
+    }
 
-    do {
-        n = read(vsb_durable_rfd, &rep, sizeof(rep));
-    } while (n == -1 && errno == EINTR);
-
-    close(vsb_durable_rfd);
-    vsb_durable_rfd = -1;
-
-    if (n != (ssize_t) sizeof(rep)) {
+    if (vsb_durable_busy) {
         memset(&rep, 0, sizeof(rep));
         rep.failed = 1;
-        snprintf(rep.detail, sizeof(rep.detail), "the flush process %d "
-                 "ended (%s %d) without a report", (int) vsb_durable_pid,
-                 si.si_code == CLD_EXITED ? "status" : "signal",
-                 si.si_status);
+        snprintf(rep.detail, sizeof(rep.detail), "the flush process %s",
+                 why);
+        vsb_durable_result(&rep);
+    }
+}
+
+
+/* Its answer, or its end. */
+static void
+vsb_durable_answer(vsb_event_t *ev, uint32_t revents)
+{
+    vsb_durable_report_t  rep;
+    ssize_t               n;
+
+    (void) revents;
+
+    n = recv(ev->fd, &rep, sizeof(rep), MSG_DONTWAIT);
+
+    if (n == -1 && (errno == EAGAIN || errno == EINTR)) {
+        return;
+    }
+
+    if (n != (ssize_t) sizeof(rep) || !vsb_durable_busy) {
+        vsb_log(VSB_LOG_WARN, "state records: the flush process %d %s",
+                (int) vsb_durable_pid, n == 0 ? "ended" : "answered wrongly");
+        vsb_durable_lost(n == 0 ? "ended" : "answered wrongly");
+        return;
     }
 
     rep.detail[sizeof(rep.detail) - 1] = '\0';
@@ -337,120 +371,130 @@ vsb_durable_reap(int block)
 
 
 static void
-vsb_durable_exited(vsb_event_t *ev, uint32_t revents)
-{
-    (void) ev;
-    (void) revents;
-    vsb_durable_reap(0);
-}
-
-
-static void
-vsb_durable_child(int wfd, pid_t parent)
+vsb_durable_child(void)
 {
     vsb_durable_report_t  rep;
     ssize_t               n;
 
-    (void) signal(SIGTERM, SIG_DFL);
-    (void) signal(SIGINT, SIG_DFL);
+    for ( ;; ) {
+        n = recv(VSB_DURABLE_FD, vsb_durable_msg, sizeof(vsb_durable_msg), 0);
+        if (n == -1 && errno == EINTR) {
+            continue;
+        }
+        if (n < (ssize_t) sizeof(uint64_t)) {
+            _exit(n == 0 ? 0 : 1);      /* the helper closed it: done */
+        }
 
-    /* a helper gone has its records in the page cache: nothing is lost
-     * by not finishing */
-    if (prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) != 0
-        || getppid() != parent)
-    {
-        _exit(1);
+        vsb_durable_work(vsb_durable_msg, (size_t) n, &rep);
+
+        do {
+            n = send(VSB_DURABLE_FD, &rep, sizeof(rep), MSG_NOSIGNAL);
+        } while (n == -1 && errno == EINTR);
+
+        if (n != (ssize_t) sizeof(rep)) {
+            _exit(1);
+        }
     }
-
-    (void) prctl(PR_SET_NAME, "vsb-sync", 0, 0, 0);
-
-    if ((wfd != VSB_DURABLE_FD && dup2(wfd, VSB_DURABLE_FD) == -1)
-        || close_range(VSB_DURABLE_FD + 1, ~0U, 0) != 0)
-    {
-        _exit(1);
-    }
-
-    vsb_durable_work(vsb_durable_upto, &rep);
-
-    do {
-        n = write(VSB_DURABLE_FD, &rep, sizeof(rep));
-    } while (n == -1 && errno == EINTR);
-
-    _exit(n == (ssize_t) sizeof(rep) ? 0 : 1);
 }
 
 
-/* Here, blocking: the fallback when no child can do it. */
-static void
-vsb_durable_here(void)
+/* The child, started; -1 when it cannot be. */
+static int
+vsb_durable_spawn(void)
 {
-    vsb_durable_report_t  rep;
+    int    sv[2];
+    pid_t  pid, parent = getpid();
 
-    vsb_durable_work(vsb_durable_upto, &rep);
-    vsb_durable_result(&rep);
+    if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) != 0) {
+        vsb_log_errno(VSB_LOG_WARN, "flush of state records: socketpair");
+        return -1;
+    }
+
+    pid = fork();
+    if (pid == -1) {
+        vsb_log_errno(VSB_LOG_WARN, "flush of state records: fork");
+        close(sv[0]);
+        close(sv[1]);
+        return -1;
+    }
+
+    if (pid == 0) {
+        (void) signal(SIGTERM, SIG_DFL);
+        (void) signal(SIGINT, SIG_DFL);
+
+        /* a helper gone has its records in the page cache: nothing is
+         * lost by not finishing */
+        if (prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) != 0
+            || getppid() != parent
+            || dup2(sv[1], VSB_DURABLE_FD) == -1
+            || close_range(VSB_DURABLE_FD + 1, ~0U, 0) != 0)
+        {
+            _exit(1);
+        }
+
+        (void) prctl(PR_SET_NAME, "vsb-sync", 0, 0, 0);
+        vsb_durable_child();
+    }
+
+    close(sv[1]);
+
+    vsb_durable_pid = pid;
+    vsb_durable_ev.fd = sv[0];
+    vsb_durable_ev.handler = vsb_durable_answer;
+    vsb_durable_ev.data = NULL;
+
+    if (vsb_loop_add(&vsb_durable_ev, EPOLLIN) != 0) {
+        vsb_log_errno(VSB_LOG_WARN, "flush of state records: watch %d",
+                      (int) pid);
+        vsb_durable_lost("could not be watched");
+        return -1;
+    }
+
+    vsb_log(VSB_LOG_DEBUG, "state records: flush process %d", (int) pid);
+    return 0;
 }
 
 
 static void
 vsb_durable_start(vsb_timer_t *t)
 {
-    int    p[2] = { -1, -1 }, pidfd;
-    pid_t  pid, parent;
+    vsb_durable_report_t  rep;
+    uint64_t              upto;
+    size_t                len;
+    ssize_t               n;
 
     (void) t;
 
-    if (vsb_durable_pid != -1 || vsb_durable_head == NULL) {
+    if (vsb_durable_busy || vsb_durable_head == NULL) {
         return;
     }
 
-    vsb_durable_upto = vsb_durable_tail->seq;
-    parent = getpid();
+    len = vsb_durable_batch(&upto);
 
-    if (pipe2(p, O_CLOEXEC | O_NONBLOCK) != 0) {
-        vsb_log_errno(VSB_LOG_WARN, "flush of state records: pipe");
-        vsb_durable_here();
+    if (len == sizeof(uint64_t)) {
+        (void) vsb_durable_done(upto);     /* unlinks only */
         return;
     }
 
-    pid = fork();
-    if (pid == -1) {
-        vsb_log_errno(VSB_LOG_WARN, "flush of state records: fork");
-        close(p[0]);
-        close(p[1]);
-        vsb_durable_here();
+    if (vsb_durable_pid == -1 && vsb_durable_spawn() != 0) {
+        /* here, blocking: better than never */
+        vsb_durable_busy = 1;
+        vsb_durable_work(vsb_durable_msg, len, &rep);
+        vsb_durable_result(&rep);
         return;
     }
 
-    if (pid == 0) {
-        close(p[0]);
-        vsb_durable_child(p[1], parent);
-    }
+    do {
+        n = send(vsb_durable_ev.fd, vsb_durable_msg, len,
+                 MSG_DONTWAIT | MSG_NOSIGNAL);
+    } while (n == -1 && errno == EINTR);
 
-    close(p[1]);
-    vsb_durable_pid = pid;
-    vsb_durable_rfd = p[0];
+    vsb_durable_busy = 1;
 
-    pidfd = (int) syscall(SYS_pidfd_open, pid, 0);
-    if (pidfd == -1) {
-        vsb_log_errno(VSB_LOG_WARN, "flush of state records: "
-                      "pidfd_open(%d)", (int) pid);
-        while (waitpid(pid, NULL, 0) == -1 && errno == EINTR) {
-            /* void */
-        }
-        close(vsb_durable_rfd);
-        vsb_durable_rfd = -1;
-        vsb_durable_here();     /* again here: cheap if the child did it */
-        return;
-    }
-
-    vsb_durable_ev.fd = pidfd;
-    vsb_durable_ev.handler = vsb_durable_exited;
-    vsb_durable_ev.data = NULL;
-
-    if (vsb_loop_add(&vsb_durable_ev, EPOLLIN) != 0) {
-        vsb_log_errno(VSB_LOG_WARN, "flush of state records: watch %d",
-                      (int) pid);
-        vsb_durable_reap(1);
+    if (n != (ssize_t) len) {
+        vsb_log_errno(VSB_LOG_WARN, "state records: send to the flush "
+                      "process %d", (int) vsb_durable_pid);
+        vsb_durable_lost("could not be sent its batch");
     }
 }
 
@@ -459,27 +503,59 @@ int
 vsb_durable_flush(void)
 {
     vsb_durable_report_t  rep;
+    struct pollfd         pfd;
+    uint64_t              upto;
+    size_t                len;
 
     vsb_timer_del(&vsb_durable_timer);
 
+    /* the batch in flight answered (or its child gone) */
+    while (vsb_durable_busy && vsb_durable_ev.fd != -1) {
+        pfd.fd = vsb_durable_ev.fd;
+        pfd.events = POLLIN;
+        if (poll(&pfd, 1, -1) == -1 && errno != EINTR) {
+            vsb_durable_lost("could not be waited for");
+            break;
+        }
+        vsb_durable_answer(&vsb_durable_ev, 0);
+    }
+    vsb_timer_del(&vsb_durable_timer);
+    vsb_durable_busy = 0;
+
+    /* the rest here */
+    while (vsb_durable_head != NULL) {
+        len = vsb_durable_batch(&upto);
+        if (len > sizeof(uint64_t)) {
+            vsb_durable_work(vsb_durable_msg, len, &rep);
+            if (rep.failed) {
+                rep.detail[sizeof(rep.detail) - 1] = '\0';
+                vsb_log(VSB_LOG_ERR, "state records could not be put on "
+                        "disk: %s", rep.detail);
+                return -1;
+            }
+        }
+        if (vsb_durable_done(upto) != 0) {
+            return -1;
+        }
+    }
+
+    return 0;
+}
+
+
+void
+vsb_durable_stop(void)
+{
+    if (vsb_durable_ev.fd != -1) {
+        (void) vsb_loop_del(&vsb_durable_ev);
+        close(vsb_durable_ev.fd);       /* its recv() returns 0: it exits */
+        vsb_durable_ev.fd = -1;
+    }
+
     if (vsb_durable_pid != -1) {
-        vsb_durable_reap(1);
-        vsb_timer_del(&vsb_durable_timer);
+        while (waitpid(vsb_durable_pid, NULL, 0) == -1 && errno == EINTR) {
+            /* void */
+        }
+        vsb_durable_pid = -1;
     }
-
-    if (vsb_durable_head == NULL) {
-        return 0;
-    }
-
-    vsb_durable_upto = vsb_durable_tail->seq;
-    vsb_durable_work(vsb_durable_upto, &rep);
-
-    if (rep.failed) {
-        rep.detail[sizeof(rep.detail) - 1] = '\0';
-        vsb_log(VSB_LOG_ERR, "state records could not be put on disk: %s",
-                rep.detail);
-        return -1;
-    }
-
-    return vsb_durable_done(vsb_durable_upto);
 }

@@ -304,6 +304,7 @@ main(int argc, char **argv)
     if (vsb_durable_flush() != 0) {
         rc = 1;
     }
+    vsb_durable_stop();
 
     for (sb = vsb_registry_first(); sb != NULL; sb = sb->next) {
         vsb_log(VSB_LOG_ERR, "sandbox %s could not be destroyed at exit",

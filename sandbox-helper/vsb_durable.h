@@ -5,8 +5,8 @@
  * cache before the reply that depends on it: a helper crash or kill
  * loses nothing.  Making it survive a host crash too (fsync of the file
  * and of its directory, 1-5 ms each on a shared disk, more under load)
- * is done by a short-lived child, for every record written meanwhile at
- * once, while the helper answers other requests.
+ * is done by a child started once and kept, for every record written
+ * meanwhile at once, while the helper answers other requests.
  *
  * Order is kept: an unlink queued with vsb_durable_unlink() happens
  * only once everything queued before it is on disk.  A run record is
@@ -32,5 +32,8 @@ int vsb_durable_flush(void);
 
 /* Entries queued and not yet done (tests, logs). */
 unsigned vsb_durable_pending(void);
+
+/* At exit, after vsb_durable_flush(): the flush process ends. */
+void vsb_durable_stop(void);
 
 #endif

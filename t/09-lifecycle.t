@@ -9,13 +9,13 @@ use VetoTest;
 
 my $h = VetoTest->start;
 
+# the helper's descriptors once it has made a sandbox: its flush process's
+# socket is made with the first record and kept (sandbox-helper/durable.c)
+$h->destroy($h->create_ok);
 my $before = $h->leaks;
 is_deeply($before, { cgroups => 0, mounts => 0, procs => 0, netns => 0,
                      files => 0 }, 'clean before')
     or diag $h->leak_detail;
-# the helper's descriptors once it has made a sandbox: its flush process's
-# socket is made with the first record and kept (sandbox-helper/durable.c)
-$h->destroy($h->create_ok);
 my $fds_before = $h->count_fds;
 
 my ($cycles_ok, @fail) = (0);

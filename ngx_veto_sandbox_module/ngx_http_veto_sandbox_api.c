@@ -44,7 +44,7 @@ ngx_http_veto_sandbox_api_handler(ngx_http_request_t *r)
     if (op->scopes != NGX_HTTP_VSB_PUBLIC) {
 
         /* fail closed: internal redirects and subrequests skip POST_READ */
-        if (ngx_http_veto_sandbox_identify(r, ctx) != NGX_OK) {
+        if (ngx_http_veto_sandbox_identify(r, ctx, 0) != NGX_OK) {
             return ngx_http_veto_sandbox_deny(r, ctx);
         }
 

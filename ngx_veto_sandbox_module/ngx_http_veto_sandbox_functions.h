@@ -20,26 +20,45 @@ ngx_int_t ngx_http_veto_sandbox_add_variables(ngx_conf_t *cf);
 
 /* _identity.c */
 ngx_int_t ngx_http_veto_sandbox_identify(ngx_http_request_t *r,
-    ngx_http_veto_sandbox_ctx_t *ctx);
+    ngx_http_veto_sandbox_ctx_t *ctx, ngx_uint_t may_wait);
 ngx_int_t ngx_http_veto_sandbox_scope_check(ngx_http_request_t *r,
     ngx_http_veto_sandbox_ctx_t *ctx);
 ngx_int_t ngx_http_veto_sandbox_identity_init(ngx_conf_t *cf);
 
-/* _jwt.c: NGX_OK with ctx identity set, or NGX_DECLINED with *reason. */
+/* _jwt.c: NGX_OK with ctx identity set, or NGX_DECLINED with *reason;
+ * NGX_AGAIN (only when may_wait): a thread checks the signature, and its
+ * completion sets ctx->jwt_done and runs r's write event handler. */
 ngx_int_t ngx_http_veto_sandbox_jwt_verify(ngx_http_request_t *r,
     ngx_http_veto_sandbox_srv_conf_t *vscf, ngx_str_t *token,
-    ngx_http_veto_sandbox_ctx_t *ctx, const char **reason);
+    ngx_http_veto_sandbox_ctx_t *ctx, const char **reason,
+    ngx_uint_t may_wait);
+char *ngx_http_veto_sandbox_jwt_thread_pool(ngx_conf_t *cf,
+    ngx_command_t *cmd, void *conf);
+ngx_int_t ngx_http_veto_sandbox_jwt_init_conf(ngx_conf_t *cf,
+    ngx_http_veto_sandbox_srv_conf_t *vscf);
 ngx_int_t ngx_http_veto_sandbox_jwt_alg(ngx_str_t *name);
 
 /* _jws.c: NGX_OK, NGX_DECLINED (not key's signature) or NGX_ERROR. */
 ngx_int_t ngx_http_veto_sandbox_jws_verify(ngx_http_veto_sandbox_key_t *key,
     u_char *in, size_t in_len, u_char *sig_b64, size_t sig_b64_len);
+ngx_int_t ngx_http_veto_sandbox_jws_decode(ngx_http_veto_sandbox_key_t *key,
+    u_char *sig_b64, size_t sig_b64_len, u_char *sig, size_t *sig_len);
+ngx_int_t ngx_http_veto_sandbox_jws_check(ngx_http_veto_sandbox_key_t *key,
+    struct evp_pkey_ctx_st *pctx, u_char *in, size_t in_len, u_char *sig,
+    size_t sig_len);
+#if (NGX_THREADS)
+struct evp_pkey_ctx_st *ngx_http_veto_sandbox_jws_thread_pctx(
+    ngx_http_veto_sandbox_key_t *key, ngx_log_t *log);
+#endif
 
 /* _keys.c: config time only. */
 char *ngx_http_veto_sandbox_keys_pem(ngx_conf_t *cf, ngx_array_t *keys,
     ngx_str_t *kid, ngx_str_t *alg, ngx_str_t *file);
 char *ngx_http_veto_sandbox_keys_jwks(ngx_conf_t *cf, ngx_array_t *keys,
     ngx_str_t *file);
+/* _keys.c: a new verify context of key->pkey (any thread), or NULL */
+struct evp_pkey_ctx_st *ngx_http_veto_sandbox_key_verify_ctx(
+    ngx_http_veto_sandbox_key_t *key);
 
 /* _jwt_cache.c */
 char *ngx_http_veto_sandbox_cache_zone(ngx_conf_t *cf,

@@ -23,13 +23,17 @@ static ngx_int_t ngx_http_veto_sandbox_post_read_handler(
  * Verifies the bearer token and looks the caller up in the policy.
  * NGX_OK: ctx->agent, tenant, scopes and rule are set.  NGX_DECLINED:
  * ctx->decision says why; the caller answers with
- * ngx_http_veto_sandbox_deny().
+ * ngx_http_veto_sandbox_deny().  NGX_AGAIN (only when may_wait): the
+ * signature is being checked in a thread (veto_sandbox_jwt_thread_pool);
+ * its completion runs r's write event handler, and the call made then
+ * takes the outcome.
  */
 ngx_int_t
 ngx_http_veto_sandbox_identify(ngx_http_request_t *r,
-    ngx_http_veto_sandbox_ctx_t *ctx)
+    ngx_http_veto_sandbox_ctx_t *ctx, ngx_uint_t may_wait)
 {
     u_char                            *p, *last;
+    ngx_int_t                          rc;
     ngx_str_t                          token;
     const char                        *reason;
     ngx_table_elt_t                   *h;
@@ -37,6 +41,18 @@ ngx_http_veto_sandbox_identify(ngx_http_request_t *r,
 
     if (ctx->identified) {
         return NGX_OK;
+    }
+
+    if (ctx->jwt_pending) {
+        /* an event of r's connection while the thread works */
+        return NGX_AGAIN;
+    }
+
+    if (ctx->jwt_done) {
+        ctx->jwt_done = 0;
+        rc = ctx->jwt_rc;
+        reason = ctx->jwt_reason;
+        goto verified;
     }
 
     vscf = ngx_http_get_module_srv_conf(r, ngx_http_veto_sandbox_module);
@@ -72,15 +88,23 @@ ngx_http_veto_sandbox_identify(ngx_http_request_t *r,
     token.data = p;
     token.len = last - p;
 
-    if (ngx_http_veto_sandbox_jwt_verify(r, vscf, &token, ctx, &reason)
-        != NGX_OK)
-    {
+    rc = ngx_http_veto_sandbox_jwt_verify(r, vscf, &token, ctx, &reason,
+                                          may_wait);
+    if (rc == NGX_AGAIN) {
+        return NGX_AGAIN;
+    }
+
+verified:
+
+    if (rc != NGX_OK) {
         ngx_log_error(NGX_LOG_INFO, r->connection->log, 0,
                       "veto_sandbox: token refused: %s", reason);
         ngx_str_set(&ctx->decision, "deny:invalid_token");
         ctx->reason = reason;
         return NGX_DECLINED;
     }
+
+    vscf = ngx_http_get_module_srv_conf(r, ngx_http_veto_sandbox_module);
 
     ctx->rule = ngx_http_veto_sandbox_policy_rule(vscf->policy, &ctx->tenant,
                                                   &ctx->agent);
@@ -165,8 +189,16 @@ ngx_http_veto_sandbox_post_read_handler(ngx_http_request_t *r)
     /* nginx's own 413, before the content handler, names the right limit */
     ctx->file_body = (op != NULL && op->body == NGX_HTTP_VSB_BODY_FILE);
 
-    if (ngx_http_veto_sandbox_identify(r, ctx) == NGX_OK) {
+    rc = ngx_http_veto_sandbox_identify(r, ctx, 1);
+
+    if (rc == NGX_OK) {
         return NGX_DECLINED;
+    }
+
+    if (rc == NGX_AGAIN) {
+        /* the phase stops here; the verification's completion runs the
+         * phases again from this handler */
+        return NGX_AGAIN;
     }
 
     rc = ngx_http_veto_sandbox_deny(r, ctx);

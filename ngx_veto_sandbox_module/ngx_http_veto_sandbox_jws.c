@@ -8,6 +8,16 @@
  * PEM) costs ~20x the RSA check, and so, in OpenSSL 3.0, does a little
  * of every EVP_DigestVerifyInit() (provider fetches, a new context).
  *
+ * Two halves: ngx_http_veto_sandbox_jws_decode() turns the base64url
+ * signature into what OpenSSL checks (cheap, on the event loop: a
+ * malformed signature is refused before any crypto), and
+ * ngx_http_veto_sandbox_jws_check() runs the check.  The check may run in
+ * a thread of an nginx thread pool (veto_sandbox_jwt_thread_pool, _jwt.c):
+ * there it uses that thread's own EVP_PKEY_CTX
+ * (ngx_http_veto_sandbox_jws_thread_pctx()), never the key's, which the
+ * event loop uses; the EVP_PKEY and EVP_MD themselves are only read,
+ * which OpenSSL 3 allows from any number of threads.
+ *
  * The caller (_jwt.c) has pinned the algorithm to the key; this file
  * checks the bytes only.
  */
@@ -21,16 +31,12 @@
 #include <openssl/hmac.h>
 
 
-/* the longest signature: RSA 16384 bits; ES512 is 132 bytes */
-#define NGX_HTTP_VSB_MAX_SIG_LEN  2048
-
-
 static ngx_int_t ngx_http_veto_sandbox_jws_hmac(
     ngx_http_veto_sandbox_key_t *key, u_char *in, size_t in_len,
     u_char *sig, size_t sig_len);
 static ngx_int_t ngx_http_veto_sandbox_jws_pkey(
-    ngx_http_veto_sandbox_key_t *key, u_char *in, size_t in_len,
-    u_char *sig, size_t sig_len);
+    ngx_http_veto_sandbox_key_t *key, EVP_PKEY_CTX *pctx, u_char *in,
+    size_t in_len, u_char *sig, size_t sig_len);
 static ngx_int_t ngx_http_veto_sandbox_jws_ecdsa_der(
     ngx_http_veto_sandbox_key_t *key, u_char *sig, size_t sig_len,
     u_char *der, size_t *der_len);
@@ -39,32 +45,97 @@ static ngx_int_t ngx_http_veto_sandbox_jws_ecdsa_der(
 /*
  * NGX_OK: sig_b64 (base64url, no padding) is key's signature of in.
  * NGX_DECLINED: it is not.  NGX_ERROR: OpenSSL failed to run the check.
+ * The event loop's: it verifies with the key's own context.
  */
 ngx_int_t
 ngx_http_veto_sandbox_jws_verify(ngx_http_veto_sandbox_key_t *key,
     u_char *in, size_t in_len, u_char *sig_b64, size_t sig_b64_len)
 {
-    u_char     sig[NGX_HTTP_VSB_MAX_SIG_LEN];
+    u_char  sig[NGX_HTTP_VSB_MAX_SIG_LEN];
+    size_t  sig_len;
+
+    if (ngx_http_veto_sandbox_jws_decode(key, sig_b64, sig_b64_len, sig,
+                                         &sig_len)
+        != NGX_OK)
+    {
+        return NGX_DECLINED;
+    }
+
+    return ngx_http_veto_sandbox_jws_check(key, key->pctx, in, in_len, sig,
+                                           sig_len);
+}
+
+
+/*
+ * The signature as the check takes it, in sig (NGX_HTTP_VSB_MAX_SIG_LEN
+ * bytes): an HMAC or RSA signature as it is, an ECDSA one as DER.
+ * NGX_DECLINED: it cannot be key's (not base64url, the wrong length), so
+ * no check is needed to refuse it.
+ */
+ngx_int_t
+ngx_http_veto_sandbox_jws_decode(ngx_http_veto_sandbox_key_t *key,
+    u_char *sig_b64, size_t sig_b64_len, u_char *sig, size_t *sig_len)
+{
+    u_char     raw[NGX_HTTP_VSB_MAX_SIG_LEN];
     ngx_int_t  rc;
     ngx_str_t  src, dst;
 
-    if (ngx_base64_decoded_length(sig_b64_len) > sizeof(sig)) {
+    if (ngx_base64_decoded_length(sig_b64_len) > sizeof(raw)) {
         return NGX_DECLINED;
     }
 
     src.data = sig_b64;
     src.len = sig_b64_len;
-    dst.data = sig;
+    dst.data = key->ec ? raw : sig;
 
     if (ngx_decode_base64url(&dst, &src) != NGX_OK) {
         return NGX_DECLINED;
     }
 
     if (key->pkey == NULL) {
-        return ngx_http_veto_sandbox_jws_hmac(key, in, in_len, sig, dst.len);
+        *sig_len = dst.len;
+        return NGX_OK;
     }
 
-    rc = ngx_http_veto_sandbox_jws_pkey(key, in, in_len, sig, dst.len);
+    if (key->ec) {
+        rc = ngx_http_veto_sandbox_jws_ecdsa_der(key, raw, dst.len, sig,
+                                                 sig_len);
+
+        /* a refused conversion leaves reasons on the error queue */
+        ERR_clear_error();
+
+        return rc;
+    }
+
+    /* RSASSA-PKCS1-v1_5: exactly the modulus' length */
+    if (dst.len != (size_t) EVP_PKEY_get_size(key->pkey)) {
+        return NGX_DECLINED;
+    }
+
+    *sig_len = dst.len;
+
+    return NGX_OK;
+}
+
+
+/*
+ * NGX_OK: sig (from ngx_http_veto_sandbox_jws_decode()) is key's signature
+ * of in; NGX_DECLINED: it is not; NGX_ERROR: the check could not run.
+ * pctx: a verify context of key->pkey that no other thread uses now
+ * (unused for HS*).  Safe in any thread.
+ */
+ngx_int_t
+ngx_http_veto_sandbox_jws_check(ngx_http_veto_sandbox_key_t *key,
+    EVP_PKEY_CTX *pctx, u_char *in, size_t in_len, u_char *sig,
+    size_t sig_len)
+{
+    ngx_int_t  rc;
+
+    if (key->pkey == NULL) {
+        return ngx_http_veto_sandbox_jws_hmac(key, in, in_len, sig, sig_len);
+    }
+
+    rc = ngx_http_veto_sandbox_jws_pkey(key, pctx, in, in_len, sig, sig_len);
 
     /* a refused signature leaves reasons on the thread's error queue;
      * nothing else in the worker should find them there */
@@ -72,6 +143,117 @@ ngx_http_veto_sandbox_jws_verify(ngx_http_veto_sandbox_key_t *key,
 
     return rc;
 }
+
+
+#if (NGX_THREADS)
+
+/*
+ * A thread's own verify contexts, one per key it has verified with, made
+ * on first use and freed when the thread exits (the thread pool's threads
+ * live as long as the worker).  Each holds a reference to its EVP_PKEY, so
+ * a key's address cannot be reused while its context is listed here.
+ */
+typedef struct ngx_http_veto_sandbox_tctx_s  ngx_http_veto_sandbox_tctx_t;
+
+struct ngx_http_veto_sandbox_tctx_s {
+    ngx_http_veto_sandbox_tctx_t  *next;
+    EVP_PKEY                      *pkey;
+    const EVP_MD                  *md;
+    EVP_PKEY_CTX                  *pctx;
+};
+
+
+static pthread_key_t   ngx_http_veto_sandbox_tctx_key;
+static pthread_once_t  ngx_http_veto_sandbox_tctx_once = PTHREAD_ONCE_INIT;
+static int             ngx_http_veto_sandbox_tctx_err;
+
+
+static void
+ngx_http_veto_sandbox_tctx_free(void *data)
+{
+    ngx_http_veto_sandbox_tctx_t  *t, *next;
+
+    for (t = data; t; t = next) {
+        next = t->next;
+        EVP_PKEY_CTX_free(t->pctx);
+        ngx_free(t);
+    }
+}
+
+
+static void
+ngx_http_veto_sandbox_tctx_init(void)
+{
+    ngx_http_veto_sandbox_tctx_err =
+        pthread_key_create(&ngx_http_veto_sandbox_tctx_key,
+                           ngx_http_veto_sandbox_tctx_free);
+}
+
+
+/* The calling thread's verify context for key; NULL (logged) when one
+ * cannot be made. */
+EVP_PKEY_CTX *
+ngx_http_veto_sandbox_jws_thread_pctx(ngx_http_veto_sandbox_key_t *key,
+    ngx_log_t *log)
+{
+    int                            err;
+    EVP_PKEY_CTX                  *pctx;
+    ngx_http_veto_sandbox_tctx_t  *head, *t;
+
+    err = pthread_once(&ngx_http_veto_sandbox_tctx_once,
+                       ngx_http_veto_sandbox_tctx_init);
+    if (err == 0) {
+        err = ngx_http_veto_sandbox_tctx_err;
+    }
+
+    if (err != 0) {
+        ngx_log_error(NGX_LOG_ALERT, log, err,
+                      "veto_sandbox: pthread_key_create() for the JWT "
+                      "verify contexts failed");
+        return NULL;
+    }
+
+    head = pthread_getspecific(ngx_http_veto_sandbox_tctx_key);
+
+    for (t = head; t; t = t->next) {
+        if (t->pkey == key->pkey && t->md == key->md) {
+            return t->pctx;
+        }
+    }
+
+    pctx = ngx_http_veto_sandbox_key_verify_ctx(key);
+    if (pctx == NULL) {
+        ngx_log_error(NGX_LOG_ALERT, log, 0,
+                      "veto_sandbox: a thread's verify context for the "
+                      "key in \"%V\" could not be made", &key->source);
+        ERR_clear_error();
+        return NULL;
+    }
+
+    t = ngx_alloc(sizeof(ngx_http_veto_sandbox_tctx_t), log);
+    if (t == NULL) {
+        EVP_PKEY_CTX_free(pctx);
+        return NULL;
+    }
+
+    t->next = head;
+    t->pkey = key->pkey;
+    t->md = key->md;
+    t->pctx = pctx;
+
+    err = pthread_setspecific(ngx_http_veto_sandbox_tctx_key, t);
+    if (err != 0) {
+        ngx_log_error(NGX_LOG_ALERT, log, err,
+                      "veto_sandbox: pthread_setspecific() failed");
+        EVP_PKEY_CTX_free(pctx);
+        ngx_free(t);
+        return NULL;
+    }
+
+    return pctx;
+}
+
+#endif
 
 
 static ngx_int_t
@@ -99,38 +281,21 @@ ngx_http_veto_sandbox_jws_hmac(ngx_http_veto_sandbox_key_t *key, u_char *in,
 
 
 static ngx_int_t
-ngx_http_veto_sandbox_jws_pkey(ngx_http_veto_sandbox_key_t *key, u_char *in,
-    size_t in_len, u_char *sig, size_t sig_len)
+ngx_http_veto_sandbox_jws_pkey(ngx_http_veto_sandbox_key_t *key,
+    EVP_PKEY_CTX *pctx, u_char *in, size_t in_len, u_char *sig,
+    size_t sig_len)
 {
     int           ok;
-    u_char        der[NGX_HTTP_VSB_MAX_SIG_LEN];
     u_char        digest[EVP_MAX_MD_SIZE];
-    size_t        der_len;
     unsigned int  digest_len;
-
-    if (key->ec) {
-        if (ngx_http_veto_sandbox_jws_ecdsa_der(key, sig, sig_len, der,
-                                                &der_len)
-            != NGX_OK)
-        {
-            return NGX_DECLINED;
-        }
-
-        sig = der;
-        sig_len = der_len;
-
-    } else if (sig_len != (size_t) EVP_PKEY_get_size(key->pkey)) {
-        /* RSASSA-PKCS1-v1_5: exactly the modulus' length */
-        return NGX_DECLINED;
-    }
 
     if (EVP_Digest(in, in_len, digest, &digest_len, key->md, NULL) != 1) {
         return NGX_ERROR;
     }
 
-    /* the context was made and set (padding, digest) at configuration
-     * time; verification keeps no state in it between calls */
-    ok = EVP_PKEY_verify(key->pctx, sig, sig_len, digest, digest_len);
+    /* the context was made and set (padding, digest) beforehand;
+     * verification keeps no state in it between calls */
+    ok = EVP_PKEY_verify(pctx, sig, sig_len, digest, digest_len);
 
     /* 0 is a bad signature, < 0 a malformed one: both are refusals */
     return ok == 1 ? NGX_OK : NGX_DECLINED;

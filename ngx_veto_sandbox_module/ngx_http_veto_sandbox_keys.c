@@ -506,17 +506,12 @@ ngx_http_veto_sandbox_key_set(ngx_conf_t *cf,
         return NGX_OK;
     }
 
-    /* made once: a worker verifies with it, one token at a time */
-    key->pctx = EVP_PKEY_CTX_new_from_pkey(NULL, pkey, NULL);
+    /* made once: the event loop verifies with it, one token at a time
+     * (a thread pool's threads make their own, _jws.c) */
+    key->pctx = ngx_http_veto_sandbox_key_verify_ctx(key);
     owned->pctx = key->pctx;
 
-    if (key->pctx == NULL
-        || EVP_PKEY_verify_init(key->pctx) <= 0
-        || (!key->ec
-            && EVP_PKEY_CTX_set_rsa_padding(key->pctx, RSA_PKCS1_PADDING)
-               <= 0)
-        || EVP_PKEY_CTX_set_signature_md(key->pctx, key->md) <= 0)
-    {
+    if (key->pctx == NULL) {
         ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
                            "preparing to verify with the key in \"%V\" "
                            "failed: %s", &key->source,
@@ -525,6 +520,34 @@ ngx_http_veto_sandbox_key_set(ngx_conf_t *cf,
     }
 
     return NGX_OK;
+}
+
+
+/*
+ * A context that verifies key's signatures: padding (RS*) and digest set.
+ * Touches key->pkey and key->md only to read them (and count a reference
+ * to the EVP_PKEY), so any thread may make one.
+ */
+EVP_PKEY_CTX *
+ngx_http_veto_sandbox_key_verify_ctx(ngx_http_veto_sandbox_key_t *key)
+{
+    EVP_PKEY_CTX  *pctx;
+
+    pctx = EVP_PKEY_CTX_new_from_pkey(NULL, key->pkey, NULL);
+    if (pctx == NULL) {
+        return NULL;
+    }
+
+    if (EVP_PKEY_verify_init(pctx) <= 0
+        || (!key->ec
+            && EVP_PKEY_CTX_set_rsa_padding(pctx, RSA_PKCS1_PADDING) <= 0)
+        || EVP_PKEY_CTX_set_signature_md(pctx, key->md) <= 0)
+    {
+        EVP_PKEY_CTX_free(pctx);
+        return NULL;
+    }
+
+    return pctx;
 }
 
 

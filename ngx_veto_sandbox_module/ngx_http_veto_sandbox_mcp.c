@@ -207,7 +207,7 @@ ngx_http_veto_sandbox_mcp_handler(ngx_http_request_t *r)
 
     /* the same identity as every REST request (POST_READ checked it
      * already; internal redirects skip that phase) */
-    if (ngx_http_veto_sandbox_identify(r, ctx) != NGX_OK) {
+    if (ngx_http_veto_sandbox_identify(r, ctx, 0) != NGX_OK) {
         return ngx_http_veto_sandbox_deny(r, ctx);
     }
 

@@ -123,6 +123,13 @@ static ngx_command_t  ngx_http_veto_sandbox_commands[] = {
       0,
       NULL },
 
+    { ngx_string("veto_sandbox_jwt_thread_pool"),
+      NGX_HTTP_MAIN_CONF|NGX_HTTP_SRV_CONF|NGX_CONF_TAKE12,
+      ngx_http_veto_sandbox_jwt_thread_pool,
+      NGX_HTTP_SRV_CONF_OFFSET,
+      0,
+      NULL },
+
     { ngx_string("veto_sandbox_max_token_size"),
       NGX_HTTP_MAIN_CONF|NGX_HTTP_SRV_CONF|NGX_CONF_TAKE1,
       ngx_conf_set_size_slot,
@@ -490,6 +497,9 @@ ngx_http_veto_sandbox_create_srv_conf(ngx_conf_t *cf)
     conf->send_timeout = NGX_CONF_UNSET_MSEC;
     conf->read_timeout = NGX_CONF_UNSET_MSEC;
     conf->cache_zone = NGX_CONF_UNSET_PTR;
+#if (NGX_THREADS)
+    conf->jwt_pool = NGX_CONF_UNSET_PTR;
+#endif
     conf->approval_ttl = NGX_CONF_UNSET_MSEC;
     conf->approval_threshold = NGX_CONF_UNSET_UINT;
     conf->metrics_timeout = NGX_CONF_UNSET_MSEC;
@@ -536,6 +546,17 @@ ngx_http_veto_sandbox_merge_srv_conf(ngx_conf_t *cf, void *parent,
     }
 
     ngx_conf_merge_ptr_value(conf->cache_zone, prev->cache_zone, NULL);
+#if (NGX_THREADS)
+    if (conf->jwt_pool == NGX_CONF_UNSET_PTR) {
+        conf->jwt_pool = prev->jwt_pool == NGX_CONF_UNSET_PTR
+                         ? NULL : prev->jwt_pool;
+        conf->jwt_nice = prev->jwt_nice;
+    }
+#endif
+
+    if (ngx_http_veto_sandbox_jwt_init_conf(cf, conf) != NGX_OK) {
+        return NGX_CONF_ERROR;
+    }
 
     if (conf->policy == NULL) {
         conf->policy = prev->policy;

@@ -209,6 +209,9 @@ enum {
     NGX_HTTP_VSB_ALG_ES512
 };
 
+/* the longest JWS signature: RSA 16384 bits; ES512 is 132 bytes */
+#define NGX_HTTP_VSB_MAX_SIG_LEN  2048
+
 /* A verification key, decoded once at configuration time (_keys.c). */
 typedef struct {
     ngx_str_t                    kid;       /* empty: only key, no kid */
@@ -334,6 +337,9 @@ typedef struct {
     ngx_msec_t                   host_grace;    /* after a lease expired */
     ngx_str_t                    peer_key;      /* shared by the hosts */
     ngx_str_t                    peer_pass;     /* @location: to a peer */
+    ngx_array_t                 *jwt_pools;     /* the thread pools JWT
+                                                   checks use and their
+                                                   nice= (_jwt.c) */
 } ngx_http_veto_sandbox_main_conf_t;
 
 
@@ -361,6 +367,13 @@ typedef struct {
 
     ngx_shm_zone_t              *cache_zone;
     uint32_t                     epoch;    /* per configuration load */
+#if (NGX_THREADS)
+    ngx_thread_pool_t           *jwt_pool; /* veto_sandbox_jwt_thread_pool;
+                                              NULL: verify inline */
+#endif
+    ngx_int_t                    jwt_nice; /* its nice=, 0..19 */
+    void                        *jwt_hdrs; /* this worker's known headers
+                                              (_jwt.c) */
 
     ngx_http_veto_sandbox_policy_t *policy;
 
@@ -577,6 +590,9 @@ struct ngx_http_veto_sandbox_ctx_s {
     ngx_str_t                    decision;  /* $veto_decision */
     ngx_str_t                    sandbox;   /* $veto_sandbox */
     const char                  *reason;    /* why a token was refused */
+    const char                  *jwt_reason; /* a verification done in a
+                                                thread: its refusal */
+    ngx_int_t                    jwt_rc;    /* and its outcome */
 
     ngx_http_veto_sandbox_rule_t *rule;     /* effective, after identity */
 
@@ -648,6 +664,8 @@ struct ngx_http_veto_sandbox_ctx_s {
     time_t                       route_ended_at;
 
     unsigned                     identified:1;
+    unsigned                     jwt_pending:1; /* a thread verifies */
+    unsigned                     jwt_done:1;    /* jwt_rc, jwt_reason */
     unsigned                     needs_approval:1;
     unsigned                     limit_ask:1;   /* a lifetime past its
                                                    ceiling, askable */

@@ -440,17 +440,29 @@ class Stack:
         gateway, life and scale sections measure) and with it (blocked)."""
         self.nginx = {}
         self.port = {k: free_port()
-                     for k in ("plain", "cached", "verify", "redis")}
+                     for k in ("plain", "cached", "verify", "verify_pool",
+                               "verify_nice", "redis")}
+        # verify_pool, verify_nice: no cache, signatures checked in a
+        # thread pool of 2 threads (veto_sandbox_jwt_thread_pool), at the
+        # worker's priority and at nice 10
         self.start_one_nginx("api", None, """
     server {
         listen 127.0.0.1:%d backlog=4096;
         location = /plain { return 200 "ok\\n"; }
     }
 %s
+%s
+%s
 %s""" % (self.port["plain"],
          self.server(self.port["cached"],
                      "veto_sandbox_jwt_cache zone=bench_jwt:4m;"),
-         self.server(self.port["verify"], "")))
+         self.server(self.port["verify"], ""),
+         self.server(self.port["verify_pool"],
+                     "veto_sandbox_jwt_thread_pool bench_jwt;"),
+         self.server(self.port["verify_nice"],
+                     "veto_sandbox_jwt_thread_pool bench_jwt_nice nice=10;")),
+                             main="thread_pool bench_jwt threads=2;\n"
+                                  "thread_pool bench_jwt_nice threads=2;")
         self.start_one_nginx("redis", self.redis_sock,
                              self.server(self.port["redis"], ""))
         self.nginx_worker = self.nginx["api"]["worker"]
@@ -472,7 +484,7 @@ class Stack:
         location = /plain { return 200 "ok\\n"; }
     }""" % (port, self.sock, d, d, d, extra)
 
-    def start_one_nginx(self, name, redis, servers):
+    def start_one_nginx(self, name, redis, servers, main=""):
         d = self.path("nginx-" + name)
         os.makedirs(d + "/logs")
         os.makedirs(d + "/tmp")
@@ -484,13 +496,14 @@ worker_rlimit_nofile 16384;
 pid %s/nginx.pid;
 error_log %s/logs/error.log warn;
 events { worker_connections 8192; }
+%s
 http {
     access_log off;
     client_body_temp_path %s/tmp;
     %s
 %s
 }
-""" % (ROOT, d, d, d,
+""" % (ROOT, d, d, main, d,
        "veto_sandbox_redis unix:%s;" % redis if redis else "", servers)
         with open(d + "/nginx.conf", "w") as f:
             f.write(conf)

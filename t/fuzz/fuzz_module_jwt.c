@@ -8,7 +8,8 @@
  *   0  an Authorization header value, through
  *      ngx_http_veto_sandbox_identify() with three keys configured (an
  *      HS256 secret, an ES256 and an RS256 JWK): hostile tokens are
- *      refused with a reason, never crash;
+ *      refused with a reason, never crash, and the same with and without
+ *      the headers already seen (_jwt.c's header cache);
  *   1  a JOSE header and claims (split at the first NUL), signed here
  *      with the HS256 key and sent as "Bearer <token>": the claims checks
  *      after the signature (sub, tenant, exp/nbf/iat, iss, aud, jti,
@@ -72,6 +73,19 @@ ngx_http_veto_sandbox_cache_put(ngx_http_request_t *r,
 {
     abort();
 }
+
+
+#if (NGX_THREADS)
+/* never reached: no veto_sandbox_jwt_thread_pool is configured (the
+ * thread pool's glue, _jwt_thread.c, is tested by t/3z) */
+ngx_int_t
+ngx_http_veto_sandbox_jwt_post(ngx_http_request_t *r,
+    ngx_http_veto_sandbox_srv_conf_t *vscf, ngx_http_veto_sandbox_ctx_t *ctx,
+    ngx_http_veto_sandbox_jwt_job_t *job)
+{
+    abort();
+}
+#endif
 
 
 /* the POST_READ handler around identify() (not fuzzed: it routes) */
@@ -235,6 +249,13 @@ LLVMFuzzerInitialize(int *argc, char ***argv)
     vscf.leeway = 30;
     vscf.max_token_size = 8192;
 
+    /* the headers a worker has seen name a key: on, as in nginx */
+    if (ngx_http_veto_sandbox_jwt_init_conf(&cf, &vscf) != NGX_OK
+        || vscf.jwt_hdrs == NULL)
+    {
+        abort();
+    }
+
     for (i = 0; i < NGX_HTTP_VSB_NSCOPES; i++) {
         vscf.scope[i] = scopes[i];
     }
@@ -264,9 +285,10 @@ id_ok(ngx_str_t *s)
 
 
 /* value through identify(): refused with a reason, or an identity the
- * policy knows */
-static void
-identify(ngx_pool_t *pool, u_char *value, size_t len)
+ * policy knows; its ctx in *out */
+static ngx_int_t
+identify_once(ngx_pool_t *pool, u_char *value, size_t len,
+    ngx_http_veto_sandbox_ctx_t **out)
 {
     void                         *ctxs[1];
     void                         *srv[1];
@@ -300,14 +322,16 @@ identify(ngx_pool_t *pool, u_char *value, size_t len)
     h.value.len = len;
     r.headers_in.authorization = &h;
 
-    rc = ngx_http_veto_sandbox_identify(&r, ctx);
+    /* may wait: no thread pool is configured, so it never does */
+    rc = ngx_http_veto_sandbox_identify(&r, ctx, 1);
+    *out = ctx;
 
 #define must(cond)  do { if (!(cond)) abort(); } while (0)
 
     if (rc == NGX_DECLINED) {
         must(ctx->decision.len > 0 && !ctx->identified);
         must(ngx_strncmp(ctx->decision.data, "deny:", 5) == 0);
-        return;
+        return rc;
     }
 
     must(rc == NGX_OK && ctx->identified && ctx->rule != NULL);
@@ -331,6 +355,44 @@ identify(ngx_pool_t *pool, u_char *value, size_t len)
     }
 
 #undef must
+
+    return NGX_OK;
+}
+
+
+static ngx_int_t
+str_eq(ngx_str_t *a, ngx_str_t *b)
+{
+    return a->len == b->len
+           && (a->len == 0 || ngx_memcmp(a->data, b->data, a->len) == 0);
+}
+
+
+/*
+ * identify_once() with this worker's known headers (_jwt.c: a header
+ * that named a key before skips its parse) and again without them: the
+ * header cache never changes a verdict, a reason or an identity.
+ */
+static void
+identify(ngx_pool_t *pool, u_char *value, size_t len)
+{
+    void                         *hdrs;
+    ngx_int_t                     rc1, rc2;
+    ngx_http_veto_sandbox_ctx_t  *c1, *c2;
+
+    rc1 = identify_once(pool, value, len, &c1);
+
+    hdrs = vscf.jwt_hdrs;
+    vscf.jwt_hdrs = NULL;
+    rc2 = identify_once(pool, value, len, &c2);
+    vscf.jwt_hdrs = hdrs;
+
+    if (rc1 != rc2 || !str_eq(&c1->decision, &c2->decision)
+        || c1->reason != c2->reason || !str_eq(&c1->agent, &c2->agent)
+        || !str_eq(&c1->tenant, &c2->tenant) || c1->scopes != c2->scopes)
+    {
+        abort();
+    }
 }
 
 

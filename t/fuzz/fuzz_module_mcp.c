@@ -269,7 +269,7 @@ ngx_http_veto_sandbox_get_ctx(ngx_http_request_t *r)
 
 ngx_int_t
 ngx_http_veto_sandbox_identify(ngx_http_request_t *r,
-    ngx_http_veto_sandbox_ctx_t *ctx)
+    ngx_http_veto_sandbox_ctx_t *ctx, ngx_uint_t may_wait)
 {
     abort();
 }

@@ -307,6 +307,17 @@ sub default_veto
 EOF
 }
 
+# VETO_JWT_THREAD_POOL=<pool>: every instance built from default_veto
+# verifies token signatures in that nginx thread pool ("default" needs no
+# thread_pool directive); unset, inline on the event loop.  The JWT tests
+# run both ways (t/3z runs t/11 and t/37 with the pool).
+sub jwt_pool_veto
+{
+    my $p = $ENV{VETO_JWT_THREAD_POOL};
+    return '' unless defined $p && $p ne '';
+    return "        veto_sandbox_jwt_thread_pool $p;\n";
+}
+
 # A private redis-server for this instance: unix socket in its temp dir,
 # no persistence, or with aof => 1 the append-only file as
 # scripts/run-stack.sh runs it (appendfsync everysec, in redis/ of the
@@ -409,14 +420,14 @@ sub approval_page_conf
 
 # The nginx.conf: the module's directives at server level, the API at
 # /v1/, the approval page at /review/ with approval_page => 1 (or a
-# directory), and whatever the test adds (server_extra, http_extra, veto
-# directives replaced wholesale with veto => '...').
+# directory), and whatever the test adds (main_extra, server_extra,
+# http_extra, veto directives replaced wholesale with veto => '...').
 sub render
 {
     my ($self, %o) = @_;
     my $d = $self->{dir};
     my $workers = $o{workers} // 1;
-    my $veto = $o{veto} // $self->default_veto;
+    my $veto = $o{veto} // ($self->default_veto . jwt_pool_veto());
 
     my $conf = <<"EOF";
 load_module @{[ module_path() ]};
@@ -425,6 +436,7 @@ worker_processes $workers;
 pid $d/nginx.pid;
 error_log $d/logs/error.log info;
 events { worker_connections 1024; }
+@{[ $o{main_extra} // '' ]}
 http {
     log_format veto '\$status \$request_method \$uri agent=\$veto_agent '
                     'tenant=\$veto_tenant decision=\$veto_decision '

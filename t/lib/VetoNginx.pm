@@ -310,7 +310,7 @@ EOF
 # VETO_JWT_THREAD_POOL=<pool>: every instance built from default_veto
 # verifies token signatures in that nginx thread pool ("default" needs no
 # thread_pool directive); unset, inline on the event loop.  The JWT tests
-# run both ways (t/3z runs t/11 and t/37 with the pool).
+# run both ways (t/19 runs t/11 and t/37 with the pool).
 sub jwt_pool_veto
 {
     my $p = $ENV{VETO_JWT_THREAD_POOL};

@@ -472,19 +472,12 @@ typedef struct {
 } vsb_cg_rm_ctx_t;
 
 
+/* confirmed, not assumed */
 static int
-vsb_cg_rmdir_visit(const char *dir, void *data)
+vsb_cg_rmdir_confirm(const char *dir, vsb_cg_rm_ctx_t *rm)
 {
-    vsb_cg_rm_ctx_t  *rm = data;
-    struct stat       st;
+    struct stat  st;
 
-    if (rmdir(dir) == -1 && errno != ENOENT) {
-        snprintf(rm->err, rm->errlen, "cgroup: rmdir %s: %s", dir,
-                 strerror(errno));
-        return -1;
-    }
-
-    /* confirmed, not assumed */
     if (stat(dir, &st) == 0 || errno != ENOENT) {
         snprintf(rm->err, rm->errlen, "cgroup: %s still exists after rmdir",
                  dir);
@@ -492,6 +485,21 @@ vsb_cg_rmdir_visit(const char *dir, void *data)
     }
 
     return 0;
+}
+
+
+static int
+vsb_cg_rmdir_visit(const char *dir, void *data)
+{
+    vsb_cg_rm_ctx_t  *rm = data;
+
+    if (rmdir(dir) == -1 && errno != ENOENT) {
+        snprintf(rm->err, rm->errlen, "cgroup: rmdir %s: %s", dir,
+                 strerror(errno));
+        return -1;
+    }
+
+    return vsb_cg_rmdir_confirm(dir, rm);
 }
 
 
@@ -504,6 +512,12 @@ vsb_cg_rmdir_tree(const char *dir, char *err, size_t errlen)
     rm.err = err;
     rm.errlen = errlen;
     err[0] = '\0';
+
+    /* most are leaves (an exec's always): one rmdir, no walk; one with
+     * children (or tasks) refuses it and is walked */
+    if (rmdir(dir) == 0 || errno == ENOENT) {
+        return vsb_cg_rmdir_confirm(dir, &rm);
+    }
 
     if (vsb_cg_walk(dir, 0, NULL, vsb_cg_rmdir_visit, &rm) != 0) {
         if (err[0] == '\0') {

@@ -470,12 +470,35 @@ vsb_cg1_kill(vsb_cgroup_t *cg)
 }
 
 
+/*
+ * pids.current counts every task of cg and its descendants, zombies not
+ * yet reaped too: when it reads 0 the cgroup is empty in one read, not a
+ * walk of every hierarchy's cgroup.procs (most of an exec's cleanup).
+ * That is enough because no process is in one hierarchy's cgroup and not
+ * in another's: the init joins all of them before anything runs, its
+ * descendants inherit them, and nothing inside can write a host cgroup's
+ * tasks.  Otherwise (a zombie counts there, cgroup.procs leaves it out)
+ * the walk decides.  The rmdir that removes a cgroup still fails in any
+ * hierarchy that holds a task.
+ */
 int
 vsb_cg1_populated(vsb_cgroup_t *cg)
 {
-    int     rc;
-    char    path[PATH_MAX];
-    size_t  i;
+    int                  rc;
+    char                 path[PATH_MAX];
+    size_t               i;
+    uint64_t             n;
+    const vsb_cg_hier_t  *ph;
+
+    ph = vsb_cg1_hier(VSB_CG_PIDS);
+
+    if (ph != NULL
+        && vsb_cg_path(path, sizeof(path), ph, cg->rel, NULL) == 0
+        && vsb_cg_read_u64(path, "pids.current", &n) == 0
+        && n == 0)
+    {
+        return 0;
+    }
 
     for (i = 0; i < vsb_cg.nhier; i++) {
         if (vsb_cg_path(path, sizeof(path), &vsb_cg.hier[i], cg->rel, NULL)

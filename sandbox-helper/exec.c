@@ -605,10 +605,9 @@ vsb_exec_poll(vsb_timer_t *t)
     vsb_exec_t        *ex = t->data;
     vsb_exec_result_t  res;
 
-    rc = vsb_cgroup_populated(ex->cgroup);
-
-    if (rc == 0 && !ex->init_exited) {
-        /* the init is out of the cgroup only once it is dead */
+    /* reaped first: a v1 cgroup emptied of zombies too is one read
+     * (cgroup1.c) */
+    if (!ex->init_exited) {
         memset(&si, 0, sizeof(si));
         if (waitid(P_PIDFD, (id_t) ex->pidfd, &si, WEXITED | WNOHANG | __WALL)
             == 0 && si.si_pid != 0)
@@ -616,9 +615,13 @@ vsb_exec_poll(vsb_timer_t *t)
             ex->init_exited = 1;
             ex->init_si = si;
             (void) vsb_loop_del(&ex->pid_ev);
-        } else {
-            rc = 1;
         }
+    }
+
+    rc = vsb_cgroup_populated(ex->cgroup);
+
+    if (rc == 0 && !ex->init_exited) {
+        rc = 1;                 /* not dead yet, only out of the cgroup */
     }
 
     if (rc != 0) {

@@ -61,15 +61,23 @@
 
 /*
  * The argument checks, hand-written because libseccomp 2.5 cannot say
- * "not one of these" (one comparison per argument per rule).  Loaded
- * before the allowlist; the kernel applies the stricter verdict of the
- * two, so this filter only ever refuses and otherwise allows.  Each block
+ * "not one of these" (one comparison per argument per rule).  It only
+ * ever refuses, and otherwise goes on to the allowlist.  Each block
  * starts by loading the syscall number and jumps only within itself or
  * to the next block.  Only the low 32 bits of an argument are checked
  * where the kernel reads an int (family, cmd, mode, clone's flags).
  * Another ABI is left to the allowlist, which kills it.
+ *
+ * It is not a filter of its own: vsb_seccomp_merge() puts it in front of
+ * each allowlist program, its two "allow"s (the third instruction and
+ * the last) becoming "go on to the allowlist".  The allowlist allows
+ * every syscall it refuses, so the verdict is the one the two filters
+ * gave when they were loaded apart, for one installation per process
+ * instead of two (the kernel checks, translates and JITs each, and runs
+ * it over every syscall number for its cache) and one program run per
+ * syscall.
  */
-static struct sock_filter  vsb_sc_args[] = {
+static const struct sock_filter  vsb_sc_args[] = {
     VSB_LD(offsetof(struct seccomp_data, arch)),
     VSB_JEQ(VSB_SC_ARCH, 1, 0),
     VSB_RET(SECCOMP_RET_ALLOW),
@@ -300,6 +308,46 @@ failed:
 }
 
 
+/* The argument checks, then the allowlist: see vsb_sc_args. */
+static int
+vsb_seccomp_merge(vsb_sc_prog_t *prog, char *err, size_t errlen)
+{
+    size_t                    nargs, len;
+    struct sock_filter       *insns;
+    const struct sock_filter  allow = VSB_RET(SECCOMP_RET_ALLOW);
+
+    nargs = sizeof(vsb_sc_args) / sizeof(vsb_sc_args[0]);
+    len = nargs - 1 + prog->len;
+
+    if (memcmp(&vsb_sc_args[2], &allow, sizeof(allow)) != 0
+        || memcmp(&vsb_sc_args[nargs - 1], &allow, sizeof(allow)) != 0
+        || len > VSB_SC_MAX_INSNS)
+    {
+        snprintf(err, errlen, "seccomp: the argument checks do not merge");
+        return -1;
+    }
+
+    insns = malloc(len * sizeof(*insns));
+    if (insns == NULL) {
+        snprintf(err, errlen, "seccomp: %s", strerror(errno));
+        return -1;
+    }
+
+    /* the allowlist starts where the last "allow" was, so every block's
+     * jump to it is unchanged; another ABI jumps there from the third
+     * (a jump lands 1 + k further on) */
+    memcpy(insns, vsb_sc_args, (nargs - 1) * sizeof(*insns));
+    insns[2] = (struct sock_filter) BPF_JUMP(BPF_JMP | BPF_JA,
+                                             (unsigned) (nargs - 1 - 3), 0, 0);
+    memcpy(insns + nargs - 1, prog->insns, prog->len * sizeof(*insns));
+
+    free(prog->insns);
+    prog->insns = insns;
+    prog->len = (unsigned short) len;
+    return 0;
+}
+
+
 /* The supervisor's buffers in supervise.c must hold what this kernel
  * exchanges; they are fixed so the child allocates nothing. */
 static int
@@ -356,6 +404,16 @@ vsb_seccomp_prepare(char *err, size_t errlen)
     if (vsb_seccomp_build(1, &vsb_sc_workload_prog, err, errlen) != 0) {
         free(vsb_sc_init_prog.insns);
         vsb_sc_init_prog.insns = NULL;
+        return -1;
+    }
+
+    if (vsb_seccomp_merge(&vsb_sc_init_prog, err, errlen) != 0
+        || vsb_seccomp_merge(&vsb_sc_workload_prog, err, errlen) != 0)
+    {
+        free(vsb_sc_init_prog.insns);
+        free(vsb_sc_workload_prog.insns);
+        vsb_sc_init_prog.insns = NULL;
+        vsb_sc_workload_prog.insns = NULL;
         return -1;
     }
 
@@ -432,15 +490,6 @@ vsb_seccomp_apply(int notify_sock, char *err, size_t errlen)
 
     if (p->insns == NULL) {
         snprintf(err, errlen, "seccomp: filter not prepared");
-        return -1;
-    }
-
-    prog.len = sizeof(vsb_sc_args) / sizeof(vsb_sc_args[0]);
-    prog.filter = vsb_sc_args;
-
-    if (syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, 0, &prog) != 0) {
-        snprintf(err, errlen, "seccomp: load argument filter: %s",
-                 strerror(errno));
         return -1;
     }
 

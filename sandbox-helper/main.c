@@ -34,6 +34,7 @@
 #include "vsb_sbstate.h"
 #include "vsb_seccomp.h"
 #include "vsb_server.h"
+#include "vsb_spawn_ns.h"
 #include "vsb_storage.h"
 
 #define VSB_DEFAULT_CONF  "/etc/veto-sandbox/sandbox-helper.conf"
@@ -253,6 +254,10 @@ main(int argc, char **argv)
         vsb_log(VSB_LOG_ERR, "%s", err);
         return 1;
     }
+
+    /* after recovery: the mounts execs are cloned from, without the
+     * sandboxes' (a failure leaves execs cloned from ours) */
+    vsb_spawn_ns_init();
 
     /* the workload's boundary: a filter that cannot be built stops the
      * start, not the first exec; without Landlock the helper carries on */

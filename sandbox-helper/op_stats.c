@@ -10,6 +10,7 @@
 #include "vsb_egress.h"
 #include "vsb_op.h"
 #include "vsb_registry.h"
+#include "vsb_spawn_ns.h"
 
 
 static int
@@ -71,6 +72,10 @@ vsb_op_stats(vsb_conn_t *c, json_t *root, const vsb_request_t *r,
                "buffered_bytes", (json_int_t) u.buffered,
                "buffer_limit_bytes", (json_int_t) u.buffered_max))
            != 0
+        || json_object_set_new(reply, "spawn_mounts",
+                               vsb_spawn_ns_mounts() >= 0
+                               ? json_integer(vsb_spawn_ns_mounts())
+                               : json_null()) != 0
         || json_object_set_new(reply, "egress", vsb_egress_health()) != 0)
     {
         json_decref(reply);

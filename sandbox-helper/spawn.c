@@ -29,6 +29,7 @@
 #include "vsb_rootfs.h"
 #include "vsb_seccomp.h"
 #include "vsb_spawn.h"
+#include "vsb_spawn_ns.h"
 #include "vsb_supervise.h"
 #include "vsb_user.h"
 
@@ -53,8 +54,8 @@ const char *const  vsb_spawn_namespaces[] = {
 extern char  **environ;
 
 static pid_t vsb_spawn_clone(int *pidfd);
-static void vsb_spawn_init(const vsb_spawn_t *sp, int sync_fd, int *cgfds,
-    size_t ncg)
+static void vsb_spawn_init(const vsb_spawn_t *sp, int sync_fd, int tree,
+    int *cgfds, size_t ncg)
     __attribute__((noreturn));
 static void vsb_spawn_workload(const vsb_spawn_t *sp, int notify_fd)
     __attribute__((noreturn));
@@ -138,7 +139,7 @@ vsb_spawn_clone(int *pidfd)
 pid_t
 vsb_spawn(const vsb_spawn_t *sp, int *pidfd, char *err, size_t errlen)
 {
-    int        sync[2], fd, saved, cgfds[VSB_CGROUP_JOIN_MAX];
+    int        sync[2], fd, saved, tree, cgfds[VSB_CGROUP_JOIN_MAX];
     char       byte;
     size_t     ncg;
     pid_t      pid;
@@ -161,14 +162,25 @@ vsb_spawn(const vsb_spawn_t *sp, int *pidfd, char *err, size_t errlen)
     }
 
     fd = -1;
+    pid = -1;
+
+    /* the init's mounts are copied from the spawn namespace, which has
+     * none of the sandboxes': it gets its own sandbox's as a tree */
+    if (vsb_spawn_ns_tree(sp->sb, &tree, err, errlen) != 0) {
+        goto undo;
+    }
+
+    if (tree != -1 && vsb_spawn_ns_enter(err, errlen) != 0) {
+        goto undo;
+    }
 
     /* a namespace of the initial user namespace cannot be joined from a
      * new user namespace: join it first, clone, come back */
     if (vsb_netns_enter(sp->sb, err, errlen) != 0) {
-        close(sync[0]);
-        close(sync[1]);
-        vsb_cgroup_join_close(cgfds, ncg);
-        return -1;
+        if (tree != -1) {
+            vsb_spawn_ns_leave();
+        }
+        goto undo;
     }
 
     pid = vsb_spawn_clone(&fd);
@@ -176,24 +188,34 @@ vsb_spawn(const vsb_spawn_t *sp, int *pidfd, char *err, size_t errlen)
 
     if (pid != 0) {
         vsb_netns_leave();
+        if (tree != -1) {
+            vsb_spawn_ns_leave();
+        }
     }
 
     if (pid == -1) {
         snprintf(err, errlen, "spawn: clone with new namespaces: %s",
                  strerror(saved));
-        close(sync[0]);
-        close(sync[1]);
-        vsb_cgroup_join_close(cgfds, ncg);
-        return -1;
+        goto undo;
     }
 
     if (pid == 0) {
         close(sync[1]);
-        vsb_spawn_init(sp, sync[0], cgfds, ncg);
+        vsb_spawn_init(sp, sync[0], tree, cgfds, ncg);
     }
 
+undo:
+
     close(sync[0]);
+    if (tree != -1) {
+        close(tree);
+    }
     vsb_cgroup_join_close(cgfds, ncg);
+
+    if (pid == -1) {
+        close(sync[1]);
+        return -1;
+    }
 
     if (ncg == 0 && vsb_cgroup_attach(sp->cgroup, pid) != 0) {
         snprintf(err, errlen, "spawn: attach init %d to exec cgroup: %s",
@@ -378,7 +400,8 @@ vsb_spawn_hide_args(void)
 
 
 static void
-vsb_spawn_init(const vsb_spawn_t *sp, int sync_fd, int *cgfds, size_t ncg)
+vsb_spawn_init(const vsb_spawn_t *sp, int sync_fd, int tree, int *cgfds,
+    size_t ncg)
 {
     int               status, nsk[2];
     char              byte, err[200], msg[240];
@@ -393,6 +416,12 @@ vsb_spawn_init(const vsb_spawn_t *sp, int sync_fd, int *cgfds, size_t ncg)
     if (vsb_cgroup_join_self(cgfds, ncg) != 0) {
         vsb_spawn_fail(sp->status_fd, 1, "init: join the exec cgroup "
                        "(\"0\" to its tasks files)");
+    }
+
+    /* where the host has it, before the descriptor goes with the rest */
+    if (tree != -1 && vsb_spawn_ns_attach(tree, sp->sb) != 0) {
+        vsb_spawn_fail(sp->status_fd, 1, "init: attach the sandbox's tree "
+                       "(move_mount)");
     }
 
     vsb_spawn_fds(sp, sync_fd);

@@ -13,6 +13,7 @@
 #include "vsb_cgroup.h"
 #include "vsb_cgroup_int.h"
 #include "vsb_log.h"
+#include "vsb_mountinfo.h"
 
 #define VSB_CG1_FREEZE_WAIT_MS  100
 #define VSB_CG1_CPU_PERIOD      100000
@@ -38,27 +39,6 @@ typedef struct {
     char      mount[PATH_MAX];
     unsigned  ctrl;
 } vsb_cg1_mnt_t;
-
-
-/* mountinfo escapes ' ', '\t', '\n' and '\\' as \ooo */
-static void
-vsb_cg1_unescape(char *s)
-{
-    char  *r, *w;
-
-    for (r = w = s; *r != '\0'; ) {
-        if (r[0] == '\\' && r[1] >= '0' && r[1] <= '7'
-            && r[2] >= '0' && r[2] <= '7' && r[3] >= '0' && r[3] <= '7')
-        {
-            *w++ = (char) (((r[1] - '0') << 6) | ((r[2] - '0') << 3)
-                           | (r[3] - '0'));
-            r += 4;
-        } else {
-            *w++ = *r++;
-        }
-    }
-    *w = '\0';
-}
 
 
 /* One entry per v1 hierarchy carrying a controller we use; the first
@@ -134,7 +114,7 @@ vsb_cg1_scan(vsb_cg1_mnt_t *mnt, size_t *nmnt, unsigned *have)
             continue;
         }
 
-        vsb_cg1_unescape(f[4]);
+        vsb_mountinfo_unescape(f[4]);
         if (strlen(f[4]) >= PATH_MAX) {
             continue;
         }

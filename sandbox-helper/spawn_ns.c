@@ -32,6 +32,7 @@
 #include "vsb_config.h"
 #include "vsb_log.h"
 #include "vsb_loop.h"
+#include "vsb_mountinfo.h"
 #include "vsb_spawn_ns.h"
 
 #define VSB_SNS_SELF  "/proc/self/ns/mnt"
@@ -60,47 +61,17 @@ vsb_sns_back(void)
 }
 
 
-/* mountinfo escapes space, tab, newline and backslash as \ooo */
-static void
-vsb_sns_unescape(char *s)
-{
-    char  *r, *w;
-
-    for (r = w = s; *r != '\0'; w++) {
-        if (r[0] == '\\' && r[1] >= '0' && r[1] <= '3'
-            && r[2] >= '0' && r[2] <= '7' && r[3] >= '0' && r[3] <= '7')
-        {
-            *w = (char) ((r[1] - '0') * 64 + (r[2] - '0') * 8 + (r[3] - '0'));
-            r += 4;
-        } else {
-            *w = *r++;
-        }
-    }
-
-    *w = '\0';
-}
-
-
-/* One pass over the copy's mounts, detaching every one below
- * state_dir/sb and state_dir/netns (what storage.c and netns.c make per
- * sandbox), children with them: how many, or -1. */
+/* One pass over the copy's mounts, detaching every one below the
+ * prefixes (state_dir/sb/ and state_dir/netns/: what storage.c and
+ * netns.c make per sandbox), children with them: how many, or -1. */
 static int
-vsb_sns_strip_pass(long *lines, char *err, size_t errlen)
+vsb_sns_strip_pass(const char *sb, const char *ns, long *lines, char *err,
+    size_t errlen)
 {
-    int      n, rc, count;
-    char     sb[PATH_MAX], ns[PATH_MAX], *line, *p, *mp;
+    int      rc, count;
+    char    *line, *p, *mp;
     FILE    *f;
     size_t   cap, lsb, lns, i;
-    ssize_t  len;
-
-    n = snprintf(sb, sizeof(sb), "%s/sb/", vsb_cf.state_dir);
-    if (n < 0 || (size_t) n >= sizeof(sb)
-        || (size_t) snprintf(ns, sizeof(ns), "%s/netns/", vsb_cf.state_dir)
-           >= sizeof(ns))
-    {
-        snprintf(err, errlen, "spawn namespace: state_dir too long");
-        return -1;
-    }
 
     lsb = strlen(sb);
     lns = strlen(ns);
@@ -118,7 +89,7 @@ vsb_sns_strip_pass(long *lines, char *err, size_t errlen)
     line = NULL;
     cap = 0;
 
-    while ((len = getline(&line, &cap, f)) != -1) {
+    while (getline(&line, &cap, f) != -1) {
         (*lines)++;
 
         /* id parent major:minor root MOUNT-POINT ... */
@@ -140,7 +111,7 @@ vsb_sns_strip_pass(long *lines, char *err, size_t errlen)
             continue;
         }
         *p = '\0';
-        vsb_sns_unescape(mp);
+        vsb_mountinfo_unescape(mp);
 
         if (strncmp(mp, sb, lsb) != 0 && strncmp(mp, ns, lns) != 0) {
             continue;
@@ -170,10 +141,20 @@ vsb_sns_strip_pass(long *lines, char *err, size_t errlen)
 static int
 vsb_sns_strip(long *mounts, char *err, size_t errlen)
 {
-    int  i, n;
+    int   i, n;
+    char  sb[PATH_MAX], ns[PATH_MAX];
+
+    n = snprintf(sb, sizeof(sb), "%s/sb/", vsb_cf.state_dir);
+    if (n < 0 || (size_t) n >= sizeof(sb)
+        || (size_t) snprintf(ns, sizeof(ns), "%s/netns/", vsb_cf.state_dir)
+           >= sizeof(ns))
+    {
+        snprintf(err, errlen, "spawn namespace: state_dir too long");
+        return -1;
+    }
 
     for (i = 0; i < 16; i++) {
-        n = vsb_sns_strip_pass(mounts, err, errlen);
+        n = vsb_sns_strip_pass(sb, ns, mounts, err, errlen);
         if (n <= 0) {
             return n;
         }

@@ -542,6 +542,16 @@ vsb_spawn_init(const vsb_spawn_t *sp, int sync_fd, int tree, int *cgfds,
 }
 
 
+/* AddressSanitizer cannot follow a switch to a stack of our own (it
+ * warns on the workload's stderr): its builds fork */
+#if defined(__SANITIZE_ADDRESS__)
+#define VSB_SPAWN_FORK  1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define VSB_SPAWN_FORK  1
+#endif
+#endif
+
 /*
  * The workload starts as posix_spawn(3) starts a child: in our memory
  * (CLONE_VM) on a stack of its own, this process held (CLONE_VFORK)
@@ -554,15 +564,6 @@ vsb_spawn_init(const vsb_spawn_t *sp, int sync_fd, int tree, int *cgfds,
  * In memory it writes only its stack, errno, environ and what the libc
  * calls it makes write.
  */
-/* AddressSanitizer cannot follow a switch to a stack of our own (it
- * warns on the workload's stderr): its builds fork */
-#if defined(__SANITIZE_ADDRESS__)
-#define VSB_SPAWN_FORK  1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define VSB_SPAWN_FORK  1
-#endif
-#endif
 
 #ifndef VSB_SPAWN_FORK
 

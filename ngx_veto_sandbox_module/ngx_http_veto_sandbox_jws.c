@@ -149,9 +149,15 @@ ngx_http_veto_sandbox_jws_check(ngx_http_veto_sandbox_key_t *key,
 
 /*
  * A thread's own verify contexts, one per key it has verified with, made
- * on first use and freed when the thread exits (the thread pool's threads
- * live as long as the worker).  Each holds a reference to its EVP_PKEY, so
- * a key's address cannot be reused while its context is listed here.
+ * on first use.  Each holds a reference to its EVP_PKEY, so a key's
+ * address cannot be reused while its context is listed here.
+ *
+ * They live as long as the thread, which lives as long as the worker
+ * process (nginx's pools never shrink), and go with the process: no
+ * destructor frees them at the thread's exit.  A destructor would be
+ * this module's code run by an exiting thread, and nginx lets a pool's
+ * threads finish exiting while the worker goes on to destroy the cycle,
+ * which unloads the module: the thread would call into unmapped code.
  */
 typedef struct ngx_http_veto_sandbox_tctx_s  ngx_http_veto_sandbox_tctx_t;
 
@@ -163,31 +169,7 @@ struct ngx_http_veto_sandbox_tctx_s {
 };
 
 
-static pthread_key_t   ngx_http_veto_sandbox_tctx_key;
-static pthread_once_t  ngx_http_veto_sandbox_tctx_once = PTHREAD_ONCE_INIT;
-static int             ngx_http_veto_sandbox_tctx_err;
-
-
-static void
-ngx_http_veto_sandbox_tctx_free(void *data)
-{
-    ngx_http_veto_sandbox_tctx_t  *t, *next;
-
-    for (t = data; t; t = next) {
-        next = t->next;
-        EVP_PKEY_CTX_free(t->pctx);
-        ngx_free(t);
-    }
-}
-
-
-static void
-ngx_http_veto_sandbox_tctx_init(void)
-{
-    ngx_http_veto_sandbox_tctx_err =
-        pthread_key_create(&ngx_http_veto_sandbox_tctx_key,
-                           ngx_http_veto_sandbox_tctx_free);
-}
+static __thread ngx_http_veto_sandbox_tctx_t  *ngx_http_veto_sandbox_tctx;
 
 
 /* The calling thread's verify context for key; NULL (logged) when one
@@ -196,26 +178,10 @@ EVP_PKEY_CTX *
 ngx_http_veto_sandbox_jws_thread_pctx(ngx_http_veto_sandbox_key_t *key,
     ngx_log_t *log)
 {
-    int                            err;
     EVP_PKEY_CTX                  *pctx;
-    ngx_http_veto_sandbox_tctx_t  *head, *t;
+    ngx_http_veto_sandbox_tctx_t  *t;
 
-    err = pthread_once(&ngx_http_veto_sandbox_tctx_once,
-                       ngx_http_veto_sandbox_tctx_init);
-    if (err == 0) {
-        err = ngx_http_veto_sandbox_tctx_err;
-    }
-
-    if (err != 0) {
-        ngx_log_error(NGX_LOG_ALERT, log, err,
-                      "veto_sandbox: pthread_key_create() for the JWT "
-                      "verify contexts failed");
-        return NULL;
-    }
-
-    head = pthread_getspecific(ngx_http_veto_sandbox_tctx_key);
-
-    for (t = head; t; t = t->next) {
+    for (t = ngx_http_veto_sandbox_tctx; t; t = t->next) {
         if (t->pkey == key->pkey && t->md == key->md) {
             return t->pctx;
         }
@@ -236,19 +202,12 @@ ngx_http_veto_sandbox_jws_thread_pctx(ngx_http_veto_sandbox_key_t *key,
         return NULL;
     }
 
-    t->next = head;
+    t->next = ngx_http_veto_sandbox_tctx;
     t->pkey = key->pkey;
     t->md = key->md;
     t->pctx = pctx;
 
-    err = pthread_setspecific(ngx_http_veto_sandbox_tctx_key, t);
-    if (err != 0) {
-        ngx_log_error(NGX_LOG_ALERT, log, err,
-                      "veto_sandbox: pthread_setspecific() failed");
-        EVP_PKEY_CTX_free(pctx);
-        ngx_free(t);
-        return NULL;
-    }
+    ngx_http_veto_sandbox_tctx = t;
 
     return pctx;
 }

@@ -266,6 +266,28 @@ is((list($n->token(alg => 'ES256', jti => 'after-gone')))[0], 200,
        'the new worker verifies in its pool');
 }
 
+# ---- workers exit as soon as their threads verified: a thread's exit may
+# run after the worker unloaded the module, so no module code may run
+# then (a thread-specific destructor did: a sanitizer report, or a worker
+# killed by SIGSEGV at exit; checked below and when nginx stops)
+{
+    my %codes;
+    for my $round (1 .. 20) {
+        my @s = map { raw_get($n->token(alg => $_ % 2 ? 'ES256' : 'RS256',
+                                        jti => "exit-$round-$_")) } 1 .. 8;
+        $n->reload;
+        for my $s (@s) {
+            local $/;
+            my ($code) = (<$s> // '') =~ m{^HTTP/1\.1 (\d+)};
+            $codes{$code // 'none'}++;
+        }
+    }
+    is_deeply(\%codes, { 200 => 160 },
+              '20 reloads, each with tokens in flight: all 200')
+        or diag explain \%codes;
+    $worker = one_worker();
+}
+
 my $log = substr($n->error_log, $log_from);
 unlike($log, qr/\[(alert|emerg|crit)\]/, 'no alert in the error log')
     or diag join "\n", grep { /\[(alert|emerg|crit)\]/ } split /\n/, $log;

@@ -103,6 +103,18 @@ if python3 t/fuzz/gen-corpus.py --check; then
 else
     fail_step "fuzz seeds out of date"
 fi
+# Generated docs: t/README.md from the tests' opening comments, the README's
+# endpoint table from docs/openapi.json.
+if python3 scripts/gen-test-index --check; then
+    echo "ok - t/README.md matches the tests' opening comments"
+else
+    fail_step "t/README.md out of date (scripts/gen-test-index)"
+fi
+if python3 scripts/gen-endpoint-table --check; then
+    echo "ok - README.md's endpoint table matches docs/openapi.json"
+else
+    fail_step "README.md endpoint table out of date (scripts/gen-endpoint-table)"
+fi
 if make -s fuzz; then
     # by source, so a stale binary of a removed target is not run
     for src in t/fuzz/fuzz_*.c; do

@@ -343,11 +343,11 @@ ok(!verify_sig($ev->{headers}{'veto-signature'}, $ev->{body} . ' ', $SECRET),
                    $ev->{body}, $SECRET),
        'an old timestamp is refused even with a valid MAC');
 }
-# the README's verify(), as a user's receiver would run it
+# docs/operations.md's verify(), as a user's receiver would run it
 {
-    my ($code) = VetoNginx::slurp("$VetoNginx::ROOT/README.md")
+    my ($code) = VetoNginx::slurp("$VetoNginx::ROOT/docs/operations.md")
         =~ /^```python\n(import hashlib.*?^def verify\(.*?)^```$/ms
-        or die "README.md: no verify() snippet\n";
+        or die "docs/operations.md: no verify() snippet\n";
     VetoNginx::spew("$d/verify.py", $code . <<'PY');
 import sys
 secret = open(sys.argv[1], "rb").read().rstrip(b"\r\n \t")
@@ -358,7 +358,7 @@ PY
     VetoNginx::spew("$d/event.tampered", $ev->{body} =~ s/agent-1/agent-2/r);
     my $sig = $ev->{headers}{'veto-signature'};
     is(`python3 $d/verify.py $d/webhook.secret '$sig' $d/event.body`, "1\n",
-       "the README's verify() accepts the event");
+       "docs/operations.md's verify() accepts the event");
     is(`python3 $d/verify.py $d/webhook.secret '$sig' $d/event.tampered`,
        "0\n", '... and refuses it changed');
 }

@@ -18,7 +18,7 @@
 # counts as a hang.  FUZZ_ARGS adds libFuzzer flags to every run.  Prints
 # one line per target and exits 1 if any target found something: each
 # crasher must become t/fuzz/corpus/<target>/regress-<what> and a test
-# (README, "Fuzzing").
+# (docs/testing.md, "Fuzzing").
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 1
 

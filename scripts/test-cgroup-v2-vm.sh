@@ -34,7 +34,7 @@
 # the deadline t/03 kills a tree at
 # three times their time.
 #
-# Time on the busy 2-core dev host (TCG): see README ("Tests").
+# Time on the busy 2-core dev host (TCG): see docs/testing.md ("Tests").
 #
 #   VETO_VM_CACHE=build-vm           rootfs cache (kept between runs;
 #                                    the packages VM's too)

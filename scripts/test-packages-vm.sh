@@ -2,7 +2,7 @@
 # The Debian packages on a real systemd host with pure cgroup v2: a qemu
 # VM boots Debian 12 with systemd as init, installs the two packages
 # (scripts/build-debs.sh) next to nginx and redis-server from the archive,
-# configures them as the README's "Install into an existing nginx" says,
+# configures them as docs/operations.md's "Install into an existing nginx" says,
 # and drives the API end to end with tokens from veto-token.  The guest's
 # side is scripts/lib/pkgvm-guest.sh; what it checks:
 #
@@ -30,7 +30,7 @@
 #             the proxy, mounts, files), health 503
 #
 # Results come back on the serial console; this script exits 0 only if
-# every step passed.  Times on the busy 2-core dev host: README ("Tests").
+# every step passed.  Times on the busy 2-core dev host: docs/testing.md ("Tests").
 #
 #   VETO_PKGVM_DEBS=dir       use the .debs in dir (default: build them)
 #   VETO_VM_CACHE=build-vm    rootfs cache (kept; the cgroup v2 VM's too)

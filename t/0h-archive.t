@@ -333,7 +333,7 @@ like($r->{stderr}, qr/unexpected end of file|Unexpected EOF/i, '... says where')
 # header): 0xff is a block of the reserved type, which gzip refuses every
 # time.  (Bytes changed deeper in, inside data deflate still decodes, are
 # caught by gzip's CRC at the stream's end only if tar reads that far: it
-# stops at the archive's end marker, so such damage can pass; README.)
+# stops at the archive's end marker, so such damage can pass; docs/api.md.)
 my $corrupt = $whole;
 substr($corrupt, 10, 64) = "\xff" x 64;
 $r = $h->extract_archive($id, 'corrupt', $corrupt);

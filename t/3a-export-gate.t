@@ -1,6 +1,6 @@
 #!/usr/bin/perl
-# What the policy's "export": true does and does not hold (README,
-# limitations): it gates GET .../files, but an agent that may exec prints
+# What the policy's "export": true does and does not hold (docs/security.md,
+# known limitations): it gates GET .../files, but an agent that may exec prints
 # the same file with "cat" and reads it from stdout; gating execs too
 # ("always": ["sandbox.exec"]) closes that road, and then the reviewer
 # sees "cat <file>" in the summary.

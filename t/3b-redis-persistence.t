@@ -75,7 +75,7 @@ is($st, 200, 'approved before the restart') or diag $b;
 
 ($st) = $n->request(GET => '/v1/sandboxes', $doomed);
 is($st, 200, 'the token to revoke works');
-# the operator's revocation (README: Revocation), as with redis-cli
+# the operator's revocation (docs/operations.md: Revocation), as with redis-cli
 $n->redis->set('veto:{acme}:revoked:jti:agent-1-stolen', 1, 'EX', 600);
 ($st) = $n->request(GET => '/v1/sandboxes', $doomed);
 is($st, 401, 'revoked: 401');

@@ -10,7 +10,7 @@
 # every 100 ms, and execs, files and another agent's requests in
 # between.  (The packages VM once saw 404 here: a build from before
 # ENDED records existed, when 404 was the answer.  With several hosts,
-# see the README's limitation on ended sandboxes.)
+# see docs/operations.md, "Several gateway hosts", ended sandboxes.)
 
 use strict;
 use warnings;

@@ -118,7 +118,7 @@ check "the egress proxy where the helper looks for it" \
     test -x /usr/lib/veto-sandbox/egress-proxy
 end
 
-# --- configure, as the README says --------------------------------------
+# --- configure, as docs/operations.md says -----------------------------
 
 begin configure
 openssl genpkey -algorithm EC -pkeyopt ec_paramgen_curve:P-256 \

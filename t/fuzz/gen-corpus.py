@@ -13,7 +13,7 @@ anything if an op, a request field or a config key has no seed: when the
 protocol grows, this script must grow with it.
 
 Files named regress-* in a corpus directory are crashers kept as
-regression inputs (see README, "Fuzzing"); this script never touches them.
+regression inputs (see docs/testing.md, "Fuzzing"); this script never touches them.
 The module's targets other than fuzz_module_parsers (whose seeds are
 committed files) are generated too, from t/fuzz/module_corpus.py; the
 remaining fuzz_*.c targets keep their own seeds.

@@ -10,7 +10,8 @@ use Test::More;
 use Time::HiRes qw(time sleep);
 use VetoEgress;
 
-my $e = VetoEgress->start(header_timeout_ms => 1000);
+my $e = VetoEgress->start(header_timeout_ms => 1000,
+    proxy_conf => ['max_sandbox_head_connections = 64']);  # the sandbox limit, not the head cap
 my ($rc, $out) = $e->setup_sandbox(
     allow  => ['registry.example.test', "$e->{reg_ip}:80"],
     limits => ['max_connections=20', 'max_bytes_in=100000']);

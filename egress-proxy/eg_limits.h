@@ -34,7 +34,6 @@ typedef enum {
 uint64_t eg_limits_allow_bytes(const eg_limits_t *l, const eg_usage_t *u,
     eg_dir_t dir, uint64_t want);
 void eg_limits_account(eg_usage_t *u, eg_dir_t dir, uint64_t n);
-int eg_limits_conn_take(const eg_limits_t *l, eg_usage_t *u);
 void eg_limits_conn_release(eg_usage_t *u);
 
 /*

@@ -33,17 +33,6 @@ eg_limits_account(eg_usage_t *u, eg_dir_t dir, uint64_t n)
 }
 
 
-int
-eg_limits_conn_take(const eg_limits_t *l, eg_usage_t *u)
-{
-    if (u->connections >= l->max_connections) {
-        return -1;
-    }
-    u->connections++;
-    return 0;
-}
-
-
 void
 eg_limits_conn_release(eg_usage_t *u)
 {

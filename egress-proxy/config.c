@@ -28,7 +28,11 @@ eg_config_defaults(eg_config_t *cf)
     cf->ceiling.max_bytes_in = 8ULL << 30;
     cf->ceiling.connect_timeout_ms = 10000;
     cf->ceiling.idle_timeout_ms = 300000;
-    cf->header_timeout_ms = 10000;
+    cf->header_timeout_ms = 5000;
+    cf->max_head_connections = 16;
+    cf->tenant_share_floor = 32;
+    cf->sandbox_share_floor = 8;
+    cf->borrow_reserve_percent = 10;
     cf->dns_timeout_ms = 5000;
     cf->record_buffer_bytes = 1 << 20;
     cf->control_buffer_bytes = 4 << 20;
@@ -192,6 +196,10 @@ eg_cf_set(eg_config_t *cf, const char *k, const char *v, const char **why)
     U64("connect_timeout_ms", cf->ceiling.connect_timeout_ms, 100, 600000)
     U64("idle_timeout_ms", cf->ceiling.idle_timeout_ms, 100, 86400000)
     U64("header_timeout_ms", cf->header_timeout_ms, 100, 600000)
+    U64("max_sandbox_head_connections", cf->max_head_connections, 1, 100000)
+    U64("tenant_share_floor", cf->tenant_share_floor, 1, 1000000)
+    U64("sandbox_share_floor", cf->sandbox_share_floor, 1, 100000)
+    U64("borrow_reserve_percent", cf->borrow_reserve_percent, 0, 90)
     U64("dns_timeout_ms", cf->dns_timeout_ms, 100, 60000)
     U64("record_buffer_bytes", cf->record_buffer_bytes, 4096, 1 << 30)
     U64("control_buffer_bytes", cf->control_buffer_bytes, 65536, 1 << 30)

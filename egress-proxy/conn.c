@@ -59,30 +59,118 @@ eg_conn_orig_dst(eg_conn_t *c)
 }
 
 
+static void
+eg_conn_take(eg_sandbox_t *sb)
+{
+    eg_tenant_t  *t = sb->tenant;
+
+    if (sb->usage.connections++ == 0) {
+        t->active++;
+    }
+    if (t->connections++ == 0) {
+        eg_proxy.active_tenants++;
+    }
+    eg_proxy.nconns++;
+}
+
+
+static void
+eg_conn_release(eg_sandbox_t *sb)
+{
+    eg_tenant_t  *t = sb->tenant;
+
+    eg_limits_conn_release(&sb->usage);
+    if (sb->usage.connections == 0 && t->active > 0) {
+        t->active--;
+    }
+    if (t->connections > 0 && --t->connections == 0
+        && eg_proxy.active_tenants > 0)
+    {
+        eg_proxy.active_tenants--;
+    }
+    eg_proxy.nconns--;
+}
+
+
+void
+eg_conn_head_done(eg_conn_t *c)
+{
+    if (c->in_head) {
+        c->in_head = 0;
+        if (c->sb->heads > 0) {
+            c->sb->heads--;
+        }
+    }
+}
+
+
+/* May sb open one more connection?  0 yes; -1 with the reason. */
+static int
+eg_conn_admit(eg_sandbox_t *sb, char *why, size_t len)
+{
+    eg_tenant_t  *t = sb->tenant;
+    eg_share_t    s;
+
+    if (sb->heads >= eg_proxy.cf.max_head_connections) {
+        snprintf(why, len, "head share exhausted: %u connections of this "
+                 "sandbox are still sending their request "
+                 "(max_sandbox_head_connections %u, each ended after "
+                 "header_timeout_ms %u)", sb->heads,
+                 eg_proxy.cf.max_head_connections,
+                 eg_proxy.cf.header_timeout_ms);
+        return -1;
+    }
+    if (sb->usage.connections >= sb->limits.max_connections) {
+        snprintf(why, len, "sandbox connection limit reached (%u open, "
+                 "max_connections %u)", sb->usage.connections,
+                 sb->limits.max_connections);
+        return -1;
+    }
+
+    s.pool = eg_proxy.cf.max_connections;
+    s.used = eg_proxy.nconns;
+    s.tenants = eg_proxy.active_tenants + (t->connections == 0);
+    s.tenant_used = t->connections;
+    s.sandboxes = t->active + (sb->usage.connections == 0);
+    s.sandbox_used = sb->usage.connections;
+    s.tenant_floor = eg_proxy.cf.tenant_share_floor;
+    s.sandbox_floor = eg_proxy.cf.sandbox_share_floor;
+    s.reserve_percent = eg_proxy.cf.borrow_reserve_percent;
+    return eg_share_admit(&s, why, len);
+}
+
+
 void
 eg_conn_accepted(eg_sandbox_t *sb, eg_listen_kind_t via, int fd)
 {
     eg_conn_t  *c;
+    char        why[256];
 
-    if (eg_proxy.nconns >= eg_proxy.cf.max_connections
-        || eg_limits_conn_take(&sb->limits, &sb->usage) != 0)
-    {
-        static const char  busy[] =
-            "HTTP/1.1 429 Too Many Requests\r\n"
-            "Content-Type: text/plain; charset=utf-8\r\n"
-            "Content-Length: 61\r\nConnection: close\r\n\r\n"
-            "blocked by Veto Sandbox egress policy: too many connections\n";
+    if (eg_conn_admit(sb, why, sizeof(why)) != 0) {
+        char         busy[512];
+        int          n;
         eg_record_t  r = {
             .sandbox = sb->id, .kind = via == EG_L_HTTP ? "http" : "tls",
-            .host = "", .decision = "refused",
-            .reason = "connection limit reached",
+            .host = "", .decision = "refused", .reason = why,
             .start_ms = eg_wall_ms()
         };
 
         sb->usage.refused++;
         if (via == EG_L_HTTP) {
+            n = snprintf(busy, sizeof(busy),
+                         "HTTP/1.1 429 Too Many Requests\r\n"
+                         "Content-Type: text/plain; charset=utf-8\r\n"
+                         "Veto-Egress: refused\r\n"
+                         "Content-Length: %zu\r\nConnection: close\r\n\r\n"
+                         "blocked by Veto Sandbox egress policy: too many "
+                         "connections\nreason: %s\n",
+                         sizeof("blocked by Veto Sandbox egress policy: too "
+                                "many connections\nreason: \n") - 1
+                         + strlen(why), why);
             /* best effort: the socket's buffer is empty */
-            if (write(fd, busy, sizeof(busy) - 1) < 0) {
+            if (n > 0 && (size_t) n < sizeof(busy)
+                && write(fd, busy, (size_t) n) < 0)
+            {
                 /* nothing more to do: the client is gone */
             }
         }
@@ -90,6 +178,7 @@ eg_conn_accepted(eg_sandbox_t *sb, eg_listen_kind_t via, int fd)
         eg_record_emit(&r);
         return;
     }
+    eg_conn_take(sb);
 
     c = calloc(1, sizeof(*c));
     if (c != NULL) {
@@ -104,7 +193,7 @@ eg_conn_accepted(eg_sandbox_t *sb, eg_listen_kind_t via, int fd)
             free(c->u2c);
             free(c);
         }
-        eg_limits_conn_release(&sb->usage);
+        eg_conn_release(sb);
         close(fd);
         return;
     }
@@ -130,7 +219,7 @@ eg_conn_accepted(eg_sandbox_t *sb, eg_listen_kind_t via, int fd)
         free(c->c2u);
         free(c->u2c);
         free(c);
-        eg_limits_conn_release(&sb->usage);
+        eg_conn_release(sb);
         close(fd);
         return;
     }
@@ -139,12 +228,14 @@ eg_conn_accepted(eg_sandbox_t *sb, eg_listen_kind_t via, int fd)
         eg_conn_orig_dst(c);
     }
 
+    c->in_head = 1;
+    sb->heads++;
+
     c->next = sb->conns;
     if (sb->conns) {
         sb->conns->prev = c;
     }
     sb->conns = c;
-    eg_proxy.nconns++;
 }
 
 
@@ -199,8 +290,8 @@ eg_conn_finish(eg_conn_t *c)
         c->next->prev = c->prev;
     }
 
-    eg_limits_conn_release(&sb->usage);
-    eg_proxy.nconns--;
+    eg_conn_head_done(c);
+    eg_conn_release(sb);
     free(c->c2u);
     free(c->u2c);
     c->c2u = c->u2c = NULL;
@@ -300,6 +391,45 @@ eg_conn_set_target(eg_conn_t *c, const char *s, size_t len,
 }
 
 
+/* A plain HTTP request, its target set: Host (when sent) must name the
+ * authority the connection is allowed for, and the body must have a
+ * length the relay can stop at (one request per connection).  0 ok; -1
+ * refused. */
+static int
+eg_conn_plain(eg_conn_t *c, const eg_http_req_t *req, uint16_t host_port)
+{
+    eg_host_t    h;
+    uint16_t     port;
+    const char  *why;
+
+    if (req->host_count == 1) {
+        if (eg_hostport_parse(req->host.p, req->host.len, host_port, &h,
+                              &port, &why) != 0)
+        {
+            eg_refuse(c, 400, "refused", "bad Host header \"%.*s\": %s",
+                      (int) (req->host.len > 100 ? 100 : req->host.len),
+                      req->host.p, why);
+            return -1;
+        }
+        if (strcmp(h.host, c->host.host) != 0 || port != c->port) {
+            eg_refuse(c, 400, "refused", "Host header names %s:%u but the "
+                      "request is for %s:%u: they must be the same",
+                      h.host, port, c->host.host, c->port);
+            return -1;
+        }
+    }
+    if (req->has_te) {
+        eg_refuse(c, 411, "refused", "a request body with Transfer-Encoding "
+                  "is not forwarded over plain HTTP: send a Content-Length "
+                  "(or use HTTPS)");
+        return -1;
+    }
+    c->absolute = 1;
+    c->body_left = req->has_cl ? req->content_length : 0;
+    return 0;
+}
+
+
 static void
 eg_conn_head(eg_conn_t *c)
 {
@@ -334,9 +464,9 @@ eg_conn_head(eg_conn_t *c)
         c->c2u_len -= hl;
     } else if (req.form == EG_HTTP_FORM_ABSOLUTE) {
         c->kind = "http";
-        c->absolute = 1;
         if (eg_conn_set_target(c, req.authority.p, req.authority.len, 80)
-            != 0)
+            != 0
+            || eg_conn_plain(c, &req, 80) != 0)
         {
             return;
         }
@@ -408,21 +538,20 @@ eg_conn_sniff(eg_conn_t *c)
         return;
     }
     if (req.form == EG_HTTP_FORM_ABSOLUTE) {
-        /* forwarded unchanged: the Host header must name the same host */
         if (eg_conn_set_target(c, req.authority.p, req.authority.len, port)
             != 0)
         {
             return;
         }
-        eg_conn_decide(c);
-        return;
-    }
-    if (eg_conn_set_target(c, req.host.p, req.host.len, port) != 0) {
+    } else if (eg_conn_set_target(c, req.host.p, req.host.len, port) != 0) {
         return;
     }
     if (c->port != port) {
-        eg_refuse(c, 400, "refused", "Host names port %u but the connection "
-                  "was to port %u", c->port, port);
+        eg_refuse(c, 400, "refused", "the request names port %u but the "
+                  "connection was to port %u", c->port, port);
+        return;
+    }
+    if (eg_conn_plain(c, &req, port) != 0) {
         return;
     }
     eg_conn_decide(c);
@@ -544,6 +673,7 @@ eg_conn_decide(eg_conn_t *c)
 {
     eg_sandbox_t  *sb = c->sb;
 
+    eg_conn_head_done(c);
     sb->usage.attempts++;
 
     if (!eg_allow_match(sb->allow, sb->nallow, c->host.host, c->port)) {

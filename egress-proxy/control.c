@@ -166,18 +166,19 @@ static json_t *
 eg_ctl_add(json_t *req)
 {
     static const char *const  fields[] = {
-        "op", "request_id", "sandbox", "listeners", "allow", "ask", "limits",
-        NULL
+        "op", "request_id", "sandbox", "tenant", "listeners", "allow", "ask",
+        "limits", NULL
     };
     json_t            *e, *ls, *v, *r;
-    const char        *id;
+    const char        *id, *tenant;
     eg_sandbox_t      *sb;
     eg_listen_kind_t   kinds[VSB_EGRESS_MAX_FDS];
     size_t             i, n;
     char               err[256];
 
     if ((e = eg_ctl_check_fields(req, fields)) != NULL
-        || (e = eg_ctl_sandbox_id(req, "sandbox", &id)) != NULL)
+        || (e = eg_ctl_sandbox_id(req, "sandbox", &id)) != NULL
+        || (e = eg_ctl_tenant(req, &tenant)) != NULL)
     {
         return e;
     }
@@ -240,6 +241,14 @@ eg_ctl_add(json_t *req)
         return e;
     }
 
+    sb->tenant = eg_tenant_get(tenant);
+    if (sb->tenant == NULL) {
+        free(sb->allow);
+        free(sb->ask);
+        free(sb);
+        return eg_ctl_err("internal", NULL, "out of memory");
+    }
+
     for (i = 0; i < n; i++) {
         int  fd = eg_ctl.fds[i];
         eg_ctl.fds[i] = -1;
@@ -250,6 +259,7 @@ eg_ctl_add(json_t *req)
             }
             eg_ctl.nfds = 0;
             eg_listen_close_all(sb);
+            eg_tenant_put(sb->tenant);
             free(sb->allow);
             free(sb->ask);
             free(sb);
@@ -262,8 +272,8 @@ eg_ctl_add(json_t *req)
     eg_proxy.sandboxes = sb;
     eg_proxy.nsandboxes++;
 
-    eg_log(EG_LOG_INFO, "sandbox %s added: %zu allowed, %zu askable, %zu "
-           "sockets", sb->id, sb->nallow, sb->nask, n);
+    eg_log(EG_LOG_INFO, "sandbox %s of tenant %s added: %zu allowed, %zu "
+           "askable, %zu sockets", sb->id, sb->tenant->id, sb->nallow, sb->nask, n);
 
     r = eg_ctl_ok("add");
     json_object_set_new(r, "sandbox", json_string(sb->id));
@@ -423,9 +433,10 @@ eg_ctl_stats(json_t *req)
             continue;
         }
         json_array_append_new(arr, json_pack(
-            "{s:s, s:I, s:I, s:I, s:I, s:I, s:I}",
-            "sandbox", sb->id,
+            "{s:s, s:s, s:I, s:I, s:I, s:I, s:I, s:I, s:I}",
+            "sandbox", sb->id, "tenant", sb->tenant->id,
             "connections", (json_int_t) sb->usage.connections,
+            "head_connections", (json_int_t) sb->heads,
             "bytes_out", (json_int_t) sb->usage.bytes_out,
             "bytes_in", (json_int_t) sb->usage.bytes_in,
             "attempts", (json_int_t) sb->usage.attempts,

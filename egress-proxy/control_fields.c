@@ -99,6 +99,41 @@ eg_ctl_sandbox_id(json_t *req, const char *field, const char **out)
 }
 
 
+/* A tenant as the helper names them: 1 .. 128 bytes of printable ASCII
+ * without spaces. */
+json_t *
+eg_ctl_tenant(json_t *req, const char **out)
+{
+    json_t      *v = json_object_get(req, "tenant");
+    const char  *s;
+    size_t       i, n;
+
+    if (v == NULL) {
+        return eg_ctl_err("missing_field", "tenant", "\"tenant\" is "
+                          "required (the sandbox's tenant: fair shares are "
+                          "per tenant)");
+    }
+    if (!json_is_string(v)) {
+        return eg_ctl_err("bad_type", "tenant", "\"tenant\" must be a "
+                          "string");
+    }
+    s = json_string_value(v);
+    n = json_string_length(v);
+    if (n == 0 || n > VSB_EGRESS_MAX_TENANT || strlen(s) != n) {
+        return eg_ctl_err("bad_value", "tenant", "a tenant is 1 .. %d bytes",
+                          VSB_EGRESS_MAX_TENANT);
+    }
+    for (i = 0; i < n; i++) {
+        if ((unsigned char) s[i] < 0x21 || (unsigned char) s[i] > 0x7e) {
+            return eg_ctl_err("bad_value", "tenant", "a tenant is printable "
+                              "ASCII without spaces");
+        }
+    }
+    *out = s;
+    return NULL;
+}
+
+
 json_t *
 eg_ctl_entries(json_t *req, const char *field, int required,
     eg_allow_entry_t **out, size_t *nout)

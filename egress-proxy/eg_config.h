@@ -33,6 +33,10 @@ typedef struct {
     unsigned      max_connections;      /* all sandboxes together */
     eg_limits_t   ceiling;              /* and the default */
     uint32_t      header_timeout_ms;    /* request head, ClientHello */
+    unsigned      max_head_connections; /* per sandbox, still in the head */
+    unsigned      tenant_share_floor;   /* fair shares (eg_share_admit) */
+    unsigned      sandbox_share_floor;
+    unsigned      borrow_reserve_percent;
     uint32_t      dns_timeout_ms;       /* the proxy's own lookups */
     size_t        record_buffer_bytes;  /* attempt records waiting */
     size_t        control_buffer_bytes; /* unsent bytes to the helper */

@@ -39,7 +39,11 @@ struct eg_conn_s {
     uint16_t           port;
     int                have_host;
     int                is_connect;
-    int                absolute;    /* rewrite the head (explicit HTTP) */
+    int                absolute;    /* plain HTTP: rewrite the head, and
+                                       relay one request (body_left) */
+    int                in_head;     /* counted in sb->heads */
+    uint64_t           body_left;   /* plain HTTP: request body to relay */
+    int                request_done;/* ... then client bytes are dropped */
 
     int                orig_valid;
     eg_addr_t          orig_dst;
@@ -75,6 +79,8 @@ void eg_conn_accepted(eg_sandbox_t *sb, eg_listen_kind_t via, int fd);
 void eg_conn_sweep(eg_sandbox_t *sb, uint64_t now);
 void eg_conn_finish(eg_conn_t *c);
 void eg_conn_close_all(eg_sandbox_t *sb, const char *reason);
+/* The head is complete (or refused): out of the sandbox's head count. */
+void eg_conn_head_done(eg_conn_t *c);
 
 /* relay.c */
 void eg_relay_start(eg_conn_t *c);

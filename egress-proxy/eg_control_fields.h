@@ -19,6 +19,7 @@ json_t *eg_ctl_ok(const char *op);
 /* Every key of req must be in allowed (NULL-terminated). */
 json_t *eg_ctl_check_fields(json_t *req, const char *const *allowed);
 json_t *eg_ctl_sandbox_id(json_t *req, const char *field, const char **out);
+json_t *eg_ctl_tenant(json_t *req, const char **out);
 /* *out: calloc()ed, the caller's to free */
 json_t *eg_ctl_entries(json_t *req, const char *field, int required,
     eg_allow_entry_t **out, size_t *nout);

@@ -2,7 +2,8 @@
  * HTTP/1.x request head parsing for the proxy: the request line, the
  * Host header, and which hop-by-hop headers to drop.  Pure, bounded by
  * the caller's buffer (EG_HTTP_MAX_HEAD), strict: CRLF line ends, no
- * obsolete line folding, one Host header, tokens as RFC 9110 says.
+ * obsolete line folding, one Host header, tokens as RFC 9110 says, at
+ * most one Content-Length (digits only) and never with Transfer-Encoding.
  */
 #ifndef EG_HTTP_H
 #define EG_HTTP_H
@@ -32,9 +33,13 @@ typedef struct {
     eg_str_t        path;           /* origin-form part of absolute-form */
     eg_str_t        host;           /* the Host header's value */
     int             host_count;
+    int             has_cl;         /* Content-Length: content_length */
+    unsigned long long  content_length;
+    int             has_te;         /* Transfer-Encoding (any value) */
     size_t          head_len;       /* through the blank line */
-    /* Header lines to drop when forwarding (hop-by-hop, proxy auth):
-     * offsets of [start, end) including CRLF. */
+    /* Header lines to drop when forwarding (hop-by-hop, proxy auth, and
+     * Host, which the forwarder writes itself): offsets of [start, end)
+     * including CRLF. */
     size_t          drop[EG_HTTP_MAX_HEADERS][2];
     unsigned        ndrop;
     size_t          headers_start;  /* offset of the first header line */

@@ -6,6 +6,7 @@
 #ifndef EG_LIMITS_H
 #define EG_LIMITS_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 typedef struct {
@@ -33,7 +34,31 @@ typedef enum {
 uint64_t eg_limits_allow_bytes(const eg_limits_t *l, const eg_usage_t *u,
     eg_dir_t dir, uint64_t want);
 void eg_limits_account(eg_usage_t *u, eg_dir_t dir, uint64_t n);
-int eg_limits_conn_take(const eg_limits_t *l, eg_usage_t *u);
 void eg_limits_conn_release(eg_usage_t *u);
+
+/*
+ * Fair shares of the proxy's connections (docs/egress.md: Fair shares).
+ * reserve = pool * reserve_percent / 100.  Every tenant with a
+ * connection open (the asking one counted) is guaranteed share =
+ * max(tenant_floor, (pool - reserve) / tenants); beyond it a tenant may
+ * borrow only while more than reserve connections are free, so the
+ * reserve is always there for a tenant below its share (one that just
+ * arrived).  Within a tenant the same rule again between its active
+ * sandboxes, over the tenant's share.
+ */
+typedef struct {
+    unsigned   pool;                /* max_connections */
+    unsigned   used;                /* open, every tenant */
+    unsigned   tenants;             /* active, the asking one counted */
+    unsigned   tenant_used;
+    unsigned   sandboxes;           /* the tenant's active, asker counted */
+    unsigned   sandbox_used;
+    unsigned   tenant_floor;
+    unsigned   sandbox_floor;
+    unsigned   reserve_percent;
+} eg_share_t;
+
+/* 0: one more connection may open; -1: refused, the reason in why. */
+int eg_share_admit(const eg_share_t *s, char *why, size_t len);
 
 #endif

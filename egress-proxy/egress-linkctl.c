@@ -3,6 +3,7 @@
  * egress_link.c) by hand and from the tests, without the helper's ops.
  *
  *   egress-linkctl setup   --netns PATH --proxy SOCK --sandbox ID
+ *                          --tenant T
  *                          [--allow E]... [--ask E]... [--limit K=V]...
  *                          [--nft PATH]
  *   egress-linkctl update  --proxy SOCK --sandbox ID [--allow E]... [--ask E]...
@@ -33,6 +34,7 @@ typedef struct {
     const char  *netns;
     const char  *proxy;
     const char  *sandbox;
+    const char  *tenant;
     const char  *nft;
     const char  *allow[MAX_ENTRIES];
     size_t       nallow;
@@ -104,6 +106,8 @@ parse(opts_t *o, int argc, char **argv)
             o->proxy = v;
         } else if (strcmp(a, "--sandbox") == 0 && v) {
             o->sandbox = v;
+        } else if (strcmp(a, "--tenant") == 0 && v) {
+            o->tenant = v;
         } else if (strcmp(a, "--nft") == 0 && v) {
             o->nft = v;
         } else if (strcmp(a, "--allow") == 0 && v && o->nallow < MAX_ENTRIES) {
@@ -203,6 +207,7 @@ main(int argc, char **argv)
 
     memset(&p, 0, sizeof(p));
     p.sandbox = o.sandbox;
+    p.tenant = o.tenant;
     p.allow = o.allow;
     p.nallow = o.nallow;
     p.ask = o.ask;
@@ -210,7 +215,7 @@ main(int argc, char **argv)
     p.limits = o.limits;
 
     if (strcmp(o.cmd, "setup") == 0) {
-        if (o.netns == NULL || o.sandbox == NULL) {
+        if (o.netns == NULL || o.sandbox == NULL || o.tenant == NULL) {
             usage();
         }
         nsfd = open(o.netns, O_RDONLY | O_CLOEXEC);

@@ -15,6 +15,7 @@
 #include "eg_limits.h"
 
 #define EG_SANDBOX_ID_MAX   64
+#define EG_TENANT_MAX       128       /* = the helper's VSB_MAX_ID_LEN */
 #define EG_MAX_LISTENERS    8         /* sockets handed over per sandbox */
 
 /* Every descriptor registered with epoll carries one of these first. */
@@ -50,6 +51,7 @@ typedef enum {
 } eg_listen_kind_t;
 
 typedef struct eg_sandbox_s  eg_sandbox_t;
+typedef struct eg_tenant_s   eg_tenant_t;
 typedef struct eg_conn_s     eg_conn_t;
 typedef struct eg_dnsconn_s  eg_dnsconn_t;
 
@@ -60,8 +62,20 @@ typedef struct {
     int                paused;      /* out of descriptors: retry later */
 } eg_listener_t;
 
+/* A tenant as the proxy knows it: the sandboxes the helper registered
+ * for it, and the connections they hold (fair shares, limits.c). */
+struct eg_tenant_s {
+    char               id[EG_TENANT_MAX + 1];
+    unsigned           nsandboxes;  /* registered: the tenant lives while > 0 */
+    unsigned           active;      /* of them, with a connection open */
+    unsigned           connections; /* open now, all its sandboxes */
+    eg_tenant_t       *next;
+};
+
 struct eg_sandbox_s {
     char               id[EG_SANDBOX_ID_MAX + 1];
+    eg_tenant_t       *tenant;
+    unsigned           heads;       /* connections still sending their head */
     eg_allow_entry_t  *allow;
     size_t             nallow;
     eg_allow_entry_t  *ask;
@@ -84,6 +98,8 @@ typedef struct {
     eg_sandbox_t      *sandboxes;
     unsigned           nsandboxes;
     unsigned           nconns;      /* all proxied connections */
+    eg_tenant_t       *tenants;
+    unsigned           active_tenants;  /* with a connection open */
     uint64_t           now_ms;      /* monotonic, updated per loop turn */
     int                quit;
     eg_addr_t         *local_addrs; /* the host's own addresses */
@@ -109,6 +125,8 @@ void eg_loop_cleanup(void);
 eg_sandbox_t *eg_sandbox_find(const char *id);
 void eg_sandbox_unlink_free(eg_sandbox_t *sb, unsigned *closed_conns,
     unsigned *closed_listeners);
+eg_tenant_t *eg_tenant_get(const char *id);     /* find or create */
+void eg_tenant_put(eg_tenant_t *t);             /* a sandbox is gone */
 int eg_sandbox_may_dial(const eg_addr_t *a, const char **why);
 void eg_sandbox_refresh_local(void);
 

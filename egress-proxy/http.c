@@ -1,7 +1,8 @@
 /*
- * HTTP request head parser.  The proxy needs only the request line and
- * Host; everything else is passed through untouched except hop-by-hop
- * headers, which it drops (it adds its own Connection: close).
+ * HTTP request head parser.  The proxy needs only the request line, Host
+ * and the body's length; everything else is passed through untouched
+ * except Host and hop-by-hop headers, which it drops (it writes its own
+ * Host and Connection: close).
  */
 #include <string.h>
 #include <strings.h>
@@ -242,8 +243,33 @@ eg_http_parse(const char *buf, size_t head_len, eg_http_req_t *r,
             r->host_count++;
         }
 
-        /* absolute-form: the target names the host, Host is rewritten */
-        if ((r->form == EG_HTTP_FORM_ABSOLUTE && eg_str_ieq(name, "Host"))
+        if (eg_str_ieq(name, "Content-Length")) {
+            if (r->has_cl) {
+                *why = "more than one Content-Length header";
+                return -1;
+            }
+            if (value.len == 0 || value.len > 18) {
+                *why = "Content-Length is not a number of at most 18 digits";
+                return -1;
+            }
+            for (size_t i = 0; i < value.len; i++) {
+                if (value.p[i] < '0' || value.p[i] > '9') {
+                    *why = "Content-Length is not a number of at most 18 "
+                           "digits";
+                    return -1;
+                }
+                r->content_length = r->content_length * 10
+                                    + (unsigned) (value.p[i] - '0');
+            }
+            r->has_cl = 1;
+        }
+
+        if (eg_str_ieq(name, "Transfer-Encoding")) {
+            r->has_te = 1;
+        }
+
+        /* the forwarder writes Host itself (from the allowed authority) */
+        if (eg_str_ieq(name, "Host")
             || eg_str_ieq(name, "Connection") || eg_str_ieq(name, "Keep-Alive")
             || eg_str_ieq(name, "Proxy-Connection")
             || eg_str_ieq(name, "Proxy-Authorization")
@@ -260,6 +286,11 @@ eg_http_parse(const char *buf, size_t head_len, eg_http_req_t *r,
 
     if (r->host_count > 1) {
         *why = "more than one Host header";
+        return -1;
+    }
+
+    if (r->has_cl && r->has_te) {
+        *why = "both Content-Length and Transfer-Encoding";
         return -1;
     }
 

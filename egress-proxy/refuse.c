@@ -27,6 +27,7 @@ eg_status_text(int status)
     case 400: return "Bad Request";
     case 403: return "Forbidden";
     case 408: return "Request Timeout";
+    case 411: return "Length Required";
     case 429: return "Too Many Requests";
     case 431: return "Request Header Fields Too Large";
     case 502: return "Bad Gateway";
@@ -64,6 +65,7 @@ eg_refuse(eg_conn_t *c, int status, const char *decision,
     vsnprintf(c->reason, sizeof(c->reason), fmt, ap);
     va_end(ap);
 
+    eg_conn_head_done(c);
     c->decision = decision;
     if (strcmp(decision, "refused") == 0) {
         c->sb->usage.refused++;

@@ -16,10 +16,14 @@
 #include "eg_log.h"
 
 
-/* Explicit HTTP: "GET http://h/p HTTP/1.1" becomes "GET /p HTTP/1.1",
- * Host is set from the target, hop-by-hop headers are dropped and the
- * upstream is told Connection: close (one request per connection, so a
- * second request cannot ride to another host). */
+/* Plain HTTP (explicit and transparent): "GET http://h/p HTTP/1.1" or
+ * "GET /p HTTP/1.1" becomes "GET /p HTTP/1.1", Host is written from the
+ * authority the connection was allowed for (a differing Host header was
+ * refused before), hop-by-hop headers are dropped and the upstream is
+ * told Connection: close.  One request per connection: of the bytes
+ * after the head only the request's body (Content-Length) is forwarded;
+ * whatever follows it (a pipelined or keep-alive second request) is read
+ * and dropped, never relayed. */
 static int
 eg_relay_rewrite_head(eg_conn_t *c)
 {
@@ -72,6 +76,14 @@ eg_relay_rewrite_head(eg_conn_t *c)
     off += 21;
 
     rest = c->c2u_len - hl;
+    if (rest > c->body_left) {
+        c->discarded += rest - (size_t) c->body_left;
+        rest = (size_t) c->body_left;
+    }
+    c->body_left -= rest;
+    if (c->body_left == 0) {
+        c->request_done = 1;
+    }
     if (off + rest > EG_C2U_CAP) {
         return -1;
     }
@@ -96,6 +108,11 @@ eg_relay_start(eg_conn_t *c)
     if (c->absolute && eg_relay_rewrite_head(c) != 0) {
         eg_refuse(c, 431, "refused", "request head too large to forward");
         return;
+    }
+    if (c->discarded > 0) {
+        snprintf(c->reason, sizeof(c->reason), "%zu bytes after the first "
+                 "request were not forwarded (one request per connection)",
+                 c->discarded);
     }
 
     if (c->is_connect) {
@@ -244,6 +261,35 @@ eg_relay_over_budget(eg_conn_t *c, eg_dir_t dir)
 }
 
 
+/* Plain HTTP after the first request: what the client sends is read and
+ * dropped (at most EG_REFUSE_DISCARD bytes, then the connection ends).
+ * 0 go on (client_eof set at EOF); -1 end the connection. */
+static int
+eg_relay_drop(eg_conn_t *c)
+{
+    unsigned char  junk[4096];
+    ssize_t        n = read(c->client.fd, junk, sizeof(junk));
+
+    if (n == 0) {
+        c->client_eof = 1;
+        return 0;
+    }
+    if (n < 0) {
+        if (errno == EAGAIN || errno == EINTR) {
+            return 0;
+        }
+        snprintf(c->reason, sizeof(c->reason), "read from sandbox: %s",
+                 strerror(errno));
+        return -1;
+    }
+    c->discarded += (size_t) n;
+    snprintf(c->reason, sizeof(c->reason), "%zu bytes after the first "
+             "request were not forwarded (one request per connection)",
+             c->discarded);
+    return c->discarded > EG_REFUSE_DISCARD ? -1 : 0;
+}
+
+
 void
 eg_relay_client_event(eg_conn_t *c, uint32_t events)
 {
@@ -261,10 +307,23 @@ eg_relay_client_event(eg_conn_t *c, uint32_t events)
     }
 
     if ((events & (EPOLLIN | EPOLLHUP | EPOLLERR)) && !c->client_eof
+        && c->c2u_len == 0 && c->absolute && c->request_done)
+    {
+        if (eg_relay_drop(c) != 0) {
+            eg_conn_finish(c);
+            return;
+        }
+    } else if ((events & (EPOLLIN | EPOLLHUP | EPOLLERR)) && !c->client_eof
         && c->c2u_len == 0)
     {
-        rc = eg_relay_read(c, c->client.fd, c->c2u, EG_C2U_CAP, &c->c2u_len,
-                           EG_DIR_OUT);
+        rc = eg_relay_read(c, c->client.fd, c->c2u,
+                           c->absolute && c->body_left < EG_C2U_CAP
+                           ? (size_t) c->body_left : EG_C2U_CAP,
+                           &c->c2u_len, EG_DIR_OUT);
+        if (rc == 1 && c->absolute) {
+            c->body_left -= c->c2u_len;
+            c->request_done = c->body_left == 0;
+        }
         if (rc == 0) {
             c->client_eof = 1;
         } else if (rc == -2) {

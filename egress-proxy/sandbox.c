@@ -5,6 +5,7 @@
  * always (no operator range can open the host's services to a sandbox).
  */
 #include <ifaddrs.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -28,6 +29,48 @@ eg_sandbox_find(const char *id)
         }
     }
     return NULL;
+}
+
+
+eg_tenant_t *
+eg_tenant_get(const char *id)
+{
+    eg_tenant_t  *t;
+
+    for (t = eg_proxy.tenants; t != NULL; t = t->next) {
+        if (strcmp(t->id, id) == 0) {
+            t->nsandboxes++;
+            return t;
+        }
+    }
+    t = calloc(1, sizeof(*t));
+    if (t == NULL) {
+        return NULL;
+    }
+    snprintf(t->id, sizeof(t->id), "%s", id);
+    t->nsandboxes = 1;
+    t->next = eg_proxy.tenants;
+    eg_proxy.tenants = t;
+    return t;
+}
+
+
+/* Its sandbox's connections are closed already. */
+void
+eg_tenant_put(eg_tenant_t *t)
+{
+    eg_tenant_t  **pp;
+
+    if (t == NULL || --t->nsandboxes > 0) {
+        return;
+    }
+    for (pp = &eg_proxy.tenants; *pp != NULL; pp = &(*pp)->next) {
+        if (*pp == t) {
+            *pp = t->next;
+            break;
+        }
+    }
+    free(t);
 }
 
 
@@ -60,6 +103,8 @@ eg_sandbox_unlink_free(eg_sandbox_t *sb, unsigned *closed_conns,
         }
     }
     eg_proxy.nsandboxes--;
+    eg_tenant_put(sb->tenant);
+    sb->tenant = NULL;
     free(sb->allow);
     free(sb->ask);
     eg_loop_defer_free(sb);

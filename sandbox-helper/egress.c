@@ -356,10 +356,16 @@ vsb_egress_add_req(vsb_egress_sb_t *es, int *fds, size_t *nfds)
     json_t  *req, *kinds;
     size_t   i;
 
+    if (!vsb_egress_tenant_ok(es->sb->tenant)) {
+        vsb_log(VSB_LOG_ERR, "egress: sandbox %s: its tenant is not one "
+                "the proxy takes (1 .. %d bytes of printable ASCII)",
+                es->sb->id, VSB_EGRESS_MAX_TENANT);
+        return NULL;
+    }
     kinds = json_array();
-    req = json_pack("{s:s, s:s, s:O, s:O}", "op", VSB_EGRESS_OP_ADD,
-                    "sandbox", es->sb->id, "allow", es->allow,
-                    "ask", es->ask);
+    req = json_pack("{s:s, s:s, s:s, s:O, s:O}", "op", VSB_EGRESS_OP_ADD,
+                    "sandbox", es->sb->id, "tenant", es->sb->tenant,
+                    "allow", es->allow, "ask", es->ask);
     if (req == NULL || kinds == NULL) {
         json_decref(req);
         json_decref(kinds);

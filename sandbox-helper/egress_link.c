@@ -802,6 +802,25 @@ vsb_egress_ping(vsb_egress_link_t *l, json_t **reply, char *err,
 }
 
 
+int
+vsb_egress_tenant_ok(const char *tenant)
+{
+    size_t  n;
+
+    if (tenant == NULL) {
+        return 0;
+    }
+    for (n = 0; tenant[n] != '\0'; n++) {
+        if ((unsigned char) tenant[n] < 0x21
+            || (unsigned char) tenant[n] > 0x7e)
+        {
+            return 0;
+        }
+    }
+    return n > 0 && n <= VSB_EGRESS_MAX_TENANT;
+}
+
+
 static json_t *
 vsb_egress_policy_req(const char *op, const vsb_egress_policy_t *p)
 {
@@ -826,7 +845,16 @@ vsb_egress_add(vsb_egress_link_t *l, const vsb_egress_policy_t *p,
         { s->dns_tcp_fd, "dns_tcp" }
     };
 
+    if (!vsb_egress_tenant_ok(p->tenant)) {
+        snprintf(err, errlen, "egress proxy: a sandbox's tenant is 1 .. %d "
+                 "bytes of printable ASCII without spaces",
+                 VSB_EGRESS_MAX_TENANT);
+        return -1;
+    }
     req = vsb_egress_policy_req(VSB_EGRESS_OP_ADD, p);
+    if (req != NULL) {
+        json_object_set_new(req, "tenant", json_string(p->tenant));
+    }
     kinds = json_array();
     lim = json_object();
     if (req == NULL || kinds == NULL || lim == NULL) {

@@ -55,6 +55,7 @@ typedef struct {
 
 typedef struct {
     const char         *sandbox;
+    const char         *tenant;       /* add: the proxy's fair shares */
     const char *const  *allow;        /* "host[:port]", "*.suffix[:port]" */
     size_t              nallow;
     const char *const  *ask;          /* askable, not allowed */
@@ -88,6 +89,9 @@ vsb_egress_link_t *vsb_egress_connect(const char *path, int timeout_ms,
 void vsb_egress_close(vsb_egress_link_t *l);
 int vsb_egress_fd(const vsb_egress_link_t *l);
 
+/* Whether the proxy takes this as a sandbox's tenant (1 .. 128 bytes of
+ * printable ASCII without spaces, VSB_EGRESS_MAX_TENANT). */
+int vsb_egress_tenant_ok(const char *tenant);
 int vsb_egress_ping(vsb_egress_link_t *l, json_t **reply, char *err,
     size_t errlen);
 int vsb_egress_add(vsb_egress_link_t *l, const vsb_egress_policy_t *p,

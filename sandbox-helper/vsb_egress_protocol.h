@@ -13,7 +13,7 @@
  * Requests (fields marked ? are optional; unknown fields are errors):
  *
  *   ping    {}                           -> {version}
- *   add     {sandbox, listeners: [KIND...], allow: [ENTRY...],
+ *   add     {sandbox, tenant, listeners: [KIND...], allow: [ENTRY...],
  *            ask?: [ENTRY...], limits?: LIMITS}
  *                                        -> {sandbox, limits: LIMITS}
  *   update  {sandbox, allow: [...], ask?: [...]}   -> {sandbox}
@@ -45,6 +45,11 @@
  *              connect_timeout_ms, idle_timeout_ms}, each at most the
  *             proxy's ceiling (over_ceiling otherwise)
  *   ID      = 1 .. 64 bytes of [A-Za-z0-9._-]
+ *   tenant  = 1 .. 128 bytes of printable ASCII without spaces (the
+ *             helper's tenant of the sandbox: the proxy shares its
+ *             connections fairly between tenants, docs/egress.md)
+ *   STATS   = {sandbox, tenant, connections, head_connections, bytes_out,
+ *              bytes_in, attempts, refused, listeners}
  */
 #ifndef VSB_EGRESS_PROTOCOL_H
 #define VSB_EGRESS_PROTOCOL_H
@@ -54,6 +59,7 @@
 #define VSB_EGRESS_MAX_JSON          (64 * 1024)  /* = VSB_MAX_JSON */
 #define VSB_EGRESS_MAX_FDS           8
 #define VSB_EGRESS_MAX_ID            64
+#define VSB_EGRESS_MAX_TENANT        128          /* = VSB_MAX_ID_LEN */
 #define VSB_EGRESS_MAX_ENTRIES       256
 
 #define VSB_EGRESS_OP_PING           "ping"

@@ -10,7 +10,8 @@ use Test::More;
 use Time::HiRes qw(time sleep);
 use VetoEgress;
 
-my $e = VetoEgress->start(header_timeout_ms => 1000);
+my $e = VetoEgress->start(header_timeout_ms => 1000,
+    proxy_conf => ['max_sandbox_head_connections = 64']);  # the sandbox limit, not the head cap
 my ($rc, $out) = $e->setup_sandbox(
     allow  => ['registry.example.test', "$e->{reg_ip}:80"],
     limits => ['max_connections=20', 'max_bytes_in=100000']);
@@ -103,7 +104,9 @@ ok((grep { ($_->{reason} // '') =~ /connection limit/ } @r), 'record says the co
 my @bad = (
     ['{"op":"nope"}', 'unknown_op'],
     ['{"op":"ping","x":1}', 'unknown_field'],
-    ['{"op":"add","sandbox":"x","listeners":["http"],"allow":[]}', 'bad_descriptors'],
+    ['{"op":"add","sandbox":"x","tenant":"t","listeners":["http"],"allow":[]}', 'bad_descriptors'],
+    ['{"op":"add","sandbox":"x","listeners":["http"],"allow":[]}', 'missing_field'],
+    ['{"op":"add","sandbox":"x","tenant":"a b","listeners":["http"],"allow":[]}', 'bad_value'],
     ['{"op":"remove","sandbox":"../../etc"}', 'bad_value'],
     ['{"op":"update","sandbox":"sb-none","allow":[]}', 'not_found'],
     ['{"op":"update","sandbox":"sb-test-' . $$ . '","allow":["bad host"]}', 'bad_value'],
@@ -121,7 +124,7 @@ s = socket.socket(socket.AF_UNIX); s.connect(\"$e->{ctl}\")
 s.sendall(sys.stdin.buffer.read()); print(s.recv(4096))'");
 like($out, qr/bad_frame/, 'control: garbage gets bad_frame');
 ($rc, $out) = $e->linkctl('raw', '--proxy', $e->{ctl}, '{"op":"add","sandbox":"sb-over",'
-    . '"listeners":["http"],"allow":[],"limits":{"max_connections":999999}}');
+    . '"tenant":"t","listeners":["http"],"allow":[],"limits":{"max_connections":999999}}');
 like($out, qr/"error":"over_ceiling".*"limit":"max_connections"|"limit":"max_connections".*over_ceiling/,
     'limits over the ceiling: over_ceiling naming the limit');
 ok($e->proxy_alive, 'proxy alive after hostile control input');

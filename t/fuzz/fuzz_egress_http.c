@@ -33,6 +33,12 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             __builtin_trap();
         }
     }
+    if (r.has_cl && r.has_te) {
+        __builtin_trap();          /* refused together (smuggling) */
+    }
+    if (r.has_cl && r.content_length > 999999999999999999ULL) {
+        __builtin_trap();          /* at most 18 digits */
+    }
     if (r.authority.p != NULL) {
         (void) eg_hostport_parse(r.authority.p, r.authority.len, 80, &h, &port,
                                  &why);

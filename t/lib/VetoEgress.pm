@@ -281,18 +281,51 @@ sub make_ca
     $self->{ca} = "$d/ca.pem";
 }
 
-# Hands the sandbox's sockets to the proxy through the seam.
+# Hands the sandbox's sockets to the proxy through the seam (netns: a
+# namespace from add_netns, else the harness's sandbox namespace).
 sub setup_sandbox
 {
     my ($self, %o) = @_;
     my $id = $o{id} // "sb-test-$$";
-    my @args = ('setup', '--netns', "/run/netns/$self->{sandbox}",
-        '--proxy', $self->{ctl}, '--sandbox', $id);
+    my $ns = $o{netns} // $self->{sandbox};
+    my @args = ('setup', '--netns', "/run/netns/$ns",
+        '--proxy', $self->{ctl}, '--sandbox', $id,
+        '--tenant', $o{tenant} // 'tenant-test');
     push @args, map { ('--allow', $_) } @{ $o{allow} // [] };
     push @args, map { ('--ask', $_) } @{ $o{ask} // [] };
     push @args, map { ('--limit', $_) } @{ $o{limits} // [] };
     my ($rc, $out) = $self->linkctl(@args);
     return ($rc, $out);
+}
+
+# One more sandbox namespace (loopback only), removed at the end.
+sub add_netns
+{
+    my ($self, $tag) = @_;
+    my $ns = "veg-$$-$tag";
+    must("ip netns add $ns");
+    $self->{made}{$ns} = 1;
+    must("ip -n $ns link set lo up");
+    return $ns;
+}
+
+# The proxy's stats, per sandbox id (attempt records that came with the
+# reply are kept for records()).
+sub stats
+{
+    my ($self) = @_;
+    my ($rc, $out) = $self->linkctl('stats', '--proxy', $self->{ctl});
+    die "stats: $out" if $rc != 0;
+    my $st;
+    for my $l (split /\n/, $out) {
+        my $o = eval { $JSON->decode($l) } or next;
+        if (($o->{op} // '') eq 'stats') {
+            $st = { map { $_->{sandbox} => $_ } @{ $o->{sandboxes} } };
+        } elsif (($o->{event} // '') eq 'attempt') {
+            push @{ $self->{stashed} }, $o;
+        }
+    }
+    return $st;
 }
 
 sub linkctl
@@ -340,7 +373,7 @@ sub records
     my ($rc, $out) = $self->linkctl('records', '--proxy', $self->{ctl},
         '--wait', 200);
     die "records: $out" if $rc != 0;
-    my @r;
+    my @r = @{ delete $self->{stashed} // [] };
     for my $l (split /\n/, $out) {
         next unless $l =~ /^\{/;
         my $o = eval { $JSON->decode($l) } or next;

@@ -64,6 +64,26 @@ class Handler(http.server.BaseHTTPRequestHandler):
         self.wfile.write(body)
 
 
+class KeepAlive(Handler):
+    """A server that ignores Connection: close and serves every request
+    it reads on a connection (as some do): what a second request relayed
+    after the first would reach."""
+
+    def do_GET(self):
+        n = int(self.headers.get("Content-Length") or 0)
+        data = self.rfile.read(n) if n else b""
+        log(kind="http-ka", host=self.headers.get("Host"), path=self.path,
+            body=data.decode("latin-1"))
+        body = ("ka-ok %s %s\n" % (self.headers.get("Host"), self.path)).encode()
+        self.send_response(200)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+        self.close_connection = False
+
+    do_POST = do_GET
+
+
 class TS(socketserver.ThreadingMixIn, http.server.HTTPServer):
     daemon_threads = True
     allow_reuse_address = True
@@ -71,6 +91,10 @@ class TS(socketserver.ThreadingMixIn, http.server.HTTPServer):
 
 def serve_http():
     TS((args.ip, 80), Handler).serve_forever()
+
+
+def serve_keepalive():
+    TS((args.ip, 8080), KeepAlive).serve_forever()
 
 
 def serve_https():
@@ -160,6 +184,7 @@ def serve_dns():
 for fn in (serve_http, serve_https, serve_dns):
     threading.Thread(target=fn, daemon=True).start()
 threading.Thread(target=serve_tcp, args=(7000,), daemon=True).start()
+threading.Thread(target=serve_keepalive, daemon=True).start()
 threading.Thread(target=serve_tcp, args=(443,), daemon=True).start()
 log(kind="ready")
 threading.Event().wait()

@@ -135,6 +135,8 @@ test_http(void **state)
     assert_memory_equal(r.authority.p, "a.test:8080", 11);
     assert_memory_equal(r.path.p, "/p?q=1", 6);
     assert_int_equal(r.ndrop, 2);      /* Host (rewritten), Proxy-Connection */
+    assert_int_equal(r.host_count, 1);
+    assert_memory_equal(r.host.p, "evil.test", 9);
     assert_int_equal(r.minor, 1);
 
     assert_int_equal(parse("CONNECT a.test:443 HTTP/1.1\r\nHost: a.test:443\r\n\r\n",
@@ -146,6 +148,28 @@ test_http(void **state)
     assert_int_equal(r.form, EG_HTTP_FORM_ORIGIN);
     assert_int_equal(r.host.len, 6);
     assert_memory_equal(r.host.p, "a.test", 6);
+    assert_int_equal(r.ndrop, 1);      /* Host: the forwarder writes it */
+
+    /* the body's length: one Content-Length of digits, never with TE */
+    assert_int_equal(parse("POST /x HTTP/1.1\r\nHost: a\r\n"
+                           "Content-Length: 12\r\n\r\n", &r, &why), 0);
+    assert_int_equal(r.has_cl, 1);
+    assert_int_equal(r.content_length, 12);
+    assert_int_equal(r.has_te, 0);
+    assert_int_equal(parse("POST /x HTTP/1.1\r\nHost: a\r\n"
+                           "Transfer-Encoding: chunked\r\n\r\n", &r, &why), 0);
+    assert_int_equal(r.has_te, 1);
+    assert_int_equal(parse("POST /x HTTP/1.1\r\nHost: a\r\nContent-Length: 1\r\n"
+                           "Transfer-Encoding: chunked\r\n\r\n", &r, &why), -1);
+    assert_int_equal(parse("POST /x HTTP/1.1\r\nHost: a\r\nContent-Length: 1\r\n"
+                           "Content-Length: 1\r\n\r\n", &r, &why), -1);
+    assert_int_equal(parse("POST /x HTTP/1.1\r\nHost: a\r\n"
+                           "Content-Length: -1\r\n\r\n", &r, &why), -1);
+    assert_int_equal(parse("POST /x HTTP/1.1\r\nHost: a\r\n"
+                           "Content-Length: 1, 1\r\n\r\n", &r, &why), -1);
+    assert_int_equal(parse("POST /x HTTP/1.1\r\nHost: a\r\n"
+                           "Content-Length: 1234567890123456789\r\n\r\n",
+                           &r, &why), -1);
 
     assert_int_equal(parse("GET http://a.test HTTP/1.1\r\n\r\n", &r, &why), 0);
     assert_memory_equal(r.path.p, "/", 1);

@@ -150,7 +150,9 @@ if [ "$EGRESS" = 1 ]; then
     # operator range allows it: allow exactly those addresses, and say so.
     for entry in "${ALLOW[@]}"; do
         for a in $(getent ahosts "${entry%%:*}" 2>/dev/null | awk '{print $1}' | sort -u); do
-            if python3 -c 'import ipaddress,sys; sys.exit(0 if not ipaddress.ip_address(sys.argv[1]).is_global else 1)' "$a"; then
+            # the IANA special-purpose registries, as the proxy's
+            # egress-proxy/addr.c has them (and IPv6 outside 2000::/3)
+            if python3 -c 'import ipaddress as i, sys; a = i.ip_address(sys.argv[1]); sys.exit(0 if not a.is_global or (a.version == 6 and a not in i.ip_network("2000::/3")) else 1)' "$a"; then
                 case $a in *:*) r="$a/128" ;; *) r="$a/32" ;; esac
                 [[ " ${RANGES[*]} " == *" $r "* ]] || RANGES+=("$r")
                 echo "run-stack: ${entry%%:*} resolves to $a, a special-range address the egress proxy refuses by default: allowed with egress_allow_range = $r"

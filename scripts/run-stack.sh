@@ -144,6 +144,17 @@ if [ "$EGRESS" = 1 ]; then
     done
     for h in ${VETO_ALLOW_HOSTS:-}; do ALLOW+=("$h"); done
     mapfile -t ALLOW < <(printf '%s\n' "${ALLOW[@]}" | sed '/^$/d' | sort -u)
+    # host[:port] only (the policy's own parser checks the rest at nginx
+    # -t); anything else (an address literal, a typo) is left out, said
+    valid=()
+    for entry in "${ALLOW[@]}"; do
+        if [[ $entry =~ ^[A-Za-z0-9*][A-Za-z0-9.*-]*(:[0-9]+)?$ ]]; then
+            valid+=("$entry")
+        else
+            echo "run-stack: '$entry' is not host[:port]: left out of the allowlist" >&2
+        fi
+    done
+    ALLOW=("${valid[@]}")
 
     # A name that resolves here to a special-range address (a mirror on a
     # private or documentation address) is refused by the proxy unless an

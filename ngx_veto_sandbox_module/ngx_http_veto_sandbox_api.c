@@ -184,6 +184,17 @@ ngx_http_veto_sandbox_route(ngx_http_request_t *r,
         return ngx_http_veto_sandbox_method_not_allowed(r, allow);
     }
 
+    /* the MCP endpoint where it is off (_mcp.c took it where it is on):
+     * say so, not "no such resource" */
+    if (r->uri.len == sizeof("/v1/mcp") - 1
+        && ngx_strncmp(r->uri.data, "/v1/mcp", sizeof("/v1/mcp") - 1) == 0)
+    {
+        return ngx_http_veto_sandbox_problem(r, NGX_HTTP_NOT_FOUND,
+                   "not_found",
+                   "the MCP endpoint is not enabled on this server "
+                   "(veto_sandbox_mcp off)", NULL);
+    }
+
     return ngx_http_veto_sandbox_problem(r, NGX_HTTP_NOT_FOUND, "not_found",
                                          "no such resource", NULL);
 }

@@ -107,10 +107,15 @@ ngx_http_veto_sandbox_approval_step(ngx_http_request_t *r,
     }
 
     /* the canonical request: method, path, query, body by digest (of
-     * the request the op was asked as: a tools/call's REST twin), and
-     * what the sandbox adds */
-    if (ngx_http_veto_sandbox_hash_body(ctx->in.body, md, &size,
-                                        r->connection->log)
+     * the request the op was asked as: a tools/call's REST twin; a JSON
+     * body in its JCS form, file bytes as they are), and what the
+     * sandbox adds */
+    if ((ctx->op->body == NGX_HTTP_VSB_BODY_JSON
+         ? ngx_http_veto_sandbox_hash_body_jcs(r->pool, ctx->in.body,
+                                               NGX_HTTP_VSB_MAX_JSON_BODY,
+                                               md, &size, r->connection->log)
+         : ngx_http_veto_sandbox_hash_body(ctx->in.body, md, &size,
+                                           r->connection->log))
         != NGX_OK
         || ngx_http_veto_sandbox_hash_request(r->pool, &ctx->in.method_name,
                                                &ctx->in.uri, &ctx->in.args,

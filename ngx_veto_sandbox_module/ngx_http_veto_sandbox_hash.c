@@ -8,6 +8,9 @@
 #include <ngx_core.h>
 
 #include <openssl/evp.h>
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
 
 #include "ngx_http_veto_sandbox_hash.h"
 
@@ -508,4 +511,489 @@ ngx_http_veto_sandbox_hex_lower(const u_char *p, size_t len)
     }
 
     return 1;
+}
+
+
+/*
+ * RFC 8785 (JCS): the canonical form of a JSON body.  The writer either
+ * feeds a digest, fills a buffer of a known capacity, or both; it counts
+ * every byte.
+ */
+
+typedef struct {
+    EVP_MD_CTX   *md;
+    u_char       *buf;
+    size_t        cap;
+    size_t        len;
+    ngx_pool_t   *pool;
+    ngx_uint_t    failed;
+} ngx_http_veto_sandbox_jcs_t;
+
+
+static void
+ngx_http_veto_sandbox_jcs_put(ngx_http_veto_sandbox_jcs_t *w, const u_char *p,
+    size_t n)
+{
+    if (w->failed || n == 0) {
+        return;
+    }
+
+    if (w->md != NULL && EVP_DigestUpdate(w->md, p, n) != 1) {
+        w->failed = 1;
+        return;
+    }
+
+    if (w->buf != NULL) {
+        if (w->cap - w->len < n) {
+            w->failed = 1;
+            return;
+        }
+
+        ngx_memcpy(w->buf + w->len, p, n);
+    }
+
+    w->len += n;
+}
+
+
+size_t
+ngx_http_veto_sandbox_jcs_number(double d, u_char *out)
+{
+    char     tmp[40], digits[24];
+    u_char  *p;
+    int      prec, k, n, e, i;
+    char    *s, *x;
+
+    p = out;
+
+    /* JSON has no NaN nor infinity; -0 is "0" (ES Number::toString) */
+    if (d == 0 || d != d || d - d != 0) {
+        *p++ = '0';
+        return p - out;
+    }
+
+    if (d < 0) {
+        *p++ = '-';
+        d = -d;
+    }
+
+    /* the shortest digits that read back as d: correctly rounded, so the
+     * closest of that length, as ES asks */
+    for (prec = 1; prec <= 17; prec++) {
+        snprintf(tmp, sizeof(tmp), "%.*e", prec - 1, d);
+        if (strtod(tmp, NULL) == d) {
+            break;
+        }
+    }
+
+    /* tmp: D[.DDD]e[+-]XX */
+    k = 0;
+    for (s = tmp; *s && *s != 'e'; s++) {
+        if (*s >= '0' && *s <= '9') {
+            digits[k++] = *s;
+        }
+    }
+
+    e = (int) strtol(s + 1, &x, 10);
+
+    while (k > 1 && digits[k - 1] == '0') {
+        k--;
+    }
+
+    n = e + 1;    /* d = 0.digits * 10^n */
+
+    if (k <= n && n <= 21) {
+        p = ngx_cpymem(p, digits, k);
+        for (i = k; i < n; i++) {
+            *p++ = '0';
+        }
+
+    } else if (0 < n && n <= 21) {
+        p = ngx_cpymem(p, digits, n);
+        *p++ = '.';
+        p = ngx_cpymem(p, digits + n, k - n);
+
+    } else if (-6 < n && n <= 0) {
+        *p++ = '0';
+        *p++ = '.';
+        for (i = n; i < 0; i++) {
+            *p++ = '0';
+        }
+        p = ngx_cpymem(p, digits, k);
+
+    } else {
+        *p++ = (u_char) digits[0];
+        if (k > 1) {
+            *p++ = '.';
+            p = ngx_cpymem(p, digits + 1, k - 1);
+        }
+        p = ngx_sprintf(p, "e%c%d", n - 1 < 0 ? '-' : '+',
+                        n - 1 < 0 ? 1 - n : n - 1);
+    }
+
+    return p - out;
+}
+
+
+static void
+ngx_http_veto_sandbox_jcs_string(ngx_http_veto_sandbox_jcs_t *w,
+    const u_char *s, size_t len)
+{
+    u_char         c, esc[6];
+    const u_char  *run, *last;
+    static u_char  hex[] = "0123456789abcdef";
+
+    ngx_http_veto_sandbox_jcs_put(w, (u_char *) "\"", 1);
+
+    last = s + len;
+
+    for (run = s; s < last; s++) {
+        c = *s;
+
+        if (c >= 0x20 && c != '"' && c != '\\') {
+            continue;
+        }
+
+        ngx_http_veto_sandbox_jcs_put(w, run, s - run);
+        run = s + 1;
+
+        esc[0] = '\\';
+
+        switch (c) {
+        case '"':  esc[1] = '"'; break;
+        case '\\': esc[1] = '\\'; break;
+        case '\b': esc[1] = 'b'; break;
+        case '\f': esc[1] = 'f'; break;
+        case '\n': esc[1] = 'n'; break;
+        case '\r': esc[1] = 'r'; break;
+        case '\t': esc[1] = 't'; break;
+        default:
+            esc[1] = 'u';
+            esc[2] = '0';
+            esc[3] = '0';
+            esc[4] = hex[c >> 4];
+            esc[5] = hex[c & 0xf];
+            ngx_http_veto_sandbox_jcs_put(w, esc, 6);
+            continue;
+        }
+
+        ngx_http_veto_sandbox_jcs_put(w, esc, 2);
+    }
+
+    ngx_http_veto_sandbox_jcs_put(w, run, s - run);
+    ngx_http_veto_sandbox_jcs_put(w, (u_char *) "\"", 1);
+}
+
+
+/* the next UTF-16 code unit of valid UTF-8 at *p (a pair: *hi holds the
+ * second half for the next call) */
+static ngx_uint_t
+ngx_http_veto_sandbox_jcs_unit(const u_char **p, ngx_uint_t *lo)
+{
+    uint32_t       c;
+    const u_char  *s;
+
+    if (*lo) {
+        c = *lo;
+        *lo = 0;
+        return c;
+    }
+
+    s = *p;
+
+    if (s[0] < 0x80) {
+        c = s[0];
+        *p = s + 1;
+
+    } else if ((s[0] & 0xe0) == 0xc0) {
+        c = ((s[0] & 0x1f) << 6) | (s[1] & 0x3f);
+        *p = s + 2;
+
+    } else if ((s[0] & 0xf0) == 0xe0) {
+        c = ((s[0] & 0x0f) << 12) | ((s[1] & 0x3f) << 6) | (s[2] & 0x3f);
+        *p = s + 3;
+
+    } else {
+        c = ((s[0] & 0x07) << 18) | ((s[1] & 0x3f) << 12)
+            | ((s[2] & 0x3f) << 6) | (s[3] & 0x3f);
+        *p = s + 4;
+    }
+
+    if (c >= 0x10000) {
+        c -= 0x10000;
+        *lo = 0xdc00 + (c & 0x3ff);
+        return 0xd800 + (c >> 10);
+    }
+
+    return c;
+}
+
+
+/* keys in the order of their UTF-16 code units (RFC 8785 3.2.3) */
+static int ngx_libc_cdecl
+ngx_http_veto_sandbox_jcs_key_cmp(const void *one, const void *two)
+{
+    ngx_uint_t     a, b, alo, blo;
+    const u_char  *p, *q;
+
+    p = *(const u_char **) one;
+    q = *(const u_char **) two;
+    alo = 0;
+    blo = 0;
+
+    for ( ;; ) {
+        if (*p == '\0' && alo == 0) {
+            return (*q == '\0' && blo == 0) ? 0 : -1;
+        }
+
+        if (*q == '\0' && blo == 0) {
+            return 1;
+        }
+
+        a = ngx_http_veto_sandbox_jcs_unit(&p, &alo);
+        b = ngx_http_veto_sandbox_jcs_unit(&q, &blo);
+
+        if (a != b) {
+            return a < b ? -1 : 1;
+        }
+    }
+}
+
+
+static void
+ngx_http_veto_sandbox_jcs_value(ngx_http_veto_sandbox_jcs_t *w, json_t *v)
+{
+    u_char       num[40];
+    size_t       i, n;
+    json_t      *e;
+    const char  *key, **keys;
+    json_int_t   iv;
+
+    if (w->failed) {
+        return;
+    }
+
+    switch (json_typeof(v)) {
+
+    case JSON_OBJECT:
+        n = json_object_size(v);
+        keys = ngx_palloc(w->pool, (n ? n : 1) * sizeof(const char *));
+        if (keys == NULL) {
+            w->failed = 1;
+            return;
+        }
+
+        i = 0;
+        json_object_foreach(v, key, e) {
+            keys[i++] = key;
+        }
+
+        ngx_qsort(keys, n, sizeof(const char *),
+                  ngx_http_veto_sandbox_jcs_key_cmp);
+
+        ngx_http_veto_sandbox_jcs_put(w, (u_char *) "{", 1);
+
+        for (i = 0; i < n; i++) {
+            if (i) {
+                ngx_http_veto_sandbox_jcs_put(w, (u_char *) ",", 1);
+            }
+
+            ngx_http_veto_sandbox_jcs_string(w, (u_char *) keys[i],
+                                             ngx_strlen(keys[i]));
+            ngx_http_veto_sandbox_jcs_put(w, (u_char *) ":", 1);
+            ngx_http_veto_sandbox_jcs_value(w, json_object_get(v, keys[i]));
+        }
+
+        ngx_http_veto_sandbox_jcs_put(w, (u_char *) "}", 1);
+        return;
+
+    case JSON_ARRAY:
+        ngx_http_veto_sandbox_jcs_put(w, (u_char *) "[", 1);
+
+        for (i = 0; i < json_array_size(v); i++) {
+            if (i) {
+                ngx_http_veto_sandbox_jcs_put(w, (u_char *) ",", 1);
+            }
+
+            ngx_http_veto_sandbox_jcs_value(w, json_array_get(v, i));
+        }
+
+        ngx_http_veto_sandbox_jcs_put(w, (u_char *) "]", 1);
+        return;
+
+    case JSON_STRING:
+        ngx_http_veto_sandbox_jcs_string(w, (u_char *) json_string_value(v),
+                                         json_string_length(v));
+        return;
+
+    case JSON_INTEGER:
+        /*
+         * the exact integer: ES's form up to 2^53; beyond it, where ES
+         * would round to a double, still exact, since the module reads
+         * integers as 64 bits and two of its values must not share a form
+         */
+        iv = json_integer_value(v);
+        n = ngx_sprintf(num, "%L", (int64_t) iv) - num;
+
+        ngx_http_veto_sandbox_jcs_put(w, num, n);
+        return;
+
+    case JSON_REAL:
+        n = ngx_http_veto_sandbox_jcs_number(json_real_value(v), num);
+        ngx_http_veto_sandbox_jcs_put(w, num, n);
+        return;
+
+    case JSON_TRUE:
+        ngx_http_veto_sandbox_jcs_put(w, (u_char *) "true", 4);
+        return;
+
+    case JSON_FALSE:
+        ngx_http_veto_sandbox_jcs_put(w, (u_char *) "false", 5);
+        return;
+
+    default:  /* JSON_NULL */
+        ngx_http_veto_sandbox_jcs_put(w, (u_char *) "null", 4);
+        return;
+    }
+}
+
+
+/* parses as the module's requests are parsed (duplicate keys refused) */
+static json_t *
+ngx_http_veto_sandbox_jcs_parse(u_char *json, size_t len)
+{
+    json_error_t  err;
+
+    return json_loadb((char *) json, len,
+                      JSON_REJECT_DUPLICATES | JSON_DECODE_ANY, &err);
+}
+
+
+ngx_int_t
+ngx_http_veto_sandbox_jcs(ngx_pool_t *pool, u_char *json, size_t len,
+    ngx_str_t *out)
+{
+    json_t                       *j;
+    ngx_http_veto_sandbox_jcs_t   w;
+
+    j = ngx_http_veto_sandbox_jcs_parse(json, len);
+    if (j == NULL) {
+        return NGX_DECLINED;
+    }
+
+    ngx_memzero(&w, sizeof(w));
+    w.pool = pool;
+    w.cap = NGX_HTTP_VSB_JCS_MAX(len);
+    w.buf = ngx_pnalloc(pool, w.cap);
+
+    if (w.buf == NULL) {
+        json_decref(j);
+        return NGX_ERROR;
+    }
+
+    ngx_http_veto_sandbox_jcs_value(&w, j);
+    json_decref(j);
+
+    if (w.failed) {
+        return NGX_ERROR;
+    }
+
+    out->data = w.buf;
+    out->len = w.len;
+
+    return NGX_OK;
+}
+
+
+ngx_int_t
+ngx_http_veto_sandbox_hash_body_jcs(ngx_pool_t *pool, ngx_chain_t *bufs,
+    size_t max, u_char *md, off_t *len, ngx_log_t *log)
+{
+    u_char                       *buf, *p;
+    off_t                         size;
+    ssize_t                       n;
+    json_t                       *j;
+    ngx_int_t                     rc;
+    ngx_buf_t                    *b;
+    ngx_chain_t                  *cl;
+    unsigned int                  mdlen;
+    ngx_http_veto_sandbox_jcs_t   w;
+
+    size = 0;
+
+    for (cl = bufs; cl; cl = cl->next) {
+        size += ngx_buf_size(cl->buf);
+    }
+
+    /* no body hashes as no bytes, as before */
+    if (size == 0) {
+        return ngx_http_veto_sandbox_hash_body(bufs, md, len, log);
+    }
+
+    if ((size_t) size > max) {
+        return NGX_DECLINED;
+    }
+
+    buf = ngx_pnalloc(pool, (size_t) size);
+    if (buf == NULL) {
+        return NGX_ERROR;
+    }
+
+    p = buf;
+
+    for (cl = bufs; cl; cl = cl->next) {
+        b = cl->buf;
+
+        if (ngx_buf_in_memory(b)) {
+            if (b->last != b->pos) {
+                p = ngx_cpymem(p, b->pos, b->last - b->pos);
+            }
+
+            continue;
+        }
+
+        if (b->in_file) {
+            if (b->file == NULL) {
+                return NGX_ERROR;
+            }
+
+            n = ngx_read_file(b->file, p,
+                              (size_t) (b->file_last - b->file_pos),
+                              b->file_pos);
+
+            if (n != b->file_last - b->file_pos) {
+                ngx_log_error(NGX_LOG_ERR, log, ngx_errno,
+                              "veto_sandbox: reading request body from "
+                              "\"%V\" for its digest failed", &b->file->name);
+                return NGX_ERROR;
+            }
+
+            p += n;
+        }
+    }
+
+    j = ngx_http_veto_sandbox_jcs_parse(buf, p - buf);
+    if (j == NULL) {
+        return NGX_DECLINED;
+    }
+
+    ngx_memzero(&w, sizeof(w));
+    w.pool = pool;
+    w.md = EVP_MD_CTX_new();
+
+    rc = NGX_ERROR;
+
+    if (w.md != NULL && EVP_DigestInit_ex(w.md, EVP_sha256(), NULL) == 1) {
+        ngx_http_veto_sandbox_jcs_value(&w, j);
+
+        if (!w.failed && EVP_DigestFinal_ex(w.md, md, &mdlen) == 1) {
+            *len = (off_t) w.len;
+            rc = NGX_OK;
+        }
+    }
+
+    EVP_MD_CTX_free(w.md);
+    json_decref(j);
+
+    return rc;
 }

@@ -6,7 +6,7 @@
  *              METHOD "\n"
  *              canonical-path "\n"
  *              canonical-query "\n"
- *              hex(SHA-256(body)) "\n"
+ *              hex(SHA-256(body)) "\n"       a JSON body: its JCS form
  *              decimal(body length) "\n"
  *              [context "\n"] )
  *
@@ -37,6 +37,30 @@
 ngx_int_t ngx_http_veto_sandbox_hash_request(ngx_pool_t *pool,
     ngx_str_t *method, ngx_str_t *path, ngx_str_t *args,
     u_char *body_sha256, off_t body_len, ngx_str_t *context, u_char *out);
+
+/*
+ * A JSON body enters the hash in its RFC 8785 (JCS) form, so that any
+ * client sending the same values matches (docs/approvals.md, "How the
+ * binding is computed"): no whitespace, object keys sorted by their
+ * UTF-16 code units, strings with the minimal escapes, numbers in
+ * ECMAScript's shortest form (integers exactly, also beyond 2^53).  It is
+ * parsed as the module parses requests: duplicate keys refused.
+ *
+ * ngx_http_veto_sandbox_hash_body_jcs(): md and *len are SHA-256 and
+ * length of the JCS form of the body chain (at most max bytes; an empty
+ * body: those of ""); NGX_DECLINED: larger than max, or not JSON.
+ * ngx_http_veto_sandbox_jcs(): the JCS form itself, in the pool (at most
+ * NGX_HTTP_VSB_JCS_MAX(len) bytes); NGX_DECLINED: not JSON.
+ * ngx_http_veto_sandbox_jcs_number(): a double as ES writes it, at most
+ * 32 bytes, not terminated; returns the length.
+ */
+#define NGX_HTTP_VSB_JCS_MAX(len)  (6 * (len) + 32)
+
+ngx_int_t ngx_http_veto_sandbox_hash_body_jcs(ngx_pool_t *pool,
+    ngx_chain_t *bufs, size_t max, u_char *md, off_t *len, ngx_log_t *log);
+ngx_int_t ngx_http_veto_sandbox_jcs(ngx_pool_t *pool, u_char *json,
+    size_t len, ngx_str_t *out);
+size_t ngx_http_veto_sandbox_jcs_number(double d, u_char *out);
 
 /* SHA-256 over a request body chain, in memory and/or in a temp file. */
 ngx_int_t ngx_http_veto_sandbox_hash_body(ngx_chain_t *bufs, u_char *md,

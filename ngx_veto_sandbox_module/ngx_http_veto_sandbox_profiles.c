@@ -130,8 +130,9 @@ ngx_http_veto_sandbox_profiles_allowed(ngx_http_veto_sandbox_ctx_t *ctx,
 
 
 /* GET /v1/profiles: the helper's list, less what the policy does not
- * allow; "default": what a create without "profile" gets (null: name
- * one) */
+ * allow; "default_profile": what a create without "profile" gets (null:
+ * name one), as in GET /v1/about; "default", its old name, the same value
+ * for one more release (deprecated) */
 ngx_int_t
 ngx_http_veto_sandbox_reply_profiles(ngx_http_request_t *r,
     ngx_http_veto_sandbox_ctx_t *ctx)
@@ -156,7 +157,8 @@ ngx_http_veto_sandbox_reply_profiles(ngx_http_request_t *r,
     def = ngx_http_veto_sandbox_profile_default(ctx->rule);
 
     return ngx_http_veto_sandbox_send_json(r, NGX_HTTP_OK,
-                              json_pack("{s:o, s:s?}", "profiles", out,
+                              json_pack("{s:o, s:s?, s:s?}", "profiles", out,
+                                        "default_profile", def,
                                         "default", def));
 }
 
@@ -335,7 +337,7 @@ ngx_http_veto_sandbox_mcp_present_profiles(ngx_http_request_t *r,
         return NGX_ERROR;
     }
 
-    def = json_string_value(json_object_get(rest, "default"));
+    def = json_string_value(json_object_get(rest, "default_profile"));
 
     /* the helper lists at most 16 profiles; each line is bounded */
     size = 256 + NGX_HTTP_VSB_PROFILE_TEXT * json_array_size(list);

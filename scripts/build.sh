@@ -6,8 +6,9 @@
 #                                (build-module/), each also under ASan+UBSan
 #                                (build-asan/, build-module-asan/): what
 #                                scripts/test.sh runs
-#   scripts/build.sh --runtime   only build/ and build-module/: what
-#                                scripts/run-stack.sh runs
+#   scripts/build.sh --runtime   only build/ and build-module/ (run-stack.sh
+#                                builds the two binaries it runs and the
+#                                module itself, logged, in parallel)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 

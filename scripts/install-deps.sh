@@ -9,7 +9,7 @@
 #   runtime  nginx, redis-server, the shared libraries, nftables (the
 #            helper's egress links), and the tools the demo uses
 #            (openssl and Crypt::JWT mint its tokens, curl and jq,
-#            python3 for the example workload)
+#            python3 and git for the example workload)
 #   build    compilers and -dev packages: the helper, the egress proxy
 #            and the nginx module
 #   test     everything scripts/test.sh needs on top: clang for the
@@ -30,6 +30,7 @@ RUNTIME=(
     nftables    # the helper's egress links (nft -f)
     openssl libcrypt-jwt-perl perl curl jq
     python3     # the demo's and the tests' workloads run python3 (host /usr)
+    git         # the demo's walkthrough reads a patch back (git diff)
 )
 BUILD=(
     build-essential pkg-config nginx-dev
@@ -81,13 +82,16 @@ if [ "$want_test" = 1 ] && ! command -v npm >/dev/null 2>&1; then
     PKGS+=(npm)
 fi
 
+# One dpkg-query for all of them (a few ms): "install ok installed" only
+# for a fully installed package; a package dpkg does not know prints
+# nothing for it.
+declare -A ok=()
+while read -r name status; do
+    [ "$status" = "install ok installed" ] && ok[$name]=1
+done < <(dpkg-query -W -f='${Package} ${Status}\n' "${PKGS[@]}" 2>/dev/null || true)
 missing=()
 for p in "${PKGS[@]}"; do
-    # "install ok installed" only for a fully installed package
-    if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null \
-            | grep -q '^install ok installed$'; then
-        missing+=("$p")
-    fi
+    [ -n "${ok[$p]:-}" ] || missing+=("$p")
 done
 
 if [ ${#missing[@]} -eq 0 ]; then

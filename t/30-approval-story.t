@@ -221,6 +221,44 @@ is($j->{type}, 'urn:veto-sandbox:problem:sandbox_env_unknown', '... unknown ther
                                 { 'Veto-Approval' => $id });
 is($st, 200, 'refusals did not use it up') or diag $b;
 
+# the binding is over the JSON's values (RFC 8785 form), not its bytes: a
+# client that serializes the same body again, with other spacing, key
+# order and escapes, matches; one changed value does not
+{
+    my $compact = JSON::PP->new->canonical->encode($exec);
+    my $respaced = "{\n  \"timeout_s\" : 10 ,\n  \"env\" : { \"PASSWORD\" : "
+        . JSON::PP->new->ascii->encode($SECRET_ENV) . " } ,\n"
+        . "  \"argv\" : [ \"sh\", \"\\u002dc\", \"echo approved\\/run\" ] }";
+    $respaced =~ s{approved\\/run}{approved-run};
+    isnt($respaced, $compact, 'the repeat is other bytes');
+    is_deeply(JSON::PP->new->decode($respaced), $exec, '... of the same values');
+    my %json = ('Content-Type' => 'application/json');
+    $id = approved($agent, $exec, $sb);
+    ($st, $h, $b, $j) = $n->request(POST => "/v1/sandboxes/$sb/exec", $agent,
+                                    $respaced, { %json, 'Veto-Approval' => $id });
+    is($st, 200, 'the same values re-serialized: the approval matches')
+        or diag $b;
+    is($j->{stdout}, "approved-run\n", '... and it ran');
+
+    $id = approved($agent, $exec, $sb);
+    (my $changed = $respaced) =~ s{"timeout_s" : 10}{"timeout_s" : 11};
+    ($st, $h, $b, $j) = $n->request(POST => "/v1/sandboxes/$sb/exec", $agent,
+                                    $changed, { %json, 'Veto-Approval' => $id });
+    is($st, 403, 'one value changed: refused');
+    is($j->{type}, 'urn:veto-sandbox:problem:approval_mismatch',
+       '... approval_mismatch');
+    # a duplicate key could give one approved body two readings: refused
+    # before the gate
+    (my $dup = $compact) =~ s/^\{/{"timeout_s":10,/;
+    ($st, $h, $b, $j) = $n->request(POST => "/v1/sandboxes/$sb/exec", $agent,
+                                    $dup, { %json, 'Veto-Approval' => $id });
+    is($st, 400, 'a duplicate key: 400');
+    is($j->{type}, 'urn:veto-sandbox:problem:bad_json', '... bad_json');
+    ($st, $h, $b, $j) = $n->request(POST => "/v1/sandboxes/$sb/exec", $agent,
+                                    $compact, { %json, 'Veto-Approval' => $id });
+    is($st, 200, 'the refusals did not use it up') or diag $b;
+}
+
 # denied
 ($st, $h, $b, $j) = $n->request(POST => "/v1/sandboxes/$sb/exec", $agent, $exec);
 $id = $j->{approval_id};

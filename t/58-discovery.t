@@ -146,7 +146,9 @@ ok($p->{default}{default}, '... and is agent-1\'s default');
 is(ref $p->{default}{tools}, 'HASH', '... with its tool versions');
 like($p->{default}{tools}{libc6} // '', qr/^\d/, '... libc6 among them');
 is($p->{default}{os_release}{id}, 'debian', '... and its os-release');
-is($j->{default}, 'default', 'the response names the default');
+is($j->{default_profile}, 'default', 'the response names the default');
+is($j->{default}, $j->{default_profile},
+   '... and its deprecated old name the same');
 
 ($st, $hd, $b, $j) = $n->request(GET => '/v1/profiles', $host_only);
 is($st, 200, 'agent-host: 200');

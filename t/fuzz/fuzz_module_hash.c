@@ -15,7 +15,9 @@
  *      64 lowercase hex digits and changes with the method;
  *   2  a body, split into memory buffers and a spooled temp file at
  *      points the input picks: its digest and length are those of the
- *      bytes, however they are split;
+ *      bytes, however they are split; when it is JSON, its RFC 8785
+ *      (JCS) form is a fixed point (canonical twice is canonical once)
+ *      within its bound, and a JSON body's digest is that of the form;
  *   3  a line of free text, then a secret in one of the shapes redaction
  *      promises to hide: the redacted text holds no byte of the secret
  *      (the only 'Q's: the text's own become 'q'), and stays within its
@@ -185,6 +187,8 @@ fuzz_body(ngx_pool_t *pool, u_char *in, size_t len)
     size_t         n, i, part, at;
     ngx_buf_t     *b;
     ngx_file_t     file;
+    ngx_str_t      c1, c2;
+    ngx_int_t      rc, rc2;
     ngx_chain_t   *head, **next, *cl;
     unsigned int   mdlen;
 
@@ -240,6 +244,31 @@ fuzz_body(ngx_pool_t *pool, u_char *in, size_t len)
     must(ngx_http_veto_sandbox_hash_body(head, got, &blen, ngx_cycle->log)
          == NGX_OK);
     must(blen == (off_t) len && ngx_memcmp(want, got, 32) == 0);
+
+    /* as a JSON body: its JCS form, however split, is a fixed point
+     * within its bound, and the digest is that of the form */
+    rc = ngx_http_veto_sandbox_jcs(pool, in, len, &c1);
+    must(rc == NGX_OK || rc == NGX_DECLINED);
+
+    if (len > 0 && in[0] == '{') {
+        rc2 = ngx_http_veto_sandbox_hash_body_jcs(pool, head, 1 << 20, got,
+                                                  &blen, ngx_cycle->log);
+        must(rc2 == rc);
+    }
+
+    if (rc != NGX_OK) {
+        return;
+    }
+
+    must(c1.len <= NGX_HTTP_VSB_JCS_MAX(len));
+    must(ngx_http_veto_sandbox_jcs(pool, c1.data, c1.len, &c2) == NGX_OK);
+    must(c1.len == c2.len && ngx_memcmp(c1.data, c2.data, c1.len) == 0);
+
+    if (len > 0 && in[0] == '{') {
+        must(EVP_Digest(c1.data, c1.len, want, &mdlen, EVP_sha256(), NULL)
+             == 1);
+        must(blen == (off_t) c1.len && ngx_memcmp(want, got, 32) == 0);
+    }
 }
 
 

@@ -541,6 +541,169 @@ test_hex_lower(void **state)
 }
 
 
+
+/* RFC 8785 (JCS): the JSON body's canonical form */
+
+static char *
+jcs(const char *json)
+{
+    static char  buf[4096];
+    ngx_str_t    out;
+
+    assert_int_equal(ngx_http_veto_sandbox_jcs(pool, (u_char *) json,
+                                               strlen(json), &out), NGX_OK);
+    assert_true(out.len < sizeof(buf));
+    memcpy(buf, out.data, out.len);
+    buf[out.len] = '\0';
+
+    return buf;
+}
+
+
+static void
+test_jcs_rfc8785(void **state)
+{
+    /* RFC 8785 3.2.2 and 3.2.3, byte for byte */
+    assert_string_equal(jcs(
+        "{\n  \"numbers\": [333333333.33333329, 1E30, 4.50, 2e-3, "
+        "0.000000000000000000000000001],\n"
+        "  \"string\": \"\\u20ac$\\u000F\\u000aA'\\u0042\\u0022\\u005c\\\\"
+        "\\\"\\/\",\n"
+        "  \"literals\": [null, true, false]\n}"),
+        "{\"literals\":[null,true,false],\"numbers\":[333333333.3333333,"
+        "1e+30,4.5,0.002,1e-27],\"string\":\"\xe2\x82\xac$\\u000f\\nA'B"
+        "\\\"\\\\\\\\\\\"/\"}");
+
+    assert_string_equal(jcs(
+        "{\"\\u20ac\": \"Euro Sign\", \"\\r\": \"Carriage Return\", "
+        "\"\\ufb33\": \"Hebrew Letter Dalet With Dagesh\", \"1\": \"One\", "
+        "\"\\ud83d\\ude00\": \"Emoji: Grinning Face\", "
+        "\"\\u0080\": \"Control\", "
+        "\"\\u00f6\": \"Latin Small Letter O With Diaeresis\"}"),
+        "{\"\\r\":\"Carriage Return\",\"1\":\"One\",\"\xc2\x80\":\"Control\","
+        "\"\xc3\xb6\":\"Latin Small Letter O With Diaeresis\","
+        "\"\xe2\x82\xac\":\"Euro Sign\","
+        "\"\xf0\x9f\x98\x80\":\"Emoji: Grinning Face\","
+        "\"\xef\xac\xb3\":\"Hebrew Letter Dalet With Dagesh\"}");
+
+    /* escapes: only the minimal ones, \u00XX lower case; DEL and
+     * non-ASCII stay raw */
+    assert_string_equal(jcs("[\"\\b\\f\\n\\r\\t\\u0001\\u001F\\u007f\"]"),
+                        "[\"\\b\\f\\n\\r\\t\\u0001\\u001f\x7f\"]");
+    assert_string_equal(jcs(" { \"b\" : [ 1 , { } , [ ] ] , \"a\" : \"\" } "),
+                        "{\"a\":\"\",\"b\":[1,{},[]]}");
+    /* integers exactly, also beyond 2^53 (the module reads 64 bits) */
+    assert_string_equal(jcs("[-0, 0, 9007199254740993, -9223372036854775808]"),
+                        "[0,0,9007199254740993,-9223372036854775808]");
+    assert_string_equal(jcs("[1.0, 1e2, -0.0, 1E-7, 1e21, 1e20]"),
+                        "[1,100,0,1e-7,1e+21,100000000000000000000]");
+}
+
+
+static void
+test_jcs_numbers(void **state)
+{
+    /* RFC 8785 Appendix B: IEEE-754 bits and their ES form */
+    static const struct {
+        uint64_t     bits;
+        const char  *es;
+    } cases[] = {
+        { 0x0000000000000000ULL, "0" },
+        { 0x8000000000000000ULL, "0" },
+        { 0x0000000000000001ULL, "5e-324" },
+        { 0x8000000000000001ULL, "-5e-324" },
+        { 0x7fefffffffffffffULL, "1.7976931348623157e+308" },
+        { 0xffefffffffffffffULL, "-1.7976931348623157e+308" },
+        { 0x4340000000000000ULL, "9007199254740992" },
+        { 0xc340000000000000ULL, "-9007199254740992" },
+        { 0x4430000000000000ULL, "295147905179352830000" },
+        { 0x44b52d02c7e14af5ULL, "9.999999999999997e+22" },
+        { 0x44b52d02c7e14af6ULL, "1e+23" },
+        { 0x44b52d02c7e14af7ULL, "1.0000000000000001e+23" },
+        { 0x444b1ae4d6e2ef4eULL, "999999999999999700000" },
+        { 0x444b1ae4d6e2ef4fULL, "999999999999999900000" },
+        { 0x444b1ae4d6e2ef50ULL, "1e+21" },
+        { 0x3eb0c6f7a0b5ed8cULL, "9.999999999999997e-7" },
+        { 0x3eb0c6f7a0b5ed8dULL, "0.000001" },
+        { 0x41b3de4355555553ULL, "333333333.3333332" },
+        { 0x41b3de4355555554ULL, "333333333.33333325" },
+        { 0x41b3de4355555555ULL, "333333333.3333333" },
+        { 0x41b3de4355555556ULL, "333333333.3333334" },
+        { 0x41b3de4355555557ULL, "333333333.33333343" },
+        { 0xbecbf647612f3696ULL, "-0.0000033333333333333333" },
+        { 0x43143ff3c1cb0959ULL, "1424953923781206.2" },
+    };
+    u_char      out[40];
+    double      d;
+    size_t      i, n;
+
+    for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        memcpy(&d, &cases[i].bits, sizeof(d));
+        n = ngx_http_veto_sandbox_jcs_number(d, out);
+        assert_true(n < sizeof(out));
+        out[n] = '\0';
+        assert_string_equal((char *) out, cases[i].es);
+    }
+}
+
+
+static void
+test_jcs_body(void **state)
+{
+    u_char       md1[32], md2[32], md3[32], want[32];
+    off_t        len1, len2, len3;
+    ngx_str_t    out;
+    const char  *canon = "{\"argv\":[\"npm\",\"test\"],\"env\":{\"A\":\"1\"}}";
+    const char  *a = "{\"argv\":[\"npm\",\"test\"],\"env\":{\"A\":\"1\"}}";
+    const char  *b = "{ \"env\" : { \"A\" : \"1\" },\n  \"argv\" : "
+                     "[ \"npm\", \"\\u0074est\" ] }";
+    const char  *c = "{\"argv\":[\"npm\",\"test\"],\"env\":{\"A\":\"2\"}}";
+
+    /* another spacing, key order and escape: the same digest, that of the
+     * canonical bytes, and their length */
+    assert_int_equal(ngx_http_veto_sandbox_hash_body_jcs(pool,
+                         memory_chain(a, 5), 1 << 20, md1, &len1,
+                         ngx_cycle->log), NGX_OK);
+    assert_int_equal(ngx_http_veto_sandbox_hash_body_jcs(pool,
+                         memory_chain(b, 7), 1 << 20, md2, &len2,
+                         ngx_cycle->log), NGX_OK);
+    assert_int_equal(ngx_http_veto_sandbox_hash_body_jcs(pool,
+                         memory_chain(c, 64), 1 << 20, md3, &len3,
+                         ngx_cycle->log), NGX_OK);
+    assert_int_equal(EVP_Digest(canon, strlen(canon), want, NULL,
+                                EVP_sha256(), NULL), 1);
+    assert_memory_equal(md1, want, 32);
+    assert_memory_equal(md2, want, 32);
+    assert_int_equal(len1, strlen(canon));
+    assert_int_equal(len2, strlen(canon));
+    /* another value: another digest */
+    assert_memory_not_equal(md3, want, 32);
+
+    /* duplicate keys stay refused, in any nesting; not JSON either */
+    assert_int_equal(ngx_http_veto_sandbox_hash_body_jcs(pool,
+                         memory_chain("{\"a\":1,\"a\":1}", 3), 1 << 20,
+                         md1, &len1, ngx_cycle->log), NGX_DECLINED);
+    assert_int_equal(ngx_http_veto_sandbox_jcs(pool,
+                         (u_char *) "{\"x\":{\"a\":1,\"a\":2}}", 19, &out),
+                     NGX_DECLINED);
+    assert_int_equal(ngx_http_veto_sandbox_jcs(pool, (u_char *) "{\"a\":", 5,
+                                               &out), NGX_DECLINED);
+    /* over the bound */
+    assert_int_equal(ngx_http_veto_sandbox_hash_body_jcs(pool,
+                         memory_chain(a, 5), 8, md1, &len1, ngx_cycle->log),
+                     NGX_DECLINED);
+
+    /* no body: the digest of no bytes, as before */
+    assert_int_equal(ngx_http_veto_sandbox_hash_body_jcs(pool, NULL, 1 << 20,
+                         md1, &len1, ngx_cycle->log), NGX_OK);
+    assert_int_equal(EVP_Digest("", 0, want, NULL, EVP_sha256(), NULL), 1);
+    assert_memory_equal(md1, want, 32);
+    assert_int_equal(len1, 0);
+
+    /* canonical is a fixed point */
+    assert_string_equal(jcs(jcs(b)), canon);
+}
+
 int
 main(void)
 {
@@ -555,6 +718,9 @@ main(void)
                                         teardown),
         cmocka_unit_test_setup_teardown(test_body_in_file, setup, teardown),
         cmocka_unit_test(test_hex_lower),
+        cmocka_unit_test_setup_teardown(test_jcs_rfc8785, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_jcs_numbers, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_jcs_body, setup, teardown),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -1,8 +1,8 @@
 #!/usr/bin/perl
 # The documentation's examples against the real stack: every
-# fenced block with a `curl` in README.md and the docs that show the API
-# (docs/api.md, operations.md, approvals.md, egress.md) runs, one doc
-# after the other, in one bash session per doc on a real stack (nginx
+# fenced block with a `curl` in README.md and docs/*.md (today those of
+# api.md and operations.md) runs, one doc after the other,
+# in one bash session per doc on a real stack (nginx
 # with the module, Redis, the helper with egress on, MCP, metrics and the
 # approval page), with the demo's environment exported (API, TOKEN,
 # REVIEWER, AUDITOR, ADMIN).  Each curl's status is checked (2xx unless
@@ -30,10 +30,12 @@ die "jq is not installed: run scripts/install-deps.sh\n"
     unless system('jq --version >/dev/null 2>&1') == 0;
 
 my $ROOT = $VetoNginx::ROOT;
+# README.md, docs/api.md (its sandboxes are there for the operator's
+# examples after it), then every other doc
 my @DOCS = $ENV{VETO_DOC_FILES}
          ? split(/,/, $ENV{VETO_DOC_FILES})
-         : map { "$ROOT/$_" } qw(README.md docs/api.md docs/operations.md
-                                 docs/approvals.md docs/egress.md);
+         : ("$ROOT/README.md", "$ROOT/docs/api.md",
+            grep { !m{/api\.md$} } sort glob("$ROOT/docs/*.md"));
 my $ELL = "\x{2026}";           # …, the placeholder
 my $JSON = JSON::PP->new->utf8(1)->canonical(1)->allow_nonref(1);
 
@@ -449,6 +451,10 @@ sub check
         } elsif ($status !~ /^[23]\d\d$/) {
             push @f, "status $status (an example without a documented "
                      . "status must succeed): " . slurp_or("$c.b");
+        }
+        if ($status eq '000' || $status eq '(none)') {
+            (my $err = slurp_or("$c.st")) =~ s/\n?VETO-STATUS.*//s;
+            push @f, "curl: $err";
         }
         next unless $last && $exp;
         my $hdr = slurp_or("$c.h");

@@ -131,6 +131,10 @@ sub steps
         }
         push @st, $cmd;
     }
+    # a quote the reader of this test took as open would have swallowed
+    # the rest of the block, documented replies included
+    $cmd->{parse_error} = 'a quote is still open at the end of the block'
+        if $cmd && open_quote($cmd->{cmd});
     return \@st;
 }
 
@@ -334,6 +338,7 @@ my $policy = {
 
 my $e = VetoEgress->start(helper => 1);
 my $n = VetoNginx->new;
+$n->{issuer} = 'veto-dev';      # the demo's; its audience is the harness's
 $n->start_redis;
 # the helper's own defaults, as the demo runs it (VetoTest's are smaller)
 $n->start_helper($e->helper_conf, max_memory_mb => 4096, max_pids => 1024,
@@ -361,14 +366,14 @@ ok($ready, 'the stack is up: helper, Redis, egress');
 
 my %env = (
     API      => $n->url(''),     # the demo's http://127.0.0.1:8080
-    TOKEN    => $n->token(sub => 'agent-1', exp => time + 3600,
+    TOKEN    => $n->token(sub => 'agent-1', alg => 'HS256', exp => time + 3600,
                           scope => 'sandbox:create sandbox:exec '
                                    . 'sandbox:files sandbox:network'),
-    REVIEWER => $n->token(sub => 'alice', exp => time + 3600,
+    REVIEWER => $n->token(sub => 'alice', alg => 'HS256', exp => time + 3600,
                           scope => 'approvals:review'),
-    AUDITOR  => $n->token(sub => 'carol', exp => time + 3600,
+    AUDITOR  => $n->token(sub => 'carol', alg => 'HS256', exp => time + 3600,
                           scope => 'audit:read'),
-    ADMIN    => $n->token(sub => 'admin-1', exp => time + 3600,
+    ADMIN    => $n->token(sub => 'admin-1', alg => 'HS256', exp => time + 3600,
                           scope => 'admin:revoke'),
 );
 
@@ -412,6 +417,7 @@ sub run_doc
             $s->{id} = ++$i;
             my $st = "$w/s$i";
             $s->{st} = $st;
+            $s->{w} = $w;
             (my $cmd = $s->{cmd}) =~ s{http://127\.0\.0\.1:8080\b}{$env{API}}g;
             $sh .= "VETO_ST=$st; : > $st.calls\n{\n$cmd\n} > $st.out 2> $st.err\n"
                  . "echo \$? > $st.rc\n";
@@ -431,9 +437,11 @@ sub check
 {
     my ($s) = @_;
     my @f;
+    push @f, $s->{parse_error} if $s->{parse_error};
     my $rc = slurp_or("$s->{st}.rc");
     chomp $rc;
-    return ('it did not run (an earlier step hung?)') if $rc eq '';
+    return ('it did not run (an earlier step hung, or bash stopped): '
+            . substr(slurp_or("$s->{w}/doc.out"), -2000)) if $rc eq '';
     my @calls = grep { length } split /\n/, slurp_or("$s->{st}.calls");
     push @f, "exit status $rc; stderr: " . slurp_or("$s->{st}.err") if $rc ne '0';
     my $exp = $s->{expect} ? eval { expectation($s->{expect}{text}) } : undef;

@@ -26,6 +26,8 @@ use VetoNginx;
 use VetoEgress;
 
 VetoNginx::need(qw(helper redis));
+binmode(Test::More->builder->$_, ':encoding(UTF-8)')
+    for qw(output failure_output todo_output);
 die "jq is not installed: run scripts/install-deps.sh\n"
     unless system('jq --version >/dev/null 2>&1') == 0;
 
@@ -41,7 +43,8 @@ my $JSON = JSON::PP->new->utf8(1)->canonical(1)->allow_nonref(1);
 
 # ---- the blocks --------------------------------------------------------
 
-# blocks(file) -> ({line, skip, steps => [{line, cmd, expect, eline}]})
+# blocks(file) -> ({line, skip, steps => [{line, cmd, expect}]}): the fenced
+# sh blocks with a curl command, or marked "run"
 sub blocks
 {
     my ($file) = @_;

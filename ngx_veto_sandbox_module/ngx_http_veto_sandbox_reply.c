@@ -612,15 +612,17 @@ ngx_http_veto_sandbox_health_run(ngx_http_request_t *r,
                                        ngx_http_veto_sandbox_health_pinged);
     call.timeout = NGX_HTTP_VSB_HEALTH_PROBE_MS;
 
+    /* set first: the handler clears it, whenever it runs */
+    ngx_http_veto_sandbox_health_probe.r = r;
+    ngx_http_veto_sandbox_health_probe.sent = ngx_current_msec;
+
     rc = ngx_http_veto_sandbox_redis_command(&call, 1, argv, argvlen);
 
     if (rc != NGX_OK) {
         /* not connected after all: the reply says so */
+        ngx_http_veto_sandbox_health_probe.r = NULL;
         return ngx_http_veto_sandbox_forward(r, ctx);
     }
-
-    ngx_http_veto_sandbox_health_probe.r = r;
-    ngx_http_veto_sandbox_health_probe.sent = ngx_current_msec;
 
     return NGX_DONE;
 }

@@ -30,9 +30,14 @@
  *     first run found this (" eyJ...": accepted by the module, refused
  *     by libjwt), a harness matter, not a module one.
  *
+ * What it found: the module took a signature whose last base64url
+ * character had a bit set past the data (the same bytes, another token;
+ * libjwt re-encodes and compares, and refused it): now refused as
+ * malformed (regress-noncanonical-sig, t/11).
+ *
  * Seeds (both accept the ok-* ones): t/fuzz/jwt_diff_seeds.py writes
- * t/fuzz/corpus/fuzz_module_jwt_diff/.  VETO_FUZZ_VERBOSE=1 prints each
- * input's verdicts.  No FUZZ-COVERS line: the line coverage of _jwt.c
+ * t/fuzz/corpus/fuzz_module_jwt_diff/; regress-* are inputs it found.
+ * VETO_FUZZ_VERBOSE=1 prints each input's verdicts.  No FUZZ-COVERS line: the line coverage of _jwt.c
  * and _jws.c is fuzz_module_jwt's to hold; these seeds are a handful of
  * valid tokens, enough to start from what verifies.
  */

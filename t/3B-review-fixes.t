@@ -17,6 +17,7 @@ use Test::More;
 use lib 't/lib';
 use VetoNginx;
 use Eventually qw(eventually);
+use POSIX ();
 
 VetoNginx::need(qw(helper redis));
 
@@ -81,6 +82,24 @@ is($st, 202, 'agent-2 of the same tenant still gets its 202') or diag $b;
 is($st, 200, 'a reviewer denies one of agent-1\'s') or diag $b;
 ($st, $h, $b, $j) = ask($a1);
 is($st, 202, 'agent-1: the decision freed a place') or diag $b;
+
+# concurrent requests of one agent: the cap holds (one script decides)
+{
+    my $ar = $n->token(sub => 'agent-race');
+    my @pids;
+    for my $i (1 .. 8) {
+        my $pid = fork() // die "fork: $!";
+        if ($pid == 0) {
+            my ($s) = ask($ar);
+            POSIX::_exit($s == 202 ? 2 : $s == 429 ? 4 : 1);
+        }
+        push @pids, $pid;
+    }
+    my %by;
+    for (@pids) { waitpid($_, 0); $by{$? >> 8}++; }
+    is($by{2} // 0, 2, '8 at once: exactly the cap (2) get their 202');
+    is($by{4} // 0, 6, '... the other 6 their 429');
+}
 
 # ---- the default cap: a quarter of veto_sandbox_approval_max ----
 

@@ -206,5 +206,8 @@ $(FUZZ_BUILD)/fuzz_module_%: t/fuzz/fuzz_module_%.c $(MODULE_FUZZ_LIB) \
 	clang -g -O1 $(FUZZ_INSTR) $(FUZZ_EXESAN) $(MODULE_CFLAGS) \
 		-o $@ $< $(MODULE_FUZZ_LIB) $(MODULE_LIBS)
 
+# libjwt (libjwt-dev) is the differential target's oracle
+$(FUZZ_BUILD)/fuzz_module_jwt_diff: MODULE_LIBS += -ljwt
+
 clean:
 	rm -rf build build-asan build-fuzz build-fuzz-cov

@@ -27,10 +27,15 @@ static ngx_int_t ngx_http_veto_sandbox_approval_call(
  * t/20*.t read these literals out of this file and run them directly.
  */
 
-/* KEYS: rec, rv, idx
+/* KEYS: rec, rv, idx[, open]
  * ARGV: id, tenant, agent, action, hash, summary, ttl_ms, threshold,
- *       retention_ms, max records (optional, 5000)
- * The tenant keeps at most max records: past it, the oldest decided (or
+ *       retention_ms, max records (optional, 5000), agent's open max
+ *       (optional, with KEYS[4])
+ * The agent keeps at most its open max pending requests (open: the
+ * agent's pending ids, scored by expiry, pruned here of the decided and
+ * the expired; it never holds more than that max): past it,
+ * "agent_full" with that max, before anything else is touched.  The
+ * tenant keeps at most max records: past it, the oldest decided (or
  * past expiry) ones go first; when all are live, "full". */
 static const char ngx_http_veto_sandbox_approval_create_lua[] =
     "local t = redis.call('TIME')\n"
@@ -46,10 +51,29 @@ static const char ngx_http_veto_sandbox_approval_create_lua[] =
     "if redis.call('EXISTS', KEYS[1]) == 1 then\n"
     "  return {'exists', 'pending'}\n"
     "end\n"
+    "local pre = string.sub(KEYS[1], 1, #KEYS[1] - #ARGV[1])\n"
+    "local amax = tonumber(ARGV[11] or '0')\n"
+    "if KEYS[4] and (not amax or amax < 1) then\n"
+    "  return redis.error_reply('ERR veto approval_create: bad agent max')\n"
+    "end\n"
+    "if KEYS[4] then\n"
+    "  redis.call('ZREMRANGEBYSCORE', KEYS[4], '-inf', now)\n"
+    "  local open = 0\n"
+    "  for _, id in ipairs(redis.call('ZRANGE', KEYS[4], 0, -1)) do\n"
+    "    local f = redis.call('HMGET', pre .. id, 'state', 'tenant', 'agent')\n"
+    "    if f[1] == 'pending' and f[2] == ARGV[2] and f[3] == ARGV[3] then\n"
+    "      open = open + 1\n"
+    "    else\n"
+    "      redis.call('ZREM', KEYS[4], id)\n"
+    "    end\n"
+    "  end\n"
+    "  if open >= amax then\n"
+    "    return {'agent_full', '', '0', tostring(amax)}\n"
+    "  end\n"
+    "end\n"
     "redis.call('ZREMRANGEBYSCORE', KEYS[3], '-inf', now - ttl - ret)\n"
     "local n = redis.call('ZCARD', KEYS[3])\n"
     "if n >= max then\n"
-    "  local pre = string.sub(KEYS[1], 1, #KEYS[1] - #ARGV[1])\n"
     "  for _, id in ipairs(redis.call('ZRANGE', KEYS[3], 0, 199)) do\n"
     "    if n < max then break end\n"
     "    local k = pre .. id\n"
@@ -72,10 +96,20 @@ static const char ngx_http_veto_sandbox_approval_create_lua[] =
     "redis.call('PEXPIRE', KEYS[1], ttl + ret)\n"
     "redis.call('ZADD', KEYS[3], now, ARGV[1])\n"
     "redis.call('PEXPIRE', KEYS[3], ttl + ret)\n"
+    "if KEYS[4] then\n"
+    "  redis.call('ZADD', KEYS[4], exp, ARGV[1])\n"
+    "  if redis.call('PTTL', KEYS[4]) < ttl then\n"
+    "    redis.call('PEXPIRE', KEYS[4], ttl)\n"
+    "  end\n"
+    "end\n"
     "return {'ok', 'pending', '0', tostring(now), tostring(exp)}\n"
     ;
 
-/* KEYS: rec, rv;  ARGV: tenant, reviewer */
+/* KEYS: rec, rv;  ARGV: tenant, reviewer, reason (optional)
+ * The requester, or a name equal to it but for ASCII case, never
+ * decides its own request.  A reason that is not only white space is
+ * kept in approve_reasons, a JSON object reviewer -> reason (one entry
+ * per counted reviewer, at most threshold of them). */
 static const char ngx_http_veto_sandbox_approval_approve_lua[] =
     "local t = redis.call('TIME')\n"
     "local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)\n"
@@ -91,7 +125,7 @@ static const char ngx_http_veto_sandbox_approval_approve_lua[] =
     "if state ~= 'pending' then\n"
     "  return {'not_pending', state}\n"
     "end\n"
-    "if ARGV[2] == '' or ARGV[2] == f[4] then\n"
+    "if ARGV[2] == '' or string.lower(ARGV[2]) == string.lower(f[4] or '') then\n"
     "  return {'self_approval', state}\n"
     "end\n"
     "if redis.call('SADD', KEYS[2], ARGV[2]) == 0 then\n"
@@ -103,6 +137,11 @@ static const char ngx_http_veto_sandbox_approval_approve_lua[] =
     "end\n"
     "local n = redis.call('SCARD', KEYS[2])\n"
     "redis.call('HSET', KEYS[1], 'approvals', n, 'last_reviewer', ARGV[2])\n"
+    "if ARGV[3] and string.find(ARGV[3], '%S') then\n"
+    "  local rs = cjson.decode(redis.call('HGET', KEYS[1], 'approve_reasons') or '{}')\n"
+    "  rs[ARGV[2]] = ARGV[3]\n"
+    "  redis.call('HSET', KEYS[1], 'approve_reasons', cjson.encode(rs))\n"
+    "end\n"
     "if n >= tonumber(f[5]) then\n"
     "  redis.call('HSET', KEYS[1], 'state', 'approved', 'decided_ms', now)\n"
     "  return {'ok', 'approved', '0', tostring(n)}\n"
@@ -126,7 +165,7 @@ static const char ngx_http_veto_sandbox_approval_deny_lua[] =
     "if state ~= 'pending' then\n"
     "  return {'not_pending', state}\n"
     "end\n"
-    "if ARGV[2] == '' or ARGV[2] == f[4] then\n"
+    "if ARGV[2] == '' or string.lower(ARGV[2]) == string.lower(f[4] or '') then\n"
     "  return {'self_approval', state}\n"
     "end\n"
     "if not ARGV[3] or not string.find(ARGV[3], '%S') then\n"
@@ -301,6 +340,7 @@ static ngx_str_t  ngx_http_veto_sandbox_approval_codes[] = {
     ngx_string("mismatch"),
     ngx_string("exists"),
     ngx_string("full"),
+    ngx_string("agent_full"),
     ngx_null_string
 };
 
@@ -325,6 +365,13 @@ ngx_http_veto_sandbox_approval_id(u_char *id)
     (void) ngx_hex_dump(ngx_cpymem(id, "apr_", 4), rnd, sizeof(rnd));
 
     return NGX_OK;
+}
+
+
+ngx_uint_t
+ngx_http_veto_sandbox_approval_agent_max(ngx_uint_t tenant_max)
+{
+    return tenant_max / 4 ? tenant_max / 4 : 1;
 }
 
 
@@ -417,11 +464,11 @@ ngx_http_veto_sandbox_approval_create(
     ngx_http_veto_sandbox_redis_call_t *call, ngx_str_t *id,
     ngx_http_veto_sandbox_approval_bind_t *bind, ngx_str_t *summary,
     ngx_msec_t ttl, ngx_uint_t threshold, ngx_msec_t retention,
-    ngx_uint_t max)
+    ngx_uint_t max, ngx_uint_t agent_max)
 {
     u_char     *p;
     ngx_int_t   rc;
-    ngx_str_t   a[13];
+    ngx_str_t   a[15];
 
     rc = ngx_http_veto_sandbox_approval_keys(call->pool, &bind->tenant, id,
                                              &a[0], &a[1], &a[2]);
@@ -435,38 +482,55 @@ ngx_http_veto_sandbox_approval_create(
         return NGX_DECLINED;
     }
 
-    p = ngx_pnalloc(call->pool, 4 * NGX_INT_T_LEN);
+    /* the agent's open requests: veto:{<tenant>}:appr:open:<agent> */
+    p = ngx_pnalloc(call->pool,
+                    sizeof(NGX_HTTP_VSB_KEY_PREFIX "{}:appr:open:")
+                    + bind->tenant.len + bind->agent.len
+                    + 5 * NGX_INT_T_LEN);
     if (p == NULL) {
         return NGX_ERROR;
     }
 
-    a[3] = *id;
-    a[4] = bind->tenant;
-    a[5] = bind->agent;
-    a[6] = bind->action;
-    a[7].data = bind->hash;
-    a[7].len = NGX_HTTP_VSB_HASH_HEX_LEN;
-    a[8] = *summary;
+    a[3].data = p;
+    p = ngx_sprintf(p, NGX_HTTP_VSB_KEY_PREFIX "{%V}:appr:open:%V",
+                    &bind->tenant, &bind->agent);
+    a[3].len = p - a[3].data;
 
-    a[9].data = p;
-    p = ngx_sprintf(p, "%M", ttl);
-    a[9].len = p - a[9].data;
+    a[4] = *id;
+    a[5] = bind->tenant;
+    a[6] = bind->agent;
+    a[7] = bind->action;
+    a[8].data = bind->hash;
+    a[8].len = NGX_HTTP_VSB_HASH_HEX_LEN;
+    a[9] = *summary;
 
     a[10].data = p;
-    p = ngx_sprintf(p, "%ui", threshold ? threshold : 1);
+    p = ngx_sprintf(p, "%M", ttl);
     a[10].len = p - a[10].data;
 
     a[11].data = p;
-    p = ngx_sprintf(p, "%M", retention);
+    p = ngx_sprintf(p, "%ui", threshold ? threshold : 1);
     a[11].len = p - a[11].data;
 
     a[12].data = p;
-    p = ngx_sprintf(p, "%ui", max ? max : NGX_HTTP_VSB_APPROVAL_MAX);
+    p = ngx_sprintf(p, "%M", retention);
     a[12].len = p - a[12].data;
+
+    max = max ? max : NGX_HTTP_VSB_APPROVAL_MAX;
+
+    a[13].data = p;
+    p = ngx_sprintf(p, "%ui", max);
+    a[13].len = p - a[13].data;
+
+    a[14].data = p;
+    p = ngx_sprintf(p, "%ui",
+                    agent_max ? agent_max
+                              : ngx_http_veto_sandbox_approval_agent_max(max));
+    a[14].len = p - a[14].data;
 
     return ngx_http_veto_sandbox_approval_call(call,
                                                NGX_HTTP_VSB_APPROVAL_CREATE,
-                                               3, 13, a);
+                                               4, 15, a);
 }
 
 
@@ -487,18 +551,18 @@ ngx_http_veto_sandbox_approval_decide(
     a[2] = *tenant;
     a[3] = *reviewer;
 
-    if (approve) {
-        return ngx_http_veto_sandbox_approval_call(call,
-                                               NGX_HTTP_VSB_APPROVAL_APPROVE,
-                                               2, 4, a);
-    }
-
     if (reason) {
         a[4] = *reason;
 
     } else {
         ngx_str_null(&a[4]);
         a[4].data = (u_char *) "";
+    }
+
+    if (approve) {
+        return ngx_http_veto_sandbox_approval_call(call,
+                                               NGX_HTTP_VSB_APPROVAL_APPROVE,
+                                               2, 5, a);
     }
 
     return ngx_http_veto_sandbox_approval_call(call,

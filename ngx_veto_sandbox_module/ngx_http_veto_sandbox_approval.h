@@ -15,7 +15,8 @@
  * Every script replies with an array whose first element is a code:
  *
  *     ok, not_found, expired, not_pending, not_approved, self_approval,
- *     already_approved, reason_required, mismatch, exists, full
+ *     already_approved, reason_required, mismatch, exists, full,
+ *     agent_full
  *
  * and whose second element is the record's state after the call.  A
  * third element "1" on "expired" means this call made the transition, so
@@ -74,6 +75,7 @@ typedef enum {
     NGX_HTTP_VSB_AR_MISMATCH,
     NGX_HTTP_VSB_AR_EXISTS,
     NGX_HTTP_VSB_AR_FULL,         /* the tenant's records are all live */
+    NGX_HTTP_VSB_AR_AGENT_FULL,   /* the agent's open max (detail) */
     NGX_HTTP_VSB_AR_BAD_REPLY     /* unexpected reply: fail closed */
 } ngx_http_veto_sandbox_approval_code_e;
 
@@ -84,7 +86,8 @@ typedef struct {
     ngx_str_t                              state;
     ngx_uint_t                             just_expired;
     ngx_str_t                              detail;  /* mismatch: field;
-                                                       approve: count */
+                                                       approve: count;
+                                                       agent_full: max */
 } ngx_http_veto_sandbox_approval_result_t;
 
 
@@ -127,7 +130,12 @@ ngx_int_t ngx_http_veto_sandbox_approval_create(
     ngx_http_veto_sandbox_redis_call_t *call, ngx_str_t *id,
     ngx_http_veto_sandbox_approval_bind_t *bind, ngx_str_t *summary,
     ngx_msec_t ttl, ngx_uint_t threshold, ngx_msec_t retention,
-    ngx_uint_t max);
+    ngx_uint_t max, ngx_uint_t agent_max);
+
+/* the open (pending) requests one agent may hold when its policy does
+ * not say (approvals.max_open_per_agent): a quarter of the tenant's
+ * records, at least 1 */
+ngx_uint_t ngx_http_veto_sandbox_approval_agent_max(ngx_uint_t tenant_max);
 
 ngx_int_t ngx_http_veto_sandbox_approval_decide(
     ngx_http_veto_sandbox_redis_call_t *call, ngx_str_t *tenant,

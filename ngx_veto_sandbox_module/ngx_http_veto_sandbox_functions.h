@@ -384,6 +384,8 @@ ngx_int_t ngx_http_veto_sandbox_build_update(ngx_http_request_t *r,
  * (ngx_http_veto_sandbox_map_pt) */
 ngx_int_t ngx_http_veto_sandbox_forward(ngx_http_request_t *r,
     ngx_http_veto_sandbox_ctx_t *ctx);
+ngx_int_t ngx_http_veto_sandbox_health_run(ngx_http_request_t *r,
+    ngx_http_veto_sandbox_ctx_t *ctx);
 ngx_int_t ngx_http_veto_sandbox_reply_health(ngx_http_request_t *r,
     ngx_http_veto_sandbox_ctx_t *ctx);
 ngx_int_t ngx_http_veto_sandbox_reply_json(ngx_http_request_t *r,

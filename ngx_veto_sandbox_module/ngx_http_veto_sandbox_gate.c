@@ -438,6 +438,23 @@ ngx_http_veto_sandbox_gate_result(ngx_http_request_t *r,
                                    NULL);
         }
 
+        if (ar.code == NGX_HTTP_VSB_AR_AGENT_FULL) {
+            return ngx_http_veto_sandbox_refuse(r, ctx,
+                                   NGX_HTTP_VSB_TOO_MANY_REQUESTS,
+                                   "agent_approvals_full",
+                                   "this agent holds as many open (pending) "
+                                   "approval requests as it may (policy "
+                                   "approvals.max_open_per_agent, \"limit\"): "
+                                   "wait until a reviewer decides some or "
+                                   "they expire; other agents of the tenant "
+                                   "are not held back",
+                                   json_pack("{s:I}", "limit",
+                                             (json_int_t) (ar.detail.len
+                                             ? ngx_atoi(ar.detail.data,
+                                                        ar.detail.len)
+                                             : 0)));
+        }
+
         if (ar.code != NGX_HTTP_VSB_AR_OK) {
             return ngx_http_veto_sandbox_redis_problem(r, ctx, NGX_ERROR);
         }

@@ -226,7 +226,8 @@ ngx_http_veto_sandbox_approval_step(ngx_http_request_t *r,
                                                &ctx->summary, ctx->ttl,
                                                ctx->threshold,
                                                vmcf->retention,
-                                               vmcf->approval_max);
+                                               vmcf->approval_max,
+                                               ctx->rule->apr.max_open);
 
 sent:
 

@@ -45,6 +45,8 @@ static ngx_http_veto_sandbox_key_t *ngx_http_veto_sandbox_jwt_hdr_get(
 static void ngx_http_veto_sandbox_jwt_hdr_put(
     ngx_http_veto_sandbox_srv_conf_t *vscf, u_char *p, size_t len,
     ngx_http_veto_sandbox_key_t *key);
+static ngx_uint_t ngx_http_veto_sandbox_b64_canonical(u_char *p,
+    size_t len);
 static json_t *ngx_http_veto_sandbox_b64_json(ngx_http_request_t *r,
     u_char *p, size_t len);
 static ngx_int_t ngx_http_veto_sandbox_claims(ngx_http_request_t *r,
@@ -167,6 +169,18 @@ ngx_http_veto_sandbox_jwt_prepare(ngx_http_request_t *r,
 
     if (dot2 + 1 == last) {
         *reason = "unsigned token";
+        return NGX_DECLINED;
+    }
+
+    /* one token, one spelling: bits past the data in a part's last
+     * character would let the same signed bytes travel as other tokens
+     * (found by t/fuzz/fuzz_module_jwt_diff.c: libjwt refused them) */
+    if (!ngx_http_veto_sandbox_b64_canonical(token->data,
+                                             dot1 - token->data)
+        || !ngx_http_veto_sandbox_b64_canonical(dot1 + 1, dot2 - dot1 - 1)
+        || !ngx_http_veto_sandbox_b64_canonical(dot2 + 1, last - dot2 - 1))
+    {
+        *reason = "malformed token";
         return NGX_DECLINED;
     }
 
@@ -453,6 +467,45 @@ ngx_http_veto_sandbox_jwt_finish(ngx_http_request_t *r,
 }
 
 
+
+
+/*
+ * base64url without padding as RFC 4648 3.5 spells it: no length that
+ * leaves a lone character, and no bit set in the last character past the
+ * data it carries (2 or 3 characters: 4 or 2 of its bits unused).  p
+ * holds base64url characters only (checked before).
+ */
+static ngx_uint_t
+ngx_http_veto_sandbox_b64_canonical(u_char *p, size_t len)
+{
+    u_char      c;
+    ngx_uint_t  v;
+
+    if (len % 4 == 0) {
+        return 1;
+    }
+
+    if (len % 4 == 1) {
+        return 0;
+    }
+
+    c = p[len - 1];
+
+    if (c >= 'A' && c <= 'Z') {
+        v = c - 'A';
+
+    } else if (c >= 'a' && c <= 'z') {
+        v = c - 'a' + 26;
+
+    } else if (c >= '0' && c <= '9') {
+        v = c - '0' + 52;
+
+    } else {
+        v = (c == '-') ? 62 : 63;
+    }
+
+    return (v & (len % 4 == 2 ? 0x0f : 0x03)) == 0;
+}
 
 
 static json_t *

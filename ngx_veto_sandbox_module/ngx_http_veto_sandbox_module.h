@@ -233,6 +233,9 @@ typedef struct {
     ngx_array_t                 *profiles;        /* ngx_str_t */
     ngx_uint_t                   threshold;       /* 0: the directive's */
     ngx_msec_t                   ttl;             /* 0: the directive's */
+    ngx_uint_t                   max_open;        /* an agent's pending;
+                                                     0: a quarter of
+                                                     approval_max */
     ngx_uint_t                   irreversible;    /* NGX_HTTP_VSB_ACT_* */
     ngx_array_t                 *irreversible_argv; /* ngx_str_t, fnmatch */
     unsigned                     network:1;

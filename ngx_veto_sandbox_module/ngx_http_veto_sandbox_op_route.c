@@ -287,8 +287,10 @@ ngx_http_veto_sandbox_ops_init(ngx_conf_t *cf)
                                             "needs build() and run()");
         }
 
+        /* health asks Redis first, then forwards (_reply.c) */
         if (op->helper != NULL
-            && (op->run != ngx_http_veto_sandbox_forward
+            && ((op->run != ngx_http_veto_sandbox_forward
+                 && op->run != ngx_http_veto_sandbox_health_run)
                 || op->reply == NULL || op->record == NULL))
         {
             return ngx_http_veto_sandbox_op_refuse(cf, op,

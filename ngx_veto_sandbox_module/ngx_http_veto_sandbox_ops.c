@@ -39,7 +39,7 @@ ngx_http_veto_sandbox_op_t  ngx_http_veto_sandbox_ops[] = {
                     NGX_HTTP_VSB_PUBLIC, 0, NGX_HTTP_VSB_QUOTA_NONE,
                     NGX_HTTP_VSB_BODY_NONE, VSB_OP_PING,
                     ngx_http_veto_sandbox_build_health,
-                    ngx_http_veto_sandbox_forward,
+                    ngx_http_veto_sandbox_health_run,
                     ngx_http_veto_sandbox_reply_health,
                     ngx_http_veto_sandbox_record_nothing),
 

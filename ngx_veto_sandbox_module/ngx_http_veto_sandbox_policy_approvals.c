@@ -214,6 +214,15 @@ ngx_http_veto_sandbox_policy_approvals(ngx_conf_t *cf, ngx_str_t *file,
 
             apr->ttl = (ngx_msec_t) json_integer_value(v) * 1000;
 
+        } else if (ngx_strcmp(key, "max_open_per_agent") == 0) {
+            if (!json_is_integer(v) || json_integer_value(v) < 1
+                || json_integer_value(v) > 1000000)
+            {
+                goto bad;
+            }
+
+            apr->max_open = (ngx_uint_t) json_integer_value(v);
+
         } else {
             ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
                                "\"veto_sandbox_policy\": \"%V\": %s: "

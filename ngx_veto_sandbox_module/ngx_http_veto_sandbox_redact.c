@@ -18,11 +18,47 @@
 #define NGX_HTTP_VSB_REDACTED  "[redacted]"
 
 
-/* words that make a key=value, key: value or "key": "value" secret */
-static const char  *ngx_http_veto_sandbox_secret_words[] = {
-    "password", "passwd", "secret", "token", "apikey", "api_key", "api-key",
-    "authorization", "credential", "private", "access_key", "session",
-    "cookie", NULL
+/*
+ * The names that make a key=value, key: value or "key": "value" secret
+ * (any case; a flag's leading dashes are not part of its name):
+ * CONTAINS anywhere in the name, the WHOLE name, or its SUFFIX after a
+ * separator ('_', '-', '.'): DB_PWD, SMTP_PASS, STRIPE_KEY, REDIS_AUTH,
+ * but neither KEYBOARD, MONKEY, OLDPWD nor AUTHOR.  PWD alone is the
+ * shell's working directory, not a password: only *_PWD is.
+ */
+#define NGX_HTTP_VSB_NAME_CONTAINS  0
+#define NGX_HTTP_VSB_NAME_WHOLE     1
+#define NGX_HTTP_VSB_NAME_SUFFIX    2
+
+static const struct {
+    const char  *word;
+    ngx_uint_t   how;
+} ngx_http_veto_sandbox_secret_names[] = {
+    { "password", NGX_HTTP_VSB_NAME_CONTAINS },
+    { "passwd", NGX_HTTP_VSB_NAME_CONTAINS },
+    { "passphrase", NGX_HTTP_VSB_NAME_CONTAINS },
+    { "secret", NGX_HTTP_VSB_NAME_CONTAINS },
+    { "token", NGX_HTTP_VSB_NAME_CONTAINS },
+    { "apikey", NGX_HTTP_VSB_NAME_CONTAINS },
+    { "api_key", NGX_HTTP_VSB_NAME_CONTAINS },
+    { "api-key", NGX_HTTP_VSB_NAME_CONTAINS },
+    { "authorization", NGX_HTTP_VSB_NAME_CONTAINS },
+    { "credential", NGX_HTTP_VSB_NAME_CONTAINS },
+    { "private", NGX_HTTP_VSB_NAME_CONTAINS },
+    { "access_key", NGX_HTTP_VSB_NAME_CONTAINS },
+    { "session", NGX_HTTP_VSB_NAME_CONTAINS },
+    { "cookie", NGX_HTTP_VSB_NAME_CONTAINS },
+    { "pass", NGX_HTTP_VSB_NAME_WHOLE },
+    { "pw", NGX_HTTP_VSB_NAME_WHOLE },
+    { "auth", NGX_HTTP_VSB_NAME_WHOLE },
+    { "key", NGX_HTTP_VSB_NAME_WHOLE },
+    { "bearer", NGX_HTTP_VSB_NAME_WHOLE },
+    { "pass", NGX_HTTP_VSB_NAME_SUFFIX },
+    { "pwd", NGX_HTTP_VSB_NAME_SUFFIX },
+    { "pw", NGX_HTTP_VSB_NAME_SUFFIX },
+    { "key", NGX_HTTP_VSB_NAME_SUFFIX },
+    { "auth", NGX_HTTP_VSB_NAME_SUFFIX },
+    { NULL, 0 }
 };
 
 /* words that make a flag take a secret as its next word (--password X) */
@@ -31,25 +67,49 @@ static const char  *ngx_http_veto_sandbox_flag_words[] = {
     "access_key", "access-key", "credential", "cookie", NULL
 };
 
+/* ... and flags that do by their whole name (--pass X, but not
+ * --passes 3; openssl's -pass, -passin, -passout) */
+static const char  *ngx_http_veto_sandbox_flag_names[] = {
+    "-pass", "-passin", "-passout", "--pass", "--passphrase", "--pwd",
+    "--auth", NULL
+};
+
 /* ... unless it names where the secret is, not the secret */
 static const char  *ngx_http_veto_sandbox_flag_not[] = {
     "file", "path", "stdin", "prompt", "env", NULL
 };
 
-/* bare tokens by their issuer's prefix, and the least that follows */
+/* bare tokens by their issuer's prefix, the least that follows and its
+ * shape (what the characters after the prefix may be) */
+#define NGX_HTTP_VSB_TOK_B64URL      0   /* [A-Za-z0-9_-] */
+#define NGX_HTTP_VSB_TOK_UPPER       1   /* [A-Z0-9] (AWS key ids) */
+#define NGX_HTTP_VSB_TOK_ALNUM       2   /* [A-Za-z0-9] */
+#define NGX_HTTP_VSB_TOK_B64URL_DOT  3   /* [A-Za-z0-9_.-] (SendGrid) */
+
 static struct {
     const char  *prefix;
     size_t       min;
-    ngx_uint_t   upper;     /* [A-Z0-9] only (AWS key ids) */
+    ngx_uint_t   shape;
 } ngx_http_veto_sandbox_tokens[] = {
-    { "github_pat_", 20, 0 },
-    { "ghp_", 20, 0 }, { "gho_", 20, 0 }, { "ghu_", 20, 0 },
-    { "ghs_", 20, 0 }, { "ghr_", 20, 0 },
-    { "glpat-", 20, 0 },
-    { "xoxb-", 10, 0 }, { "xoxp-", 10, 0 }, { "xoxa-", 10, 0 },
-    { "xoxr-", 10, 0 }, { "xoxs-", 10, 0 },
-    { "sk-", 20, 0 },
-    { "AKIA", 16, 1 }, { "ASIA", 16, 1 },
+    { "github_pat_", 20, NGX_HTTP_VSB_TOK_B64URL },
+    { "ghp_", 20, NGX_HTTP_VSB_TOK_B64URL },
+    { "gho_", 20, NGX_HTTP_VSB_TOK_B64URL },
+    { "ghu_", 20, NGX_HTTP_VSB_TOK_B64URL },
+    { "ghs_", 20, NGX_HTTP_VSB_TOK_B64URL },
+    { "ghr_", 20, NGX_HTTP_VSB_TOK_B64URL },
+    { "glpat-", 20, NGX_HTTP_VSB_TOK_B64URL },
+    { "xoxb-", 10, NGX_HTTP_VSB_TOK_B64URL },
+    { "xoxp-", 10, NGX_HTTP_VSB_TOK_B64URL },
+    { "xoxa-", 10, NGX_HTTP_VSB_TOK_B64URL },
+    { "xoxr-", 10, NGX_HTTP_VSB_TOK_B64URL },
+    { "xoxs-", 10, NGX_HTTP_VSB_TOK_B64URL },
+    { "sk-", 20, NGX_HTTP_VSB_TOK_B64URL },
+    { "AKIA", 16, NGX_HTTP_VSB_TOK_UPPER },
+    { "ASIA", 16, NGX_HTTP_VSB_TOK_UPPER },
+    { "npm_", 36, NGX_HTTP_VSB_TOK_ALNUM },          /* npm */
+    { "AIza", 35, NGX_HTTP_VSB_TOK_B64URL },         /* Google API key */
+    { "hf_", 30, NGX_HTTP_VSB_TOK_ALNUM },           /* Hugging Face */
+    { "SG.", 40, NGX_HTTP_VSB_TOK_B64URL_DOT },      /* SendGrid */
     { NULL, 0, 0 }
 };
 
@@ -63,6 +123,10 @@ static struct {
 
 #define ngx_http_vsb_space(c)                                                 \
     ((c) == ' ' || (c) == '\t' || (c) == '\n' || (c) == '\r')
+
+/* white space around a key's '=' or ':' (a line's end is not) */
+#define ngx_http_vsb_hspace(c)                                                \
+    ((c) == ' ' || (c) == '\t' || (c) == '\v' || (c) == '\f' || (c) == '\r')
 
 /* where a bare word ends: space, or the quote around it */
 #define ngx_http_vsb_word_end(c)                                              \
@@ -110,8 +174,64 @@ ngx_http_veto_sandbox_contains(u_char *p, size_t len, const char **words)
 ngx_uint_t
 ngx_http_veto_sandbox_secret_name(u_char *p, size_t len)
 {
-    return ngx_http_veto_sandbox_contains(p, len,
-                                          ngx_http_veto_sandbox_secret_words);
+    u_char      *last, *s;
+    size_t       n;
+    ngx_uint_t   i;
+
+    last = p + len;
+
+    for (i = 0; ngx_http_veto_sandbox_secret_names[i].word; i++) {
+        if (ngx_http_veto_sandbox_secret_names[i].how
+            != NGX_HTTP_VSB_NAME_CONTAINS)
+        {
+            continue;
+        }
+
+        for (s = p; s < last; s++) {
+            if (ngx_http_veto_sandbox_match_ci(s, last,
+                                   ngx_http_veto_sandbox_secret_names[i].word))
+            {
+                return 1;
+            }
+        }
+    }
+
+    /* a flag's name without its dashes: --pass=x is "pass" */
+    while (p < last && *p == '-') {
+        p++;
+    }
+
+    for (i = 0; ngx_http_veto_sandbox_secret_names[i].word; i++) {
+        n = ngx_strlen(ngx_http_veto_sandbox_secret_names[i].word);
+
+        switch (ngx_http_veto_sandbox_secret_names[i].how) {
+
+        case NGX_HTTP_VSB_NAME_WHOLE:
+            if ((size_t) (last - p) == n
+                && ngx_http_veto_sandbox_match_ci(p, last,
+                                ngx_http_veto_sandbox_secret_names[i].word))
+            {
+                return 1;
+            }
+
+            break;
+
+        case NGX_HTTP_VSB_NAME_SUFFIX:
+            s = last - n;
+
+            if ((size_t) (last - p) > n
+                && (s[-1] == '_' || s[-1] == '-' || s[-1] == '.')
+                && ngx_http_veto_sandbox_match_ci(s, last,
+                                ngx_http_veto_sandbox_secret_names[i].word))
+            {
+                return 1;
+            }
+
+            break;
+        }
+    }
+
+    return 0;
 }
 
 
@@ -349,7 +469,7 @@ ngx_http_veto_sandbox_token(u_char *p, u_char *last)
 {
     u_char      *s, c;
     size_t       n;
-    ngx_uint_t   i;
+    ngx_uint_t   i, ok;
 
     for (i = 0; ngx_http_veto_sandbox_tokens[i].prefix; i++) {
         n = ngx_strlen(ngx_http_veto_sandbox_tokens[i].prefix);
@@ -363,10 +483,26 @@ ngx_http_veto_sandbox_token(u_char *p, u_char *last)
         for (s = p + n; s < last; s++) {
             c = *s;
 
-            if (ngx_http_veto_sandbox_tokens[i].upper
-                ? !((c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9'))
-                : !ngx_http_vsb_b64url(c))
-            {
+            switch (ngx_http_veto_sandbox_tokens[i].shape) {
+
+            case NGX_HTTP_VSB_TOK_UPPER:
+                ok = (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9');
+                break;
+
+            case NGX_HTTP_VSB_TOK_ALNUM:
+                ok = (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z')
+                     || (c >= '0' && c <= '9');
+                break;
+
+            case NGX_HTTP_VSB_TOK_B64URL_DOT:
+                ok = ngx_http_vsb_keychar(c);
+                break;
+
+            default:
+                ok = ngx_http_vsb_b64url(c);
+            }
+
+            if (!ok) {
                 break;
             }
         }
@@ -381,6 +517,24 @@ ngx_http_veto_sandbox_token(u_char *p, u_char *last)
     }
 
     return NULL;
+}
+
+
+/* one of the flags that take a secret by their whole name? */
+static ngx_uint_t
+ngx_http_veto_sandbox_flag_named(u_char *k, size_t len)
+{
+    ngx_uint_t  i;
+
+    for (i = 0; ngx_http_veto_sandbox_flag_names[i]; i++) {
+        if (len == ngx_strlen(ngx_http_veto_sandbox_flag_names[i])
+            && ngx_strncmp(k, ngx_http_veto_sandbox_flag_names[i], len) == 0)
+        {
+            return 1;
+        }
+    }
+
+    return 0;
 }
 
 
@@ -469,13 +623,11 @@ ngx_http_veto_sandbox_flag(u_char **dp, u_char *k, u_char *p, u_char *last,
         break;
     }
 
-    /* --password X, -token X, -passin X (openssl) */
+    /* --password X, -token X, -passin X (openssl), --pass X */
     if (alone
         && (ngx_http_veto_sandbox_contains(k, len,
                                            ngx_http_veto_sandbox_flag_words)
-            || ngx_http_vsb_is(k, len, "-pass")
-            || ngx_http_vsb_is(k, len, "-passin")
-            || ngx_http_vsb_is(k, len, "-passout"))
+            || ngx_http_veto_sandbox_flag_named(k, len))
         && !ngx_http_veto_sandbox_contains(k, len,
                                            ngx_http_veto_sandbox_flag_not))
     {
@@ -707,7 +859,7 @@ ngx_http_veto_sandbox_redact_next(ngx_pool_t *pool, ngx_str_t *in,
             s++;
         }
 
-        while (s < last && *s == ' ') {
+        while (s < last && ngx_http_vsb_hspace(*s)) {
             s++;
         }
 
@@ -717,8 +869,14 @@ ngx_http_veto_sandbox_redact_next(ngx_pool_t *pool, ngx_str_t *in,
 
         s++;
 
-        while (s < last && *s == ' ') {
+        while (s < last && ngx_http_vsb_hspace(*s)) {
             s++;
+        }
+
+        /* key: -----BEGIN ... PRIVATE KEY-----: the key's body is hidden
+         * where the scan meets it */
+        if (last - s > 5 && ngx_strncmp(s, "-----", 5) == 0) {
+            continue;
         }
 
         q = 0;

@@ -372,8 +372,8 @@ ngx_http_veto_sandbox_review_audit(ngx_http_request_t *r,
 }
 
 
-/* [field, value, ...] as an object; numbers as numbers, the summary as
- * the JSON it is. */
+/* [field, value, ...] as an object; numbers as numbers, the summary and
+ * approve_reasons as the JSON they are. */
 static json_t *
 ngx_http_veto_sandbox_record(redisReply *a)
 {
@@ -395,7 +395,9 @@ ngx_http_veto_sandbox_record(redisReply *a)
             continue;
         }
 
-        if (ngx_strcmp(k->str, "summary") == 0) {
+        if (ngx_strcmp(k->str, "summary") == 0
+            || ngx_strcmp(k->str, "approve_reasons") == 0)
+        {
             v = json_loadb(e->str, e->len, 0, NULL);
 
         } else if (ngx_strcmp(k->str, "created_ms") == 0
@@ -435,15 +437,16 @@ ngx_http_veto_sandbox_review_decided(ngx_http_request_t *r,
     case NGX_HTTP_VSB_AR_OK:
         ngx_http_veto_sandbox_metrics_approval(&ar.state);
 
+        /* the reason given, either way (the body was checked: a string
+         * of at most 1024 bytes, or none) */
         ngx_http_veto_sandbox_audit(r, ctx,
                                     approve ? "approval_approved"
                                             : "approval_denied",
-                                    approve ? NULL
-                                            : (ctx->body
-                                               ? json_string_value(
-                                                     json_object_get(
-                                                         ctx->body, "reason"))
-                                               : NULL),
+                                    ctx->body
+                                    ? json_string_value(
+                                          json_object_get(ctx->body,
+                                                          "reason"))
+                                    : NULL,
                                     &ctx->agent, NULL, NGX_HTTP_OK);
 
         return ngx_http_veto_sandbox_send_json(r, NGX_HTTP_OK,

@@ -40,6 +40,7 @@ BUILD=(
 )
 TEST=(
     clang libclang-rt-14-dev libcmocka-dev
+    libjwt-dev  # t/fuzz/fuzz_module_jwt_diff.c: libjwt, the oracle
     llvm-14     # llvm-profdata, llvm-cov: scripts/fuzz-coverage.sh
     libredis-perl libjson-pp-perl
     libcpanel-json-xs-perl    # t/lib/VetoStream.pm: ndjson streams of MBs

@@ -352,11 +352,11 @@ is($noscope[0]{detail}{path}, "/v1/approvals/$story_id/approve",
    'with what it asked for');
 @story = grep { ($_->{reason} // '') ne 'insufficient_scope' } @story;
 # requested; the premature use; the self-approval; the approval; the
-# consume; the run; the replay.
+# consume; the run; the replay.  The approval with the reason given.
 is_deeply([map { $_->{outcome} . ':' . ($_->{reason} // '') } @story],
           [qw(approval_requested: denied:approval_not_approved
-              denied:self_approval approval_approved: approval_consumed:
-              exec_finished: denied:approval_consumed)],
+              denied:self_approval), 'approval_approved:looks fine',
+           qw(approval_consumed: exec_finished: denied:approval_consumed)],
           'one record per decision of the story, in order')
     or diag explain \@story;
 is($story[3]{reviewer}, 'human-1', 'approver on record');

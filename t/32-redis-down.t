@@ -13,6 +13,7 @@ use VetoNginx;
 use HTTP::Tiny;
 use POSIX ();
 use Time::HiRes qw(time sleep);
+use Eventually qw(eventually);
 
 VetoNginx::need(qw(helper redis));
 
@@ -152,6 +153,28 @@ is($st, 404, 'and the command never ran');
 ($st, $h, $b, $j) = $n->request(POST => "/v1/sandboxes/$sb_new/exec", $agent,
                                 $risky, { 'Veto-Approval' => $id });
 is($st, 200, 'now it runs, once') or diag $b;
+
+# health says what Redis answers: stalled with nothing else asking it,
+# the connection stays open and no command times out, so only health's
+# own PING can tell
+sub health_redis
+{
+    my ($want) = @_;
+    my ($s, undef, undef, $hj) = $n->request(GET => '/v1/health');
+    return $s == 200 && ($hj->{redis} // '') eq $want ? $hj : undef;
+}
+eventually('health: redis up', 10, sub { health_redis('up') });
+$n->pause_redis;
+my $hj = eventually('health: a stalled Redis is down', 5,
+                    sub { health_redis('down') });
+is($hj->{status}, 'degraded', 'health: the gateway says it is degraded (200)');
+($t, $st, $h, $b, $j) = timed(GET => '/v1/health');
+ok($t < 0.5, 'health stays quick while Redis is stalled ('
+             . sprintf('%.3f', $t) . 's)');
+is($j->{redis}, 'down', '... and says so each time');
+$n->resume_redis;
+$hj = eventually('health: redis back up', 10, sub { health_redis('up') });
+is($hj->{status}, 'ok', 'health: ok again');
 
 like($n->error_log, qr/veto_sandbox: redis .*(timed out|connect)/,
      'the error log says why');

@@ -29,10 +29,20 @@ my $GLPAT = 'glpat-' . ('q1w2e3r4t5' x 2);
 my $SK = 'sk-proj-' . ('m9n8b7v6c5' x 3);
 my $PEM_BODY = 'MIIEowIBAAKCAQEAsecretkeybody0123';
 my $GHP_ENV = 'ghp_' . ('E5n6V7e8N9' x 3) . 'envTok';
+my $NPM = 'npm_' . ('n0P1m2Q3r4' x 3) . 'abcdef';
+my $AIZA = 'AIza' . ('Sy-0_1a2B3' x 3) . 'c4D5e';
+my $HF = 'hf_' . ('HuGg1nGfAc' x 3) . 'e42x';
+my $SG = 'SG.' . ('s3nDgR1d' x 3) . '.' . ('k3Y-b0dY_' x 5);
+# issue 29's shapes: white space around '=', names, suffixes, prefixes
+my @SHAPES = ("password\t=\tpwtab771", 'PASS=passv4l88', 'AUTH=authv4l99',
+              'KEY=keyv4l11', 'DB_PWD=dbpwdv4l22', '--pass', 'passflag33',
+              'Bearer: bearercolon44', $NPM, $AIZA, $HF, $SG);
 my @SECRETS = ($GHP, $GHS, $AKIA, $GLPAT, $SK, $PEM_BODY, 'hunter2pw',
                'urlp4ssw0rd', 'curlpw77', 'stdinpw42', 'bearer0tok3n99',
                $GHP_ENV, 'createpr0xypw', 'execpr0xypw', 'npmw1thheld',
-               'plainw1thheld');
+               'plainw1thheld', 'pwtab771', 'passv4l88', 'authv4l99',
+               'keyv4l11', 'dbpwdv4l22', 'passflag33', 'bearercolon44', $NPM,
+               $AIZA, $HF, $SG);
 
 my $policy = {
     version => 1,
@@ -75,6 +85,10 @@ my @argv = ('true', 'curl', '-H', "Authorization: token $GHP", '-u',
                . "https://x-access-token:$GHS\@github.com/o/r\n" });
 is($st, 200, 'the exec runs') or diag $b;
 is($j->{exit_code}, 0, 'exit 0');
+
+($st, $h, $b, $j) = $n->request(POST => "/v1/sandboxes/$sb/exec", $agent,
+    { argv => ['true', 'shapes', @SHAPES, 'KEYBOARD=us', '--passes', '3'] });
+is($st, 200, 'an exec with the other shapes of secrets runs') or diag $b;
 
 # ---- an exec that needs an approval, with a token in its URL and stdin
 ($st, $h, $b, $j) = $n->request(POST => "/v1/sandboxes/$sb/exec", $agent,
@@ -158,7 +172,8 @@ is($st, 200, 'the auditor reads the trail') or diag $b;
 my $audit = $b;
 my ($run) = grep { $_->{outcome} eq 'exec_finished'
                    && ref $_->{detail} eq 'HASH'
-                   && ($_->{detail}{request}{argv}[0] // '') eq 'true' }
+                   && ($_->{detail}{request}{argv}[0] // '') eq 'true'
+                   && ($_->{detail}{request}{argv}[1] // '') eq 'curl' }
             @{ $j->{records} };
 ok($run, 'the execution record is there');
 my $detail = ref $run->{detail} eq 'HASH' ? $run->{detail} : {};
@@ -172,6 +187,18 @@ is_deeply($detail->{request}{argv},
            'OPENAI=[redacted]'],
           'the argv on record: what ran, each secret hidden')
     or diag explain $detail->{request}{argv};
+
+my ($shapes) = grep { $_->{outcome} eq 'exec_finished'
+                      && ref $_->{detail} eq 'HASH'
+                      && ($_->{detail}{request}{argv}[1] // '') eq 'shapes' }
+               @{ $j->{records} };
+is_deeply(ref $shapes eq 'HASH' ? $shapes->{detail}{request}{argv} : undef,
+          ['true', 'shapes', "password\t=\t[redacted]", 'PASS=[redacted]',
+           'AUTH=[redacted]', 'KEY=[redacted]', 'DB_PWD=[redacted]', '--pass',
+           '[redacted]', 'Bearer: [redacted]', ('[redacted]') x 4,
+           'KEYBOARD=us', '--passes', '3'],
+          'the other shapes on record: each secret hidden, the rest kept')
+    or diag explain $shapes;
 
 my ($run_env) = grep { $_->{outcome} eq 'exec_finished'
                        && ($_->{approval} // '') eq $apr_env } @{ $j->{records} };

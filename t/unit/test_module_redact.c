@@ -198,6 +198,51 @@ test_redact_table(void **state)
         /* password = x, password: "x" */
         { "password = x", "password = [redacted]" },
         { "db.password: \"p w\"", "db.password: \"[redacted]\"" },
+
+        /* issue 29: white space of any kind around '=' and ':' */
+        { "password\t=\tx", "password\t=\t[redacted]" },
+        { "token \t:\v x y", "token \t:\v [redacted] y" },
+        { "secret\r= x", "secret\r= [redacted]" },
+        /* ... but a line's end is not: the next line is its own */
+        { "password\nuser=bob", "password\nuser=bob" },
+
+        /* names: whole (any case, a flag's dashes aside) */
+        { "PASS=hunter2 AUTH=u:p KEY=k1", "PASS=[redacted] AUTH=[redacted] "
+          "KEY=[redacted]" },
+        { "pw: s3cret", "pw: [redacted]" },
+        { "tool --pass=x --key=y", "tool --pass=[redacted] --key=[redacted]" },
+        /* ... and suffixes after '_', '-' or '.' */
+        { "DB_PWD=p1 SMTP_PASS=p2 STRIPE_KEY=p3 REDIS_AUTH=p4 X-API-PW=p5",
+          "DB_PWD=[redacted] SMTP_PASS=[redacted] STRIPE_KEY=[redacted] "
+          "REDIS_AUTH=[redacted] X-API-PW=[redacted]" },
+        { "{\"db.key\": \"k\"}", "{\"db.key\": \"[redacted]\"}" },
+        /* not secrets: a name that only ends like one, PWD (the working
+         * directory), a word that only starts like one */
+        { "KEYBOARD=us MONKEY=1 OLDPWD=/tmp PWD=/home/a AUTHOR=bob",
+          "KEYBOARD=us MONKEY=1 OLDPWD=/tmp PWD=/home/a AUTHOR=bob" },
+        { "keyword=x passes=3 pwdx=1", "keyword=x passes=3 pwdx=1" },
+
+        /* flags by their whole name: --pass X, not --passes 3 */
+        { "tool --pass hunter2 x", "tool --pass [redacted] x" },
+        { "gpg --passphrase 'a b' f", "gpg --passphrase '[redacted]' f" },
+        { "http --auth alice:pw h", "http --auth [redacted] h" },
+        { "tool --passes 3 --pass-count 2", "tool --passes 3 --pass-count 2" },
+        { "gpg --passphrase-file /run/p f", "gpg --passphrase-file /run/p f" },
+
+        /* a scheme used as a key */
+        { "Bearer: x", "Bearer: [redacted]" },
+        { "bearer:\tabc def", "bearer:\t[redacted] def" },
+
+        /* more issuers' prefixes, each with its shape */
+        { "npm_0123456789abcdefghijklmnopqrstuvwxYZ end", "[redacted] end" },
+        { "k=AIzaSyA-0123456789abcdefghijklmnopq_rst x", "k=[redacted] x" },
+        { "hf_abcdefghijklmnopqrstuvwxyzABCDEFGH", "[redacted]" },
+        { "SG.abcdefghijklmnopqrstuv.0123456789abcdefghijklmnopqrstuvwxyzABCDEFG "
+          "x", "[redacted] x" },
+        /* too short, or not their shape: left alone */
+        { "npm_install hf_hub AIzaX SG.x", "npm_install hf_hub AIzaX SG.x" },
+        { "npm_0123456789abcdefghijklmnopqrst-uvwxyz",
+          "npm_0123456789abcdefghijklmnopqrst-uvwxyz" },
     };
 
     for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {

@@ -249,8 +249,6 @@ ngx_http_veto_sandbox_mcp_approval_required(ngx_http_request_t *r,
 static const char *
 ngx_http_veto_sandbox_mcp_advice(const char *code, json_t *rest)
 {
-    const char  *state;
-
     static struct {
         const char  *code;
         const char  *advice;
@@ -261,7 +259,7 @@ ngx_http_veto_sandbox_mcp_advice(const char *code, json_t *rest)
         { "approval_expired",
           "That approval expired before it was used. Call the tool again "
           "without approval_id to ask a human anew." },
-        { "approval_consumed",
+        { "approval_used",
           "That approval was used already: one approval covers one call. "
           "Call the tool again without approval_id to ask anew." },
         { "approval_mismatch",
@@ -299,14 +297,14 @@ ngx_http_veto_sandbox_mcp_advice(const char *code, json_t *rest)
 
     ngx_uint_t  i;
 
-    if (ngx_strcmp(code, "approval_not_approved") == 0) {
-        state = json_string_value(json_object_get(rest, "state"));
+    if (ngx_strcmp(code, "approval_denied") == 0) {
+        return "A reviewer denied that approval. Do not retry it; tell "
+               "your user.";
+    }
 
-        if (state && ngx_strcmp(state, "denied") == 0) {
-            return "A reviewer denied that approval. Do not retry it; tell "
-                   "your user.";
-        }
-
+    if (ngx_strcmp(code, "approval_pending") == 0
+        || ngx_strcmp(code, "approval_not_approved") == 0)
+    {
         return "No human has approved that yet; nothing ran. Follow it "
                "with approval_status and retry once it is approved.";
     }

@@ -266,6 +266,9 @@ ngx_http_veto_sandbox_mcp_advice(const char *code, json_t *rest)
           "That approval was given for another call (other arguments, "
           "another tool or another agent). Retry with exactly the "
           "arguments of the call that asked for it." },
+        { "unknown_profile",
+          "No profile of that name exists on this host. Choose one of "
+          "those named (list_profiles describes them)." },
         { "approval_invalid",
           "No such approval is yours. Use the approval_id an \"approval "
           "required\" result gave, or call without approval_id." },
@@ -325,7 +328,8 @@ ngx_http_veto_sandbox_mcp_problem(ngx_http_request_t *r, ngx_uint_t status,
     json_t *rest, ngx_str_t *retry_after)
 {
     u_char      *text, *p, *last;
-    json_t      *result, *structured, *v;
+    size_t       i;
+    json_t      *result, *structured, *v, *e;
     ngx_int_t    retry;
     const char  *type, *code, *detail, *title, *advice;
 
@@ -372,6 +376,34 @@ ngx_http_veto_sandbox_mcp_problem(ngx_http_request_t *r, ngx_uint_t status,
 
     if (retry != NGX_ERROR) {
         p = ngx_slprintf(p, last, " Retry in %i s.", retry);
+    }
+
+    /* what the problem names beyond its detail: a reviewer's reason, the
+     * profiles to choose from, tar's words (bounded: the text is) */
+    v = json_object_get(rest, "reason");
+    if (json_is_string(v) && ngx_strcmp(code, "approval_denied") == 0) {
+        p = ngx_slprintf(p, last, " The reviewer said: %*s.",
+                         ngx_min(json_string_length(v), 512),
+                         json_string_value(v));
+    }
+
+    v = json_object_get(rest, "profiles");
+    if (json_is_array(v) && json_array_size(v)) {
+        p = ngx_slprintf(p, last, " Profiles you may use:");
+        json_array_foreach(v, i, e) {
+            if (json_is_string(e) && json_string_length(e) <= 64) {
+                p = ngx_slprintf(p, last, "%s %s", i ? "," : "",
+                                 json_string_value(e));
+            }
+        }
+        p = ngx_slprintf(p, last, ".");
+    }
+
+    v = json_object_get(rest, "stderr");
+    if (json_is_string(v)) {
+        p = ngx_slprintf(p, last, " tar said: %*s",
+                         ngx_min(json_string_length(v), 1024),
+                         json_string_value(v));
     }
 
     if (advice) {

@@ -338,6 +338,7 @@ ngx_http_veto_sandbox_known(ngx_http_request_t *r, json_t *body,
     const char **names, ngx_int_t *rc)
 {
     u_char       field[64], detail[320], *p, *last;
+    size_t       n;
     json_t      *v;
     ngx_uint_t   i;
     const char  *key, *hint;
@@ -350,8 +351,17 @@ ngx_http_veto_sandbox_known(ngx_http_request_t *r, json_t *body,
         }
 
         if (names[i] == NULL) {
-            /* a long name is cut: "%Z" would not fit, so terminate here */
-            p = ngx_snprintf(field, sizeof(field) - 1, "%s", key);
+            /* a long name is cut, at a character's start (the detail
+             * repeats it: it must stay UTF-8) */
+            n = ngx_min(ngx_strlen(key), sizeof(field) - 1);
+
+            while (n && n < ngx_strlen(key)
+                   && ((u_char) key[n] & 0xc0) == 0x80)
+            {
+                n--;
+            }
+
+            p = ngx_cpymem(field, key, n);
             *p = '\0';
 
             hint = ngx_http_veto_sandbox_field_suggest(key, names);

@@ -79,6 +79,13 @@ like($j->{detail} // '', qr/did you mean "timeout_s"\?/,
                                 { profle => 'default' });
 like($j->{detail} // '', qr/did you mean "profile"\?/,
      'a create: profle, did you mean profile');
+# a long name of two-byte characters is cut at a character's start: the
+# detail, which repeats it, stays (UTF-8)
+($st, $h, $b, $j) = $n->request(POST => "/v1/sandboxes/$sb/exec", $t,
+                                { argv => ['true'], ("\x{e9}" x 40) => 1 });
+problem_is('a long non-ASCII name', 400, 'unknown_field');
+is($j->{field}, "\x{e9}" x 31, '... cut at a character (62 bytes)');
+like($j->{detail} // '', qr/^unknown field "\x{e9}{31}"/, '... and in the detail');
 ($st, $h, $b, $j) = $n->request(POST => "/v1/sandboxes/$sb/exec", $t,
                                 { argv => ['true'], zzzzzzzz => 1 });
 problem_is('far from any field', 400, 'unknown_field');

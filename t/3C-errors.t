@@ -123,6 +123,10 @@ like($j->{detail}, qr/not a directory/, '... not a directory');
                                 { argv => ['true'], cwd => '/no-such-root-dir' });
 problem_is('cwd outside the workspace, missing', 422, 'bad_cwd');
 like($j->{detail}, qr{/no-such-root-dir}, '... naming it');
+($st, $h, $b, $j) = $n->request(POST => "/v1/sandboxes/$sb/exec", $t,
+                                { argv => ['true'], cwd => '/no-such-root-dir' },
+                                { Accept => 'application/x-ndjson' });
+problem_is('... streamed', 422, 'bad_cwd');
 # a background exec's chdir: it ends failed, saying so
 ($st, $h, $b, $j) = $n->request(POST => "/v1/sandboxes/$sb/exec", $t,
                                 { argv => ['true'], cwd => '/no-such-root-dir',

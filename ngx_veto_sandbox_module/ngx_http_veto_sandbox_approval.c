@@ -180,7 +180,7 @@ static const char ngx_http_veto_sandbox_approval_deny_lua[] =
 static const char ngx_http_veto_sandbox_approval_consume_lua[] =
     "local t = redis.call('TIME')\n"
     "local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)\n"
-    "local f = redis.call('HMGET', KEYS[1], 'tenant', 'state', 'expires_ms', 'agent', 'action', 'hash')\n"
+    "local f = redis.call('HMGET', KEYS[1], 'tenant', 'state', 'expires_ms', 'agent', 'action', 'hash', 'deny_reason')\n"
     "if not f[1] or f[1] ~= ARGV[1] then\n"
     "  return {'not_found', ''}\n"
     "end\n"
@@ -188,6 +188,9 @@ static const char ngx_http_veto_sandbox_approval_consume_lua[] =
     "if (state == 'pending' or state == 'approved') and now >= tonumber(f[3]) then\n"
     "  redis.call('HSET', KEYS[1], 'state', 'expired', 'decided_ms', f[3])\n"
     "  return {'expired', 'expired', '1'}\n"
+    "end\n"
+    "if state == 'denied' then\n"
+    "  return {'not_approved', state, '0', f[7] or ''}\n"
     "end\n"
     "if state ~= 'approved' then\n"
     "  return {'not_approved', state}\n"

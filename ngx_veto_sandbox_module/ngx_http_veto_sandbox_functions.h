@@ -256,6 +256,10 @@ ngx_int_t ngx_http_veto_sandbox_bad_field(ngx_http_request_t *r,
 ngx_int_t ngx_http_veto_sandbox_policy_refuse(ngx_http_request_t *r,
     ngx_http_veto_sandbox_ctx_t *ctx, const char *decision,
     ngx_uint_t status, const char *code, const char *detail, json_t *extra);
+/* the name of names an unknown field most likely meant (an alias, or
+ * within 2 edits), or NULL */
+const char *ngx_http_veto_sandbox_field_suggest(const char *key,
+    const char **names);
 /* req within the helper's request header bound: NGX_OK, or NGX_ABORT
  * with *rc the 413 */
 ngx_int_t ngx_http_veto_sandbox_fits(ngx_http_request_t *r, json_t *req,

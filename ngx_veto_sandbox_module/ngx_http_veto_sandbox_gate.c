@@ -380,7 +380,7 @@ ngx_http_veto_sandbox_gate_result(ngx_http_request_t *r,
     ngx_http_veto_sandbox_ctx_t *ctx, redisReply *reply)
 {
     ngx_int_t                               rc;
-    const char                             *why, *code;
+    const char                             *why;
     ngx_http_veto_sandbox_quota_result_t    qr;
     ngx_http_veto_sandbox_approval_result_t ar;
 
@@ -493,17 +493,7 @@ ngx_http_veto_sandbox_gate_result(ngx_http_request_t *r,
                                    "the approval has expired", NULL);
 
         case NGX_HTTP_VSB_AR_NOT_APPROVED:
-            code = ar.state.len == 8
-                   && ngx_strncmp(ar.state.data, "consumed", 8) == 0
-                   ? "approval_consumed" : "approval_not_approved";
-
-            return ngx_http_veto_sandbox_refuse(r, ctx, NGX_HTTP_FORBIDDEN,
-                                   code, "the approval is not approved, or "
-                                   "was used already",
-                                   json_pack("{s:s%}", "state",
-                                             ar.state.data ? ar.state.data
-                                                           : (u_char *) "",
-                                             ar.state.len));
+            return ngx_http_veto_sandbox_gate_not_approved(r, ctx, &ar);
 
         case NGX_HTTP_VSB_AR_MISMATCH:
             return ngx_http_veto_sandbox_refuse(r, ctx, NGX_HTTP_FORBIDDEN,

@@ -410,3 +410,83 @@ ngx_http_veto_sandbox_approval_202(ngx_http_request_t *r,
 
     return ngx_http_veto_sandbox_send_json(r, NGX_HTTP_ACCEPTED, body);
 }
+
+
+/* a deny reason as it is put in a refusal, at most */
+#define NGX_HTTP_VSB_DENY_REASON_MAX  512
+
+/*
+ * A Veto-Approval whose approval is not approved: a code per state, so
+ * that an agent knows whether to wait (pending), give up (denied: the
+ * reviewer's reason says why), ask again (used, expired).  All 403:
+ * nothing ran.
+ */
+ngx_int_t
+ngx_http_veto_sandbox_gate_not_approved(ngx_http_request_t *r,
+    ngx_http_veto_sandbox_ctx_t *ctx,
+    ngx_http_veto_sandbox_approval_result_t *ar)
+{
+    size_t       len;
+    json_t      *extra, *reason;
+    ngx_str_t   *st;
+    const char  *code, *detail;
+
+    st = &ar->state;
+
+#define ngx_http_vsb_state_is(s)                                              \
+    (st->len == sizeof(s) - 1 && ngx_strncmp(st->data, s, st->len) == 0)
+
+    if (ngx_http_vsb_state_is("pending")) {
+        code = "approval_pending";
+        detail = "no reviewer has approved this request yet (or not enough "
+                 "of them): nothing ran; follow GET /v1/approvals/{id} and "
+                 "send the request again once it is approved";
+
+    } else if (ngx_http_vsb_state_is("denied")) {
+        code = "approval_denied";
+        detail = "a reviewer denied this request: nothing ran; do not send "
+                 "it again with this approval (\"reason\" says why)";
+
+    } else if (ngx_http_vsb_state_is("consumed")) {
+        code = "approval_used";
+        detail = "this approval was used already: an approval allows one "
+                 "request; send the request without Veto-Approval to ask "
+                 "for a new one";
+
+    } else if (ngx_http_vsb_state_is("expired")) {
+        code = "approval_expired";
+        detail = "the approval has expired; send the request without "
+                 "Veto-Approval to ask for a new one";
+
+    } else {
+        code = "approval_not_approved";
+        detail = "the approval is not approved";
+    }
+
+#undef ngx_http_vsb_state_is
+
+    extra = json_pack("{s:s%}", "state",
+                      st->data ? st->data : (u_char *) "", st->len);
+
+    if (extra != NULL && ngx_strcmp(code, "approval_denied") == 0
+        && ar->detail.len)
+    {
+        /* cut at a character's start: the reason is the reviewer's text */
+        len = ngx_min(ar->detail.len, NGX_HTTP_VSB_DENY_REASON_MAX);
+
+        while (len && len < ar->detail.len
+               && (ar->detail.data[len] & 0xc0) == 0x80)
+        {
+            len--;
+        }
+
+        reason = json_stringn((char *) ar->detail.data, len);
+
+        if (reason != NULL) {
+            json_object_set_new(extra, "reason", reason);
+        }
+    }
+
+    return ngx_http_veto_sandbox_refuse(r, ctx, NGX_HTTP_FORBIDDEN, code,
+                                        detail, extra);
+}

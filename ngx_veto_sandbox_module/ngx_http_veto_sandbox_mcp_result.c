@@ -249,8 +249,6 @@ ngx_http_veto_sandbox_mcp_approval_required(ngx_http_request_t *r,
 static const char *
 ngx_http_veto_sandbox_mcp_advice(const char *code, json_t *rest)
 {
-    const char  *state;
-
     static struct {
         const char  *code;
         const char  *advice;
@@ -261,13 +259,16 @@ ngx_http_veto_sandbox_mcp_advice(const char *code, json_t *rest)
         { "approval_expired",
           "That approval expired before it was used. Call the tool again "
           "without approval_id to ask a human anew." },
-        { "approval_consumed",
+        { "approval_used",
           "That approval was used already: one approval covers one call. "
           "Call the tool again without approval_id to ask anew." },
         { "approval_mismatch",
           "That approval was given for another call (other arguments, "
           "another tool or another agent). Retry with exactly the "
           "arguments of the call that asked for it." },
+        { "unknown_profile",
+          "No profile of that name exists on this host. Choose one of "
+          "those named (list_profiles describes them)." },
         { "approval_invalid",
           "No such approval is yours. Use the approval_id an \"approval "
           "required\" result gave, or call without approval_id." },
@@ -299,14 +300,14 @@ ngx_http_veto_sandbox_mcp_advice(const char *code, json_t *rest)
 
     ngx_uint_t  i;
 
-    if (ngx_strcmp(code, "approval_not_approved") == 0) {
-        state = json_string_value(json_object_get(rest, "state"));
+    if (ngx_strcmp(code, "approval_denied") == 0) {
+        return "A reviewer denied that approval. Do not retry it; tell "
+               "your user.";
+    }
 
-        if (state && ngx_strcmp(state, "denied") == 0) {
-            return "A reviewer denied that approval. Do not retry it; tell "
-                   "your user.";
-        }
-
+    if (ngx_strcmp(code, "approval_pending") == 0
+        || ngx_strcmp(code, "approval_not_approved") == 0)
+    {
         return "No human has approved that yet; nothing ran. Follow it "
                "with approval_status and retry once it is approved.";
     }
@@ -327,7 +328,8 @@ ngx_http_veto_sandbox_mcp_problem(ngx_http_request_t *r, ngx_uint_t status,
     json_t *rest, ngx_str_t *retry_after)
 {
     u_char      *text, *p, *last;
-    json_t      *result, *structured, *v;
+    size_t       i;
+    json_t      *result, *structured, *v, *e;
     ngx_int_t    retry;
     const char  *type, *code, *detail, *title, *advice;
 
@@ -374,6 +376,34 @@ ngx_http_veto_sandbox_mcp_problem(ngx_http_request_t *r, ngx_uint_t status,
 
     if (retry != NGX_ERROR) {
         p = ngx_slprintf(p, last, " Retry in %i s.", retry);
+    }
+
+    /* what the problem names beyond its detail: a reviewer's reason, the
+     * profiles to choose from, tar's words (bounded: the text is) */
+    v = json_object_get(rest, "reason");
+    if (json_is_string(v) && ngx_strcmp(code, "approval_denied") == 0) {
+        p = ngx_slprintf(p, last, " The reviewer said: %*s.",
+                         ngx_min(json_string_length(v), 512),
+                         json_string_value(v));
+    }
+
+    v = json_object_get(rest, "profiles");
+    if (json_is_array(v) && json_array_size(v)) {
+        p = ngx_slprintf(p, last, " Profiles you may use:");
+        json_array_foreach(v, i, e) {
+            if (json_is_string(e) && json_string_length(e) <= 64) {
+                p = ngx_slprintf(p, last, "%s %s", i ? "," : "",
+                                 json_string_value(e));
+            }
+        }
+        p = ngx_slprintf(p, last, ".");
+    }
+
+    v = json_object_get(rest, "stderr");
+    if (json_is_string(v)) {
+        p = ngx_slprintf(p, last, " tar said: %*s",
+                         ngx_min(json_string_length(v), 1024),
+                         json_string_value(v));
     }
 
     if (advice) {

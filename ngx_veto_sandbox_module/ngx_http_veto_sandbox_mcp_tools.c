@@ -35,7 +35,7 @@ ngx_http_veto_sandbox_mcp_known(ngx_http_request_t *r, json_t *args,
     u_char      *p, *msg;
     json_t      *v;
     ngx_uint_t   i;
-    const char  *key;
+    const char  *key, *hint;
 
     json_object_foreach(args, key, v) {
         for (i = 0; names[i]; i++) {
@@ -48,10 +48,12 @@ ngx_http_veto_sandbox_mcp_known(ngx_http_request_t *r, json_t *args,
             continue;
         }
 
-        msg = ngx_pnalloc(r->pool, 160);
+        msg = ngx_pnalloc(r->pool, 200);
         if (msg == NULL) {
             return NGX_ERROR;
         }
+
+        hint = ngx_http_veto_sandbox_field_suggest(key, names);
 
         /* a name cut short could end inside a UTF-8 sequence: only whole
          * short names are repeated */
@@ -60,6 +62,12 @@ ngx_http_veto_sandbox_mcp_known(ngx_http_request_t *r, json_t *args,
                            "takes only those in its input schema", key)
             : ngx_snprintf(msg, 159, "unknown argument (a long name); the "
                            "tool takes only those in its input schema");
+
+        if (hint != NULL) {
+            p = ngx_snprintf(p, 199 - (p - msg), " (did you mean \"%s\"?)",
+                             hint);
+        }
+
         *p = '\0';
 
         *why = (const char *) msg;

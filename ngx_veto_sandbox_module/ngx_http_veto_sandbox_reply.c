@@ -11,6 +11,10 @@
 #include "ngx_http_veto_sandbox_output.h"
 
 
+/* tar's words kept in a problem (the helper keeps 4 KiB of them) */
+#define NGX_HTTP_VSB_PROBLEM_STDERR  2048
+
+
 static ngx_int_t ngx_http_veto_sandbox_sent(ngx_http_request_t *r,
     ngx_http_veto_sandbox_ctx_t *ctx, ngx_int_t rc);
 static void ngx_http_veto_sandbox_pinged(ngx_http_request_t *r,
@@ -307,6 +311,7 @@ static ngx_http_veto_sandbox_errmap_t  ngx_http_veto_sandbox_errors[] = {
     { VSB_E_NOT_A_FILE,         NGX_HTTP_BAD_REQUEST, NULL },
     { VSB_E_NOT_A_DIRECTORY,    NGX_HTTP_BAD_REQUEST, NULL },
     { VSB_E_BAD_ARCHIVE,        NGX_HTTP_VSB_UNPROCESSABLE, NULL },
+    { VSB_E_BAD_CWD,            NGX_HTTP_VSB_UNPROCESSABLE, NULL },
     { VSB_E_TIMED_OUT,          NGX_HTTP_VSB_UNPROCESSABLE, NULL },
     { VSB_E_BAD_JSON,           NGX_HTTP_BAD_GATEWAY,
       "the sandbox helper could not read the gateway's request" },
@@ -340,6 +345,38 @@ static ngx_http_veto_sandbox_errmap_t  ngx_http_veto_sandbox_errors[] = {
 };
 
 
+/* A helper error's "stderr" (tar's words) in a problem: at most
+ * NGX_HTTP_VSB_PROBLEM_STDERR bytes, a control byte or non-ASCII byte
+ * as '?' (newlines and tabs kept), a cut said so. */
+static ngx_int_t
+ngx_http_veto_sandbox_reply_stderr(json_t *extra, json_t *v)
+{
+    u_char         buf[NGX_HTTP_VSB_PROBLEM_STDERR + sizeof(" [...]")];
+    size_t         len, i;
+    const u_char  *s;
+
+    s = (const u_char *) json_string_value(v);
+    len = ngx_min(json_string_length(v), NGX_HTTP_VSB_PROBLEM_STDERR);
+
+    for (i = 0; i < len; i++) {
+        buf[i] = ((s[i] < 0x20 && s[i] != '\n' && s[i] != '\t')
+                  || s[i] >= 0x7f) ? '?' : s[i];
+    }
+
+    if (len < json_string_length(v)) {
+        i = ngx_cpymem(buf + len, " [...]", sizeof(" [...]") - 1) - buf;
+    }
+
+    if (i == 0) {
+        return NGX_OK;
+    }
+
+    return json_object_set_new(extra, "stderr",
+                               json_stringn((char *) buf, i)) == 0
+           ? NGX_OK : NGX_ERROR;
+}
+
+
 /* A failed helper reply as problem+json: the helper's error name is the
  * problem code; field, limit and step come along. */
 static ngx_int_t
@@ -366,6 +403,14 @@ ngx_http_veto_sandbox_reply_error(ngx_http_request_t *r,
 
     v = json_object_get(j, "field");
     field = json_is_string(v) ? json_string_value(v) : NULL;
+
+    /* a create of a profile the host does not have (_profiles.c) */
+    if (ngx_strcmp(error, VSB_E_BAD_VALUE) == 0 && field
+        && ngx_strcmp(field, "profile") == 0
+        && ngx_strcmp(ctx->op->helper, VSB_OP_CREATE) == 0)
+    {
+        return ngx_http_veto_sandbox_profile_missing(r, ctx);
+    }
 
     for (e = ngx_http_veto_sandbox_errors; e->error; e++) {
         if (ngx_strcmp(e->error, error) == 0) {
@@ -420,6 +465,15 @@ ngx_http_veto_sandbox_reply_error(ngx_http_request_t *r,
         if (json_is_string(v = json_object_get(j, "step"))) {
             json_object_set(extra, "step", v);
         }
+    }
+
+    /* what tar said of an archive it refused (the helper's head and
+     * tail of its stderr): bounded again, printable ASCII only */
+    if (json_is_string(v = json_object_get(j, "stderr"))
+        && ngx_http_veto_sandbox_reply_stderr(extra, v) != NGX_OK)
+    {
+        json_decref(extra);
+        return NGX_ERROR;
     }
 
     /* 410: it ended, and why (GET tells the rest) */
@@ -504,6 +558,12 @@ ngx_http_veto_sandbox_reply_error(ngx_http_request_t *r,
 
     } else if (ngx_strcmp(error, VSB_E_OVER_CEILING) == 0) {
         ngx_str_set(&ctx->decision, "deny:over_ceiling");
+
+    } else if (ngx_strcmp(error, VSB_E_BAD_CWD) == 0
+               && json_is_string(v = json_object_get(ctx->req, "cwd")))
+    {
+        /* the exec's cwd as asked: nothing ran */
+        json_object_set(extra, "path", v);
     }
 
     return ngx_http_veto_sandbox_problem(r, status, error, detail, extra);

@@ -10,6 +10,7 @@
  */
 
 #include "ngx_http_veto_sandbox_module.h"
+#include "ngx_http_veto_sandbox_discovery.h"
 #include "vsb_paths.h"
 
 
@@ -330,15 +331,17 @@ static const char  *ngx_http_veto_sandbox_exec_known[] = {
 };
 
 
-/* Every key of body is one of names; else NGX_ABORT with the 400 in *rc. */
+/* Every key of body is one of names; else NGX_ABORT with the 400 in *rc:
+ * it names the field, the known ones and the one it likely meant. */
 static ngx_int_t
 ngx_http_veto_sandbox_known(ngx_http_request_t *r, json_t *body,
     const char **names, ngx_int_t *rc)
 {
-    u_char       field[64], *p;
+    u_char       field[64], detail[320], *p, *last;
+    size_t       n;
     json_t      *v;
     ngx_uint_t   i;
-    const char  *key;
+    const char  *key, *hint;
 
     json_object_foreach(body, key, v) {
         for (i = 0; names[i]; i++) {
@@ -348,13 +351,40 @@ ngx_http_veto_sandbox_known(ngx_http_request_t *r, json_t *body,
         }
 
         if (names[i] == NULL) {
-            /* a long name is cut: "%Z" would not fit, so terminate here */
-            p = ngx_snprintf(field, sizeof(field) - 1, "%s", key);
+            /* a long name is cut, at a character's start (the detail
+             * repeats it: it must stay UTF-8) */
+            n = ngx_min(ngx_strlen(key), sizeof(field) - 1);
+
+            while (n && n < ngx_strlen(key)
+                   && ((u_char) key[n] & 0xc0) == 0x80)
+            {
+                n--;
+            }
+
+            p = ngx_cpymem(field, key, n);
+            *p = '\0';
+
+            hint = ngx_http_veto_sandbox_field_suggest(key, names);
+
+            last = detail + sizeof(detail) - 1;
+            p = ngx_slprintf(detail, last, "unknown field \"%s\"", field);
+
+            if (hint) {
+                p = ngx_slprintf(p, last, ": did you mean \"%s\"?", hint);
+            }
+
+            p = ngx_slprintf(p, last, " (known:");
+
+            for (i = 0; names[i]; i++) {
+                p = ngx_slprintf(p, last, "%s %s", i ? "," : "", names[i]);
+            }
+
+            p = ngx_slprintf(p, last, ")");
             *p = '\0';
 
             *rc = ngx_http_veto_sandbox_bad_field(r, "unknown_field",
                                                   (char *) field,
-                                                  "unknown field");
+                                                  (char *) detail);
             return NGX_ABORT;
         }
     }
@@ -463,11 +493,9 @@ ngx_http_veto_sandbox_build_create(ngx_http_request_t *r,
 
     if (profile != NULL) {
         if (ngx_http_veto_sandbox_policy_profile(rule, profile) != NGX_OK) {
-            return ngx_http_veto_sandbox_policy_refuse(r, ctx, "deny:policy",
-                                   NGX_HTTP_FORBIDDEN, "profile_not_allowed",
-                                   "the policy does not allow this profile",
-                                   json_pack("{s:s, s:s}", "field", "profile",
-                                             "profile", profile));
+            /* 403, or 404 when the host has no such profile */
+            ctx->req = req;
+            return ngx_http_veto_sandbox_profile_refused(r, ctx, profile);
         }
 
         json_object_set_new(req, "profile", json_string(profile));

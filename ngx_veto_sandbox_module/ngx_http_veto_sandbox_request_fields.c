@@ -62,6 +62,107 @@ ngx_http_veto_sandbox_bad_field(ngx_http_request_t *r, const char *code,
 }
 
 
+/* names other APIs give what a field of ours is: "did you mean" them */
+static const char  *ngx_http_veto_sandbox_field_aliases[][2] = {
+    { "cmd", "argv" }, { "command", "argv" }, { "args", "argv" },
+    { "dir", "cwd" }, { "workdir", "cwd" }, { "working_dir", "cwd" },
+    { "environment", "env" }, { "input", "stdin" }, { "timeout", "timeout_s" },
+    { "image", "profile" }, { "labels", "metadata" }, { "ttl", "ttl_s" },
+    { NULL, NULL }
+};
+
+
+#define NGX_HTTP_VSB_SUGGEST_LEN  32
+
+/* Edit distance (optimal string alignment: insert, delete, substitute,
+ * swap two neighbours) of a and b, both at most
+ * NGX_HTTP_VSB_SUGGEST_LEN bytes. */
+static ngx_uint_t
+ngx_http_veto_sandbox_distance(const char *a, size_t al, const char *b,
+    size_t bl)
+{
+    size_t      i, j;
+    ngx_uint_t  d[NGX_HTTP_VSB_SUGGEST_LEN + 1][NGX_HTTP_VSB_SUGGEST_LEN + 1];
+    ngx_uint_t  c, m;
+
+    for (i = 0; i <= al; i++) {
+        d[i][0] = i;
+    }
+
+    for (j = 0; j <= bl; j++) {
+        d[0][j] = j;
+    }
+
+    for (i = 1; i <= al; i++) {
+        for (j = 1; j <= bl; j++) {
+            c = (a[i - 1] != b[j - 1]);
+            m = ngx_min(d[i - 1][j] + 1, d[i][j - 1] + 1);
+            m = ngx_min(m, d[i - 1][j - 1] + c);
+
+            if (i > 1 && j > 1 && a[i - 1] == b[j - 2]
+                && a[i - 2] == b[j - 1])
+            {
+                m = ngx_min(m, d[i - 2][j - 2] + 1);
+            }
+
+            d[i][j] = m;
+        }
+    }
+
+    return d[al][bl];
+}
+
+
+/* The known name an unknown key most likely meant, or NULL: an alias,
+ * else the nearest within 2 edits (1 for a key of 3 bytes or fewer). */
+const char *
+ngx_http_veto_sandbox_field_suggest(const char *key, const char **names)
+{
+    size_t       kl, nl;
+    ngx_uint_t   i, d, best;
+    const char  *found;
+
+    for (i = 0; ngx_http_veto_sandbox_field_aliases[i][0]; i++) {
+        if (ngx_strcmp(key, ngx_http_veto_sandbox_field_aliases[i][0]) != 0) {
+            continue;
+        }
+
+        for (d = 0; names[d]; d++) {
+            if (ngx_strcmp(names[d],
+                           ngx_http_veto_sandbox_field_aliases[i][1]) == 0)
+            {
+                return names[d];
+            }
+        }
+    }
+
+    kl = ngx_strlen(key);
+    if (kl == 0 || kl > NGX_HTTP_VSB_SUGGEST_LEN) {
+        return NULL;
+    }
+
+    best = kl <= 3 ? 2 : 3;
+    found = NULL;
+
+    for (i = 0; names[i]; i++) {
+        nl = ngx_strlen(names[i]);
+
+        if (nl > NGX_HTTP_VSB_SUGGEST_LEN) {
+            continue;
+        }
+
+        d = ngx_http_veto_sandbox_distance(key, kl, names[i], nl);
+
+        if (d < best) {
+            best = d;
+            found = names[i];
+        }
+    }
+
+    return found;
+}
+
+
 /* The helper takes a request header of at most VSB_MAX_JSON bytes: a
  * bigger one is refused here, before any approval is asked for it.
  * NGX_OK, or NGX_ABORT with *rc the 413. */

@@ -326,7 +326,7 @@ vsb_bg_done(vsb_exec_t *ex, const vsb_exec_result_t *res, void *data)
                             json_boolean(bg->state == VSB_BG_KILLED));
         if (res->error != NULL) {
             json_object_set_new(bg->result, "error",
-                                json_string(VSB_E_EXEC_FAILED));
+                                json_string(res->error));
             json_object_set_new(bg->result, "detail",
                                 json_string(res->detail));
         }

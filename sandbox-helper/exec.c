@@ -341,7 +341,7 @@ vsb_exec_status(vsb_event_t *ev, uint32_t revents)
             continue;
         }
 
-        if (st->kind == VSB_SPAWN_FAILED) {
+        if (st->kind == VSB_SPAWN_FAILED || st->kind == VSB_SPAWN_BAD_CWD) {
             ex->setup_failed = 1;
             ex->have_status = 1;
             memcpy(&ex->status, st, sizeof(*st));
@@ -526,7 +526,9 @@ vsb_exec_result(vsb_exec_t *ex, vsb_exec_result_t *res)
     res->err.total += ex->err.streamed;
 
     if (ex->setup_failed) {
-        res->error = VSB_E_EXEC_FAILED;
+        /* the workload's chdir: the request's cwd, not the host */
+        res->error = ex->status.kind == VSB_SPAWN_BAD_CWD
+                     ? VSB_E_BAD_CWD : VSB_E_EXEC_FAILED;
         snprintf(res->detail, sizeof(res->detail), "%s", ex->status.detail);
         return;
     }

@@ -327,10 +327,11 @@ vsb_archive_reply(vsb_archive_t *a)
 
     } else {
         vsb_error_set(&e, VSB_E_BAD_ARCHIVE, NULL, "tar refused the archive "
-                      "or part of it (exit %d, signal %d): see stderr; what "
-                      "came before the error is extracted",
+                      "or part of it (exit %d, signal %d)%s; what came before "
+                      "the error is extracted",
                       a->exited ? a->exit_code : -1,
-                      a->signaled ? a->signo : 0);
+                      a->signaled ? a->signo : 0,
+                      a->errcap.total ? ": see stderr" : ", without a word");
     }
 
     if (!ok) {
@@ -338,7 +339,9 @@ vsb_archive_reply(vsb_archive_t *a)
     } else {
         reply = vsb_ok(vsb_pending_rid(&a->p));
         if (reply != NULL) {
-            json_object_set_new(reply, "path", json_string(a->path));
+            /* the workspace itself as a client names it (?path=.) */
+            json_object_set_new(reply, "path",
+                                json_string(a->path[0] ? a->path : "."));
             json_object_set_new(reply, "format",
                                 json_string(a->fmt->name));
             json_object_set_new(reply, "size",

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "vsb_exec.h"
+#include "vsb_files.h"
 #include "vsb_log.h"
 #include "vsb_op.h"
 #include "vsb_paths.h"
@@ -174,7 +175,8 @@ vsb_exec_done(vsb_exec_t *ex, const vsb_exec_result_t *res, void *data)
 
         } else if (res->error != NULL) {
             memset(&e, 0, sizeof(e));
-            vsb_error_set(&e, VSB_E_EXEC_FAILED, NULL, "%s", res->detail);
+            vsb_error_set(&e, res->error, strcmp(res->error, VSB_E_BAD_CWD)
+                          == 0 ? "cwd" : NULL, "%s", res->detail);
             vsb_conn_reply_error(c, vsb_pending_rid(p), &e);
 
         } else {
@@ -397,6 +399,56 @@ vsb_req_exec(json_t *root, const vsb_config_t *cf, vsb_request_t *r,
 }
 
 
+/*
+ * A cwd in the workspace that is not there (or not a directory) is
+ * refused before anything runs: bad_cwd naming it, the same for a plain,
+ * a streamed and a background exec.  Whatever the lookup cannot tell (a
+ * symlink on the way, a cwd outside the workspace) is left to the
+ * workload's chdir, which reports a failure as bad_cwd too.
+ */
+static int
+vsb_exec_cwd_check(const vsb_sandbox_t *sb, const char *cwd, vsb_error_t *e)
+{
+    char         why[128];
+    const char  *rel;
+    vsb_error_t  le;
+
+    if (strncmp(cwd, "/workspace", sizeof("/workspace") - 1) != 0) {
+        return 0;
+    }
+
+    rel = cwd + sizeof("/workspace") - 1;
+
+    if (*rel == '\0') {
+        return 0;
+    }
+
+    if (*rel++ != '/' || *rel == '\0'
+        || vsb_path_check(rel, strlen(rel), why, sizeof(why)) != 0)
+    {
+        return 0;
+    }
+
+    memset(&le, 0, sizeof(le));
+
+    if (vsb_files_dir(sb, rel, 0, &le) == 0 || le.error == NULL) {
+        return 0;
+    }
+
+    if (strcmp(le.error, VSB_E_NOT_FOUND) == 0) {
+        return vsb_error_set(e, VSB_E_BAD_CWD, "cwd", "cwd \"%.200s\" does "
+                             "not exist in the sandbox", cwd);
+    }
+
+    if (strcmp(le.error, VSB_E_NOT_A_DIRECTORY) == 0) {
+        return vsb_error_set(e, VSB_E_BAD_CWD, "cwd", "cwd \"%.200s\" is not "
+                             "a directory", cwd);
+    }
+
+    return 0;
+}
+
+
 static void
 vsb_op_exec(vsb_conn_t *c, json_t *root, const vsb_request_t *r,
     const unsigned char *payload, size_t payload_len, vsb_error_t *e)
@@ -417,6 +469,11 @@ vsb_op_exec(vsb_conn_t *c, json_t *root, const vsb_request_t *r,
                       "sandbox %s already runs %u execs, the maximum", sb->id,
                       vsb_execs_running(sb));
         e->limit = VSB_LIMIT_EXECS;
+        vsb_conn_reply_error(c, r->request_id, e);
+        return;
+    }
+
+    if (vsb_exec_cwd_check(sb, r->cwd, e) != 0) {
         vsb_conn_reply_error(c, r->request_id, e);
         return;
     }

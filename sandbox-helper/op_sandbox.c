@@ -301,7 +301,8 @@ vsb_op_list(vsb_conn_t *c, json_t *root, const vsb_request_t *r,
     const unsigned char *payload, size_t payload_len, vsb_error_t *e)
 {
     vsb_sandbox_t  *sb;
-    json_t         *reply, *arr, *ended;
+    json_t         *reply, *arr, *ended, *j;
+    size_t          md, md_bytes;
     int             truncated;
 
     reply = vsb_ok(r->request_id);
@@ -314,7 +315,12 @@ vsb_op_list(vsb_conn_t *c, json_t *root, const vsb_request_t *r,
         return;
     }
 
-    /* Without metadata: a long list must still fit VSB_MAX_JSON. */
+    /* With metadata as GET has it, while the list's metadata come to at
+     * most VSB_LIST_METADATA_BYTES (a long list must still fit
+     * VSB_MAX_JSON); past that a sandbox says "metadata_omitted" and GET
+     * has it. */
+    md_bytes = 0;
+
     for (sb = vsb_registry_first(); sb != NULL; sb = sb->next) {
         /* one whose termination failed has ended: its ENDED record */
         if (strcmp(sb->tenant, r->tenant) != 0
@@ -323,7 +329,19 @@ vsb_op_list(vsb_conn_t *c, json_t *root, const vsb_request_t *r,
         {
             continue;
         }
-        json_array_append_new(arr, vsb_sandbox_json(sb, 0, 0));
+        md = sb->metadata != NULL
+             ? json_dumpb(sb->metadata, NULL, 0, JSON_COMPACT) : 0;
+        md_bytes += md;
+
+        j = vsb_sandbox_json(sb, 0, 0);
+        if (j != NULL && md > 0) {
+            if (md_bytes <= VSB_LIST_METADATA_BYTES) {
+                json_object_set(j, "metadata", sb->metadata);
+            } else {
+                json_object_set_new(j, "metadata_omitted", json_true());
+            }
+        }
+        json_array_append_new(arr, j);
     }
 
     json_object_set_new(reply, "sandboxes", arr);

@@ -673,7 +673,11 @@ vsb_spawn_workload(const vsb_spawn_t *sp, int notify_fd)
     (void) umask(022);
 
     if (chdir(sp->cwd) != 0) {
-        dprintf(2, "sandbox: cwd %s: %s\n", sp->cwd, strerror(errno));
+        saved = errno;
+        snprintf(err, sizeof(err), "cwd \"%.120s\": %s", sp->cwd,
+                 strerror(saved));
+        vsb_spawn_report(VSB_FD_STATUS, VSB_SPAWN_BAD_CWD, 0, saved, err,
+                         NULL);
         _exit(127);
     }
 

@@ -108,6 +108,9 @@
  *             ended: true adds the owner's retained ENDED records,
  *             newest first, at most VSB_MAX_ENDED_LIST bytes of them
  *             (ended_truncated: some older ones were left out).
+ *             Each SANDBOX has its metadata while the list's come to at
+ *             most VSB_LIST_METADATA_BYTES; past that "metadata_omitted":
+ *             true (status has it).
  *   update_lifetime {tenant, agent, id, ttl_s?, idle_s?}
  *                                   -> {id, ttl_s, idle_s, created_at,
  *                                       expires_at, active_at}
@@ -422,6 +425,7 @@
 #define VSB_MAX_ARGV              1024
 #define VSB_MAX_ENV               256
 #define VSB_MAX_METADATA_JSON     4096
+#define VSB_LIST_METADATA_BYTES   (16 * 1024)   /* all of a list's */
 #define VSB_MAX_NETWORK_ENTRY     300         /* one allowlist entry */
 #define VSB_MAX_NETWORK_BYTES     8192        /* allow + ask entries */
 #define VSB_MAX_EXEC_NETWORK_BYTES 16384      /* an exec's attempts */
@@ -494,6 +498,7 @@
 #define VSB_E_NOT_A_FILE          "not_a_file"
 #define VSB_E_NOT_A_DIRECTORY     "not_a_directory"
 #define VSB_E_BAD_ARCHIVE         "bad_archive"
+#define VSB_E_BAD_CWD             "bad_cwd"
 #define VSB_E_TIMED_OUT           "timed_out"
 #define VSB_E_FILE_TOO_LARGE      "file_too_large"
 #define VSB_E_NO_SPACE            "no_space"

@@ -21,6 +21,7 @@
 
 #define VSB_SPAWN_EXITED  1         /* status is the workload's wait status */
 #define VSB_SPAWN_FAILED  2         /* errnum and detail name the step */
+#define VSB_SPAWN_BAD_CWD 3         /* the workload's chdir to its cwd */
 
 /* One record, smaller than PIPE_BUF: written and read atomically. */
 typedef struct {

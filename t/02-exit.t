@@ -34,9 +34,12 @@ ok($e->{ok}, 'exec of a missing binary is a normal reply') or diag explain $e;
 is($e->{exit_code}, 127, 'missing binary: exit 127');
 like($err // '', qr{/no/such/binary}, 'stderr names the binary');
 
+# a missing cwd is the request's fault, named: nothing ran
 ($e, $out, $err) = $h->exec($id, ['true'], cwd => '/no/such/dir');
-ok($e->{ok} && ($e->{exit_code} // 0) != 0, 'missing cwd: nonzero exit')
+ok(!$e->{ok} && ($e->{error} // '') eq 'bad_cwd', 'missing cwd: bad_cwd')
     or diag explain $e;
+is($e->{field}, 'cwd', '... naming the field');
+like($e->{detail} // '', qr{/no/such/dir}, '... and the path');
 
 # A second and third exec in the same sandbox keep working.
 ($e, $out) = $h->sh($id, 'echo again');
@@ -60,7 +63,8 @@ is($out, "/workspace/sub/dir\n", 'a relative cwd is under /workspace');
 ($e, $out) = $h->exec($id, ['pwd'], cwd => '/workspace/sub');
 is($out, "/workspace/sub\n", 'an absolute cwd as it is');
 ($e) = $h->exec($id, ['true'], cwd => 'no/such/dir');
-ok($e->{ok} && $e->{exit_code} != 0, 'a missing relative cwd: nonzero exit');
+is($e->{error}, 'bad_cwd', 'a missing relative cwd: bad_cwd, before it runs')
+    or diag explain $e;
 for my $bad ('../etc', 'sub/../..', 'sub//dir', './sub', "a\nb") {
     ($r) = $h->call({ op => 'exec', tenant => 't1', agent => 'a1', id => $id,
                       argv => ['true'], cwd => $bad });

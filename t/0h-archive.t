@@ -191,7 +191,7 @@ for my $p ('/etc', '/workspace/../etc', '../x', 'a//b', '/tmp/x') {
     is($r->{field}, 'path', '... naming the field');
 }
 $r = $h->extract_archive($id, undef, $small);
-ok($r->{ok} && $r->{path} eq '', 'no path: the workspace itself');
+ok($r->{ok} && $r->{path} eq '.', 'no path: the workspace itself');
 $r = $h->extract_archive($id, '/workspace', $small);
 ok($r->{ok}, '"/workspace": the workspace itself');
 $h->sh($id, 'ln -s /etc /workspace/link; echo x > /workspace/afile');

@@ -109,7 +109,8 @@ ok(scripts()->{$_}, "script $_ found in the C source")
     is($h{deny_reason}, 'touches prod', 'reason stored');
     is($h{denied_by}, 'rev-1', 'reviewer stored');
     is(approve($id, 'rev-2')->[0], 'not_pending', 'denied cannot be approved');
-    is_deeply(consume($id), ['not_approved', 'denied'], 'denied cannot be used');
+    is_deeply(consume($id), ['not_approved', 'denied', '0', 'touches prod'],
+              'denied cannot be used; the reviewer\'s reason comes along');
 }
 
 # --- threshold 2: distinct reviewers

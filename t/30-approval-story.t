@@ -123,6 +123,7 @@ like($hash, qr/^[0-9a-f]{64}$/, 'request hash');
                                 { 'Veto-Approval' => $id });
 is($st, 403, 'pending approval refused');
 is($j->{state}, 'pending', '... saying pending');
+is($j->{type}, 'urn:veto-sandbox:problem:approval_pending', '... approval_pending');
 
 ($st, $h, $b, $j) = $n->request(GET => '/v1/approvals?state=pending', $rev);
 is($st, 200, 'reviewer lists pending') or diag $b;
@@ -164,7 +165,7 @@ is($j->{stdout}, "approved-run\n", 'the approved command ran');
 ($st, $h, $b, $j) = $n->request(POST => "/v1/sandboxes/$sb/exec", $agent, $exec,
                                 { 'Veto-Approval' => $id });
 is($st, 403, 'repeating again: refused');
-is($j->{type}, 'urn:veto-sandbox:problem:approval_consumed', '... consumed');
+is($j->{type}, 'urn:veto-sandbox:problem:approval_used', '... approval_used');
 
 ($st, $h, $b, $j) = $n->request(GET => "/v1/approvals/$id", $rev);
 is($j->{state}, 'consumed', 'state consumed');
@@ -271,6 +272,8 @@ is($j->{state}, 'denied', 'denied');
 ($st, $h, $b, $j) = $n->request(POST => "/v1/sandboxes/$sb/exec", $agent, $exec,
                                 { 'Veto-Approval' => $id });
 is($st, 403, 'denied approval: refused');
+is($j->{type}, 'urn:veto-sandbox:problem:approval_denied', '... approval_denied');
+is($j->{reason}, 'not today', "... with the reviewer's reason");
 ($st, $h, $b, $j) = $n->request(POST => "/v1/approvals/$id/approve", $rev2, '');
 is($st, 409, 'approving a denied approval: 409');
 
@@ -354,9 +357,9 @@ is($noscope[0]{detail}{path}, "/v1/approvals/$story_id/approve",
 # requested; the premature use; the self-approval; the approval; the
 # consume; the run; the replay.  The approval with the reason given.
 is_deeply([map { $_->{outcome} . ':' . ($_->{reason} // '') } @story],
-          [qw(approval_requested: denied:approval_not_approved
+          [qw(approval_requested: denied:approval_pending
               denied:self_approval), 'approval_approved:looks fine',
-           qw(approval_consumed: exec_finished: denied:approval_consumed)],
+           qw(approval_consumed: exec_finished: denied:approval_used)],
           'one record per decision of the story, in order')
     or diag explain \@story;
 is($story[3]{reviewer}, 'human-1', 'approver on record');

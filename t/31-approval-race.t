@@ -85,7 +85,7 @@ for my $k (@kids) {
 
 my $ok = $count{'200 -'} // 0;
 is($ok, 1, 'exactly one of 20 concurrent uses ran') or diag explain \%count;
-is($count{'403 urn:veto-sandbox:problem:approval_consumed'} // 0, $N - 1,
+is($count{'403 urn:veto-sandbox:problem:approval_used'} // 0, $N - 1,
    'the others: consumed') or diag explain \%count;
 
 sleep 0.3;

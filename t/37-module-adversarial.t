@@ -222,7 +222,7 @@ is($st, 403, 'missing scope: 403');
                     { limits => { memory_mb => 4096 } });
 is($st, 422, 'over the ceiling: 422');
 ($st) = $n->request(POST => '/v1/sandboxes', $agent, { profile => 'root' });
-is($st, 403, 'profile not allowed: 403');
+is($st, 404, 'a profile the host does not have: 404 (not a policy matter)');
 ($st) = $n->request(GET => '/v1/sandboxes',
                     $n->token(sub => 'agent-x', tenant => 'nobody'));
 is($st, 403, 'tenant not in the policy: 403');
@@ -238,7 +238,8 @@ is(audit_count('acme', 'invalid_token') - $before, 1,
    'audit: one invalid_token (the expired, signed token; not the forgery)');
 is(audit_count('acme', 'insufficient_scope'), 1, 'audit: insufficient_scope');
 is(audit_count('acme', 'over_ceiling'), 1, 'audit: over_ceiling');
-is(audit_count('acme', 'profile_not_allowed'), 1, 'audit: profile_not_allowed');
+is(audit_count('acme', 'profile_not_allowed'), 0,
+   'audit: no profile_not_allowed for a profile that does not exist');
 is(audit_count('nobody', 'policy'), 1, 'audit: tenant not in the policy');
 
 my $r = $n->redis->xrange('veto:{acme}:audit', '-', '+');

@@ -211,6 +211,17 @@ is($j->{profile_digest}, $mark, '... and names the digest');
                                  { profile => 'mark' });
 is($st, 403, 'agent-host may not create the image it cannot see');
 is($j->{type}, 'urn:veto-sandbox:problem:profile_not_allowed', '... why');
+# a name no host profile has is not the policy's matter: 404, with the
+# profiles this caller may use (the helper's, narrowed by the policy)
+($st, $hd, $b, $j) = $n->request(POST => '/v1/sandboxes', $host_only,
+                                 { profile => 'marc' });
+is($st, 404, 'a profile the host does not have: 404') or diag $b;
+is($j->{type}, 'urn:veto-sandbox:problem:unknown_profile', '... unknown_profile');
+is_deeply($j->{profiles}, ['default'], '... naming the profiles agent-host may use');
+($st, $hd, $b, $j) = $n->request(POST => '/v1/sandboxes', $agent,
+                                 { profile => 'marc' });
+is_deeply([sort @{ $j->{profiles} // [] }], ['default', 'gone', 'mark'],
+          '... and those agent-1 may use') or diag $b;
 
 sub audit
 {

@@ -229,7 +229,7 @@ is "approved" "$(jbody .state)" approved
 is "retry with the approval runs" "$(api POST "/v1/sandboxes/$SB/exec" "$AGENT" "$req" -H "Veto-Approval: $APR")" 200
 is "retry output" "$(jbody .stdout)" "deploy prod"
 is "a second use is refused" "$(api POST "/v1/sandboxes/$SB/exec" "$AGENT" "$req" -H "Veto-Approval: $APR")" 403
-is "... as consumed" "$(jbody .type)" urn:veto-sandbox:problem:approval_consumed
+is "... as used" "$(jbody .type)" urn:veto-sandbox:problem:approval_used
 is "auditor reads the trail" "$(api GET '/v1/audit?agent=ci-bot' "$AUDITOR")" 200
 check "the approved exec is on record" \
     sh -c "jq -e '.records[] | select(.approval == \"$APR\" and .outcome == \"exec_finished\")' /tmp/body >/dev/null"

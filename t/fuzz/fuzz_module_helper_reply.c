@@ -112,6 +112,12 @@ ngx_http_finalize_request(ngx_http_request_t *r, ngx_int_t rc)
 }
 
 
+void
+ngx_http_run_posted_requests(ngx_connection_t *c)
+{
+}
+
+
 /* sending, connecting and timers: not reached once the request is out
  * (the read handler sets no timer on an event that has none) */
 

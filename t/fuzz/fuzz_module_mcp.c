@@ -192,6 +192,23 @@ ngx_http_finalize_request(ngx_http_request_t *r, ngx_int_t rc)
 
 
 void
+ngx_http_run_posted_requests(ngx_connection_t *c)
+{
+}
+
+
+/* a create's profile check (_profiles.c): no helper here, so the policy's
+ * answer */
+ngx_int_t
+ngx_http_veto_sandbox_helper_send(ngx_http_request_t *r,
+    ngx_http_veto_sandbox_ctx_t *ctx, json_t *req, ngx_chain_t *payload,
+    size_t payload_len, ngx_http_veto_sandbox_reply_pt handler)
+{
+    return NGX_DECLINED;
+}
+
+
+void
 ngx_http_veto_sandbox_json_cleanup(void *data)
 {
     json_decref((json_t *) data);

@@ -103,6 +103,20 @@ ngx_http_veto_sandbox_audit_denied(ngx_http_request_t *r,
 }
 
 
+/* a create's profile the policy does not allow: the module asks the
+ * helper whether the host has it (403 or 404); no helper here, so the
+ * policy's answer */
+ngx_int_t
+ngx_http_veto_sandbox_profile_refused(ngx_http_request_t *r,
+    ngx_http_veto_sandbox_ctx_t *ctx, const char *name)
+{
+    return ngx_http_veto_sandbox_policy_refuse(r, ctx, "deny:policy",
+                                               NGX_HTTP_FORBIDDEN,
+                                               "profile_not_allowed",
+                                               "not allowed", NULL);
+}
+
+
 /* a scope refused (the fuzzer's token has them all: never) */
 ngx_int_t
 ngx_http_veto_sandbox_deny(ngx_http_request_t *r,

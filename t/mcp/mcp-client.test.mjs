@@ -463,7 +463,7 @@ await step('approval required', async () => {
     const early = await agent.client.callTool({ name: 'exec', arguments: {
         ...risky, approval_id: apr } });
     ok(early.isError, 'retry before a human decided: isError', early);
-    has(text(early), 'approval_not_approved', '... not approved');
+    has(text(early), 'approval_pending', '... not approved');
     const out = await agent.client.callTool({ name: 'read_file', arguments: {
         sandbox_id: sb, path: 'out/approved.txt' } });
     ok(out.isError, 'nothing ran before the approval', out);
@@ -497,7 +497,7 @@ await step('retry with the approval', async () => {
     is(r.structuredContent.stdout, 'done\n', 'its output');
     const again = await agent.client.callTool({ name: 'exec', arguments: args });
     ok(again.isError, 'the approval is used once', again);
-    has(text(again), 'approval_consumed', '... consumed');
+    has(text(again), 'approval_used', '... used');
     const out = await agent.client.callTool({ name: 'read_file', arguments: {
         sandbox_id: sb, path: 'out/approved.txt' } });
     is(out.structuredContent && out.structuredContent.content,

@@ -14,7 +14,8 @@
 # installed on a systemd + cgroup v2 VM (scripts/test-packages-vm.sh);
 # and scripts/bench --quick, which must run (its figures are not judged).
 # Both VMs boot one Debian rootfs, built on the first run and cached in
-# build-vm/.
+# build-vm/ (scripts/vm-rootfs.sh, started in the background right after
+# the dependencies, so it is built while the host tests run).
 # Exits non-zero
 # if anything failed; the last line is "N passed, N failed" over the
 # prove test files and unit binaries.
@@ -45,6 +46,13 @@ ulimit -n "$(ulimit -Hn)" 2>/dev/null || true
 say "dependencies"
 bash scripts/install-deps.sh runtime build test bench \
     || fail_step "install-deps"
+
+# The VMs' Debian rootfs (debootstrap: downloads and unpacking, a few
+# minutes on a fresh machine) is built in the background while the host
+# builds and tests run; the VM steps below wait for it.
+mkdir -p build
+bash scripts/vm-rootfs.sh >build/vm-rootfs.log 2>&1 &
+vm_rootfs_pid=$!
 
 say "build"
 bash scripts/build.sh || fail_step "build"
@@ -192,6 +200,15 @@ VETO_MODULE="$PWD/build-module-asan/ngx_veto_sandbox_module.so" \
 VETO_HELPER=build-asan/sandbox-helper VETO_TOKEN=build-asan/veto-token \
     run_prove "module tests, ASan+UBSan module build-module-asan/, ASan helper and veto-token" \
         t/1*.t t/3*.t t/46-egress-api.t t/51-webhooks.t t/58-discovery.t t/59-openapi.t
+
+say "the VMs' rootfs (built in the background since the dependencies)"
+if wait "$vm_rootfs_pid"; then
+    tail -n 1 build/vm-rootfs.log
+else
+    # the VM scripts try again and say what failed
+    echo "the background rootfs build failed:"
+    tail -n 20 build/vm-rootfs.log
+fi
 
 # The helper on a pure cgroup v2 host (this one may be hybrid v1): a
 # qemu VM running the cgroup unit test and the helper tests that exercise

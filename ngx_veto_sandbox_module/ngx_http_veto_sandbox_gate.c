@@ -263,7 +263,8 @@ ngx_http_veto_sandbox_run(ngx_http_request_t *r,
                 continue;
             }
 
-            if (rc != NGX_OK) {
+            /* a refusal sent answers NGX_OK too: no command in flight */
+            if (rc != NGX_OK || ctx->rcmd == NULL) {
                 return rc;          /* answered */
             }
 

@@ -20,6 +20,7 @@ use warnings;
 
 use Test::More;
 use Digest::SHA ();
+use HTTP::Tiny;
 use lib 't/lib';
 use VetoNginx;
 use Eventually qw(eventually);
@@ -196,6 +197,20 @@ is($j->{ceiling}, 32768, '... and the bound');
 ok($j->{requested} > 32768, "... and how large it was ($j->{requested})");
 ok(!exists $j->{summary}, '... no cut summary offered');
 is(apr_count(), $before, '... and no approval is made');
+
+# a refusal here ends its request: the next one on the connection answers
+{
+    my $ua = HTTP::Tiny->new(timeout => 10, keep_alive => 1);
+    my %hd = (Authorization => "Bearer $agent", 'Content-Type' => 'application/json');
+    my $r1 = $ua->post($n->url("/v1/sandboxes/$sb/exec"),
+                       { headers => \%hd,
+                         content => $VetoNginx::JSON->encode({ argv => ['bash', '-c', $long] }) });
+    is($r1->{status}, 422, 'kept alive: a 422');
+    my $r2 = $ua->post($n->url("/v1/sandboxes/$sb/exec"),
+                       { headers => \%hd, content => '{"argv":["echo","next"]}' });
+    is($r2->{status}, 200, '... then the next request on the connection runs')
+        or diag "$r2->{status} $r2->{content}";
+}
 
 my $script = "echo start\n" . ('true # ' . ('y' x 72) . "\n") x 250;
 ($st, $h, $b, $j) = $n->request(POST => "/v1/sandboxes/$sb/exec", $agent,

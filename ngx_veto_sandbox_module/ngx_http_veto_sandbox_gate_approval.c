@@ -397,9 +397,10 @@ ngx_http_veto_sandbox_sandbox_result(ngx_http_request_t *r,
             || ngx_strncmp(digest, sha->str, NGX_HTTP_VSB_HASH_HEX_LEN)
                != 0))
     {
-        /* a value withheld at create: it looked like a credential */
+        /* a value withheld at create: it looked like a credential (an
+         * older gateway's view has nulls: unknown, below) */
         json_object_foreach(env, name, v) {
-            if (json_is_null(v)) {
+            if (json_is_object(v)) {
                 break;
             }
         }

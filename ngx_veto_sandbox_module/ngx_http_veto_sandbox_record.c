@@ -389,8 +389,8 @@ ngx_http_veto_sandbox_record_created(ngx_http_request_t *r,
         view = json_is_object(env) ? json_copy(env) : json_object();
 
         /* unless reviewers may see credentials, one never reaches Redis:
-         * its value is withheld (null), and an exec needing approval
-         * there is refused (_gate_approval.c) */
+         * its value is withheld ({"withheld": "credential"}), and an
+         * exec needing approval there is refused (_gate_approval.c) */
         vscf = ngx_http_get_module_srv_conf(r, ngx_http_veto_sandbox_module);
 
         if (view != NULL && !vscf->approval_credentials) {
@@ -398,7 +398,9 @@ ngx_http_veto_sandbox_record_created(ngx_http_request_t *r,
                 if (ngx_http_veto_sandbox_env_secret(r->pool, name, v)
                     != NGX_OK)
                 {
-                    json_object_set(view, name, json_null());
+                    json_object_set_new(view, name,
+                                        json_pack("{s:s}", "withheld",
+                                                  "credential"));
                 }
             }
         }

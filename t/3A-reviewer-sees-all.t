@@ -277,6 +277,16 @@ is($st, 422, 'an exec a human approves there: 422') or diag $b;
 is($j->{type}, 'urn:veto-sandbox:problem:credential_inline', '... credential_inline');
 is($j->{name}, 'GH_TOKEN', '... naming the variable');
 
+like($own, qr/"GH_TOKEN":\{"withheld":"credential"\}/, '... saying it withheld it');
+
+# an older gateway's record kept a view (values withheld as null): it
+# cannot show the env whole, so it is unknown, never guessed
+$n->redis->hset("veto:{acme}:sbx:own:$osb", 'env', '{"LANG":"C.UTF-8","OPENSSL_CONF":null}');
+($st, $h, $b, $j) = $n->request(POST => "/v1/sandboxes/$osb/exec", $agent,
+                                { argv => ['curl', '--version'] });
+is($st, 409, 'an older record\'s env view: 409') or diag $b;
+is($j->{type}, 'urn:veto-sandbox:problem:sandbox_env_unknown', '... sandbox_env_unknown');
+
 $n->request(DELETE => "/v1/sandboxes/$_", $agent) for $sb, $osb, $tsb;
 
 done_testing();

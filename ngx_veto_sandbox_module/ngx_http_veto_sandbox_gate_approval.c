@@ -410,10 +410,10 @@ ngx_http_veto_sandbox_sandbox_result(ngx_http_request_t *r,
                           "the sandbox's env sets %s to a value that looks "
                           "like a credential, and a reviewer sees the env "
                           "this request would run with, exactly: it was "
-                          "not kept, so this request cannot be shown; "
-                          "create the sandbox without it (write it to a "
-                          "file in the sandbox instead), or set %s in "
-                          "this request's own env", name, name) = '\0';
+                          "not kept, so no request a human must approve "
+                          "can be shown there; create a sandbox without it "
+                          "(write it to a file in the sandbox instead)",
+                          name) = '\0';
             where = json_pack("{s:s, s:s}", "field", "env", "name", name);
             json_decref(env);
 

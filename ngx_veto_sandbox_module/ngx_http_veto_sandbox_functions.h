@@ -100,8 +100,9 @@ uint64_t ngx_http_veto_sandbox_policy_max_ceiling(
 ngx_uint_t ngx_http_veto_sandbox_policy_approval(
     ngx_http_veto_sandbox_rule_t *rule, ngx_uint_t action, json_t *argv,
     const char *profile, const char *network, json_t *env);
-/* an env name that can change what runs (PATH, LD_*, ...): the rule's
- * "env.dangerous" patterns, or the default list */
+/* an env name that can change what runs: every name but the inert ones
+ * (the rule's "env.inert" or the default list, "env.also_inert"), and
+ * always the rule's "env.dangerous" */
 ngx_uint_t ngx_http_veto_sandbox_policy_env_dangerous(
     ngx_http_veto_sandbox_rule_t *rule, const char *name);
 /* the first dangerous name of env (an object), or NULL */
@@ -408,10 +409,13 @@ ngx_int_t ngx_http_veto_sandbox_reply_file(ngx_http_request_t *r,
 ngx_int_t ngx_http_veto_sandbox_env_check(ngx_http_request_t *r,
     ngx_http_veto_sandbox_ctx_t *ctx, json_t *env);
 /* the env view of env (over base) by the caller's rule's dangerous names
- * (ngx_http_veto_sandbox_summary.h) */
+ * (ngx_http_veto_sandbox_summary.h): for records */
 json_t *ngx_http_veto_sandbox_env_view_of(ngx_pool_t *pool,
     ngx_http_veto_sandbox_ctx_t *ctx, json_t *base, json_t *env,
     ngx_uint_t *dropped);
+/* the env that will apply, whole, and its flagged names: for reviewers */
+json_t *ngx_http_veto_sandbox_env_review_of(ngx_http_veto_sandbox_ctx_t *ctx,
+    json_t *base, json_t *env, json_t **flagged);
 
 /* _epoch.c: asks the helper its epoch (ctx->epoch), then next() */
 ngx_int_t ngx_http_veto_sandbox_epoch(ngx_http_request_t *r,

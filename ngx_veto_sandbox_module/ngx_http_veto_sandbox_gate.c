@@ -263,7 +263,8 @@ ngx_http_veto_sandbox_run(ngx_http_request_t *r,
                 continue;
             }
 
-            if (rc != NGX_OK) {
+            /* a refusal sent answers NGX_OK too: no command in flight */
+            if (rc != NGX_OK || ctx->rcmd == NULL) {
                 return rc;          /* answered */
             }
 
@@ -460,7 +461,7 @@ ngx_http_veto_sandbox_gate_result(ngx_http_request_t *r,
         }
 
         ngx_http_veto_sandbox_audit(r, ctx, "approval_requested", NULL, NULL,
-                                    &ctx->summary, NGX_HTTP_ACCEPTED);
+                                    &ctx->summary_record, NGX_HTTP_ACCEPTED);
 
         return ngx_http_veto_sandbox_approval_202(r, ctx, reply);
 

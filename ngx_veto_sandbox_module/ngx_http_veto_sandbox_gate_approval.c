@@ -23,6 +23,79 @@
 
 
 /*
+ * The review summary into ctx->summary: NGX_DECLINED when it is made,
+ * else the answer.  Refused (422) are a request whose summary cannot be
+ * shown whole (summary_too_large) and, unless
+ * veto_sandbox_approval_inline_credentials is on, one carrying a value
+ * that looks like a credential (credential_inline): a reviewer would
+ * see it, and redacting it would hide what runs.
+ */
+static ngx_int_t
+ngx_http_veto_sandbox_gate_review(ngx_http_request_t *r,
+    ngx_http_veto_sandbox_ctx_t *ctx, ngx_http_veto_sandbox_summary_in_t *sum)
+{
+    u_char                             where[300], detail[640];
+    size_t                             size;
+    ngx_int_t                          rc;
+    ngx_http_veto_sandbox_srv_conf_t  *vscf;
+
+    vscf = ngx_http_get_module_srv_conf(r, ngx_http_veto_sandbox_module);
+
+    if (!vscf->approval_credentials) {
+        rc = ngx_http_veto_sandbox_summary_credential(r->pool, sum, where,
+                                                      sizeof(where));
+        if (rc == NGX_ERROR) {
+            return NGX_HTTP_INTERNAL_SERVER_ERROR;
+        }
+
+        if (rc == NGX_DECLINED) {
+            *ngx_snprintf(detail, sizeof(detail) - 1,
+                          "%s holds a value that looks like a credential; "
+                          "a reviewer sees this request exactly as it will "
+                          "run, so a credential must not be in it: write "
+                          "it to a file in the sandbox (PUT "
+                          "/v1/sandboxes/{id}/files) and name the file in "
+                          "the command (--password-file, curl -H @file, "
+                          "...): the reviewer sees the file's name, not "
+                          "its content", where) = '\0';
+
+            return ngx_http_veto_sandbox_refuse(r, ctx,
+                                   NGX_HTTP_VSB_UNPROCESSABLE,
+                                   "credential_inline", (char *) detail,
+                                   json_pack("{s:s}", "field",
+                                             (char *) where));
+        }
+    }
+
+    rc = ngx_http_veto_sandbox_summary(r->pool, sum, &ctx->summary);
+
+    if (rc == NGX_DECLINED) {
+        *ngx_snprintf(detail, sizeof(detail) - 1,
+                      "a reviewer must see this request whole, and its "
+                      "summary would be %uz bytes of JSON, over the "
+                      "%d-byte bound: make the command shorter (put a long "
+                      "script in a file in the sandbox and run the file), "
+                      "or split it", ctx->summary.len,
+                      NGX_HTTP_VSB_SUMMARY_MAX) = '\0';
+
+        size = ctx->summary.len;
+        ngx_str_null(&ctx->summary);
+
+        return ngx_http_veto_sandbox_refuse(r, ctx,
+                               NGX_HTTP_VSB_UNPROCESSABLE,
+                               "summary_too_large", (char *) detail,
+                               json_pack("{s:s, s:I, s:I}",
+                                         "limit", "summary_bytes",
+                                         "requested", (json_int_t) size,
+                                         "ceiling", (json_int_t)
+                                         NGX_HTTP_VSB_SUMMARY_MAX));
+    }
+
+    return rc == NGX_OK ? NGX_DECLINED : NGX_HTTP_INTERNAL_SERVER_ERROR;
+}
+
+
+/*
  * NGX_DECLINED: no approval needed; NGX_OK: a command is in flight;
  * else the response code (refused or failed here).
  */
@@ -34,7 +107,7 @@ ngx_http_veto_sandbox_approval_step(ngx_http_request_t *r,
     u_char                                 line[sizeof("sandbox-env ")
                                                 + NGX_HTTP_VSB_HASH_HEX_LEN];
     off_t                                  size;
-    json_t                                *v, *argv, *env, *view;
+    json_t                                *v, *argv, *env, *view, *flagged;
     ngx_int_t                              rc;
     ngx_str_t                              sha, in, context;
     ngx_uint_t                             act, file, dropped;
@@ -187,7 +260,13 @@ ngx_http_veto_sandbox_approval_step(ngx_http_request_t *r,
         sum.in = &in;
     }
 
-    /* the env that will apply: the sandbox's under the request's */
+    /* the hosts granted (a create's allowlist, a PATCH's) */
+    sum.hosts = ctx->net_hosts;
+    sum.hosts_ask = ctx->net_ask;
+    sum.irreversible = ngx_http_veto_sandbox_policy_irreversible(ctx->rule,
+                                                       act, argv, network);
+
+    /* the audit trail's summary: redacted, cut, with the env's view */
     dropped = ctx->sbx_env_dropped;
     view = NULL;
 
@@ -202,17 +281,45 @@ ngx_http_veto_sandbox_approval_step(ngx_http_request_t *r,
     sum.env = view;
     sum.env_dropped = dropped;
 
-    /* the hosts granted (a create's allowlist, a PATCH's) */
-    sum.hosts = ctx->net_hosts;
-    sum.hosts_ask = ctx->net_ask;
-    sum.irreversible = ngx_http_veto_sandbox_policy_irreversible(ctx->rule,
-                                                       act, argv, network);
-
-    rc = ngx_http_veto_sandbox_summary(r->pool, &sum, &ctx->summary);
+    rc = ngx_http_veto_sandbox_summary(r->pool, &sum, &ctx->summary_record);
 
     json_decref(view);
 
     if (rc != NGX_OK) {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+
+    /* what the human sees: the request as it will run, every value of
+     * the env that will apply (the sandbox's under the request's) */
+    view = NULL;
+    flagged = NULL;
+
+    if (env != NULL || ctx->sbx_env != NULL) {
+        view = ngx_http_veto_sandbox_env_review_of(ctx, ctx->sbx_env, env,
+                                                   &flagged);
+        if (view == NULL) {
+            return NGX_HTTP_INTERNAL_SERVER_ERROR;
+        }
+    }
+
+    sum.env = view;
+    sum.env_dropped = 0;
+    sum.env_flagged = flagged;
+    sum.review = 1;
+
+    rc = ngx_http_veto_sandbox_gate_review(r, ctx, &sum);
+
+    json_decref(view);
+    json_decref(flagged);
+
+    if (rc != NGX_DECLINED) {
+        return rc;
+    }
+
+    if (ngx_http_veto_sandbox_summary_link(r->pool, &ctx->summary,
+                                           &ctx->summary_record)
+        != NGX_OK)
+    {
         return NGX_HTTP_INTERNAL_SERVER_ERROR;
     }
 
@@ -259,7 +366,10 @@ ngx_int_t
 ngx_http_veto_sandbox_sandbox_result(ngx_http_request_t *r,
     ngx_http_veto_sandbox_ctx_t *ctx, redisReply *reply)
 {
-    json_t                             *env;
+    u_char                              digest[NGX_HTTP_VSB_HASH_HEX_LEN
+                                                   + 1], detail[768];
+    json_t                             *env, *v, *where;
+    const char                         *name;
     ngx_str_t                          *host;
     redisReply                         *agent, *text, *sha, *dropped, *gw;
     ngx_pool_cleanup_t                 *cln;
@@ -282,6 +392,45 @@ ngx_http_veto_sandbox_sandbox_result(ngx_http_request_t *r,
         && text->type == REDIS_REPLY_STRING)
     {
         env = json_loadb(text->str, text->len, 0, NULL);
+    }
+
+    /* the env is kept whole: its digest is the one the record keeps (an
+     * older record kept a view, values withheld, which a reviewer cannot
+     * be shown as what runs) */
+    if (sha->type == REDIS_REPLY_STRING
+        && sha->len == NGX_HTTP_VSB_HASH_HEX_LEN && json_is_object(env)
+        && (ngx_http_veto_sandbox_env_digest(env, digest) != NGX_OK
+            || ngx_strncmp(digest, sha->str, NGX_HTTP_VSB_HASH_HEX_LEN)
+               != 0))
+    {
+        /* a value withheld at create: it looked like a credential (an
+         * older gateway's view has nulls: unknown, below) */
+        json_object_foreach(env, name, v) {
+            if (json_is_object(v)) {
+                break;
+            }
+        }
+
+        if (name != NULL) {
+            *ngx_snprintf(detail, sizeof(detail) - 1,
+                          "the sandbox's env sets %s to a value that looks "
+                          "like a credential, and a reviewer sees the env "
+                          "this request would run with, exactly: it was "
+                          "not kept, so no request a human must approve "
+                          "can be shown there; create a sandbox without it "
+                          "(write it to a file in the sandbox instead)",
+                          name) = '\0';
+            where = json_pack("{s:s, s:s}", "field", "env", "name", name);
+            json_decref(env);
+
+            return ngx_http_veto_sandbox_refuse(r, ctx,
+                                   NGX_HTTP_VSB_UNPROCESSABLE,
+                                   "credential_inline", (char *) detail,
+                                   where);
+        }
+
+        json_decref(env);
+        env = NULL;
     }
 
     if (sha->type != REDIS_REPLY_STRING

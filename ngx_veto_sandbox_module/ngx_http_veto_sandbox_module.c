@@ -354,6 +354,13 @@ static ngx_command_t  ngx_http_veto_sandbox_commands[] = {
       offsetof(ngx_http_veto_sandbox_srv_conf_t, approval_threshold),
       NULL },
 
+    { ngx_string("veto_sandbox_approval_inline_credentials"),
+      NGX_HTTP_MAIN_CONF|NGX_HTTP_SRV_CONF|NGX_CONF_FLAG,
+      ngx_conf_set_flag_slot,
+      NGX_HTTP_SRV_CONF_OFFSET,
+      offsetof(ngx_http_veto_sandbox_srv_conf_t, approval_credentials),
+      NULL },
+
     { ngx_string("veto_sandbox_mcp"),
       NGX_HTTP_MAIN_CONF|NGX_HTTP_SRV_CONF|NGX_CONF_FLAG,
       ngx_conf_set_flag_slot,
@@ -502,6 +509,7 @@ ngx_http_veto_sandbox_create_srv_conf(ngx_conf_t *cf)
 #endif
     conf->approval_ttl = NGX_CONF_UNSET_MSEC;
     conf->approval_threshold = NGX_CONF_UNSET_UINT;
+    conf->approval_credentials = NGX_CONF_UNSET;
     conf->metrics_timeout = NGX_CONF_UNSET_MSEC;
 
     conf->mcp.enable = NGX_CONF_UNSET;
@@ -580,6 +588,8 @@ ngx_http_veto_sandbox_merge_srv_conf(ngx_conf_t *cf, void *parent,
                               NGX_HTTP_VSB_APPROVAL_TTL);
     ngx_conf_merge_uint_value(conf->approval_threshold,
                               prev->approval_threshold, 1);
+    ngx_conf_merge_value(conf->approval_credentials,
+                         prev->approval_credentials, 0);
 
     if (conf->approval_ttl == 0) {
         ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,

@@ -49,7 +49,8 @@
  *   _request_fields.c  the 400 naming a field or query argument, the
  *                 helper's header bound (413), the policy's limits
  *   _request_network.c  their network part: create's hosts, PATCH
- *   _env.c        a request's env: the policy's dangerous names, checks
+ *   _env.c        a request's env: the policy's inert names (the rest
+ *                 dangerous), checks
  *   _request_lifetime.c  PATCH's lifetime part (ttl_s, idle_s), the
  *                 list's ?include=ended
  *   _lifetime.c   PATCH's lifetime on record (Redis follows the expiry),
@@ -243,8 +244,8 @@ typedef struct {
 } ngx_http_veto_sandbox_apr_rule_t;
 
 
-/* What a create or an exec setting a dangerous env name gets (policy
- * "env": "on_dangerous"). */
+/* What a create or an exec setting an env name that is not inert gets
+ * (policy "env": "on_dangerous"; the inert names: "inert", "also_inert"). */
 #define NGX_HTTP_VSB_ENV_ALLOW      0     /* shown to reviewers, that is all */
 #define NGX_HTTP_VSB_ENV_APPROVE    1     /* a human must approve */
 #define NGX_HTTP_VSB_ENV_REFUSE     2     /* 403 env_not_allowed */
@@ -287,8 +288,11 @@ typedef struct {
     json_t                      *approvals;       /* borrowed */
     ngx_http_veto_sandbox_net_rule_t    net;
     json_t                      *quotas;          /* borrowed */
-    ngx_array_t                 *env_dangerous;   /* ngx_str_t, fnmatch;
+    ngx_array_t                 *env_dangerous;   /* ngx_str_t, fnmatch:
+                                                     never inert */
+    ngx_array_t                 *env_inert;       /* ngx_str_t, fnmatch;
                                                      NULL: the default */
+    ngx_array_t                 *env_also_inert;  /* ngx_str_t, fnmatch */
     ngx_uint_t                   env_mode;        /* NGX_HTTP_VSB_ENV_* */
     ngx_http_veto_sandbox_apr_rule_t    apr;
     ngx_http_veto_sandbox_quota_rule_t  quota;
@@ -394,6 +398,10 @@ typedef struct {
 
     ngx_msec_t                   approval_ttl;
     ngx_uint_t                   approval_threshold;
+    ngx_flag_t                   approval_credentials; /* 1: an inline
+                                              credential-looking value may
+                                              be shown to reviewers; 0:
+                                              422 credential_inline */
 
     ngx_http_veto_sandbox_mcp_conf_t  mcp;
 } ngx_http_veto_sandbox_srv_conf_t;
@@ -631,7 +639,11 @@ struct ngx_http_veto_sandbox_ctx_s {
     ngx_str_t                    action;        /* sandbox.exec, ... */
     ngx_str_t                    request_id;    /* unique, audit */
     ngx_str_t                    approval;      /* Veto-Approval or new */
-    ngx_str_t                    summary;       /* JSON text */
+    ngx_str_t                    summary;       /* JSON text: what a
+                                                   reviewer sees, exact */
+    ngx_str_t                    summary_record; /* JSON text: the
+                                                   redacted one, for the
+                                                   audit trail */
     ngx_str_t                    slot;          /* provisional quota id */
     ngx_uint_t                   threshold;
     ngx_msec_t                   ttl;
@@ -640,7 +652,7 @@ struct ngx_http_veto_sandbox_ctx_s {
     u_char                       hash[NGX_HTTP_VSB_HASH_HEX_LEN + 1];
 
     /* an exec's sandbox, from its ownership record (approvals) */
-    json_t                      *sbx_env;       /* its env view */
+    json_t                      *sbx_env;       /* its env, whole */
     ngx_uint_t                   sbx_env_dropped;
     u_char                       sbx_env_sha256[NGX_HTTP_VSB_HASH_HEX_LEN
                                                 + 1];

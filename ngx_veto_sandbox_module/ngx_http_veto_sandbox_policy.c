@@ -28,8 +28,9 @@
  *             "execs_per_minute": 120,           tenant total (agent: own)
  *             "per_agent": {"concurrent_sandboxes": 2,
  *                           "execs_per_minute": 30} },  tenant only
- *         "env": {"dangerous": ["PATH", ...],   names that change what
- *                  "on_dangerous": "approve"},  runs; allow|approve|refuse
+ *         "env": {"also_inert": ["MY_*"],     names that cannot change
+ *                  "on_dangerous": "approve"},  what runs; the others:
+ *                                               allow|approve|refuse
  *         "network": {                         egress (_network.c)
  *             "allow": ["host[:port]", "*.suffix", ...],  the ceiling
  *             "ask": [...],                      a human may grant these
@@ -652,18 +653,22 @@ ngx_http_veto_sandbox_policy_redis(ngx_http_veto_sandbox_rule_t *rule)
 
 
 /*
- * "env": {"dangerous": ["PATH", "LD_*", ...], "on_dangerous": "allow" |
- * "approve" | "refuse"}: which env names can change what an approved
- * command does (fnmatch patterns; absent: the default list in
- * ngx_http_veto_sandbox_policy_match.c), and what a create or an exec
- * setting one gets.  An agent's "env" replaces its tenant's as a whole.
+ * "env": {"inert": ["LANG", "LC_*", ...], "also_inert": [...],
+ * "dangerous": [...], "on_dangerous": "allow" | "approve" | "refuse"}:
+ * an allowlist.  The inert names (fnmatch patterns; "inert" replaces the
+ * default list in ngx_http_veto_sandbox_policy_match.c, "also_inert" adds
+ * to it) cannot change what a command does; every other name can, and
+ * on_dangerous says what a create or an exec setting one gets.
+ * "dangerous" names are never inert, whatever the lists say.  An agent's
+ * "env" replaces its tenant's as a whole.
  */
 static ngx_int_t
 ngx_http_veto_sandbox_policy_env(ngx_conf_t *cf, ngx_str_t *file,
     const char *where, json_t *obj, ngx_http_veto_sandbox_rule_t *rule)
 {
-    json_t      *v;
-    const char  *key, *mode;
+    json_t       *v;
+    const char   *key, *mode;
+    ngx_array_t  *list;
 
     if (!json_is_object(obj)) {
         ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
@@ -673,18 +678,33 @@ ngx_http_veto_sandbox_policy_env(ngx_conf_t *cf, ngx_str_t *file,
     }
 
     rule->env_dangerous = NULL;
+    rule->env_inert = NULL;
+    rule->env_also_inert = NULL;
     rule->env_mode = NGX_HTTP_VSB_ENV_ALLOW;
 
     json_object_foreach(obj, key, v) {
 
-        if (ngx_strcmp(key, "dangerous") == 0) {
-            rule->env_dangerous = ngx_http_veto_sandbox_policy_strings(cf, v);
-            if (rule->env_dangerous == NULL) {
+        if (ngx_strcmp(key, "dangerous") == 0
+            || ngx_strcmp(key, "inert") == 0
+            || ngx_strcmp(key, "also_inert") == 0)
+        {
+            list = ngx_http_veto_sandbox_policy_strings(cf, v);
+            if (list == NULL) {
                 ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
                                    "\"veto_sandbox_policy\": \"%V\": %s: "
-                                   "env.dangerous must be an array of "
-                                   "non-empty strings", file, where);
+                                   "env.%s must be an array of "
+                                   "non-empty strings", file, where, key);
                 return NGX_ERROR;
+            }
+
+            if (key[0] == 'd') {
+                rule->env_dangerous = list;
+
+            } else if (key[0] == 'i') {
+                rule->env_inert = list;
+
+            } else {
+                rule->env_also_inert = list;
             }
 
         } else if (ngx_strcmp(key, "on_dangerous") == 0) {

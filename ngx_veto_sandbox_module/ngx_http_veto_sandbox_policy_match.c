@@ -162,48 +162,70 @@ ngx_http_veto_sandbox_policy_approval(ngx_http_veto_sandbox_rule_t *rule,
 
 
 /*
- * The names that can change what an approved command does without being
- * in its argv: the command search path, the dynamic loader, shell and
- * interpreter start-up files and options, git's and the proxies'
- * settings, the trust store.  A policy's "env.dangerous" replaces them.
+ * The env names known to be inert: a value of theirs changes how output
+ * looks (language, time zone, terminal, colours, sizes) or says who and
+ * where, never which program runs, what it loads or reads as its
+ * configuration.  Every other name can change what an approved command
+ * does (PATH, LD_PRELOAD, OPENSSL_CONF, GOFLAGS, HOME with a planted
+ * ~/.curlrc, ...): a list of those could never be complete.  A policy's
+ * "env.inert" replaces this list, "env.also_inert" adds to it, and
+ * "env.dangerous" names are never inert.  docs/approvals.md has it too.
  */
-static const char  *ngx_http_veto_sandbox_env_default[] = {
-    "PATH", "LD_*", "BASH_ENV", "ENV", "BASH_FUNC_*", "SHELLOPTS",
-    "BASHOPTS", "IFS", "PS4", "PROMPT_COMMAND", "PYTHON*", "NODE_OPTIONS",
-    "NODE_PATH", "PERL5*", "PERLLIB", "RUBYOPT", "RUBYLIB", "GIT_*",
-    "*_PROXY", "*_proxy", "JAVA_TOOL_OPTIONS", "_JAVA_OPTIONS",
-    "GCONV_PATH", "MALLOC_*", "CURL_HOME", "SSL_CERT_FILE", "SSL_CERT_DIR",
-    "REQUESTS_CA_BUNDLE", "NPM_CONFIG_*", "npm_config_*", "PIP_*",
-    "XDG_CONFIG_HOME", "HOME", "TMPDIR", NULL
+static const char  *ngx_http_veto_sandbox_env_inert[] = {
+    "LANG", "LANGUAGE", "LC_*", "TZ", "TERM", "COLORTERM", "USER",
+    "LOGNAME", "CI", "COLUMNS", "LINES", "NO_COLOR", "FORCE_COLOR",
+    "CLICOLOR", "CLICOLOR_FORCE", "SOURCE_DATE_EPOCH", NULL
 };
 
 
-ngx_uint_t
-ngx_http_veto_sandbox_policy_env_dangerous(ngx_http_veto_sandbox_rule_t *rule,
-    const char *name)
+static ngx_uint_t
+ngx_http_veto_sandbox_policy_env_match(ngx_array_t *list, const char *name)
 {
     ngx_str_t   *s;
     ngx_uint_t   k;
 
-    if (rule->env_dangerous == NULL) {
-        for (k = 0; ngx_http_veto_sandbox_env_default[k]; k++) {
-            if (fnmatch(ngx_http_veto_sandbox_env_default[k], name, 0) == 0) {
-                return 1;
-            }
-        }
-
+    if (list == NULL) {
         return 0;
     }
 
-    s = rule->env_dangerous->elts;
+    s = list->elts;
 
-    for (k = 0; k < rule->env_dangerous->nelts; k++) {
+    for (k = 0; k < list->nelts; k++) {
         if (fnmatch((char *) s[k].data, name, 0) == 0) {
             return 1;
         }
     }
 
     return 0;
+}
+
+
+/* not inert: the policy's "dangerous", or on no inert list */
+ngx_uint_t
+ngx_http_veto_sandbox_policy_env_dangerous(ngx_http_veto_sandbox_rule_t *rule,
+    const char *name)
+{
+    ngx_uint_t  k;
+
+    if (ngx_http_veto_sandbox_policy_env_match(rule->env_dangerous, name)) {
+        return 1;
+    }
+
+    if (ngx_http_veto_sandbox_policy_env_match(rule->env_also_inert, name)) {
+        return 0;
+    }
+
+    if (rule->env_inert != NULL) {
+        return !ngx_http_veto_sandbox_policy_env_match(rule->env_inert, name);
+    }
+
+    for (k = 0; ngx_http_veto_sandbox_env_inert[k]; k++) {
+        if (fnmatch(ngx_http_veto_sandbox_env_inert[k], name, 0) == 0) {
+            return 0;
+        }
+    }
+
+    return 1;
 }
 
 

@@ -357,7 +357,8 @@ ngx_http_veto_sandbox_record_created(ngx_http_request_t *r,
     u_char                                sha[NGX_HTTP_VSB_HASH_HEX_LEN + 1];
     json_t                               *j, *sb, *v, *env, *view;
     ngx_str_t                             sid, detail;
-    ngx_uint_t                            dropped;
+    const char                           *name;
+    ngx_http_veto_sandbox_srv_conf_t     *vscf;
     ngx_http_veto_sandbox_redis_call_t    call;
     ngx_http_veto_sandbox_quota_owner_t   owner;
     ngx_http_veto_sandbox_quota_limits_t  lim;
@@ -381,13 +382,28 @@ ngx_http_veto_sandbox_record_created(ngx_http_request_t *r,
             owner.epoch.len = json_string_length(v);
         }
 
-        /* the env every exec of it gets: its view and its digest; an
-         * exec's approval shows the one and binds the other */
+        /* the env every exec of it gets, whole (at most 32 KiB of JSON,
+         * _env.c), and its digest: an exec's approval shows the one and
+         * binds the other */
         env = json_object_get(ctx->req, "env");
-        dropped = 0;
+        view = json_is_object(env) ? json_copy(env) : json_object();
 
-        view = ngx_http_veto_sandbox_env_view_of(r->pool, ctx, NULL, env,
-                                                 &dropped);
+        /* unless reviewers may see credentials, one never reaches Redis:
+         * its value is withheld ({"withheld": "credential"}), and an
+         * exec needing approval there is refused (_gate_approval.c) */
+        vscf = ngx_http_get_module_srv_conf(r, ngx_http_veto_sandbox_module);
+
+        if (view != NULL && !vscf->approval_credentials) {
+            json_object_foreach(view, name, v) {
+                if (ngx_http_veto_sandbox_env_secret(r->pool, name, v)
+                    != NGX_OK)
+                {
+                    json_object_set_new(view, name,
+                                        json_pack("{s:s}", "withheld",
+                                                  "credential"));
+                }
+            }
+        }
 
         if (view != NULL
             && ngx_http_veto_sandbox_env_digest(env, sha) == NGX_OK)
@@ -397,7 +413,7 @@ ngx_http_veto_sandbox_record_created(ngx_http_request_t *r,
             if (owner.env.len) {
                 owner.env_sha256.data = sha;
                 owner.env_sha256.len = NGX_HTTP_VSB_HASH_HEX_LEN;
-                owner.env_dropped = dropped;
+                owner.env_dropped = 0;
             }
         }
 
@@ -662,7 +678,8 @@ ngx_http_veto_sandbox_exec_detail(ngx_http_request_t *r,
         sum.in = &in;
     }
 
-    /* the env as the approval showed it, when one was asked for */
+    /* the env that applied, as records keep it (the sandbox's too when
+     * an approval read it) */
     env = json_object_get(ctx->req, "env");
     dropped = ctx->sbx_env_dropped;
     view = NULL;

@@ -1,10 +1,9 @@
 /*
- * Veto Sandbox: the summary of a request a human decides on and an audit
- * record keeps, and the view of an environment it shows.  Every string
- * is redacted, then cut to its byte bound in JSON text, so no request can
- * make a stored summary larger than NGX_HTTP_VSB_SUMMARY_MAX.  Contract:
- * ngx_http_veto_sandbox_summary.h and docs/approvals.md.  Nothing here
- * knows a request or Redis.
+ * Veto Sandbox: the summary of a request a human decides on (exact, whole
+ * or not at all) and the one an audit record keeps (every string
+ * redacted, then cut to its byte bound in JSON text), and the views of an
+ * environment they show.  Contract: ngx_http_veto_sandbox_summary.h and
+ * docs/approvals.md.  Nothing here knows a request or Redis.
  */
 
 #include <ngx_config.h>
@@ -40,13 +39,13 @@ static json_t *ngx_http_veto_sandbox_cut_element(ngx_pool_t *pool,
     u_char *s, size_t len, size_t max, ngx_uint_t *cut,
     ngx_http_veto_sandbox_redact_state_t *st);
 static ngx_int_t ngx_http_veto_sandbox_summary_argv(ngx_pool_t *pool,
-    json_t *sum, json_t *argv);
+    json_t *sum, json_t *argv, ngx_uint_t review);
 static ngx_int_t ngx_http_veto_sandbox_summary_stdin(ngx_pool_t *pool,
-    json_t *sum, ngx_str_t *in);
+    json_t *sum, ngx_str_t *in, ngx_uint_t review);
 static ngx_int_t ngx_http_veto_sandbox_summary_env(json_t *sum, json_t *env,
-    ngx_uint_t dropped);
+    ngx_uint_t dropped, json_t *flagged);
 static ngx_int_t ngx_http_veto_sandbox_summary_network(json_t *sum,
-    json_t *hosts, json_t *ask, size_t max);
+    json_t *hosts, json_t *ask, size_t max, ngx_uint_t review);
 
 
 /* the bytes c takes in a JSON string */
@@ -160,10 +159,11 @@ ngx_http_veto_sandbox_cut_element(ngx_pool_t *pool, u_char *s, size_t len,
 }
 
 
-/* a string field of req, redacted and cut to max: name, name_truncated */
+/* a string field of req, redacted and cut to max: name, name_truncated;
+ * in a review summary, as it is */
 static ngx_int_t
 ngx_http_veto_sandbox_summary_string(ngx_pool_t *pool, json_t *sum,
-    json_t *req, const char *name, size_t max)
+    json_t *req, const char *name, size_t max, ngx_uint_t review)
 {
     u_char      key[64];
     json_t     *v, *s;
@@ -172,6 +172,10 @@ ngx_http_veto_sandbox_summary_string(ngx_pool_t *pool, json_t *sum,
     v = json_object_get(req, name);
     if (!json_is_string(v)) {
         return NGX_OK;
+    }
+
+    if (review) {
+        return json_object_set(sum, name, v) == 0 ? NGX_OK : NGX_ERROR;
     }
 
     cut = 0;
@@ -242,15 +246,17 @@ ngx_http_veto_sandbox_summary_mode(json_t *sum, json_t *req)
 /* a files op's path, cut like any string: path, path_truncated */
 static ngx_int_t
 ngx_http_veto_sandbox_summary_path(ngx_pool_t *pool, json_t *sum,
-    ngx_str_t *path)
+    ngx_str_t *path, ngx_uint_t review)
 {
     json_t     *s;
     ngx_uint_t  cut;
 
     cut = 0;
 
-    s = ngx_http_veto_sandbox_cut_string(pool, path->data, path->len,
-                                         NGX_HTTP_VSB_SUMMARY_STR_MAX, &cut);
+    s = review ? json_stringn((const char *) path->data, path->len)
+               : ngx_http_veto_sandbox_cut_string(pool, path->data,
+                                        path->len,
+                                        NGX_HTTP_VSB_SUMMARY_STR_MAX, &cut);
     if (s == NULL) {
         return NGX_OK;          /* not UTF-8: the helper refuses it */
     }
@@ -271,7 +277,7 @@ ngx_http_veto_sandbox_summary(ngx_pool_t *pool,
     ngx_http_veto_sandbox_summary_in_t *in, ngx_str_t *out)
 {
     char        *text;
-    size_t       size;
+    size_t       size, max;
     json_t      *sum, *req, *v, *lim, *e;
     ngx_int_t    rc;
     const char  *key;
@@ -303,16 +309,19 @@ ngx_http_veto_sandbox_summary(ngx_pool_t *pool,
 
     if (req) {
         if (ngx_http_veto_sandbox_summary_string(pool, sum, req, "profile",
-                                        NGX_HTTP_VSB_SUMMARY_NAME_MAX)
+                                        NGX_HTTP_VSB_SUMMARY_NAME_MAX,
+                                        in->review)
             != NGX_OK
             || ngx_http_veto_sandbox_summary_string(pool, sum, req,
                                         "network",
-                                        NGX_HTTP_VSB_SUMMARY_NAME_MAX)
+                                        NGX_HTTP_VSB_SUMMARY_NAME_MAX,
+                                        in->review)
                != NGX_OK
             || ngx_http_veto_sandbox_summary_integer(sum, req, "ttl_s")
                != NGX_OK
             || ngx_http_veto_sandbox_summary_string(pool, sum, req, "cwd",
-                                        NGX_HTTP_VSB_SUMMARY_STR_MAX)
+                                        NGX_HTTP_VSB_SUMMARY_STR_MAX,
+                                        in->review)
                != NGX_OK
             || ngx_http_veto_sandbox_summary_integer(sum, req, "timeout_s")
                != NGX_OK
@@ -320,7 +329,8 @@ ngx_http_veto_sandbox_summary(ngx_pool_t *pool,
                                                      "output_bytes")
                != NGX_OK
             || ngx_http_veto_sandbox_summary_string(pool, sum, req, "format",
-                                        NGX_HTTP_VSB_SUMMARY_NAME_MAX)
+                                        NGX_HTTP_VSB_SUMMARY_NAME_MAX,
+                                        in->review)
                != NGX_OK
             || ngx_http_veto_sandbox_summary_mode(sum, req) != NGX_OK)
         {
@@ -356,27 +366,33 @@ ngx_http_veto_sandbox_summary(ngx_pool_t *pool,
         v = json_object_get(req, "argv");
 
         if (json_is_array(v)
-            && ngx_http_veto_sandbox_summary_argv(pool, sum, v) != NGX_OK)
+            && ngx_http_veto_sandbox_summary_argv(pool, sum, v, in->review)
+               != NGX_OK)
         {
             goto done;
         }
     }
 
     if (in->env
-        && ngx_http_veto_sandbox_summary_env(sum, in->env, in->env_dropped)
+        && ngx_http_veto_sandbox_summary_env(sum, in->env, in->env_dropped,
+                                             in->review ? in->env_flagged
+                                                        : NULL)
            != NGX_OK)
     {
         goto done;
     }
 
     if (in->in && in->in->len
-        && ngx_http_veto_sandbox_summary_stdin(pool, sum, in->in) != NGX_OK)
+        && ngx_http_veto_sandbox_summary_stdin(pool, sum, in->in, in->review)
+           != NGX_OK)
     {
         goto done;
     }
 
     if (in->path && in->path->len
-        && ngx_http_veto_sandbox_summary_path(pool, sum, in->path) != NGX_OK)
+        && ngx_http_veto_sandbox_summary_path(pool, sum, in->path,
+                                              in->review)
+           != NGX_OK)
     {
         goto done;
     }
@@ -404,19 +420,23 @@ ngx_http_veto_sandbox_summary(ngx_pool_t *pool,
         goto done;
     }
 
-    /* the hosts granted come last: they get what the rest leaves, at
-     * most NGX_HTTP_VSB_SUMMARY_HOSTS_MAX */
+    max = in->review ? NGX_HTTP_VSB_SUMMARY_MAX
+                     : NGX_HTTP_VSB_SUMMARY_RECORD_MAX;
+
+    /* the hosts granted come last: in a record they get what the rest
+     * leaves, at most NGX_HTTP_VSB_SUMMARY_HOSTS_MAX; a reviewer sees
+     * them all */
     if (in->hosts) {
         json_object_del(sum, "network");
 
         size = json_dumpb(sum, NULL, 0, JSON_COMPACT | JSON_SORT_KEYS);
-        size = size < NGX_HTTP_VSB_SUMMARY_MAX
-               ? NGX_HTTP_VSB_SUMMARY_MAX - size : 0;
+        size = size < max ? max - size : 0;
 
         if (ngx_http_veto_sandbox_summary_network(sum, in->hosts,
                                     in->hosts_ask,
                                     ngx_min(size,
-                                            NGX_HTTP_VSB_SUMMARY_HOSTS_MAX))
+                                            NGX_HTTP_VSB_SUMMARY_HOSTS_MAX),
+                                    in->review)
             != NGX_OK)
         {
             goto done;
@@ -430,9 +450,17 @@ ngx_http_veto_sandbox_summary(ngx_pool_t *pool,
 
     out->len = ngx_strlen(text);
 
-    /* by construction it fits; a change that broke that must not store
-     * an unbounded record */
-    if (out->len > NGX_HTTP_VSB_SUMMARY_MAX) {
+    /* a review summary is whole or not made: the caller refuses the
+     * request, saying how large it was */
+    if (in->review && out->len > max) {
+        free(text);
+        rc = NGX_DECLINED;
+        goto done;
+    }
+
+    /* a record summary fits by construction; a change that broke that
+     * must not store an unbounded record */
+    if (out->len > max) {
         free(text);
         goto done;
     }
@@ -461,7 +489,7 @@ done:
  */
 static ngx_int_t
 ngx_http_veto_sandbox_summary_argv(ngx_pool_t *pool, json_t *sum,
-    json_t *argv)
+    json_t *argv, ngx_uint_t review)
 {
     u_char         md[EVP_MAX_MD_SIZE], hex[2 * EVP_MAX_MD_SIZE];
     size_t         i, left, max, total;
@@ -502,6 +530,15 @@ ngx_http_veto_sandbox_summary_argv(ngx_pool_t *pool, json_t *sum,
         }
 
         total += json_string_length(e);
+
+        /* a reviewer sees every element as it is */
+        if (review) {
+            if (json_array_append(kept, e) != 0) {
+                goto done;
+            }
+
+            continue;
+        }
 
         /* an element costs its quotes and comma too */
         if (left < 16) {
@@ -562,17 +599,58 @@ done:
 }
 
 
-/* stdin_bytes, and its head as text when it is UTF-8 ("stdin") */
+/* stdin_bytes, and its head as text when it is UTF-8 ("stdin"); for a
+ * reviewer stdin_sha256 and all of it, as text or "stdin_base64" */
 static ngx_int_t
 ngx_http_veto_sandbox_summary_stdin(ngx_pool_t *pool, json_t *sum,
-    ngx_str_t *in)
+    ngx_str_t *in, ngx_uint_t review)
 {
-    json_t      *v;
-    ngx_uint_t   cut;
+    u_char        md[EVP_MAX_MD_SIZE], hex[2 * EVP_MAX_MD_SIZE];
+    json_t       *v;
+    ngx_str_t     b64;
+    ngx_uint_t    cut;
+    unsigned int  mdlen;
 
     if (json_object_set_new(sum, "stdin_bytes", json_integer(in->len)) != 0)
     {
         return NGX_ERROR;
+    }
+
+    if (review) {
+        if (EVP_Digest(in->data, in->len, md, &mdlen, EVP_sha256(), NULL)
+            != 1)
+        {
+            return NGX_ERROR;
+        }
+
+        ngx_hex_dump(hex, md, mdlen);
+
+        if (json_object_set_new(sum, "stdin_sha256",
+                                json_stringn((char *) hex, 2 * mdlen))
+            != 0)
+        {
+            return NGX_ERROR;
+        }
+
+        v = json_stringn((const char *) in->data, in->len);
+
+        if (v != NULL) {
+            return json_object_set_new(sum, "stdin", v) == 0
+                   ? NGX_OK : NGX_ERROR;
+        }
+
+        /* not UTF-8: its bytes, so nothing of it is hidden */
+        b64.len = ngx_base64_encoded_length(in->len);
+        b64.data = ngx_pnalloc(pool, b64.len);
+        if (b64.data == NULL) {
+            return NGX_ERROR;
+        }
+
+        ngx_encode_base64(&b64, in);
+
+        return json_object_set_new(sum, "stdin_base64",
+                                   json_stringn((char *) b64.data, b64.len))
+               == 0 ? NGX_OK : NGX_ERROR;
     }
 
     cut = 0;
@@ -597,7 +675,7 @@ ngx_http_veto_sandbox_summary_stdin(ngx_pool_t *pool, json_t *sum,
 /* env (the view as it is), env_names (its names, in its order) */
 static ngx_int_t
 ngx_http_veto_sandbox_summary_env(json_t *sum, json_t *env,
-    ngx_uint_t dropped)
+    ngx_uint_t dropped, json_t *flagged)
 {
     json_t      *names, *v;
     const char  *name;
@@ -620,6 +698,13 @@ ngx_http_veto_sandbox_summary_env(json_t *sum, json_t *env,
 
     if (json_object_set_new(sum, "env_names", names) != 0
         || json_object_set(sum, "env", env) != 0)
+    {
+        return NGX_ERROR;
+    }
+
+    /* for a reviewer: the names that are not inert */
+    if (flagged != NULL
+        && json_object_set(sum, "env_flagged", flagged) != 0)
     {
         return NGX_ERROR;
     }
@@ -691,7 +776,7 @@ ngx_http_veto_sandbox_summary_hosts(json_t *list, size_t max,
  */
 static ngx_int_t
 ngx_http_veto_sandbox_summary_network(json_t *sum, json_t *hosts,
-    json_t *ask, size_t max)
+    json_t *ask, size_t max, ngx_uint_t review)
 {
     size_t      left, used, share;
     json_t     *net, *h, *a;
@@ -700,6 +785,22 @@ ngx_http_veto_sandbox_summary_network(json_t *sum, json_t *hosts,
     net = json_object();
     if (net == NULL || json_object_set_new(sum, "network", net) != 0) {
         return NGX_ERROR;
+    }
+
+    /* a reviewer sees every host: the summary's bound is checked whole */
+    if (review) {
+        h = json_is_array(hosts) ? json_copy(hosts) : json_array();
+        a = json_is_array(ask) ? json_copy(ask) : json_array();
+
+        if (json_object_set_new(net, "hosts", h) != 0
+            || json_object_set_new(net, "needs_approval", a) != 0
+            || json_object_set_new(net, "mode", json_string("allowlist"))
+               != 0)
+        {
+            return NGX_ERROR;
+        }
+
+        return NGX_OK;
     }
 
     left = max > NGX_HTTP_VSB_SUMMARY_NET_FRAME
@@ -837,10 +938,22 @@ ngx_http_veto_sandbox_env_view(ngx_pool_t *pool, json_t *base, json_t *env,
     view = NULL;
     k = 0;
 
+    /* the sandbox's env, whole: shown like a request's */
     if (json_is_object(base)) {
         json_object_foreach(base, name, v) {
             ent[k].name = name;
-            ent[k].value = json_is_string(v) ? v : NULL;
+            ent[k].value = NULL;
+            ent[k].owned = 0;
+
+            if (json_is_string(v) && dangerous(data, name)) {
+                ent[k].value = ngx_http_veto_sandbox_env_value(pool, name, v);
+                if (ent[k].value == NULL) {
+                    goto done;
+                }
+
+                ent[k].owned = 1;
+            }
+
             k++;
         }
     }
@@ -950,4 +1063,277 @@ ngx_http_veto_sandbox_env_digest(json_t *env, u_char *hex)
     *p = '\0';
 
     return NGX_OK;
+}
+
+
+static int
+ngx_http_veto_sandbox_name_cmp(const void *a, const void *b)
+{
+    return ngx_strcmp(*(const char **) a, *(const char **) b);
+}
+
+
+json_t *
+ngx_http_veto_sandbox_env_review(json_t *base, json_t *env,
+    ngx_http_veto_sandbox_env_dangerous_pt dangerous, void *data,
+    json_t **flagged)
+{
+    size_t        i, k, n;
+    json_t       *view, *sorted, *names, *v;
+    const char   *name, **all;
+
+    *flagged = NULL;
+
+    view = json_object();
+    if (view == NULL) {
+        return NULL;
+    }
+
+    /* the request's value wins over the sandbox's */
+    if ((json_is_object(base) && json_object_update(view, base) != 0)
+        || (json_is_object(env) && json_object_update(view, env) != 0))
+    {
+        goto failed;
+    }
+
+    n = json_object_size(view);
+
+    all = malloc((n + 1) * sizeof(const char *));
+    names = json_array();
+
+    if (all == NULL || names == NULL) {
+        free(all);
+        json_decref(names);
+        goto failed;
+    }
+
+    k = 0;
+
+    json_object_foreach(view, name, v) {
+        if (!json_is_string(v)) {
+            free(all);
+            json_decref(names);
+            goto failed;
+        }
+
+        all[k++] = name;
+    }
+
+    /* json_object_foreach() follows insertion order: sort the names */
+    qsort(all, k, sizeof(const char *), ngx_http_veto_sandbox_name_cmp);
+
+    /* in name order, as env_names lists them */
+    sorted = json_object();
+
+    for (i = 0; i < k; i++) {
+        if (sorted == NULL
+            || json_object_set(sorted, all[i], json_object_get(view, all[i]))
+               != 0
+            || (dangerous(data, all[i])
+                && json_array_append_new(names, json_string(all[i])) != 0))
+        {
+            free(all);
+            json_decref(names);
+            json_decref(sorted);
+            goto failed;
+        }
+    }
+
+    free(all);
+    json_decref(view);
+
+    *flagged = names;
+
+    return sorted;
+
+failed:
+
+    json_decref(view);
+
+    return NULL;
+}
+
+
+/* does redaction change s (len bytes; st: an argv's state)? */
+static ngx_int_t
+ngx_http_veto_sandbox_looks_secret(ngx_pool_t *pool, u_char *s, size_t len,
+    ngx_http_veto_sandbox_redact_state_t *st)
+{
+    ngx_str_t                             in, out;
+    ngx_http_veto_sandbox_redact_state_t  own;
+
+    if (st == NULL) {
+        ngx_memzero(&own, sizeof(own));
+        st = &own;
+    }
+
+    in.data = s;
+    in.len = len;
+
+    if (ngx_http_veto_sandbox_redact_next(pool, &in, &out, st) != NGX_OK) {
+        return NGX_ERROR;
+    }
+
+    return (out.len != in.len || ngx_memcmp(out.data, in.data, in.len) != 0)
+           ? NGX_DECLINED : NGX_OK;
+}
+
+
+ngx_int_t
+ngx_http_veto_sandbox_env_secret(ngx_pool_t *pool, const char *name,
+    json_t *value)
+{
+    u_char  *p;
+    size_t   nlen;
+
+    if (!json_is_string(value)) {
+        return NGX_OK;
+    }
+
+    nlen = ngx_strlen(name);
+
+    p = ngx_pnalloc(pool, nlen + 1 + json_string_length(value));
+    if (p == NULL) {
+        return NGX_ERROR;
+    }
+
+    ngx_memcpy(p, name, nlen);
+    p[nlen] = '=';
+    ngx_memcpy(p + nlen + 1, json_string_value(value),
+               json_string_length(value));
+
+    return ngx_http_veto_sandbox_looks_secret(pool, p,
+                                  nlen + 1 + json_string_length(value), NULL);
+}
+
+
+ngx_int_t
+ngx_http_veto_sandbox_summary_credential(ngx_pool_t *pool,
+    ngx_http_veto_sandbox_summary_in_t *in, u_char *where, size_t size)
+{
+    u_char      *last;
+    size_t       i;
+    json_t      *v, *e;
+    ngx_int_t    rc;
+    const char  *name;
+
+    ngx_http_veto_sandbox_redact_state_t  st;
+
+    last = where + size - 1;
+
+    v = json_is_object(in->req) ? json_object_get(in->req, "argv") : NULL;
+
+    if (json_is_array(v)) {
+        ngx_memzero(&st, sizeof(st));
+
+        json_array_foreach(v, i, e) {
+            if (!json_is_string(e)) {
+                continue;
+            }
+
+            rc = ngx_http_veto_sandbox_looks_secret(pool,
+                                           (u_char *) json_string_value(e),
+                                           json_string_length(e), &st);
+            if (rc != NGX_OK) {
+                *ngx_slprintf(where, last, "argv[%uz]", i) = '\0';
+                return rc;
+            }
+        }
+    }
+
+    v = json_is_object(in->req) ? json_object_get(in->req, "cwd") : NULL;
+
+    if (json_is_string(v)) {
+        rc = ngx_http_veto_sandbox_looks_secret(pool,
+                                           (u_char *) json_string_value(v),
+                                           json_string_length(v), NULL);
+        if (rc != NGX_OK) {
+            *ngx_slprintf(where, last, "cwd") = '\0';
+            return rc;
+        }
+    }
+
+    if (in->path && in->path->len) {
+        rc = ngx_http_veto_sandbox_looks_secret(pool, in->path->data,
+                                                in->path->len, NULL);
+        if (rc != NGX_OK) {
+            *ngx_slprintf(where, last, "path") = '\0';
+            return rc;
+        }
+    }
+
+    /* "NAME=value": a name that says secret (GH_TOKEN=...) counts */
+    if (json_is_object(in->env)) {
+        json_object_foreach(in->env, name, e) {
+            rc = ngx_http_veto_sandbox_env_secret(pool, name, e);
+            if (rc != NGX_OK) {
+                *ngx_slprintf(where, last, "env.%s", name) = '\0';
+                return rc;
+            }
+        }
+    }
+
+    if (in->in && in->in->len) {
+        rc = ngx_http_veto_sandbox_looks_secret(pool, in->in->data,
+                                                in->in->len, NULL);
+        if (rc != NGX_OK) {
+            *ngx_slprintf(where, last, "stdin") = '\0';
+            return rc;
+        }
+    }
+
+    return NGX_OK;
+}
+
+
+ngx_int_t
+ngx_http_veto_sandbox_summary_link(ngx_pool_t *pool, ngx_str_t *review,
+    ngx_str_t *record)
+{
+    u_char        md[EVP_MAX_MD_SIZE], hex[2 * EVP_MAX_MD_SIZE];
+    char         *text;
+    json_t       *rec;
+    ngx_int_t     rc;
+    unsigned int  mdlen;
+
+    if (EVP_Digest(review->data, review->len, md, &mdlen, EVP_sha256(), NULL)
+        != 1)
+    {
+        return NGX_ERROR;
+    }
+
+    ngx_hex_dump(hex, md, mdlen);
+
+    rec = json_loadb((char *) record->data, record->len, 0, NULL);
+
+    if (!json_is_object(rec)
+        || json_object_set_new(rec, "reviewed_sha256",
+                               json_stringn((char *) hex, 2 * mdlen)) != 0
+        || json_object_set_new(rec, "reviewed_bytes",
+                               json_integer(review->len)) != 0)
+    {
+        json_decref(rec);
+        return NGX_ERROR;
+    }
+
+    text = json_dumps(rec, JSON_COMPACT | JSON_SORT_KEYS);
+    json_decref(rec);
+
+    if (text == NULL) {
+        return NGX_ERROR;
+    }
+
+    rc = NGX_ERROR;
+
+    record->len = ngx_strlen(text);
+    record->data = ngx_pnalloc(pool, record->len + 1);
+
+    if (record->data) {
+        ngx_memcpy(record->data, text, record->len + 1);
+        rc = NGX_OK;
+    }
+
+    free(text);
+
+    return rc;
 }

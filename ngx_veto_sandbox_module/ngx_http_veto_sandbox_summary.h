@@ -1,11 +1,18 @@
 /*
- * Veto Sandbox: the summary of a request, what a human decides on (the
- * approval record, the 202) and what an audit record keeps of it, and
- * the view of a sandbox's environment it shows.  Every string in it is
- * redacted (ngx_http_veto_sandbox_redact.h) and cut to a byte bound, so
- * a summary is at most NGX_HTTP_VSB_SUMMARY_MAX bytes of JSON whatever
- * the request holds; what was cut is said (*_truncated), and the argv's
- * size and digest stay exact, so a reviewer still approves one request.
+ * Veto Sandbox: the summary of a request, in two kinds.
+ *
+ *  - The review summary (review = 1): what a human decides on (the
+ *    approval record, the 202, the webhooks).  It is the request as it
+ *    will run, exact: argv, cwd, the whole env with every value, stdin
+ *    whole (text, or base64), the hosts granted; never redacted, never
+ *    cut.  One that does not fit in NGX_HTTP_VSB_SUMMARY_MAX bytes of
+ *    JSON is not made (NGX_DECLINED): the gateway refuses the request.
+ *  - The record summary (review = 0): what an audit record keeps.  Every
+ *    string in it is redacted (ngx_http_veto_sandbox_redact.h) and cut to
+ *    a byte bound, so it is at most NGX_HTTP_VSB_SUMMARY_RECORD_MAX bytes
+ *    of JSON whatever the request holds; what was cut is said
+ *    (*_truncated), and the argv's size and digest stay exact.
+ *
  * Pure functions of their input: pools and JSON, no request, no Redis.
  * docs/approvals.md, "Approval summary", has the fields.
  */
@@ -20,7 +27,11 @@
 #include <jansson.h>
 
 
-/* Bounds, in bytes of JSON text (a string's escapes count). */
+/* Bounds, in bytes of JSON text (a string's escapes count).  A review
+ * summary has one: the whole of it. */
+#define NGX_HTTP_VSB_SUMMARY_MAX         32768   /* a review summary */
+
+/* A record summary's */
 #define NGX_HTTP_VSB_SUMMARY_STR_MAX     1024    /* one argv element, cwd,
                                                     path, an env value */
 #define NGX_HTTP_VSB_SUMMARY_ARGV_MAX    4096    /* the argv kept */
@@ -29,7 +40,7 @@
 #define NGX_HTTP_VSB_SUMMARY_HOSTS_MAX   4096    /* the hosts granted, at
                                                     most: less when the
                                                     rest leaves less */
-#define NGX_HTTP_VSB_SUMMARY_MAX         16384   /* the whole summary */
+#define NGX_HTTP_VSB_SUMMARY_RECORD_MAX  16384   /* the whole summary */
 
 
 /* What a summary is made of; what does not apply is NULL (size -1). */
@@ -43,6 +54,9 @@ typedef struct {
     ngx_str_t   *sandbox;       /* the sandbox the request names */
     json_t      *env;           /* an env view (below), instead of req's */
     ngx_uint_t   env_dropped;   /* names the view could not hold */
+    json_t      *env_flagged;   /* review: the env names that are not
+                                   inert (an array), or NULL */
+    ngx_uint_t   review;        /* a review summary, else a record one */
     json_t      *hosts;         /* entries a create or a PATCH grants */
     json_t      *hosts_ask;     /* those of them a human must grant */
     const char  *irreversible;  /* why it cannot be undone, or NULL */
@@ -50,7 +64,11 @@ typedef struct {
 
 
 /*
- * The summary as JSON text (at most NGX_HTTP_VSB_SUMMARY_MAX bytes):
+ * The summary as JSON text.  A review summary: NGX_DECLINED, out->len
+ * its size, when it is over NGX_HTTP_VSB_SUMMARY_MAX bytes; its fields
+ * are those below, exact, with stdin_sha256, stdin whole (or
+ * stdin_base64 when it is not UTF-8), env_flagged, and no *_truncated.
+ * A record summary (at most NGX_HTTP_VSB_SUMMARY_RECORD_MAX bytes):
  * action; sandbox; from req: profile, limits, ttl_s, network, argv, cwd,
  * timeout_s, output_bytes, background, an archive's format; argv as argv_bytes, argv_sha256 (SHA-256 of every element
  * followed by a NUL byte) and, when cut, argv_truncated and argv_count;
@@ -77,9 +95,9 @@ json_t *ngx_http_veto_sandbox_summary_hosts(json_t *list, size_t max,
     ngx_uint_t *cut);
 
 /*
- * The environment a reviewer sees: base (an earlier view: the sandbox's,
- * kept in its ownership record; may be NULL) with env (a request's
- * name -> value object; may be NULL) over it.  Every name is in it; a
+ * The environment an audit record keeps: base (the sandbox's env; may be
+ * NULL) with env (a request's name -> value object; may be NULL) over
+ * it.  Every name is in it; a
  * name dangerous(name) says can change what runs (PATH, LD_*, ...) keeps
  * its value, redacted and cut to NGX_HTTP_VSB_SUMMARY_STR_MAX, the others
  * are null (the value never leaves the request).  Dangerous names come
@@ -93,6 +111,38 @@ typedef ngx_uint_t (*ngx_http_veto_sandbox_env_dangerous_pt)(void *data,
 json_t *ngx_http_veto_sandbox_env_view(ngx_pool_t *pool, json_t *base,
     json_t *env, ngx_http_veto_sandbox_env_dangerous_pt dangerous,
     void *data, ngx_uint_t *dropped);
+
+/*
+ * The environment a reviewer sees: base (the sandbox's env, whole) with
+ * env (a request's) over it, every name with its value; *flagged: a new
+ * array of the names dangerous(name) says are not inert, sorted.  NULL
+ * on failure.
+ */
+json_t *ngx_http_veto_sandbox_env_review(json_t *base, json_t *env,
+    ngx_http_veto_sandbox_env_dangerous_pt dangerous, void *data,
+    json_t **flagged);
+
+/*
+ * Does a review summary's input carry a value that looks like a
+ * credential (the redaction detectors, ngx_http_veto_sandbox_redact.h,
+ * would change it)?  NGX_DECLINED, with where it is in where ("argv[2]",
+ * "env.GH_TOKEN", "stdin", "cwd", "path"; NUL ended), NGX_OK when none,
+ * NGX_ERROR on failure.  in->env is the review env (values whole).
+ */
+ngx_int_t ngx_http_veto_sandbox_summary_credential(ngx_pool_t *pool,
+    ngx_http_veto_sandbox_summary_in_t *in, u_char *where, size_t size);
+
+/* the same for one env variable (value a string, else NGX_OK) */
+ngx_int_t ngx_http_veto_sandbox_env_secret(ngx_pool_t *pool,
+    const char *name, json_t *value);
+
+/*
+ * record (a record summary's text) with what ties it to the review
+ * summary a human saw: reviewed_sha256 (of review's text, as the approval
+ * record keeps it) and reviewed_bytes.  A new text in pool.
+ */
+ngx_int_t ngx_http_veto_sandbox_summary_link(ngx_pool_t *pool,
+    ngx_str_t *review, ngx_str_t *record);
 
 /* SHA-256 (hex, NUL ended) of env as compact JSON with sorted keys;
  * env NULL hashes as {} */

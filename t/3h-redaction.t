@@ -1,15 +1,17 @@
 #!/usr/bin/perl
-# Secrets an agent puts in an exec (argv, stdin) reach neither the audit
-# trail nor the summary a reviewer approves: the token after
-# "Authorization: token", the element after --password, curl -u's
-# password, URL userinfo, bare GitHub/AWS/GitLab/Slack/OpenAI tokens, a
-# PEM private key, "password = x" in a script; nor do secrets in an env,
-# the sandbox's (create) or the exec's: a dangerous name's value is shown
-# redacted (HTTPS_PROXY's userinfo, GIT_CONFIG_PARAMETERS' token), any
-# other name's value never leaves the request.  An approved exec runs
-# with the secrets it was given.  Read back through the audit and
-# approvals APIs and straight from Redis; what the command was stays
-# readable.  The approval page's view: t/50-approval-page.t.  The redaction rules themselves are table-tested in
+# Secrets an agent puts in an exec (argv, stdin) never reach the audit
+# trail: the token after "Authorization: token", the element after
+# --password, curl -u's password, URL userinfo, bare GitHub/AWS/GitLab/
+# Slack/OpenAI tokens, a PEM private key, "password = x" in a script; nor
+# do secrets in an env, the sandbox's (create) or the exec's: a value is
+# recorded redacted (HTTPS_PROXY's userinfo, GIT_CONFIG_PARAMETERS'
+# token, a secret-named variable's value).  A reviewer sees a request
+# exactly, so one a human must approve that carries such a value is
+# refused (422 credential_inline; t/3A-reviewer-sees-all.t), and the
+# sandbox's ownership record does not keep one.  An exec runs with the
+# secrets it was given.  Read back through the audit and approvals APIs
+# and straight from Redis; what the command was stays readable.  The
+# redaction rules themselves are table-tested in
 # t/unit/test_module_redact.c.
 
 use strict;
@@ -90,24 +92,18 @@ is($j->{exit_code}, 0, 'exit 0');
     { argv => ['true', 'shapes', @SHAPES, 'KEYBOARD=us', '--passes', '3'] });
 is($st, 200, 'an exec with the other shapes of secrets runs') or diag $b;
 
-# ---- an exec that needs an approval, with a token in its URL and stdin
+# ---- an exec that needs an approval, with a token in its URL and stdin:
+# a reviewer sees a request exactly, so it is refused (t/3A-reviewer-sees-all.t)
 ($st, $h, $b, $j) = $n->request(POST => "/v1/sandboxes/$sb/exec", $agent,
     { argv => ['git', 'push', "https://x-access-token:$GHS\@github.com/o/r",
                'main'],
       stdin => "export PASSWORD = stdinpw42\n" });
-is($st, 202, 'git push needs an approval') or diag $b;
-my $apr = $j->{approval_id};
+is($st, 422, 'git push with a token inline: 422') or diag $b;
+is($j->{type}, 'urn:veto-sandbox:problem:credential_inline',
+   '... credential_inline');
+is($j->{field}, 'argv[2]', '... naming where');
 my $body202 = $b;
-
-($st, $h, $b, $j) = $n->request(GET => "/v1/approvals/$apr", $rev);
-is($st, 200, 'the reviewer reads it') or diag $b;
-my $review = $b;
-is_deeply($j->{summary}{argv},
-          ['git', 'push', 'https://x-access-token:[redacted]@github.com/o/r',
-           'main'],
-          'the reviewer sees the command, without the token');
-is($j->{summary}{stdin}, "export PASSWORD = [redacted]\n",
-   'and its stdin, without the password');
+my $review = '';
 
 # ---- secrets in an env: the sandbox's and the exec's
 ($st, $h, $b, $j) = $n->request(POST => '/v1/sandboxes', $agent,
@@ -124,40 +120,23 @@ my $exec_env = {
                  "'http.extraheader=Authorization: token $GHP_ENV'",
              PLAIN_SECRET => 'plainw1thheld' },
 };
+# a human would have to see them: refused
 ($st, $h, $b, $j) = $n->request(POST => "/v1/sandboxes/$sbe/exec", $agent,
                                 $exec_env);
-is($st, 202, 'git push with secrets in its env needs an approval') or diag $b;
-my $apr_env = $j->{approval_id};
+is($st, 422, 'git push with secrets in its env (the sandbox\'s): 422')
+    or diag $b;
+is($j->{type}, 'urn:veto-sandbox:problem:credential_inline',
+   '... credential_inline');
 $body202 .= $b;
-
-($st, $h, $b, $j) = $n->request(GET => "/v1/approvals/$apr_env", $rev);
-is($st, 200, 'the reviewer reads it') or diag $b;
-$review .= $b;
-my $env = $j->{summary}{env} // {};
-is($env->{HTTPS_PROXY}, 'http://proxyuser:[redacted]@proxy.test:3128',
-   "the exec's proxy shown, its password hidden");
-is($env->{HTTP_PROXY}, 'http://proxyuser:[redacted]@proxy.test:3128',
-   "the sandbox's proxy shown, its password hidden");
-like($env->{GIT_CONFIG_PARAMETERS} // '',
-     qr/^'http\.extraheader=Authorization: token \[redacted\]'$/,
-     'the git header shown, its token hidden');
-ok(exists $env->{PLAIN_SECRET} && !defined $env->{PLAIN_SECRET},
-   'a name that runs nothing: its value withheld');
-ok(exists $env->{NPM_TOKEN} && !defined $env->{NPM_TOKEN},
-   "... the sandbox's too");
 
 ($st, $h, $b, $j) = $n->request(GET => '/v1/approvals?state=pending', $rev);
 is($st, 200, 'the pending list') or diag $b;
 $review .= $b;
 
-($st, $h, $b, $j) = $n->request(POST => "/v1/approvals/$apr_env/approve",
-                                $rev, '');
-is($st, 200, 'approved') or diag $b;
-
-# the approved request itself, secrets and all, with its approval
+# one no human approves runs with them, and its record hides them
 ($st, $h, $b, $j) = $n->request(POST => "/v1/sandboxes/$sbe/exec", $agent,
-                                $exec_env, { 'Veto-Approval' => $apr_env });
-is($st, 200, 'the approved exec runs') or diag $b;
+                                { %$exec_env, argv => ['true', 'env-run'] });
+is($st, 200, 'an exec with secrets in its env runs') or diag $b;
 $body202 .= $b;
 ($st, $h, $b, $j) = $n->request(POST => "/v1/sandboxes/$sbe/exec", $agent,
     { argv => ['sh', '-c', 'printf %s "$HTTP_PROXY $NPM_TOKEN"'] });
@@ -201,14 +180,18 @@ is_deeply(ref $shapes eq 'HASH' ? $shapes->{detail}{request}{argv} : undef,
     or diag explain $shapes;
 
 my ($run_env) = grep { $_->{outcome} eq 'exec_finished'
-                       && ($_->{approval} // '') eq $apr_env } @{ $j->{records} };
-ok($run_env, 'the approved exec has its record');
+                       && ref $_->{detail} eq 'HASH'
+                       && ($_->{detail}{request}{argv}[1] // '') eq 'env-run' }
+                @{ $j->{records} };
+ok($run_env, 'the exec with secrets in its env has its record');
 my $renv = ref $run_env->{detail} eq 'HASH'
            ? $run_env->{detail}{request}{env} // {} : {};
 is($renv->{HTTPS_PROXY}, 'http://proxyuser:[redacted]@proxy.test:3128',
    'its env on record: the proxy without its password');
-ok(exists $renv->{PLAIN_SECRET} && !defined $renv->{PLAIN_SECRET},
-   '... a plain value withheld');
+like($renv->{GIT_CONFIG_PARAMETERS} // '',
+     qr/^'http\.extraheader=Authorization: token \[redacted\]'$/,
+   '... the git header without its token');
+ok(exists $renv->{PLAIN_SECRET}, '... every name');
 
 # ---- nowhere, in any form
 my $r = $n->redis;

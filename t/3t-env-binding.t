@@ -2,8 +2,8 @@
 # Issue 7, item 2: a sandbox's create-time env can change what an
 # approved command does (PATH=/workspace/bin:... and a planted "git").
 # The env that will apply (the sandbox's, the exec's over it) is what the
-# reviewer sees, with the values of the names that change what runs, and
-# what the approval binds (its digest in the request hash); the policy
+# reviewer sees, every name with its value, the names that are not inert
+# flagged, and what the approval binds (its digest in the request hash); the policy
 # can refuse such names or make a human approve them, at create and at
 # exec; the creation record lists the env's names.  An exec whose
 # sandbox's env the gateway does not know is refused, never guessed.
@@ -96,8 +96,7 @@ for (1 .. 40) {
 is($j->{redis}, 'up', 'redis up');
 
 # ---- the hijack story, which must now be in plain sight
-my %env = (PATH => '/workspace/bin:/usr/bin:/bin', CI => '1',
-           GIT_TOKEN => $SECRET);
+my %env = (PATH => '/workspace/bin:/usr/bin:/bin', CI => '1');
 ($st, $h, $b, $j) = $n->request(POST => '/v1/sandboxes', $agent,
                                 { ttl_s => 600, env => \%env });
 is($st, 201, 'create with PATH set (the policy allows it)') or diag $b;
@@ -116,12 +115,9 @@ my $s = $j->{summary} // {};
 is($s->{sandbox}, $sb, 'the summary names the sandbox');
 is($s->{env}{PATH}, '/workspace/bin:/usr/bin:/bin',
    'the reviewer sees the sandbox\'s PATH and its value');
-is($s->{env}{GIT_TOKEN}, '[redacted]', 'a secret-looking value stays hidden');
-ok(exists $s->{env}{CI} && !defined $s->{env}{CI},
-   'a name that changes nothing: its value withheld');
-is_deeply($s->{env_names}, ['GIT_TOKEN', 'PATH', 'CI'],
-          'every name, the ones that change what runs first');
-unlike($b, qr/\Q$SECRET\E/, 'no secret in the 202');
+is($s->{env}{CI}, '1', 'an inert name: its value shown too');
+is_deeply($s->{env_names}, ['CI', 'PATH'], 'every name');
+is_deeply($s->{env_flagged}, ['PATH'], 'PATH flagged: it is not inert');
 my $id = $j->{approval_id};
 
 # the approval binds the sandbox's env: its digest is in the request hash
@@ -171,7 +167,7 @@ is($j->{request_hash},
 sleep 0.2;
 ($st, $h, $b, $j) = $n->request(GET => "/v1/audit?sandbox=$sb", $rev);
 my ($created) = grep { $_->{outcome} eq 'sandbox_created' } @{ $j->{records} };
-is_deeply([sort @{ $created->{detail}{env_names} // [] }], [qw(CI GIT_TOKEN PATH)],
+is_deeply([sort @{ $created->{detail}{env_names} // [] }], [qw(CI PATH)],
           'sandbox_created lists the env names');
 is($created->{detail}{env}{PATH}, '/workspace/bin:/usr/bin:/bin',
    '... and the value of PATH');
@@ -203,7 +199,10 @@ for my $name (qw(PATH LD_PRELOAD GIT_SSH_COMMAND https_proxy HTTP_PROXY BASH_ENV
 }
 ($st, $h, $b, $j) = $n->request(POST => '/v1/sandboxes', $tok{globex},
                                 { env => { CI => '1', MY_SETTING => 'x' } });
-is($st, 201, 'refuse: harmless names are fine') or diag $b;
+is($st, 403, 'refuse: a name not known to be inert is refused');
+($st, $h, $b, $j) = $n->request(POST => '/v1/sandboxes', $tok{globex},
+                                { env => { CI => '1', LANG => 'C.UTF-8' } });
+is($st, 201, 'refuse: inert names are fine') or diag $b;
 my $gsb = $j->{id};
 ($st, $h, $b, $j) = $n->request(POST => "/v1/sandboxes/$gsb/exec", $tok{globex},
                                 { argv => ['true'], env => { LD_PRELOAD => 'x' } });
@@ -239,13 +238,13 @@ my $isb = $j->{id};
 is($st, 202, 'approve: an exec with NODE_OPTIONS needs a human');
 is($j->{summary}{env}{NODE_OPTIONS}, '--require /workspace/x.js', '... shown');
 
-# ---- the policy's own list replaces the default one
+# ---- the policy's "dangerous" names are never inert
 ($st, $h, $b, $j) = $n->request(POST => '/v1/sandboxes', $tok{umbrella},
                                 { env => { FOO_BAR => '1' } });
 is($st, 403, 'a policy list: FOO_BAR refused');
 ($st, $h, $b, $j) = $n->request(POST => '/v1/sandboxes', $tok{umbrella},
                                 { env => { PATH => '/x' } });
-is($st, 201, '... and PATH, not on it, allowed');
+is($st, 403, '... and PATH, not inert, refused as well');
 ($st) = $n->request(POST => '/v1/sandboxes', $tok{free}, { env => { FOO_BAR => '1' } });
 is($st, 201, 'an agent\'s "env" replaces its tenant\'s');
 
@@ -255,6 +254,17 @@ my $grev = $n->token(sub => 'human-9', tenant => 'globex', scope => 'audit:read'
 ($st, $h, $b, $j) = $n->request(GET => '/v1/audit?limit=1000', $grev);
 ok((grep { ($_->{reason} // '') eq 'env_not_allowed' } @{ $j->{records} }),
    'env_not_allowed refusals are on record');
+
+# ---- a secret in a sandbox's env: never kept, so an exec a human
+# approves there cannot be shown, and is refused
+($st, $h, $b, $j) = $n->request(POST => '/v1/sandboxes', $agent,
+                                { ttl_s => 600, env => { GIT_TOKEN => $SECRET } });
+is($st, 201, 'create with a token in env') or diag $b;
+my $tsb = $j->{id};
+($st, $h, $b, $j) = $n->request(POST => "/v1/sandboxes/$tsb/exec", $agent, $push);
+is($st, 422, 'git push there: 422, it cannot be shown whole') or diag $b;
+is($j->{type}, 'urn:veto-sandbox:problem:credential_inline', '... credential_inline');
+unlike($b, qr/\Q$SECRET\E/, 'no secret in the answer');
 
 # ---- no secret value anywhere in Redis
 my $r = $n->redis;
@@ -270,6 +280,6 @@ for my $k ($r->keys('*')) {
 }
 is($leak, 0, 'the secret env value is nowhere in Redis');
 
-$n->request(DELETE => "/v1/sandboxes/$_", $agent) for $sb;
+$n->request(DELETE => "/v1/sandboxes/$_", $agent) for $sb, $tsb;
 
 done_testing();

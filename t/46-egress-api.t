@@ -415,9 +415,10 @@ is_deeply($j->{summary}{network}{hosts}, ['askme.test'], '... listing the hosts 
 is($j->{summary}{sandbox}, $sb3, '... naming the sandbox');
 ok($j->{summary}{irreversible}, '... marked irreversible');
 like($j->{summary}{irreversible_reason} // '', qr/^network egress: /, '... network egress');
-is_deeply($j->{summary}{env}, { GIT_DIR => '/workspace/.g', LANG => undef },
-          '... the sandbox\'s env (a dangerous name\'s value, null for the others)')
+is_deeply($j->{summary}{env}, { GIT_DIR => '/workspace/.g', LANG => 'C.UTF-8' },
+          '... the sandbox\'s env, every value')
     or diag explain $j->{summary};
+is_deeply($j->{summary}{env_flagged}, ['GIT_DIR'], '... GIT_DIR flagged, LANG inert');
 is_deeply([sort @{ $j->{summary}{env_names} // [] }], ['GIT_DIR', 'LANG'], '... its names');
 ($x, $o) = sh($sb3, 'curl -sS http://askme.test/pending');
 like($o, qr/askme.test:80 is not allowed/, 'nothing applied while pending');
@@ -489,7 +490,7 @@ my @upd = grep { ($_->{outcome} // '') eq 'network_updated' } @{ $j->{records} /
 is(scalar @upd, 2, 'two network_updated records') or diag $b;
 ok((grep { ($_->{approval} // '') eq $apr } @upd), '... one with its approval');
 
-# ---- many hosts: the summary keeps its byte bound, the cut counted ---------
+# ---- many hosts: a reviewer sees every one, within the summary's bound
 {
     my @many = map { sprintf('h%03d-%s.askable.test', $_, 'q' x 16) } 0 .. 199;
     ($st, $h, $b, $j) = create($initech, { network => { allow => \@many } });
@@ -499,18 +500,11 @@ ok((grep { ($_->{approval} // '') eq $apr } @upd), '... one with its approval');
     is($st, 200, 'the reviewer reads it') or diag $b;
     my $net = $j->{summary}{network} // {};
     my $text = JSON::PP->new->canonical->encode($j->{summary});
-    ok(length($text) <= 16384, 'the summary stays within 16 KiB (' . length($text) . ')');
-    ok(length(JSON::PP->new->encode($net)) <= 4096, '... its hosts within 4 KiB');
-    ok($net->{needs_approval_truncated}, 'needs_approval is cut') or diag explain $net;
-    is($net->{needs_approval_count}, 200, '... and says how many there are');
-    ok($net->{hosts_truncated}, 'hosts is cut');
-    is($net->{hosts_count}, 200, '... with their count');
-    my $hk = $net->{hosts} // [];
-    ok(@$hk >= 20, 'hosts keeps its share (' . scalar(@$hk) . '): whoever lists them shows some');
-    is_deeply($hk, [ @many[0 .. $#$hk] ], '... in order');
-    my $kept = $net->{needs_approval} // [];
-    ok(@$kept > 50, 'whole entries, as many as fit (' . scalar(@$kept) . ')');
-    is_deeply($kept, [ @many[0 .. $#$kept] ], '... in order, as requested');
+    ok(length($text) <= 32768, 'the summary stays within 32 KiB (' . length($text) . ')');
+    ok(!$net->{needs_approval_truncated} && !$net->{hosts_truncated}, 'nothing cut')
+        or diag explain $net;
+    is_deeply($net->{needs_approval}, \@many, 'every host a human grants, in order');
+    is_deeply($net->{hosts}, \@many, '... and every host granted');
     ok($j->{summary}{irreversible}, '... and marked irreversible');
 }
 

@@ -18,8 +18,9 @@ import { POLL_MS } from './list.js';
 // under "Other fields".
 const KNOWN_SUMMARY = new Set([
     'action', 'sandbox', 'argv', 'argv_truncated', 'argv_sha256',
-    'argv_bytes', 'cwd', 'timeout_s', 'env', 'env_names', 'stdin',
-    'stdin_bytes', 'stdin_truncated', 'network', 'path', 'size', 'sha256',
+    'argv_bytes', 'cwd', 'timeout_s', 'env', 'env_names', 'env_flagged',
+    'stdin', 'stdin_bytes', 'stdin_truncated', 'stdin_sha256',
+    'stdin_base64', 'network', 'path', 'size', 'sha256',
     'profile', 'limits', 'ttl_s', 'irreversible', 'irreversible_reason',
 ]);
 const KNOWN_RECORD = new Set([
@@ -181,8 +182,8 @@ export function detailView(main, app, id)
                          : 'the gateway marks this request as one that '
                            + 'cannot be undone.'];
             } else if (r.kind === 'env') {
-                t = 'Sensitive environment: it sets variables that change '
-                    + 'which program runs or what it loads (listed below).';
+                t = 'Environment: it sets variables not known to be inert; '
+                    + 'they change how programs behave (flagged below).';
             } else if (r.kind === 'truncated') {
                 t = 'Cut for display: part of the request is not shown '
                     + 'here (details below). The approval binds the whole '
@@ -272,19 +273,30 @@ export function detailView(main, app, id)
             parts.push(row('Timeout', typeof s.timeout_s === 'number'
                 ? duration(s.timeout_s * 1000) : generic(s.timeout_s)));
         }
-        if (s.stdin_bytes !== undefined || s.stdin !== undefined) {
+        if (s.stdin_bytes !== undefined || s.stdin !== undefined
+            || s.stdin_base64 !== undefined) {
+            const all = s.stdin !== undefined ? s.stdin : s.stdin_base64;
             parts.push(row('Standard input',
                 typeof s.stdin_bytes === 'number' ? bytes(s.stdin_bytes) : '',
                 s.stdin !== undefined
                     ? h('pre', { class: 'stdin', id: 'stdin' },
                         longText(s.stdin, open.has('stdin'), 'val'))
+                    : s.stdin_base64 !== undefined
+                    ? [h('p', { class: 'hint' }, 'not text: its bytes, '
+                                                 + 'base64-encoded'),
+                       h('pre', { class: 'stdin', id: 'stdin' },
+                         longText(s.stdin_base64, open.has('stdin'),
+                                  'val mono'))]
                     : h('p', { class: 'hint' }, 'not text: not shown'),
                 s.stdin_truncated === true
                     ? h('p', { class: 'warn' }, 'Only the start is shown; '
                         + 'the rest is bound by the request hash.')
                     : null,
-                s.stdin !== undefined && String(s.stdin).length > 200
+                all !== undefined && String(all).length > 200
                     ? toggle('stdin', 'Show all of it') : null));
+            if (typeof s.stdin_sha256 === 'string') {
+                parts.push(row('Stdin SHA-256', code(s.stdin_sha256)));
+            }
         }
         return parts.length ? section('what', 'What would run',
                                       h('dl', null, parts)) : null;
@@ -298,6 +310,10 @@ export function detailView(main, app, id)
         }
         const values = s.env && typeof s.env === 'object'
                        && !Array.isArray(s.env) ? s.env : null;
+        // the gateway's word on which names are not inert; an older
+        // gateway's summary has none: the page's own list then
+        const flagged = Array.isArray(s.env_flagged)
+                        ? new Set(s.env_flagged.map(String)) : null;
         const rows = names.map((n) => {
             let val;
             if (values && Object.prototype.hasOwnProperty.call(values, n)) {
@@ -307,14 +323,15 @@ export function detailView(main, app, id)
             } else {
                 val = missing('value not shown (the gateway sends names only)');
             }
-            const bad = dangerousEnv(n);
+            const bad = flagged ? flagged.has(n) : dangerousEnv(n);
             return h('tr', { class: bad ? 'dangerous' : null },
                      h('th', { scope: 'row' },
                        h('code', { class: 'mono' },
                          hasHidden(n) ? shellQuote(n) : n)),
                      h('td', null, val),
                      h('td', null, bad ? h('span', { class: 'chip chip-env' },
-                                           'changes what runs') : ''));
+                                           'changes how programs behave')
+                                     : ''));
         });
         const anyLong = values && Object.values(values).some(
             (v) => typeof v === 'string' && v.length > 200);

@@ -23,6 +23,19 @@ export function hasHidden(s)
     return HIDDEN.test(s);
 }
 
+// One character spelled out when it would not show (\x1b, \u202e), or
+// null when it shows as itself; newline and tab show as themselves in a
+// block of text.
+export function spellHidden(ch)
+{
+    if (ch === '\n' || ch === '\t' || !HIDDEN.test(ch)) {
+        return null;
+    }
+    const cp = ch.codePointAt(0);
+    return cp < 0x80 ? '\\x' + hex(cp, 2)
+         : cp <= 0xffff ? '\\u' + hex(cp, 4) : '\\U' + hex(cp, 8);
+}
+
 // One argument as a POSIX shell would need it; bash's $'...' when it holds
 // a character that would not show (so the reviewer sees \u202e, not a
 // reversed word).
@@ -175,7 +188,9 @@ export function actionLabel(a)
 }
 
 // Names whose value changes what a command does (which binary runs,
-// what gets preloaded or sourced, where traffic goes).
+// what gets preloaded or sourced, where traffic goes): only for a summary
+// without env_flagged (an older gateway's); the gateway flags every name
+// that is not inert.
 const DANGEROUS_ENV = [
     /^PATH$/, /^LD_/, /^BASH_ENV$/, /^ENV$/, /^BASH_FUNC_/, /^SHELLOPTS$/,
     /^IFS$/, /^PS4$/, /^PROMPT_COMMAND$/, /^PYTHON/, /^NODE_OPTIONS$/,

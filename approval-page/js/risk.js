@@ -81,7 +81,8 @@ export function riskKinds(summary, action)
         out.push({ kind: 'irreversible', label: 'irreversible',
                    confirm: true });
     }
-    if (envNames(s).some(dangerousEnv)) {
+    if (Array.isArray(s.env_flagged) ? s.env_flagged.length > 0
+                                     : envNames(s).some(dangerousEnv)) {
         out.push({ kind: 'env', label: 'sensitive env', confirm: false });
     }
     if (s.argv_truncated === true || s.stdin_truncated === true

@@ -3,7 +3,8 @@
 // in as text.
 
 import { h } from './dom.js';
-import { shellQuote, charLength, utf8Length, head, num, text } from './format.js';
+import { shellQuote, charLength, utf8Length, head, num, text,
+         spellHidden } from './format.js';
 
 export const FOLD_AT = 200;      // characters shown before a value folds
 const FOLD_KEEP = 160;
@@ -31,15 +32,42 @@ export function foldMark(full)
              + (b !== chars ? ', ' + num(b) + ' bytes' : '') + ' in all]');
 }
 
-// A possibly long text value, folded unless `open`.
+// s as nodes, each character that would not show (a control, a bidi
+// override, ...) spelled out in a marked span: never hidden, never
+// passed off as the text around it.
+export function visible(s)
+{
+    const out = [];
+    let run = '';
+    for (const ch of s) {
+        const spelled = spellHidden(ch);
+        if (spelled === null) {
+            run += ch;
+            continue;
+        }
+        if (run) {
+            out.push(run);
+            run = '';
+        }
+        out.push(h('span', { class: 'hidden-char', title: 'a character that '
+                             + 'does not show' }, spelled));
+    }
+    if (run) {
+        out.push(run);
+    }
+    return out;
+}
+
+// A possibly long text value, folded unless `open` (the fold is marked,
+// and the caller offers to unfold).
 export function longText(v, open, cls)
 {
     const s = text(v);
     if (open || charLength(s) <= FOLD_AT) {
-        return h('span', { class: cls || 'val' }, s);
+        return h('span', { class: cls || 'val' }, visible(s));
     }
     return h('span', { class: (cls || 'val') + ' folded' },
-             head(s, FOLD_KEEP), foldMark(s));
+             visible(head(s, FOLD_KEEP)), foldMark(s));
 }
 
 // The argv as one shell line: each element quoted, long ones folded.

@@ -457,7 +457,11 @@ await step('the fields the summary will carry (seeded)', async () => {
     has(env, '/workspace/bin:/usr/bin:/bin', 'env: the value of PATH');
     has(env, 'value withheld by the gateway', 'env: a withheld value');
     is(await page.locator('#env-table tr.dangerous').count(), 2,
-       'env: PATH and LD_PRELOAD flagged');
+       'env: PATH and LD_PRELOAD flagged (the summary\'s env_flagged)');
+    has(env, 'changes how programs behave', 'env: the flag says what it means');
+    has(env, 'xterm\\x1b]0;ok\\x07', 'env: invisible characters in a value spelled out');
+    is(await page.locator('#env-table .hidden-char').count(), 2,
+       '... each marked as such');
     is(JSON.stringify(await page.$$eval('#hosts li', (els) => els.map((e) => e.textContent))),
        JSON.stringify(['pypi.org', 'files.pythonhosted.org', 'upload.pypi.org']),
        'network hosts');
@@ -479,14 +483,14 @@ await step('the fields the summary will carry (seeded)', async () => {
     is(await stateOf(fx.rich), 'pending', 'Cancel: nothing approved');
 });
 
-await step('hosts the gateway cut for display (a real request)', async () => {
+await step('every host a request grants (a real request)', async () => {
     await openApproval(page, fx.cut_hosts);
     const hosts = await page.$$eval('#hosts li', (els) => els.map((e) => e.textContent));
-    ok(hosts.length > 50 && hosts.length < 200, 'the hosts kept are listed', hosts.length);
+    is(hosts.length, 200, 'all 200 hosts are listed');
     is(hosts[0], fx.cut_hosts_first, '... in order');
-    has(await text(page, '#hosts-cut'), '200 hosts in all', 'the count of all of them');
-    has(await text(page, '[data-risk="truncated"]'), 'Cut for display',
-        'the cut is said up front');
+    is(await page.locator('#hosts-cut').count(), 0, 'nothing said to be cut');
+    is(await page.locator('[data-risk="truncated"]').count(), 0,
+       '... up front either');
     has(await text(page, '[data-risk="irreversible"]'), 'network egress',
         'irreversible: network egress, the reason');
     has(await text(page, '[data-risk="network"]'), fx.cut_hosts_first,
@@ -661,9 +665,9 @@ await step('agent-controlled text renders as text', async () => {
 });
 
 // A real request with secrets in its argv and in both envs (the
-// sandbox's, the exec's): the page shows what the gateway kept, and the
-// gateway kept none of them (issue 7, item 5; the API and Redis side:
-// t/3h-redaction.t).
+// sandbox's, the exec's): a reviewer sees a request exactly, so the
+// gateway refuses it (422 credential_inline) and no page ever shows them
+// (the API and Redis side: t/3h-redaction.t, t/3A-reviewer-sees-all.t).
 await step('secrets an agent sent are not in the view', async () => {
     const ghp = 'ghp_' + 'P4g3V1ew0x'.repeat(3) + 'pageTk';
     const secrets = [ghp, 'pagehunter2', 'pagepr0xypw', 'pagesbxpw',
@@ -672,42 +676,23 @@ await step('secrets an agent sent are not in the view', async () => {
         ttl_s: 1800, env: { HTTP_PROXY: 'http://u:pagesbxpw@proxy.test:3128' },
     });
     is(c.status, 201, 'a sandbox with a secret in its env');
-    const id = await askExec(T.agent, c.json.id, {
+    const r = await api('POST', `/v1/sandboxes/${c.json.id}/exec`, T.agent, {
         argv: ['git', 'push', `https://x-access-token:${ghp}@github.com/o/r`,
                'main', '--password', 'pagehunter2'],
         env: { HTTPS_PROXY: 'http://u:pagepr0xypw@proxy.test:3128',
                PLAIN_TOKEN: 'pagew1thheld' },
     });
+    is(r.status, 422, 'the request is refused: a reviewer would see them');
+    is(r.json?.type, 'urn:veto-sandbox:problem:credential_inline',
+       '... credential_inline');
 
     const p = await newPage();
     await signIn(p.page, T.rev);
-    await p.page.waitForSelector(`#items .item[data-id="${id}"]`, { timeout: WAIT });
-    let html = await p.page.content();
+    await p.page.waitForSelector('#list[aria-busy="false"]');
+    const html = await p.page.content();
     for (const s of secrets) {
         ok(!html.includes(s), 'list: not on the page: ' + s);
     }
-
-    await openApproval(p.page, id);
-    await p.page.click('#unfold-argv', { timeout: 1000 }).catch(() => {});
-    await p.page.click('#unfold-other', { timeout: 1000 }).catch(() => {});
-    html = await p.page.content();
-    const shown = await p.page.evaluate(() => document.body.innerText);
-    for (const s of secrets) {
-        ok(!html.includes(s) && !shown.includes(s),
-           'detail: not on the page: ' + s);
-    }
-    const argv = await text(p.page, '#argv');
-    has(argv, 'x-access-token:[redacted]@github.com/o/r',
-        'argv: the URL shown, its token hidden');
-    has(argv, '--password', 'argv: the flag shown');
-    const env = await text(p.page, '#env-table');
-    has(env, 'http://u:[redacted]@proxy.test:3128',
-        "env: the proxies shown, their passwords hidden");
-    has(env, 'value withheld by the gateway', 'env: a plain value withheld');
-
-    const d = await api('POST', `/v1/approvals/${id}/deny`, T.rev2,
-                        { reason: 'secrets test' });
-    is(d.status, 200, 'denied, out of the way of the next steps');
     await p.page.close();
 });
 

@@ -492,10 +492,79 @@ prefix_of(json_t *kept, json_t *list)
 }
 
 
-/* The summary a reviewer would get (as the gate builds it): within
- * NGX_HTTP_VSB_SUMMARY_MAX; the hosts granted listed as they are, whole
- * entries, those a human grants first, a cut list counted; egress marked
- * irreversible. */
+static void
+check_review(ngx_http_veto_sandbox_ctx_t *ctx,
+    ngx_http_veto_sandbox_summary_in_t *rec, json_t *base, ngx_pool_t *pool)
+{
+    u_char                               where[300];
+    json_t                              *j, *env, *flagged, *v;
+    ngx_int_t                            rc;
+    ngx_str_t                            out;
+    const char                          *key;
+    ngx_http_veto_sandbox_summary_in_t   sum;
+
+#define must(cond)  do { if (!(cond)) abort(); } while (0)
+
+    sum = *rec;
+
+    /* a base with a withheld value (null) is refused before this */
+    env = NULL;
+    flagged = NULL;
+
+    if (json_object_get(ctx->req, "env") != NULL) {
+        env = ngx_http_veto_sandbox_env_review_of(ctx, NULL,
+                                      json_object_get(ctx->req, "env"),
+                                      &flagged);
+        must(env != NULL && flagged != NULL);
+
+        json_object_foreach(json_object_get(ctx->req, "env"), key, v) {
+            must(json_equal(json_object_get(env, key), v));
+        }
+    }
+
+    (void) base;
+
+    sum.env = env;
+    sum.env_dropped = 0;
+    sum.env_flagged = flagged;
+    sum.review = 1;
+
+    rc = ngx_http_veto_sandbox_summary_credential(pool, &sum, where,
+                                                  sizeof(where));
+    must(rc == NGX_OK || rc == NGX_DECLINED);
+
+    rc = ngx_http_veto_sandbox_summary(pool, &sum, &out);
+    must(rc == NGX_OK || rc == NGX_DECLINED);
+
+    if (rc == NGX_DECLINED) {
+        must(out.len > NGX_HTTP_VSB_SUMMARY_MAX);
+
+    } else {
+        must(out.len <= NGX_HTTP_VSB_SUMMARY_MAX);
+
+        j = json_loadb((char *) out.data, out.len, 0, NULL);
+        must(json_is_object(j));
+        must(json_object_get(j, "argv_truncated") == NULL);
+
+        v = json_object_get(ctx->req, "argv");
+        must(v == NULL || json_equal(json_object_get(j, "argv"), v));
+
+        json_decref(j);
+    }
+
+    json_decref(env);
+    json_decref(flagged);
+
+#undef must
+}
+
+
+/* The summaries the gate builds.  The audit trail's: within
+ * NGX_HTTP_VSB_SUMMARY_RECORD_MAX; the hosts granted listed as they are,
+ * whole entries, those a human grants first, a cut list counted; egress
+ * marked irreversible.  The reviewer's: the request exactly (the argv
+ * and every env value as sent) within NGX_HTTP_VSB_SUMMARY_MAX, or not
+ * made at all (NGX_DECLINED); the credential check answers. */
 static void
 check_summary(ngx_http_veto_sandbox_ctx_t *ctx, ngx_uint_t mode,
     ngx_pool_t *pool)
@@ -558,7 +627,9 @@ check_summary(ngx_http_veto_sandbox_ctx_t *ctx, ngx_uint_t mode,
                            ctx->net_hosts ? "allowlist" : NULL);
 
     must(ngx_http_veto_sandbox_summary(pool, &sum, &out) == NGX_OK);
-    must(out.len <= NGX_HTTP_VSB_SUMMARY_MAX);
+    must(out.len <= NGX_HTTP_VSB_SUMMARY_RECORD_MAX);
+
+    check_review(ctx, &sum, base, pool);
 
     j = json_loadb((char *) out.data, out.len, 0, NULL);
     must(json_is_object(j));

@@ -333,7 +333,8 @@ test_approval_rules(void **state)
 }
 
 
-/* "env": the dangerous names (the default list or the policy's), what a
+/* "env": an allowlist (every name but the inert ones, the default list or
+ * the policy's, is dangerous; "dangerous" names never inert), what a
  * create or exec setting one gets; "irreversible_*": what a summary marks */
 static void
 test_env_and_irreversible(void **state)
@@ -347,7 +348,9 @@ test_env_and_irreversible(void **state)
              "  \"approvals\": {\"irreversible_argv\": [\"git push*\"],"
              "                  \"irreversible_actions\": [\"sandbox.delete\"]},"
              "  \"agents\": {\"own\": {\"env\": {\"dangerous\": [\"FOO_*\"],"
-             "                              \"on_dangerous\": \"refuse\"}}}},"
+             "                              \"also_inert\": [\"FOO_*\", \"MY_*\"],"
+             "                              \"on_dangerous\": \"refuse\"}},"
+             "              \"mine\": {\"env\": {\"inert\": [\"PATH\"]}}}},"
              " \"open\": {}}}");
     assert_non_null(p);
     assert_true(p->needs_redis);        /* "approve" asks a human */
@@ -368,11 +371,28 @@ test_env_and_irreversible(void **state)
     assert_true(ngx_http_veto_sandbox_policy_env_dangerous(r, "PYTHONPATH"));
     assert_true(ngx_http_veto_sandbox_policy_env_dangerous(r, "PERL5OPT"));
     assert_false(ngx_http_veto_sandbox_policy_env_dangerous(r, "CI"));
-    assert_false(ngx_http_veto_sandbox_policy_env_dangerous(r, "PATHS"));
+    assert_false(ngx_http_veto_sandbox_policy_env_dangerous(r, "LANG"));
+    assert_false(ngx_http_veto_sandbox_policy_env_dangerous(r, "LC_ALL"));
+    assert_false(ngx_http_veto_sandbox_policy_env_dangerous(r, "TZ"));
 
-    /* an agent's list replaces it */
+    /* not inert: on no list of dangerous names, still dangerous */
+    assert_true(ngx_http_veto_sandbox_policy_env_dangerous(r, "PATHS"));
+    assert_true(ngx_http_veto_sandbox_policy_env_dangerous(r, "OPENSSL_CONF"));
+    assert_true(ngx_http_veto_sandbox_policy_env_dangerous(r, "GOFLAGS"));
+    assert_true(ngx_http_veto_sandbox_policy_env_dangerous(r, "HOME"));
+    assert_true(ngx_http_veto_sandbox_policy_env_dangerous(r, "LC"));
+
+    /* also_inert adds to the default, "dangerous" wins over both */
     assert_true(ngx_http_veto_sandbox_policy_env_dangerous(a, "FOO_BAR"));
-    assert_false(ngx_http_veto_sandbox_policy_env_dangerous(a, "PATH"));
+    assert_false(ngx_http_veto_sandbox_policy_env_dangerous(a, "MY_X"));
+    assert_false(ngx_http_veto_sandbox_policy_env_dangerous(a, "LANG"));
+    assert_true(ngx_http_veto_sandbox_policy_env_dangerous(a, "PATH"));
+
+    /* inert replaces the default */
+    assert_false(ngx_http_veto_sandbox_policy_env_dangerous(
+                     rule(p, "acme", "mine"), "PATH"));
+    assert_true(ngx_http_veto_sandbox_policy_env_dangerous(
+                     rule(p, "acme", "mine"), "LANG"));
 
     env = json_pack("{s:s, s:s}", "CI", "1", "LD_PRELOAD", "x");
     assert_string_equal(ngx_http_veto_sandbox_policy_env_first(r, env),

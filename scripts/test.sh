@@ -123,19 +123,19 @@ if python3 scripts/gen-endpoint-table --check; then
 else
     fail_step "README.md endpoint table out of date (scripts/gen-endpoint-table)"
 fi
-if make -s fuzz; then
-    # by source, so a stale binary of a removed target is not run
-    for src in t/fuzz/fuzz_*.c; do
-        name=$(basename "$src" .c)
-        f=build-fuzz/$name
-        corpus=$(mktemp -d "/tmp/veto-fuzz-$name-XXXXXX")
-        seeds=()
-        dict=()
-        [ -d "t/fuzz/corpus/$name" ] && seeds=("t/fuzz/corpus/$name")
-        [ -f "t/fuzz/dict/$name.dict" ] && dict=("-dict=t/fuzz/dict/$name.dict")
+# One target: its committed inputs once, then FUZZ_SECONDS from its seeds.
+# Runs in the background (two at a time: one core each); what it says
+# goes to build-fuzz/results/NAME.out, a failure to NAME.fail.
+fuzz_one() {
+    local name=$1 f=build-fuzz/$1 out=build-fuzz/results/$1
+    local corpus seeds=() dict=()
+    corpus=$(mktemp -d "/tmp/veto-fuzz-$name-XXXXXX")
+    [ -d "t/fuzz/corpus/$name" ] && seeds=("t/fuzz/corpus/$name")
+    [ -f "t/fuzz/dict/$name.dict" ] && dict=("-dict=t/fuzz/dict/$name.dict")
+    mkdir -p "build-fuzz/crashers/$name"
+    {
         # Every committed input (seeds and regress-* crashers) once: a
         # regression test per file.
-        mkdir -p "build-fuzz/crashers/$name"
         if [ ${#seeds[@]} -gt 0 ]; then
             if "$f" -runs=0 -artifact_prefix="build-fuzz/crashers/$name/" \
                     "${seeds[@]}" >"$corpus.log" 2>&1; then
@@ -143,7 +143,7 @@ if make -s fuzz; then
             else
                 echo "not ok - $name crashes on a committed input:"
                 tail -n 40 "$corpus.log"
-                fail_step "fuzz $name corpus"
+                echo "fuzz $name corpus" >>"$out.fail"
             fi
         fi
         if "$f" -max_total_time="$FUZZ_SECONDS" -timeout=10 \
@@ -155,9 +155,46 @@ if make -s fuzz; then
         else
             echo "not ok - $name found a crash (kept in build-fuzz/crashers/$name/):"
             tail -n 40 "$corpus.log"
-            fail_step "fuzz $name"
+            echo "fuzz $name" >>"$out.fail"
         fi
-        rm -rf "$corpus" "$corpus.log"
+    } >"$out.out"
+    rm -rf "$corpus" "$corpus.log"
+}
+
+if make -s fuzz; then
+    rm -rf build-fuzz/results
+    mkdir -p build-fuzz/results
+    names=()
+    # by source, so a stale binary of a removed target is not run
+    for src in t/fuzz/fuzz_*.c; do
+        names+=("$(basename "$src" .c)")
+    done
+    # two at a time, the oldest waited for first (only these pids: the
+    # rootfs build runs in the background too)
+    pids=()
+    for name in "${names[@]}"; do
+        if [ ${#pids[@]} -ge 2 ]; then
+            wait "${pids[0]}"
+            pids=("${pids[@]:1}")
+        fi
+        fuzz_one "$name" &
+        pids+=($!)
+    done
+    for pid in "${pids[@]}"; do
+        wait "$pid"
+    done
+    for name in "${names[@]}"; do
+        if [ -f "build-fuzz/results/$name.out" ]; then
+            cat "build-fuzz/results/$name.out"
+        else
+            echo "not ok - $name: no result"
+            fail_step "fuzz $name (no result)"
+        fi
+        if [ -f "build-fuzz/results/$name.fail" ]; then
+            while read -r what; do
+                fail_step "$what"
+            done <"build-fuzz/results/$name.fail"
+        fi
     done
 else
     fail_step "make fuzz"

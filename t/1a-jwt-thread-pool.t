@@ -129,10 +129,18 @@ sub thread_nices
     }
     return \%nice;
 }
+# nice=7 is relative to the worker's own priority (the whole run may be
+# niced): a pool thread at the worker's plus 7, the event loop at its own
+my $base = getpriority(0, $worker);
 my $nices = thread_nices();
-ok($nices->{7}, 'a pool thread checked a signature (nice 7)')
-    or diag explain $nices;
-ok($nices->{0}, 'the event loop kept its priority');
+SKIP: {
+    skip "the worker already runs at nice $base: 7 more cannot be told "
+         . "from it", 2 if $base + 7 > 19;
+    ok($nices->{$base + 7},
+       "a pool thread checked a signature (nice $base + 7)")
+        or diag explain $nices;
+    ok($nices->{$base}, "the event loop kept its priority (nice $base)");
+}
 
 sub refused
 {

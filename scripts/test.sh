@@ -87,6 +87,13 @@ for variant in normal asan; do
         build=build-asan; makeargs=(SAN=1 BUILD=build-asan)
     fi
     say "unit tests ($variant build, ${#units[@]} binaries)"
+    # built together first (both cores); one that fails to build is named
+    # by its own make below
+    targets=()
+    for u in "${units[@]}"; do
+        targets+=("$build/unit/$u")
+    done
+    make -s -k -j"$(nproc)" "${makeargs[@]}" "${targets[@]}" >/dev/null 2>&1 || true
     for u in "${units[@]}"; do
         if ! make -s "${makeargs[@]}" "$build/unit/$u"; then
             echo "not ok - $build/unit/$u does not build"

@@ -201,7 +201,8 @@ $(MODULE_FUZZ_LIB): $(MODULE_FUZZ_OBJS)
 	ar rcs $@ $^
 
 $(FUZZ_BUILD)/fuzz_module_%: t/fuzz/fuzz_module_%.c $(MODULE_FUZZ_LIB) \
-		$(MODULE_DEPS) $(wildcard ngx_veto_sandbox_module/*.c)
+		$(MODULE_DEPS) $(wildcard ngx_veto_sandbox_module/*.c) \
+		$(wildcard t/fuzz/fuzz_module_*.h)
 	@mkdir -p $(dir $@)
 	clang -g -O1 $(FUZZ_INSTR) $(FUZZ_EXESAN) $(MODULE_CFLAGS) \
 		-o $@ $< $(MODULE_FUZZ_LIB) $(MODULE_LIBS)

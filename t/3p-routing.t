@@ -362,7 +362,7 @@ is($st, 201, 'a create on c, empty: made on c') or diag $b;
 my $sc = $j->{id};
 ok(wait_for(sub { (M()->hget("veto:{acme}:sbx:own:$sc", 'gateway') // '') eq 'gw-c' }, 5),
    '... owned by c');
-ok(wait_for(sub { (M()->hget('veto:{:hosts}:lease:gw-c', 'sandboxes') // '') eq '1' }, 12),
+ok(wait_for(sub { (M()->hget('veto:{:hosts}:lease:gw-c', 'sandboxes') // '') eq '1' }, 30),
    "c's lease says it is full (1 of 1)");
 ($st, $h, $b, $j) = $C->request(POST => '/v1/sandboxes', $agent, {});
 is($st, 201, 'another create on c: 201') or diag $b;

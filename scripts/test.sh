@@ -30,6 +30,8 @@ PROVE_ARGS=${PROVE_ARGS:-}
 passed=0
 failed=0
 step_failures=()
+# what failed, named again in the summary (CI shows only the tail)
+failures=()
 
 say() { printf '\n=== %s\n' "$*"; }
 fail_step() { step_failures+=("$1"); }
@@ -97,6 +99,7 @@ for variant in normal asan; do
     for u in "${units[@]}"; do
         if ! make -s "${makeargs[@]}" "$build/unit/$u"; then
             echo "not ok - $build/unit/$u does not build"
+            failures+=("$build/unit/$u does not build")
             failed=$((failed + 1))
             continue
         fi
@@ -105,6 +108,7 @@ for variant in normal asan; do
             passed=$((passed + 1))
         else
             echo "not ok - $build/unit/$u"
+            failures+=("$build/unit/$u")
             failed=$((failed + 1))
         fi
     done
@@ -227,6 +231,14 @@ run_prove() {
     fi
     passed=$((passed + files - bad))
     failed=$((failed + bad))
+    if [ "$bad" -gt 0 ]; then
+        local line
+        while IFS= read -r line; do
+            failures+=("$label: $line")
+        done < <(sed -n '/^Test Summary Report/,/^Files=/p' "$out" \
+                     | grep -E ' \(Wstat: |Failed tests?: ' ;
+                 grep -E '^#   Failed test' "$out" | head -n 20)
+    fi
     rm -f "$out"
 }
 
@@ -263,6 +275,7 @@ if bash scripts/test-cgroup-v2-vm.sh; then
     passed=$((passed + 1))
 else
     echo "not ok - cgroup v2 VM"
+    failures+=("cgroup v2 VM")
     failed=$((failed + 1))
 fi
 
@@ -275,6 +288,7 @@ if bash scripts/test-packages-vm.sh; then
     passed=$((passed + 1))
 else
     echo "not ok - packages on a systemd VM"
+    failures+=("packages on a systemd VM")
     failed=$((failed + 1))
 fi
 
@@ -286,10 +300,14 @@ if ./scripts/bench --quick --json build/bench-quick.json; then
     passed=$((passed + 1))
 else
     echo "not ok - scripts/bench --quick"
+    failures+=("scripts/bench --quick")
     failed=$((failed + 1))
 fi
 
 say "summary"
+for f in "${failures[@]+"${failures[@]}"}"; do
+    echo "failed: $f"
+done
 for s in "${step_failures[@]+"${step_failures[@]}"}"; do
     echo "step failed: $s"
 done

@@ -703,9 +703,6 @@ struct ngx_http_veto_sandbox_ctx_s {
 
 extern ngx_module_t  ngx_http_veto_sandbox_module;
 
-/* this worker's Redis connection; NULL when no veto_sandbox_redis */
-extern ngx_http_veto_sandbox_redis_t  *ngx_http_veto_sandbox_rds;
-
 
 /* the functions each file offers the others */
 #include "ngx_http_veto_sandbox_functions.h"

@@ -44,6 +44,10 @@ static void ngx_http_veto_sandbox_redis_del_write(void *privdata);
 static void ngx_http_veto_sandbox_redis_cleanup(void *privdata);
 
 
+/* this worker's Redis connection; NULL when no veto_sandbox_redis */
+ngx_http_veto_sandbox_redis_t  *ngx_http_veto_sandbox_rds;
+
+
 /* handshake steps, passed as hiredis privdata */
 static char  ngx_http_veto_sandbox_redis_step_auth[] = "AUTH";
 static char  ngx_http_veto_sandbox_redis_step_select[] = "SELECT";
@@ -178,6 +182,35 @@ ngx_http_veto_sandbox_redis_parse_node(ngx_conf_t *cf, ngx_str_t *value,
 
 
 /* worker: connection life cycle */
+
+/* init_process: this worker's connection (ngx_http_veto_sandbox_rds) */
+ngx_int_t
+ngx_http_veto_sandbox_redis_init_worker(ngx_cycle_t *cycle,
+    ngx_http_veto_sandbox_redis_conf_t *rcf)
+{
+    ngx_http_veto_sandbox_rds = ngx_http_veto_sandbox_redis_create(cycle,
+                                                                   rcf);
+    if (ngx_http_veto_sandbox_rds == NULL) {
+        ngx_log_error(NGX_LOG_EMERG, cycle->log, 0,
+                      "veto_sandbox: cannot set up the Redis client for "
+                      "\"%V\"", &rcf->addr);
+        return NGX_ERROR;
+    }
+
+    return NGX_OK;
+}
+
+
+/* exit_process: the connection goes (pending commands get 503) */
+void
+ngx_http_veto_sandbox_redis_exit_worker(void)
+{
+    if (ngx_http_veto_sandbox_rds) {
+        ngx_http_veto_sandbox_redis_destroy(ngx_http_veto_sandbox_rds);
+        ngx_http_veto_sandbox_rds = NULL;
+    }
+}
+
 
 ngx_http_veto_sandbox_redis_t *
 ngx_http_veto_sandbox_redis_create(ngx_cycle_t *cycle,

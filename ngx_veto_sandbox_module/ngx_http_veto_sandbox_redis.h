@@ -199,6 +199,14 @@ ngx_http_veto_sandbox_redis_t *ngx_http_veto_sandbox_redis_create(
     ngx_cycle_t *cycle, ngx_http_veto_sandbox_redis_conf_t *rcf);
 void ngx_http_veto_sandbox_redis_destroy(ngx_http_veto_sandbox_redis_t *rds);
 
+/* this worker's Redis connection; NULL when no veto_sandbox_redis */
+extern ngx_http_veto_sandbox_redis_t  *ngx_http_veto_sandbox_rds;
+
+/* makes it (NGX_ERROR logged), and ends it */
+ngx_int_t ngx_http_veto_sandbox_redis_init_worker(ngx_cycle_t *cycle,
+    ngx_http_veto_sandbox_redis_conf_t *rcf);
+void ngx_http_veto_sandbox_redis_exit_worker(void);
+
 /* worker: commands */
 
 /*

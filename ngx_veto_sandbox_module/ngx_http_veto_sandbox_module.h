@@ -33,8 +33,10 @@
  *   _about.c      GET /v1/about: the isolation layers in force (ping)
  *   _openapi.c    GET /v1/openapi.json: the compiled-in OpenAPI document
  *   _admin.c      the admin API: revocations, any sandbox of the tenant
- *   _metrics.c    Prometheus metrics: the directive, the hooks, the scrape
+ *   _metrics.c    Prometheus metrics: the directive, the zone, the scrape
  *   _metrics_store.c  their shared table and text format (pure)
+ *   _metrics_count.c  what other files count as things happen (helper,
+ *                 Redis, token cache, approvals): adds to the table
  *   _metrics_gauges.c  what a scrape adds: the helper's stats as gauges,
  *                 the webhook notifier's counters
  *   _reply.c      forwarding to the helper and mapping its reply

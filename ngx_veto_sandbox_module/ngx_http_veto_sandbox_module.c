@@ -460,7 +460,8 @@ ngx_http_veto_sandbox_init(ngx_conf_t *cf)
     if (ngx_http_veto_sandbox_ops_init(cf) != NGX_OK
         || ngx_http_veto_sandbox_mcp_tools_init(cf) != NGX_OK
         || ngx_http_veto_sandbox_identity_init(cf) != NGX_OK
-        || ngx_http_veto_sandbox_metrics_init(cf) != NGX_OK)
+        || ngx_http_veto_sandbox_metrics_init(cf) != NGX_OK
+        || ngx_http_veto_sandbox_fence_init(cf) != NGX_OK)
     {
         return NGX_ERROR;
     }

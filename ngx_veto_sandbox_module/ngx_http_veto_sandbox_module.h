@@ -92,6 +92,8 @@
  *   _redis_conf.c the Redis directives (connection, Sentinel, WAIT,
  *                 credentials) and veto_sandbox_host
  *   _redis.c      the worker's Redis connection
+ *   _redis_link.c a hiredis context on nginx's event loop (the
+ *                 connection's, the sentinels')
  *   _sentinel.c   the Redis master as Redis Sentinel names it, and its
  *                 failover listeners
  *   _sentinel_parse.c  reading what Sentinel answers (pure)

@@ -288,11 +288,13 @@ ngx_int_t ngx_http_veto_sandbox_tenant_key(ngx_pool_t *pool, ngx_str_t *key,
 void ngx_http_veto_sandbox_redis_drop(ngx_http_veto_sandbox_redis_t *rds,
     const char *why);
 
-/* "ip:port" or "host:port" of a TCP server (sentinels); NGX_CONF_OK */
+/* "ip:port" or "host:port" of a TCP server (sentinels, _redis_conf.c);
+ * NGX_CONF_OK */
 char *ngx_http_veto_sandbox_redis_parse_node(ngx_conf_t *cf,
     ngx_str_t *value, ngx_http_veto_sandbox_redis_node_t *node);
 
-/* a link: open a context to host:port (or unix_path); NGX_ERROR logged */
+/* _redis_link.c: a link, open a context to host:port (or unix_path);
+ * NGX_ERROR logged */
 ngx_int_t ngx_http_veto_sandbox_redis_link_open(
     ngx_http_veto_sandbox_redis_link_t *link, const char *host,
     in_port_t port, const char *unix_path);
@@ -300,25 +302,29 @@ ngx_int_t ngx_http_veto_sandbox_redis_link_open(
 void ngx_http_veto_sandbox_redis_link_close(
     ngx_http_veto_sandbox_redis_link_t *link);
 
-/* between the connection and _sentinel.c: the master was found (host
- * NULL: no sentinel named one, retry later); +switch-master was heard */
-void ngx_http_veto_sandbox_redis_discovered(ngx_http_veto_sandbox_redis_t *rds,
-    u_char *host, in_port_t port);
-void ngx_http_veto_sandbox_redis_switched(ngx_http_veto_sandbox_redis_t *rds,
-    u_char *host, in_port_t port);
-/* a failover promotes a replica: no more writes to host:port for a while */
-void ngx_http_veto_sandbox_redis_fence(ngx_http_veto_sandbox_redis_t *rds,
-    u_char *host, in_port_t port);
+/*
+ * _sentinel.c: what the sentinels say goes to the connection through the
+ * handlers it gave at create (_redis.c's): the master was found (host
+ * NULL: no sentinel named one, retry later); a failover promotes a
+ * replica of host:port (no more writes there for a while); +switch-master
+ * was heard.
+ */
+typedef void (*ngx_http_veto_sandbox_sentinel_pt)(
+    ngx_http_veto_sandbox_redis_t *rds, u_char *host, in_port_t port);
 
-/* _sentinel.c */
+typedef struct {
+    ngx_http_veto_sandbox_sentinel_pt   discovered;
+    ngx_http_veto_sandbox_sentinel_pt   fence;
+    ngx_http_veto_sandbox_sentinel_pt   switched;
+} ngx_http_veto_sandbox_sentinel_handlers_t;
+
 ngx_http_veto_sandbox_sentinel_t *ngx_http_veto_sandbox_sentinel_create(
-    ngx_http_veto_sandbox_redis_t *rds, ngx_pool_t *pool);
+    ngx_http_veto_sandbox_redis_t *rds, ngx_pool_t *pool,
+    const ngx_http_veto_sandbox_sentinel_handlers_t *handlers);
 void ngx_http_veto_sandbox_sentinel_discover(
     ngx_http_veto_sandbox_sentinel_t *st);
 void ngx_http_veto_sandbox_sentinel_destroy(
     ngx_http_veto_sandbox_sentinel_t *st);
-char *ngx_http_veto_sandbox_sentinel_conf(ngx_conf_t *cf, ngx_str_t *args,
-    ngx_uint_t nargs, ngx_http_veto_sandbox_redis_conf_t *rcf);
 
 
 #endif /* _NGX_HTTP_VSB_REDIS_H_INCLUDED_ */

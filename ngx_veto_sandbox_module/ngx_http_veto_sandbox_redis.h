@@ -4,11 +4,13 @@
  * One hiredis (0.14) async context per worker, driven by nginx's event
  * loop: the hiredis socket is wrapped in an ngx_connection_t and hiredis'
  * addRead/delRead/addWrite/delWrite/cleanup hooks map onto level-triggered
- * nginx events.  The connection is made in init_process, authenticated
- * (AUTH password, or AUTH user password for an ACL user), switched to its
- * database (SELECT) and checked with PING before it counts as ready.  A
- * lost or stalled connection is dropped and made again with exponential
- * backoff driven by an nginx timer; nothing here ever blocks the worker.
+ * nginx events (a link: ngx_http_veto_sandbox_redis_link.c).  The
+ * connection (ngx_http_veto_sandbox_rds) is made in init_process,
+ * authenticated (AUTH password, or AUTH user password for an ACL user),
+ * switched to its database (SELECT) and checked with PING before it
+ * counts as ready.  A lost or stalled connection is dropped and made
+ * again with exponential backoff driven by an nginx timer; nothing here
+ * ever blocks the worker.
  *
  * hiredis 0.14 has no command timeouts, so every command carries its own
  * nginx timer.  The handler of a command is called exactly once, unless

@@ -21,6 +21,10 @@
 #include "ngx_http_veto_sandbox_module.h"
 
 
+static ngx_int_t ngx_http_veto_sandbox_fence_add(
+    ngx_http_veto_sandbox_ctx_t *ctx, json_t *req);
+static ngx_int_t ngx_http_veto_sandbox_fence_check(ngx_http_request_t *r,
+    ngx_http_veto_sandbox_ctx_t *ctx);
 static void ngx_http_veto_sandbox_fence_reread(ngx_int_t rc,
     redisReply *reply, void *data);
 static void ngx_http_veto_sandbox_fence_probe(ngx_http_request_t *r,
@@ -29,6 +33,19 @@ static void ngx_http_veto_sandbox_fence_probed(ngx_http_request_t *r,
     ngx_http_veto_sandbox_ctx_t *ctx);
 static void ngx_http_veto_sandbox_fence_answer(ngx_http_request_t *r,
     ngx_http_veto_sandbox_ctx_t *ctx, json_t *reply);
+
+
+/* postconfiguration: the helper client tells the fence of each request
+ * that goes out and each exchange that is over (its hooks) */
+ngx_int_t
+ngx_http_veto_sandbox_fence_init(ngx_conf_t *cf)
+{
+    ngx_http_veto_sandbox_helper_hooks.send = ngx_http_veto_sandbox_fence_add;
+    ngx_http_veto_sandbox_helper_hooks.done =
+                                         ngx_http_veto_sandbox_fence_check;
+
+    return NGX_OK;
+}
 
 
 /* a JSON value of ours, freed with the request's pool */
@@ -122,7 +139,7 @@ ngx_http_veto_sandbox_fence_set(ngx_http_request_t *r,
 
 /* Before a helper request goes out: the epoch, on a request naming the
  * request's own sandbox (not on the probe, which asks without one). */
-ngx_int_t
+static ngx_int_t
 ngx_http_veto_sandbox_fence_add(ngx_http_veto_sandbox_ctx_t *ctx,
     json_t *req)
 {
@@ -157,7 +174,7 @@ ngx_http_veto_sandbox_fence_add(ngx_http_veto_sandbox_ctx_t *ctx,
  * NGX_OK when it was an epoch_mismatch the fence took over (the handler
  * is called later, once).
  */
-ngx_int_t
+static ngx_int_t
 ngx_http_veto_sandbox_fence_check(ngx_http_request_t *r,
     ngx_http_veto_sandbox_ctx_t *ctx)
 {

@@ -123,16 +123,31 @@ void ngx_http_veto_sandbox_helper_resume(ngx_http_request_t *r,
     ngx_http_veto_sandbox_ctx_t *ctx);
 /* the connection closed now (the helper cancels a foreground exec) */
 void ngx_http_veto_sandbox_helper_close(ngx_http_veto_sandbox_ctx_t *ctx);
-/* the exchange is over (status NGX_OK: the reply is in h): metrics, the
- * epoch fence, then h->handler */
-void ngx_http_veto_sandbox_helper_done(ngx_http_request_t *r,
-    ngx_http_veto_sandbox_ctx_t *ctx, ngx_int_t status, const char *error);
-/* _pipe.c: quick requests pipelined on one connection per worker */
-ngx_int_t ngx_http_veto_sandbox_pipe_send(ngx_http_request_t *r,
-    ngx_http_veto_sandbox_ctx_t *ctx, json_t *req, size_t payload_len);
-void ngx_http_veto_sandbox_pipe_forget(ngx_http_veto_sandbox_helper_t *h);
 /* another exchange in the same request: its reply read from scratch */
 void ngx_http_veto_sandbox_helper_reset(ngx_http_veto_sandbox_helper_t *h);
+/* what a higher floor hears of each exchange (the epoch fence sets them
+ * at configuration; NULL: nobody listens): send() before a request goes
+ * out, which may add to it (NGX_ERROR: it is not sent); done() once the
+ * exchange is over (after metrics, before h->handler): NGX_OK when it
+ * took the request over (h->handler is called later, once), else
+ * NGX_DECLINED */
+typedef struct {
+    ngx_int_t                  (*send)(ngx_http_veto_sandbox_ctx_t *ctx,
+                                       json_t *req);
+    ngx_int_t                  (*done)(ngx_http_request_t *r,
+                                       ngx_http_veto_sandbox_ctx_t *ctx);
+} ngx_http_veto_sandbox_helper_hooks_t;
+extern ngx_http_veto_sandbox_helper_hooks_t ngx_http_veto_sandbox_helper_hooks;
+
+/* _pipe.c: quick requests pipelined on one connection per worker; the
+ * exchange's end (status NGX_OK: the reply is in ctx->helper) goes to
+ * the done() its sender gave */
+typedef void (*ngx_http_veto_sandbox_pipe_done_pt)(ngx_http_request_t *r,
+    ngx_http_veto_sandbox_ctx_t *ctx, ngx_int_t status, const char *error);
+ngx_int_t ngx_http_veto_sandbox_pipe_send(ngx_http_request_t *r,
+    ngx_http_veto_sandbox_ctx_t *ctx, json_t *req, size_t payload_len,
+    ngx_http_veto_sandbox_pipe_done_pt done);
+void ngx_http_veto_sandbox_pipe_forget(ngx_http_veto_sandbox_helper_t *h);
 
 /* _api.c */
 ngx_int_t ngx_http_veto_sandbox_api_handler(ngx_http_request_t *r);
@@ -300,10 +315,8 @@ ngx_int_t ngx_http_veto_sandbox_fence_set(ngx_http_request_t *r,
 /* to = s when s is a helper epoch (else to stays empty) */
 ngx_int_t ngx_http_veto_sandbox_fence_epoch(ngx_http_request_t *r,
     ngx_str_t *to, const char *s, size_t len);
-ngx_int_t ngx_http_veto_sandbox_fence_add(ngx_http_veto_sandbox_ctx_t *ctx,
-    json_t *req);
-ngx_int_t ngx_http_veto_sandbox_fence_check(ngx_http_request_t *r,
-    ngx_http_veto_sandbox_ctx_t *ctx);
+/* postconfiguration: the helper client's hooks (epoch out, mismatch in) */
+ngx_int_t ngx_http_veto_sandbox_fence_init(ngx_conf_t *cf);
 ngx_int_t ngx_http_veto_sandbox_fence_copy(ngx_http_request_t *r,
     ngx_str_t *to, const char *s, size_t len);
 

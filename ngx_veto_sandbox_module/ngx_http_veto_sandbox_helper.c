@@ -56,6 +56,10 @@ static ngx_http_veto_sandbox_idle_t
     ngx_http_veto_sandbox_idle[NGX_HTTP_VSB_HELPER_KEEPALIVE];
 
 
+/* the fence's (_fence.c): NULL, nobody listens */
+ngx_http_veto_sandbox_helper_hooks_t  ngx_http_veto_sandbox_helper_hooks;
+
+
 static ngx_int_t ngx_http_veto_sandbox_helper_connect(ngx_http_request_t *r,
     ngx_http_veto_sandbox_ctx_t *ctx);
 static ngx_connection_t *ngx_http_veto_sandbox_idle_get(ngx_addr_t *peer);
@@ -67,6 +71,8 @@ static void ngx_http_veto_sandbox_helper_write_handler(ngx_event_t *wev);
 static void ngx_http_veto_sandbox_helper_read_handler(ngx_event_t *rev);
 static ngx_int_t ngx_http_veto_sandbox_helper_event(ngx_http_request_t *r,
     ngx_http_veto_sandbox_ctx_t *ctx);
+static void ngx_http_veto_sandbox_helper_done(ngx_http_request_t *r,
+    ngx_http_veto_sandbox_ctx_t *ctx, ngx_int_t status, const char *error);
 static void ngx_http_veto_sandbox_helper_cleanup(void *data);
 
 
@@ -102,7 +108,9 @@ ngx_http_veto_sandbox_helper_send(ngx_http_request_t *r,
     h->sent_payload_len = payload_len;
     h->pipe = NULL;
 
-    if (ngx_http_veto_sandbox_fence_add(ctx, req) != NGX_OK) {
+    if (ngx_http_veto_sandbox_helper_hooks.send
+        && ngx_http_veto_sandbox_helper_hooks.send(ctx, req) != NGX_OK)
+    {
         return NGX_ERROR;
     }
 
@@ -118,7 +126,9 @@ ngx_http_veto_sandbox_helper_send(ngx_http_request_t *r,
 
     /* a quick request: on the worker's pipe, with the others of this
      * turn of the event loop (_pipe.c) */
-    switch (ngx_http_veto_sandbox_pipe_send(r, ctx, req, payload_len)) {
+    switch (ngx_http_veto_sandbox_pipe_send(r, ctx, req, payload_len,
+                                            ngx_http_veto_sandbox_helper_done))
+    {
     case NGX_OK:
         return NGX_OK;
     case NGX_BUSY:
@@ -782,8 +792,9 @@ ngx_http_veto_sandbox_helper_close(ngx_http_veto_sandbox_ctx_t *ctx)
 
 
 /* Closes the connection (if not kept) and hands the outcome to the
- * operation. */
-void
+ * operation: metrics, the epoch fence, then h->handler.  A request on the
+ * pipe ends here too (its done()). */
+static void
 ngx_http_veto_sandbox_helper_done(ngx_http_request_t *r,
     ngx_http_veto_sandbox_ctx_t *ctx, ngx_int_t status, const char *error)
 {
@@ -802,7 +813,9 @@ ngx_http_veto_sandbox_helper_done(ngx_http_request_t *r,
     ngx_http_veto_sandbox_metrics_helper(r, ctx);
 
     /* a stale ownership record: the fence reads it again first */
-    if (ngx_http_veto_sandbox_fence_check(r, ctx) == NGX_OK) {
+    if (ngx_http_veto_sandbox_helper_hooks.done
+        && ngx_http_veto_sandbox_helper_hooks.done(r, ctx) == NGX_OK)
+    {
         return;
     }
 

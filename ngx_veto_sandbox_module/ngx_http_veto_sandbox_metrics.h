@@ -12,11 +12,12 @@
  * total.  The zone survives a reload of the same layout: counters go on.
  *
  * The store part (_metrics_store.c) is pure: it knows the table, the
- * families and the text format.  _metrics.c is the nginx part: the
- * directive, the zone, the hooks other files call, the per-request count
- * (log phase) and the scrape, which asks the helper for its own figures
- * (the "stats" op) over the event loop and answers even when the helper
- * cannot.
+ * families and the text format.  _metrics_count.c counts: the calls other
+ * files make as things happen, each an add to the zone's table.
+ * _metrics.c is the nginx part: the directive, the zone, the per-request
+ * count (log phase) and the scrape, which asks the helper for its own
+ * figures (the "stats" op) over the event loop and answers even when the
+ * helper cannot.
  */
 
 #ifndef _NGX_HTTP_VSB_METRICS_H_INCLUDED_
@@ -123,9 +124,13 @@ u_char *ngx_http_veto_sandbox_metrics_helper_gauges(u_char *p,
 u_char *ngx_http_veto_sandbox_metrics_webhooks(u_char *p);
 
 
-/* ---- the hooks (_metrics.c): no-ops without a metrics location ---- */
+/* ---- the counting (_metrics_count.c): no-ops without a metrics
+ * location ---- */
 
 struct ngx_http_veto_sandbox_ctx_s;
+
+/* the zone's table in this process's cycle, or NULL (no metrics) */
+ngx_http_veto_sandbox_metrics_sh_t *ngx_http_veto_sandbox_metrics_sh(void);
 
 /* a request to the helper starts (_helper.c): its op, the clock */
 void ngx_http_veto_sandbox_metrics_helper_start(

@@ -1,8 +1,8 @@
 /*
  * ngx_veto_sandbox_module: directives, configuration (create, merge,
  * the checks "nginx -t" makes), the registration of the module's phase
- * handler, content handler, filters and variables, and the worker's Redis
- * connection.
+ * handler, content handler, filters and variables, and what a worker
+ * sets up and ends (its Redis connection: _redis.c).
  */
 
 #include "ngx_http_veto_sandbox_module.h"
@@ -25,9 +25,6 @@ static char *ngx_http_veto_sandbox_init_main_conf(ngx_conf_t *cf,
     void *conf);
 static ngx_int_t ngx_http_veto_sandbox_init_process(ngx_cycle_t *cycle);
 static void ngx_http_veto_sandbox_exit_process(ngx_cycle_t *cycle);
-
-
-ngx_http_veto_sandbox_redis_t  *ngx_http_veto_sandbox_rds;
 
 
 static ngx_command_t  ngx_http_veto_sandbox_commands[] = {
@@ -463,7 +460,8 @@ ngx_http_veto_sandbox_init(ngx_conf_t *cf)
     if (ngx_http_veto_sandbox_ops_init(cf) != NGX_OK
         || ngx_http_veto_sandbox_mcp_tools_init(cf) != NGX_OK
         || ngx_http_veto_sandbox_identity_init(cf) != NGX_OK
-        || ngx_http_veto_sandbox_metrics_init(cf) != NGX_OK)
+        || ngx_http_veto_sandbox_metrics_init(cf) != NGX_OK
+        || ngx_http_veto_sandbox_fence_init(cf) != NGX_OK)
     {
         return NGX_ERROR;
     }
@@ -844,8 +842,6 @@ ngx_http_veto_sandbox_init_process(ngx_cycle_t *cycle)
 {
     ngx_http_veto_sandbox_main_conf_t  *vmcf;
 
-    ngx_http_veto_sandbox_rds = NULL;
-
     vmcf = ngx_http_cycle_get_module_main_conf(cycle,
                                                ngx_http_veto_sandbox_module);
 
@@ -869,12 +865,9 @@ ngx_http_veto_sandbox_init_process(ngx_cycle_t *cycle)
 
     /* connects in the background; requests that need Redis before it is
      * ready are refused (503), never let through */
-    ngx_http_veto_sandbox_rds = ngx_http_veto_sandbox_redis_create(cycle,
-                                                               &vmcf->redis);
-    if (ngx_http_veto_sandbox_rds == NULL) {
-        ngx_log_error(NGX_LOG_EMERG, cycle->log, 0,
-                      "veto_sandbox: cannot set up the Redis client for "
-                      "\"%V\"", &vmcf->redis.addr);
+    if (ngx_http_veto_sandbox_redis_init_worker(cycle, &vmcf->redis)
+        != NGX_OK)
+    {
         return NGX_ERROR;
     }
 
@@ -894,8 +887,5 @@ ngx_http_veto_sandbox_exit_process(ngx_cycle_t *cycle)
     ngx_http_veto_sandbox_ended_exit_process(cycle);
     ngx_http_veto_sandbox_hosts_exit_process(cycle);
 
-    if (ngx_http_veto_sandbox_rds) {
-        ngx_http_veto_sandbox_redis_destroy(ngx_http_veto_sandbox_rds);
-        ngx_http_veto_sandbox_rds = NULL;
-    }
+    ngx_http_veto_sandbox_redis_exit_worker();
 }

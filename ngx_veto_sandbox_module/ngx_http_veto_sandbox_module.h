@@ -33,8 +33,10 @@
  *   _about.c      GET /v1/about: the isolation layers in force (ping)
  *   _openapi.c    GET /v1/openapi.json: the compiled-in OpenAPI document
  *   _admin.c      the admin API: revocations, any sandbox of the tenant
- *   _metrics.c    Prometheus metrics: the directive, the hooks, the scrape
+ *   _metrics.c    Prometheus metrics: the directive, the zone, the scrape
  *   _metrics_store.c  their shared table and text format (pure)
+ *   _metrics_count.c  what other files count as things happen (helper,
+ *                 Redis, token cache, approvals): adds to the table
  *   _metrics_gauges.c  what a scrape adds: the helper's stats as gauges,
  *                 the webhook notifier's counters
  *   _reply.c      forwarding to the helper and mapping its reply
@@ -90,6 +92,8 @@
  *   _redis_conf.c the Redis directives (connection, Sentinel, WAIT,
  *                 credentials) and veto_sandbox_host
  *   _redis.c      the worker's Redis connection
+ *   _redis_link.c a hiredis context on nginx's event loop (the
+ *                 connection's, the sentinels')
  *   _sentinel.c   the Redis master as Redis Sentinel names it, and its
  *                 failover listeners
  *   _sentinel_parse.c  reading what Sentinel answers (pure)
@@ -702,9 +706,6 @@ struct ngx_http_veto_sandbox_ctx_s {
 
 
 extern ngx_module_t  ngx_http_veto_sandbox_module;
-
-/* this worker's Redis connection; NULL when no veto_sandbox_redis */
-extern ngx_http_veto_sandbox_redis_t  *ngx_http_veto_sandbox_rds;
 
 
 /* the functions each file offers the others */

@@ -60,6 +60,7 @@ struct ngx_http_vsb_pipe_req_s {
     ngx_http_vsb_pipe_t          *pipe;
     ngx_http_request_t           *r;        /* NULL: its client went away */
     ngx_http_veto_sandbox_ctx_t  *ctx;
+    ngx_http_veto_sandbox_pipe_done_pt  done;   /* its end, to its sender */
     uint64_t                      start;    /* its first byte's offset */
     uint64_t                      end;      /* past its last byte */
     ngx_msec_t                    timeout;  /* to be answered, once sent */
@@ -135,13 +136,14 @@ static const char  *ngx_http_vsb_pipe_ops[] = {
 
 /*
  * Queues a request on the worker's pipe to the helper when it may be
- * (NGX_OK: the reply comes through h->handler, later, never from here);
- * NGX_DECLINED: it takes the path of a connection of its own; NGX_BUSY:
- * the helper cannot be reached; NGX_ERROR: out of memory.
+ * (NGX_OK: the reply, or the failure, comes through done(), later, never
+ * from here); NGX_DECLINED: it takes the path of a connection of its own;
+ * NGX_BUSY: the helper cannot be reached; NGX_ERROR: out of memory.
  */
 ngx_int_t
 ngx_http_veto_sandbox_pipe_send(ngx_http_request_t *r,
-    ngx_http_veto_sandbox_ctx_t *ctx, json_t *req, size_t payload_len)
+    ngx_http_veto_sandbox_ctx_t *ctx, json_t *req, size_t payload_len,
+    ngx_http_veto_sandbox_pipe_done_pt done)
 {
     u_char                            *frame, *nb;
     size_t                             len, cap;
@@ -276,6 +278,7 @@ ngx_http_veto_sandbox_pipe_send(ngx_http_request_t *r,
     e->pipe = p;
     e->r = r;
     e->ctx = ctx;
+    e->done = done;
     e->start = p->queued - len;
     e->end = p->queued;
     e->timeout = vscf->read_timeout;
@@ -820,6 +823,7 @@ ngx_http_vsb_pipe_deliver(ngx_http_vsb_pipe_t *p)
     ngx_http_vsb_pipe_req_t         *e;
     ngx_http_veto_sandbox_ctx_t     *ctx;
     ngx_http_veto_sandbox_helper_t  *h;
+    ngx_http_veto_sandbox_pipe_done_pt  done;
 
     e = ngx_queue_data(ngx_queue_head(&p->waiting), ngx_http_vsb_pipe_req_t,
                        queue);
@@ -844,6 +848,7 @@ ngx_http_vsb_pipe_deliver(ngx_http_vsb_pipe_t *p)
 
     r = e->r;
     ctx = e->ctx;
+    done = e->done;
     h = &ctx->helper;
 
     json = json_loadb((char *) p->in, jlen, JSON_REJECT_DUPLICATES, NULL);
@@ -902,7 +907,7 @@ ngx_http_vsb_pipe_deliver(ngx_http_vsb_pipe_t *p)
     rc = r->connection;
     ngx_http_set_log_request(rc->log, r);
 
-    ngx_http_veto_sandbox_helper_done(r, ctx, NGX_OK, NULL);
+    done(r, ctx, NGX_OK, NULL);
 
     ngx_http_run_posted_requests(rc);
 
@@ -924,6 +929,7 @@ ngx_http_vsb_pipe_fail(ngx_http_vsb_pipe_t *p, ngx_int_t status,
     ngx_http_request_t           *r;
     ngx_http_vsb_pipe_req_t      *e;
     ngx_http_veto_sandbox_ctx_t  *ctx;
+    ngx_http_veto_sandbox_pipe_done_pt  done;
 
     ngx_queue_init(&failed);
 
@@ -945,6 +951,7 @@ ngx_http_vsb_pipe_fail(ngx_http_vsb_pipe_t *p, ngx_int_t status,
 
         r = e->r;
         ctx = e->ctx;
+        done = e->done;
         ngx_http_vsb_pipe_free(e);
 
         if (r == NULL) {
@@ -956,7 +963,7 @@ ngx_http_vsb_pipe_fail(ngx_http_vsb_pipe_t *p, ngx_int_t status,
         rc = r->connection;
         ngx_http_set_log_request(rc->log, r);
 
-        ngx_http_veto_sandbox_helper_done(r, ctx, status, error);
+        done(r, ctx, status, error);
 
         ngx_http_run_posted_requests(rc);
     }

@@ -4,11 +4,13 @@
  * One hiredis (0.14) async context per worker, driven by nginx's event
  * loop: the hiredis socket is wrapped in an ngx_connection_t and hiredis'
  * addRead/delRead/addWrite/delWrite/cleanup hooks map onto level-triggered
- * nginx events.  The connection is made in init_process, authenticated
- * (AUTH password, or AUTH user password for an ACL user), switched to its
- * database (SELECT) and checked with PING before it counts as ready.  A
- * lost or stalled connection is dropped and made again with exponential
- * backoff driven by an nginx timer; nothing here ever blocks the worker.
+ * nginx events (a link: ngx_http_veto_sandbox_redis_link.c).  The
+ * connection (ngx_http_veto_sandbox_rds) is made in init_process,
+ * authenticated (AUTH password, or AUTH user password for an ACL user),
+ * switched to its database (SELECT) and checked with PING before it
+ * counts as ready.  A lost or stalled connection is dropped and made
+ * again with exponential backoff driven by an nginx timer; nothing here
+ * ever blocks the worker.
  *
  * hiredis 0.14 has no command timeouts, so every command carries its own
  * nginx timer.  The handler of a command is called exactly once, unless
@@ -199,6 +201,14 @@ ngx_http_veto_sandbox_redis_t *ngx_http_veto_sandbox_redis_create(
     ngx_cycle_t *cycle, ngx_http_veto_sandbox_redis_conf_t *rcf);
 void ngx_http_veto_sandbox_redis_destroy(ngx_http_veto_sandbox_redis_t *rds);
 
+/* this worker's Redis connection; NULL when no veto_sandbox_redis */
+extern ngx_http_veto_sandbox_redis_t  *ngx_http_veto_sandbox_rds;
+
+/* makes it (NGX_ERROR logged), and ends it */
+ngx_int_t ngx_http_veto_sandbox_redis_init_worker(ngx_cycle_t *cycle,
+    ngx_http_veto_sandbox_redis_conf_t *rcf);
+void ngx_http_veto_sandbox_redis_exit_worker(void);
+
 /* worker: commands */
 
 /*
@@ -280,11 +290,13 @@ ngx_int_t ngx_http_veto_sandbox_tenant_key(ngx_pool_t *pool, ngx_str_t *key,
 void ngx_http_veto_sandbox_redis_drop(ngx_http_veto_sandbox_redis_t *rds,
     const char *why);
 
-/* "ip:port" or "host:port" of a TCP server (sentinels); NGX_CONF_OK */
+/* "ip:port" or "host:port" of a TCP server (sentinels, _redis_conf.c);
+ * NGX_CONF_OK */
 char *ngx_http_veto_sandbox_redis_parse_node(ngx_conf_t *cf,
     ngx_str_t *value, ngx_http_veto_sandbox_redis_node_t *node);
 
-/* a link: open a context to host:port (or unix_path); NGX_ERROR logged */
+/* _redis_link.c: a link, open a context to host:port (or unix_path);
+ * NGX_ERROR logged */
 ngx_int_t ngx_http_veto_sandbox_redis_link_open(
     ngx_http_veto_sandbox_redis_link_t *link, const char *host,
     in_port_t port, const char *unix_path);
@@ -292,25 +304,29 @@ ngx_int_t ngx_http_veto_sandbox_redis_link_open(
 void ngx_http_veto_sandbox_redis_link_close(
     ngx_http_veto_sandbox_redis_link_t *link);
 
-/* between the connection and _sentinel.c: the master was found (host
- * NULL: no sentinel named one, retry later); +switch-master was heard */
-void ngx_http_veto_sandbox_redis_discovered(ngx_http_veto_sandbox_redis_t *rds,
-    u_char *host, in_port_t port);
-void ngx_http_veto_sandbox_redis_switched(ngx_http_veto_sandbox_redis_t *rds,
-    u_char *host, in_port_t port);
-/* a failover promotes a replica: no more writes to host:port for a while */
-void ngx_http_veto_sandbox_redis_fence(ngx_http_veto_sandbox_redis_t *rds,
-    u_char *host, in_port_t port);
+/*
+ * _sentinel.c: what the sentinels say goes to the connection through the
+ * handlers it gave at create (_redis.c's): the master was found (host
+ * NULL: no sentinel named one, retry later); a failover promotes a
+ * replica of host:port (no more writes there for a while); +switch-master
+ * was heard.
+ */
+typedef void (*ngx_http_veto_sandbox_sentinel_pt)(
+    ngx_http_veto_sandbox_redis_t *rds, u_char *host, in_port_t port);
 
-/* _sentinel.c */
+typedef struct {
+    ngx_http_veto_sandbox_sentinel_pt   discovered;
+    ngx_http_veto_sandbox_sentinel_pt   fence;
+    ngx_http_veto_sandbox_sentinel_pt   switched;
+} ngx_http_veto_sandbox_sentinel_handlers_t;
+
 ngx_http_veto_sandbox_sentinel_t *ngx_http_veto_sandbox_sentinel_create(
-    ngx_http_veto_sandbox_redis_t *rds, ngx_pool_t *pool);
+    ngx_http_veto_sandbox_redis_t *rds, ngx_pool_t *pool,
+    const ngx_http_veto_sandbox_sentinel_handlers_t *handlers);
 void ngx_http_veto_sandbox_sentinel_discover(
     ngx_http_veto_sandbox_sentinel_t *st);
 void ngx_http_veto_sandbox_sentinel_destroy(
     ngx_http_veto_sandbox_sentinel_t *st);
-char *ngx_http_veto_sandbox_sentinel_conf(ngx_conf_t *cf, ngx_str_t *args,
-    ngx_uint_t nargs, ngx_http_veto_sandbox_redis_conf_t *rcf);
 
 
 #endif /* _NGX_HTTP_VSB_REDIS_H_INCLUDED_ */

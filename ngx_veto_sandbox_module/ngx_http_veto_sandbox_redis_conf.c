@@ -7,6 +7,15 @@
 #include "ngx_http_veto_sandbox_module.h"
 
 
+/* a sentinel given without a port: Sentinel's, not Redis' */
+#define NGX_HTTP_VSB_SENTINEL_PORT  26379
+
+
+static char *ngx_http_veto_sandbox_sentinel_conf(ngx_conf_t *cf,
+    ngx_str_t *args, ngx_uint_t nargs,
+    ngx_http_veto_sandbox_redis_conf_t *rcf);
+
+
 char *
 ngx_http_veto_sandbox_redis(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
 {
@@ -35,7 +44,7 @@ ngx_http_veto_sandbox_redis(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
 
 
 /* "veto_sandbox_redis_sentinel <master name> <sentinel> ...": the master
- * is the one these sentinels name (_sentinel.c) */
+ * is the one these sentinels name (_sentinel.c, in the worker) */
 char *
 ngx_http_veto_sandbox_redis_sentinel(ngx_conf_t *cf, ngx_command_t *cmd,
     void *conf)
@@ -59,6 +68,96 @@ ngx_http_veto_sandbox_redis_sentinel(ngx_conf_t *cf, ngx_command_t *cmd,
     }
 
     vmcf->enabled = 1;
+
+    return NGX_CONF_OK;
+}
+
+
+/* "veto_sandbox_redis_sentinel <master> <addr> ...": the master's name
+ * and the sentinels, into the connection's configuration */
+static char *
+ngx_http_veto_sandbox_sentinel_conf(ngx_conf_t *cf, ngx_str_t *args,
+    ngx_uint_t nargs, ngx_http_veto_sandbox_redis_conf_t *rcf)
+{
+    u_char                              *p;
+    ngx_str_t                            v;
+    ngx_uint_t                           i;
+    ngx_http_veto_sandbox_redis_node_t  *node;
+
+    /* the master's name travels in commands and log lines: keep it a
+     * plain token, as Sentinel's own configuration does */
+    for (p = args[0].data; p < args[0].data + args[0].len; p++) {
+        if (*p <= 0x20 || *p >= 0x7f) {
+            ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                               "\"veto_sandbox_redis_sentinel\": the master's "
+                               "name \"%V\" must be printable ASCII without "
+                               "spaces", &args[0]);
+            return NGX_CONF_ERROR;
+        }
+    }
+
+    if (args[0].len == 0 || args[0].len > 128) {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                           "\"veto_sandbox_redis_sentinel\": the master's "
+                           "name must be 1..128 bytes");
+        return NGX_CONF_ERROR;
+    }
+
+    rcf->master_name.data = ngx_pnalloc(cf->pool, args[0].len + 1);
+    if (rcf->master_name.data == NULL) {
+        return NGX_CONF_ERROR;
+    }
+
+    ngx_cpystrn(rcf->master_name.data, args[0].data, args[0].len + 1);
+    rcf->master_name.len = args[0].len;
+
+    rcf->sentinels = ngx_array_create(cf->pool, nargs - 1,
+                                  sizeof(ngx_http_veto_sandbox_redis_node_t));
+    if (rcf->sentinels == NULL) {
+        return NGX_CONF_ERROR;
+    }
+
+    for (i = 1; i < nargs; i++) {
+        v = args[i];
+
+        if (v.len > 5 && ngx_strncasecmp(v.data, (u_char *) "unix:", 5) == 0) {
+            ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                               "\"veto_sandbox_redis_sentinel\": \"%V\": "
+                               "sentinels are reached over TCP (ip:port)",
+                               &v);
+            return NGX_CONF_ERROR;
+        }
+
+        node = ngx_array_push(rcf->sentinels);
+        if (node == NULL) {
+            return NGX_CONF_ERROR;
+        }
+
+        if (ngx_http_veto_sandbox_redis_parse_node(cf, &v, node)
+            != NGX_CONF_OK)
+        {
+            return NGX_CONF_ERROR;
+        }
+
+        /* no port: Sentinel's, not Redis' */
+        if (ngx_strlchr(v.data, v.data + v.len, ':') == NULL
+            || (v.data[0] == '[' && v.data[v.len - 1] == ']'))
+        {
+            node->port = NGX_HTTP_VSB_SENTINEL_PORT;
+        }
+    }
+
+    /* the logs name the service, the master's address once known */
+    rcf->addr.len = sizeof("sentinel:") - 1 + args[0].len;
+    rcf->addr.data = ngx_pnalloc(cf->pool, rcf->addr.len);
+    if (rcf->addr.data == NULL) {
+        return NGX_CONF_ERROR;
+    }
+
+    ngx_sprintf(rcf->addr.data, "sentinel:%V", &args[0]);
+
+    ngx_str_null(&rcf->unix_path);
+    ngx_str_null(&rcf->host);
 
     return NGX_CONF_OK;
 }

@@ -8,9 +8,10 @@
  *      discovery asks it first;
  *   2. SENTINEL get-master-addr-by-name <name>: an address, or nil (that
  *      sentinel does not know the master: ask the next one);
- *   3. connect to it and check ROLE (ngx_http_veto_sandbox_redis.c): a
- *      replica, an error, a timeout or a READONLY reply later means
- *      starting over at 1, after the connection's backoff.
+ *   3. connect to it and check ROLE (ngx_http_veto_sandbox_redis.c, told
+ *      through its handlers->discovered): a replica, an error, a timeout
+ *      or a READONLY reply later means starting over at 1, after the
+ *      connection's backoff.
  *
  * And one connection to every sentinel, SUBSCRIBEd to the failover's
  * events (only the sentinel leading a failover publishes its steps):
@@ -19,12 +20,14 @@
  *      old master still accepts writes, and still has replicas to confirm
  *      them, until Sentinel turns it into a replica; what it takes then
  *      is lost.  So the connection to it goes at once and the old master
- *      is fenced off (ngx_http_veto_sandbox_redis_fence()): the worker
- *      connects only to another master until the fence expires.
+ *      is fenced off (handlers->fence, _redis.c's): the worker connects
+ *      only to another master until the fence expires.
  *   +switch-master: the master moved; the connection to the old one goes
  *      at once and the next is made without waiting out the backoff.
  *
- * A listener is made again (to its sentinel) when it breaks.
+ * A listener is made again (to its sentinel) when it breaks.  The
+ * sentinels' connections are links (ngx_http_veto_sandbox_redis_link.c);
+ * the directive's arguments are read by ngx_http_veto_sandbox_redis_conf.c.
  *
  * Sentinels answer numeric addresses here: a name would have to be
  * resolved, which a worker never does (refused and logged).
@@ -39,7 +42,6 @@
 #include "ngx_http_veto_sandbox_sentinel.h"
 
 
-#define NGX_HTTP_VSB_SENTINEL_PORT       26379
 #define NGX_HTTP_VSB_SENTINEL_RESUB_MS   1000
 
 
@@ -54,6 +56,7 @@ typedef struct {
 
 struct ngx_http_veto_sandbox_sentinel_s {
     ngx_http_veto_sandbox_redis_t       *rds;
+    const ngx_http_veto_sandbox_sentinel_handlers_t  *handlers;
     ngx_http_veto_sandbox_redis_node_t  *nodes;     /* the configuration's */
     ngx_uint_t                           n;
     ngx_uint_t                          *order;     /* head: last to answer */
@@ -90,101 +93,12 @@ static void ngx_http_veto_sandbox_sentinel_sub_gone(
     ngx_http_veto_sandbox_redis_link_t *link);
 
 
-/* configuration: "veto_sandbox_redis_sentinel <master> <addr> ..." */
-
-char *
-ngx_http_veto_sandbox_sentinel_conf(ngx_conf_t *cf, ngx_str_t *args,
-    ngx_uint_t nargs, ngx_http_veto_sandbox_redis_conf_t *rcf)
-{
-    u_char                              *p;
-    ngx_str_t                            v;
-    ngx_uint_t                           i;
-    ngx_http_veto_sandbox_redis_node_t  *node;
-
-    /* the master's name travels in commands and log lines: keep it a
-     * plain token, as Sentinel's own configuration does */
-    for (p = args[0].data; p < args[0].data + args[0].len; p++) {
-        if (*p <= 0x20 || *p >= 0x7f) {
-            ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
-                               "\"veto_sandbox_redis_sentinel\": the master's "
-                               "name \"%V\" must be printable ASCII without "
-                               "spaces", &args[0]);
-            return NGX_CONF_ERROR;
-        }
-    }
-
-    if (args[0].len == 0 || args[0].len > 128) {
-        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
-                           "\"veto_sandbox_redis_sentinel\": the master's "
-                           "name must be 1..128 bytes");
-        return NGX_CONF_ERROR;
-    }
-
-    rcf->master_name.data = ngx_pnalloc(cf->pool, args[0].len + 1);
-    if (rcf->master_name.data == NULL) {
-        return NGX_CONF_ERROR;
-    }
-
-    ngx_cpystrn(rcf->master_name.data, args[0].data, args[0].len + 1);
-    rcf->master_name.len = args[0].len;
-
-    rcf->sentinels = ngx_array_create(cf->pool, nargs - 1,
-                                  sizeof(ngx_http_veto_sandbox_redis_node_t));
-    if (rcf->sentinels == NULL) {
-        return NGX_CONF_ERROR;
-    }
-
-    for (i = 1; i < nargs; i++) {
-        v = args[i];
-
-        if (v.len > 5 && ngx_strncasecmp(v.data, (u_char *) "unix:", 5) == 0) {
-            ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
-                               "\"veto_sandbox_redis_sentinel\": \"%V\": "
-                               "sentinels are reached over TCP (ip:port)",
-                               &v);
-            return NGX_CONF_ERROR;
-        }
-
-        node = ngx_array_push(rcf->sentinels);
-        if (node == NULL) {
-            return NGX_CONF_ERROR;
-        }
-
-        if (ngx_http_veto_sandbox_redis_parse_node(cf, &v, node)
-            != NGX_CONF_OK)
-        {
-            return NGX_CONF_ERROR;
-        }
-
-        /* no port: Sentinel's, not Redis' */
-        if (ngx_strlchr(v.data, v.data + v.len, ':') == NULL
-            || (v.data[0] == '[' && v.data[v.len - 1] == ']'))
-        {
-            node->port = NGX_HTTP_VSB_SENTINEL_PORT;
-        }
-    }
-
-    /* the logs name the service, the master's address once known */
-    rcf->addr.len = sizeof("sentinel:") - 1 + args[0].len;
-    rcf->addr.data = ngx_pnalloc(cf->pool, rcf->addr.len);
-    if (rcf->addr.data == NULL) {
-        return NGX_CONF_ERROR;
-    }
-
-    ngx_sprintf(rcf->addr.data, "sentinel:%V", &args[0]);
-
-    ngx_str_null(&rcf->unix_path);
-    ngx_str_null(&rcf->host);
-
-    return NGX_CONF_OK;
-}
-
-
 /* worker */
 
 ngx_http_veto_sandbox_sentinel_t *
 ngx_http_veto_sandbox_sentinel_create(ngx_http_veto_sandbox_redis_t *rds,
-    ngx_pool_t *pool)
+    ngx_pool_t *pool,
+    const ngx_http_veto_sandbox_sentinel_handlers_t *handlers)
 {
     ngx_uint_t                             i;
     ngx_http_veto_sandbox_sentinel_t      *st;
@@ -196,6 +110,7 @@ ngx_http_veto_sandbox_sentinel_create(ngx_http_veto_sandbox_redis_t *rds,
     }
 
     st->rds = rds;
+    st->handlers = handlers;
     st->nodes = rds->conf.sentinels->elts;
     st->n = rds->conf.sentinels->nelts;
 
@@ -304,7 +219,7 @@ ngx_http_veto_sandbox_sentinel_ask(ngx_http_veto_sandbox_sentinel_t *st)
                           "sentinels named a master \"%V\"", st->n,
                           &st->rds->conf.master_name);
             st->asking = 0;
-            ngx_http_veto_sandbox_redis_discovered(st->rds, NULL, 0);
+            st->handlers->discovered(st->rds, NULL, 0);
             return;
         }
 
@@ -464,7 +379,7 @@ ngx_http_veto_sandbox_sentinel_step(ngx_event_t *ev)
         }
     }
 
-    ngx_http_veto_sandbox_redis_discovered(st->rds, st->host, st->port);
+    st->handlers->discovered(st->rds, st->host, st->port);
 }
 
 
@@ -565,7 +480,7 @@ ngx_http_veto_sandbox_sentinel_message(redisAsyncContext *ac, void *r,
                       sub->link.name, &st->rds->conf.master_name, host,
                       (int) port);
 
-        ngx_http_veto_sandbox_redis_fence(st->rds, host, port);
+        st->handlers->fence(st->rds, host, port);
         return;
     }
 
@@ -574,7 +489,7 @@ ngx_http_veto_sandbox_sentinel_message(redisAsyncContext *ac, void *r,
                   "\"%V\" to %s:%d", sub->link.name,
                   &st->rds->conf.master_name, host, (int) port);
 
-    ngx_http_veto_sandbox_redis_switched(st->rds, host, port);
+    st->handlers->switched(st->rds, host, port);
 }
 
 

@@ -193,23 +193,9 @@ ngx_http_veto_sandbox_metrics_helper(ngx_http_request_t *r,
 }
 
 
-/* the epoch fence (_fence.c, Redis): no ownership record here, so no
- * epoch was sent and every reply is the op's */
-
-ngx_int_t
-ngx_http_veto_sandbox_fence_add(ngx_http_veto_sandbox_ctx_t *ctx,
-    json_t *req)
-{
-    abort();                    /* sending: not fuzzed */
-}
-
-
-ngx_int_t
-ngx_http_veto_sandbox_fence_check(ngx_http_request_t *r,
-    ngx_http_veto_sandbox_ctx_t *ctx)
-{
-    return NGX_DECLINED;
-}
+/* the epoch fence (_fence.c, Redis) is not linked: the helper client's
+ * hooks (ngx_http_veto_sandbox_helper_hooks) stay NULL, so no epoch is
+ * sent and every reply is the op's */
 
 
 /* an ended sandbox answered from its routing record (_where.c, Redis):

@@ -100,14 +100,13 @@ ngx_http_veto_sandbox_exec_fields(ngx_http_request_t *r,
 }
 
 
-/* The helper request of an {exec} row: the sandbox's and the exec id. */
+/* The helper request of an {exec} row: the sandbox's and the exec id
+ * (ctx->exec, the route's). */
 static json_t *
 ngx_http_veto_sandbox_exec_req(ngx_http_request_t *r,
     ngx_http_veto_sandbox_ctx_t *ctx)
 {
     json_t  *req;
-
-    ngx_http_veto_sandbox_op_exec(r, ctx);
 
     req = ngx_http_veto_sandbox_req(r, ctx);
 

@@ -19,6 +19,10 @@ ngx_int_t ngx_http_veto_sandbox_protected(ngx_http_request_t *r,
 ngx_int_t ngx_http_veto_sandbox_add_variables(ngx_conf_t *cf);
 
 /* _identity.c */
+/* how the identity phase finds r's op row (a public op needs no token):
+ * the router's lookup, set at configuration (_op_route.c); NULL: none,
+ * every request needs a token */
+extern ngx_http_veto_sandbox_op_find_pt  ngx_http_veto_sandbox_identity_op_find;
 ngx_int_t ngx_http_veto_sandbox_identify(ngx_http_request_t *r,
     ngx_http_veto_sandbox_ctx_t *ctx, ngx_uint_t may_wait);
 ngx_int_t ngx_http_veto_sandbox_scope_check(ngx_http_request_t *r,
@@ -162,10 +166,10 @@ ngx_http_veto_sandbox_op_t *ngx_http_veto_sandbox_op_find(
     ngx_http_request_t *r, ngx_uint_t *allow, ngx_str_t *sandbox,
     ngx_str_t *approval);
 ngx_int_t ngx_http_veto_sandbox_ops_init(ngx_conf_t *cf);
-/* the op of a method and a decoded URI, as op_find() */
+/* the op of a method and a decoded URI, as op_find(), and its {exec} */
 ngx_http_veto_sandbox_op_t *ngx_http_veto_sandbox_op_route(
     ngx_uint_t method, ngx_str_t *uri, ngx_uint_t *allow, ngx_str_t *sandbox,
-    ngx_str_t *approval);
+    ngx_str_t *approval, ngx_str_t *exec);
 /* build, gate, run ctx->op on ctx->in: NGX_DONE when a reply will
  * finalize r, else the code to finalize it with */
 ngx_int_t ngx_http_veto_sandbox_op_run(ngx_http_request_t *r,
@@ -205,9 +209,6 @@ char *ngx_http_veto_sandbox_mcp_metadata(ngx_conf_t *cf, ngx_command_t *cmd,
     void *conf);
 char *ngx_http_veto_sandbox_mcp_resource(ngx_conf_t *cf, ngx_command_t *cmd,
     void *conf);
-/* the {exec} of r's URI under the path of ctx->op (empty: none) */
-void ngx_http_veto_sandbox_op_exec(ngx_http_request_t *r,
-    ngx_http_veto_sandbox_ctx_t *ctx);
 
 /* _request.c: builders (ngx_http_veto_sandbox_build_pt) */
 ngx_int_t ngx_http_veto_sandbox_build_simple(ngx_http_request_t *r,
@@ -563,11 +564,12 @@ char *ngx_http_veto_sandbox_metrics_merge(ngx_conf_t *cf,
     ngx_http_veto_sandbox_srv_conf_t *conf);
 ngx_int_t ngx_http_veto_sandbox_metrics_init(ngx_conf_t *cf);
 
-/* _openapi.c: GET /v1/openapi.json from the compiled-in document; its
- * check at configuration */
+/* _openapi.c: GET /v1/openapi.json from the compiled-in document; the
+ * document parsed at configuration, for the op table's check (NULL:
+ * logged) */
 ngx_int_t ngx_http_veto_sandbox_openapi(ngx_http_request_t *r,
     ngx_http_veto_sandbox_ctx_t *ctx);
-ngx_int_t ngx_http_veto_sandbox_openapi_init(ngx_conf_t *cf);
+json_t *ngx_http_veto_sandbox_openapi_load(ngx_conf_t *cf);
 
 /* _record.c: records (ngx_http_veto_sandbox_record_pt) and the audit */
 void ngx_http_veto_sandbox_record_created(ngx_http_request_t *r,

@@ -26,7 +26,8 @@
  *   _ops.c        THE OP TABLE: one row per operation, data only (the
  *                 policy's action names and the OpenAPI check read it)
  *   _op_route.c   a request's row, running a routed op: build, gate,
- *                 run; the table's check at configuration
+ *                 run; the table's check at configuration (the OpenAPI
+ *                 document describes its rows)
  *   _review.c     ops answered from Redis: approvals and audit APIs
  *   _profiles.c   GET /v1/profiles: the helper's profiles the policy
  *                 allows; a create's profile_unavailable; list_profiles
@@ -514,6 +515,15 @@ typedef struct {
     ngx_http_veto_sandbox_map_pt     reply; /* helper ops: the reply */
     ngx_http_veto_sandbox_record_pt  record; /* helper ops: what is kept */
 } ngx_http_veto_sandbox_op_t;
+
+/* a WWW-Authenticate challenge's extra parameters for r, each with its
+ * leading ", " and NUL terminated: "" for none; NULL: no memory */
+typedef u_char *(*ngx_http_veto_sandbox_challenge_pt)(ngx_http_request_t *r);
+
+/* the op of r's method and URI, as ngx_http_veto_sandbox_op_find() */
+typedef ngx_http_veto_sandbox_op_t *(*ngx_http_veto_sandbox_op_find_pt)(
+    ngx_http_request_t *r, ngx_uint_t *allow, ngx_str_t *sandbox,
+    ngx_str_t *approval);
 
 #ifndef NGX_HTTP_VSB_OPS_DATA_ONLY
 

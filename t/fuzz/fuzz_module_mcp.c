@@ -338,7 +338,8 @@ static ngx_http_veto_sandbox_op_t  twin_op;
 
 ngx_http_veto_sandbox_op_t *
 ngx_http_veto_sandbox_op_route(ngx_uint_t method, ngx_str_t *uri,
-    ngx_uint_t *allow, ngx_str_t *sandbox, ngx_str_t *approval)
+    ngx_uint_t *allow, ngx_str_t *sandbox, ngx_str_t *approval,
+    ngx_str_t *exec)
 {
     must(uri->len > sizeof("/v1/") - 1
          && ngx_strncmp(uri->data, "/v1/", 4) == 0);

@@ -614,6 +614,11 @@ ngx_int_t ngx_http_veto_sandbox_problem(ngx_http_request_t *r,
     json_t *extra);
 ngx_int_t ngx_http_veto_sandbox_deny(ngx_http_request_t *r,
     ngx_http_veto_sandbox_ctx_t *ctx);
+/* what deny()'s challenges add for r (", resource_metadata=..." on the
+ * MCP endpoint, _mcp_meta.c): set at configuration by the face that has
+ * it; NULL: nothing */
+extern ngx_http_veto_sandbox_challenge_pt
+    ngx_http_veto_sandbox_challenge_extra;
 ngx_int_t ngx_http_veto_sandbox_header(ngx_http_request_t *r,
     const char *name, const char *value);
 /* body is stolen */

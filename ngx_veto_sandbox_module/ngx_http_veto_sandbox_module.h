@@ -19,6 +19,8 @@
  *   _mcp_archive.c  the upload_archive tool: its twin and its result
  *   _mcp_progress.c an exec's output as MCP progress notifications (SSE)
  *   _mcp_result.c the twin's response as the tool's result (ctx->sink)
+ *   _mcp_respond.c  a JSON-RPC response: one JSON object, or the last
+ *                 event of a call's progress stream
  *   _mcp_present.c  a success as the tool's result: text, structured
  *   _mcp_session.c  MCP sessions in a shared memory zone
  *   _identity.c   the Authorization header, the token's rule and scopes;

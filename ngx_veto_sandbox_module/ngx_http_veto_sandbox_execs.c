@@ -21,13 +21,19 @@
 #include "ngx_http_veto_sandbox_redact.h"
 
 
+static const char  *ngx_http_veto_sandbox_exec_known[] = {
+    "argv", "cwd", "env", "stdin", "timeout_s", "output_bytes", "background",
+    NULL
+};
+
+
 /*
  * output_bytes (within the policy's ceiling; the helper's own is
  * max_output_bytes) and how the exec runs: "background": true, or
  * streamed when the client accepts ndjson.  NGX_DECLINED: go on; else
  * the refusal was sent, the code to end with.
  */
-ngx_int_t
+static ngx_int_t
 ngx_http_veto_sandbox_exec_fields(ngx_http_request_t *r,
     ngx_http_veto_sandbox_ctx_t *ctx, json_t *body, json_t *req)
 {
@@ -95,6 +101,143 @@ ngx_http_veto_sandbox_exec_fields(ngx_http_request_t *r,
     {
         return NGX_HTTP_INTERNAL_SERVER_ERROR;
     }
+
+    return NGX_DECLINED;
+}
+
+
+ngx_int_t
+ngx_http_veto_sandbox_build_exec(ngx_http_request_t *r,
+    ngx_http_veto_sandbox_ctx_t *ctx)
+{
+    json_t                       *body, *req, *v, *e;
+    uint64_t                      n;
+    ngx_buf_t                    *b;
+    ngx_int_t                     rc;
+    ngx_uint_t                    i;
+    ngx_chain_t                  *payload;
+    ngx_http_veto_sandbox_rule_t *rule;
+
+    body = ngx_http_veto_sandbox_read_json(r, &rc);
+    if (body == NULL) {
+        return rc;
+    }
+
+    rule = ctx->rule;
+
+    if (ngx_http_veto_sandbox_known_fields(r, body,
+                                           ngx_http_veto_sandbox_exec_known,
+                                           &rc)
+        != NGX_OK)
+    {
+        return rc;
+    }
+
+    v = json_object_get(body, "argv");
+
+    if (v == NULL) {
+        return ngx_http_veto_sandbox_bad_field(r, "missing_field", "argv",
+                                               "\"argv\" is required");
+    }
+
+    if (!json_is_array(v) || json_array_size(v) == 0
+        || json_array_size(v) > VSB_MAX_ARGV)
+    {
+        return ngx_http_veto_sandbox_bad_field(r, "bad_type", "argv",
+                                               "\"argv\" must be a non-empty "
+                                               "array of strings");
+    }
+
+    json_array_foreach(v, i, e) {
+        if (!json_is_string(e)) {
+            return ngx_http_veto_sandbox_bad_field(r, "bad_type", "argv",
+                                                   "\"argv\" must be a "
+                                                   "non-empty array of "
+                                                   "strings");
+        }
+    }
+
+    req = ngx_http_veto_sandbox_req(r, ctx);
+    if (req == NULL) {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+
+    json_object_set(req, "argv", v);
+
+    if (ngx_http_veto_sandbox_copy_field(r, body, req, "cwd",
+                                         NGX_HTTP_VSB_FIELD_STRING, &rc)
+        != NGX_OK
+        || ngx_http_veto_sandbox_copy_field(r, body, req, "env",
+                                            NGX_HTTP_VSB_FIELD_STRINGS, &rc)
+           != NGX_OK)
+    {
+        return rc;
+    }
+
+    rc = ngx_http_veto_sandbox_env_check(r, ctx, json_object_get(req, "env"));
+    if (rc != NGX_DECLINED) {
+        return rc;
+    }
+
+    if (ngx_http_veto_sandbox_limited(r, ctx, body, req,
+                                      NGX_HTTP_VSB_L_TIMEOUT_S, &n, &rc)
+        != NGX_OK
+        || ngx_http_veto_sandbox_fits(r, req, &rc) != NGX_OK)
+    {
+        return rc;
+    }
+
+    /* the reply comes after the command ends: wait that long too; with
+     * no timeout here the sandbox's own applies, up to the helper's
+     * ceiling, which run() asks for first */
+    if (n == 0) {
+        n = rule->ceiling[NGX_HTTP_VSB_L_TIMEOUT_S];
+    }
+
+    ctx->helper.extra_read_ms =
+        (ngx_msec_t) ngx_min(n, NGX_HTTP_VSB_MAX_WAIT_S) * 1000;
+    ctx->helper.ask_timeout = (n == 0);
+
+    /* output_bytes, and how it runs: streamed, in the background */
+    rc = ngx_http_veto_sandbox_exec_fields(r, ctx, body, req);
+    if (rc != NGX_DECLINED) {
+        return rc;
+    }
+
+    /* stdin goes as the frame's payload, straight from the parsed body */
+    payload = NULL;
+    n = 0;
+
+    v = json_object_get(body, "stdin");
+    if (v != NULL) {
+        if (!json_is_string(v)) {
+            return ngx_http_veto_sandbox_bad_field(r, "bad_type", "stdin",
+                                                   "\"stdin\" must be a "
+                                                   "string");
+        }
+
+        n = json_string_length(v);
+
+        if (n) {
+            b = ngx_calloc_buf(r->pool);
+            payload = ngx_alloc_chain_link(r->pool);
+
+            if (b == NULL || payload == NULL) {
+                return NGX_HTTP_INTERNAL_SERVER_ERROR;
+            }
+
+            b->pos = (u_char *) json_string_value(v);
+            b->last = b->pos + n;
+            b->memory = 1;
+
+            payload->buf = b;
+            payload->next = NULL;
+        }
+    }
+
+    ctx->req = req;
+    ctx->payload = payload;
+    ctx->payload_len = n;
 
     return NGX_DECLINED;
 }

@@ -219,10 +219,6 @@ ngx_int_t ngx_http_veto_sandbox_build_read(ngx_http_request_t *r,
     ngx_http_veto_sandbox_ctx_t *ctx);
 ngx_int_t ngx_http_veto_sandbox_build_write(ngx_http_request_t *r,
     ngx_http_veto_sandbox_ctx_t *ctx);
-ngx_int_t ngx_http_veto_sandbox_build_create(ngx_http_request_t *r,
-    ngx_http_veto_sandbox_ctx_t *ctx);
-ngx_int_t ngx_http_veto_sandbox_build_exec(ngx_http_request_t *r,
-    ngx_http_veto_sandbox_ctx_t *ctx);
 ngx_int_t ngx_http_veto_sandbox_build_nothing(ngx_http_request_t *r,
     ngx_http_veto_sandbox_ctx_t *ctx);
 json_t *ngx_http_veto_sandbox_read_json(ngx_http_request_t *r,
@@ -237,6 +233,22 @@ ngx_int_t ngx_http_veto_sandbox_path_check(ngx_http_request_t *r,
 /* a request's timeout as the helper will apply it, for the read timeout
  * of an op that waits for a workload: the policy's ceiling, or a day */
 ngx_msec_t ngx_http_veto_sandbox_wait_ms(ngx_http_veto_sandbox_ctx_t *ctx);
+
+/* _request_create.c: sandbox.create's builder */
+ngx_int_t ngx_http_veto_sandbox_build_create(ngx_http_request_t *r,
+    ngx_http_veto_sandbox_ctx_t *ctx);
+
+/* _request_profile.c */
+/* a create's profile the policy does not allow: 403, or 404
+ * unknown_profile when the helper has no such profile (asked: NGX_DONE) */
+ngx_int_t ngx_http_veto_sandbox_profile_refused(ngx_http_request_t *r,
+    ngx_http_veto_sandbox_ctx_t *ctx, const char *name);
+/* the helper has no profile of that name: 404 unknown_profile */
+ngx_int_t ngx_http_veto_sandbox_profile_missing(ngx_http_request_t *r,
+    ngx_http_veto_sandbox_ctx_t *ctx);
+/* the helper answered profile_unavailable to a create: 409 */
+ngx_int_t ngx_http_veto_sandbox_profile_unavailable(ngx_http_request_t *r,
+    ngx_http_veto_sandbox_ctx_t *ctx);
 
 /* _request_fields.c: the builders' field checks and refusals */
 /* 422: limit i asked above its policy ceiling (on record) */
@@ -268,6 +280,21 @@ ngx_int_t ngx_http_veto_sandbox_fits(ngx_http_request_t *r, json_t *req,
     ngx_int_t *rc);
 /* a positive integer into *v; NGX_DECLINED if j is NULL, else NGX_ERROR */
 ngx_int_t ngx_http_veto_sandbox_uint(json_t *j, uint64_t *v);
+/* every key of body is one of names (NULL ended): NGX_OK, or NGX_ABORT
+ * with *rc the 400 naming the field and the one it likely meant */
+ngx_int_t ngx_http_veto_sandbox_known_fields(ngx_http_request_t *r,
+    json_t *body, const char **names, ngx_int_t *rc);
+/* the types copy_field() takes */
+enum {
+    NGX_HTTP_VSB_FIELD_STRING = 0,
+    NGX_HTTP_VSB_FIELD_OBJECT,
+    NGX_HTTP_VSB_FIELD_STRINGS          /* an object of strings */
+};
+/* body's optional field name into req when it has the type: NGX_OK, or
+ * NGX_ABORT with *rc the 400 */
+ngx_int_t ngx_http_veto_sandbox_copy_field(ngx_http_request_t *r,
+    json_t *body, json_t *req, const char *name, ngx_uint_t type,
+    ngx_int_t *rc);
 
 /* _request_lifetime.c: PATCH's lifetime (NGX_DECLINED: the body changes
  * none; else *rc is build()'s answer), the list's builder */
@@ -456,8 +483,8 @@ ngx_int_t ngx_http_veto_sandbox_stream_send(ngx_http_request_t *r,
 json_t *ngx_http_veto_sandbox_stream_detail(ngx_http_veto_sandbox_ctx_t *ctx);
 
 /* _execs.c: builders, mappers and records of the exec rows */
-ngx_int_t ngx_http_veto_sandbox_exec_fields(ngx_http_request_t *r,
-    ngx_http_veto_sandbox_ctx_t *ctx, json_t *body, json_t *req);
+ngx_int_t ngx_http_veto_sandbox_build_exec(ngx_http_request_t *r,
+    ngx_http_veto_sandbox_ctx_t *ctx);
 ngx_int_t ngx_http_veto_sandbox_build_exec_id(ngx_http_request_t *r,
     ngx_http_veto_sandbox_ctx_t *ctx);
 ngx_int_t ngx_http_veto_sandbox_build_exec_output(ngx_http_request_t *r,

@@ -32,7 +32,7 @@
  *                 document describes its rows)
  *   _review.c     ops answered from Redis: approvals and audit APIs
  *   _profiles.c   GET /v1/profiles: the helper's profiles the policy
- *                 allows; a create's profile_unavailable; list_profiles
+ *                 allows; list_profiles
  *   _about.c      GET /v1/about: the isolation layers in force (ping)
  *   _openapi.c    GET /v1/openapi.json: the compiled-in OpenAPI document
  *   _admin.c      the admin API: revocations, any sandbox of the tenant
@@ -44,11 +44,15 @@
  *   _stream.c     streamed replies: helper events out as they come
  *                 (chunked, flushed, the helper paused while the client
  *                 is slow), ndjson lines, a client gone on record
- *   _execs.c      exec rows: streamed and background execs, their state,
- *                 output and kill; the cut between head and tail
+ *   _execs.c      exec rows: the exec's builder, streamed and background
+ *                 execs, their state, output and kill; the cut between
+ *                 head and tail
  *   _output.c     an exec's output streams as JSON strings or base64
  *   _archive.c    archive rows: a tar upload in, a directory out as tar
  *   _request.c    request bodies and queries: validation, helper requests
+ *   _request_create.c  sandbox.create's builder
+ *   _request_profile.c  a create's profile refused: by the policy (403
+ *                 or 404), by the helper (404, 409 profile_unavailable)
  *   _request_fields.c  the 400 naming a field or query argument, the
  *                 helper's header bound (413), the policy's limits
  *   _request_network.c  their network part: create's hosts, PATCH

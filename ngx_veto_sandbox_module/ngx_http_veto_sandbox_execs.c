@@ -1,8 +1,9 @@
 /*
- * The exec rows beyond a plain exec: its own output_bytes, a streamed
- * exec (Accept: application/x-ndjson, _stream.c), a background exec
- * (202, then /v1/sandboxes/{id}/execs/{exec}: its state, its output from
- * an offset or followed live, its kill), and where the output was cut
+ * The exec rows: a plain exec's request (argv, cwd, env, timeout_s,
+ * stdin as the frame's payload), its own output_bytes, a streamed exec
+ * (Accept: application/x-ndjson, _stream.c), a background exec (202,
+ * then /v1/sandboxes/{id}/execs/{exec}: its state, its output from an
+ * offset or followed live, its kill), and where the output was cut
  * between head and tail.  Builders, mappers and records of those rows;
  * the helper does the work (vsb_protocol.h: exec, exec_status,
  * exec_output, exec_kill).
@@ -106,6 +107,7 @@ ngx_http_veto_sandbox_exec_fields(ngx_http_request_t *r,
 }
 
 
+/* POST /v1/sandboxes/{id}/exec: sandbox.exec's builder */
 ngx_int_t
 ngx_http_veto_sandbox_build_exec(ngx_http_request_t *r,
     ngx_http_veto_sandbox_ctx_t *ctx)

@@ -166,16 +166,17 @@ ngx_http_veto_sandbox_method_not_allowed(ngx_http_request_t *r,
 }
 
 
-/* Sets ctx->op and the ids its path names; answers 404 / 405 itself,
- * leaving ctx->op NULL. */
+/* Sets ctx->op and the ids its path names (sandbox, approval, exec);
+ * answers 404 / 405 itself, leaving ctx->op NULL. */
 static ngx_int_t
 ngx_http_veto_sandbox_route(ngx_http_request_t *r,
     ngx_http_veto_sandbox_ctx_t *ctx)
 {
     ngx_uint_t  allow;
 
-    ctx->op = ngx_http_veto_sandbox_op_find(r, &allow, &ctx->sandbox,
-                                            &ctx->apr_id);
+    ctx->op = ngx_http_veto_sandbox_op_route(r->method, &r->uri, &allow,
+                                             &ctx->sandbox, &ctx->apr_id,
+                                             &ctx->exec);
     if (ctx->op != NULL) {
         return NGX_OK;
     }

@@ -1,8 +1,7 @@
 /*
  * Discovery: what a caller can get from this host.  _profiles.c serves
- * GET /v1/profiles (the helper's profiles the caller's policy allows),
- * the problem of a create whose profile's image is gone, and the MCP
- * tool list_profiles; _about.c serves GET /v1/about (the isolation
+ * GET /v1/profiles (the helper's profiles the caller's policy allows)
+ * and the MCP tool list_profiles; _about.c serves GET /v1/about (the isolation
  * layers in force, from the helper's ping) and the MCP tool
  * describe_isolation.
  */
@@ -34,19 +33,6 @@ const char *ngx_http_veto_sandbox_profile_default(
     ngx_http_veto_sandbox_rule_t *rule);
 
 ngx_int_t ngx_http_veto_sandbox_reply_profiles(ngx_http_request_t *r,
-    ngx_http_veto_sandbox_ctx_t *ctx);
-
-/* a create's profile the policy does not allow: 403, or 404
- * unknown_profile when the helper has no such profile (asked: NGX_DONE) */
-ngx_int_t ngx_http_veto_sandbox_profile_refused(ngx_http_request_t *r,
-    ngx_http_veto_sandbox_ctx_t *ctx, const char *name);
-
-/* the helper has no profile of that name: 404 unknown_profile */
-ngx_int_t ngx_http_veto_sandbox_profile_missing(ngx_http_request_t *r,
-    ngx_http_veto_sandbox_ctx_t *ctx);
-
-/* the helper answered profile_unavailable to a create: 409 */
-ngx_int_t ngx_http_veto_sandbox_profile_unavailable(ngx_http_request_t *r,
     ngx_http_veto_sandbox_ctx_t *ctx);
 
 /* the MCP tool list_profiles: GET /v1/profiles */

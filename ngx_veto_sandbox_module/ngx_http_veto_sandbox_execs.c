@@ -1,8 +1,9 @@
 /*
- * The exec rows beyond a plain exec: its own output_bytes, a streamed
- * exec (Accept: application/x-ndjson, _stream.c), a background exec
- * (202, then /v1/sandboxes/{id}/execs/{exec}: its state, its output from
- * an offset or followed live, its kill), and where the output was cut
+ * The exec rows: a plain exec's request (argv, cwd, env, timeout_s,
+ * stdin as the frame's payload), its own output_bytes, a streamed exec
+ * (Accept: application/x-ndjson, _stream.c), a background exec (202,
+ * then /v1/sandboxes/{id}/execs/{exec}: its state, its output from an
+ * offset or followed live, its kill), and where the output was cut
  * between head and tail.  Builders, mappers and records of those rows;
  * the helper does the work (vsb_protocol.h: exec, exec_status,
  * exec_output, exec_kill).
@@ -21,13 +22,19 @@
 #include "ngx_http_veto_sandbox_redact.h"
 
 
+static const char  *ngx_http_veto_sandbox_exec_known[] = {
+    "argv", "cwd", "env", "stdin", "timeout_s", "output_bytes", "background",
+    NULL
+};
+
+
 /*
  * output_bytes (within the policy's ceiling; the helper's own is
  * max_output_bytes) and how the exec runs: "background": true, or
  * streamed when the client accepts ndjson.  NGX_DECLINED: go on; else
  * the refusal was sent, the code to end with.
  */
-ngx_int_t
+static ngx_int_t
 ngx_http_veto_sandbox_exec_fields(ngx_http_request_t *r,
     ngx_http_veto_sandbox_ctx_t *ctx, json_t *body, json_t *req)
 {
@@ -100,14 +107,151 @@ ngx_http_veto_sandbox_exec_fields(ngx_http_request_t *r,
 }
 
 
-/* The helper request of an {exec} row: the sandbox's and the exec id. */
+/* POST /v1/sandboxes/{id}/exec: sandbox.exec's builder */
+ngx_int_t
+ngx_http_veto_sandbox_build_exec(ngx_http_request_t *r,
+    ngx_http_veto_sandbox_ctx_t *ctx)
+{
+    json_t                       *body, *req, *v, *e;
+    uint64_t                      n;
+    ngx_buf_t                    *b;
+    ngx_int_t                     rc;
+    ngx_uint_t                    i;
+    ngx_chain_t                  *payload;
+    ngx_http_veto_sandbox_rule_t *rule;
+
+    body = ngx_http_veto_sandbox_read_json(r, &rc);
+    if (body == NULL) {
+        return rc;
+    }
+
+    rule = ctx->rule;
+
+    if (ngx_http_veto_sandbox_known_fields(r, body,
+                                           ngx_http_veto_sandbox_exec_known,
+                                           &rc)
+        != NGX_OK)
+    {
+        return rc;
+    }
+
+    v = json_object_get(body, "argv");
+
+    if (v == NULL) {
+        return ngx_http_veto_sandbox_bad_field(r, "missing_field", "argv",
+                                               "\"argv\" is required");
+    }
+
+    if (!json_is_array(v) || json_array_size(v) == 0
+        || json_array_size(v) > VSB_MAX_ARGV)
+    {
+        return ngx_http_veto_sandbox_bad_field(r, "bad_type", "argv",
+                                               "\"argv\" must be a non-empty "
+                                               "array of strings");
+    }
+
+    json_array_foreach(v, i, e) {
+        if (!json_is_string(e)) {
+            return ngx_http_veto_sandbox_bad_field(r, "bad_type", "argv",
+                                                   "\"argv\" must be a "
+                                                   "non-empty array of "
+                                                   "strings");
+        }
+    }
+
+    req = ngx_http_veto_sandbox_req(r, ctx);
+    if (req == NULL) {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+
+    json_object_set(req, "argv", v);
+
+    if (ngx_http_veto_sandbox_copy_field(r, body, req, "cwd",
+                                         NGX_HTTP_VSB_FIELD_STRING, &rc)
+        != NGX_OK
+        || ngx_http_veto_sandbox_copy_field(r, body, req, "env",
+                                            NGX_HTTP_VSB_FIELD_STRINGS, &rc)
+           != NGX_OK)
+    {
+        return rc;
+    }
+
+    rc = ngx_http_veto_sandbox_env_check(r, ctx, json_object_get(req, "env"));
+    if (rc != NGX_DECLINED) {
+        return rc;
+    }
+
+    if (ngx_http_veto_sandbox_limited(r, ctx, body, req,
+                                      NGX_HTTP_VSB_L_TIMEOUT_S, &n, &rc)
+        != NGX_OK
+        || ngx_http_veto_sandbox_fits(r, req, &rc) != NGX_OK)
+    {
+        return rc;
+    }
+
+    /* the reply comes after the command ends: wait that long too; with
+     * no timeout here the sandbox's own applies, up to the helper's
+     * ceiling, which run() asks for first */
+    if (n == 0) {
+        n = rule->ceiling[NGX_HTTP_VSB_L_TIMEOUT_S];
+    }
+
+    ctx->helper.extra_read_ms =
+        (ngx_msec_t) ngx_min(n, NGX_HTTP_VSB_MAX_WAIT_S) * 1000;
+    ctx->helper.ask_timeout = (n == 0);
+
+    /* output_bytes, and how it runs: streamed, in the background */
+    rc = ngx_http_veto_sandbox_exec_fields(r, ctx, body, req);
+    if (rc != NGX_DECLINED) {
+        return rc;
+    }
+
+    /* stdin goes as the frame's payload, straight from the parsed body */
+    payload = NULL;
+    n = 0;
+
+    v = json_object_get(body, "stdin");
+    if (v != NULL) {
+        if (!json_is_string(v)) {
+            return ngx_http_veto_sandbox_bad_field(r, "bad_type", "stdin",
+                                                   "\"stdin\" must be a "
+                                                   "string");
+        }
+
+        n = json_string_length(v);
+
+        if (n) {
+            b = ngx_calloc_buf(r->pool);
+            payload = ngx_alloc_chain_link(r->pool);
+
+            if (b == NULL || payload == NULL) {
+                return NGX_HTTP_INTERNAL_SERVER_ERROR;
+            }
+
+            b->pos = (u_char *) json_string_value(v);
+            b->last = b->pos + n;
+            b->memory = 1;
+
+            payload->buf = b;
+            payload->next = NULL;
+        }
+    }
+
+    ctx->req = req;
+    ctx->payload = payload;
+    ctx->payload_len = n;
+
+    return NGX_DECLINED;
+}
+
+
+/* The helper request of an {exec} row: the sandbox's and the exec id
+ * (ctx->exec, the route's). */
 static json_t *
 ngx_http_veto_sandbox_exec_req(ngx_http_request_t *r,
     ngx_http_veto_sandbox_ctx_t *ctx)
 {
     json_t  *req;
-
-    ngx_http_veto_sandbox_op_exec(r, ctx);
 
     req = ngx_http_veto_sandbox_req(r, ctx);
 

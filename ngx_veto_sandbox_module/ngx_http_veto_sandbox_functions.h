@@ -19,6 +19,10 @@ ngx_int_t ngx_http_veto_sandbox_protected(ngx_http_request_t *r,
 ngx_int_t ngx_http_veto_sandbox_add_variables(ngx_conf_t *cf);
 
 /* _identity.c */
+/* how the identity phase finds r's op row (a public op needs no token):
+ * the router's lookup, set at configuration (_op_route.c); NULL: none,
+ * every request needs a token */
+extern ngx_http_veto_sandbox_op_find_pt  ngx_http_veto_sandbox_identity_op_find;
 ngx_int_t ngx_http_veto_sandbox_identify(ngx_http_request_t *r,
     ngx_http_veto_sandbox_ctx_t *ctx, ngx_uint_t may_wait);
 ngx_int_t ngx_http_veto_sandbox_scope_check(ngx_http_request_t *r,
@@ -177,10 +181,10 @@ ngx_http_veto_sandbox_op_t *ngx_http_veto_sandbox_op_find(
     ngx_http_request_t *r, ngx_uint_t *allow, ngx_str_t *sandbox,
     ngx_str_t *approval);
 ngx_int_t ngx_http_veto_sandbox_ops_init(ngx_conf_t *cf);
-/* the op of a method and a decoded URI, as op_find() */
+/* the op of a method and a decoded URI, as op_find(), and its {exec} */
 ngx_http_veto_sandbox_op_t *ngx_http_veto_sandbox_op_route(
     ngx_uint_t method, ngx_str_t *uri, ngx_uint_t *allow, ngx_str_t *sandbox,
-    ngx_str_t *approval);
+    ngx_str_t *approval, ngx_str_t *exec);
 /* build, gate, run ctx->op on ctx->in: NGX_DONE when a reply will
  * finalize r, else the code to finalize it with */
 ngx_int_t ngx_http_veto_sandbox_op_run(ngx_http_request_t *r,
@@ -220,9 +224,6 @@ char *ngx_http_veto_sandbox_mcp_metadata(ngx_conf_t *cf, ngx_command_t *cmd,
     void *conf);
 char *ngx_http_veto_sandbox_mcp_resource(ngx_conf_t *cf, ngx_command_t *cmd,
     void *conf);
-/* the {exec} of r's URI under the path of ctx->op (empty: none) */
-void ngx_http_veto_sandbox_op_exec(ngx_http_request_t *r,
-    ngx_http_veto_sandbox_ctx_t *ctx);
 
 /* _request.c: builders (ngx_http_veto_sandbox_build_pt) */
 ngx_int_t ngx_http_veto_sandbox_build_simple(ngx_http_request_t *r,
@@ -232,10 +233,6 @@ ngx_int_t ngx_http_veto_sandbox_build_health(ngx_http_request_t *r,
 ngx_int_t ngx_http_veto_sandbox_build_read(ngx_http_request_t *r,
     ngx_http_veto_sandbox_ctx_t *ctx);
 ngx_int_t ngx_http_veto_sandbox_build_write(ngx_http_request_t *r,
-    ngx_http_veto_sandbox_ctx_t *ctx);
-ngx_int_t ngx_http_veto_sandbox_build_create(ngx_http_request_t *r,
-    ngx_http_veto_sandbox_ctx_t *ctx);
-ngx_int_t ngx_http_veto_sandbox_build_exec(ngx_http_request_t *r,
     ngx_http_veto_sandbox_ctx_t *ctx);
 ngx_int_t ngx_http_veto_sandbox_build_nothing(ngx_http_request_t *r,
     ngx_http_veto_sandbox_ctx_t *ctx);
@@ -251,6 +248,22 @@ ngx_int_t ngx_http_veto_sandbox_path_check(ngx_http_request_t *r,
 /* a request's timeout as the helper will apply it, for the read timeout
  * of an op that waits for a workload: the policy's ceiling, or a day */
 ngx_msec_t ngx_http_veto_sandbox_wait_ms(ngx_http_veto_sandbox_ctx_t *ctx);
+
+/* _request_create.c: sandbox.create's builder */
+ngx_int_t ngx_http_veto_sandbox_build_create(ngx_http_request_t *r,
+    ngx_http_veto_sandbox_ctx_t *ctx);
+
+/* _request_profile.c */
+/* a create's profile the policy does not allow: 403, or 404
+ * unknown_profile when the helper has no such profile (asked: NGX_DONE) */
+ngx_int_t ngx_http_veto_sandbox_profile_refused(ngx_http_request_t *r,
+    ngx_http_veto_sandbox_ctx_t *ctx, const char *name);
+/* the helper has no profile of that name: 404 unknown_profile */
+ngx_int_t ngx_http_veto_sandbox_profile_missing(ngx_http_request_t *r,
+    ngx_http_veto_sandbox_ctx_t *ctx);
+/* the helper answered profile_unavailable to a create: 409 */
+ngx_int_t ngx_http_veto_sandbox_profile_unavailable(ngx_http_request_t *r,
+    ngx_http_veto_sandbox_ctx_t *ctx);
 
 /* _request_fields.c: the builders' field checks and refusals */
 /* 422: limit i asked above its policy ceiling (on record) */
@@ -282,6 +295,21 @@ ngx_int_t ngx_http_veto_sandbox_fits(ngx_http_request_t *r, json_t *req,
     ngx_int_t *rc);
 /* a positive integer into *v; NGX_DECLINED if j is NULL, else NGX_ERROR */
 ngx_int_t ngx_http_veto_sandbox_uint(json_t *j, uint64_t *v);
+/* every key of body is one of names (NULL ended): NGX_OK, or NGX_ABORT
+ * with *rc the 400 naming the field and the one it likely meant */
+ngx_int_t ngx_http_veto_sandbox_known_fields(ngx_http_request_t *r,
+    json_t *body, const char **names, ngx_int_t *rc);
+/* the types copy_field() takes */
+enum {
+    NGX_HTTP_VSB_FIELD_STRING = 0,
+    NGX_HTTP_VSB_FIELD_OBJECT,
+    NGX_HTTP_VSB_FIELD_STRINGS          /* an object of strings */
+};
+/* body's optional field name into req when it has the type: NGX_OK, or
+ * NGX_ABORT with *rc the 400 */
+ngx_int_t ngx_http_veto_sandbox_copy_field(ngx_http_request_t *r,
+    json_t *body, json_t *req, const char *name, ngx_uint_t type,
+    ngx_int_t *rc);
 
 /* _request_lifetime.c: PATCH's lifetime (NGX_DECLINED: the body changes
  * none; else *rc is build()'s answer), the list's builder */
@@ -468,8 +496,8 @@ ngx_int_t ngx_http_veto_sandbox_stream_send(ngx_http_request_t *r,
 json_t *ngx_http_veto_sandbox_stream_detail(ngx_http_veto_sandbox_ctx_t *ctx);
 
 /* _execs.c: builders, mappers and records of the exec rows */
-ngx_int_t ngx_http_veto_sandbox_exec_fields(ngx_http_request_t *r,
-    ngx_http_veto_sandbox_ctx_t *ctx, json_t *body, json_t *req);
+ngx_int_t ngx_http_veto_sandbox_build_exec(ngx_http_request_t *r,
+    ngx_http_veto_sandbox_ctx_t *ctx);
 ngx_int_t ngx_http_veto_sandbox_build_exec_id(ngx_http_request_t *r,
     ngx_http_veto_sandbox_ctx_t *ctx);
 ngx_int_t ngx_http_veto_sandbox_build_exec_output(ngx_http_request_t *r,
@@ -576,11 +604,12 @@ char *ngx_http_veto_sandbox_metrics_merge(ngx_conf_t *cf,
     ngx_http_veto_sandbox_srv_conf_t *conf);
 ngx_int_t ngx_http_veto_sandbox_metrics_init(ngx_conf_t *cf);
 
-/* _openapi.c: GET /v1/openapi.json from the compiled-in document; its
- * check at configuration */
+/* _openapi.c: GET /v1/openapi.json from the compiled-in document; the
+ * document parsed at configuration, for the op table's check (NULL:
+ * logged) */
 ngx_int_t ngx_http_veto_sandbox_openapi(ngx_http_request_t *r,
     ngx_http_veto_sandbox_ctx_t *ctx);
-ngx_int_t ngx_http_veto_sandbox_openapi_init(ngx_conf_t *cf);
+json_t *ngx_http_veto_sandbox_openapi_load(ngx_conf_t *cf);
 
 /* _record.c: records (ngx_http_veto_sandbox_record_pt) and the audit */
 void ngx_http_veto_sandbox_record_created(ngx_http_request_t *r,
@@ -625,6 +654,11 @@ ngx_int_t ngx_http_veto_sandbox_problem(ngx_http_request_t *r,
     json_t *extra);
 ngx_int_t ngx_http_veto_sandbox_deny(ngx_http_request_t *r,
     ngx_http_veto_sandbox_ctx_t *ctx);
+/* what deny()'s challenges add for r (", resource_metadata=..." on the
+ * MCP endpoint, _mcp_meta.c): set at configuration by the face that has
+ * it; NULL: nothing */
+extern ngx_http_veto_sandbox_challenge_pt
+    ngx_http_veto_sandbox_challenge_extra;
 ngx_int_t ngx_http_veto_sandbox_header(ngx_http_request_t *r,
     const char *name, const char *value);
 /* body is stolen */

@@ -19,6 +19,11 @@ static ngx_int_t ngx_http_veto_sandbox_post_read_handler(
     ngx_http_request_t *r);
 
 
+/* the router's lookup of r's op row (_op_route.c sets it at
+ * configuration); NULL: no row is known, every request needs a token */
+ngx_http_veto_sandbox_op_find_pt  ngx_http_veto_sandbox_identity_op_find;
+
+
 /*
  * Verifies the bearer token and looks the caller up in the policy.
  * NGX_OK: ctx->agent, tenant, scopes and rule are set.  NGX_DECLINED:
@@ -179,7 +184,10 @@ ngx_http_veto_sandbox_post_read_handler(ngx_http_request_t *r)
 
     /* a public op (the liveness probe) asks for no token; it reveals
      * only up/down */
-    op = ngx_http_veto_sandbox_op_find(r, &allow, &sandbox, &approval);
+    op = ngx_http_veto_sandbox_identity_op_find
+         ? ngx_http_veto_sandbox_identity_op_find(r, &allow, &sandbox,
+                                                  &approval)
+         : NULL;
 
     if (op != NULL && op->scopes == NGX_HTTP_VSB_PUBLIC) {
         ngx_str_set(&ctx->decision, "public");

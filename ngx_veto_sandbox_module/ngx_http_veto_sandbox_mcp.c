@@ -131,50 +131,6 @@ ngx_http_veto_sandbox_mcp_accepts(ngx_str_t *v, const char *type)
 }
 
 
-ngx_int_t
-ngx_http_veto_sandbox_mcp_respond(ngx_http_request_t *r, ngx_uint_t status,
-    json_t *id, json_t *result, json_t *error)
-{
-    json_t                       *msg;
-    ngx_int_t                     rc;
-    ngx_http_veto_sandbox_ctx_t  *ctx;
-
-    /* a result or an error that could not be made (no memory) */
-    if (result == NULL && error == NULL) {
-        return NGX_ERROR;
-    }
-
-    msg = json_pack("{s:s}", "jsonrpc", "2.0");
-
-    if (msg == NULL
-        || (id && json_object_set(msg, "id", id) != 0)
-        || (result && json_object_set(msg, "result", result) != 0)
-        || (error && json_object_set(msg, "error", error) != 0))
-    {
-        json_decref(msg);
-        json_decref(result);
-        json_decref(error);
-        return NGX_ERROR;
-    }
-
-    json_decref(result);
-    json_decref(error);
-
-    /* a call whose progress has begun as SSE ends it (_mcp_progress.c) */
-    ctx = ngx_http_get_module_ctx(r, ngx_http_veto_sandbox_module);
-
-    if (ctx != NULL && ctx->mcp != NULL && ctx->mcp->pg != NULL
-        && ngx_http_veto_sandbox_stream_started(ctx))
-    {
-        rc = ngx_http_veto_sandbox_mcp_progress_final(r, ctx, msg);
-        json_decref(msg);
-        return rc;
-    }
-
-    return ngx_http_veto_sandbox_send_json(r, status, msg);
-}
-
-
 /* A JSON-RPC error, as the answer to id (NULL: none could be read). */
 static ngx_int_t
 ngx_http_veto_sandbox_mcp_error(ngx_http_request_t *r, ngx_uint_t status,
@@ -955,6 +911,11 @@ ngx_http_veto_sandbox_mcp_merge(ngx_conf_t *cf,
     if (!mcp->enable) {
         return NGX_CONF_OK;
     }
+
+    /* 401s name the endpoint's protected resource metadata (_mcp_meta.c:
+     * only on the MCP endpoint of a server where it is on) */
+    ngx_http_veto_sandbox_challenge_extra =
+                                          ngx_http_veto_sandbox_mcp_challenge;
 
     if (conf->prefixes == NULL) {
         if (!here) {

@@ -101,8 +101,8 @@ struct ngx_http_veto_sandbox_mcp_call_s {
 };
 
 
-/* _mcp.c: a JSON-RPC response ("result" or "error") to the call's
- * request; both stolen */
+/* _mcp_respond.c: a JSON-RPC response ("result" or "error") to the
+ * call's request; both stolen */
 ngx_int_t ngx_http_veto_sandbox_mcp_respond(ngx_http_request_t *r,
     ngx_uint_t status, json_t *id, json_t *result, json_t *error);
 

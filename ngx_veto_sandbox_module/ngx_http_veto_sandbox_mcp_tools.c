@@ -702,7 +702,8 @@ ngx_http_veto_sandbox_mcp_call(ngx_http_request_t *r,
     }
 
     ctx->op = ngx_http_veto_sandbox_op_route(twin.method, &twin.uri, &allow,
-                                             &ctx->sandbox, &ctx->apr_id);
+                                             &ctx->sandbox, &ctx->apr_id,
+                                             &ctx->exec);
     if (ctx->op == NULL) {
         ngx_log_error(NGX_LOG_ALERT, r->connection->log, 0,
                       "veto_sandbox: MCP tool \"%s\" made \"%V %V\", which "

@@ -19,6 +19,8 @@
  *   _mcp_archive.c  the upload_archive tool: its twin and its result
  *   _mcp_progress.c an exec's output as MCP progress notifications (SSE)
  *   _mcp_result.c the twin's response as the tool's result (ctx->sink)
+ *   _mcp_respond.c  a JSON-RPC response: one JSON object, or the last
+ *                 event of a call's progress stream
  *   _mcp_present.c  a success as the tool's result: text, structured
  *   _mcp_session.c  MCP sessions in a shared memory zone
  *   _identity.c   the Authorization header, the token's rule and scopes;
@@ -26,10 +28,11 @@
  *   _ops.c        THE OP TABLE: one row per operation, data only (the
  *                 policy's action names and the OpenAPI check read it)
  *   _op_route.c   a request's row, running a routed op: build, gate,
- *                 run; the table's check at configuration
+ *                 run; the table's check at configuration (the OpenAPI
+ *                 document describes its rows)
  *   _review.c     ops answered from Redis: approvals and audit APIs
  *   _profiles.c   GET /v1/profiles: the helper's profiles the policy
- *                 allows; a create's profile_unavailable; list_profiles
+ *                 allows; list_profiles
  *   _about.c      GET /v1/about: the isolation layers in force (ping)
  *   _openapi.c    GET /v1/openapi.json: the compiled-in OpenAPI document
  *   _admin.c      the admin API: revocations, any sandbox of the tenant
@@ -43,11 +46,15 @@
  *   _stream.c     streamed replies: helper events out as they come
  *                 (chunked, flushed, the helper paused while the client
  *                 is slow), ndjson lines, a client gone on record
- *   _execs.c      exec rows: streamed and background execs, their state,
- *                 output and kill; the cut between head and tail
+ *   _execs.c      exec rows: the exec's builder, streamed and background
+ *                 execs, their state, output and kill; the cut between
+ *                 head and tail
  *   _output.c     an exec's output streams as JSON strings or base64
  *   _archive.c    archive rows: a tar upload in, a directory out as tar
  *   _request.c    request bodies and queries: validation, helper requests
+ *   _request_create.c  sandbox.create's builder
+ *   _request_profile.c  a create's profile refused: by the policy (403
+ *                 or 404), by the helper (404, 409 profile_unavailable)
  *   _request_fields.c  the 400 naming a field or query argument, the
  *                 helper's header bound (413), the policy's limits
  *   _request_network.c  their network part: create's hosts, PATCH
@@ -518,6 +525,15 @@ typedef struct {
     ngx_http_veto_sandbox_map_pt     reply; /* helper ops: the reply */
     ngx_http_veto_sandbox_record_pt  record; /* helper ops: what is kept */
 } ngx_http_veto_sandbox_op_t;
+
+/* a WWW-Authenticate challenge's extra parameters for r, each with its
+ * leading ", " and NUL terminated: "" for none; NULL: no memory */
+typedef u_char *(*ngx_http_veto_sandbox_challenge_pt)(ngx_http_request_t *r);
+
+/* the op of r's method and URI, as ngx_http_veto_sandbox_op_find() */
+typedef ngx_http_veto_sandbox_op_t *(*ngx_http_veto_sandbox_op_find_pt)(
+    ngx_http_request_t *r, ngx_uint_t *allow, ngx_str_t *sandbox,
+    ngx_str_t *approval);
 
 #ifndef NGX_HTTP_VSB_OPS_DATA_ONLY
 

@@ -1,7 +1,8 @@
 /*
  * Routing a request to its row of the op table (_ops.c), running the
  * row, and the table's check when the configuration is read: a row that
- * cannot work fails "nginx -t" with a message naming it.
+ * cannot work, or that the compiled-in OpenAPI document (_openapi.c)
+ * does not describe, fails "nginx -t" with a message naming it.
  */
 
 #include "ngx_http_veto_sandbox_module.h"
@@ -110,14 +111,17 @@ ngx_http_veto_sandbox_op_t *
 ngx_http_veto_sandbox_op_find(ngx_http_request_t *r, ngx_uint_t *allow,
     ngx_str_t *sandbox, ngx_str_t *approval)
 {
+    ngx_str_t  exec;
+
     return ngx_http_veto_sandbox_op_route(r->method, &r->uri, allow, sandbox,
-                                          approval);
+                                          approval, &exec);
 }
 
 
 ngx_http_veto_sandbox_op_t *
 ngx_http_veto_sandbox_op_route(ngx_uint_t method, ngx_str_t *uri,
-    ngx_uint_t *allow, ngx_str_t *sandbox, ngx_str_t *approval)
+    ngx_uint_t *allow, ngx_str_t *sandbox, ngx_str_t *approval,
+    ngx_str_t *exec)
 {
     ngx_str_t                    sb, apr, ex;
     ngx_http_veto_sandbox_op_t  *op;
@@ -125,6 +129,7 @@ ngx_http_veto_sandbox_op_route(ngx_uint_t method, ngx_str_t *uri,
     *allow = 0;
     ngx_str_null(sandbox);
     ngx_str_null(approval);
+    ngx_str_null(exec);
 
     for (op = ngx_http_veto_sandbox_ops; op->name.len; op++) {
 
@@ -137,6 +142,7 @@ ngx_http_veto_sandbox_op_route(ngx_uint_t method, ngx_str_t *uri,
         /* the ids are the URI's, whichever of its rows takes the method */
         *sandbox = sb;
         *approval = apr;
+        *exec = ex;
         *allow |= op->methods;
 
         if (method & op->methods) {
@@ -182,21 +188,6 @@ ngx_http_veto_sandbox_op_run(ngx_http_request_t *r,
 }
 
 
-void
-ngx_http_veto_sandbox_op_exec(ngx_http_request_t *r,
-    ngx_http_veto_sandbox_ctx_t *ctx)
-{
-    ngx_str_t  sb, apr;
-
-    if (ngx_http_veto_sandbox_op_match(ctx->op->path, &ctx->in.uri, &sb, &apr,
-                                       &ctx->exec)
-        != NGX_OK)
-    {
-        ngx_str_null(&ctx->exec);
-    }
-}
-
-
 /* the helper's ops (vsb_protocol.h): a row names one of them */
 #define NGX_HTTP_VSB_HELPER_OP(op)  #op,
 
@@ -230,6 +221,158 @@ ngx_http_veto_sandbox_op_refuse(ngx_conf_t *cf,
                   op->path ? op->path : "no path", why);
 
     return NGX_ERROR;
+}
+
+
+/* the methods a row takes that the document describes (HEAD is GET's) */
+static const struct {
+    ngx_uint_t   method;
+    const char  *name;
+} ngx_http_veto_sandbox_openapi_methods[] = {
+    { NGX_HTTP_GET,    "get" },
+    { NGX_HTTP_POST,   "post" },
+    { NGX_HTTP_PUT,    "put" },
+    { NGX_HTTP_PATCH,  "patch" },
+    { NGX_HTTP_DELETE, "delete" },
+    { 0, NULL }
+};
+
+
+static ngx_uint_t
+ngx_http_veto_sandbox_openapi_shared(ngx_http_veto_sandbox_op_t *op)
+{
+    ngx_uint_t                   n;
+    ngx_http_veto_sandbox_op_t  *o;
+
+    n = 0;
+
+    for (o = ngx_http_veto_sandbox_ops; o->name.len; o++) {
+        if (o->name.len == op->name.len
+            && ngx_strncmp(o->name.data, op->name.data, op->name.len) == 0)
+        {
+            n++;
+        }
+    }
+
+    return n > 1;
+}
+
+
+/*
+ * The document describes each row, by its path and methods, with the
+ * row's name as its operationId (with a suffix when rows share a name:
+ * one op on two paths), and describes no operation the module does not
+ * have: a row added without its description fails "nginx -t".
+ */
+static ngx_int_t
+ngx_http_veto_sandbox_openapi_rows(ngx_conf_t *cf, json_t *doc)
+{
+    json_t                      *paths, *item, *v;
+    size_t                       len;
+    ngx_uint_t                   k, found;
+    const char                  *path, *method, *id;
+    ngx_http_veto_sandbox_op_t  *op;
+
+    paths = json_object_get(doc, "paths");
+
+    if (!json_is_object(paths)) {
+        ngx_log_error(NGX_LOG_EMERG, cf->log, 0,
+                      "veto_sandbox: the compiled-in OpenAPI document has "
+                      "no \"paths\" object");
+        return NGX_ERROR;
+    }
+
+    for (op = ngx_http_veto_sandbox_ops; op->name.len; op++) {
+
+        for (k = 0; ngx_http_veto_sandbox_openapi_methods[k].name; k++) {
+            method = ngx_http_veto_sandbox_openapi_methods[k].name;
+
+            if ((op->methods & ngx_http_veto_sandbox_openapi_methods[k].method)
+                == 0)
+            {
+                continue;
+            }
+
+            v = json_object_get(json_object_get(paths, op->path), method);
+            id = json_string_value(json_object_get(v, "operationId"));
+            len = op->name.len;
+
+            if (id == NULL
+                || ngx_strncmp(id, op->name.data, len) != 0
+                || (id[len] != '\0'
+                    && !(id[len] == '.'
+                         && ngx_http_veto_sandbox_openapi_shared(op))))
+            {
+                ngx_log_error(NGX_LOG_EMERG, cf->log, 0,
+                              "veto_sandbox: op table row \"%V\": "
+                              "docs/openapi.json has no \"%s\" of \"%s\" "
+                              "whose operationId is the row's name",
+                              &op->name, method, op->path);
+                return NGX_ERROR;
+            }
+        }
+    }
+
+    json_object_foreach(paths, path, item) {
+
+        /* the MCP endpoint is _mcp.c's location, not a row */
+        if (ngx_strcmp(path, "/v1/mcp") == 0) {
+            continue;
+        }
+
+        for (k = 0; ngx_http_veto_sandbox_openapi_methods[k].name; k++) {
+            method = ngx_http_veto_sandbox_openapi_methods[k].name;
+
+            if (json_object_get(item, method) == NULL) {
+                continue;
+            }
+
+            found = 0;
+
+            for (op = ngx_http_veto_sandbox_ops; op->name.len; op++) {
+                if ((op->methods
+                     & ngx_http_veto_sandbox_openapi_methods[k].method)
+                    && ngx_strcmp(op->path, path) == 0)
+                {
+                    found = 1;
+                    break;
+                }
+            }
+
+            if (!found) {
+                ngx_log_error(NGX_LOG_EMERG, cf->log, 0,
+                              "veto_sandbox: docs/openapi.json describes "
+                              "\"%s\" of \"%s\", which no op table row "
+                              "has", method, path);
+                return NGX_ERROR;
+            }
+        }
+    }
+
+    return NGX_OK;
+}
+
+
+/*
+ * At configuration: the compiled-in OpenAPI document (_openapi.c)
+ * describes the table's rows and nothing else.
+ */
+static ngx_int_t
+ngx_http_veto_sandbox_ops_described(ngx_conf_t *cf)
+{
+    json_t     *doc;
+    ngx_int_t   rc;
+
+    doc = ngx_http_veto_sandbox_openapi_load(cf);
+    if (doc == NULL) {
+        return NGX_ERROR;
+    }
+
+    rc = ngx_http_veto_sandbox_openapi_rows(cf, doc);
+
+    json_decref(doc);
+
+    return rc;
 }
 
 
@@ -333,5 +476,13 @@ ngx_http_veto_sandbox_ops_init(ngx_conf_t *cf)
         }
     }
 
-    return ngx_http_veto_sandbox_openapi_init(cf);
+    if (ngx_http_veto_sandbox_ops_described(cf) != NGX_OK) {
+        return NGX_ERROR;
+    }
+
+    /* the identity phase looks r's row up here: a public op needs no
+     * token (_identity.c) */
+    ngx_http_veto_sandbox_identity_op_find = ngx_http_veto_sandbox_op_find;
+
+    return NGX_OK;
 }

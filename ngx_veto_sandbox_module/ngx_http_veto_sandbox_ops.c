@@ -6,7 +6,7 @@
  * the policy's action names and their approval kinds
  * (_policy_approvals.c), routing and the Allow header (_op_route.c), the
  * check that docs/openapi.json describes every row and nothing else
- * (_openapi.c), the metrics' route labels.  The MCP endpoint's tools run
+ * (_op_route.c), the metrics' route labels.  The MCP endpoint's tools run
  * these same rows (_mcp_tools.c).  docs/adding-an-endpoint.md walks
  * through adding one.
  *

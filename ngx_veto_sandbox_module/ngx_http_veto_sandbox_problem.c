@@ -290,6 +290,10 @@ ngx_http_veto_sandbox_problem(ngx_http_request_t *r, ngx_uint_t status,
 }
 
 
+/* the challenges' extra parameters for r; NULL: none (_mcp.c sets it) */
+ngx_http_veto_sandbox_challenge_pt  ngx_http_veto_sandbox_challenge_extra;
+
+
 /* 401 or 403 after identity, policy or scope refused the request. */
 ngx_int_t
 ngx_http_veto_sandbox_deny(ngx_http_request_t *r,
@@ -304,7 +308,8 @@ ngx_http_veto_sandbox_deny(ngx_http_request_t *r,
     reason = ctx->reason ? ctx->reason : "invalid token";
 
     /* on the MCP endpoint, where its protected resource metadata is */
-    rm = ngx_http_veto_sandbox_mcp_challenge(r);
+    rm = ngx_http_veto_sandbox_challenge_extra
+         ? ngx_http_veto_sandbox_challenge_extra(r) : (u_char *) "";
     if (rm == NULL) {
         return NGX_ERROR;
     }

@@ -1,9 +1,10 @@
 /*
  * A request's fields against what may be asked: the 400 naming a field
- * or query argument, the helper's request header bound (413), and the
- * policy's limits (ttl_s, idle_s, timeout_s) within their ceilings, a
- * refusal on the tenant's audit record.  The builders of _request.c,
- * _request_network.c and _request_lifetime.c call these.
+ * or query argument, the body's known fields, an optional field copied
+ * by its type, the helper's request header bound (413), and the policy's
+ * limits (ttl_s, idle_s, timeout_s) within their ceilings, a refusal on
+ * the tenant's audit record.  The builders (_request*.c, _execs.c,
+ * _archive.c) call these.
  */
 
 #include "ngx_http_veto_sandbox_module.h"
@@ -289,6 +290,114 @@ ngx_http_veto_sandbox_limited(ngx_http_request_t *r,
     }
 
     if (json_object_set_new(req, name, json_integer((json_int_t) *n)) != 0) {
+        *rc = NGX_HTTP_INTERNAL_SERVER_ERROR;
+        return NGX_ABORT;
+    }
+
+    return NGX_OK;
+}
+
+
+/* Every key of body is one of names; else NGX_ABORT with the 400 in *rc:
+ * it names the field, the known ones and the one it likely meant. */
+ngx_int_t
+ngx_http_veto_sandbox_known_fields(ngx_http_request_t *r, json_t *body,
+    const char **names, ngx_int_t *rc)
+{
+    u_char       field[64], detail[320], *p, *last;
+    size_t       n;
+    json_t      *v;
+    ngx_uint_t   i;
+    const char  *key, *hint;
+
+    json_object_foreach(body, key, v) {
+        for (i = 0; names[i]; i++) {
+            if (ngx_strcmp(key, names[i]) == 0) {
+                break;
+            }
+        }
+
+        if (names[i] == NULL) {
+            /* a long name is cut, at a character's start (the detail
+             * repeats it: it must stay UTF-8) */
+            n = ngx_min(ngx_strlen(key), sizeof(field) - 1);
+
+            while (n && n < ngx_strlen(key)
+                   && ((u_char) key[n] & 0xc0) == 0x80)
+            {
+                n--;
+            }
+
+            p = ngx_cpymem(field, key, n);
+            *p = '\0';
+
+            hint = ngx_http_veto_sandbox_field_suggest(key, names);
+
+            last = detail + sizeof(detail) - 1;
+            p = ngx_slprintf(detail, last, "unknown field \"%s\"", field);
+
+            if (hint) {
+                p = ngx_slprintf(p, last, ": did you mean \"%s\"?", hint);
+            }
+
+            p = ngx_slprintf(p, last, " (known:");
+
+            for (i = 0; names[i]; i++) {
+                p = ngx_slprintf(p, last, "%s %s", i ? "," : "", names[i]);
+            }
+
+            p = ngx_slprintf(p, last, ")");
+            *p = '\0';
+
+            *rc = ngx_http_veto_sandbox_bad_field(r, "unknown_field",
+                                                  (char *) field,
+                                                  (char *) detail);
+            return NGX_ABORT;
+        }
+    }
+
+    return NGX_OK;
+}
+
+
+/* An optional field copied from the body into the helper request when it
+ * has the type; else NGX_ABORT with the 400 in *rc. */
+ngx_int_t
+ngx_http_veto_sandbox_copy_field(ngx_http_request_t *r, json_t *body,
+    json_t *req, const char *name, ngx_uint_t type, ngx_int_t *rc)
+{
+    json_t      *v, *e;
+    ngx_uint_t   ok;
+    const char  *k;
+
+    static const char  *want[] = {
+        "must be a string", "must be an object", "must be an object of strings"
+    };
+
+    v = json_object_get(body, name);
+
+    if (v == NULL) {
+        return NGX_OK;
+    }
+
+    ok = (type == NGX_HTTP_VSB_FIELD_STRING) ? json_is_string(v)
+                                       : json_is_object(v);
+
+    if (ok && type == NGX_HTTP_VSB_FIELD_STRINGS) {
+        json_object_foreach(v, k, e) {
+            if (!json_is_string(e)) {
+                ok = 0;
+                break;
+            }
+        }
+    }
+
+    if (!ok) {
+        *rc = ngx_http_veto_sandbox_bad_field(r, "bad_type", name, want[type]);
+        return NGX_ABORT;
+    }
+
+    if (json_object_set(req, name, v) != 0) {
         *rc = NGX_HTTP_INTERNAL_SERVER_ERROR;
         return NGX_ABORT;
     }

@@ -4,8 +4,8 @@
  * own read handler (_helper.c: frame header, bounds, the JSON reply and
  * its payload) and answered by the op's reply mapper (_reply.c: errors
  * mapped to problems, a created sandbox's id, an exec's output lengths,
- * a file's bytes; _profiles.c: the image digest in the detail of a
- * profile gone from the store).
+ * a file's bytes; _request_profile.c: the image digest in the detail of
+ * a profile gone from the store).
  *
  * The first byte shapes the connection and picks the op: bits 0-2 the
  * most bytes one recv() returns (1 << n), bit 3 whether every other
@@ -21,12 +21,12 @@
  *
  * FUZZ-COVERS: ngx_veto_sandbox_module/ngx_http_veto_sandbox_helper.c:ngx_http_veto_sandbox_helper_(read_handler|done)
  * FUZZ-COVERS: ngx_veto_sandbox_module/ngx_http_veto_sandbox_reply.c:ngx_http_veto_sandbox_(reply.*|output)
- * FUZZ-COVERS: ngx_veto_sandbox_module/ngx_http_veto_sandbox_profiles.c:ngx_http_veto_sandbox_(profile_unavailable|find_digest)
+ * FUZZ-COVERS: ngx_veto_sandbox_module/ngx_http_veto_sandbox_request_profile.c:ngx_http_veto_sandbox_(profile_unavailable|find_digest)
  */
 
 #include "ngx_http_veto_sandbox_helper.c"
 #include "ngx_http_veto_sandbox_reply.c"
-#include "ngx_http_veto_sandbox_profiles.c"
+#include "ngx_http_veto_sandbox_request_profile.c"
 
 #include "ngx_core_stub.h"
 #include "fuzz_module_unreached.h"
@@ -227,7 +227,7 @@ ngx_http_veto_sandbox_deny(ngx_http_request_t *r,
 }
 
 
-/* what _profiles.c's other paths (the REST and MCP listings) link: not
+/* what _request_profile.c's other paths (a create's refusal) link: not
  * reached from a reply */
 
 void
@@ -240,13 +240,6 @@ ngx_http_veto_sandbox_audit_denied(ngx_http_request_t *r,
 
 json_t *
 ngx_http_veto_sandbox_json_ngx_str(ngx_str_t *s)
-{
-    abort();
-}
-
-
-ngx_int_t
-ngx_http_veto_sandbox_mcp_text(json_t *result, const char *text, size_t len)
 {
     abort();
 }

@@ -21,12 +21,14 @@
  * Anything else aborts.  Sessions, the op table and running an op are
  * the harness's: each is fuzzed or tested where it lives.
  *
- * FUZZ-COVERS: ngx_veto_sandbox_module/ngx_http_veto_sandbox_mcp.c:ngx_http_veto_sandbox_mcp_(post|body|envelope|message|session|initialize|tools_call|respond|error|header|accepted)
+ * FUZZ-COVERS: ngx_veto_sandbox_module/ngx_http_veto_sandbox_mcp.c:ngx_http_veto_sandbox_mcp_(post|body|envelope|message|session|initialize|tools_call|error|header|accepted)
+ * FUZZ-COVERS: ngx_veto_sandbox_module/ngx_http_veto_sandbox_mcp_respond.c:ngx_http_veto_sandbox_mcp_respond
  * FUZZ-COVERS: ngx_veto_sandbox_module/ngx_http_veto_sandbox_mcp_tools.c:ngx_http_veto_sandbox_mcp_(known|ids|path|method|json_body|query|twin_.*|input|call)
  * FUZZ-COVERS: ngx_veto_sandbox_module/ngx_http_veto_sandbox_mcp_tool_table.c:ngx_http_veto_sandbox_mcp_(tool|tool_list|tool_json)
  */
 
 #include "ngx_http_veto_sandbox_mcp.c"
+#include "ngx_http_veto_sandbox_mcp_respond.c"
 #include "ngx_http_veto_sandbox_mcp_tool_table.c"
 #include "ngx_http_veto_sandbox_mcp_tools.c"
 #include "ngx_http_veto_sandbox_mcp_present.c"
@@ -338,7 +340,8 @@ static ngx_http_veto_sandbox_op_t  twin_op;
 
 ngx_http_veto_sandbox_op_t *
 ngx_http_veto_sandbox_op_route(ngx_uint_t method, ngx_str_t *uri,
-    ngx_uint_t *allow, ngx_str_t *sandbox, ngx_str_t *approval)
+    ngx_uint_t *allow, ngx_str_t *sandbox, ngx_str_t *approval,
+    ngx_str_t *exec)
 {
     must(uri->len > sizeof("/v1/") - 1
          && ngx_strncmp(uri->data, "/v1/", 4) == 0);
@@ -360,6 +363,18 @@ ngx_http_veto_sandbox_scope_check(ngx_http_request_t *r,
 ngx_int_t
 ngx_http_veto_sandbox_deny(ngx_http_request_t *r,
     ngx_http_veto_sandbox_ctx_t *ctx)
+{
+    abort();
+}
+
+
+/* what "veto_sandbox_mcp on" sets at configuration (_mcp.c's merge):
+ * the 401s' metadata parameter, not fuzzed here */
+ngx_http_veto_sandbox_challenge_pt  ngx_http_veto_sandbox_challenge_extra;
+
+
+u_char *
+ngx_http_veto_sandbox_mcp_challenge(ngx_http_request_t *r)
 {
     abort();
 }

@@ -32,11 +32,12 @@ ngx_int_t ngx_http_veto_sandbox_jwt_verify(ngx_http_request_t *r,
     ngx_http_veto_sandbox_srv_conf_t *vscf, ngx_str_t *token,
     ngx_http_veto_sandbox_ctx_t *ctx, const char **reason,
     ngx_uint_t may_wait);
-char *ngx_http_veto_sandbox_jwt_thread_pool(ngx_conf_t *cf,
-    ngx_command_t *cmd, void *conf);
 ngx_int_t ngx_http_veto_sandbox_jwt_init_conf(ngx_conf_t *cf,
     ngx_http_veto_sandbox_srv_conf_t *vscf);
-ngx_int_t ngx_http_veto_sandbox_jwt_alg(ngx_str_t *name);
+
+/* _jwt_thread.c: veto_sandbox_jwt_thread_pool */
+char *ngx_http_veto_sandbox_jwt_thread_pool(ngx_conf_t *cf,
+    ngx_command_t *cmd, void *conf);
 
 /* _jws.c: NGX_OK, NGX_DECLINED (not key's signature) or NGX_ERROR. */
 ngx_int_t ngx_http_veto_sandbox_jws_verify(ngx_http_veto_sandbox_key_t *key,
@@ -56,6 +57,9 @@ char *ngx_http_veto_sandbox_keys_pem(ngx_conf_t *cf, ngx_array_t *keys,
     ngx_str_t *kid, ngx_str_t *alg, ngx_str_t *file);
 char *ngx_http_veto_sandbox_keys_jwks(ngx_conf_t *cf, ngx_array_t *keys,
     ngx_str_t *file);
+/* _keys.c: an algorithm's name ("RS256": a key's, a token header's) as
+ * NGX_HTTP_VSB_ALG_*; "none" and unknown names NGX_HTTP_VSB_ALG_INVAL */
+ngx_int_t ngx_http_veto_sandbox_key_alg(ngx_str_t *name);
 /* _keys.c: a new verify context of key->pkey (any thread), or NULL */
 struct evp_pkey_ctx_st *ngx_http_veto_sandbox_key_verify_ctx(
     ngx_http_veto_sandbox_key_t *key);

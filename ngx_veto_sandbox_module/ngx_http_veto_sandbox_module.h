@@ -73,7 +73,8 @@
  *   _jwt.c        token verification, alg pinned by key; the claims
  *   _jws.c        the signature, checked with the key decoded at load
  *   _jwt_cache.c  shared memory cache of verified tokens
- *   _keys.c       key loading: PEM, HMAC secret, JWKS (RSA, EC P-256)
+ *   _keys.c       key loading: PEM, HMAC secret, JWKS (RSA, EC P-256);
+ *                 the algorithm names a key or a token header gives
  *   _policy.c     the policy file, read at configuration time
  *   _policy_approvals.c  its rules' "approvals" and "quotas" objects
  *   _policy_match.c  what the policy says of a request

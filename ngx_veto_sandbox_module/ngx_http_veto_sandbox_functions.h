@@ -74,21 +74,24 @@ void ngx_http_veto_sandbox_cache_put(ngx_http_request_t *r,
     ngx_http_veto_sandbox_srv_conf_t *vscf, u_char *hash,
     ngx_http_veto_sandbox_ctx_t *ctx, time_t until);
 
-/* _policy.c */
+/* _policy.c: ops is the op table (ngx_http_veto_sandbox_ops): its rows
+ * with an approval kind are the actions the policy can name */
 ngx_http_veto_sandbox_policy_t *ngx_http_veto_sandbox_policy_load(
-    ngx_conf_t *cf, ngx_str_t *file);
-/* a JSON array of non-empty strings as an ngx_str_t array; NULL: not
- * one, or no memory */
+    ngx_conf_t *cf, ngx_str_t *file, ngx_http_veto_sandbox_op_t *ops);
+
+/* _policy_strings.c: a JSON array of non-empty strings as an ngx_str_t
+ * array; NULL: not one, or no memory */
 ngx_array_t *ngx_http_veto_sandbox_policy_strings(ngx_conf_t *cf,
     json_t *v);
 
 /* _policy_approvals.c: a rule's "approvals" and "quotas" */
 /* the NGX_HTTP_VSB_ACT_* kind of an action approvals.always can name:
- * the op table row of that name's, 0 for a row without one */
-ngx_uint_t ngx_http_veto_sandbox_policy_action(ngx_str_t *name);
+ * the row of that name's in the op table ops, 0 for a row without one */
+ngx_uint_t ngx_http_veto_sandbox_policy_action(
+    ngx_http_veto_sandbox_op_t *ops, ngx_str_t *name);
 ngx_int_t ngx_http_veto_sandbox_policy_approvals(ngx_conf_t *cf,
     ngx_str_t *file, const char *where, json_t *obj,
-    ngx_http_veto_sandbox_apr_rule_t *apr);
+    ngx_http_veto_sandbox_apr_rule_t *apr, ngx_http_veto_sandbox_op_t *ops);
 ngx_int_t ngx_http_veto_sandbox_policy_quotas(ngx_conf_t *cf,
     ngx_str_t *file, const char *where, json_t *obj,
     ngx_http_veto_sandbox_quota_rule_t *q, ngx_uint_t agent);

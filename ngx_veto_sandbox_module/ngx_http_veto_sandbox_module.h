@@ -77,6 +77,8 @@
  *                 the algorithm names a key or a token header gives
  *   _policy.c     the policy file, read at configuration time
  *   _policy_approvals.c  its rules' "approvals" and "quotas" objects
+ *   _policy_strings.c  its lists of strings (env names, argv patterns,
+ *                 profiles)
  *   _policy_match.c  what the policy says of a request
  *   _network.c    the policy's network section: allowlist entries, the
  *                 ceiling and askable hosts, and what an exec's record

@@ -264,6 +264,11 @@ ngx_int_t ngx_http_veto_sandbox_bad_field(ngx_http_request_t *r,
 ngx_int_t ngx_http_veto_sandbox_policy_refuse(ngx_http_request_t *r,
     ngx_http_veto_sandbox_ctx_t *ctx, const char *decision,
     ngx_uint_t status, const char *code, const char *detail, json_t *extra);
+/* a request's env, checked before the gate (builders call it): the
+ * helper's rules and the policy's (_env.c); NGX_DECLINED: fine, else the
+ * refusal's code (a policy's refusal on record) */
+ngx_int_t ngx_http_veto_sandbox_env_check(ngx_http_request_t *r,
+    ngx_http_veto_sandbox_ctx_t *ctx, json_t *env);
 /* the name of names an unknown field most likely meant (an alias, or
  * within 2 edits), or NULL */
 const char *ngx_http_veto_sandbox_field_suggest(const char *key,
@@ -411,10 +416,15 @@ ngx_int_t ngx_http_veto_sandbox_reply_exec(ngx_http_request_t *r,
 ngx_int_t ngx_http_veto_sandbox_reply_file(ngx_http_request_t *r,
     ngx_http_veto_sandbox_ctx_t *ctx);
 
-/* _env.c: a request's env, checked before the gate (builders call it);
- * NGX_DECLINED: fine, else the refusal's code */
-ngx_int_t ngx_http_veto_sandbox_env_check(ngx_http_request_t *r,
-    ngx_http_veto_sandbox_ctx_t *ctx, json_t *env);
+/* _env.c: a request's env, by the helper's rules: NGX_DECLINED, else the
+ * 400 or 413 sent */
+ngx_int_t ngx_http_veto_sandbox_env_valid(ngx_http_request_t *r,
+    json_t *env);
+/* by the policy's: the first name it refuses, detail (NUL terminated)
+ * saying why; NULL: none */
+const char *ngx_http_veto_sandbox_env_refused(
+    ngx_http_veto_sandbox_ctx_t *ctx, json_t *env, u_char *detail,
+    size_t size);
 /* the env view of env (over base) by the caller's rule's dangerous names
  * (ngx_http_veto_sandbox_summary.h): for records */
 json_t *ngx_http_veto_sandbox_env_view_of(ngx_pool_t *pool,
@@ -619,6 +629,10 @@ ngx_int_t ngx_http_veto_sandbox_problem(ngx_http_request_t *r,
     json_t *extra);
 ngx_int_t ngx_http_veto_sandbox_deny(ngx_http_request_t *r,
     ngx_http_veto_sandbox_ctx_t *ctx);
+/* the hook deny() records its refusal with (code, status), or NULL */
+typedef void (*ngx_http_veto_sandbox_deny_record_pt)(ngx_http_request_t *r,
+    ngx_http_veto_sandbox_ctx_t *ctx, const char *code, ngx_uint_t status);
+extern ngx_http_veto_sandbox_deny_record_pt  ngx_http_veto_sandbox_deny_record;
 ngx_int_t ngx_http_veto_sandbox_header(ngx_http_request_t *r,
     const char *name, const char *value);
 /* body is stolen */

@@ -47,10 +47,11 @@
  *   _archive.c    archive rows: a tar upload in, a directory out as tar
  *   _request.c    request bodies and queries: validation, helper requests
  *   _request_fields.c  the 400 naming a field or query argument, the
- *                 helper's header bound (413), the policy's limits
+ *                 helper's header bound (413), the policy's limits, the
+ *                 env's check (a refusal on record)
  *   _request_network.c  their network part: create's hosts, PATCH
  *   _env.c        a request's env: the policy's inert names (the rest
- *                 dangerous), checks
+ *                 dangerous), the helper's and the policy's rules
  *   _request_lifetime.c  PATCH's lifetime part (ttl_s, idle_s), the
  *                 list's ?include=ended
  *   _lifetime.c   PATCH's lifetime on record (Redis follows the expiry),

@@ -184,7 +184,9 @@ ngx_http_veto_sandbox_policy(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
         return NGX_CONF_ERROR;
     }
 
-    vscf->policy = ngx_http_veto_sandbox_policy_load(cf, &value[1]);
+    /* the actions it names are the op table's rows */
+    vscf->policy = ngx_http_veto_sandbox_policy_load(cf, &value[1],
+                                                     ngx_http_veto_sandbox_ops);
     if (vscf->policy == NULL) {
         return NGX_CONF_ERROR;
     }

@@ -2,14 +2,15 @@
  * A request's environment.  A create's env applies to every later exec
  * of the sandbox, an exec's to that exec, over it: both can change what
  * an approved command does without being in its argv (PATH pointing at
- * a planted "git", LD_PRELOAD, BASH_ENV, ...).  Checked here before the
- * gate: the helper's own rules (so an approval is never burnt on an env
- * the helper refuses), and the policy's "env" (a dangerous name refused,
- * or left to the gate to ask a human for: every name that is not inert
- * is dangerous).  A reviewer sees the whole env, every value, its
- * dangerous names flagged; an audit record its view
- * (ngx_http_veto_sandbox_summary.h): the names, and the redacted values
- * of the dangerous ones.
+ * a planted "git", LD_PRELOAD, BASH_ENV, ...).  Checked before the gate
+ * (the builders' ngx_http_veto_sandbox_env_check(), _request_fields.c,
+ * which records a refusal) by the rules here: the helper's own (so an
+ * approval is never burnt on an env the helper refuses), and the
+ * policy's "env" (a dangerous name refused, or left to the gate to ask a
+ * human for: every name that is not inert is dangerous).  A reviewer
+ * sees the whole env, every value, its dangerous names flagged; an audit
+ * record its view (ngx_http_veto_sandbox_summary.h): the names, and the
+ * redacted values of the dangerous ones.
  */
 
 #include "ngx_http_veto_sandbox_module.h"
@@ -79,11 +80,10 @@ ngx_http_veto_sandbox_env_bad(ngx_http_request_t *r, const char *detail)
 }
 
 
+/* the helper's rules: NGX_DECLINED, or the 400 or 413 sent */
 ngx_int_t
-ngx_http_veto_sandbox_env_check(ngx_http_request_t *r,
-    ngx_http_veto_sandbox_ctx_t *ctx, json_t *env)
+ngx_http_veto_sandbox_env_valid(ngx_http_request_t *r, json_t *env)
 {
-    u_char       detail[384];
     size_t       size;
     json_t      *v;
     const char  *name;
@@ -128,31 +128,35 @@ ngx_http_veto_sandbox_env_check(ngx_http_request_t *r,
                                          NGX_HTTP_VSB_ENV_JSON_MAX));
     }
 
-    if (ctx->rule->env_mode != NGX_HTTP_VSB_ENV_REFUSE) {
-        return NGX_DECLINED;     /* allowed, or the gate asks a human */
+    return NGX_DECLINED;
+}
+
+
+/*
+ * The policy's: the first name of env it refuses (with the detail that
+ * says why, NUL terminated, in detail), or NULL when it refuses none
+ * (allowed, or the gate asks a human).
+ */
+const char *
+ngx_http_veto_sandbox_env_refused(ngx_http_veto_sandbox_ctx_t *ctx,
+    json_t *env, u_char *detail, size_t size)
+{
+    const char  *name;
+
+    if (env == NULL || ctx->rule->env_mode != NGX_HTTP_VSB_ENV_REFUSE) {
+        return NULL;     /* allowed, or the gate asks a human */
     }
 
     name = ngx_http_veto_sandbox_policy_env_first(ctx->rule, env);
     if (name == NULL) {
-        return NGX_DECLINED;
+        return NULL;
     }
 
     /* a long name is cut: "%Z" would not fit, so terminate here */
-    *ngx_snprintf(detail, sizeof(detail) - 1, "the policy does not allow "
+    *ngx_snprintf(detail, size - 1, "the policy does not allow "
                   "setting %s: it is not on the policy's list of inert "
                   "names, so it can change what a command does", name)
         = '\0';
 
-    ngx_str_set(&ctx->decision, "deny:policy");
-
-    /* the record's "why"; json_pack() copies it before this returns */
-    ctx->reason = (const char *) detail;
-    ngx_http_veto_sandbox_audit_denied(r, ctx, "env_not_allowed",
-                                       NGX_HTTP_FORBIDDEN);
-    ctx->reason = NULL;
-
-    return ngx_http_veto_sandbox_problem(r, NGX_HTTP_FORBIDDEN,
-                                         "env_not_allowed", (char *) detail,
-                                         json_pack("{s:s, s:s}", "field",
-                                                   "env", "name", name));
+    return name;
 }

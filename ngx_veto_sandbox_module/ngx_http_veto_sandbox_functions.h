@@ -36,11 +36,12 @@ ngx_int_t ngx_http_veto_sandbox_jwt_verify(ngx_http_request_t *r,
     ngx_http_veto_sandbox_srv_conf_t *vscf, ngx_str_t *token,
     ngx_http_veto_sandbox_ctx_t *ctx, const char **reason,
     ngx_uint_t may_wait);
-char *ngx_http_veto_sandbox_jwt_thread_pool(ngx_conf_t *cf,
-    ngx_command_t *cmd, void *conf);
 ngx_int_t ngx_http_veto_sandbox_jwt_init_conf(ngx_conf_t *cf,
     ngx_http_veto_sandbox_srv_conf_t *vscf);
-ngx_int_t ngx_http_veto_sandbox_jwt_alg(ngx_str_t *name);
+
+/* _jwt_thread.c: veto_sandbox_jwt_thread_pool */
+char *ngx_http_veto_sandbox_jwt_thread_pool(ngx_conf_t *cf,
+    ngx_command_t *cmd, void *conf);
 
 /* _jws.c: NGX_OK, NGX_DECLINED (not key's signature) or NGX_ERROR. */
 ngx_int_t ngx_http_veto_sandbox_jws_verify(ngx_http_veto_sandbox_key_t *key,
@@ -60,6 +61,9 @@ char *ngx_http_veto_sandbox_keys_pem(ngx_conf_t *cf, ngx_array_t *keys,
     ngx_str_t *kid, ngx_str_t *alg, ngx_str_t *file);
 char *ngx_http_veto_sandbox_keys_jwks(ngx_conf_t *cf, ngx_array_t *keys,
     ngx_str_t *file);
+/* _keys.c: an algorithm's name ("RS256": a key's, a token header's) as
+ * NGX_HTTP_VSB_ALG_*; "none" and unknown names NGX_HTTP_VSB_ALG_INVAL */
+ngx_int_t ngx_http_veto_sandbox_key_alg(ngx_str_t *name);
 /* _keys.c: a new verify context of key->pkey (any thread), or NULL */
 struct evp_pkey_ctx_st *ngx_http_veto_sandbox_key_verify_ctx(
     ngx_http_veto_sandbox_key_t *key);
@@ -74,21 +78,24 @@ void ngx_http_veto_sandbox_cache_put(ngx_http_request_t *r,
     ngx_http_veto_sandbox_srv_conf_t *vscf, u_char *hash,
     ngx_http_veto_sandbox_ctx_t *ctx, time_t until);
 
-/* _policy.c */
+/* _policy.c: ops is the op table (ngx_http_veto_sandbox_ops): its rows
+ * with an approval kind are the actions the policy can name */
 ngx_http_veto_sandbox_policy_t *ngx_http_veto_sandbox_policy_load(
-    ngx_conf_t *cf, ngx_str_t *file);
-/* a JSON array of non-empty strings as an ngx_str_t array; NULL: not
- * one, or no memory */
+    ngx_conf_t *cf, ngx_str_t *file, ngx_http_veto_sandbox_op_t *ops);
+
+/* _policy_strings.c: a JSON array of non-empty strings as an ngx_str_t
+ * array; NULL: not one, or no memory */
 ngx_array_t *ngx_http_veto_sandbox_policy_strings(ngx_conf_t *cf,
     json_t *v);
 
 /* _policy_approvals.c: a rule's "approvals" and "quotas" */
 /* the NGX_HTTP_VSB_ACT_* kind of an action approvals.always can name:
- * the op table row of that name's, 0 for a row without one */
-ngx_uint_t ngx_http_veto_sandbox_policy_action(ngx_str_t *name);
+ * the row of that name's in the op table ops, 0 for a row without one */
+ngx_uint_t ngx_http_veto_sandbox_policy_action(
+    ngx_http_veto_sandbox_op_t *ops, ngx_str_t *name);
 ngx_int_t ngx_http_veto_sandbox_policy_approvals(ngx_conf_t *cf,
     ngx_str_t *file, const char *where, json_t *obj,
-    ngx_http_veto_sandbox_apr_rule_t *apr);
+    ngx_http_veto_sandbox_apr_rule_t *apr, ngx_http_veto_sandbox_op_t *ops);
 ngx_int_t ngx_http_veto_sandbox_policy_quotas(ngx_conf_t *cf,
     ngx_str_t *file, const char *where, json_t *obj,
     ngx_http_veto_sandbox_quota_rule_t *q, ngx_uint_t agent);
@@ -285,6 +292,11 @@ ngx_int_t ngx_http_veto_sandbox_bad_field(ngx_http_request_t *r,
 ngx_int_t ngx_http_veto_sandbox_policy_refuse(ngx_http_request_t *r,
     ngx_http_veto_sandbox_ctx_t *ctx, const char *decision,
     ngx_uint_t status, const char *code, const char *detail, json_t *extra);
+/* a request's env, checked before the gate (builders call it): the
+ * helper's rules and the policy's (_env.c); NGX_DECLINED: fine, else the
+ * refusal's code (a policy's refusal on record) */
+ngx_int_t ngx_http_veto_sandbox_env_check(ngx_http_request_t *r,
+    ngx_http_veto_sandbox_ctx_t *ctx, json_t *env);
 /* the name of names an unknown field most likely meant (an alias, or
  * within 2 edits), or NULL */
 const char *ngx_http_veto_sandbox_field_suggest(const char *key,
@@ -445,10 +457,15 @@ ngx_int_t ngx_http_veto_sandbox_reply_exec(ngx_http_request_t *r,
 ngx_int_t ngx_http_veto_sandbox_reply_file(ngx_http_request_t *r,
     ngx_http_veto_sandbox_ctx_t *ctx);
 
-/* _env.c: a request's env, checked before the gate (builders call it);
- * NGX_DECLINED: fine, else the refusal's code */
-ngx_int_t ngx_http_veto_sandbox_env_check(ngx_http_request_t *r,
-    ngx_http_veto_sandbox_ctx_t *ctx, json_t *env);
+/* _env.c: a request's env, by the helper's rules: NGX_DECLINED, else the
+ * 400 or 413 sent */
+ngx_int_t ngx_http_veto_sandbox_env_valid(ngx_http_request_t *r,
+    json_t *env);
+/* by the policy's: the first name it refuses, detail (NUL terminated)
+ * saying why; NULL: none */
+const char *ngx_http_veto_sandbox_env_refused(
+    ngx_http_veto_sandbox_ctx_t *ctx, json_t *env, u_char *detail,
+    size_t size);
 /* the env view of env (over base) by the caller's rule's dangerous names
  * (ngx_http_veto_sandbox_summary.h): for records */
 json_t *ngx_http_veto_sandbox_env_view_of(ngx_pool_t *pool,
@@ -659,6 +676,10 @@ ngx_int_t ngx_http_veto_sandbox_deny(ngx_http_request_t *r,
  * it; NULL: nothing */
 extern ngx_http_veto_sandbox_challenge_pt
     ngx_http_veto_sandbox_challenge_extra;
+/* the hook deny() records its refusal with (code, status), or NULL */
+typedef void (*ngx_http_veto_sandbox_deny_record_pt)(ngx_http_request_t *r,
+    ngx_http_veto_sandbox_ctx_t *ctx, const char *code, ngx_uint_t status);
+extern ngx_http_veto_sandbox_deny_record_pt  ngx_http_veto_sandbox_deny_record;
 ngx_int_t ngx_http_veto_sandbox_header(ngx_http_request_t *r,
     const char *name, const char *value);
 /* body is stolen */

@@ -232,5 +232,9 @@ ngx_http_veto_sandbox_identity_init(ngx_conf_t *cf)
 
     *h = ngx_http_veto_sandbox_post_read_handler;
 
+    /* the refusals ngx_http_veto_sandbox_deny() answers (token, scope,
+     * policy) go on the tenant's audit record */
+    ngx_http_veto_sandbox_deny_record = ngx_http_veto_sandbox_audit_denied;
+
     return NGX_OK;
 }

@@ -13,29 +13,13 @@
 #include <openssl/evp.h>
 
 
-typedef struct {
-    ngx_str_t   name;
-    ngx_int_t   alg;
-} ngx_http_veto_sandbox_alg_t;
-
-
-static ngx_http_veto_sandbox_alg_t  ngx_http_veto_sandbox_algs[] = {
-    { ngx_string("HS256"), NGX_HTTP_VSB_ALG_HS256 },
-    { ngx_string("HS384"), NGX_HTTP_VSB_ALG_HS384 },
-    { ngx_string("HS512"), NGX_HTTP_VSB_ALG_HS512 },
-    { ngx_string("RS256"), NGX_HTTP_VSB_ALG_RS256 },
-    { ngx_string("RS384"), NGX_HTTP_VSB_ALG_RS384 },
-    { ngx_string("RS512"), NGX_HTTP_VSB_ALG_RS512 },
-    { ngx_string("ES256"), NGX_HTTP_VSB_ALG_ES256 },
-    { ngx_string("ES384"), NGX_HTTP_VSB_ALG_ES384 },
-    { ngx_string("ES512"), NGX_HTTP_VSB_ALG_ES512 },
-    { ngx_null_string, NGX_HTTP_VSB_ALG_INVAL }
-};
-
-
 static ngx_int_t ngx_http_veto_sandbox_jwt_prepare(ngx_http_request_t *r,
     ngx_http_veto_sandbox_srv_conf_t *vscf, ngx_str_t *token,
     ngx_http_veto_sandbox_ctx_t *ctx, ngx_http_veto_sandbox_jwt_job_t *job,
+    const char **reason);
+static ngx_int_t ngx_http_veto_sandbox_jwt_finish(ngx_http_request_t *r,
+    ngx_http_veto_sandbox_srv_conf_t *vscf,
+    ngx_http_veto_sandbox_jwt_job_t *job, ngx_http_veto_sandbox_ctx_t *ctx,
     const char **reason);
 static ngx_int_t ngx_http_veto_sandbox_jwt_key(ngx_http_request_t *r,
     ngx_http_veto_sandbox_srv_conf_t *vscf, u_char *p, size_t len,
@@ -54,25 +38,6 @@ static ngx_int_t ngx_http_veto_sandbox_claims(ngx_http_request_t *r,
     ngx_http_veto_sandbox_ctx_t *ctx, time_t *until, const char **reason);
 static ngx_int_t ngx_http_veto_sandbox_id_claim(ngx_http_request_t *r,
     json_t *claims, const char *name, ngx_str_t *out);
-
-
-/* Maps an algorithm name to ours; "none" and unknown names are
- * NGX_HTTP_VSB_ALG_INVAL. */
-ngx_int_t
-ngx_http_veto_sandbox_jwt_alg(ngx_str_t *name)
-{
-    ngx_http_veto_sandbox_alg_t  *a;
-
-    for (a = ngx_http_veto_sandbox_algs; a->name.len; a++) {
-        if (a->name.len == name->len
-            && ngx_strncmp(a->name.data, name->data, name->len) == 0)
-        {
-            return a->alg;
-        }
-    }
-
-    return NGX_HTTP_VSB_ALG_INVAL;
-}
 
 
 ngx_int_t
@@ -236,6 +201,7 @@ ngx_http_veto_sandbox_jwt_prepare(ngx_http_request_t *r,
     job->claims_len = dot2 - dot1 - 1;
     job->rc = NGX_ERROR;
     job->nice = 0;
+    job->finish = ngx_http_veto_sandbox_jwt_finish;
 
     return NGX_AGAIN;
 }
@@ -273,7 +239,7 @@ ngx_http_veto_sandbox_jwt_key(ngx_http_request_t *r,
     alg.data = (u_char *) json_string_value(v);
     alg.len = json_string_length(v);
 
-    if (ngx_http_veto_sandbox_jwt_alg(&alg) == NGX_HTTP_VSB_ALG_INVAL) {
+    if (ngx_http_veto_sandbox_key_alg(&alg) == NGX_HTTP_VSB_ALG_INVAL) {
         *reason = "token alg not accepted";
         goto done;
     }
@@ -320,7 +286,7 @@ ngx_http_veto_sandbox_jwt_key(ngx_http_request_t *r,
     }
 
     /* the pin: the key, not the token, says how to verify */
-    if (ngx_http_veto_sandbox_jwt_alg(&alg) != k->alg) {
+    if (ngx_http_veto_sandbox_key_alg(&alg) != k->alg) {
         *reason = "token alg does not match its key";
         goto done;
     }
@@ -432,8 +398,9 @@ ngx_http_veto_sandbox_jwt_hdr_put(ngx_http_veto_sandbox_srv_conf_t *vscf,
 
 
 /* After the check (job->rc): the claims, parsed strictly from the bytes
- * the signature covers, and the cache.  On the event loop. */
-ngx_int_t
+ * the signature covers, and the cache.  On the event loop: here, or a
+ * thread's completion (_jwt_thread.c) through job->finish. */
+static ngx_int_t
 ngx_http_veto_sandbox_jwt_finish(ngx_http_request_t *r,
     ngx_http_veto_sandbox_srv_conf_t *vscf,
     ngx_http_veto_sandbox_jwt_job_t *job, ngx_http_veto_sandbox_ctx_t *ctx,

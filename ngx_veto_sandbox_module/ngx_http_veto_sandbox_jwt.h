@@ -8,6 +8,16 @@
 #define _NGX_HTTP_VETO_SANDBOX_JWT_H_INCLUDED_
 
 
+typedef struct ngx_http_veto_sandbox_jwt_job_s
+    ngx_http_veto_sandbox_jwt_job_t;
+
+/* After the check (job->rc): the claims and the cache, on the event loop
+ * (_jwt.c's; a thread's completion calls it through job->finish) */
+typedef ngx_int_t (*ngx_http_veto_sandbox_jwt_finish_pt)(
+    ngx_http_request_t *r, ngx_http_veto_sandbox_srv_conf_t *vscf,
+    ngx_http_veto_sandbox_jwt_job_t *job, ngx_http_veto_sandbox_ctx_t *ctx,
+    const char **reason);
+
 /*
  * A token whose signature is to be checked: what the check reads (a copy
  * of the signed bytes, the signature as OpenSSL takes it, the key) and
@@ -15,7 +25,7 @@
  * for a thread it is the task's context, in r->pool, and the thread reads
  * and writes nothing else but the key (configuration, read only).
  */
-typedef struct {
+struct ngx_http_veto_sandbox_jwt_job_s {
     ngx_http_request_t           *r;
     ngx_http_veto_sandbox_key_t  *key;
     u_char                       *in;         /* header.claims */
@@ -25,21 +35,15 @@ typedef struct {
     size_t                        sig_len;
     ngx_int_t                     rc;         /* the check's verdict */
     ngx_int_t                     nice;       /* the pool's nice=, or 0 */
+    ngx_http_veto_sandbox_jwt_finish_pt  finish;  /* once rc is known */
     unsigned                      hashed:1;   /* hash is the cache's key */
     u_char                        hash[32];
     u_char                        sig[NGX_HTTP_VSB_MAX_SIG_LEN];
-} ngx_http_veto_sandbox_jwt_job_t;
-
-
-/* _jwt.c: the claims and the cache, once job->rc is known (event loop) */
-ngx_int_t ngx_http_veto_sandbox_jwt_finish(ngx_http_request_t *r,
-    ngx_http_veto_sandbox_srv_conf_t *vscf,
-    ngx_http_veto_sandbox_jwt_job_t *job, ngx_http_veto_sandbox_ctx_t *ctx,
-    const char **reason);
+};
 
 #if (NGX_THREADS)
-/* _jwt_thread.c: NGX_AGAIN (posted), NGX_DECLINED (the pool's queue is
- * full: check inline), NGX_ERROR */
+/* _jwt_thread.c: NGX_AGAIN (posted: the completion calls job->finish),
+ * NGX_DECLINED (the pool's queue is full: check inline), NGX_ERROR */
 ngx_int_t ngx_http_veto_sandbox_jwt_post(ngx_http_request_t *r,
     ngx_http_veto_sandbox_srv_conf_t *vscf, ngx_http_veto_sandbox_ctx_t *ctx,
     ngx_http_veto_sandbox_jwt_job_t *job);

@@ -29,8 +29,9 @@ static void ngx_http_veto_sandbox_jwt_thread_done(ngx_event_t *ev);
 
 /*
  * Hands job's check to vscf's thread pool.  NGX_AGAIN: posted; the task's
- * completion (on this worker's event loop) parses the claims, sets
- * ctx->jwt_done and resumes r.  NGX_DECLINED: the pool's queue is full.
+ * completion (on this worker's event loop) parses the claims
+ * (job->finish, _jwt.c's), sets ctx->jwt_done and resumes r.
+ * NGX_DECLINED: the pool's queue is full.
  *
  * Ownership: the task and its copy of the job (the signed bytes included)
  * are allocated in r->pool, and r->main->blocked is raised until the
@@ -190,8 +191,7 @@ ngx_http_veto_sandbox_jwt_thread_done(ngx_event_t *ev)
 
     ctx->jwt_pending = 0;
     ctx->jwt_done = 1;
-    ctx->jwt_rc = ngx_http_veto_sandbox_jwt_finish(r, vscf, job, ctx,
-                                                   &ctx->jwt_reason);
+    ctx->jwt_rc = job->finish(r, vscf, job, ctx, &ctx->jwt_reason);
 
     /* the phases again (POST_READ: ngx_http_veto_sandbox_identify() takes
      * the outcome), or nginx's finalizer when r was terminated meanwhile */

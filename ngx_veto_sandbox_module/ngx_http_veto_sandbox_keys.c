@@ -41,6 +41,45 @@ static ngx_int_t ngx_http_vsb_b64url(ngx_conf_t *cf, json_t *jwk,
     const char *name, ngx_str_t *out);
 
 
+typedef struct {
+    ngx_str_t   name;
+    ngx_int_t   alg;
+} ngx_http_veto_sandbox_alg_t;
+
+
+static ngx_http_veto_sandbox_alg_t  ngx_http_veto_sandbox_algs[] = {
+    { ngx_string("HS256"), NGX_HTTP_VSB_ALG_HS256 },
+    { ngx_string("HS384"), NGX_HTTP_VSB_ALG_HS384 },
+    { ngx_string("HS512"), NGX_HTTP_VSB_ALG_HS512 },
+    { ngx_string("RS256"), NGX_HTTP_VSB_ALG_RS256 },
+    { ngx_string("RS384"), NGX_HTTP_VSB_ALG_RS384 },
+    { ngx_string("RS512"), NGX_HTTP_VSB_ALG_RS512 },
+    { ngx_string("ES256"), NGX_HTTP_VSB_ALG_ES256 },
+    { ngx_string("ES384"), NGX_HTTP_VSB_ALG_ES384 },
+    { ngx_string("ES512"), NGX_HTTP_VSB_ALG_ES512 },
+    { ngx_null_string, NGX_HTTP_VSB_ALG_INVAL }
+};
+
+
+/* Maps an algorithm name (a key's, a token header's) to ours; "none" and
+ * unknown names are NGX_HTTP_VSB_ALG_INVAL. */
+ngx_int_t
+ngx_http_veto_sandbox_key_alg(ngx_str_t *name)
+{
+    ngx_http_veto_sandbox_alg_t  *a;
+
+    for (a = ngx_http_veto_sandbox_algs; a->name.len; a++) {
+        if (a->name.len == name->len
+            && ngx_strncmp(a->name.data, name->data, name->len) == 0)
+        {
+            return a->alg;
+        }
+    }
+
+    return NGX_HTTP_VSB_ALG_INVAL;
+}
+
+
 /* Our error messages end with OpenSSL's own reason, when it has one. */
 static const char *
 ngx_http_veto_sandbox_ssl_error(void)
@@ -72,7 +111,7 @@ ngx_http_veto_sandbox_keys_pem(ngx_conf_t *cf, ngx_array_t *keys,
     ngx_int_t                     a;
     ngx_http_veto_sandbox_key_t  *key;
 
-    a = ngx_http_veto_sandbox_jwt_alg(alg);
+    a = ngx_http_veto_sandbox_key_alg(alg);
     if (a == NGX_HTTP_VSB_ALG_INVAL) {
         ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
                            "\"veto_sandbox_jwt_key\": unsupported algorithm "
@@ -270,7 +309,7 @@ ngx_http_veto_sandbox_keys_jwks(ngx_conf_t *cf, ngx_array_t *keys,
             alg.len = json_string_length(v);
         }
 
-        a = ngx_http_veto_sandbox_jwt_alg(&alg);
+        a = ngx_http_veto_sandbox_key_alg(&alg);
 
         if (a == NGX_HTTP_VSB_ALG_INVAL
             || ngx_http_veto_sandbox_key_check(cf, pkey, a, file,

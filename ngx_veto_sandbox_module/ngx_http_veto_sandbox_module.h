@@ -56,10 +56,11 @@
  *   _request_profile.c  a create's profile refused: by the policy (403
  *                 or 404), by the helper (404, 409 profile_unavailable)
  *   _request_fields.c  the 400 naming a field or query argument, the
- *                 helper's header bound (413), the policy's limits
+ *                 helper's header bound (413), the policy's limits, the
+ *                 env's check (a refusal on record)
  *   _request_network.c  their network part: create's hosts, PATCH
  *   _env.c        a request's env: the policy's inert names (the rest
- *                 dangerous), checks
+ *                 dangerous), the helper's and the policy's rules
  *   _request_lifetime.c  PATCH's lifetime part (ttl_s, idle_s), the
  *                 list's ?include=ended
  *   _lifetime.c   PATCH's lifetime on record (Redis follows the expiry),
@@ -82,9 +83,12 @@
  *   _jwt.c        token verification, alg pinned by key; the claims
  *   _jws.c        the signature, checked with the key decoded at load
  *   _jwt_cache.c  shared memory cache of verified tokens
- *   _keys.c       key loading: PEM, HMAC secret, JWKS (RSA, EC P-256)
+ *   _keys.c       key loading: PEM, HMAC secret, JWKS (RSA, EC P-256);
+ *                 the algorithm names a key or a token header gives
  *   _policy.c     the policy file, read at configuration time
  *   _policy_approvals.c  its rules' "approvals" and "quotas" objects
+ *   _policy_strings.c  its lists of strings (env names, argv patterns,
+ *                 profiles)
  *   _policy_match.c  what the policy says of a request
  *   _network.c    the policy's network section: allowlist entries, the
  *                 ceiling and askable hosts, and what an exec's record

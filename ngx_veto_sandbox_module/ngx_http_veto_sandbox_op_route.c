@@ -459,7 +459,9 @@ ngx_http_veto_sandbox_ops_init(ngx_conf_t *cf)
         }
 
         if (op->approval
-            && ngx_http_veto_sandbox_policy_action(&op->name) != op->approval)
+            && ngx_http_veto_sandbox_policy_action(ngx_http_veto_sandbox_ops,
+                                                   &op->name)
+               != op->approval)
         {
             return ngx_http_veto_sandbox_op_refuse(cf, op,
                                   "its approval kind is not the policy's "

@@ -50,7 +50,9 @@
  * own limits (the tenant totals still apply).  An agent's "network"
  * replaces each of allow, ask and default it sets, within its tenant's.
  * Unknown keys anywhere are errors.  Approvals, quotas or askable hosts
- * need Redis (veto_sandbox_redis).
+ * need Redis (veto_sandbox_redis).  The actions "approvals" names are
+ * the rows of the op table the caller gives (ops, _ops.c's) that have an
+ * approval kind (_policy_approvals.c).
  */
 
 #include "ngx_http_veto_sandbox_module.h"
@@ -59,7 +61,8 @@
 
 static ngx_int_t ngx_http_veto_sandbox_policy_rule_load(ngx_conf_t *cf,
     ngx_str_t *file, const char *where, json_t *obj,
-    ngx_http_veto_sandbox_rule_t *rule, ngx_http_veto_sandbox_rule_t *parent);
+    ngx_http_veto_sandbox_rule_t *rule, ngx_http_veto_sandbox_rule_t *parent,
+    ngx_http_veto_sandbox_op_t *ops);
 static ngx_int_t ngx_http_veto_sandbox_policy_ask(ngx_conf_t *cf,
     ngx_str_t *file, const char *where, ngx_http_veto_sandbox_rule_t *rule,
     ngx_http_veto_sandbox_rule_t *parent, ngx_uint_t i);
@@ -92,7 +95,8 @@ const char  *ngx_http_veto_sandbox_limit_names[NGX_HTTP_VSB_NLIMITS] = {
 
 
 ngx_http_veto_sandbox_policy_t *
-ngx_http_veto_sandbox_policy_load(ngx_conf_t *cf, ngx_str_t *file)
+ngx_http_veto_sandbox_policy_load(ngx_conf_t *cf, ngx_str_t *file,
+    ngx_http_veto_sandbox_op_t *ops)
 {
     char                             where[512];
     u_char                          *p;
@@ -190,7 +194,7 @@ ngx_http_veto_sandbox_policy_load(ngx_conf_t *cf, ngx_str_t *file)
                                               &tenant->name)
             != NGX_OK
             || ngx_http_veto_sandbox_policy_rule_load(cf, file, where, tobj,
-                                                      &tenant->rule, NULL)
+                                                      &tenant->rule, NULL, ops)
                != NGX_OK)
         {
             return NULL;
@@ -232,7 +236,7 @@ ngx_http_veto_sandbox_policy_load(ngx_conf_t *cf, ngx_str_t *file)
                 != NGX_OK
                 || ngx_http_veto_sandbox_policy_rule_load(cf, file, where,
                                                           aobj, &agent->rule,
-                                                          &tenant->rule)
+                                                          &tenant->rule, ops)
                    != NGX_OK)
             {
                 return NULL;
@@ -287,7 +291,7 @@ ngx_http_veto_sandbox_policy_name(ngx_conf_t *cf, ngx_str_t *file,
 static ngx_int_t
 ngx_http_veto_sandbox_policy_rule_load(ngx_conf_t *cf, ngx_str_t *file,
     const char *where, json_t *obj, ngx_http_veto_sandbox_rule_t *rule,
-    ngx_http_veto_sandbox_rule_t *parent)
+    ngx_http_veto_sandbox_rule_t *parent, ngx_http_veto_sandbox_op_t *ops)
 {
     json_t      *v, *e;
     ngx_str_t   *s;
@@ -381,7 +385,7 @@ ngx_http_veto_sandbox_policy_rule_load(ngx_conf_t *cf, ngx_str_t *file,
                 rule->approvals = v;
 
                 if (ngx_http_veto_sandbox_policy_approvals(cf, file, where, v,
-                                                           &rule->apr)
+                                                           &rule->apr, ops)
                     != NGX_OK)
                 {
                     return NGX_ERROR;
@@ -593,43 +597,6 @@ ngx_http_veto_sandbox_policy_limits(ngx_conf_t *cf, ngx_str_t *file,
     }
 
     return NGX_OK;
-}
-
-
-ngx_array_t *
-ngx_http_veto_sandbox_policy_strings(ngx_conf_t *cf, json_t *v)
-{
-    json_t       *e;
-    size_t        i;
-    ngx_str_t    *s;
-    ngx_array_t  *a;
-
-    if (!json_is_array(v)) {
-        return NULL;
-    }
-
-    a = ngx_array_create(cf->pool, ngx_max(json_array_size(v), 1),
-                         sizeof(ngx_str_t));
-    if (a == NULL) {
-        return NULL;
-    }
-
-    json_array_foreach(v, i, e) {
-        if (!json_is_string(e) || json_string_length(e) == 0) {
-            return NULL;
-        }
-
-        s = ngx_array_push(a);
-        if (s == NULL) {
-            return NULL;
-        }
-
-        /* jansson strings are NUL terminated, as fnmatch() needs */
-        s->data = (u_char *) json_string_value(e);
-        s->len = json_string_length(e);
-    }
-
-    return a;
 }
 
 

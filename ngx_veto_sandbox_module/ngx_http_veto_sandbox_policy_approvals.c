@@ -11,16 +11,18 @@
 
 /*
  * The actions a policy can name are the op table's rows with an approval
- * kind (_ops.c): the row's name is the action, its kind the bit.  Rows
- * sharing a kind (an archive is files written or read) are named apart
- * and mean the same.
+ * kind (_ops.c, given to ngx_http_veto_sandbox_policy_load() as ops by
+ * the directive that reads the file): the row's name is the action, its
+ * kind the bit.  Rows sharing a kind (an archive is files written or
+ * read) are named apart and mean the same.
  */
 ngx_uint_t
-ngx_http_veto_sandbox_policy_action(ngx_str_t *name)
+ngx_http_veto_sandbox_policy_action(ngx_http_veto_sandbox_op_t *ops,
+    ngx_str_t *name)
 {
     ngx_http_veto_sandbox_op_t  *op;
 
-    for (op = ngx_http_veto_sandbox_ops; op->name.len; op++) {
+    for (op = ops; op->name.len; op++) {
         if (op->approval
             && op->name.len == name->len
             && ngx_strncmp(op->name.data, name->data, name->len) == 0)
@@ -36,7 +38,8 @@ ngx_http_veto_sandbox_policy_action(ngx_str_t *name)
 /* "sandbox.create, sandbox.update, ...": the names policy_action() knows,
  * each once, for the error that names an unknown one */
 static u_char *
-ngx_http_veto_sandbox_policy_known(ngx_conf_t *cf)
+ngx_http_veto_sandbox_policy_known(ngx_conf_t *cf,
+    ngx_http_veto_sandbox_op_t *ops)
 {
     size_t                       len;
     u_char                      *known, *p;
@@ -44,7 +47,7 @@ ngx_http_veto_sandbox_policy_known(ngx_conf_t *cf)
 
     len = 1;
 
-    for (op = ngx_http_veto_sandbox_ops; op->name.len; op++) {
+    for (op = ops; op->name.len; op++) {
         len += op->name.len + sizeof(", ") - 1;
     }
 
@@ -55,12 +58,12 @@ ngx_http_veto_sandbox_policy_known(ngx_conf_t *cf)
 
     p = known;
 
-    for (op = ngx_http_veto_sandbox_ops; op->name.len; op++) {
+    for (op = ops; op->name.len; op++) {
         if (op->approval == 0) {
             continue;
         }
 
-        for (o = ngx_http_veto_sandbox_ops; o < op; o++) {
+        for (o = ops; o < op; o++) {
             if (o->approval && o->name.len == op->name.len
                 && ngx_strncmp(o->name.data, op->name.data, op->name.len)
                    == 0)
@@ -93,7 +96,8 @@ ngx_http_veto_sandbox_policy_known(ngx_conf_t *cf)
  */
 static ngx_int_t
 ngx_http_veto_sandbox_policy_actions(ngx_conf_t *cf, ngx_str_t *file,
-    const char *where, const char *field, json_t *v, ngx_uint_t *mask)
+    const char *where, const char *field, json_t *v, ngx_uint_t *mask,
+    ngx_http_veto_sandbox_op_t *ops)
 {
     json_t      *e;
     size_t       i;
@@ -110,7 +114,7 @@ ngx_http_veto_sandbox_policy_actions(ngx_conf_t *cf, ngx_str_t *file,
         if (json_is_string(e)) {
             name.data = (u_char *) json_string_value(e);
             name.len = json_string_length(e);
-            bit = ngx_http_veto_sandbox_policy_action(&name);
+            bit = ngx_http_veto_sandbox_policy_action(ops, &name);
         }
 
         if (bit == 0) {
@@ -118,7 +122,7 @@ ngx_http_veto_sandbox_policy_actions(ngx_conf_t *cf, ngx_str_t *file,
                                "\"veto_sandbox_policy\": \"%V\": %s: "
                                "approvals.%s: unknown action (known: %s)",
                                file, where, field,
-                               ngx_http_veto_sandbox_policy_known(cf));
+                               ngx_http_veto_sandbox_policy_known(cf, ops));
             return NGX_ERROR;
         }
 
@@ -131,7 +135,8 @@ ngx_http_veto_sandbox_policy_actions(ngx_conf_t *cf, ngx_str_t *file,
 
 ngx_int_t
 ngx_http_veto_sandbox_policy_approvals(ngx_conf_t *cf, ngx_str_t *file,
-    const char *where, json_t *obj, ngx_http_veto_sandbox_apr_rule_t *apr)
+    const char *where, json_t *obj, ngx_http_veto_sandbox_apr_rule_t *apr,
+    ngx_http_veto_sandbox_op_t *ops)
 {
     json_t      *v;
     ngx_int_t    rc;
@@ -144,7 +149,7 @@ ngx_http_veto_sandbox_policy_approvals(ngx_conf_t *cf, ngx_str_t *file,
 
         if (ngx_strcmp(key, "always") == 0) {
             rc = ngx_http_veto_sandbox_policy_actions(cf, file, where, key,
-                               v, &apr->always);
+                               v, &apr->always, ops);
             if (rc == NGX_DECLINED) {
                 goto bad;
             }
@@ -181,7 +186,7 @@ ngx_http_veto_sandbox_policy_approvals(ngx_conf_t *cf, ngx_str_t *file,
 
         } else if (ngx_strcmp(key, "irreversible_actions") == 0) {
             rc = ngx_http_veto_sandbox_policy_actions(cf, file, where, key,
-                               v, &apr->irreversible);
+                               v, &apr->irreversible, ops);
             if (rc == NGX_DECLINED) {
                 goto bad;
             }

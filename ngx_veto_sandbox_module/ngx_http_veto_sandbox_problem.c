@@ -294,6 +294,24 @@ ngx_http_veto_sandbox_problem(ngx_http_request_t *r, ngx_uint_t status,
 ngx_http_veto_sandbox_challenge_pt  ngx_http_veto_sandbox_challenge_extra;
 
 
+/*
+ * Who puts a refusal answered by ngx_http_veto_sandbox_deny() on the
+ * tenant's audit record: the pipeline's ngx_http_veto_sandbox_audit_
+ * denied(), set by ngx_http_veto_sandbox_identity_init(); NULL: nobody.
+ */
+ngx_http_veto_sandbox_deny_record_pt  ngx_http_veto_sandbox_deny_record;
+
+
+static void
+ngx_http_veto_sandbox_deny_audit(ngx_http_request_t *r,
+    ngx_http_veto_sandbox_ctx_t *ctx, const char *code, ngx_uint_t status)
+{
+    if (ngx_http_veto_sandbox_deny_record) {
+        ngx_http_veto_sandbox_deny_record(r, ctx, code, status);
+    }
+}
+
+
 /* 401 or 403 after identity, policy or scope refused the request. */
 ngx_int_t
 ngx_http_veto_sandbox_deny(ngx_http_request_t *r,
@@ -318,8 +336,8 @@ ngx_http_veto_sandbox_deny(ngx_http_request_t *r,
     (d->len == sizeof(s) - 1 && ngx_strncmp(d->data, s, d->len) == 0)
 
     if (ngx_http_vsb_is("deny:invalid_token")) {
-        ngx_http_veto_sandbox_audit_denied(r, ctx, "invalid_token",
-                                           NGX_HTTP_UNAUTHORIZED);
+        ngx_http_veto_sandbox_deny_audit(r, ctx, "invalid_token",
+                                         NGX_HTTP_UNAUTHORIZED);
 
         len = sizeof("Bearer realm=\"veto-sandbox\", error=\"invalid_token\", "
                      "error_description=\"\"") - 1 + ngx_strlen(reason)
@@ -345,8 +363,8 @@ ngx_http_veto_sandbox_deny(ngx_http_request_t *r,
     }
 
     if (ngx_http_vsb_is("deny:insufficient_scope")) {
-        ngx_http_veto_sandbox_audit_denied(r, ctx, "insufficient_scope",
-                                           NGX_HTTP_FORBIDDEN);
+        ngx_http_veto_sandbox_deny_audit(r, ctx, "insufficient_scope",
+                                         NGX_HTTP_FORBIDDEN);
 
         len = sizeof("Bearer realm=\"veto-sandbox\", "
                      "error=\"insufficient_scope\", scope=\"\"") - 1
@@ -374,8 +392,8 @@ ngx_http_veto_sandbox_deny(ngx_http_request_t *r,
     }
 
     if (ngx_http_vsb_is("deny:policy")) {
-        ngx_http_veto_sandbox_audit_denied(r, ctx, "policy",
-                                           NGX_HTTP_FORBIDDEN);
+        ngx_http_veto_sandbox_deny_audit(r, ctx, "policy",
+                                         NGX_HTTP_FORBIDDEN);
 
         return ngx_http_veto_sandbox_problem(r, NGX_HTTP_FORBIDDEN,
                                    "policy",

@@ -1,10 +1,10 @@
 /*
  * A request's fields against what may be asked: the 400 naming a field
  * or query argument, the body's known fields, an optional field copied
- * by its type, the helper's request header bound (413), and the policy's
- * limits (ttl_s, idle_s, timeout_s) within their ceilings, a refusal on
- * the tenant's audit record.  The builders (_request*.c, _execs.c,
- * _archive.c) call these.
+ * by its type, the helper's request header bound (413), the policy's
+ * limits (ttl_s, idle_s, timeout_s) within their ceilings, and the env's
+ * rules (_env.c); a refusal on the tenant's audit record.  The builders
+ * (_request*.c, _execs.c, _archive.c) call these.
  */
 
 #include "ngx_http_veto_sandbox_module.h"
@@ -198,6 +198,45 @@ ngx_http_veto_sandbox_policy_refuse(ngx_http_request_t *r,
     ngx_http_veto_sandbox_audit_denied(r, ctx, code, status);
 
     return ngx_http_veto_sandbox_problem(r, status, code, detail, extra);
+}
+
+
+/*
+ * A request's env (_env.c): the helper's rules, then the policy's; a
+ * name the policy refuses is on the tenant's audit record ("why": the
+ * detail), then answered 403.  NGX_DECLINED: fine.
+ */
+ngx_int_t
+ngx_http_veto_sandbox_env_check(ngx_http_request_t *r,
+    ngx_http_veto_sandbox_ctx_t *ctx, json_t *env)
+{
+    u_char       detail[384];
+    ngx_int_t    rc;
+    const char  *name;
+
+    rc = ngx_http_veto_sandbox_env_valid(r, env);
+    if (rc != NGX_DECLINED) {
+        return rc;
+    }
+
+    name = ngx_http_veto_sandbox_env_refused(ctx, env, detail,
+                                             sizeof(detail));
+    if (name == NULL) {
+        return NGX_DECLINED;
+    }
+
+    /* the record's "why"; json_pack() copies it before this returns */
+    ctx->reason = (const char *) detail;
+
+    rc = ngx_http_veto_sandbox_policy_refuse(r, ctx, "deny:policy",
+                                             NGX_HTTP_FORBIDDEN,
+                                             "env_not_allowed",
+                                             (char *) detail,
+                                             json_pack("{s:s, s:s}", "field",
+                                                       "env", "name", name));
+    ctx->reason = NULL;
+
+    return rc;
 }
 
 

@@ -158,7 +158,8 @@ LLVMFuzzerInitialize(int *argc, char ***argv)
     }
 
     put_file(policy_text, sizeof(policy_text) - 1);
-    vscf.policy = ngx_http_veto_sandbox_policy_load(&cf, &file_path);
+    vscf.policy = ngx_http_veto_sandbox_policy_load(&cf, &file_path,
+                                                    ngx_http_veto_sandbox_ops);
     if (vscf.policy == NULL) {
         abort();
     }

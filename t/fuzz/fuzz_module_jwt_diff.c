@@ -170,7 +170,8 @@ LLVMFuzzerInitialize(int *argc, char ***argv)
     }
 
     put_file(fd, policy_text, sizeof(policy_text) - 1);
-    vscf.policy = ngx_http_veto_sandbox_policy_load(&cf, &file);
+    vscf.policy = ngx_http_veto_sandbox_policy_load(&cf, &file,
+                                                    ngx_http_veto_sandbox_ops);
     if (vscf.policy == NULL) {
         abort();
     }

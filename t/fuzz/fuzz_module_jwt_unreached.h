@@ -86,6 +86,19 @@ ngx_http_veto_sandbox_deny(ngx_http_request_t *r,
 }
 
 
+/* set by ngx_http_veto_sandbox_identity_init() (not called: it
+ * registers the phase handler) */
+ngx_http_veto_sandbox_deny_record_pt  ngx_http_veto_sandbox_deny_record;
+
+
+void
+ngx_http_veto_sandbox_audit_denied(ngx_http_request_t *r,
+    ngx_http_veto_sandbox_ctx_t *ctx, const char *code, ngx_uint_t status)
+{
+    abort();
+}
+
+
 void
 ngx_http_finalize_request(ngx_http_request_t *r, ngx_int_t rc)
 {

@@ -70,7 +70,8 @@ load(const char *text)
     name.data = (u_char *) file;
     name.len = strlen(file);
 
-    return ngx_http_veto_sandbox_policy_load(&conf, &name);
+    return ngx_http_veto_sandbox_policy_load(&conf, &name,
+                                             ngx_http_veto_sandbox_ops);
 }
 
 

@@ -68,7 +68,8 @@ load(const char *text)
     name.data = (u_char *) file;
     name.len = strlen(file);
 
-    return ngx_http_veto_sandbox_policy_load(&conf, &name);
+    return ngx_http_veto_sandbox_policy_load(&conf, &name,
+                                             ngx_http_veto_sandbox_ops);
 }
 
 
@@ -554,7 +555,8 @@ test_actions(void **state)
     for (i = 0; i < sizeof(actions) / sizeof(actions[0]); i++) {
         n.data = (u_char *) actions[i].name;
         n.len = strlen(actions[i].name);
-        assert_int_equal(ngx_http_veto_sandbox_policy_action(&n),
+        assert_int_equal(ngx_http_veto_sandbox_policy_action(
+                             ngx_http_veto_sandbox_ops, &n),
                          actions[i].bit);
     }
 }

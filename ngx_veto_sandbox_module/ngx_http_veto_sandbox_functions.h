@@ -491,6 +491,9 @@ ngx_int_t ngx_http_veto_sandbox_archive_too_large(ngx_http_request_t *r,
 /* _gate.c */
 ngx_int_t ngx_http_veto_sandbox_gate(ngx_http_request_t *r,
     ngx_http_veto_sandbox_ctx_t *ctx, ngx_http_veto_sandbox_gate_pt next);
+
+/* _wait.c: a request that waits for Redis (the call, its cancel, the
+ * resume) and the refusals every step answers */
 ngx_int_t ngx_http_veto_sandbox_redis_problem(ngx_http_request_t *r,
     ngx_http_veto_sandbox_ctx_t *ctx, ngx_int_t rc);
 ngx_int_t ngx_http_veto_sandbox_redis_replied(ngx_http_request_t *r,
@@ -507,10 +510,8 @@ ngx_int_t ngx_http_veto_sandbox_answer_start(ngx_http_request_t *r,
     ngx_http_veto_sandbox_answer_pt answer, const char *detail);
 ngx_int_t ngx_http_veto_sandbox_answer_sent(ngx_http_request_t *r,
     ngx_http_veto_sandbox_ctx_t *ctx, ngx_int_t rc);
-/* for _gate_approval.c: the reply handler of a gate step's command, the
- * main conf, and a refusal decided in the gate (on record, answered) */
-void ngx_http_veto_sandbox_gate_reply(ngx_int_t rc, redisReply *reply,
-    void *data);
+/* the main conf a step reads, and a refusal decided in a step (on
+ * record, answered) */
 ngx_http_veto_sandbox_main_conf_t *ngx_http_veto_sandbox_gate_mcf(
     ngx_http_request_t *r);
 ngx_int_t ngx_http_veto_sandbox_refuse(ngx_http_request_t *r,
@@ -518,10 +519,11 @@ ngx_int_t ngx_http_veto_sandbox_refuse(ngx_http_request_t *r,
     const char *detail, json_t *extra);
 
 /* _gate_approval.c: the approval step (NGX_DECLINED: none needed;
- * NGX_OK: a command in flight; else the answer), the sandbox's record
- * it binds (NGX_AGAIN: read), the 202 */
+ * NGX_OK: a command in flight on call, made by the gate; else the
+ * answer), the sandbox's record it binds (NGX_AGAIN: read), the 202 */
 ngx_int_t ngx_http_veto_sandbox_approval_step(ngx_http_request_t *r,
-    ngx_http_veto_sandbox_ctx_t *ctx);
+    ngx_http_veto_sandbox_ctx_t *ctx,
+    ngx_http_veto_sandbox_redis_call_t *call);
 ngx_int_t ngx_http_veto_sandbox_sandbox_result(ngx_http_request_t *r,
     ngx_http_veto_sandbox_ctx_t *ctx, redisReply *reply);
 ngx_int_t ngx_http_veto_sandbox_approval_202(ngx_http_request_t *r,

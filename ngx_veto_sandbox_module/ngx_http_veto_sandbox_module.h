@@ -59,9 +59,13 @@
  *                 ENDED records, frees quota slots and ownership
  *                 records, puts each end on the audit stream (once)
  *   _audit_age.c  the audit's age bound (veto_sandbox_audit_max_age)
- *   _gate.c       the Redis gate: revocation, quotas, approvals
+ *   _gate.c       the Redis gate, the steps in order: revocation,
+ *                 where (routing), quotas, approvals, then the op
  *   _gate_approval.c  the gate's approval step: the sandbox's env it
  *                 binds, the hash and summary, consume or create, 202
+ *   _wait.c       a request waiting for Redis (the call, its cancel,
+ *                 the resume), the 503 of a Redis that cannot decide,
+ *                 a step's refusal on record: what every step shares
  *   _epoch.c      which run of its helper this gateway talks to
  *   _record.c     what is kept of a decision: audit records, quota slots
  *   _problem.c    responses, problem+json, 401/403, the error filter

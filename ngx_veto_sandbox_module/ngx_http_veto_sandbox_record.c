@@ -458,7 +458,7 @@ ngx_http_veto_sandbox_record_destroyed(ngx_http_request_t *r,
         ngx_http_veto_sandbox_bookkeeping_call(r, &call, "quota release");
 
         /* with hosts, its routing record stays (_where.c) */
-        if (ngx_http_veto_sandbox_gate_mcf(r)->host_addr.len) {
+        if (ngx_http_veto_sandbox_record_mcf(r)->host_addr.len) {
             (void) ngx_http_veto_sandbox_quota_release_ended(&call,
                        &ctx->tenant, &ctx->agent, &ctx->sandbox,
                        json_object_get(ctx->helper.json, "ended"));

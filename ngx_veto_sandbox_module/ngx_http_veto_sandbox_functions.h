@@ -308,7 +308,7 @@ ngx_int_t ngx_http_veto_sandbox_fence_copy(ngx_http_request_t *r,
     ngx_str_t *to, const char *s, size_t len);
 
 /* _where.c: a sandbox's owner, a create's place */
-ngx_int_t ngx_http_veto_sandbox_where_init(void);
+ngx_int_t ngx_http_veto_sandbox_where_init_process(ngx_cycle_t *cycle);
 ngx_int_t ngx_http_veto_sandbox_where_step(ngx_http_request_t *r,
     ngx_http_veto_sandbox_ctx_t *ctx,
     ngx_http_veto_sandbox_redis_call_t *call);

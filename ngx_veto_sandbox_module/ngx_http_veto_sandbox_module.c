@@ -878,8 +878,11 @@ ngx_http_veto_sandbox_init_process(ngx_cycle_t *cycle)
         return NGX_ERROR;
     }
 
-    /* this host's lease, a lost host's reaping (worker 0) */
-    if (ngx_http_veto_sandbox_hosts_init_process(cycle) != NGX_OK) {
+    /* where a sandbox is, where a create goes (every worker); this
+     * host's lease, a lost host's reaping (worker 0) */
+    if (ngx_http_veto_sandbox_where_init_process(cycle) != NGX_OK
+        || ngx_http_veto_sandbox_hosts_init_process(cycle) != NGX_OK)
+    {
         return NGX_ERROR;
     }
 

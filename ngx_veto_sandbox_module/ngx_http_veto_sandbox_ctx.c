@@ -13,10 +13,8 @@ static ngx_int_t ngx_http_veto_sandbox_variable(ngx_http_request_t *r,
     ngx_http_variable_value_t *v, uintptr_t data);
 
 
+/* $veto_peer_credential is routing's own (_peer.c) */
 static ngx_http_variable_t  ngx_http_veto_sandbox_vars[] = {
-
-    { ngx_string("veto_peer_credential"), NULL,
-      ngx_http_veto_sandbox_peer_variable, 0, NGX_HTTP_VAR_NOCACHEABLE, 0 },
 
     { ngx_string("veto_agent"), NULL, ngx_http_veto_sandbox_variable,
       offsetof(ngx_http_veto_sandbox_ctx_t, agent), NGX_HTTP_VAR_NOCACHEABLE,

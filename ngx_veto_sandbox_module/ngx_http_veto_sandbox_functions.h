@@ -351,12 +351,10 @@ char *ngx_http_veto_sandbox_peer_pass(ngx_conf_t *cf, ngx_command_t *cmd,
     void *conf);
 char *ngx_http_veto_sandbox_peers(ngx_conf_t *cf, ngx_command_t *cmd,
     void *conf);
-ngx_int_t ngx_http_veto_sandbox_peer_variable(ngx_http_request_t *r,
-    ngx_http_variable_value_t *v, uintptr_t data);
+/* preconfiguration: $veto_peer_credential, the problem filter's hook */
+ngx_int_t ngx_http_veto_sandbox_peer_preconfiguration(ngx_conf_t *cf);
 ngx_int_t ngx_http_veto_sandbox_peer_plan(ngx_http_request_t *r,
     ngx_http_veto_sandbox_ctx_t *ctx, u_char *addr, size_t len);
-ngx_int_t ngx_http_veto_sandbox_peer_failed(ngx_http_request_t *r,
-    ngx_str_t *host, ngx_uint_t *sent);
 ngx_int_t ngx_http_veto_sandbox_peer_forward(ngx_http_request_t *r,
     ngx_http_veto_sandbox_ctx_t *ctx);
 ngx_int_t ngx_http_veto_sandbox_peer_receive(ngx_http_request_t *r,
@@ -619,6 +617,15 @@ ngx_int_t ngx_http_veto_sandbox_header(ngx_http_request_t *r,
 /* body is stolen */
 ngx_int_t ngx_http_veto_sandbox_send_json(ngx_http_request_t *r,
     ngx_uint_t status, json_t *body);
+/* the error filter asks routing (_peer.c sets it at preconfiguration;
+ * NULL: nothing is routed): is r routed to its owner's host, and whose
+ * answer is this?  NGX_DECLINED: not routed; NGX_OK: the owner's;
+ * NGX_ABORT: nginx's own error on the hop, *host the owner, *sent
+ * whether the request reached it */
+typedef ngx_int_t (*ngx_http_veto_sandbox_routed_failed_pt)(
+    ngx_http_request_t *r, ngx_str_t *host, ngx_uint_t *sent);
+extern ngx_http_veto_sandbox_routed_failed_pt
+    ngx_http_veto_sandbox_routed_failed;
 
 ngx_int_t ngx_http_veto_sandbox_send(ngx_http_request_t *r,
     ngx_uint_t status, const char *type, u_char *data, size_t len);

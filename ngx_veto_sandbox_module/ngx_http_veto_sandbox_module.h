@@ -104,7 +104,8 @@
  *   _fence.c      the epoch fence: the helper run the ownership record
  *                 names, sent along; one re-read and retry on a mismatch
  *   _peer.c       routing to the host that holds a sandbox: the balancer,
- *                 the sender's redirect, the receiver's check
+ *                 the sender's redirect, the receiver's check;
+ *                 $veto_peer_credential, the error filter's hook
  *   _peer_cred.c  the inter-gateway credential (pure)
  *
  * A second module of the same object, called by _gate.c only:

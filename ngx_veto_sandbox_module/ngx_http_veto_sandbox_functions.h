@@ -17,6 +17,9 @@ void ngx_http_veto_sandbox_input_rest(ngx_http_request_t *r,
 ngx_int_t ngx_http_veto_sandbox_protected(ngx_http_request_t *r,
     ngx_http_veto_sandbox_srv_conf_t *vscf);
 ngx_int_t ngx_http_veto_sandbox_add_variables(ngx_conf_t *cf);
+ngx_int_t ngx_http_veto_sandbox_request_id(ngx_http_request_t *r,
+    ngx_http_veto_sandbox_ctx_t *ctx);
+ngx_uint_t ngx_http_veto_sandbox_id_valid(u_char *id, size_t len);
 
 /* _identity.c */
 ngx_int_t ngx_http_veto_sandbox_identify(ngx_http_request_t *r,
@@ -597,13 +600,10 @@ void ngx_http_veto_sandbox_audit(ngx_http_request_t *r,
     ngx_uint_t status);
 void ngx_http_veto_sandbox_audit_denied(ngx_http_request_t *r,
     ngx_http_veto_sandbox_ctx_t *ctx, const char *code, ngx_uint_t status);
-ngx_int_t ngx_http_veto_sandbox_request_id(ngx_http_request_t *r,
-    ngx_http_veto_sandbox_ctx_t *ctx);
 void ngx_http_veto_sandbox_release_slot(ngx_http_request_t *r,
     ngx_http_veto_sandbox_ctx_t *ctx);
 ngx_int_t ngx_http_veto_sandbox_created(ngx_http_request_t *r,
     ngx_http_veto_sandbox_ctx_t *ctx);
-ngx_uint_t ngx_http_veto_sandbox_id_valid(u_char *id, size_t len);
 
 /* _problem.c */
 /* type is "urn:veto-sandbox:problem:<code>"; extra (stolen) adds fields */

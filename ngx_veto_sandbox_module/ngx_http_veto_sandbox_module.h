@@ -70,7 +70,8 @@
  *   _record.c     what is kept of a decision: audit records, quota slots
  *   _problem.c    responses, problem+json, 401/403, the error filter
  *   _ctx.c        the request's context, the $veto_* variables; which
- *                 URIs are the API's; the request an op sees (ctx->in)
+ *                 URIs are the API's; the request an op sees (ctx->in);
+ *                 the request's id, what a sandbox id looks like
  *   _mcp_meta.c   the MCP endpoint's protected resource metadata
  *                 (RFC 9728): its URLs and the document
  *   _helper.c     non-blocking client to the helper (frames)

@@ -3,7 +3,8 @@
  * phase handler, the content handler or the error filter comes first;
  * the $veto_* variables that show it to the access log; which URIs
  * are this server's API (the locations carrying "veto_sandbox_api");
- * and the request an op sees (ctx->in) when it is r's own.
+ * the request an op sees (ctx->in) when it is r's own; the ids a
+ * request has: its own (request_id) and what makes a sandbox's valid.
  */
 
 #include "ngx_http_veto_sandbox_module.h"
@@ -13,10 +14,8 @@ static ngx_int_t ngx_http_veto_sandbox_variable(ngx_http_request_t *r,
     ngx_http_variable_value_t *v, uintptr_t data);
 
 
+/* $veto_peer_credential is routing's own (_peer.c) */
 static ngx_http_variable_t  ngx_http_veto_sandbox_vars[] = {
-
-    { ngx_string("veto_peer_credential"), NULL,
-      ngx_http_veto_sandbox_peer_variable, 0, NGX_HTTP_VAR_NOCACHEABLE, 0 },
 
     { ngx_string("veto_agent"), NULL, ngx_http_veto_sandbox_variable,
       offsetof(ngx_http_veto_sandbox_ctx_t, agent), NGX_HTTP_VAR_NOCACHEABLE,
@@ -56,6 +55,44 @@ ngx_http_veto_sandbox_get_ctx(ngx_http_request_t *r)
     ngx_http_set_ctx(r, ctx, ngx_http_veto_sandbox_module);
 
     return ctx;
+}
+
+
+/* unique across workers and gateways sharing one Redis */
+ngx_int_t
+ngx_http_veto_sandbox_request_id(ngx_http_request_t *r,
+    ngx_http_veto_sandbox_ctx_t *ctx)
+{
+    u_char  *p;
+
+    if (ctx->request_id.len) {
+        return NGX_OK;
+    }
+
+    p = ngx_pnalloc(r->pool, NGX_INT64_LEN * 4 + 4);
+    if (p == NULL) {
+        return NGX_ERROR;
+    }
+
+    ctx->request_id.data = p;
+    ctx->request_id.len = ngx_sprintf(p, "%P-%M-%uA-%ui", ngx_pid,
+                                      ngx_current_msec,
+                                      r->connection->number,
+                                      r->connection->requests)
+                          - p;
+
+    return NGX_OK;
+}
+
+
+/* "sb-" and 24 lowercase hex digits (vsb_protocol.h): anything else
+ * names no sandbox, whether a client or the helper sent it (it goes into
+ * a Location header and Redis keys) */
+ngx_uint_t
+ngx_http_veto_sandbox_id_valid(u_char *id, size_t len)
+{
+    return len == VSB_SANDBOX_ID_LEN && ngx_strncmp(id, "sb-", 3) == 0
+           && ngx_http_veto_sandbox_hex_lower(id + 3, len - 3);
 }
 
 

@@ -17,6 +17,9 @@ void ngx_http_veto_sandbox_input_rest(ngx_http_request_t *r,
 ngx_int_t ngx_http_veto_sandbox_protected(ngx_http_request_t *r,
     ngx_http_veto_sandbox_srv_conf_t *vscf);
 ngx_int_t ngx_http_veto_sandbox_add_variables(ngx_conf_t *cf);
+ngx_int_t ngx_http_veto_sandbox_request_id(ngx_http_request_t *r,
+    ngx_http_veto_sandbox_ctx_t *ctx);
+ngx_uint_t ngx_http_veto_sandbox_id_valid(u_char *id, size_t len);
 
 /* _identity.c */
 /* how the identity phase finds r's op row (a public op needs no token):
@@ -361,7 +364,7 @@ ngx_int_t ngx_http_veto_sandbox_fence_copy(ngx_http_request_t *r,
     ngx_str_t *to, const char *s, size_t len);
 
 /* _where.c: a sandbox's owner, a create's place */
-ngx_int_t ngx_http_veto_sandbox_where_init(void);
+ngx_int_t ngx_http_veto_sandbox_where_init_process(ngx_cycle_t *cycle);
 ngx_int_t ngx_http_veto_sandbox_where_step(ngx_http_request_t *r,
     ngx_http_veto_sandbox_ctx_t *ctx,
     ngx_http_veto_sandbox_redis_call_t *call);
@@ -404,12 +407,10 @@ char *ngx_http_veto_sandbox_peer_pass(ngx_conf_t *cf, ngx_command_t *cmd,
     void *conf);
 char *ngx_http_veto_sandbox_peers(ngx_conf_t *cf, ngx_command_t *cmd,
     void *conf);
-ngx_int_t ngx_http_veto_sandbox_peer_variable(ngx_http_request_t *r,
-    ngx_http_variable_value_t *v, uintptr_t data);
+/* preconfiguration: $veto_peer_credential, the problem filter's hook */
+ngx_int_t ngx_http_veto_sandbox_peer_preconfiguration(ngx_conf_t *cf);
 ngx_int_t ngx_http_veto_sandbox_peer_plan(ngx_http_request_t *r,
     ngx_http_veto_sandbox_ctx_t *ctx, u_char *addr, size_t len);
-ngx_int_t ngx_http_veto_sandbox_peer_failed(ngx_http_request_t *r,
-    ngx_str_t *host, ngx_uint_t *sent);
 ngx_int_t ngx_http_veto_sandbox_peer_forward(ngx_http_request_t *r,
     ngx_http_veto_sandbox_ctx_t *ctx);
 ngx_int_t ngx_http_veto_sandbox_peer_receive(ngx_http_request_t *r,
@@ -549,6 +550,9 @@ ngx_int_t ngx_http_veto_sandbox_archive_too_large(ngx_http_request_t *r,
 /* _gate.c */
 ngx_int_t ngx_http_veto_sandbox_gate(ngx_http_request_t *r,
     ngx_http_veto_sandbox_ctx_t *ctx, ngx_http_veto_sandbox_gate_pt next);
+
+/* _wait.c: a request that waits for Redis (the call, its cancel, the
+ * resume) and the refusals every step answers */
 ngx_int_t ngx_http_veto_sandbox_redis_problem(ngx_http_request_t *r,
     ngx_http_veto_sandbox_ctx_t *ctx, ngx_int_t rc);
 ngx_int_t ngx_http_veto_sandbox_redis_replied(ngx_http_request_t *r,
@@ -565,10 +569,8 @@ ngx_int_t ngx_http_veto_sandbox_answer_start(ngx_http_request_t *r,
     ngx_http_veto_sandbox_answer_pt answer, const char *detail);
 ngx_int_t ngx_http_veto_sandbox_answer_sent(ngx_http_request_t *r,
     ngx_http_veto_sandbox_ctx_t *ctx, ngx_int_t rc);
-/* for _gate_approval.c: the reply handler of a gate step's command, the
- * main conf, and a refusal decided in the gate (on record, answered) */
-void ngx_http_veto_sandbox_gate_reply(ngx_int_t rc, redisReply *reply,
-    void *data);
+/* the main conf a step reads, and a refusal decided in a step (on
+ * record, answered) */
 ngx_http_veto_sandbox_main_conf_t *ngx_http_veto_sandbox_gate_mcf(
     ngx_http_request_t *r);
 ngx_int_t ngx_http_veto_sandbox_refuse(ngx_http_request_t *r,
@@ -576,10 +578,11 @@ ngx_int_t ngx_http_veto_sandbox_refuse(ngx_http_request_t *r,
     const char *detail, json_t *extra);
 
 /* _gate_approval.c: the approval step (NGX_DECLINED: none needed;
- * NGX_OK: a command in flight; else the answer), the sandbox's record
- * it binds (NGX_AGAIN: read), the 202 */
+ * NGX_OK: a command in flight on call, made by the gate; else the
+ * answer), the sandbox's record it binds (NGX_AGAIN: read), the 202 */
 ngx_int_t ngx_http_veto_sandbox_approval_step(ngx_http_request_t *r,
-    ngx_http_veto_sandbox_ctx_t *ctx);
+    ngx_http_veto_sandbox_ctx_t *ctx,
+    ngx_http_veto_sandbox_redis_call_t *call);
 ngx_int_t ngx_http_veto_sandbox_sandbox_result(ngx_http_request_t *r,
     ngx_http_veto_sandbox_ctx_t *ctx, redisReply *reply);
 ngx_int_t ngx_http_veto_sandbox_approval_202(ngx_http_request_t *r,
@@ -656,13 +659,10 @@ void ngx_http_veto_sandbox_audit(ngx_http_request_t *r,
     ngx_uint_t status);
 void ngx_http_veto_sandbox_audit_denied(ngx_http_request_t *r,
     ngx_http_veto_sandbox_ctx_t *ctx, const char *code, ngx_uint_t status);
-ngx_int_t ngx_http_veto_sandbox_request_id(ngx_http_request_t *r,
-    ngx_http_veto_sandbox_ctx_t *ctx);
 void ngx_http_veto_sandbox_release_slot(ngx_http_request_t *r,
     ngx_http_veto_sandbox_ctx_t *ctx);
 ngx_int_t ngx_http_veto_sandbox_created(ngx_http_request_t *r,
     ngx_http_veto_sandbox_ctx_t *ctx);
-ngx_uint_t ngx_http_veto_sandbox_id_valid(u_char *id, size_t len);
 
 /* _problem.c */
 /* type is "urn:veto-sandbox:problem:<code>"; extra (stolen) adds fields */
@@ -685,6 +685,15 @@ ngx_int_t ngx_http_veto_sandbox_header(ngx_http_request_t *r,
 /* body is stolen */
 ngx_int_t ngx_http_veto_sandbox_send_json(ngx_http_request_t *r,
     ngx_uint_t status, json_t *body);
+/* the error filter asks routing (_peer.c sets it at preconfiguration;
+ * NULL: nothing is routed): is r routed to its owner's host, and whose
+ * answer is this?  NGX_DECLINED: not routed; NGX_OK: the owner's;
+ * NGX_ABORT: nginx's own error on the hop, *host the owner, *sent
+ * whether the request reached it */
+typedef ngx_int_t (*ngx_http_veto_sandbox_routed_failed_pt)(
+    ngx_http_request_t *r, ngx_str_t *host, ngx_uint_t *sent);
+extern ngx_http_veto_sandbox_routed_failed_pt
+    ngx_http_veto_sandbox_routed_failed;
 
 ngx_int_t ngx_http_veto_sandbox_send(ngx_http_request_t *r,
     ngx_uint_t status, const char *type, u_char *data, size_t len);

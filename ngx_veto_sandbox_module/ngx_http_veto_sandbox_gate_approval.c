@@ -96,12 +96,13 @@ ngx_http_veto_sandbox_gate_review(ngx_http_request_t *r,
 
 
 /*
- * NGX_DECLINED: no approval needed; NGX_OK: a command is in flight;
- * else the response code (refused or failed here).
+ * NGX_DECLINED: no approval needed; NGX_OK: a command is in flight on
+ * call (the gate made it: its reply goes back to the gate); else the
+ * response code (refused or failed here).
  */
 ngx_int_t
 ngx_http_veto_sandbox_approval_step(ngx_http_request_t *r,
-    ngx_http_veto_sandbox_ctx_t *ctx)
+    ngx_http_veto_sandbox_ctx_t *ctx, ngx_http_veto_sandbox_redis_call_t *call)
 {
     u_char                                 md[32], hex[65], *id;
     u_char                                 line[sizeof("sandbox-env ")
@@ -114,7 +115,6 @@ ngx_http_veto_sandbox_approval_step(ngx_http_request_t *r,
     const char                            *profile, *network;
     ngx_http_veto_sandbox_main_conf_t     *vmcf;
     ngx_http_veto_sandbox_srv_conf_t      *vscf;
-    ngx_http_veto_sandbox_redis_call_t     call;
     ngx_http_veto_sandbox_summary_in_t     sum;
     ngx_http_veto_sandbox_approval_bind_t  bind;
 
@@ -150,15 +150,12 @@ ngx_http_veto_sandbox_approval_step(ngx_http_request_t *r,
 
     ctx->needs_approval = 1;
 
-    ngx_http_veto_sandbox_waiting_call(r, ctx, &call,
-                                       ngx_http_veto_sandbox_gate_reply);
-
     /* an exec runs with its sandbox's env too: read it first, the human
      * sees it and the approval binds it */
     if (ngx_http_vsb_binds_sandbox(ctx->op) && !ctx->sbx_known) {
         ctx->step = NGX_HTTP_VSB_STEP_SANDBOX;
 
-        rc = ngx_http_veto_sandbox_quota_owner(&call, &ctx->tenant,
+        rc = ngx_http_veto_sandbox_quota_owner(call, &ctx->tenant,
                                                &ctx->sandbox);
         if (rc == NGX_OK) {
             return NGX_OK;
@@ -216,7 +213,7 @@ ngx_http_veto_sandbox_approval_step(ngx_http_request_t *r,
 
         ctx->step = NGX_HTTP_VSB_STEP_APR_CONSUME;
 
-        rc = ngx_http_veto_sandbox_approval_consume(&call, &ctx->approval,
+        rc = ngx_http_veto_sandbox_approval_consume(call, &ctx->approval,
                                                     &bind);
         goto sent;
     }
@@ -329,7 +326,7 @@ ngx_http_veto_sandbox_approval_step(ngx_http_request_t *r,
 
     ctx->step = NGX_HTTP_VSB_STEP_APR_CREATE;
 
-    rc = ngx_http_veto_sandbox_approval_create(&call, &ctx->approval, &bind,
+    rc = ngx_http_veto_sandbox_approval_create(call, &ctx->approval, &bind,
                                                &ctx->summary, ctx->ttl,
                                                ctx->threshold,
                                                vmcf->retention,

@@ -327,13 +327,6 @@ ngx_http_veto_sandbox_hosts_init_process(ngx_cycle_t *cycle)
     vmcf = ngx_http_cycle_get_module_main_conf(cycle,
                                                ngx_http_veto_sandbox_module);
 
-    /* placement is asked by every worker (_where.c) */
-    if (vmcf != NULL && vmcf->enabled && vmcf->host_addr.len
-        && ngx_http_veto_sandbox_where_init() != NGX_OK)
-    {
-        return NGX_ERROR;
-    }
-
     /* one renewer and reaper per host: worker 0 */
     if (vmcf == NULL || !vmcf->enabled || vmcf->host_addr.len == 0
         || (ngx_process != NGX_PROCESS_WORKER

@@ -14,6 +14,7 @@
 #include "ngx_http_veto_sandbox_revoke.h"
 
 
+static ngx_int_t ngx_http_veto_sandbox_preconfiguration(ngx_conf_t *cf);
 static ngx_int_t ngx_http_veto_sandbox_init(ngx_conf_t *cf);
 static void *ngx_http_veto_sandbox_create_srv_conf(ngx_conf_t *cf);
 static char *ngx_http_veto_sandbox_merge_srv_conf(ngx_conf_t *cf,
@@ -412,7 +413,7 @@ static ngx_command_t  ngx_http_veto_sandbox_commands[] = {
 
 
 static ngx_http_module_t  ngx_http_veto_sandbox_module_ctx = {
-    ngx_http_veto_sandbox_add_variables,   /* preconfiguration */
+    ngx_http_veto_sandbox_preconfiguration, /* preconfiguration */
     ngx_http_veto_sandbox_init,            /* postconfiguration */
 
     ngx_http_veto_sandbox_create_main_conf, /* create main configuration */
@@ -451,6 +452,18 @@ static ngx_str_t  ngx_http_veto_sandbox_default_scopes[] = {
     ngx_string("sandbox:network"),
     ngx_string("admin:revoke")
 };
+
+
+/* the $veto_* variables: the request's (_ctx.c), routing's (_peer.c) */
+static ngx_int_t
+ngx_http_veto_sandbox_preconfiguration(ngx_conf_t *cf)
+{
+    if (ngx_http_veto_sandbox_add_variables(cf) != NGX_OK) {
+        return NGX_ERROR;
+    }
+
+    return ngx_http_veto_sandbox_peer_preconfiguration(cf);
+}
 
 
 /* the identity phase handler, the error filter, and the op table's check */
@@ -871,8 +884,11 @@ ngx_http_veto_sandbox_init_process(ngx_cycle_t *cycle)
         return NGX_ERROR;
     }
 
-    /* this host's lease, a lost host's reaping (worker 0) */
-    if (ngx_http_veto_sandbox_hosts_init_process(cycle) != NGX_OK) {
+    /* where a sandbox is, where a create goes (every worker); this
+     * host's lease, a lost host's reaping (worker 0) */
+    if (ngx_http_veto_sandbox_where_init_process(cycle) != NGX_OK
+        || ngx_http_veto_sandbox_hosts_init_process(cycle) != NGX_OK)
+    {
         return NGX_ERROR;
     }
 

@@ -69,14 +69,19 @@
  *                 ENDED records, frees quota slots and ownership
  *                 records, puts each end on the audit stream (once)
  *   _audit_age.c  the audit's age bound (veto_sandbox_audit_max_age)
- *   _gate.c       the Redis gate: revocation, quotas, approvals
+ *   _gate.c       the Redis gate, the steps in order: revocation,
+ *                 where (routing), quotas, approvals, then the op
  *   _gate_approval.c  the gate's approval step: the sandbox's env it
  *                 binds, the hash and summary, consume or create, 202
+ *   _wait.c       a request waiting for Redis (the call, its cancel,
+ *                 the resume), the 503 of a Redis that cannot decide,
+ *                 a step's refusal on record: what every step shares
  *   _epoch.c      which run of its helper this gateway talks to
  *   _record.c     what is kept of a decision: audit records, quota slots
  *   _problem.c    responses, problem+json, 401/403, the error filter
  *   _ctx.c        the request's context, the $veto_* variables; which
- *                 URIs are the API's; the request an op sees (ctx->in)
+ *                 URIs are the API's; the request an op sees (ctx->in);
+ *                 the request's id, what a sandbox id looks like
  *   _mcp_meta.c   the MCP endpoint's protected resource metadata
  *                 (RFC 9728): its URLs and the document
  *   _helper.c     non-blocking client to the helper (frames)
@@ -115,7 +120,8 @@
  *   _fence.c      the epoch fence: the helper run the ownership record
  *                 names, sent along; one re-read and retry on a mismatch
  *   _peer.c       routing to the host that holds a sandbox: the balancer,
- *                 the sender's redirect, the receiver's check
+ *                 the sender's redirect, the receiver's check;
+ *                 $veto_peer_credential, the error filter's hook
  *   _peer_cred.c  the inter-gateway credential (pure)
  *
  * A second module of the same object, called by _gate.c only:

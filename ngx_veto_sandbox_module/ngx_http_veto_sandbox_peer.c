@@ -56,6 +56,10 @@ static ngx_int_t ngx_http_veto_sandbox_peers_get(ngx_peer_connection_t *pc,
     void *data);
 static void ngx_http_veto_sandbox_peers_free(ngx_peer_connection_t *pc,
     void *data, ngx_uint_t state);
+static ngx_int_t ngx_http_veto_sandbox_peer_variable(ngx_http_request_t *r,
+    ngx_http_variable_value_t *v, uintptr_t data);
+static ngx_int_t ngx_http_veto_sandbox_peer_failed(ngx_http_request_t *r,
+    ngx_str_t *host, ngx_uint_t *sent);
 
 
 /* marks the route in r's pool: the balancer and the variable find it */
@@ -81,6 +85,29 @@ ngx_http_veto_sandbox_peer_route(ngx_http_request_t *r)
 
 
 /* ---- configuration ------------------------------------------------ */
+
+
+/* $veto_peer_credential (the hop's proxy_set_header sends it), and the
+ * error filter's question: is r routed, and whose error is this */
+ngx_int_t
+ngx_http_veto_sandbox_peer_preconfiguration(ngx_conf_t *cf)
+{
+    ngx_http_variable_t  *var;
+
+    static ngx_str_t  name = ngx_string("veto_peer_credential");
+
+    var = ngx_http_add_variable(cf, &name, NGX_HTTP_VAR_NOCACHEABLE);
+    if (var == NULL) {
+        return NGX_ERROR;
+    }
+
+    var->get_handler = ngx_http_veto_sandbox_peer_variable;
+    var->data = 0;
+
+    ngx_http_veto_sandbox_routed_failed = ngx_http_veto_sandbox_peer_failed;
+
+    return NGX_OK;
+}
 
 
 /* veto_sandbox_peer_key <file>: at least 32 bytes, trailing white space
@@ -248,7 +275,7 @@ ngx_http_veto_sandbox_peers_free(ngx_peer_connection_t *pc, void *data,
 
 
 /* $veto_peer_credential: the routed request's credential, else empty */
-ngx_int_t
+static ngx_int_t
 ngx_http_veto_sandbox_peer_variable(ngx_http_request_t *r,
     ngx_http_variable_value_t *v, uintptr_t data)
 {
@@ -278,9 +305,9 @@ ngx_http_veto_sandbox_peer_variable(ngx_http_request_t *r,
  * nginx's own error on the hop (the owner refused the connection, reset
  * it or did not answer in time: a host that died before its lease ran
  * out); *host names the owner, *sent says whether the request reached
- * it (then it may have run).
+ * it (then it may have run).  ngx_http_veto_sandbox_routed_failed.
  */
-ngx_int_t
+static ngx_int_t
 ngx_http_veto_sandbox_peer_failed(ngx_http_request_t *r, ngx_str_t *host,
     ngx_uint_t *sent)
 {

@@ -15,6 +15,8 @@
 static ngx_http_output_header_filter_pt  ngx_http_next_header_filter;
 static ngx_http_output_body_filter_pt    ngx_http_next_body_filter;
 
+ngx_http_veto_sandbox_routed_failed_pt  ngx_http_veto_sandbox_routed_failed;
+
 
 typedef struct {
     ngx_uint_t   status;
@@ -546,7 +548,10 @@ ngx_http_veto_sandbox_header_filter(ngx_http_request_t *r)
     detail = NULL;
     extra = NULL;
 
-    switch (ngx_http_veto_sandbox_peer_failed(r, &host, &sent)) {
+    switch (ngx_http_veto_sandbox_routed_failed
+            ? ngx_http_veto_sandbox_routed_failed(r, &host, &sent)
+            : NGX_DECLINED)
+    {
 
     case NGX_OK:
         /* the owner's host answered: its problem+json goes on as it is */

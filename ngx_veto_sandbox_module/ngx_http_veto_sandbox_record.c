@@ -57,33 +57,6 @@ ngx_http_veto_sandbox_ignore(ngx_int_t rc, redisReply *reply, void *data)
 }
 
 
-/* unique across workers and gateways sharing one Redis */
-ngx_int_t
-ngx_http_veto_sandbox_request_id(ngx_http_request_t *r,
-    ngx_http_veto_sandbox_ctx_t *ctx)
-{
-    u_char  *p;
-
-    if (ctx->request_id.len) {
-        return NGX_OK;
-    }
-
-    p = ngx_pnalloc(r->pool, NGX_INT64_LEN * 4 + 4);
-    if (p == NULL) {
-        return NGX_ERROR;
-    }
-
-    ctx->request_id.data = p;
-    ctx->request_id.len = ngx_sprintf(p, "%P-%M-%uA-%ui", ngx_pid,
-                                      ngx_current_msec,
-                                      r->connection->number,
-                                      r->connection->requests)
-                          - p;
-
-    return NGX_OK;
-}
-
-
 /* An audit record; fire and forget (a failure is logged). */
 void
 ngx_http_veto_sandbox_audit(ngx_http_request_t *r,
@@ -458,7 +431,7 @@ ngx_http_veto_sandbox_record_destroyed(ngx_http_request_t *r,
         ngx_http_veto_sandbox_bookkeeping_call(r, &call, "quota release");
 
         /* with hosts, its routing record stays (_where.c) */
-        if (ngx_http_veto_sandbox_gate_mcf(r)->host_addr.len) {
+        if (ngx_http_veto_sandbox_record_mcf(r)->host_addr.len) {
             (void) ngx_http_veto_sandbox_quota_release_ended(&call,
                        &ctx->tenant, &ctx->agent, &ctx->sandbox,
                        json_object_get(ctx->helper.json, "ended"));
@@ -857,15 +830,4 @@ ngx_http_veto_sandbox_created(ngx_http_request_t *r,
     ctx->sandbox.len = VSB_SANDBOX_ID_LEN;
 
     return NGX_OK;
-}
-
-
-/* "sb-" and 24 lowercase hex digits (vsb_protocol.h): anything else
- * names no sandbox, whether a client or the helper sent it (it goes into
- * a Location header and Redis keys) */
-ngx_uint_t
-ngx_http_veto_sandbox_id_valid(u_char *id, size_t len)
-{
-    return len == VSB_SANDBOX_ID_LEN && ngx_strncmp(id, "sb-", 3) == 0
-           && ngx_http_veto_sandbox_hex_lower(id + 3, len - 3);
 }

@@ -93,9 +93,19 @@ static ngx_http_veto_sandbox_redis_script_t
 
 
 
+/* placement is asked by every worker, with several hosts */
 ngx_int_t
-ngx_http_veto_sandbox_where_init(void)
+ngx_http_veto_sandbox_where_init_process(ngx_cycle_t *cycle)
 {
+    ngx_http_veto_sandbox_main_conf_t  *vmcf;
+
+    vmcf = ngx_http_cycle_get_module_main_conf(cycle,
+                                               ngx_http_veto_sandbox_module);
+
+    if (vmcf == NULL || !vmcf->enabled || vmcf->host_addr.len == 0) {
+        return NGX_OK;
+    }
+
     return ngx_http_veto_sandbox_redis_scripts_init(
                                    ngx_http_veto_sandbox_hosts_place_scripts);
 }

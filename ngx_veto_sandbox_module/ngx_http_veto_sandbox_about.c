@@ -20,6 +20,7 @@
  * not promise.
  */
 
+#include "ngx_http_veto_sandbox_faces.h"
 #include "ngx_http_veto_sandbox_discovery.h"
 
 

@@ -20,7 +20,7 @@
  * audit stream, the admin as its agent and what it acted on in detail.
  */
 
-#include "ngx_http_veto_sandbox_module.h"
+#include "ngx_http_veto_sandbox_faces.h"
 #include "ngx_http_veto_sandbox_quota.h"
 #include "ngx_http_veto_sandbox_revoke.h"
 

@@ -9,7 +9,7 @@
  * MCP endpoint (/v1/mcp, with veto_sandbox_mcp on) is _mcp.c's.
  */
 
-#include "ngx_http_veto_sandbox_module.h"
+#include "ngx_http_veto_sandbox_faces.h"
 
 
 static ngx_int_t ngx_http_veto_sandbox_route(ngx_http_request_t *r,

@@ -9,6 +9,7 @@
 
 #include <openssl/rand.h>
 
+#include "ngx_http_veto_sandbox_stores.h"
 #include "ngx_http_veto_sandbox_approval.h"
 
 

@@ -171,13 +171,4 @@ ngx_uint_t ngx_http_veto_sandbox_approval_cursor_valid(ngx_str_t *cursor);
 void ngx_http_veto_sandbox_approval_result(redisReply *reply,
     ngx_http_veto_sandbox_approval_result_t *res);
 
-/* The refusal of a Veto-Approval that is not approved (not_approved):
- * approval_pending, approval_denied (with the reviewer's reason),
- * approval_used, approval_expired. */
-struct ngx_http_veto_sandbox_ctx_s;
-
-ngx_int_t ngx_http_veto_sandbox_gate_not_approved(ngx_http_request_t *r,
-    struct ngx_http_veto_sandbox_ctx_s *ctx,
-    ngx_http_veto_sandbox_approval_result_t *ar);
-
 #endif /* _NGX_HTTP_VSB_APPROVAL_H_INCLUDED_ */

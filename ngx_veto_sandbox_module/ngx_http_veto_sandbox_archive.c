@@ -14,7 +14,7 @@
  * is a file write's, an export's a file read's (the policy's "export").
  */
 
-#include "ngx_http_veto_sandbox_module.h"
+#include "ngx_http_veto_sandbox_faces.h"
 
 
 typedef struct {

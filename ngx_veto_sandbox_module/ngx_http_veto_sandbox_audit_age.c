@@ -7,7 +7,7 @@
  * so the byte bound stays exact.
  */
 
-#include "ngx_http_veto_sandbox_module.h"
+#include "ngx_http_veto_sandbox_pipeline.h"
 #include "ngx_http_veto_sandbox_audit.h"
 
 

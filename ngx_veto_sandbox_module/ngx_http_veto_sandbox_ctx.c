@@ -7,7 +7,7 @@
  * request has: its own (request_id) and what makes a sandbox's valid.
  */
 
-#include "ngx_http_veto_sandbox_module.h"
+#include "ngx_http_veto_sandbox_base.h"
 
 
 static ngx_int_t ngx_http_veto_sandbox_variable(ngx_http_request_t *r,

@@ -5,7 +5,7 @@
  * and the checks "nginx -t" makes stay in _module.c.
  */
 
-#include "ngx_http_veto_sandbox_module.h"
+#include "ngx_http_veto_sandbox_faces.h"
 
 
 char *

@@ -17,7 +17,7 @@
  * Its timer also drives the audit's age bound (_audit_age.c).
  */
 
-#include "ngx_http_veto_sandbox_module.h"
+#include "ngx_http_veto_sandbox_pipeline.h"
 #include "ngx_http_veto_sandbox_redact.h"
 #include "ngx_http_veto_sandbox_audit.h"
 

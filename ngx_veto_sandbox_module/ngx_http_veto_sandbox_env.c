@@ -13,7 +13,7 @@
  * redacted values of the dangerous ones.
  */
 
-#include "ngx_http_veto_sandbox_module.h"
+#include "ngx_http_veto_sandbox_stores.h"
 #include "ngx_http_veto_sandbox_summary.h"
 
 

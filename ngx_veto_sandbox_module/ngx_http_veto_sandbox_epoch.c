@@ -8,7 +8,7 @@
  * sandboxes' lifetimes end (the quota script drops them).
  */
 
-#include "ngx_http_veto_sandbox_module.h"
+#include "ngx_http_veto_sandbox_transport.h"
 
 
 static void ngx_http_veto_sandbox_epoch_reply(ngx_http_request_t *r,

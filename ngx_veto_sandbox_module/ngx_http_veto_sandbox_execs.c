@@ -17,7 +17,7 @@
  * is not what a human approved for a request that waits for it.
  */
 
-#include "ngx_http_veto_sandbox_module.h"
+#include "ngx_http_veto_sandbox_faces.h"
 #include "ngx_http_veto_sandbox_output.h"
 #include "ngx_http_veto_sandbox_redact.h"
 

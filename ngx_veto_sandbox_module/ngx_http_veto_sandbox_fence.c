@@ -18,7 +18,7 @@
  * is told the run the record named when the request was decided.
  */
 
-#include "ngx_http_veto_sandbox_module.h"
+#include "ngx_http_veto_sandbox_pipeline.h"
 
 
 static ngx_int_t ngx_http_veto_sandbox_fence_add(

@@ -15,7 +15,7 @@
  * through _record.c; the approval step is _gate_approval.c.
  */
 
-#include "ngx_http_veto_sandbox_module.h"
+#include "ngx_http_veto_sandbox_pipeline.h"
 #include "ngx_http_veto_sandbox_quota.h"
 #include "ngx_http_veto_sandbox_approval.h"
 #include "ngx_http_veto_sandbox_notify.h"

@@ -6,7 +6,7 @@
  * answering 202.  _gate.c runs the steps and reads their replies.
  */
 
-#include "ngx_http_veto_sandbox_module.h"
+#include "ngx_http_veto_sandbox_pipeline.h"
 #include "ngx_http_veto_sandbox_approval.h"
 #include "ngx_http_veto_sandbox_notify.h"
 #include "ngx_http_veto_sandbox_summary.h"

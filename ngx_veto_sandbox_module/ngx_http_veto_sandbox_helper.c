@@ -27,7 +27,7 @@
  * ngx_http_veto_sandbox_helper_resume().
  */
 
-#include "ngx_http_veto_sandbox_module.h"
+#include "ngx_http_veto_sandbox_transport.h"
 #include "ngx_http_veto_sandbox_metrics.h"
 
 

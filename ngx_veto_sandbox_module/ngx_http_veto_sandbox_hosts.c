@@ -32,7 +32,7 @@
  * the lost machine (no migration).
  */
 
-#include "ngx_http_veto_sandbox_module.h"
+#include "ngx_http_veto_sandbox_pipeline.h"
 #include "ngx_http_veto_sandbox_audit.h"
 
 

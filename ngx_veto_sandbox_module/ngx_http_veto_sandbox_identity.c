@@ -12,7 +12,7 @@
  * unauthenticated either.
  */
 
-#include "ngx_http_veto_sandbox_module.h"
+#include "ngx_http_veto_sandbox_pipeline.h"
 
 
 static ngx_int_t ngx_http_veto_sandbox_post_read_handler(

@@ -22,7 +22,7 @@
  * checks the bytes only.
  */
 
-#include "ngx_http_veto_sandbox_module.h"
+#include "ngx_http_veto_sandbox_stores.h"
 
 #include <openssl/crypto.h>
 #include <openssl/ecdsa.h>

@@ -7,7 +7,7 @@
  * the very bytes the signature covers.
  */
 
-#include "ngx_http_veto_sandbox_module.h"
+#include "ngx_http_veto_sandbox_stores.h"
 #include "ngx_http_veto_sandbox_jwt.h"
 
 #include <openssl/evp.h>

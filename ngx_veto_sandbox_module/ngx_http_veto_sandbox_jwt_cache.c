@@ -8,7 +8,7 @@
  * no longer match.  Least recently used entries go first when full.
  */
 
-#include "ngx_http_veto_sandbox_module.h"
+#include "ngx_http_veto_sandbox_stores.h"
 #include "ngx_http_veto_sandbox_metrics.h"
 
 

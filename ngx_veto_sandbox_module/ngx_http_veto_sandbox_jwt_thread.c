@@ -10,7 +10,7 @@
  * cached ones never leave the event loop.
  */
 
-#include "ngx_http_veto_sandbox_module.h"
+#include "ngx_http_veto_sandbox_stores.h"
 #include "ngx_http_veto_sandbox_jwt.h"
 
 #include <openssl/evp.h>

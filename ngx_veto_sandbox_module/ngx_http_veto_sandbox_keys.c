@@ -7,7 +7,7 @@
  * (_jws.c), never by decoding a PEM again.
  */
 
-#include "ngx_http_veto_sandbox_module.h"
+#include "ngx_http_veto_sandbox_stores.h"
 
 #include <openssl/bio.h>
 #include <openssl/bn.h>

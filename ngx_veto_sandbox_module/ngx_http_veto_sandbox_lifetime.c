@@ -6,7 +6,7 @@
  * _request_lifetime.c.
  */
 
-#include "ngx_http_veto_sandbox_module.h"
+#include "ngx_http_veto_sandbox_pipeline.h"
 #include "ngx_http_veto_sandbox_audit.h"
 
 

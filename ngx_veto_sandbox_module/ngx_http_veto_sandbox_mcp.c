@@ -22,6 +22,7 @@
  * whose body is a JSON-RPC error too.
  */
 
+#include "ngx_http_veto_sandbox_faces.h"
 #include "ngx_http_veto_sandbox_mcp.h"
 
 

@@ -13,6 +13,7 @@
  * the policy's archive_bytes (the builder).
  */
 
+#include "ngx_http_veto_sandbox_faces.h"
 #include "ngx_http_veto_sandbox_mcp.h"
 
 

@@ -13,7 +13,7 @@
  * challenge's syntax.
  */
 
-#include "ngx_http_veto_sandbox_module.h"
+#include "ngx_http_veto_sandbox_faces.h"
 
 
 #define NGX_HTTP_VSB_MCP_PATH       "/v1/mcp"

@@ -8,6 +8,7 @@
  * sandbox wrote it.
  */
 
+#include "ngx_http_veto_sandbox_faces.h"
 #include "ngx_http_veto_sandbox_mcp.h"
 
 #include <openssl/evp.h>

@@ -26,6 +26,7 @@
  * as "client_gone"), and the connection is kept only after the reply.
  */
 
+#include "ngx_http_veto_sandbox_faces.h"
 #include "ngx_http_veto_sandbox_mcp.h"
 #include "ngx_http_veto_sandbox_output.h"
 

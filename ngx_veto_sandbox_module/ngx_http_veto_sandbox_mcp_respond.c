@@ -6,6 +6,7 @@
  * and the results (_mcp_result.c) all answer through it.
  */
 
+#include "ngx_http_veto_sandbox_faces.h"
 #include "ngx_http_veto_sandbox_mcp.h"
 
 

@@ -17,6 +17,7 @@
  * Retry-After, Content-Disposition, ...) are read here and dropped.
  */
 
+#include "ngx_http_veto_sandbox_faces.h"
 #include "ngx_http_veto_sandbox_mcp.h"
 
 

@@ -17,6 +17,7 @@
  * other agents' live ones.
  */
 
+#include "ngx_http_veto_sandbox_faces.h"
 #include "ngx_http_veto_sandbox_mcp.h"
 
 #include <openssl/evp.h>

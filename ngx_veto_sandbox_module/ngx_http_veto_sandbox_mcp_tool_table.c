@@ -6,6 +6,7 @@
  * the REST response its result.  Data, and the lookups over it.
  */
 
+#include "ngx_http_veto_sandbox_faces.h"
 #include "ngx_http_veto_sandbox_mcp.h"
 #include "ngx_http_veto_sandbox_discovery.h"
 

@@ -20,6 +20,7 @@
  * builder's to judge, with the same messages.
  */
 
+#include "ngx_http_veto_sandbox_faces.h"
 #include "ngx_http_veto_sandbox_mcp.h"
 #include "ngx_http_veto_sandbox_approval.h"
 

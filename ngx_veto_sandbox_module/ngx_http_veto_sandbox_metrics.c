@@ -18,7 +18,7 @@
  * Without a metrics location there is no zone, and nothing is counted.
  */
 
-#include "ngx_http_veto_sandbox_module.h"
+#include "ngx_http_veto_sandbox_faces.h"
 #include "ngx_http_veto_sandbox_metrics.h"
 
 

@@ -105,25 +105,6 @@ u_char *ngx_http_veto_sandbox_metrics_render(
 u_char *ngx_http_veto_sandbox_metrics_seconds(u_char *p, uint64_t usec);
 
 
-/* ---- a scrape's other parts (_metrics_gauges.c) ---- */
-
-/* at most what the gauges below add to a scrape, in bytes: the
- * gateway's and the helper's gauges, the webhook counters */
-#define NGX_HTTP_VSB_METRICS_GAUGES  12288
-
-/* # HELP, # TYPE and one sample of type ("gauge", "counter") */
-u_char *ngx_http_veto_sandbox_metrics_gauge(u_char *p, const char *name,
-    const char *type, const char *help, json_int_t value);
-
-/* veto_sandbox_helper_up, then each of the helper's figures in its stats
- * reply (NULL: the helper did not answer) */
-u_char *ngx_http_veto_sandbox_metrics_helper_gauges(u_char *p,
-    json_t *stats);
-
-/* veto_sandbox_webhook_*_total, when a webhook is configured */
-u_char *ngx_http_veto_sandbox_metrics_webhooks(u_char *p);
-
-
 /* ---- the counting (_metrics_count.c): no-ops without a metrics
  * location ---- */
 

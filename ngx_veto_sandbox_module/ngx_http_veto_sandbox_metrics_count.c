@@ -8,7 +8,7 @@
  * helper client, the Redis connection) call down into it.
  */
 
-#include "ngx_http_veto_sandbox_module.h"
+#include "ngx_http_veto_sandbox_base.h"
 #include "ngx_http_veto_sandbox_metrics.h"
 
 #include <time.h>

@@ -7,7 +7,7 @@
  * gauge, they write at most NGX_HTTP_VSB_METRICS_GAUGES bytes.
  */
 
-#include "ngx_http_veto_sandbox_module.h"
+#include "ngx_http_veto_sandbox_faces.h"
 #include "ngx_http_veto_sandbox_metrics.h"
 #include "ngx_http_veto_sandbox_notify.h"
 

@@ -5,7 +5,7 @@
  * sets up and ends (its Redis connection: _redis.c).
  */
 
-#include "ngx_http_veto_sandbox_module.h"
+#include "ngx_http_veto_sandbox_faces.h"
 
 #include "ngx_http_veto_sandbox_mcp.h"
 #include "ngx_http_veto_sandbox_approval.h"

@@ -1,134 +1,26 @@
 /*
  * ngx_veto_sandbox_module: agent identity (JWT), policy and the sandbox
- * HTTP API in front of sandbox-helper.  Types shared by the module's
- * files (the functions each offers: _functions.h, included at the end);
- * each file owns one concern, and calls only the ones listed below it
- * (no file calls back up):
+ * HTTP API in front of sandbox-helper.  The types its files share.
  *
- *   _module.c     the command table, conf create/merge, registration
- *   _directives.c the handlers of the module's own directives (api,
- *                 helper, JWT keys and cache, policy, scopes)
- *   _api.c        the content handler: route, identity, body, gate, run;
- *                 /v1/mcp goes to _mcp.c
- *   _mcp.c        the MCP endpoint (Streamable HTTP, JSON-RPC 2.0):
- *                 sessions' lifecycle, initialize, tools/list, tools/call
- *   _mcp_tool_table.c  the MCP tools: names, descriptions, schemas,
- *                 annotations; tools/list
- *   _mcp_tools.c  each tools/call as its REST twin, which runs its op
- *                 table row like a REST request
- *   _mcp_archive.c  the upload_archive tool: its twin and its result
- *   _mcp_progress.c an exec's output as MCP progress notifications (SSE)
- *   _mcp_result.c the twin's response as the tool's result (ctx->sink)
- *   _mcp_respond.c  a JSON-RPC response: one JSON object, or the last
- *                 event of a call's progress stream
- *   _mcp_present.c  a success as the tool's result: text, structured
- *   _mcp_session.c  MCP sessions in a shared memory zone
- *   _identity.c   the Authorization header, the token's rule and scopes;
- *                 the POST_READ check
- *   _ops.c        THE OP TABLE: one row per operation, data only (the
- *                 policy's action names and the OpenAPI check read it)
- *   _op_route.c   a request's row, running a routed op: build, gate,
- *                 run; the table's check at configuration (the OpenAPI
- *                 document describes its rows)
- *   _review.c     ops answered from Redis: approvals and audit APIs
- *   _profiles.c   GET /v1/profiles: the helper's profiles the policy
- *                 allows; list_profiles
- *   _about.c      GET /v1/about: the isolation layers in force (ping)
- *   _openapi.c    GET /v1/openapi.json: the compiled-in OpenAPI document
- *   _admin.c      the admin API: revocations, any sandbox of the tenant
- *   _metrics.c    Prometheus metrics: the directive, the zone, the scrape
- *   _metrics_store.c  their shared table and text format (pure)
- *   _metrics_count.c  what other files count as things happen (helper,
- *                 Redis, token cache, approvals): adds to the table
- *   _metrics_gauges.c  what a scrape adds: the helper's stats as gauges,
- *                 the webhook notifier's counters
- *   _reply.c      forwarding to the helper and mapping its reply
- *   _stream.c     streamed replies: helper events out as they come
- *                 (chunked, flushed, the helper paused while the client
- *                 is slow), ndjson lines, a client gone on record
- *   _execs.c      exec rows: the exec's builder, streamed and background
- *                 execs, their state, output and kill; the cut between
- *                 head and tail
- *   _output.c     an exec's output streams as JSON strings or base64
- *   _archive.c    archive rows: a tar upload in, a directory out as tar
- *   _request.c    request bodies and queries: validation, helper requests
- *   _request_create.c  sandbox.create's builder
- *   _request_profile.c  a create's profile refused: by the policy (403
- *                 or 404), by the helper (404, 409 profile_unavailable)
- *   _request_fields.c  the 400 naming a field or query argument, the
- *                 helper's header bound (413), the policy's limits, the
- *                 env's check (a refusal on record)
- *   _request_network.c  their network part: create's hosts, PATCH
- *   _env.c        a request's env: the policy's inert names (the rest
- *                 dangerous), the helper's and the policy's rules
- *   _request_lifetime.c  PATCH's lifetime part (ttl_s, idle_s), the
- *                 list's ?include=ended
- *   _lifetime.c   PATCH's lifetime on record (Redis follows the expiry),
- *                 the list and ENDED records as shown
- *   _ended.c      ends the gateway did not ask for: polls the helper's
- *                 ENDED records, frees quota slots and ownership
- *                 records, puts each end on the audit stream (once)
- *   _audit_age.c  the audit's age bound (veto_sandbox_audit_max_age)
- *   _gate.c       the Redis gate, the steps in order: revocation,
- *                 where (routing), quotas, approvals, then the op
- *   _gate_approval.c  the gate's approval step: the sandbox's env it
- *                 binds, the hash and summary, consume or create, 202
- *   _wait.c       a request waiting for Redis (the call, its cancel,
- *                 the resume), the 503 of a Redis that cannot decide,
- *                 a step's refusal on record: what every step shares
- *   _epoch.c      which run of its helper this gateway talks to
- *   _record.c     what is kept of a decision: audit records, quota slots
- *   _problem.c    responses, problem+json, 401/403, the error filter
- *   _ctx.c        the request's context, the $veto_* variables; which
- *                 URIs are the API's; the request an op sees (ctx->in);
- *                 the request's id, what a sandbox id looks like
- *   _mcp_meta.c   the MCP endpoint's protected resource metadata
- *                 (RFC 9728): its URLs and the document
- *   _helper.c     non-blocking client to the helper (frames)
- *   _jwt.c        token verification, alg pinned by key; the claims
- *   _jws.c        the signature, checked with the key decoded at load
- *   _jwt_cache.c  shared memory cache of verified tokens
- *   _keys.c       key loading: PEM, HMAC secret, JWKS (RSA, EC P-256);
- *                 the algorithm names a key or a token header gives
- *   _policy.c     the policy file, read at configuration time
- *   _policy_approvals.c  its rules' "approvals" and "quotas" objects
- *   _policy_strings.c  its lists of strings (env names, argv patterns,
- *                 profiles)
- *   _policy_match.c  what the policy says of a request
- *   _network.c    the policy's network section: allowlist entries, the
- *                 ceiling and askable hosts, and what an exec's record
- *                 keeps of its attempts (an approval's hosts: _summary.c)
- *   _hash.c       the canonical request hash an approval binds
- *   _summary.c    what a human and the audit see of a request, bounded
- *   _redact.c     redaction: secrets in free text and argv (one linear
- *                 pass)
- *   _output.c     an exec's output as a JSON string or base64
- *   _approval.c, _quota.c, _revoke.c, _audit.c: the stores in Redis
- *   _redis_call.c the Redis call layer: commands, scripts, key names
- *   _redis_conf.c the Redis directives (connection, Sentinel, WAIT,
- *                 credentials) and veto_sandbox_host
- *   _redis.c      the worker's Redis connection
- *   _redis_link.c a hiredis context on nginx's event loop (the
- *                 connection's, the sentinels')
- *   _sentinel.c   the Redis master as Redis Sentinel names it, and its
- *                 failover listeners
- *   _sentinel_parse.c  reading what Sentinel answers (pure)
- *   _hosts.c      several gateway hosts: this host's boot epoch and lease
- *                 (address, load), a lost host's sandboxes ended
- *   _where.c      where a request's sandbox is (421, 503, routed), where
- *                 a create goes
- *   _fence.c      the epoch fence: the helper run the ownership record
- *                 names, sent along; one re-read and retry on a mismatch
- *   _peer.c       routing to the host that holds a sandbox: the balancer,
- *                 the sender's redirect, the receiver's check;
- *                 $veto_peer_credential, the error filter's hook
- *   _peer_cred.c  the inter-gateway credential (pure)
+ * The files stand on five floors, bottom up, each with its header, which
+ * says what the floor is, lists its files with their concerns and
+ * declares what they offer the floors above:
  *
- * A second module of the same object, called by _gate.c only:
+ *   ngx_http_veto_sandbox_base.h       util and the request's context
+ *   ngx_http_veto_sandbox_transport.h  the helper client, Redis, webhooks
+ *   ngx_http_veto_sandbox_stores.h     what is kept, and the pure policy
+ *   ngx_http_veto_sandbox_pipeline.h   a request's way: identity, gate,
+ *                                      helper call, record, reply
+ *   ngx_http_veto_sandbox_faces.h      REST op groups, MCP, review,
+ *                                      admin, metrics, registration
  *
- *   _notify.c     webhooks: directives, the gate's hook, counters
- *   _notify_send.c  deliveries: carrier requests, attempts, retries
- *   _event.c      the event's bodies (JSON, Slack) and signature
+ * A file includes its floor's header (which includes the one below, and
+ * this one at the bottom) and uses nothing of a higher floor; where a
+ * lower floor must tell a higher one, the higher one sets a hook at
+ * configuration.  scripts/check-floors checks both, in CI.
+ *
+ * The webhooks (_notify.c, _notify_send.c, _event.c) are a second module
+ * of the same object, called by the gate only.
  *
  * docs/adding-an-endpoint.md walks through adding an operation.
  */
@@ -209,8 +101,6 @@ enum {
 
 /* The first NGX_HTTP_VSB_NHELPER_LIMITS go to the helper's LIMITS. */
 #define NGX_HTTP_VSB_NHELPER_LIMITS  6
-
-extern const char  *ngx_http_veto_sandbox_limit_names[NGX_HTTP_VSB_NLIMITS];
 
 /* an archive upload's bound when the policy sets no archive_bytes: the
  * helper's default max_archive_bytes */
@@ -733,9 +623,6 @@ struct ngx_http_veto_sandbox_ctx_s {
 
 extern ngx_module_t  ngx_http_veto_sandbox_module;
 
-
-/* the functions each file offers the others */
-#include "ngx_http_veto_sandbox_functions.h"
 
 
 #endif /* _NGX_HTTP_VSB_MODULE_H_INCLUDED_ */

@@ -20,6 +20,7 @@
  * so the module, the helper and the proxy read one entry one way.
  */
 
+#include "ngx_http_veto_sandbox_stores.h"
 #include "ngx_http_veto_sandbox_network.h"
 
 #include "eg_allow.h"

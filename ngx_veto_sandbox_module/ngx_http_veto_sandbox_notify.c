@@ -6,7 +6,7 @@
  * $veto_webhook_* variables.  The deliveries are _notify_send.c's.
  */
 
-#include "ngx_http_veto_sandbox_module.h"
+#include "ngx_http_veto_sandbox_pipeline.h"
 #include "ngx_http_veto_sandbox_notify.h"
 #include "ngx_http_veto_sandbox_event.h"
 

@@ -115,24 +115,6 @@ typedef struct {
 } ngx_http_veto_sandbox_delivery_t;
 
 
-/*
- * The gate's hook: the approval ctx->approval was just created and
- * expires at expires (unix seconds).  Queues one delivery per webhook of
- * r's server; never fails r (what goes wrong is logged and counted).
- */
-struct ngx_http_veto_sandbox_ctx_s;
-
-void ngx_http_veto_sandbox_notify(ngx_http_request_t *r,
-    struct ngx_http_veto_sandbox_ctx_s *ctx, time_t expires);
-
-/* The counters, for metrics; NULL when no webhook is configured. */
-ngx_http_veto_sandbox_notify_counters_t *
-    ngx_http_veto_sandbox_notify_counters(void);
-
-
-extern ngx_module_t  ngx_http_veto_sandbox_notify_module;
-
-
 /* _notify_send.c */
 
 extern ngx_http_veto_sandbox_notify_counters_t

@@ -28,6 +28,7 @@
 
 #include <sys/un.h>
 
+#include "ngx_http_veto_sandbox_transport.h"
 #include "ngx_http_veto_sandbox_notify.h"
 #include "ngx_http_veto_sandbox_event.h"
 

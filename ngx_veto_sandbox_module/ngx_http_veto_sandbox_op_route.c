@@ -5,7 +5,7 @@
  * does not describe, fails "nginx -t" with a message naming it.
  */
 
-#include "ngx_http_veto_sandbox_module.h"
+#include "ngx_http_veto_sandbox_faces.h"
 #include "ngx_http_veto_sandbox_approval.h"
 #include "ngx_http_veto_sandbox_discovery.h"
 

@@ -10,7 +10,7 @@
  * limits, no tenants); a token sent along is neither needed nor read.
  */
 
-#include "ngx_http_veto_sandbox_module.h"
+#include "ngx_http_veto_sandbox_faces.h"
 
 
 #ifndef NGX_HTTP_VSB_OPENAPI_JSON

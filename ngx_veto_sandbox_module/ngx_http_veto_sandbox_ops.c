@@ -17,7 +17,7 @@
  * unit tests link it as data (NGX_HTTP_VSB_OPS_DATA_ONLY).
  */
 
-#include "ngx_http_veto_sandbox_module.h"
+#include "ngx_http_veto_sandbox_faces.h"
 #include "ngx_http_veto_sandbox_approval.h"
 #include "ngx_http_veto_sandbox_discovery.h"
 

@@ -31,7 +31,7 @@
  * receiver writes what its helper did, once.
  */
 
-#include "ngx_http_veto_sandbox_module.h"
+#include "ngx_http_veto_sandbox_pipeline.h"
 #include "ngx_http_veto_sandbox_hash.h"
 
 #include <openssl/rand.h>

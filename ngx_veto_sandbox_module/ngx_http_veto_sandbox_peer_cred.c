@@ -32,7 +32,7 @@
  * the parser.
  */
 
-#include "ngx_http_veto_sandbox_module.h"
+#include "ngx_http_veto_sandbox_base.h"
 
 #include <openssl/crypto.h>
 #include <openssl/evp.h>

@@ -33,7 +33,7 @@
  * restarted): the frames are written once more on a new connection.
  */
 
-#include "ngx_http_veto_sandbox_module.h"
+#include "ngx_http_veto_sandbox_transport.h"
 #include "ngx_http_veto_sandbox_metrics.h"
 
 

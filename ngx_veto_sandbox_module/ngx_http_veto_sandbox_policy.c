@@ -55,7 +55,7 @@
  * approval kind (_policy_approvals.c).
  */
 
-#include "ngx_http_veto_sandbox_module.h"
+#include "ngx_http_veto_sandbox_stores.h"
 #include "ngx_http_veto_sandbox_network.h"
 
 

@@ -6,7 +6,7 @@
  * exec-rate quotas of a tenant and of each of its agents.
  */
 
-#include "ngx_http_veto_sandbox_module.h"
+#include "ngx_http_veto_sandbox_stores.h"
 
 
 /*

@@ -7,7 +7,7 @@
 
 #include <fnmatch.h>
 
-#include "ngx_http_veto_sandbox_module.h"
+#include "ngx_http_veto_sandbox_stores.h"
 
 
 static ngx_uint_t ngx_http_veto_sandbox_policy_argv(ngx_array_t *patterns,

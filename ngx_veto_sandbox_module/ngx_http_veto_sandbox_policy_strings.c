@@ -4,7 +4,7 @@
  * at configuration time by _policy.c and _policy_approvals.c alike.
  */
 
-#include "ngx_http_veto_sandbox_module.h"
+#include "ngx_http_veto_sandbox_stores.h"
 
 
 ngx_array_t *

@@ -6,7 +6,7 @@
  * tools/call responds to its sink (ctx->sink) instead of the client.
  */
 
-#include "ngx_http_veto_sandbox_module.h"
+#include "ngx_http_veto_sandbox_base.h"
 
 
 #define NGX_HTTP_VSB_PROBLEM_TYPE  "urn:veto-sandbox:problem:"

@@ -10,6 +10,7 @@
  * the create's (_request_profile.c).
  */
 
+#include "ngx_http_veto_sandbox_faces.h"
 #include "ngx_http_veto_sandbox_discovery.h"
 
 

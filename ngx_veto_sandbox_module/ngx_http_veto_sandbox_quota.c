@@ -8,6 +8,7 @@
 #include <ngx_core.h>
 #include <ngx_http.h>
 
+#include "ngx_http_veto_sandbox_stores.h"
 #include "ngx_http_veto_sandbox_quota.h"
 
 

@@ -6,7 +6,7 @@
  * ngx_http_veto_sandbox_record_pt of the op table.
  */
 
-#include "ngx_http_veto_sandbox_module.h"
+#include "ngx_http_veto_sandbox_pipeline.h"
 #include "ngx_http_veto_sandbox_quota.h"
 #include "ngx_http_veto_sandbox_audit.h"
 #include "ngx_http_veto_sandbox_summary.h"

@@ -13,6 +13,7 @@
 #include <ngx_event.h>
 #include <ngx_http.h>
 
+#include "ngx_http_veto_sandbox_transport.h"
 #include "ngx_http_veto_sandbox_redis.h"
 #include "ngx_http_veto_sandbox_metrics.h"
 

@@ -183,34 +183,6 @@ struct ngx_http_veto_sandbox_redis_s {
 };
 
 
-/* configuration time */
-
-char *ngx_http_veto_sandbox_redis_parse_addr(ngx_conf_t *cf,
-    ngx_str_t *value, ngx_http_veto_sandbox_redis_conf_t *rcf);
-void ngx_http_veto_sandbox_redis_conf_init(
-    ngx_http_veto_sandbox_redis_conf_t *rcf);
-ngx_int_t ngx_http_veto_sandbox_redis_script_init(
-    ngx_http_veto_sandbox_redis_script_t *script);
-/* every script of a table ended by a NULL name */
-ngx_int_t ngx_http_veto_sandbox_redis_scripts_init(
-    ngx_http_veto_sandbox_redis_script_t *scripts);
-
-/* worker: init_process / exit_process */
-
-ngx_http_veto_sandbox_redis_t *ngx_http_veto_sandbox_redis_create(
-    ngx_cycle_t *cycle, ngx_http_veto_sandbox_redis_conf_t *rcf);
-void ngx_http_veto_sandbox_redis_destroy(ngx_http_veto_sandbox_redis_t *rds);
-
-/* this worker's Redis connection; NULL when no veto_sandbox_redis */
-extern ngx_http_veto_sandbox_redis_t  *ngx_http_veto_sandbox_rds;
-
-/* makes it (NGX_ERROR logged), and ends it */
-ngx_int_t ngx_http_veto_sandbox_redis_init_worker(ngx_cycle_t *cycle,
-    ngx_http_veto_sandbox_redis_conf_t *rcf);
-void ngx_http_veto_sandbox_redis_exit_worker(void);
-
-/* worker: commands */
-
 /*
  * One call: where it goes, how long it may take and who gets the reply.
  * Every command of every store (approval, quota, revoke, audit) takes
@@ -226,54 +198,6 @@ typedef struct {
     unsigned                                durable:1; /* WAIT for replicas */
 } ngx_http_veto_sandbox_redis_call_t;
 
-/* writes what is queued on the connection now, not on the loop's next
- * turn: for writes the client's next request may read elsewhere */
-void ngx_http_veto_sandbox_redis_flush(ngx_http_veto_sandbox_redis_t *rds);
-
-
-/*
- * Returns NGX_OK when the command is queued: the handler will be called
- * exactly once (or never, after ngx_http_veto_sandbox_redis_cancel()).
- * Returns NGX_HTTP_SERVICE_UNAVAILABLE when Redis is not connected and
- * NGX_ERROR on allocation failure: then the handler is never called.
- * argv is copied; the caller's buffers may go away at once.
- */
-ngx_int_t ngx_http_veto_sandbox_redis_command(
-    ngx_http_veto_sandbox_redis_call_t *call, int argc, const char **argv,
-    const size_t *argvlen);
-
-/*
- * EVALSHA script->sha1 numkeys argv..., retried once as EVAL with the
- * script text when Redis answers NOSCRIPT.  argv holds the keys first,
- * then the arguments; numkeys says how many keys.  Same contract as
- * ngx_http_veto_sandbox_redis_command().
- */
-ngx_int_t ngx_http_veto_sandbox_redis_eval(
-    ngx_http_veto_sandbox_redis_call_t *call,
-    ngx_http_veto_sandbox_redis_script_t *script, int numkeys, int argc,
-    const char **argv, const size_t *argvlen);
-
-/* The same with the keys and arguments as ngx_str_t (at most 16). */
-ngx_int_t ngx_http_veto_sandbox_redis_eval_str(
-    ngx_http_veto_sandbox_redis_call_t *call,
-    ngx_http_veto_sandbox_redis_script_t *script, int numkeys, int argc,
-    ngx_str_t *args);
-
-/* The handler will not be called; a late reply is dropped. */
-void ngx_http_veto_sandbox_redis_cancel(
-    ngx_http_veto_sandbox_redis_cmd_t *cmd);
-
-/* For health checks: 1 when connected, authenticated and answering. */
-ngx_uint_t ngx_http_veto_sandbox_redis_ready(
-    ngx_http_veto_sandbox_redis_t *rds);
-
-/*
- * Redis key components (tenant, agent, ids) are restricted so that a
- * claim can never break out of its key or form a glob pattern: 1..128
- * bytes of printable ASCII without space, ':', '{', '}', '*', '?', '[',
- * ']' or '\'.  Returns 1 when valid.
- */
-ngx_uint_t ngx_http_veto_sandbox_redis_key_part_valid(u_char *p, size_t len);
 
 /*
  * Every key lives under veto:{<tenant>}: (the tenant as a Redis Cluster
@@ -283,26 +207,6 @@ ngx_uint_t ngx_http_veto_sandbox_redis_key_part_valid(u_char *p, size_t len);
  */
 #define NGX_HTTP_VSB_KEY_PREFIX  "veto:"
 
-ngx_int_t ngx_http_veto_sandbox_tenant_key(ngx_pool_t *pool, ngx_str_t *key,
-    const char *what, ngx_str_t *tenant, ngx_str_t *part);
-
-/* between the connection and the call layer: a stalled connection goes */
-void ngx_http_veto_sandbox_redis_drop(ngx_http_veto_sandbox_redis_t *rds,
-    const char *why);
-
-/* "ip:port" or "host:port" of a TCP server (sentinels, _redis_conf.c);
- * NGX_CONF_OK */
-char *ngx_http_veto_sandbox_redis_parse_node(ngx_conf_t *cf,
-    ngx_str_t *value, ngx_http_veto_sandbox_redis_node_t *node);
-
-/* _redis_link.c: a link, open a context to host:port (or unix_path);
- * NGX_ERROR logged */
-ngx_int_t ngx_http_veto_sandbox_redis_link_open(
-    ngx_http_veto_sandbox_redis_link_t *link, const char *host,
-    in_port_t port, const char *unix_path);
-/* free the context (deferred by hiredis inside its callbacks) */
-void ngx_http_veto_sandbox_redis_link_close(
-    ngx_http_veto_sandbox_redis_link_t *link);
 
 /*
  * _sentinel.c: what the sentinels say goes to the connection through the
@@ -319,14 +223,6 @@ typedef struct {
     ngx_http_veto_sandbox_sentinel_pt   fence;
     ngx_http_veto_sandbox_sentinel_pt   switched;
 } ngx_http_veto_sandbox_sentinel_handlers_t;
-
-ngx_http_veto_sandbox_sentinel_t *ngx_http_veto_sandbox_sentinel_create(
-    ngx_http_veto_sandbox_redis_t *rds, ngx_pool_t *pool,
-    const ngx_http_veto_sandbox_sentinel_handlers_t *handlers);
-void ngx_http_veto_sandbox_sentinel_discover(
-    ngx_http_veto_sandbox_sentinel_t *st);
-void ngx_http_veto_sandbox_sentinel_destroy(
-    ngx_http_veto_sandbox_sentinel_t *st);
 
 
 #endif /* _NGX_HTTP_VSB_REDIS_H_INCLUDED_ */

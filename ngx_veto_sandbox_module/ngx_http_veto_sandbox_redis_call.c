@@ -12,6 +12,7 @@
 
 #include <openssl/sha.h>
 
+#include "ngx_http_veto_sandbox_transport.h"
 #include "ngx_http_veto_sandbox_redis.h"
 #include "ngx_http_veto_sandbox_metrics.h"
 

@@ -4,7 +4,7 @@
  * what it records there.
  */
 
-#include "ngx_http_veto_sandbox_module.h"
+#include "ngx_http_veto_sandbox_transport.h"
 
 
 /* a sentinel given without a port: Sentinel's, not Redis' */

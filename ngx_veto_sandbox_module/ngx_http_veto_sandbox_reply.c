@@ -6,8 +6,7 @@
  * path ends the request with ngx_http_finalize_request().
  */
 
-#include "ngx_http_veto_sandbox_module.h"
-#include "ngx_http_veto_sandbox_discovery.h"
+#include "ngx_http_veto_sandbox_pipeline.h"
 #include "ngx_http_veto_sandbox_output.h"
 
 

@@ -12,7 +12,7 @@
  * twin.
  */
 
-#include "ngx_http_veto_sandbox_module.h"
+#include "ngx_http_veto_sandbox_pipeline.h"
 #include "vsb_paths.h"
 
 

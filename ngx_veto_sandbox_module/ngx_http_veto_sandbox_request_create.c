@@ -6,7 +6,7 @@
  * create request.
  */
 
-#include "ngx_http_veto_sandbox_module.h"
+#include "ngx_http_veto_sandbox_pipeline.h"
 
 
 static const char  *ngx_http_veto_sandbox_create_fields[] = {

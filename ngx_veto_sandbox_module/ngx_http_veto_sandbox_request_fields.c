@@ -7,7 +7,7 @@
  * (_request*.c, _execs.c, _archive.c) call these.
  */
 
-#include "ngx_http_veto_sandbox_module.h"
+#include "ngx_http_veto_sandbox_pipeline.h"
 
 
 /* 400 for a query the hash would read otherwise (*why): unknown_field for

@@ -7,7 +7,7 @@
  * ?include=ended.  Pure: the fuzzer drives them (fuzz_module_parsers).
  */
 
-#include "ngx_http_veto_sandbox_module.h"
+#include "ngx_http_veto_sandbox_pipeline.h"
 
 
 /* 1 when the token has the scope this part of PATCH needs; else 0 and

@@ -7,7 +7,7 @@
  * the gate then asks one.
  */
 
-#include "ngx_http_veto_sandbox_module.h"
+#include "ngx_http_veto_sandbox_pipeline.h"
 #include "ngx_http_veto_sandbox_network.h"
 
 

@@ -8,7 +8,7 @@
  * choose instead.
  */
 
-#include "ngx_http_veto_sandbox_module.h"
+#include "ngx_http_veto_sandbox_pipeline.h"
 
 
 /* profile names a 404 unknown_profile lists, at most (the helper has at

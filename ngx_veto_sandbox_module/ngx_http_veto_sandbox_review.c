@@ -13,7 +13,7 @@
  * reads its reply.
  */
 
-#include "ngx_http_veto_sandbox_module.h"
+#include "ngx_http_veto_sandbox_faces.h"
 #include "ngx_http_veto_sandbox_approval.h"
 #include "ngx_http_veto_sandbox_audit.h"
 #include "ngx_http_veto_sandbox_metrics.h"

@@ -38,6 +38,7 @@
 #include <ngx_event.h>
 #include <ngx_http.h>
 
+#include "ngx_http_veto_sandbox_transport.h"
 #include "ngx_http_veto_sandbox_redis.h"
 #include "ngx_http_veto_sandbox_sentinel.h"
 

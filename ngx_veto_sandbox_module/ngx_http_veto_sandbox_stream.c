@@ -19,7 +19,7 @@
  * client takes a partial archive for a whole one.
  */
 
-#include "ngx_http_veto_sandbox_module.h"
+#include "ngx_http_veto_sandbox_pipeline.h"
 #include "ngx_http_veto_sandbox_output.h"
 
 #include <openssl/evp.h>

@@ -16,7 +16,7 @@
  * names the handler its reply goes to.
  */
 
-#include "ngx_http_veto_sandbox_module.h"
+#include "ngx_http_veto_sandbox_pipeline.h"
 
 
 static void ngx_http_veto_sandbox_cancel_cleanup(void *data);

@@ -23,7 +23,7 @@
  * record itself (_where_ended()), never 503.
  */
 
-#include "ngx_http_veto_sandbox_module.h"
+#include "ngx_http_veto_sandbox_pipeline.h"
 #include "ngx_http_veto_sandbox_quota.h"
 
 

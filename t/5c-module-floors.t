@@ -3,8 +3,9 @@
 # scripts/check-floors checks them: the tree as committed has no call up
 # and no circle; a copy of the module with an upward call planted (a
 # function of the lowest floor calling one of the top floor), with a
-# circle planted (two files of one floor calling each other), or with a
-# file on no floor fails the check, naming the files and the names.
+# circle planted (two files of one floor calling each other), with the
+# top floor's header included by a file of the lowest, or with a file on
+# no floor fails the check, naming the files and the names.
 
 use strict;
 use warnings;
@@ -36,7 +37,7 @@ is($rc, 0, 'the module as committed: no call up, no circle') or diag $out;
 like($out, qr/no call up, no circle/, '... and it says so');
 
 # ---- the floors, read as the script reads them
-my (@floors, %floor_of);
+my (@floors, @FLOOR_NAMES, %floor_of);
 {
     my $cur;
     for my $line (split /\n/, slurp("$MOD/FLOORS")) {
@@ -44,6 +45,7 @@ my (@floors, %floor_of);
         next unless $line =~ /\S/;
         if ($line =~ /^(\w+):\s*(.*)$/) {
             push @floors, [];
+            push @FLOOR_NAMES, $1;
             $cur = $#floors;
             $line = $2;
         }
@@ -124,6 +126,21 @@ ok(defined $low && defined $high, "a file of the lowest floor ($low) and one of 
     isnt($rc, 0, "$a and $b calling each other: the check fails");
     like($out, qr/a circle of \d+ files on floor \w+:\n(?:  .*\n)*  \Q$a\E -> \Q$b\E: /,
          '... naming the circle and its ties') or diag $out;
+}
+
+# ---- a header of a higher floor included by a file of the lowest
+{
+    my $dir = copy_module();
+    my $top = $FLOOR_NAMES[-1];
+    my $f = "$dir/$PREFIX$low.c";
+    my $text = slurp($f);
+    $text =~ s/^(#include "ngx_http_veto_sandbox_\w+\.h")/#include "$PREFIX$top.h"\n$1/m
+        or die "no module include in $low";
+    spew($f, $text);
+    ($rc, $out) = check($dir);
+    isnt($rc, 0, "$low including the $top floor's header: the check fails");
+    like($out, qr/^check-floors: \Q$low\E \(\w+\) includes \Q$PREFIX$top.h\E/m,
+         '... naming the file and the header') or diag $out;
 }
 
 # ---- a file on no floor

@@ -39,6 +39,8 @@
 #include <sys/mman.h>
 
 #include "ngx_core_stub.h"
+/* the harness reaches the op table (a face) to load its policy */
+#include "ngx_http_veto_sandbox_faces.h"
 
 
 enum {

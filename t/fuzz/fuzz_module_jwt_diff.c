@@ -51,6 +51,8 @@
 #include <sys/mman.h>
 
 #include "ngx_core_stub.h"
+/* the harness reaches the op table (a face) to load its policy */
+#include "ngx_http_veto_sandbox_faces.h"
 
 
 #include "fuzz_module_jwt_unreached.h"

@@ -33,7 +33,7 @@
  * FUZZ-COVERS: ngx_veto_sandbox_module/ngx_http_veto_sandbox_peer_cred.c
  */
 
-#include "ngx_http_veto_sandbox_module.h"
+#include "ngx_http_veto_sandbox_faces.h"
 #include "ngx_http_veto_sandbox_network.h"
 #include "ngx_http_veto_sandbox_summary.h"
 #include "ngx_http_veto_sandbox_hash.h"

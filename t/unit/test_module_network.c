@@ -7,7 +7,7 @@
  * record (what an approval shows of the hosts: test_module_summary.c).
  */
 
-#include "ngx_http_veto_sandbox_module.h"
+#include "ngx_http_veto_sandbox_faces.h"
 #include "ngx_http_veto_sandbox_network.h"
 
 #include <stdarg.h>

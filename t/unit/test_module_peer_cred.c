@@ -6,7 +6,7 @@
  * does not hold.
  */
 
-#include "ngx_http_veto_sandbox_module.h"
+#include "ngx_http_veto_sandbox_faces.h"
 
 #include <stdarg.h>
 #include <stddef.h>

@@ -1,0 +1,214 @@
+/*
+ * The module's floor 5 of 5, faces: what clients and operators see: the
+ * REST op groups, MCP, the review API, admin, the metrics scrape, the
+ * directives and registration
+ *
+ * Each file of this floor includes this header and no other floor's;
+ * it uses only what its own floor and the floors below offer (this
+ * header includes ngx_http_veto_sandbox_pipeline.h), never a higher
+ * floor's, and no two files use each other (scripts/check-floors).
+ * Its files, and the functions each offers the floors above:
+ *
+ *   _module.c     the command table, conf create/merge, registration
+ *   _directives.c the handlers of the module's own directives (api,
+ *                 helper, JWT keys and cache, policy, scopes)
+ *   _api.c        the content handler: route, identity, body, gate, run;
+ *                 /v1/mcp goes to _mcp.c
+ *   _mcp.c        the MCP endpoint (Streamable HTTP, JSON-RPC 2.0):
+ *                 sessions' lifecycle, initialize, tools/list, tools/call
+ *   _mcp_tool_table.c  the MCP tools: names, descriptions, schemas,
+ *                 annotations; tools/list
+ *   _mcp_tools.c  each tools/call as its REST twin, which runs its op
+ *                 table row like a REST request
+ *   _mcp_archive.c  the upload_archive tool: its twin and its result
+ *   _mcp_progress.c an exec's output as MCP progress notifications (SSE)
+ *   _mcp_result.c the twin's response as the tool's result (ctx->sink)
+ *   _mcp_respond.c  a JSON-RPC response: one JSON object, or the last
+ *                 event of a call's progress stream
+ *   _mcp_present.c  a success as the tool's result: text, structured
+ *   _ops.c        THE OP TABLE: one row per operation, data only (the
+ *                 policy's action names and the OpenAPI check read it)
+ *   _op_route.c   a request's row, running a routed op: build, gate,
+ *                 run; the table's check at configuration (the OpenAPI
+ *                 document describes its rows)
+ *   _review.c     ops answered from Redis: approvals and audit APIs
+ *   _profiles.c   GET /v1/profiles: the helper's profiles the policy
+ *                 allows; list_profiles
+ *   _about.c      GET /v1/about: the isolation layers in force (ping)
+ *   _openapi.c    GET /v1/openapi.json: the compiled-in OpenAPI document
+ *   _admin.c      the admin API: revocations, any sandbox of the tenant
+ *   _metrics.c    Prometheus metrics: the directive, the zone, the scrape
+ *   _metrics_gauges.c  what a scrape adds: the helper's stats as gauges,
+ *                 the webhook notifier's counters
+ *   _execs.c      exec rows: the exec's builder, streamed and background
+ *                 execs, their state, output and kill; the cut between
+ *                 head and tail
+ *   _archive.c    archive rows: a tar upload in, a directory out as tar
+ *   _mcp_session.c  MCP sessions in a shared memory zone
+ *   _mcp_meta.c   the MCP endpoint's protected resource metadata
+ *                 (RFC 9728): its URLs and the document
+ */
+
+#ifndef _NGX_HTTP_VSB_FACES_H_INCLUDED_
+#define _NGX_HTTP_VSB_FACES_H_INCLUDED_
+
+
+#include "ngx_http_veto_sandbox_pipeline.h"
+
+
+/* _api.c */
+ngx_int_t ngx_http_veto_sandbox_api_handler(ngx_http_request_t *r);
+
+/* _directives.c: the handlers _module.c's command table names */
+char *ngx_http_veto_sandbox_api(ngx_conf_t *cf, ngx_command_t *cmd,
+    void *conf);
+char *ngx_http_veto_sandbox_helper(ngx_conf_t *cf, ngx_command_t *cmd,
+    void *conf);
+char *ngx_http_veto_sandbox_jwt_keys(ngx_conf_t *cf, ngx_command_t *cmd,
+    void *conf);
+char *ngx_http_veto_sandbox_jwt_cache(ngx_conf_t *cf, ngx_command_t *cmd,
+    void *conf);
+char *ngx_http_veto_sandbox_policy(ngx_conf_t *cf, ngx_command_t *cmd,
+    void *conf);
+char *ngx_http_veto_sandbox_scope(ngx_conf_t *cf, ngx_command_t *cmd,
+    void *conf);
+
+/* _ops.c: the rows, ended by one whose name is empty */
+extern ngx_http_veto_sandbox_op_t  ngx_http_veto_sandbox_ops[];
+
+/* _op_route.c */
+
+/* the op of r's method and URI; NULL with *allow the methods its URI
+ * takes (empty: no such resource); ids set the {id}, {approval} found */
+ngx_http_veto_sandbox_op_t *ngx_http_veto_sandbox_op_find(
+    ngx_http_request_t *r, ngx_uint_t *allow, ngx_str_t *sandbox,
+    ngx_str_t *approval);
+ngx_int_t ngx_http_veto_sandbox_ops_init(ngx_conf_t *cf);
+/* the op of a method and a decoded URI, as op_find(), and its {exec} */
+ngx_http_veto_sandbox_op_t *ngx_http_veto_sandbox_op_route(
+    ngx_uint_t method, ngx_str_t *uri, ngx_uint_t *allow, ngx_str_t *sandbox,
+    ngx_str_t *approval, ngx_str_t *exec);
+/* build, gate, run ctx->op on ctx->in: NGX_DONE when a reply will
+ * finalize r, else the code to finalize it with */
+ngx_int_t ngx_http_veto_sandbox_op_run(ngx_http_request_t *r,
+    ngx_http_veto_sandbox_ctx_t *ctx);
+
+/* _mcp_session.c: "veto_sandbox_mcp_sessions zone=name:size ..." */
+char *ngx_http_veto_sandbox_mcp_sessions(ngx_conf_t *cf, ngx_command_t *cmd,
+    void *conf);
+
+/* _mcp.c: the MCP endpoint, "/v1/mcp" when veto_sandbox_mcp is on */
+ngx_int_t ngx_http_veto_sandbox_mcp_uri(ngx_http_request_t *r);
+ngx_int_t ngx_http_veto_sandbox_mcp_handler(ngx_http_request_t *r);
+char *ngx_http_veto_sandbox_mcp_merge(ngx_conf_t *cf,
+    ngx_http_veto_sandbox_srv_conf_t *prev,
+    ngx_http_veto_sandbox_srv_conf_t *conf);
+
+/* _mcp_meta.c */
+/* ", resource_metadata=\"URL\"" for a challenge on the MCP endpoint,
+ * empty elsewhere; NULL: no memory */
+u_char *ngx_http_veto_sandbox_mcp_challenge(ngx_http_request_t *r);
+/* may a browser page of this Origin use the MCP endpoint? */
+ngx_uint_t ngx_http_veto_sandbox_mcp_origin_allowed(ngx_http_request_t *r,
+    ngx_str_t *origin);
+char *ngx_http_veto_sandbox_mcp_metadata(ngx_conf_t *cf, ngx_command_t *cmd,
+    void *conf);
+char *ngx_http_veto_sandbox_mcp_resource(ngx_conf_t *cf, ngx_command_t *cmd,
+    void *conf);
+
+/* _execs.c: builders, mappers and records of the exec rows */
+ngx_int_t ngx_http_veto_sandbox_build_exec(ngx_http_request_t *r,
+    ngx_http_veto_sandbox_ctx_t *ctx);
+ngx_int_t ngx_http_veto_sandbox_build_exec_id(ngx_http_request_t *r,
+    ngx_http_veto_sandbox_ctx_t *ctx);
+ngx_int_t ngx_http_veto_sandbox_build_exec_output(ngx_http_request_t *r,
+    ngx_http_veto_sandbox_ctx_t *ctx);
+ngx_int_t ngx_http_veto_sandbox_reply_exec_any(ngx_http_request_t *r,
+    ngx_http_veto_sandbox_ctx_t *ctx);
+ngx_int_t ngx_http_veto_sandbox_reply_exec_state(ngx_http_request_t *r,
+    ngx_http_veto_sandbox_ctx_t *ctx);
+ngx_int_t ngx_http_veto_sandbox_reply_exec_output(ngx_http_request_t *r,
+    ngx_http_veto_sandbox_ctx_t *ctx);
+void ngx_http_veto_sandbox_record_exec_any(ngx_http_request_t *r,
+    ngx_http_veto_sandbox_ctx_t *ctx, ngx_uint_t ok, const char *error);
+void ngx_http_veto_sandbox_record_exec_kill(ngx_http_request_t *r,
+    ngx_http_veto_sandbox_ctx_t *ctx, ngx_uint_t ok, const char *error);
+
+/* _archive.c: builders, mappers and the record of the archive rows */
+ngx_int_t ngx_http_veto_sandbox_build_archive_in(ngx_http_request_t *r,
+    ngx_http_veto_sandbox_ctx_t *ctx);
+ngx_int_t ngx_http_veto_sandbox_build_archive_out(ngx_http_request_t *r,
+    ngx_http_veto_sandbox_ctx_t *ctx);
+ngx_int_t ngx_http_veto_sandbox_reply_archive(ngx_http_request_t *r,
+    ngx_http_veto_sandbox_ctx_t *ctx);
+void ngx_http_veto_sandbox_record_archive(ngx_http_request_t *r,
+    ngx_http_veto_sandbox_ctx_t *ctx, ngx_uint_t ok, const char *error);
+/* Content-Length over the upload's bound: the 413 sent, else
+ * NGX_DECLINED */
+ngx_int_t ngx_http_veto_sandbox_archive_early(ngx_http_request_t *r,
+    ngx_http_veto_sandbox_ctx_t *ctx);
+ngx_int_t ngx_http_veto_sandbox_archive_too_large(ngx_http_request_t *r,
+    ngx_http_veto_sandbox_ctx_t *ctx);
+
+/* _review.c: run() of the ops answered from Redis */
+ngx_int_t ngx_http_veto_sandbox_review_list(ngx_http_request_t *r,
+    ngx_http_veto_sandbox_ctx_t *ctx);
+ngx_int_t ngx_http_veto_sandbox_review_get(ngx_http_request_t *r,
+    ngx_http_veto_sandbox_ctx_t *ctx);
+ngx_int_t ngx_http_veto_sandbox_review_approve(ngx_http_request_t *r,
+    ngx_http_veto_sandbox_ctx_t *ctx);
+ngx_int_t ngx_http_veto_sandbox_review_deny(ngx_http_request_t *r,
+    ngx_http_veto_sandbox_ctx_t *ctx);
+ngx_int_t ngx_http_veto_sandbox_review_audit(ngx_http_request_t *r,
+    ngx_http_veto_sandbox_ctx_t *ctx);
+
+/* _admin.c: the admin API's builders, run()s and record */
+ngx_int_t ngx_http_veto_sandbox_admin_build_revoke(ngx_http_request_t *r,
+    ngx_http_veto_sandbox_ctx_t *ctx);
+ngx_int_t ngx_http_veto_sandbox_admin_build_key(ngx_http_request_t *r,
+    ngx_http_veto_sandbox_ctx_t *ctx);
+ngx_int_t ngx_http_veto_sandbox_admin_build_list(ngx_http_request_t *r,
+    ngx_http_veto_sandbox_ctx_t *ctx);
+ngx_int_t ngx_http_veto_sandbox_admin_revoke(ngx_http_request_t *r,
+    ngx_http_veto_sandbox_ctx_t *ctx);
+ngx_int_t ngx_http_veto_sandbox_admin_revocation(ngx_http_request_t *r,
+    ngx_http_veto_sandbox_ctx_t *ctx);
+ngx_int_t ngx_http_veto_sandbox_admin_unrevoke(ngx_http_request_t *r,
+    ngx_http_veto_sandbox_ctx_t *ctx);
+ngx_int_t ngx_http_veto_sandbox_admin_end(ngx_http_request_t *r,
+    ngx_http_veto_sandbox_ctx_t *ctx);
+
+/* _metrics_gauges.c: a scrape's other parts */
+/* at most what the gauges below add to a scrape, in bytes: the
+ * gateway's and the helper's gauges, the webhook counters */
+#define NGX_HTTP_VSB_METRICS_GAUGES  12288
+
+/* # HELP, # TYPE and one sample of type ("gauge", "counter") */
+u_char *ngx_http_veto_sandbox_metrics_gauge(u_char *p, const char *name,
+    const char *type, const char *help, json_int_t value);
+
+/* veto_sandbox_helper_up, then each of the helper's figures in its stats
+ * reply (NULL: the helper did not answer) */
+u_char *ngx_http_veto_sandbox_metrics_helper_gauges(u_char *p,
+    json_t *stats);
+
+/* veto_sandbox_webhook_*_total, when a webhook is configured */
+u_char *ngx_http_veto_sandbox_metrics_webhooks(u_char *p);
+
+/* _metrics.c: the directive, its checks, the log phase count */
+char *ngx_http_veto_sandbox_metrics_conf(ngx_conf_t *cf, ngx_command_t *cmd,
+    void *conf);
+char *ngx_http_veto_sandbox_metrics_merge(ngx_conf_t *cf,
+    ngx_http_veto_sandbox_srv_conf_t *prev,
+    ngx_http_veto_sandbox_srv_conf_t *conf);
+ngx_int_t ngx_http_veto_sandbox_metrics_init(ngx_conf_t *cf);
+
+/* _openapi.c: GET /v1/openapi.json from the compiled-in document; the
+ * document parsed at configuration, for the op table's check (NULL:
+ * logged) */
+ngx_int_t ngx_http_veto_sandbox_openapi(ngx_http_request_t *r,
+    ngx_http_veto_sandbox_ctx_t *ctx);
+json_t *ngx_http_veto_sandbox_openapi_load(ngx_conf_t *cf);
+
+
+#endif /* _NGX_HTTP_VSB_FACES_H_INCLUDED_ */

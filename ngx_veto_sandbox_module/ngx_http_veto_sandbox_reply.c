@@ -26,6 +26,19 @@ static ngx_int_t ngx_http_veto_sandbox_reply_error(ngx_http_request_t *r,
     ngx_http_veto_sandbox_ctx_t *ctx);
 
 
+/*
+ * The helper's exec timeout ceiling (limits_max.timeout_s), as this
+ * worker last heard it, and when: an exec whose timeout is the sandbox's
+ * own is waited for up to it.  It is asked again (one ping before such an
+ * exec) once it is older than NGX_HTTP_VSB_CEILING_TTL, so that a helper
+ * restarted with another ceiling is heard within that time.
+ */
+#define NGX_HTTP_VSB_CEILING_TTL  60000
+
+static ngx_msec_t  ngx_http_veto_sandbox_ceiling_ms;
+static ngx_msec_t  ngx_http_veto_sandbox_ceiling_at;
+
+
 /* run() of the helper ops: sends ctx->req to the helper. */
 ngx_int_t
 ngx_http_veto_sandbox_forward(ngx_http_request_t *r,
@@ -50,6 +63,14 @@ ngx_http_veto_sandbox_forward(ngx_http_request_t *r,
         ctx->helper.status = NGX_OK;
         ngx_http_veto_sandbox_reply(r, ctx);
         return NGX_DONE;
+    }
+
+    if (ctx->helper.ask_timeout && ngx_http_veto_sandbox_ceiling_ms
+        && ngx_current_msec - ngx_http_veto_sandbox_ceiling_at
+           < NGX_HTTP_VSB_CEILING_TTL)
+    {
+        ctx->helper.extra_read_ms = ngx_http_veto_sandbox_ceiling_ms;
+        ctx->helper.ask_timeout = 0;
     }
 
     if (!ctx->helper.ask_timeout) {
@@ -151,6 +172,9 @@ ngx_http_veto_sandbox_pinged(ngx_http_request_t *r,
 
     h->extra_read_ms = (ngx_msec_t) max * 1000;
     h->ask_timeout = 0;
+
+    ngx_http_veto_sandbox_ceiling_ms = h->extra_read_ms;
+    ngx_http_veto_sandbox_ceiling_at = ngx_current_msec;
 
     /* the exchange starts over, on the ping's kept connection or a new
      * one (helper_send() resets the per-call flags, sent included) */

@@ -762,6 +762,21 @@ vsb_exec_close_pair(int fds[2])
 }
 
 
+uint64_t
+vsb_exec_deadline_ms(const vsb_sandbox_t *sb, uint64_t timeout_s)
+{
+    uint64_t  s;
+
+    s = timeout_s ? timeout_s : sb->limits.timeout_s;
+
+    if (s == 0 || s > VSB_ABS_TIMEOUT_S) {
+        s = VSB_ABS_TIMEOUT_S;
+    }
+
+    return s * 1000;
+}
+
+
 vsb_exec_t *
 vsb_exec_start(vsb_sandbox_t *sb, const vsb_exec_request_t *req,
     vsb_exec_done_pt done, void *data, char *err, size_t errlen)
@@ -937,10 +952,9 @@ vsb_exec_start(vsb_sandbox_t *sb, const vsb_exec_request_t *req,
         goto loop_failed;
     }
 
+    /* decided by vsb_exec_deadline_ms(); a caller that set none gets
+     * the ceiling, never no deadline */
     timeout_ms = req->timeout_ms;
-    if (timeout_ms == 0) {
-        timeout_ms = sb->limits.timeout_s * 1000;
-    }
     if (timeout_ms == 0 || timeout_ms > (uint64_t) VSB_ABS_TIMEOUT_S * 1000) {
         timeout_ms = (uint64_t) VSB_ABS_TIMEOUT_S * 1000;
     }

@@ -40,6 +40,10 @@ my $policy = {
             ceilings => { memory_mb => 512, timeout_s => 30 },
             approvals => { always => ['sandbox.exec'], threshold => 2 },
         },
+        # no timeout ceiling: an exec without timeout_s runs up to the
+        # sandbox's own, which the gateway waits for up to the helper's
+        # ceiling
+        globex => { ceilings => { memory_mb => 512 } },
     },
 };
 
@@ -203,6 +207,28 @@ is($res->{status}, 405, 'POST: 405');
 ($res) = scrape($n, from => '127.0.0.2');
 is($res->{status}, 403, 'scrape from 127.0.0.2: 403 (deny all)');
 unlike($res->{content} // '', qr/veto_sandbox_/, 'and no figures');
+
+# ---- an exec whose timeout is the sandbox's own: the gateway learns the
+# helper's ceiling with one ping, then keeps it (one worker here): four
+# such execs, at most one ping
+{
+    my $g = $n->token(sub => 'agent-g', tenant => 'globex');
+    my ($gs, $gh, $gb, $gj) = $n->request(POST => '/v1/sandboxes', $g, {});
+    is($gs, 201, 'globex: a sandbox') or diag $gb;
+    my $sid = $gj->{id};
+    my $pings = $hcount->('ping');
+    my $before = metrics();
+    for my $i (1 .. 4) {
+        ($gs, $gh, $gb) = $n->request(POST => "/v1/sandboxes/$sid/exec",
+                                      $g, { argv => ['true'] });
+        is($gs, 200, "globex: exec $i without timeout_s") or diag $gb;
+    }
+    my $after = moved($hcount->('exec'), $before, 4, 'four execs');
+    cmp_ok(v($after, $pings) - v($before, $pings), '<=', 1,
+           "the helper's ceiling asked at most once for four execs");
+    ($gs) = $n->request(DELETE => "/v1/sandboxes/$sid", $g);
+    is($gs, 200, 'globex: its sandbox deleted');
+}
 
 # ---- requests by route and decision, the token cache
 $m = metrics();

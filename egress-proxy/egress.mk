@@ -7,7 +7,7 @@
 #   make egress-fuzz            libFuzzer targets in build-fuzz/
 
 EG_DIR        = egress-proxy
-EG_PKGS       = jansson libseccomp libcares
+EG_PKGS       = jansson libseccomp libcares libssl libcrypto
 EG_PKG_CFLAGS := $(shell pkg-config --cflags $(EG_PKGS))
 EG_PKG_LIBS   := $(shell pkg-config --libs $(EG_PKGS))
 EG_SANDEF     = $(if $(filter 1,$(SAN)),-DEG_SANITIZER,)

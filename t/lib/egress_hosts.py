@@ -27,6 +27,9 @@ ap.add_argument("--key", required=True)
 ap.add_argument("--log", required=True)
 ap.add_argument("--map", action="append", default=[])
 ap.add_argument("--rebind", action="append", default=[])
+ap.add_argument("--token", default=None,
+                help="/private/... requires Authorization: Bearer TOKEN; "
+                     "the log then says whether it matched, never the value")
 args = ap.parse_args()
 
 lock = threading.Lock()
@@ -43,11 +46,36 @@ class Handler(http.server.BaseHTTPRequestHandler):
     def log_message(self, *a):
         pass
 
+    def read_body(self):
+        if (self.headers.get("Transfer-Encoding") or "").lower() == "chunked":
+            data = b""
+            while True:
+                size = int(self.rfile.readline().split(b";")[0], 16)
+                if size == 0:
+                    while self.rfile.readline() not in (b"\r\n", b"\n", b""):
+                        pass
+                    return data
+                data += self.rfile.read(size)
+                self.rfile.readline()
+        n = int(self.headers.get("Content-Length") or 0)
+        return self.rfile.read(n) if n else b""
+
     def do_GET(self):
         scheme = "https" if isinstance(self.connection, ssl.SSLSocket) else "http"
+        headers = {k.lower(): v for k, v in self.headers.items()}
+        if args.token is not None and "authorization" in headers:
+            headers["authorization"] = ("token-ok" if headers["authorization"]
+                                        == "Bearer " + args.token
+                                        else "token-mismatch")
+        body_in = self.read_body() if self.command == "POST" else b""
         log(kind=scheme, host=self.headers.get("Host"), path=self.path,
-            headers={k.lower(): v for k, v in self.headers.items()})
-        if self.path.startswith("/redirect"):
+            method=self.command, headers=headers, body_len=len(body_in))
+        if self.path.startswith("/private") and args.token is not None:
+            ok = self.headers.get("Authorization") == "Bearer " + args.token
+            body = (("private-ok %s %d\n" % (self.path, len(body_in))).encode()
+                    if ok else b"private: token required\n")
+            self.send_response(200 if ok else 401)
+        elif self.path.startswith("/redirect"):
             body = b"moved\n"
             self.send_response(302)
             self.send_header("Location", "http://127.0.0.1:9/")
@@ -62,6 +90,8 @@ class Handler(http.server.BaseHTTPRequestHandler):
         self.send_header("Content-Type", "text/plain")
         self.end_headers()
         self.wfile.write(body)
+
+    do_POST = do_GET
 
 
 class KeepAlive(Handler):

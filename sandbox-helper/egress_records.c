@@ -119,6 +119,11 @@ vsb_egress_sanitize(json_t *ev)
         || vsb_egress_copy_uint(o, ev, "duration_ms", (json_int_t) 1 << 40, 1)
            != 0
         || vsb_egress_copy_uint(o, ev, "qtype", 65535, 0) != 0
+        || vsb_egress_copy_str(o, ev, "credential", 64, 0) != 0
+        || vsb_egress_copy_uint(o, ev, "injections", (json_int_t) 1 << 40, 0)
+           != 0
+        || (json_is_true(json_object_get(ev, "exfiltration"))
+            && json_object_set_new(o, "exfiltration", json_true()) != 0)
         || json_object_set_new(o, "askable", json_boolean(json_is_true(a)))
            != 0)
     {

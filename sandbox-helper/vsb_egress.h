@@ -64,8 +64,9 @@ typedef void (*vsb_egress_done_pt)(vsb_sandbox_t *sb, void *data,
  * for network "none"). */
 void vsb_egress_sandbox_add(vsb_sandbox_t *sb, vsb_egress_done_pt done,
     void *data);
-/* Adds entries (validated) to sb's allowlist, in the proxy first. */
-int vsb_egress_sandbox_allow(vsb_sandbox_t *sb, json_t *add,
+/* Adds entries (validated; NULL none) to sb's allowlist and attaches
+ * credentials (names, NULL none), in the proxy first. */
+int vsb_egress_sandbox_allow(vsb_sandbox_t *sb, json_t *add, json_t *creds,
     vsb_egress_done_pt done, void *data, vsb_error_t *e);
 /* Destroy: the proxy closes every socket and connection of sb (its
  * reply, or its confirmed death, says so), then the helper's copies

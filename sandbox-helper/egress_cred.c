@@ -285,7 +285,7 @@ vsb_ecred_env(const char *const *base, json_t *attached)
 {
     static const char *const  ca_vars[] = {
         "SSL_CERT_FILE", "NODE_EXTRA_CA_CERTS", "REQUESTS_CA_BUNDLE",
-        "GIT_SSL_CAINFO", NULL
+        "GIT_SSL_CAINFO", "CURL_CA_BUNDLE", NULL
     };
     const eg_cred_binding_t  *b;
     json_t                   *a;
@@ -295,7 +295,7 @@ vsb_ecred_env(const char *const *base, json_t *attached)
     for (i = 0; base != NULL && base[i] != NULL; i++) {
         n++;
     }
-    env = calloc(n + 4 + json_array_size(attached) + 1, sizeof(char *));
+    env = calloc(n + 5 + json_array_size(attached) + 1, sizeof(char *));
     if (env == NULL) {
         return NULL;
     }

@@ -10,7 +10,7 @@
  *     bound host, and refuses the placeholder anywhere else);
  *   - /etc/veto-egress-ca.pem: the system roots (egress_trust_roots)
  *     and the proxy's CA, named by SSL_CERT_FILE, NODE_EXTRA_CA_CERTS,
- *     REQUESTS_CA_BUNDLE and GIT_SSL_CAINFO.
+ *     REQUESTS_CA_BUNDLE, GIT_SSL_CAINFO and CURL_CA_BUNDLE.
  *
  * Attachments are JSON: [{"name", "placeholder"}...], kept in the
  * sandbox's egress state and sent with the proxy's add and update.

@@ -160,7 +160,8 @@ NFT
     $self->{log} = "$self->{dir}/hosts.log";
     my $args = join(' ', map { "--map $_" } @map)
         . " --rebind rebind.example.test=$self->{reg_ip},10.66.0.9"
-        . ($o{token} ? " --token $o{token}" : '');
+        . ($o{token} ? " --token $o{token}" : '')
+        . ($o{git_root} ? " --git-root $self->{dir}/git" : "");
     $self->{hosts_pid} = $self->spawn("$self->{dir}/hosts.out", 'ip', 'netns',
         'exec', $h, 'python3', "$ROOT/t/lib/egress_hosts.py",
         '--ip', $self->{reg_ip}, '--ip2', $self->{target_ip},

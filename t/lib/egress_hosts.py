@@ -11,6 +11,8 @@ a host.
 """
 import argparse
 import json
+import os
+import subprocess
 import socket
 import socketserver
 import ssl
@@ -30,6 +32,9 @@ ap.add_argument("--rebind", action="append", default=[])
 ap.add_argument("--token", default=None,
                 help="/private/... requires Authorization: Bearer TOKEN; "
                      "the log then says whether it matched, never the value")
+ap.add_argument("--git-root", default=None,
+                help="/private/git/... is git http-backend over this directory "
+                     "(behind the token)")
 args = ap.parse_args()
 
 lock = threading.Lock()
@@ -72,6 +77,8 @@ class Handler(http.server.BaseHTTPRequestHandler):
             method=self.command, headers=headers, body_len=len(body_in))
         if self.path.startswith("/private") and args.token is not None:
             ok = self.headers.get("Authorization") == "Bearer " + args.token
+            if ok and args.git_root and self.path.startswith("/private/git/"):
+                return self.git_backend(body_in)
             body = (("private-ok %s %d\n" % (self.path, len(body_in))).encode()
                     if ok else b"private: token required\n")
             self.send_response(200 if ok else 401)
@@ -92,6 +99,36 @@ class Handler(http.server.BaseHTTPRequestHandler):
         self.wfile.write(body)
 
     do_POST = do_GET
+
+    def git_backend(self, body_in):
+        path, _, query = self.path[len("/private/git"):].partition("?")
+        env = {
+            "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+            "GIT_PROJECT_ROOT": args.git_root, "GIT_HTTP_EXPORT_ALL": "1",
+            "PATH_INFO": path, "QUERY_STRING": query,
+            "REQUEST_METHOD": self.command, "REMOTE_USER": "agent",
+            "CONTENT_TYPE": self.headers.get("Content-Type", ""),
+            "CONTENT_LENGTH": str(len(body_in)),
+            "HTTP_CONTENT_ENCODING": self.headers.get("Content-Encoding", ""),
+            "GIT_PROTOCOL": self.headers.get("Git-Protocol", ""),
+        }
+        p = subprocess.run(["git", "http-backend"], input=body_in, env=env,
+                           capture_output=True)
+        head, _, body = p.stdout.partition(b"\r\n\r\n")
+        status, headers = 200, []
+        for line in head.split(b"\r\n"):
+            k, _, v = line.decode("latin-1").partition(":")
+            if k.lower() == "status":
+                status = int(v.split()[0])
+            elif k and k.lower() != "content-length":
+                headers.append((k, v.strip()))
+        log(kind="git", path=self.path, status=status)
+        self.send_response(status)
+        for k, v in headers:
+            self.send_header(k, v)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
 
 
 class KeepAlive(Handler):

@@ -58,6 +58,15 @@ vsb_ecred_init(const vsb_config_t *cf, char *err, size_t errlen)
     if (!cf->egress.enabled || cf->egress.credentials[0] == '\0') {
         return 0;
     }
+    /* the sandboxes' bundle keeps the system roots: they must be there */
+    if (cf->egress.trust_roots[0] != '\0'
+        && access(cf->egress.trust_roots, R_OK) != 0)
+    {
+        snprintf(err, errlen, "egress_trust_roots %s: %s (the roots "
+                 "sandboxes keep trusting besides the proxy's CA)",
+                 cf->egress.trust_roots, strerror(errno));
+        return -1;
+    }
     snprintf(path, sizeof(path), "%s/bindings", cf->egress.credentials);
     f = fopen(path, "re");
     if (f == NULL) {
@@ -254,8 +263,8 @@ vsb_ecred_bundle(vsb_sandbox_t *sb, vsb_error_t *e)
         return vsb_error_set(e, VSB_E_INTERNAL, NULL, "credentials: open "
                              "%s: %s", path, strerror(errno));
     }
-    (void) unlinkat(dfd, VSB_ECRED_BUNDLE + 5, 0);
-    fd = openat(dfd, VSB_ECRED_BUNDLE + 5, O_WRONLY | O_CREAT | O_EXCL
+    (void) unlinkat(dfd, VSB_ECRED_BUNDLE_NAME, 0);
+    fd = openat(dfd, VSB_ECRED_BUNDLE_NAME, O_WRONLY | O_CREAT | O_EXCL
                 | O_NOFOLLOW | O_CLOEXEC, 0644);
     close(dfd);
     snprintf(path, sizeof(path), "%s/root%s", sb->dir, VSB_ECRED_BUNDLE);
@@ -264,11 +273,19 @@ vsb_ecred_bundle(vsb_sandbox_t *sb, vsb_error_t *e)
                              "%s: %s", path, strerror(errno));
     }
     if ((vsb_ecred_cf->egress.trust_roots[0] != '\0'
-         && access(vsb_ecred_cf->egress.trust_roots, R_OK) == 0
          && vsb_ecred_copy(fd, vsb_ecred_cf->egress.trust_roots, &total, e)
-            != 0)
-        || vsb_ecred_copy(fd, ca, &total, e) != 0)
+            != 0))
     {
+        close(fd);
+        return -1;
+    }
+    /* (a roots file may lack its last newline) */
+    if (write(fd, "\n", 1) != 1) {
+        close(fd);
+        return vsb_error_set(e, VSB_E_INTERNAL, NULL, "credentials: write "
+                             "%s: %s", path, strerror(errno));
+    }
+    if (vsb_ecred_copy(fd, ca, &total, e) != 0) {
         close(fd);
         return -1;
     }

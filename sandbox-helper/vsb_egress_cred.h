@@ -25,7 +25,8 @@
 #include "vsb_request.h"
 #include "vsb_sandbox.h"
 
-#define VSB_ECRED_BUNDLE       "/etc/veto-egress-ca.pem"
+#define VSB_ECRED_BUNDLE_NAME  "veto-egress-ca.pem"     /* in the root's /etc */
+#define VSB_ECRED_BUNDLE       "/etc/" VSB_ECRED_BUNDLE_NAME
 #define VSB_ECRED_BUNDLE_MAX   (4 * 1024 * 1024)
 
 /* At start: reads egress_credentials/bindings.  -1 with err: the helper

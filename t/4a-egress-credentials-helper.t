@@ -141,5 +141,9 @@ is($out, '', 'no file of the helper or the test but the secrets holds it');
 ok($h->destroy($id)->{ok}, 'destroy');
 ok($h->destroy($id2)->{ok}, 'destroy the second');
 $h->stop;
+my $logs = join('', map { $e->slurp($_) } glob("$h->{dir}/helper.*.log"));
+unlike($logs, qr/ERROR: AddressSanitizer|runtime error:|LeakSanitizer/,
+    'no sanitizer report from the helper or the proxy');
+like($logs, qr/egress: the egress proxy stopped/, 'the proxy stopped with the helper');
 $e->finish_hosts;
 done_testing;

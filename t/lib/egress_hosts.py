@@ -47,6 +47,7 @@ def log(**kw):
 
 class Handler(http.server.BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
+    disable_nagle_algorithm = True      # head and body are two writes
 
     def log_message(self, *a):
         pass

@@ -936,3 +936,19 @@ vsb_egress_health(void)
 {
     return vsb_eproxy_health();
 }
+
+
+json_t *
+vsb_egress_stats_json(void)
+{
+    json_t    *j = vsb_eproxy_health();
+    uint64_t   inj, ref;
+
+    vsb_egress_cred_counts(&inj, &ref);
+    if (j != NULL) {
+        json_object_set_new(j, "injections", json_integer((json_int_t) inj));
+        json_object_set_new(j, "placeholders_refused",
+                            json_integer((json_int_t) ref));
+    }
+    return j;
+}

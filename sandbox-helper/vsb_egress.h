@@ -37,6 +37,10 @@ int vsb_egress_init(char *err, size_t errlen);
 void vsb_egress_shutdown(void);
 /* ping's "egress": available, state, nftables, restarts, detail?. */
 json_t *vsb_egress_health(void);
+/* stats' "egress": the same, and injections and placeholders_refused
+ * (credential headers added and placeholders refused, counted from the
+ * proxy's records since the helper started). */
+json_t *vsb_egress_stats_json(void);
 
 /* Schema of create's "network" (pure): absent or "none" leaves
  * r->network NULL; an allowlist object is checked (syntax with the

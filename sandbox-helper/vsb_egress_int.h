@@ -76,6 +76,8 @@ vsb_egress_sb_t *vsb_egress_first(void);
 
 /* egress_records.c */
 void vsb_egress_on_event(json_t *ev);
+/* Credential headers added, placeholders refused: from the records. */
+void vsb_egress_cred_counts(uint64_t *injections, uint64_t *refused);
 void vsb_egress_records_free(vsb_egress_sb_t *es);
 
 #endif

@@ -128,6 +128,11 @@ like($out, qr/^veto-cred-[0-9a-f]{32}\nprivate-ok \/private\/x 0$/m,
     id => $id2, credentials => ['api-token'] });
 is($u->{error}, 'bad_value', 'attaching it twice: bad_value');
 
+my ($hs) = $h->call({ op => 'stats' });
+ok($hs->{egress}{injections} >= 4, "the helper's stats count the headers added ($hs->{egress}{injections})")
+    or diag explain $hs->{egress};
+ok($hs->{egress}{placeholders_refused} >= 1, '... and the placeholders refused');
+
 # ---- the value is nowhere ----------------------------------------------------
 ($x, $out, $err) = $h->sh($id, "env; cat /proc/self/environ | tr '\\0' '\\n'; grep -rl -- '$TOKEN' /tmp /home /etc 2>/dev/null; echo end");
 unlike($out . $err, qr/\Q$TOKEN\E/, 'env, /proc/self/environ and the workspace hold no token');

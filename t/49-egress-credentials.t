@@ -56,6 +56,7 @@ my $e = VetoEgress->start(
     });
 my $dir = $e->{dir};
 my $pca = "$dir/proxy-ca/ca.pem";
+VetoEgress::must("cat $pca $e->{ca} > $dir/both.pem");
 
 # ---- load ------------------------------------------------------------
 my $log = $e->proxy_log_text;
@@ -169,6 +170,13 @@ isnt($rc, 0, 'CONNECT to the bound host with another SNI fails');
 like($out, qr{^HTTP/1.1 400.*Host header names another host}ms, 'a Host other than the bound host is refused');
 ($rc, $out) = $e->in_sandbox("$curl -sS -m 10 --http2 https://a.example.test/private/h2 -w ' %{http_version}'", %env);
 like($out, qr/private-ok.* 1.1$/s, 'a client offering h2 gets HTTP/1.1');
+
+# a redirect to another host carries nothing: the proxy sees a new
+# connection to a host no credential is bound to
+($rc, $out) = $e->in_sandbox("$curl -L --location-trusted --cacert $dir/both.pem -H 'Authorization: Bearer $PH' https://a.example.test/private/redirect", %env);
+like($out, qr/registry-ok https registry.example.test \/after-redirect/, 'a redirect to another host is followed');
+my ($after) = grep { ($_->{path} // '') eq '/after-redirect' } $e->host_log;
+isnt($after->{headers}{authorization} // '', 'token-ok', '... and the token does not follow it');
 
 # upstream with a certificate that does not verify: closed, nothing sent
 ($rc, $out) = $e->in_sandbox("$curl -i https://badcert.example.test/private/bad", %env);

@@ -80,6 +80,15 @@ class Handler(http.server.BaseHTTPRequestHandler):
             ok = self.headers.get("Authorization") == "Bearer " + args.token
             if ok and args.git_root and self.path.startswith("/private/git/"):
                 return self.git_backend(body_in)
+            if ok and self.path.startswith("/private/redirect"):
+                body = b"moved\n"
+                self.send_response(302)
+                self.send_header("Location",
+                                 "https://registry.example.test/after-redirect")
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+                return
             body = (("private-ok %s %d\n" % (self.path, len(body_in))).encode()
                     if ok else b"private: token required\n")
             self.send_response(200 if ok else 401)

@@ -746,7 +746,7 @@ eg_icpt_event(eg_conn_t *c)
     if (t->craw_len > 0) {
         ce |= EPOLLOUT;
     }
-    if (t->closing) {
+    if (t->closing && !c->client_eof) {
         ce |= EPOLLIN;              /* read and drop: see the peer go */
     }
     if (c->upstream.fd >= 0) {

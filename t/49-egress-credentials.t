@@ -178,6 +178,63 @@ like($out, qr/registry-ok https registry.example.test \/after-redirect/, 'a redi
 my ($after) = grep { ($_->{path} // '') eq '/after-redirect' } $e->host_log;
 isnt($after->{headers}{authorization} // '', 'token-ok', '... and the token does not follow it');
 
+# on one intercepted connection: a second request naming another Host is
+# refused (after the first got its answer); a head over 16 KiB is
+# refused; a client offering only h2 in ALPN fails the handshake
+($rc, $out) = $e->in_sandbox(q{python3 -c '
+import os, socket, ssl
+ctx = ssl.create_default_context(cafile=os.environ["PCA"])
+def tunnel(alpn=None):
+    s = socket.create_connection(("127.0.0.1", 3128), timeout=10)
+    s.sendall(b"CONNECT a.example.test:443 HTTP/1.1\r\nHost: a.example.test:443\r\n\r\n")
+    assert s.recv(4096).startswith(b"HTTP/1.1 200")
+    if alpn:
+        ctx.set_alpn_protocols(alpn)
+    return ctx.wrap_socket(s, server_hostname="a.example.test")
+def drain(t):
+    out = b""
+    while True:
+        try:
+            d = t.recv(65536)
+        except (ssl.SSLError, ConnectionError):
+            break
+        if not d:
+            break
+        out += d
+    return out.decode("latin-1")
+t = tunnel()
+t.sendall(b"GET /private/a HTTP/1.1\r\nHost: a.example.test\r\n\r\n")
+first = b""
+while b"private-ok" not in first:
+    first += t.recv(4096)
+t.sendall(b"GET /private/b HTTP/1.1\r\nHost: registry.example.test\r\n\r\n")
+print("SEQ", (first.decode() + drain(t)).replace("\r\n", "|"))
+t = tunnel()
+t.sendall(b"GET /private/c HTTP/1.1\r\nHost: a.example.test\r\n\r\n"
+          b"GET /private/d HTTP/1.1\r\nHost: registry.example.test\r\n\r\n")
+print("PIPE", drain(t).split("\r\n")[0])
+t = tunnel()
+t.sendall(b"GET /private/big HTTP/1.1\r\nHost: a.example.test\r\nX-Pad: " + b"p" * 17000 + b"\r\n\r\n")
+print("BIG", drain(t).split("\r\n")[0])
+t = tunnel()
+t.sendall(b"POST /private/s HTTP/1.1\r\nHost: a.example.test\r\nContent-Length: 3\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n")
+print("SMUGGLE", drain(t).split("\r\n")[0])
+try:
+    tunnel(["h2"]).sendall(b"x")
+    print("H2 accepted")
+except ssl.SSLError as e:
+    print("H2 refused", e.reason)
+'}, PCA => $pca, %env);
+like($out, qr/^SEQ HTTP\/1.1 200 OK.*private-ok \/private\/a 0.*HTTP\/1.1 400 Bad Request.*Host header names another host/ms,
+    'a second request naming another Host on the connection is refused (the first was answered)')
+    or diag($out);
+like($out, qr/^PIPE HTTP\/1.1 400/m, '... pipelined too (the refusal ends the connection)');
+like($out, qr/^BIG HTTP\/1.1 400/m, 'a head over 16 KiB is refused');
+like($out, qr/^SMUGGLE HTTP\/1.1 400/m, 'Content-Length with Transfer-Encoding is refused');
+like($out, qr/^H2 refused/m, 'a client offering only h2 fails the handshake (HTTP/1.1 only)');
+my @pipe = grep { ($_->{path} // '') =~ m{^/private/[bd]$} } $e->host_log;
+is(scalar @pipe, 0, 'the refused requests never reached the host');
+
 # upstream with a certificate that does not verify: closed, nothing sent
 ($rc, $out) = $e->in_sandbox("$curl -i https://badcert.example.test/private/bad", %env);
 like($out, qr{^HTTP/1.1 502.*certificate is not trusted: hostname mismatch}ms,

@@ -128,6 +128,19 @@ like($out, qr/^veto-cred-[0-9a-f]{32}\nprivate-ok \/private\/x 0$/m,
     id => $id2, credentials => ['api-token'] });
 is($u->{error}, 'bad_value', 'attaching it twice: bad_value');
 
+# the proxy killed: its successor gets the sandboxes with their
+# attachments (the same placeholders) and the same CA
+my ($p1) = $h->log_text =~ /started the egress proxy .* \(pid (\d+)\)/;
+ok(kill('KILL', $p1), "proxy $p1 killed");
+$t = time + 20;
+sleep 0.05 while time < $t && $h->log_text !~ /egress proxy \(pid (?!$p1)\d+\) is up/;
+$t = time + 10;
+sleep 0.05 while time < $t && $h->log_text !~ /handing 2 sandboxes to the proxy again/;
+($x, $out) = $h->sh($id, 'curl -sS -m 10 https://a.example.test/private/git/private.git/HEAD; '
+    . 'curl -sS -m 10 -o /dev/null -w "%{http_code}\n" -H "Authorization: Bearer $GIT_TOKEN" http://registry.example.test/again');
+like($out, qr{^ref: refs/heads/main$}m, 'after a proxy restart the credential is added again (same CA)');
+like($out, qr/^403$/m, '... and its placeholder still refused elsewhere');
+
 my ($hs) = $h->call({ op => 'stats' });
 ok($hs->{egress}{injections} >= 4, "the helper's stats count the headers added ($hs->{egress}{injections})")
     or diag explain $hs->{egress};

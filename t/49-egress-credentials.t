@@ -52,7 +52,7 @@ my $e = VetoEgress->start(
         write_secret("$d/secrets/crlf-token", "$TOKEN\r\nX-Injected: 1", 0600);
         write_secret("$d/secrets/shared-token", $TOKEN, 0644);
         return ("credentials_dir = $d", "ca_dir = $h->{dir}/proxy-ca",
-                "upstream_ca_file = $h->{dir}/ca.pem");
+                "upstream_ca_file = $h->{dir}/ca.pem", "leaf_cache_size = 1");
     });
 my $dir = $e->{dir};
 my $pca = "$dir/proxy-ca/ca.pem";
@@ -241,6 +241,35 @@ like($out, qr{^HTTP/1.1 502.*certificate is not trusted: hostname mismatch}ms,
     'an upstream with a bad certificate fails closed (502, says why)');
 ok(!grep({ ($_->{path} // '') eq '/private/bad' } $e->host_log),
     'and no request reached it');
+
+# leaves: minted once per host while cached; the cache holds
+# leaf_cache_size (1 here) and replaces the least recently used
+sub minted
+{
+    my ($r, $o) = $e->linkctl('stats', '--proxy', $e->{ctl});
+    my $n;
+    for my $l (split /\n/, $o) {
+        my $j = eval { JSON::PP->new->decode($l) } or next;
+        if (($j->{event} // '') eq 'attempt') {
+            push @{ $e->{stashed} }, $j;    # records() returns them
+        } elsif (($j->{op} // '') eq 'stats') {
+            $n = $j->{leaf_certificates};
+        }
+    }
+    return $n;
+}
+my $m0 = minted();
+$e->in_sandbox("$curl https://a.example.test/private/leaf1", %env);
+my $m1 = minted();
+$e->in_sandbox("$curl https://a.example.test/private/leaf2", %env);
+is(minted(), $m1, 'a second connection to the same host reuses its leaf');
+$e->in_sandbox("$curl https://badcert.example.test/private/leaf3", %env);
+is(minted(), $m1 + 1, 'another host gets its own leaf');
+$e->in_sandbox("$curl https://a.example.test/private/leaf4", %env);
+is(minted(), $m1 + 2, 'which replaced the first in a cache of one (bounded)');
+($rc, $out) = VetoEgress::sh("ip netns exec $e->{sandbox} sh -c 'echo | openssl s_client -proxy 127.0.0.1:3128 -connect a.example.test:443 -servername a.example.test 2>/dev/null' | openssl x509 -noout -text");
+like($out, qr/ASN1 OID: prime256v1/, 'the leaf is P-256');
+like($out, qr/DNS:a.example.test/, 'named for the host');
 
 # ---- records and counters -------------------------------------------------
 my @r = $e->records;

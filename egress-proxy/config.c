@@ -36,6 +36,9 @@ eg_config_defaults(eg_config_t *cf)
     cf->dns_timeout_ms = 5000;
     cf->record_buffer_bytes = 1 << 20;
     cf->control_buffer_bytes = 4 << 20;
+    snprintf(cf->upstream_ca_file, sizeof(cf->upstream_ca_file), "%s",
+             "/etc/ssl/certs/ca-certificates.crt");
+    cf->leaf_cache_size = 64;
     cf->seccomp = 1;
     cf->log_level = 1;
 }
@@ -161,6 +164,20 @@ eg_cf_set(eg_config_t *cf, const char *k, const char *v, const char **why)
         return 0;
     }
 
+    if (strcmp(k, "credentials_dir") == 0 || strcmp(k, "ca_dir") == 0
+        || strcmp(k, "upstream_ca_file") == 0)
+    {
+        char  *dst = k[0] == 'c' ? (k[1] == 'r' ? cf->credentials_dir
+                                                : cf->ca_dir)
+                                 : cf->upstream_ca_file;
+        if (v[0] != '/' || strlen(v) >= sizeof(cf->ca_dir)) {
+            *why = "an absolute path shorter than 256 bytes";
+            return -1;
+        }
+        strcpy(dst, v);
+        return 0;
+    }
+
     if (strcmp(k, "dns_answer_ipv4") == 0) {
         if (inet_pton(AF_INET, v, cf->dns_answer_ipv4) != 1) {
             *why = "a dotted IPv4 address";
@@ -188,6 +205,7 @@ eg_cf_set(eg_config_t *cf, const char *k, const char *v, const char **why)
     }
 
     U64("dns_ttl_s", cf->dns_ttl_s, 0, 3600)
+    U64("leaf_cache_size", cf->leaf_cache_size, 1, 4096)
     U64("max_sandboxes", cf->max_sandboxes, 1, 65536)
     U64("max_connections", cf->max_connections, 1, 1000000)
     U64("max_sandbox_connections", cf->ceiling.max_connections, 1, 100000)

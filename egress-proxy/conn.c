@@ -17,9 +17,11 @@
 
 #include "eg_conn.h"
 #include "eg_http.h"
+#include "eg_ireq.h"
 #include "eg_log.h"
 #include "eg_record.h"
 #include "eg_sni.h"
+#include "eg_tls.h"
 
 /* from <linux/netfilter_ipv4.h>, which clashes with <netinet/in.h> */
 #ifndef SO_ORIGINAL_DST
@@ -266,12 +268,16 @@ eg_conn_finish(eg_conn_t *c)
         r.start_ms = c->start_wall_ms;
         r.duration_ms = eg_proxy.now_ms - c->start_ms;
         r.askable = c->askable;
+        r.credential = c->cred_name;
+        r.exfiltration = c->exfil;
+        r.injections = c->injections;
         eg_record_emit(&r);
     }
 
     if (c->resolve != NULL) {
         eg_resolve_cancel(c->resolve);
     }
+    eg_icpt_free(c);
     if (c->client.fd >= 0) {
         eg_loop_del(&c->client);
         close(c->client.fd);
@@ -337,6 +343,12 @@ eg_conn_sweep(eg_sandbox_t *sb, uint64_t now)
                       sb->limits.connect_timeout_ms);
             break;
         case EG_CS_RELAY:
+            if (c->icpt != NULL && (eg_icpt_closing(c)
+                                    || strcmp(c->decision, "allowed") != 0))
+            {
+                eg_conn_finish(c);
+                break;
+            }
             c->decision = "allowed";
             snprintf(c->reason, sizeof(c->reason),
                      "idle for %u ms, closed", sb->limits.idle_timeout_ms);
@@ -369,6 +381,35 @@ eg_conn_read_head(eg_conn_t *c, size_t max)
     if (n == 0) {
         return 0;
     }
+    return -1;
+}
+
+
+int
+eg_conn_placeholder_check(eg_conn_t *c, const unsigned char *buf,
+    size_t len)
+{
+    eg_sandbox_t  *sb = c->sb;
+    const char    *needles[EG_CRED_PER_SANDBOX];
+    size_t         i;
+    int            k;
+
+    for (i = 0; i < sb->ncreds; i++) {
+        needles[i] = sb->creds[i].placeholder;
+    }
+    k = eg_ireq_find((const char *) buf, len, needles, sb->ncreds);
+    if (k < 0) {
+        return 0;
+    }
+    c->cred_name = sb->creds[k].cred->b.name;
+    c->exfil = 1;
+    sb->placeholders_refused++;
+    sb->creds[k].cred->placeholders_refused++;
+    eg_conn_head_done(c);
+    sb->usage.attempts++;
+    eg_refuse(c, 403, "refused", "the placeholder of credential %s was sent "
+              "to a host it is not bound to (over plain HTTP or "
+              "CONNECT): an exfiltration attempt", c->cred_name);
     return -1;
 }
 
@@ -455,7 +496,8 @@ eg_conn_head(eg_conn_t *c)
         c->kind = "connect";
         c->is_connect = 1;
         if (eg_conn_set_target(c, req.authority.p, req.authority.len, 0)
-            != 0)
+            != 0
+            || eg_conn_placeholder_check(c, c->c2u, hl) != 0)
         {
             return;
         }
@@ -466,7 +508,8 @@ eg_conn_head(eg_conn_t *c)
         c->kind = "http";
         if (eg_conn_set_target(c, req.authority.p, req.authority.len, 80)
             != 0
-            || eg_conn_plain(c, &req, 80) != 0)
+            || eg_conn_plain(c, &req, 80) != 0
+            || eg_conn_placeholder_check(c, c->c2u, c->c2u_len) != 0)
         {
             return;
         }
@@ -551,7 +594,9 @@ eg_conn_sniff(eg_conn_t *c)
                   "connection was to port %u", c->port, port);
         return;
     }
-    if (eg_conn_plain(c, &req, port) != 0) {
+    if (eg_conn_plain(c, &req, port) != 0
+        || eg_conn_placeholder_check(c, c->c2u, c->c2u_len) != 0)
+    {
         return;
     }
     eg_conn_decide(c);
@@ -599,7 +644,11 @@ eg_conn_client_event(eg_handler_t *h, uint32_t events)
         return;
 
     case EG_CS_RELAY:
-        eg_relay_client_event(c, events);
+        if (c->icpt != NULL) {
+            eg_icpt_event(c);
+        } else {
+            eg_relay_client_event(c, events);
+        }
         return;
 
     case EG_CS_REFUSING:
@@ -676,10 +725,19 @@ eg_conn_decide(eg_conn_t *c)
     eg_conn_head_done(c);
     sb->usage.attempts++;
 
-    if (!eg_allow_match(sb->allow, sb->nallow, c->host.host, c->port)) {
+    if (!eg_sandbox_allows(sb, c->host.host, c->port)) {
         c->askable = eg_allow_match(sb->ask, sb->nask, c->host.host,
                                     c->port);
         eg_refuse(c, 403, "refused", "host not allowed");
+        return;
+    }
+
+    c->intercept = eg_tls_enabled() && !c->absolute
+                   && eg_cred_bound(sb->creds, sb->ncreds, c->host.host,
+                                    c->port) != NULL;
+    if (c->intercept && c->is_connect && c->c2u_len > 0 && c->c2u[0] != 22) {
+        eg_refuse(c, 400, "refused", "a CONNECT to a host a credential is "
+                  "bound to carries TLS only");
         return;
     }
 
@@ -800,6 +858,10 @@ eg_conn_connected(eg_conn_t *c)
         return;
     }
 
+    if (c->intercept) {
+        eg_icpt_start(c);
+        return;
+    }
     eg_relay_start(c);
 }
 
@@ -828,6 +890,10 @@ eg_conn_upstream_event(eg_handler_t *h, uint32_t events)
     }
 
     if (c->state == EG_CS_RELAY) {
-        eg_relay_upstream_event(c, events);
+        if (c->icpt != NULL) {
+            eg_icpt_event(c);
+        } else {
+            eg_relay_upstream_event(c, events);
+        }
     }
 }

@@ -22,6 +22,7 @@
 #include "eg_listen.h"
 #include "eg_log.h"
 #include "eg_record.h"
+#include "eg_tls.h"
 #include "egress.h"
 #include "vsb_egress_protocol.h"
 #include "vsb_frame.h"
@@ -167,7 +168,7 @@ eg_ctl_add(json_t *req)
 {
     static const char *const  fields[] = {
         "op", "request_id", "sandbox", "tenant", "listeners", "allow", "ask",
-        "limits", NULL
+        "limits", "credentials", NULL
     };
     json_t            *e, *ls, *v, *r;
     const char        *id, *tenant;
@@ -184,8 +185,12 @@ eg_ctl_add(json_t *req)
     }
 
     {
-        eg_limits_t  lim;
-        if ((e = eg_ctl_limits(req, &lim)) != NULL) {
+        eg_limits_t    lim;
+        eg_cred_att_t  atts[EG_CRED_PER_SANDBOX];
+        size_t         na;
+        if ((e = eg_ctl_limits(req, &lim)) != NULL
+            || (e = eg_ctl_credentials(req, atts, &na)) != NULL)
+        {
             return e;        /* the caller closes the descriptors */
         }
     }
@@ -233,7 +238,8 @@ eg_ctl_add(json_t *req)
     if ((e = eg_ctl_entries(req, "allow", 1, &sb->allow, &sb->nallow))
         != NULL
         || (e = eg_ctl_entries(req, "ask", 0, &sb->ask, &sb->nask)) != NULL
-        || (e = eg_ctl_limits(req, &sb->limits)) != NULL)
+        || (e = eg_ctl_limits(req, &sb->limits)) != NULL
+        || (e = eg_ctl_credentials(req, sb->creds, &sb->ncreds)) != NULL)
     {
         free(sb->allow);
         free(sb->ask);
@@ -273,7 +279,8 @@ eg_ctl_add(json_t *req)
     eg_proxy.nsandboxes++;
 
     eg_log(EG_LOG_INFO, "sandbox %s of tenant %s added: %zu allowed, %zu "
-           "askable, %zu sockets", sb->id, sb->tenant->id, sb->nallow, sb->nask, n);
+           "askable, %zu sockets, %zu credentials", sb->id, sb->tenant->id,
+           sb->nallow, sb->nask, n, sb->ncreds);
 
     r = eg_ctl_ok("add");
     json_object_set_new(r, "sandbox", json_string(sb->id));
@@ -286,13 +293,14 @@ static json_t *
 eg_ctl_update(json_t *req)
 {
     static const char *const  fields[] = {
-        "op", "request_id", "sandbox", "allow", "ask", NULL
+        "op", "request_id", "sandbox", "allow", "ask", "credentials", NULL
     };
     json_t            *e, *r;
     const char        *id;
     eg_sandbox_t      *sb;
     eg_allow_entry_t  *allow, *ask;
-    size_t             nallow, nask;
+    size_t             nallow, nask, natts = 0;
+    eg_cred_att_t      atts[EG_CRED_PER_SANDBOX];
 
     if ((e = eg_ctl_check_fields(req, fields)) != NULL
         || (e = eg_ctl_sandbox_id(req, "sandbox", &id)) != NULL)
@@ -302,7 +310,9 @@ eg_ctl_update(json_t *req)
     if ((sb = eg_sandbox_find(id)) == NULL) {
         return eg_ctl_err("not_found", "sandbox", "no sandbox %s", id);
     }
-    if ((e = eg_ctl_entries(req, "allow", 1, &allow, &nallow)) != NULL) {
+    if ((e = eg_ctl_credentials(req, atts, &natts)) != NULL
+        || (e = eg_ctl_entries(req, "allow", 1, &allow, &nallow)) != NULL)
+    {
         return e;
     }
     if ((e = eg_ctl_entries(req, "ask", 0, &ask, &nask)) != NULL) {
@@ -317,6 +327,13 @@ eg_ctl_update(json_t *req)
     sb->nallow = nallow;
     sb->ask = ask;
     sb->nask = nask;
+    if (json_object_get(req, "credentials") != NULL) {
+        /* attach and detach: new connections see the new list */
+        memcpy(sb->creds, atts, natts * sizeof(atts[0]));
+        sb->ncreds = natts;
+        eg_log(EG_LOG_INFO, "sandbox %s: %zu credentials attached", sb->id,
+               natts);
+    }
 
     r = eg_ctl_ok("update");
     json_object_set_new(r, "sandbox", json_string(sb->id));
@@ -433,7 +450,7 @@ eg_ctl_stats(json_t *req)
             continue;
         }
         json_array_append_new(arr, json_pack(
-            "{s:s, s:s, s:I, s:I, s:I, s:I, s:I, s:I, s:I}",
+            "{s:s, s:s, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I}",
             "sandbox", sb->id, "tenant", sb->tenant->id,
             "connections", (json_int_t) sb->usage.connections,
             "head_connections", (json_int_t) sb->heads,
@@ -441,11 +458,28 @@ eg_ctl_stats(json_t *req)
             "bytes_in", (json_int_t) sb->usage.bytes_in,
             "attempts", (json_int_t) sb->usage.attempts,
             "refused", (json_int_t) sb->usage.refused,
-            "listeners", (json_int_t) sb->nlisteners));
+            "listeners", (json_int_t) sb->nlisteners,
+            "injections", (json_int_t) sb->injections,
+            "placeholders_refused", (json_int_t) sb->placeholders_refused));
     }
 
     r = eg_ctl_ok("stats");
     json_object_set_new(r, "sandboxes", arr);
+    {
+        json_t     *ca = json_array();
+        eg_cred_t  *cr;
+        size_t      i;
+        for (i = 0; ca != NULL && (cr = eg_cred_at(i)) != NULL; i++) {
+            json_array_append_new(ca, json_pack("{s:s, s:b, s:I, s:I}",
+                "name", cr->b.name, "loaded", cr->value != NULL,
+                "injections", (json_int_t) cr->injections,
+                "placeholders_refused",
+                (json_int_t) cr->placeholders_refused));
+        }
+        json_object_set_new(r, "credentials", ca);
+        json_object_set_new(r, "leaf_certificates",
+                            json_integer((json_int_t) eg_tls_minted()));
+    }
     json_object_set_new(r, "connections", json_integer(eg_proxy.nconns));
     json_object_set_new(r, "records_queued",
                         json_integer((json_int_t) eg_record_queued()));

@@ -260,3 +260,81 @@ eg_ctl_limits_json(const eg_limits_t *l)
                      "connect_timeout_ms", (json_int_t) l->connect_timeout_ms,
                      "idle_timeout_ms", (json_int_t) l->idle_timeout_ms);
 }
+
+
+json_t *
+eg_ctl_credentials(json_t *req, eg_cred_att_t *out, size_t *n)
+{
+    static const char *const  fields[] = { "name", "placeholder", NULL };
+    json_t      *a = json_object_get(req, "credentials"), *v, *nm, *ph, *e;
+    const char  *name, *p;
+    eg_cred_t   *cr;
+    size_t       i, j;
+
+    *n = 0;
+    if (a == NULL) {
+        return NULL;
+    }
+    if (!json_is_array(a)) {
+        return eg_ctl_err("bad_type", "credentials", "\"credentials\" must "
+                          "be an array of {\"name\", \"placeholder\"}");
+    }
+    if (json_array_size(a) > EG_CRED_PER_SANDBOX) {
+        return eg_ctl_err("over_ceiling", "credentials", "a sandbox holds at "
+                          "most %d credentials", EG_CRED_PER_SANDBOX);
+    }
+    json_array_foreach(a, i, v) {
+        if (!json_is_object(v)) {
+            return eg_ctl_err("bad_type", "credentials", "credentials[%zu] "
+                              "must be an object", i);
+        }
+        if ((e = eg_ctl_check_fields(v, fields)) != NULL) {
+            return e;
+        }
+        nm = json_object_get(v, "name");
+        ph = json_object_get(v, "placeholder");
+        if (!json_is_string(nm) || !json_is_string(ph)) {
+            return eg_ctl_err("bad_type", "credentials", "credentials[%zu] "
+                              "needs \"name\" and \"placeholder\" (strings)",
+                              i);
+        }
+        name = json_string_value(nm);
+        p = json_string_value(ph);
+        if (!eg_cred_name_ok(name, json_string_length(nm))
+            || strlen(name) != json_string_length(nm))
+        {
+            return eg_ctl_err("bad_value", "credentials", "credentials[%zu]: "
+                              "a credential name is 1 .. %d bytes of "
+                              "[a-z0-9._-]", i, EG_CRED_NAME_MAX);
+        }
+        if (!eg_cred_placeholder_ok(p, json_string_length(ph))) {
+            return eg_ctl_err("bad_value", "credentials", "credentials[%zu]: "
+                              "a placeholder is \"%s\" and 32 lower-case "
+                              "hex digits", i, EG_CRED_PLACEHOLDER_PREFIX);
+        }
+        cr = eg_cred_find(name);
+        if (cr == NULL) {
+            return eg_ctl_err("unknown_credential", "credentials", "no "
+                              "credential \"%s\" in the proxy's bindings",
+                              name);
+        }
+        if (cr->value == NULL) {
+            return eg_ctl_err("credential_unavailable", "credentials",
+                              "credential \"%s\" was refused when the proxy "
+                              "loaded it: %s", name, cr->refused);
+        }
+        for (j = 0; j < *n; j++) {
+            if (out[j].cred == cr
+                || strcmp(out[j].placeholder, p) == 0)
+            {
+                return eg_ctl_err("bad_value", "credentials", "credential "
+                                  "\"%s\" or its placeholder is named twice",
+                                  name);
+            }
+        }
+        out[*n].cred = cr;
+        memcpy(out[*n].placeholder, p, EG_CRED_PLACEHOLDER_LEN + 1);
+        (*n)++;
+    }
+    return NULL;
+}

@@ -48,7 +48,7 @@ eg_dnsstub_answer(eg_sandbox_t *sb, const unsigned char *msg, size_t len,
     }
 
     if (q.name[0] != '\0'
-        && eg_allow_match(sb->allow, sb->nallow, q.name, 0))
+        && eg_sandbox_allows(sb, q.name, 0))
     {
         /* Served: A gets the sentinel, other types an empty answer. */
         return eg_dns_build_answer(&q, EG_DNS_NOERROR,

@@ -41,6 +41,11 @@ typedef struct {
     size_t        record_buffer_bytes;  /* attempt records waiting */
     size_t        control_buffer_bytes; /* unsent bytes to the helper */
 
+    char          credentials_dir[256]; /* "": no credentials */
+    char          ca_dir[256];          /* the interception CA */
+    char          upstream_ca_file[256];/* roots intercepted upstreams */
+    unsigned      leaf_cache_size;      /* minted leaves kept */
+
     int           seccomp;
     int           log_level;            /* 0 error, 1 info, 2 debug */
 } eg_config_t;

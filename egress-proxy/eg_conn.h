@@ -25,6 +25,8 @@ typedef enum {
     EG_CS_REFUSING           /* writing a refusal, then closing */
 } eg_conn_state_t;
 
+typedef struct eg_icpt_s  eg_icpt_t;
+
 struct eg_conn_s {
     eg_handler_t       client;
     eg_handler_t       upstream;
@@ -72,6 +74,12 @@ struct eg_conn_s {
     const char        *decision;
     char               reason[192];
     int                askable;
+
+    int                intercept;   /* a credential is bound to the host */
+    eg_icpt_t         *icpt;        /* intercept.c, once relaying */
+    const char        *cred_name;   /* the credential used or refused */
+    int                exfil;       /* a placeholder sent where unbound */
+    unsigned           injections;
 };
 
 /* conn.c */
@@ -87,6 +95,17 @@ void eg_relay_start(eg_conn_t *c);
 void eg_relay_client_event(eg_conn_t *c, uint32_t events);
 void eg_relay_upstream_event(eg_conn_t *c, uint32_t events);
 void eg_relay_update(eg_conn_t *c);
+
+/* intercept.c: TLS terminated at the proxy for a host a credential of
+ * the sandbox is bound to (docs/security.md "Credentials"). */
+void eg_icpt_start(eg_conn_t *c);
+void eg_icpt_event(eg_conn_t *c);
+int eg_icpt_closing(const eg_conn_t *c);
+void eg_icpt_free(eg_conn_t *c);
+/* A placeholder of sb in buf: refuses c (403, recorded as an
+ * exfiltration attempt) and returns -1; 0 when there is none. */
+int eg_conn_placeholder_check(eg_conn_t *c, const unsigned char *buf,
+    size_t len);
 
 /* refuse.c: status 0 means "close without an HTTP answer" (TLS gets an
  * access_denied alert instead). */

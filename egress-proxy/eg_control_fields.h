@@ -11,6 +11,7 @@
 #include <stddef.h>
 
 #include "eg_allow.h"
+#include "eg_cred.h"
 #include "eg_limits.h"
 
 json_t *eg_ctl_err(const char *error, const char *field, const char *fmt,
@@ -26,5 +27,9 @@ json_t *eg_ctl_entries(json_t *req, const char *field, int required,
 /* *l: the proxy's ceilings, less what "limits" asks */
 json_t *eg_ctl_limits(json_t *req, eg_limits_t *l);
 json_t *eg_ctl_limits_json(const eg_limits_t *l);
+/* "credentials": [{name, placeholder}...], absent meaning none: each a
+ * credential the proxy loaded, each placeholder well-formed and
+ * distinct.  *n 0 .. EG_CRED_PER_SANDBOX. */
+json_t *eg_ctl_credentials(json_t *req, eg_cred_att_t *out, size_t *n);
 
 #endif

@@ -23,6 +23,9 @@ typedef struct {
     uint64_t     start_ms;     /* unix ms */
     uint64_t     duration_ms;
     int          askable;
+    const char  *credential;   /* a credential's name, or NULL */
+    int          exfiltration; /* its placeholder went where it is not bound */
+    unsigned     injections;
     int          qtype;        /* dns */
 } eg_record_t;
 

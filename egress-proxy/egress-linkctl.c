@@ -5,6 +5,7 @@
  *   egress-linkctl setup   --netns PATH --proxy SOCK --sandbox ID
  *                          --tenant T
  *                          [--allow E]... [--ask E]... [--limit K=V]...
+ *                          [--credential NAME=PLACEHOLDER]...
  *                          [--nft PATH]
  *   egress-linkctl update  --proxy SOCK --sandbox ID [--allow E]... [--ask E]...
  *   egress-linkctl remove  --proxy SOCK --sandbox ID
@@ -38,6 +39,8 @@ typedef struct {
     const char  *nft;
     const char  *allow[MAX_ENTRIES];
     size_t       nallow;
+    const char  *creds[MAX_ENTRIES];
+    size_t       ncreds;
     const char  *ask[MAX_ENTRIES];
     size_t       nask;
     const char  *keep[MAX_ENTRIES];
@@ -112,6 +115,10 @@ parse(opts_t *o, int argc, char **argv)
             o->nft = v;
         } else if (strcmp(a, "--allow") == 0 && v && o->nallow < MAX_ENTRIES) {
             o->allow[o->nallow++] = v;
+        } else if (strcmp(a, "--credential") == 0 && v
+                   && o->ncreds < MAX_ENTRIES)
+        {
+            o->creds[o->ncreds++] = v;
         } else if (strcmp(a, "--ask") == 0 && v && o->nask < MAX_ENTRIES) {
             o->ask[o->nask++] = v;
         } else if (strcmp(a, "--keep") == 0 && v && o->nkeep < MAX_ENTRIES) {
@@ -213,6 +220,8 @@ main(int argc, char **argv)
     p.ask = o.ask;
     p.nask = o.nask;
     p.limits = o.limits;
+    p.creds = o.ncreds > 0 ? o.creds : NULL;
+    p.ncreds = o.ncreds;
 
     if (strcmp(o.cmd, "setup") == 0) {
         if (o.netns == NULL || o.sandbox == NULL || o.tenant == NULL) {

@@ -12,6 +12,7 @@
 #include "eg_addr.h"
 #include "eg_allow.h"
 #include "eg_config.h"
+#include "eg_cred.h"
 #include "eg_limits.h"
 
 #define EG_SANDBOX_ID_MAX   64
@@ -82,6 +83,10 @@ struct eg_sandbox_s {
     size_t             nask;
     eg_limits_t        limits;
     eg_usage_t         usage;
+    eg_cred_att_t      creds[EG_CRED_PER_SANDBOX];  /* attached */
+    size_t             ncreds;
+    uint64_t           injections;          /* credential headers added */
+    uint64_t           placeholders_refused;/* sent where not bound */
 
     eg_listener_t      listeners[EG_MAX_LISTENERS];
     unsigned           nlisteners;
@@ -128,6 +133,10 @@ void eg_sandbox_unlink_free(eg_sandbox_t *sb, unsigned *closed_conns,
 eg_tenant_t *eg_tenant_get(const char *id);     /* find or create */
 void eg_tenant_put(eg_tenant_t *t);             /* a sandbox is gone */
 int eg_sandbox_may_dial(const eg_addr_t *a, const char **why);
+/* Is host:port in sb's allowlist, or bound to a credential it holds?
+ * (port 0: any port, as the DNS stub asks) */
+int eg_sandbox_allows(const eg_sandbox_t *sb, const char *host,
+    uint16_t port);
 void eg_sandbox_refresh_local(void);
 
 #endif

@@ -7,7 +7,7 @@
 #   make egress-fuzz            libFuzzer targets in build-fuzz/
 
 EG_DIR        = egress-proxy
-EG_PKGS       = jansson libseccomp libcares
+EG_PKGS       = jansson libseccomp libcares libssl libcrypto
 EG_PKG_CFLAGS := $(shell pkg-config --cflags $(EG_PKGS))
 EG_PKG_LIBS   := $(shell pkg-config --libs $(EG_PKGS))
 EG_SANDEF     = $(if $(filter 1,$(SAN)),-DEG_SANITIZER,)
@@ -23,6 +23,7 @@ EG_PROXY_SRCS = $(filter-out $(EG_DIR)/egress-linkctl.c, \
 EG_PROXY_OBJS = $(patsubst $(EG_DIR)/%.c,$(BUILD)/eg-obj/%.o,$(EG_PROXY_SRCS)) \
                 $(BUILD)/eg-obj/vsb_frame.o
 EG_PARSERS    = $(EG_DIR)/addr.c $(EG_DIR)/allow.c $(EG_DIR)/sni.c \
+                $(EG_DIR)/cred_parse.c $(EG_DIR)/ireq.c \
                 $(EG_DIR)/http.c $(EG_DIR)/dns.c $(EG_DIR)/limits.c
 EG_LINK_SRCS  = $(EG_DIR)/egress-linkctl.c sandbox-helper/egress_link.c \
                 sandbox-helper/net.c \

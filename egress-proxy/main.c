@@ -3,7 +3,8 @@
  *
  *     egress-proxy -c /etc/veto-sandbox/egress.conf [-t]
  *
- * Start-up, in this order: read the config, bind the control socket,
+ * Start-up, in this order: read the config, load the credentials and
+ * the interception CA (making it if missing), bind the control socket,
  * initialize the resolver (reads /etc/resolv.conf), drop privileges,
  * read the host's addresses, install the seccomp filter, serve.
  * -t checks the config and exits.
@@ -16,6 +17,8 @@
 #include <unistd.h>
 
 #include "eg_control.h"
+#include "eg_cred.h"
+#include "eg_tls.h"
 #include "eg_log.h"
 #include "eg_privdrop.h"
 #include "eg_record.h"
@@ -89,6 +92,9 @@ main(int argc, char **argv)
 
     if (eg_resolve_init(eg_proxy.cf.resolver, eg_proxy.cf.dns_timeout_ms,
                         err, sizeof(err)) != 0
+        || eg_cred_load(eg_proxy.cf.credentials_dir, eg_proxy.cf.user, err,
+                        sizeof(err)) != 0
+        || eg_tls_init(&eg_proxy.cf, err, sizeof(err)) != 0
         || eg_control_listen(eg_proxy.cf.control_socket,
                              eg_proxy.cf.control_socket_mode, err,
                              sizeof(err)) != 0
@@ -107,10 +113,11 @@ main(int argc, char **argv)
     }
 
     eg_log(EG_LOG_INFO, "ready: control socket %s, uid %u, seccomp %s, "
-           "resolver %s, %u operator ranges", eg_proxy.cf.control_socket,
+           "resolver %s, %u operator ranges, %zu credentials",
+           eg_proxy.cf.control_socket,
            (unsigned) getuid(), eg_proxy.cf.seccomp ? "on" : "off",
            eg_proxy.cf.resolver[0] ? eg_proxy.cf.resolver : "system",
-           eg_proxy.cf.nallow_ranges);
+           eg_proxy.cf.nallow_ranges, eg_cred_count());
 
     if (eg_loop_run() != 0) {
         return 1;
@@ -121,6 +128,8 @@ main(int argc, char **argv)
     }
     eg_control_shutdown();
     eg_resolve_shutdown();
+    eg_tls_shutdown();
+    eg_cred_free_all();
     while (eg_record_queued() > 0) {
         size_t  len;
         free(eg_record_pop(&len));

@@ -81,6 +81,13 @@ eg_record_emit(const eg_record_t *r)
     if (r->reason != NULL) {
         json_object_set_new(o, "reason", json_string(r->reason));
     }
+    if (r->credential != NULL) {
+        json_object_set_new(o, "credential", json_string(r->credential));
+        json_object_set_new(o, "injections", json_integer(r->injections));
+        if (r->exfiltration) {
+            json_object_set_new(o, "exfiltration", json_true());
+        }
+    }
     if (r->qtype != 0) {
         json_object_set_new(o, "qtype", json_integer(r->qtype));
     }

@@ -32,6 +32,15 @@ eg_sandbox_find(const char *id)
 }
 
 
+int
+eg_sandbox_allows(const eg_sandbox_t *sb, const char *host, uint16_t port)
+{
+    return eg_allow_match(sb->allow, sb->nallow, host, port)
+           || eg_cred_bound(sb->creds, sb->ncreds, host,
+                            port == 0 ? 443 : port) != NULL;
+}
+
+
 eg_tenant_t *
 eg_tenant_get(const char *id)
 {

@@ -35,7 +35,8 @@ typedef enum {
     VSB_K_EGRESS, VSB_K_EGRESS_PROXY, VSB_K_EGRESS_USER, VSB_K_EGRESS_NETNS,
     VSB_K_EGRESS_NFT, VSB_K_EGRESS_RESOLVER, VSB_K_EGRESS_RANGE,
     VSB_K_EGRESS_ENTRIES, VSB_K_EGRESS_CONNS, VSB_K_EGRESS_OUT,
-    VSB_K_EGRESS_IN,
+    VSB_K_EGRESS_IN, VSB_K_EGRESS_CREDS, VSB_K_EGRESS_UPCA,
+    VSB_K_EGRESS_ROOTS,
     VSB_K_IMAGE_PROFILE, VSB_K_IMAGE_STORE,
     VSB_K_COUNT
 } vsb_key_t;
@@ -106,6 +107,9 @@ static const vsb_conf_key_t  vsb_conf_keys[] = {
     { "egress_nft", VSB_K_EGRESS_NFT, 0, 0 },
     { "egress_resolver", VSB_K_EGRESS_RESOLVER, 0, 0 },
     { "egress_allow_range", VSB_K_EGRESS_RANGE, 0, 0 },
+    { "egress_credentials", VSB_K_EGRESS_CREDS, 0, 0 },
+    { "egress_upstream_ca", VSB_K_EGRESS_UPCA, 0, 0 },
+    { "egress_trust_roots", VSB_K_EGRESS_ROOTS, 0, 0 },
     { "egress_max_entries", VSB_K_EGRESS_ENTRIES, VSB_ABS_EGRESS_ENTRIES,
       VSB_OFF(egress.max_entries) },
     { "egress_max_connections", VSB_K_EGRESS_CONNS, VSB_ABS_EGRESS_CONNS,
@@ -184,6 +188,8 @@ vsb_conf_defaults(vsb_config_t *cf)
     snprintf(cf->egress.proxy, sizeof(cf->egress.proxy), "%s",
              "/usr/lib/veto-sandbox/egress-proxy");
     snprintf(cf->egress.nft, sizeof(cf->egress.nft), "%s", "/usr/sbin/nft");
+    snprintf(cf->egress.trust_roots, sizeof(cf->egress.trust_roots), "%s",
+             "/etc/ssl/certs/ca-certificates.crt");
     cf->egress.max_entries = 64;
     cf->egress.max_connections = 128;
     cf->egress.max_bytes_out = 1ULL << 30;
@@ -403,6 +409,20 @@ vsb_conf_egress(vsb_config_t *cf, const vsb_conf_key_t *k, char *val,
         snprintf(k->key == VSB_K_EGRESS_PROXY ? eg->proxy
                  : k->key == VSB_K_EGRESS_NETNS ? eg->netns : eg->nft,
                  sizeof(eg->proxy), "%s", val);
+        return 0;
+
+    case VSB_K_EGRESS_CREDS:
+    case VSB_K_EGRESS_UPCA:
+    case VSB_K_EGRESS_ROOTS:
+        if (!vsb_conf_path_ok(val, sizeof(eg->credentials))) {
+            return vsb_conf_err(err, errlen, file, line,
+                                "\"%s\" must be an absolute path shorter "
+                                "than %zu bytes", k->name,
+                                sizeof(eg->credentials));
+        }
+        snprintf(k->key == VSB_K_EGRESS_CREDS ? eg->credentials
+                 : k->key == VSB_K_EGRESS_UPCA ? eg->upstream_ca
+                 : eg->trust_roots, sizeof(eg->credentials), "%s", val);
         return 0;
 
     case VSB_K_EGRESS_USER:
@@ -678,6 +698,9 @@ vsb_conf_set(vsb_config_t *cf, const vsb_conf_key_t *k, char *val,
     case VSB_K_EGRESS_NFT:
     case VSB_K_EGRESS_RESOLVER:
     case VSB_K_EGRESS_RANGE:
+    case VSB_K_EGRESS_CREDS:
+    case VSB_K_EGRESS_UPCA:
+    case VSB_K_EGRESS_ROOTS:
         return vsb_conf_egress(cf, k, val, file, line, err, errlen);
     case VSB_K_IMAGE_PROFILE:
         dir = NULL;

@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "eg_allow.h"
+#include "vsb_egress_cred.h"
 #include "vsb_egress_ctl.h"
 #include "vsb_egress_int.h"
 #include "vsb_egress_proxy.h"
@@ -143,8 +144,10 @@ int
 vsb_egress_req_network(json_t *root, const vsb_config_t *cf,
     vsb_request_t *r, vsb_error_t *e)
 {
-    static const char *const  allowed[] = { "allow", "ask", NULL };
-    json_t                   *net, *allow, *ask;
+    static const char *const  allowed[] = {
+        "allow", "ask", "credentials", NULL
+    };
+    json_t                   *net, *allow, *ask, *creds;
 
     r->network = NULL;
     net = json_object_get(root, "network");
@@ -187,6 +190,12 @@ vsb_egress_req_network(json_t *root, const vsb_config_t *cf,
         && vsb_egress_req_entries(ask, "network.ask", cf,
                                   json_array_size(allow),
                                   vsb_egress_bytes(allow), e) != 0)
+    {
+        return -1;
+    }
+    creds = json_object_get(net, "credentials");
+    if (creds != NULL
+        && vsb_ecred_req(creds, "network.credentials", NULL, e) != 0)
     {
         return -1;
     }
@@ -287,10 +296,33 @@ vsb_egress_sandbox_create(vsb_sandbox_t *sb, json_t *network, vsb_error_t *e)
     }
     es->bytes = vsb_egress_bytes(es->allow) + vsb_egress_bytes(es->ask);
     es->done_timer.data = es;
+    es->creds = json_array();
 
     sb->egress = es;
     es->next = vsb_egress_list;
     vsb_egress_list = es;
+
+    if (es->creds == NULL) {
+        return vsb_error_set(e, VSB_E_INTERNAL, NULL, "out of memory");
+    }
+    if (json_object_get(network, "credentials") != NULL
+        && vsb_ecred_attach(es->creds, json_object_get(network,
+                                                       "credentials"), e)
+           != 0)
+    {
+        return -1;
+    }
+    /* with credentials configured, every allowlist sandbox trusts the
+     * proxy's CA (so that one can be attached later) */
+    if (vsb_ecred_enabled()) {
+        if (vsb_ecred_bundle(sb, e) != 0) {
+            return -1;
+        }
+        es->env = vsb_ecred_env(vsb_egress_env(), es->creds);
+        if (es->env == NULL) {
+            return vsb_error_set(e, VSB_E_INTERNAL, NULL, "out of memory");
+        }
+    }
 
     if (vsb_egress_netns_setup(sb->netns_fd, vsb_cf.egress.nft, &es->socks,
                                err, sizeof(err)) != 0)
@@ -366,6 +398,9 @@ vsb_egress_add_req(vsb_egress_sb_t *es, int *fds, size_t *nfds)
     req = json_pack("{s:s, s:s, s:s, s:O, s:O}", "op", VSB_EGRESS_OP_ADD,
                     "sandbox", es->sb->id, "tenant", es->sb->tenant,
                     "allow", es->allow, "ask", es->ask);
+    if (req != NULL && json_array_size(es->creds) > 0) {
+        json_object_set(req, "credentials", es->creds);
+    }
     if (req == NULL || kinds == NULL) {
         json_decref(req);
         json_decref(kinds);
@@ -592,6 +627,21 @@ vsb_egress_updated(void *data, json_t *reply, const char *why)
         json_decref(es->allow);
         es->allow = es->pending;
         es->pending = NULL;
+        if (es->pending_creds != NULL) {
+            json_decref(es->creds);
+            es->creds = es->pending_creds;
+            es->pending_creds = NULL;
+            if (es->env != NULL) {
+                char  **env = vsb_ecred_env(vsb_egress_env(), es->creds);
+                if (env != NULL) {
+                    vsb_ecred_env_free(es->env);
+                    es->env = env;
+                } else {
+                    vsb_log(VSB_LOG_ERR, "sandbox %s: out of memory for "
+                            "the credentials' variables", es->sb->id);
+                }
+            }
+        }
         es->bytes = vsb_egress_bytes(es->allow) + vsb_egress_bytes(es->ask);
         if (udone != NULL) {
             udone(es->sb, udata, NULL, NULL);
@@ -600,6 +650,8 @@ vsb_egress_updated(void *data, json_t *reply, const char *why)
     } else {
         json_decref(es->pending);
         es->pending = NULL;
+        json_decref(es->pending_creds);
+        es->pending_creds = NULL;
         err = reply ? json_string_value(json_object_get(reply, "error"))
                     : NULL;
         detail = reply ? json_string_value(json_object_get(reply, "detail"))
@@ -619,11 +671,11 @@ vsb_egress_updated(void *data, json_t *reply, const char *why)
 
 
 int
-vsb_egress_sandbox_allow(vsb_sandbox_t *sb, json_t *add,
+vsb_egress_sandbox_allow(vsb_sandbox_t *sb, json_t *add, json_t *creds,
     vsb_egress_done_pt done, void *data, vsb_error_t *e)
 {
     vsb_egress_sb_t  *es = sb->egress;
-    json_t           *list, *v, *w, *req;
+    json_t           *list, *v, *w, *req, *atts = NULL;
     size_t            i, j;
 
     if (es == NULL) {
@@ -636,10 +688,13 @@ vsb_egress_sandbox_allow(vsb_sandbox_t *sb, json_t *add,
         return vsb_error_set(e, VSB_E_BUSY, "id", "sandbox %s: another "
                              "network change is in progress", sb->id);
     }
-    if (vsb_egress_req_entries(add, "add", &vsb_cf,
-                               json_array_size(es->allow)
-                               + json_array_size(es->ask), es->bytes, e)
-        != 0)
+    if ((add != NULL
+         && vsb_egress_req_entries(add, "add", &vsb_cf,
+                                   json_array_size(es->allow)
+                                   + json_array_size(es->ask), es->bytes, e)
+            != 0)
+        || (creds != NULL
+            && vsb_ecred_req(creds, "credentials", es->creds, e) != 0))
     {
         return -1;
     }
@@ -650,7 +705,16 @@ vsb_egress_sandbox_allow(vsb_sandbox_t *sb, json_t *add,
     }
 
     list = json_deep_copy(es->allow);
+    if (creds != NULL) {
+        atts = json_deep_copy(es->creds);
+        if (atts == NULL || vsb_ecred_attach(atts, creds, e) != 0) {
+            json_decref(atts);
+            json_decref(list);
+            return -1;
+        }
+    }
     if (list == NULL) {
+        json_decref(atts);
         return vsb_error_set(e, VSB_E_INTERNAL, NULL, "out of memory");
     }
     json_array_foreach(add, i, v) {
@@ -666,18 +730,23 @@ vsb_egress_sandbox_allow(vsb_sandbox_t *sb, json_t *add,
 
     req = json_pack("{s:s, s:s, s:O, s:O}", "op", VSB_EGRESS_OP_UPDATE,
                     "sandbox", sb->id, "allow", list, "ask", es->ask);
+    if (req != NULL && atts != NULL) {
+        json_object_set(req, "credentials", atts);
+    }
     if (req == NULL
         || vsb_ectl_send(req, NULL, 0, VSB_EGRESS_REQ_MS, vsb_egress_updated,
                          es) != 0)
     {
         json_decref(req);
         json_decref(list);
+        json_decref(atts);
         return vsb_error_set(e, VSB_E_UNAVAILABLE, NULL, "cannot reach the "
                              "egress proxy; retry later");
     }
     json_decref(req);
 
     es->pending = list;
+    es->pending_creds = atts;
     es->updating = 1;
     es->udone = done;
     es->udone_data = data;
@@ -709,6 +778,9 @@ vsb_egress_sandbox_free(vsb_sandbox_t *sb)
     json_decref(es->allow);
     json_decref(es->ask);
     json_decref(es->pending);
+    json_decref(es->pending_creds);
+    json_decref(es->creds);
+    vsb_ecred_env_free(es->env);
     free(es);
 }
 
@@ -729,6 +801,9 @@ vsb_egress_sandbox_json(const vsb_sandbox_t *sb, int full)
     if (j != NULL && json_array_size(es->ask) > 0) {
         json_object_set(j, "ask", es->ask);
     }
+    if (j != NULL && json_array_size(es->creds) > 0) {
+        json_object_set_new(j, "credentials", vsb_ecred_json(es->creds));
+    }
     return j;
 }
 
@@ -736,7 +811,11 @@ vsb_egress_sandbox_json(const vsb_sandbox_t *sb, int full)
 const char *const *
 vsb_egress_sandbox_env(const vsb_sandbox_t *sb)
 {
-    return sb->egress != NULL ? vsb_egress_env() : NULL;
+    if (sb->egress == NULL) {
+        return NULL;
+    }
+    return sb->egress->env != NULL
+           ? (const char *const *) sb->egress->env : vsb_egress_env();
 }
 
 
@@ -836,6 +915,9 @@ vsb_egress_link_down(const char *why)
 int
 vsb_egress_init(char *err, size_t errlen)
 {
+    if (vsb_ecred_init(&vsb_cf, err, errlen) != 0) {
+        return -1;
+    }
     vsb_ectl_init(vsb_egress_on_event, vsb_egress_link_down);
     return vsb_eproxy_init(&vsb_cf, vsb_egress_proxy_up,
                            vsb_egress_proxy_dead, err, errlen);
@@ -853,4 +935,20 @@ json_t *
 vsb_egress_health(void)
 {
     return vsb_eproxy_health();
+}
+
+
+json_t *
+vsb_egress_stats_json(void)
+{
+    json_t    *j = vsb_eproxy_health();
+    uint64_t   inj, ref;
+
+    vsb_egress_cred_counts(&inj, &ref);
+    if (j != NULL) {
+        json_object_set_new(j, "injections", json_integer((json_int_t) inj));
+        json_object_set_new(j, "placeholders_refused",
+                            json_integer((json_int_t) ref));
+    }
+    return j;
 }

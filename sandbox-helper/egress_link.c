@@ -828,6 +828,22 @@ vsb_egress_policy_req(const char *op, const vsb_egress_policy_t *p)
                              "sandbox", p->sandbox,
                              "allow", vsb_egress_strings(p->allow, p->nallow),
                              "ask", vsb_egress_strings(p->ask, p->nask));
+    json_t  *creds;
+    size_t   i;
+
+    if (req != NULL && p->creds != NULL) {
+        creds = json_array();
+        for (i = 0; creds != NULL && i < p->ncreds; i++) {
+            const char  *eq = strchr(p->creds[i], '=');
+            if (eq == NULL) {
+                continue;
+            }
+            json_array_append_new(creds, json_pack("{s:s%, s:s}",
+                "name", p->creds[i], (size_t) (eq - p->creds[i]),
+                "placeholder", eq + 1));
+        }
+        json_object_set_new(req, "credentials", creds);
+    }
     return req;
 }
 

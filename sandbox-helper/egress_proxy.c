@@ -61,6 +61,8 @@ static struct {
     char                 detail[512];       /* the last problem */
     char                 conf[PATH_MAX];
     char                 sock[108];
+    char                 ca_dir[PATH_MAX];
+    char                 ca_cert[PATH_MAX + 8];
     vsb_cgroup_t        *cg;
     pid_t                pid;
     vsb_event_t          pid_ev;            /* its pidfd */
@@ -90,6 +92,14 @@ vsb_ep_problem(const char *fmt, ...)
     vsnprintf(vsb_ep.detail, sizeof(vsb_ep.detail), fmt, ap);
     va_end(ap);
     vsb_log(VSB_LOG_ERR, "egress: %s", vsb_ep.detail);
+}
+
+
+const char *
+vsb_eproxy_ca_cert(void)
+{
+    return vsb_ep.ca_dir[0] != '\0' && access(vsb_ep.ca_cert, R_OK) == 0
+           ? vsb_ep.ca_cert : NULL;
 }
 
 
@@ -167,6 +177,13 @@ vsb_ep_write_conf(const vsb_config_t *cf, char *err, size_t errlen)
     }
     for (i = 0; i < eg->n_allow_ranges; i++) {
         fprintf(f, "allow_range = %s\n", eg->allow_ranges[i]);
+    }
+    if (eg->credentials[0] != '\0') {
+        fprintf(f, "credentials_dir = %s\nca_dir = %s\n", eg->credentials,
+                vsb_ep.ca_dir);
+        if (eg->upstream_ca[0] != '\0') {
+            fprintf(f, "upstream_ca_file = %s\n", eg->upstream_ca);
+        }
     }
 
     if (fflush(f) != 0 || ferror(f)) {
@@ -566,6 +583,15 @@ vsb_eproxy_init(const vsb_config_t *cf, vsb_eproxy_up_pt on_up,
         snprintf(err, errlen, "egress: state_dir too long");
         return -1;
     }
+    /* the interception CA: made by the proxy at its first start */
+    n = snprintf(vsb_ep.ca_dir, sizeof(vsb_ep.ca_dir), "%s/ca", dir);
+    if (n < 0 || (size_t) n >= 256) {
+        snprintf(err, errlen, "egress: %s/ca is longer than 255 bytes: use "
+                 "a shorter state_dir", dir);
+        return -1;
+    }
+    snprintf(vsb_ep.ca_cert, sizeof(vsb_ep.ca_cert), "%s/ca.pem",
+             vsb_ep.ca_dir);
     if (vsb_ep_write_conf(cf, err, errlen) != 0) {
         return -1;
     }

@@ -27,6 +27,16 @@
 
 static void vsb_egress_barrier(vsb_egress_win_t *w);
 
+static uint64_t  vsb_egress_injections, vsb_egress_refused_placeholders;
+
+
+void
+vsb_egress_cred_counts(uint64_t *injections, uint64_t *refused)
+{
+    *injections = vsb_egress_injections;
+    *refused = vsb_egress_refused_placeholders;
+}
+
 
 static uint64_t
 vsb_egress_wall_ms(void)
@@ -119,6 +129,11 @@ vsb_egress_sanitize(json_t *ev)
         || vsb_egress_copy_uint(o, ev, "duration_ms", (json_int_t) 1 << 40, 1)
            != 0
         || vsb_egress_copy_uint(o, ev, "qtype", 65535, 0) != 0
+        || vsb_egress_copy_str(o, ev, "credential", 64, 0) != 0
+        || vsb_egress_copy_uint(o, ev, "injections", (json_int_t) 1 << 40, 0)
+           != 0
+        || (json_is_true(json_object_get(ev, "exfiltration"))
+            && json_object_set_new(o, "exfiltration", json_true()) != 0)
         || json_object_set_new(o, "askable", json_boolean(json_is_true(a)))
            != 0)
     {
@@ -179,6 +194,19 @@ vsb_egress_on_event(json_t *ev)
     }
     if (strcmp(kind, "attempt") != 0) {
         return;
+    }
+
+    /* counted whether or not an exec claims the record */
+    if (json_is_integer(json_object_get(ev, "injections"))
+        && json_integer_value(json_object_get(ev, "injections")) > 0
+        && json_integer_value(json_object_get(ev, "injections"))
+           < ((json_int_t) 1 << 40))
+    {
+        vsb_egress_injections += (uint64_t)
+            json_integer_value(json_object_get(ev, "injections"));
+    }
+    if (json_is_true(json_object_get(ev, "exfiltration"))) {
+        vsb_egress_refused_placeholders++;
     }
 
     sid = json_string_value(json_object_get(ev, "sandbox"));

@@ -121,7 +121,7 @@ char **
 vsb_exec_envp(vsb_sandbox_t *sb, const vsb_exec_request_t *req, char *err,
     size_t errlen)
 {
-    char               **envp, name[32];
+    char               **envp, name[72];
     const char *const   *egress, *eq;
     size_t               n, max, i;
 
@@ -132,7 +132,7 @@ vsb_exec_envp(vsb_sandbox_t *sb, const vsb_exec_request_t *req, char *err,
         max++;
     }
 
-    if (max > 4 + 16 + 2 * VSB_MAX_ENV) {
+    if (max > 4 + 40 + 2 * VSB_MAX_ENV) {
         snprintf(err, errlen, "env: too many variables");
         return NULL;
     }

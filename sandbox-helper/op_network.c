@@ -1,12 +1,14 @@
 /*
  * The update_network op: adds hosts to a live allowlist sandbox's
- * allowlist (the gateway sends it once a human approved them).  The
- * proxy applies the new list first; the reply comes once it did.
+ * allowlist (the gateway sends it once a human approved them), and
+ * attaches credentials ("credentials": names, vsb_egress_cred.h).  The
+ * proxy applies the new state first; the reply comes once it did.
  */
 #include <stdlib.h>
 #include <string.h>
 
 #include "vsb_egress.h"
+#include "vsb_egress_cred.h"
 #include "vsb_log.h"
 #include "vsb_op.h"
 #include "vsb_registry.h"
@@ -17,16 +19,36 @@ vsb_req_update_network(json_t *root, const vsb_config_t *cf,
     vsb_request_t *r, vsb_error_t *e)
 {
     static const char *const  allowed[] = {
-        "op", "request_id", "tenant", "agent", "id", "epoch", "add", NULL
+        "op", "request_id", "tenant", "agent", "id", "epoch", "add",
+        "credentials", NULL
     };
+    json_t  *creds;
 
     if (vsb_req_fields(root, allowed, VSB_OP_UPDATE_NETWORK, e) != 0
         || vsb_req_owner(root, "tenant", 1, &r->tenant, e) != 0
         || vsb_req_owner(root, "agent", 1, &r->agent, e) != 0
         || vsb_req_sandbox_id(root, r, e) != 0
-        || vsb_req_get(root, "add", 1, &r->network, e) != 0)
+        || vsb_req_get(root, "add", 0, &r->network, e) != 0)
     {
         return -1;
+    }
+    creds = json_object_get(root, "credentials");
+    if (r->network == NULL && creds == NULL) {
+        return vsb_error_set(e, VSB_E_MISSING_FIELD, "add", "\"add\" (hosts) "
+                             "or \"credentials\" (names) is required");
+    }
+    if (creds != NULL) {
+        if (!json_is_array(creds) || json_array_size(creds) == 0) {
+            return vsb_error_set(e, VSB_E_BAD_VALUE, "credentials",
+                                 "\"credentials\" names at least one "
+                                 "credential");
+        }
+        if (vsb_ecred_req(creds, "credentials", NULL, e) != 0) {
+            return -1;
+        }
+    }
+    if (r->network == NULL) {
+        return 0;
     }
     if (json_is_array(r->network) && json_array_size(r->network) == 0) {
         return vsb_error_set(e, VSB_E_BAD_VALUE, "add",
@@ -58,8 +80,14 @@ vsb_network_updated(vsb_sandbox_t *sb, void *data, const char *error,
                 json_object_set_new(reply, "id", json_string(sb->id));
                 json_object_set_new(reply, "network",
                                     vsb_egress_sandbox_json(sb, 1));
-                json_object_set(reply, "added",
-                                json_object_get(p->root, "add"));
+                if (json_object_get(p->root, "add") != NULL) {
+                    json_object_set(reply, "added",
+                                    json_object_get(p->root, "add"));
+                }
+                if (json_object_get(p->root, "credentials") != NULL) {
+                    json_object_set(reply, "attached",
+                                    json_object_get(p->root, "credentials"));
+                }
             }
             vsb_conn_reply(c, reply, NULL, 0);
         }
@@ -98,8 +126,9 @@ vsb_op_update_network(vsb_conn_t *c, json_t *root, const vsb_request_t *r,
     p->sb = sb;
     p->root = json_incref(root);
 
-    if (vsb_egress_sandbox_allow(sb, r->network, vsb_network_updated, p, e)
-        != 0)
+    if (vsb_egress_sandbox_allow(sb, r->network,
+                                 json_object_get(root, "credentials"),
+                                 vsb_network_updated, p, e) != 0)
     {
         vsb_pending_free(p);
         vsb_conn_reply_error(c, r->request_id, e);

@@ -76,7 +76,7 @@ vsb_op_stats(vsb_conn_t *c, json_t *root, const vsb_request_t *r,
                                vsb_spawn_ns_mounts() >= 0
                                ? json_integer(vsb_spawn_ns_mounts())
                                : json_null()) != 0
-        || json_object_set_new(reply, "egress", vsb_egress_health()) != 0)
+        || json_object_set_new(reply, "egress", vsb_egress_stats_json()) != 0)
     {
         json_decref(reply);
         vsb_error_set(e, VSB_E_INTERNAL, NULL, "out of memory");

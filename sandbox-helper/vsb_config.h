@@ -83,6 +83,9 @@ typedef struct {
     uint64_t       max_connections;     /* proxy ceilings, per sandbox */
     uint64_t       max_bytes_out;
     uint64_t       max_bytes_in;
+    char           credentials[256];    /* bindings + secrets; "": none */
+    char           upstream_ca[256];    /* "": the proxy's default roots */
+    char           trust_roots[256];    /* sandboxes' bundle: these + CA */
 } vsb_egress_config_t;
 
 typedef struct {

@@ -37,6 +37,10 @@ int vsb_egress_init(char *err, size_t errlen);
 void vsb_egress_shutdown(void);
 /* ping's "egress": available, state, nftables, restarts, detail?. */
 json_t *vsb_egress_health(void);
+/* stats' "egress": the same, and injections and placeholders_refused
+ * (credential headers added and placeholders refused, counted from the
+ * proxy's records since the helper started). */
+json_t *vsb_egress_stats_json(void);
 
 /* Schema of create's "network" (pure): absent or "none" leaves
  * r->network NULL; an allowlist object is checked (syntax with the
@@ -64,8 +68,9 @@ typedef void (*vsb_egress_done_pt)(vsb_sandbox_t *sb, void *data,
  * for network "none"). */
 void vsb_egress_sandbox_add(vsb_sandbox_t *sb, vsb_egress_done_pt done,
     void *data);
-/* Adds entries (validated) to sb's allowlist, in the proxy first. */
-int vsb_egress_sandbox_allow(vsb_sandbox_t *sb, json_t *add,
+/* Adds entries (validated; NULL none) to sb's allowlist and attaches
+ * credentials (names, NULL none), in the proxy first. */
+int vsb_egress_sandbox_allow(vsb_sandbox_t *sb, json_t *add, json_t *creds,
     vsb_egress_done_pt done, void *data, vsb_error_t *e);
 /* Destroy: the proxy closes every socket and connection of sb (its
  * reply, or its confirmed death, says so), then the helper's copies

@@ -42,6 +42,8 @@ struct vsb_egress_sb_s {
     vsb_sandbox_t      *sb;
     json_t             *allow;         /* array of entry strings */
     json_t             *ask;           /* array, maybe empty */
+    json_t             *creds;         /* attachments (vsb_egress_cred.h) */
+    char              **env;           /* the workload's, with creds */
     size_t              bytes;         /* of every entry together */
     vsb_egress_socks_t  socks;         /* the helper's copies */
 
@@ -58,6 +60,7 @@ struct vsb_egress_sb_s {
     char                done_detail[256];
     vsb_timer_t         done_timer;    /* done from the loop */
     json_t             *pending;       /* update: the list being sent */
+    json_t             *pending_creds; /* update: the attachments sent */
 
     vsb_egress_rec_t   *rhead, *rtail;
     size_t              rbytes;
@@ -73,6 +76,8 @@ vsb_egress_sb_t *vsb_egress_first(void);
 
 /* egress_records.c */
 void vsb_egress_on_event(json_t *ev);
+/* Credential headers added, placeholders refused: from the records. */
+void vsb_egress_cred_counts(uint64_t *injections, uint64_t *refused);
 void vsb_egress_records_free(vsb_egress_sb_t *es);
 
 #endif

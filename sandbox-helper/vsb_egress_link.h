@@ -61,6 +61,8 @@ typedef struct {
     const char *const  *ask;          /* askable, not allowed */
     size_t              nask;
     vsb_egress_limits_t limits;
+    const char *const  *creds;        /* "name=placeholder"; NULL: none */
+    size_t              ncreds;
 } vsb_egress_policy_t;
 
 typedef struct vsb_egress_link_s  vsb_egress_link_t;

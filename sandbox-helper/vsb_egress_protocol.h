@@ -14,9 +14,11 @@
  *
  *   ping    {}                           -> {version}
  *   add     {sandbox, tenant, listeners: [KIND...], allow: [ENTRY...],
- *            ask?: [ENTRY...], limits?: LIMITS}
+ *            ask?: [ENTRY...], limits?: LIMITS, credentials?: [CRED...]}
  *                                        -> {sandbox, limits: LIMITS}
- *   update  {sandbox, allow: [...], ask?: [...]}   -> {sandbox}
+ *   update  {sandbox, allow: [...], ask?: [...], credentials?: [CRED...]}
+ *                                        -> {sandbox}
+ *           (credentials absent: the attached ones stay; [] detaches all)
  *   remove  {sandbox}                    -> {sandbox, closed_connections,
  *                                            closed_listeners}
  *   sync    {sandboxes: [ID...]}         -> {removed: [ID...]}
@@ -32,7 +34,8 @@
  *
  * Events: {"event": "attempt", sandbox, kind, host, port?, address?,
  * decision: "allowed"|"refused"|"error", reason?, bytes_out, bytes_in,
- * start_ms, duration_ms, askable, qtype?} and {"event":
+ * start_ms, duration_ms, askable, qtype?, credential?, injections?,
+ * exfiltration?} and {"event":
  * "records_dropped", count}.  Every record queued before the proxy
  * handled a request is sent before that request's reply: a reply is a
  * barrier (the helper sends "stats" at the end of an exec and then has
@@ -49,7 +52,14 @@
  *             helper's tenant of the sandbox: the proxy shares its
  *             connections fairly between tenants, docs/egress.md)
  *   STATS   = {sandbox, tenant, connections, head_connections, bytes_out,
- *              bytes_in, attempts, refused, listeners}
+ *              bytes_in, attempts, refused, listeners, injections,
+ *              placeholders_refused}; the reply also has credentials:
+ *              [{name, loaded, injections, placeholders_refused}] and
+ *              leaf_certificates
+ *   CRED    = {name, placeholder}: a credential the proxy loaded
+ *             (egress-proxy/eg_cred.h; unknown_credential,
+ *             credential_unavailable otherwise) and "veto-cred-" with 32
+ *             lower-case hex digits, at most 16 a sandbox
  */
 #ifndef VSB_EGRESS_PROTOCOL_H
 #define VSB_EGRESS_PROTOCOL_H

@@ -36,6 +36,9 @@ int vsb_eproxy_init(const vsb_config_t *cf, vsb_eproxy_up_pt on_up,
 
 /* 1 when requests may be sent (state up). */
 int vsb_eproxy_up(void);
+/* The proxy's CA certificate (ca_dir/ca.pem), or NULL while none was
+ * made (credentials not configured, or the proxy never started). */
+const char *vsb_eproxy_ca_cert(void);
 /* 1 when no proxy process exists (killed and reaped, or never started). */
 int vsb_eproxy_dead(void);
 

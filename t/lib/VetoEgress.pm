@@ -71,6 +71,9 @@ sub pick_subnet
 }
 
 # %o: allow_range (extra), proxy_conf (extra lines), names (extra map),
+#     token (the registry's /private/ wants "Bearer TOKEN"), prepare (a
+#     sub called with the harness before the proxy's config is written:
+#     returns more config lines),
 #     helper => 1: only the world and the test hosts; the helper under
 #     test starts the proxy in the world (helper_conf()) and makes the
 #     sandboxes' namespaces itself
@@ -150,12 +153,15 @@ NFT
         "target.example.test=$self->{target_ip}",
         "self.example.test=$self->{world_ip}",
         "both.example.test=$self->{reg_ip}",
+        "badcert.example.test=$self->{reg_ip}",
         "both.example.test=10.0.0.7",
         @{ $o{names} // [] },
     );
     $self->{log} = "$self->{dir}/hosts.log";
     my $args = join(' ', map { "--map $_" } @map)
-        . " --rebind rebind.example.test=$self->{reg_ip},10.66.0.9";
+        . " --rebind rebind.example.test=$self->{reg_ip},10.66.0.9"
+        . ($o{token} ? " --token $o{token}" : '')
+        . ($o{git_root} ? " --git-root $self->{dir}/git" : "");
     $self->{hosts_pid} = $self->spawn("$self->{dir}/hosts.out", 'ip', 'netns',
         'exec', $h, 'python3', "$ROOT/t/lib/egress_hosts.py",
         '--ip', $self->{reg_ip}, '--ip2', $self->{target_ip},
@@ -176,7 +182,8 @@ NFT
         "connect_timeout_ms = 3000",
         "dns_timeout_ms = 2000",
         "log_level = debug",
-        @{ $o{proxy_conf} // [] }, "");
+        @{ $o{proxy_conf} // [] },
+        ($o{prepare} ? $o{prepare}->($self) : ()), "");
     $self->write_file("egress.conf", $conf);
     return $self if $o{helper};
     $self->start_proxy;
@@ -294,6 +301,7 @@ sub setup_sandbox
     push @args, map { ('--allow', $_) } @{ $o{allow} // [] };
     push @args, map { ('--ask', $_) } @{ $o{ask} // [] };
     push @args, map { ('--limit', $_) } @{ $o{limits} // [] };
+    push @args, map { ('--credential', $_) } @{ $o{credential} // [] };
     my ($rc, $out) = $self->linkctl(@args);
     return ($rc, $out);
 }

@@ -11,6 +11,8 @@ a host.
 """
 import argparse
 import json
+import os
+import subprocess
 import socket
 import socketserver
 import ssl
@@ -27,6 +29,12 @@ ap.add_argument("--key", required=True)
 ap.add_argument("--log", required=True)
 ap.add_argument("--map", action="append", default=[])
 ap.add_argument("--rebind", action="append", default=[])
+ap.add_argument("--token", default=None,
+                help="/private/... requires Authorization: Bearer TOKEN; "
+                     "the log then says whether it matched, never the value")
+ap.add_argument("--git-root", default=None,
+                help="/private/git/... is git http-backend over this directory "
+                     "(behind the token)")
 args = ap.parse_args()
 
 lock = threading.Lock()
@@ -39,15 +47,52 @@ def log(**kw):
 
 class Handler(http.server.BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
+    disable_nagle_algorithm = True      # head and body are two writes
 
     def log_message(self, *a):
         pass
 
+    def read_body(self):
+        if (self.headers.get("Transfer-Encoding") or "").lower() == "chunked":
+            data = b""
+            while True:
+                size = int(self.rfile.readline().split(b";")[0], 16)
+                if size == 0:
+                    while self.rfile.readline() not in (b"\r\n", b"\n", b""):
+                        pass
+                    return data
+                data += self.rfile.read(size)
+                self.rfile.readline()
+        n = int(self.headers.get("Content-Length") or 0)
+        return self.rfile.read(n) if n else b""
+
     def do_GET(self):
         scheme = "https" if isinstance(self.connection, ssl.SSLSocket) else "http"
+        headers = {k.lower(): v for k, v in self.headers.items()}
+        if args.token is not None and "authorization" in headers:
+            headers["authorization"] = ("token-ok" if headers["authorization"]
+                                        == "Bearer " + args.token
+                                        else "token-mismatch")
+        body_in = self.read_body() if self.command == "POST" else b""
         log(kind=scheme, host=self.headers.get("Host"), path=self.path,
-            headers={k.lower(): v for k, v in self.headers.items()})
-        if self.path.startswith("/redirect"):
+            method=self.command, headers=headers, body_len=len(body_in))
+        if self.path.startswith("/private") and args.token is not None:
+            ok = self.headers.get("Authorization") == "Bearer " + args.token
+            if ok and args.git_root and self.path.startswith("/private/git/"):
+                return self.git_backend(body_in)
+            if ok and self.path.startswith("/private/redirect"):
+                body = b"moved\n"
+                self.send_response(302)
+                self.send_header("Location",
+                                 "https://registry.example.test/after-redirect")
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+                return
+            body = (("private-ok %s %d\n" % (self.path, len(body_in))).encode()
+                    if ok else b"private: token required\n")
+            self.send_response(200 if ok else 401)
+        elif self.path.startswith("/redirect"):
             body = b"moved\n"
             self.send_response(302)
             self.send_header("Location", "http://127.0.0.1:9/")
@@ -60,6 +105,38 @@ class Handler(http.server.BaseHTTPRequestHandler):
             self.send_response(200)
         self.send_header("Content-Length", str(len(body)))
         self.send_header("Content-Type", "text/plain")
+        self.end_headers()
+        self.wfile.write(body)
+
+    do_POST = do_GET
+
+    def git_backend(self, body_in):
+        path, _, query = self.path[len("/private/git"):].partition("?")
+        env = {
+            "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+            "GIT_PROJECT_ROOT": args.git_root, "GIT_HTTP_EXPORT_ALL": "1",
+            "PATH_INFO": path, "QUERY_STRING": query,
+            "REQUEST_METHOD": self.command, "REMOTE_USER": "agent",
+            "CONTENT_TYPE": self.headers.get("Content-Type", ""),
+            "CONTENT_LENGTH": str(len(body_in)),
+            "HTTP_CONTENT_ENCODING": self.headers.get("Content-Encoding", ""),
+            "GIT_PROTOCOL": self.headers.get("Git-Protocol", ""),
+        }
+        p = subprocess.run(["git", "http-backend"], input=body_in, env=env,
+                           capture_output=True)
+        head, _, body = p.stdout.partition(b"\r\n\r\n")
+        status, headers = 200, []
+        for line in head.split(b"\r\n"):
+            k, _, v = line.decode("latin-1").partition(":")
+            if k.lower() == "status":
+                status = int(v.split()[0])
+            elif k and k.lower() != "content-length":
+                headers.append((k, v.strip()))
+        log(kind="git", path=self.path, status=status)
+        self.send_response(status)
+        for k, v in headers:
+            self.send_header(k, v)
+        self.send_header("Content-Length", str(len(body)))
         self.end_headers()
         self.wfile.write(body)
 

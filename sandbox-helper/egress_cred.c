@@ -1,0 +1,387 @@
+/*
+ * Credentials in the helper (vsb_egress_cred.h): the bindings (parsed
+ * with the proxy's own parser), attachments and their placeholders,
+ * the trust bundle and the workload's variables.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "eg_cred_parse.h"
+#include "vsb_egress_cred.h"
+#include "vsb_egress_proxy.h"
+#include "vsb_log.h"
+
+static eg_cred_binding_t  vsb_ecreds[EG_CRED_MAX];
+static size_t             vsb_necreds;
+static const vsb_config_t *vsb_ecred_cf;
+
+
+int
+vsb_ecred_enabled(void)
+{
+    return vsb_ecred_cf != NULL && vsb_ecred_cf->egress.credentials[0] != '\0';
+}
+
+
+static const eg_cred_binding_t *
+vsb_ecred_find(const char *name)
+{
+    size_t  i;
+
+    for (i = 0; i < vsb_necreds; i++) {
+        if (strcmp(vsb_ecreds[i].name, name) == 0) {
+            return &vsb_ecreds[i];
+        }
+    }
+    return NULL;
+}
+
+
+int
+vsb_ecred_init(const vsb_config_t *cf, char *err, size_t errlen)
+{
+    char                path[PATH_MAX], line[EG_CRED_LINE_MAX + 2], perr[400];
+    FILE               *f;
+    unsigned            lineno = 0;
+    size_t              nl;
+    int                 rc;
+    eg_cred_binding_t   b;
+
+    vsb_ecred_cf = cf;
+    vsb_necreds = 0;
+    if (!cf->egress.enabled || cf->egress.credentials[0] == '\0') {
+        return 0;
+    }
+    /* the sandboxes' bundle keeps the system roots: they must be there */
+    if (cf->egress.trust_roots[0] != '\0'
+        && access(cf->egress.trust_roots, R_OK) != 0)
+    {
+        snprintf(err, errlen, "egress_trust_roots %s: %s (the roots "
+                 "sandboxes keep trusting besides the proxy's CA)",
+                 cf->egress.trust_roots, strerror(errno));
+        return -1;
+    }
+    snprintf(path, sizeof(path), "%s/bindings", cf->egress.credentials);
+    f = fopen(path, "re");
+    if (f == NULL) {
+        snprintf(err, errlen, "egress_credentials: open %s: %s", path,
+                 strerror(errno));
+        return -1;
+    }
+    while (fgets(line, sizeof(line), f) != NULL) {
+        lineno++;
+        nl = strlen(line);
+        if (nl > 0 && line[nl - 1] == '\n') {
+            line[--nl] = '\0';
+        } else if (!feof(f)) {
+            snprintf(err, errlen, "egress_credentials: %s:%u: line longer "
+                     "than %d bytes", path, lineno, EG_CRED_LINE_MAX);
+            fclose(f);
+            return -1;
+        }
+        rc = eg_cred_binding_parse(line, &b, perr, sizeof(perr));
+        if (rc < 0 || (rc == 1 && (vsb_ecred_find(b.name) != NULL
+                                   || vsb_necreds == EG_CRED_MAX)))
+        {
+            snprintf(err, errlen, "egress_credentials: %s:%u: %s", path,
+                     lineno, rc < 0 ? perr : "bound twice, or more than 64 "
+                     "bindings");
+            fclose(f);
+            return -1;
+        }
+        if (rc == 1) {
+            vsb_ecreds[vsb_necreds++] = b;
+        }
+    }
+    fclose(f);
+    vsb_log(VSB_LOG_INFO, "egress: %zu credential bindings in %s",
+            vsb_necreds, path);
+    return 0;
+}
+
+
+int
+vsb_ecred_req(json_t *names, const char *field, json_t *attached,
+    vsb_error_t *e)
+{
+    json_t      *v, *w, *a;
+    size_t       i, j;
+    const char  *n;
+
+    if (!json_is_array(names)) {
+        return vsb_error_set(e, VSB_E_BAD_TYPE, field, "\"%s\" must be an "
+                             "array of credential names", field);
+    }
+    if (!vsb_ecred_enabled()) {
+        return vsb_error_set(e, VSB_E_BAD_VALUE, field, "no credentials "
+                             "are configured on this helper "
+                             "(egress_credentials)");
+    }
+    if (json_array_size(names) + json_array_size(attached)
+        > EG_CRED_PER_SANDBOX)
+    {
+        return vsb_error_set(e, VSB_E_OVER_CEILING, field, "a sandbox holds "
+                             "at most %d credentials", EG_CRED_PER_SANDBOX);
+    }
+    json_array_foreach(names, i, v) {
+        if (!json_is_string(v)) {
+            return vsb_error_set(e, VSB_E_BAD_TYPE, field, "\"%s\"[%zu] must "
+                                 "be a string", field, i);
+        }
+        n = json_string_value(v);
+        if (!eg_cred_name_ok(n, json_string_length(v))
+            || strlen(n) != json_string_length(v) || vsb_ecred_find(n) == NULL)
+        {
+            return vsb_error_set(e, VSB_E_NOT_FOUND, field, "\"%s\"[%zu]: no "
+                                 "credential \"%.64s\" is configured", field,
+                                 i, n);
+        }
+        for (j = 0; j < i; j++) {
+            w = json_array_get(names, j);
+            if (strcmp(json_string_value(w), n) == 0) {
+                return vsb_error_set(e, VSB_E_BAD_VALUE, field, "credential "
+                                     "\"%s\" is named twice", n);
+            }
+        }
+        json_array_foreach(attached, j, a) {
+            if (strcmp(json_string_value(json_object_get(a, "name")), n)
+                == 0)
+            {
+                return vsb_error_set(e, VSB_E_BAD_VALUE, field, "credential "
+                                     "\"%s\" is attached already", n);
+            }
+        }
+    }
+    return 0;
+}
+
+
+int
+vsb_ecred_attach(json_t *attached, json_t *names, vsb_error_t *e)
+{
+    json_t          *v;
+    size_t           i, k;
+    unsigned char    rnd[16];
+    char             ph[EG_CRED_PLACEHOLDER_LEN + 1];
+
+    json_array_foreach(names, i, v) {
+        if (getrandom(rnd, sizeof(rnd), 0) != (ssize_t) sizeof(rnd)) {
+            return vsb_error_set(e, VSB_E_INTERNAL, NULL, "getrandom(): %s",
+                                 strerror(errno));
+        }
+        k = (size_t) snprintf(ph, sizeof(ph), "%s",
+                              EG_CRED_PLACEHOLDER_PREFIX);
+        for (size_t j = 0; j < sizeof(rnd); j++) {
+            k += (size_t) snprintf(ph + k, sizeof(ph) - k, "%02x", rnd[j]);
+        }
+        if (json_array_append_new(attached, json_pack("{s:s, s:s}", "name",
+                                  json_string_value(v), "placeholder", ph))
+            != 0)
+        {
+            return vsb_error_set(e, VSB_E_INTERNAL, NULL, "out of memory");
+        }
+    }
+    return 0;
+}
+
+
+/* Appends the whole of path to fd.  -1 with e. */
+static int
+vsb_ecred_copy(int fd, const char *path, size_t *total, vsb_error_t *e)
+{
+    char     buf[16384];
+    ssize_t  n, w;
+    size_t   off;
+    int      in;
+
+    in = open(path, O_RDONLY | O_CLOEXEC);
+    if (in == -1) {
+        return vsb_error_set(e, VSB_E_INTERNAL, NULL, "credentials: open "
+                             "%s: %s", path, strerror(errno));
+    }
+    for (;;) {
+        n = read(in, buf, sizeof(buf));
+        if (n < 0 && errno == EINTR) {
+            continue;
+        }
+        if (n <= 0) {
+            break;
+        }
+        *total += (size_t) n;
+        if (*total > VSB_ECRED_BUNDLE_MAX) {
+            close(in);
+            return vsb_error_set(e, VSB_E_INTERNAL, NULL, "credentials: the "
+                                 "trust bundle would pass %d bytes",
+                                 VSB_ECRED_BUNDLE_MAX);
+        }
+        for (off = 0; off < (size_t) n; off += (size_t) w) {
+            w = write(fd, buf + off, (size_t) n - off);
+            if (w < 0 && errno == EINTR) {
+                w = 0;
+                continue;
+            }
+            if (w <= 0) {
+                close(in);
+                return vsb_error_set(e, VSB_E_INTERNAL, NULL, "credentials: "
+                                     "write the trust bundle: %s",
+                                     strerror(errno));
+            }
+        }
+    }
+    close(in);
+    if (n < 0) {
+        return vsb_error_set(e, VSB_E_INTERNAL, NULL, "credentials: read "
+                             "%s: %s", path, strerror(errno));
+    }
+    return 0;
+}
+
+
+int
+vsb_ecred_bundle(vsb_sandbox_t *sb, vsb_error_t *e)
+{
+    char         path[PATH_MAX + 64];
+    const char  *ca = vsb_eproxy_ca_cert();
+    size_t       total = 0;
+    int          fd, dfd;
+
+    if (ca == NULL) {
+        return vsb_error_set(e, VSB_E_UNAVAILABLE, NULL, "credentials: the "
+                             "egress proxy's CA is not known yet");
+    }
+    /* the image's /etc is not followed if it is a link: the file is made
+     * in the directory itself, or not at all */
+    snprintf(path, sizeof(path), "%s/root/etc", sb->dir);
+    dfd = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (dfd == -1) {
+        return vsb_error_set(e, VSB_E_INTERNAL, NULL, "credentials: open "
+                             "%s: %s", path, strerror(errno));
+    }
+    (void) unlinkat(dfd, VSB_ECRED_BUNDLE_NAME, 0);
+    fd = openat(dfd, VSB_ECRED_BUNDLE_NAME, O_WRONLY | O_CREAT | O_EXCL
+                | O_NOFOLLOW | O_CLOEXEC, 0644);
+    close(dfd);
+    snprintf(path, sizeof(path), "%s/root%s", sb->dir, VSB_ECRED_BUNDLE);
+    if (fd == -1) {
+        return vsb_error_set(e, VSB_E_INTERNAL, NULL, "credentials: create "
+                             "%s: %s", path, strerror(errno));
+    }
+    if ((vsb_ecred_cf->egress.trust_roots[0] != '\0'
+         && vsb_ecred_copy(fd, vsb_ecred_cf->egress.trust_roots, &total, e)
+            != 0))
+    {
+        close(fd);
+        return -1;
+    }
+    /* (a roots file may lack its last newline) */
+    if (write(fd, "\n", 1) != 1) {
+        close(fd);
+        return vsb_error_set(e, VSB_E_INTERNAL, NULL, "credentials: write "
+                             "%s: %s", path, strerror(errno));
+    }
+    if (vsb_ecred_copy(fd, ca, &total, e) != 0) {
+        close(fd);
+        return -1;
+    }
+    if (fchmod(fd, 0644) != 0 || close(fd) != 0) {
+        return vsb_error_set(e, VSB_E_INTERNAL, NULL, "credentials: close "
+                             "%s: %s", path, strerror(errno));
+    }
+    return 0;
+}
+
+
+char **
+vsb_ecred_env(const char *const *base, json_t *attached)
+{
+    static const char *const  ca_vars[] = {
+        "SSL_CERT_FILE", "NODE_EXTRA_CA_CERTS", "REQUESTS_CA_BUNDLE",
+        "GIT_SSL_CAINFO", "CURL_CA_BUNDLE", NULL
+    };
+    const eg_cred_binding_t  *b;
+    json_t                   *a;
+    char                    **env;
+    size_t                    n = 0, i;
+
+    for (i = 0; base != NULL && base[i] != NULL; i++) {
+        n++;
+    }
+    env = calloc(n + 5 + json_array_size(attached) + 1, sizeof(char *));
+    if (env == NULL) {
+        return NULL;
+    }
+    n = 0;
+    for (i = 0; base != NULL && base[i] != NULL; i++) {
+        if ((env[n++] = strdup(base[i])) == NULL) {
+            goto failed;
+        }
+    }
+    for (i = 0; ca_vars[i] != NULL; i++) {
+        if (asprintf(&env[n++], "%s=%s", ca_vars[i], VSB_ECRED_BUNDLE) < 0) {
+            env[n - 1] = NULL;
+            goto failed;
+        }
+    }
+    json_array_foreach(attached, i, a) {
+        b = vsb_ecred_find(json_string_value(json_object_get(a, "name")));
+        if (b == NULL) {
+            continue;
+        }
+        if (asprintf(&env[n++], "%s=%s", b->env,
+                     json_string_value(json_object_get(a, "placeholder")))
+            < 0)
+        {
+            env[n - 1] = NULL;
+            goto failed;
+        }
+    }
+    return env;
+
+failed:
+    vsb_ecred_env_free(env);
+    return NULL;
+}
+
+
+void
+vsb_ecred_env_free(char **env)
+{
+    size_t  i;
+
+    for (i = 0; env != NULL && env[i] != NULL; i++) {
+        free(env[i]);
+    }
+    free(env);
+}
+
+
+json_t *
+vsb_ecred_json(json_t *attached)
+{
+    const eg_cred_binding_t  *b;
+    json_t                   *arr = json_array(), *a, *o;
+    size_t                    i;
+    char                      host[EG_HOST_MAX + 3];
+
+    json_array_foreach(attached, i, a) {
+        b = vsb_ecred_find(json_string_value(json_object_get(a, "name")));
+        if (b == NULL || arr == NULL) {
+            continue;
+        }
+        snprintf(host, sizeof(host), "%s%s", b->host.wildcard ? "*." : "",
+                 b->host.host);
+        o = json_pack("{s:s, s:s, s:s, s:s}", "name", b->name, "host", host,
+                      "header", b->header, "env", b->env);
+        if (o != NULL && b->path[0] != '\0') {
+            json_object_set_new(o, "path", json_string(b->path));
+        }
+        json_array_append_new(arr, o);
+    }
+    return arr;
+}

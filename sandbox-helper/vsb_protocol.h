@@ -433,6 +433,7 @@
 #define VSB_MAX_ENDED_LIST        49152       /* ENDED records in a reply */
 #define VSB_ENDED_PAGE            16          /* ended: records by default */
 #define VSB_ENDED_PAGE_MAX        64
+#define VSB_SNAPSHOT_ID_LEN       29          /* "snap-" + 24 hex */
 
 /*
  * Ops: the name a request's "op" holds, and VSB_OPS, every op once.  The
@@ -446,7 +447,9 @@
     X(ping) X(create) X(status) X(list) X(exec) X(write_file)               \
     X(read_file) X(destroy) X(update_network) X(profiles) X(exec_status)    \
     X(exec_output) X(exec_kill) X(extract_archive) X(export_archive)        \
-    X(stats) X(update_lifetime) X(ended) X(usage)
+    X(stats) X(update_lifetime) X(ended) X(usage) X(snapshot_create)     \
+    X(snapshot_list) X(snapshot_get) X(snapshot_delete) X(pause)            \
+    X(resume) X(changes)
 
 #define VSB_OP_PING               "ping"
 #define VSB_OP_CREATE             "create"
@@ -467,6 +470,13 @@
 #define VSB_OP_UPDATE_LIFETIME    "update_lifetime"
 #define VSB_OP_ENDED              "ended"
 #define VSB_OP_USAGE              "usage"
+#define VSB_OP_SNAPSHOT_CREATE    "snapshot_create"
+#define VSB_OP_SNAPSHOT_LIST      "snapshot_list"
+#define VSB_OP_SNAPSHOT_GET       "snapshot_get"
+#define VSB_OP_SNAPSHOT_DELETE    "snapshot_delete"
+#define VSB_OP_PAUSE              "pause"
+#define VSB_OP_RESUME             "resume"
+#define VSB_OP_CHANGES            "changes"
 
 /* Event frames (no "ok"): "event" is one of these. */
 #define VSB_EVENT_OUTPUT          "output"
@@ -510,6 +520,9 @@
 #define VSB_E_PROFILE_UNAVAILABLE "profile_unavailable"
 #define VSB_E_ENDED               "ended"
 #define VSB_E_EPOCH_MISMATCH      "epoch_mismatch"
+#define VSB_E_UNSUPPORTED_FILE    "unsupported_file"
+#define VSB_E_PAUSED              "paused"
+#define VSB_E_SNAPSHOT_PROFILE    "snapshot_profile_gone"
 #define VSB_E_INTERNAL            "internal"
 
 /* Limit names carried in "limit" with over_ceiling, and in LIMITS. */
@@ -528,6 +541,11 @@
 #define VSB_LIMIT_ARCHIVE_BYTES   "archive_bytes"
 #define VSB_LIMIT_EXECS           "execs"
 #define VSB_LIMIT_BACKGROUND      "background_execs"
+#define VSB_LIMIT_SNAPSHOTS       "snapshots"       /* a tenant's count */
+#define VSB_LIMIT_SNAPSHOT_BYTES  "snapshot_bytes"  /* a tenant's bytes */
+#define VSB_LIMIT_SNAPSHOT_FILES  "snapshot_files"  /* one snapshot's */
+#define VSB_LIMIT_SNAPSHOT_TTL_S  "snapshot_ttl_s"
+#define VSB_LIMIT_CHANGES_BYTES   "changes_bytes"   /* a changes reply */
 
 
 static inline void

@@ -100,6 +100,7 @@ vsb_snap_new_id(char id[VSB_SNAPSHOT_ID_LEN + 1])
 vsb_snap_t *
 vsb_snap_first(void)
 {
+    vsb_snap_expire();
     return vsb_snaps;
 }
 
@@ -109,6 +110,8 @@ vsb_snap_find(const char *tenant, const char *agent, const char *id,
     const char *field, vsb_error_t *e)
 {
     vsb_snap_t  *s;
+
+    vsb_snap_expire();          /* an expired one is gone, not late */
 
     for (s = vsb_snaps; s != NULL; s = s->next) {
         if (strcmp(s->id, id) == 0) {
@@ -135,6 +138,8 @@ vsb_snap_usage(const char *tenant, uint64_t *count, uint64_t *bytes)
 
     *count = 0;
     *bytes = 0;
+
+    vsb_snap_expire();
 
     for (s = vsb_snaps; s != NULL; s = s->next) {
         if (strcmp(s->tenant, tenant) == 0) {

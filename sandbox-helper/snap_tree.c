@@ -579,6 +579,9 @@ vsb_mf_dir(vsb_mf_walk_t *w, int sfd, int dfd, size_t plen, int depth)
         return vsb_mf_io(w, "read the directory");
     }
 
+    /* the descriptor shares its offset with sfd's: from the start */
+    rewinddir(d);
+
     for ( ;; ) {
         errno = 0;
         de = readdir(d);
@@ -999,7 +1002,11 @@ vsb_mf_load(const char *text, size_t len, vsb_mf_t *m, char *why,
             || uid < 0 || uid >= VSB_UID_RANGE || gid < 0
             || gid >= VSB_UID_RANGE || size < 0 || path[0] == '\0'
             || strlen(path) > VSB_MAX_PATH
-            || (sha != NULL && strlen(sha) != 64))
+            || (sha != NULL) != (vsb_mf_type_of(type) == VSB_MF_FILE)
+            || (sha != NULL && (strlen(sha) != 64
+                                || strspn(sha, "0123456789abcdef") != 64))
+            || (target != NULL) != (vsb_mf_type_of(type) == VSB_MF_LINK)
+            || (opaque && vsb_mf_type_of(type) != VSB_MF_DIR))
         {
             snprintf(why, wlen, "manifest: entry %zu is malformed", i);
             json_decref(root);
@@ -1121,6 +1128,8 @@ vsb_mf_rm_tree(int dirfd, int depth)
         close(fd);
         return -1;
     }
+
+    rewinddir(d);
 
     while ((de = readdir(d)) != NULL) {
         if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0) {

@@ -422,7 +422,7 @@ sub window
 ok($h->destroy($a)->{ok}, 'the original destroyed');
 ok(op('snapshot_delete', snapshot => $S3)->{ok}, 'the last snapshot deleted');
 $h->leaks_ok('after snapshots, forks and pauses');
-$h->stop;
+is($h->stop, 0, 'the helper exits 0') or diag $h->log_text;
 undef $h;       # its cleanup before the next helper of the same names
 
 # ---- an image profile: whiteouts and opaque directories over the image ---
@@ -483,5 +483,5 @@ $sd = $h->state_dir;
     ok(op('snapshot_delete', snapshot => $sid)->{ok}, 'deleted');
 }
 $h->leaks_ok('after the image profile\'s snapshots');
-$h->stop;
+is($h->stop, 0, 'the helper exits 0') or diag $h->log_text;
 done_testing;

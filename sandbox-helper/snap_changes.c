@@ -14,6 +14,7 @@
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <sys/xattr.h>
 #include <unistd.h>
 
 #include "vsb_snap_changes.h"
@@ -22,8 +23,11 @@
 #define VSB_NOBODY  65534
 
 typedef struct {
-    vsb_mf_t   *base;       /* NULL: none */
+    vsb_mf_t   *base;       /* NULL: none, or read from its tree */
     int         basefd;
+    unsigned    base_tree:1;    /* the base is read from its tree at
+                                   basefd, entry by entry, not from its
+                                   manifest (a fork since its create) */
     vsb_mf_t   *layer;
     int         layerfd;    /* -1: its content is not kept (baseline) */
     int         imagefd;    /* -1: nothing beneath */
@@ -186,8 +190,9 @@ vsb_paths_image(vsb_cx_t *cx, vsb_paths_t *ps, int imagefd, const char *dir)
     b = cx->q->b;
     b.max_files = cx->q->b.max_files > ps->n ? cx->q->b.max_files - ps->n : 0;
     b.host_uid = 0;
+    b.names_only = 1;
 
-    /* hashes are not needed here, but the walk is the bounded one */
+    /* the paths only: each is resolved (and hashed) on its own later */
     if (vsb_mf_walk(fd, -1, &b, &m, &e) != 0) {
         cx->e = e;
         close(fd);
@@ -354,6 +359,78 @@ vsb_res_image(vsb_cx_t *cx, int imagefd, const char *path, vsb_res_t *r)
 }
 
 
+/*
+ * path in a snapshot's tree as overlayfs sees that layer: 1 (r filled)
+ * when there; 2 when hidden (a whiteout there or above, a non-directory
+ * above, or an opaque directory above it that does not hold it); 0 when
+ * not there (look beneath); -1 with cx->e.
+ */
+static int
+vsb_res_tree(vsb_cx_t *cx, int treefd, const char *path, vsb_res_t *r)
+{
+    char         buf[VSB_MAX_PATH + 1], opq[2];
+    char        *slash;
+    struct stat  st;
+    int          fd, opaque = 0;
+
+    snprintf(buf, sizeof(buf), "%s", path);
+
+    for (slash = strchr(buf, '/'); ; slash = strchr(slash + 1, '/')) {
+        if (slash != NULL) {
+            *slash = '\0';
+        }
+
+        fd = vsb_mf_open(treefd, buf, O_PATH);
+        if (fd == -1) {
+            if (errno == ENOENT) {
+                return opaque ? 2 : 0;
+            }
+            if (errno == ELOOP || errno == ENOTDIR) {
+                return 2;           /* a link or a file above it */
+            }
+            return vsb_error_set(&cx->e, VSB_E_IO, "path", "open \"%.200s\" "
+                                 "in the snapshot: %s", buf, strerror(errno));
+        }
+        if (fstat(fd, &st) != 0) {
+            close(fd);
+            return vsb_error_set(&cx->e, VSB_E_IO, "path", "stat \"%.200s\" "
+                                 "in the snapshot: %s", buf, strerror(errno));
+        }
+        close(fd);
+
+        if (S_ISCHR(st.st_mode) && st.st_rdev == 0) {
+            return 2;               /* a whiteout */
+        }
+
+        if (slash == NULL) {
+            break;
+        }
+
+        if (!S_ISDIR(st.st_mode)) {
+            return 2;
+        }
+
+        fd = vsb_mf_open(treefd, buf, O_RDONLY | O_DIRECTORY);
+        if (fd != -1) {
+            if (fgetxattr(fd, "trusted.overlay.opaque", opq, sizeof(opq)) == 1
+                && opq[0] == 'y')
+            {
+                opaque = 1;
+            }
+            close(fd);
+        }
+
+        *slash = '/';
+    }
+
+    if (vsb_res_image(cx, treefd, path, r) != 0) {
+        return -1;
+    }
+
+    return r->present ? 1 : 0;
+}
+
+
 static int
 vsb_resolve(vsb_cx_t *cx, const vsb_view_t *v, const char *path,
     vsb_res_t *r)
@@ -373,6 +450,14 @@ vsb_resolve(vsb_cx_t *cx, const vsb_view_t *v, const char *path,
     }
     if (k == 2) {
         return 0;
+    }
+
+    if (v->base_tree) {
+        k = vsb_res_tree(cx, v->basefd, path, r);
+        if (k != 0 || r->present || v->imagefd == -1) {
+            return k == -1 ? -1 : 0;
+        }
+        return vsb_res_image(cx, v->imagefd, path, r);
     }
 
     k = vsb_res_layer(v->base, path, &e);
@@ -897,7 +982,7 @@ vsb_compare(vsb_cx_t *cx, const vsb_view_t *ref, const vsb_view_t *cur,
 /* Paths below every entry of m that hides what is beneath it. */
 static int
 vsb_paths_hidden(vsb_cx_t *cx, vsb_paths_t *ps, const vsb_mf_t *m,
-    const vsb_mf_t *base, int imagefd)
+    const vsb_mf_t *base, int basefd, int imagefd)
 {
     size_t  i;
 
@@ -909,6 +994,12 @@ vsb_paths_hidden(vsb_cx_t *cx, vsb_paths_t *ps, const vsb_mf_t *m,
         }
         if (vsb_paths_below(ps, base, x->path) != 0) {
             return vsb_error_set(&cx->e, VSB_E_INTERNAL, NULL, "out of memory");
+        }
+        if (basefd != -1 && vsb_paths_image(cx, ps, basefd, x->path) != 0) {
+            if (cx->e.error == NULL) {
+                vsb_error_set(&cx->e, VSB_E_INTERNAL, NULL, "out of memory");
+            }
+            return -1;
         }
         if (imagefd != -1 && vsb_paths_image(cx, ps, imagefd, x->path) != 0) {
             if (cx->e.error == NULL) {
@@ -963,7 +1054,18 @@ vsb_changes_run(vsb_cx_t *cx, vsb_mf_t *cur_layer, vsb_mf_t *base,
     cur.layerfd = layerfd;
     cur.imagefd = vsb_open_dir(q->image);
 
-    if (q->base_mf[0] != '\0') {
+    if (q->base_mf[0] != '\0' && q->baseline[0] != '\0') {
+        /* a fork since its create: both sides have its snapshot beneath,
+         * read where a layer names something, never whole */
+        cur.base_tree = 1;
+        cur.basefd = vsb_open_dir(q->base_tree);
+        if (cur.basefd == -1) {
+            vsb_error_set(&cx->e, VSB_E_IO, NULL, "the snapshot it was forked "
+                          "from: %s", strerror(errno));
+            goto done;
+        }
+
+    } else if (q->base_mf[0] != '\0') {
         if (vsb_mf_load_file(AT_FDCWD, q->base_mf, 256u << 20, base, why,
                              sizeof(why)) != 0)
         {
@@ -986,6 +1088,7 @@ vsb_changes_run(vsb_cx_t *cx, vsb_mf_t *cur_layer, vsb_mf_t *base,
         ref.layer = ref_layer;
         ref.base = cur.base;
         ref.basefd = cur.basefd;
+        ref.base_tree = cur.base_tree;
 
     } else {
         if (vsb_mf_load_file(AT_FDCWD, q->ref_mf, 256u << 20, ref_layer,
@@ -1008,11 +1111,19 @@ vsb_changes_run(vsb_cx_t *cx, vsb_mf_t *cur_layer, vsb_mf_t *base,
         goto done;
     }
 
-    if (vsb_paths_hidden(cx, &ps, cur.layer, cur.base, cur.imagefd) != 0
-        || vsb_paths_hidden(cx, &ps, ref.layer, ref.base, ref.imagefd) != 0
-        || vsb_paths_hidden(cx, &ps, cur.base, NULL, cur.imagefd) != 0
+    /* below what hides: what the base and the image hold there; below
+     * what a base hides, what the image holds (a base both share hides
+     * the same on both sides) */
+    if (vsb_paths_hidden(cx, &ps, cur.layer, cur.base,
+                         cur.base_tree ? cur.basefd : -1, cur.imagefd) != 0
+        || vsb_paths_hidden(cx, &ps, ref.layer, ref.base,
+                            ref.base_tree ? ref.basefd : -1, ref.imagefd)
+           != 0
         || (ref.base != cur.base
-            && vsb_paths_hidden(cx, &ps, ref.base, NULL, ref.imagefd) != 0))
+            && (vsb_paths_hidden(cx, &ps, cur.base, NULL, -1, cur.imagefd)
+                != 0
+                || vsb_paths_hidden(cx, &ps, ref.base, NULL, -1,
+                                    ref.imagefd) != 0)))
     {
         goto done;
     }

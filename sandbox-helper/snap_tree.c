@@ -422,6 +422,12 @@ vsb_mf_entry(vsb_mf_walk_t *w, int sfd, int dfd, const char *name,
     x->gid = vsb_mf_inside(st.st_gid, w->b->host_uid);
     x->mode = (uint16_t) (st.st_mode & 07777);
 
+    if (S_ISREG(st.st_mode) && w->b->names_only && dfd == -1) {
+        x->type = VSB_MF_FILE;
+        x->size = (uint64_t) st.st_size;
+        return 0;
+    }
+
     if (S_ISREG(st.st_mode)) {
         x->type = VSB_MF_FILE;
         /* x may move when the manifest grows: fill a copy */

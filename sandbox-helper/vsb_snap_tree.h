@@ -63,6 +63,8 @@ typedef struct {
     uid_t      host_uid;      /* the layer's inside uid 0 on the host */
     unsigned   overlay:1;     /* keep whiteouts and opaque marks in the
                                  copy (an image profile's layer) */
+    unsigned   names_only:1;  /* no copy: files are not read (no sha256,
+                                 size from stat): a listing of paths */
 } vsb_mf_bounds_t;
 
 void vsb_mf_free(vsb_mf_t *m);

@@ -684,8 +684,9 @@ vsb_op_snapshot_list(vsb_conn_t *c, json_t *root, const vsb_request_t *r,
     vsb_snap_t  *s;
     json_t      *list, *reply, *j;
     uint64_t     count, bytes;
-    size_t       md = 0;
+    size_t       md = 0, total = 0;
     char        *dump;
+    int          truncated = 0;
 
     list = json_array();
     reply = vsb_ok(r->request_id);
@@ -720,7 +721,21 @@ vsb_op_snapshot_list(vsb_conn_t *c, json_t *root, const vsb_request_t *r,
             }
         }
 
+        /* and the whole within VSB_MAX_JSON: the rest left out */
+        dump = json_dumps(j, JSON_COMPACT);
+        total += dump ? strlen(dump) + 1 : VSB_MAX_JSON;
+        free(dump);
+        if (total > VSB_MAX_JSON - 1024) {
+            json_decref(j);
+            truncated = 1;
+            break;
+        }
+
         json_array_append_new(list, j);
+    }
+
+    if (truncated) {
+        json_object_set_new(reply, "truncated", json_true());
     }
 
     vsb_snap_usage(r->tenant, &count, &bytes);

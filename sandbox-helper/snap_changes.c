@@ -849,6 +849,30 @@ vsb_diff_entry(vsb_cx_t *cx, const char *path, const vsb_res_t *old,
     snprintf(la, sizeof(la), old->present ? "a/%s" : "/dev/null", path);
     snprintf(lb, sizeof(lb), now->present ? "b/%s" : "/dev/null", path);
 
+    /* a name with a newline could forge the diff's own lines: named with
+     * '?' for its control characters, not diffed (the list and the tar
+     * have it as it is) */
+    if (strcspn(path, "\x01\x02\x03\x04\x05\x06\x07\x08\t\n\x0b\x0c\r"
+                "\x0e\x0f\x10\x11\x12\x13\x14\x15\x16\x17\x18\x19\x1a"
+                "\x1b\x1c\x1d\x1e\x1f\x7f") != strlen(path))
+    {
+        char  *c;
+
+        for (c = la; *c != '\0'; c++) {
+            if ((unsigned char) *c < 0x20 || *c == 0x7f) {
+                *c = '?';
+            }
+        }
+        for (c = lb; *c != '\0'; c++) {
+            if ((unsigned char) *c < 0x20 || *c == 0x7f) {
+                *c = '?';
+            }
+        }
+        snprintf(line, sizeof(line), "Files %s and %s differ (a name with "
+                 "control characters: not diffed)\n", la, lb);
+        return vsb_cx_out(cx, line, strlen(line));
+    }
+
     a = vsb_diff_side(cx, old);
     b = a < 0 && a != -1 ? -1 : vsb_diff_side(cx, now);
 

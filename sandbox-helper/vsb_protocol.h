@@ -282,7 +282,9 @@
  *                                       tenant_snapshots, tenant_bytes}
  *             the owner's (agent absent: the tenant's) snapshots; each
  *             with its metadata while the list's come to at most
- *             VSB_LIST_METADATA_BYTES, then "metadata_omitted": true.
+ *             VSB_LIST_METADATA_BYTES, then "metadata_omitted": true; as
+ *             many as fit VSB_MAX_JSON ("truncated": true when some were
+ *             left out; tenant_snapshots counts them all).
  *   snapshot_get {tenant, agent, snapshot, manifest?}
  *                                   -> {snapshot: SNAPSHOT,
  *                                       manifest_len?}

@@ -319,6 +319,15 @@ my $b = $h->create_ok(from_snapshot => $S3);
     ok(!exists $c->{'workspace/root/etc'}, '... / is not walked into');
     is($c->{'workspace/pipe'}{type}, 'fifo', 'the fifo is listed, unopened');
 
+    sh_ok($b, q{cd /workspace && d="$(printf 'n\n+++ b')" && mkdir "$d" && }
+          . q{printf 'evil\n' > "$d/passwd"},
+          'a file whose path holds a newline and a diff header');
+    my ($dr, $dt) = changes($b, since => $S3, format => 'diff');
+    unlike($dt, qr{^\+\+\+ b/passwd}m,
+           'the diff: a name cannot forge a header line');
+    like($dt, qr{^Files /dev/null and b/workspace/n\?\+\+\+ b/passwd differ }m,
+         '... it is named with ? for its control characters');
+
     my ($t, $tar) = changes($b, since => $S3, format => 'tar');
     unlike($tar, qr/root:[^:\n]*:\d+:\d+:/,
            'the tar holds no host file\'s content');

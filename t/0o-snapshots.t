@@ -14,7 +14,9 @@
 # follow no link, in the list, the diff, the tar and the snapshot; over
 # an image profile, deletions and replaced directories (whiteouts,
 # opaque directories) are kept and resolved, and a fork of a snapshot
-# whose profile is gone is refused by name.
+# whose profile is gone is refused by name; a sandbox destroyed while its
+# snapshot is made, or a helper killed meanwhile, leaves nothing half
+# made in the store.
 use strict;
 use warnings;
 use Digest::SHA qw(sha256_hex);
@@ -430,6 +432,57 @@ sub window
 
 ok($h->destroy($a)->{ok}, 'the original destroyed');
 ok(op('snapshot_delete', snapshot => $S3)->{ok}, 'the last snapshot deleted');
+# ---- a snapshot under way when its sandbox ends, or the helper dies ----
+
+sub big_sandbox
+{
+    my $id = $h->create_ok(limits => { disk_mb => 128 });
+    sh_ok($id, 'mkdir /workspace/t && cd /workspace/t && '
+          . 'seq 1 20000 | xargs touch', "$id: 20000 files");
+    return $id;
+}
+
+sub new_dirs
+{
+    opendir(my $dh, "$sd/snapshots") or die "$sd/snapshots: $!";
+    return grep { /^\.(?:new|del)-/ } readdir $dh;
+}
+
+{
+    my $id = big_sandbox();
+    my $s = $h->connect;
+    VetoTest::write_all($s, VetoTest::frame({ op => 'snapshot_create',
+        tenant => 't1', agent => 'a1', id => $id }));
+    my $d = $h->destroy($id);
+    ok($d->{ok}, 'a sandbox whose snapshot is being made is destroyed')
+        or diag explain $d;
+    is_deeply($d->{confirmed}, { map { $_ => $T } qw(processes cgroups
+              network mounts files) }, '... everything confirmed gone');
+    my ($r) = VetoTest::recv_frame($s, 60);
+    ok($r->{ok} || ($r->{error} // '') eq 'busy',
+       'the snapshot: made before the end, or busy (the sandbox ended)')
+        or diag explain $r;
+    note('the snapshot ' . ($r->{ok} ? 'was made first' : 'was cut short'));
+    ok(op('snapshot_delete', snapshot => $r->{snapshot}{id})->{ok},
+       '... and deleted') if $r->{ok};
+    eventually('nothing half made is left in the store', 30,
+               sub { !new_dirs() });
+
+    $id = big_sandbox();
+    $s = $h->connect;
+    VetoTest::write_all($s, VetoTest::frame({ op => 'snapshot_create',
+        tenant => 't1', agent => 'a1', id => $id }));
+    eventually('the snapshot is being made', 10, sub { new_dirs() });
+    $h->kill9;
+    $h->launch;
+    eventually('a restart removes what the dead helper was making', 30,
+               sub { !new_dirs() });
+    my ($l) = $h->call({ op => 'snapshot_list', tenant => 't1' });
+    is($l->{tenant_snapshots}, 0, '... and lists nothing of it');
+    is(op('status', id => $id)->{sandbox}{end_reason}, 'helper_restart',
+       '... its sandbox ended on record');
+}
+
 $h->leaks_ok('after snapshots, forks and pauses');
 is($h->stop, 0, 'the helper exits 0') or diag $h->log_text;
 undef $h;       # its cleanup before the next helper of the same names

@@ -10,7 +10,8 @@
  *   snapshots/.del-<snap id>/          one being removed
  *
  * A snapshot is committed by renaming its finished directory into place,
- * so the store never lists half of one; at start, .new- and .del-
+ * once its files are on disk (syncfs), so the store never lists half of
+ * one; at start, .new- and .del-
  * leftovers of a previous run are removed and expired snapshots too.
  * Each snapshot belongs to the (tenant, agent) that made it: any other
  * owner is told not_found, as for an unknown id.  While a fork of it

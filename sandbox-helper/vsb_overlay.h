@@ -41,6 +41,9 @@ int vsb_overlay_create(vsb_sandbox_t *sb, vsb_error_t *e);
  */
 int vsb_overlay_unmount(const char *dir, char *err, size_t errlen);
 
+/* The held image's tree (its rootfs in the store), NULL when none. */
+const char *vsb_overlay_image_root(const vsb_sandbox_t *sb);
+
 /* Releases the image; called when the sandbox is freed. */
 void vsb_overlay_free(vsb_sandbox_t *sb);
 

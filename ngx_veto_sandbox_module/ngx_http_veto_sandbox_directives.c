@@ -172,7 +172,8 @@ ngx_http_veto_sandbox_policy(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
 {
     ngx_http_veto_sandbox_srv_conf_t *vscf = conf;
 
-    ngx_str_t  *value;
+    ngx_str_t                   *value;
+    ngx_http_veto_sandbox_op_t  *ops;
 
     if (vscf->policy != NULL) {
         return "is duplicate";
@@ -185,8 +186,13 @@ ngx_http_veto_sandbox_policy(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
     }
 
     /* the actions it names are the op table's rows */
-    vscf->policy = ngx_http_veto_sandbox_policy_load(cf, &value[1],
-                                                     ngx_http_veto_sandbox_ops);
+    ops = ngx_http_veto_sandbox_ops_table();
+    if (ops == NULL) {
+        return "cannot assemble the op table: more rows than "
+               "NGX_HTTP_VSB_MAX_OPS";
+    }
+
+    vscf->policy = ngx_http_veto_sandbox_policy_load(cf, &value[1], ops);
     if (vscf->policy == NULL) {
         return NGX_CONF_ERROR;
     }

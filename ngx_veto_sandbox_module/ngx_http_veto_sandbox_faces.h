@@ -27,7 +27,11 @@
  *                 event of a call's progress stream
  *   _mcp_present.c  a success as the tool's result: text, structured
  *   _ops.c        THE OP TABLE: one row per operation, data only (the
- *                 policy's action names and the OpenAPI check read it)
+ *                 policy's action names and the OpenAPI check read it),
+ *                 assembled from the core rows and the op groups' own
+ *   _snapshots.c  the snapshots op group, whole: snapshots, forks'
+ *                 field, pause and resume, changes; rows, builders,
+ *                 mappers, records, MCP tools
  *   _op_route.c   a request's row, running a routed op: build, gate,
  *                 run; the table's check at configuration (the OpenAPI
  *                 document describes its rows)
@@ -73,8 +77,32 @@ char *ngx_http_veto_sandbox_policy(ngx_conf_t *cf, ngx_command_t *cmd,
 char *ngx_http_veto_sandbox_scope(ngx_conf_t *cf, ngx_command_t *cmd,
     void *conf);
 
-/* _ops.c: the rows, ended by one whose name is empty */
+/*
+ * The op groups whose rows (and MCP tools) live in a file of their own,
+ * next to their builders, mappers and records: group g's file defines
+ * ngx_http_veto_sandbox_<g>_ops[] (rows, ended by one whose name is
+ * empty) and, outside NGX_HTTP_VSB_OPS_DATA_ONLY,
+ * ngx_http_veto_sandbox_<g>_tools[] (MCP tools, ended by a NULL name).
+ * _ops.c appends the rows to its own, _mcp_tool_table.c the tools.
+ */
+#define NGX_HTTP_VSB_OP_GROUPS(X)                                             \
+    X(snapshots)
+
+#define NGX_HTTP_VSB_OP_GROUP_ROWS(g)                                         \
+    extern ngx_http_veto_sandbox_op_t  ngx_http_veto_sandbox_##g##_ops[];
+NGX_HTTP_VSB_OP_GROUPS(NGX_HTTP_VSB_OP_GROUP_ROWS)
+#undef NGX_HTTP_VSB_OP_GROUP_ROWS
+
+/* the whole table's rows at most */
+#define NGX_HTTP_VSB_MAX_OPS  96
+
+/* _ops.c: the rows, ended by one whose name is empty: filled by
+ * ngx_http_veto_sandbox_ops_table(), which the configuration calls first
+ * (the policy directive, the table's check) */
 extern ngx_http_veto_sandbox_op_t  ngx_http_veto_sandbox_ops[];
+/* the table assembled (once): the core rows, then each group's in
+ * NGX_HTTP_VSB_OP_GROUPS order; NULL: more than NGX_HTTP_VSB_MAX_OPS */
+ngx_http_veto_sandbox_op_t *ngx_http_veto_sandbox_ops_table(void);
 
 /* _op_route.c */
 

@@ -328,6 +328,45 @@ ngx_http_veto_sandbox_mcp_tool_t  ngx_http_veto_sandbox_mcp_tools[] = {
 };
 
 
+/* the op groups' tools (NGX_HTTP_VSB_OP_GROUPS, faces.h), after the
+ * table above's */
+#define NGX_HTTP_VSB_OP_GROUP_TOOLS(g)                                        \
+    extern ngx_http_veto_sandbox_mcp_tool_t                                   \
+        ngx_http_veto_sandbox_##g##_tools[];
+NGX_HTTP_VSB_OP_GROUPS(NGX_HTTP_VSB_OP_GROUP_TOOLS)
+#undef NGX_HTTP_VSB_OP_GROUP_TOOLS
+
+#define NGX_HTTP_VSB_OP_GROUP_TOOLS(g)  ngx_http_veto_sandbox_##g##_tools,
+
+static ngx_http_veto_sandbox_mcp_tool_t  *ngx_http_veto_sandbox_mcp_groups[] = {
+    ngx_http_veto_sandbox_mcp_tools,
+    NGX_HTTP_VSB_OP_GROUPS(NGX_HTTP_VSB_OP_GROUP_TOOLS)
+    NULL
+};
+
+
+/* each tool of each group, in order: for (tool = first(&g); tool;
+ * tool = next(&g, tool)) */
+static ngx_http_veto_sandbox_mcp_tool_t *
+ngx_http_veto_sandbox_mcp_tool_next(ngx_http_veto_sandbox_mcp_tool_t ***g,
+    ngx_http_veto_sandbox_mcp_tool_t *tool)
+{
+    tool = tool ? tool + 1 : **g;
+
+    while (tool->name == NULL) {
+        (*g)++;
+
+        if (**g == NULL) {
+            return NULL;
+        }
+
+        tool = **g;
+    }
+
+    return tool;
+}
+
+
 /* tools/list's "tools", made once per worker from the table above */
 static json_t  *ngx_http_veto_sandbox_mcp_list;
 
@@ -358,7 +397,7 @@ json_t *
 ngx_http_veto_sandbox_mcp_tool_list(void)
 {
     json_t                            *list, *t;
-    ngx_http_veto_sandbox_mcp_tool_t  *tool;
+    ngx_http_veto_sandbox_mcp_tool_t  *tool, **g;
 
     if (ngx_http_veto_sandbox_mcp_list) {
         return ngx_http_veto_sandbox_mcp_list;
@@ -369,7 +408,12 @@ ngx_http_veto_sandbox_mcp_tool_list(void)
         return NULL;
     }
 
-    for (tool = ngx_http_veto_sandbox_mcp_tools; tool->name; tool++) {
+    g = ngx_http_veto_sandbox_mcp_groups;
+
+    for (tool = ngx_http_veto_sandbox_mcp_tool_next(&g, NULL);
+         tool;
+         tool = ngx_http_veto_sandbox_mcp_tool_next(&g, tool))
+    {
         t = ngx_http_veto_sandbox_mcp_tool_json(tool);
 
         if (t == NULL || json_array_append_new(list, t) != 0) {
@@ -389,9 +433,14 @@ ngx_int_t
 ngx_http_veto_sandbox_mcp_tools_init(ngx_conf_t *cf)
 {
     json_t                            *t;
-    ngx_http_veto_sandbox_mcp_tool_t  *tool;
+    ngx_http_veto_sandbox_mcp_tool_t  *tool, **g;
 
-    for (tool = ngx_http_veto_sandbox_mcp_tools; tool->name; tool++) {
+    g = ngx_http_veto_sandbox_mcp_groups;
+
+    for (tool = ngx_http_veto_sandbox_mcp_tool_next(&g, NULL);
+         tool;
+         tool = ngx_http_veto_sandbox_mcp_tool_next(&g, tool))
+    {
         t = ngx_http_veto_sandbox_mcp_tool_json(tool);
 
         if (t == NULL) {
@@ -411,9 +460,14 @@ ngx_http_veto_sandbox_mcp_tools_init(ngx_conf_t *cf)
 ngx_http_veto_sandbox_mcp_tool_t *
 ngx_http_veto_sandbox_mcp_tool(const char *name)
 {
-    ngx_http_veto_sandbox_mcp_tool_t  *tool;
+    ngx_http_veto_sandbox_mcp_tool_t  *tool, **g;
 
-    for (tool = ngx_http_veto_sandbox_mcp_tools; tool->name; tool++) {
+    g = ngx_http_veto_sandbox_mcp_groups;
+
+    for (tool = ngx_http_veto_sandbox_mcp_tool_next(&g, NULL);
+         tool;
+         tool = ngx_http_veto_sandbox_mcp_tool_next(&g, tool))
+    {
         if (ngx_strcmp(tool->name, name) == 0) {
             return tool;
         }

@@ -96,6 +96,9 @@ enum {
     NGX_HTTP_VSB_L_FILE_BYTES,      /* not in "limits": per written file */
     NGX_HTTP_VSB_L_ARCHIVE_BYTES,   /* not in "limits": per uploaded archive */
     NGX_HTTP_VSB_L_IDLE_S,          /* not in "limits": the create's idle_s */
+    NGX_HTTP_VSB_L_SNAPSHOT_TTL_S,  /* a snapshot's ttl_s (_snapshots.c) */
+    NGX_HTTP_VSB_L_SNAPSHOTS,       /* a tenant's snapshots, their count */
+    NGX_HTTP_VSB_L_SNAPSHOT_BYTES,  /* and their bytes */
     NGX_HTTP_VSB_NLIMITS
 };
 

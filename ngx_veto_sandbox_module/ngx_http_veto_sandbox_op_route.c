@@ -14,7 +14,8 @@
  * Does uri match the row's path?  A literal byte matches itself; "{id}"
  * matches a valid sandbox id and "{approval}" a valid approval id, which
  * are returned: an id that cannot exist is as unknown as one that does
- * not.  "{key}", always last, matches the rest of the URI when it can be
+ * not.  "{snap}", always last, matches a valid snapshot id, which its
+ * builder reads from the URI's end.  "{key}", always last, matches the rest of the URI when it can be
  * a Redis key part (a jti, an agent); its builder reads it from there.
  * NGX_ERROR: a placeholder this function does not know.
  */
@@ -75,6 +76,16 @@ ngx_http_veto_sandbox_op_match(const char *path, ngx_str_t *uri,
             p += NGX_HTTP_VSB_APPROVAL_ID_LEN;
             s += 10;
             continue;
+        }
+
+        if (ngx_strcmp(s, "{snap}") == 0) {
+            /* "snap-" and 24 lowercase hex digits, the URI's end; the
+             * builder reads it from there */
+            return (size_t) (last - p) == VSB_SNAPSHOT_ID_LEN
+                   && ngx_strncmp(p, "snap-", 5) == 0
+                   && ngx_http_veto_sandbox_hex_lower(p + 5,
+                                                  VSB_SNAPSHOT_ID_LEN - 5)
+                   ? NGX_OK : NGX_DECLINED;
         }
 
         if (ngx_strcmp(s, "{key}") == 0) {
@@ -387,6 +398,15 @@ ngx_http_veto_sandbox_ops_init(ngx_conf_t *cf)
     const char                  *s;
     ngx_http_veto_sandbox_op_t  *op, *o;
 
+    /* the core rows and the op groups' (a configuration without a
+     * policy directive assembles it here) */
+    if (ngx_http_veto_sandbox_ops_table() == NULL) {
+        ngx_log_error(NGX_LOG_EMERG, cf->log, 0,
+                      "veto_sandbox: the op table has more rows than "
+                      "NGX_HTTP_VSB_MAX_OPS");
+        return NGX_ERROR;
+    }
+
     for (op = ngx_http_veto_sandbox_ops; op->name.len; op++) {
 
         if (op->methods == 0 || op->path == NULL
@@ -400,12 +420,13 @@ ngx_http_veto_sandbox_ops_init(ngx_conf_t *cf)
             if (*s == '{' && ngx_strncmp(s, "{id}", 4) != 0
                 && ngx_strncmp(s, "{approval}", 10) != 0
                 && ngx_strncmp(s, "{exec}", 6) != 0
+                && ngx_strcmp(s, "{snap}") != 0
                 && ngx_strcmp(s, "{key}") != 0)
             {
                 return ngx_http_veto_sandbox_op_refuse(cf, op,
                                       "unknown placeholder (known: {id}, "
-                                      "{approval}, {exec}, and {key} at "
-                                      "the end)");
+                                      "{approval}, {exec}, and {snap} or "
+                                      "{key} at the end)");
             }
         }
 

@@ -13,8 +13,11 @@
  * A row is made with ngx_http_vsb_op(), so a row missing a piece does not
  * compile, and ngx_http_veto_sandbox_ops_init() (_op_route.c) checks the
  * table when the configuration is read, so a piece that cannot work
- * fails "nginx -t".  This file holds the rows and nothing else: the
- * unit tests link it as data (NGX_HTTP_VSB_OPS_DATA_ONLY).
+ * fails "nginx -t".  This file holds the core rows and the table they
+ * and the op groups' rows (an op group's file holds its rows next to
+ * their code: NGX_HTTP_VSB_OP_GROUPS, faces.h) make, and nothing else:
+ * the unit tests link it, and the groups' files, as data
+ * (NGX_HTTP_VSB_OPS_DATA_ONLY).
  */
 
 #include "ngx_http_veto_sandbox_faces.h"
@@ -31,7 +34,7 @@
                                 |NGX_HTTP_VSB_SCOPE_NETWORK)
 
 
-ngx_http_veto_sandbox_op_t  ngx_http_veto_sandbox_ops[] = {
+static ngx_http_veto_sandbox_op_t  ngx_http_veto_sandbox_core_ops[] = {
 
     /* the liveness probe: public, no gate; reveals only up/down */
 
@@ -307,3 +310,45 @@ ngx_http_veto_sandbox_op_t  ngx_http_veto_sandbox_ops[] = {
 
     { ngx_null_string, 0, NULL, 0, 0, 0, 0, NULL, NULL, NULL, NULL, NULL }
 };
+
+
+#define NGX_HTTP_VSB_OP_GROUP_ROWS(g)  ngx_http_veto_sandbox_##g##_ops,
+
+static ngx_http_veto_sandbox_op_t  *ngx_http_veto_sandbox_op_groups[] = {
+    ngx_http_veto_sandbox_core_ops,
+    NGX_HTTP_VSB_OP_GROUPS(NGX_HTTP_VSB_OP_GROUP_ROWS)
+    NULL
+};
+
+
+/* the table, core rows first; a zeroed row ends it */
+ngx_http_veto_sandbox_op_t  ngx_http_veto_sandbox_ops[NGX_HTTP_VSB_MAX_OPS + 1];
+
+
+ngx_http_veto_sandbox_op_t *
+ngx_http_veto_sandbox_ops_table(void)
+{
+    ngx_uint_t                    n;
+    ngx_http_veto_sandbox_op_t   *op, **g;
+    static ngx_uint_t             assembled;
+
+    if (assembled) {
+        return ngx_http_veto_sandbox_ops;
+    }
+
+    n = 0;
+
+    for (g = ngx_http_veto_sandbox_op_groups; *g; g++) {
+        for (op = *g; op->name.len; op++) {
+            if (n == NGX_HTTP_VSB_MAX_OPS) {
+                return NULL;
+            }
+
+            ngx_http_veto_sandbox_ops[n++] = *op;
+        }
+    }
+
+    assembled = 1;
+
+    return ngx_http_veto_sandbox_ops;
+}

@@ -760,6 +760,15 @@ ngx_http_veto_sandbox_create_detail(ngx_http_request_t *r,
     }
 
     /* the image its root is made of; null: a directory profile */
+    /* a fork: the snapshot it was made of */
+    if (json_is_string(json_object_get(sb, "from_snapshot"))
+        && json_object_set(d, "from_snapshot",
+                           json_object_get(sb, "from_snapshot")) != 0)
+    {
+        json_decref(d);
+        return;
+    }
+
     if (json_object_set(d, "profile_digest",
                         json_is_string(json_object_get(sb, "profile_digest"))
                         ? json_object_get(sb, "profile_digest")

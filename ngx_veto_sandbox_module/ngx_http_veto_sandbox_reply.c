@@ -363,6 +363,13 @@ static ngx_http_veto_sandbox_errmap_t  ngx_http_veto_sandbox_errors[] = {
       "the sandbox's ownership record and this host's helper disagreed "
       "twice about which helper run holds it" },
     { VSB_E_INTERNAL,           NGX_HTTP_INTERNAL_SERVER_ERROR, NULL },
+    { VSB_E_PAUSED,             NGX_HTTP_CONFLICT,
+      "the sandbox is paused: resume it first (POST "
+      "/v1/sandboxes/{id}/resume)" },
+    { VSB_E_SNAPSHOT_PROFILE,   NGX_HTTP_CONFLICT,
+      "the snapshot's profile no longer exists on this host, or its image "
+      "is another now: it cannot be forked" },
+    { VSB_E_UNSUPPORTED_FILE,   NGX_HTTP_VSB_UNPROCESSABLE, NULL },
     { NULL,                     NGX_HTTP_BAD_GATEWAY,
       "the sandbox helper answered an unknown error" }
 };
@@ -513,6 +520,15 @@ ngx_http_veto_sandbox_reply_error(ngx_http_request_t *r,
             json_object_set_new(extra, "path",
                             ngx_http_veto_sandbox_json_ngx_str(&ctx->path));
 
+        } else if (field && (ngx_strcmp(field, "snapshot") == 0
+                             || ngx_strcmp(field, "from_snapshot") == 0
+                             || ngx_strcmp(field, "since") == 0))
+        {
+            /* the sandbox, if any, is the caller's; the snapshot is
+             * unknown, or another owner's, or on another host */
+            error = "snapshot_not_found";
+            detail = "no such snapshot of yours on this host";
+
         } else if (field && ngx_strcmp(field, "exec") == 0) {
             /* the sandbox is there (and the caller's) */
             detail = "no such exec in this sandbox (an ended background "
@@ -525,9 +541,13 @@ ngx_http_veto_sandbox_reply_error(ngx_http_request_t *r,
 
     } else if (ngx_strcmp(error, VSB_E_BUSY) == 0) {
 
-        if (field && ngx_strcmp(field, "id") == 0) {
-            /* destroying, or could not be destroyed: waiting on it does
-             * not help (a DELETE may be retried) */
+        if ((field && ngx_strcmp(field, "id") == 0)
+            || (json_is_string(v = json_object_get(j, "limit"))
+                && ngx_strcmp(json_string_value(v), "forks") == 0))
+        {
+            /* destroying, or could not be destroyed, or a snapshot with
+             * live forks: waiting on it does not help (a DELETE may be
+             * retried) */
             status = NGX_HTTP_CONFLICT;
 
         } else if (ngx_http_veto_sandbox_header(r, "Retry-After", "1")

@@ -11,7 +11,7 @@
 
 static const char  *ngx_http_veto_sandbox_create_fields[] = {
     "profile", "limits", "ttl_s", "idle_s", "network", "env", "metadata",
-    NULL
+    "from_snapshot", NULL
 };
 
 
@@ -48,6 +48,29 @@ ngx_http_veto_sandbox_build_create(ngx_http_request_t *r,
         return NGX_HTTP_INTERNAL_SERVER_ERROR;
     }
 
+    /* a fork (_snapshots.c): "snap-" and 24 hex digits; its profile is
+     * the snapshot's, as it was allowed when the snapshot's sandbox was
+     * made, unless the body names one (then the helper compares) */
+    v = json_object_get(body, "from_snapshot");
+
+    if (v != NULL) {
+        if (!json_is_string(v)
+            || json_string_length(v) != VSB_SNAPSHOT_ID_LEN
+            || ngx_strncmp(json_string_value(v), "snap-", 5) != 0
+            || !ngx_http_veto_sandbox_hex_lower(
+                          (u_char *) json_string_value(v) + 5,
+                          VSB_SNAPSHOT_ID_LEN - 5))
+        {
+            return ngx_http_veto_sandbox_bad_field(r, "bad_value",
+                                                   "from_snapshot",
+                                                   "\"from_snapshot\" is a "
+                                                   "snapshot id: snap- and 24 "
+                                                   "lowercase hex digits");
+        }
+
+        json_object_set(req, "from_snapshot", v);
+    }
+
     /* profile: allowed by policy, or the policy's default */
     v = json_object_get(body, "profile");
 
@@ -58,6 +81,7 @@ ngx_http_veto_sandbox_build_create(ngx_http_request_t *r,
     }
 
     profile = v ? json_string_value(v)
+                : json_object_get(req, "from_snapshot") ? NULL
                 : rule->default_profile.len
                   ? (const char *) rule->default_profile.data : NULL;
 
@@ -71,6 +95,7 @@ ngx_http_veto_sandbox_build_create(ngx_http_request_t *r,
         json_object_set_new(req, "profile", json_string(profile));
 
     } else if (rule->profiles != NULL
+               && json_object_get(req, "from_snapshot") == NULL
                && ngx_http_veto_sandbox_policy_profile(rule, "default")
                   != NGX_OK)
     {

@@ -127,9 +127,11 @@ ngx_http_veto_sandbox_where_step(ngx_http_request_t *r,
 
     mcf = ngx_http_veto_sandbox_gate_mcf(r);
 
-    /* a create, with routing: here, unless this host is full */
+    /* a create, with routing: here, unless this host is full; a fork
+     * always here, where its snapshot must be (docs/api.md) */
     if (ctx->step == NGX_HTTP_VSB_STEP_WHERE && ctx->sandbox.len == 0
         && ctx->op->quota == NGX_HTTP_VSB_QUOTA_SANDBOXES
+        && json_object_get(ctx->req, "from_snapshot") == NULL
         && mcf->host_addr.len && mcf->peer_pass.len)
     {
         ngx_str_t  a[3];

@@ -390,7 +390,10 @@ close $rec;
 system('cp', $rec_file, $ENV{VETO_OPENAPI_KEEP}) if $ENV{VETO_OPENAPI_KEEP};
 
 # ---- the validator: each line of its TAP-like output is a test here
-my @out = `node '$DIR/validate.mjs' '$ROOT/docs/openapi.json' '$rec_file' '$ROOT/ngx_veto_sandbox_module/ngx_http_veto_sandbox_ops.c' 2>&1`;
+# the rows: _ops.c's and the op groups' files' (any module file with rows)
+my $row_files = join ' ', map { "'$_'" }
+    glob("$ROOT/ngx_veto_sandbox_module/ngx_http_veto_sandbox_*.c");
+my @out = `node '$DIR/validate.mjs' '$ROOT/docs/openapi.json' '$rec_file' $row_files 2>&1`;
 my $rc = $? >> 8;
 my $seen = 0;
 for (@out) {

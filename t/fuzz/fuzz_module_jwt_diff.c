@@ -173,7 +173,7 @@ LLVMFuzzerInitialize(int *argc, char ***argv)
 
     put_file(fd, policy_text, sizeof(policy_text) - 1);
     vscf.policy = ngx_http_veto_sandbox_policy_load(&cf, &file,
-                                                    ngx_http_veto_sandbox_ops);
+                                                    ngx_http_veto_sandbox_ops_table());
     if (vscf.policy == NULL) {
         abort();
     }

@@ -367,7 +367,7 @@ load(ngx_pool_t *pool, const uint8_t *data, size_t size)
     ngx_stub_conf(&cf, pool);
 
     return ngx_http_veto_sandbox_policy_load(&cf, &policy_path,
-                                             ngx_http_veto_sandbox_ops);
+                                             ngx_http_veto_sandbox_ops_table());
 }
 
 

@@ -71,7 +71,7 @@ load(const char *text)
     name.len = strlen(file);
 
     return ngx_http_veto_sandbox_policy_load(&conf, &name,
-                                             ngx_http_veto_sandbox_ops);
+                                             ngx_http_veto_sandbox_ops_table());
 }
 
 

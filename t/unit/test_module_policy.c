@@ -69,7 +69,7 @@ load(const char *text)
     name.len = strlen(file);
 
     return ngx_http_veto_sandbox_policy_load(&conf, &name,
-                                             ngx_http_veto_sandbox_ops);
+                                             ngx_http_veto_sandbox_ops_table());
 }
 
 
@@ -231,7 +231,8 @@ test_load_refusals(void **state)
             " [\"sandbox.get\"]}}}}",
             "unknown action (known: sandbox.create, sandbox.update, "
             "sandbox.delete, sandbox.files.read, sandbox.files.write, "
-            "sandbox.archive.write, sandbox.archive.read, sandbox.exec)");
+            "sandbox.archive.write, sandbox.archive.read, sandbox.exec, "
+            "sandbox.changes)");
     refused("{\"tenants\": {\"a\": {\"approvals\": {\"threshold\": 0}}}}",
             "approvals.threshold has the wrong type or value");
     refused("{\"tenants\": {\"a\": {\"approvals\": {\"exec_argv\": [\"\"]}}}}",
@@ -556,7 +557,7 @@ test_actions(void **state)
         n.data = (u_char *) actions[i].name;
         n.len = strlen(actions[i].name);
         assert_int_equal(ngx_http_veto_sandbox_policy_action(
-                             ngx_http_veto_sandbox_ops, &n),
+                             ngx_http_veto_sandbox_ops_table(), &n),
                          actions[i].bit);
     }
 }

@@ -83,6 +83,11 @@ ngx_http_veto_sandbox_mcp_tool_t  ngx_http_veto_sandbox_mcp_tools[] = {
         "exec in the sandbox.\"},"
         "\"metadata\":{\"type\":\"object\",\"description\":\"Your own "
         "notes, kept with the sandbox.\"},"
+        "\"from_snapshot\":{\"type\":\"string\",\"pattern\":"
+        "\"^snap-[0-9a-f]{24}$\",\"description\":\"A fork: the new "
+        "sandbox's files are this snapshot of yours (snapshot_sandbox), "
+        "its profile the snapshot's; forks never see each other's "
+        "writes.\"},"
         NGX_HTTP_VSB_MCP_APPROVAL_ARG
       "},\"additionalProperties\":false}",
       "{\"readOnlyHint\":false,\"destructiveHint\":false,"

@@ -314,6 +314,26 @@ ngx_http_veto_sandbox_reply_snapshot(ngx_http_request_t *r,
 }
 
 
+/* GET: the snapshot itself, as its create answered it */
+static ngx_int_t
+ngx_http_veto_sandbox_reply_snapshot_get(ngx_http_request_t *r,
+    ngx_http_veto_sandbox_ctx_t *ctx)
+{
+    json_t  *snap;
+
+    snap = json_object_get(ctx->helper.json, "snapshot");
+
+    if (!json_is_object(snap)) {
+        return ngx_http_veto_sandbox_problem(r, NGX_HTTP_BAD_GATEWAY,
+                                             "bad_gateway",
+                                             "the sandbox helper answered no "
+                                             "snapshot", NULL);
+    }
+
+    return ngx_http_veto_sandbox_send_json(r, NGX_HTTP_OK, json_incref(snap));
+}
+
+
 /* The changes: json as one object (the counts and "changes"); diff and
  * tar as the bytes, untrusted like any export. */
 static ngx_int_t
@@ -866,7 +886,7 @@ ngx_http_veto_sandbox_op_t  ngx_http_veto_sandbox_snapshots_ops[] = {
                     NGX_HTTP_VSB_BODY_NONE, VSB_OP_SNAPSHOT_GET,
                     ngx_http_veto_sandbox_build_snapshot_id,
                     ngx_http_veto_sandbox_forward,
-                    ngx_http_veto_sandbox_reply_json,
+                    ngx_http_veto_sandbox_reply_snapshot_get,
                     ngx_http_veto_sandbox_record_nothing),
 
     ngx_http_vsb_op("snapshot.delete", NGX_HTTP_DELETE,

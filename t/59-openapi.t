@@ -331,6 +331,44 @@ call('/v1/admin/sandboxes/{id}', DELETE => '/v1/admin/sandboxes/'
 call('/v1/admin/sandboxes/{id}', DELETE => "/v1/admin/sandboxes/$unknown_sb",
      $tok{admin});
 
+# ---- snapshots, forks, pause and resume, changes (_snapshots.c)
+my $snap_tpl = '/v1/snapshots/{snap}';
+my $unknown_snap = 'snap-' . ('0' x 24);
+($st, undef, undef, $j) = call("$sb_tpl/snapshots", POST => "$sb/snapshots",
+                               $tok{agent}, { metadata => { k => 'v' } });
+is($st, 201, 'a snapshot is made') or diag explain $j;
+my $snap = $j->{id} // $unknown_snap;
+call("$sb_tpl/snapshots", POST => "$sb/snapshots", $tok{agent},
+     { ttl_s => 'soon' });
+call("$sb_tpl/snapshots", POST => "/v1/sandboxes/$unknown_sb/snapshots",
+     $tok{agent}, {});
+call("$sb_tpl/snapshots", POST => "$sb/snapshots", $tok{rev}, {});
+call('/v1/snapshots', GET => '/v1/snapshots', $tok{agent});
+call('/v1/snapshots', GET => '/v1/snapshots', $tok{rev});
+call($snap_tpl, GET => "/v1/snapshots/$snap", $tok{agent});
+call($snap_tpl, GET => "/v1/snapshots/$unknown_snap", $tok{agent});
+($st, undef, undef, $j) = call('/v1/sandboxes', POST => '/v1/sandboxes',
+                               $tok{agent}, { from_snapshot => $snap });
+is($st, 201, 'a fork is made') or diag explain $j;
+my $fork = "/v1/sandboxes/" . ($j->{id} // $unknown_sb);
+call('/v1/sandboxes', POST => '/v1/sandboxes', $tok{agent},
+     { from_snapshot => $unknown_snap });
+call($snap_tpl, DELETE => "/v1/snapshots/$snap", $tok{agent});
+call("$sb_tpl/changes", GET => "$fork/changes?since=$snap", $tok{agent});
+call("$sb_tpl/changes", GET => "$fork/changes?since=$snap&format=diff",
+     $tok{agent});
+call("$sb_tpl/changes", GET => "$fork/changes?format=tar", $tok{agent});
+call("$sb_tpl/changes", GET => "$fork/changes?format=zip", $tok{agent});
+call("$sb_tpl/pause", POST => "$fork/pause", $tok{agent});
+call("$sb_tpl/exec", POST => "$fork/exec", $tok{agent}, { argv => ['true'] });
+call("$sb_tpl/resume", POST => "$fork/resume", $tok{agent});
+call("$sb_tpl/pause", POST => "/v1/sandboxes/$unknown_sb/pause", $tok{agent});
+call("$sb_tpl/resume", POST => "/v1/sandboxes/$unknown_sb/resume",
+     $tok{agent});
+call($sb_tpl, DELETE => $fork, $tok{agent});
+call($snap_tpl, DELETE => "/v1/snapshots/$snap", $tok{agent});
+call($snap_tpl, DELETE => "/v1/snapshots/$snap", $tok{agent});
+
 # the end of it
 call($sb_tpl, DELETE => $sb, $tok{agent});
 call($sb_tpl, DELETE => $sb, $tok{agent});

@@ -102,7 +102,7 @@ is_deeply([sort map { $_->{id} } @{ $j->{snapshots} }],
 
 ($st, undef, $b, $j) = req(GET => "/v1/snapshots/$snap", $t);
 is($st, 200, 'get: 200') or diag $b;
-is($j->{snapshot}{metadata}{note}, 'deps installed', 'its metadata');
+is($j->{metadata}{note}, 'deps installed', 'its metadata');
 
 # ---- ownership: another agent, another tenant: 404 like an unknown one
 for my $who ([$other_agent, 'another agent'], [$other_tenant,
@@ -288,6 +288,11 @@ like($msnap, qr/^snap-/, 'MCP: a snapshot');
 $r = tool(list_snapshots => {});
 ok((grep { $_->{id} eq $msnap } @{ $r->{structuredContent}{snapshots} }),
    'MCP: listed');
+$r = tool(create_sandbox => { from_snapshot => $msnap });
+my $mfork = $r->{structuredContent}{id} // '';
+like($mfork, qr/^sb-/, 'MCP: a fork');
+is($r->{structuredContent}{from_snapshot}, $msnap, 'MCP: of the snapshot');
+req(DELETE => "/v1/sandboxes/$mfork", $t);
 $r = tool(pause_sandbox => { sandbox_id => $sb });
 is($r->{structuredContent}{paused}, JSON::PP::true, 'MCP: paused');
 $r = tool(resume_sandbox => { sandbox_id => $sb });

@@ -57,6 +57,12 @@ my @allow = (
     [PUT    => '/v1/admin/revocations/agent/a/b', 'GET, HEAD, DELETE'],
     [POST   => '/v1/admin/sandboxes',        'GET, HEAD'],
     [GET    => "/v1/admin/sandboxes/$sb",    'DELETE'],
+    [GET    => "/v1/sandboxes/$sb/snapshots", 'POST'],
+    [POST   => '/v1/snapshots',              'GET, HEAD'],
+    [POST   => '/v1/snapshots/snap-' . ('0' x 24), 'GET, HEAD, DELETE'],
+    [GET    => "/v1/sandboxes/$sb/pause",    'POST'],
+    [GET    => "/v1/sandboxes/$sb/resume",   'POST'],
+    [POST   => "/v1/sandboxes/$sb/changes",  'GET'],
 );
 for my $c (@allow) {
     my ($m, $path, $want) = @$c;
@@ -111,6 +117,12 @@ my @nothing = (
     [GET  => "/v1/sandboxes/$sb/execs/${ex}0"],
     [GET  => "/v1/sandboxes/$sb/execs/$ex/outputs"],
     [GET  => "/v1/sandboxes/$sb/archives"],
+    [GET  => '/v1/snapshots/'],
+    [GET  => '/v1/snapshots/snap-XYZ'],
+    [GET  => '/v1/snapshots/snap-' . ('A' x 24)],
+    [GET  => '/v1/snapshots/snap-' . ('0' x 25)],
+    [GET  => '/v1/snapshots/snap-' . ('0' x 24) . '/x'],
+    [GET  => "/v1/sandboxes/$sb/changes/x"],
     [GET  => '/v1/audit/'],
     [GET  => '/v1/approvals/'],
     [GET  => "/v1/approvals/${apr}0"],

@@ -992,7 +992,8 @@ ngx_http_veto_sandbox_mcp_tool_t  ngx_http_veto_sandbox_snapshots_tools[] = {
       ngx_http_veto_sandbox_mcp_present_paused },
 
     { "resume_sandbox", "Resume a sandbox",
-      "Let a paused sandbox's processes run on.",
+      "Let a paused sandbox's processes run on where they stopped; "
+      "commands and file calls work again.",
       "{\"type\":\"object\",\"properties\":{"
         NGX_HTTP_VSB_MCP_SANDBOX_ID_ARG
       "},\"required\":[\"sandbox_id\"],\"additionalProperties\":false}",

@@ -152,8 +152,10 @@ await step('tools/list', async () => {
                          'describe_isolation', 'destroy_sandbox', 'exec',
                          'extend_sandbox', 'get_sandbox', 'list_profiles',
                          'list_sandboxes', 'read_file', 'upload_archive',
-                         'write_file']
-                        .join(','), 'tools/list: the thirteen tools');
+                         'write_file', 'delete_snapshot', 'list_snapshots',
+                         'pause_sandbox', 'resume_sandbox', 'sandbox_changes',
+                         'snapshot_sandbox'].sort()
+                        .join(','), 'tools/list: the nineteen tools');
     const by = Object.fromEntries(tools.map(t => [t.name, t]));
     for (const t of tools) {
         ok(t.inputSchema && t.inputSchema.type === 'object'

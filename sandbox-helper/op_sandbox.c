@@ -686,18 +686,17 @@ vsb_op_create(vsb_conn_t *c, json_t *root, const vsb_request_t *r,
         goto failed_netns;
     }
 
+    /* what "changes since created" compares with: its layer now, its
+     * files all laid out (the resolver's too) */
+    if (vsb_sandbox_baseline(sb, err, sizeof(err)) != 0) {
+        vsb_error_set(e, VSB_E_INTERNAL, NULL, "baseline: %s", err);
+        goto failed_netns;
+    }
+
     sb->cgroup = vsb_cgroup_create(NULL, sb->id, &sb->limits, err,
                                    sizeof(err));
     if (sb->cgroup == NULL) {
         vsb_error_set(e, VSB_E_INTERNAL, NULL, "cgroup: %s", err);
-        goto failed_netns;
-    }
-
-    /* what "changes since created" compares with: its layer now */
-    if (vsb_sandbox_baseline(sb, err, sizeof(err)) != 0) {
-        vsb_error_set(e, VSB_E_INTERNAL, NULL, "baseline: %s", err);
-        vsb_cgroup_destroy(sb->cgroup, err2, sizeof(err2));
-        sb->cgroup = NULL;
         goto failed_netns;
     }
 

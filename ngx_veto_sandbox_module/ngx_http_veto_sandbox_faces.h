@@ -93,6 +93,13 @@ char *ngx_http_veto_sandbox_scope(ngx_conf_t *cf, ngx_command_t *cmd,
 NGX_HTTP_VSB_OP_GROUPS(NGX_HTTP_VSB_OP_GROUP_ROWS)
 #undef NGX_HTTP_VSB_OP_GROUP_ROWS
 
+/* a row's scopes: reading one's own sandboxes (and snapshots) needs any
+ * sandbox scope */
+#define NGX_HTTP_VSB_SANDBOXES (NGX_HTTP_VSB_SCOPE_CREATE                     \
+                                |NGX_HTTP_VSB_SCOPE_EXEC                      \
+                                |NGX_HTTP_VSB_SCOPE_FILES                     \
+                                |NGX_HTTP_VSB_SCOPE_NETWORK)
+
 /* the whole table's rows at most */
 #define NGX_HTTP_VSB_MAX_OPS  96
 

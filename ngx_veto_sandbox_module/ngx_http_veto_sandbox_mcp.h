@@ -147,6 +147,14 @@ ngx_int_t ngx_http_veto_sandbox_mcp_sandbox_twin(ngx_http_request_t *r,
     const char **why);
 ngx_int_t ngx_http_veto_sandbox_mcp_query(ngx_http_request_t *r,
     json_t *args, ngx_str_t *query, const char **why);
+/* every argument is one of names (NULL ended): NGX_OK, or NGX_DECLINED
+ * with *why naming the first other */
+ngx_int_t ngx_http_veto_sandbox_mcp_known(ngx_http_request_t *r,
+    json_t *args, const char **names, const char **why);
+/* the arguments but sandbox_id and approval_id as the JSON body:
+ * compact, keys sorted (the same arguments hash alike) */
+ngx_int_t ngx_http_veto_sandbox_mcp_json_body(ngx_http_request_t *r,
+    json_t *args, ngx_str_t *body);
 /* runs a tools/call: NGX_DONE, or the code to finalize r with */
 ngx_int_t ngx_http_veto_sandbox_mcp_call(ngx_http_request_t *r,
     ngx_http_veto_sandbox_ctx_t *ctx, ngx_http_veto_sandbox_mcp_call_t *call);

@@ -29,7 +29,7 @@
 
 
 /* Every argument is one of names; else *why names the first other. */
-static ngx_int_t
+ngx_int_t
 ngx_http_veto_sandbox_mcp_known(ngx_http_request_t *r, json_t *args,
     const char **names, const char **why)
 {
@@ -151,7 +151,7 @@ ngx_http_veto_sandbox_mcp_method(ngx_http_veto_sandbox_mcp_twin_t *twin,
 
 
 /* The arguments but the ids, as the JSON body: compact, keys sorted. */
-static ngx_int_t
+ngx_int_t
 ngx_http_veto_sandbox_mcp_json_body(ngx_http_request_t *r, json_t *args,
     ngx_str_t *body)
 {

@@ -27,13 +27,6 @@
 
 #define NGX_HTTP_VSB_READ      (NGX_HTTP_GET|NGX_HTTP_HEAD)
 
-/* reading one's own sandboxes needs any sandbox scope */
-#define NGX_HTTP_VSB_SANDBOXES (NGX_HTTP_VSB_SCOPE_CREATE                     \
-                                |NGX_HTTP_VSB_SCOPE_EXEC                      \
-                                |NGX_HTTP_VSB_SCOPE_FILES                     \
-                                |NGX_HTTP_VSB_SCOPE_NETWORK)
-
-
 static ngx_http_veto_sandbox_op_t  ngx_http_veto_sandbox_core_ops[] = {
 
     /* the liveness probe: public, no gate; reveals only up/down */

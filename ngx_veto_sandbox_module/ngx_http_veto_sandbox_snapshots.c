@@ -98,13 +98,12 @@ ngx_http_veto_sandbox_build_snapshot(ngx_http_request_t *r,
 
     n = rule->def[NGX_HTTP_VSB_L_SNAPSHOT_TTL_S];
 
-    switch (ngx_http_veto_sandbox_uint(json_object_get(body, "ttl_s"), &n)) {
-    case NGX_ERROR:
+    if (ngx_http_veto_sandbox_uint(json_object_get(body, "ttl_s"), &n)
+        == NGX_ERROR)
+    {
         return ngx_http_veto_sandbox_bad_field(r, "bad_type", "ttl_s",
                                                "\"ttl_s\" must be a positive "
                                                "integer (seconds)");
-    default:
-        break;
     }
 
     if (n && rule->ceiling[NGX_HTTP_VSB_L_SNAPSHOT_TTL_S]
@@ -535,39 +534,6 @@ ngx_http_veto_sandbox_record_changes(ngx_http_request_t *r,
     "gave it (sb- and 24 hex digits).\"}"
 
 
-/* args but sandbox_id and approval_id as a compact JSON body */
-static ngx_int_t
-ngx_http_veto_sandbox_snapshot_twin_body(ngx_http_request_t *r, json_t *args,
-    ngx_str_t *body)
-{
-    size_t   len;
-    json_t  *copy;
-
-    copy = json_copy(args);
-    if (copy == NULL) {
-        return NGX_ERROR;
-    }
-
-    json_object_del(copy, "sandbox_id");
-    json_object_del(copy, "approval_id");
-
-    len = json_dumpb(copy, NULL, 0, JSON_COMPACT|JSON_SORT_KEYS);
-
-    body->data = ngx_pnalloc(r->pool, len ? len : 1);
-    if (body->data == NULL) {
-        json_decref(copy);
-        return NGX_ERROR;
-    }
-
-    body->len = json_dumpb(copy, (char *) body->data, len,
-                           JSON_COMPACT|JSON_SORT_KEYS);
-
-    json_decref(copy);
-
-    return body->len ? NGX_OK : NGX_ERROR;
-}
-
-
 /* snapshot_sandbox: POST /v1/sandboxes/{id}/snapshots {ttl_s?, metadata?} */
 static ngx_int_t
 ngx_http_veto_sandbox_mcp_twin_snapshot(ngx_http_request_t *r, json_t *args,
@@ -585,7 +551,7 @@ ngx_http_veto_sandbox_mcp_twin_snapshot(ngx_http_request_t *r, json_t *args,
         return rc;
     }
 
-    return ngx_http_veto_sandbox_snapshot_twin_body(r, args, &twin->body);
+    return ngx_http_veto_sandbox_mcp_json_body(r, args, &twin->body);
 }
 
 
@@ -675,9 +641,13 @@ static ngx_int_t
 ngx_http_veto_sandbox_mcp_twin_snapshots(ngx_http_request_t *r, json_t *args,
     ngx_http_veto_sandbox_mcp_twin_t *twin, const char **why)
 {
-    if (json_object_size(args) != 0) {
-        *why = "list_snapshots takes no arguments";
-        return NGX_DECLINED;
+    ngx_int_t  rc;
+
+    static const char  *none[] = { NULL };
+
+    rc = ngx_http_veto_sandbox_mcp_known(r, args, none, why);
+    if (rc != NGX_OK) {
+        return rc;
     }
 
     twin->method = NGX_HTTP_GET;
@@ -693,14 +663,14 @@ static ngx_int_t
 ngx_http_veto_sandbox_mcp_twin_snapshot_delete(ngx_http_request_t *r,
     json_t *args, ngx_http_veto_sandbox_mcp_twin_t *twin, const char **why)
 {
-    json_t      *v;
-    const char  *key;
+    json_t     *v;
+    ngx_int_t   rc;
 
-    json_object_foreach(args, key, v) {
-        if (ngx_strcmp(key, "snapshot_id") != 0) {
-            *why = "delete_snapshot takes only snapshot_id";
-            return NGX_DECLINED;
-        }
+    static const char  *names[] = { "snapshot_id", NULL };
+
+    rc = ngx_http_veto_sandbox_mcp_known(r, args, names, why);
+    if (rc != NGX_OK) {
+        return rc;
     }
 
     v = json_object_get(args, "snapshot_id");
@@ -851,13 +821,6 @@ ngx_http_veto_sandbox_mcp_present_changes(ngx_http_request_t *r,
 /* ---- the group's rows (_ops.c's table) ---------------------------------- */
 
 
-/* reading one's own snapshots needs any sandbox scope */
-#define NGX_HTTP_VSB_SNAPSHOT_READERS (NGX_HTTP_VSB_SCOPE_CREATE              \
-                                       |NGX_HTTP_VSB_SCOPE_EXEC               \
-                                       |NGX_HTTP_VSB_SCOPE_FILES              \
-                                       |NGX_HTTP_VSB_SCOPE_NETWORK)
-
-
 ngx_http_veto_sandbox_op_t  ngx_http_veto_sandbox_snapshots_ops[] = {
 
     /* making, forking (sandbox.create) and deleting snapshots, pausing and
@@ -873,7 +836,7 @@ ngx_http_veto_sandbox_op_t  ngx_http_veto_sandbox_snapshots_ops[] = {
 
     ngx_http_vsb_op("snapshot.list", NGX_HTTP_GET|NGX_HTTP_HEAD,
                     "/v1/snapshots",
-                    NGX_HTTP_VSB_SNAPSHOT_READERS, 0, NGX_HTTP_VSB_QUOTA_NONE,
+                    NGX_HTTP_VSB_SANDBOXES, 0, NGX_HTTP_VSB_QUOTA_NONE,
                     NGX_HTTP_VSB_BODY_NONE, VSB_OP_SNAPSHOT_LIST,
                     ngx_http_veto_sandbox_build_snapshot_list,
                     ngx_http_veto_sandbox_forward,
@@ -882,7 +845,7 @@ ngx_http_veto_sandbox_op_t  ngx_http_veto_sandbox_snapshots_ops[] = {
 
     ngx_http_vsb_op("snapshot.get", NGX_HTTP_GET|NGX_HTTP_HEAD,
                     "/v1/snapshots/{snap}",
-                    NGX_HTTP_VSB_SNAPSHOT_READERS, 0, NGX_HTTP_VSB_QUOTA_NONE,
+                    NGX_HTTP_VSB_SANDBOXES, 0, NGX_HTTP_VSB_QUOTA_NONE,
                     NGX_HTTP_VSB_BODY_NONE, VSB_OP_SNAPSHOT_GET,
                     ngx_http_veto_sandbox_build_snapshot_id,
                     ngx_http_veto_sandbox_forward,

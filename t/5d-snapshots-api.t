@@ -3,8 +3,9 @@
 # API and MCP (real nginx, Redis and helper): a snapshot of a sandbox
 # (201, Location) is listed, read and forked; two forks of it diverge
 # independently; a delete is confirmed (its files gone, then 404);
-# the policy's count quota, ttl_s ceiling and retention refuse or expire
-# by name; another tenant's and another agent's snapshots are 404 as an
+# the policy's count and byte quotas, ttl_s ceiling and retention refuse
+# or expire by name; scopes (sandbox:create, sandbox:files for changes)
+# and the export policy (a change set asks a human) hold; another tenant's and another agent's snapshots are 404 as an
 # unknown one; pause stops a running loop (its output stops growing),
 # execs and file reads while paused answer 409 paused, resume continues
 # it; the changes of a known edit (json exactly, and the diff) are the
@@ -28,6 +29,10 @@ my $acme = $policy->{tenants}{acme};
 $acme->{ceilings}{snapshots} = 3;
 $acme->{ceilings}{snapshot_ttl_s} = 3600;
 $acme->{defaults}{snapshot_ttl_s} = 600;
+# an agent whose snapshots may hold 10 bytes; one whose exports (and so
+# change sets) a human approves
+$acme->{agents}{'agent-tiny'} = { ceilings => { snapshot_bytes => 10 } };
+$acme->{agents}{'agent-export'} = { approvals => { export => JSON::PP::true } };
 
 my $n = VetoNginx->new;
 $n->start_redis;
@@ -239,6 +244,39 @@ is($j->{limit}, 'snapshots', 'limit snapshots');
 ok(eventually('the 1 s snapshot expires', 10,
               sub { (req(GET => "/v1/snapshots/$short", $t))[0] == 404 }),
    'retention: gone after its ttl_s');
+
+# the byte quota: the policy's, passed to the helper, which counts
+($st, undef, $b, $j) = req(POST => '/v1/sandboxes', $n->token(sub => 'agent-tiny'),
+                           {});
+my $tiny = $j->{id};
+($st, undef, $b, $j) = req(POST => "/v1/sandboxes/$tiny/snapshots",
+                           $n->token(sub => 'agent-tiny'));
+is($st, 422, 'over the byte quota: 422') or diag $b;
+is($j->{limit}, 'snapshot_bytes', 'limit snapshot_bytes');
+req(DELETE => "/v1/sandboxes/$tiny", $n->token(sub => 'agent-tiny'));
+
+# ---- scopes and the export policy
+($st, undef, $b, $j) = req(POST => "/v1/sandboxes/$sb/snapshots",
+                           $n->token(scope => 'sandbox:exec sandbox:files'));
+is($st, 403, 'a snapshot without sandbox:create: 403') or diag $b;
+($st) = req(POST => "/v1/sandboxes/$sb/pause",
+            $n->token(scope => 'sandbox:exec'));
+is($st, 403, 'a pause without sandbox:create: 403');
+($st) = req(GET => "/v1/sandboxes/$sb/changes",
+            $n->token(scope => 'sandbox:create sandbox:exec'));
+is($st, 403, 'changes without sandbox:files: 403');
+($st) = req(GET => '/v1/snapshots', $n->token(scope => 'sandbox:exec'));
+is($st, 200, 'a list with any sandbox scope: 200');
+{
+    my $te = $n->token(sub => 'agent-export');
+    my (undef, undef, undef, $j) = req(POST => '/v1/sandboxes', $te, {});
+    my $se = $j->{id};
+    ($st, $h, $b, $j) = req(GET => "/v1/sandboxes/$se/changes", $te);
+    is($st, 202, "changes under the policy's export approval: 202")
+        or diag $b;
+    like($j->{approval_id} // '', qr/^apr_/, 'an approval asked');
+    req(DELETE => "/v1/sandboxes/$se", $te);
+}
 
 # ---- delete, confirmed: after its forks end
 req(DELETE => "/v1/sandboxes/$_", $t) for ($f1, $f2);

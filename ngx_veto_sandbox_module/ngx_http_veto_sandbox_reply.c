@@ -582,6 +582,16 @@ ngx_http_veto_sandbox_reply_error(ngx_http_request_t *r,
                      "(its max_archive_bytes): export a smaller directory "
                      "(?path=)";
 
+        } else if (json_is_string(v = json_object_get(j, "limit"))
+                   && ngx_strcmp(json_string_value(v),
+                                 VSB_LIMIT_CHANGES_BYTES) == 0)
+        {
+            /* a change set: the request is fine, the reply too big */
+            status = NGX_HTTP_VSB_UNPROCESSABLE;
+            detail = "the change set is larger than the sandbox helper "
+                     "sends (its max_file_bytes): ask for json rather "
+                     "than a diff or tar, or since a later snapshot";
+
         } else {
             json_object_set_new(extra, "limit",
                                 json_string(VSB_LIMIT_FILE_BYTES));

@@ -36,7 +36,8 @@ $acme->{agents}{'agent-export'} = { approvals => { export => JSON::PP::true } };
 
 my $n = VetoNginx->new;
 $n->start_redis;
-$n->start_helper(snapshot_max_count => 8,
+$n->start_helper(max_file_bytes => 128 * 1024,
+                 snapshot_max_count => 8,
                  snapshot_max_bytes => 64 * 1024 * 1024,
                  snapshot_max_ttl_s => 86400,
                  snapshot_default_ttl_s => 600);
@@ -188,6 +189,14 @@ is($st, 404, 'since an unknown snapshot: 404');
 is($st, 200, 'changes since created: 200') or diag $b;
 ok(exists { map { $_->{path} => 1 } @{ $j->{changes} } }->{'workspace/src/a.txt'},
    'since created: the tree the first exec wrote');
+
+# a change set larger than the helper sends (its max_file_bytes)
+exec_ok($f1, 'seq 1 40000 > /workspace/big.txt', 'a 200 KB text file');
+($st, undef, $b, $j) = req(GET => "/v1/sandboxes/$f1/changes?since=$snap"
+                           . '&format=diff', $t);
+is($st, 422, 'a diff over max_file_bytes: 422') or diag $b;
+is_deeply([code($j), $j->{limit}], ['file_too_large', 'changes_bytes'],
+          'file_too_large, limit changes_bytes');
 
 # ---- pause stops a running loop; execs answer 409 paused; resume
 ($st, undef, $b, $j) = req(POST => "/v1/sandboxes/$f2/exec", $t,

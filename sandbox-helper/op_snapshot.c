@@ -1143,6 +1143,12 @@ vsb_snapshot_fork(vsb_sandbox_t *sb, const vsb_request_t *r,
         return -1;
     }
 
+    if (vsb_snap_forks_unavailable() != NULL) {
+        return vsb_error_set(e, VSB_E_UNAVAILABLE, "from_snapshot", "this "
+                             "host makes no forks: %s",
+                             vsb_snap_forks_unavailable());
+    }
+
     /* the snapshot lies over its profile's image: that profile, with
      * that image, or nothing */
     p = vsb_config_profile(&vsb_cf, s->profile);

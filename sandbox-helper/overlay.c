@@ -128,28 +128,40 @@ vsb_overlay_idmapped(const char *dir, int userns, char *err, size_t errlen)
 
 
 int
-vsb_overlay_probe(const char *dir, uid_t host_uid, char *err, size_t errlen)
+vsb_overlay_probe_tree(const char *dir, uid_t host_uid, char *err,
+    size_t errlen)
 {
-    char  why[256];
-    int   userns, tree;
+    int  userns, tree;
 
-    userns = vsb_overlay_userns(host_uid, why, sizeof(why));
+    userns = vsb_overlay_userns(host_uid, err, errlen);
     if (userns == -1) {
-        snprintf(err, errlen, "image profiles: %s", why);
         return -1;
     }
 
-    tree = vsb_overlay_idmapped(dir, userns, why, sizeof(why));
+    tree = vsb_overlay_idmapped(dir, userns, err, errlen);
     close(userns);
 
     if (tree == -1) {
+        return -1;
+    }
+
+    close(tree);                /* a detached mount: gone with its fd */
+    return 0;
+}
+
+
+int
+vsb_overlay_probe(const char *dir, uid_t host_uid, char *err, size_t errlen)
+{
+    char  why[256];
+
+    if (vsb_overlay_probe_tree(dir, host_uid, why, sizeof(why)) != 0) {
         snprintf(err, errlen, "image profiles need idmapped mounts "
                  "(Linux 5.19 or later, a file system that supports them "
                  "for the image store, e.g. ext4, xfs, btrfs): %s", why);
         return -1;
     }
 
-    close(tree);                /* a detached mount: gone with its fd */
     return 0;
 }
 

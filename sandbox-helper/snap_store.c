@@ -14,6 +14,7 @@
 
 #include "vsb_log.h"
 #include "vsb_loop.h"
+#include "vsb_overlay.h"
 #include "vsb_snap_store.h"
 #include "vsb_snap_tree.h"
 #include "vsb_storage.h"
@@ -25,6 +26,7 @@
 static char          vsb_snap_dir[PATH_MAX - 512];
 static vsb_snap_t   *vsb_snaps;
 static vsb_timer_t   vsb_snap_sweep;
+static char          vsb_snap_no_forks[512];    /* "": forks can be made */
 
 typedef struct {
     char                  path[PATH_MAX];
@@ -37,6 +39,13 @@ const char *
 vsb_snap_store_dir(void)
 {
     return vsb_snap_dir;
+}
+
+
+const char *
+vsb_snap_forks_unavailable(void)
+{
+    return vsb_snap_no_forks[0] != '\0' ? vsb_snap_no_forks : NULL;
 }
 
 
@@ -552,6 +561,19 @@ vsb_snap_store_init(char *err, size_t errlen)
                                  sizeof(vsb_snap_dir), err, errlen) != 0)
     {
         return -1;
+    }
+
+    /* a fork mounts a snapshot's tree idmapped: can it be, here? */
+    if (vsb_overlay_probe_tree(vsb_snap_dir, vsb_cf.uid_base, why,
+                               sizeof(why)) != 0)
+    {
+        snprintf(vsb_snap_no_forks, sizeof(vsb_snap_no_forks), "the "
+                 "snapshot store's file system cannot be mounted idmapped "
+                 "(ext4, xfs, btrfs can; tmpfs from Linux 6.3): %.300s", why);
+        vsb_log(VSB_LOG_WARN, "snapshot store %s: snapshots work, forks of "
+                "them will not: %s", vsb_snap_dir, vsb_snap_no_forks);
+    } else {
+        vsb_snap_no_forks[0] = '\0';
     }
 
     d = opendir(vsb_snap_dir);

@@ -54,5 +54,8 @@ void vsb_overlay_free(vsb_sandbox_t *sb);
  */
 int vsb_overlay_probe(const char *dir, uid_t host_uid, char *err,
     size_t errlen);
+/* The same for any tree (a snapshot store's): err is the bare reason. */
+int vsb_overlay_probe_tree(const char *dir, uid_t host_uid, char *err,
+    size_t errlen);
 
 #endif

@@ -349,7 +349,10 @@
  *             ttl_s, idle_s, env, metadata are the request's.  Errors:
  *             not_found (field "from_snapshot"), snapshot_profile_gone
  *             (field "from_snapshot": the snapshot's profile no longer
- *             exists, or its image is another now), profile_unavailable.
+ *             exists, or its image is another now), profile_unavailable,
+ *             unavailable (field "from_snapshot": the store's file system
+ *             cannot be mounted idmapped, e.g. a tmpfs before Linux 6.3;
+ *             found at start and logged; snapshots still work).
  *   SNAPSHOT = {id: "snap-" + 24 hex, digest: "sha256:" + the sha256 of
  *              its manifest, tenant, agent, sandbox (made of), profile,
  *              image_digest|null (the profile's image; null for a

@@ -55,6 +55,10 @@ struct vsb_snap_s {
  * snapshots, loads the records.  -1 with err. */
 int vsb_snap_store_init(char *err, size_t errlen);
 
+/* NULL when forks can be made; else why not (checked at start: the
+ * store's file system must support idmapped mounts). */
+const char *vsb_snap_forks_unavailable(void);
+
 /* state_dir/snapshots, and one snapshot's directory. */
 const char *vsb_snap_store_dir(void);
 int vsb_snap_path(const vsb_snap_t *s, const char *sub, char *out,

@@ -20,6 +20,7 @@
 use strict;
 use warnings;
 use Digest::SHA qw(sha256_hex);
+use File::Temp qw(tempdir);
 use Test::More;
 use lib 't/lib';
 use Eventually qw(eventually);
@@ -28,7 +29,15 @@ use VetoTest;
 
 my $T = JSON::PP::true;
 
-my $h = VetoTest->start(snapshot_max_count => 4,
+# A fork mounts a snapshot's tree idmapped: the store's file system must
+# support that (the helper checks at start, and otherwise answers a fork
+# with unavailable).  /tmp may be a tmpfs that does not (Linux < 6.3: the
+# cgroup v2 VM); /var/tmp is on the root file system.
+my $var = tempdir('veto-snap-XXXXXX', DIR => '/var/tmp', CLEANUP => 1);
+chmod 0755, $var or die "chmod $var: $!";
+
+my $h = VetoTest->start(state_dir => "$var/state1",
+                        snapshot_max_count => 4,
                         snapshot_max_bytes => 1024 * 1024,
                         snapshot_max_ttl_s => 3600,
                         snapshot_default_ttl_s => 600);
@@ -497,7 +506,8 @@ SKIP: {
 
     my $img = VetoImage->new;
     my $digest = $img->debian_profile_base;
-    $h = VetoTest->start(image_store => $img->store,
+    $h = VetoTest->start(state_dir => "$var/state2",
+                         image_store => $img->store,
                          image_profile => [ "deb $digest" ]);
     $sd = $h->state_dir;
     {

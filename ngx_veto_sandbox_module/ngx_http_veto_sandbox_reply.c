@@ -434,6 +434,22 @@ ngx_http_veto_sandbox_reply_error(ngx_http_request_t *r,
     v = json_object_get(j, "field");
     field = json_is_string(v) ? json_string_value(v) : NULL;
 
+    /* a fork on a host whose snapshot store cannot be mounted idmapped:
+     * waiting does not help, a plain create (or another host) does */
+    if (ngx_strcmp(error, VSB_E_UNAVAILABLE) == 0 && field
+        && ngx_strcmp(field, "from_snapshot") == 0)
+    {
+        return ngx_http_veto_sandbox_problem(r, NGX_HTTP_CONFLICT,
+                                   "forks_unavailable",
+                                   "this host cannot fork snapshots (its "
+                                   "snapshot store's file system cannot be "
+                                   "mounted idmapped; the helper's log says "
+                                   "why): create a sandbox without "
+                                   "from_snapshot",
+                                   json_pack("{s:s}", "field",
+                                             "from_snapshot"));
+    }
+
     /* a create of a profile the host does not have (_profiles.c) */
     if (ngx_strcmp(error, VSB_E_BAD_VALUE) == 0 && field
         && ngx_strcmp(field, "profile") == 0

@@ -33,6 +33,13 @@
 #include "ngx_http_veto_sandbox_mcp.h"
 
 
+/* how much longer than a quick op the helper may take to answer: a
+ * snapshot copies the sandbox's files, a change set reads both trees
+ * (docs/benchmarks.md has the figures: well within these) */
+#define NGX_HTTP_VSB_SNAPSHOT_READ_MS  600000
+#define NGX_HTTP_VSB_CHANGES_READ_MS   120000
+
+
 /* "snap-" and 24 lowercase hex digits */
 static ngx_uint_t
 ngx_http_veto_sandbox_snapshot_id_valid(const u_char *p, size_t len)
@@ -136,8 +143,7 @@ ngx_http_veto_sandbox_build_snapshot(ngx_http_request_t *r,
 
     ctx->req = req;
 
-    /* a snapshot copies the sandbox's files: it may take a while */
-    ctx->helper.extra_read_ms = 600000;
+    ctx->helper.extra_read_ms = NGX_HTTP_VSB_SNAPSHOT_READ_MS;
 
     return NGX_DECLINED;
 }
@@ -264,8 +270,7 @@ ngx_http_veto_sandbox_build_changes(ngx_http_request_t *r,
 
     ctx->req = req;
 
-    /* the helper reads both trees: a large one takes a while */
-    ctx->helper.extra_read_ms = 120000;
+    ctx->helper.extra_read_ms = NGX_HTTP_VSB_CHANGES_READ_MS;
 
     return NGX_DECLINED;
 }

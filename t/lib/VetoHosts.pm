@@ -8,7 +8,8 @@ package VetoHosts;
 #   $net->gateway          # the bridge's address (Redis, sentinels)
 #   $net->ns('a'), $net->addr('a')    # for VetoNginx->set_netns
 #
-# And the gateways themselves (t/3k, t/3l, t/3p, t/3z, scripts/bench-hop.pl):
+# And the gateways themselves (t/hosts/two-gateways.t, t/hosts/host-loss.t,
+# t/hosts/routing.t, t/hosts/ended-routing.t, scripts/bench-hop.pl):
 #
 #   my %gw = VetoHosts::gateways(names => [qw(a b c)], sentinel => $s,
 #                                policy => $policy, net => $net,

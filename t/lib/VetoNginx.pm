@@ -310,7 +310,8 @@ EOF
 # VETO_JWT_THREAD_POOL=<pool>: every instance built from default_veto
 # verifies token signatures in that nginx thread pool ("default" needs no
 # thread_pool directive); unset, inline on the event loop.  The JWT tests
-# run both ways (t/19 runs t/11 and t/37 with the pool).
+# run both ways (t/module/jwt-thread-pool.t runs t/module/identity.t and
+# t/module/adversarial.t with the pool).
 sub jwt_pool_veto
 {
     my $p = $ENV{VETO_JWT_THREAD_POOL};

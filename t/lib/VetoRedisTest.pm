@@ -1,8 +1,8 @@
 package VetoRedisTest;
 
-# Test support for t/2*.t: a private redis-server on a unix socket under
-# /tmp, started per test file and stopped at exit, and the Lua scripts read
-# out of the module's C sources, so the tests run exactly what ships.
+# Test support for t/redis/lua/*.t: a private redis-server on a unix socket
+# under /tmp, started per test file and stopped at exit, and the Lua scripts
+# read out of the module's C sources, so the tests run exactly what ships.
 
 use strict;
 use warnings;

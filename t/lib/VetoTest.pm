@@ -42,8 +42,9 @@ sub repo_root { $ROOT }
 
 # How many times its exec budget a heavy workload gets: 1, or more on an
 # emulated CPU (VETO_TIME_SCALE=3 in scripts/test-cgroup-v2-vm.sh's TCG
-# VM).  A budget; a test that asserts a time derived from it (t/03's
-# return after the deadline) asserts it against the scaled deadline.
+# VM).  A budget; a test that asserts a time derived from it
+# (t/helper/timeout.t's return after the deadline) asserts it against the
+# scaled deadline.
 sub time_scale
 {
     my $s = $ENV{VETO_TIME_SCALE} // 1;

@@ -6,7 +6,8 @@
 # workload's /proc/self/status), the Landlock ABI (the kernel's own
 # answer); the profiles in short agree with the profiles op, the ceilings
 # and defaults with the configuration.  Runs in the cgroup v2 VM too
-# (scripts/test-cgroup-v2-vm.sh runs t/0*.t there with
+# (scripts/test-cgroup-v2-vm.sh runs the cgroup tests of t/helper/
+# there with
 # VETO_EXPECT_CGROUP=v2, so a VM that came up hybrid fails here).
 use strict;
 use warnings;

@@ -1,7 +1,7 @@
 #!/usr/bin/perl
 # Discovery through the gateway: what a caller actually gets on this
 # host, on a real stack (nginx with the module, Redis, the helper with an
-# image profile built here with umoci, as t/55 makes one).
+# image profile built here with umoci, as t/images/profile.t makes one).
 #
 # GET /v1/profiles lists the helper's profiles the caller's policy allows
 # (another agent's profiles are not even named), marks the caller's
@@ -297,7 +297,8 @@ chomp $limit;
 is($limit, 128 * 1024 * 1024, '... holding its memory limit');
 
 # Landlock: the kernel's own answer (landlock_create_ruleset(NULL, 0,
-# VERSION)), up to the ABI the helper was reviewed for (7, as t/0g)
+# VERSION)), up to the ABI the helper was reviewed for (7, as
+# t/helper/landlock.t)
 my $kabi = syscall(444, 0, 0, 1);
 $kabi = 0 if $kabi < 0;
 is($iso->{landlock_abi}, $kabi > 7 ? 7 : $kabi,

@@ -8,9 +8,9 @@
 # (Before, the bookkeeping left on the worker's next event-loop turn,
 # after the response: a worker descheduled in between let the client's
 # next request, or its own read of Redis, come first.  A clean run under
-# load met it in t/3u and t/3x; on an idle machine this test passes
-# without the fix too: it guards the order, it cannot force the
-# preemption.)
+# load met it in t/module/helper-restart.t and t/module/metrics.t; on an idle
+# machine this test passes without the fix too: it guards the order, it cannot
+# force the preemption.)
 
 use strict;
 use warnings;

@@ -8,7 +8,7 @@ use strict;
 use warnings;
 
 use FindBin;
-use lib "$FindBin::Bin/lib";
+use lib "$FindBin::Bin/../../lib";
 use Test::More;
 use POSIX ();
 use Time::HiRes qw(sleep);

@@ -32,7 +32,8 @@ my $n = VetoNginx->new;
 $n->start_redis;
 my $helper = $n->start_helper;
 # the poll of the helper's ENDED records would free these slots too
-# (t/3o): off, so that what is shown here is the reconciliation alone
+# (t/module/lifetime.t): off, so that what is shown here is the reconciliation
+# alone
 $n->start(redis => 1, policy => $policy,
           http_extra => 'veto_sandbox_ended_poll 0;');
 

@@ -7,7 +7,7 @@
 # recorded redacted (HTTPS_PROXY's userinfo, GIT_CONFIG_PARAMETERS'
 # token, a secret-named variable's value).  A reviewer sees a request
 # exactly, so one a human must approve that carries such a value is
-# refused (422 credential_inline; t/3A-reviewer-sees-all.t), and the
+# refused (422 credential_inline; t/approval/reviewer-sees-all.t), and the
 # sandbox's ownership record does not keep one.  An exec runs with the
 # secrets it was given.  Read back through the audit and approvals APIs
 # and straight from Redis; what the command was stays readable.  The
@@ -93,7 +93,8 @@ is($j->{exit_code}, 0, 'exit 0');
 is($st, 200, 'an exec with the other shapes of secrets runs') or diag $b;
 
 # ---- an exec that needs an approval, with a token in its URL and stdin:
-# a reviewer sees a request exactly, so it is refused (t/3A-reviewer-sees-all.t)
+# a reviewer sees a request exactly, so it is refused
+# (t/approval/reviewer-sees-all.t)
 ($st, $h, $b, $j) = $n->request(POST => "/v1/sandboxes/$sb/exec", $agent,
     { argv => ['git', 'push', "https://x-access-token:$GHS\@github.com/o/r",
                'main'],

@@ -27,7 +27,7 @@ use VetoNginx;
 
 plan skip_all => 'run-stack.sh needs root' if $> != 0;
 
-my $ROOT = abs_path(dirname(__FILE__) . '/..');
+my $ROOT = abs_path(dirname(__FILE__) . '/../..');
 my $JSON = JSON::PP->new->canonical;
 my $ua = HTTP::Tiny->new(timeout => 30, keep_alive => 0);
 

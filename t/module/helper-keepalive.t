@@ -9,8 +9,8 @@
 # reply (events, then the reply) is kept only after its reply; a stream
 # the client cuts closes its connection, and the requests after it get
 # their own replies.  Quick requests (health, list, status) share the
-# worker's pipelined connection (t/19): the counts of connections below
-# are of the others, the pipe aside.
+# worker's pipelined connection (t/module/helper-pipeline.t): the counts of
+# connections below are of the others, the pipe aside.
 
 use strict;
 use warnings;

@@ -2,7 +2,7 @@
 # ignores SIGTERM, sits in vfork, floods stderr, closes its stdout, or
 # forks while being destroyed; and a tmpfs held open on the host, which
 # destroy must report, not hide behind a lazy unmount.  (100,000 files
-# and a very deep tree at destroy: t/0l-teardown-files.t.)
+# and a very deep tree at destroy: t/helper/teardown-files.t.)
 use strict;
 use warnings;
 use Test::More;

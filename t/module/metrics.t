@@ -191,7 +191,7 @@ for my $s (qw(created approved denied expired consumed)) {
 }
 unlike($res->{content}, qr/[^\x20-\x7e\n]/, 'only printable ASCII');
 unlike($res->{content}, qr/^veto_sandbox_webhook_/m,
-       'no webhook configured: no webhook series (t/51 has them)');
+       'no webhook configured: no webhook series (t/approval/webhooks.t has them)');
 
 ($res) = scrape($n, method => 'HEAD');
 is($res->{status}, 200, 'HEAD: 200');

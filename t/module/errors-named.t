@@ -160,7 +160,7 @@ is_deeply($j->{profiles}, ['default'], '... and those the caller may use');
                                 { profile => 'no-such-profile' });
 problem_is('a profile no host has, policy allows any', 404,
            'unknown_profile');
-# (one the host has but the policy forbids stays 403: t/58-discovery.t)
+# (one the host has but the policy forbids stays 403: t/module/discovery.t)
 
 # ---- archives: tar's words, the workspace named "."
 my $tmp = tempdir(CLEANUP => 1);

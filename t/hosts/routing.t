@@ -2,14 +2,14 @@
 # Routing between gateway hosts (issue 20): three hosts, each an nginx
 # in its own network namespace with its own address on a bridge this
 # test makes, with its own helper; one Redis under Sentinel on the
-# bridge's address; the same JWT keys and the same veto_sandbox_peer_key.  A sandbox made on a is used through b
-# and c: exec, files, a streamed exec (ndjson), a background exec and its
-# output, a gated exec (asked through b, approved through c, used through
-# b: run once on a, the approval consumed once, one record of it), delete.
-# The receiving host runs a forwarded request only with a good
-# credential: none (the gate decides), a wrong key, another body, another
-# identity, an expired one, a replayed one, a malformed one, two headers
-# are refused with peer_credential_invalid naming why.  The owner's own
+# bridge's address; the same JWT keys and the same veto_sandbox_peer_key.  A
+# sandbox made on a is used through b and c: exec, files, a streamed exec
+# (ndjson), a background exec and its output, a gated exec (asked through b,
+# approved through c, used through b: run once on a, the approval consumed
+# once, one record of it), delete. The receiving host runs a forwarded request
+# only with a good credential: none (the gate decides), a wrong key, another
+# body, another identity, an expired one, a replayed one, a malformed one, two
+# headers are refused with peer_credential_invalid naming why.  The owner's own
 # errors pass the hop unchanged; an owner whose nginx died before its
 # lease ran out is 503 host_unavailable (problem+json, request_sent,
 # Retry-After only when nothing was sent), and nothing ran twice.

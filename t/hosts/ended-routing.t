@@ -7,8 +7,8 @@
 # its run, how and when it ended, until the ENDED record's
 # retained_until): a GET through b and c answers 200 "ended" "deleted"
 # with a's very body; an exec (streamed too), a file write and a second
-# DELETE through b or c are a's 410; another agent's is 404.  Host c dies with one ended
-# and one live sandbox: the ended one answers its end from the record
+# DELETE through b or c are a's 410; another agent's is 404.  Host c dies with
+# one ended and one live sandbox: the ended one answers its end from the record
 # through a and b (not 503) once c's lease ran out; the live one, after
 # the grace, ended as host_lost, answers host_lost (200 to a GET, 410 to
 # an exec) through a and b, not 404.  After the retention the deleted

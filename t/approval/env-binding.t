@@ -3,8 +3,8 @@
 # approved command does (PATH=/workspace/bin:... and a planted "git").
 # The env that will apply (the sandbox's, the exec's over it) is what the
 # reviewer sees, every name with its value, the names that are not inert
-# flagged, and what the approval binds (its digest in the request hash); the policy
-# can refuse such names or make a human approve them, at create and at
+# flagged, and what the approval binds (its digest in the request hash); the
+# policy can refuse such names or make a human approve them, at create and at
 # exec; the creation record lists the env's names.  An exec whose
 # sandbox's env the gateway does not know is refused, never guessed.
 

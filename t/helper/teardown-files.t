@@ -1,8 +1,9 @@
 # Termination of a sandbox whose files resist: 100,000 files and a
 # directory tree deeper than PATH_MAX many times over, which destroy must
 # remove (its unmount frees every inode) and confirm.  Split from
-# t/0c-teardown.t: this is tmpfs work, not cgroup work, and an emulated
-# CPU (the cgroup v2 VM, which runs t/0c) needs minutes for the files.
+# t/helper/teardown.t: this is tmpfs work, not cgroup work, and an emulated
+# CPU (the cgroup v2 VM, which runs t/helper/teardown.t) needs minutes for the
+# files.
 use strict;
 use warnings;
 use Test::More;

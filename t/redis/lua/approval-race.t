@@ -7,7 +7,7 @@ use strict;
 use warnings;
 
 use FindBin;
-use lib "$FindBin::Bin/lib";
+use lib "$FindBin::Bin/../../lib";
 use Test::More;
 use VetoRedisTest qw(redis_conn run_script);
 

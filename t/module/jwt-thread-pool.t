@@ -7,8 +7,9 @@
 # go away while their token is being verified, and a reload in the middle
 # of a burst, leaving the worker up and answering (run under the ASan
 # module build, a use after free or a leak of a live request shows there).
-# And t/11 (identity) and t/37 (adversarial) run again whole with every
-# instance's signatures checked in nginx's "default" pool.
+# And t/module/identity.t (identity) and t/module/adversarial.t (adversarial)
+# run again whole with every instance's signatures checked in nginx's
+# "default" pool.
 
 use strict;
 use warnings;
@@ -303,8 +304,9 @@ unlike($log, qr/exited on signal/, 'no worker died');
 
 $n->stop;
 
-# ---- t/11 and t/37, every signature checked in the "default" pool
-for my $t ('t/11-module-identity.t', 't/37-module-adversarial.t') {
+# ---- t/module/identity.t and t/module/adversarial.t, every signature
+# checked in the "default" pool
+for my $t ('t/module/identity.t', 't/module/adversarial.t') {
     local $ENV{VETO_JWT_THREAD_POOL} = 'default';
     my $out = `$^X -I t/lib $t 2>&1`;
     my $st = $?;

@@ -6,7 +6,7 @@ use strict;
 use warnings;
 
 use FindBin;
-use lib "$FindBin::Bin/lib";
+use lib "$FindBin::Bin/../../lib";
 use Test::More;
 use Time::HiRes qw(sleep);
 use VetoRedisTest qw(redis_conn scripts run_script);

@@ -5,6 +5,7 @@ use warnings;
 use Test::More;
 use lib 't/lib';
 use VetoTest;
+use Eventually qw(eventually);
 
 my $h = VetoTest->start;
 
@@ -148,7 +149,8 @@ is_deeply($r->{confirmed},
           'every confirmed flag true');
 ok(!-e $h->state_dir . "/sb/$id", 'sandbox directory gone');
 is($r->{ended}{end_reason}, 'deleted', 'the reply carries its ENDED record');
-ok($h->state_file_gone($id), 'its state file is gone (once its ENDED record is on disk)');
+eventually('its state file is gone (once its ENDED record is on disk)', 10,
+           sub { !-e $h->state_file($id) });
 $r = $h->destroy($id);
 is($r->{error}, 'ended', 'second destroy: ended');
 is($r->{end_reason}, 'deleted', 'naming why');

@@ -13,6 +13,7 @@ use Time::HiRes qw(time sleep);
 use JSON::PP;
 use lib 't/lib';
 use VetoTest;
+use Eventually qw(eventually);
 
 my $h = VetoTest->start(ended_max => 2000);
 
@@ -40,7 +41,8 @@ ok(defined $rec && $rec =~ /"id":"\Q$id\E"/, 'a live sandbox has its state file'
 my $r = $h->destroy($id);
 is($r->{state}, 'terminated', 'destroyed');
 is($r->{ended}{end_reason}, 'deleted', 'ENDED: deleted');
-ok($h->state_file_gone($id), 'its state file goes after the ENDED record is on disk');
+eventually('its state file goes after the ENDED record is on disk', 10,
+           sub { !-e $h->state_file($id) });
 ok(-f $h->state_dir . "/ended/$id.json", 'the ENDED record is on disk');
 
 # what a crash (or a host crash that lost the removal) leaves: both; and
@@ -92,7 +94,7 @@ for my $i (1 .. $n) {
 }
 is($bad, 0, "$n cycles of create, exec true, destroy");
 $h->leaks_ok("after $n cycles");
-is($h->wait_no_procs(5), 0, 'no sandbox process left');
+eventually('no sandbox process left', 5, sub { !$h->count_procs });
 my $hp = $h->pid;
 my @kids = grep { (slurp("/proc/$_/stat") // '') =~ /^\d+ \(vsb-sync\) \S+ $hp / }
            do { opendir(my $dh, '/proc') or die "/proc: $!"; grep { /^\d+$/ } readdir $dh };

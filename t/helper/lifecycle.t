@@ -6,6 +6,7 @@ use Test::More;
 use Time::HiRes qw(time sleep);
 use lib 't/lib';
 use VetoTest;
+use Eventually qw(eventually);
 
 my $h = VetoTest->start;
 
@@ -87,7 +88,7 @@ is($r->{sandbox}{end_reason}, 'expired', 'end_reason expired');
 my ($x) = VetoTest::recv_frame($s, 10);
 ok(!$x || !$x->{ok} || !defined $x->{exit_code},
    'the exec running at expiry did not finish normally');
-is($h->wait_no_procs(3), 0, 'its processes are gone');
+eventually('its processes are gone', 3, sub { !$h->count_procs });
 $h->leaks_ok('after ttl expiry');
 like($h->log_text, qr/\Q$id\E/, 'the expiry is logged with the id');
 
@@ -126,7 +127,8 @@ $h->kill9;
 ok($h->count_mounts >= 3, 'after kill -9 the mounts are still there');
 # no restart needed for the workloads to stop: the inits' parent-death
 # signal takes their pid namespaces down with the helper
-is($h->wait_no_procs(3), 0, 'old processes died with the helper, before any restart')
+eventually('old processes died with the helper, before any restart', 3,
+           sub { !$h->count_procs })
     or diag $h->leak_detail;
 $h->launch;
 my $p2 = $h->ping;
@@ -136,7 +138,8 @@ my $log = $h->log_text;
 for my $i (0 .. 2) {
     like($log, qr/cleaned up.*\Q$old[$i]\E/, "restart logs cleanup of $old[$i]");
 }
-is($h->wait_no_procs(5), 0, 'old processes killed') or diag $h->leak_detail;
+eventually('old processes killed', 5,
+           sub { !$h->count_procs }) or diag $h->leak_detail;
 $h->leaks_ok('after restart cleanup');
 for my $i (0 .. 2) {
     ($r) = $h->call({ op => 'status', tenant => 't1', agent => 'a1', id => $old[$i] });

@@ -14,6 +14,7 @@ use Time::HiRes qw(time sleep);
 use JSON::PP;
 use lib 't/lib';
 use VetoTest;
+use Eventually qw(eventually);
 
 my $h = VetoTest->start(max_ttl_s => 600, default_ttl_s => 60,
                         max_idle_s => 300, default_idle_s => 120);
@@ -97,7 +98,8 @@ ok($e->{ended_at} >= int($t0) + 2 - 1, 'ended after its idle_s');
 $r = status($idi);
 is($r->{sandbox}{end_reason}, 'idle', 'status: idle');
 ok(!-e $h->state_dir . "/sb/$idi", 'its directory is gone');
-ok($h->state_file_gone($idi), 'its state file is gone');
+eventually('its state file is gone', 10,
+           sub { !-e $h->state_file($idi) });
 ok(-f $h->state_dir . "/ended/$idi.json", 'its ENDED record is on disk');
 
 # requests keep it alive
@@ -319,7 +321,8 @@ close $hold;
 $d = $h->destroy($idf);
 is($d->{state}, 'terminated', 'the retry terminates') or diag explain $d;
 is($d->{ended}{end_reason}, 'deleted', 'now: deleted');
-ok($h->state_file_gone($idf), '... and its state file is gone');
+eventually('... and its state file is gone', 10,
+           sub { !-e $h->state_file($idf) });
 
 # --- the ended op: every tenant's, in order, paged ----------------------
 my $ido = $h->create_ok(tenant => 't2', agent => 'b');
@@ -382,7 +385,7 @@ for my $k ($idk, $idk2) {
     ok(!-e $h->state_dir . "/run/$k.json", '... its state file gone');
 }
 like($h->log_text, qr/\Q$idk\E.*helper_restart/, 'the restart logs it');
-is($h->wait_no_procs(5), 0, 'no process of the crashed run');
+eventually('no process of the crashed run', 5, sub { !$h->count_procs });
 is(status($id0)->{sandbox}{end_reason}, 'helper_restart',
    'the idle one too');
 is(status($idi)->{sandbox}{end_reason}, 'idle',

@@ -11,6 +11,7 @@ use IO::Socket::INET;
 use Time::HiRes qw(time sleep);
 use lib 't/lib';
 use VetoTest;
+use Eventually qw(eventually);
 
 my $h = VetoTest->start;
 $h->live_ok(0, 'at start');
@@ -161,7 +162,7 @@ VetoTest::write_all($bg, VetoTest::frame({ op => 'exec', tenant => 't1',
     agent => 'a1', id => $old[0], argv => [ 'sleep', '1000' ] }));
 sleep 0.5;
 $h->kill9;
-is($h->wait_no_procs(3), 0, 'the workloads died with the helper');
+eventually('the workloads died with the helper', 3, sub { !$h->count_procs });
 is($h->count_netns, 3, 'their pinned namespaces outlive a kill -9')
     or diag $h->leak_detail;
 $h->launch;

@@ -8,6 +8,7 @@ use Time::HiRes qw(time);
 use Digest::SHA ();
 use lib 't/lib';
 use VetoTest;
+use Eventually qw(eventually);
 
 my $h = VetoTest->start;
 my $id = $h->create_ok;
@@ -52,7 +53,7 @@ $t0 = time;
 ($e) = $h->sh($id, 'setsid sh -c "sleep 1000" & exit 0', timeout_s => 3);
 $took = time - $t0;
 ok($took < 10, sprintf('exec with an inherited stdout returned (%.1f s)', $took));
-is($h->wait_no_procs(2), 0, 'nothing left');
+eventually('nothing left', 2, sub { !$h->count_procs });
 
 # The sandbox's default timeout applies when none is given.
 my $id2 = $h->create_ok(limits => { timeout_s => 1 });
@@ -86,7 +87,7 @@ ok($r2 && $r2->{timed_out}, 'the concurrent exec timed out');
     }
     ok($seen >= 2, 'exec running before the client leaves');
     close $c;
-    is($h->wait_no_procs(5), 0, 'client gone: the exec is killed')
+    eventually('client gone: the exec is killed', 5, sub { !$h->count_procs })
         or diag $h->leak_detail;
     ok($h->ping->{ok}, 'helper still serving');
     my ($x) = $h->call({ op => 'status', tenant => 't1', agent => 'a1', id => $id });

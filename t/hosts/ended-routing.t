@@ -21,7 +21,8 @@ use Test::More;
 use lib 't/lib';
 use VetoNginx;
 use VetoSentinel;
-use VetoHosts qw(wait_for up);
+use VetoHosts qw(up);
+use Eventually qw(eventually);
 use JSON::PP;
 use Time::HiRes qw(sleep time);
 
@@ -44,15 +45,15 @@ my %gw = VetoHosts::gateways(
            . "    veto_sandbox_host_grace ${grace_s}s;\n");
 my ($A, $B, $C) = @gw{qw(a b c)};
 
-ok(wait_for(sub { up($A) && up($B) && up($C) }, 15),
-   'all hosts found the master');
+eventually('all hosts found the master', 15,
+           sub { up($A) && up($B) && up($C) });
 # the master, asked again whenever its connection went (a failover, or
 # Sentinel's CLIENT KILL when it turns a server into a replica)
 sub M { $s->live_master }
-ok(wait_for(sub { M()->exists('veto:{:hosts}:lease:gw-a')
-                     && M()->exists('veto:{:hosts}:lease:gw-b')
-                     && M()->exists('veto:{:hosts}:lease:gw-c') }, 10),
-   'all hosts hold a lease');
+eventually('all hosts hold a lease', 10, sub {
+    M()->exists('veto:{:hosts}:lease:gw-a')
+        && M()->exists('veto:{:hosts}:lease:gw-b')
+        && M()->exists('veto:{:hosts}:lease:gw-c') });
 
 my $agent = $A->token(sub => 'agent-1');
 my $other = $A->token(sub => 'agent-2');
@@ -69,8 +70,8 @@ sub create
 
 # ---- a sandbox on a, deleted through a
 my $sa = create($A);
-ok(wait_for(sub { (M()->hget("veto:{acme}:sbx:own:$sa", 'gateway') // '')
-                     eq 'gw-a' }, 5), 'owned by a');
+eventually('owned by a', 5, sub {
+    (M()->hget("veto:{acme}:sbx:own:$sa", 'gateway') // '') eq 'gw-a' });
 ($st, $h, $b) = $B->request(POST => "/v1/sandboxes/$sa/exec", $agent,
                             { argv => ['true'] });
 is($st, 200, 'an exec through b while it lives') or diag $b;
@@ -130,9 +131,9 @@ is($st, 404, "another agent's ended sandbox through b: 404") or diag $b;
 # ---- c dies with an ended and a live sandbox
 my $sc_ended = create($C);
 my $sc_live = create($C);
-ok(wait_for(sub { M()->exists("veto:{acme}:sbx:own:$sc_live")
-                     && M()->exists("veto:{acme}:sbx:own:$sc_ended") }, 5),
-   'two sandboxes on c');
+eventually('two sandboxes on c', 5, sub {
+    M()->exists("veto:{acme}:sbx:own:$sc_live")
+        && M()->exists("veto:{acme}:sbx:own:$sc_ended") });
 ($st) = $B->request(DELETE => "/v1/sandboxes/$sc_ended", $agent);
 is($st, 200, "one of c's deleted through b") or diag $b;
 ok(M()->exists("veto:{acme}:sbx:route:$sc_ended"), '... its routing record');
@@ -143,8 +144,8 @@ my $ended_at = $j->{ended_at};
 kill 'KILL', $C->master_pid, $C->worker_pids;
 $C->{running} = 0;
 $C->helper->kill9;
-ok(wait_for(sub { !M()->exists('veto:{:hosts}:lease:gw-c') },
-               $lease_s + 5), "c's lease runs out");
+eventually("c's lease runs out", $lease_s + 5,
+           sub { !M()->exists('veto:{:hosts}:lease:gw-c') });
 
 ($st, $h, $b, $j) = $A->request(GET => "/v1/sandboxes/$sc_ended", $agent);
 is($st, 200, "c's deleted sandbox through a, c gone: 200") or diag $b;
@@ -164,9 +165,8 @@ is($j->{end_reason}, 'deleted', '... deleted');
 ($st, $h, $b) = $B->request(GET => "/v1/sandboxes/$sc_ended", $other);
 is($st, 404, "... another agent's: 404") or diag $b;
 
-ok(wait_for(sub { !M()->exists("veto:{acme}:sbx:own:$sc_live") },
-               $lease_s + $grace_s + 15),
-   "after the grace, c's live sandbox is ended");
+eventually("after the grace, c's live sandbox is ended",
+           $lease_s + $grace_s + 15, sub { !M()->exists("veto:{acme}:sbx:own:$sc_live") });
 %r = @{ M()->hgetall("veto:{acme}:sbx:route:$sc_live") // [] };
 is($r{end_reason}, 'host_lost', '... its routing record: host_lost');
 is($r{gateway}, 'gw-c', '... on host c');
@@ -183,13 +183,11 @@ for my $n ([a => $A], [b => $B]) {
 }
 
 # ---- after the retention: unknown everywhere
-ok(wait_for(sub { !M()->exists("veto:{acme}:sbx:route:$sa") },
-               $until - time + 5),
-   'the routing record expires with the ENDED record');
-ok(wait_for(sub {
-        my ($s1) = $A->request(GET => "/v1/sandboxes/$sa", $agent);
-        $s1 == 404 }, 10),
-   "a's helper let its ENDED record go: 404 through a");
+eventually('the routing record expires with the ENDED record',
+           $until - time + 5, sub { !M()->exists("veto:{acme}:sbx:route:$sa") });
+eventually("a's helper let its ENDED record go: 404 through a", 10, sub {
+    my ($s1) = $A->request(GET => "/v1/sandboxes/$sa", $agent);
+    $s1 == 404 });
 for my $n ([b => $B], [a => $A]) {
     ($st, $h, $b, $j) = $n->[1]->request(GET => "/v1/sandboxes/$sa", $agent);
     is($st, 404, "the deleted sandbox through $n->[0]: 404") or diag $b;
@@ -197,8 +195,8 @@ for my $n ([b => $B], [a => $A]) {
                                          $agent, { argv => ['true'] });
     is($st, 404, "... an exec through $n->[0]: 404") or diag $b;
 }
-ok(wait_for(sub { !M()->exists("veto:{acme}:sbx:route:$sc_ended") }, 10),
-   "c's deleted sandbox's routing record expired too");
+eventually("c's deleted sandbox's routing record expired too", 10,
+           sub { !M()->exists("veto:{acme}:sbx:route:$sc_ended") });
 ($st, $h, $b) = $B->request(GET => "/v1/sandboxes/$sc_ended", $agent);
 is($st, 404, '... 404 through b') or diag $b;
 

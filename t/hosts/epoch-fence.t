@@ -21,7 +21,7 @@ use POSIX ();
 use Time::HiRes qw(sleep time);
 use lib 't/lib';
 use VetoNginx;
-use VetoHosts qw(wait_for);
+use Eventually qw(eventually);
 
 VetoNginx::need(qw(helper redis));
 
@@ -33,8 +33,8 @@ $n->start(redis => 1,
                         . ";\n");
 
 my $m = $n->redis;
-ok(wait_for(sub { $m->hget('veto:{:hosts}:lease:gw-f', 'epoch') }, 10),
-   'the host holds its lease');
+eventually('the host holds its lease', 10,
+           sub { $m->hget('veto:{:hosts}:lease:gw-f', 'epoch') });
 
 my $tok = $n->token;
 my ($st, $h, $b, $j);
@@ -44,8 +44,8 @@ is($st, 201, 'create') or BAIL_OUT($b);
 my $id = $j->{id};
 my $own = "veto:{acme}:sbx:own:$id";
 my $run = $hp->ping->{epoch};
-ok(wait_for(sub { ($m->hget($own, 'epoch') // '') eq $run }, 5),
-   "the ownership record names the helper's run ($run)");
+eventually("the ownership record names the helper's run ($run)", 5,
+           sub { ($m->hget($own, 'epoch') // '') eq $run });
 is($m->hget($own, 'gateway'), 'gw-f', '... and this host');
 
 sub helper_file
@@ -138,8 +138,8 @@ ok($ran_once, '... the record right on the second read: sent once more, '
 
 ($st, $h, $b, $j) = $n->request(DELETE => "/v1/sandboxes/$id", $tok);
 is($st, 200, 'DELETE') or diag $b;
-ok(wait_for(sub { !$m->exists($own) }, 5),
-   'the ownership record is freed at the end');
+eventually('the ownership record is freed at the end', 5,
+           sub { !$m->exists($own) });
 
 # ---- an ended sandbox whose record (forged back) names another run
 $m->hset($own, 'agent', 'agent-1', 'gateway', 'gw-f', 'epoch', $other);

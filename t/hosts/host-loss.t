@@ -19,7 +19,8 @@ use Test::More;
 use lib 't/lib';
 use VetoNginx;
 use VetoSentinel;
-use VetoHosts qw(wait_for up);
+use VetoHosts qw(up);
+use Eventually qw(eventually);
 use Time::HiRes qw(sleep time);
 
 VetoNginx::need(qw(helper redis));
@@ -66,7 +67,7 @@ my %gw = VetoHosts::gateways(
            . "    veto_sandbox_host_grace ${grace_s}s;\n");
 my ($A, $B) = @gw{qw(a b)};
 
-ok(wait_for(sub { up($A) && up($B) }, 15), 'both hosts found the master');
+eventually('both hosts found the master', 15, sub { up($A) && up($B) });
 
 my $m = $s->master;
 sub lease
@@ -75,8 +76,8 @@ sub lease
     my %h = @{ $m->hgetall("veto:{:hosts}:lease:$name") // [] };
     return \%h;
 }
-ok(wait_for(sub { lease('gw-a')->{epoch} && lease('gw-b')->{epoch} }, 10),
-   'each host holds a lease');
+eventually('each host holds a lease', 10,
+           sub { lease('gw-a')->{epoch} && lease('gw-b')->{epoch} });
 my $la = lease('gw-a');
 is($la->{addr}, $A->addr . ':' . $A->port, "a's lease names its address");
 like($la->{epoch}, qr/^[1-9][0-9]*$/, '... and its boot epoch');
@@ -100,17 +101,20 @@ my $sa = $j->{id};
 sub owner_of
 {
     my ($id) = @_;
-    return wait_for(sub { $m->hget("veto:{acme}:sbx:own:$id", 'gateway') }, 5);
+    return eventually("$id has an owner", 5,
+                      sub { $m->hget("veto:{acme}:sbx:own:$id", 'gateway') });
 }
 is(owner_of($sa), 'gw-a', "a's sandbox is recorded as host a's");
 # the load: the helper's live sandboxes and capacity (its max_sandboxes),
 # from the gateway's poll of its ends (every 5 s by default)
-ok(wait_for(sub { (lease('gw-a')->{sandboxes} // '') eq '1' }, 12),
-   "a's lease carries its load") or diag explain lease('gw-a');
+eventually("a's lease carries its load", 12,
+           sub { (lease('gw-a')->{sandboxes} // '') eq '1' })
+    or diag explain lease('gw-a');
 is(lease('gw-a')->{capacity}, '8', '... its capacity');
 is(lease('gw-a')->{load}, '0.125', '... and their ratio');
-ok(wait_for(sub { (lease('gw-b')->{sandboxes} // '') eq '0' }, 12),
-   "b's: no sandbox") or diag explain lease('gw-b');
+eventually("b's: no sandbox", 12,
+           sub { (lease('gw-b')->{sandboxes} // '') eq '0' })
+    or diag explain lease('gw-b');
 
 # ---- through b, a alive: 421 naming a and its address
 for my $req ([POST => "/v1/sandboxes/$sa/exec", { argv => ['true'] }],
@@ -142,8 +146,8 @@ $A->{running} = 0;
 $A->helper->kill9;
 my $gone_at = time;
 
-ok(wait_for(sub { !$m->exists('veto:{:hosts}:lease:gw-a') }, $lease_s + 2),
-   "a's lease runs out");
+eventually("a's lease runs out", $lease_s + 2,
+           sub { !$m->exists('veto:{:hosts}:lease:gw-a') });
 ($st, $h, $b, $j) = $B->request(POST => "/v1/sandboxes/$sa/exec", $agent_b,
                                 { argv => ['true'] });
 is($st, 503, "a's sandbox through b, a gone: 503") or diag $b;
@@ -160,9 +164,8 @@ owner_of($sb);
 is($st, 429, "the quota is full: a's slot is still counted");
 
 # ---- after the grace: host_lost, once
-ok(wait_for(sub { !$m->exists("veto:{acme}:sbx:own:$sa") },
-            $lease_s + $grace_s + 10),
-   "after the grace, a's sandbox is ended");
+eventually("after the grace, a's sandbox is ended", $lease_s + $grace_s + 10,
+           sub { !$m->exists("veto:{acme}:sbx:own:$sa") });
 my $took = time - $gone_at;
 cmp_ok($took, '>=', $grace_s, "... not before the grace ($took s)");
 ok(!defined $m->zscore('veto:{acme}:sbx:live', $sa),
@@ -195,8 +198,8 @@ is($j->{end_reason}, 'host_lost', '... host_lost');
 # ---- a back: a new boot epoch; its helper's restart ended the sandbox
 $A->helper->launch;
 $A->start(keep_conf => 1);
-ok(wait_for(sub { up($A) && (lease('gw-a')->{epoch} // 0) > $epoch_a }, 15),
-   'a is back, under a new boot epoch');
+eventually('a is back, under a new boot epoch', 15,
+           sub { up($A) && (lease('gw-a')->{epoch} // 0) > $epoch_a });
 ($st, $h, $b, $j) = $A->request(POST => "/v1/sandboxes/$sa/exec", $agent_a,
                                 { argv => ['true'] });
 is($st, 410, "a's old sandbox is gone on a too (no orphan)") or diag $b;
@@ -208,8 +211,8 @@ is($st, 421, '... through b: 421, as for a live one') or diag $b;
 is($j->{host}, 'gw-a', '... naming a');
 # a's poll of its helper's ends (the first a second after its start)
 # hears of that end: it is on record already
-ok(wait_for(sub { $m->exists("veto:{acme}:sbx:end:$sa:helper_restart") }, 10),
-   "a's poll heard of its helper's end of the sandbox");
+eventually("a's poll heard of its helper's end of the sandbox", 10,
+           sub { $m->exists("veto:{acme}:sbx:end:$sa:helper_restart") });
 $entries = $m->xrange('veto:{acme}:audit', '-', '+');
 @lost = grep {
     my %g = @{ $_->[1] };
@@ -234,11 +237,11 @@ $C->render(http_extra => $s->nginx_conf
            . "    veto_sandbox_host_lease ${lease_s}s;\n");
 $C->start(keep_conf => 1);
 my $epoch_b = lease('gw-b')->{epoch};
-ok(wait_for(sub { (lease('gw-b')->{addr} // '') eq '127.0.0.1:' . $C->port },
-            10), "the newer run under b's name holds b's lease");
-ok(wait_for(sub { $B->error_log =~ /a newer run \(boot epoch \d+, this one $epoch_b\) holds this host's name/ }, 10),
-   '... the older run says so and stops renewing');
-sleep $lease_s;
+eventually("the newer run under b's name holds b's lease", 10,
+           sub { (lease('gw-b')->{addr} // '') eq '127.0.0.1:' . $C->port });
+eventually('... the older run says so and stops renewing', 10,
+           sub { $B->error_log =~ /a newer run \(boot epoch \d+, this one $epoch_b\) holds this host's name/ });
+sleep $lease_s;    # on purpose: a lease period goes by, and b's stays C's
 is(lease('gw-b')->{addr}, '127.0.0.1:' . $C->port, '... and keeps it');
 $C->stop;
 

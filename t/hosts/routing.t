@@ -21,7 +21,8 @@ use Test::More;
 use lib 't/lib';
 use VetoNginx;
 use VetoSentinel;
-use VetoHosts qw(wait_for up);
+use VetoHosts qw(up);
+use Eventually qw(eventually);
 use JSON::PP;
 use Digest::SHA qw(hmac_sha256_hex sha256_hex);
 use Time::HiRes qw(sleep time);
@@ -69,14 +70,15 @@ my %gw = VetoHosts::gateways(
     helper => sub { (max_sandboxes => $_[0] eq 'c' ? 1 : 8) });
 my ($A, $B, $C) = @gw{qw(a b c)};
 
-ok(wait_for(sub { up($A) && up($B) && up($C) }, 15), 'all hosts found the master');
+eventually('all hosts found the master', 15,
+           sub { up($A) && up($B) && up($C) });
 # the master, asked again whenever its connection went (a failover, or
 # Sentinel's CLIENT KILL when it turns a server into a replica)
 sub M { $s->live_master }
-ok(wait_for(sub { M()->exists('veto:{:hosts}:lease:gw-a')
-                  && M()->exists('veto:{:hosts}:lease:gw-b')
-                  && M()->exists('veto:{:hosts}:lease:gw-c') }, 10),
-   'all hosts hold a lease');
+eventually('all hosts hold a lease', 10, sub {
+    M()->exists('veto:{:hosts}:lease:gw-a')
+        && M()->exists('veto:{:hosts}:lease:gw-b')
+        && M()->exists('veto:{:hosts}:lease:gw-c') });
 is(M()->hget('veto:{:hosts}:lease:gw-a', 'addr'), "$host_addr{a}:" . $A->port,
    "a's lease names its address in its namespace");
 
@@ -88,8 +90,8 @@ my ($st, $h, $b, $j);
 ($st, $h, $b, $j) = $A->request(POST => '/v1/sandboxes', $agent, {});
 is($st, 201, 'create on a') or diag $b;
 my $sa = $j->{id};
-ok(wait_for(sub { (M()->hget("veto:{acme}:sbx:own:$sa", 'gateway') // '') eq 'gw-a' }, 5),
-   'owned by a');
+eventually('owned by a', 5,
+           sub { (M()->hget("veto:{acme}:sbx:own:$sa", 'gateway') // '') eq 'gw-a' });
 
 # ---- exec, files through b and c
 ($st, $h, $b, $j) = $B->request(POST => "/v1/sandboxes/$sa/exec", $agent,
@@ -127,10 +129,10 @@ ok((grep { exists(($_->{result} // {})->{exit_code}) } @lines),
 is($st, 202, 'a background exec through c') or diag $b;
 my $ex = $j->{id};
 is($h->{location}, "/v1/sandboxes/$sa/execs/$ex", '... its Location');
-ok(wait_for(sub {
+eventually('... it ends (status through b)', 10, sub {
     my (undef, undef, undef, $e) = $B->request(GET => "/v1/sandboxes/$sa/execs/$ex", $agent);
     ($e->{state} // '') ne 'running' ? $e : undef
-}, 10), '... it ends (status through b)');
+});
 ($st, $h, $b, $j) = $B->request(GET => "/v1/sandboxes/$sa/execs/$ex/output?stream=stdout", $agent);
 is($st, 200, '... its output through b') or diag $b;
 is($j->{data}, "bg\nend\n", '... all of it');
@@ -323,10 +325,10 @@ is($b, "fenced\n", '... once');
     ($st, $h, $b) = $A->request(GET => "/v1/sandboxes/$sa/files?path=failover", $agent);
     my $lines = () = ($b // '') =~ /x\n/g;
     is($lines, $n200, "each 200 ran once, no 503 ran ($n200)");
-    ok(wait_for(sub { M()->exists('veto:{:hosts}:lease:gw-a')
-                      && M()->exists('veto:{:hosts}:lease:gw-b')
-                      && M()->exists('veto:{:hosts}:lease:gw-c') }, 15),
-       'the leases are renewed on the new master');
+    eventually('the leases are renewed on the new master', 15, sub {
+        M()->exists('veto:{:hosts}:lease:gw-a')
+            && M()->exists('veto:{:hosts}:lease:gw-b')
+            && M()->exists('veto:{:hosts}:lease:gw-c') });
     ($st, $h, $b) = $C->request(POST => "/v1/sandboxes/$sa/exec", $agent,
                                 { argv => ['true'] });
     is($st, 200, 'through c too') or diag $b;
@@ -338,8 +340,8 @@ is($st, 200, 'delete through c') or diag $b;
 ($st, $h, $b, $j) = $A->request(GET => "/v1/sandboxes/$sa", $agent);
 is($j->{state}, 'ended', 'ended on a') or diag $b;
 is($j->{end_reason}, 'deleted', '... deleted');
-ok(wait_for(sub { !defined M()->zscore('veto:{acme}:sbx:live', $sa) }, 5),
-   'its quota slot is free');
+eventually('its quota slot is free', 5,
+           sub { !defined M()->zscore('veto:{acme}:sbx:live', $sa) });
 
 # the ended sandbox, its record forged back naming another run of a's
 # helper: through b, the helper's ENDED record (410), nothing freed twice
@@ -360,14 +362,15 @@ M()->del($own);
 ($st, $h, $b, $j) = $C->request(POST => '/v1/sandboxes', $agent, {});
 is($st, 201, 'a create on c, empty: made on c') or diag $b;
 my $sc = $j->{id};
-ok(wait_for(sub { (M()->hget("veto:{acme}:sbx:own:$sc", 'gateway') // '') eq 'gw-c' }, 5),
-   '... owned by c');
-ok(wait_for(sub { (M()->hget('veto:{:hosts}:lease:gw-c', 'sandboxes') // '') eq '1' }, 30),
-   "c's lease says it is full (1 of 1)");
+eventually('... owned by c', 5,
+           sub { (M()->hget("veto:{acme}:sbx:own:$sc", 'gateway') // '') eq 'gw-c' });
+eventually("c's lease says it is full (1 of 1)", 30,
+           sub { (M()->hget('veto:{:hosts}:lease:gw-c', 'sandboxes') // '') eq '1' });
 ($st, $h, $b, $j) = $C->request(POST => '/v1/sandboxes', $agent, {});
 is($st, 201, 'another create on c: 201') or diag $b;
 my $sp = $j->{id};
-my $placed = wait_for(sub { M()->hget("veto:{acme}:sbx:own:$sp", 'gateway') }, 5) // '';
+my $placed = eventually('the sandbox made through c has an owner', 5,
+    sub { M()->hget("veto:{acme}:sbx:own:$sp", 'gateway') }) // '';
 like($placed, qr/^gw-[ab]$/, "... made on a host with room ($placed)");
 ($st, $h, $b, $j) = $C->request(POST => "/v1/sandboxes/$sp/exec", $agent,
                                 { argv => ['true'] });
@@ -387,8 +390,8 @@ for my $id ($sc, $sp) {
 ($st, $h, $b, $j) = $A->request(POST => '/v1/sandboxes', $agent, {});
 is($st, 201, 'a sandbox made on a') or diag $b;
 my $sd = $j->{id};
-ok(wait_for(sub { (M()->hget("veto:{acme}:sbx:own:$sd", 'gateway') // '') eq 'gw-a' }, 5),
-   '... owned by a');
+eventually('... owned by a', 5,
+           sub { (M()->hget("veto:{acme}:sbx:own:$sd", 'gateway') // '') eq 'gw-a' });
 # the owner's own error answers pass through the hop as they are
 my ($dst, undef, undef, $dj) = $A->request(GET => "/v1/sandboxes/$sd/files?path=missing",
                                            $agent);
@@ -431,7 +434,7 @@ sub alive
     my $stat = <$f> // '';
     return $stat !~ /^\d+ \(.*\) [ZX] /s;     # a zombie holds no socket
 }
-ok(wait_for(sub { !grep { alive($_) } @apids }, 5), "a's nginx is gone");
+eventually("a's nginx is gone", 5, sub { !grep { alive($_) } @apids });
 sleep 0.2;
 for my $via ([b => $B], [c => $C]) {
     my ($name, $n) = @$via;
@@ -452,7 +455,7 @@ for my $via ([b => $B], [c => $C]) {
 ok(M()->exists('veto:{:hosts}:lease:gw-a'),
    "a's lease had not run out: the hop failed, not the lease check");
 $A->start(keep_conf => 1);
-ok(wait_for(sub { up($A) }, 15), "a's nginx is back (its helper lived)");
+eventually("a's nginx is back (its helper lived)", 15, sub { up($A) });
 ($st, $h, $b) = $A->request(GET => "/v1/sandboxes/$sd/files?path=dead", $agent);
 is($st, 404, 'nothing ran on a while it was away') or diag $b;
 ($st, $h, $b) = $B->request(POST => "/v1/sandboxes/$sd/exec", $agent,

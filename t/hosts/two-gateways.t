@@ -18,7 +18,8 @@ use Test::More;
 use lib 't/lib';
 use VetoNginx;
 use VetoSentinel;
-use VetoHosts qw(wait_for up);
+use VetoHosts qw(up);
+use Eventually qw(eventually);
 use Time::HiRes qw(sleep time);
 
 VetoNginx::need(qw(helper redis));
@@ -54,7 +55,7 @@ my %gw = VetoHosts::gateways(names => [qw(a b)], sentinel => $s,
                              policy => $policy, check => 1);
 my ($A, $B) = @gw{qw(a b)};
 
-ok(wait_for(sub { up($A) && up($B) }, 15), 'both hosts found the master');
+eventually('both hosts found the master', 15, sub { up($A) && up($B) });
 
 my $agent = $A->token(sub => 'agent-1');
 my $rev_b = $B->token(sub => 'human-1', scope => 'approvals:review');
@@ -73,13 +74,8 @@ my $m = $s->master;
 sub owner_of
 {
     my ($id) = @_;
-    my $deadline = time + 5;
-    while (time < $deadline) {
-        my $g = $m->hget("veto:{acme}:sbx:own:$id", 'gateway');
-        return $g if defined $g;
-        sleep 0.05;
-    }
-    return undef;
+    return eventually("$id has an owner", 5,
+                      sub { $m->hget("veto:{acme}:sbx:own:$id", 'gateway') });
 }
 is(owner_of($sa), 'gw-a', "a's sandbox is recorded as host a's");
 is(owner_of($sb), 'gw-b', "b's sandbox is recorded as host b's");

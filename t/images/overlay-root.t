@@ -11,6 +11,7 @@ use Test::More;
 use lib 't/lib';
 use VetoImage;
 use VetoTest;
+use Eventually qw(eventually);
 
 my $s = VetoImage->new;
 my $digest = $s->debian_profile_base;
@@ -110,7 +111,7 @@ $h->kill9;
 is(scalar(grep { m{/sb/\Q$k\E/root$} } VetoTest::mounts_under($h->dir)), 1,
    'killed helper: its sandbox\'s overlay is still mounted');
 $h->launch;
-$h->wait_no_procs(10);
+eventually('no process of ours is left', 10, sub { !$h->count_procs });
 is_deeply([ VetoTest::mounts_under($h->state_dir) ], [],
           'restarted helper: the stale overlay and tmpfs are unmounted');
 ok(!-e $h->state_dir . "/sb/$k", 'and its directory removed');

@@ -15,17 +15,17 @@ package VetoHosts;
 #                                policy => $policy, net => $net,
 #                                address => 1, routing => 1);
 #   VetoHosts::acme_policy(quotas => {...})   # tenant acme, the ceilings
-#   use VetoHosts qw(wait_for up);
-#   wait_for(sub { ... }, $seconds)    # the value, or undef
+#   use VetoHosts qw(up);
 #   up($gw{a})                         # the host found its Redis master
+#
+# (wait for a host with eventually() of t/lib/Eventually.pm.)
 use strict;
 use warnings;
 
 use Exporter qw(import);
 use File::Copy qw(copy);
-use Time::HiRes qw(sleep time);
 
-our @EXPORT_OK = qw(wait_for up);
+our @EXPORT_OK = qw(up);
 
 my @CLEANUP;
 
@@ -82,19 +82,6 @@ sub acme_policy
     return { version => 1, tenants => { acme => {
         ceilings => { memory_mb => 512, timeout_s => 30, ttl_s => 3600 },
         %acme } } };
-}
-
-# The value of $what once it is true, polled until $timeout seconds.
-sub wait_for
-{
-    my ($what, $timeout) = @_;
-    my $deadline = time + $timeout;
-    while (time < $deadline) {
-        my $v = $what->();
-        return $v if $v;
-        sleep 0.05;
-    }
-    return undef;
 }
 
 # The host found its Redis master.

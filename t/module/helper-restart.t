@@ -14,6 +14,7 @@ use warnings;
 use Test::More;
 use lib 't/lib';
 use VetoNginx;
+use Eventually qw(eventually);
 use Time::HiRes qw(sleep);
 
 VetoNginx::need(qw(helper redis));
@@ -61,16 +62,6 @@ sub create
 sub counted { $r->zcard($LIVE) }
 
 # bookkeeping after a reply is fire and forget: give it a moment
-sub eventually
-{
-    my ($cond) = @_;
-    for (1 .. 100) {
-        return 1 if $cond->();
-        sleep 0.02;
-    }
-    return 0;
-}
-
 # ---- at the quota
 my ($s1, $a) = create();
 my ($s2, $bb) = create();
@@ -137,7 +128,7 @@ ok(defined $r->zscore($LIVE, $c), 'and the sandbox stays counted');
 
 ($st, $h, $b, $j) = $n->request(DELETE => "/v1/sandboxes/$d", $agent);
 is($st, 410, 'DELETE of the dead id: 410 (it ended)');
-ok(eventually(sub { !defined $r->zscore($LIVE, $d) }), 'and it freed the slot');
+eventually('and it freed the slot', 2, sub { !defined $r->zscore($LIVE, $d) });
 ok(!$r->exists("veto:{acme}:sbx:own:$d"), 'and the ownership record');
 my ($s6, $e) = create();
 is($s6, 201, 'a create fits again');
@@ -147,9 +138,9 @@ $helper->destroy($e, tenant => 'acme', agent => 'agent-1');
 ($st, $h, $b, $j) = $n->request(GET => "/v1/sandboxes/$e", $agent);
 is($st, 200, 'GET of a dead id: 200');
 is($j->{state}, 'ended', '... its ENDED record');
-ok(eventually(sub { !defined $r->zscore($LIVE, $e) }), 'and it freed the slot');
+eventually('and it freed the slot', 2, sub { !defined $r->zscore($LIVE, $e) });
 
 $n->request(DELETE => "/v1/sandboxes/$c", $agent);
-ok(eventually(sub { counted() == 0 }), 'nothing counted once all are gone');
+eventually('nothing counted once all are gone', 2, sub { counted() == 0 });
 
 done_testing();

@@ -20,6 +20,7 @@ use Test::More;
 use lib 't/lib';
 use VetoNginx;
 use VetoTest;
+use Eventually qw(eventually);
 use JSON::PP;
 use POSIX ();
 use Time::HiRes qw(time sleep);
@@ -518,7 +519,7 @@ $rec = end_ok($sk, 'helper_restart', 'helper kill -9 and restart');
 $j = get_ended($sk, 'helper_restart');
 is($j->{end_reason}, 'helper_restart', 'GET: helper_restart');
 slot_freed($sk, 'helper_restart');
-is($hh->wait_no_procs(5), 0, 'no process of it left');
+eventually('no process of it left', 5, sub { !$hh->count_procs });
 
 # ---- after the helper's retention: 404, and the markers are bounded
 my $ttl = $r->ttl("veto:{acme}:sbx:end:$si:idle");

@@ -27,6 +27,7 @@ use JSON::PP ();
 use POSIX qw(WNOHANG);
 use lib 't/lib';
 use VetoNginx;
+use Eventually qw(eventually);
 use Time::HiRes qw(sleep time);
 
 VetoNginx::need(qw(helper redis));
@@ -119,18 +120,6 @@ sub received_for
            received($name);
 }
 
-sub wait_until
-{
-    my ($what, $secs, $cond) = @_;
-    my $deadline = time + $secs;
-    while (time < $deadline) {
-        my $v = $cond->();
-        return $v if $v;
-        sleep 0.05;
-    }
-    diag("timed out waiting for $what");
-    return;
-}
 
 sub log_lines
 {
@@ -322,7 +311,7 @@ is($st, 202, 'create needs an approval: 202') or diag $b;
 my $apr = $j->{approval_id};
 my $expires = $j->{expires_at};
 
-my ($ev) = wait_until('the json receiver', 10,
+my ($ev) = eventually('the json receiver', 10,
                       sub { my @r = received_for('json', $apr); $r[0] });
 ok($ev, 'the json receiver got the event');
 is($ev->{method}, 'POST', 'POST');
@@ -377,7 +366,7 @@ is($e->{threshold}, 1, 'threshold');
 like($e->{request_hash}, qr/^[0-9a-f]{64}$/, 'request hash');
 is($e->{link}, "https://gw.example/review/#/approval/$apr", 'the link to the page');
 
-my ($sl) = wait_until('the slack receiver', 10,
+my ($sl) = eventually('the slack receiver', 10,
                       sub { my @r = received_for('slack', $apr); $r[0] });
 ok($sl, 'the slack receiver got its message');
 is_deeply([sort keys %{ $sl->{event} }], ['text'], 'a Slack body: {"text"}');
@@ -389,7 +378,7 @@ like($sl->{event}{text}, qr/Expires <!date\^$expires\^\{date_short_pretty\} \{ti
      'when it expires');
 ok(!exists $sl->{headers}{'veto-signature'}, 'no signature without a secret');
 
-wait_until('the counters', 5, sub { counters()->{delivered} == 2 });
+eventually('the counters', 5, sub { counters()->{delivered} == 2 });
 is_deeply(counters(), { queued => 2, delivered => 2, retries => 0,
                         failed => 0, dropped => 0 }, 'two queued, two delivered');
 scrape_agrees('two delivered');
@@ -415,13 +404,13 @@ sub exec_202
 
 my @nasty = ('sh', '-c', 'echo <!channel> `id` & <https://evil.example|click here>');
 my $apr2 = exec_202(\@nasty, 'an exec with markup in its argv');
-($sl) = wait_until('slack', 10, sub { (received_for('slack', $apr2))[0] });
+($sl) = eventually('slack', 10, sub { (received_for('slack', $apr2))[0] });
 my $text = $sl->{event}{text} // '';
 like($text, qr/on sandbox `$sb`/, 'the sandbox');
 like($text, qr/\nargv: `sh -c 'echo &lt;!channel&gt; 'id' &amp; &lt;https:\/\/evil\.example\|click here&gt;'`/,
      'the argv escaped: no mention, no link, no code span broken');
 unlike($text, qr/<!channel>|<https:\/\/evil/, 'no raw markup');
-($ev) = wait_until('json', 10, sub { (received_for('json', $apr2))[0] });
+($ev) = eventually('json', 10, sub { (received_for('json', $apr2))[0] });
 is_deeply($ev->{event}{summary}{argv}, \@nasty, 'the JSON event has the argv as it is');
 is($ev->{event}{sandbox}, $sb, 'and the sandbox');
 
@@ -431,9 +420,8 @@ receiver_mode('json', 'fail');
 receiver_mode('slack', 'refuse');
 my $t0 = time;
 my $apr3 = exec_202(['echo', 'three'], 'with receivers failing');
-ok(wait_until('the json failure', 15, sub {
-       log_lines(qr/not delivered after 4 attempts: the location answered 503.*approval: $apr3/) }),
-   'json: given up after 4 attempts, logged');
+eventually('json: given up after 4 attempts, logged', 15, sub {
+       log_lines(qr/not delivered after 4 attempts: the location answered 503.*approval: $apr3/) });
 my @got = received_for('json', $apr3);
 is(scalar @got, 4, 'the receiver saw exactly 1 + 3 retries');
 is_deeply([map { $_->{headers}{'veto-delivery-attempt'} } @got], [1, 2, 3, 4],
@@ -441,9 +429,8 @@ is_deeply([map { $_->{headers}{'veto-delivery-attempt'} } @got], [1, 2, 3, 4],
 ok((grep { $_->{verified} } @got) == 4, 'each one signed afresh and verified');
 is(scalar(log_lines(qr/webhook attempt \d of 4 failed: the location answered 503; next in \d+ ms.*approval: $apr3/)),
    3, 'three retries, each logged with its wait');
-ok(wait_until('the slack refusal', 10, sub {
-       log_lines(qr/not delivered after 1 attempt: the location answered 401 \(a refusal: not retried\).*approval: $apr3/) }),
-   'slack: a 401 is a refusal, not retried');
+eventually('slack: a 401 is a refusal, not retried', 10, sub {
+       log_lines(qr/not delivered after 1 attempt: the location answered 401 \(a refusal: not retried\).*approval: $apr3/) });
 sleep 1;    # longer than any wait left: nothing more comes
 is(scalar(received_for('json', $apr3)), 4, 'no fifth attempt');
 is(scalar(received_for('slack', $apr3)), 1, 'no second attempt after a refusal');
@@ -466,20 +453,18 @@ is($j->{stdout}, "three\n", 'its output');
 receiver_mode('slack', 'ok');
 receiver_stop('json');
 my $apr4 = exec_202(['echo', 'four'], 'with the json receiver down');
-ok(wait_until('a failed connection', 10, sub {
-       log_lines(qr/webhook attempt 1 of 4 failed: no valid answer \(502\).*approval: $apr4/) }),
-   'down: the first attempt fails (502), logged');
+eventually('down: the first attempt fails (502), logged', 10, sub {
+       log_lines(qr/webhook attempt 1 of 4 failed: no valid answer \(502\).*approval: $apr4/) });
 ok(log_lines(qr/connect\(\) failed \(111: Connection refused\).*webhook: "\/_veto\/hooks\/json", approval: $apr4, upstream: "http:\/\/127\.0\.0\.1:\d+"$/),
    "nginx's own error names the webhook, the approval and the receiver");
 receiver_start('json', secret => 1);
-($ev) = wait_until('the json receiver back', 10,
+($ev) = eventually('the json receiver back', 10,
                    sub { (received_for('json', $apr4))[0] });
 ok($ev, 'back: the event arrives on a retry');
 ok($ev->{headers}{'veto-delivery-attempt'} >= 2, '... a later attempt');
 ok($ev->{verified}, '... signed at its own time, verified');
-ok(wait_until('delivered', 5, sub {
-       log_lines(qr/webhook event delivered, status 200, attempt [2-4].*approval: $apr4/) }),
-   'logged as delivered');
+eventually('logged as delivered', 5, sub {
+       log_lines(qr/webhook event delivered, status 200, attempt [2-4].*approval: $apr4/) });
 
 # ---- a slow receiver never delays the agent
 
@@ -508,7 +493,7 @@ my ($st5, $b5) = raw_request(POST => "/v1/sandboxes/$sb/exec",
                              $JSON->encode({ argv => ['echo', 'five'] }));
 is($st5, 202, 'the 202 arrives') or diag $b5;
 my $apr5 = eval { $JSON->decode($b5)->{approval_id} } // '';
-my $hold = wait_until('the receiver holding', 10, sub {
+my $hold = eventually('the receiver holding', 10, sub {
     my ($r) = received_for('json', $apr5);
     $r && -e "$RECV{json}{dir}/$r->{seq}.holding" ? $r->{seq} : undef });
 ok($hold, 'the receiver holds its answer (10 s)');
@@ -518,12 +503,10 @@ ok(!-e "$RECV{json}{dir}/$hold.released",
    '... while the receiver still holds the webhook');
 is(eval { $JSON->decode($b6)->{state} }, 'pending', '... with the state');
 close $sock;
-ok(wait_until('the deadline', 10, sub {
-       log_lines(qr/webhook attempt 1 of 4 failed: no answer within 3000 ms.*approval: $apr5/) }),
-   'the held attempt ends at the deadline');
-ok(wait_until('delivered after the deadline', 10, sub {
-       log_lines(qr/webhook event delivered, status 200, attempt 2.*approval: $apr5/) }),
-   'the next attempt is delivered');
+eventually('the held attempt ends at the deadline', 10, sub {
+       log_lines(qr/webhook attempt 1 of 4 failed: no answer within 3000 ms.*approval: $apr5/) });
+eventually('the next attempt is delivered', 10, sub {
+       log_lines(qr/webhook event delivered, status 200, attempt 2.*approval: $apr5/) });
 
 # ---- reload with a retry pending: the old worker delivers, then exits
 
@@ -533,13 +516,12 @@ $n->render(conf(backoff => '1s',
 $n->reload;
 receiver_stop('json');
 my $apr7 = exec_202(['echo', 'seven'], 'reload: an exec');
-ok(wait_until('attempt 1', 10, sub {
-       log_lines(qr/webhook attempt 1 of 4 failed.*approval: $apr7/) }),
-   'reload: the first attempt failed');
+eventually('reload: the first attempt failed', 10, sub {
+       log_lines(qr/webhook attempt 1 of 4 failed.*approval: $apr7/) });
 my @old = $n->worker_pids;
 kill 'HUP', $n->master_pid;
 receiver_start('json', secret => 1);
-($ev) = wait_until('the event after the reload', 15,
+($ev) = eventually('the event after the reload', 15,
                    sub { (received_for('json', $apr7))[0] });
 ok($ev && $ev->{verified}, 'reload: delivered, signed');
 my ($line) = log_lines(qr/webhook event delivered.*approval: $apr7/);
@@ -548,22 +530,20 @@ ok($by && grep({ $_ == $by } @old), 'reload: by the old worker')
     or diag "delivered by " . ($by // '?') . ", old workers @old";
 ok(log_lines(qr/not delivered after 1 attempt: answered \d+ without proxying: is "\/_veto\/hooks\/none" a location with proxy_pass\? \(a refusal: not retried\).*approval: $apr7/),
    'a location that does not proxy: named, not retried');
-ok(wait_until('the old worker gone', 10, sub {
+eventually('reload: the old worker exits once it is done', 10, sub {
        my %alive = map { $_ => 1 } $n->worker_pids;
-       !grep { $alive{$_} } @old }),
-   'reload: the old worker exits once it is done');
+       !grep { $alive{$_} } @old });
 
 # ---- a graceful stop waits for the retries, which stay bounded
 
 receiver_stop('json');
 my $apr8 = exec_202(['echo', 'eight'], 'quit: an exec');
-ok(wait_until('attempt 1', 10, sub {
-       log_lines(qr/webhook attempt 1 of 4 failed.*approval: $apr8/) }),
-   'quit: the first attempt failed');
+eventually('quit: the first attempt failed', 10, sub {
+       log_lines(qr/webhook attempt 1 of 4 failed.*approval: $apr8/) });
 my $master = $n->master_pid;
 kill 'QUIT', $master;
-ok(wait_until('nginx gone', 30, sub { gone($master) }),
-   'quit: nginx exits (after 1 + 2 + 4 s of waits)');
+eventually('quit: nginx exits (after 1 + 2 + 4 s of waits)', 30,
+           sub { gone($master) });
 $n->{running} = 0;
 $n->check_sanitizer;
 ok(log_lines(qr/not delivered after 4 attempts: no valid answer \(502\).*approval: $apr8/),
@@ -577,7 +557,7 @@ ok(!log_lines(qr/dropped.*approval: $apr8/), 'quit: nothing dropped');
 # until the next one does not fit
 $n->start(conf(backoff => '60s',
                http_extra => 'veto_sandbox_webhook_buffer ' . (72 * 1024) . ';'));
-wait_until('redis up', 10, sub {
+eventually('redis up', 10, sub {
     my (undef, undef, undef, $hj) = $n->request(GET => '/v1/health');
     ($hj->{redis} // '') eq 'up' });
 my ($base) = scraped();
@@ -595,7 +575,7 @@ ok(log_lines($full_re),
 # the slack receiver answers at once: settled when nothing moves for
 # half a second (the json receiver's next attempt is a minute away)
 my $prev = '';
-wait_until('the counters settled', 10, sub {
+eventually('the counters settled', 10, sub {
     my $now = join ',', map { "$_=" . counters()->{$_} } sort keys %$base;
     my $same = $now eq $prev;
     $prev = $now;
@@ -609,7 +589,7 @@ is($c->{queued} + $c->{dropped}, 2 * scalar @full,
 scrape_agrees('a full buffer');
 $master = $n->master_pid;
 kill 'TERM', $master;
-ok(wait_until('nginx gone', 10, sub { gone($master) }), 'buffer: nginx stops');
+eventually('buffer: nginx stops', 10, sub { gone($master) });
 $n->{running} = 0;
 $n->check_sanitizer;
 
@@ -620,12 +600,11 @@ $n->render(conf(backoff => '1s',
 
 $n->start(conf(backoff => '1s'), keep_conf => 1);
 my $apr9 = exec_202(['echo', 'nine'], 'stop: an exec');
-ok(wait_until('attempt 1', 10, sub {
-       log_lines(qr/webhook attempt 1 of 4 failed.*approval: $apr9/) }),
-   'stop: the first attempt failed');
+eventually('stop: the first attempt failed', 10, sub {
+       log_lines(qr/webhook attempt 1 of 4 failed.*approval: $apr9/) });
 $master = $n->master_pid;
 kill 'TERM', $master;
-ok(wait_until('nginx gone', 10, sub { gone($master) }), 'stop: nginx exits at once');
+eventually('stop: nginx exits at once', 10, sub { gone($master) });
 $n->{running} = 0;
 $n->check_sanitizer;
 ok(log_lines(qr/webhook event dropped: the worker stopped after 1 attempt.*approval: $apr9/),

@@ -13,6 +13,7 @@ use Test::More;
 use Time::HiRes qw(time sleep);
 use VetoEgress;
 use VetoTest;
+use Eventually qw(eventually);
 
 my $e = VetoEgress->start(helper => 1);
 my $h = VetoTest->start($e->helper_conf, max_sandboxes => 8);
@@ -28,15 +29,10 @@ sub egress_up
     return $h->ping->{egress};
 }
 
-sub wait_log
+sub log_has
 {
     my ($re) = @_;
-    my $t = time + 30;
-    while (time < $t) {
-        return 1 if $h->log_text(1) =~ $re;
-        sleep 0.05;
-    }
-    return 0;
+    return $h->log_text(1) =~ $re;
 }
 
 sub proxy_pids
@@ -63,8 +59,10 @@ like($out, qr{registry-ok http registry.example.test /one}, 'the sandbox reaches
 my ($p1) = proxy_pids();
 ok(kill('KILL', $p1), "proxy $p1 killed");
 my $t0 = time;
-ok(wait_log(qr/the egress proxy \(pid $p1\) was killed by signal 9/), 'the helper sees it die');
-ok(wait_log(qr/egress proxy \(pid (?!$p1)\d+\) is up/), 'and a new one come up');
+eventually('the helper sees it die', 30,
+           sub { log_has(qr/the egress proxy \(pid $p1\) was killed by signal 9/) });
+eventually('and a new one come up', 30,
+           sub { log_has(qr/egress proxy \(pid (?!$p1)\d+\) is up/) });
 my $eg = egress_up();
 ok($eg->{available}, sprintf('egress is available again after %.1f s', time - $t0))
     or diag explain $eg;
@@ -91,7 +89,8 @@ ok($ping->{ok} && time - $tp < 2, 'ping is answered while an exec waits on the s
 my ($br, $bp) = VetoTest::recv_frame($bg, 30);
 is($bp, "hi\n", 'the exec ends');
 ok(!$br->{network}{complete}, 'its network field says it is not complete') or diag explain $br->{network};
-ok(wait_log(qr/egress proxy \(pid $p2\) was killed by signal 9/), 'the stuck proxy was killed');
+eventually('the stuck proxy was killed', 30,
+           sub { log_has(qr/egress proxy \(pid $p2\) was killed by signal 9/) });
 $eg = egress_up();
 ok($eg->{available}, 'the stuck proxy was replaced');
 like($h->log_text, qr/killing the egress proxy \(pid $p2\): the proxy did not answer in time/,
@@ -103,7 +102,8 @@ like($out, qr{registry-ok http registry.example.test /three}, 'the sandbox works
 # --- a create while the proxy restarts fails fast, with a named error -------
 @pids = proxy_pids();
 kill 'KILL', $pids[-1];
-wait_log(qr/the egress proxy \(pid $pids[-1]\) was killed/);
+eventually('the helper saw the proxy killed', 30,
+           sub { log_has(qr/the egress proxy \(pid $pids[-1]\) was killed/) });
 my $rc = $h->create(network => { allow => ['registry.example.test'] });
 ok($rc->{ok} || $rc->{error} eq 'unavailable',
    'a create during the restart works or says unavailable') or diag explain $rc;

@@ -40,13 +40,7 @@ sub ended_of
 sub wait_ended
 {
     my ($hh, $id, $timeout) = @_;
-    my $deadline = time + ($timeout // 20);
-    while (time < $deadline) {
-        my $e = ended_of($hh, $id);
-        return $e if $e;
-        sleep 0.2;
-    }
-    return undef;
+    return eventually("$id ends", $timeout // 20, sub { ended_of($hh, $id) });
 }
 
 sub ended_ok

@@ -12,6 +12,7 @@ use Test::More;
 use Time::HiRes qw(time sleep);
 use lib 't/lib';
 use VetoTest qw(sandbox_uid_procs);
+use Eventually qw(eventually);
 
 # Under ASan the helper's RSS would include ASan's quarantine of freed
 # buffers: without it, RSS means the same as in the normal build.
@@ -45,16 +46,6 @@ sub procs_with
     return grep { /\Q$marker\E/ } sandbox_uid_procs($h->uid_base, $h->uid_end);
 }
 
-sub wait_until
-{
-    my ($what, $cond, $timeout) = @_;
-    my $deadline = time + ($timeout // 20);
-    until ($cond->()) {
-        return 0 if time > $deadline;
-        sleep 0.1;
-    }
-    return 1;
-}
 
 # --- streamed: the first output long before the command ends ----------
 {
@@ -142,16 +133,14 @@ sub wait_until
                                        stream => $T, timeout_s => 60));
     my ($ev) = VetoTest::recv_frame($s, 20);
     is($ev->{event}, 'output', 'a streamed exec started');
-    ok(wait_until('sleep', sub { procs_with("sleep $mark") }, 10),
-       '... its sleep runs');
+    eventually('... its sleep runs', 10, sub { procs_with("sleep $mark") });
     close $s;
-    ok(wait_until('gone', sub { !procs_with("sleep $mark") }, 15),
-       'the client left: its processes are gone');
+    eventually('the client left: its processes are gone', 15,
+               sub { !procs_with("sleep $mark") });
     like($h->log_text, qr/client gone, cancelling exec/, '... the helper '
          . 'says why');
-    ok(wait_until('record', sub {
-        $h->log_text =~ /client gone: killed, no reply/ }, 10),
-       '... and records that it killed it without a reply');
+    eventually('... and records that it killed it without a reply', 10, sub {
+        $h->log_text =~ /client gone: killed, no reply/ });
 }
 
 # --- head and tail: seq 1 2000000; echo SUMMARY ------------------------
@@ -232,10 +221,10 @@ my $st = sub {
     my $r = $bg->($id, 'cd /workspace/www && exec python3 -u -m http.server '
                   . '8765 --bind 127.0.0.1');
     my $ex = $r->{exec}{id};
-    ok(wait_until('listening', sub {
+    eventually('the server says it listens', 20, sub {
         my (undef, $p) = $h->exec_op('exec_output', $id, $ex,
                                      stream => 'stdout');
-        ($p // '') =~ /Serving HTTP/ }), 'the server says it listens');
+        ($p // '') =~ /Serving HTTP/ });
     my ($e, $out) = $h->exec($id, [ 'python3', '-c',
         'import urllib.request as u; print(u.urlopen("http://127.0.0.1:8765'
         . '/hello.txt").read().decode(), end="")' ]);
@@ -260,8 +249,8 @@ my $st = sub {
 {
     my $r = $bg->($id, 'sleep 100', timeout_s => 2);
     my $ex = $r->{exec}{id};
-    ok(wait_until('end', sub { $st->($id, $ex)->{exec}{state} ne 'running' },
-                  20), 'a background exec past its deadline ends');
+    eventually('a background exec past its deadline ends', 20,
+               sub { $st->($id, $ex)->{exec}{state} ne 'running' });
     my $s = $st->($id, $ex);
     is($s->{exec}{state}, 'timed_out', 'state timed_out');
     ok($s->{exec}{result}{timed_out}, 'result timed_out');
@@ -295,8 +284,8 @@ my $st = sub {
 {
     my $r = $bg->($id, 'seq 1 200000', output_bytes => 10000);
     my $ex = $r->{exec}{id};
-    ok(wait_until('end', sub { $st->($id, $ex)->{exec}{state} ne 'running' }),
-       'a big background output ended');
+    eventually('a big background output ended', 20,
+               sub { $st->($id, $ex)->{exec}{state} ne 'running' });
     my ($o, $p) = $h->exec_op('exec_output', $id, $ex, stream => 'stdout',
                               max_bytes => 100000);
     is($o->{len}, 5000, 'the head: half of output_bytes');
@@ -336,8 +325,8 @@ my $st = sub {
     is($third->{limit}, 'background_execs', '... naming the limit');
     my ($e, $out) = $h->sh($id, 'echo foreground');
     is($out, "foreground\n", 'a foreground exec runs meanwhile');
-    ok(wait_until('end', sub { $st->($id, $ex)->{exec}{state} eq 'exited' }),
-       'the one without a client ran to its end');
+    eventually('the one without a client ran to its end', 20,
+               sub { $st->($id, $ex)->{exec}{state} eq 'exited' });
     my ($o, $p) = $h->exec_op('exec_output', $id, $ex, stream => 'stdout');
     is($p, join('', map { "$_\n" } 1 .. 20), 'its output kept');
     $h->exec_op('exec_kill', $id, $other->{exec}{id});
@@ -372,7 +361,8 @@ my $st = sub {
     for my $i (1 .. 3) {
         my $r = $bg->($id2, "echo $i");
         push @ex, $r->{exec}{id};
-        wait_until('end', sub { $st->($id2, $ex[-1])->{exec}{state} ne 'running' });
+        eventually("background exec $i ends", 20,
+                   sub { $st->($id2, $ex[-1])->{exec}{state} ne 'running' });
     }
     is($st->($id2, $ex[0])->{error}, 'not_found',
        'three ended, two kept: the oldest is forgotten');
@@ -380,8 +370,8 @@ my $st = sub {
 
     my $mark = '1000.' . int(rand(1e6));
     my $r = $bg->($id2, "sleep $mark");
-    ok(wait_until('sleep', sub { procs_with("sleep $mark") }, 10),
-       'a background exec runs');
+    eventually('a background exec runs', 10,
+               sub { procs_with("sleep $mark") });
     my $d = $h->destroy($id2);
     ok($d->{ok}, 'the sandbox is destroyed') or diag explain $d;
     ok(!procs_with("sleep $mark"), '... its background exec with it');
@@ -400,8 +390,8 @@ my $st = sub {
     my $before = $used->();
     my $r = $bg->($id3, 'head -c 20000000 /dev/urandom',
                   output_bytes => 4 * 1024 * 1024);
-    wait_until('end', sub { $st->($id3, $r->{exec}{id})->{exec}{state}
-                            ne 'running' });
+    eventually('the big output ends', 20,
+               sub { $st->($id3, $r->{exec}{id})->{exec}{state} ne 'running' });
     ok($used->() - $before >= 4 * 1000 * 1000,
        'its retained output counts against the sandbox\'s disk');
     $h->destroy($id3);

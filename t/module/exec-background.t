@@ -16,6 +16,7 @@ use Time::HiRes qw(time sleep);
 use lib 't/lib';
 use VetoNginx;
 use VetoStream;
+use Eventually qw(eventually);
 
 VetoNginx::need(qw(helper redis));
 
@@ -59,13 +60,11 @@ sub state_of
 sub wait_ended
 {
     my ($id, $secs) = @_;
-    my $end = time + $secs;
     my $s;
-    while (time < $end) {
+    eventually("exec $id ends", $secs, sub {
         $s = state_of($id);
-        return $s if ($s->{state} // 'running') ne 'running';
-        sleep 0.1;
-    }
+        ($s->{state} // 'running') ne 'running';
+    });
     return $s;
 }
 

@@ -99,13 +99,8 @@ sub counter_ok
 sub wait_end_record
 {
     my ($id, $reason, $timeout) = @_;
-    my $deadline = time + ($timeout // 10);
-    while (time < $deadline) {
-        my @e = grep { $_->{outcome} eq $reason } ends_of($id);
-        return $e[0] if @e;
-        sleep 0.2;
-    }
-    return undef;
+    return eventually("the end record of $id ($reason)", $timeout // 10,
+                      sub { (grep { $_->{outcome} eq $reason } ends_of($id))[0] });
 }
 
 # GET counts as a request naming it: only for sandboxes that have ended

@@ -44,13 +44,11 @@ sub timed
 sub wait_ok
 {
     my (@req) = @_;
-    my $deadline = time + 15;
     my @r;
-    while (time < $deadline) {
+    eventually("$req[0] $req[1] answers other than 503", 15, sub {
         @r = $n->request(@req);
-        return @r if $r[0] != 503;
-        sleep 0.1;
-    }
+        $r[0] != 503;
+    });
     return @r;
 }
 

@@ -20,6 +20,7 @@ use Test::More;
 use lib 't/lib';
 use VetoNginx;
 use VetoSentinel;
+use Eventually qw(eventually);
 use POSIX qw(_exit);
 use Time::HiRes qw(sleep time);
 
@@ -52,20 +53,18 @@ my ($sb, $doomed);
 my $NREADY = 40;
 
 # both workers: health answers from whichever took the connection
+# health says redis up 8 polls in a row
 sub wait_up
 {
-    my ($secs) = @_;
-    my $deadline = time + $secs;
+    my ($what, $secs) = @_;
     my $up = 0;
-    while (time < $deadline) {
+    return eventually($what, $secs, sub {
         my (undef, undef, undef, $hj) = $n->request(GET => '/v1/health');
         $up = ($hj->{redis} // '') eq 'up' ? $up + 1 : 0;
-        return 1 if $up >= 8;
-        sleep 0.05;
-    }
-    return 0;
+        $up >= 8;
+    });
 }
-ok(wait_up(15), 'the gateway found the master through the sentinels');
+wait_up('the gateway found the master through the sentinels', 15);
 
 
 # the command that leaves the approval it ran with in the workspace log

@@ -13,6 +13,7 @@ use warnings;
 use Test::More;
 use lib 't/lib';
 use VetoNginx;
+use Eventually qw(eventually);
 use Time::HiRes qw(sleep);
 
 VetoNginx::need(qw(helper redis));
@@ -32,18 +33,14 @@ my ($st, $h, $b, $j);
 
 # Health reports the worker's own Redis connection; after a restart the
 # worker reconnects by itself (backoff up to 5 s).
-sub wait_redis_up
+sub redis_up
 {
     my ($n) = @_;
-    my $state = '';
-    for (1 .. 200) {
-        my (undef, undef, undef, $hj) = $n->request(GET => '/v1/health');
-        $state = $hj->{redis} // '';
-        return 1 if $state eq 'up';
-        sleep 0.05;
-    }
-    diag "health says redis '$state' after 10 s";
-    return 0;
+    my (undef, undef, undef, $hj) = $n->request(GET => '/v1/health');
+    my $state = $hj->{redis} // '';
+    # the last "not yet" is the failure's diagnostic
+    die "health says redis '$state'\n" unless $state eq 'up';
+    return 1;
 }
 
 # ---------------------------------------------------------------- AOF
@@ -51,7 +48,7 @@ my $n = VetoNginx->new;
 $n->start_redis(aof => 1);
 $n->start_helper;
 $n->start(redis => 1, policy => $policy);
-ok(wait_redis_up($n), 'redis up');
+eventually('redis up', 10, sub { redis_up($n) });
 is($n->redis->config_get('appendonly')->[1], 'yes', 'redis runs with AOF');
 
 my $agent = $n->token(sub => 'agent-1', jti => 'agent-1-live');
@@ -85,7 +82,8 @@ ok($audit_before > 0, "audit records before the restart ($audit_before)");
 
 # ---- a clean restart (systemctl restart, SIGTERM)
 $n->restart_redis('TERM');
-ok(wait_redis_up($n), 'the worker reconnected after a clean restart');
+eventually('the worker reconnected after a clean restart', 10,
+           sub { redis_up($n) });
 
 ($st, $h, $b, $j) = $n->request(GET => '/v1/sandboxes', $doomed);
 is($st, 401, 'clean restart: the revoked token is still refused');
@@ -102,7 +100,7 @@ $n->redis->set('veto:{acme}:revoked:jti:agent-1-stolen-2', 1, 'EX', 600);
 ($st) = $n->request(GET => '/v1/sandboxes', $doomed2);
 is($st, 401, 'second token revoked');
 $n->restart_redis('KILL');
-ok(wait_redis_up($n), 'the worker reconnected after a crash');
+eventually('the worker reconnected after a crash', 10, sub { redis_up($n) });
 
 ($st) = $n->request(GET => '/v1/sandboxes', $doomed2);
 is($st, 401, 'after a crash: the token revoked last is still refused');
@@ -132,7 +130,7 @@ my $m = VetoNginx->new;
 $m->start_redis;    # save "", appendonly no
 $m->start_helper;
 $m->start(redis => 1, policy => $policy);
-ok(wait_redis_up($m), 'redis without persistence up');
+eventually('redis without persistence up', 10, sub { redis_up($m) });
 is($m->redis->config_get('appendonly')->[1], 'no', 'no AOF');
 
 my $ok = $m->token(sub => 'agent-1', jti => 'agent-1-live');
@@ -150,7 +148,7 @@ is($st, 401, 'revoked on a Redis without persistence');
 ($st) = $m->request(POST => '/v1/sandboxes', $t, { ttl_s => 600 });
 is($st, 401, '... also for a create');
 $m->restart_redis('TERM');
-ok(wait_redis_up($m), 'the worker reconnected');
+eventually('the worker reconnected', 10, sub { redis_up($m) });
 ($st) = $m->request(GET => '/v1/sandboxes', $t);
 is($st, 200, 'without persistence a Redis restart undoes the revocation '
    . '(why run-stack runs AOF)');

@@ -17,6 +17,7 @@ use JSON::PP ();
 use lib 't/lib';
 use VetoNginx;
 use VetoSentinel;
+use Eventually qw(eventually);
 use Time::HiRes qw(sleep time);
 
 VetoNginx::need(qw(helper redis));
@@ -79,20 +80,15 @@ my $agent = $n->token(sub => 'agent-1');
 my $rev = $n->token(sub => 'human-1', scope => 'approvals:review');
 my ($st, $h, $b, $j);
 
-sub wait_up
+sub redis_up
 {
-    my ($secs) = @_;
-    my $deadline = time + $secs;
-    while (time < $deadline) {
-        my (undef, undef, undef, $hj) = $n->request(GET => '/v1/health');
-        return 1 if ($hj->{redis} // '') eq 'up';
-        sleep 0.05;
-    }
-    return 0;
+    my (undef, undef, undef, $hj) = $n->request(GET => '/v1/health');
+    return ($hj->{redis} // '') eq 'up';
 }
 
-ok(wait_up(10), 'the master found through the sentinels (the dead one '
-                . 'skipped)');
+eventually('the master found through the sentinels (the dead one '
+                . 'skipped)', 10,
+           sub { redis_up() });
 like($n->error_log, qr/127\.0\.0\.1:$dead.*(refused|connect)/,
      'the dead sentinel was asked first and is in the log');
 like($n->error_log, qr/connected \(the master, as the sentinels say\)/,

@@ -16,6 +16,7 @@ use Digest::SHA ();
 use JSON::PP ();
 use lib 't/lib';
 use VetoNginx;
+use Eventually qw(eventually);
 use Time::HiRes qw(sleep);
 
 VetoNginx::need(qw(helper redis));
@@ -88,11 +89,10 @@ my %tok = map { $_ => $n->token(sub => 'agent-1', tenant => $_) }
 $tok{free} = $n->token(sub => 'free', tenant => 'umbrella');
 
 my ($st, $h, $b, $j);
-for (1 .. 40) {
+eventually('Redis is up', 10, sub {
     ($st, $h, $b, $j) = $n->request(GET => '/v1/health');
-    last if ($j->{redis} // '') eq 'up';
-    sleep 0.05;
-}
+    ($j->{redis} // '') eq 'up';
+});
 is($j->{redis}, 'up', 'redis up');
 
 # ---- the hijack story, which must now be in plain sight

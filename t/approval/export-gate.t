@@ -12,6 +12,7 @@ use Test::More;
 use JSON::PP ();
 use lib 't/lib';
 use VetoNginx;
+use Eventually qw(eventually);
 
 VetoNginx::need(qw(helper redis));
 
@@ -37,11 +38,10 @@ $n->start_helper;
 $n->start(redis => 1, policy => $policy);
 
 my ($st, $h, $b, $j);
-for (1 .. 100) {
+eventually('Redis is up', 10, sub {
     (undef, undef, undef, $j) = $n->request(GET => '/v1/health');
-    last if ($j->{redis} // '') eq 'up';
-    select(undef, undef, undef, 0.05);
-}
+    ($j->{redis} // '') eq 'up';
+});
 
 for my $who (qw(agent-1 agent-strict)) {
     my $tok = $n->token(sub => $who);

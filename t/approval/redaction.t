@@ -20,6 +20,7 @@ use warnings;
 use Test::More;
 use lib 't/lib';
 use VetoNginx;
+use Eventually qw(eventually);
 use Time::HiRes qw(sleep);
 
 VetoNginx::need(qw(helper redis));
@@ -66,11 +67,10 @@ my $rev = $n->token(sub => 'human-1', scope => 'approvals:review');
 my $auditor = $n->token(sub => 'auditor-1', scope => 'audit:read');
 
 my ($st, $h, $b, $j);
-for (1 .. 40) {
+eventually('a create succeeds (Redis connected)', 10, sub {
     ($st, $h, $b, $j) = $n->request(POST => '/v1/sandboxes', $agent, {});
-    last if $st == 201;
-    sleep 0.05;
-}
+    $st == 201;
+});
 is($st, 201, 'create') or diag $b;
 my $sb = $j->{id};
 

@@ -16,6 +16,7 @@ use Digest::SHA ();
 use JSON::PP ();
 use lib 't/lib';
 use VetoNginx;
+use Eventually qw(eventually);
 use Time::HiRes qw(sleep);
 
 VetoNginx::need(qw(helper redis));
@@ -68,11 +69,10 @@ my $i = $n->token(sub => 'agent-1', tenant => 'initech');
 my $irev = $n->token(sub => 'human-1', tenant => 'initech', scope => 'audit:read');
 
 my ($st, $h, $b, $j);
-for (1 .. 40) {
+eventually('Redis is up', 10, sub {
     ($st, $h, $b, $j) = $n->request(GET => '/v1/health');
-    last if ($j->{redis} // '') eq 'up';
-    sleep 0.05;
-}
+    ($j->{redis} // '') eq 'up';
+});
 is($j->{redis}, 'up', 'redis up');
 
 ($st, $h, $b, $j) = $n->request(POST => '/v1/sandboxes', $agent, { ttl_s => 600 });
@@ -145,12 +145,11 @@ is($st, 200, 'read');
 is($st, 404, 'read of a missing file');
 
 my @recs;
-for (1 .. 50) {
+eventually('both file reads in the audit', 3, sub {
     ($st, $h, $b, $j) = $n->request(GET => "/v1/audit?sandbox=$isb", $irev);
     @recs = @{ $j->{records} // [] };
-    last if (grep { $_->{action} eq 'sandbox.files.read' } @recs) >= 2;
-    sleep 0.05;
-}
+    (grep { $_->{action} eq 'sandbox.files.read' } @recs) >= 2;
+});
 is($st, 200, 'audit');
 my ($w) = grep { $_->{action} eq 'sandbox.files.write' } @recs;
 my ($rd) = grep { $_->{action} eq 'sandbox.files.read' && $_->{outcome} eq 'allowed' } @recs;

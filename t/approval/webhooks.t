@@ -292,11 +292,10 @@ my $rev = $n->token(sub => 'human-1', scope => 'approvals:review',
                     exp => time + 3600);
 
 my ($st, $h, $b, $j);
-for (1 .. 60) {
+eventually('Redis is up', 10, sub {
     ($st, $h, $b, $j) = $n->request(GET => '/v1/health');
-    last if ($j->{redis} // '') eq 'up';
-    sleep 0.05;
-}
+    ($j->{redis} // '') eq 'up';
+});
 is($j->{redis}, 'up', 'redis up');
 
 is_deeply(counters(), { queued => 0, delivered => 0, retries => 0,

@@ -33,6 +33,7 @@ use Time::HiRes qw(sleep time);
 use lib 't/lib';
 use VetoEgress;
 use VetoNginx;
+use Eventually qw(eventually);
 
 VetoNginx::need(qw(helper redis));
 
@@ -319,16 +320,15 @@ ok($refused{'evil-example.test'} && $refused{'example.test.evil'},
 
 # the exec's audit record carries its attempts (detail is an object)
 my $rec;
-for (1 .. 20) {
+eventually('the exec_finished record naming notallowed.test', 5, sub {
     ($st, $h, $b, $j) = $n->request(GET => "/v1/audit?sandbox=$sb1&limit=100", $auditor);
     ($rec) = grep {
         my $t = JSON::PP->new->canonical->encode($_->{detail} // {});
         ($_->{outcome} // '') eq 'exec_finished'
         && $t =~ /notallowed\.test/ && $t =~ /python/
     } @{ $j->{records} // [] };
-    last if $rec;
-    sleep 0.1;
-}
+    $rec;
+});
 ok($rec, 'the exec\'s audit record is there') or diag $b;
 my $d = $rec ? $rec->{detail} : {};
 my ($aref) = grep { $_->{host} eq 'notallowed.test' } @{ $d->{network}{attempts} // [] };
@@ -524,14 +524,13 @@ ok((grep { ($_->{approval} // '') eq $apr } @upd), '... one with its approval');
     my $n_att = scalar @{ $j->{network}{attempts} // [] };
     ok($n_att + ($j->{network}{dropped} // 0) >= 80, "... its result counts them ($n_att kept)");
     my $big;
-    for (1 .. 50) {
+    eventually('the audit record', 5, sub {
         my ($s2, $h2, $b2, $j2) = $n->request(GET => "/v1/audit?sandbox=$sb1&limit=20", $auditor);
         ($big) = grep { ($_->{outcome} // '') eq 'exec_finished'
                         && ($_->{detail}{request}{stdin_bytes} // 0) == 8192 }
                  @{ $j2->{records} // [] };
-        last if $big;
-        sleep 0.1;
-    }
+        $big;
+    });
     ok($big, 'its audit record is there, the request kept (stdin_bytes)') or diag $b;
     my $d = $big ? $big->{detail} : {};
     ok(!$d->{dropped}, '... the detail whole, not replaced by a note');

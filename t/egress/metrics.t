@@ -12,6 +12,7 @@ use Time::HiRes qw(sleep time);
 use lib 't/lib';
 use VetoEgress;
 use VetoNginx;
+use Eventually qw(eventually);
 
 VetoNginx::need(qw(helper redis));
 die "promtool is not installed (Debian's prometheus package: "
@@ -53,11 +54,10 @@ sub metrics
 }
 
 my $m;
-for (1 .. 200) {
+eventually('the scrape says the egress proxy is up', 20, sub {
     ($m) = metrics();
-    last if ($m->{veto_sandbox_egress_proxy_up} // 0) == 1;
-    sleep 0.1;
-}
+    ($m->{veto_sandbox_egress_proxy_up} // 0) == 1;
+});
 is($m->{veto_sandbox_egress_proxy_up}, 1, 'the scrape shows the egress proxy up');
 is($m->{'veto_sandbox_egress_proxy_state{state="up"}'}, 1, 'state up');
 

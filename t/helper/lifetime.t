@@ -229,11 +229,10 @@ ok(!ended_of($h, $idp), 'no ENDED record: it did not end');
 my $bgx = $r->{exec}{id};
 ok($bgx, 'a background fork bomb') or diag explain $r;
 my $bgs;
-for (1 .. 100) {
+eventually('the background exec ends', 10, sub {
     ($bgs) = $h->exec_op('exec_status', $idp, $bgx);
-    last if ($bgs->{exec}{state} // '') ne 'running';
-    sleep 0.1;
-}
+    ($bgs->{exec}{state} // '') ne 'running';
+});
 is($bgs->{exec}{state}, 'exited', 'it exited') or diag explain $bgs;
 is_deeply($bgs->{exec}{result}{limits_hit}, ['pids'],
           'exec_status: result.limits_hit ["pids"]') or diag explain $bgs;
@@ -257,11 +256,10 @@ my $holder = 'import os, time' . "\n"
                   background => JSON::PP::true });
 my $hx = $r->{exec}{id};
 ok($hx, 'a background exec that holds every pid') or diag explain $r;
-for (1 .. 100) {
+eventually('the output says full', 10, sub {
     my (undef, $p) = $h->exec_op('exec_output', $idp, $hx, stream => 'stdout');
-    last if ($p // '') =~ /full/;
-    sleep 0.1;
-}
+    ($p // '') =~ /full/;
+});
 ($x) = $h->sh($idp, 'echo hi');
 is($x->{error}, 'busy', 'the next exec: busy') or diag explain $x;
 is($x->{limit}, 'pids', '... limit pids');

@@ -202,11 +202,10 @@ is($e->{limit}, 'output_bytes', '... naming the limit');
     ok($bg->{ok}, 'usage: a background sleep') or diag explain $bg;
     # its reply comes at once, maybe before its process joined the cgroup
     my $u2;
-    for (1 .. 100) {
+    eventually('the background sleep shows in the usage', 10, sub {
         $u2 = $usage->();
-        last if $u2->{pids} >= 1;
-        sleep 0.1;
-    }
+        $u2->{pids} >= 1;
+    });
     ok($u2->{pids} >= 1, "usage: its processes count ($u2->{pids})");
     ok($u2->{pids_peak} >= $u2->{pids}, 'usage: the pids peak');
     is($u2->{execs_running}, 1, 'usage: one exec runs');

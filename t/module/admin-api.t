@@ -13,6 +13,7 @@ use warnings;
 use Test::More;
 use lib 't/lib';
 use VetoNginx;
+use Eventually qw(eventually);
 use Time::HiRes qw(sleep);
 
 VetoNginx::need(qw(helper redis));
@@ -48,11 +49,10 @@ my $all = $n->token(sub => 'agent-9', scope => 'sandbox:create sandbox:exec '
                     . 'sandbox:files approvals:review audit:read');
 
 my ($st, $h, $b, $j);
-for (1 .. 40) {
+eventually('the gateway serves (Redis connected)', 10, sub {
     ($st) = $n->request(GET => '/v1/sandboxes', $a1);
-    last if $st == 200;
-    sleep 0.05;
-}
+    $st == 200;
+});
 is($st, 200, 'the gateway answers');
 
 sub problem

@@ -18,6 +18,7 @@ use warnings;
 use Test::More;
 use lib 't/lib';
 use VetoNginx;
+use Eventually qw(eventually);
 
 VetoNginx::need(qw(helper redis));
 
@@ -41,11 +42,10 @@ $n->start(redis => 1, policy => $policy, workers => 2);
 my $agent = $n->token(sub => 'agent-1');
 my $m = $n->redis;
 my ($st, $h, $b, $j);
-for (1 .. 40) {
+eventually('the gateway serves (Redis connected)', 10, sub {
     ($st) = $n->request(GET => '/v1/sandboxes', $agent);
-    last if $st == 200;
-    select(undef, undef, undef, 0.05);
-}
+    $st == 200;
+});
 is($st, 200, 'the gateway answers');
 
 my @bad;

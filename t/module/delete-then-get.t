@@ -19,6 +19,7 @@ use Test::More;
 use lib 't/lib';
 use VetoNginx;
 use VetoTest;
+use Eventually qw(eventually);
 use JSON::PP;
 use Time::HiRes qw(time sleep);
 use HTTP::Tiny;
@@ -48,11 +49,10 @@ my $other = $n->token(sub => 'agent-2');
 my $JS = JSON::PP->new->utf8;
 
 my ($st, $h, $b, $j);
-for (1 .. 40) {
+eventually('the gateway serves (Redis connected)', 10, sub {
     ($st) = $n->request(GET => '/v1/sandboxes', $agent);
-    last if $st == 200;
-    sleep 0.05;
-}
+    $st == 200;
+});
 is($st, 200, 'the gateway answers');
 
 # a kept client connection: the GET on the connection the DELETE used

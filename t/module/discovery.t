@@ -32,6 +32,7 @@ use VetoEgress;
 use VetoImage;
 use VetoNginx;
 use VetoTest;
+use Eventually qw(eventually);
 
 VetoNginx::need(qw(helper redis));
 
@@ -105,11 +106,10 @@ $n->start(redis => 1, policy => $policy,
           veto => $n->default_veto
                   . "        veto_sandbox_mcp on;\n"
                   . "        veto_sandbox_mcp_sessions zone=veto_mcp:1m;\n");
-for (1 .. 100) {
+eventually('Redis is up', 10, sub {
     my (undef, undef, undef, $j) = $n->request(GET => '/v1/health');
-    last if ($j->{redis} // '') eq 'up';
-    sleep 0.05;
-}
+    ($j->{redis} // '') eq 'up';
+});
 
 my $agent = $n->token(sub => 'agent-1');
 my $host_only = $n->token(sub => 'agent-host');
@@ -522,11 +522,10 @@ $n2->start_redis;
 $n2->start_helper($e->helper_conf);
 $n2->start(redis => 1, policy => $policy);
 my $up;
-for (1 .. 200) {
+eventually('Redis is up and egress available', 10, sub {
     (undef, undef, undef, $j) = $n2->request(GET => '/v1/health');
-    last if ($up = $j->{egress}{available} && ($j->{redis} // '') eq 'up');
-    sleep 0.05;
-}
+    ($up = $j->{egress}{available} && ($j->{redis} // '') eq 'up');
+});
 ok($up, 'a stack with egress on: the proxy serves');
 ($st, $hd, $b, $j) = $n2->request(GET => '/v1/about', $n2->token);
 is($st, 200, 'about') or diag $b;

@@ -23,6 +23,7 @@ use Time::HiRes qw(sleep time);
 use lib 't/lib';
 use VetoNginx;
 use VetoStream;
+use Eventually qw(eventually);
 
 VetoNginx::need(qw(helper));
 
@@ -149,13 +150,12 @@ all_ok('after kill -9 and a new helper', 10, GET => '/v1/health');
           content => '{"argv": ["sleep", "20"], "timeout_s": 25}' });
     is($r->{status}, 599, 'client gave up after 1 s');
     my $running = -1;
-    for (1 .. 50) {
+    eventually('no exec running', 5, sub {
         (undef, undef, undef, $j) = $n->request(GET => "/v1/sandboxes/$id",
                                                 $t);
         $running = $j->{execs_running} // -1;
-        last if $running == 0;
-        sleep 0.1;
-    }
+        $running == 0;
+    });
     is($running, 0, 'the abandoned exec was cancelled');
     ($st) = $n->request(DELETE => "/v1/sandboxes/$id", $t);
     is($st, 200, 'delete after the cancel');
@@ -261,13 +261,12 @@ all_ok('after kill -9 and a new helper', 10, GET => '/v1/health');
     $mixed->('after a stream cut mid-frame');
 
     my $running = -1;
-    for (1 .. 50) {
+    eventually('no exec running', 5, sub {
         (undef, undef, undef, $j) = $n->request(GET => "/v1/sandboxes/$id",
                                                 $t);
         $running = $j->{execs_running} // -1;
-        last if $running == 0;
-        sleep 0.1;
-    }
+        $running == 0;
+    });
     is($running, 0, 'the cut exec was killed');
 
     # cut while paused: the client read nothing, the helper waits for it

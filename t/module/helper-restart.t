@@ -44,11 +44,10 @@ my $r = $n->redis;
 my $LIVE = 'veto:{acme}:sbx:live';
 
 my ($st, $h, $b, $j);
-for (1 .. 40) {
+eventually('Redis is up', 10, sub {
     ($st, $h, $b, $j) = $n->request(GET => '/v1/health');
-    last if ($j->{redis} // '') eq 'up';
-    sleep 0.05;
-}
+    ($j->{redis} // '') eq 'up';
+});
 is($j->{redis}, 'up', 'redis up');
 
 sub create

@@ -61,11 +61,10 @@ my $rev = $n->token(sub => 'human-1', scope => 'approvals:review audit:read');
 my $r = $n->redis;
 
 my ($st, $h, $b, $j);
-for (1 .. 40) {
+eventually('the gateway serves (Redis connected)', 10, sub {
     ($st) = $n->request(GET => '/v1/sandboxes', $agent);
-    last if $st == 200;
-    sleep 0.05;
-}
+    $st == 200;
+});
 is($st, 200, 'the gateway answers');
 
 sub create
@@ -171,11 +170,10 @@ is($j->{ttl_s}, 500, 'ttl_s');
 is($j->{expires_at}, $j->{created_at} + 500, 'expires_at from creation');
 # bookkeeping after the answer: it lands a moment later
 my $exp1;
-for (1 .. 40) {
+eventually('the quota slot follows the new expiry', 2, sub {
     $exp1 = $r->zscore('veto:{acme}:sbx:live', $sx);
-    last if $exp1 == $j->{expires_at} * 1000;
-    sleep 0.05;
-}
+    $exp1 == $j->{expires_at} * 1000;
+});
 is($exp1, $j->{expires_at} * 1000, "the quota slot's expiry follows");
 ok($exp1 > $exp0, '... later than before');
 my $pttl = $r->pttl("veto:{acme}:sbx:own:$sx");
@@ -229,13 +227,12 @@ is($st, 200, 'the same PATCH with the approval: 200') or diag $b;
 is($j->{ttl_s}, 1200, 'lifetime 1200');
 # the record is written after the answer: waited for, not assumed
 my $upd;
-for (1 .. 50) {
+eventually('the lifetime_updated audit record', 5, sub {
     ($upd) = grep { $_->{outcome} eq 'lifetime_updated' && $_->{approval} }
         map { my %f = @{ $_->[1] }; \%f }
         @{ $r->xrange('veto:{acme}:audit', '-', '+') };
-    last if $upd;
-    select(undef, undef, undef, 0.1);
-}
+    $upd;
+});
 ok($upd, 'the extension is on the audit stream with its approval');
 
 # ---- delete: status, list, 410, one sandbox.end record
@@ -379,14 +376,13 @@ is_deeply($j->{limits_hit}, ['pids'], 'limits_hit: ["pids"]') or diag explain $j
 {
     # the entry is written after the answer: waited for
     my $ent;
-    for (1 .. 50) {
+    eventually('the exec_finished audit record', 5, sub {
         ($ent) = grep { ($_->{sandbox} // '') eq $spd
                         && ($_->{outcome} // '') eq 'exec_finished' }
             map { my %f = @{ $_->[1] }; \%f }
             @{ $r->xrange('veto:{acme}:audit', '-', '+') };
-        last if $ent;
-        sleep 0.1;
-    }
+        $ent;
+    });
     my $d = $ent && eval { decode_json($ent->{detail}) };
     is_deeply($d && $d->{limits_hit}, ['pids'],
               'the exec_finished audit entry carries limits_hit ["pids"]')
@@ -415,12 +411,11 @@ is($st, 200, 'a streamed fork bomb') or diag $b;
 is($st, 202, 'a background fork bomb') or diag $b;
 {
     my $ex = $j->{id} // ($j->{exec} && $j->{exec}{id});
-    for (1 .. 100) {
+    eventually('the exec ends', 10, sub {
         ($st, $h, $b, $j) = $n->request(GET =>
             "/v1/sandboxes/$spd/execs/$ex", $agent);
-        last if ($j->{state} // 'running') ne 'running';
-        sleep 0.1;
-    }
+        ($j->{state} // 'running') ne 'running';
+    });
     is($j->{state}, 'exited', 'it exited') or diag $b;
     is_deeply($j->{result} && $j->{result}{limits_hit}, ['pids'],
               'GET …/execs/{exec}: result.limits_hit ["pids"]') or diag $b;
@@ -435,12 +430,11 @@ my $holder = join("\n", 'import os, time', 'for i in range(64):',
     { argv => ['python3', '-c', $holder], background => JSON::PP::true });
 is($st, 202, 'a background exec that holds every pid') or diag $b;
 my $hx = $j->{id};
-for (1 .. 100) {
+eventually('the output says full', 10, sub {
     ($st, $h, $b) = $n->request(GET =>
         "/v1/sandboxes/$spd/execs/$hx/output?stream=stdout", $agent);
-    last if ($b // '') =~ /full/;
-    sleep 0.1;
-}
+    ($b // '') =~ /full/;
+});
 ($st, $h, $b, $j) = $n->request(POST => "/v1/sandboxes/$spd/exec", $agent,
     { argv => ['true'] });
 is($st, 429, 'the next exec: 429') or diag $b;

@@ -21,6 +21,7 @@ use MIME::Base64 ();
 use POSIX ();
 use lib 't/lib';
 use VetoNginx;
+use Eventually qw(eventually);
 
 VetoNginx::need(qw(helper redis));
 
@@ -66,11 +67,10 @@ $n->start(redis => 1, veto => $veto, policy => $policy,
                           . "{ veto_sandbox_mcp_metadata; }");
 
 # the worker connects to Redis in the background
-for (1 .. 40) {
+eventually('Redis is up', 10, sub {
     my (undef, undef, undef, $j) = $n->request(GET => '/v1/health');
-    last if ($j->{redis} // '') eq 'up';
-    select(undef, undef, undef, 0.05);
-}
+    ($j->{redis} // '') eq 'up';
+});
 
 my $d = $n->dir;
 my %tok = (

@@ -19,6 +19,7 @@ use JSON::PP ();
 use MIME::Base64 ();
 use lib 't/lib';
 use VetoNginx;
+use Eventually qw(eventually);
 use Time::HiRes qw(sleep);
 
 VetoNginx::need(qw(helper redis));
@@ -112,11 +113,10 @@ EOF
 $n->start(redis => 1, veto => $veto, policy => $policy,
           server_extra => "location /.well-known/oauth-protected-resource "
                           . "{ veto_sandbox_mcp_metadata; }");
-for (1 .. 40) {
+eventually('Redis is up', 10, sub {
     my (undef, undef, undef, $j) = $n->request(GET => '/v1/health');
-    last if ($j->{redis} // '') eq 'up';
-    sleep 0.05;
-}
+    ($j->{redis} // '') eq 'up';
+});
 
 my $d = $n->dir;
 my $agent = $n->token(sub => 'agent-1', jti => "h-agent-$$");

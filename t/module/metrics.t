@@ -15,6 +15,7 @@ use warnings;
 use Test::More;
 use lib 't/lib';
 use VetoNginx;
+use Eventually qw(eventually);
 use HTTP::Tiny;
 use IO::Socket::UNIX;
 use POSIX qw(_exit);
@@ -164,11 +165,10 @@ my $agent = $n->token(sub => 'agent-1');
 my $rev = $n->token(sub => 'reviewer-1', scope => 'approvals:review');
 my $rev2 = $n->token(sub => 'reviewer-2', scope => 'approvals:review');
 my ($st, $h, $b, $j);
-for (1 .. 40) {
+eventually('the gateway serves (Redis connected)', 10, sub {
     ($st) = $n->request(GET => '/v1/sandboxes', $agent);
-    last if $st == 200;
-    sleep 0.05;
-}
+    $st == 200;
+});
 is($st, 200, 'the gateway answers');
 
 # ---- a scrape: format, headers, the helper's figures
@@ -273,11 +273,10 @@ if ($pid == 0) {
     _exit(0);
 }
 my $running = 0;
-for (1 .. 40) {
+eventually('the scrape counts a running exec', 5, sub {
     $running = v(metrics(), 'veto_sandbox_execs_running');
-    last if $running;
-    sleep 0.05;
-}
+    $running;
+});
 is($running, 1, 'execs running: 1 while it runs');
 waitpid $pid, 0;
 is(v(metrics(), 'veto_sandbox_execs_running'), 0, 'and 0 after');
@@ -393,12 +392,11 @@ moved($rq->('sandbox.exec', 'deny:redis_unavailable'), $base, 1, 'fail closed');
 promtool_ok((scrape($n))[0]{content}, 'scrape with Redis down');
 $n->start_redis;
 my $up = 0;
-for (1 .. 100) {
+eventually('the gateway serves and the scrape says Redis is up', 10, sub {
     ($st) = $n->request(GET => '/v1/sandboxes', $agent);
     $up = v(metrics(), 'veto_sandbox_redis_up');
-    last if $st == 200 && $up;
-    sleep 0.1;
-}
+    $st == 200 && $up;
+});
 is($up, 1, 'redis up: 1 again');
 ok(v(metrics(), 'veto_sandbox_redis_errors_total{kind="reconnect"}') > 0,
    'reconnects counted');

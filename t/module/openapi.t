@@ -21,6 +21,7 @@ use JSON::PP ();
 use lib 't/lib';
 use VetoNginx;
 use VetoEgress;
+use Eventually qw(eventually);
 
 VetoNginx::need(qw(helper redis));
 
@@ -66,11 +67,10 @@ my $veto = $n->default_veto . <<"EOF";
 EOF
 $n->start(redis => 1, veto => $veto, policy => $policy);
 
-for (1 .. 200) {
+eventually('Redis is up and egress available', 10, sub {
     my (undef, undef, undef, $j) = $n->request(GET => '/v1/health');
-    last if ($j->{redis} // '') eq 'up' && $j->{egress}{available};
-    select(undef, undef, undef, 0.05);
-}
+    ($j->{redis} // '') eq 'up' && $j->{egress}{available};
+});
 
 my %tok = (
     agent  => $n->token(sub => 'agent-1', scope => 'sandbox:create '

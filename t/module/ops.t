@@ -12,6 +12,7 @@ use POSIX qw(_exit);
 use Time::HiRes qw(time sleep);
 use lib 't/lib';
 use VetoNginx;
+use Eventually qw(eventually);
 
 VetoNginx::need(qw(helper));
 
@@ -146,12 +147,11 @@ my ($st, $h, $b, $j);
           content => '{"argv": ["sleep", "20"], "timeout_s": 25}' });
     is($r->{status}, 599, 'client gave up after 1 s');
     my $running = -1;
-    for (1 .. 50) {
+    eventually('no exec running', 5, sub {
         (undef, undef, undef, $j) = $n->request(GET => "/v1/sandboxes/$id", $t);
         $running = $j->{execs_running} // -1;
-        last if $running == 0;
-        sleep 0.1;
-    }
+        $running == 0;
+    });
     is($running, 0, "the abandoned exec was cancelled, not left running");
     $n->request(DELETE => "/v1/sandboxes/$id", $t);
 }

@@ -10,6 +10,7 @@ use warnings;
 use Test::More;
 use lib 't/lib';
 use VetoNginx;
+use Eventually qw(eventually);
 use Time::HiRes qw(time sleep);
 
 VetoNginx::need(qw(helper redis));
@@ -41,11 +42,10 @@ my $big = $n->token(sub => 'agent-big');
 my $r = $n->redis;
 
 my ($st, $h, $b, $j);
-for (1 .. 40) {
+eventually('the gateway serves (Redis connected)', 10, sub {
     ($st, $h, $b, $j) = $n->request(GET => '/v1/sandboxes', $a1);
-    last if $st == 200;
-    sleep 0.05;
-}
+    $st == 200;
+});
 is($st, 200, 'list');
 
 sub create

@@ -24,6 +24,7 @@ use JSON::PP ();
 use POSIX ();
 use lib 't/lib';
 use VetoNginx;
+use Eventually qw(eventually);
 use Time::HiRes qw(sleep time);
 
 VetoNginx::need(qw(helper redis));
@@ -60,11 +61,10 @@ my $other = $n->token(sub => 'agent-g', tenant => 'globex');
 
 my ($st, $h, $b, $j);
 
-for (1 .. 40) {
+eventually('Redis is up', 10, sub {
     ($st, $h, $b, $j) = $n->request(GET => '/v1/health');
-    last if ($j->{redis} // '') eq 'up';
-    sleep 0.05;
-}
+    ($j->{redis} // '') eq 'up';
+});
 is($j->{redis}, 'up', 'redis up');
 
 ($st, $h, $b, $j) = $n->request(POST => '/v1/sandboxes', $agent, { ttl_s => 600 });

@@ -15,6 +15,7 @@ use JSON::PP ();
 use Time::HiRes qw(time sleep);
 use lib 't/lib';
 use VetoNginx;
+use Eventually qw(eventually);
 
 VetoNginx::need(qw(helper redis));
 
@@ -93,11 +94,10 @@ my $ex = $j->{id};
 
 # the 202 comes at once, maybe before its process joined the cgroup
 my $u2;
-for (1 .. 100) {
+eventually('the background sleep shows in the usage', 10, sub {
     $u2 = usage('with a background sleep');
-    last if $u2->{pids} >= 1;
-    sleep 0.1;
-}
+    $u2->{pids} >= 1;
+});
 ok($u2->{pids} >= 1, "pids counts the sleep ($u2->{pids})");
 ok($u2->{pids_peak} >= $u2->{pids}, 'pids_peak at least pids');
 is($u2->{execs_running}, 1, 'one exec runs');

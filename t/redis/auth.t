@@ -9,6 +9,7 @@ use warnings;
 use Test::More;
 use lib 't/lib';
 use VetoNginx;
+use Eventually qw(eventually);
 use IO::Socket::INET;
 use POSIX ();
 use Time::HiRes qw(sleep time);
@@ -42,10 +43,9 @@ if ($pid == 0) {
 my $owner = $$;
 END { if ($pid && $$ == $owner) { kill 'TERM', $pid; waitpid $pid, 0; } }
 
-for (1 .. 100) {
-    last if IO::Socket::INET->new(PeerAddr => "127.0.0.1:$port");
-    sleep 0.05;
-}
+eventually('redis-server listens', 5, sub {
+    IO::Socket::INET->new(PeerAddr => "127.0.0.1:$port");
+});
 
 require Redis;
 my $r = Redis->new(server => "127.0.0.1:$port", password => 'main-secret',
@@ -63,12 +63,11 @@ my $agent = $n->token(sub => 'agent-1');
 sub health_redis
 {
     my $state = '';
-    for (1 .. 40) {
+    eventually('Redis is up', 10, sub {
         my (undef, undef, undef, $j) = $n->request(GET => '/v1/health');
         $state = $j->{redis} // '';
-        last if $state eq 'up';
-        sleep 0.05;
-    }
+        $state eq 'up';
+    });
     return $state;
 }
 

@@ -194,10 +194,9 @@ like($n->error_log,
 # +switch-master comes from each sentinel once it has the new
 # configuration: wait for the first
 my $heard = 0;
-for (1 .. 100) {
-    last if ($heard = $n->error_log =~ /\+switch-master "veto" to 127\.0\.0\.1:$new/);
-    sleep 0.1;
-}
+eventually('the gateway heard +switch-master', 10, sub {
+    ($heard = $n->error_log =~ /\+switch-master "veto" to 127\.0\.0\.1:$new/);
+});
 ok($heard, 'the worker heard +switch-master');
 ($st) = $n->request(POST => "/v1/approvals/$apr4/approve", $rev, {});
 is($st, 200, 'approve on the new master (its replica confirms)');

@@ -24,6 +24,7 @@ use File::Temp qw(tempdir);
 use lib 't/lib';
 use VetoNginx;
 use VetoEgress;
+use Eventually qw(eventually);
 
 VetoNginx::need(qw(helper redis));
 binmode(Test::More->builder->$_, ':encoding(UTF-8)')
@@ -359,12 +360,11 @@ $n->start(redis => 1, veto => $veto, policy => $policy, workers => 2,
           server_extra => "location = /metrics { veto_sandbox_metrics; "
                           . "allow 127.0.0.1; deny all; }");
 my $ready;
-for (1 .. 200) {
+eventually('Redis is up and egress available', 10, sub {
     my (undef, undef, undef, $j) = $n->request(GET => '/v1/health');
     $ready = ($j->{redis} // '') eq 'up' && $j->{egress}{available};
-    last if $ready;
-    select(undef, undef, undef, 0.05);
-}
+    $ready;
+});
 ok($ready, 'the stack is up: helper, Redis, egress');
 
 my %env = (

@@ -25,6 +25,7 @@ use POSIX ();
 use lib 't/lib';
 use VetoNginx;
 use VetoRedisTest qw(run_script);
+use Eventually qw(eventually);
 use Time::HiRes qw(sleep time);
 
 VetoNginx::need(qw(helper redis));
@@ -106,11 +107,10 @@ $n->start_helper;
 $n->start(redis => 1, approval_page => 1, policy => $policy);
 
 my ($st, $h, $b, $j);
-for (1 .. 60) {
+eventually('Redis is up', 10, sub {
     ($st, $h, $b, $j) = $n->request(GET => '/v1/health');
-    last if ($j->{redis} // '') eq 'up';
-    sleep 0.05;
-}
+    ($j->{redis} // '') eq 'up';
+});
 is($j->{redis}, 'up', 'redis up');
 
 # ---------------------------------------------------------------- headers

@@ -74,11 +74,12 @@ sub receiver_start
         die "exec: $!";
     }
     $r->{pid} = $pid;
-    for (1 .. 200) {
-        my $s = IO::Socket::INET->new(PeerAddr => "127.0.0.1:$r->{port}");
-        if ($s) { close $s; last }
-        sleep 0.025;
-    }
+    eventually("receiver $name listens", 5, sub {
+        my $s = IO::Socket::INET->new(PeerAddr => "127.0.0.1:$r->{port}")
+            or return 0;
+        close $s;
+        1;
+    });
     # that probe was a connection: it left no request file, only a number
     return $r;
 }

@@ -134,14 +134,11 @@ my ($st, $h, $b, $j);
 
 sub health
 {
-    my $t = time + 20;
     my $hj;
-    while (time < $t) {
+    eventually('Redis is up and egress available', 20, sub {
         (undef, undef, undef, $hj) = $n->request(GET => '/v1/health');
-        return $hj if $hj && $hj->{egress}{available}
-                      && ($hj->{redis} // '') eq 'up';
-        sleep 0.1;
-    }
+        $hj && $hj->{egress}{available} && ($hj->{redis} // '') eq 'up';
+    });
     return $hj;
 }
 

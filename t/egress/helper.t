@@ -15,19 +15,17 @@ use Test::More;
 use Time::HiRes qw(time sleep);
 use VetoEgress;
 use VetoTest;
+use Eventually qw(eventually);
 
 my $e = VetoEgress->start(helper => 1);
 my $h = VetoTest->start($e->helper_conf, max_sandboxes => 8);
 
 sub egress_up
 {
-    my $t = time + 20;
-    while (time < $t) {
+    return eventually('the helper says egress is available', 20, sub {
         my $p = $h->ping;
-        return $p->{egress} if $p->{egress} && $p->{egress}{available};
-        sleep 0.05;
-    }
-    return $h->ping->{egress};
+        $p->{egress} && $p->{egress}{available} ? $p->{egress} : undef;
+    }) // $h->ping->{egress};
 }
 
 my $eg = egress_up();

@@ -20,13 +20,10 @@ my $h = VetoTest->start($e->helper_conf, max_sandboxes => 8);
 
 sub egress_up
 {
-    my $t = time + 30;
-    while (time < $t) {
+    return eventually('the helper says egress is available', 30, sub {
         my $p = $h->ping;
-        return $p->{egress} if $p->{egress} && $p->{egress}{available};
-        sleep 0.05;
-    }
-    return $h->ping->{egress};
+        $p->{egress} && $p->{egress}{available} ? $p->{egress} : undef;
+    }) // $h->ping->{egress};
 }
 
 sub log_has

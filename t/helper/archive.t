@@ -16,6 +16,7 @@ use Test::More;
 use Time::HiRes qw(time sleep);
 use lib 't/lib';
 use VetoTest;
+use Eventually qw(eventually);
 
 my $MFB = 1024 * 1024;
 my $h = VetoTest->start(max_timeout_s => 120, default_timeout_s => 90,
@@ -398,12 +399,11 @@ $id = $h->create_ok;
     sleep 0.5;
     my ($st) = $h->call({ op => 'status', tenant => 't1', agent => 'a1',
                           id => $id });
-    my $deadline = time + 10;
-    while ($st->{sandbox}{execs_running} && time < $deadline) {
-        sleep 0.1;
+    eventually('no exec running', 10, sub {
         ($st) = $h->call({ op => 'status', tenant => 't1', agent => 'a1',
                            id => $id });
-    }
+        !$st->{sandbox}{execs_running};
+    });
     is($st->{sandbox}{execs_running}, 0, 'a client gone mid-upload: tar ends');
     like($h->log_text, qr/closed with \d+ payload bytes unsent/,
          '... and the helper says so');

@@ -8,6 +8,7 @@ use IO::Socket::INET;
 use IO::Select;
 use lib 't/lib';
 use VetoTest;
+use Eventually qw(eventually);
 
 my $h = VetoTest->start;
 my $ida = $h->create_ok;
@@ -125,11 +126,10 @@ my $s = $h->connect;
 VetoTest::write_all($s, VetoTest::frame({ op => 'exec', tenant => 't1',
     agent => 'a1', id => $idb, argv => [ 'sleep', '3' ] }));
 my @procs;
-for (1 .. 20) {
-    select(undef, undef, undef, 0.1);
+eventually('the workload runs', 2, sub {
     @procs = VetoTest::sandbox_uid_procs($h->uid_base, $h->uid_end);
-    last if grep { /sleep/ } @procs;
-}
+    grep { /sleep/ } @procs;
+});
 ok(scalar(grep { /sleep/ } @procs), 'the workload runs under a host uid of our range')
     or diag join("\n", @procs);
 VetoTest::recv_frame($s, 30);

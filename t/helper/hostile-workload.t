@@ -41,10 +41,8 @@ if ($rpid == 0) {
         or POSIX::_exit(127);
 }
 my $rs;
-for (1 .. 50) {
-    $rs = IO::Socket::INET->new(PeerAddr => "127.0.0.1:$rport") and last;
-    sleep 0.1;
-}
+eventually("our Redis listens on 127.0.0.1:$rport", 5,
+           sub { $rs = IO::Socket::INET->new(PeerAddr => "127.0.0.1:$rport") });
 ok($rs, "host control: our Redis answers on 127.0.0.1:$rport");
 close $rs if $rs;
 
@@ -229,12 +227,11 @@ is($h->destroy($id)->{state}, 'terminated', 'destroy');
 # files holding its whole memory end the sandbox (killed_by_limit, issue
 # 11) once the helper sees it; a destroy before that terminates it
 # (while the helper is ending it, a destroy answers busy: asked again)
-my $dm = $h->destroy($idm);
-for (1 .. 100) {
-    last unless ($dm->{error} // '') eq 'busy';
-    select(undef, undef, undef, 0.1);
+my $dm;
+eventually('a destroy is answered other than busy', 10, sub {
     $dm = $h->destroy($idm);
-}
+    ($dm->{error} // '') ne 'busy';
+});
 ok(($dm->{state} // '') eq 'terminated'
    || (($dm->{error} // '') eq 'ended'
        && ($dm->{end_reason} // '') eq 'killed_by_limit'),

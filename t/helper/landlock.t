@@ -11,6 +11,7 @@ use File::Copy qw(copy);
 use POSIX qw(uname);
 use lib 't/lib';
 use VetoTest qw(random_hex);
+use Eventually qw(eventually);
 
 # The kernel's own answer (landlock_create_ruleset(NULL, 0, VERSION)).
 my $kabi = syscall(444, 0, 0, 1);
@@ -130,13 +131,13 @@ PY
 SH
 
     # the workload's host pid: its argv carries the mark
-    my ($wpid, $deadline) = (undef, time + 30);
-    while (!$wpid && time < $deadline) {
+    my $wpid;
+    eventually('the workload runs', 30, sub {
         for my $p (VetoTest::sandbox_uid_procs($h->uid_base, $h->uid_end)) {
             $wpid = $1 if $p =~ /^(\d+)\(\d+\): \/bin\/sh -c .*\Q$mark\E/s;
         }
-        select(undef, undef, undef, 0.1) unless $wpid;
-    }
+        $wpid;
+    });
     ok($wpid, 'found the workload on the host') or last SCOPES1;
     my ($wuid_host) = map { /^Uid:\s+(\d+)/ ? $1 : () }
         do { open(my $s, '<', "/proc/$wpid/status") or die $!; <$s> };
@@ -161,15 +162,15 @@ SH
              'sleep', '60') or POSIX::_exit(127);
     }
 
-    my ($inner, $until) = (undef, time + 20);
-    while ((!$inner || !-e $ready) && time < $until) {
+    my $inner;
+    eventually('the outsiders start', 20, sub {
         for my $p (VetoTest::sandbox_uid_procs($wuid_host, $wuid_host + 1)) {
             next unless $p =~ /^(\d+)\(\d+\): sleep 60/;
             open(my $s, '<', "/proc/$1/status") or next;
             for (<$s>) { $inner = (split)[-1] if /^NSpid:\s+\d+\s+\d+/ }
         }
-        select(undef, undef, undef, 0.1);
-    }
+        $inner && -e $ready;
+    });
     ok($inner && -e $ready, 'outsiders started (signal target and listener)')
         or diag "inner pid " . ($inner // 'none');
 

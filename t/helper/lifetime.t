@@ -99,7 +99,7 @@ ok(-f $h->state_dir . "/ended/$idi.json", 'its ENDED record is on disk');
 # requests keep it alive
 my $ida = $h->create_ok(idle_s => 2);
 for (1 .. 5) {
-    sleep 0.8;
+    sleep 0.8;    # on purpose: 4 s go by, past idle_s, with requests
     $r = status($ida);
 }
 is($r->{sandbox}{state}, 'ready', 'status every 0.8 s for 4 s: not idle');

@@ -81,10 +81,8 @@ ok($r2 && $r2->{timed_out}, 'the concurrent exec timed out');
         agent => 'a1', id => $id,
         argv => [ '/bin/sh', '-c', 'setsid -f sleep 1000; sleep 1000' ] }));
     my $seen = 0;
-    for (1 .. 20) {
-        select(undef, undef, undef, 0.1);
-        last if ($seen = $h->count_procs) >= 2;
-    }
+    eventually('the exec runs', 2,
+               sub { ($seen = $h->count_procs) >= 2 });
     ok($seen >= 2, 'exec running before the client leaves');
     close $c;
     eventually('client gone: the exec is killed', 5, sub { !$h->count_procs })

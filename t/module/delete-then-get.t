@@ -134,13 +134,11 @@ ok(keys(%pids_seen) >= 2, 'both nginx workers answered GETs ('
 
 # the gateway learned of each end (its poll): the slots are free
 my $r = $n->redis;
-my $deadline = time + 10;
 my $live;
-while (time < $deadline) {
+eventually('the quota slots are free', 10, sub {
     $live = grep { defined $r->zscore('veto:{acme}:sbx:live', $_) } @ids;
-    last if $live == 0;
-    sleep 0.2;
-}
+    $live == 0;
+});
 is($live, 0, 'no quota slot left for the deleted sandboxes');
 
 done_testing;

@@ -57,10 +57,8 @@ sub helper_conns_become
 {
     my ($want, $within) = @_;
     my $c;
-    my $end = time + ($within // 5);
-    while (($c = helper_conns()) != $want && time < $end) {
-        sleep 0.05;
-    }
+    eventually("$want connections to the helper", $within // 5,
+               sub { ($c = helper_conns()) == $want });
     return $c;
 }
 

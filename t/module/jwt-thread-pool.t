@@ -22,6 +22,7 @@ use Socket qw(SOL_SOCKET SO_LINGER);
 use Time::HiRes qw(sleep time);
 use lib 't/lib';
 use VetoNginx;
+use Eventually qw(eventually);
 
 VetoNginx::need(qw(helper));
 
@@ -93,13 +94,10 @@ $n->start(main_extra => 'thread_pool vsb_jwt threads=2;', veto => $veto);
 # the worker, once the master has made it (slower under ASan)
 sub one_worker
 {
-    my $deadline = time + 20;
-    while (time < $deadline) {
+    return eventually('nginx has one worker', 20, sub {
         my @w = $n->worker_pids;
-        return $w[0] if @w == 1;
-        sleep 0.05;
-    }
-    return undef;
+        @w == 1 ? $w[0] : undef;
+    });
 }
 my $worker = one_worker();
 ok($worker, 'one worker');

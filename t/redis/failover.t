@@ -90,14 +90,13 @@ sub consume
 sub serving
 {
     my ($t0, $secs) = @_;
-    while (time < $t0 + $secs) {
+    my $ok = eventually('a plain exec and a new approval work',
+                        $t0 + $secs - time, sub {
         my ($st1) = $n->request(POST => "/v1/sandboxes/$sb/exec", $agent,
                                 { argv => ['true'] });
-        my $id = $st1 == 200 ? ask("probe") : undef;
-        return time - $t0 if $id;
-        sleep 0.1;
-    }
-    return undef;
+        $st1 == 200 && ask("probe");
+    });
+    return $ok ? time - $t0 : undef;
 }
 
 # One failover under load; $how: "crash" (kill -9 the master) or

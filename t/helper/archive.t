@@ -394,9 +394,8 @@ $id = $h->create_ok;
                                  agent => 'a1', id => $id, path => 'gone' });
     VetoTest::write_all($s, pack('a4NN', 'VSB1', length $hdr, 1000000)
                         . $hdr . substr($small, 0, 4096));
-    sleep 0.5;
+    sleep 0.5;    # on purpose: the upload is under way, then cut
     close $s;
-    sleep 0.5;
     my ($st) = $h->call({ op => 'status', tenant => 't1', agent => 'a1',
                           id => $id });
     eventually('no exec running', 10, sub {
@@ -420,7 +419,7 @@ for my $sent (3, 4096) {
     my $body = slurp("$tmp/src.tar");
     VetoTest::write_all($s, pack('a4NN', 'VSB1', length $hdr, length $body)
                         . $hdr . substr($body, 0, $sent));
-    sleep 0.3;
+    sleep 0.3;    # on purpose: the upload is under way
     ok($h->destroy($id)->{ok}, "destroyed with $sent bytes of an upload in");
     VetoTest::write_all($s, substr($body, $sent));
     ($r) = VetoTest::recv_frame($s, 30);

@@ -52,7 +52,7 @@ VetoTest::write_all($ds, VetoTest::frame({ op => 'destroy', tenant => 't1',
                                            agent => 'a1', id => $id }))
     or die "send destroy: $!";
 my $t0 = time;
-sleep 0.15;
+sleep 0.15;    # on purpose: the destroy is under way
 
 my $sel = IO::Select->new($ds);
 my ($pings, $early) = (0, 0);

@@ -9,6 +9,7 @@ use IO::Select;
 use Time::HiRes qw(time sleep);
 use lib 't/lib';
 use VetoTest;
+use Eventually qw(eventually);
 
 # Cumulative user+system CPU seconds of a process.
 sub cpu_s
@@ -53,7 +54,7 @@ for my $i (1 .. 8) {
     VetoTest::write_all($s, $head . ('x' x 65536));
     push @held, $s;
 }
-sleep 0.3;
+sleep 0.3;    # on purpose: time for a reply that must not come
 my @ready = IO::Select->new(@held)->can_read(0);
 is(scalar @ready, 0, 'eight half-sent maximal frames are held, no reply yet');
 my ($r, undef, $eof) = $h->raw_send($head, eof_wait => 3);
@@ -70,9 +71,10 @@ ok($w && $w->{ok}, 'a held frame completed normally') or diag explain $w;
 ok($r->{ok}, 'and a new maximal frame fits again') or diag explain $r;
 close $_ for @held;
 @held = ();
-sleep 0.2;
-($r) = $h->write_file($id, 'after.txt', "ok\n");
-ok($r->{ok}, 'budget released when the holders went away');
+eventually('budget released when the holders went away', 5, sub {
+    ($r) = $h->write_file($id, 'after.txt', "ok\n");
+    $r->{ok};
+});
 
 # --- replies nobody reads: bounded the same way --------------------------
 ok($h->write_file($id, 'big.bin', 'r' x $MFB)->{ok}, '16 MiB file written');
@@ -84,7 +86,7 @@ for my $i (1 .. 16) {
         tenant => 't1', agent => 'a1', id => $id, path => 'big.bin' }));
     push @unread, $s;
 }
-sleep 1;
+sleep 1;    # on purpose: the replies are sent and sit unread
 # busy replies are small: they arrive; the big ones sit in the helper
 for my $s (@unread) {
     my $hd = VetoTest::read_exact($s, 12, 0.5);
@@ -101,9 +103,10 @@ my $grown = (rss_kb($hp) - $rss0) / 1024;
 ok($grown < 9 * 16 + 40, sprintf('helper RSS grew by %.0f MiB only', $grown));
 ok($h->ping->{ok}, 'ping served while replies sit unread');
 close $_ for @unread;
-sleep 0.3;
-($r, my $data) = $h->read_file($id, 'big.bin');
-ok($r->{ok} && length($data) == $MFB, 'read_file works again once they are gone');
+eventually('read_file works again once they are gone', 5, sub {
+    ($r, my $data) = $h->read_file($id, 'big.bin');
+    $r->{ok} && length($data) == $MFB;
+});
 
 # --- a flood of connections, and accept() failing with EMFILE -------------
 # 1100 connections > VSB_MAX_CONNS (1024): the excess is closed at once.
@@ -125,8 +128,7 @@ for my $s (@flood) {
 ok($closed >= 70, "connections beyond the limit were closed ($closed)");
 close $_ for @flood;
 @flood = ();
-sleep 0.5;
-ok($h->ping->{ok}, 'helper serves after the flood');
+eventually('helper serves after the flood', 5, sub { $h->ping->{ok} });
 
 # Now with a descriptor limit the flood can exceed: accept() fails with
 # EMFILE while connections wait in the backlog; the helper must back off,
@@ -141,9 +143,9 @@ for (1 .. 150) {
     push @flood, $s;
 }
 ok(@flood >= 100, scalar(@flood) . ' connections queued past the fd limit');
-sleep 0.5;
+sleep 0.5;    # the accept loop meets EMFILE
 my $c0 = cpu_s($hp);
-sleep 2;
+sleep 2;      # on purpose: the window the CPU time is measured over
 my $spent = cpu_s($hp) - $c0;
 ok($spent < 0.5, sprintf('helper used %.2f s of CPU in 2 s at EMFILE (no spin)', $spent));
 like($h->log_text, qr/accept4\(\).*(Too many open files|EMFILE)/, 'EMFILE logged');

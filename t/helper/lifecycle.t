@@ -58,8 +58,7 @@ is($h->ping->{sandboxes}, 0, 'registry empty');
             argv => [ '/bin/sh', '-c', 'setsid -f sleep 1000; sleep 1000' ] }));
         push @conns, $c;
     }
-    sleep 0.5;
-    ok($h->count_procs >= 3, 'three execs running');
+    eventually('three execs running', 5, sub { $h->count_procs >= 3 });
     my $t1 = time;
     my $d = $h->destroy($idx);
     is($d->{state}, 'terminated', 'destroy during running execs: terminated')
@@ -81,9 +80,11 @@ my $id = $h->create_ok(ttl_s => 2);
 my $s = $h->connect;
 VetoTest::write_all($s, VetoTest::frame({ op => 'exec', tenant => 't1',
     agent => 'a1', id => $id, argv => [ 'sleep', '30' ] }));
-sleep 4;
-my ($r) = $h->call({ op => 'status', tenant => 't1', agent => 'a1', id => $id });
-is($r->{sandbox}{state}, 'ended', 'sandbox ended after its ttl') or diag explain $r;
+my $r;
+eventually('sandbox ended after its ttl', 10, sub {
+    ($r) = $h->call({ op => 'status', tenant => 't1', agent => 'a1', id => $id });
+    ($r->{sandbox}{state} // '') eq 'ended';
+}) or diag explain $r;
 is($r->{sandbox}{end_reason}, 'expired', 'end_reason expired');
 my ($x) = VetoTest::recv_frame($s, 10);
 ok(!$x || !$x->{ok} || !defined $x->{exit_code},
@@ -97,7 +98,7 @@ my @live = map { $h->create_ok } 1 .. 3;
 $s = $h->connect;
 VetoTest::write_all($s, VetoTest::frame({ op => 'exec', tenant => 't1',
     agent => 'a1', id => $live[0], argv => [ 'sleep', '1000' ] }));
-sleep 0.5;
+eventually('the exec runs', 5, sub { $h->count_procs >= 1 });
 my $st = $h->stop;
 is($st, 0, 'helper exits 0 on SIGTERM with live sandboxes');
 $h->leaks_ok('after SIGTERM: every sandbox destroyed');
@@ -119,8 +120,8 @@ for my $i (0 .. 1) {
         argv => [ '/bin/sh', '-c', 'setsid -f sleep 1000; sleep 1000' ] }));
     push @bg, $c;
 }
-sleep 1;
-ok($h->count_procs >= 2, 'old sandboxes have processes running');
+eventually('old sandboxes have processes running', 5,
+           sub { $h->count_procs >= 2 });
 ok($h->count_mounts >= 3, 'old sandboxes have mounts');
 ok($h->count_cgroups >= 3, 'old sandboxes have cgroups');
 $h->kill9;

@@ -83,8 +83,7 @@ $h->live_ok(1, 'with one sandbox');
 # --- idle: no client connected ----------------------------------------
 my $idi = $h->create_ok(idle_s => 2);
 my $t0 = time;
-sleep 3.5;
-my $e = ended_of($h, $idi);
+my $e = wait_ended($h, $idi, 10);
 ended_ok($e, 'idle', 'idle with no client');
 is($e->{idle_s}, 2, 'the record names its idle_s');
 like($e->{detail} // '', qr/2 s/, 'detail says how long');
@@ -108,7 +107,7 @@ is($r->{sandbox}{state}, 'ready', 'status every 0.8 s for 4 s: not idle');
 my ($bg) = $h->call({ op => 'exec', tenant => 't1', agent => 'a1', id => $ida,
                       argv => ['sleep', '4'], background => JSON::PP::true });
 ok($bg->{ok}, 'a background exec of 4 s') or diag explain $bg;
-sleep 3.2;
+sleep 3.2;    # on purpose: past idle_s with no request
 ok(!ended_of($h, $ida), 'no request for 3 s, but an exec runs: not idle');
 $e = wait_ended($h, $ida, 10);
 ended_ok($e, 'idle', 'idle once the exec ended');
@@ -118,8 +117,7 @@ my $idt = $h->create_ok(ttl_s => 2, idle_s => 300);
 $r = status($idt);
 my $created = $r->{sandbox}{created_at};
 is($r->{sandbox}{expires_at}, $created + 2, 'expires_at');
-sleep 3.5;
-$e = ended_of($h, $idt);
+$e = wait_ended($h, $idt, 10);
 ended_ok($e, 'expired', 'expired with no client');
 ok($e->{ended_at} >= $created + 2, 'ended at or after expires_at');
 is($e->{expires_at}, $created + 2, 'the record keeps expires_at');
@@ -147,7 +145,7 @@ is($r->{limit}, 'idle_s', 'idle_s past its ceiling');
 ($r) = $h->call({ op => 'update_lifetime', tenant => 't1', agent => 'a2',
                   id => $idx, ttl_s => 10 });
 is($r->{error}, 'not_found', "another agent's sandbox: not_found");
-sleep 3;
+sleep 3;    # on purpose: past the first ttl_s
 is(status($idx)->{sandbox}{state}, 'ready', 'alive past its first lifetime');
 ($r) = $h->call({ op => 'update_lifetime', tenant => 't1', agent => 'a1',
                   id => $idx, ttl_s => 1 });
@@ -175,7 +173,7 @@ my ($x) = $h->exec($idm, ['python3', '-c', 'a = bytearray(256 << 20)']);
 ok($x->{oom_killed}, 'a process past memory_mb is OOM-killed') or diag explain $x;
 is_deeply($x->{limits_hit}, ['memory'], '... limits_hit: ["memory"]')
     or diag explain $x;
-sleep 0.5;
+sleep 0.5;    # on purpose: time for a wrong end to show
 is(status($idm)->{sandbox}{state}, 'ready',
    '... and the sandbox goes on: its files leave room');
 ($x) = $h->sh($idm, 'head -c 200M /dev/zero > /workspace/fill');
@@ -215,7 +213,7 @@ ok($xout ne '' && $xout < 64, "its forks were refused after $xout")
 is_deeply($x->{limits_hit}, ['pids'], 'limits_hit: ["pids"]')
     or diag explain $x;
 ok(!$x->{oom_killed}, '... not oom_killed');
-sleep 0.3;
+sleep 0.3;    # on purpose: time for a wrong end to show
 is(status($idp)->{sandbox}{state}, 'ready', 'the sandbox is still ready');
 ($x, $xout) = $h->sh($idp, 'echo alive');
 is($xout, "alive\n", 'the next exec runs');
@@ -361,8 +359,7 @@ VetoTest::write_all($s, VetoTest::frame({ op => 'exec', tenant => 't1',
 ($bg) = $h->call({ op => 'exec', tenant => 't1', agent => 'a1', id => $idk2,
                    argv => ['sleep', '1000'], background => JSON::PP::true });
 ok($bg->{ok}, 'a background exec runs');
-sleep 0.5;
-ok($h->count_procs >= 2, 'execs running');
+eventually('execs running', 5, sub { $h->count_procs >= 2 });
 my @before = $h->ended_files;
 $h->kill9;
 $h->launch;
@@ -442,7 +439,7 @@ my ($r2) = $h2->call({ op => 'status', tenant => 't1', agent => 'a1',
 is($r2->{sandbox}{end_reason}, 'deleted', 'within retention: deleted');
 ok($r2->{sandbox}{retained_until} <= $r2->{sandbox}{ended_at} + 2,
    'retained_until is ended_at + ended_retention_s');
-sleep 3;
+sleep 3;    # on purpose: past ended_retention_s
 ($r2) = $h2->call({ op => 'status', tenant => 't1', agent => 'a1',
                     id => $ids[0] });
 is($r2->{error}, 'not_found', 'after the retention: not_found');

@@ -160,7 +160,7 @@ is(scalar(grep { defined } @oldns), 3, 'three more sandboxes, three namespaces')
 my $bg = $h->connect;
 VetoTest::write_all($bg, VetoTest::frame({ op => 'exec', tenant => 't1',
     agent => 'a1', id => $old[0], argv => [ 'sleep', '1000' ] }));
-sleep 0.5;
+eventually('the exec runs', 5, sub { $h->count_procs >= 1 });
 $h->kill9;
 eventually('the workloads died with the helper', 3, sub { !$h->count_procs });
 is($h->count_netns, 3, 'their pinned namespaces outlive a kill -9')

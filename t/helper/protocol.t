@@ -7,6 +7,7 @@ use Test::More;
 use POSIX ();
 use lib 't/lib';
 use VetoTest;
+use Eventually qw(eventually);
 
 # The helper refuses world-accessible sockets, so the stranger reaches the
 # socket through its group: nogroup (65534), uid 65534 not allowed.
@@ -237,7 +238,7 @@ still_serving('an oversize payload');
     my @busy = map { $h->connect } 1 .. $max;
     VetoTest::write_all($_, VetoTest::frame({ op => 'exec', tenant => 't1',
         agent => 'a1', id => $idb, argv => [ 'sleep', '3' ] })) for @busy;
-    select(undef, undef, undef, 0.5);
+    eventually("$max execs run", 3, sub { $h->count_procs >= $max });
     my ($x) = $h->exec($idb, ['true']);
     is($x->{error}, 'busy', "exec number " . ($max + 1) . " while $max run: busy")
         or diag explain $x;
@@ -348,7 +349,7 @@ still_serving('an oversize payload');
             brief => JSON::PP::true, request_id => "q$_" }) } 1 .. $n));
         POSIX::_exit(0);
     }
-    select(undef, undef, undef, 1);
+    select(undef, undef, undef, 1);    # on purpose: the flood is under way
     still_serving('a client that pipelines 20000 requests and reads none');
     my ($stats) = $h->call({ op => 'stats' });
     ok($stats->{buffered_bytes} <= 2 * 256 * 1024 + 65536,
@@ -484,8 +485,11 @@ is($st, 0, 'helper exits 0 on SIGTERM') or diag $h->log_text;
     my @stall = map { my $c = $hb->connect;
         VetoTest::write_all($c, pack('a4NN', 'VSB1', length $wfj, 1024 * 1024) . $wfj);
         $c } 1 .. 8;
-    select(undef, undef, undef, 0.5);
-    my ($hs) = $hb->call({ op => 'stats' });
+    my $hs;
+    eventually('8 stalled frames are held', 5, sub {
+        ($hs) = $hb->call({ op => 'stats' });
+        $hs->{buffered_bytes} >= 8 * 1024 * 1024;
+    });
     ok($hs->{buffered_bytes} >= 8 * 1024 * 1024, "8 stalled frames hold "
        . "$hs->{buffered_bytes} of $hs->{buffer_limit_bytes} bytes");
     $s = $hb->connect;
@@ -500,11 +504,11 @@ is($st, 0, 'helper exits 0 on SIGTERM') or diag $h->log_text;
     ok(!$none && $VetoTest::ERR =~ /^(eof|read: Connection reset)/,
        '... and the connection closed') or diag explain [ $none, $VetoTest::ERR ];
     close $_ for @stall, $s;
-    select(undef, undef, undef, 0.5);
-    ($hs) = $hb->call({ op => 'stats' });
     # (but the stats request itself, held while it is handled)
-    is($hs->{buffered_bytes}, length('{"op":"stats"}') + 1,
-       'the stalled clients gone: nothing held');
+    eventually('the stalled clients gone: nothing held', 5, sub {
+        ($hs) = $hb->call({ op => 'stats' });
+        $hs->{buffered_bytes} == length('{"op":"stats"}') + 1;
+    }) or diag "buffered_bytes: $hs->{buffered_bytes}";
     is($hb->stop, 0, 'that helper exits 0');
 
 }

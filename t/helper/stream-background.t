@@ -316,7 +316,7 @@ my $st = sub {
     my ($r) = VetoTest::recv_frame($s, 20);
     close $s;
     my $ex = $r->{exec}{id};
-    sleep 1;
+    sleep 1;    # on purpose: its client is gone for a while
     is($st->($id, $ex)->{exec}{state}, 'running', 'it runs with no client');
     my $other = $bg->($id, 'sleep 30');
     ok($other->{ok}, 'a second one');

@@ -85,9 +85,9 @@ my $sf = $h->connect;
 VetoTest::write_all($sf, VetoTest::frame({ op => 'exec', tenant => 't1',
     agent => 'a1', id => $idf, timeout_s => 30,
     argv => [ '/bin/sh', '-c', 'while :; do (sleep 100 &) 2>/dev/null; done' ] }));
-# a second for the loop to get going (more on an emulated CPU)
-my $running_by = time + VetoTest::time_scale();
-sleep 0.1 while $h->count_procs <= 5 && time < $running_by;
+# a second for the loop to get going (eventually scales it on an emulated
+# CPU)
+eventually('the fork loop gets going', 1, sub { $h->count_procs > 5 });
 ok($h->count_procs > 5, 'the fork loop runs (' . $h->count_procs . ' processes)');
 my $t0 = time;
 my $d = $h->destroy($idf);

@@ -66,7 +66,7 @@ ok(time - $t0 < 8, 'and it was about 1 s');
 my $s = $h->connect;
 VetoTest::write_all($s, VetoTest::frame({ op => 'exec', tenant => 't1',
     agent => 'a1', id => $id, argv => [ 'sleep', '100' ], timeout_s => 3 }));
-select(undef, undef, undef, 0.3);
+eventually('the exec runs', 3, sub { $h->count_procs >= 1 });
 $t0 = time;
 ok($h->ping->{ok}, 'ping while an exec runs');
 ok(time - $t0 < 1, 'ping answered promptly');

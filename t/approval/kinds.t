@@ -101,7 +101,7 @@ is($j->{state}, 'terminated', 'terminated');
 
 ($st, $h, $b, $j) = $n->request(POST => '/v1/sandboxes', $agent, { ttl_s => 300 });
 is($st, 202, 'a new create asks again');
-sleep 0.2;
+sleep 0.2;    # on purpose: time for a wrong slot to show
 is($n->redis->zcard('veto:{umbrella}:sbx:live:agent-u'), 0,
    'a 202 holds no quota slot');
 

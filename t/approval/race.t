@@ -71,7 +71,7 @@ for my $i (1 .. $N) {
     push @kids, [$pid, $res_r];
 }
 close $go_r;
-select(undef, undef, undef, 0.2);
+select(undef, undef, undef, 0.2);    # on purpose: all wait at the gate
 close $go_w;
 
 my %count;

@@ -284,7 +284,7 @@ is($st, 409, 'approving a denied approval: 409');
 # expired (agent-fast: ttl 1 s)
 my $sbf = create_sb($fast);
 $id = approved($fast, $exec, $sbf);
-sleep 1.3;
+sleep 1.3;    # on purpose: past the approval's ttl of 1 s
 ($st, $h, $b, $j) = $n->request(POST => "/v1/sandboxes/$sbf/exec", $fast, $exec,
                                 { 'Veto-Approval' => $id });
 is($st, 403, 'expired approval: refused');

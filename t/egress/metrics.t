@@ -81,7 +81,7 @@ ok($allowed >= 1 && $refused >= 1, "the exec's network field: $allowed allowed, 
    . "$refused refused");
 
 my $text;
-sleep 0.2;
+sleep 0.2;    # the counts are taken in the log phase, after the reply
 ($m, $text) = metrics();
 my $eg = sub { qq(veto_sandbox_egress_attempts_total{outcome="$_[0]"}) };
 is($m->{$eg->('allowed')} - $base->{$eg->('allowed')}, $allowed,

@@ -411,7 +411,7 @@ if (!$kid) {
                                              retry => $ch->{'retry-after'} }));
     POSIX::_exit(0);
 }
-sleep 0.5;
+sleep 0.5;    # on purpose: the exec reaches a, then a dies
 my @apids = ($A->master_pid, $A->worker_pids);
 kill 'KILL', @apids;
 $A->{running} = 0;
@@ -435,7 +435,7 @@ sub alive
     return $stat !~ /^\d+ \(.*\) [ZX] /s;     # a zombie holds no socket
 }
 eventually("a's nginx is gone", 5, sub { !grep { alive($_) } @apids });
-sleep 0.2;
+sleep 0.2;    # b and c see their kept connections to a close
 for my $via ([b => $B], [c => $C]) {
     my ($name, $n) = @$via;
     ($st, $h, $b, $j) = $n->request(POST => "/v1/sandboxes/$sd/exec", $agent,

@@ -252,8 +252,8 @@ ok($j->{confirmed}{processes} && $j->{confirmed}{files}, 'kill and deletion conf
 is($st, 200, 'its owner is told it ended') or diag $b;
 is($j->{state}, 'ended', '... state ended');
 is($j->{end_reason}, 'admin', '... by an administrator');
-sleep 0.2;
-is($r->zcard('veto:{acme}:sbx:live:agent-2'), 0, "the owner's slot is free");
+eventually("the owner's slot is free", 5,
+           sub { $r->zcard('veto:{acme}:sbx:live:agent-2') == 0 });
 ($st, $h, $b, $j) = $n->request(DELETE => "/v1/admin/sandboxes/$sb2", $admin);
 problem('end it again', 404);
 

@@ -176,7 +176,7 @@ my $ex;
                           $t, undef, { Accept => 'application/x-ndjson' });
     is($s->line(10)->{data}, "a\n", 'a second follower reads');
     $s->close;
-    sleep 0.5;
+    sleep 0.5;    # on purpose: time for a wrong kill to show
     is(state_of($id)->{state}, 'running', 'and leaving does not kill it');
     $n->request(PUT => "/v1/sandboxes/$sb/files?path=go", $t, '1');
     is(wait_ended($id, 10)->{state}, 'exited', 'it ends by itself');
@@ -295,9 +295,7 @@ my $ex;
 {
     ($st, $h, $b, $j) = bg(['sh', '-c', 'sleep 300 & sleep 300']);
     my $id = $j->{id};
-    sleep 0.3;
-    ok(scalar(sandbox_procs()) >= 2,
-       'its processes run (' . scalar(sandbox_procs()) . ')');
+    eventually('its processes run', 5, sub { sandbox_procs() >= 2 });
     ($st, $h, $b, $j) = $n->request(DELETE => "/v1/sandboxes/$sb", $t);
     is($st, 200, 'delete the sandbox');
     ok($j->{confirmed}{processes}, 'confirmed: processes');

@@ -18,6 +18,7 @@ use Time::HiRes qw(time sleep);
 use lib 't/lib';
 use VetoNginx;
 use VetoStream;
+use Eventually qw(eventually);
 
 VetoNginx::need(qw(helper redis));
 
@@ -168,9 +169,9 @@ sub audit_records
     ($st, $h, $b, $j) = $n->request(GET => "/v1/sandboxes/$sb", $t);
     is($j->{execs_running}, 0, 'the sandbox runs no exec');
 
-    sleep 0.2;
-    my ($rec) = grep { ($_->{reason} // '') eq 'client_gone' } audit_records();
-    ok($rec, 'an audit record says client_gone') or diag explain [audit_records()];
+    my $rec = eventually('an audit record says client_gone', 5, sub {
+        (grep { ($_->{reason} // '') eq 'client_gone' } audit_records())[0];
+    }) or diag explain [audit_records()];
     is($rec->{action}, 'sandbox.exec', 'of the exec');
     is($rec->{outcome}, 'error', 'outcome error');
     my $d = ref $rec->{detail} ? $rec->{detail}

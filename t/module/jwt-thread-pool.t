@@ -248,7 +248,7 @@ for my $i (0 .. $#fresh) {
     setsockopt($s, SOL_SOCKET, SO_LINGER, pack('ii', 1, 0)) if $i % 2;
     close $s;
 }
-sleep 1;
+sleep 1;    # on purpose: time for a crash to show
 is_deeply([ $n->worker_pids ], [ $worker ],
           '150 clients gone mid-verification: the same worker runs');
 is((list($n->token(alg => 'ES256', jti => 'after-gone')))[0], 200,

@@ -132,11 +132,8 @@ sub end_ok
 sub slot_freed
 {
     my ($id, $what) = @_;
-    my $deadline = time + 10;
-    sleep 0.2 while time < $deadline
-        && defined $r->zscore('veto:{acme}:sbx:live', $id);
-    ok(!defined $r->zscore('veto:{acme}:sbx:live', $id),
-       "$what: quota slot freed");
+    eventually("$what: quota slot freed", 10,
+               sub { !defined $r->zscore('veto:{acme}:sbx:live', $id) });
     ok(!defined $r->zscore('veto:{acme}:sbx:live:agent-1', $id),
        "$what: the agent's slot freed");
     is($r->exists("veto:{acme}:sbx:own:$id"), 0,
@@ -207,7 +204,7 @@ is($j->{scope}, 'sandbox:create', '... naming sandbox:create');
 ($st, $h, $b, $j) = $n->request(PATCH => "/v1/sandboxes/$sx", $agent,
                                 { ttl_s => 0 });
 is($st, 400, 'ttl_s 0: 400');
-sleep 1.2;
+sleep 1.2;    # on purpose: a second goes by
 ($st, $h, $b, $j) = $n->request(PATCH => "/v1/sandboxes/$sx", $agent,
                                 { ttl_s => 1 });
 is($st, 400, 'a lifetime already over: 400 from the helper');
@@ -266,7 +263,7 @@ is($le->{end_reason}, 'deleted', 'the list has it, ended');
 ($st, $h, $b, $j) = $n->request(GET => '/v1/sandboxes?include=all', $agent);
 is($st, 400, 'another query: 400');
 end_ok($sx, 'deleted', 'delete');
-sleep 1.5;
+sleep 1.5;    # on purpose: time for a second record that must not come
 is(scalar(grep { $_->{outcome} eq 'deleted' } ends_of($sx)), 1,
    'exactly one sandbox.end record for it');
 
@@ -330,7 +327,11 @@ is($st, 200, 'MCP sandbox deleted');
 ($st, $h, $b, $j) = create(idle_s => 2);
 my $si = $j->{id};
 my $t0 = time;
-sleep 4;
+eventually('the idle sandbox ends', 10, sub {
+    my (undef, undef, undef, $gj) = $n->request(GET => "/v1/sandboxes/$si",
+                                                $agent);
+    ($gj->{state} // '') eq 'ended';
+});
 $j = get_ended($si, 'idle');
 is($j->{end_reason}, 'idle', 'end_reason idle');
 ok($j->{ended_at} <= int($t0) + 4, 'ended within its idle time');
@@ -340,7 +341,7 @@ slot_freed($si, 'idle');
 # ---- lifetime with no client connected
 ($st, $h, $b, $j) = create(ttl_s => 2);
 my $se = $j->{id};
-sleep 3.5;
+# end_ok waits for the end record (10 s): past the ttl_s of 2 s
 end_ok($se, 'expired', 'expired (no request meanwhile)');
 slot_freed($se, 'expired');
 $j = get_ended($se, 'expired');
@@ -486,7 +487,7 @@ slot_freed($sf, 'confirmed');
 ($st, $h, $b, $j) = create(ttl_s => 2);
 my $sp = $j->{id};
 $n->pause_redis;
-sleep 4;
+sleep 4;    # on purpose: the sandbox expires while Redis is out
 $n->resume_redis;
 end_ok($sp, 'expired', 'an end while Redis was out');
 
@@ -499,8 +500,7 @@ if ($pid == 0) {
                 { argv => ['sleep', '1000'], timeout_s => 30 });
     POSIX::_exit(0);
 }
-sleep 1;
-ok($hh->count_procs >= 1, 'an exec runs');
+eventually('an exec runs', 5, sub { $hh->count_procs >= 1 });
 $hh->kill9;
 waitpid($pid, 0);
 $hh->launch;
@@ -514,7 +514,7 @@ eventually('no process of it left', 5, sub { !$hh->count_procs });
 my $ttl = $r->ttl("veto:{acme}:sbx:end:$si:idle");
 ok($ttl > 0 && $ttl <= 30 + 3600 + 5,
    "the end's marker goes after the record's retention ($ttl s)");
-sleep 1 while time < $t0 + 32;
+sleep 1 while time < $t0 + 32;    # on purpose: past ended_retention_s
 ($st) = $n->request(GET => "/v1/sandboxes/$si", $agent);
 is($st, 404, 'after ended_retention_s: 404');
 ok(!-e $hh->state_dir . "/ended/$si.json", "the helper's record is gone");
@@ -531,17 +531,15 @@ my @old = @{ $r->xrange('veto:{acme}:audit', '-', '+') };
 ok(@old > 0, 'entries on the stream');
 my $oldest = $old[-1][0];
 my ($newest_ms) = $oldest =~ /^(\d+)-/;
+# on purpose: the entries grow older than veto_sandbox_audit_max_age
 sleep 0.2 while time * 1000 < $newest_ms + 8500;
 $n->start(redis => 1, policy => $policy,
           http_extra => "veto_sandbox_ended_poll 500ms;\n"
                         . "    veto_sandbox_audit_max_age 8s;");
 ($st, $h, $b, $j) = create();
 is($st, 201, 'a fresh entry') or diag $b;
-my $deadline = time + 15;
-sleep 0.5 while time < $deadline
-    && @{ $r->xrange('veto:{acme}:audit', '-', $oldest) };
-is(scalar @{ $r->xrange('veto:{acme}:audit', '-', $oldest) }, 0,
-   'entries older than veto_sandbox_audit_max_age are trimmed');
+eventually('entries older than veto_sandbox_audit_max_age are trimmed', 15,
+           sub { !@{ $r->xrange('veto:{acme}:audit', '-', $oldest) } });
 ok(scalar @{ $r->xrange('veto:{acme}:audit', "($oldest", '+') } >= 1,
    'the fresh one stays');
 counter_ok('after trimming by age');

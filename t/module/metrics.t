@@ -325,7 +325,7 @@ my $sbf = $j->{id};
 ($st, $h, $b, $j) = $n->request(POST => "/v1/sandboxes/$sbf/exec", $fast, $ask);
 is($st, 202, 'an approval that lives 1 s');
 $id = $j->{approval_id};
-sleep 1.3;
+sleep 1.3;    # on purpose: past the approval's ttl of 1 s
 $base = metrics();
 ($st, $h, $b, $j) = $n->request(GET => "/v1/approvals/$id", $rev);
 is($j->{state}, 'expired', 'it expired');
@@ -344,7 +344,7 @@ $id = $j->{approval_id};
 $base = metrics();
 ($st, $h, $b, $j) = $n->request(POST => "/v1/approvals/$id/approve", $irev, '');
 is($j->{state}, 'pending', 'one of two: pending');
-sleep 0.2;
+sleep 0.2;    # on purpose: time for a wrong count to show
 is(v(metrics(), $apr->('approved')) - v($base, $apr->('approved')), 0,
    'one approval of two is not an approved approval');
 ($st, $h, $b, $j) = $n->request(POST => "/v1/approvals/$id/approve", $irev2, '');

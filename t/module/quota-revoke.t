@@ -92,8 +92,8 @@ is($j->{scope}, 'tenant', 'the tenant limit');
 # ---- delete frees the slot
 ($st) = $n->request(DELETE => "/v1/sandboxes/$mine[0]", $a1);
 is($st, 200, 'delete');
-sleep 0.2;
-is($r->zcard('veto:{acme}:sbx:live:agent-1'), 1, 'slot released');
+eventually('slot released', 5,
+           sub { $r->zcard('veto:{acme}:sbx:live:agent-1') == 1 });
 ($st, $h, $b, $j) = create($a1);
 is($st, 201, 'after a delete agent-1 may create again') or diag $b;
 push @mine, $j->{id};

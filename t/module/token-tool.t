@@ -166,7 +166,7 @@ my $short = mint(@base, '--key', "$d/rsa.key", '--kid', 'rsa-1',
                  '--sub', 'vt-agent', '--role', 'agent', '--ttl', '1s');
 ($st) = $n->request(GET => "/v1/sandboxes/$sb", $short);
 is($st, 200, 'a 1s token works at once');
-sleep 3.2;
+sleep 3.2;    # on purpose: past the token's exp and the leeway
 ($st, $h) = $n->request(GET => "/v1/sandboxes/$sb", $short);
 is($st, 401, '... and is refused after exp + leeway');
 like($h->{'www-authenticate'} // '', qr/expired/, '... as expired');

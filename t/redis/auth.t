@@ -84,8 +84,8 @@ for my $case (["password", "veto_sandbox_redis_password main-secret;"],
     is($st, 201, "$name: create") or diag $b;
     ($st, $h, $b, $j) = $n->request(DELETE => "/v1/sandboxes/$j->{id}", $agent);
     is($st, 202, "$name: delete needs approval: 202");
-    sleep 0.2;
-    ok($r->exists("veto:{acme}:appr:$j->{approval_id}"), "$name: record in db 5");
+    eventually("$name: record in db 5", 5,
+               sub { $r->exists("veto:{acme}:appr:$j->{approval_id}") });
     $n->stop;
 }
 
@@ -94,7 +94,7 @@ $n->render(veto => $n->default_veto,
                          . "veto_sandbox_redis_password wrong;\n"
                          . "veto_sandbox_redis_timeout 300ms;");
 $n->start(keep_conf => 1, policy => $policy);
-sleep 0.5;
+sleep 0.5;    # on purpose: time for a wrong connect to succeed
 my ($st, $h, $b, $j) = $n->request(GET => '/v1/health');
 is($j->{redis}, 'down', 'wrong password: redis down');
 ($st) = $n->request(GET => '/v1/sandboxes', $agent);

@@ -207,7 +207,7 @@ sub phase
         }
     });
 
-    sleep 1.5;
+    sleep 1.5;    # on purpose: load on the old master first
     my ($old, $new, $t0);
     if ($how eq 'crash') {
         $old = $s->kill_master;

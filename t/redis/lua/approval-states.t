@@ -135,7 +135,7 @@ ok(scripts()->{$_}, "script $_ found in the C source")
     my $id3 = create(ttl => 300);
     my $id4 = create(ttl => 300);
     is(approve($id3, 'rev-1')->[1], 'approved', 'approved before expiry');
-    sleep 0.45;
+    sleep 0.45;    # on purpose: past the approval's ttl
     is_deeply(approve($id, 'rev-1'), ['expired', 'expired', '1'],
               'approve after expiry: expired, transition reported');
     is_deeply(approve($id, 'rev-2'), ['not_pending', 'expired'],

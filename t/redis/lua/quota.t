@@ -59,7 +59,7 @@ is(acquire('a3', 'sbx5', 3, 2)->[0], 'ok', 'a released slot is free again');
 # a gateway that died without releasing: the slot frees itself after ttl
 is(acquire('a4', 'sbx6', 0, 1, 300)->[0], 'ok', 'short-lived sandbox');
 is(acquire('a4', 'sbx7', 0, 1, 300)->[0], 'agent_limit', 'full');
-sleep 0.4;
+sleep 0.4;    # on purpose: past the slot's ttl
 is(acquire('a4', 'sbx7', 0, 1, 300)->[0], 'ok', 'expired slot reclaimed');
 
 # other tenants are separate
@@ -132,7 +132,7 @@ is(exec_rate('e2', 5, 3, 1000, ++$ev)->[0], 'ok', 'another agent (5th for tenant
 is(exec_rate('e3', 5, 3, 1000, ++$ev)->[0], 'tenant_limit', 'tenant limit 5');
 $res = exec_rate('e3', 100, 100, 60000, ++$ev);
 is($res->[0], 'ok', 'window is per call: a minute-wide limit passes');
-sleep 1.05;
+sleep 1.05;    # on purpose: the window slides
 is(exec_rate('e1', 5, 3, 1000, ++$ev)->[0], 'ok', 'window slid: allowed again');
 my $err = eval { exec_rate('e1', 'x', 3, 1000, ++$ev); 1 } ? '' : $@;
 like($err, qr/bad limits/, 'bad arguments are an error, not a pass');
@@ -162,7 +162,7 @@ like($err, qr/bad limits/, 'bad arguments are an error, not a pass');
         push @kids, [$pid, $rr];
     }
     close $go_r;
-    sleep 0.3;
+    sleep 0.3;    # on purpose: every child waits at the gate
     close $go_w;
     my @res;
     for (@kids) { my $fh = $_->[1]; my $l = <$fh> // 'fail'; chomp $l; push @res, $l; waitpid $_->[0], 0 }

@@ -164,9 +164,10 @@ is($j->{request_hash},
    'the hash binds the empty env');
 
 # the creation record lists the env's names (and the values that matter)
-sleep 0.2;
-($st, $h, $b, $j) = $n->request(GET => "/v1/audit?sandbox=$sb", $rev);
-my ($created) = grep { $_->{outcome} eq 'sandbox_created' } @{ $j->{records} };
+my $created = eventually('the sandbox_created record', 5, sub {
+    ($st, $h, $b, $j) = $n->request(GET => "/v1/audit?sandbox=$sb", $rev);
+    (grep { $_->{outcome} eq 'sandbox_created' } @{ $j->{records} })[0];
+});
 is_deeply([sort @{ $created->{detail}{env_names} // [] }], [qw(CI PATH)],
           'sandbox_created lists the env names');
 is($created->{detail}{env}{PATH}, '/workspace/bin:/usr/bin:/bin',
@@ -249,11 +250,11 @@ is($st, 403, '... and PATH, not inert, refused as well');
 is($st, 201, 'an agent\'s "env" replaces its tenant\'s');
 
 # the refusals are on record
-sleep 0.2;
 my $grev = $n->token(sub => 'human-9', tenant => 'globex', scope => 'audit:read');
-($st, $h, $b, $j) = $n->request(GET => '/v1/audit?limit=1000', $grev);
-ok((grep { ($_->{reason} // '') eq 'env_not_allowed' } @{ $j->{records} }),
-   'env_not_allowed refusals are on record');
+eventually('env_not_allowed refusals are on record', 5, sub {
+    ($st, $h, $b, $j) = $n->request(GET => '/v1/audit?limit=1000', $grev);
+    grep { ($_->{reason} // '') eq 'env_not_allowed' } @{ $j->{records} };
+});
 
 # ---- a secret in a sandbox's env: never kept, so an exec a human
 # approves there cannot be shown, and is refused

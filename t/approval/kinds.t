@@ -105,7 +105,7 @@ sleep 0.2;    # on purpose: time for a wrong slot to show
 is($n->redis->zcard('veto:{umbrella}:sbx:live:agent-u'), 0,
    'a 202 holds no quota slot');
 
-sleep 0.2;
+sleep 0.2;    # the records are sent without waiting for Redis
 ($st, $h, $b, $j) = $n->request(GET => "/v1/audit?from=$t0", $rev);
 is($st, 200, 'audit from t0');
 my $all = @{ $j->{records} };

@@ -88,10 +88,13 @@ is($ok, 1, 'exactly one of 20 concurrent uses ran') or diag explain \%count;
 is($count{'403 urn:veto-sandbox:problem:approval_used'} // 0, $N - 1,
    'the others: consumed') or diag explain \%count;
 
-sleep 0.3;
 my $r = $n->redis;
-my $runs = grep { my %f = @{ $_->[1] }; ($f{outcome} // '') eq 'exec_finished' }
-           @{ $r->xrange('veto:{acme}:audit', '-', '+') };
+my $runs;
+eventually('the exec is on record', 5, sub {
+    $runs = grep { my %f = @{ $_->[1] }; ($f{outcome} // '') eq 'exec_finished' }
+            @{ $r->xrange('veto:{acme}:audit', '-', '+') };
+    $runs >= 1;
+});
 is($runs, 1, 'one exec on record');
 
 done_testing;

@@ -211,7 +211,7 @@ sub audit_count
     } @$r;
 }
 
-sleep 0.2;
+sleep 0.2;    # the records of the requests before have landed
 my $before = audit_count('acme', 'invalid_token');
 ($st) = $n->request(GET => '/v1/sandboxes',
                     $n->token(sub => 'agent-x', exp => int(time()) - 3600));
@@ -234,7 +234,8 @@ my $junk = encode_base64url($J->encode({ alg => 'RS256', kid => 'rsa-1' }))
          . '.' . encode_base64url('nope');
 ($st) = $n->request(GET => '/v1/sandboxes', $junk);
 is($st, 401, 'a forged token: 401');
-sleep 0.3;
+eventually('the invalid_token record', 5,
+           sub { audit_count('acme', 'invalid_token') - $before >= 1 });
 
 is(audit_count('acme', 'invalid_token') - $before, 1,
    'audit: one invalid_token (the expired, signed token; not the forgery)');

@@ -309,8 +309,11 @@ my $ex;
 
 # ---- records: started, killed
 {
-    sleep 0.3;
-    my @r = audit_records();
+    my @r;
+    eventually('the kills are on record', 5, sub {
+        @r = audit_records();
+        (grep { $_->{outcome} eq 'exec_killed' } @r) >= 2;
+    });
     my @started = grep { $_->{outcome} eq 'exec_started' } @r;
     ok(@started >= 5, scalar(@started) . ' exec_started records');
     my ($first) = grep { ($_->{detail}{exec} // '') eq $ex } @started;

@@ -149,7 +149,7 @@ ok($sb && $apr, 'the client test named its sandbox and approval')
     or diag explain $done;
 
 # Every tool call is on record as its REST twin's request would be.
-select(undef, undef, undef, 0.2);
+select(undef, undef, undef, 0.2);    # records are sent without waiting
 my $auditor = $n->token(sub => 'auditor', scope => 'audit:read');
 my ($st, $h, $b, $j) = $n->request(GET => '/v1/audit?agent=agent-1&limit=1000',
                                    $auditor);

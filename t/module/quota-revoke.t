@@ -138,11 +138,14 @@ $r->set('veto:{acme}:revoked:agent:agent-2', '*');
 ($st) = $n->request(GET => '/v1/sandboxes', $a2new);
 is($st, 401, "'*' revokes every token of the agent");
 
-sleep 0.2;
-my $denials = grep { my %f = @{ $_->[1] };
-                     ($f{outcome} // '') eq 'denied'
-                     && ($f{reason} // '') =~ /^(quota_exceeded|token_revoked|agent_revoked)$/ }
-              @{ $r->xrange('veto:{acme}:audit', '-', '+') };
+my $denials;
+eventually('six refusals on record', 5, sub {
+    $denials = grep { my %f = @{ $_->[1] };
+                      ($f{outcome} // '') eq 'denied'
+                      && ($f{reason} // '') =~ /^(quota_exceeded|token_revoked|agent_revoked)$/ }
+               @{ $r->xrange('veto:{acme}:audit', '-', '+') };
+    $denials >= 6;
+});
 is($denials, 6, 'every quota and revocation refusal is on record');
 
 $n->request(DELETE => "/v1/sandboxes/$_", $a1) for @mine[1, 2];

@@ -24,6 +24,7 @@ use Time::HiRes qw(time sleep);
 use lib 't/lib';
 use VetoNginx;
 use VetoStream;
+use Eventually qw(eventually);
 
 VetoNginx::need(qw(helper redis));
 for my $tool (qw(cc make git tar python3)) {
@@ -203,8 +204,12 @@ sub stream_exec
     ok($requests <= 8, "$requests requests for a project of "
                        . ($nfiles + 6) . ' files');
 
-    sleep 0.3;
-    my @r = audit_records();
+    my @r;
+    eventually('the archive upload and download are on record', 5, sub {
+        @r = audit_records();
+        (grep { $_->{action} eq 'sandbox.archive.write' } @r)
+            && (grep { $_->{action} eq 'sandbox.archive.read' } @r);
+    });
     my ($in) = grep { $_->{action} eq 'sandbox.archive.write' } @r;
     is($in->{detail}{sha256}, sha256_hex($tgz), 'record: the upload sha256');
     is($in->{detail}{size}, length $tgz, 'record: its size');
@@ -329,9 +334,10 @@ for my $case (qw(dotdot hardlink devices)) {
     ok($g->eof, 'the connection closed');
     ok(length($got) > 0 && length($got) <= (8 << 20) + 65536,
        'after ' . length($got) . ' bytes');
-    sleep 0.3;
-    my ($rec) = grep { $_->{action} eq 'sandbox.archive.read'
-                       && $_->{outcome} eq 'error' } audit_records();
+    my $rec = eventually('the cut download is on record', 5, sub {
+        (grep { $_->{action} eq 'sandbox.archive.read'
+                && $_->{outcome} eq 'error' } audit_records())[0];
+    });
     is($rec->{reason}, 'file_too_large', 'record: why');
     ok($rec->{detail}{bytes_sent} > 0, 'record: what went out before');
     $n->request(POST => "/v1/sandboxes/$sb/exec", $t,

@@ -377,13 +377,14 @@ is($j->{state}, 'denied', 'denied in the page');
 is($j->{deny_reason}, $done->{deny_reason}, '... with the reason typed there');
 is($j->{denied_by}, 'human-1', '... by the reviewer whose token the page held');
 
-sleep 0.2;
 my $auditor = $n->token(sub => 'auditor', scope => 'audit:read');
-($st, $h, $b, $j) = $n->request(GET => '/v1/audit?agent=human-1&limit=1000', $auditor);
-ok((grep { $_->{outcome} eq 'approval_denied'
+eventually('the denial and its reason are on the audit trail', 5, sub {
+    ($st, $h, $b, $j) = $n->request(GET => '/v1/audit?agent=human-1&limit=1000',
+                                    $auditor);
+    grep { $_->{outcome} eq 'approval_denied'
            && ($_->{approval} // '') eq $done->{denied}
-           && ($_->{reason} // '') eq $done->{deny_reason} } @{ $j->{records} }),
-   'the denial and its reason are on the audit trail');
+           && ($_->{reason} // '') eq $done->{deny_reason} } @{ $j->{records} };
+});
 
 # the token travelled in headers only
 my $logs = $n->access_log . $n->error_log;

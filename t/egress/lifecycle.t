@@ -79,7 +79,7 @@ ok(kill('STOP', $p2), "proxy $p2 stopped (SIGSTOP)");
 my $bg = $h->connect;
 VetoTest::write_all($bg, VetoTest::frame({ op => 'exec', tenant => 't1',
     agent => 'a1', id => $id, argv => ['echo', 'hi'] })) or die;
-sleep 0.3;
+sleep 0.3;    # on purpose: the exec meets the stuck proxy
 my $tp = time;
 my $ping = $h->ping;
 ok($ping->{ok} && time - $tp < 2, 'ping is answered while an exec waits on the stuck proxy');

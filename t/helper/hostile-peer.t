@@ -117,7 +117,7 @@ for (1 .. 1100) {
     push @flood, $s;
 }
 is(scalar @flood, 1100, '1100 connections opened');
-sleep 1;
+sleep 1;    # on purpose: the helper meets the flood
 my $closed = 0;
 for my $s (@flood) {
     my $sl = IO::Select->new($s);
@@ -220,7 +220,7 @@ is($st, 0, 'helper exits 0') or diag $h->log_text;
 $h->{closed_std} = 1;
 $h->launch;
 my @peers = map { $h->connect } 1 .. 3;     # idle: they get low fds
-sleep 0.2;
+sleep 0.2;    # on purpose: the idle peers hold low fds
 my $ok = 1;
 for my $round (1 .. 3) {
     my $sid = $h->create_ok;                # logs "created sandbox ..."

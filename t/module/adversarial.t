@@ -364,7 +364,7 @@ sub abort_after
         my $buf;
         sysread($s, $buf, $read);
     } else {
-        sleep 0.2;
+        sleep 0.2;    # on purpose: a client that waits, then goes
     }
     close $s;
 }

@@ -13,6 +13,7 @@ use warnings;
 use Test::More;
 use lib 't/lib';
 use VetoNginx;
+use Eventually qw(eventually);
 use IO::Socket::UNIX;
 use POSIX qw(_exit);
 use Time::HiRes qw(sleep time);
@@ -188,7 +189,7 @@ problem_is("another tenant's sandbox, same file",
                     { argv => ['sleep', '3'] });
         _exit(0);
     }
-    sleep 1;
+    eventually('the first exec runs', 5, sub { $helper->count_procs >= 1 });
     my @r = $n->request(POST => "/v1/sandboxes/$id/exec", $t,
                         { argv => ['true'] });
     problem_is('a second exec in a 1-exec sandbox', \@r, 429, 'busy');
@@ -208,7 +209,7 @@ problem_is("another tenant's sandbox, same file",
             [$r[0], $r[1]{'retry-after'}, $r[2]]));
         _exit(0);
     }
-    sleep 1.5;
+    eventually('the exec runs', 5, sub { $helper->count_procs >= 1 });
     $helper->kill9;
     waitpid($pid, 0);
     my ($status, $ra, $body) = @{ $VetoNginx::JSON->decode(VetoNginx::slurp($out)) };

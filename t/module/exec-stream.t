@@ -156,12 +156,12 @@ sub audit_records
         . 'mv /workspace/alive.new /workspace/alive; sleep 0.05; done'] });
     my $l = $s->line(10);
     is($l->{data}, "started\n", 'the command runs');
-    sleep 0.3;
+    sleep 0.3;    # on purpose: progress over time
     $s->close;
-    sleep 1;
+    sleep 1;    # on purpose: progress over time
     my (undef, undef, $a1) = $n->request(GET =>
         "/v1/sandboxes/$sb/files?path=alive", $t);
-    sleep 0.6;
+    sleep 0.6;    # on purpose: progress over time
     my (undef, undef, $a2) = $n->request(GET =>
         "/v1/sandboxes/$sb/files?path=alive", $t);
     ok(length $a1, 'it had been writing');
@@ -188,10 +188,10 @@ sub audit_records
         'i=0; while [ $i -lt 300 ]; do head -c 65536 /dev/zero | tr "\\0" x; '
         . 'i=$((i+1)); echo $i > /workspace/progress; done; echo END'],
         timeout_s => 30 });
-    sleep 2;
+    sleep 2;    # on purpose: progress over time
     my (undef, undef, $p1) = $n->request(GET =>
         "/v1/sandboxes/$sb/files?path=progress", $t);
-    sleep 1;
+    sleep 1;    # on purpose: progress over time
     my (undef, undef, $p2) = $n->request(GET =>
         "/v1/sandboxes/$sb/files?path=progress", $t);
     chomp($p1, $p2);

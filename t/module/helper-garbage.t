@@ -84,7 +84,7 @@ if ($pid == 0) {
         } elsif ($m eq 'close') {
             # nothing
         } elsif ($m eq 'silent') {
-            sleep 1.5;
+            sleep 1.5;    # the fake helper says nothing
         }
         close $c;
     }
@@ -156,7 +156,7 @@ my $t0 = time;
 problem('a silent helper', $st, $h, $b, 503);
 ok(time - $t0 < 1.4, 'answered at the read timeout');
 
-sleep 1;
+sleep 1;    # on purpose: the fake helper's silent turn ends
 mode('close');
 ($st) = $n->request(GET => '/v1/sandboxes', $tok);
 is($st, 503, 'the worker is still serving');

@@ -243,7 +243,7 @@ all_ok('after kill -9 and a new helper', 10, GET => '/v1/health');
     is(others(0, 1.5), 0,
        'cut between frames: its connection closed at once, not kept');
     $mixed->('after a stream cut between frames');
-    sleep 2.5;
+    sleep 2.5;    # on purpose: time to go on
     ($st) = $n->request(GET => "/v1/sandboxes/$id/files?path=late", $t);
     is($st, 404, 'the cut exec was killed before it went on');
     $mixed->('after the cut exec\'s time');

@@ -143,7 +143,7 @@ my $before = helper_conns();
     kill 'STOP', $hp->pid;
     my $killer = fork() // die "fork: $!";
     if ($killer == 0) {
-        sleep 1;
+        sleep 1;    # on purpose: the helper stalls 1 s
         kill 'KILL', $hp->pid;
         POSIX::_exit(0);
     }

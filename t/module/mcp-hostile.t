@@ -680,12 +680,12 @@ sub sse_events
         last unless $n_read;
     }
     like($got, qr/stdout: started/, 'client gone: its progress had begun');
-    sleep 0.3;
+    sleep 0.3;    # on purpose: progress over time
     close $sock;
-    sleep 1;
+    sleep 1;    # on purpose: progress over time
     @r = call($agent, $sid, 13, 'read_file', { sandbox_id => $sb, path => 'alive' });
     my $a1 = $r[3]{result}{structuredContent}{content};
-    sleep 0.6;
+    sleep 0.6;    # on purpose: progress over time
     @r = call($agent, $sid, 13, 'read_file', { sandbox_id => $sb, path => 'alive' });
     ok(length($a1 // ''), 'client gone: it had been writing');
     is($r[3]{result}{structuredContent}{content}, $a1,

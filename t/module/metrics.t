@@ -512,7 +512,7 @@ my $fake_sb = 'sb-' . ('a' x 24);
 ($st, $h, $b) = $f->request(POST => "/v1/sandboxes/$fake_sb/exec", $ft,
                             { argv => ['true'] });
 is($st, 200, 'an exec result with network attempts') or diag $b;
-sleep 0.2;
+sleep 0.2;    # counts are taken in the log phase
 $m = metrics($f);
 my $eg = sub { qq(veto_sandbox_egress_attempts_total{outcome="$_[0]"}) };
 is(v($m, $eg->('allowed')) - v($base, $eg->('allowed')), 2, 'egress: 2 allowed');
@@ -528,7 +528,7 @@ is(v($m, 'veto_sandbox_exec_duration_seconds_bucket{le="2.5"}'), 1, 'under 2.5 s
 $base = $m;
 ($st) = $f->request(GET => '/v1/sandboxes', $ft);
 is($st, 500, "the helper's internal error: 500");
-sleep 0.2;
+sleep 0.2;    # counts are taken in the log phase
 $m = metrics($f);
 is(v($m, 'veto_sandbox_helper_errors_total{kind="internal"}')
    - v($base, 'veto_sandbox_helper_errors_total{kind="internal"}'), 1,
@@ -546,7 +546,7 @@ my $res_mcp = HTTP::Tiny->new(timeout => 10, keep_alive => 0)->request(
                  . '{"protocolVersion":"2025-11-25","capabilities":{},'
                  . '"clientInfo":{"name":"t","version":"1"}}}' });
 is($res_mcp->{status}, 200, 'MCP initialize') or diag $res_mcp->{content};
-sleep 0.2;
+sleep 0.2;    # counts are taken in the log phase
 $m = metrics($f);
 is(scalar(grep { /route="mcp"/ && $m->{$_} - v($base, $_) == 1 } keys %$m), 1,
    'counted as route mcp');

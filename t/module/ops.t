@@ -47,7 +47,7 @@ my ($st, $h, $b, $j);
     }
 
     # while they run, cheap requests answer at once
-    sleep 0.3;
+    sleep 0.3;    # on purpose: the slow execs are under way
     my $c0 = time;
     ($st) = $n->request(GET => '/plain');
     my $plain = time - $c0;
@@ -130,7 +130,7 @@ my ($st, $h, $b, $j);
     ok(!$ok, 'nginx -t refuses the bad policy');
     like($out, qr/tenants\.acme: "ceilings" must be an object/, 'naming the field');
     kill 'HUP', $n->master_pid;
-    sleep 1;
+    sleep 1;    # on purpose: time for a wrong reload
     ($st, $h, $b, $j) = $n->request(POST => '/v1/sandboxes', $t,
                                     { limits => { memory_mb => 256 } });
     is($st, 422, 'the previous good policy is still in force');

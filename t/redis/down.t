@@ -98,7 +98,7 @@ for my $mode (qw(stopped stalled)) {
                     { 'Veto-Approval' => $id });
         POSIX::_exit(0);
     }
-    sleep 0.05;
+    sleep 0.05;    # on purpose: that request is under way
     ($t, $st, $h, $b, $j) = timed(GET => '/v1/health');
     is($st, 200, "$mode: health answers");
     ok($t < 0.4, "$mode: at once (" . sprintf('%.3f', $t) . 's)');

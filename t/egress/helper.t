@@ -22,7 +22,7 @@ my $h = VetoTest->start($e->helper_conf, max_sandboxes => 8);
 
 sub egress_up
 {
-    return eventually('the helper says egress is available', 20, sub {
+    return scalar eventually('the helper says egress is available', 20, sub {
         my $p = $h->ping;
         $p->{egress} && $p->{egress}{available} ? $p->{egress} : undef;
     }) // $h->ping->{egress};

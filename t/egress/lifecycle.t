@@ -20,7 +20,7 @@ my $h = VetoTest->start($e->helper_conf, max_sandboxes => 8);
 
 sub egress_up
 {
-    return eventually('the helper says egress is available', 30, sub {
+    return scalar eventually('the helper says egress is available', 30, sub {
         my $p = $h->ping;
         $p->{egress} && $p->{egress}{available} ? $p->{egress} : undef;
     }) // $h->ping->{egress};

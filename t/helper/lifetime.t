@@ -40,7 +40,7 @@ sub ended_of
 sub wait_ended
 {
     my ($hh, $id, $timeout) = @_;
-    return eventually("$id ends", $timeout // 20, sub { ended_of($hh, $id) });
+    return scalar eventually("$id ends", $timeout // 20, sub { ended_of($hh, $id) });
 }
 
 sub ended_ok

@@ -101,7 +101,7 @@ my $sa = $j->{id};
 sub owner_of
 {
     my ($id) = @_;
-    return eventually("$id has an owner", 5,
+    return scalar eventually("$id has an owner", 5,
                       sub { $m->hget("veto:{acme}:sbx:own:$id", 'gateway') });
 }
 is(owner_of($sa), 'gw-a', "a's sandbox is recorded as host a's");

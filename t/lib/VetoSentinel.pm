@@ -295,7 +295,7 @@ sub kill_master
 sub wait_failover
 {
     my ($self, $old, $timeout) = @_;
-    return eventually("a failover away from port $old", $timeout // 30, sub {
+    return scalar eventually("a failover away from port $old", $timeout // 30, sub {
         my $p = $self->master_port;
         return undef unless $p && $p != $old;
         my $role = $self->client($p)->role;
@@ -309,7 +309,7 @@ sub wait_failover
 sub current_master
 {
     my ($self, $timeout) = @_;
-    return eventually('a server says it is the master', $timeout // 30, sub {
+    return scalar eventually('a server says it is the master', $timeout // 30, sub {
         for my $p (sort keys %{ $self->{pids} }) {
             next unless $p =~ /^redis(\d+)$/;
             my $c = eval { $self->client($1) } or next;

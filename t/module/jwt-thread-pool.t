@@ -94,7 +94,7 @@ $n->start(main_extra => 'thread_pool vsb_jwt threads=2;', veto => $veto);
 # the worker, once the master has made it (slower under ASan)
 sub one_worker
 {
-    return eventually('nginx has one worker', 20, sub {
+    return scalar eventually('nginx has one worker', 20, sub {
         my @w = $n->worker_pids;
         @w == 1 ? $w[0] : undef;
     });

@@ -98,7 +98,7 @@ sub counter_ok
 sub wait_end_record
 {
     my ($id, $reason, $timeout) = @_;
-    return eventually("the end record of $id ($reason)", $timeout // 10,
+    return scalar eventually("the end record of $id ($reason)", $timeout // 10,
                       sub { (grep { $_->{outcome} eq $reason } ends_of($id))[0] });
 }
 

@@ -58,7 +58,7 @@ sub wait_up
 {
     my ($what, $secs) = @_;
     my $up = 0;
-    return eventually($what, $secs, sub {
+    return scalar eventually($what, $secs, sub {
         my (undef, undef, undef, $hj) = $n->request(GET => '/v1/health');
         $up = ($hj->{redis} // '') eq 'up' ? $up + 1 : 0;
         $up >= 8;

@@ -9,7 +9,7 @@
  *
  * Every transition is one Lua script (atomic in Redis); the scripts,
  * their keys, arguments and replies are documented in docs/approvals.md
- * and tested directly by t/20*.t.  Time is Redis' clock (TIME), so every
+ * and tested directly by t/redis/lua/*.t.  Time is Redis' clock (TIME), so every
  * gateway sharing one Redis agrees on expiry.
  *
  * Every script replies with an array whose first element is a code:

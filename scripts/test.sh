@@ -2,13 +2,14 @@
 # THE test command (README, .ci/run): installs dependencies, builds, runs
 # the cmocka unit tests (normal and ASan builds), builds the fuzzers and
 # runs each briefly, then the integration tests with prove: everything
-# with the normal helper, the helper tests (t/0*.t) again with the ASan
-# helper, the image store and profile tests (t/52, t/53, t/55-t/57) with
-# the ASan sandbox-imagectl and helper, and the module tests (t/1*.t, t/3*.t,
-# t/46, t/51) again with the ASan+UBSan
+# with the normal helper, the helper tests (t/helper/) again with the ASan
+# helper, the image store and profile tests (t/images/) with
+# the ASan sandbox-imagectl and helper, and the module tests (t/module/
+# but floors.t, t/approval/, t/hosts/, t/redis/ but its Lua-script tests
+# t/redis/lua/, and t/egress/api.t) again with the ASan+UBSan
 # module (build-module-asan/) and the ASan helper; there any sanitizer
 # report from nginx fails the test (t/lib/VetoNginx.pm); the egress tests
-# (t/4*-egress-*.t) run again with the ASan+UBSan egress proxy and helper;
+# (t/egress/) run again with the ASan+UBSan egress proxy and helper;
 # then the helper's cgroup tests on a pure cgroup v2 host in a qemu VM
 # (scripts/test-cgroup-v2-vm.sh); then the Debian packages, built and
 # installed on a systemd + cgroup v2 VM (scripts/test-packages-vm.sh);
@@ -41,8 +42,9 @@ if [ "$(id -u)" -ne 0 ]; then
     exit 1
 fi
 
-# t/0b opens over a thousand connections to one helper: lift the soft
-# descriptor limit to the hard one (no-op where it already is).
+# t/helper/hostile-peer.t opens over a thousand connections to one
+# helper: lift the soft descriptor limit to the hard one (no-op where it
+# already is).
 ulimit -n "$(ulimit -Hn)" 2>/dev/null || true
 
 say "dependencies"
@@ -65,13 +67,13 @@ say "browser test tooling (npm ci in t/browser)"
 (cd t/browser && npm ci --no-audit --no-fund) || fail_step "npm ci in t/browser"
 
 # The MCP client tests' client: the official MCP TypeScript SDK, pinned by
-# t/mcp's lock file (t/3m-mcp-client.t).
+# t/mcp's lock file (t/module/mcp-client.t).
 say "MCP client test tooling (npm ci in t/mcp)"
 (cd t/mcp && npm ci --no-audit --no-fund) || fail_step "npm ci in t/mcp"
 
 # The OpenAPI checks' validator: Ajv (JSON Schema 2020-12) with ajv-formats
 # and the OpenAPI 3.1 schema, pinned by t/openapi's lock file
-# (t/59-openapi.t).
+# (t/module/openapi.t).
 say "OpenAPI test tooling (npm ci in t/openapi)"
 (cd t/openapi && npm ci --no-audit --no-fund) || fail_step "npm ci in t/openapi"
 
@@ -244,18 +246,24 @@ run_prove() {
 
 run_prove "all tests, helper build/sandbox-helper" -r t/
 VETO_HELPER=build-asan/sandbox-helper \
-    run_prove "helper tests, ASan helper build-asan/sandbox-helper" t/0*.t
+    run_prove "helper tests, ASan helper build-asan/sandbox-helper" t/helper/
 VSB_IMAGECTL="$PWD/build-asan/sandbox-imagectl" \
 VETO_HELPER=build-asan/sandbox-helper \
     run_prove "image store and profile tests, ASan+UBSan sandbox-imagectl and helper" \
-        t/52-image-import.t t/53-image-hostile.t t/55-*.t t/56-*.t t/57-*.t
+        t/images/
 VETO_EGRESS=build-asan/egress-proxy VETO_HELPER=build-asan/sandbox-helper \
     run_prove "egress tests, ASan+UBSan proxy and helper (build-asan/)" \
-        t/4*-egress-*.t
+        t/egress/
+# (t/module/floors.t reads the module's sources and loads no module: not
+# again)
+module_asan=()
+for f in t/module/*.t; do
+    [ "$f" = t/module/floors.t ] || module_asan+=("$f")
+done
 VETO_MODULE="$PWD/build-module-asan/ngx_veto_sandbox_module.so" \
 VETO_HELPER=build-asan/sandbox-helper VETO_TOKEN=build-asan/veto-token \
     run_prove "module tests, ASan+UBSan module build-module-asan/, ASan helper and veto-token" \
-        t/1*.t t/3*.t t/46-egress-api.t t/51-webhooks.t t/58-discovery.t t/59-openapi.t
+        "${module_asan[@]}" t/approval/ t/hosts/ t/redis/*.t t/egress/api.t
 
 say "the VMs' rootfs (built in the background since the dependencies)"
 if wait "$vm_rootfs_pid"; then

@@ -53,7 +53,8 @@ ngx_http_veto_sandbox_reply_exec(ngx_http_request_t *r,
 
 
 /* No SSE stream here: a progress token is parsed (fuzzed) but its
- * stream is _mcp_progress.c's, tested through nginx (t/3m, t/3n). */
+ * stream is _mcp_progress.c's, tested through nginx (t/module/mcp-client.t,
+ * t/module/mcp-hostile.t). */
 ngx_int_t
 ngx_http_veto_sandbox_mcp_progress(ngx_http_request_t *r,
     ngx_http_veto_sandbox_ctx_t *ctx)

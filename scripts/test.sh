@@ -10,10 +10,12 @@
 # module (build-module-asan/) and the ASan helper; there any sanitizer
 # report from nginx fails the test (t/lib/VetoNginx.pm); the egress tests
 # (t/egress/) run again with the ASan+UBSan egress proxy and helper;
-# then the helper's cgroup tests on a pure cgroup v2 host in a qemu VM
-# (scripts/test-cgroup-v2-vm.sh); then the Debian packages, built and
-# installed on a systemd + cgroup v2 VM (scripts/test-packages-vm.sh);
-# and scripts/bench --quick, which must run (its figures are not judged).
+# while those ASan passes run, in the background: the helper's cgroup
+# tests on a pure cgroup v2 host in a qemu VM
+# (scripts/test-cgroup-v2-vm.sh), then the Debian packages, built and
+# installed on a systemd + cgroup v2 VM (scripts/test-packages-vm.sh),
+# their output printed after the passes; last, scripts/bench --quick,
+# which must run (its figures are not judged).
 # Both VMs boot one Debian rootfs, built on the first run and cached in
 # build-vm/ (scripts/vm-rootfs.sh, started in the background right after
 # the dependencies, so it is built while the host tests run).
@@ -245,6 +247,43 @@ run_prove() {
 }
 
 run_prove "all tests, helper build/sandbox-helper" -r t/
+# The VM steps (each a qemu guest under TCG: one core, mostly waiting on
+# emulation) run in the background while the ASan passes run on the
+# host; their output is printed, and their results counted, after them.
+vm_steps() {
+    # the rootfs built in the background since the dependencies: the VM
+    # scripts wait for its lock (or build it, if that build failed)
+    say "the VMs' rootfs (built in the background since the dependencies)"
+    tail -n 1 build/vm-rootfs.log
+
+    # The helper on a pure cgroup v2 host (this one may be hybrid v1): a
+    # qemu VM running the cgroup unit test and the helper tests that
+    # exercise cgroups, some also with the ASan helper.
+    say "helper on a pure cgroup v2 host (qemu VM)"
+    if bash scripts/test-cgroup-v2-vm.sh; then
+        echo "ok - cgroup v2 VM"
+    else
+        echo "not ok - cgroup v2 VM"
+        echo "cgroup v2 VM" >>build/vm-steps.failed
+    fi
+
+    # The Debian packages on a systemd host with pure cgroup v2 (qemu VM):
+    # built from this tree, installed next to the archive's nginx and
+    # Redis, the API driven end to end through them, nothing left after a
+    # stop.
+    say "Debian packages on a systemd + cgroup v2 host (qemu VM)"
+    if bash scripts/test-packages-vm.sh; then
+        echo "ok - packages on a systemd VM"
+    else
+        echo "not ok - packages on a systemd VM"
+        echo "packages on a systemd VM" >>build/vm-steps.failed
+    fi
+}
+
+rm -f build/vm-steps.failed
+vm_steps >build/vm-steps.log 2>&1 &
+vm_steps_pid=$!
+
 VETO_HELPER=build-asan/sandbox-helper \
     run_prove "helper tests, ASan helper build-asan/sandbox-helper" t/helper/
 VSB_IMAGECTL="$PWD/build-asan/sandbox-imagectl" \
@@ -265,40 +304,18 @@ VETO_HELPER=build-asan/sandbox-helper VETO_TOKEN=build-asan/veto-token \
     run_prove "module tests, ASan+UBSan module build-module-asan/, ASan helper and veto-token" \
         "${module_asan[@]}" t/approval/ t/hosts/ t/redis/*.t t/egress/api.t
 
-say "the VMs' rootfs (built in the background since the dependencies)"
-if wait "$vm_rootfs_pid"; then
-    tail -n 1 build/vm-rootfs.log
-else
-    # the VM scripts try again and say what failed
-    echo "the background rootfs build failed:"
-    tail -n 20 build/vm-rootfs.log
+wait "$vm_steps_pid"
+wait "$vm_rootfs_pid" || echo "(the background rootfs build failed: build/vm-rootfs.log)"
+cat build/vm-steps.log
+passed=$((passed + 2))
+if [ -f build/vm-steps.failed ]; then
+    while read -r what; do
+        failures+=("$what")
+        failed=$((failed + 1))
+        passed=$((passed - 1))
+    done <build/vm-steps.failed
 fi
 
-# The helper on a pure cgroup v2 host (this one may be hybrid v1): a
-# qemu VM running the cgroup unit test and the helper tests that exercise
-# cgroups, some also with the ASan helper.
-say "helper on a pure cgroup v2 host (qemu VM)"
-if bash scripts/test-cgroup-v2-vm.sh; then
-    echo "ok - cgroup v2 VM"
-    passed=$((passed + 1))
-else
-    echo "not ok - cgroup v2 VM"
-    failures+=("cgroup v2 VM")
-    failed=$((failed + 1))
-fi
-
-# The Debian packages on a systemd host with pure cgroup v2 (qemu VM):
-# built from this tree, installed next to the archive's nginx and Redis,
-# the API driven end to end through them, nothing left after a stop.
-say "Debian packages on a systemd + cgroup v2 host (qemu VM)"
-if bash scripts/test-packages-vm.sh; then
-    echo "ok - packages on a systemd VM"
-    passed=$((passed + 1))
-else
-    echo "not ok - packages on a systemd VM"
-    failures+=("packages on a systemd VM")
-    failed=$((failed + 1))
-fi
 
 # Every benchmark still runs (its figures are printed, never judged: a
 # shared CI machine is not quiet).

@@ -96,6 +96,8 @@ for my $b ([ sub { $_[0]{tenants}{acme}{credentials}{allow} = ['Git Deploy'] },
     $n->render;
     my ($ok, $out) = $n->test_config;
     ok(!$ok, 'nginx -t: askable credentials without veto_sandbox_redis fail');
+    like($out, qr/askable credentials \(credentials\.ask\) or askable hosts \(network\.ask\), which need "veto_sandbox_redis"/,
+         '... saying why') or diag $out;
 }
 
 # ---- the stack -------------------------------------------------------------

@@ -308,7 +308,8 @@ for (1 .. 40) {
                         && ($_->{sandbox} // '') eq $sb1 } @recs;
     @upd = grep { ($_->{outcome} // '') eq 'network_updated'
                   && ($_->{sandbox} // '') eq $sb3 } @recs;
-    last if $created && @upd >= 2;
+    last if $created && @upd >= 2
+             && grep { ($_->{outcome} // '') eq 'approval_requested' } @recs;
     sleep 0.1;
 }
 is_deeply($created && $created->{detail}{credentials_requested}, ['git-deploy'],
@@ -320,6 +321,11 @@ is_deeply($u1 && $u1->{detail}{credentials_requested}, ['git-deploy'], 'the atta
 is_deeply($u2 && $u2->{detail}{credentials_needed_approval}, ['api-token'],
           '... and the approved one says so') or diag explain \@upd;
 is($u2 && $u2->{approval}, $apr2, '... with its approval');
+my ($asked) = grep { ($_->{outcome} // '') eq 'approval_requested'
+                     && ($_->{approval} // '') eq $apr } @recs;
+is_deeply($asked && $asked->{detail}{credentials}{attach}, ['api-token'],
+          "the approval's audit entry names the secret it attaches")
+    or diag explain $asked;
 my ($refused) = grep { ($_->{outcome} // '') eq 'denied'
                        && ($_->{reason} // '') eq 'credential_not_allowed'
                        && ($_->{detail}{why} // '') =~ /other-token/ } @recs;

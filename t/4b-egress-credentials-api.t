@@ -187,6 +187,13 @@ like($o, qr/^403$/m, 'the placeholder to another allowed host is refused');
 my ($ex) = grep { $_->{exfiltration} } @{ $x->{network}{attempts} // [] };
 is($ex && $ex->{credential}, 'git-deploy', '... and recorded as an exfiltration attempt');
 
+# a workload's own variable named "credentials" is no credential name:
+# the audit still hides its value (the kept keys are the gateway's only)
+($st, $h, $b, $j) = create($agent, { env => { credentials => 'plain-env-value-42' },
+                                     credentials => ['git-deploy'] });
+is($st, 201, 'a sandbox with an env variable named "credentials"') or diag $b;
+my $sbenv = $j->{id};
+
 # ---- refused ---------------------------------------------------------------
 ($st, $h, $b, $j) = create($agent, { credentials => ['other-token'] });
 is($st, 403, 'a credential the policy does not list: 403');
@@ -321,6 +328,22 @@ is_deeply($u1 && $u1->{detail}{credentials_requested}, ['git-deploy'], 'the atta
 is_deeply($u2 && $u2->{detail}{credentials_needed_approval}, ['api-token'],
           '... and the approved one says so') or diag explain \@upd;
 is($u2 && $u2->{approval}, $apr2, '... with its approval');
+{
+    my ($er) = grep { ($_->{outcome} // '') eq 'sandbox_created' && ($_->{sandbox} // '') eq $sbenv }
+               map { @{ (req(GET => "/v1/audit?limit=100&sandbox=$sbenv", $auditor))[3]{records} // [] } } 1;
+    ok($er && exists $er->{detail}{env}{credentials}, 'its create is on record, with the variable')
+        or diag explain $er;
+    unlike(JSON::PP->new->encode($er // {}), qr/plain-env-value-42/,
+           "... whose value the audit hides (env's \"credentials\" is not the gateway's key)");
+    is_deeply($er && $er->{detail}{credentials_requested}, ['git-deploy'], '... while the attach is named');
+    req(DELETE => "/v1/sandboxes/$sbenv", $agent);
+}
+my @used = grep { ($_->{credential} // '') eq 'git-deploy' }
+           map { @{ $_->{detail}{network}{attempts} // [] } }
+           grep { ($_->{outcome} // '') eq 'exec_finished'
+                  && ($_->{sandbox} // '') eq $sb1 } @recs;
+ok(scalar(grep { $_->{injections} } @used), "the exec's audit entry names the credential it used");
+ok(scalar(grep { $_->{exfiltration} } @used), '... and the refused placeholder, as an exfiltration attempt');
 my ($asked) = grep { ($_->{outcome} // '') eq 'approval_requested'
                      && ($_->{approval} // '') eq $apr } @recs;
 is_deeply($asked && $asked->{detail}{credentials}{attach}, ['api-token'],

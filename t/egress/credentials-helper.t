@@ -28,7 +28,11 @@ chmod 0700, "$dir/creds";
 $e->write_file('creds/bindings', join("\n",
     'git-deploy host=a.example.test path=/private/git/ template="Bearer {{secret}}" env=GIT_TOKEN',
     'api-token host=b.a.example.test template="Bearer {{secret}}" env=API_TOKEN',
+    'crlf-token host=c.a.example.test template="Bearer {{secret}}" env=CRLF_TOKEN',
     ''));
+# a value the proxy refuses at load: attaching it is a named error
+$e->write_file('creds/secrets/crlf-token', "part\r\nInjected: $TOKEN\n");
+chmod 0600, "$dir/creds/secrets/crlf-token";
 $e->write_file('creds/secrets/git-deploy', "$TOKEN\n");
 $e->write_file('creds/secrets/api-token', "$TOKEN\n");
 chmod 0600, "$dir/creds/secrets/git-deploy", "$dir/creds/secrets/api-token";
@@ -57,6 +61,12 @@ is($r->{error}, 'not_found', 'an unknown credential: not_found');
 is($r->{field}, 'network.credentials', '... naming the field');
 $r = $h->create(network => { allow => [], credentials => ['git-deploy', 'git-deploy'] });
 is($r->{error}, 'bad_value', 'a credential named twice: bad_value');
+
+$r = $h->create(network => { allow => [], credentials => ['crlf-token'] });
+is($r->{error}, 'credential_unavailable',
+   'a credential the proxy refused at load: credential_unavailable');
+like($r->{detail}, qr/crlf-token.*CR or LF/, '... naming it and why');
+unlike($r->{detail}, qr/\Q$TOKEN\E/, '... without its value');
 
 $r = $h->create(network => { allow => ['registry.example.test'],
                              credentials => ['git-deploy'] });
@@ -127,6 +137,10 @@ like($out, qr/^veto-cred-[0-9a-f]{32}\nprivate-ok \/private\/x 0$/m,
 ($u) = $h->call({ op => 'update_network', tenant => 't1', agent => 'a1',
     id => $id2, credentials => ['api-token'] });
 is($u->{error}, 'bad_value', 'attaching it twice: bad_value');
+($u) = $h->call({ op => 'update_network', tenant => 't1', agent => 'a1',
+    id => $id2, credentials => ['crlf-token'] });
+is($u->{error}, 'credential_unavailable',
+   'update_network: a credential refused at load is credential_unavailable');
 
 # the proxy killed: its successor gets the sandboxes with their
 # attachments (the same placeholders) and the same CA

@@ -179,6 +179,7 @@ unit-module: $(MODULE_UNIT_BINS)
 
 # the module's fuzz targets also drive the request builders
 MODULE_FUZZ  = $(MODULE_PURE) \
+               ngx_veto_sandbox_module/ngx_http_veto_sandbox_headers.c \
                ngx_veto_sandbox_module/ngx_http_veto_sandbox_request.c \
                ngx_veto_sandbox_module/ngx_http_veto_sandbox_request_create.c \
                ngx_veto_sandbox_module/ngx_http_veto_sandbox_request_fields.c \

@@ -25,7 +25,8 @@ static ngx_int_t ngx_http_veto_sandbox_approval_call(
  * against Redis' own clock on every call ("lazy expiry"): a pending or
  * approved record past expires_ms becomes expired the first time anyone
  * looks at it, and that call reports the transition (third element "1").
- * t/20*.t read these literals out of this file and run them directly.
+ * The tests in t/redis/lua/ read these literals out of this file and run
+ * them directly.
  */
 
 /* KEYS: rec, rv, idx[, open]

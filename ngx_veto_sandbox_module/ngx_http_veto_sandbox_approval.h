@@ -9,8 +9,8 @@
  *
  * Every transition is one Lua script (atomic in Redis); the scripts,
  * their keys, arguments and replies are documented in docs/approvals.md
- * and tested directly by t/20*.t.  Time is Redis' clock (TIME), so every
- * gateway sharing one Redis agrees on expiry.
+ * and tested directly by the tests in t/redis/lua/.  Time is Redis'
+ * clock (TIME), so every gateway sharing one Redis agrees on expiry.
  *
  * Every script replies with an array whose first element is a code:
  *

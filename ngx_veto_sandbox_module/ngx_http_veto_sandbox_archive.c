@@ -223,35 +223,18 @@ ngx_http_veto_sandbox_build_archive_in(ngx_http_request_t *r,
 static ngx_uint_t
 ngx_http_veto_sandbox_accepts_gzip(ngx_http_request_t *r)
 {
-    u_char           *p, *last, *tok, *end;
-    ngx_uint_t        i;
-    ngx_list_part_t  *part;
-    ngx_table_elt_t  *h;
+    u_char                             *p, *last, *tok, *end;
+    ngx_table_elt_t                    *h;
+    ngx_http_veto_sandbox_header_it_t   it;
 
-    part = &r->headers_in.headers.part;
-    h = part->elts;
+    it.part = NULL;
 
-    for (i = 0; /* void */ ; i++) {
-
-        if (i >= part->nelts) {
-            if (part->next == NULL) {
-                return 0;
-            }
-
-            part = part->next;
-            h = part->elts;
-            i = 0;
-        }
-
-        if (h[i].key.len != sizeof("Accept-Encoding") - 1
-            || ngx_strncasecmp(h[i].key.data, (u_char *) "Accept-Encoding",
-                               sizeof("Accept-Encoding") - 1) != 0)
-        {
-            continue;
-        }
-
-        p = h[i].value.data;
-        last = p + h[i].value.len;
+    while ((h = ngx_http_veto_sandbox_header_next(&r->headers_in.headers,
+                                                  "Accept-Encoding", &it))
+           != NULL)
+    {
+        p = h->value.data;
+        last = p + h->value.len;
 
         while (p < last) {
             while (p < last && (*p == ' ' || *p == ',' || *p == '\t')) {
@@ -294,6 +277,8 @@ ngx_http_veto_sandbox_accepts_gzip(ngx_http_request_t *r)
             return tok < p && *tok >= '1' && *tok <= '9';
         }
     }
+
+    return 0;
 }
 
 

@@ -347,13 +347,47 @@ ngx_http_veto_sandbox_audit_append(ngx_http_veto_sandbox_redis_call_t *call,
 
 
 /*
+ * Keys the gateway writes that name credentials, never hold one (the
+ * value is the operator's, at the egress proxy; these are names, hosts
+ * and variables): kept, not hidden, where the gateway puts them only:
+ * a create's or PATCH's detail (credentials, credentials_requested,
+ * credentials_needed_approval), the sandbox's network (credentials)
+ * and an exec's network attempts (credential).  Their strings are still
+ * redacted.  A workload's own key (an env variable "credentials") is
+ * under "env": hidden as before.
+ */
+static ngx_uint_t
+ngx_http_veto_sandbox_audit_names_credentials(const char *parent,
+    const char *key)
+{
+    if (parent == NULL) {
+        return ngx_strcmp(key, "credentials") == 0
+               || ngx_strcmp(key, "credentials_requested") == 0
+               || ngx_strcmp(key, "credentials_needed_approval") == 0;
+    }
+
+    if (ngx_strcmp(parent, "network") == 0) {
+        return ngx_strcmp(key, "credentials") == 0;
+    }
+
+    if (ngx_strcmp(parent, "attempts") == 0) {
+        return ngx_strcmp(key, "credential") == 0;
+    }
+
+    return 0;
+}
+
+
+/*
  * A copy of v with every string redacted and the value of a secret-
  * looking key hidden: redaction of the JSON as text would turn
- * {"token": null} into {"token": [redacted]}, which is no JSON.
+ * {"token": null} into {"token": [redacted]}, which is no JSON.  parent
+ * is the key v is under (an array's elements: the array's), NULL at the
+ * top.
  */
 static json_t *
 ngx_http_veto_sandbox_audit_redact_json(ngx_pool_t *pool, json_t *v,
-    ngx_uint_t depth)
+    ngx_uint_t depth, const char *parent)
 {
     size_t       i;
     json_t      *c, *e, *r;
@@ -395,7 +429,8 @@ ngx_http_veto_sandbox_audit_redact_json(ngx_pool_t *pool, json_t *v,
             } else {
                 ngx_memzero(&st, sizeof(st));
                 r = ngx_http_veto_sandbox_audit_redact_json(pool, e,
-                                                            depth + 1);
+                                                            depth + 1,
+                                                            parent);
             }
 
             if (c == NULL || json_array_append_new(c, r) != 0) {
@@ -416,13 +451,15 @@ ngx_http_veto_sandbox_audit_redact_json(ngx_pool_t *pool, json_t *v,
 
             if (!json_is_null(e)
                 && ngx_http_veto_sandbox_secret_name((u_char *) key,
-                                                     ngx_strlen(key)))
+                                                     ngx_strlen(key))
+                && !ngx_http_veto_sandbox_audit_names_credentials(parent,
+                                                                  key))
             {
                 e = json_string("[redacted]");
 
             } else {
                 e = ngx_http_veto_sandbox_audit_redact_json(pool, e,
-                                                            depth + 1);
+                                                            depth + 1, key);
             }
 
             if (json_object_set_new(c, key, e) != 0) {
@@ -452,7 +489,7 @@ ngx_http_veto_sandbox_audit_redact_detail(ngx_pool_t *pool, ngx_str_t *in,
         return ngx_http_veto_sandbox_redact(pool, in, out);
     }
 
-    r = ngx_http_veto_sandbox_audit_redact_json(pool, d, 0);
+    r = ngx_http_veto_sandbox_audit_redact_json(pool, d, 0, NULL);
     json_decref(d);
 
     text = r ? json_dumps(r, JSON_COMPACT) : NULL;

@@ -14,6 +14,7 @@
  *                 Redis, token cache, approvals): adds to the table
  *   _output.c     an exec's output streams as JSON strings or base64
  *   _problem.c    responses, problem+json, 401/403, the error filter
+ *   _headers.c    a header list walked by name
  *   _ctx.c        the request's context, the $veto_* variables; which
  *                 URIs are the API's; the request an op sees (ctx->in);
  *                 the request's id, what a sandbox id looks like
@@ -46,6 +47,19 @@ ngx_int_t ngx_http_veto_sandbox_add_variables(ngx_conf_t *cf);
 ngx_int_t ngx_http_veto_sandbox_request_id(ngx_http_request_t *r,
     ngx_http_veto_sandbox_ctx_t *ctx);
 ngx_uint_t ngx_http_veto_sandbox_id_valid(u_char *id, size_t len);
+
+/* _headers.c: the next header of a list (r->headers_in.headers or
+ * headers_out's) named name (any case), or NULL; a zeroed it starts at
+ * the first; a header removed (hash 0) is passed over */
+typedef struct {
+    ngx_list_part_t             *part;
+    ngx_uint_t                   i;
+} ngx_http_veto_sandbox_header_it_t;
+ngx_table_elt_t *ngx_http_veto_sandbox_header_next(ngx_list_t *headers,
+    const char *name, ngx_http_veto_sandbox_header_it_t *it);
+/* the first such header of r's request, or NULL */
+ngx_table_elt_t *ngx_http_veto_sandbox_header_in(ngx_http_request_t *r,
+    const char *name);
 
 /* _peer_cred.c: the inter-gateway credential */
 #define NGX_HTTP_VSB_PEER_CRED_MAX  512

@@ -131,39 +131,6 @@ ngx_http_veto_sandbox_protected(ngx_http_request_t *r,
 }
 
 
-static ngx_table_elt_t *
-ngx_http_veto_sandbox_find_header(ngx_http_request_t *r, const char *name)
-{
-    size_t            len;
-    ngx_uint_t        i;
-    ngx_list_part_t  *part;
-    ngx_table_elt_t  *h;
-
-    len = ngx_strlen(name);
-    part = &r->headers_in.headers.part;
-    h = part->elts;
-
-    for (i = 0; /* void */ ; i++) {
-
-        if (i >= part->nelts) {
-            if (part->next == NULL) {
-                return NULL;
-            }
-
-            part = part->next;
-            h = part->elts;
-            i = 0;
-        }
-
-        if (h[i].key.len == len
-            && ngx_strncasecmp(h[i].key.data, (u_char *) name, len) == 0)
-        {
-            return &h[i];
-        }
-    }
-}
-
-
 /* The REST API: an op sees r itself, its body once read. */
 void
 ngx_http_veto_sandbox_input_rest(ngx_http_request_t *r,
@@ -185,7 +152,7 @@ ngx_http_veto_sandbox_input_rest(ngx_http_request_t *r,
         in->content_type = &r->headers_in.content_type->value;
     }
 
-    h = ngx_http_veto_sandbox_find_header(r, "Veto-Approval");
+    h = ngx_http_veto_sandbox_header_in(r, "Veto-Approval");
 
     if (h != NULL) {
         in->approval = h->value;

@@ -139,9 +139,10 @@ ngx_http_veto_sandbox_approval_step(ngx_http_request_t *r,
     argv = json_object_get(ctx->req, "argv");
     env = json_object_get(ctx->req, "env");
 
-    /* hosts beyond the policy's allowlist, a lifetime beyond its
-     * ceiling (within the askable one) always need a human */
-    if (ctx->net_ask == NULL && !ctx->limit_ask
+    /* hosts beyond the policy's allowlist, credentials it lists under
+     * "ask", a lifetime beyond its ceiling (within the askable one)
+     * always need a human */
+    if (ctx->net_ask == NULL && ctx->cred_ask == NULL && !ctx->limit_ask
         && !ngx_http_veto_sandbox_policy_approval(ctx->rule, act, argv,
                                                   profile, network, env))
     {
@@ -260,6 +261,8 @@ ngx_http_veto_sandbox_approval_step(ngx_http_request_t *r,
     /* the hosts granted (a create's allowlist, a PATCH's) */
     sum.hosts = ctx->net_hosts;
     sum.hosts_ask = ctx->net_ask;
+    sum.creds = ctx->cred_names;
+    sum.creds_ask = ctx->cred_ask;
     sum.irreversible = ngx_http_veto_sandbox_policy_irreversible(ctx->rule,
                                                        act, argv, network);
 

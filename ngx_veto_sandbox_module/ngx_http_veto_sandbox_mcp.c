@@ -82,39 +82,6 @@ ngx_http_veto_sandbox_mcp_uri(ngx_http_request_t *r)
 }
 
 
-static ngx_table_elt_t *
-ngx_http_veto_sandbox_mcp_header(ngx_http_request_t *r, const char *name)
-{
-    size_t            len;
-    ngx_uint_t        i;
-    ngx_list_part_t  *part;
-    ngx_table_elt_t  *h;
-
-    len = ngx_strlen(name);
-    part = &r->headers_in.headers.part;
-    h = part->elts;
-
-    for (i = 0; /* void */ ; i++) {
-
-        if (i >= part->nelts) {
-            if (part->next == NULL) {
-                return NULL;
-            }
-
-            part = part->next;
-            h = part->elts;
-            i = 0;
-        }
-
-        if (h[i].key.len == len
-            && ngx_strncasecmp(h[i].key.data, (u_char *) name, len) == 0)
-        {
-            return &h[i];
-        }
-    }
-}
-
-
 /* Does a header value (a list of media ranges) name type, or cover it? */
 static ngx_uint_t
 ngx_http_veto_sandbox_mcp_accepts(ngx_str_t *v, const char *type)
@@ -169,7 +136,7 @@ ngx_http_veto_sandbox_mcp_handler(ngx_http_request_t *r)
     }
 
     /* DNS rebinding: a browser's Origin must be one this gateway trusts */
-    h = ngx_http_veto_sandbox_mcp_header(r, "Origin");
+    h = ngx_http_veto_sandbox_header_in(r, "Origin");
 
     if (h != NULL && !ngx_http_veto_sandbox_mcp_origin_allowed(r, &h->value))
     {
@@ -222,7 +189,7 @@ ngx_http_veto_sandbox_mcp_handler(ngx_http_request_t *r)
                                    "message is sent as application/json");
     }
 
-    h = ngx_http_veto_sandbox_mcp_header(r, "Accept");
+    h = ngx_http_veto_sandbox_header_in(r, "Accept");
 
     if (h != NULL
         && !ngx_http_veto_sandbox_mcp_accepts(&h->value, "application/json"))
@@ -542,7 +509,7 @@ ngx_http_veto_sandbox_mcp_session(ngx_http_request_t *r,
 
     vscf = ngx_http_get_module_srv_conf(r, ngx_http_veto_sandbox_module);
 
-    h = ngx_http_veto_sandbox_mcp_header(r, "Mcp-Session-Id");
+    h = ngx_http_veto_sandbox_header_in(r, "Mcp-Session-Id");
 
     if (h == NULL) {
         *rc = ngx_http_veto_sandbox_mcp_error(r, NGX_HTTP_BAD_REQUEST,
@@ -570,7 +537,7 @@ ngx_http_veto_sandbox_mcp_session(ngx_http_request_t *r,
         return NGX_DECLINED;
     }
 
-    h = ngx_http_veto_sandbox_mcp_header(r, "MCP-Protocol-Version");
+    h = ngx_http_veto_sandbox_header_in(r, "MCP-Protocol-Version");
 
     if (h == NULL) {
         return NGX_OK;
@@ -615,7 +582,7 @@ ngx_http_veto_sandbox_mcp_message(ngx_http_request_t *r,
                                    "request (it needs an id)");
         }
 
-        if (ngx_http_veto_sandbox_mcp_header(r, "Mcp-Session-Id") != NULL) {
+        if (ngx_http_veto_sandbox_header_in(r, "Mcp-Session-Id") != NULL) {
             return ngx_http_veto_sandbox_mcp_error(r, NGX_HTTP_BAD_REQUEST,
                                    rpc->id, NGX_HTTP_VSB_RPC_INVALID_REQUEST,
                                    "Invalid Request: initialize opens a new "
@@ -811,7 +778,7 @@ ngx_http_veto_sandbox_mcp_tools_call(ngx_http_request_t *r,
         return NGX_HTTP_INTERNAL_SERVER_ERROR;
     }
 
-    h = ngx_http_veto_sandbox_mcp_header(r, "Accept");
+    h = ngx_http_veto_sandbox_header_in(r, "Accept");
 
     if (token != NULL && h != NULL
         && ngx_http_veto_sandbox_mcp_accepts(&h->value, "text/event-stream"))
@@ -858,7 +825,7 @@ ngx_http_veto_sandbox_mcp_delete(ngx_http_request_t *r,
 
     vscf = ngx_http_get_module_srv_conf(r, ngx_http_veto_sandbox_module);
 
-    h = ngx_http_veto_sandbox_mcp_header(r, "Mcp-Session-Id");
+    h = ngx_http_veto_sandbox_header_in(r, "Mcp-Session-Id");
 
     if (h == NULL) {
         return ngx_http_veto_sandbox_mcp_error(r, NGX_HTTP_BAD_REQUEST, NULL,

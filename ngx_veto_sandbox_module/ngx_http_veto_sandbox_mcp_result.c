@@ -31,33 +31,13 @@ static json_t *ngx_http_veto_sandbox_mcp_problem(ngx_http_request_t *r,
 static ngx_str_t *
 ngx_http_veto_sandbox_mcp_out_header(ngx_http_request_t *r, const char *name)
 {
-    size_t            len;
-    ngx_uint_t        i;
-    ngx_list_part_t  *part;
-    ngx_table_elt_t  *h;
+    ngx_table_elt_t                    *h;
+    ngx_http_veto_sandbox_header_it_t   it;
 
-    len = ngx_strlen(name);
-    part = &r->headers_out.headers.part;
-    h = part->elts;
+    it.part = NULL;
+    h = ngx_http_veto_sandbox_header_next(&r->headers_out.headers, name, &it);
 
-    for (i = 0; /* void */ ; i++) {
-
-        if (i >= part->nelts) {
-            if (part->next == NULL) {
-                return NULL;
-            }
-
-            part = part->next;
-            h = part->elts;
-            i = 0;
-        }
-
-        if (h[i].hash && h[i].key.len == len
-            && ngx_strncasecmp(h[i].key.data, (u_char *) name, len) == 0)
-        {
-            return &h[i].value;
-        }
-    }
+    return h ? &h->value : NULL;
 }
 
 

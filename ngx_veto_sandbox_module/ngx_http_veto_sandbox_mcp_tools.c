@@ -240,8 +240,8 @@ ngx_http_veto_sandbox_mcp_query(ngx_http_request_t *r, json_t *args,
 
 
 static const char  *ngx_http_veto_sandbox_mcp_create_args[] = {
-    "profile", "limits", "ttl_s", "idle_s", "network", "env", "metadata",
-    "from_snapshot", "approval_id", NULL
+    "profile", "limits", "ttl_s", "idle_s", "network", "credentials", "env",
+    "metadata", "from_snapshot", "approval_id", NULL
 };
 
 static const char  *ngx_http_veto_sandbox_mcp_exec_args[] = {

@@ -123,6 +123,30 @@ ngx_http_veto_sandbox_metrics_helper_gauges(u_char *p, json_t *stats)
                                 "helper started.", v);
     }
 
+    /* credentials (a helper without them reports 0) */
+    v = ngx_http_veto_sandbox_stat(eg, "injections");
+    if (v >= 0) {
+        p = ngx_http_veto_sandbox_metrics_gauge(p,
+                                "veto_sandbox_egress_credential_"
+                                "injections_total",
+                                "counter",
+                                "Requests the egress proxy added a "
+                                "credential's header to, since the helper "
+                                "started.", v);
+    }
+
+    v = ngx_http_veto_sandbox_stat(eg, "placeholders_refused");
+    if (v >= 0) {
+        p = ngx_http_veto_sandbox_metrics_gauge(p,
+                                "veto_sandbox_egress_placeholders_"
+                                "refused_total",
+                                "counter",
+                                "Requests the egress proxy refused for "
+                                "carrying a credential's placeholder where "
+                                "its binding does not cover (exfiltration "
+                                "attempts), since the helper started.", v);
+    }
+
     state = json_string_value(json_object_get(eg, "state"));
 
     p = ngx_sprintf(p, "# HELP veto_sandbox_egress_proxy_state The egress "

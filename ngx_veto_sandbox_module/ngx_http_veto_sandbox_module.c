@@ -673,8 +673,9 @@ ngx_http_veto_sandbox_merge_srv_conf(ngx_conf_t *cf, void *parent,
     if (conf->policy->needs_redis && !vmcf->enabled) {
         ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
                            "\"veto_sandbox_policy\" \"%V\" has approvals, "
-                           "quotas or askable hosts (network.ask), which "
-                           "need \"veto_sandbox_redis\"",
+                           "quotas, askable credentials (credentials.ask) "
+                           "or askable hosts (network.ask), which need "
+                           "\"veto_sandbox_redis\"",
                            &conf->policy->file);
         return NGX_CONF_ERROR;
     }

@@ -189,6 +189,17 @@ typedef struct {
 } ngx_http_veto_sandbox_net_rule_t;
 
 
+/* The policy's "credentials" section (_network.c): the operator's
+ * credentials (by name; the helper's bindings set their hosts) an agent
+ * may attach on its own (allow) and those a human must approve (ask);
+ * an agent inherits each field its own section does not set.  Borrowed
+ * arrays of names, NULL: none. */
+typedef struct {
+    json_t                      *allow;
+    json_t                      *ask;
+} ngx_http_veto_sandbox_cred_rule_t;
+
+
 /* One tenant's or agent's rule; unset fields are inherited from the
  * tenant by its agents. */
 typedef struct {
@@ -201,6 +212,7 @@ typedef struct {
                                                    human decides; 0 unset */
     json_t                      *approvals;       /* borrowed */
     ngx_http_veto_sandbox_net_rule_t    net;
+    ngx_http_veto_sandbox_cred_rule_t   cred;
     json_t                      *quotas;          /* borrowed */
     ngx_array_t                 *env_dangerous;   /* ngx_str_t, fnmatch:
                                                      never inert */
@@ -544,6 +556,10 @@ struct ngx_http_veto_sandbox_ctx_s {
                                                grants (create, PATCH) */
     json_t                      *net_ask;   /* those of them beyond the
                                                policy's ceiling: a human must
+                                               approve; NULL: none */
+    json_t                      *cred_names; /* credentials this request
+                                               attaches (create, PATCH) */
+    json_t                      *cred_ask;  /* those of them a human must
                                                approve; NULL: none */
     ngx_http_veto_sandbox_helper_t helper;
 

@@ -450,6 +450,218 @@ ngx_http_veto_sandbox_network_classify(ngx_pool_t *pool,
 }
 
 
+/* A credential's name as the helper's bindings spell it. */
+static ngx_uint_t
+ngx_http_veto_sandbox_credentials_name_ok(json_t *v)
+{
+    size_t       i, len;
+    const char  *s;
+
+    s = json_string_value(v);
+    if (s == NULL) {
+        return 0;
+    }
+
+    len = json_string_length(v);
+
+    if (len == 0 || len > NGX_HTTP_VSB_CRED_NAME_MAX
+        || ngx_strlen(s) != len)
+    {
+        return 0;
+    }
+
+    for (i = 0; i < len; i++) {
+        if (!((s[i] >= 'a' && s[i] <= 'z') || (s[i] >= '0' && s[i] <= '9')
+              || s[i] == '.' || s[i] == '_' || s[i] == '-'))
+        {
+            return 0;
+        }
+    }
+
+    return 1;
+}
+
+
+static ngx_uint_t
+ngx_http_veto_sandbox_credentials_in(json_t *list, const char *name)
+{
+    size_t   i;
+    json_t  *v;
+
+    json_array_foreach(list, i, v) {
+        if (ngx_strcmp(json_string_value(v), name) == 0) {
+            return 1;
+        }
+    }
+
+    return 0;
+}
+
+
+ngx_int_t
+ngx_http_veto_sandbox_credentials_policy(ngx_conf_t *cf, ngx_str_t *file,
+    const char *where, json_t *obj, ngx_http_veto_sandbox_cred_rule_t *cred)
+{
+    size_t       i;
+    json_t      *v, *n;
+    const char  *key;
+
+    json_object_foreach(obj, key, v) {
+
+        if (ngx_strcmp(key, "allow") != 0 && ngx_strcmp(key, "ask") != 0) {
+            ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                               "\"veto_sandbox_policy\": \"%V\": %s: "
+                               "credentials: unknown field \"%s\" (known: "
+                               "allow, ask)", file, where, key);
+            return NGX_ERROR;
+        }
+
+        if (!json_is_array(v)) {
+            ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                               "\"veto_sandbox_policy\": \"%V\": %s: "
+                               "credentials.%s must be an array of "
+                               "credential names", file, where, key);
+            return NGX_ERROR;
+        }
+
+        json_array_foreach(v, i, n) {
+            if (!ngx_http_veto_sandbox_credentials_name_ok(n)) {
+                ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                                   "\"veto_sandbox_policy\": \"%V\": %s: "
+                                   "credentials.%s[%uz]: a credential name "
+                                   "is 1 .. %d bytes of [a-z0-9._-]", file,
+                                   where, key, i,
+                                   NGX_HTTP_VSB_CRED_NAME_MAX);
+                return NGX_ERROR;
+            }
+        }
+
+        if (key[1] == 'l') {
+            cred->allow = v;
+
+        } else {
+            cred->ask = v;
+        }
+    }
+
+    return NGX_OK;
+}
+
+
+ngx_int_t
+ngx_http_veto_sandbox_credentials_check(ngx_conf_t *cf, ngx_str_t *file,
+    const char *where, ngx_http_veto_sandbox_cred_rule_t *cred,
+    ngx_http_veto_sandbox_cred_rule_t *parent)
+{
+    size_t       i;
+    json_t      *v;
+    const char  *n;
+
+    if (parent == NULL) {
+        return NGX_OK;
+    }
+
+    json_array_foreach(cred->allow, i, v) {
+        n = json_string_value(v);
+
+        if (!ngx_http_veto_sandbox_credentials_in(parent->allow, n)) {
+            ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                               "\"veto_sandbox_policy\": \"%V\": %s: "
+                               "credentials.allow[%uz] \"%s\" is outside the "
+                               "tenant's credentials.allow", file, where, i,
+                               n);
+            return NGX_ERROR;
+        }
+    }
+
+    json_array_foreach(cred->ask, i, v) {
+        n = json_string_value(v);
+
+        if (!ngx_http_veto_sandbox_credentials_in(parent->allow, n)
+            && !ngx_http_veto_sandbox_credentials_in(parent->ask, n))
+        {
+            ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                               "\"veto_sandbox_policy\": \"%V\": %s: "
+                               "credentials.ask[%uz] \"%s\" is outside the "
+                               "tenant's credentials.allow and "
+                               "credentials.ask", file, where, i, n);
+            return NGX_ERROR;
+        }
+    }
+
+    return NGX_OK;
+}
+
+
+ngx_int_t
+ngx_http_veto_sandbox_credentials_classify(ngx_pool_t *pool,
+    ngx_http_veto_sandbox_cred_rule_t *cred, json_t *names, json_t **ask,
+    size_t *bad, char *why, size_t whylen)
+{
+    size_t               i, j;
+    json_t              *v, *a;
+    const char          *n;
+    ngx_pool_cleanup_t  *cln;
+
+    *ask = NULL;
+    *bad = 0;
+    a = NULL;
+
+    json_array_foreach(names, i, v) {
+
+        *bad = i;
+
+        if (!ngx_http_veto_sandbox_credentials_name_ok(v)) {
+            ngx_snprintf((u_char *) why, whylen - 1,
+                         "a credential name is 1 .. %d bytes of "
+                         "[a-z0-9._-]%Z", NGX_HTTP_VSB_CRED_NAME_MAX);
+            return NGX_ERROR;
+        }
+
+        n = json_string_value(v);
+
+        for (j = 0; j < i; j++) {
+            if (ngx_strcmp(json_string_value(json_array_get(names, j)), n)
+                == 0)
+            {
+                ngx_snprintf((u_char *) why, whylen - 1,
+                             "credential \"%s\" is named twice%Z", n);
+                return NGX_ERROR;
+            }
+        }
+
+        if (ngx_http_veto_sandbox_credentials_in(cred->allow, n)) {
+            continue;
+        }
+
+        if (!ngx_http_veto_sandbox_credentials_in(cred->ask, n)) {
+            return NGX_DECLINED;
+        }
+
+        if (a == NULL) {
+            cln = ngx_pool_cleanup_add(pool, 0);
+            a = json_array();
+
+            if (cln == NULL || a == NULL) {
+                json_decref(a);
+                return NGX_ABORT;
+            }
+
+            cln->handler = ngx_http_veto_sandbox_network_json_cleanup;
+            cln->data = a;
+        }
+
+        if (json_array_append(a, v) != 0) {
+            return NGX_ABORT;
+        }
+    }
+
+    *ask = a;
+
+    return NGX_OK;
+}
+
+
 json_t *
 ngx_http_veto_sandbox_network_record(json_t *network, size_t cap)
 {

@@ -60,6 +60,39 @@ ngx_int_t ngx_http_veto_sandbox_network_classify(ngx_pool_t *pool,
     size_t *bad, char *why, size_t whylen);
 
 /*
+ * The policy's "credentials" section: {"allow": [NAME...], "ask":
+ * [NAME...]}, names of the operator's credentials (the helper's
+ * egress_credentials bindings: a name is 1 .. 64 bytes of [a-z0-9._-]).
+ * credentials_policy() reads one section over what cred inherited (each
+ * field set replaces the inherited one); credentials_check() holds an
+ * agent's allow within its tenant's allow, its ask within the tenant's
+ * allow and ask.  Errors name the file, where and the name; NGX_ERROR.
+ */
+#define NGX_HTTP_VSB_CRED_NAME_MAX     64
+#define NGX_HTTP_VSB_CRED_PER_SANDBOX  16   /* the helper's ceiling */
+
+ngx_int_t ngx_http_veto_sandbox_credentials_policy(ngx_conf_t *cf,
+    ngx_str_t *file, const char *where, json_t *obj,
+    ngx_http_veto_sandbox_cred_rule_t *cred);
+ngx_int_t ngx_http_veto_sandbox_credentials_check(ngx_conf_t *cf,
+    ngx_str_t *file, const char *where,
+    ngx_http_veto_sandbox_cred_rule_t *cred,
+    ngx_http_veto_sandbox_cred_rule_t *parent);
+
+/*
+ * Request time: names (a JSON array, shape unchecked) against the rule.
+ *   NGX_OK        every name is within allow or ask; *ask is a new array
+ *                 (freed with pool) of those only within ask, or NULL
+ *   NGX_DECLINED  name *bad is within neither: refused
+ *   NGX_ERROR     name *bad is malformed or named twice; why says how
+ *   NGX_ABORT     out of memory
+ */
+ngx_int_t ngx_http_veto_sandbox_credentials_classify(ngx_pool_t *pool,
+    ngx_http_veto_sandbox_cred_rule_t *cred, json_t *names, json_t **ask,
+    size_t *bad, char *why, size_t whylen);
+
+
+/*
  * What an exec's audit record keeps of its result's "network": "none" as
  * it is; attempts in order (the helper puts refusals first) while their
  * JSON fits in cap bytes, "dropped" counting the helper's drops and the

@@ -501,41 +501,20 @@ ngx_http_veto_sandbox_peer_forward(ngx_http_request_t *r,
 static ngx_table_elt_t *
 ngx_http_veto_sandbox_peer_header(ngx_http_request_t *r, ngx_uint_t *many)
 {
-    ngx_uint_t        i;
-    ngx_list_part_t  *part;
-    ngx_table_elt_t  *h, *found;
+    ngx_table_elt_t                    *h;
+    ngx_http_veto_sandbox_header_it_t   it;
 
-    *many = 0;
-    found = NULL;
-    part = &r->headers_in.headers.part;
-    h = part->elts;
+    it.part = NULL;
+    h = ngx_http_veto_sandbox_header_next(&r->headers_in.headers,
+                                          NGX_HTTP_VSB_PEER_HEADER, &it);
 
-    for (i = 0; /* void */ ; i++) {
+    *many = h != NULL
+            && ngx_http_veto_sandbox_header_next(&r->headers_in.headers,
+                                                 NGX_HTTP_VSB_PEER_HEADER,
+                                                 &it)
+               != NULL;
 
-        if (i >= part->nelts) {
-            if (part->next == NULL) {
-                break;
-            }
-
-            part = part->next;
-            h = part->elts;
-            i = 0;
-        }
-
-        if (h[i].key.len == sizeof(NGX_HTTP_VSB_PEER_HEADER) - 1
-            && ngx_strncasecmp(h[i].key.data,
-                               (u_char *) NGX_HTTP_VSB_PEER_HEADER,
-                               sizeof(NGX_HTTP_VSB_PEER_HEADER) - 1) == 0)
-        {
-            if (found) {
-                *many = 1;
-            }
-
-            found = &h[i];
-        }
-    }
-
-    return found;
+    return h;
 }
 
 

@@ -35,6 +35,9 @@
  *             "allow": ["host[:port]", "*.suffix", ...],  the ceiling
  *             "ask": [...],                      a human may grant these
  *             "default": "none" | [...] },       a create without network
+ *         "credentials": {                     the operator's (_network.c)
+ *             "allow": ["git-deploy"],           attached on the agent's own
+ *             "ask": ["prod-api"] },             a human must approve these
  *         "agents": { "<agent>": { same keys but "agents" } }
  *       }
  *     }
@@ -48,7 +51,8 @@
  * "approvals" replaces the
  * tenant's whole approvals rule; an agent's "quotas" sets that agent's
  * own limits (the tenant totals still apply).  An agent's "network"
- * replaces each of allow, ask and default it sets, within its tenant's.
+ * replaces each of allow, ask and default it sets, within its tenant's;
+ * so does its "credentials" of allow and ask.
  * Unknown keys anywhere are errors.  Approvals, quotas or askable hosts
  * need Redis (veto_sandbox_redis).  The actions "approvals" names are
  * the rows of the op table the caller gives (ops, _ops.c's) that have an
@@ -376,6 +380,18 @@ ngx_http_veto_sandbox_policy_rule_load(ngx_conf_t *cf, ngx_str_t *file,
                 return NGX_ERROR;
             }
 
+        } else if (ngx_strcmp(key, "credentials") == 0) {
+            if (!json_is_object(v)) {
+                goto bad_type;
+            }
+
+            if (ngx_http_veto_sandbox_credentials_policy(cf, file, where, v,
+                                                         &rule->cred)
+                != NGX_OK)
+            {
+                return NGX_ERROR;
+            }
+
         } else if (ngx_strcmp(key, "approvals") == 0
                    || ngx_strcmp(key, "network") == 0
                    || ngx_strcmp(key, "quotas") == 0)
@@ -470,6 +486,13 @@ ngx_http_veto_sandbox_policy_rule_load(ngx_conf_t *cf, ngx_str_t *file,
 
     if (ngx_http_veto_sandbox_network_check(cf, file, where, &rule->net,
                                             parent ? &parent->net : NULL)
+        != NGX_OK)
+    {
+        return NGX_ERROR;
+    }
+
+    if (ngx_http_veto_sandbox_credentials_check(cf, file, where, &rule->cred,
+                                                parent ? &parent->cred : NULL)
         != NGX_OK)
     {
         return NGX_ERROR;
@@ -617,6 +640,7 @@ ngx_http_veto_sandbox_policy_redis(ngx_http_veto_sandbox_rule_t *rule)
            || q->tenant_sandboxes || q->tenant_execs || q->agent_sandboxes
            || q->agent_execs || rule->env_mode == NGX_HTTP_VSB_ENV_APPROVE
            || (rule->net.ask != NULL && rule->net.ask->nelts > 0)
+           || json_array_size(rule->cred.ask) > 0
            || rule->ask[NGX_HTTP_VSB_L_TTL_S]
            || rule->ask[NGX_HTTP_VSB_L_IDLE_S];
 }

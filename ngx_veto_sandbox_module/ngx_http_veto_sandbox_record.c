@@ -20,6 +20,8 @@ static void ngx_http_veto_sandbox_ignore(ngx_int_t rc, redisReply *reply,
     void *data);
 static void ngx_http_veto_sandbox_create_detail(ngx_http_request_t *r,
     ngx_http_veto_sandbox_ctx_t *ctx, json_t *j, ngx_str_t *out);
+static ngx_int_t ngx_http_veto_sandbox_record_credentials(
+    ngx_http_veto_sandbox_ctx_t *ctx, json_t *d);
 static void ngx_http_veto_sandbox_reconcile(ngx_http_request_t *r,
     ngx_http_veto_sandbox_ctx_t *ctx);
 
@@ -553,6 +555,40 @@ ngx_http_veto_sandbox_record_hosts(json_t *d, const char *name,
 }
 
 
+/* credentials attached (a create's, a PATCH's): the names asked, those
+ * a human approved, and what the sandbox holds now as the helper says
+ * (name, host, header, env variable: never a value or a placeholder) */
+static ngx_int_t
+ngx_http_veto_sandbox_record_credentials(ngx_http_veto_sandbox_ctx_t *ctx,
+    json_t *d)
+{
+    json_t  *net;
+
+    if (ctx->cred_names == NULL) {
+        return NGX_OK;
+    }
+
+    net = json_object_get(ctx->helper.json, "network");
+    if (net == NULL) {
+        net = json_object_get(json_object_get(ctx->helper.json, "sandbox"),
+                              "network");
+    }
+
+    if (json_object_set(d, "credentials_requested", ctx->cred_names) != 0
+        || (ctx->cred_ask
+            && json_object_set(d, "credentials_needed_approval",
+                               ctx->cred_ask) != 0)
+        || (json_is_array(json_object_get(net, "credentials"))
+            && json_object_set(d, "credentials",
+                               json_object_get(net, "credentials")) != 0))
+    {
+        return NGX_ERROR;
+    }
+
+    return NGX_OK;
+}
+
+
 /* hosts added to a sandbox's allowlist: what was asked, what the helper
  * added (entries it already had are not repeated) */
 void
@@ -579,7 +615,8 @@ ngx_http_veto_sandbox_record_network(ngx_http_request_t *r,
            == NGX_OK
         && ngx_http_veto_sandbox_record_hosts(d, "added",
                             json_object_get(ctx->helper.json, "added"))
-           == NGX_OK)
+           == NGX_OK
+        && ngx_http_veto_sandbox_record_credentials(ctx, d) == NGX_OK)
     {
         ngx_http_veto_sandbox_json_text(r, d, &detail);
     }
@@ -803,6 +840,8 @@ ngx_http_veto_sandbox_create_detail(ngx_http_request_t *r,
         json_decref(names);
         json_decref(view);
     }
+
+    (void) ngx_http_veto_sandbox_record_credentials(ctx, d);
 
     ngx_http_veto_sandbox_json_text(r, d, out);
     json_decref(d);

@@ -362,6 +362,7 @@ static ngx_http_veto_sandbox_errmap_t  ngx_http_veto_sandbox_errors[] = {
     { VSB_E_EPOCH_MISMATCH,     NGX_HTTP_SERVICE_UNAVAILABLE,
       "the sandbox's ownership record and this host's helper disagreed "
       "twice about which helper run holds it" },
+    { VSB_E_CREDENTIAL_UNAVAILABLE, NGX_HTTP_VSB_UNPROCESSABLE, NULL },
     { VSB_E_INTERNAL,           NGX_HTTP_INTERNAL_SERVER_ERROR, NULL },
     { VSB_E_PAUSED,             NGX_HTTP_CONFLICT,
       "the sandbox is paused: resume it first (POST "
@@ -527,7 +528,26 @@ ngx_http_veto_sandbox_reply_error(ngx_http_request_t *r,
         json_object_set(extra, "end_reason", v);
     }
 
-    if (ngx_strcmp(error, VSB_E_NOT_FOUND) == 0) {
+    if (ngx_strcmp(error, VSB_E_CREDENTIAL_UNAVAILABLE) == 0) {
+        /* the policy allows it, the proxy refused its secret at load
+         * (the operator's to fix: the detail says why, never a value) */
+        json_object_set_new(extra, "field",
+                            json_string(ctx->op->helper
+                                        && ngx_strcmp(ctx->op->helper,
+                                                      VSB_OP_CREATE) == 0
+                                        ? "credentials" : "credentials.add"));
+
+    } else if (ngx_strcmp(error, VSB_E_NOT_FOUND) == 0 && field
+               && ngx_strstr(field, "credentials"))
+    {
+        /* the policy allows a name the helper has no binding for */
+        error = "credential_unavailable";
+        status = NGX_HTTP_VSB_UNPROCESSABLE;
+        json_object_set_new(extra, "field",
+                            json_string(ngx_strcmp(field, "credentials") == 0
+                                        ? "credentials.add" : "credentials"));
+
+    } else if (ngx_strcmp(error, VSB_E_NOT_FOUND) == 0) {
 
         if (field && ngx_strcmp(field, "path") == 0 && ctx->path.len) {
             /* the sandbox is the caller's: only a file is missing */

@@ -1,8 +1,8 @@
 /*
  * The sandbox.create row's builder: POST /v1/sandboxes, its body's
  * profile (allowed by the policy, or refused: _request_profile.c),
- * limits, ttl_s and idle_s within the policy's ceilings, network
- * (_request_network.c), env (_env.c) and metadata, as the helper's
+ * limits, ttl_s and idle_s within the policy's ceilings, network and
+ * credentials (_request_network.c), env (_env.c) and metadata, as the helper's
  * create request.
  */
 
@@ -10,8 +10,8 @@
 
 
 static const char  *ngx_http_veto_sandbox_create_fields[] = {
-    "profile", "limits", "ttl_s", "idle_s", "network", "env", "metadata",
-    "from_snapshot", NULL
+    "profile", "limits", "ttl_s", "idle_s", "network", "credentials", "env",
+    "metadata", "from_snapshot", NULL
 };
 
 

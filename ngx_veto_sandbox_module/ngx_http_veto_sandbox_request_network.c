@@ -2,7 +2,8 @@
  * Requests in, their network part: the hosts a create's "network" or a
  * PATCH's "network.add" names, checked against the policy's network
  * section (_network.c decides; this file answers), and the helper
- * request they become.  A host beyond the policy's allowlist is refused
+ * request they become; so with the credentials a create's
+ * "credentials" or a PATCH's "credentials.add" attaches.  A host beyond the policy's allowlist is refused
  * naming it; one a human may grant (network.ask) sets ctx->net_ask, and
  * the gate then asks one.
  */
@@ -127,13 +128,180 @@ ngx_http_veto_sandbox_network_entries(ngx_http_request_t *r,
 
 
 /*
+ * Credentials a create ("credentials") or a PATCH ("credentials.add")
+ * attaches, by name, against the policy's "credentials": malformed is
+ * 400, one the policy does not list is 403 credential_not_allowed naming
+ * it, one it lists under "ask" sets ctx->cred_ask (the gate then asks a
+ * human).  No field of the API names a host, header or value: the
+ * operator's bindings (the helper's) set them.  NGX_OK with
+ * ctx->cred_names set, or NGX_ABORT with *rc the refusal.
+ */
+static ngx_int_t
+ngx_http_veto_sandbox_credential_names(ngx_http_request_t *r,
+    ngx_http_veto_sandbox_ctx_t *ctx, json_t *names, const char *field,
+    ngx_int_t *rc)
+{
+    char         why[256];
+    u_char       detail[512], name[64], *p;
+    size_t       bad;
+    json_t      *ask;
+    ngx_int_t    n;
+    const char  *cred;
+
+    if (!json_is_array(names) || json_array_size(names) == 0) {
+        *rc = ngx_http_veto_sandbox_bad_field(r, json_is_array(names)
+                                                 ? "bad_value" : "bad_type",
+                                              field,
+                                              "must be a non-empty array of "
+                                              "credential names (the "
+                                              "operator binds each to its "
+                                              "host)");
+        return NGX_ABORT;
+    }
+
+    if (json_array_size(names) > NGX_HTTP_VSB_CRED_PER_SANDBOX) {
+        ngx_snprintf(detail, sizeof(detail) - 1,
+                     "a sandbox holds at most %d credentials%Z",
+                     NGX_HTTP_VSB_CRED_PER_SANDBOX);
+
+        *rc = ngx_http_veto_sandbox_policy_refuse(r, ctx, "deny:over_ceiling",
+                                   NGX_HTTP_VSB_UNPROCESSABLE,
+                                   "over_ceiling", (char *) detail,
+                                   json_pack("{s:s}", "field", field));
+        return NGX_ABORT;
+    }
+
+    n = ngx_http_veto_sandbox_credentials_classify(r->pool, &ctx->rule->cred,
+                                                   names, &ask, &bad, why,
+                                                   sizeof(why));
+
+    p = ngx_snprintf(name, sizeof(name) - 1, "%s[%uz]", field, bad);
+    *p = '\0';
+
+    switch (n) {
+
+    case NGX_OK:
+        break;
+
+    case NGX_ERROR:
+        *rc = ngx_http_veto_sandbox_bad_field(r, json_is_string(
+                                                 json_array_get(names, bad))
+                                                 ? "bad_value" : "bad_type",
+                                              (char *) name, why);
+        return NGX_ABORT;
+
+    case NGX_DECLINED:
+        cred = json_string_value(json_array_get(names, bad));
+
+        ngx_snprintf(detail, sizeof(detail) - 1,
+                     "credential \"%s\" is not one the policy lets this "
+                     "agent attach%Z", cred);
+
+        /* the record's "why"; json_pack() copies it before this returns */
+        ctx->reason = (const char *) detail;
+
+        *rc = ngx_http_veto_sandbox_policy_refuse(r, ctx, "deny:policy",
+                                   NGX_HTTP_FORBIDDEN,
+                                   "credential_not_allowed", (char *) detail,
+                                   json_pack("{s:s, s:s}", "field",
+                                             (char *) name, "credential",
+                                             cred));
+        return NGX_ABORT;
+
+    default: /* NGX_ABORT */
+        *rc = NGX_HTTP_INTERNAL_SERVER_ERROR;
+        return NGX_ABORT;
+    }
+
+    /* the second lock, as for askable hosts */
+    if (ask != NULL && ngx_http_veto_sandbox_rds == NULL) {
+        *rc = ngx_http_veto_sandbox_policy_refuse(r, ctx, "deny:policy",
+                                   NGX_HTTP_FORBIDDEN, "approval_unavailable",
+                                   "these credentials need a human's "
+                                   "approval, and this gateway has no "
+                                   "approval store",
+                                   json_pack("{s:s}", "field", field));
+        return NGX_ABORT;
+    }
+
+    ctx->cred_names = names;
+    ctx->cred_ask = ask;
+
+    return NGX_OK;
+}
+
+
+/*
+ * A create's "credentials" go into its network object (the helper's
+ * network.credentials): with "network": "none" they are refused (a
+ * credential reaches its host through the egress proxy); with no
+ * network at all the sandbox gets an empty allowlist, the credentials'
+ * hosts joining it (the helper does that).
+ */
+static ngx_int_t
+ngx_http_veto_sandbox_create_credentials(ngx_http_request_t *r,
+    ngx_http_veto_sandbox_ctx_t *ctx, json_t *body, json_t *req,
+    ngx_int_t *rc)
+{
+    json_t  *names, *net;
+
+    names = json_object_get(body, "credentials");
+    if (names == NULL) {
+        return NGX_OK;
+    }
+
+    if (ngx_http_veto_sandbox_credential_names(r, ctx, names, "credentials",
+                                               rc)
+        != NGX_OK)
+    {
+        return NGX_ABORT;
+    }
+
+    net = json_object_get(req, "network");
+
+    if (json_is_string(net)) {
+        *rc = ngx_http_veto_sandbox_bad_field(r, "bad_value", "credentials",
+                                     "credentials need a network allowlist "
+                                     "(their hosts join it): not with "
+                                     "\"network\": \"none\"");
+        return NGX_ABORT;
+    }
+
+    if (net == NULL) {
+        net = json_pack("{s:[]}", "allow");
+
+        if (net == NULL || json_object_set_new(req, "network", net) != 0) {
+            *rc = NGX_HTTP_INTERNAL_SERVER_ERROR;
+            return NGX_ABORT;
+        }
+
+        if (json_array_size(ctx->rule->net.ask_json)
+            && json_object_set(net, "ask", ctx->rule->net.ask_json) != 0)
+        {
+            *rc = NGX_HTTP_INTERNAL_SERVER_ERROR;
+            return NGX_ABORT;
+        }
+
+        ctx->net_hosts = json_object_get(net, "allow");
+    }
+
+    if (json_object_set(net, "credentials", names) != 0) {
+        *rc = NGX_HTTP_INTERNAL_SERVER_ERROR;
+        return NGX_ABORT;
+    }
+
+    return NGX_OK;
+}
+
+
+/*
  * A create's "network": "none", {"allow": [...]}, or when absent the
  * policy's default.  The helper gets {"allow": [...], "ask": [...]}: ask
  * is the policy's, so that a refusal inside the sandbox names the hosts
  * a human could grant.
  */
-ngx_int_t
-ngx_http_veto_sandbox_create_network(ngx_http_request_t *r,
+static ngx_int_t
+ngx_http_veto_sandbox_create_hosts(ngx_http_request_t *r,
     ngx_http_veto_sandbox_ctx_t *ctx, json_t *body, json_t *req,
     ngx_int_t *rc)
 {
@@ -228,6 +396,85 @@ ngx_http_veto_sandbox_create_network(ngx_http_request_t *r,
 }
 
 
+ngx_int_t
+ngx_http_veto_sandbox_create_network(ngx_http_request_t *r,
+    ngx_http_veto_sandbox_ctx_t *ctx, json_t *body, json_t *req,
+    ngx_int_t *rc)
+{
+    if (ngx_http_veto_sandbox_create_hosts(r, ctx, body, req, rc) != NGX_OK
+        || ngx_http_veto_sandbox_create_credentials(r, ctx, body, req, rc)
+           != NGX_OK)
+    {
+        return NGX_ABORT;
+    }
+
+    return NGX_OK;
+}
+
+
+/*
+ * PATCH /v1/sandboxes/{id} {"credentials": {"add": [NAME...]}}: helper
+ * update_network's "credentials".  NGX_DECLINED with ctx->req, or the
+ * refusal.
+ */
+static ngx_int_t
+ngx_http_veto_sandbox_build_attach(ngx_http_request_t *r,
+    ngx_http_veto_sandbox_ctx_t *ctx, json_t *creds)
+{
+    u_char       field[64], *p;
+    json_t      *req, *add, *v;
+    ngx_int_t    rc;
+    const char  *key;
+
+    if (!json_is_object(creds)) {
+        return ngx_http_veto_sandbox_bad_field(r, "bad_type", "credentials",
+                                 "\"credentials\" must be {\"add\": "
+                                 "[NAME, ...]}");
+    }
+
+    json_object_foreach(creds, key, v) {
+        if (ngx_strcmp(key, "add") == 0) {
+            continue;
+        }
+
+        p = ngx_snprintf(field, sizeof(field) - 1, "credentials.%s", key);
+        *p = '\0';
+
+        return ngx_http_veto_sandbox_bad_field(r, "unknown_field",
+                                 (char *) field,
+                                 "\"credentials\" takes \"add\" only: a "
+                                 "credential is attached by name, the "
+                                 "operator binds its host, header and "
+                                 "value; none is detached");
+    }
+
+    add = json_object_get(creds, "add");
+
+    if (add == NULL) {
+        return ngx_http_veto_sandbox_bad_field(r, "missing_field",
+                                               "credentials.add",
+                                               "\"credentials\" needs "
+                                               "\"add\": [...]");
+    }
+
+    if (ngx_http_veto_sandbox_credential_names(r, ctx, add,
+                                               "credentials.add", &rc)
+        != NGX_OK)
+    {
+        return rc;
+    }
+
+    req = ngx_http_veto_sandbox_req(r, ctx);
+    if (req == NULL || json_object_set(req, "credentials", add) != 0) {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+
+    ctx->req = req;
+
+    return NGX_DECLINED;
+}
+
+
 /*
  * PATCH /v1/sandboxes/{id}: {"network": {"add": [...]}} adds hosts to an
  * allowlist sandbox (helper update_network); {"ttl_s": n, "idle_s": n}
@@ -254,7 +501,10 @@ ngx_http_veto_sandbox_build_update(ngx_http_request_t *r,
     }
 
     json_object_foreach(body, key, v) {
-        if (ngx_strcmp(key, "network") == 0) {
+        if (ngx_strcmp(key, "network") == 0
+            || (ngx_strcmp(key, "credentials") == 0
+                && json_object_size(body) == 1))
+        {
             continue;
         }
 
@@ -264,8 +514,15 @@ ngx_http_veto_sandbox_build_update(ngx_http_request_t *r,
         return ngx_http_veto_sandbox_bad_field(r, "unknown_field",
                                  (char *) field,
                                  "unknown field; PATCH takes {\"network\": "
+                                 "{\"add\": [...]}}, {\"credentials\": "
                                  "{\"add\": [...]}} or {\"ttl_s\": n, "
-                                 "\"idle_s\": n}");
+                                 "\"idle_s\": n}, one kind a request");
+    }
+
+    v = json_object_get(body, "credentials");
+
+    if (v != NULL) {
+        return ngx_http_veto_sandbox_build_attach(r, ctx, v);
     }
 
     net = json_object_get(body, "network");
@@ -273,7 +530,8 @@ ngx_http_veto_sandbox_build_update(ngx_http_request_t *r,
     if (net == NULL) {
         return ngx_http_veto_sandbox_bad_field(r, "missing_field", "network",
                                  "nothing to change; PATCH takes "
-                                 "{\"network\": {\"add\": [...]}} or "
+                                 "{\"network\": {\"add\": [...]}}, "
+                                 "{\"credentials\": {\"add\": [...]}} or "
                                  "{\"ttl_s\": n, \"idle_s\": n}");
     }
 

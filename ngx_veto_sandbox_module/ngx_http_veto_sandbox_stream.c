@@ -84,9 +84,8 @@ ngx_int_t
 ngx_http_veto_sandbox_stream_ndjson(ngx_http_request_t *r,
     ngx_http_veto_sandbox_ctx_t *ctx)
 {
-    ngx_uint_t        i;
-    ngx_list_part_t  *part;
-    ngx_table_elt_t  *h;
+    ngx_table_elt_t                    *h;
+    ngx_http_veto_sandbox_header_it_t   it;
 
     static u_char  ndjson[] = "application/x-ndjson";
 
@@ -94,31 +93,21 @@ ngx_http_veto_sandbox_stream_ndjson(ngx_http_request_t *r,
         return 0;
     }
 
-    part = &r->headers_in.headers.part;
-    h = part->elts;
+    it.part = NULL;
 
-    for (i = 0; /* void */ ; i++) {
-
-        if (i >= part->nelts) {
-            if (part->next == NULL) {
-                return 0;
-            }
-
-            part = part->next;
-            h = part->elts;
-            i = 0;
-        }
-
-        if (h[i].key.len == sizeof("Accept") - 1
-            && ngx_strncasecmp(h[i].key.data, (u_char *) "Accept",
-                               sizeof("Accept") - 1) == 0
-            && ngx_strlcasestrn(h[i].value.data,
-                                h[i].value.data + h[i].value.len, ndjson,
-                                sizeof(ndjson) - 2) != NULL)
+    while ((h = ngx_http_veto_sandbox_header_next(&r->headers_in.headers,
+                                                  "Accept", &it))
+           != NULL)
+    {
+        if (ngx_strlcasestrn(h->value.data, h->value.data + h->value.len,
+                             ndjson, sizeof(ndjson) - 2)
+            != NULL)
         {
             return 1;
         }
     }
+
+    return 0;
 }
 
 

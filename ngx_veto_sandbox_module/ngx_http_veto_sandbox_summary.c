@@ -420,6 +420,23 @@ ngx_http_veto_sandbox_summary(ngx_pool_t *pool,
         goto done;
     }
 
+    /* credentials by name (at most 16 of 64 bytes: bounded), never a
+     * value: the gateway never has one */
+    if (in->creds
+        && json_object_set_new(sum, "credentials",
+               json_pack("{s:O, s:o, s:s}", "attach", in->creds,
+                         "needs_approval",
+                         in->creds_ask ? json_incref(in->creds_ask)
+                                       : json_array(),
+                         "hosts", "each bound by the operator (the "
+                         "helper's egress_credentials): it joins the "
+                         "allowlist, port 443, and gets the header there "
+                         "only"))
+           != 0)
+    {
+        goto done;
+    }
+
     max = in->review ? NGX_HTTP_VSB_SUMMARY_MAX
                      : NGX_HTTP_VSB_SUMMARY_RECORD_MAX;
 

@@ -59,6 +59,9 @@ typedef struct {
     ngx_uint_t   review;        /* a review summary, else a record one */
     json_t      *hosts;         /* entries a create or a PATCH grants */
     json_t      *hosts_ask;     /* those of them a human must grant */
+    json_t      *creds;         /* credentials a create or a PATCH
+                                   attaches (names) */
+    json_t      *creds_ask;     /* those of them a human must grant */
     const char  *irreversible;  /* why it cannot be undone, or NULL */
 } ngx_http_veto_sandbox_summary_in_t;
 
@@ -76,7 +79,10 @@ typedef struct {
  * names were dropped env_truncated and env_count; an exec's
  * stdin as stdin_bytes and its head; a file as path, size, sha256;
  * the hosts granted as network: {"mode": "allowlist", "hosts": [...],
- * "needs_approval": [...]} (below); irreversible and
+ * "needs_approval": [...]} (below); the credentials attached as
+ * credentials: {"attach": [NAME...], "needs_approval": [NAME...],
+ * "hosts": "..."} (names only: the operator's bindings set each one's
+ * host, header and value, none of which the gateway holds); irreversible and
  * irreversible_reason.  Nothing else (metadata) is kept.
  */
 ngx_int_t ngx_http_veto_sandbox_summary(ngx_pool_t *pool,

@@ -479,7 +479,10 @@ vsb_egress_added(void *data, json_t *reply, const char *why)
         vsb_egress_done_later(es,
                               reply == NULL ? VSB_E_UNAVAILABLE
                               : err && strcmp(err, "capacity") == 0
-                                ? VSB_E_CAPACITY : VSB_E_INTERNAL,
+                                ? VSB_E_CAPACITY
+                              : err && strcmp(err, VSB_E_CREDENTIAL_UNAVAILABLE)
+                                       == 0
+                                ? VSB_E_CREDENTIAL_UNAVAILABLE : VSB_E_INTERNAL,
                               "egress proxy: %s%s%s", err ? err : "",
                               err ? ": " : "", detail ? detail : "no reply");
     }
@@ -667,8 +670,10 @@ vsb_egress_updated(void *data, json_t *reply, const char *why)
         snprintf(msg, sizeof(msg), "egress proxy: %s%s%s", err ? err : "",
                  err ? ": " : "", detail ? detail : "no reply");
         if (udone != NULL) {
-            udone(es->sb, udata, reply ? VSB_E_INTERNAL : VSB_E_UNAVAILABLE,
-                  msg);
+            udone(es->sb, udata,
+                  reply == NULL ? VSB_E_UNAVAILABLE
+                  : err && strcmp(err, VSB_E_CREDENTIAL_UNAVAILABLE) == 0
+                    ? VSB_E_CREDENTIAL_UNAVAILABLE : VSB_E_INTERNAL, msg);
         }
     }
 

@@ -5,7 +5,7 @@
  * below, so a syscall added by a later kernel (or one the installed
  * libseccomp cannot name) is refused until someone reviews it and adds
  * it here.  Sources: what compilers, interpreters, package managers, git,
- * make and test runners call (t/0f-tooling.t runs them under this filter
+ * make and test runners call (t/helper/tooling.t runs them under this filter
  * and reports what it refused), and Docker's default profile, minus what
  * this project refuses on purpose (listed with reasons in
  * vsb_sc_refused_eperm and docs/isolation.md).

@@ -40,7 +40,7 @@
                        | CLONE_NEWIPC | CLONE_NEWUTS)
 
 /* what discovery reports (ping): VSB_SPAWN_NS, the network namespace the
- * init is cloned in, and the cgroup namespace it unshares; t/58 holds
+ * init is cloned in, and the cgroup namespace it unshares; t/module/discovery.t holds
  * this list against a workload's /proc/self/ns */
 const char *const  vsb_spawn_namespaces[] = {
     "user", "pid", "mount", "ipc", "uts", "network", "cgroup", NULL

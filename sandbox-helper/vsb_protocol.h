@@ -636,6 +636,7 @@
 #define VSB_E_NOT_PERMITTED       "not_permitted"
 #define VSB_E_UNAVAILABLE         "unavailable"
 #define VSB_E_PROFILE_UNAVAILABLE "profile_unavailable"
+#define VSB_E_CREDENTIAL_UNAVAILABLE "credential_unavailable"
 #define VSB_E_ENDED               "ended"
 #define VSB_E_EPOCH_MISMATCH      "epoch_mismatch"
 #define VSB_E_UNSUPPORTED_FILE    "unsupported_file"

@@ -18,7 +18,8 @@ use lib "$FindBin::Bin/../t/lib";
 use Test::More ();         # VetoNginx reports through it
 use VetoNginx;
 use VetoSentinel;
-use VetoHosts qw(wait_for up);
+use VetoHosts qw(up);
+use Eventually qw(eventually);
 use Time::HiRes qw(time sleep);
 
 my $N = shift // 300;
@@ -33,7 +34,8 @@ my %gw = VetoHosts::gateways(names => [qw(a b)], sentinel => $s,
                              policy => $policy, address => 1, routing => 1,
                              cgroup => 'veto-bench');
 my ($A, $B) = @gw{qw(a b)};
-wait_for(sub { up($A) && up($B) }, 15) or die "the hosts found no master\n";
+eventually('both hosts found the master', 15, sub { up($A) && up($B) })
+    or die "the hosts found no master\n";
 my $tok = $A->token(sub => 'bench');
 my ($st, $h, $body, $j) = $A->request(POST => "/v1/sandboxes", $tok, {});
 die "create: $st $body\n" unless $st == 201;

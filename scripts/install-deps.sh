@@ -44,17 +44,18 @@ TEST=(
     llvm-14     # llvm-profdata, llvm-cov: scripts/fuzz-coverage.sh
     libredis-perl libjson-pp-perl
     libcpanel-json-xs-perl    # t/lib/VetoStream.pm: ndjson streams of MBs
-    redis-sentinel    # t/3i, t/3j, t/3k: three sentinels, failovers (Debian's
-                      # package; the gateway host itself needs none)
+    redis-sentinel    # t/redis/sentinel.t, failover.t, t/hosts/: three
+                      # sentinels, failovers (Debian's package; the
+                      # gateway host itself needs none)
     iproute2 procps psmisc util-linux
     nodejs    # the egress tests' node fetch
-    git python3-venv python3-pytest    # tooling under the filter: t/0f (and nodejs)
-    tar gzip zstd xz-utils    # archives: the profile's tar and compressors (t/0h)
+    git python3-venv python3-pytest    # t/helper/tooling.t (and nodejs)
+    tar gzip zstd xz-utils    # t/helper/archive.t: tar, compressors
     qemu-system-x86 debootstrap e2fsprogs    # scripts/test-cgroup-v2-vm.sh
-    chromium    # t/50-approval-page.t: the approval page in a headless browser
-    prometheus  # promtool: t/3x-metrics.t checks every scrape with it
+    chromium    # t/ui/approval-page.t: the approval page in a headless browser
+    prometheus  # promtool: t/module/metrics.t checks every scrape with it
     mmdebstrap uidmap gpg umoci    # Debian bases (build-debian-base.sh),
-                                   # test images (t/52-54)
+                                   # test images (t/images/)
     debhelper dpkg-dev lintian    # scripts/build-debs.sh (Debian packages)
 )
 

@@ -8,30 +8,31 @@
 # memory.events, cgroup.kill, subtree delegation, leaf move) really runs.
 #
 # Only the tests that exercise cgroups run here (an emulated CPU is 10-20
-# times slower, so the whole of t/0*.t no longer fits): the cgroup unit
-# test (t/unit/test_cgroup.c, against the real cgroupfs), then
-#   t/00 basic       create/exec/destroy, the cgroup mode, cgroups confirmed
-#   t/03 timeout     a timed-out exec's whole tree killed (cgroup.kill)
-#   t/04 resources   memory, pids, cpu limits; OOM reported
-#   t/05 confinement v2's whole-exec OOM, no cgroupfs inside
-#   t/06 seccomp     the filter on Debian 12's kernel, which lacks some
-#                    syscalls the dev host's has
-#   t/09 lifecycle   nothing leaks: cycles, TTL, restart cleanup
-#   t/0a hostile     fork bombs, memory hogs, the cgroup namespace
-#   t/0c teardown    stopped, SIGTERM-proof and forking trees (freeze, kill)
-#   t/0k layers      the ping's isolation layers (what GET /v1/about
-#                    serves) say v2 here and hold against the VM
-# with the helper built on this host (make), then t/00, t/04 and t/0c (and
-# the unit test) with the ASan+UBSan helper (build-asan/), then the "systemd-like" case (helper
+# times slower, so the whole of t/helper/ no longer fits): the cgroup unit
+# test (t/unit/test_cgroup.c, against the real cgroupfs), then, in t/helper/,
+#   basic.t            create/exec/destroy, the cgroup mode, cgroups confirmed
+#   timeout.t          a timed-out exec's whole tree killed (cgroup.kill)
+#   resources.t        memory, pids, cpu limits; OOM reported
+#   confinement.t      v2's whole-exec OOM, no cgroupfs inside
+#   seccomp.t          the filter on Debian 12's kernel, which lacks some
+#                      syscalls the dev host's has
+#   lifecycle.t        nothing leaks: cycles, TTL, restart cleanup
+#   hostile-workload.t fork bombs, memory hogs, the cgroup namespace
+#   teardown.t         stopped, SIGTERM-proof and forking trees (freeze, kill)
+#   layers.t           the ping's isolation layers (what GET /v1/about
+#                      serves) say v2 here and hold against the VM
+# with the helper built on this host (make), then basic.t, resources.t and
+# teardown.t (and the unit test) with the ASan+UBSan helper (build-asan/),
+# then the "systemd-like" case (helper
 # started from a service cgroup that already holds a sleeping sibling) and
 # the "container" case (helper at the root of a private cgroup namespace),
-# each with t/00-basic.t and t/04-resources.t.  The binaries are the ones
-# scripts/test.sh built and tested on the host (Debian 12 too); the VM runs
-# them, it does not build.  Results come back on the serial console
+# each with t/helper/basic.t and t/helper/resources.t.  The binaries are the
+# ones scripts/test.sh built and tested on the host (Debian 12 too); the VM
+# runs them, it does not build.  Results come back on the serial console
 # between BEGIN/END markers; this script exits 0 only if every step
 # passed, and prints the prove summary.  Inside, VETO_TIME_SCALE=3 gives
-# workloads that walk big trees (t/0a), a fork loop's start (t/0c) and
-# the deadline t/03 kills a tree at
+# workloads that walk big trees (hostile-workload.t), a fork loop's start
+# (teardown.t) and the deadline timeout.t kills a tree at
 # three times their time.
 #
 # Time on the busy 2-core dev host (TCG): see docs/testing.md ("Tests").
@@ -39,9 +40,9 @@
 #   VETO_VM_CACHE=build-vm           rootfs cache (kept between runs;
 #                                    the packages VM's too)
 #   VETO_V2VM_TIMEOUT=2400           seconds the VM may run
-#   VETO_V2VM_PROVE="t/00-basic.t ..."  test files to run inside
+#   VETO_V2VM_PROVE="t/helper/basic.t ..."  test files to run inside
 #   VETO_V2VM_ASAN=1                 run the ASan helper's tests too
-#   VETO_V2VM_ASAN_PROVE="t/00-basic.t ..."  which ones
+#   VETO_V2VM_ASAN_PROVE="t/helper/basic.t ..."  which ones
 #   VETO_V2VM_REBUILD=1              rebuild the cached rootfs
 #                                    (or VETO_VM_REBUILD=1)
 #   VETO_V2VM_ACCEL=tcg              or kvm: on the nested-virt dev
@@ -59,9 +60,9 @@ VM_NAME=test-cgroup-v2-vm
 . scripts/lib/vm.sh
 
 TIMEOUT=${VETO_V2VM_TIMEOUT:-2400}
-PROVE_FILES=${VETO_V2VM_PROVE:-t/00-basic.t t/03-timeout.t t/04-resources.t t/05-confinement.t t/06-seccomp.t t/09-lifecycle.t t/0a-hostile-workload.t t/0c-teardown.t t/0k-layers.t}
+PROVE_FILES=${VETO_V2VM_PROVE:-t/helper/basic.t t/helper/timeout.t t/helper/resources.t t/helper/confinement.t t/helper/seccomp.t t/helper/lifecycle.t t/helper/hostile-workload.t t/helper/teardown.t t/helper/layers.t}
 ASAN=${VETO_V2VM_ASAN:-1}
-ASAN_FILES=${VETO_V2VM_ASAN_PROVE:-t/00-basic.t t/04-resources.t t/0c-teardown.t}
+ASAN_FILES=${VETO_V2VM_ASAN_PROVE:-t/helper/basic.t t/helper/resources.t t/helper/teardown.t}
 ACCEL=${VETO_V2VM_ACCEL:-tcg}
 export VETO_VM_REBUILD=${VETO_V2VM_REBUILD:-${VETO_VM_REBUILD:-0}}
 
@@ -123,7 +124,7 @@ mount -t tmpfs -o mode=755 tmpfs /run
 mount -t tmpfs -o mode=1777,size=1200m tmpfs /tmp
 mount -o remount,rw /
 hostname veto-v2vm
-ulimit -n 20000     # as on the dev host: t/0b opens 1100 connections
+ulimit -n 20000     # as on the dev host: hostile-peer.t opens 1100 connections
 ip link set lo up
 
 # Pure v2, as systemd mounts it; PID 1 goes to a leaf first ("no internal
@@ -133,7 +134,7 @@ mount -t cgroup2 -o nsdelegate,memory_recursiveprot cgroup2 /sys/fs/cgroup \
 mkdir -p /sys/fs/cgroup/init.scope
 echo $$ > /sys/fs/cgroup/init.scope/cgroup.procs
 echo "+memory +pids +cpu" > /sys/fs/cgroup/cgroup.subtree_control
-# every test in here runs on pure v2: t/0k-layers.t holds the helper's
+# every test in here runs on pure v2: t/helper/layers.t holds the helper's
 # ping (what GET /v1/about serves) to it, and to the layers this VM has
 export VETO_EXPECT_CGROUP=v2
 
@@ -258,7 +259,7 @@ chmod 755 "$STAGE/sbin/veto-v2-init"
 
 # Parameters for init, on the kernel command line's environment.
 PROVE_ENV="VETO_PROVE_FILES=$(cd "$STAGE/opt/veto" && echo $PROVE_FILES)"
-SIB_ENV="VETO_SIBLING_FILES=${VETO_V2VM_SIBLING:-t/00-basic.t,t/04-resources.t}"
+SIB_ENV="VETO_SIBLING_FILES=${VETO_V2VM_SIBLING:-t/helper/basic.t,t/helper/resources.t}"
 ASAN_ENV="VETO_ASAN=$ASAN VETO_ASAN_FILES=${ASAN_FILES// /,}"
 
 # --- 4. the disk image and the boot ---------------------------------------

@@ -20,7 +20,9 @@
 #             veto-egress in its service cgroup; a sandbox with an
 #             allowlist gets the proxy's refusal for another host, and the
 #             attempt is in the exec's result
-#   hardening the helper's tests t/00 t/04 t/05 t/0a t/55 in a service
+#   hardening the helper's tests t/helper/basic.t t/helper/resources.t
+#   t/helper/confinement.t t/helper/hostile-workload.t t/images/profile.t in a
+#   service
 #             with the unit's very options (every line of its [Service]
 #             section but how it starts and stops): namespaces, mounts,
 #             cgroup limits, confinement and image profiles (an overlay
@@ -35,10 +37,10 @@
 #   VETO_PKGVM_DEBS=dir       use the .debs in dir (default: build them)
 #   VETO_VM_CACHE=build-vm    rootfs cache (kept; the cgroup v2 VM's too)
 #   VETO_PKGVM_TIMEOUT=1200   seconds the VM may run
-#   VETO_PKGVM_PROVE="t/00-basic.t,..."    helper tests under the hardening
+#   VETO_PKGVM_PROVE="t/helper/basic.t,..."    helper tests under the hardening
 #   VETO_PKGVM_ACCEL=tcg      or kvm
 #   VETO_PKGVM_TRY="ProtectProc=invisible;..."  each option alone on top of
-#                             the unit's, with t/00-basic.t: reported only
+#                             the unit's, with t/helper/basic.t: reported only
 #   VETO_PKGVM_TRY_ALONE=1    ... on top of the unit without its hardening
 #   VETO_VM_REBUILD=1         rebuild the cached rootfs
 #
@@ -52,7 +54,7 @@ VM_NAME=test-packages-vm
 
 TIMEOUT=${VETO_PKGVM_TIMEOUT:-1200}
 ACCEL=${VETO_PKGVM_ACCEL:-tcg}
-PROVE=${VETO_PKGVM_PROVE:-t/00-basic.t,t/04-resources.t,t/05-confinement.t,t/0a-hostile-workload.t,t/55-image-profile.t}
+PROVE=${VETO_PKGVM_PROVE:-t/helper/basic.t,t/helper/resources.t,t/helper/confinement.t,t/helper/hostile-workload.t,t/images/profile.t}
 
 vm_host_check "$ACCEL"
 

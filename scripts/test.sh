@@ -2,17 +2,20 @@
 # THE test command (README, .ci/run): installs dependencies, builds, runs
 # the cmocka unit tests (normal and ASan builds), builds the fuzzers and
 # runs each briefly, then the integration tests with prove: everything
-# with the normal helper, the helper tests (t/0*.t) again with the ASan
-# helper, the image store and profile tests (t/52, t/53, t/55-t/57) with
-# the ASan sandbox-imagectl and helper, and the module tests (t/1*.t, t/3*.t,
-# t/46, t/51) again with the ASan+UBSan
+# with the normal helper, the helper tests (t/helper/) again with the ASan
+# helper, the image store and profile tests (t/images/) with
+# the ASan sandbox-imagectl and helper, and the module tests (t/module/
+# but floors.t, t/approval/, t/hosts/, t/redis/ but its Lua-script tests
+# t/redis/lua/, and t/egress/api.t) again with the ASan+UBSan
 # module (build-module-asan/) and the ASan helper; there any sanitizer
 # report from nginx fails the test (t/lib/VetoNginx.pm); the egress tests
-# (t/4*-egress-*.t) run again with the ASan+UBSan egress proxy and helper;
-# then the helper's cgroup tests on a pure cgroup v2 host in a qemu VM
-# (scripts/test-cgroup-v2-vm.sh); then the Debian packages, built and
-# installed on a systemd + cgroup v2 VM (scripts/test-packages-vm.sh);
-# and scripts/bench --quick, which must run (its figures are not judged).
+# (t/egress/) run again with the ASan+UBSan egress proxy and helper;
+# while those ASan passes run, in the background: the helper's cgroup
+# tests on a pure cgroup v2 host in a qemu VM
+# (scripts/test-cgroup-v2-vm.sh), then the Debian packages, built and
+# installed on a systemd + cgroup v2 VM (scripts/test-packages-vm.sh),
+# their output printed after the passes; last, scripts/bench --quick,
+# which must run (its figures are not judged).
 # Both VMs boot one Debian rootfs, built on the first run and cached in
 # build-vm/ (scripts/vm-rootfs.sh, started in the background right after
 # the dependencies, so it is built while the host tests run).
@@ -41,8 +44,9 @@ if [ "$(id -u)" -ne 0 ]; then
     exit 1
 fi
 
-# t/0b opens over a thousand connections to one helper: lift the soft
-# descriptor limit to the hard one (no-op where it already is).
+# t/helper/hostile-peer.t opens over a thousand connections to one
+# helper: lift the soft descriptor limit to the hard one (no-op where it
+# already is).
 ulimit -n "$(ulimit -Hn)" 2>/dev/null || true
 
 say "dependencies"
@@ -65,13 +69,13 @@ say "browser test tooling (npm ci in t/browser)"
 (cd t/browser && npm ci --no-audit --no-fund) || fail_step "npm ci in t/browser"
 
 # The MCP client tests' client: the official MCP TypeScript SDK, pinned by
-# t/mcp's lock file (t/3m-mcp-client.t).
+# t/mcp's lock file (t/module/mcp-client.t).
 say "MCP client test tooling (npm ci in t/mcp)"
 (cd t/mcp && npm ci --no-audit --no-fund) || fail_step "npm ci in t/mcp"
 
 # The OpenAPI checks' validator: Ajv (JSON Schema 2020-12) with ajv-formats
 # and the OpenAPI 3.1 schema, pinned by t/openapi's lock file
-# (t/59-openapi.t).
+# (t/module/openapi.t).
 say "OpenAPI test tooling (npm ci in t/openapi)"
 (cd t/openapi && npm ci --no-audit --no-fund) || fail_step "npm ci in t/openapi"
 
@@ -243,54 +247,75 @@ run_prove() {
 }
 
 run_prove "all tests, helper build/sandbox-helper" -r t/
+# The VM steps (each a qemu guest under TCG: one core, mostly waiting on
+# emulation) run in the background while the ASan passes run on the
+# host; their output is printed, and their results counted, after them.
+vm_steps() {
+    # the rootfs built in the background since the dependencies: the VM
+    # scripts wait for its lock (or build it, if that build failed)
+    say "the VMs' rootfs (built in the background since the dependencies)"
+    tail -n 1 build/vm-rootfs.log
+
+    # The helper on a pure cgroup v2 host (this one may be hybrid v1): a
+    # qemu VM running the cgroup unit test and the helper tests that
+    # exercise cgroups, some also with the ASan helper.
+    say "helper on a pure cgroup v2 host (qemu VM)"
+    if bash scripts/test-cgroup-v2-vm.sh; then
+        echo "ok - cgroup v2 VM"
+    else
+        echo "not ok - cgroup v2 VM"
+        echo "cgroup v2 VM" >>build/vm-steps.failed
+    fi
+
+    # The Debian packages on a systemd host with pure cgroup v2 (qemu VM):
+    # built from this tree, installed next to the archive's nginx and
+    # Redis, the API driven end to end through them, nothing left after a
+    # stop.
+    say "Debian packages on a systemd + cgroup v2 host (qemu VM)"
+    if bash scripts/test-packages-vm.sh; then
+        echo "ok - packages on a systemd VM"
+    else
+        echo "not ok - packages on a systemd VM"
+        echo "packages on a systemd VM" >>build/vm-steps.failed
+    fi
+}
+
+rm -f build/vm-steps.failed
+vm_steps >build/vm-steps.log 2>&1 &
+vm_steps_pid=$!
+
 VETO_HELPER=build-asan/sandbox-helper \
-    run_prove "helper tests, ASan helper build-asan/sandbox-helper" t/0*.t
+    run_prove "helper tests, ASan helper build-asan/sandbox-helper" t/helper/
 VSB_IMAGECTL="$PWD/build-asan/sandbox-imagectl" \
 VETO_HELPER=build-asan/sandbox-helper \
     run_prove "image store and profile tests, ASan+UBSan sandbox-imagectl and helper" \
-        t/52-image-import.t t/53-image-hostile.t t/55-*.t t/56-*.t t/57-*.t
+        t/images/
 VETO_EGRESS=build-asan/egress-proxy VETO_HELPER=build-asan/sandbox-helper \
     run_prove "egress tests, ASan+UBSan proxy and helper (build-asan/)" \
-        t/4*-egress-*.t
+        t/egress/
+# (t/module/floors.t reads the module's sources and loads no module: not
+# again)
+module_asan=()
+for f in t/module/*.t; do
+    [ "$f" = t/module/floors.t ] || module_asan+=("$f")
+done
 VETO_MODULE="$PWD/build-module-asan/ngx_veto_sandbox_module.so" \
 VETO_HELPER=build-asan/sandbox-helper VETO_TOKEN=build-asan/veto-token \
     run_prove "module tests, ASan+UBSan module build-module-asan/, ASan helper and veto-token" \
-        t/1*.t t/3*.t t/46-egress-api.t t/51-webhooks.t t/58-discovery.t t/59-openapi.t
+        "${module_asan[@]}" t/approval/ t/hosts/ t/redis/*.t t/egress/api.t
 
-say "the VMs' rootfs (built in the background since the dependencies)"
-if wait "$vm_rootfs_pid"; then
-    tail -n 1 build/vm-rootfs.log
-else
-    # the VM scripts try again and say what failed
-    echo "the background rootfs build failed:"
-    tail -n 20 build/vm-rootfs.log
+wait "$vm_steps_pid"
+wait "$vm_rootfs_pid" || echo "(the background rootfs build failed: build/vm-rootfs.log)"
+cat build/vm-steps.log
+passed=$((passed + 2))
+if [ -f build/vm-steps.failed ]; then
+    while read -r what; do
+        failures+=("$what")
+        failed=$((failed + 1))
+        passed=$((passed - 1))
+    done <build/vm-steps.failed
 fi
 
-# The helper on a pure cgroup v2 host (this one may be hybrid v1): a
-# qemu VM running the cgroup unit test and the helper tests that exercise
-# cgroups, some also with the ASan helper.
-say "helper on a pure cgroup v2 host (qemu VM)"
-if bash scripts/test-cgroup-v2-vm.sh; then
-    echo "ok - cgroup v2 VM"
-    passed=$((passed + 1))
-else
-    echo "not ok - cgroup v2 VM"
-    failures+=("cgroup v2 VM")
-    failed=$((failed + 1))
-fi
-
-# The Debian packages on a systemd host with pure cgroup v2 (qemu VM):
-# built from this tree, installed next to the archive's nginx and Redis,
-# the API driven end to end through them, nothing left after a stop.
-say "Debian packages on a systemd + cgroup v2 host (qemu VM)"
-if bash scripts/test-packages-vm.sh; then
-    echo "ok - packages on a systemd VM"
-    passed=$((passed + 1))
-else
-    echo "not ok - packages on a systemd VM"
-    failures+=("packages on a systemd VM")
-    failed=$((failed + 1))
-fi
 
 # Every benchmark still runs (its figures are printed, never judged: a
 # shared CI machine is not quiet).

@@ -343,7 +343,8 @@ hardened_prove() {
         echo "Type=oneshot"
         echo "TimeoutStartSec=infinity"
         echo "WorkingDirectory=/opt/veto"
-        # an emulated CPU: walks of big trees get 3 times their time (t/0a)
+        # an emulated CPU: walks of big trees get 3 times their time
+        # (t/helper/hostile-workload.t)
         echo "Environment=VETO_HELPER=/usr/sbin/sandbox-helper VSB_IMAGECTL=/usr/sbin/sandbox-imagectl VETO_TIME_SCALE=3"
         echo "ExecStart=/usr/bin/prove --timer -I t/lib $2"
         echo "StandardOutput=file:$1"
@@ -364,7 +365,7 @@ cat /var/log/veto-hardening-prove.log
 echo "VETO-PROVE-END"
 is "$VETO_PROVE_FILES pass in a service with the unit's options" "$rc" 0
 
-# VETO_TRY_OPTIONS="A=x;B=y": each option alone with t/00-basic.t, on top
+# VETO_TRY_OPTIONS="A=x;B=y": each option alone with t/helper/basic.t, on top
 # of the unit's options, or with VETO_TRY_ALONE=1 on top of the unit's
 # options without its hardening block (a developer's tool for the next
 # hardening option; reported, never a failure)
@@ -379,10 +380,10 @@ fi
 IFS=';' read -r -a tries <<< "${VETO_TRY_OPTIONS-}"
 for opt in "${tries[@]}"; do
     [ -n "$opt" ] || continue
-    if hardened_prove /var/log/veto-try.log t/00-basic.t "$opt"; then
-        info "try $opt: t/00-basic.t passes"
+    if hardened_prove /var/log/veto-try.log t/helper/basic.t "$opt"; then
+        info "try $opt: t/helper/basic.t passes"
     else
-        info "try $opt: t/00-basic.t FAILS: $(grep -a -m 4 -E "detail|error|Failed test|^sandbox: |got: '[^']" /var/log/veto-try.log | tr '\n' ' ')"
+        info "try $opt: t/helper/basic.t FAILS: $(grep -a -m 4 -E "detail|error|Failed test|^sandbox: |got: '[^']" /var/log/veto-try.log | tr '\n' ' ')"
     fi
 done
 end

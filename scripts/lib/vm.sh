@@ -34,9 +34,10 @@
 # ASan runtime, gcc and libc6-dev for the probes the tests compile, Perl,
 # python3 and redis-server for workloads, the cmocka runtime) and what the
 # packages VM installs next to the packages (systemd as init, nginx,
-# redis-server, curl, jq, umoci for t/55's image, nftables for egress).
-# The packages' own dependencies must be among them (test-packages-vm.sh
-# checks).  Booted with init=/sbin/veto-v2-init, systemd stays unused.
+# redis-server, curl, jq, umoci for t/images/profile.t's image, nftables for
+# egress). The packages' own dependencies must be among them
+# (test-packages-vm.sh checks).  Booted with init=/sbin/veto-v2-init, systemd
+# stays unused.
 VM_CACHE=${VETO_VM_CACHE:-$REPO/build-vm}
 VM_SUITE=bookworm
 VM_PKGS=(

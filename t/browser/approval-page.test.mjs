@@ -1,5 +1,5 @@
 // The approval page in headless Debian chromium, driven by playwright-core
-// (never a downloaded browser).  Run by t/50-approval-page.t, which starts
+// (never a downloaded browser).  Run by t/ui/approval-page.t, which starts
 // the stack, sets the scene and passes a fixture file; this prints
 // "ok - name" / "not ok - name" lines and "# " diagnostics, which that
 // test turns into its own results.  Agents' requests are made here with
@@ -667,7 +667,8 @@ await step('agent-controlled text renders as text', async () => {
 // A real request with secrets in its argv and in both envs (the
 // sandbox's, the exec's): a reviewer sees a request exactly, so the
 // gateway refuses it (422 credential_inline) and no page ever shows them
-// (the API and Redis side: t/3h-redaction.t, t/3A-reviewer-sees-all.t).
+// (the API and Redis side: t/approval/redaction.t,
+// t/approval/reviewer-sees-all.t).
 await step('secrets an agent sent are not in the view', async () => {
     const ghp = 'ghp_' + 'P4g3V1ew0x'.repeat(3) + 'pageTk';
     const secrets = [ghp, 'pagehunter2', 'pagepr0xypw', 'pagesbxpw',

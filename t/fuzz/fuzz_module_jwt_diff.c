@@ -33,7 +33,7 @@
  * What it found: the module took a signature whose last base64url
  * character had a bit set past the data (the same bytes, another token;
  * libjwt re-encodes and compares, and refused it): now refused as
- * malformed (regress-noncanonical-sig, t/11).
+ * malformed (regress-noncanonical-sig, t/module/identity.t).
  *
  * Seeds (both accept the ok-* ones): t/fuzz/jwt_diff_seeds.py writes
  * t/fuzz/corpus/fuzz_module_jwt_diff/; regress-* are inputs it found.

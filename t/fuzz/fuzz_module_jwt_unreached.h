@@ -39,7 +39,8 @@ ngx_http_veto_sandbox_cache_put(ngx_http_request_t *r,
 
 #if (NGX_THREADS)
 /* never reached: no veto_sandbox_jwt_thread_pool is configured (the
- * thread pool's glue, _jwt_thread.c, is tested by t/19) */
+ * thread pool's glue, _jwt_thread.c, is tested by t/module/jwt-thread-pool.t)
+ * */
 ngx_int_t
 ngx_http_veto_sandbox_jwt_post(ngx_http_request_t *r,
     ngx_http_veto_sandbox_srv_conf_t *vscf, ngx_http_veto_sandbox_ctx_t *ctx,

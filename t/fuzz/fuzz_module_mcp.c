@@ -21,12 +21,14 @@
  * Anything else aborts.  Sessions, the op table and running an op are
  * the harness's: each is fuzzed or tested where it lives.
  *
+ * FUZZ-COVERS: ngx_veto_sandbox_module/ngx_http_veto_sandbox_headers.c:ngx_http_veto_sandbox_header_(next|in)
  * FUZZ-COVERS: ngx_veto_sandbox_module/ngx_http_veto_sandbox_mcp.c:ngx_http_veto_sandbox_mcp_(post|body|envelope|message|session|initialize|tools_call|error|header|accepted)
  * FUZZ-COVERS: ngx_veto_sandbox_module/ngx_http_veto_sandbox_mcp_respond.c:ngx_http_veto_sandbox_mcp_respond
  * FUZZ-COVERS: ngx_veto_sandbox_module/ngx_http_veto_sandbox_mcp_tools.c:ngx_http_veto_sandbox_mcp_(known|ids|path|method|json_body|query|twin_.*|input|call)
  * FUZZ-COVERS: ngx_veto_sandbox_module/ngx_http_veto_sandbox_mcp_tool_table.c:ngx_http_veto_sandbox_mcp_(tool|tool_list|tool_json)
  */
 
+#include "ngx_http_veto_sandbox_headers.c"
 #include "ngx_http_veto_sandbox_mcp.c"
 #include "ngx_http_veto_sandbox_mcp_respond.c"
 #include "ngx_http_veto_sandbox_mcp_tool_table.c"
@@ -51,7 +53,8 @@ ngx_http_veto_sandbox_reply_exec(ngx_http_request_t *r,
 
 
 /* No SSE stream here: a progress token is parsed (fuzzed) but its
- * stream is _mcp_progress.c's, tested through nginx (t/3m, t/3n). */
+ * stream is _mcp_progress.c's, tested through nginx (t/module/mcp-client.t,
+ * t/module/mcp-hostile.t). */
 ngx_int_t
 ngx_http_veto_sandbox_mcp_progress(ngx_http_request_t *r,
     ngx_http_veto_sandbox_ctx_t *ctx)

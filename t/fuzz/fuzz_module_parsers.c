@@ -340,7 +340,8 @@ static const char  policy_text[] =
     " \"env\": {\"dangerous\": [\"PATH\", \"LD_*\"],"
     "         \"on_dangerous\": \"refuse\"},"
     " \"network\": {\"allow\": [\"registry.example.test\", \"*.a.test\"],"
-    "             \"ask\": [\"askme.test\", \"*.b.test:443\"]}},"
+    "             \"ask\": [\"askme.test\", \"*.b.test:443\"]},"
+    " \"credentials\": {\"allow\": [\"git-deploy\"], \"ask\": [\"prod-api\"]}},"
     " \"beta\": {\"ceilings\": {\"memory_mb\": 256, \"file_bytes\": 4096},"
     " \"approvals\": {\"always\": [\"sandbox.exec\"],"
     "                \"irreversible_argv\": [\"rm *\"]},"
@@ -707,6 +708,48 @@ check_built(ngx_http_veto_sandbox_ctx_t *ctx, ngx_uint_t mode,
     must(ngx_strcmp(json_string_value(json_object_get(req, "agent")),
                     "fuzz") == 0);
 
+    /* credentials: names only, each the policy's (allow, or ask and then
+     * a human asked), at most the helper's ceiling, in the helper's
+     * field: network.credentials of a create, credentials of a PATCH */
+    if (ctx->cred_names != NULL) {
+        size_t   j;
+        json_t  *n;
+
+        must(mode == FUZZ_CREATE || mode == FUZZ_UPDATE);
+        must(json_array_size(ctx->cred_names) > 0
+             && json_array_size(ctx->cred_names)
+                <= NGX_HTTP_VSB_CRED_PER_SANDBOX);
+        must(json_equal(mode == FUZZ_CREATE
+                        ? json_object_get(json_object_get(req, "network"),
+                                          "credentials")
+                        : json_object_get(req, "credentials"),
+                        ctx->cred_names));
+
+        json_array_foreach(ctx->cred_names, i, e) {
+            ngx_uint_t  allowed = 0, askable = 0, asked = 0;
+
+            must(json_is_string(e));
+
+            json_array_foreach(rule->cred.allow, j, n) {
+                allowed |= json_equal(n, e);
+            }
+            json_array_foreach(rule->cred.ask, j, n) {
+                askable |= json_equal(n, e);
+            }
+            json_array_foreach(ctx->cred_ask, j, n) {
+                asked |= json_equal(n, e);
+            }
+
+            must(allowed || askable);
+            must(asked == (!allowed && askable));
+        }
+
+    } else {
+        must(json_object_get(req, "credentials") == NULL
+             && json_object_get(json_object_get(req, "network"),
+                                "credentials") == NULL);
+    }
+
     switch (mode) {
 
     case FUZZ_CREATE:
@@ -811,6 +854,13 @@ check_built(ngx_http_veto_sandbox_ctx_t *ctx, ngx_uint_t mode,
             must(ctx->net_hosts == NULL && json_object_get(req, "add") == NULL
                  && (json_object_get(req, "ttl_s") != NULL
                      || json_object_get(req, "idle_s") != NULL));
+            break;
+        }
+
+        if (ctx->cred_names != NULL) {
+            /* one kind of change per request: no hosts with them */
+            must(ctx->net_hosts == NULL
+                 && json_object_get(req, "add") == NULL);
             break;
         }
 

@@ -563,6 +563,13 @@ def request_seeds():
                                        id='sb-x'))
     req('update_network-payload', owned('update_network', add=['a.test']),
         payload=True)
+    # credentials by name (the harness configures none: "not enabled")
+    req('update_network-credentials', owned('update_network',
+                                            credentials=['git-deploy']))
+    req('update_network-credentials-object', owned('update_network',
+        credentials=[{'name': 'git-deploy', 'host': 'evil.test'}]))
+    req('create-network-credentials', owned('create', network={
+        'allow': [], 'credentials': ['git-deploy', 'git-deploy']}))
 
     # -- exec
     req('exec', owned('exec', argv=['/bin/true']), payload=True)
@@ -1083,7 +1090,11 @@ def config_seeds():
         ('egress_max_entries', '16'), ('egress_max_connections', '32'),
         ('egress_max_bytes_out', '1048576'),
         ('egress_max_bytes_in', '1048576'))))
-    for k in ('egress_proxy', 'egress_netns', 'egress_nft'):
+    for k in ('egress_credentials', 'egress_upstream_ca',
+              'egress_trust_roots'):
+        add(k, on + '%s = /etc/veto-sandbox/x\n' % k)
+    for k in ('egress_proxy', 'egress_netns', 'egress_nft',
+              'egress_credentials'):
         add(k + '-relative', '%s = usr/sbin/x\n' % k)
         add(k + '-dotdot', '%s = /usr/../tmp/x\n' % k)
         add(k + '-long', '%s = /%s\n' % (k, 'p' * (4096 - len(k) - 5)))

@@ -31,6 +31,7 @@ use POSIX qw(:sys_wait_h);
 use Socket;
 use Test::More;
 use Time::HiRes qw(time sleep);
+use Eventually qw(eventually);
 
 my $JSON = JSON::PP->new->utf8(1)->canonical(1);
 our $ROOT = abs_path(dirname(__FILE__) . '/../..');
@@ -168,8 +169,10 @@ NFT
         '--dns-ip', $self->{dns_ip}, '--cert', "$self->{dir}/server.pem",
         '--key', "$self->{dir}/server.key", '--log', $self->{log},
         split(/ /, $args));
-    $self->wait_for(sub { -s $self->{log} && $self->slurp($self->{log}) =~ /ready/ },
-        "test hosts start");
+    eventually('the test hosts start', 20,
+               sub { -s $self->{log} && $self->slurp($self->{log}) =~ /ready/ })
+        or die "the test hosts did not start:\n"
+            . $self->slurp("$self->{dir}/hosts.out");
 
     $self->{ctl} = "$self->{dir}/egress.sock";
     my $conf = join("\n",
@@ -218,8 +221,10 @@ sub start_proxy
         // 'detect_leaks=1:abort_on_error=0:exitcode=66';
     $self->{proxy_pid} = $self->spawn($self->{proxy_log}, 'ip', 'netns',
         'exec', $self->{world}, proxy_bin(), '-c', "$self->{dir}/egress.conf");
-    $self->wait_for(sub { $self->slurp($self->{proxy_log}) =~ /ready:/ },
-        "egress proxy start", sub { $self->slurp($self->{proxy_log}) });
+    eventually('the egress proxy starts', 20,
+               sub { $self->slurp($self->{proxy_log}) =~ /ready:/ })
+        or die "the egress proxy did not start:\n"
+            . $self->slurp($self->{proxy_log});
 }
 
 sub stop_proxy
@@ -248,17 +253,6 @@ sub spawn
         exec(@cmd) or POSIX::_exit(127);
     }
     return $pid;
-}
-
-sub wait_for
-{
-    my ($self, $cond, $what, $diag) = @_;
-    my $t = time + 20;
-    while (time < $t) {
-        return 1 if $cond->();
-        sleep 0.05;
-    }
-    die "timed out waiting for $what\n" . ($diag ? $diag->() : '');
 }
 
 sub write_file

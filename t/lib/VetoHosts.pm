@@ -8,23 +8,24 @@ package VetoHosts;
 #   $net->gateway          # the bridge's address (Redis, sentinels)
 #   $net->ns('a'), $net->addr('a')    # for VetoNginx->set_netns
 #
-# And the gateways themselves (t/3k, t/3l, t/3p, t/3z, scripts/bench-hop.pl):
+# And the gateways themselves (t/hosts/two-gateways.t, t/hosts/host-loss.t,
+# t/hosts/routing.t, t/hosts/ended-routing.t, scripts/bench-hop.pl):
 #
 #   my %gw = VetoHosts::gateways(names => [qw(a b c)], sentinel => $s,
 #                                policy => $policy, net => $net,
 #                                address => 1, routing => 1);
 #   VetoHosts::acme_policy(quotas => {...})   # tenant acme, the ceilings
-#   use VetoHosts qw(wait_for up);
-#   wait_for(sub { ... }, $seconds)    # the value, or undef
+#   use VetoHosts qw(up);
 #   up($gw{a})                         # the host found its Redis master
+#
+# (wait for a host with eventually() of t/lib/Eventually.pm.)
 use strict;
 use warnings;
 
 use Exporter qw(import);
 use File::Copy qw(copy);
-use Time::HiRes qw(sleep time);
 
-our @EXPORT_OK = qw(wait_for up);
+our @EXPORT_OK = qw(up);
 
 my @CLEANUP;
 
@@ -81,19 +82,6 @@ sub acme_policy
     return { version => 1, tenants => { acme => {
         ceilings => { memory_mb => 512, timeout_s => 30, ttl_s => 3600 },
         %acme } } };
-}
-
-# The value of $what once it is true, polled until $timeout seconds.
-sub wait_for
-{
-    my ($what, $timeout) = @_;
-    my $deadline = time + $timeout;
-    while (time < $deadline) {
-        my $v = $what->();
-        return $v if $v;
-        sleep 0.05;
-    }
-    return undef;
 }
 
 # The host found its Redis master.

@@ -32,6 +32,7 @@ use JSON::PP;
 use POSIX qw(WNOHANG);
 use Scalar::Util ();
 use Time::HiRes qw(sleep time);
+use Eventually qw(eventually);
 # loaded before our END block is compiled, so that block runs before
 # Test::Builder's and a late sanitizer report still counts as a failure
 use Test::More ();
@@ -310,7 +311,8 @@ EOF
 # VETO_JWT_THREAD_POOL=<pool>: every instance built from default_veto
 # verifies token signatures in that nginx thread pool ("default" needs no
 # thread_pool directive); unset, inline on the event loop.  The JWT tests
-# run both ways (t/19 runs t/11 and t/37 with the pool).
+# run both ways (t/module/jwt-thread-pool.t runs t/module/identity.t and
+# t/module/adversarial.t with the pool).
 sub jwt_pool_veto
 {
     my $p = $ENV{VETO_JWT_THREAD_POOL};
@@ -346,11 +348,8 @@ sub start_redis
     }
     $self->{redis_pid} = $pid;
     $self->{redis_owner} = $$;
-    for (1 .. 200) {
-        last if -S $self->{redis_sock};
-        sleep 0.025;
-    }
-    die "redis-server did not start" unless -S $self->{redis_sock};
+    eventually('redis-server starts', 5, sub { -S $self->{redis_sock} })
+        or die "redis-server did not start";
     $INSTANCES{"$self"} = $self;
     Scalar::Util::weaken($INSTANCES{"$self"});
     delete $self->{rc};
@@ -566,22 +565,18 @@ sub start
         die "nginx did not start: $out";
     }
 
-    my $deadline = time + 10;
-    while (time < $deadline) {
+    eventually("nginx listens on $self->{port}", 10, sub {
         my $s = IO::Socket::INET->new(PeerAddr => $self->addr . ":$self->{port}",
-                                      Timeout => 1);
-        if ($s) {
-            close $s;
-            $self->{running} = 1;
-            $self->{pid} = $self->master_pid;
-            $INSTANCES{"$self"} = $self;
-            Scalar::Util::weaken($INSTANCES{"$self"});
-            return 1;
-        }
-        sleep 0.05;
-    }
-    die "nginx did not listen on $self->{port}:\n"
-        . slurp("$self->{dir}/logs/error.log");
+                                      Timeout => 1) or return 0;
+        close $s;
+        1;
+    }) or die "nginx did not listen on $self->{port}:\n"
+              . slurp("$self->{dir}/logs/error.log");
+    $self->{running} = 1;
+    $self->{pid} = $self->master_pid;
+    $INSTANCES{"$self"} = $self;
+    Scalar::Util::weaken($INSTANCES{"$self"});
+    return 1;
 }
 
 sub master_pid
@@ -615,13 +610,11 @@ sub reload
     my ($self) = @_;
     my @old = $self->worker_pids;
     kill 'HUP', $self->master_pid or die "HUP nginx: $!";
-    my $deadline = time + 10;
-    while (time < $deadline) {
+    eventually('nginx reload: the old workers are gone', 10, sub {
         my %alive = map { $_ => 1 } $self->worker_pids;
-        return 1 unless grep { $alive{$_} } @old;
-        sleep 0.05;
-    }
-    die "nginx reload: old workers still running";
+        !grep { $alive{$_} } @old;
+    }) or die "nginx reload: old workers still running";
+    return 1;
 }
 
 sub stop

@@ -1,8 +1,8 @@
 package VetoRedisTest;
 
-# Test support for t/2*.t: a private redis-server on a unix socket under
-# /tmp, started per test file and stopped at exit, and the Lua scripts read
-# out of the module's C sources, so the tests run exactly what ships.
+# Test support for t/redis/lua/*.t: a private redis-server on a unix socket
+# under /tmp, started per test file and stopped at exit, and the Lua scripts
+# read out of the module's C sources, so the tests run exactly what ships.
 
 use strict;
 use warnings;
@@ -10,7 +10,7 @@ use warnings;
 use Exporter 'import';
 use File::Temp qw(tempdir);
 use File::Basename qw(dirname);
-use Time::HiRes qw(sleep);
+use Eventually qw(eventually);
 use POSIX qw(:sys_wait_h);
 use Redis;
 use Digest::SHA ();
@@ -42,12 +42,8 @@ sub start_redis {
         die "exec redis-server: $!";
     }
 
-    for (1 .. 100) {
-        last if -S $redis_sock;
-        sleep 0.05;
-    }
-    die "redis-server did not start, see $redis_dir/redis.log"
-        unless -S $redis_sock;
+    eventually('redis-server starts', 5, sub { -S $redis_sock })
+        or die "redis-server did not start, see $redis_dir/redis.log";
 
     return $redis_sock;
 }

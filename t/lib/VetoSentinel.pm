@@ -22,7 +22,7 @@ use warnings;
 use File::Temp qw(tempdir);
 use IO::Socket::INET;
 use POSIX qw(WNOHANG);
-use Time::HiRes qw(sleep time);
+use Eventually qw(eventually);
 use Redis;
 
 my %LIVE;
@@ -85,13 +85,13 @@ sub spawn
 sub wait_port
 {
     my ($self, $port) = @_;
-    for (1 .. 200) {
+    eventually("something listens on $self->{addr}:$port", 5, sub {
         my $s = IO::Socket::INET->new(PeerAddr => "$self->{addr}:$port",
-                                      Timeout => 1);
-        if ($s) { close $s; return 1 }
-        sleep 0.025;
-    }
-    die "nothing listens on $self->{addr}:$port (see $self->{dir})";
+                                      Timeout => 1) or return 0;
+        close $s;
+        1;
+    }) or die "nothing listens on $self->{addr}:$port (see $self->{dir})";
+    return 1;
 }
 
 sub start_redis
@@ -185,23 +185,20 @@ sub master
 sub wait_replica
 {
     my ($self, $port, $n) = @_;
-    my $deadline = time + 15;
-    while (time < $deadline) {
-        my $info = eval { $self->client($port)->info('replication') } // {};
+    eventually("$n replicas of $self->{addr}:$port online", 15, sub {
+        my $info = $self->client($port)->info('replication');
         my $online = grep { /state=online/ } map { $info->{$_} }
                      grep { /^slave\d+$/ } keys %$info;
-        return 1 if $online >= $n;
-        sleep 0.1;
-    }
-    die "no replica of $self->{addr}:$port came online";
+        $online >= $n;
+    }) or die "no replica of $self->{addr}:$port came online";
+    return 1;
 }
 
 sub wait_sentinels_agree
 {
     my ($self, $port) = @_;
     # hello messages every 2 s; slow under a loaded machine
-    my $deadline = time + 45;
-    while (time < $deadline) {
+    eventually("the sentinels agree on $self->{addr}:$port", 45, sub {
         my $ok = 0;
         for my $p (@{ $self->{sports} }) {
             my $a = eval {
@@ -215,11 +212,10 @@ sub wait_sentinels_agree
                      && $m->{'num-other-sentinels'} >= 2
                      && $m->{'num-slaves'} >= @{ $self->{ports} } - 1;
         }
-        return 1 if $ok == @{ $self->{sports} };
-        sleep 0.1;
-    }
-    die "the sentinels do not agree on $self->{addr}:$port "
-        . "(see $self->{dir})";
+        $ok == @{ $self->{sports} };
+    }) or die "the sentinels do not agree on $self->{addr}:$port "
+            . "(see $self->{dir})";
+    return 1;
 }
 
 # until every sentinel sees a healthy replica (after a replica was
@@ -227,8 +223,7 @@ sub wait_sentinels_agree
 sub wait_healthy
 {
     my ($self, $timeout) = @_;
-    my $deadline = time + ($timeout // 20);
-    while (time < $deadline) {
+    eventually('every sentinel sees a healthy replica', $timeout // 20, sub {
         my $ok = 0;
         for my $p (@{ $self->{sports} }) {
             my $r = eval {
@@ -241,10 +236,9 @@ sub wait_healthy
             } @$r;
             $ok++ if @good;
         }
-        return 1 if $ok == @{ $self->{sports} };
-        sleep 0.1;
-    }
-    die "the sentinels see no healthy replica (see $self->{dir})";
+        $ok == @{ $self->{sports} };
+    }) or die "the sentinels see no healthy replica (see $self->{dir})";
+    return 1;
 }
 
 # SENTINEL FAILOVER, once a replica can be promoted
@@ -253,17 +247,20 @@ sub failover
     my ($self) = @_;
     $self->wait_healthy;
     my $old = $self->master_port;
-    my $deadline = time + 20;
-    while (time < $deadline) {
+    my $refused;
+    # NOGOODSLAVE or INPROG: not yet; any other refusal ends the wait
+    eventually('Sentinel takes SENTINEL FAILOVER', 20, sub {
         my $ok = eval {
             $self->client($self->{sports}[0])->sentinel('failover',
                                                         $self->{name});
             1;
         };
-        last if $ok;
-        die $@ unless $@ =~ /NOGOODSLAVE|INPROG/;
-        sleep 0.2;
-    }
+        return 1 if $ok;
+        return 0 if $@ =~ /NOGOODSLAVE|INPROG/;
+        $refused = $@;
+        1;
+    });
+    die $refused if defined $refused;
     return $self->wait_failover($old);
 }
 
@@ -298,16 +295,12 @@ sub kill_master
 sub wait_failover
 {
     my ($self, $old, $timeout) = @_;
-    my $deadline = time + ($timeout // 30);
-    while (time < $deadline) {
+    return scalar eventually("a failover away from port $old", $timeout // 30, sub {
         my $p = $self->master_port;
-        if ($p && $p != $old) {
-            my $role = eval { $self->client($p)->role };
-            return $p if $role && $role->[0] eq 'master';
-        }
-        sleep 0.1;
-    }
-    die "no failover away from port $old (see $self->{dir})";
+        return undef unless $p && $p != $old;
+        my $role = $self->client($p)->role;
+        $role && $role->[0] eq 'master' ? $p : undef;
+    }) // die "no failover away from port $old (see $self->{dir})";
 }
 
 # a client to whichever live server says it is the master now (asked
@@ -316,17 +309,15 @@ sub wait_failover
 sub current_master
 {
     my ($self, $timeout) = @_;
-    my $deadline = time + ($timeout // 30);
-    while (time < $deadline) {
+    return scalar eventually('a server says it is the master', $timeout // 30, sub {
         for my $p (sort keys %{ $self->{pids} }) {
             next unless $p =~ /^redis(\d+)$/;
             my $c = eval { $self->client($1) } or next;
             my $role = eval { $c->role->[0] } // '';
             return $c if $role eq 'master';
         }
-        sleep 0.1;
-    }
-    die "no server says it is the master (see $self->{dir})";
+        undef;
+    }) // die "no server says it is the master (see $self->{dir})";
 }
 
 # what the sentinels and servers logged, for a failing test's diagnostics:

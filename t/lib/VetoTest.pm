@@ -30,6 +30,7 @@ use Scalar::Util ();
 use Socket qw(SOCK_STREAM);
 use Test::More;
 use Time::HiRes qw(time sleep);
+use Eventually qw(eventually);
 
 our @EXPORT_OK = qw(repo_root helper_bin random_hex sandbox_uid_procs
                     time_scale);
@@ -42,8 +43,9 @@ sub repo_root { $ROOT }
 
 # How many times its exec budget a heavy workload gets: 1, or more on an
 # emulated CPU (VETO_TIME_SCALE=3 in scripts/test-cgroup-v2-vm.sh's TCG
-# VM).  A budget; a test that asserts a time derived from it (t/03's
-# return after the deadline) asserts it against the scaled deadline.
+# VM).  A budget; a test that asserts a time derived from it
+# (t/helper/timeout.t's return after the deadline) asserts it against the
+# scaled deadline.
 sub time_scale
 {
     my $s = $ENV{VETO_TIME_SCALE} // 1;
@@ -194,22 +196,23 @@ sub launch
     }
     $self->{pid} = $pid;
 
-    my $deadline = time + 20;
-    while (time < $deadline) {
-        my $w = waitpid($pid, WNOHANG);
-        if ($w == $pid) {
-            delete $self->{pid};
-            die sprintf("helper exited during startup (status %d):\n%s",
-                $? >> 8, $self->log_text);
-        }
-        my $s = IO::Socket::UNIX->new(Type => SOCK_STREAM,
-                                      Peer => $self->{sock});
-        if ($s) {
-            close $s;
+    my $exited;
+    my $up = eventually('the helper accepts on its socket', 20, sub {
+        if (waitpid($pid, WNOHANG) == $pid) {
+            $exited = $?;
             return 1;
         }
-        sleep 0.05;
+        my $s = IO::Socket::UNIX->new(Type => SOCK_STREAM,
+                                      Peer => $self->{sock}) or return 0;
+        close $s;
+        1;
+    });
+    if (defined $exited) {
+        delete $self->{pid};
+        die sprintf("helper exited during startup (status %d):\n%s",
+            $exited >> 8, $self->log_text);
     }
+    return 1 if $up;
     my $log = $self->log_text;
     $self->kill9;
     die "helper socket $self->{sock} did not accept within 20 s:\n$log";
@@ -817,19 +820,14 @@ sub netns_holders
     return @h;
 }
 
-# Waits (bounded) until the state file of sandbox id is gone: the helper
-# removes it once the sandbox's ENDED record is on disk, which its flush
-# child does right after the destroy's answer (sandbox-helper/durable.c).
-# True when gone.
-sub state_file_gone
+# The state file of sandbox id.  The helper removes it once the
+# sandbox's ENDED record is on disk, which its flush child does right
+# after the destroy's answer (sandbox-helper/durable.c): wait for that
+# with eventually(..., sub { !-e $h->state_file($id) }).
+sub state_file
 {
-    my ($self, $id, $timeout) = @_;
-    my $f = "$self->{state_dir}/run/$id.json";
-    my $deadline = time + ($timeout // 10) * time_scale();
-    while (-e $f && time < $deadline) {
-        sleep 0.02;
-    }
-    return !-e $f;
+    my ($self, $id) = @_;
+    return "$self->{state_dir}/run/$id.json";
 }
 
 # Entries in state_dir/sb, state_dir/netns and state_dir/run (each live
@@ -844,7 +842,10 @@ sub count_files
         my @ended = grep { !-e "$self->{state_dir}/sb/$_" }
                     map { /^(sb-[0-9a-f]{24})\.json\z/ ? $1 : () } readdir $dh;
         closedir $dh;
-        $self->state_file_gone($_) for @ended;
+        for my $id (@ended) {
+            eventually("the state file of ended $id goes", 10,
+                       sub { !-e $self->state_file($id) });
+        }
     }
     my @e;
     for my $sub (qw(sb netns run)) {
@@ -912,17 +913,8 @@ sub leak_detail
     return join("\n", @d);
 }
 
-# Waits (bounded) until no process of ours is left; returns the count.
-sub wait_no_procs
-{
-    my ($self, $timeout) = @_;
-    my $deadline = time + ($timeout // 5);
-    my $n;
-    while (($n = $self->count_procs) && time < $deadline) {
-        sleep 0.1;
-    }
-    return $n;
-}
+# (wait until no process of ours is left with
+# eventually($what, $timeout, sub { !$h->count_procs }).)
 
 # Asserts nothing is left; used at the end of every test file.
 sub leaks_ok

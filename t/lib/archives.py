@@ -1,4 +1,4 @@
-"""Test archives for t/0h-archive.t, written to stdout.
+"""Test archives for t/helper/archive.t, written to stdout.
 
     python3 archives.py CASE MARKER [HOST_DIR]
 

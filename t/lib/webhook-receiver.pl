@@ -1,5 +1,5 @@
 #!/usr/bin/perl
-# A webhook receiver for t/51-webhooks.t, on loopback: each request is
+# A webhook receiver for t/approval/webhooks.t, on loopback: each request is
 # handled in a child of its own and leaves files in DIR:
 #
 #   DIR/<n>.req       JSON: method, path, headers, body, and whether the

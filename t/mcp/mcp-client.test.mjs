@@ -1,7 +1,7 @@
 // The gateway's MCP endpoint through the official MCP TypeScript SDK
 // (@modelcontextprotocol/sdk, its Streamable HTTP client transport with a
 // bearer token), as an agent host would use it.  Run by
-// t/3m-mcp-client.t, which starts nginx, Redis and the helper and passes a
+// t/module/mcp-client.t, which starts nginx, Redis and the helper and passes a
 // fixture file (URLs, tokens); this prints "ok - name" / "not ok - name"
 // lines and "# " diagnostics that the prove file turns into its own
 // results, and writes what it did to <out>/result.json for the checks

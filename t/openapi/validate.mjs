@@ -1,5 +1,6 @@
-// Validates docs/openapi.json and real responses against it (t/59-openapi.t
-// records the responses and reads this script's output as tests).
+// Validates docs/openapi.json and real responses against it
+// (t/module/openapi.t records the responses and reads this script's output as
+// tests).
 //
 //   node validate.mjs DOC RESPONSES.jsonl OPS.c
 //

@@ -2,7 +2,7 @@
  * The metrics store (ngx_http_veto_sandbox_metrics_store.c): series made
  * once and found again, counters and histogram buckets, label escaping,
  * a full table, the text it renders (checked line by line here, and by
- * promtool in t/3x-metrics.t), and two processes counting into one
+ * promtool in t/module/metrics.t), and two processes counting into one
  * shared table at once: nothing lost, no series twice.
  */
 

@@ -3,7 +3,8 @@
  * "nginx -t" refuses, naming the entry; how agents inherit and stay
  * within their tenant; which requested entries are allowed, askable or
  * refused (wildcards strictly below their suffix, ports 80 and 443 when
- * none is named); and the byte bound of an exec's attempts in its audit
+ * none is named); the "credentials" section and the names a request
+ * attaches; and the byte bound of an exec's attempts in its audit
  * record (what an approval shows of the hosts: test_module_summary.c).
  */
 
@@ -471,6 +472,103 @@ test_record_bound(void **state)
 }
 
 
+/* The policy's "credentials": inheritance, refusals at load, and what a
+ * request's names are (allowed, askable, refused, malformed). */
+static void
+test_credentials(void **state)
+{
+    char                             why[256];
+    size_t                           bad;
+    json_t                          *names, *ask;
+    ngx_http_veto_sandbox_rule_t    *t, *a, *o;
+    ngx_http_veto_sandbox_policy_t  *p;
+
+    p = load("{\"version\": 1, \"tenants\": {"
+             " \"acme\": {\"credentials\": {\"allow\": [\"git-deploy\","
+             "                                           \"ci.token\"],"
+             "                              \"ask\": [\"prod-api\"]},"
+             "  \"agents\": {\"narrow\": {\"credentials\": {\"allow\": [],"
+             "                        \"ask\": [\"git-deploy\"]}},"
+             "              \"same\": {}}},"
+             " \"open\": {}}}");
+    assert_non_null(p);
+
+    t = rule(p, "acme", "anyone");
+    a = rule(p, "acme", "narrow");
+    o = rule(p, "open", "anyone");
+    assert_non_null(t);
+    assert_non_null(a);
+    assert_non_null(o);
+
+    /* allowed at once, askable, refused, in one request */
+    names = json_pack("[s, s]", "git-deploy", "prod-api");
+    assert_int_equal(ngx_http_veto_sandbox_credentials_classify(pool,
+                         &t->cred, names, &ask, &bad, why, sizeof(why)),
+                     NGX_OK);
+    assert_non_null(ask);
+    assert_int_equal(json_array_size(ask), 1);
+    assert_string_equal(json_string_value(json_array_get(ask, 0)),
+                        "prod-api");
+
+    /* the agent's rule replaces the tenant's: git-deploy needs a human */
+    assert_int_equal(ngx_http_veto_sandbox_credentials_classify(pool,
+                         &a->cred, names, &ask, &bad, why, sizeof(why)),
+                     NGX_DECLINED);
+    assert_int_equal(bad, 1);
+    json_decref(names);
+
+    names = json_pack("[s]", "git-deploy");
+    assert_int_equal(ngx_http_veto_sandbox_credentials_classify(pool,
+                         &a->cred, names, &ask, &bad, why, sizeof(why)),
+                     NGX_OK);
+    assert_non_null(ask);
+
+    /* a tenant without a credentials section attaches none */
+    assert_int_equal(ngx_http_veto_sandbox_credentials_classify(pool,
+                         &o->cred, names, &ask, &bad, why, sizeof(why)),
+                     NGX_DECLINED);
+    json_decref(names);
+
+    /* malformed: not a name, twice, not a string */
+    names = json_pack("[s, s]", "ci.token", "Git Deploy");
+    assert_int_equal(ngx_http_veto_sandbox_credentials_classify(pool,
+                         &t->cred, names, &ask, &bad, why, sizeof(why)),
+                     NGX_ERROR);
+    assert_int_equal(bad, 1);
+    assert_non_null(strstr(why, "[a-z0-9._-]"));
+    json_decref(names);
+
+    names = json_pack("[s, s]", "ci.token", "ci.token");
+    assert_int_equal(ngx_http_veto_sandbox_credentials_classify(pool,
+                         &t->cred, names, &ask, &bad, why, sizeof(why)),
+                     NGX_ERROR);
+    assert_non_null(strstr(why, "named twice"));
+    json_decref(names);
+
+    names = json_pack("[{s:s}]", "host", "evil.test");
+    assert_int_equal(ngx_http_veto_sandbox_credentials_classify(pool,
+                         &t->cred, names, &ask, &bad, why, sizeof(why)),
+                     NGX_ERROR);
+    json_decref(names);
+
+    refused("{\"version\": 1, \"tenants\": {\"acme\": {\"credentials\":"
+            " {\"allow\": [\"UPPER\"]}}}}",
+            "credentials.allow[0]: a credential name is 1 .. 64 bytes");
+    refused("{\"version\": 1, \"tenants\": {\"acme\": {\"credentials\":"
+            " {\"host\": [\"evil.test\"]}}}}",
+            "credentials: unknown field \"host\"");
+    refused("{\"version\": 1, \"tenants\": {\"acme\": {\"credentials\":"
+            " {\"allow\": [\"a\"]}, \"agents\": {\"x\": {\"credentials\":"
+            " {\"allow\": [\"b\"]}}}}}}",
+            "credentials.allow[0] \"b\" is outside the tenant's");
+    refused("{\"version\": 1, \"tenants\": {\"acme\": {\"credentials\":"
+            " {\"allow\": [\"a\"]}, \"agents\": {\"x\": {\"credentials\":"
+            " {\"ask\": [\"b\"]}}}}}}",
+            "credentials.ask[0] \"b\" is outside the tenant's credentials.allow"
+            " and credentials.ask");
+}
+
+
 int
 main(void)
 {
@@ -479,6 +577,7 @@ main(void)
         cmocka_unit_test_setup_teardown(test_classify_many, setup, teardown),
         cmocka_unit_test_setup_teardown(test_refusals, setup, teardown),
         cmocka_unit_test_setup_teardown(test_record_bound, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_credentials, setup, teardown),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);

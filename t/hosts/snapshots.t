@@ -15,7 +15,8 @@ use Test::More;
 use lib 't/lib';
 use VetoNginx;
 use VetoSentinel;
-use VetoHosts qw(wait_for up);
+use VetoHosts qw(up);
+use Eventually qw(eventually);
 
 VetoNginx::need(qw(helper redis));
 VetoSentinel::need();
@@ -30,11 +31,11 @@ my %gw = VetoHosts::gateways(
     address => 1, routing => 1, peer_key => $peer_key, read_timeout => '60s',
     check => 1);
 my ($A, $B) = @gw{qw(a b)};
-ok(wait_for(sub { up($A) && up($B) }, 15), 'both hosts found the master');
+eventually('both hosts found the master', 15, sub { up($A) && up($B) });
 sub M { $s->live_master }
-ok(wait_for(sub { M()->exists('veto:{:hosts}:lease:gw-a')
-                  && M()->exists('veto:{:hosts}:lease:gw-b') }, 10),
-   'both hosts hold a lease');
+eventually('both hosts hold a lease', 10, sub {
+    M()->exists('veto:{:hosts}:lease:gw-a')
+        && M()->exists('veto:{:hosts}:lease:gw-b') });
 
 my $t = $A->token(sub => 'agent-1');
 my ($st, $h, $b, $j);
@@ -44,8 +45,8 @@ sub code { return (($_[0] // {})->{type} // '') =~ s/^urn:veto-sandbox:problem:/
 ($st, undef, $b, $j) = $A->request(POST => '/v1/sandboxes', $t, {});
 is($st, 201, 'a sandbox, made on a') or diag $b;
 my $sb = $j->{id};
-ok(wait_for(sub { (M()->hget("veto:{acme}:sbx:own:$sb", 'gateway') // '')
-                  eq 'gw-a' }, 5), 'owned by a');
+eventually('owned by a', 5, sub {
+    (M()->hget("veto:{acme}:sbx:own:$sb", 'gateway') // '') eq 'gw-a' });
 ($st, undef, $b, $j) = $B->request(POST => "/v1/sandboxes/$sb/exec", $t,
     { argv => ['sh', '-c', 'echo base > /workspace/base.txt'] });
 is($st, 200, 'an exec through b') or diag $b;
@@ -75,8 +76,8 @@ is($j->{field}, 'from_snapshot', 'naming from_snapshot');
                                    { from_snapshot => $snap });
 is($st, 201, 'a fork asked of a: 201') or diag $b;
 my $fork = $j->{id};
-ok(wait_for(sub { (M()->hget("veto:{acme}:sbx:own:$fork", 'gateway') // '')
-                  eq 'gw-a' }, 5), 'the fork is owned by a');
+eventually('the fork is owned by a', 5, sub {
+    (M()->hget("veto:{acme}:sbx:own:$fork", 'gateway') // '') eq 'gw-a' });
 ($st, undef, $b, $j) = $B->request(POST => "/v1/sandboxes/$fork/exec", $t,
     { argv => ['cat', '/workspace/base.txt'] });
 is($st, 200, "the fork's exec through b") or diag $b;

@@ -22,13 +22,15 @@
  * the host whose helper made it (docs/api.md).
  *
  * The unit tests link this file as data (NGX_HTTP_VSB_OPS_DATA_ONLY):
- * then only the rows are compiled, without the code they name.
+ * then only the rows are compiled, without the code they name; the MCP
+ * fuzz target adds NGX_HTTP_VSB_OPS_TOOLS for the tools, their twins and
+ * presenters (t/fuzz/fuzz_module_mcp.c).
  */
 
 #include "ngx_http_veto_sandbox_faces.h"
 
 
-#ifndef NGX_HTTP_VSB_OPS_DATA_ONLY
+#if !defined(NGX_HTTP_VSB_OPS_DATA_ONLY) || defined(NGX_HTTP_VSB_OPS_TOOLS)
 
 #include "ngx_http_veto_sandbox_mcp.h"
 
@@ -48,6 +50,12 @@ ngx_http_veto_sandbox_snapshot_id_valid(const u_char *p, size_t len)
            && ngx_strncmp(p, "snap-", 5) == 0
            && ngx_http_veto_sandbox_hex_lower(p + 5, VSB_SNAPSHOT_ID_LEN - 5);
 }
+
+
+#endif
+
+
+#ifndef NGX_HTTP_VSB_OPS_DATA_ONLY
 
 
 /* ---- builders -------------------------------------------------------- */
@@ -523,6 +531,12 @@ ngx_http_veto_sandbox_record_changes(ngx_http_request_t *r,
 }
 
 
+#endif /* NGX_HTTP_VSB_OPS_DATA_ONLY */
+
+
+#if !defined(NGX_HTTP_VSB_OPS_DATA_ONLY) || defined(NGX_HTTP_VSB_OPS_TOOLS)
+
+
 /* ---- MCP: twins and presenters ----------------------------------------- */
 
 
@@ -820,7 +834,7 @@ ngx_http_veto_sandbox_mcp_present_changes(ngx_http_request_t *r,
     return NGX_OK;
 }
 
-#endif /* NGX_HTTP_VSB_OPS_DATA_ONLY */
+#endif /* the MCP tools' code */
 
 
 /* ---- the group's rows (_ops.c's table) ---------------------------------- */
@@ -900,7 +914,7 @@ ngx_http_veto_sandbox_op_t  ngx_http_veto_sandbox_snapshots_ops[] = {
 };
 
 
-#ifndef NGX_HTTP_VSB_OPS_DATA_ONLY
+#if !defined(NGX_HTTP_VSB_OPS_DATA_ONLY) || defined(NGX_HTTP_VSB_OPS_TOOLS)
 
 /* ---- the group's MCP tools (_mcp_tool_table.c's list) -------------------- */
 
@@ -994,4 +1008,4 @@ ngx_http_veto_sandbox_mcp_tool_t  ngx_http_veto_sandbox_snapshots_tools[] = {
     { NULL, NULL, NULL, NULL, NULL, NULL, NULL }
 };
 
-#endif /* NGX_HTTP_VSB_OPS_DATA_ONLY */
+#endif /* the MCP tools */

@@ -26,6 +26,12 @@
  * FUZZ-COVERS: ngx_veto_sandbox_module/ngx_http_veto_sandbox_mcp_respond.c:ngx_http_veto_sandbox_mcp_respond
  * FUZZ-COVERS: ngx_veto_sandbox_module/ngx_http_veto_sandbox_mcp_tools.c:ngx_http_veto_sandbox_mcp_(known|ids|path|method|json_body|query|twin_.*|input|call)
  * FUZZ-COVERS: ngx_veto_sandbox_module/ngx_http_veto_sandbox_mcp_tool_table.c:ngx_http_veto_sandbox_mcp_(tool|tool_list|tool_json)
+ * FUZZ-COVERS: ngx_veto_sandbox_module/ngx_http_veto_sandbox_snapshots.c:ngx_http_veto_sandbox_mcp_twin_(snapshot|pause|resume|changes|snapshots|snapshot_delete)
+ *
+ * The op groups' tools (the snapshots group's) come with their group
+ * file, its MCP part only (NGX_HTTP_VSB_OPS_TOOLS): a change set's twin
+ * has a query that reads back as the since and format the agent gave
+ * ("created" and "json" when it gave none).
  */
 
 #include "ngx_http_veto_sandbox_headers.c"
@@ -37,6 +43,8 @@
 #include "ngx_http_veto_sandbox_mcp_archive.c"
 #include "ngx_http_veto_sandbox_about.c"
 #include "ngx_http_veto_sandbox_profiles.c"
+#define NGX_HTTP_VSB_OPS_TOOLS
+#include "ngx_http_veto_sandbox_snapshots.c"
 
 #include "ngx_http_veto_sandbox_hash.h"
 
@@ -440,8 +448,34 @@ ngx_http_veto_sandbox_op_run(ngx_http_request_t *r,
                                b->last - b->pos) == 0));
     }
 
-    if (in->args.len
-        && ngx_strcmp(ctx->mcp->tool->name, "upload_archive") != 0)
+    if (ngx_strcmp(ctx->mcp->tool->name, "sandbox_changes") == 0) {
+        /* since and format, read back as the REST builder reads them */
+        static const char  *dflt[] = { "created", "json" };
+        ngx_str_t                     at;
+        ngx_uint_t                    k;
+        ngx_http_veto_sandbox_qarg_t  q[2];
+
+        q[0].name = "since";
+        q[1].name = "format";
+
+        must(ngx_http_veto_sandbox_hash_query_args(r->pool, &in->args, q, 2,
+                                                   &why, &at)
+             == NGX_OK);
+
+        for (k = 0; k < 2; k++) {
+            path = json_object_get(ctx->mcp->args, q[k].name);
+
+            must(path == NULL || json_is_string(path));
+            must(q[k].value.data != NULL
+                 && q[k].value.len == (path ? json_string_length(path)
+                                            : ngx_strlen(dflt[k]))
+                 && ngx_memcmp(q[k].value.data,
+                               path ? json_string_value(path) : dflt[k],
+                               q[k].value.len) == 0);
+        }
+
+    } else if (in->args.len
+               && ngx_strcmp(ctx->mcp->tool->name, "upload_archive") != 0)
     {
         /* read back as the REST builders read it: the agent's path (an
          * archive's query, path and format, is _archive.c's, fuzzed by

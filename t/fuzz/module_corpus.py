@@ -387,7 +387,10 @@ SESSION, OTHER_SESSION, VERSION, BAD_VERSION, SPLIT = 1, 2, 4, 8, 16
 TOOLS = ('create_sandbox', 'list_sandboxes', 'get_sandbox', 'write_file',
          'read_file', 'exec', 'allow_hosts', 'destroy_sandbox',
          'approval_status', 'list_profiles', 'describe_isolation',
-         'extend_sandbox', 'upload_archive')
+         'extend_sandbox', 'upload_archive', 'snapshot_sandbox',
+         'list_snapshots', 'delete_snapshot', 'pause_sandbox',
+         'resume_sandbox', 'sandbox_changes')
+SNAP = 'snap-' + '0123456789abcdef01234567'
 
 
 def rpc(method=None, params=None, id=1, **extra):
@@ -545,6 +548,24 @@ def mcp_seeds():
                                                   'content': 'AAAA',
                                                   'path': '../x'}))
     m('archive-missing', call('upload_archive', {'sandbox_id': SB}))
+    # the snapshots group's tools (_snapshots.c)
+    m('snapshot', call('snapshot_sandbox', {'sandbox_id': SB, 'ttl_s': 60,
+                                            'metadata': {'k': 'v'}}))
+    m('snapshot-unknown', call('snapshot_sandbox', {'sandbox_id': SB,
+                                                    'ttl': 60}))
+    m('snapshots', call('list_snapshots', {}))
+    m('snapshot-delete', call('delete_snapshot', {'snapshot_id': SNAP}))
+    m('snapshot-delete-bad', call('delete_snapshot', {'snapshot_id': 'snap-1'}))
+    m('pause', call('pause_sandbox', {'sandbox_id': SB}))
+    m('resume', call('resume_sandbox', {'sandbox_id': SB}))
+    m('changes', call('sandbox_changes', {'sandbox_id': SB}))
+    m('changes-since', call('sandbox_changes', {'sandbox_id': SB,
+                                                'since': SNAP,
+                                                'format': 'diff'}))
+    m('changes-bad', call('sandbox_changes', {'sandbox_id': SB,
+                                              'since': '../x',
+                                              'format': 'tar'}))
+    m('fork', call('create_sandbox', {'from_snapshot': SNAP}))
     return s
 
 
@@ -559,7 +580,8 @@ def mcp_dict():
     e += ['"%s"' % t for t in TOOLS]
     for a in ('sandbox_id', 'approval_id', 'profile', 'limits', 'ttl_s',
               'network', 'env', 'metadata', 'argv', 'cwd', 'stdin',
-              'timeout_s', 'path', 'content', 'encoding', 'hosts'):
+              'timeout_s', 'path', 'content', 'encoding', 'hosts',
+              'snapshot_id', 'since', 'format', 'from_snapshot'):
         e.append('"%s":' % a)
     return e
 

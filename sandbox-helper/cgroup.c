@@ -383,6 +383,28 @@ vsb_cgroup_kill(vsb_cgroup_t *cg)
 
 
 int
+vsb_cgroup_freeze(vsb_cgroup_t *cg, int freeze, char *err, size_t errlen)
+{
+    if (vsb_cg.mode == VSB_CGROUP_V2) {
+        return vsb_cg2_freeze(cg, freeze, err, errlen);
+    }
+
+    return vsb_cg1_freeze(cg, freeze, err, errlen);
+}
+
+
+int
+vsb_cgroup_frozen(vsb_cgroup_t *cg)
+{
+    if (vsb_cg.mode == VSB_CGROUP_V2) {
+        return vsb_cg2_frozen(cg);
+    }
+
+    return vsb_cg1_frozen(cg);
+}
+
+
+int
 vsb_cgroup_populated(vsb_cgroup_t *cg)
 {
     if (vsb_cg.mode == VSB_CGROUP_V2) {

@@ -623,3 +623,39 @@ vsb_cg1_pids_refused(vsb_cgroup_t *cg, uint64_t *n)
     /* v1: forks refused to the processes in cg, by any limit above */
     return vsb_cg1_get(VSB_CG_PIDS, cg, "pids.events", "max", n);
 }
+
+
+/* The freezer of cg: FROZEN or THAWED (op_pause.c). */
+int
+vsb_cg1_freeze(vsb_cgroup_t *cg, int freeze, char *err, size_t errlen)
+{
+    char                 dir[PATH_MAX];
+    const vsb_cg_hier_t  *fh;
+
+    fh = vsb_cg1_hier(VSB_CG_FREEZER);
+    if (fh == NULL || vsb_cg_path(dir, sizeof(dir), fh, cg->rel, NULL) == -1) {
+        snprintf(err, errlen, "cgroup: no freezer path for %s", cg->rel);
+        return -1;
+    }
+
+    return vsb_cg_write(dir, "freezer.state", freeze ? "FROZEN" : "THAWED",
+                        err, errlen);
+}
+
+
+/* 1: every task of cg and below is frozen, 0: not (yet), -1: error. */
+int
+vsb_cg1_frozen(vsb_cgroup_t *cg)
+{
+    char                 dir[PATH_MAX], state[32];
+    const vsb_cg_hier_t  *fh;
+
+    fh = vsb_cg1_hier(VSB_CG_FREEZER);
+    if (fh == NULL || vsb_cg_path(dir, sizeof(dir), fh, cg->rel, NULL) == -1
+        || vsb_cg_read(dir, "freezer.state", state, sizeof(state)) == -1)
+    {
+        return -1;
+    }
+
+    return strncmp(state, "FROZEN", 6) == 0;
+}

@@ -550,3 +550,36 @@ vsb_cg2_pids_refused(vsb_cgroup_t *cg, uint64_t *n)
     /* no pids controller here: no file, 0 */
     return vsb_cg2_get(dir, "pids.events", "max", n);
 }
+
+
+/* cgroup.freeze of cg (op_pause.c). */
+int
+vsb_cg2_freeze(vsb_cgroup_t *cg, int freeze, char *err, size_t errlen)
+{
+    char  dir[PATH_MAX];
+
+    if (vsb_cg_path(dir, sizeof(dir), &vsb_cg.hier[0], cg->rel, NULL) == -1) {
+        snprintf(err, errlen, "cgroup: path too long for %s", cg->rel);
+        return -1;
+    }
+
+    return vsb_cg_write(dir, "cgroup.freeze", freeze ? "1" : "0", err,
+                        errlen);
+}
+
+
+/* 1: cg and below are frozen (cgroup.events "frozen 1"), 0: not (yet). */
+int
+vsb_cg2_frozen(vsb_cgroup_t *cg)
+{
+    char      dir[PATH_MAX];
+    uint64_t  frozen;
+
+    if (vsb_cg_path(dir, sizeof(dir), &vsb_cg.hier[0], cg->rel, NULL) == -1
+        || vsb_cg_read_key(dir, "cgroup.events", "frozen", &frozen) != 0)
+    {
+        return -1;
+    }
+
+    return frozen == 1;
+}

@@ -38,6 +38,8 @@ typedef enum {
     VSB_K_EGRESS_IN, VSB_K_EGRESS_CREDS, VSB_K_EGRESS_UPCA,
     VSB_K_EGRESS_ROOTS,
     VSB_K_IMAGE_PROFILE, VSB_K_IMAGE_STORE,
+    VSB_K_SNAP_COUNT, VSB_K_SNAP_BYTES, VSB_K_SNAP_FILES, VSB_K_SNAP_MAX_TTL,
+    VSB_K_SNAP_DEF_TTL,
     VSB_K_COUNT
 } vsb_key_t;
 
@@ -120,6 +122,16 @@ static const vsb_conf_key_t  vsb_conf_keys[] = {
       VSB_OFF(egress.max_bytes_in) },
     { "image_profile", VSB_K_IMAGE_PROFILE, 0, 0 },
     { "image_store", VSB_K_IMAGE_STORE, 0, 0 },
+    { "snapshot_max_count", VSB_K_SNAP_COUNT, VSB_ABS_SNAPSHOTS,
+      VSB_OFF(snapshot_max_count) },
+    { "snapshot_max_bytes", VSB_K_SNAP_BYTES, VSB_ABS_SNAPSHOT_BYTES,
+      VSB_OFF(snapshot_max_bytes) },
+    { "snapshot_max_files", VSB_K_SNAP_FILES, VSB_ABS_SNAPSHOT_FILES,
+      VSB_OFF(snapshot_max_files) },
+    { "snapshot_max_ttl_s", VSB_K_SNAP_MAX_TTL, VSB_ABS_SNAPSHOT_TTL_S,
+      VSB_OFF(snapshot_max_ttl_s) },
+    { "snapshot_default_ttl_s", VSB_K_SNAP_DEF_TTL, VSB_ABS_SNAPSHOT_TTL_S,
+      VSB_OFF(snapshot_default_ttl_s) },
 };
 
 /* default_* key -> its max_* key, for the "default <= max" check. */
@@ -132,6 +144,7 @@ static const vsb_key_t  vsb_conf_pairs[][2] = {
     { VSB_K_DEF_OUTPUT, VSB_K_MAX_OUTPUT },
     { VSB_K_DEF_TTL, VSB_K_MAX_TTL },
     { VSB_K_DEF_IDLE, VSB_K_MAX_IDLE },
+    { VSB_K_SNAP_DEF_TTL, VSB_K_SNAP_MAX_TTL },
 };
 
 
@@ -178,6 +191,11 @@ vsb_conf_defaults(vsb_config_t *cf)
     cf->max_execs_per_sandbox = 8;
     cf->max_archive_bytes = 256 * 1024 * 1024;
     cf->max_background_execs = 4;
+    cf->snapshot_max_count = 16;
+    cf->snapshot_max_bytes = 1024ULL * 1024 * 1024;
+    cf->snapshot_max_files = 200000;
+    cf->snapshot_max_ttl_s = 7 * 86400;
+    cf->snapshot_default_ttl_s = 86400;
 
     snprintf(cf->profiles[0].name, sizeof(cf->profiles[0].name), "default");
     snprintf(cf->profiles[0].root, sizeof(cf->profiles[0].root), "/");

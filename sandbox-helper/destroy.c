@@ -272,6 +272,17 @@ vsb_destroy_start(vsb_sandbox_t *sb)
                 sb->id);
     }
 
+    /* a paused sandbox: its killed processes end once thawed (v1), and
+     * a frozen cgroup is thawed for its removal either way */
+    if (sb->paused && sb->cgroup != NULL) {
+        char  err[256];
+
+        if (vsb_cgroup_freeze(sb->cgroup, 0, err, sizeof(err)) != 0) {
+            vsb_log(VSB_LOG_WARN, "sandbox %s: thaw: %s", sb->id, err);
+        }
+        sb->paused = 0;
+    }
+
     en->destroy_empty = running == 0 && populated == 0;
 
     en->destroy_deadline = vsb_now_ms() + VSB_DESTROY_BOUND_MS;

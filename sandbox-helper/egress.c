@@ -19,6 +19,7 @@
 #include "vsb_egress_int.h"
 #include "vsb_egress_proxy.h"
 #include "vsb_log.h"
+#include "vsb_snap_tree.h"
 
 static vsb_egress_sb_t  *vsb_egress_list;
 
@@ -208,19 +209,26 @@ vsb_egress_req_network(json_t *root, const vsb_config_t *cf,
 /* ---- create ---------------------------------------------------------- */
 
 
-/* Replaces a file the rootfs laid out (nothing of the workload has run
- * yet: no link can be there). */
+/* Replaces a file the rootfs laid out.  Nothing of the workload has
+ * run in this sandbox yet, but a fork's root is a snapshot of one where
+ * a workload did: no link is followed, on the way or at the end. */
 static int
 vsb_egress_write_etc(const vsb_sandbox_t *sb, const char *name,
     const char *text, vsb_error_t *e)
 {
-    char     path[PATH_MAX + 32];
-    int      fd;
+    char     path[PATH_MAX + 32], rel[64];
+    int      fd, rfd;
     size_t   off = 0, len = strlen(text);
     ssize_t  n;
 
+    snprintf(path, sizeof(path), "%s/root", sb->dir);
+    rfd = open(path, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
     snprintf(path, sizeof(path), "%s/root/etc/%s", sb->dir, name);
-    fd = open(path, O_WRONLY | O_TRUNC | O_NOFOLLOW | O_CLOEXEC);
+    snprintf(rel, sizeof(rel), "etc/%s", name);
+    fd = rfd == -1 ? -1 : vsb_mf_open(rfd, rel, O_WRONLY | O_TRUNC);
+    if (rfd != -1) {
+        close(rfd);
+    }
     if (fd == -1) {
         return vsb_error_set(e, VSB_E_INTERNAL, NULL, "network: open %s: %s",
                              path, strerror(errno));

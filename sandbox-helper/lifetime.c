@@ -62,8 +62,9 @@ vsb_lifetime_idle(vsb_timer_t *t)
     }
 
     /* running execs (background ones, an archive's tar) are activity;
-     * the last one's end moves active_ms */
-    if (vsb_execs_running(sb) > 0) {
+     * the last one's end moves active_ms; a paused sandbox is idle by
+     * design (resume counts again from its reply) */
+    if (vsb_execs_running(sb) > 0 || sb->paused) {
         vsb_timer_add(t, idle_ms);
         return;
     }

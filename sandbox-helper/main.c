@@ -33,6 +33,7 @@
 #include "vsb_registry.h"
 #include "vsb_sbstate.h"
 #include "vsb_seccomp.h"
+#include "vsb_snap_store.h"
 #include "vsb_server.h"
 #include "vsb_spawn_ns.h"
 #include "vsb_storage.h"
@@ -252,6 +253,13 @@ main(int argc, char **argv)
     /* image profiles: the store open, every image present */
     if (vsb_profiles_init(err, sizeof(err)) != 0) {
         vsb_log(VSB_LOG_ERR, "%s", err);
+        return 1;
+    }
+
+    /* snapshots outlive a run (their forks do not): the store loaded,
+     * leftovers of an interrupted make or delete removed */
+    if (vsb_snap_store_init(err, sizeof(err)) != 0) {
+        vsb_log(VSB_LOG_ERR, "snapshot store: %s", err);
         return 1;
     }
 

@@ -492,7 +492,7 @@ vsb_archive_new(vsb_conn_t *c, const vsb_request_t *r, int export,
     vsb_sandbox_t  *sb;
     vsb_archive_t  *a;
 
-    sb = vsb_find_ready(r, e);
+    sb = vsb_find_running(r, e);
     if (sb == NULL) {
         return NULL;
     }

@@ -155,3 +155,21 @@ vsb_find_ready(const vsb_request_t *r, vsb_error_t *e)
         return NULL;
     }
 }
+
+
+/* For ops that run something in the sandbox or touch its files: ready
+ * and not paused (paused, field "id"). */
+vsb_sandbox_t *
+vsb_find_running(const vsb_request_t *r, vsb_error_t *e)
+{
+    vsb_sandbox_t  *sb;
+
+    sb = vsb_find_ready(r, e);
+    if (sb != NULL && sb->paused) {
+        vsb_error_set(e, VSB_E_PAUSED, "id", "sandbox %s is paused (resume "
+                      "it first)", sb->id);
+        return NULL;
+    }
+
+    return sb;
+}

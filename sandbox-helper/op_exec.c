@@ -458,7 +458,7 @@ vsb_op_exec(vsb_conn_t *c, json_t *root, const vsb_request_t *r,
     vsb_exec_request_t   req;
     char                 err[256];
 
-    sb = vsb_find_ready(r, e);
+    sb = vsb_find_running(r, e);
     if (sb == NULL) {
         vsb_conn_reply_error(c, r->request_id, e);
         return;
@@ -561,6 +561,8 @@ vsb_op_exec_cancel_all(vsb_sandbox_t *sb)
 
     vsb_bg_sandbox_ending(sb);
     vsb_archive_sandbox_ending(sb);
+    vsb_pause_sandbox_ending(sb);
+    vsb_snapshot_sandbox_ending(sb);
     vsb_exec_cancel_all(sb);
 }
 

@@ -76,7 +76,7 @@ vsb_op_write_file(vsb_conn_t *c, json_t *root, const vsb_request_t *r,
     char            sha[VSB_SHA256_HEX_LEN + 1];
     json_t         *reply;
 
-    sb = vsb_find_ready(r, e);
+    sb = vsb_find_running(r, e);
     if (sb == NULL) {
         vsb_conn_reply_error(c, r->request_id, e);
         return;
@@ -129,7 +129,7 @@ vsb_op_read_file(vsb_conn_t *c, json_t *root, const vsb_request_t *r,
     size_t          len;
     json_t         *reply;
 
-    sb = vsb_find_ready(r, e);
+    sb = vsb_find_running(r, e);
     if (sb == NULL) {
         vsb_conn_reply_error(c, r->request_id, e);
         return;

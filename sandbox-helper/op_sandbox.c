@@ -22,6 +22,8 @@
 #include "vsb_registry.h"
 #include "vsb_rootfs.h"
 #include "vsb_sbstate.h"
+#include "vsb_snap_changes.h"
+#include "vsb_snap_store.h"
 #include "vsb_spawn.h"
 #include "vsb_storage.h"
 
@@ -71,6 +73,10 @@ vsb_sandbox_json(vsb_sandbox_t *sb, int usage, int metadata)
         json_object_set_new(j, "ending",
                             json_string(vsb_end_name(sb->end.reason)));
     }
+
+    json_object_set_new(j, "paused", json_boolean(sb->paused));
+    json_object_set_new(j, "from_snapshot", sb->from_snap != NULL
+                        ? json_string(sb->from_snap->id) : json_null());
 
     json_object_set_new(j, "profile_digest",
                         vsb_profile_is_image(sb->profile)
@@ -435,7 +441,7 @@ vsb_req_create(json_t *root, const vsb_config_t *cf, vsb_request_t *r,
 {
     static const char *const  allowed[] = {
         "op", "request_id", "tenant", "agent", "profile", "limits", "ttl_s",
-        "idle_s", "network", "env", "metadata", NULL
+        "idle_s", "network", "env", "metadata", "from_snapshot", NULL
     };
     const char  *s;
     json_t      *md;
@@ -455,6 +461,19 @@ vsb_req_create(json_t *root, const vsb_config_t *cf, vsb_request_t *r,
     if (r->profile == NULL) {
         return vsb_error_set(e, VSB_E_BAD_VALUE, "profile",
                              "no profile named \"%s\"", s);
+    }
+    r->profile_set = s != NULL;
+
+    /* a fork: its file system is the snapshot's, its profile too */
+    if (vsb_req_string(root, "from_snapshot", 0, VSB_SNAPSHOT_ID_LEN,
+                       &r->snapshot, e) != 0)
+    {
+        return -1;
+    }
+    if (r->snapshot != NULL && !vsb_snap_id_ok(r->snapshot)) {
+        return vsb_error_set(e, VSB_E_BAD_VALUE, "from_snapshot",
+                             "\"from_snapshot\" must be \"snap-\" and 24 "
+                             "lowercase hex digits");
     }
 
     if (vsb_req_limits(root, cf, r, e) != 0) {
@@ -509,6 +528,27 @@ vsb_req_create(json_t *root, const vsb_config_t *cf, vsb_request_t *r,
     }
 
     return 0;
+}
+
+
+/* sb->dir/baseline.json: its layer's manifest at the end of its create
+ * (outside its root: the workload never sees it). */
+static int
+vsb_sandbox_baseline(vsb_sandbox_t *sb, char *err, size_t errlen)
+{
+    char             layer[PATH_MAX + 16], out[PATH_MAX + 16];
+    vsb_mf_bounds_t  b;
+
+    memset(&b, 0, sizeof(b));
+    b.max_files = vsb_cf.snapshot_max_files;
+    b.max_bytes = (uint64_t) sb->limits.disk_mb << 20;
+    b.host_uid = sb->host_uid;
+
+    snprintf(layer, sizeof(layer), "%s/%s", sb->dir,
+             sb->overlay != NULL || sb->from_snap != NULL ? "upper" : "root");
+    snprintf(out, sizeof(out), "%s/baseline.json", sb->dir);
+
+    return vsb_changes_baseline(layer, out, &b, err, errlen);
 }
 
 
@@ -615,6 +655,10 @@ vsb_op_create(vsb_conn_t *c, json_t *root, const vsb_request_t *r,
         goto failed;
     }
 
+    if (r->snapshot != NULL && vsb_snapshot_fork(sb, r, e) != 0) {
+        goto failed;
+    }
+
     if (vsb_storage_create(sb, err, sizeof(err)) != 0) {
         sb->dir[0] = '\0';
         vsb_error_set(e, VSB_E_INTERNAL, NULL, "storage: %s", err);
@@ -625,7 +669,10 @@ vsb_op_create(vsb_conn_t *c, json_t *root, const vsb_request_t *r,
         goto failed_storage;
     }
 
-    if (vsb_rootfs_prepare(sb, err, sizeof(err)) != 0) {
+    /* a fork's root is the snapshot's, prepared when it was made */
+    if (sb->from_snap == NULL
+        && vsb_rootfs_prepare(sb, err, sizeof(err)) != 0)
+    {
         vsb_error_set(e, VSB_E_INTERNAL, NULL, "rootfs: %s", err);
         goto failed_storage;
     }
@@ -636,6 +683,13 @@ vsb_op_create(vsb_conn_t *c, json_t *root, const vsb_request_t *r,
     }
 
     if (vsb_egress_sandbox_create(sb, r->network, e) != 0) {
+        goto failed_netns;
+    }
+
+    /* what "changes since created" compares with: its layer now, its
+     * files all laid out (the resolver's too) */
+    if (vsb_sandbox_baseline(sb, err, sizeof(err)) != 0) {
+        vsb_error_set(e, VSB_E_INTERNAL, NULL, "baseline: %s", err);
         goto failed_netns;
     }
 

@@ -20,6 +20,7 @@
 #include "vsb_log.h"
 #include "vsb_overlay.h"
 #include "vsb_profile.h"
+#include "vsb_snap_store.h"
 #include "vsb_user.h"
 
 /* Overlay options besides the layers: no index, no metacopy, no redirect
@@ -127,28 +128,40 @@ vsb_overlay_idmapped(const char *dir, int userns, char *err, size_t errlen)
 
 
 int
-vsb_overlay_probe(const char *dir, uid_t host_uid, char *err, size_t errlen)
+vsb_overlay_probe_tree(const char *dir, uid_t host_uid, char *err,
+    size_t errlen)
 {
-    char  why[256];
-    int   userns, tree;
+    int  userns, tree;
 
-    userns = vsb_overlay_userns(host_uid, why, sizeof(why));
+    userns = vsb_overlay_userns(host_uid, err, errlen);
     if (userns == -1) {
-        snprintf(err, errlen, "image profiles: %s", why);
         return -1;
     }
 
-    tree = vsb_overlay_idmapped(dir, userns, why, sizeof(why));
+    tree = vsb_overlay_idmapped(dir, userns, err, errlen);
     close(userns);
 
     if (tree == -1) {
+        return -1;
+    }
+
+    close(tree);                /* a detached mount: gone with its fd */
+    return 0;
+}
+
+
+int
+vsb_overlay_probe(const char *dir, uid_t host_uid, char *err, size_t errlen)
+{
+    char  why[256];
+
+    if (vsb_overlay_probe_tree(dir, host_uid, why, sizeof(why)) != 0) {
         snprintf(err, errlen, "image profiles need idmapped mounts "
                  "(Linux 5.19 or later, a file system that supports them "
                  "for the image store, e.g. ext4, xfs, btrfs): %s", why);
         return -1;
     }
 
-    close(tree);                /* a detached mount: gone with its fd */
     return 0;
 }
 
@@ -219,6 +232,11 @@ vsb_overlay_unmount(const char *dir, char *err, size_t errlen)
     }
 
     snprintf(path, sizeof(path), "%s/lower", dir);
+    if (vsb_overlay_umount(path, err, errlen) != 0) {
+        return -1;
+    }
+
+    snprintf(path, sizeof(path), "%s/snap", dir);
     return vsb_overlay_umount(path, err, errlen);
 }
 
@@ -247,28 +265,83 @@ vsb_overlay_mkdir(int dfd, const char *name, mode_t mode, uid_t uid,
 }
 
 
-/*
- * The mounts: the idmapped tree attached at lower/ only for overlayfs to
- * resolve and clone it, the overlay at root/, lower/ unmounted again.
- * Layers are named as /proc/self/fd/N, so no path in the options needs
- * escaping, whatever state_dir is.
- */
+/* The idmapped tree of dir attached at dfd/name, and an O_PATH
+ * descriptor of it in *fd. */
 static int
-vsb_overlay_mount(vsb_sandbox_t *sb, int dfd, char *err, size_t errlen)
+vsb_overlay_attach(int dfd, const char *name, const char *dir, int userns,
+    int *fd, char *err, size_t errlen)
 {
-    int     userns, tree = -1, lower = -1, upper = -1, work = -1, root = -1;
-    int     rc = -1;
-    char    opts[256], target[64], path[PATH_MAX + 16];
+    int  tree, m;
 
-    userns = vsb_overlay_userns(sb->host_uid, err, errlen);
-    if (userns == -1) {
+    tree = vsb_overlay_idmapped(dir, userns, err, errlen);
+    if (tree == -1) {
         return -1;
     }
 
-    tree = vsb_overlay_idmapped(sb->overlay->ref.rootfs, userns, err,
-                                errlen);
-    close(userns);
-    if (tree == -1) {
+    m = vsb_overlay_mkdir(dfd, name, 0700, 0, err, errlen);
+    if (m == -1) {
+        close(tree);
+        return -1;
+    }
+    close(m);
+
+    if (move_mount(tree, "", dfd, name, MOVE_MOUNT_F_EMPTY_PATH) != 0) {
+        snprintf(err, errlen, "attach %.300s at %s: %s", dir, name,
+                 strerror(errno));
+        close(tree);
+        return -1;
+    }
+    close(tree);
+
+    *fd = openat(dfd, name, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (*fd == -1) {
+        snprintf(err, errlen, "open %s: %s", name, strerror(errno));
+        return -1;
+    }
+
+    return 0;
+}
+
+
+/* Unmounts and removes dir/name, a lower layer's attachment point. */
+static int
+vsb_overlay_detach(vsb_sandbox_t *sb, int dfd, const char *name, char *err,
+    size_t errlen)
+{
+    char  path[PATH_MAX + 16];
+
+    snprintf(path, sizeof(path), "%s/%s", sb->dir, name);
+    if (vsb_overlay_umount(path, err, errlen) != 0) {
+        return -1;
+    }
+
+    if (unlinkat(dfd, name, AT_REMOVEDIR) != 0 && errno != ENOENT) {
+        snprintf(err, errlen, "rmdir %.300s: %s", path, strerror(errno));
+        return -1;
+    }
+
+    return 0;
+}
+
+
+/*
+ * The mounts: each lower layer's idmapped tree attached (lower/: the
+ * image, snap/: the snapshot a fork is made of) only for overlayfs to
+ * resolve and clone it, the overlay at root/, the attachments unmounted
+ * again.  The snapshot's tree lies over the image (lowerdir is listed
+ * top first).  Layers are named as /proc/self/fd/N, so no path in the
+ * options needs escaping, whatever state_dir is.
+ */
+static int
+vsb_overlay_mount(vsb_sandbox_t *sb, int dfd, const char *image,
+    const char *snap, char *err, size_t errlen)
+{
+    int     userns, lower = -1, slower = -1, upper = -1, work = -1;
+    int     root = -1, rc = -1;
+    char    opts[320], lowers[96], target[64], why[512];
+
+    userns = vsb_overlay_userns(sb->host_uid, err, errlen);
+    if (userns == -1) {
         return -1;
     }
 
@@ -278,31 +351,29 @@ vsb_overlay_mount(vsb_sandbox_t *sb, int dfd, char *err, size_t errlen)
            : vsb_overlay_mkdir(dfd, "work", 0700, 0, err, errlen);
     root = work == -1 ? -1
            : vsb_overlay_mkdir(dfd, "root", 0755, sb->host_uid, err, errlen);
-    lower = root == -1 ? -1
-            : vsb_overlay_mkdir(dfd, "lower", 0700, 0, err, errlen);
-    if (lower == -1) {
+    if (root == -1) {
         goto done;
     }
 
-    close(lower);
-    lower = -1;
-
-    if (move_mount(tree, "", dfd, "lower", MOVE_MOUNT_F_EMPTY_PATH) != 0) {
-        snprintf(err, errlen, "attach the image at %.300s/lower: %s", sb->dir,
-                 strerror(errno));
+    if ((image != NULL && vsb_overlay_attach(dfd, "lower", image, userns,
+                                             &lower, err, errlen) != 0)
+        || (snap != NULL && vsb_overlay_attach(dfd, "snap", snap, userns,
+                                               &slower, err, errlen) != 0))
+    {
         goto done;
     }
 
-    lower = openat(dfd, "lower", O_PATH | O_DIRECTORY | O_NOFOLLOW
-                   | O_CLOEXEC);
-    if (lower == -1) {
-        snprintf(err, errlen, "open %.300s/lower: %s", sb->dir, strerror(errno));
-        goto done;
+    if (slower != -1 && lower != -1) {
+        snprintf(lowers, sizeof(lowers), "/proc/self/fd/%d:/proc/self/fd/%d",
+                 slower, lower);
+    } else {
+        snprintf(lowers, sizeof(lowers), "/proc/self/fd/%d",
+                 slower != -1 ? slower : lower);
     }
 
-    snprintf(opts, sizeof(opts), "lowerdir=/proc/self/fd/%d,"
-             "upperdir=/proc/self/fd/%d,workdir=/proc/self/fd/%d,%s",
-             lower, upper, work, VSB_OVERLAY_OPTS);
+    snprintf(opts, sizeof(opts), "lowerdir=%s,upperdir=/proc/self/fd/%d,"
+             "workdir=/proc/self/fd/%d,%s", lowers, upper, work,
+             VSB_OVERLAY_OPTS);
     snprintf(target, sizeof(target), "/proc/self/fd/%d", root);
 
     if (mount("overlay", target, "overlay", MS_NOSUID | MS_NODEV, opts)
@@ -318,8 +389,12 @@ vsb_overlay_mount(vsb_sandbox_t *sb, int dfd, char *err, size_t errlen)
 
 done:
 
+    close(userns);
     if (lower != -1) {
         close(lower);
+    }
+    if (slower != -1) {
+        close(slower);
     }
     if (upper != -1) {
         close(upper);
@@ -330,21 +405,14 @@ done:
     if (root != -1) {
         close(root);
     }
-    close(tree);
 
-    /* the overlay holds its own clone; ours may go (it must, to leave
+    /* the overlay holds its own clones; ours go (they must, to leave
      * exactly one mount to confirm at destroy) */
-    snprintf(path, sizeof(path), "%s/lower", sb->dir);
-    if (vsb_overlay_umount(path, rc == 0 ? err : opts,
-                           rc == 0 ? errlen : sizeof(opts)) != 0)
+    if (vsb_overlay_detach(sb, dfd, "lower", rc == 0 ? err : why,
+                           rc == 0 ? errlen : sizeof(why)) != 0
+        || vsb_overlay_detach(sb, dfd, "snap", rc == 0 ? err : why,
+                              rc == 0 ? errlen : sizeof(why)) != 0)
     {
-        return -1;
-    }
-
-    if (unlinkat(dfd, "lower", AT_REMOVEDIR) != 0 && errno != ENOENT) {
-        if (rc == 0) {
-            snprintf(err, errlen, "rmdir %.300s: %s", path, strerror(errno));
-        }
         return -1;
     }
 
@@ -356,52 +424,63 @@ int
 vsb_overlay_create(vsb_sandbox_t *sb, vsb_error_t *e)
 {
     const vsb_image_store_t  *store;
-    char                      err[512];
+    char                      err[512], snap[PATH_MAX];
     int                       dfd, rc;
 
-    if (!vsb_profile_is_image(sb->profile)) {
+    if (!vsb_profile_is_image(sb->profile) && sb->from_snap == NULL) {
         return 0;
     }
 
-    store = vsb_profiles_store();
-    if (store == NULL) {
-        return vsb_error_set(e, VSB_E_INTERNAL, "profile", "profile \"%s\": "
-                             "the image store is not open",
-                             sb->profile->name);
-    }
-
-    if (vsb_profile_env(sb, e) != 0) {
-        return -1;
-    }
-
-    sb->overlay = calloc(1, sizeof(*sb->overlay));
-    if (sb->overlay == NULL) {
-        return vsb_error_set(e, VSB_E_INTERNAL, NULL, "out of memory");
-    }
-
-    if (vsb_image_acquire(store, sb->profile->digest, &sb->overlay->ref, err,
-                          sizeof(err)) != 0)
+    if (sb->from_snap != NULL
+        && vsb_snap_path(sb->from_snap, "tree", snap, sizeof(snap)) != 0)
     {
-        return vsb_error_set(e, VSB_E_PROFILE_UNAVAILABLE, "profile",
-                             "profile \"%s\": %s; the operator must import "
-                             "it again (sandbox-imagectl import)",
-                             sb->profile->name, err);
+        return vsb_error_set(e, VSB_E_INTERNAL, NULL, "snapshot path too "
+                             "long");
+    }
+
+    if (vsb_profile_is_image(sb->profile)) {
+        store = vsb_profiles_store();
+        if (store == NULL) {
+            return vsb_error_set(e, VSB_E_INTERNAL, "profile", "profile "
+                                 "\"%s\": the image store is not open",
+                                 sb->profile->name);
+        }
+
+        if (vsb_profile_env(sb, e) != 0) {
+            return -1;
+        }
+
+        sb->overlay = calloc(1, sizeof(*sb->overlay));
+        if (sb->overlay == NULL) {
+            return vsb_error_set(e, VSB_E_INTERNAL, NULL, "out of memory");
+        }
+
+        if (vsb_image_acquire(store, sb->profile->digest, &sb->overlay->ref,
+                              err, sizeof(err)) != 0)
+        {
+            return vsb_error_set(e, VSB_E_PROFILE_UNAVAILABLE, "profile",
+                                 "profile \"%s\": %s; the operator must "
+                                 "import it again (sandbox-imagectl import)",
+                                 sb->profile->name, err);
+        }
     }
 
     dfd = open(sb->dir, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
     if (dfd == -1) {
-        return vsb_error_set(e, VSB_E_INTERNAL, NULL, "open %.300s: %s", sb->dir,
-                             strerror(errno));
+        return vsb_error_set(e, VSB_E_INTERNAL, NULL, "open %.300s: %s",
+                             sb->dir, strerror(errno));
     }
 
     /* nothing mounted below the sandbox's tmpfs propagates anywhere */
     if (mount(NULL, sb->dir, NULL, MS_PRIVATE, NULL) != 0) {
         close(dfd);
-        return vsb_error_set(e, VSB_E_INTERNAL, NULL, "make %.300s private: %s",
-                             sb->dir, strerror(errno));
+        return vsb_error_set(e, VSB_E_INTERNAL, NULL, "make %.300s private: "
+                             "%s", sb->dir, strerror(errno));
     }
 
-    rc = vsb_overlay_mount(sb, dfd, err, sizeof(err));
+    rc = vsb_overlay_mount(sb, dfd,
+                           sb->overlay ? sb->overlay->ref.rootfs : NULL,
+                           sb->from_snap ? snap : NULL, err, sizeof(err));
     close(dfd);
 
     if (rc != 0) {
@@ -409,9 +488,18 @@ vsb_overlay_create(vsb_sandbox_t *sb, vsb_error_t *e)
                              err);
     }
 
-    vsb_log(VSB_LOG_DEBUG, "sandbox %s: overlay root on %s/root over image "
-            "%s", sb->id, sb->dir, sb->profile->digest);
+    vsb_log(VSB_LOG_DEBUG, "sandbox %s: overlay root on %s/root over %s%s%s",
+            sb->id, sb->dir, sb->from_snap ? sb->from_snap->id : "",
+            sb->from_snap && sb->overlay ? " over " : "",
+            sb->overlay ? sb->profile->digest : "");
     return 0;
+}
+
+
+const char *
+vsb_overlay_image_root(const vsb_sandbox_t *sb)
+{
+    return sb->overlay != NULL ? sb->overlay->ref.rootfs : NULL;
 }
 
 

@@ -13,6 +13,7 @@
 #include "vsb_egress.h"
 #include "vsb_overlay.h"
 #include "vsb_registry.h"
+#include "vsb_snap_store.h"
 
 static vsb_sandbox_t  *vsb_sandboxes;
 static vsb_sandbox_t **vsb_slots;
@@ -203,6 +204,10 @@ vsb_registry_free(vsb_sandbox_t *sb)
 
     vsb_egress_sandbox_free(sb);
     vsb_overlay_free(sb);               /* the image it held */
+    if (sb->from_snap != NULL) {
+        vsb_snap_release(sb->from_snap);  /* the snapshot under it */
+        sb->from_snap = NULL;
+    }
 
     json_decref(sb->env);
     json_decref(sb->metadata);

@@ -11,6 +11,7 @@
 #include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/statfs.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "vsb_log.h"
@@ -20,6 +21,11 @@
 #include "vsb_storage.h"
 
 #define VSB_RM_MAX_DEPTH  64
+
+/* At start, a stale sandbox whose tmpfs is busy: tried again this often,
+ * this far apart (3 s in all). */
+#define VSB_CLEANUP_BUSY_TRIES  150
+#define VSB_CLEANUP_BUSY_MS     20
 
 /*
  * Files per MiB of disk_mb: one inode per 4 KiB page, as many files as
@@ -372,7 +378,8 @@ vsb_storage_cleanup_stale(void)
     const char     *step;
     DIR            *d;
     struct dirent  *de;
-    int             removed = 0, failed = 0;
+    int             removed = 0, failed = 0, tries, rc;
+    struct timespec pause = { 0, VSB_CLEANUP_BUSY_MS * 1000000L };
 
     if (vsb_storage_base(base, sizeof(base), err, sizeof(err)) != 0) {
         vsb_log(VSB_LOG_ERR, "storage cleanup: %s", err);
@@ -397,11 +404,30 @@ vsb_storage_cleanup_stale(void)
             continue;
         }
 
-        if (vsb_storage_remove(dir, &step, err, sizeof(err)) != 0) {
+        /* a child of the previous run (its teardown, a snapshot's
+         * worker) may hold a file there while it dies of its parent's
+         * death: its unmount is tried again for a while */
+        for (tries = 0; ; tries++) {
+            rc = vsb_storage_remove(dir, &step, err, sizeof(err));
+            if (rc == 0 || strcmp(step, "mounts") != 0
+                || tries >= VSB_CLEANUP_BUSY_TRIES)
+            {
+                break;
+            }
+            (void) nanosleep(&pause, NULL);
+        }
+
+        if (rc != 0) {
             vsb_log(VSB_LOG_ERR, "storage cleanup of %s failed (%s): %s",
                     de->d_name, step, err);
             failed++;
             continue;
+        }
+
+        if (tries > 0) {
+            vsb_log(VSB_LOG_INFO, "storage cleanup of %s: busy for %d ms "
+                    "(a process of the previous run ending)", de->d_name,
+                    tries * VSB_CLEANUP_BUSY_MS);
         }
 
         vsb_log(VSB_LOG_INFO, "cleaned up stale sandbox %s", de->d_name);

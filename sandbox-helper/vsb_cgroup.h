@@ -68,6 +68,18 @@ void vsb_cgroup_join_close(int *fds, size_t n);
  * kill, thaw on v1.  Returns 0 once the signals are sent. */
 int vsb_cgroup_kill(vsb_cgroup_t *cg);
 
+/*
+ * Freezes (freeze 1) or thaws every process of cg and below: v2's
+ * cgroup.freeze, v1's freezer.state.  The kernel does it
+ * asynchronously: vsb_cgroup_frozen() says 1 once every task is frozen
+ * (0 while some are not yet), -1 on error.  A frozen task takes no CPU
+ * and no signal but SIGKILL (v2; on v1 a killed task dies when thawed:
+ * vsb_cgroup_kill() thaws).
+ */
+int vsb_cgroup_freeze(vsb_cgroup_t *cg, int freeze, char *err,
+    size_t errlen);
+int vsb_cgroup_frozen(vsb_cgroup_t *cg);
+
 /* 1 if any process is in cg or below, 0 if empty, -1 on error. */
 int vsb_cgroup_populated(vsb_cgroup_t *cg);
 

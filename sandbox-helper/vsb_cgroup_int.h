@@ -25,6 +25,8 @@ int vsb_cg1_populated(vsb_cgroup_t *cg);
 int vsb_cg1_usage(vsb_cgroup_t *cg, vsb_cgroup_usage_t *u);
 int vsb_cg1_shmem(vsb_cgroup_t *cg, uint64_t *bytes);
 int vsb_cg1_pids_refused(vsb_cgroup_t *cg, uint64_t *n);
+int vsb_cg1_freeze(vsb_cgroup_t *cg, int freeze, char *err, size_t errlen);
+int vsb_cg1_frozen(vsb_cgroup_t *cg);
 
 /* cgroup2.c; mount NULL: find the cgroup2 mount (/sys/fs/cgroup first).
  * need_ctrl: fail unless memory, pids and cpu are all available. */
@@ -37,6 +39,8 @@ int vsb_cg2_populated(vsb_cgroup_t *cg);
 int vsb_cg2_usage(vsb_cgroup_t *cg, vsb_cgroup_usage_t *u);
 int vsb_cg2_shmem(vsb_cgroup_t *cg, uint64_t *bytes);
 int vsb_cg2_pids_refused(vsb_cgroup_t *cg, uint64_t *n);
+int vsb_cg2_freeze(vsb_cgroup_t *cg, int freeze, char *err, size_t errlen);
+int vsb_cg2_frozen(vsb_cgroup_t *cg);
 
 /* test-only: use the cgroup2 hierarchy mounted at path (e.g. the empty
  * /sys/fs/cgroup/unified of a hybrid host) whatever controllers it has. */

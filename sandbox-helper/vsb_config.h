@@ -29,6 +29,10 @@
 #define VSB_ABS_FILE_BYTES     (64 * 1024 * 1024)
 #define VSB_ABS_ARCHIVE_BYTES  VSB_MAX_STREAM_PAYLOAD
 #define VSB_ABS_BACKGROUND     64      /* background execs per sandbox */
+#define VSB_ABS_SNAPSHOTS      4096    /* a tenant's snapshots */
+#define VSB_ABS_SNAPSHOT_BYTES (1ULL << 40)  /* a tenant's snapshot bytes */
+#define VSB_ABS_SNAPSHOT_FILES 4000000 /* entries of one snapshot */
+#define VSB_ABS_SNAPSHOT_TTL_S (90 * 24 * 3600)
 
 #define VSB_ABS_EGRESS_ENTRIES 256      /* = VSB_EGRESS_MAX_ENTRIES */
 #define VSB_ABS_EGRESS_CONNS   100000
@@ -114,6 +118,16 @@ typedef struct {
     uint64_t       max_archive_bytes;   /* an upload, an export */
     uint64_t       max_execs_per_sandbox;
     uint64_t       max_background_execs;  /* per sandbox, running */
+
+    /* the snapshot store (state_dir/snapshots): per tenant, at most
+     * snapshot_max_count snapshots of snapshot_max_bytes in all; one
+     * snapshot at most snapshot_max_files entries; kept ttl_s, at most
+     * snapshot_max_ttl_s.  A request may only lower them. */
+    uint64_t       snapshot_max_count;
+    uint64_t       snapshot_max_bytes;
+    uint64_t       snapshot_max_files;
+    uint64_t       snapshot_max_ttl_s;
+    uint64_t       snapshot_default_ttl_s;
 
     vsb_profile_t  profiles[VSB_MAX_PROFILES];
     size_t         n_profiles;          /* profiles[0] is "default" */

@@ -20,7 +20,9 @@ typedef enum {
     VSB_PENDING_CREATE,             /* waits for the egress proxy */
     VSB_PENDING_NETWORK,            /* update_network */
     VSB_PENDING_WAIT,               /* on a background exec */
-    VSB_PENDING_ARCHIVE
+    VSB_PENDING_ARCHIVE,
+    VSB_PENDING_FREEZE,             /* pause, resume */
+    VSB_PENDING_SNAPSHOT            /* snapshot_create, changes */
 } vsb_pending_kind_t;
 
 /* A request whose reply comes later.  conn is NULL once the client left. */
@@ -77,6 +79,9 @@ unsigned vsb_execs_running(const vsb_sandbox_t *sb);
  * (not_found).  _ready: and in state ready (else busy). */
 vsb_sandbox_t *vsb_find(const vsb_request_t *r, vsb_error_t *e);
 vsb_sandbox_t *vsb_find_ready(const vsb_request_t *r, vsb_error_t *e);
+/* _running: ready and not paused (else paused): what runs something in
+ * it or touches its files (exec, files, archives). */
+vsb_sandbox_t *vsb_find_running(const vsb_request_t *r, vsb_error_t *e);
 
 /* op_exec.c: cancels every running exec of sb (a destroy has begun). */
 void vsb_op_exec_cancel_all(vsb_sandbox_t *sb);
@@ -95,6 +100,16 @@ void vsb_bg_start(vsb_conn_t *c, json_t *root, const vsb_request_t *r,
  * (a destroy has begun: running ones end with their exec). */
 unsigned vsb_bg_running(const vsb_sandbox_t *sb);
 void vsb_bg_sandbox_ending(vsb_sandbox_t *sb);
+/* op_pause.c: a pause or resume of sb under way ends (busy). */
+void vsb_pause_sandbox_ending(vsb_sandbox_t *sb);
+/* op_snapshot.c: a snapshot or changes worker reading sb's files is
+ * killed and gone before this returns (its client told busy). */
+void vsb_snapshot_sandbox_ending(vsb_sandbox_t *sb);
+/* op_snapshot.c: create's from_snapshot (r->snapshot): sb's profile
+ * becomes the snapshot's and sb holds it; -1 with e (not_found, field
+ * "from_snapshot"; snapshot_profile_gone; bad_value, field "profile"). */
+int vsb_snapshot_fork(vsb_sandbox_t *sb, const vsb_request_t *r,
+    vsb_error_t *e);
 /* op_archive.c: the archive ops of sb stop touching it (a destroy). */
 void vsb_archive_sandbox_ending(vsb_sandbox_t *sb);
 

@@ -41,6 +41,9 @@ int vsb_overlay_create(vsb_sandbox_t *sb, vsb_error_t *e);
  */
 int vsb_overlay_unmount(const char *dir, char *err, size_t errlen);
 
+/* The held image's tree (its rootfs in the store), NULL when none. */
+const char *vsb_overlay_image_root(const vsb_sandbox_t *sb);
+
 /* Releases the image; called when the sandbox is freed. */
 void vsb_overlay_free(vsb_sandbox_t *sb);
 
@@ -50,6 +53,9 @@ void vsb_overlay_free(vsb_sandbox_t *sb);
  * mounts.  -1 with err otherwise.
  */
 int vsb_overlay_probe(const char *dir, uid_t host_uid, char *err,
+    size_t errlen);
+/* The same for any tree (a snapshot store's): err is the bare reason. */
+int vsb_overlay_probe_tree(const char *dir, uid_t host_uid, char *err,
     size_t errlen);
 
 #endif

@@ -250,11 +250,127 @@
  * Any request may carry "request_id" (string, at most VSB_MAX_ID_LEN
  * bytes); the reply echoes it.
  *
+ *   snapshot_create {tenant, agent, id, ttl_s?, metadata?,
+ *              max_snapshots?, max_bytes?}
+ *                                   -> {snapshot: SNAPSHOT}
+ *             saves the sandbox's files: its own layer (a directory
+ *             profile's whole root; an image profile's or a fork's
+ *             writable upper layer, whiteouts and opaque directories
+ *             included) merged over the snapshot it was forked from; no
+ *             process, no /proc, no mount.  The reply comes once it is
+ *             committed to the store (a worker copies, the helper serves
+ *             others meanwhile).  Files are copied as they are read:
+ *             pause the sandbox first for a consistent one.  Never a
+ *             link followed (symlinks kept as symlinks), modes and inside
+ *             owners kept, sockets skipped, any device node refused
+ *             (unsupported_file, field "path"); hard links are copied
+ *             apart.  ttl_s: 1 .. snapshot_max_ttl_s (over_ceiling, limit
+ *             "snapshot_ttl_s"), default snapshot_default_ttl_s.
+ *             max_snapshots, max_bytes: the tenant's quotas as the
+ *             caller's policy has them, at most the config's
+ *             snapshot_max_count and snapshot_max_bytes (over_ceiling,
+ *             limits "snapshots", "snapshot_bytes"), those by default.
+ *             Errors: over_ceiling (limit "snapshots": the tenant keeps
+ *             that many already, counting those being made;
+ *             "snapshot_bytes": the tenant's snapshots with this one would
+ *             hold more; "snapshot_files": more than snapshot_max_files
+ *             entries; "snapshot_depth"), unsupported_file, io_error (a
+ *             file changed while read: pause first), no_space (the
+ *             store's file system), busy (limit "snapshots": a snapshot or
+ *             changes of this sandbox is being made).
+ *   snapshot_list {tenant, agent?}  -> {snapshots: [SNAPSHOT...],
+ *                                       tenant_snapshots, tenant_bytes}
+ *             the owner's (agent absent: the tenant's) snapshots; each
+ *             with its metadata while the list's come to at most
+ *             VSB_LIST_METADATA_BYTES, then "metadata_omitted": true; as
+ *             many as fit VSB_MAX_JSON ("truncated": true when some were
+ *             left out; tenant_snapshots counts them all).
+ *   snapshot_get {tenant, agent, snapshot, manifest?}
+ *                                   -> {snapshot: SNAPSHOT,
+ *                                       manifest_len?}
+ *             manifest: true: reply payload = the manifest, JSON
+ *             {"version": 1, "entries": [{path, type ("file"|"dir"|
+ *             "symlink"|"fifo"|"whiteout"), mode, uid, gid, size,
+ *             sha256? (files), target? (symlinks), opaque? (dirs)}...]}
+ *             sorted by path; at most max_file_bytes (file_too_large,
+ *             limit "file_bytes").
+ *   snapshot_delete {tenant, agent, snapshot}
+ *                                   -> {snapshot, deleted: true,
+ *                                       confirmed: {files: true}}
+ *             gone from the store at once, the reply once its files are
+ *             confirmed gone (else termination_failed, step "files").
+ *             busy (limit "forks") while a live sandbox is forked from it.
+ *   pause     {tenant, agent, id}   -> {id, paused: true, ms}
+ *   resume    {tenant, agent, id}   -> {id, paused: false, ms}
+ *             freezes (thaws) every process of the sandbox through its
+ *             cgroup (v2 cgroup.freeze, v1 freezer); the reply once the
+ *             kernel says all are frozen (thawed), timed_out (limit
+ *             "freeze") after 5 s: then it is thawed again.  Twice is
+ *             the same as once.  While paused, exec (all kinds),
+ *             write_file, read_file and the archive ops answer paused
+ *             (field "id"); status ("paused": true), usage,
+ *             snapshot_create, changes, the exec_* ops and destroy work.
+ *             Its ttl_s runs on; idle_s never ends a paused sandbox and
+ *             counts again from resume; a running exec's timeout_s runs
+ *             on (on v1 a killed exec ends at resume).
+ *   changes   {tenant, agent, id, since? ("created"|snapshot id),
+ *              format? ("json"|"diff"|"tar"), max_bytes?
+ *              (max_file_bytes)}
+ *                                   -> {since, format, added, modified,
+ *                                       deleted, mode_changed, changes,
+ *                                       bytes}
+ *             what differs between the sandbox's files now and at the end
+ *             of its create (or a snapshot of the same image of the
+ *             owner's), computed by the helper from the files, never by
+ *             running anything in the sandbox: each path resolved in both
+ *             as overlayfs would, compared by type, content (sha256; a
+ *             symlink's target) and mode; times never count.  Reply
+ *             payload, at most max_bytes (file_too_large, limit
+ *             "changes_bytes"):
+ *               json: {"changes": [CHANGE...]} sorted by path
+ *               diff: unified diffs of the changed text files (a file
+ *                     with a NUL byte is named "Binary files ... differ",
+ *                     one over 1 MiB as not diffed, one whose content at
+ *                     create is not kept as not diffed)
+ *               tar:  ustar (pax for long names) of the added, modified
+ *                     and mode-changed entries as they are now, owners as
+ *                     inside, mtime 0; deletions are not in it (json)
+ *             The bytes are the workload's: untrusted, like any export.
+ *             Errors: not_found (field "since"), bad_value (field
+ *             "since": a snapshot of another image), busy (limit
+ *             "snapshots"), io_error, over_ceiling (limit
+ *             "snapshot_files").
+ *   create's from_snapshot: "snap-..." of the owner: the new sandbox's
+ *             root is an overlay of its own upper layer (on its tmpfs of
+ *             disk_mb) over the snapshot's tree (read-only, idmapped to
+ *             its uids) over the profile's image; forks never see each
+ *             other's writes.  Its profile is the snapshot's (a
+ *             "profile" naming another is bad_value); limits, network,
+ *             ttl_s, idle_s, env, metadata are the request's.  Errors:
+ *             not_found (field "from_snapshot"), snapshot_profile_gone
+ *             (field "from_snapshot": the snapshot's profile no longer
+ *             exists, or its image is another now), profile_unavailable,
+ *             unavailable (field "from_snapshot": the store's file system
+ *             cannot be mounted idmapped, e.g. a tmpfs before Linux 6.3;
+ *             found at start and logged; snapshots still work).
+ *   SNAPSHOT = {id: "snap-" + 24 hex, digest: "sha256:" + the sha256 of
+ *              its manifest, tenant, agent, sandbox (made of), profile,
+ *              image_digest|null (the profile's image; null for a
+ *              directory profile), created_at, expires_at, ttl_s, bytes
+ *              (files' content), files (manifest entries), forks (live
+ *              sandboxes made of it), metadata?}
+ *   CHANGE  = {path, change: "added"|"modified"|"deleted"|"mode_changed",
+ *              type, mode, size, sha256? (files), target? (symlinks):
+ *              the entry now (deleted: as it was); modified and
+ *              mode_changed also old_type, old_mode, old_size,
+ *              old_sha256?, old_target?}
  *   SANDBOX = {id, epoch: EPOCH, tenant, agent, profile,
  *              profile_digest: "sha256:<64 hex>"|null (the image the
  *              sandbox's root is made of; null: a directory profile),
  *              state: "ready"|"destroying",
  *              ending?: END (while destroying: why),
+ *              paused: bool (pause), from_snapshot: "snap-..."|null
+ *              (the snapshot it was forked from),
  *              network: "none" | NETWORK ("allowlist" in list replies),
  *              limits: LIMITS, ttl_s, idle_s,
  *              created_at, expires_at, active_at (the last request or
@@ -388,6 +504,8 @@
  * its retention) answers ended, with "end_reason" (END) and a detail
  * saying when; a sandbox being destroyed answers busy.  not_found names its field: "id" for a sandbox, "path" for a
  * file of an existing sandbox (read_file).
+ * paused (exec, write_file, read_file, archives; field "id"): the
+ * sandbox is paused; resume it first.
  * profile_unavailable (create, field "profile"): the profile exists but
  * its image is no longer in the store (removed since the helper
  * started); the detail names the digest.  Another profile may work.
@@ -433,6 +551,7 @@
 #define VSB_MAX_ENDED_LIST        49152       /* ENDED records in a reply */
 #define VSB_ENDED_PAGE            16          /* ended: records by default */
 #define VSB_ENDED_PAGE_MAX        64
+#define VSB_SNAPSHOT_ID_LEN       29          /* "snap-" + 24 hex */
 
 /*
  * Ops: the name a request's "op" holds, and VSB_OPS, every op once.  The
@@ -446,7 +565,9 @@
     X(ping) X(create) X(status) X(list) X(exec) X(write_file)               \
     X(read_file) X(destroy) X(update_network) X(profiles) X(exec_status)    \
     X(exec_output) X(exec_kill) X(extract_archive) X(export_archive)        \
-    X(stats) X(update_lifetime) X(ended) X(usage)
+    X(stats) X(update_lifetime) X(ended) X(usage) X(snapshot_create)     \
+    X(snapshot_list) X(snapshot_get) X(snapshot_delete) X(pause)            \
+    X(resume) X(changes)
 
 #define VSB_OP_PING               "ping"
 #define VSB_OP_CREATE             "create"
@@ -467,6 +588,13 @@
 #define VSB_OP_UPDATE_LIFETIME    "update_lifetime"
 #define VSB_OP_ENDED              "ended"
 #define VSB_OP_USAGE              "usage"
+#define VSB_OP_SNAPSHOT_CREATE    "snapshot_create"
+#define VSB_OP_SNAPSHOT_LIST      "snapshot_list"
+#define VSB_OP_SNAPSHOT_GET       "snapshot_get"
+#define VSB_OP_SNAPSHOT_DELETE    "snapshot_delete"
+#define VSB_OP_PAUSE              "pause"
+#define VSB_OP_RESUME             "resume"
+#define VSB_OP_CHANGES            "changes"
 
 /* Event frames (no "ok"): "event" is one of these. */
 #define VSB_EVENT_OUTPUT          "output"
@@ -511,6 +639,9 @@
 #define VSB_E_CREDENTIAL_UNAVAILABLE "credential_unavailable"
 #define VSB_E_ENDED               "ended"
 #define VSB_E_EPOCH_MISMATCH      "epoch_mismatch"
+#define VSB_E_UNSUPPORTED_FILE    "unsupported_file"
+#define VSB_E_PAUSED              "paused"
+#define VSB_E_SNAPSHOT_PROFILE    "snapshot_profile_gone"
 #define VSB_E_INTERNAL            "internal"
 
 /* Limit names carried in "limit" with over_ceiling, and in LIMITS. */
@@ -529,6 +660,11 @@
 #define VSB_LIMIT_ARCHIVE_BYTES   "archive_bytes"
 #define VSB_LIMIT_EXECS           "execs"
 #define VSB_LIMIT_BACKGROUND      "background_execs"
+#define VSB_LIMIT_SNAPSHOTS       "snapshots"       /* a tenant's count */
+#define VSB_LIMIT_SNAPSHOT_BYTES  "snapshot_bytes"  /* a tenant's bytes */
+#define VSB_LIMIT_SNAPSHOT_FILES  "snapshot_files"  /* one snapshot's */
+#define VSB_LIMIT_SNAPSHOT_TTL_S  "snapshot_ttl_s"
+#define VSB_LIMIT_CHANGES_BYTES   "changes_bytes"   /* a changes reply */
 
 
 static inline void

@@ -77,6 +77,16 @@ typedef struct {
                                              NULL: from the bytes (extract),
                                              "tar" (export) */
 
+    /* snapshots (op_snapshot.c), and create's from_snapshot */
+    const char           *snapshot;       /* "snap-" + 24 hex */
+    const char           *since;          /* changes: "created" or a
+                                             snapshot id */
+    uint64_t              snap_count;     /* the tenant's ceilings, as the
+                                             request lowered them */
+    uint64_t              snap_bytes;
+    unsigned              manifest:1;     /* snapshot_get */
+    unsigned              profile_set:1;  /* create: "profile" given */
+
     /* a workspace-relative cwd made absolute */
     char                  cwd_buf[VSB_MAX_PATH + sizeof("/workspace/")];
 } vsb_request_t;

@@ -82,6 +82,15 @@ struct vsb_sandbox_s {
     unsigned              oom_seen:1;        /* an exec was OOM-killed */
     unsigned              state_file:1;      /* state_dir/run/<id>.json */
     unsigned              destroying:1;
+    unsigned              paused:1;          /* its cgroup is frozen
+                                                (op_pause.c) */
+
+    /* op_snapshot.c: the snapshot it was forked from (its tree is the
+     * lower layer of its overlay root), and its snapshot or changes
+     * worker while one runs */
+    struct vsb_snap_s    *from_snap;
+    struct vsb_snap_work_s  *snap_work;
+    struct vsb_freeze_s  *freeze_op;         /* pause, resume under way */
 
     vsb_end_t             end;               /* set when its end begins */
 

@@ -22,6 +22,8 @@
  * FUZZ-COVERS: sandbox-helper/op_network.c:vsb_req_.*
  * FUZZ-COVERS: sandbox-helper/op_lifetime.c:vsb_req_.*
  * FUZZ-COVERS: sandbox-helper/op_usage.c:vsb_req_.*
+ * FUZZ-COVERS: sandbox-helper/op_snapshot.c:vsb_req_.*
+ * FUZZ-COVERS: sandbox-helper/op_pause.c:vsb_req_.*
  * FUZZ-COVERS: sandbox-helper/egress.c:vsb_egress_req_.*
  */
 #include <jansson.h>
@@ -232,6 +234,12 @@ check_accepted(const vsb_request_t *r, size_t plen)
         }
         check_env(r->env);
         check_network(r->network);
+        if (r->snapshot != NULL
+            && (strlen(r->snapshot) != VSB_SNAPSHOT_ID_LEN
+                || strspn(r->snapshot + 5, "0123456789abcdef") != 24))
+        {
+            abort();
+        }
 
     } else if (r->op == &vsb_update_lifetime_op) {
         /* something to change, each within its ceiling */
@@ -331,6 +339,52 @@ check_accepted(const vsb_request_t *r, size_t plen)
         if (!owner_ok(r->agent) || !vsb_req_id_ok(r->id)
             || r->path != NULL || r->exec_id != NULL || r->argv != NULL
             || r->env != NULL || r->network != NULL || r->admin)
+        {
+            abort();
+        }
+
+    } else if (r->op == &vsb_snapshot_create_op) {
+        /* ceilings the request may only lower */
+        if (!owner_ok(r->agent) || !vsb_req_id_ok(r->id)
+            || r->ttl_s < 1 || r->ttl_s > cf->snapshot_max_ttl_s
+            || r->snap_count > cf->snapshot_max_count
+            || r->snap_bytes > cf->snapshot_max_bytes
+            || (r->metadata != NULL && !json_is_object(r->metadata)))
+        {
+            abort();
+        }
+
+    } else if (r->op == &vsb_snapshot_list_op) {
+        if (r->agent != NULL && !owner_ok(r->agent)) {
+            abort();
+        }
+
+    } else if (r->op == &vsb_snapshot_get_op
+               || r->op == &vsb_snapshot_delete_op)
+    {
+        if (!owner_ok(r->agent) || r->snapshot == NULL
+            || strlen(r->snapshot) != VSB_SNAPSHOT_ID_LEN
+            || strncmp(r->snapshot, "snap-", 5) != 0
+            || strspn(r->snapshot + 5, "0123456789abcdef") != 24)
+        {
+            abort();
+        }
+
+    } else if (r->op == &vsb_pause_op || r->op == &vsb_resume_op) {
+        if (!owner_ok(r->agent) || !vsb_req_id_ok(r->id)) {
+            abort();
+        }
+
+    } else if (r->op == &vsb_changes_op) {
+        if (!owner_ok(r->agent) || !vsb_req_id_ok(r->id)
+            || r->since == NULL || r->format == NULL
+            || (strcmp(r->since, "created") != 0
+                && (strlen(r->since) != VSB_SNAPSHOT_ID_LEN
+                    || strncmp(r->since, "snap-", 5) != 0))
+            || (strcmp(r->format, "json") != 0
+                && strcmp(r->format, "diff") != 0
+                && strcmp(r->format, "tar") != 0)
+            || r->max_bytes < 1 || r->max_bytes > cf->max_file_bytes)
         {
             abort();
         }

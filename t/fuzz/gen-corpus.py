@@ -169,6 +169,9 @@ MAX_TTL = conf_num('max_ttl_s')
 MAX_IDLE = conf_num('max_idle_s')
 NET_ENTRIES = conf_num('egress_max_entries')
 SERVER_PAYLOAD = conf_num('max_file_bytes')
+SNAP_MAX_COUNT = conf_num('snapshot_max_count')
+SNAP_MAX_BYTES = conf_num('snapshot_max_bytes')
+SNAP_MAX_TTL = conf_num('snapshot_max_ttl_s')
 ABS = {'max_memory_mb': need('VSB_ABS_MEMORY_MB'),
        'max_pids': need('VSB_ABS_PIDS'),
        'max_cpu_percent': need('VSB_ABS_CPU_PERCENT'),
@@ -187,7 +190,12 @@ ABS = {'max_memory_mb': need('VSB_ABS_MEMORY_MB'),
        'egress_max_entries': need('VSB_ABS_EGRESS_ENTRIES'),
        'egress_max_connections': need('VSB_ABS_EGRESS_CONNS'),
        'egress_max_bytes_out': need('VSB_ABS_EGRESS_BYTES'),
-       'egress_max_bytes_in': need('VSB_ABS_EGRESS_BYTES')}
+       'egress_max_bytes_in': need('VSB_ABS_EGRESS_BYTES'),
+       'snapshot_max_count': need('VSB_ABS_SNAPSHOTS'),
+       'snapshot_max_bytes': need('VSB_ABS_SNAPSHOT_BYTES'),
+       'snapshot_max_files': need('VSB_ABS_SNAPSHOT_FILES'),
+       'snapshot_max_ttl_s': need('VSB_ABS_SNAPSHOT_TTL_S'),
+       'snapshot_default_ttl_s': need('VSB_ABS_SNAPSHOT_TTL_S')}
 for _k in ('memory_mb', 'pids', 'cpu_percent', 'disk_mb', 'timeout_s',
            'output_bytes', 'ttl_s', 'idle_s'):
     ABS['default_' + _k] = ABS['max_' + _k]
@@ -730,6 +738,75 @@ def request_seeds():
     req('read_file-path-nul', None,
         raw='{"op":"read_file","tenant":"t1","agent":"a1","id":"%s",'
             '"path":"a\\u0000b"}' % SB)
+
+    # -- snapshots, pause and resume, changes (op_snapshot.c, op_pause.c)
+    SNAP = 'snap-0123456789abcdef01234567'
+    req('snapshot_create', owned('snapshot_create'))
+    req('snapshot_create-full', owned('snapshot_create', request_id='r20',
+                                      epoch=EPOCH, ttl_s=SNAP_MAX_TTL,
+                                      metadata={'why': 'x'},
+                                      max_snapshots=SNAP_MAX_COUNT,
+                                      max_bytes=SNAP_MAX_BYTES))
+    req('snapshot_create-ttl-zero', owned('snapshot_create', ttl_s=0))
+    req('snapshot_create-ttl-over', owned('snapshot_create',
+                                          ttl_s=SNAP_MAX_TTL + 1))
+    req('snapshot_create-count-over', owned('snapshot_create',
+                                            max_snapshots=SNAP_MAX_COUNT + 1))
+    req('snapshot_create-bytes-over', owned('snapshot_create',
+                                            max_bytes=SNAP_MAX_BYTES + 1))
+    req('snapshot_create-metadata-array', owned('snapshot_create',
+                                                metadata=[1]))
+    req('snapshot_create-metadata-big', owned('snapshot_create',
+                                              metadata={'a': 'x' * 5000}))
+    req('snapshot_create-unknown-field', owned('snapshot_create', path='x'))
+    req('snapshot_create-payload', owned('snapshot_create'), payload=True)
+    req('snapshot_list', {'op': 'snapshot_list', 'tenant': 't1'})
+    req('snapshot_list-agent', {'op': 'snapshot_list', 'tenant': 't1',
+                                'agent': 'a1', 'request_id': 'r21'})
+    req('snapshot_list-unknown-field', {'op': 'snapshot_list',
+                                        'tenant': 't1', 'id': SB})
+    for op in ('snapshot_get', 'snapshot_delete'):
+        o = dict(OWN, op=op, snapshot=SNAP)
+        req(op, o)
+        req(op + '-request_id', dict(o, request_id='r22'))
+        req(op + '-unknown-field', dict(o, id=SB))
+        req(op + '-payload', o, payload=True)
+        for desc, val in (('upper', SNAP.upper()), ('short', SNAP[:-1]),
+                          ('long', SNAP + '0'), ('sandbox', SB),
+                          ('number', 1), ('traversal', '../snap-x')):
+            req('%s-snapshot-%s' % (op, desc), dict(o, snapshot=val))
+        o = dict(OWN, op=op)
+        req(op + '-snapshot-missing', o)
+    req('snapshot_get-manifest', dict(OWN, op='snapshot_get', snapshot=SNAP,
+                                      manifest=True))
+    req('snapshot_get-manifest-string', dict(OWN, op='snapshot_get',
+                                             snapshot=SNAP, manifest='yes'))
+    for op in ('pause', 'resume'):
+        req(op, owned(op))
+        req(op + '-epoch', owned(op, epoch=EPOCH, request_id='r23'))
+        req(op + '-unknown-field', owned(op, ttl_s=1))
+        req(op + '-payload', owned(op), payload=True)
+    req('changes', owned('changes'))
+    req('changes-full', owned('changes', request_id='r24', epoch=EPOCH,
+                              since=SNAP, format='diff',
+                              max_bytes=SERVER_PAYLOAD))
+    for fmt in ('json', 'tar', 'zip', ''):
+        req('changes-format-' + (fmt or 'empty'), owned('changes',
+                                                        format=fmt))
+    for desc, val in (('created', 'created'), ('sandbox', SB),
+                      ('short', SNAP[:-1]), ('number', 3), ('empty', '')):
+        req('changes-since-' + desc, owned('changes', since=val))
+    for desc, val in (('zero', 0), ('over', SERVER_PAYLOAD + 1),
+                      ('string', '1')):
+        req('changes-max_bytes-' + desc, owned('changes', max_bytes=val))
+    req('changes-unknown-field', owned('changes', path='x'))
+    req('changes-payload', owned('changes'), payload=True)
+    req('create-from_snapshot', owned('create', from_snapshot=SNAP))
+    req('create-from_snapshot-profile', owned('create', from_snapshot=SNAP,
+                                              profile='alt'))
+    for desc, val in (('bad', 'snap-x'), ('sandbox', SB), ('number', 1)):
+        req('create-from_snapshot-' + desc, owned('create',
+                                                  from_snapshot=val))
 
     missing = set(OPS) - used_ops
     if missing:

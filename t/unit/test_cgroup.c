@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sched.h>
+#include <sys/mman.h>
 #include <sys/mount.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
@@ -842,6 +843,101 @@ test_v2_path(void **state)
 }
 
 
+/* A child that counts in shared memory, as fast as it can. */
+static volatile uint64_t  *freeze_count;
+
+static void
+child_count(void)
+{
+    for ( ;; ) {
+        (*freeze_count)++;
+    }
+}
+
+
+/* frozen (1) or thawed (0) within ms; the state then */
+static int
+test_wait_frozen(vsb_cgroup_t *cg, int want, unsigned ms)
+{
+    unsigned  waited;
+    int       f = -1;
+
+    for (waited = 0; waited < ms; waited += 2) {
+        f = vsb_cgroup_frozen(cg);
+        if (f == want) {
+            break;
+        }
+        test_sleep_ms(2);
+    }
+
+    return f;
+}
+
+
+/* pause and resume: a sandbox's cgroup frozen with its exec cgroup below,
+ * a counting process stops, thawed it goes on; SIGKILL still ends a
+ * frozen one (v2) and a kill thaws (v1) */
+static void
+test_freeze(void **state)
+{
+    char           err[512];
+    pid_t          pid;
+    vsb_cgroup_t  *sb, *ex;
+    uint64_t       a, b;
+
+    freeze_count = mmap(NULL, sizeof(*freeze_count), PROT_READ | PROT_WRITE,
+                        MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    assert_true(freeze_count != MAP_FAILED);
+    *freeze_count = 0;
+
+    sb = vsb_cgroup_create(NULL, "sb-freeze", NULL, err, sizeof(err));
+    assert_non_null(sb);
+    ex = vsb_cgroup_create(sb, "e1", NULL, err, sizeof(err));
+    assert_non_null(ex);
+    pid = test_spawn_in(ex, child_count);
+
+    for (a = 0; a < 500 && *freeze_count == 0; a++) {
+        test_sleep_ms(2);
+    }
+    assert_true(*freeze_count > 0);
+    assert_int_equal(vsb_cgroup_frozen(sb), 0);
+
+    assert_int_equal(vsb_cgroup_freeze(sb, 1, err, sizeof(err)), 0);
+    assert_int_equal(test_wait_frozen(sb, 1, 5000), 1);
+    a = *freeze_count;
+    test_sleep_ms(50);
+    b = *freeze_count;
+    fprintf(stderr, "# %s: frozen, the count stays at %llu\n",
+            vsb_cgroup_mode() == VSB_CGROUP_V2 ? "v2" : "v1",
+            (unsigned long long) b);
+    assert_true(a == b);
+
+    assert_int_equal(vsb_cgroup_freeze(sb, 0, err, sizeof(err)), 0);
+    assert_int_equal(test_wait_frozen(sb, 0, 5000), 0);
+    for (a = 0; a < 500 && *freeze_count == b; a++) {
+        test_sleep_ms(2);
+    }
+    assert_true(*freeze_count > b);
+
+    /* frozen again, then killed: the kill ends it all the same */
+    assert_int_equal(vsb_cgroup_freeze(sb, 1, err, sizeof(err)), 0);
+    assert_int_equal(test_wait_frozen(sb, 1, 5000), 1);
+    assert_int_equal(vsb_cgroup_kill(sb), 0);
+    if (vsb_cgroup_mode() == VSB_CGROUP_V2) {
+        assert_int_equal(test_wait_empty(sb, 2000), 0);
+        assert_int_equal(vsb_cgroup_freeze(sb, 0, err, sizeof(err)), 0);
+    } else {
+        assert_int_equal(vsb_cgroup_freeze(sb, 0, err, sizeof(err)), 0);
+        assert_int_equal(test_wait_empty(sb, 2000), 0);
+    }
+    (void) pid;
+
+    assert_int_equal(vsb_cgroup_destroy(ex, err, sizeof(err)), 0);
+    assert_int_equal(vsb_cgroup_destroy(sb, err, sizeof(err)), 0);
+    munmap((void *) freeze_count, sizeof(*freeze_count));
+}
+
+
 int
 main(void)
 {
@@ -869,6 +965,10 @@ main(void)
         cmocka_unit_test_setup_teardown(test_cpu_accounted, setup_auto,
                                         teardown_base),
         cmocka_unit_test_setup_teardown(test_v2_path, setup_v2_unified,
+                                        teardown_v2),
+        cmocka_unit_test_setup_teardown(test_freeze, setup_auto,
+                                        teardown_base),
+        cmocka_unit_test_setup_teardown(test_freeze, setup_v2_unified,
                                         teardown_v2),
     };
 

@@ -7,10 +7,11 @@
  *     pending -> approved | denied | expired
  *     approved -> consumed | expired
  *
- * Every transition is one Lua script (atomic in Redis); the scripts,
- * their keys, arguments and replies are documented in docs/approvals.md
- * and tested directly by the tests in t/redis/lua/.  Time is Redis'
- * clock (TIME), so every gateway sharing one Redis agrees on expiry.
+ * Every transition is one Lua script (atomic in Redis), a file of
+ * lua/ (approval_*.lua, after lua/prelude.lua); the scripts, their keys,
+ * arguments and replies are documented in docs/approvals.md and tested
+ * directly by the tests in t/redis/lua/.  Time is Redis' clock (TIME),
+ * so every gateway sharing one Redis agrees on expiry.
  *
  * Every script replies with an array whose first element is a code:
  *

@@ -19,97 +19,16 @@ static ngx_int_t ngx_http_veto_sandbox_audit_redact_detail(ngx_pool_t *pool,
     ngx_str_t *in, ngx_str_t *out);
 
 
-/* KEYS: stream, its byte counter
- * ARGV: bytes, entries, then the entry's field, value, ...
- * Adds the entry, counts its bytes, then drops the oldest entries while
- * the stream holds more than either bound (never the one just added).
- * The counter starts again from the entry when the stream was empty or
- * is down to it, so it cannot drift for long (an operator's XTRIM).
- * _ended.c calls it as a Lua function within its own script. */
-const char ngx_http_veto_sandbox_audit_append_lua[] =
-    "local budget = tonumber(ARGV[1])\n"
-    "local maxlen = tonumber(ARGV[2])\n"
-    "if not budget or budget < 1 or not maxlen or maxlen < 1 or #ARGV < 4 then\n"
-    "  return redis.error_reply('ERR veto audit_append: bad bounds or no fields')\n"
-    "end\n"
-    "local size = 0\n"
-    "for i = 3, #ARGV do size = size + #ARGV[i] end\n"
-    "local fresh = redis.call('EXISTS', KEYS[1]) == 0\n"
-    "local id = redis.call('XADD', KEYS[1], '*', unpack(ARGV, 3))\n"
-    "local total = size\n"
-    "if not fresh then\n"
-    "  total = (tonumber(redis.call('GET', KEYS[2])) or 0) + size\n"
-    "end\n"
-    "local n = redis.call('XLEN', KEYS[1])\n"
-    "while (total > budget or n > maxlen) and n > 1 do\n"
-    "  local b = redis.call('XRANGE', KEYS[1], '-', '+', 'COUNT', 16)\n"
-    "  local ids = {}\n"
-    "  for _, e in ipairs(b) do\n"
-    "    if (total <= budget and n <= maxlen) or n <= 1 or e[1] == id then break end\n"
-    "    for j = 1, #e[2] do total = total - #e[2][j] end\n"
-    "    n = n - 1\n"
-    "    table.insert(ids, e[1])\n"
-    "  end\n"
-    "  if #ids == 0 then break end\n"
-    "  redis.call('XDEL', KEYS[1], unpack(ids))\n"
-    "end\n"
-    "if n <= 1 or total < size then total = size end\n"
-    "redis.call('SET', KEYS[2], total)\n"
-    "return id\n"
-    ;
-
-/* KEYS: stream
- * ARGV: newest id (or '+', or '(' id: older than it), oldest id or '-',
- *       max results, agent or '', sandbox or '', max entries scanned,
- *       max bytes
- * Reply: {entries, next}: next is the id to go on from ("(" next), ""
- * when the stream has no more in the range. */
-static const char ngx_http_veto_sandbox_audit_query_lua[] =
-    "local want = tonumber(ARGV[3]) or 100\n"
-    "local budget = tonumber(ARGV[6]) or 10000\n"
-    "local maxb = tonumber(ARGV[7] or '524288') or 524288\n"
-    "local out = {}\n"
-    "local hi = ARGV[1]\n"
-    "local size, last, nxt, stop = 0, nil, '', false\n"
-    "while not stop do\n"
-    "  local n = 200\n"
-    "  if n > budget then n = budget end\n"
-    "  if n < 1 then\n"
-    "    nxt = last or ''\n"
-    "    break\n"
-    "  end\n"
-    "  local batch = redis.call('XREVRANGE', KEYS[1], hi, ARGV[2], 'COUNT', n)\n"
-    "  for _, e in ipairs(batch) do\n"
-    "    if #out >= want or size >= maxb or budget < 1 then\n"
-    "      nxt = last\n"
-    "      stop = true\n"
-    "      break\n"
-    "    end\n"
-    "    budget = budget - 1\n"
-    "    last = e[1]\n"
-    "    local fl = e[2]\n"
-    "    local agent, sandbox, bytes = '', '', 0\n"
-    "    for i = 1, #fl, 2 do\n"
-    "      if fl[i] == 'agent' then agent = fl[i + 1] end\n"
-    "      if fl[i] == 'sandbox' then sandbox = fl[i + 1] end\n"
-    "      bytes = bytes + #fl[i] + #fl[i + 1]\n"
-    "    end\n"
-    "    if (ARGV[4] == '' or agent == ARGV[4])\n"
-    "       and (ARGV[5] == '' or sandbox == ARGV[5]) then\n"
-    "      table.insert(out, e)\n"
-    "      size = size + bytes\n"
-    "    end\n"
-    "  end\n"
-    "  if not stop and #batch < n then break end\n"
-    "  if not stop then hi = '(' .. batch[#batch][1] end\n"
-    "end\n"
-    "return {out, nxt}\n"
-    ;
+/* lua/audit_append.lua (the append, the prelude's vsb_audit_append, is
+ * also how _ended.c's and _hosts.c's scripts write their entries) and
+ * lua/audit_query.lua, after lua/prelude.lua */
+NGX_HTTP_VSB_LUA(audit_append);
+NGX_HTTP_VSB_LUA(audit_query);
 
 static ngx_http_veto_sandbox_redis_script_t
     ngx_http_veto_sandbox_audit_scripts[] = {
-    { "audit_append", ngx_http_veto_sandbox_audit_append_lua, "" },
-    { "audit_query", ngx_http_veto_sandbox_audit_query_lua, "" },
+    NGX_HTTP_VSB_SCRIPT(audit_append),
+    NGX_HTTP_VSB_SCRIPT(audit_query),
     { NULL, NULL, "" }
 };
 

@@ -81,12 +81,6 @@ typedef struct {
 } ngx_http_veto_sandbox_audit_query_t;
 
 
-/* the append script's text (KEYS: stream, counter; ARGV: bytes, entries,
- * field, value, ...): a script that must append in the same step as it
- * does something else wraps it as a function of KEYS and ARGV */
-extern const char  ngx_http_veto_sandbox_audit_append_lua[];
-
-
 /*
  * Appends the record to the tenant's stream within maxlen entries and
  * bytes (0: the defaults).  handler may be NULL: then failures are

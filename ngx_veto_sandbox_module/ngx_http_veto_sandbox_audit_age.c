@@ -14,37 +14,13 @@
 #define NGX_HTTP_VSB_TRIM_EVERY      60000      /* ms */
 
 
-/* KEYS: audit stream, its byte counter
- * ARGV: the newest id to drop ("<ms>": every entry of that millisecond
- *       and older), at most this many entries per call
- * The entries older than veto_sandbox_audit_max_age go, and their bytes
- * leave the counter the append script keeps; what a call leaves over
- * its bound goes at the next. */
-static const char ngx_http_veto_sandbox_trim_lua[] =
-    "local cap = tonumber(ARGV[2]) or 0\n"
-    "local total = tonumber(redis.call('GET', KEYS[2]) or '0') or 0\n"
-    "local n = 0\n"
-    "while n < cap do\n"
-    "  local b = redis.call('XRANGE', KEYS[1], '-', ARGV[1], 'COUNT', 100)\n"
-    "  if #b == 0 then break end\n"
-    "  local ids = {}\n"
-    "  for _, e in ipairs(b) do\n"
-    "    for j = 1, #e[2] do total = total - #e[2][j] end\n"
-    "    ids[#ids + 1] = e[1]\n"
-    "  end\n"
-    "  redis.call('XDEL', KEYS[1], unpack(ids))\n"
-    "  n = n + #ids\n"
-    "end\n"
-    "if n > 0 then\n"
-    "  if total < 0 or redis.call('XLEN', KEYS[1]) == 0 then total = 0 end\n"
-    "  redis.call('SET', KEYS[2], total)\n"
-    "end\n"
-    "return n\n"
-    ;
+/* lua/audit_trim_age.lua: the entries older than the age go, and their
+ * bytes leave the count the append keeps */
+NGX_HTTP_VSB_LUA(audit_trim_age);
 
 static ngx_http_veto_sandbox_redis_script_t
     ngx_http_veto_sandbox_age_scripts[] = {
-    { "audit_trim_age", ngx_http_veto_sandbox_trim_lua, "" },
+    NGX_HTTP_VSB_SCRIPT(audit_trim_age),
     { NULL, NULL, "" }
 };
 

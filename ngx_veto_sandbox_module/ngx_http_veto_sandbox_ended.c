@@ -64,57 +64,14 @@ static void ngx_http_veto_sandbox_ended_finish(
     ngx_http_veto_sandbox_poll_t *p, const char *failure);
 
 
-/* KEYS: marker, tenant live set, agent live set, owner hash, audit
- *       stream, its byte counter, routing record
- * ARGV: sandbox id, marker expiry (unix seconds), end reason, the
- *       stream's bytes and entries (veto_sandbox_audit_bytes, _maxlen),
- *       this host's name ('' without hosts: no routing record), the
- *       record's epoch, ended_at and retained_until, its agent, then the
- *       audit entry's field/value pairs
- * 1: this call handled the end; 0: it was handled before.  One script,
- * so that a call whose reply was lost (a timeout) and that ran anyway
- * left its audit entry too; the entry is appended by the audit's own
- * script (its byte count kept), run as a function.  A sandbox whose
- * termination failed still holds what it held on its host: its slot
- * stays until its end is confirmed (a record of another reason, so of
- * another marker).  A sandbox ended as host_lost (its host's lease ran
- * out, _hosts.c) is on record already: the end its helper reports when
- * the host comes back adds nothing. */
-static const char ngx_http_veto_sandbox_ended_head_lua[] =
-    "local function vsb_audit_append(KEYS, ARGV)\n"
-    ;
-
-static const char ngx_http_veto_sandbox_ended_body_lua[] =
-    "end\n"
-    "if not redis.call('SET', KEYS[1], '1', 'NX', 'EXAT', ARGV[2]) then\n"
-    "  return 0\n"
-    "end\n"
-    "local lost = string.sub(KEYS[1], 1, #KEYS[1] - #ARGV[3]) .. 'host_lost'\n"
-    "if ARGV[3] ~= 'host_lost' and redis.call('EXISTS', lost) == 1 then\n"
-    "  return 1\n"
-    "end\n"
-    "if ARGV[3] ~= 'termination_failed' then\n"
-    "  redis.call('ZREM', KEYS[2], ARGV[1])\n"
-    "  redis.call('ZREM', KEYS[3], ARGV[1])\n"
-    "  if ARGV[6] ~= '' then\n"
-    "    local f = redis.call('HMGET', KEYS[4], 'agent', 'gateway', 'epoch')\n"
-    "    redis.call('DEL', KEYS[7])\n"
-    "    redis.call('HSET', KEYS[7], 'agent', f[1] or ARGV[10],\n"
-    "      'gateway', f[2] or ARGV[6], 'epoch', f[3] or ARGV[7],\n"
-    "      'end_reason', ARGV[3], 'ended_at', ARGV[8])\n"
-    "    redis.call('EXPIREAT', KEYS[7], ARGV[9])\n"
-    "  end\n"
-    "  redis.call('DEL', KEYS[4])\n"
-    "end\n"
-    "local a = {ARGV[4], ARGV[5]}\n"
-    "for i = 11, #ARGV do a[#a + 1] = ARGV[i] end\n"
-    "vsb_audit_append({KEYS[5], KEYS[6]}, a)\n"
-    "return 1\n"
-    ;
+/* lua/sandbox_ended.lua, after lua/prelude.lua: idempotent by its marker,
+ * it frees the slot and the ownership record, keeps the routing record
+ * and appends the "sandbox.end" audit entry, in one call */
+NGX_HTTP_VSB_LUA(sandbox_ended);
 
 static ngx_http_veto_sandbox_redis_script_t
     ngx_http_veto_sandbox_ended_scripts[] = {
-    { "sandbox_ended", NULL, "" },          /* made at init */
+    NGX_HTTP_VSB_SCRIPT(sandbox_ended),
     { NULL, NULL, "" }
 };
 
@@ -184,36 +141,6 @@ ngx_http_veto_sandbox_ended_collect(ngx_cycle_t *cycle)
 }
 
 
-/* The end's script: the audit's append script as a function, then
- * what an end does. */
-static ngx_int_t
-ngx_http_veto_sandbox_ended_script(ngx_cycle_t *cycle)
-{
-    u_char  *text, *p;
-    size_t   len;
-
-    len = sizeof(ngx_http_veto_sandbox_ended_head_lua) - 1
-          + ngx_strlen(ngx_http_veto_sandbox_audit_append_lua)
-          + sizeof(ngx_http_veto_sandbox_ended_body_lua);
-
-    text = ngx_pnalloc(cycle->pool, len);
-    if (text == NULL) {
-        return NGX_ERROR;
-    }
-
-    p = ngx_cpymem(text, ngx_http_veto_sandbox_ended_head_lua,
-                   sizeof(ngx_http_veto_sandbox_ended_head_lua) - 1);
-    p = ngx_cpymem(p, ngx_http_veto_sandbox_audit_append_lua,
-                   ngx_strlen(ngx_http_veto_sandbox_audit_append_lua));
-    ngx_memcpy(p, ngx_http_veto_sandbox_ended_body_lua,
-               sizeof(ngx_http_veto_sandbox_ended_body_lua));
-
-    ngx_http_veto_sandbox_ended_scripts[0].text = (const char *) text;
-
-    return NGX_OK;
-}
-
-
 ngx_int_t
 ngx_http_veto_sandbox_ended_init_process(ngx_cycle_t *cycle)
 {
@@ -238,8 +165,7 @@ ngx_http_veto_sandbox_ended_init_process(ngx_cycle_t *cycle)
         return NGX_OK;
     }
 
-    if (ngx_http_veto_sandbox_ended_script(cycle) != NGX_OK
-        || ngx_http_veto_sandbox_redis_scripts_init(
+    if (ngx_http_veto_sandbox_redis_scripts_init(
                                    ngx_http_veto_sandbox_ended_scripts)
            != NGX_OK
         || ngx_http_veto_sandbox_ended_collect(cycle) != NGX_OK

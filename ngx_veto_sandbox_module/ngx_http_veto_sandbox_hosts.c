@@ -80,115 +80,24 @@ ngx_http_veto_sandbox_hosts_ignore(ngx_int_t rc, redisReply *reply,
 }
 
 
-/* KEYS: lease, seen;  ARGV: name, addr, epoch, lease_ms, and the load:
- *       live sandboxes, capacity, their ratio ('' when not known)
- * {'ok'} or {'fenced', the lease's epoch}: a newer run holds the name */
-static const char ngx_http_veto_sandbox_hosts_renew_lua[] =
-    "local held = tonumber(redis.call('HGET', KEYS[1], 'epoch') or '0')\n"
-    "local mine = tonumber(ARGV[3])\n"
-    "if not mine or mine < 1 then\n"
-    "  return redis.error_reply('ERR veto host_renew: bad epoch')\n"
-    "end\n"
-    "if held and held > mine then\n"
-    "  return {'fenced', tostring(held)}\n"
-    "end\n"
-    "local t = redis.call('TIME')\n"
-    "local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)\n"
-    "redis.call('HSET', KEYS[1], 'addr', ARGV[2], 'epoch', ARGV[3],\n"
-    "  'renewed_ms', now, 'sandboxes', ARGV[5], 'capacity', ARGV[6],\n"
-    "  'load', ARGV[7])\n"
-    "redis.call('PEXPIRE', KEYS[1], ARGV[4])\n"
-    "redis.call('ZADD', KEYS[2], now, ARGV[1])\n"
-    "return {'ok', ''}\n"
-    ;
-
-/* KEYS: seen;  ARGV: lease + grace (ms), lease prefix, lock prefix,
- *       lock ms, this host's name
- * The lost host whose lease ran out longest ago and whose lock this call
- * took: {name, its last renewal}; else {}. */
-static const char ngx_http_veto_sandbox_hosts_pick_lua[] =
-    "local t = redis.call('TIME')\n"
-    "local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)\n"
-    "local cut = now - tonumber(ARGV[1])\n"
-    "local c = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', cut,\n"
-    "  'WITHSCORES', 'LIMIT', 0, 8)\n"
-    "for i = 1, #c, 2 do\n"
-    "  local name = c[i]\n"
-    "  if name ~= ARGV[5] and redis.call('EXISTS', ARGV[2] .. name) == 0\n"
-    "     and redis.call('SET', ARGV[3] .. name, '1', 'NX', 'PX', ARGV[4])\n"
-    "  then\n"
-    "    return {name, c[i + 1]}\n"
-    "  end\n"
-    "end\n"
-    "return {}\n"
-    ;
-
-/* KEYS: seen, lock;  ARGV: name, its last renewal when picked
- * The host leaves the seen set unless it renewed meanwhile. */
-static const char ngx_http_veto_sandbox_hosts_reaped_lua[] =
-    "local s = redis.call('ZSCORE', KEYS[1], ARGV[1])\n"
-    "if s and tonumber(s) <= tonumber(ARGV[2]) then\n"
-    "  redis.call('ZREM', KEYS[1], ARGV[1])\n"
-    "end\n"
-    "redis.call('DEL', KEYS[2])\n"
-    "return 1\n"
-    ;
-
-/* KEYS: tenant live set, audit stream, its byte counter
- * ARGV: lost host, owner hash prefix, agent live set prefix, end marker
- *       prefix, marker expiry (unix s), audit bytes, audit maxlen, time,
- *       tenant, routing record prefix
- * Ends each live sandbox the lost host holds: the count ended.  Its
- * routing record (_where.c) says host_lost until the marker's expiry:
- * every host answers that end while the lost host is away. */
-static const char ngx_http_veto_sandbox_hosts_lost_head_lua[] =
-    "local function vsb_audit_append(KEYS, ARGV)\n"
-    ;
-
-static const char ngx_http_veto_sandbox_hosts_lost_body_lua[] =
-    "end\n"
-    "local n = 0\n"
-    "for _, id in ipairs(redis.call('ZRANGE', KEYS[1], 0, -1)) do\n"
-    "  local own = ARGV[2] .. id\n"
-    "  local f = redis.call('HMGET', own, 'gateway', 'agent', 'epoch')\n"
-    "  if f[1] == ARGV[1] then\n"
-    "    redis.call('ZREM', KEYS[1], id)\n"
-    "    if f[2] then redis.call('ZREM', ARGV[3] .. f[2], id) end\n"
-    "    redis.call('DEL', own)\n"
-    "    if f[2] and string.sub(id, 1, 4) ~= 'new-' then\n"
-    "      local rk = ARGV[10] .. id\n"
-    "      redis.call('DEL', rk)\n"
-    "      redis.call('HSET', rk, 'agent', f[2], 'gateway', ARGV[1],\n"
-    "        'epoch', f[3] or '', 'end_reason', 'host_lost',\n"
-    "        'ended_at', redis.call('TIME')[1])\n"
-    "      redis.call('EXPIREAT', rk, ARGV[5])\n"
-    "    end\n"
-    "    if string.sub(id, 1, 4) ~= 'new-' and redis.call('SET',\n"
-    "         ARGV[4] .. id .. ':host_lost', '1', 'NX', 'EXAT', ARGV[5])\n"
-    "    then\n"
-    "      local e = {ARGV[6], ARGV[7], 'time', ARGV[8], 'tenant', ARGV[9]}\n"
-    "      if f[2] then e[#e + 1] = 'agent'; e[#e + 1] = f[2] end\n"
-    "      for _, v in ipairs({'action', 'sandbox.end', 'outcome',\n"
-    "          'host_lost', 'reason', 'lease_expired', 'sandbox', id,\n"
-    "          'detail', cjson.encode({end_reason = 'host_lost',\n"
-    "            host = ARGV[1], epoch = f[3] or ''})}) do\n"
-    "        e[#e + 1] = v\n"
-    "      end\n"
-    "      vsb_audit_append({KEYS[2], KEYS[3]}, e)\n"
-    "      n = n + 1\n"
-    "    end\n"
-    "  end\n"
-    "end\n"
-    "return n\n"
-    ;
-
+/*
+ * The Lua scripts, after lua/prelude.lua: lua/host_renew.lua (the lease,
+ * or "fenced" when a newer run holds the name), lua/host_pick.lua (a
+ * lost host, its reap lock taken), lua/host_reaped.lua (it leaves the
+ * seen set), lua/host_lost.lua (a tenant's sandboxes on the lost host
+ * ended, each with its routing record and one audit entry).
+ */
+NGX_HTTP_VSB_LUA(host_renew);
+NGX_HTTP_VSB_LUA(host_pick);
+NGX_HTTP_VSB_LUA(host_reaped);
+NGX_HTTP_VSB_LUA(host_lost);
 
 static ngx_http_veto_sandbox_redis_script_t
     ngx_http_veto_sandbox_hosts_scripts[] = {
-    { "host_renew", ngx_http_veto_sandbox_hosts_renew_lua, "" },
-    { "host_pick", ngx_http_veto_sandbox_hosts_pick_lua, "" },
-    { "host_reaped", ngx_http_veto_sandbox_hosts_reaped_lua, "" },
-    { "host_lost", NULL, "" },              /* made at init */
+    NGX_HTTP_VSB_SCRIPT(host_renew),
+    NGX_HTTP_VSB_SCRIPT(host_pick),
+    NGX_HTTP_VSB_SCRIPT(host_reaped),
+    NGX_HTTP_VSB_SCRIPT(host_lost),
     { NULL, NULL, "" }
 };
 
@@ -288,34 +197,6 @@ ngx_http_veto_sandbox_hosts_collect(ngx_cycle_t *cycle,
 }
 
 
-static ngx_int_t
-ngx_http_veto_sandbox_hosts_lost_script(ngx_cycle_t *cycle)
-{
-    u_char  *text, *p;
-    size_t   len;
-
-    len = sizeof(ngx_http_veto_sandbox_hosts_lost_head_lua) - 1
-          + ngx_strlen(ngx_http_veto_sandbox_audit_append_lua)
-          + sizeof(ngx_http_veto_sandbox_hosts_lost_body_lua);
-
-    text = ngx_pnalloc(cycle->pool, len);
-    if (text == NULL) {
-        return NGX_ERROR;
-    }
-
-    p = ngx_cpymem(text, ngx_http_veto_sandbox_hosts_lost_head_lua,
-                   sizeof(ngx_http_veto_sandbox_hosts_lost_head_lua) - 1);
-    p = ngx_cpymem(p, ngx_http_veto_sandbox_audit_append_lua,
-                   ngx_strlen(ngx_http_veto_sandbox_audit_append_lua));
-    ngx_memcpy(p, ngx_http_veto_sandbox_hosts_lost_body_lua,
-               sizeof(ngx_http_veto_sandbox_hosts_lost_body_lua));
-
-    ngx_http_vsb_lost->text = (const char *) text;
-
-    return NGX_OK;
-}
-
-
 ngx_int_t
 ngx_http_veto_sandbox_hosts_init_process(ngx_cycle_t *cycle)
 {
@@ -341,8 +222,7 @@ ngx_http_veto_sandbox_hosts_init_process(ngx_cycle_t *cycle)
         return NGX_ERROR;
     }
 
-    if (ngx_http_veto_sandbox_hosts_lost_script(cycle) != NGX_OK
-        || ngx_http_veto_sandbox_redis_scripts_init(
+    if (ngx_http_veto_sandbox_redis_scripts_init(
                                    ngx_http_veto_sandbox_hosts_scripts)
            != NGX_OK)
     {

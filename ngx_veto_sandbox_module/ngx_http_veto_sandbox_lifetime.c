@@ -10,32 +10,13 @@
 #include "ngx_http_veto_sandbox_audit.h"
 
 
-/* KEYS: tenant live set, agent live set, owner hash
- * ARGV: sandbox id, expires_ms
- * A lifetime that was extended: the slot counts until the new expiry and
- * the ownership record and the live sets live as long (only what exists
- * is touched). */
-static const char ngx_http_veto_sandbox_lifetime_extend_lua[] =
-    "local exp = tonumber(ARGV[2])\n"
-    "if not exp or exp < 1 then\n"
-    "  return redis.error_reply('ERR veto sandbox_extend: bad expiry')\n"
-    "end\n"
-    "local n = redis.call('ZADD', KEYS[1], 'XX', 'CH', exp, ARGV[1])\n"
-    "redis.call('ZADD', KEYS[2], 'XX', exp, ARGV[1])\n"
-    "for _, k in ipairs({KEYS[1], KEYS[2]}) do\n"
-    "  local at = redis.call('PEXPIRETIME', k)\n"
-    "  if at > 0 and at < exp then redis.call('PEXPIREAT', k, exp) end\n"
-    "end\n"
-    "if redis.call('EXISTS', KEYS[3]) == 1 then\n"
-    "  redis.call('HSET', KEYS[3], 'expires_ms', exp)\n"
-    "  redis.call('PEXPIREAT', KEYS[3], exp)\n"
-    "end\n"
-    "return {'ok', tostring(n)}\n"
-    ;
+/* lua/sandbox_extend.lua: the quota slot, the live sets and the
+ * ownership record follow an extended lifetime */
+NGX_HTTP_VSB_LUA(sandbox_extend);
 
 static ngx_http_veto_sandbox_redis_script_t
     ngx_http_veto_sandbox_lifetime_scripts[] = {
-    { "sandbox_extend", ngx_http_veto_sandbox_lifetime_extend_lua, "" },
+    NGX_HTTP_VSB_SCRIPT(sandbox_extend),
     { NULL, NULL, "" }
 };
 

@@ -19,160 +19,21 @@ static ngx_int_t ngx_http_veto_sandbox_quota_call(
 
 
 /*
- * Both limits are checked before either count moves, so a refused call
- * changes nothing.  The retry-after of a concurrency limit is when the
- * oldest live sandbox reaches its lifetime, an upper bound; that of a
- * rate limit is when the oldest event leaves the window.
+ * The Lua scripts (lua/quota_*.lua, after lua/prelude.lua).  Both limits
+ * are checked before either count moves, so a refused call changes
+ * nothing.
  */
+NGX_HTTP_VSB_LUA(quota_acquire);
+NGX_HTTP_VSB_LUA(quota_release);
+NGX_HTTP_VSB_LUA(quota_exec_rate);
+NGX_HTTP_VSB_LUA(quota_gone);
 
-/* KEYS: tenant live set, agent live set, owner hash
- * ARGV: sandbox id, agent, tenant max, agent max, ttl_ms, gateway, and
- *       optionally: the gateway's helper epoch, the owner hash prefix
- *       ("veto:{T}:sbx:own:"), the agent live set prefix
- *       ("veto:{T}:sbx:live:"), env view, env sha256, env names dropped
- * With an epoch, first drops this gateway's live sandboxes recorded
- * under another epoch: a restarted helper removed them. */
-static const char ngx_http_veto_sandbox_quota_acquire_lua[] =
-    "local t = redis.call('TIME')\n"
-    "local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)\n"
-    "local tmax = tonumber(ARGV[3])\n"
-    "local amax = tonumber(ARGV[4])\n"
-    "local ttl = tonumber(ARGV[5])\n"
-    "if not tmax or not amax or not ttl or ttl < 1 then\n"
-    "  return redis.error_reply('ERR veto quota_sandbox_acquire: bad limits or ttl')\n"
-    "end\n"
-    "local epoch = ARGV[7] or ''\n"
-    "local stale = 0\n"
-    "if epoch ~= '' and ARGV[8] and ARGV[9] then\n"
-    "  for _, id in ipairs(redis.call('ZRANGE', KEYS[1], 0, 1023)) do\n"
-    "    local own = ARGV[8] .. id\n"
-    "    local f = redis.call('HMGET', own, 'gateway', 'epoch', 'agent')\n"
-    "    if f[1] == ARGV[6] and f[2] and f[2] ~= '' and f[2] ~= epoch then\n"
-    "      redis.call('ZREM', KEYS[1], id)\n"
-    "      if f[3] then redis.call('ZREM', ARGV[9] .. f[3], id) end\n"
-    "      redis.call('DEL', own)\n"
-    "      stale = stale + 1\n"
-    "    end\n"
-    "  end\n"
-    "end\n"
-    "redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now)\n"
-    "redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', now)\n"
-    "local function retry(k)\n"
-    "  local o = redis.call('ZRANGE', k, 0, 0, 'WITHSCORES')\n"
-    "  local s = math.ceil((tonumber(o[2]) - now) / 1000)\n"
-    "  if s < 1 then s = 1 end\n"
-    "  return tostring(s)\n"
-    "end\n"
-    "if redis.call('ZSCORE', KEYS[1], ARGV[1]) then\n"
-    "  return {'exists', '0', tostring(stale)}\n"
-    "end\n"
-    "if tmax > 0 and redis.call('ZCARD', KEYS[1]) >= tmax then\n"
-    "  return {'tenant_limit', retry(KEYS[1]), tostring(stale)}\n"
-    "end\n"
-    "if amax > 0 and redis.call('ZCARD', KEYS[2]) >= amax then\n"
-    "  return {'agent_limit', retry(KEYS[2]), tostring(stale)}\n"
-    "end\n"
-    "local exp = now + ttl\n"
-    "redis.call('ZADD', KEYS[1], exp, ARGV[1])\n"
-    "redis.call('ZADD', KEYS[2], exp, ARGV[1])\n"
-    "for _, k in ipairs({KEYS[1], KEYS[2]}) do\n"
-    "  if redis.call('PTTL', k) < ttl then\n"
-    "    redis.call('PEXPIRE', k, ttl)\n"
-    "  end\n"
-    "end\n"
-    "redis.call('HSET', KEYS[3], 'agent', ARGV[2], 'gateway', ARGV[6],\n"
-    "  'created_ms', now, 'expires_ms', exp)\n"
-    "if epoch ~= '' then redis.call('HSET', KEYS[3], 'epoch', epoch) end\n"
-    "if ARGV[11] and ARGV[11] ~= '' then\n"
-    "  redis.call('HSET', KEYS[3], 'env', ARGV[10], 'env_sha256', ARGV[11],\n"
-    "    'env_dropped', ARGV[12] or '0')\n"
-    "end\n"
-    "redis.call('PEXPIRE', KEYS[3], ttl)\n"
-    "return {'ok', '0', tostring(stale)}\n"
-    ;
-
-/* KEYS: tenant live set, agent live set, owner hash[, routing record]
- * ARGV: sandbox id[, end reason, ended_at, the routing record's expiry
- *       (unix s: the helper's ENDED record's retained_until)]
- * With a routing record, the ownership record's agent, gateway and epoch
- * stay there with how the sandbox ended, until its expiry (_where.c). */
-static const char ngx_http_veto_sandbox_quota_release_lua[] =
-    "local n = redis.call('ZREM', KEYS[1], ARGV[1])\n"
-    "redis.call('ZREM', KEYS[2], ARGV[1])\n"
-    "if KEYS[4] then\n"
-    "  local f = redis.call('HMGET', KEYS[3], 'agent', 'gateway', 'epoch')\n"
-    "  if f[1] and f[2] then\n"
-    "    redis.call('DEL', KEYS[4])\n"
-    "    redis.call('HSET', KEYS[4], 'agent', f[1], 'gateway', f[2],\n"
-    "      'epoch', f[3] or '', 'end_reason', ARGV[2], 'ended_at', ARGV[3])\n"
-    "    redis.call('EXPIREAT', KEYS[4], ARGV[4])\n"
-    "  end\n"
-    "end\n"
-    "redis.call('DEL', KEYS[3])\n"
-    "return {'ok', tostring(n)}\n"
-    ;
-
-/* KEYS: tenant live set, the asking agent's live set, owner hash
- * ARGV: sandbox id, agent, gateway
- * The helper of this gateway says the sandbox does not exist: free what
- * Redis holds for it, when it is the asking agent's on this gateway (the
- * helper says not_found for another agent's sandbox too, and another
- * gateway's helper does not know this one's). */
-static const char ngx_http_veto_sandbox_quota_gone_lua[] =
-    "local f = redis.call('HMGET', KEYS[3], 'agent', 'gateway')\n"
-    "local mine = false\n"
-    "if f[1] then\n"
-    "  mine = f[1] == ARGV[2] and f[2] == ARGV[3]\n"
-    "else\n"
-    "  mine = redis.call('ZSCORE', KEYS[2], ARGV[1]) ~= false\n"
-    "end\n"
-    "if not mine then\n"
-    "  return {'ok', '0'}\n"
-    "end\n"
-    "local n = redis.call('ZREM', KEYS[1], ARGV[1])\n"
-    "redis.call('ZREM', KEYS[2], ARGV[1])\n"
-    "redis.call('DEL', KEYS[3])\n"
-    "return {'ok', tostring(n)}\n"
-    ;
-
-/* KEYS: tenant exec log, agent exec log
- * ARGV: tenant max, agent max, window_ms, unique event id */
-static const char ngx_http_veto_sandbox_quota_exec_rate_lua[] =
-    "local t = redis.call('TIME')\n"
-    "local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)\n"
-    "local tmax = tonumber(ARGV[1])\n"
-    "local amax = tonumber(ARGV[2])\n"
-    "local win = tonumber(ARGV[3])\n"
-    "if not tmax or not amax or not win or win < 1 then\n"
-    "  return redis.error_reply('ERR veto quota_exec_rate: bad limits or window')\n"
-    "end\n"
-    "redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now - win)\n"
-    "redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', now - win)\n"
-    "local function retry(k)\n"
-    "  local o = redis.call('ZRANGE', k, 0, 0, 'WITHSCORES')\n"
-    "  local s = math.ceil((tonumber(o[2]) + win - now) / 1000)\n"
-    "  if s < 1 then s = 1 end\n"
-    "  return tostring(s)\n"
-    "end\n"
-    "if tmax > 0 and redis.call('ZCARD', KEYS[1]) >= tmax then\n"
-    "  return {'tenant_limit', retry(KEYS[1])}\n"
-    "end\n"
-    "if amax > 0 and redis.call('ZCARD', KEYS[2]) >= amax then\n"
-    "  return {'agent_limit', retry(KEYS[2])}\n"
-    "end\n"
-    "redis.call('ZADD', KEYS[1], now, ARGV[4])\n"
-    "redis.call('ZADD', KEYS[2], now, ARGV[4])\n"
-    "redis.call('PEXPIRE', KEYS[1], win)\n"
-    "redis.call('PEXPIRE', KEYS[2], win)\n"
-    "return {'ok', '0'}\n"
-    ;
-
-
+/* in the order of ngx_http_veto_sandbox_quota_op_e */
 ngx_http_veto_sandbox_redis_script_t  ngx_http_veto_sandbox_quota_scripts[] = {
-    { "quota_acquire", ngx_http_veto_sandbox_quota_acquire_lua, "" },
-    { "quota_release", ngx_http_veto_sandbox_quota_release_lua, "" },
-    { "quota_exec_rate", ngx_http_veto_sandbox_quota_exec_rate_lua, "" },
-    { "quota_gone", ngx_http_veto_sandbox_quota_gone_lua, "" },
+    NGX_HTTP_VSB_SCRIPT(quota_acquire),
+    NGX_HTTP_VSB_SCRIPT(quota_release),
+    NGX_HTTP_VSB_SCRIPT(quota_exec_rate),
+    NGX_HTTP_VSB_SCRIPT(quota_gone),
     { NULL, NULL, "" }
 };
 

@@ -157,6 +157,31 @@ typedef struct {
 } ngx_http_veto_sandbox_redis_script_t;
 
 
+/*
+ * The module's scripts are files, ngx_veto_sandbox_module/lua/<name>.lua,
+ * each compiled in after the one shared prelude (lua/prelude.lua: the
+ * helpers several scripts use) as one NUL-ended text, so the SHA-1 and
+ * an EVAL are of both.  At file scope, NGX_HTTP_VSB_LUA(name); defines
+ * the text (.incbin of the two files, the directory from "config",
+ * which lists the files in ngx_module_deps so an edit rebuilds), and
+ * NGX_HTTP_VSB_SCRIPT(name) is its row of a script table.
+ */
+#define NGX_HTTP_VSB_LUA(name)                                                \
+    __asm__(                                                                  \
+        "    .pushsection .rodata, \"a\"\n"                                   \
+        "    .hidden ngx_http_vsb_lua_" #name "\n"                            \
+        "    .globl ngx_http_vsb_lua_" #name "\n"                             \
+        "ngx_http_vsb_lua_" #name ":\n"                                       \
+        "    .incbin \"" NGX_HTTP_VSB_LUA_DIR "/prelude.lua\"\n"              \
+        "    .incbin \"" NGX_HTTP_VSB_LUA_DIR "/" #name ".lua\"\n"            \
+        "    .byte 0\n"                                                       \
+        "    .popsection\n"                                                   \
+    );                                                                        \
+    extern const char  ngx_http_vsb_lua_##name[]
+
+#define NGX_HTTP_VSB_SCRIPT(name)  { #name, ngx_http_vsb_lua_##name, "" }
+
+
 struct ngx_http_veto_sandbox_redis_s {
     ngx_http_veto_sandbox_redis_conf_t  conf;
     ngx_log_t                          *log;

@@ -15,22 +15,12 @@ static ngx_int_t ngx_http_veto_sandbox_revoke_key(ngx_pool_t *pool,
     ngx_str_t *key, const char *what, ngx_str_t *tenant, ngx_str_t *part);
 
 
-/*
- * KEYS: the jti key, the agent key.  MGET would answer nil for a key of
- * another type (a hash written by mistake) and so let the token through;
- * a key that exists but cannot be read as a string counts as "*".
- */
+/* lua/revoke_check.lua: a revoked jti or agent, "*" for a key of
+ * another type */
+NGX_HTTP_VSB_LUA(revoke_check);
+
 static ngx_http_veto_sandbox_redis_script_t  ngx_http_veto_sandbox_revoke_script
-    = { "revoke_check",
-        "local out = {}\n"
-        "for i = 1, 2 do\n"
-        "  local t = redis.call('TYPE', KEYS[i])['ok']\n"
-        "  if t == 'none' then out[i] = false\n"
-        "  elseif t == 'string' then out[i] = redis.call('GET', KEYS[i])\n"
-        "  else out[i] = '*' end\n"
-        "end\n"
-        "return out\n",
-        "" };
+    = NGX_HTTP_VSB_SCRIPT(revoke_check);
 
 
 ngx_int_t

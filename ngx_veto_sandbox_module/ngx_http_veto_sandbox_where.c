@@ -43,51 +43,15 @@ static ngx_int_t ngx_http_veto_sandbox_where_route(ngx_http_request_t *r,
     ngx_http_veto_sandbox_fence_copy(r, to, (rs)->str, (rs)->len)
 
 
-/* KEYS: seen;  ARGV: this host's name, the lease prefix
- * This host has room (or its load is not known): {}; else the live host
- * with room and the least load: {name, addr}; none: {}. */
-static const char ngx_http_veto_sandbox_hosts_place_lua[] =
-    "local function load(name)\n"
-    "  local f = redis.call('HMGET', ARGV[2] .. name, 'sandboxes',\n"
-    "    'capacity', 'addr')\n"
-    "  local n, c = tonumber(f[1]), tonumber(f[2])\n"
-    "  if not n or not c or c < 1 or not f[3] then return nil end\n"
-    "  return n, c, f[3]\n"
-    "end\n"
-    "local n, c = load(ARGV[1])\n"
-    "if not n or n < c then return {} end\n"
-    "local best, bl, ba = nil, 2, nil\n"
-    "for _, h in ipairs(redis.call('ZRANGE', KEYS[1], 0, 63)) do\n"
-    "  if h ~= ARGV[1] then\n"
-    "    local hn, hc, ha = load(h)\n"
-    "    if hn and hn < hc and hn / hc < bl then\n"
-    "      best, bl, ba = h, hn / hc, ha\n"
-    "    end\n"
-    "  end\n"
-    "end\n"
-    "if best then return {best, ba} end\n"
-    "return {}\n"
-    ;
-
-
-/* KEYS: ownership record, routing record
- * {agent, gateway, epoch, end_reason, ended_at}: the ownership record's
- * (a live sandbox: no end_reason); else the routing record's (an ended
- * one); else nothing. */
-static const char ngx_http_veto_sandbox_where_lua[] =
-    "if redis.call('EXISTS', KEYS[1]) == 1 then\n"
-    "  local f = redis.call('HMGET', KEYS[1], 'agent', 'gateway', 'epoch')\n"
-    "  return {f[1], f[2], f[3], false, false}\n"
-    "end\n"
-    "return redis.call('HMGET', KEYS[2], 'agent', 'gateway', 'epoch',\n"
-    "  'end_reason', 'ended_at')\n"
-    ;
-
+/* lua/host_place.lua: where a create goes when this host is full;
+ * lua/sbx_where.lua: the ownership record, else the routing record */
+NGX_HTTP_VSB_LUA(host_place);
+NGX_HTTP_VSB_LUA(sbx_where);
 
 static ngx_http_veto_sandbox_redis_script_t
     ngx_http_veto_sandbox_hosts_place_scripts[] = {
-    { "host_place", ngx_http_veto_sandbox_hosts_place_lua, "" },
-    { "sbx_where", ngx_http_veto_sandbox_where_lua, "" },
+    NGX_HTTP_VSB_SCRIPT(host_place),
+    NGX_HTTP_VSB_SCRIPT(sbx_where),
     { NULL, NULL, "" }
 };
 

@@ -2,7 +2,8 @@ package VetoRedisTest;
 
 # Test support for t/redis/lua/*.t: a private redis-server on a unix socket
 # under /tmp, started per test file and stopped at exit, and the Lua scripts
-# read out of the module's C sources, so the tests run exactly what ships.
+# read from the module's lua/ files as the module compiles them in (the
+# prelude, then the script), so the tests run exactly what ships.
 
 use strict;
 use warnings;
@@ -61,39 +62,31 @@ sub redis_conn {
     return Redis->new(sock => $redis_sock, reconnect => 0);
 }
 
-# [static] const char ngx_http_veto_sandbox_<name>_lua[] =
-#     "line\n"
-#     ...
-#     ;
+# ngx_veto_sandbox_module/lua/<name>.lua, each after lua/prelude.lua: the
+# one text the module compiles in (NGX_HTTP_VSB_LUA), by the file's name.
 sub scripts {
     return \%scripts if %scripts;
 
-    my $dir = dirname(__FILE__) . '/../../ngx_veto_sandbox_module';
+    my $dir = dirname(__FILE__) . '/../../ngx_veto_sandbox_module/lua';
+    my $prelude = slurp("$dir/prelude.lua");
 
-    for my $file (glob "$dir/ngx_http_veto_sandbox_*.c") {
-        open my $fh, '<', $file or die "$file: $!";
-        my ($name, $text);
-        while (my $line = <$fh>) {
-            if ($line =~ /^(?:static )?const char ngx_http_veto_sandbox_(\w+)_lua\[\] =/) {
-                ($name, $text) = ($1, '');
-                next;
-            }
-            next unless defined $name;
-            if ($line =~ /^\s*"(.*)"\s*$/) {
-                my $s = $1;
-                $s =~ s/\\(["\\n])/$1 eq 'n' ? "\n" : $1/ge;
-                $text .= $s;
-            } elsif ($line =~ /^\s*;\s*$/) {
-                $scripts{$name} = $text;
-                undef $name;
-            } else {
-                die "$file: unexpected line in script $name: $line";
-            }
-        }
+    for my $file (glob "$dir/*.lua") {
+        my ($name) = $file =~ m{([^/]+)\.lua$};
+        next if $name eq 'prelude';
+        $scripts{$name} = $prelude . slurp($file);
     }
 
     die "no scripts found under $dir" unless %scripts;
     return \%scripts;
+}
+
+sub slurp {
+    my ($file) = @_;
+    open my $fh, '<', $file or die "$file: $!";
+    local $/;
+    my $text = <$fh>;
+    close $fh;
+    return $text;
 }
 
 # EVALSHA first, EVAL on NOSCRIPT: the same path the module takes.

@@ -223,7 +223,7 @@ my $cut_hosts = $j->{approval_id};
 is(scalar @{ $j->{summary}{network}{hosts} // [] }, 200, '... its summary lists them all');
 
 # Records in the module's own format, written with its own create script
-# (read out of the C source), for summary fields the module does not
+# (the module's lua/ files), for summary fields the module does not
 # produce yet: the sandbox id, env values, network hosts, argv
 # truncation, irreversibility, and fields the page does not know.
 my $seq = 0;

@@ -1,6 +1,7 @@
 #!/usr/bin/perl
 # Approval state machine, straight on the Lua scripts the module ships
-# (ngx_http_veto_sandbox_approval.c), against a private redis-server.
+# (ngx_veto_sandbox_module/lua/approval_*.lua after lua/prelude.lua),
+# against a private redis-server.
 
 use strict;
 use warnings;
@@ -59,7 +60,7 @@ sub state_of {
     return $r->hget((keys_of($id))[0], 'state');
 }
 
-ok(scripts()->{$_}, "script $_ found in the C source")
+ok(scripts()->{$_}, "script $_ found in lua/")
     for qw(approval_create approval_approve approval_deny approval_consume
            approval_expire approval_get approval_list);
 

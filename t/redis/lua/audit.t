@@ -2,7 +2,7 @@
 # Audit stream: the append script the module ships (bounded in entries and
 # in bytes, per tenant) and the audit_query script behind GET /v1/audit
 # (filters, pages with a next cursor, a byte budget per page), both read
-# out of ngx_http_veto_sandbox_audit.c.
+# from ngx_veto_sandbox_module/lua/ (after its prelude.lua).
 
 use strict;
 use warnings;

@@ -1,5 +1,5 @@
 #!/usr/bin/perl
-# Quotas on the Lua scripts the module ships (ngx_http_veto_sandbox_quota.c):
+# Quotas on the Lua scripts the module ships (lua/quota_*.lua of the module):
 # concurrent sandboxes per tenant and agent, execs per window, Retry-After,
 # their atomicity under concurrent gateways, and reconciliation with the
 # helper (a restart's new epoch, a not_found).

@@ -1,0 +1,40 @@
+-- approval_approve: one reviewer's approval of a pending record.
+-- KEYS: rec, rv;  ARGV: tenant, reviewer, reason (optional)
+-- The requester, or a name equal to it but for ASCII case, never
+-- decides its own request.  A reason that is not only white space is
+-- kept in approve_reasons, a JSON object reviewer -> reason (one entry
+-- per counted reviewer, at most threshold of them).
+local now = vsb_now()
+local f = vsb_record(KEYS[1], ARGV[1], 'agent', 'threshold')
+if not f then
+  return {'not_found', ''}
+end
+local state = f[2]
+if vsb_lapse(KEYS[1], f, now, false) then
+  return {'expired', 'expired', '1'}
+end
+if state ~= 'pending' then
+  return {'not_pending', state}
+end
+if vsb_self(ARGV[2], f[4]) then
+  return {'self_approval', state}
+end
+if redis.call('SADD', KEYS[2], ARGV[2]) == 0 then
+  return {'already_approved', state, '0', tostring(redis.call('SCARD', KEYS[2]))}
+end
+local pttl = redis.call('PTTL', KEYS[1])
+if pttl > 0 then
+  redis.call('PEXPIRE', KEYS[2], pttl)
+end
+local n = redis.call('SCARD', KEYS[2])
+redis.call('HSET', KEYS[1], 'approvals', n, 'last_reviewer', ARGV[2])
+if vsb_text(ARGV[3]) then
+  local rs = cjson.decode(redis.call('HGET', KEYS[1], 'approve_reasons') or '{}')
+  rs[ARGV[2]] = ARGV[3]
+  redis.call('HSET', KEYS[1], 'approve_reasons', cjson.encode(rs))
+end
+if n >= tonumber(f[5]) then
+  redis.call('HSET', KEYS[1], 'state', 'approved', 'decided_ms', now)
+  return {'ok', 'approved', '0', tostring(n)}
+end
+return {'ok', 'pending', '0', tostring(n)}

@@ -246,7 +246,15 @@ run_prove() {
     rm -f "$out"
 }
 
-run_prove "all tests, helper build/sandbox-helper" -r t/
+# Two test files at a time: most of a test's time is spent waiting on
+# the things it started (a helper, nginx, Redis, a workload's deadline),
+# so two share the two cores well, and every file starts its own
+# instances (free ports, its own temp dirs, cgroups and network
+# namespaces named by its pid).  The files that run Redis Sentinel
+# (t/hosts/, t/redis/) run one after another, beside the others: a
+# failover's timing is what they test.
+run_prove "all tests, helper build/sandbox-helper" -j2 \
+    --rules='seq=t/{hosts,redis}/**.t' --rules='par=**' -r t/
 # The VM steps (each a qemu guest under TCG: one core, mostly waiting on
 # emulation) run in the background while the ASan passes run on the
 # host; their output is printed, and their results counted, after them.

@@ -153,9 +153,9 @@ close $_ for @flood;
 @flood = ();
 system('prlimit', "--pid=$hp", "--nofile=$soft:") == 0
     or diag('prlimit: cannot restore the soft limit');
-my $ok;
-for (1 .. 30) { $ok = eval { $h->ping->{ok} }; last if $ok; sleep 0.1 }
-ok($ok, 'helper serves again once descriptors are free');
+ok(eventually('helper serves again once descriptors are free', 3,
+              sub { $h->ping->{ok} }),
+   'helper serves again once descriptors are free');
 
 # --- hostile JSON -----------------------------------------------------------
 my $base = { op => 'exec', tenant => 't1', agent => 'a1', id => $id };

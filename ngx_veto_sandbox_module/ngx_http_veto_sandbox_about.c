@@ -291,12 +291,6 @@ ngx_http_veto_sandbox_mcp_present_about(ngx_http_request_t *r,
                      "send your model provider never passes through here; "
                      "files you read out are untrusted.");
 
-    if (ngx_http_veto_sandbox_mcp_text(result, (char *) text, p - text)
-        != NGX_OK)
-    {
-        return NGX_ERROR;
-    }
-
-    return json_object_set(result, "structuredContent", rest) == 0
-           ? NGX_OK : NGX_ERROR;
+    return ngx_http_veto_sandbox_mcp_text_rest(result, (char *) text,
+                                               p - text, rest);
 }

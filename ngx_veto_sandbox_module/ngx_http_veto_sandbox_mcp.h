@@ -169,6 +169,9 @@ json_t *ngx_http_veto_sandbox_mcp_error_result(const char *text);
 /* result's content: one text block */
 ngx_int_t ngx_http_veto_sandbox_mcp_text(json_t *result, const char *text,
     size_t len);
+/* the same, and rest (the REST answer) as structuredContent */
+ngx_int_t ngx_http_veto_sandbox_mcp_text_rest(json_t *result,
+    const char *text, size_t len, json_t *rest);
 /* unix seconds as 2026-01-31T12:00:00Z and a NUL; buf holds 21 bytes */
 u_char *ngx_http_veto_sandbox_mcp_time(u_char *buf, time_t t);
 /* data within max bytes, head and tail kept: into structured as

@@ -159,12 +159,6 @@ ngx_http_veto_sandbox_mcp_present_archive(ngx_http_request_t *r,
         p = ngx_slprintf(p, last, " tar warned: %s", json_string_value(warn));
     }
 
-    if (ngx_http_veto_sandbox_mcp_text(result, (char *) text, p - text)
-        != NGX_OK)
-    {
-        return NGX_ERROR;
-    }
-
-    return json_object_set(result, "structuredContent", rest) == 0
-           ? NGX_OK : NGX_ERROR;
+    return ngx_http_veto_sandbox_mcp_text_rest(result, (char *) text,
+                                               p - text, rest);
 }

@@ -30,6 +30,20 @@ ngx_http_veto_sandbox_mcp_text(json_t *result, const char *text, size_t len)
 }
 
 
+/* the content: one text block; the REST answer as structuredContent */
+ngx_int_t
+ngx_http_veto_sandbox_mcp_text_rest(json_t *result, const char *text,
+    size_t len, json_t *rest)
+{
+    if (ngx_http_veto_sandbox_mcp_text(result, text, len) != NGX_OK) {
+        return NGX_ERROR;
+    }
+
+    return json_object_set(result, "structuredContent", rest) == 0
+           ? NGX_OK : NGX_ERROR;
+}
+
+
 json_t *
 ngx_http_veto_sandbox_mcp_error_result(const char *text)
 {
@@ -255,14 +269,8 @@ ngx_http_veto_sandbox_mcp_present_ended(ngx_http_request_t *r,
     p = ngx_slprintf(p, last, ".\nNothing more can run in it and its files "
                      "are gone; create another with create_sandbox.");
 
-    if (ngx_http_veto_sandbox_mcp_text(result, (char *) text, p - text)
-        != NGX_OK)
-    {
-        return NGX_ERROR;
-    }
-
-    return json_object_set(result, "structuredContent", rest) == 0
-           ? NGX_OK : NGX_ERROR;
+    return ngx_http_veto_sandbox_mcp_text_rest(result, (char *) text,
+                                               p - text, rest);
 }
 
 
@@ -329,14 +337,8 @@ ngx_http_veto_sandbox_mcp_present_sandbox(ngx_http_request_t *r,
     free(usage);
     free(network);
 
-    if (ngx_http_veto_sandbox_mcp_text(result, (char *) text, p - text)
-        != NGX_OK)
-    {
-        return NGX_ERROR;
-    }
-
-    return json_object_set(result, "structuredContent", rest) == 0
-           ? NGX_OK : NGX_ERROR;
+    return ngx_http_veto_sandbox_mcp_text_rest(result, (char *) text,
+                                               p - text, rest);
 }
 
 
@@ -388,14 +390,8 @@ ngx_http_veto_sandbox_mcp_present_list(ngx_http_request_t *r,
                          state ? state : "?", expires);
     }
 
-    if (ngx_http_veto_sandbox_mcp_text(result, (char *) text, p - text)
-        != NGX_OK)
-    {
-        return NGX_ERROR;
-    }
-
-    return json_object_set(result, "structuredContent", rest) == 0
-           ? NGX_OK : NGX_ERROR;
+    return ngx_http_veto_sandbox_mcp_text_rest(result, (char *) text,
+                                               p - text, rest);
 }
 
 
@@ -422,14 +418,8 @@ ngx_http_veto_sandbox_mcp_present_written(ngx_http_request_t *r,
                      json_integer_value(json_object_get(rest, "size")),
                      path ? path : "the file", sha ? sha : "?");
 
-    if (ngx_http_veto_sandbox_mcp_text(result, (char *) text, p - text)
-        != NGX_OK)
-    {
-        return NGX_ERROR;
-    }
-
-    return json_object_set(result, "structuredContent", rest) == 0
-           ? NGX_OK : NGX_ERROR;
+    return ngx_http_veto_sandbox_mcp_text_rest(result, (char *) text,
+                                               p - text, rest);
 }
 
 
@@ -466,14 +456,8 @@ ngx_http_veto_sandbox_mcp_present_hosts(ngx_http_request_t *r,
     free(added);
     free(allow);
 
-    if (ngx_http_veto_sandbox_mcp_text(result, (char *) text, p - text)
-        != NGX_OK)
-    {
-        return NGX_ERROR;
-    }
-
-    return json_object_set(result, "structuredContent", rest) == 0
-           ? NGX_OK : NGX_ERROR;
+    return ngx_http_veto_sandbox_mcp_text_rest(result, (char *) text,
+                                               p - text, rest);
 }
 
 
@@ -512,14 +496,8 @@ ngx_http_veto_sandbox_mcp_present_lifetime(ngx_http_request_t *r,
 
     p = ngx_slprintf(p, last, ".");
 
-    if (ngx_http_veto_sandbox_mcp_text(result, (char *) text, p - text)
-        != NGX_OK)
-    {
-        return NGX_ERROR;
-    }
-
-    return json_object_set(result, "structuredContent", rest) == 0
-           ? NGX_OK : NGX_ERROR;
+    return ngx_http_veto_sandbox_mcp_text_rest(result, (char *) text,
+                                               p - text, rest);
 }
 
 
@@ -549,14 +527,8 @@ ngx_http_veto_sandbox_mcp_present_destroyed(ngx_http_request_t *r,
 
     free(confirmed);
 
-    if (ngx_http_veto_sandbox_mcp_text(result, (char *) text, p - text)
-        != NGX_OK)
-    {
-        return NGX_ERROR;
-    }
-
-    return json_object_set(result, "structuredContent", rest) == 0
-           ? NGX_OK : NGX_ERROR;
+    return ngx_http_veto_sandbox_mcp_text_rest(result, (char *) text,
+                                               p - text, rest);
 }
 
 
@@ -846,12 +818,6 @@ ngx_http_veto_sandbox_mcp_present_approval(ngx_http_request_t *r,
 
     p = ngx_slprintf(p, last, " %s", what);
 
-    if (ngx_http_veto_sandbox_mcp_text(result, (char *) text, p - text)
-        != NGX_OK)
-    {
-        return NGX_ERROR;
-    }
-
-    return json_object_set(result, "structuredContent", rest) == 0
-           ? NGX_OK : NGX_ERROR;
+    return ngx_http_veto_sandbox_mcp_text_rest(result, (char *) text,
+                                               p - text, rest);
 }

@@ -741,14 +741,8 @@ ngx_http_veto_sandbox_mcp_present_json(ngx_http_request_t *r,
     p = ngx_snprintf(text, size, "%s %s", prefix, s ? s : "{}");
     free(s);
 
-    if (ngx_http_veto_sandbox_mcp_text(result, (char *) text, p - text)
-        != NGX_OK)
-    {
-        return NGX_ERROR;
-    }
-
-    return json_object_set(result, "structuredContent", rest) == 0
-           ? NGX_OK : NGX_ERROR;
+    return ngx_http_veto_sandbox_mcp_text_rest(result, (char *) text,
+                                               p - text, rest);
 }
 
 

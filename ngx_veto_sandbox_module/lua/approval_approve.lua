@@ -5,22 +5,12 @@
 -- kept in approve_reasons, a JSON object reviewer -> reason (one entry
 -- per counted reviewer, at most threshold of them).
 local now = vsb_now()
-local f = vsb_record(KEYS[1], ARGV[1], 'agent', 'threshold')
+local f, refusal = vsb_decidable(KEYS[1], ARGV[1], ARGV[2], now, 'threshold')
 if not f then
-  return {'not_found', ''}
-end
-local state = f[2]
-if vsb_lapse(KEYS[1], f, now, false) then
-  return {'expired', 'expired', '1'}
-end
-if state ~= 'pending' then
-  return {'not_pending', state}
-end
-if vsb_self(ARGV[2], f[4]) then
-  return {'self_approval', state}
+  return refusal
 end
 if redis.call('SADD', KEYS[2], ARGV[2]) == 0 then
-  return {'already_approved', state, '0', tostring(redis.call('SCARD', KEYS[2]))}
+  return {'already_approved', 'pending', '0', tostring(redis.call('SCARD', KEYS[2]))}
 end
 local pttl = redis.call('PTTL', KEYS[1])
 if pttl > 0 then

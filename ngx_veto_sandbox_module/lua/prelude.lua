@@ -57,6 +57,26 @@ local function vsb_self(reviewer, agent)
   return reviewer == '' or string.lower(reviewer) == string.lower(agent or '')
 end
 
+-- A record a reviewer may decide now: the tenant's, still pending (not
+-- lapsed), and not the reviewer's own request.  Its fields (vsb_record's,
+-- then agent, then those named), or nil and the reply the script gives.
+local function vsb_decidable(key, tenant, reviewer, now, ...)
+  local f = vsb_record(key, tenant, 'agent', ...)
+  if not f then
+    return nil, {'not_found', ''}
+  end
+  if vsb_lapse(key, f, now, false) then
+    return nil, {'expired', 'expired', '1'}
+  end
+  if f[2] ~= 'pending' then
+    return nil, {'not_pending', f[2]}
+  end
+  if vsb_self(reviewer, f[4]) then
+    return nil, {'self_approval', f[2]}
+  end
+  return f
+end
+
 -- a reason that is not only white space
 local function vsb_text(s)
   return s and string.find(s, '%S')

@@ -2,7 +2,7 @@
 # THE test command (README, .ci/run): installs dependencies, builds, runs
 # the cmocka unit tests (normal and ASan builds), builds the fuzzers and
 # runs each briefly, then the integration tests with prove: everything
-# with the normal helper, the helper tests (t/helper/) again with the ASan
+# with the normal helper (two files at a time: scripts/prove-parallel), the helper tests (t/helper/) again with the ASan
 # helper, the image store and profile tests (t/images/) with
 # the ASan sandbox-imagectl and helper, and the module tests (t/module/
 # but floors.t, t/approval/, t/hosts/, t/redis/ but its Lua-script tests
@@ -24,7 +24,8 @@
 # prove test files and unit binaries.
 #
 #   FUZZ_SECONDS=10   time per fuzz target
-#   PROVE_ARGS=...    extra prove flags (e.g. -v)
+#   PROVE_ARGS=...    extra prove flags (e.g. -v; the first pass, run by
+#                     scripts/prove-parallel, takes -v only)
 set -uo pipefail
 cd "$(dirname "$0")/.."
 
@@ -221,7 +222,7 @@ run_prove() {
     say "prove: $label"
     local out
     out=$(mktemp /tmp/veto-prove-XXXXXX)
-    prove -I t/lib $PROVE_ARGS "$@" 2>&1 | tee "$out"
+    ${RUNNER:-prove -I t/lib} $PROVE_ARGS "$@" 2>&1 | tee "$out"
     local files bad
     files=$(sed -n 's/^Files=\([0-9]*\),.*/\1/p' "$out" | tail -n 1)
     # every failing file has one "name (Wstat: ...)" line in the summary
@@ -246,15 +247,14 @@ run_prove() {
     rm -f "$out"
 }
 
-# Two test files at a time: most of a test's time is spent waiting on
-# the things it started (a helper, nginx, Redis, a workload's deadline),
-# so two share the two cores well, and every file starts its own
-# instances (free ports, its own temp dirs, cgroups and network
-# namespaces named by its pid).  The files that run Redis Sentinel
-# (t/hosts/, t/redis/) run one after another, beside the others: a
-# failover's timing is what they test.
-run_prove "all tests, helper build/sandbox-helper" -j2 \
-    --rules='seq=t/{hosts,redis}/**.t' --rules='par=**' -r t/
+# Two test files at a time (scripts/prove-parallel): most of a test's
+# time is spent waiting on the things it started (a helper, nginx, Redis,
+# a workload's deadline), so two share the two cores well, and every
+# file starts its own instances (free ports, its own temp dirs, cgroups
+# and network namespaces named by its pid); the Sentinel files (t/hosts/,
+# t/redis/) run one after another, beside the rest.
+RUNNER="scripts/prove-parallel" \
+    run_prove "all tests, helper build/sandbox-helper" t/
 # The VM steps (each a qemu guest under TCG: one core, mostly waiting on
 # emulation) run in the background while the ASan passes run on the
 # host; their output is printed, and their results counted, after them.

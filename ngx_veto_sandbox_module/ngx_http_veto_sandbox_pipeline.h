@@ -218,6 +218,12 @@ ngx_int_t ngx_http_veto_sandbox_where_result(ngx_http_request_t *r,
     ngx_http_veto_sandbox_ctx_t *ctx, redisReply *reply);
 json_t *ngx_http_veto_sandbox_where_ended(ngx_http_request_t *r,
     ngx_http_veto_sandbox_ctx_t *ctx);
+/* a snapshot's routing record: kept once this host's helper made it,
+ * gone with its delete */
+void ngx_http_veto_sandbox_where_snapshot_kept(ngx_http_request_t *r,
+    ngx_http_veto_sandbox_ctx_t *ctx, json_t *snap);
+void ngx_http_veto_sandbox_where_snapshot_gone(ngx_http_request_t *r,
+    ngx_http_veto_sandbox_ctx_t *ctx, json_t *id);
 
 /* _peer.c: routing to the host that holds a sandbox */
 char *ngx_http_veto_sandbox_peer_key(ngx_conf_t *cf, ngx_command_t *cmd,

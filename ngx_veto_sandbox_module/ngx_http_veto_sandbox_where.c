@@ -21,6 +21,15 @@
  * "ended" to a GET, 410 to the rest); when the owner cannot answer (its
  * lease ran out: host_lost, or a host away) this host answers from the
  * record itself (_where_ended()), never 503.
+ *
+ * A snapshot stays on the host whose helper made it (files are not
+ * copied between hosts); its routing record (veto:{T}:snap:route:<snap>,
+ * {agent, gateway}, written by that host once its helper made it, gone
+ * with its delete or at its expiry) names that host.  A fork
+ * (from_snapshot), a get or a delete of the agent's own snapshot that
+ * another host holds is routed there like a request for a sandbox, the
+ * fork then living there; one whose holder's lease ran out is 503
+ * snapshot_host_unavailable; without routing, 421 snapshot_elsewhere.
  */
 
 #include "ngx_http_veto_sandbox_pipeline.h"
@@ -31,6 +40,11 @@ static ngx_int_t ngx_http_veto_sandbox_place_result(ngx_http_request_t *r,
     ngx_http_veto_sandbox_ctx_t *ctx, redisReply *reply);
 static ngx_int_t ngx_http_veto_sandbox_where_route(ngx_http_request_t *r,
     ngx_http_veto_sandbox_ctx_t *ctx, redisReply *reply);
+static ngx_int_t ngx_http_veto_sandbox_where_snap_result(
+    ngx_http_request_t *r, ngx_http_veto_sandbox_ctx_t *ctx,
+    redisReply *reply);
+static void ngx_http_veto_sandbox_where_ignore(ngx_int_t rc,
+    redisReply *reply, void *data);
 
 
 /* a Redis string equal to s */
@@ -44,16 +58,60 @@ static ngx_int_t ngx_http_veto_sandbox_where_route(ngx_http_request_t *r,
 
 
 /* lua/host_place.lua: where a create goes when this host is full;
- * lua/sbx_where.lua: the ownership record, else the routing record */
+ * lua/sbx_where.lua: the ownership record, else the routing record;
+ * lua/snap_route.lua: a snapshot's routing record, with its expiry */
 NGX_HTTP_VSB_LUA(host_place);
 NGX_HTTP_VSB_LUA(sbx_where);
+NGX_HTTP_VSB_LUA(snap_route);
 
 static ngx_http_veto_sandbox_redis_script_t
     ngx_http_veto_sandbox_hosts_place_scripts[] = {
     NGX_HTTP_VSB_SCRIPT(host_place),
     NGX_HTTP_VSB_SCRIPT(sbx_where),
+    NGX_HTTP_VSB_SCRIPT(snap_route),
     { NULL, NULL, "" }
 };
+
+
+/* the snapshot a request names (a fork's from_snapshot, the snapshot of
+ * a get or a delete): NGX_OK and *id, else NGX_DECLINED */
+static ngx_int_t
+ngx_http_veto_sandbox_where_snapshot(ngx_http_veto_sandbox_ctx_t *ctx,
+    ngx_str_t *id)
+{
+    json_t  *v;
+
+    if (ctx->sandbox.len || ctx->op == NULL) {
+        return NGX_DECLINED;
+    }
+
+    if (ctx->op->quota == NGX_HTTP_VSB_QUOTA_SANDBOXES) {
+        v = json_object_get(ctx->req, "from_snapshot");
+
+    } else if (ctx->op->helper != NULL
+               && (ngx_strcmp(ctx->op->helper, VSB_OP_SNAPSHOT_GET) == 0
+                   || ngx_strcmp(ctx->op->helper, VSB_OP_SNAPSHOT_DELETE)
+                      == 0))
+    {
+        v = json_object_get(ctx->req, "snapshot");
+
+    } else {
+        return NGX_DECLINED;
+    }
+
+    if (!json_is_string(v)
+        || !ngx_http_veto_sandbox_redis_key_part_valid(
+                                           (u_char *) json_string_value(v),
+                                           json_string_length(v)))
+    {
+        return NGX_DECLINED;
+    }
+
+    id->data = (u_char *) json_string_value(v);
+    id->len = json_string_length(v);
+
+    return NGX_OK;
+}
 
 
 
@@ -91,8 +149,39 @@ ngx_http_veto_sandbox_where_step(ngx_http_request_t *r,
 
     mcf = ngx_http_veto_sandbox_gate_mcf(r);
 
+    /* a fork, a snapshot's get or delete: where the snapshot is */
+    if (ctx->step == NGX_HTTP_VSB_STEP_WHERE && mcf->host_addr.len
+        && ngx_http_veto_sandbox_redis_key_part_valid(ctx->tenant.data,
+                                                      ctx->tenant.len)
+        && ngx_http_veto_sandbox_where_snapshot(ctx, &key) == NGX_OK)
+    {
+        ngx_str_t  id;
+
+        id = key;
+
+        if (ngx_http_veto_sandbox_tenant_key(r->pool, &key, "snap:route",
+                                             &ctx->tenant, &id)
+            != NGX_OK)
+        {
+            return NGX_HTTP_INTERNAL_SERVER_ERROR;
+        }
+
+        argv[0] = "HMGET";
+        argvlen[0] = 5;
+        argv[1] = (const char *) key.data;
+        argvlen[1] = key.len;
+        argv[2] = "agent";
+        argvlen[2] = 5;
+        argv[3] = "gateway";
+        argvlen[3] = 7;
+
+        ctx->step = NGX_HTTP_VSB_STEP_SNAP;
+
+        return ngx_http_veto_sandbox_redis_command(call, 4, argv, argvlen);
+    }
+
     /* a create, with routing: here, unless this host is full; a fork
-     * always here, where its snapshot must be (docs/api.md) */
+     * goes where its snapshot is (above) */
     if (ctx->step == NGX_HTTP_VSB_STEP_WHERE && ctx->sandbox.len == 0
         && ctx->op->quota == NGX_HTTP_VSB_QUOTA_SANDBOXES
         && json_object_get(ctx->req, "from_snapshot") == NULL
@@ -117,9 +206,11 @@ ngx_http_veto_sandbox_where_step(ngx_http_request_t *r,
                              1, 3, a);
     }
 
-    if (mcf->host_addr.len == 0 || ctx->sandbox.len == 0
-        || !ngx_http_veto_sandbox_redis_key_part_valid(ctx->sandbox.data,
-                                                       ctx->sandbox.len)
+    if (mcf->host_addr.len == 0
+        || (ctx->sandbox.len == 0 && !ctx->snap_held)
+        || (ctx->sandbox.len
+            && !ngx_http_veto_sandbox_redis_key_part_valid(ctx->sandbox.data,
+                                                           ctx->sandbox.len))
         || !ngx_http_veto_sandbox_redis_key_part_valid(ctx->tenant.data,
                                                        ctx->tenant.len))
     {
@@ -358,6 +449,10 @@ ngx_http_veto_sandbox_where_result(ngx_http_request_t *r,
         return ngx_http_veto_sandbox_place_result(r, ctx, reply);
     }
 
+    if (ctx->step == NGX_HTTP_VSB_STEP_SNAP) {
+        return ngx_http_veto_sandbox_where_snap_result(r, ctx, reply);
+    }
+
     if (reply->type != REDIS_REPLY_ARRAY
         || reply->elements != (ctx->step == NGX_HTTP_VSB_STEP_WHERE ? 5 : 2))
     {
@@ -422,6 +517,21 @@ ngx_http_veto_sandbox_where_result(ngx_http_request_t *r,
         return NGX_AGAIN;
     }
 
+    if (addr->type != REDIS_REPLY_STRING && ctx->snap_held) {
+        return ngx_http_veto_sandbox_refuse(r, ctx,
+                                   NGX_HTTP_SERVICE_UNAVAILABLE,
+                                   "snapshot_host_unavailable",
+                                   "the gateway host that holds this "
+                                   "snapshot (\"host\") is not answering: its "
+                                   "lease ran out.  Snapshots are not copied "
+                                   "between hosts: retry once that host is "
+                                   "back, or make a new snapshot of a "
+                                   "sandbox on a host that answers",
+                                   json_pack("{s:s%}", "host",
+                                             ctx->owner_host.data,
+                                             ctx->owner_host.len));
+    }
+
     if (addr->type != REDIS_REPLY_STRING) {
         return ngx_http_veto_sandbox_refuse(r, ctx,
                                    NGX_HTTP_SERVICE_UNAVAILABLE,
@@ -453,6 +563,21 @@ ngx_http_veto_sandbox_where_result(ngx_http_request_t *r,
         return NGX_HTTP_INTERNAL_SERVER_ERROR;
     }
 
+    if (ctx->snap_held) {
+        return ngx_http_veto_sandbox_refuse(r, ctx,
+                               NGX_HTTP_MISDIRECTED_REQUEST,
+                               "snapshot_elsewhere",
+                               "this snapshot is held by another gateway "
+                               "host (\"host\", reachable at \"address\"); "
+                               "send its forks and requests there: this "
+                               "host does not route them",
+                               json_pack("{s:s%, s:s%}",
+                                         "host", ctx->owner_host.data,
+                                         ctx->owner_host.len,
+                                         "address", addr->str,
+                                         (size_t) ngx_min(addr->len, 255)));
+    }
+
     return ngx_http_veto_sandbox_refuse(r, ctx, NGX_HTTP_MISDIRECTED_REQUEST,
                                "sandbox_elsewhere",
                                "this sandbox is held by another gateway "
@@ -464,4 +589,172 @@ ngx_http_veto_sandbox_where_result(ngx_http_request_t *r,
                                          ctx->owner_host.len,
                                          "address", addr->str,
                                          (size_t) ngx_min(addr->len, 255)));
+}
+
+
+/*
+ * A snapshot's routing record {agent, gateway}: the agent's own held by
+ * another host goes to that host's lease (routed there, or refused);
+ * anything else is asked of this host's helper, which answers for what
+ * it holds (another agent's, or an unknown one, is not found).
+ */
+static ngx_int_t
+ngx_http_veto_sandbox_where_snap_result(ngx_http_request_t *r,
+    ngx_http_veto_sandbox_ctx_t *ctx, redisReply *reply)
+{
+    redisReply  *agent, *gw;
+
+    if (reply->type != REDIS_REPLY_ARRAY || reply->elements != 2) {
+        return ngx_http_veto_sandbox_redis_problem(r, ctx, NGX_ERROR);
+    }
+
+    agent = reply->element[0];
+    gw = reply->element[1];
+
+    ctx->step = NGX_HTTP_VSB_STEP_QUOTA;
+
+    if (!ngx_http_vsb_is(agent, &ctx->agent)
+        || gw->type != REDIS_REPLY_STRING
+        || !ngx_http_veto_sandbox_redis_key_part_valid((u_char *) gw->str,
+                                                       gw->len)
+        || ngx_http_vsb_is(gw, &ngx_http_veto_sandbox_gate_mcf(r)->host))
+    {
+        return NGX_AGAIN;
+    }
+
+    if (ngx_http_vsb_keep(r, &ctx->owner_host, gw) != NGX_OK) {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+
+    ctx->snap_held = 1;
+    ctx->step = NGX_HTTP_VSB_STEP_LEASE;
+
+    return NGX_AGAIN;
+}
+
+
+/*
+ * A snapshot this host's helper made (its "snapshot" object): its
+ * routing record, naming this host, until the snapshot's own expiry.
+ * Bookkeeping nobody waits for (the after() step flushes it before the
+ * client has the answer); a failure is logged.  One host: nothing.
+ */
+void
+ngx_http_veto_sandbox_where_snapshot_kept(ngx_http_request_t *r,
+    ngx_http_veto_sandbox_ctx_t *ctx, json_t *snap)
+{
+    u_char                              *p;
+    json_t                              *id, *at;
+    ngx_str_t                            a[4], sid;
+    ngx_http_veto_sandbox_main_conf_t   *mcf;
+    ngx_http_veto_sandbox_redis_call_t   call;
+
+    mcf = ngx_http_veto_sandbox_gate_mcf(r);
+    id = json_object_get(snap, "id");
+    at = json_object_get(snap, "expires_at");
+
+    if (mcf->host_addr.len == 0 || ngx_http_veto_sandbox_rds == NULL
+        || !json_is_string(id) || !json_is_integer(at)
+        || json_integer_value(at) <= 0
+        || !ngx_http_veto_sandbox_redis_key_part_valid(ctx->tenant.data,
+                                                       ctx->tenant.len)
+        || !ngx_http_veto_sandbox_redis_key_part_valid(
+                                           (u_char *) json_string_value(id),
+                                           json_string_length(id)))
+    {
+        return;
+    }
+
+    sid.data = (u_char *) json_string_value(id);
+    sid.len = json_string_length(id);
+
+    p = ngx_pnalloc(r->pool, NGX_INT64_LEN);
+
+    if (p == NULL
+        || ngx_http_veto_sandbox_tenant_key(r->pool, &a[0], "snap:route",
+                                            &ctx->tenant, &sid)
+           != NGX_OK)
+    {
+        return;
+    }
+
+    a[1] = ctx->agent;
+    a[2] = mcf->host;
+    a[3].data = p;
+    a[3].len = ngx_sprintf(p, "%L", (int64_t) json_integer_value(at)) - p;
+
+    call.rds = ngx_http_veto_sandbox_rds;
+    call.pool = r->pool;
+    call.timeout = mcf->timeout;
+    call.handler = ngx_http_veto_sandbox_where_ignore;
+    call.data = "snapshot routing record";
+    call.cmdp = NULL;
+    call.durable = 0;
+
+    (void) ngx_http_veto_sandbox_redis_eval_str(&call,
+                              &ngx_http_veto_sandbox_hosts_place_scripts[2],
+                              1, 4, a);
+}
+
+
+/* A snapshot deleted here: its routing record goes with it. */
+void
+ngx_http_veto_sandbox_where_snapshot_gone(ngx_http_request_t *r,
+    ngx_http_veto_sandbox_ctx_t *ctx, json_t *id)
+{
+    ngx_str_t                            key, sid;
+    const char                          *argv[2];
+    size_t                               argvlen[2];
+    ngx_http_veto_sandbox_main_conf_t   *mcf;
+    ngx_http_veto_sandbox_redis_call_t   call;
+
+    mcf = ngx_http_veto_sandbox_gate_mcf(r);
+
+    if (mcf->host_addr.len == 0 || ngx_http_veto_sandbox_rds == NULL
+        || !json_is_string(id)
+        || !ngx_http_veto_sandbox_redis_key_part_valid(ctx->tenant.data,
+                                                       ctx->tenant.len)
+        || !ngx_http_veto_sandbox_redis_key_part_valid(
+                                           (u_char *) json_string_value(id),
+                                           json_string_length(id)))
+    {
+        return;
+    }
+
+    sid.data = (u_char *) json_string_value(id);
+    sid.len = json_string_length(id);
+
+    if (ngx_http_veto_sandbox_tenant_key(r->pool, &key, "snap:route",
+                                         &ctx->tenant, &sid)
+        != NGX_OK)
+    {
+        return;
+    }
+
+    argv[0] = "DEL";
+    argvlen[0] = 3;
+    argv[1] = (const char *) key.data;
+    argvlen[1] = key.len;
+
+    call.rds = ngx_http_veto_sandbox_rds;
+    call.pool = r->pool;
+    call.timeout = mcf->timeout;
+    call.handler = ngx_http_veto_sandbox_where_ignore;
+    call.data = "snapshot routing record's delete";
+    call.cmdp = NULL;
+    call.durable = 0;
+
+    (void) ngx_http_veto_sandbox_redis_command(&call, 2, argv, argvlen);
+}
+
+
+static void
+ngx_http_veto_sandbox_where_ignore(ngx_int_t rc, redisReply *reply,
+    void *data)
+{
+    if (rc != NGX_OK || reply == NULL || reply->type == REDIS_REPLY_ERROR) {
+        ngx_log_error(NGX_LOG_WARN, ngx_cycle->log, 0,
+                      "veto_sandbox: redis bookkeeping (%s) failed",
+                      (char *) data);
+    }
 }

@@ -218,12 +218,6 @@ ngx_int_t ngx_http_veto_sandbox_where_result(ngx_http_request_t *r,
     ngx_http_veto_sandbox_ctx_t *ctx, redisReply *reply);
 json_t *ngx_http_veto_sandbox_where_ended(ngx_http_request_t *r,
     ngx_http_veto_sandbox_ctx_t *ctx);
-/* a snapshot's routing record: kept once this host's helper made it,
- * gone with its delete */
-void ngx_http_veto_sandbox_where_snapshot_kept(ngx_http_request_t *r,
-    ngx_http_veto_sandbox_ctx_t *ctx, json_t *snap);
-void ngx_http_veto_sandbox_where_snapshot_gone(ngx_http_request_t *r,
-    ngx_http_veto_sandbox_ctx_t *ctx, json_t *id);
 
 /* _peer.c: routing to the host that holds a sandbox */
 char *ngx_http_veto_sandbox_peer_key(ngx_conf_t *cf, ngx_command_t *cmd,
@@ -392,6 +386,11 @@ void ngx_http_veto_sandbox_record_network(ngx_http_request_t *r,
     ngx_http_veto_sandbox_ctx_t *ctx, ngx_uint_t ok, const char *error);
 void ngx_http_veto_sandbox_record_nothing(ngx_http_request_t *r,
     ngx_http_veto_sandbox_ctx_t *ctx, ngx_uint_t ok, const char *error);
+/* with several hosts, a snapshot this host's helper holds (id): its
+ * routing record kept until at least at (its expiry, a fork's), or
+ * dropped (at NULL: deleted) */
+void ngx_http_veto_sandbox_record_snapshot_route(ngx_http_request_t *r,
+    ngx_http_veto_sandbox_ctx_t *ctx, json_t *id, json_t *at);
 void ngx_http_veto_sandbox_after(ngx_http_request_t *r,
     ngx_http_veto_sandbox_ctx_t *ctx);
 void ngx_http_veto_sandbox_audit(ngx_http_request_t *r,

@@ -455,7 +455,10 @@ ngx_http_veto_sandbox_record_snapshot(ngx_http_request_t *r,
 
     /* with several hosts: which one holds it (_where.c routes by it) */
     if (ok) {
-        ngx_http_veto_sandbox_where_snapshot_kept(r, ctx, s);
+        ngx_http_veto_sandbox_record_snapshot_route(r, ctx,
+                                               json_object_get(s, "id"),
+                                               json_object_get(s,
+                                                               "expires_at"));
     }
 
     ngx_http_veto_sandbox_snapshot_audit(r, ctx, ok, error,
@@ -482,8 +485,9 @@ ngx_http_veto_sandbox_record_snapshot_deleted(ngx_http_request_t *r,
     j = ctx->helper.json;
 
     if (ok) {
-        ngx_http_veto_sandbox_where_snapshot_gone(r, ctx,
-                                   json_object_get(ctx->req, "snapshot"));
+        ngx_http_veto_sandbox_record_snapshot_route(r, ctx,
+                                   json_object_get(ctx->req, "snapshot"),
+                                   NULL);
     }
 
     ngx_http_veto_sandbox_snapshot_audit(r, ctx, ok, error,

@@ -24,8 +24,8 @@
  *
  * A snapshot stays on the host whose helper made it (files are not
  * copied between hosts); its routing record (veto:{T}:snap:route:<snap>,
- * {agent, gateway}, written by that host once its helper made it, gone
- * with its delete or at its expiry) names that host.  A fork
+ * {agent, gateway}: _snap_route.c, written by that host's _record.c)
+ * names that host.  A fork
  * (from_snapshot), a get or a delete of the agent's own snapshot that
  * another host holds is routed there like a request for a sandbox, the
  * fork then living there; one whose holder's lease ran out is 503
@@ -43,8 +43,6 @@ static ngx_int_t ngx_http_veto_sandbox_where_route(ngx_http_request_t *r,
 static ngx_int_t ngx_http_veto_sandbox_where_snap_result(
     ngx_http_request_t *r, ngx_http_veto_sandbox_ctx_t *ctx,
     redisReply *reply);
-static void ngx_http_veto_sandbox_where_ignore(ngx_int_t rc,
-    redisReply *reply, void *data);
 
 
 /* a Redis string equal to s */
@@ -58,17 +56,14 @@ static void ngx_http_veto_sandbox_where_ignore(ngx_int_t rc,
 
 
 /* lua/host_place.lua: where a create goes when this host is full;
- * lua/sbx_where.lua: the ownership record, else the routing record;
- * lua/snap_route.lua: a snapshot's routing record, with its expiry */
+ * lua/sbx_where.lua: the ownership record, else the routing record */
 NGX_HTTP_VSB_LUA(host_place);
 NGX_HTTP_VSB_LUA(sbx_where);
-NGX_HTTP_VSB_LUA(snap_route);
 
 static ngx_http_veto_sandbox_redis_script_t
     ngx_http_veto_sandbox_hosts_place_scripts[] = {
     NGX_HTTP_VSB_SCRIPT(host_place),
     NGX_HTTP_VSB_SCRIPT(sbx_where),
-    NGX_HTTP_VSB_SCRIPT(snap_route),
     { NULL, NULL, "" }
 };
 
@@ -126,6 +121,11 @@ ngx_http_veto_sandbox_where_init_process(ngx_cycle_t *cycle)
 
     if (vmcf == NULL || !vmcf->enabled || vmcf->host_addr.len == 0) {
         return NGX_OK;
+    }
+
+    /* the snapshots' routing records (_snap_route.c) too */
+    if (ngx_http_veto_sandbox_snap_route_init() != NGX_OK) {
+        return NGX_ERROR;
     }
 
     return ngx_http_veto_sandbox_redis_scripts_init(
@@ -632,129 +632,3 @@ ngx_http_veto_sandbox_where_snap_result(ngx_http_request_t *r,
     return NGX_AGAIN;
 }
 
-
-/*
- * A snapshot this host's helper made (its "snapshot" object): its
- * routing record, naming this host, until the snapshot's own expiry.
- * Bookkeeping nobody waits for (the after() step flushes it before the
- * client has the answer); a failure is logged.  One host: nothing.
- */
-void
-ngx_http_veto_sandbox_where_snapshot_kept(ngx_http_request_t *r,
-    ngx_http_veto_sandbox_ctx_t *ctx, json_t *snap)
-{
-    u_char                              *p;
-    json_t                              *id, *at;
-    ngx_str_t                            a[4], sid;
-    ngx_http_veto_sandbox_main_conf_t   *mcf;
-    ngx_http_veto_sandbox_redis_call_t   call;
-
-    mcf = ngx_http_veto_sandbox_gate_mcf(r);
-    id = json_object_get(snap, "id");
-    at = json_object_get(snap, "expires_at");
-
-    if (mcf->host_addr.len == 0 || ngx_http_veto_sandbox_rds == NULL
-        || !json_is_string(id) || !json_is_integer(at)
-        || json_integer_value(at) <= 0
-        || !ngx_http_veto_sandbox_redis_key_part_valid(ctx->tenant.data,
-                                                       ctx->tenant.len)
-        || !ngx_http_veto_sandbox_redis_key_part_valid(
-                                           (u_char *) json_string_value(id),
-                                           json_string_length(id)))
-    {
-        return;
-    }
-
-    sid.data = (u_char *) json_string_value(id);
-    sid.len = json_string_length(id);
-
-    p = ngx_pnalloc(r->pool, NGX_INT64_LEN);
-
-    if (p == NULL
-        || ngx_http_veto_sandbox_tenant_key(r->pool, &a[0], "snap:route",
-                                            &ctx->tenant, &sid)
-           != NGX_OK)
-    {
-        return;
-    }
-
-    a[1] = ctx->agent;
-    a[2] = mcf->host;
-    a[3].data = p;
-    a[3].len = ngx_sprintf(p, "%L", (int64_t) json_integer_value(at)) - p;
-
-    call.rds = ngx_http_veto_sandbox_rds;
-    call.pool = r->pool;
-    call.timeout = mcf->timeout;
-    call.handler = ngx_http_veto_sandbox_where_ignore;
-    call.data = "snapshot routing record";
-    call.cmdp = NULL;
-    call.durable = 0;
-
-    (void) ngx_http_veto_sandbox_redis_eval_str(&call,
-                              &ngx_http_veto_sandbox_hosts_place_scripts[2],
-                              1, 4, a);
-}
-
-
-/* A snapshot deleted here: its routing record goes with it. */
-void
-ngx_http_veto_sandbox_where_snapshot_gone(ngx_http_request_t *r,
-    ngx_http_veto_sandbox_ctx_t *ctx, json_t *id)
-{
-    ngx_str_t                            key, sid;
-    const char                          *argv[2];
-    size_t                               argvlen[2];
-    ngx_http_veto_sandbox_main_conf_t   *mcf;
-    ngx_http_veto_sandbox_redis_call_t   call;
-
-    mcf = ngx_http_veto_sandbox_gate_mcf(r);
-
-    if (mcf->host_addr.len == 0 || ngx_http_veto_sandbox_rds == NULL
-        || !json_is_string(id)
-        || !ngx_http_veto_sandbox_redis_key_part_valid(ctx->tenant.data,
-                                                       ctx->tenant.len)
-        || !ngx_http_veto_sandbox_redis_key_part_valid(
-                                           (u_char *) json_string_value(id),
-                                           json_string_length(id)))
-    {
-        return;
-    }
-
-    sid.data = (u_char *) json_string_value(id);
-    sid.len = json_string_length(id);
-
-    if (ngx_http_veto_sandbox_tenant_key(r->pool, &key, "snap:route",
-                                         &ctx->tenant, &sid)
-        != NGX_OK)
-    {
-        return;
-    }
-
-    argv[0] = "DEL";
-    argvlen[0] = 3;
-    argv[1] = (const char *) key.data;
-    argvlen[1] = key.len;
-
-    call.rds = ngx_http_veto_sandbox_rds;
-    call.pool = r->pool;
-    call.timeout = mcf->timeout;
-    call.handler = ngx_http_veto_sandbox_where_ignore;
-    call.data = "snapshot routing record's delete";
-    call.cmdp = NULL;
-    call.durable = 0;
-
-    (void) ngx_http_veto_sandbox_redis_command(&call, 2, argv, argvlen);
-}
-
-
-static void
-ngx_http_veto_sandbox_where_ignore(ngx_int_t rc, redisReply *reply,
-    void *data)
-{
-    if (rc != NGX_OK || reply == NULL || reply->type == REDIS_REPLY_ERROR) {
-        ngx_log_error(NGX_LOG_WARN, ngx_cycle->log, 0,
-                      "veto_sandbox: redis bookkeeping (%s) failed",
-                      (char *) data);
-    }
-}

@@ -55,7 +55,8 @@ eventually('owned by a', 5, sub {
 is($st, 200, 'an exec through b') or diag $b;
 
 # the snapshot asked of b: routed to a, where its sandbox is
-($st, undef, $b, $j) = $B->request(POST => "/v1/sandboxes/$sb/snapshots", $t);
+($st, undef, $b, $j) = $B->request(POST => "/v1/sandboxes/$sb/snapshots", $t,
+                                   { ttl_s => 120 });
 is($st, 201, 'a snapshot asked of b') or diag $b;
 my $snap = $j->{id} // '';
 like($snap, qr/^snap-/, "snapshot $snap");
@@ -88,8 +89,14 @@ is($st, 404, "another agent's get through a: 404");
                                    { from_snapshot => $snap });
 is($st, 201, 'a fork asked of b: 201') or diag $b;
 my $fork = $j->{id};
+my $fork_until = $j->{expires_at} // 0;
 eventually('the fork is owned by a', 5, sub {
     (M()->hget("veto:{acme}:sbx:own:$fork", 'gateway') // '') eq 'gw-a' });
+# the helper keeps a snapshot while a fork of it lives: so is its record
+ok($fork_until > time + 120, "the fork outlives the snapshot's ttl_s");
+$ttl = M()->ttl($rkey);
+ok(abs(time + $ttl - $fork_until) <= 2,
+   "the routing record now lasts as long as the fork (ttl $ttl s)");
 ($st, undef, $b, $j) = $A->request(POST => "/v1/sandboxes/$fork/exec", $t,
     { argv => ['cat', '/workspace/base.txt'] });
 is($st, 200, "the fork's exec through a") or diag $b;

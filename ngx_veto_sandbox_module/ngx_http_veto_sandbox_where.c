@@ -25,11 +25,11 @@
  * A snapshot stays on the host whose helper made it (files are not
  * copied between hosts); its routing record (veto:{T}:snap:route:<snap>,
  * {agent, gateway}: _snap_route.c, written by that host's _record.c)
- * names that host.  A fork
- * (from_snapshot), a get or a delete of the agent's own snapshot that
- * another host holds is routed there like a request for a sandbox, the
- * fork then living there; one whose holder's lease ran out is 503
- * snapshot_host_unavailable; without routing, 421 snapshot_elsewhere.
+ * names that host.  A fork (from_snapshot), a get or a delete of the
+ * agent's own snapshot that another host holds is routed there like a
+ * request for a sandbox, the fork then living there; one whose holder's
+ * lease ran out is 503 snapshot_host_unavailable; without routing, 421
+ * snapshot_elsewhere.
  */
 
 #include "ngx_http_veto_sandbox_pipeline.h"
@@ -109,7 +109,6 @@ ngx_http_veto_sandbox_where_snapshot(ngx_http_veto_sandbox_ctx_t *ctx,
 }
 
 
-
 /* placement is asked by every worker, with several hosts */
 ngx_int_t
 ngx_http_veto_sandbox_where_init_process(ngx_cycle_t *cycle)
@@ -142,7 +141,7 @@ ngx_int_t
 ngx_http_veto_sandbox_where_step(ngx_http_request_t *r,
     ngx_http_veto_sandbox_ctx_t *ctx, ngx_http_veto_sandbox_redis_call_t *call)
 {
-    ngx_str_t                           key;
+    ngx_str_t                           key, snap;
     const char                         *argv[4];
     size_t                              argvlen[4];
     ngx_http_veto_sandbox_main_conf_t  *mcf;
@@ -153,14 +152,10 @@ ngx_http_veto_sandbox_where_step(ngx_http_request_t *r,
     if (ctx->step == NGX_HTTP_VSB_STEP_WHERE && mcf->host_addr.len
         && ngx_http_veto_sandbox_redis_key_part_valid(ctx->tenant.data,
                                                       ctx->tenant.len)
-        && ngx_http_veto_sandbox_where_snapshot(ctx, &key) == NGX_OK)
+        && ngx_http_veto_sandbox_where_snapshot(ctx, &snap) == NGX_OK)
     {
-        ngx_str_t  id;
-
-        id = key;
-
         if (ngx_http_veto_sandbox_tenant_key(r->pool, &key, "snap:route",
-                                             &ctx->tenant, &id)
+                                             &ctx->tenant, &snap)
             != NGX_OK)
         {
             return NGX_HTTP_INTERNAL_SERVER_ERROR;

@@ -92,6 +92,10 @@ my $fork = $j->{id};
 my $fork_until = $j->{expires_at} // 0;
 eventually('the fork is owned by a', 5, sub {
     (M()->hget("veto:{acme}:sbx:own:$fork", 'gateway') // '') eq 'gw-a' });
+eventually("the fork holds its quota slot (counted once, through b)", 5, sub {
+    defined M()->zscore('veto:{acme}:sbx:live', $fork) });
+is(M()->zcard('veto:{acme}:sbx:live:agent-1'), 2,
+   '... two sandboxes counted: the first and the fork');
 # the helper keeps a snapshot while a fork of it lives: so is its record
 ok($fork_until > time + 120, "the fork outlives the snapshot's ttl_s");
 $ttl = M()->ttl($rkey);

@@ -138,6 +138,7 @@ ngx_http_veto_sandbox_run(ngx_http_request_t *r,
         case NGX_HTTP_VSB_STEP_WHERE:
         case NGX_HTTP_VSB_STEP_LEASE:
         case NGX_HTTP_VSB_STEP_PLACE:
+        case NGX_HTTP_VSB_STEP_SNAP:
             ngx_http_veto_sandbox_waiting_call(r, ctx, &call,
                                              ngx_http_veto_sandbox_gate_reply);
 
@@ -241,6 +242,7 @@ ngx_http_veto_sandbox_gate_result(ngx_http_request_t *r,
     case NGX_HTTP_VSB_STEP_WHERE:
     case NGX_HTTP_VSB_STEP_LEASE:
     case NGX_HTTP_VSB_STEP_PLACE:
+    case NGX_HTTP_VSB_STEP_SNAP:
         return ngx_http_veto_sandbox_where_result(r, ctx, reply);
 
     case NGX_HTTP_VSB_STEP_PEER:

@@ -364,6 +364,7 @@ enum {
     NGX_HTTP_VSB_STEP_LEASE,         /* its owner's lease (hosts) */
     NGX_HTTP_VSB_STEP_PEER,          /* a forwarded request's nonce */
     NGX_HTTP_VSB_STEP_PLACE,         /* a create: here, or a host with room */
+    NGX_HTTP_VSB_STEP_SNAP,          /* the host holding a snapshot (hosts) */
     NGX_HTTP_VSB_STEP_EPOCH,         /* asking the helper its epoch */
     NGX_HTTP_VSB_STEP_SANDBOX,       /* reading an exec's sandbox env */
     NGX_HTTP_VSB_STEP_NEXT,
@@ -635,6 +636,8 @@ struct ngx_http_veto_sandbox_ctx_s {
     unsigned                     fence_probe:1; /* asked without epoch */
     unsigned                     route_local:1; /* ended: answered from
                                                    its routing record */
+    unsigned                     snap_held:1;   /* owner_host holds the
+                                                   request's snapshot */
     unsigned                     file_body:1;   /* the URI's op takes a
                                                    file (POST_READ) */
 };

@@ -386,6 +386,11 @@ void ngx_http_veto_sandbox_record_network(ngx_http_request_t *r,
     ngx_http_veto_sandbox_ctx_t *ctx, ngx_uint_t ok, const char *error);
 void ngx_http_veto_sandbox_record_nothing(ngx_http_request_t *r,
     ngx_http_veto_sandbox_ctx_t *ctx, ngx_uint_t ok, const char *error);
+/* with several hosts, a snapshot this host's helper holds (id): its
+ * routing record kept until at least at (its expiry, a fork's), or
+ * dropped (at NULL: deleted) */
+void ngx_http_veto_sandbox_record_snapshot_route(ngx_http_request_t *r,
+    ngx_http_veto_sandbox_ctx_t *ctx, json_t *id, json_t *at);
 void ngx_http_veto_sandbox_after(ngx_http_request_t *r,
     ngx_http_veto_sandbox_ctx_t *ctx);
 void ngx_http_veto_sandbox_audit(ngx_http_request_t *r,

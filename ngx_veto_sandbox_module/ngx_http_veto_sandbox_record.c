@@ -323,6 +323,51 @@ ngx_http_veto_sandbox_reconcile(ngx_http_request_t *r,
 }
 
 
+/*
+ * With several hosts, the routing record of a snapshot this host's
+ * helper holds (_snap_route.c; _where.c routes by it): kept until at
+ * least at, or dropped when at is NULL.  Bookkeeping nobody waits for,
+ * in Redis before the client has the answer (after() flushes).
+ */
+void
+ngx_http_veto_sandbox_record_snapshot_route(ngx_http_request_t *r,
+    ngx_http_veto_sandbox_ctx_t *ctx, json_t *id, json_t *at)
+{
+    ngx_str_t                            snap;
+    ngx_http_veto_sandbox_main_conf_t   *mcf;
+    ngx_http_veto_sandbox_redis_call_t   call;
+
+    mcf = ngx_http_veto_sandbox_record_mcf(r);
+
+    if (mcf->host_addr.len == 0 || ngx_http_veto_sandbox_rds == NULL
+        || !json_is_string(id)
+        || (at != NULL && !json_is_integer(at)))
+    {
+        return;
+    }
+
+    snap.data = (u_char *) json_string_value(id);
+    snap.len = json_string_length(id);
+
+    if (at == NULL) {
+        ngx_http_veto_sandbox_bookkeeping_call(r, &call,
+                                               "snapshot routing record's "
+                                               "delete");
+        (void) ngx_http_veto_sandbox_snap_route_drop(&call, &ctx->tenant,
+                                                     &snap);
+        return;
+    }
+
+    ngx_http_veto_sandbox_bookkeeping_call(r, &call,
+                                           "snapshot routing record");
+
+    (void) ngx_http_veto_sandbox_snap_route_keep(&call, &ctx->tenant, &snap,
+                                                 &ctx->agent, &mcf->host,
+                                                 (time_t)
+                                                 json_integer_value(at));
+}
+
+
 /* a create: the ownership record (with the helper run that made it and
  * what its env shows a reviewer), the slot under the real id */
 void
@@ -346,6 +391,14 @@ ngx_http_veto_sandbox_record_created(ngx_http_request_t *r,
     if (ok && ngx_http_veto_sandbox_created(r, ctx) == NGX_OK) {
         sid = ctx->sandbox;
         sb = json_object_get(j, "sandbox");
+
+        /* a fork: its snapshot is kept while it lives, and so is the
+         * snapshot's routing record (_where.c) */
+        if (json_is_string(json_object_get(sb, "from_snapshot"))) {
+            ngx_http_veto_sandbox_record_snapshot_route(r, ctx,
+                                   json_object_get(sb, "from_snapshot"),
+                                   json_object_get(sb, "expires_at"));
+        }
 
         ngx_memzero(&owner, sizeof(owner));
         owner.gateway = ngx_http_veto_sandbox_record_mcf(r)->host;

@@ -19,7 +19,9 @@
  * ceiling go to it with each snapshot_create.  Ownership is the helper's
  * (tenant and agent from the token): another owner's snapshot is
  * not_found, as an unknown one.  With several hosts a snapshot stays on
- * the host whose helper made it (docs/api.md).
+ * the host whose helper made it, which keeps its routing record: a fork,
+ * get or delete asked of another host is routed there (_where.c,
+ * docs/api.md "Several hosts").
  *
  * The unit tests link this file as data (NGX_HTTP_VSB_OPS_DATA_ONLY):
  * then only the rows are compiled, without the code they name; the MCP
@@ -451,6 +453,14 @@ ngx_http_veto_sandbox_record_snapshot(ngx_http_request_t *r,
 
     s = json_object_get(ctx->helper.json, "snapshot");
 
+    /* with several hosts: which one holds it (_where.c routes by it) */
+    if (ok) {
+        ngx_http_veto_sandbox_record_snapshot_route(r, ctx,
+                                               json_object_get(s, "id"),
+                                               json_object_get(s,
+                                                               "expires_at"));
+    }
+
     ngx_http_veto_sandbox_snapshot_audit(r, ctx, ok, error,
                       "snapshot_created",
                       ok ? json_pack("{s:O?, s:O?, s:O?, s:O?, s:O?}",
@@ -473,6 +483,12 @@ ngx_http_veto_sandbox_record_snapshot_deleted(ngx_http_request_t *r,
     json_t  *j;
 
     j = ctx->helper.json;
+
+    if (ok) {
+        ngx_http_veto_sandbox_record_snapshot_route(r, ctx,
+                                   json_object_get(ctx->req, "snapshot"),
+                                   NULL);
+    }
 
     ngx_http_veto_sandbox_snapshot_audit(r, ctx, ok, error,
                       "snapshot_deleted",

@@ -24,6 +24,7 @@
  *                 ceiling and askable hosts, and what an exec's record
  *                 keeps of its attempts (an approval's hosts: _summary.c)
  *   _approval.c, _quota.c, _revoke.c, _audit.c: the stores in Redis
+ *   _snap_route.c  the snapshots' routing records in Redis (hosts)
  *   _jwt_thread.c  signatures checked in a thread pool
  *                 (veto_sandbox_jwt_thread_pool)
  */
@@ -157,6 +158,17 @@ json_t *ngx_http_veto_sandbox_env_view_of(ngx_pool_t *pool,
 /* the env that will apply, whole, and its flagged names: for reviewers */
 json_t *ngx_http_veto_sandbox_env_review_of(ngx_http_veto_sandbox_ctx_t *ctx,
     json_t *base, json_t *env, json_t **flagged);
+
+
+/* _snap_route.c: which host holds a snapshot (veto:{T}:snap:route:<snap>);
+ * the redis_command() contract, or NGX_DECLINED (a bad key part) */
+ngx_int_t ngx_http_veto_sandbox_snap_route_init(void);
+ngx_int_t ngx_http_veto_sandbox_snap_route_keep(
+    ngx_http_veto_sandbox_redis_call_t *call, ngx_str_t *tenant,
+    ngx_str_t *snap, ngx_str_t *agent, ngx_str_t *gateway, time_t at);
+ngx_int_t ngx_http_veto_sandbox_snap_route_drop(
+    ngx_http_veto_sandbox_redis_call_t *call, ngx_str_t *tenant,
+    ngx_str_t *snap);
 
 
 #endif /* _NGX_HTTP_VSB_STORES_H_INCLUDED_ */

@@ -21,6 +21,15 @@
  * "ended" to a GET, 410 to the rest); when the owner cannot answer (its
  * lease ran out: host_lost, or a host away) this host answers from the
  * record itself (_where_ended()), never 503.
+ *
+ * A snapshot stays on the host whose helper made it (files are not
+ * copied between hosts); its routing record (veto:{T}:snap:route:<snap>,
+ * {agent, gateway}: _snap_route.c, written by that host's _record.c)
+ * names that host.  A fork (from_snapshot), a get or a delete of the
+ * agent's own snapshot that another host holds is routed there like a
+ * request for a sandbox, the fork then living there; one whose holder's
+ * lease ran out is 503 snapshot_host_unavailable; without routing, 421
+ * snapshot_elsewhere.
  */
 
 #include "ngx_http_veto_sandbox_pipeline.h"
@@ -31,6 +40,9 @@ static ngx_int_t ngx_http_veto_sandbox_place_result(ngx_http_request_t *r,
     ngx_http_veto_sandbox_ctx_t *ctx, redisReply *reply);
 static ngx_int_t ngx_http_veto_sandbox_where_route(ngx_http_request_t *r,
     ngx_http_veto_sandbox_ctx_t *ctx, redisReply *reply);
+static ngx_int_t ngx_http_veto_sandbox_where_snap_result(
+    ngx_http_request_t *r, ngx_http_veto_sandbox_ctx_t *ctx,
+    redisReply *reply);
 
 
 /* a Redis string equal to s */
@@ -56,6 +68,46 @@ static ngx_http_veto_sandbox_redis_script_t
 };
 
 
+/* the snapshot a request names (a fork's from_snapshot, the snapshot of
+ * a get or a delete): NGX_OK and *id, else NGX_DECLINED */
+static ngx_int_t
+ngx_http_veto_sandbox_where_snapshot(ngx_http_veto_sandbox_ctx_t *ctx,
+    ngx_str_t *id)
+{
+    json_t  *v;
+
+    if (ctx->sandbox.len || ctx->op == NULL) {
+        return NGX_DECLINED;
+    }
+
+    if (ctx->op->quota == NGX_HTTP_VSB_QUOTA_SANDBOXES) {
+        v = json_object_get(ctx->req, "from_snapshot");
+
+    } else if (ctx->op->helper != NULL
+               && (ngx_strcmp(ctx->op->helper, VSB_OP_SNAPSHOT_GET) == 0
+                   || ngx_strcmp(ctx->op->helper, VSB_OP_SNAPSHOT_DELETE)
+                      == 0))
+    {
+        v = json_object_get(ctx->req, "snapshot");
+
+    } else {
+        return NGX_DECLINED;
+    }
+
+    if (!json_is_string(v)
+        || !ngx_http_veto_sandbox_redis_key_part_valid(
+                                           (u_char *) json_string_value(v),
+                                           json_string_length(v)))
+    {
+        return NGX_DECLINED;
+    }
+
+    id->data = (u_char *) json_string_value(v);
+    id->len = json_string_length(v);
+
+    return NGX_OK;
+}
+
 
 /* placement is asked by every worker, with several hosts */
 ngx_int_t
@@ -68,6 +120,11 @@ ngx_http_veto_sandbox_where_init_process(ngx_cycle_t *cycle)
 
     if (vmcf == NULL || !vmcf->enabled || vmcf->host_addr.len == 0) {
         return NGX_OK;
+    }
+
+    /* the snapshots' routing records (_snap_route.c) too */
+    if (ngx_http_veto_sandbox_snap_route_init() != NGX_OK) {
+        return NGX_ERROR;
     }
 
     return ngx_http_veto_sandbox_redis_scripts_init(
@@ -84,15 +141,42 @@ ngx_int_t
 ngx_http_veto_sandbox_where_step(ngx_http_request_t *r,
     ngx_http_veto_sandbox_ctx_t *ctx, ngx_http_veto_sandbox_redis_call_t *call)
 {
-    ngx_str_t                           key;
+    ngx_str_t                           key, snap;
     const char                         *argv[4];
     size_t                              argvlen[4];
     ngx_http_veto_sandbox_main_conf_t  *mcf;
 
     mcf = ngx_http_veto_sandbox_gate_mcf(r);
 
+    /* a fork, a snapshot's get or delete: where the snapshot is */
+    if (ctx->step == NGX_HTTP_VSB_STEP_WHERE && mcf->host_addr.len
+        && ngx_http_veto_sandbox_redis_key_part_valid(ctx->tenant.data,
+                                                      ctx->tenant.len)
+        && ngx_http_veto_sandbox_where_snapshot(ctx, &snap) == NGX_OK)
+    {
+        if (ngx_http_veto_sandbox_tenant_key(r->pool, &key, "snap:route",
+                                             &ctx->tenant, &snap)
+            != NGX_OK)
+        {
+            return NGX_HTTP_INTERNAL_SERVER_ERROR;
+        }
+
+        argv[0] = "HMGET";
+        argvlen[0] = 5;
+        argv[1] = (const char *) key.data;
+        argvlen[1] = key.len;
+        argv[2] = "agent";
+        argvlen[2] = 5;
+        argv[3] = "gateway";
+        argvlen[3] = 7;
+
+        ctx->step = NGX_HTTP_VSB_STEP_SNAP;
+
+        return ngx_http_veto_sandbox_redis_command(call, 4, argv, argvlen);
+    }
+
     /* a create, with routing: here, unless this host is full; a fork
-     * always here, where its snapshot must be (docs/api.md) */
+     * goes where its snapshot is (above) */
     if (ctx->step == NGX_HTTP_VSB_STEP_WHERE && ctx->sandbox.len == 0
         && ctx->op->quota == NGX_HTTP_VSB_QUOTA_SANDBOXES
         && json_object_get(ctx->req, "from_snapshot") == NULL
@@ -117,9 +201,11 @@ ngx_http_veto_sandbox_where_step(ngx_http_request_t *r,
                              1, 3, a);
     }
 
-    if (mcf->host_addr.len == 0 || ctx->sandbox.len == 0
-        || !ngx_http_veto_sandbox_redis_key_part_valid(ctx->sandbox.data,
-                                                       ctx->sandbox.len)
+    if (mcf->host_addr.len == 0
+        || (ctx->sandbox.len == 0 && !ctx->snap_held)
+        || (ctx->sandbox.len
+            && !ngx_http_veto_sandbox_redis_key_part_valid(ctx->sandbox.data,
+                                                           ctx->sandbox.len))
         || !ngx_http_veto_sandbox_redis_key_part_valid(ctx->tenant.data,
                                                        ctx->tenant.len))
     {
@@ -358,6 +444,10 @@ ngx_http_veto_sandbox_where_result(ngx_http_request_t *r,
         return ngx_http_veto_sandbox_place_result(r, ctx, reply);
     }
 
+    if (ctx->step == NGX_HTTP_VSB_STEP_SNAP) {
+        return ngx_http_veto_sandbox_where_snap_result(r, ctx, reply);
+    }
+
     if (reply->type != REDIS_REPLY_ARRAY
         || reply->elements != (ctx->step == NGX_HTTP_VSB_STEP_WHERE ? 5 : 2))
     {
@@ -422,6 +512,21 @@ ngx_http_veto_sandbox_where_result(ngx_http_request_t *r,
         return NGX_AGAIN;
     }
 
+    if (addr->type != REDIS_REPLY_STRING && ctx->snap_held) {
+        return ngx_http_veto_sandbox_refuse(r, ctx,
+                                   NGX_HTTP_SERVICE_UNAVAILABLE,
+                                   "snapshot_host_unavailable",
+                                   "the gateway host that holds this "
+                                   "snapshot (\"host\") is not answering: its "
+                                   "lease ran out.  Snapshots are not copied "
+                                   "between hosts: retry once that host is "
+                                   "back, or make a new snapshot of a "
+                                   "sandbox on a host that answers",
+                                   json_pack("{s:s%}", "host",
+                                             ctx->owner_host.data,
+                                             ctx->owner_host.len));
+    }
+
     if (addr->type != REDIS_REPLY_STRING) {
         return ngx_http_veto_sandbox_refuse(r, ctx,
                                    NGX_HTTP_SERVICE_UNAVAILABLE,
@@ -453,6 +558,21 @@ ngx_http_veto_sandbox_where_result(ngx_http_request_t *r,
         return NGX_HTTP_INTERNAL_SERVER_ERROR;
     }
 
+    if (ctx->snap_held) {
+        return ngx_http_veto_sandbox_refuse(r, ctx,
+                               NGX_HTTP_MISDIRECTED_REQUEST,
+                               "snapshot_elsewhere",
+                               "this snapshot is held by another gateway "
+                               "host (\"host\", reachable at \"address\"); "
+                               "send its forks and requests there: this "
+                               "host does not route them",
+                               json_pack("{s:s%, s:s%}",
+                                         "host", ctx->owner_host.data,
+                                         ctx->owner_host.len,
+                                         "address", addr->str,
+                                         (size_t) ngx_min(addr->len, 255)));
+    }
+
     return ngx_http_veto_sandbox_refuse(r, ctx, NGX_HTTP_MISDIRECTED_REQUEST,
                                "sandbox_elsewhere",
                                "this sandbox is held by another gateway "
@@ -465,3 +585,45 @@ ngx_http_veto_sandbox_where_result(ngx_http_request_t *r,
                                          "address", addr->str,
                                          (size_t) ngx_min(addr->len, 255)));
 }
+
+
+/*
+ * A snapshot's routing record {agent, gateway}: the agent's own held by
+ * another host goes to that host's lease (routed there, or refused);
+ * anything else is asked of this host's helper, which answers for what
+ * it holds (another agent's, or an unknown one, is not found).
+ */
+static ngx_int_t
+ngx_http_veto_sandbox_where_snap_result(ngx_http_request_t *r,
+    ngx_http_veto_sandbox_ctx_t *ctx, redisReply *reply)
+{
+    redisReply  *agent, *gw;
+
+    if (reply->type != REDIS_REPLY_ARRAY || reply->elements != 2) {
+        return ngx_http_veto_sandbox_redis_problem(r, ctx, NGX_ERROR);
+    }
+
+    agent = reply->element[0];
+    gw = reply->element[1];
+
+    ctx->step = NGX_HTTP_VSB_STEP_QUOTA;
+
+    if (!ngx_http_vsb_is(agent, &ctx->agent)
+        || gw->type != REDIS_REPLY_STRING
+        || !ngx_http_veto_sandbox_redis_key_part_valid((u_char *) gw->str,
+                                                       gw->len)
+        || ngx_http_vsb_is(gw, &ngx_http_veto_sandbox_gate_mcf(r)->host))
+    {
+        return NGX_AGAIN;
+    }
+
+    if (ngx_http_vsb_keep(r, &ctx->owner_host, gw) != NGX_OK) {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+
+    ctx->snap_held = 1;
+    ctx->step = NGX_HTTP_VSB_STEP_LEASE;
+
+    return NGX_AGAIN;
+}
+

@@ -5,7 +5,8 @@
 # sharing one Redis under Sentinel: each keeps a lease (boot epoch,
 # address) in Redis; the agent's sandbox asked for through the host that
 # does not hold it is 421 sandbox_elsewhere naming the holder and its
-# address, before anything is counted; host a killed (nginx and helper,
+# address, before anything is counted, and so is a fork or a get of a
+# snapshot a holds (snapshot_elsewhere); host a killed (nginx and helper,
 # kill -9): its sandbox answers 503 host_unavailable through b as soon as
 # a's lease ran out, its quota slot still held; after the grace period
 # one reaper ends it as host_lost (one audit record), its quota slot is
@@ -128,6 +129,25 @@ for my $req ([POST => "/v1/sandboxes/$sa/exec", { argv => ['true'] }],
     is($j->{host}, 'gw-a', '... naming host a');
     is($j->{address}, $A->addr . ':' . $A->port, '... and its address');
 }
+# a's snapshot: its fork and its get through b are 421 too, naming a
+($st, $h, $b, $j) = $A->request(POST => "/v1/sandboxes/$sa/snapshots",
+                                $agent_a);
+is($st, 201, "a snapshot of a's sandbox, made on a") or diag $b;
+my $snap = $j->{id} // '';
+eventually("its routing record names a", 5, sub {
+    ($m->hget("veto:{acme}:snap:route:$snap", 'gateway') // '') eq 'gw-a' });
+for my $req ([POST => '/v1/sandboxes', { from_snapshot => $snap }],
+             [GET => "/v1/snapshots/$snap"])
+{
+    ($st, $h, $b, $j) = $B->request($req->[0], $req->[1], $agent_b, $req->[2]);
+    is($st, 421, "$req->[0] $req->[1] through b: 421") or diag $b;
+    is($j->{type}, 'urn:veto-sandbox:problem:snapshot_elsewhere',
+       '... snapshot_elsewhere');
+    is($j->{host}, 'gw-a', '... naming host a');
+    is($j->{address}, $A->addr . ':' . $A->port, '... and its address');
+}
+is($m->zcard('veto:{acme}:sbx:live:agent-1'), 1,
+   '... the fork counted nothing');
 # another agent's sandbox is not told apart from none
 ($st, $h, $b, $j) = $B->request(POST => "/v1/sandboxes/$sa/exec", $other_b,
                                 { argv => ['true'] });

@@ -231,9 +231,6 @@ vsb_req_snapshot_create(json_t *root, const vsb_config_t *cf,
         "op", "request_id", "tenant", "agent", "id", "epoch", "ttl_s",
         "metadata", "max_snapshots", "max_bytes", NULL
     };
-    json_t  *md;
-    char    *dump;
-    size_t   len;
 
     if (vsb_req_fields(root, allowed, VSB_OP_SNAPSHOT_CREATE, e) != 0
         || vsb_req_owner(root, "tenant", 1, &r->tenant, e) != 0
@@ -275,25 +272,8 @@ vsb_req_snapshot_create(json_t *root, const vsb_config_t *cf,
                             r->snap_bytes, cf->snapshot_max_bytes);
     }
 
-    md = json_object_get(root, "metadata");
-    if (md != NULL) {
-        if (!json_is_object(md)) {
-            return vsb_error_set(e, VSB_E_BAD_TYPE, "metadata",
-                                 "\"metadata\" must be an object");
-        }
-        dump = json_dumps(md, JSON_COMPACT);
-        if (dump == NULL) {
-            return vsb_error_set(e, VSB_E_BAD_VALUE, "metadata",
-                                 "\"metadata\" cannot be serialized");
-        }
-        len = strlen(dump);
-        free(dump);
-        if (len > VSB_MAX_METADATA_JSON) {
-            return vsb_error_set(e, VSB_E_BAD_VALUE, "metadata",
-                                 "\"metadata\" is larger than %d bytes",
-                                 VSB_MAX_METADATA_JSON);
-        }
-        r->metadata = md;
+    if (vsb_req_metadata(root, &r->metadata, e) != 0) {
+        return -1;
     }
 
     return 0;

@@ -19,6 +19,7 @@
 #include "vsb_op.h"
 #include "vsb_overlay.h"
 #include "vsb_registry.h"
+#include "vsb_rmtree.h"
 #include "vsb_snap_changes.h"
 #include "vsb_snap_store.h"
 #include "vsb_snap_tree.h"
@@ -288,7 +289,7 @@ vsb_snap_create_fail(vsb_snap_work_t *sw, vsb_error_t *e, int hfd)
 
     fd = open(sw->dst, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
     if (fd != -1) {
-        (void) vsb_mf_rm_tree(fd, 0);
+        (void) vsb_rm_tree(fd, VSB_MF_RM_DEPTH);
         close(fd);
         (void) rmdir(sw->dst);
     }

@@ -377,23 +377,18 @@ int
 vsb_layer_prepare(vsb_layer_t *l, int blobfd, const vsb_oci_layer_t *ly,
     char *err, size_t errlen)
 {
-    vsb_tar_walk_t   *w = NULL;
+    vsb_tar_walk_t   *w;
     vsb_tar_entry_t  *e;
     char             *path, *dir, why[256], digest[VSB_IMAGE_DIGEST_LEN + 1];
     const char       *base;
     int               rc, ret = -1;
 
-    path = malloc(2 * (VSB_IMAGE_PATH_MAX + 1));
-    if (path == NULL) {
-        snprintf(err, errlen, "out of memory");
-        goto out;
-    }
-    dir = path + VSB_IMAGE_PATH_MAX + 1;
-
     w = vsb_tar_walk_open(blobfd, ly->compression, err, errlen);
     if (w == NULL) {
-        goto out;
+        return -1;
     }
+    path = w->path;
+    dir = w->dir;
 
     while ((rc = vsb_tar_walk_next(w, &e, "", err, errlen)) == 1) {
         if (++l->st->entries > l->lim->max_entries) {
@@ -460,7 +455,6 @@ vsb_layer_prepare(vsb_layer_t *l, int blobfd, const vsb_oci_layer_t *ly,
 out:
 
     vsb_tar_walk_close(w);
-    free(path);
     return ret;
 }
 
@@ -736,22 +730,17 @@ int
 vsb_layer_extract(vsb_layer_t *l, int blobfd, const vsb_oci_layer_t *ly,
     char *err, size_t errlen)
 {
-    vsb_tar_walk_t   *w = NULL;
+    vsb_tar_walk_t   *w;
     vsb_tar_entry_t  *e;
     char             *path, *dir, why[256];
     int               rc, ret = -1;
 
-    path = malloc(2 * (VSB_IMAGE_PATH_MAX + 1));
-    if (path == NULL) {
-        snprintf(err, errlen, "out of memory");
-        goto out;
-    }
-    dir = path + VSB_IMAGE_PATH_MAX + 1;
-
     w = vsb_tar_walk_open(blobfd, ly->compression, err, errlen);
     if (w == NULL) {
-        goto out;
+        return -1;
     }
+    path = w->path;
+    dir = w->dir;
 
     while ((rc = vsb_tar_walk_next(w, &e, "", err, errlen)) == 1) {
         /* checked in the first pass; the blob cannot have changed */
@@ -776,6 +765,5 @@ vsb_layer_extract(vsb_layer_t *l, int blobfd, const vsb_oci_layer_t *ly,
 out:
 
     vsb_tar_walk_close(w);
-    free(path);
     return ret;
 }

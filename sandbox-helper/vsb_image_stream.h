@@ -40,11 +40,15 @@ void vsb_stream_close(vsb_stream_t *s);
 
 /* A blob's tar entries read through its stream: what each pass over a
  * layer (check, extract) and over a source tarball opens.  Allocated (the
- * stream's buffer and the tar's extension record come to ~130 KiB). */
+ * stream's buffer and the tar's extension record come to ~140 KiB). */
 typedef struct {
     vsb_stream_t      s;
     vsb_tar_t         t;
     vsb_tar_entry_t   e;
+    /* the walker's scratch: an entry's path made canonical, and its
+     * directory or a hard link's target */
+    char              path[VSB_IMAGE_PATH_MAX + 1];
+    char              dir[VSB_IMAGE_PATH_MAX + 1];
 } vsb_tar_walk_t;
 
 /* NULL with err: out of memory, or the stream could not be opened. */

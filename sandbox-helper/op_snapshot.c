@@ -1156,6 +1156,8 @@ vsb_snapshot_fork(vsb_sandbox_t *sb, const vsb_request_t *r,
 }
 
 
+/* The rows ops.c dispatches on, one per op: alike by design (a table's
+ * rows), each naming its own parser and handler. */
 const vsb_op_t  vsb_snapshot_create_op = {
     .name = VSB_OP_SNAPSHOT_CREATE,
     .parse = vsb_req_snapshot_create,

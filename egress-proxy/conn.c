@@ -471,12 +471,14 @@ eg_conn_plain(eg_conn_t *c, const eg_http_req_t *req, uint16_t host_port)
 }
 
 
-static void
-eg_conn_head(eg_conn_t *c)
+/* The client's request head, once complete, parsed into req: its length;
+ * 0 while it is still coming, or when it was refused (431 past
+ * EG_HTTP_MAX_HEAD, 400 malformed). */
+static size_t
+eg_conn_parse_head(eg_conn_t *c, eg_http_req_t *req)
 {
-    eg_http_req_t  req;
-    const char    *why;
-    size_t         hl;
+    const char  *why;
+    size_t       hl;
 
     hl = eg_http_head_len((const char *) c->c2u, c->c2u_len);
     if (hl == 0) {
@@ -484,11 +486,24 @@ eg_conn_head(eg_conn_t *c)
             eg_refuse(c, 431, "refused", "request head larger than %d bytes",
                       EG_HTTP_MAX_HEAD);
         }
-        return;
+        return 0;
     }
-
-    if (eg_http_parse((const char *) c->c2u, hl, &req, &why) != 0) {
+    if (eg_http_parse((const char *) c->c2u, hl, req, &why) != 0) {
         eg_refuse(c, 400, "refused", "malformed request: %s", why);
+        return 0;
+    }
+    return hl;
+}
+
+
+static void
+eg_conn_head(eg_conn_t *c)
+{
+    eg_http_req_t  req;
+    size_t         hl;
+
+    hl = eg_conn_parse_head(c, &req);
+    if (hl == 0) {
         return;
     }
 
@@ -564,16 +579,8 @@ eg_conn_sniff(eg_conn_t *c)
     }
 
     c->kind = "http";
-    hl = eg_http_head_len((const char *) c->c2u, c->c2u_len);
+    hl = eg_conn_parse_head(c, &req);
     if (hl == 0) {
-        if (c->c2u_len >= EG_HTTP_MAX_HEAD) {
-            eg_refuse(c, 431, "refused", "request head larger than %d bytes",
-                      EG_HTTP_MAX_HEAD);
-        }
-        return;
-    }
-    if (eg_http_parse((const char *) c->c2u, hl, &req, &why) != 0) {
-        eg_refuse(c, 400, "refused", "malformed request: %s", why);
         return;
     }
     if (req.form == EG_HTTP_FORM_AUTHORITY) {

@@ -19,35 +19,49 @@ enum {
 };
 
 
-/* Calls fn for each header line: [p, eol) and the name's length. */
+/* Calls fn for each header line of a complete head: [p, eol) without its
+ * CRLF, and nl the length of its name (0 for a line with no name before a
+ * colon: no header name is empty, so it matches none).  The one walk over
+ * header lines: finding a header and rewriting the head both use it.
+ * 0 when every line was walked; -1 when the head is too short or a line is
+ * not ended by CRLF before the blank line; else what fn returned. */
 typedef int (*eg_ireq_line_pt)(const char *p, const char *eol, size_t nl,
     void *arg);
 
 static int
 eg_ireq_lines(const char *buf, size_t hl, eg_ireq_line_pt fn, void *arg)
 {
-    const char  *p, *end = buf + hl - 2, *eol, *colon;
+    const char  *p, *end, *eol, *colon;
     int          rc;
 
+    if (hl < 4) {
+        return -1;
+    }
+    end = buf + hl - 2;
     p = memchr(buf, '\n', hl);
     if (p == NULL) {
-        return 0;
+        return -1;
     }
     for (p++; p < end; p = eol + 2) {
         eol = memchr(p, '\r', (size_t) (end - p));
         if (eol == NULL) {
-            return 0;
+            return -1;
         }
         colon = memchr(p, ':', (size_t) (eol - p));
-        if (colon == NULL) {
-            continue;
-        }
-        rc = fn(p, eol, (size_t) (colon - p), arg);
+        rc = fn(p, eol, colon != NULL ? (size_t) (colon - p) : 0, arg);
         if (rc != 0) {
             return rc;
         }
     }
     return 0;
+}
+
+
+/* Is the line's name (nl bytes at p) name, ignoring case? */
+static int
+eg_ireq_named(const char *p, size_t nl, const char *name)
+{
+    return nl != 0 && strlen(name) == nl && strncasecmp(p, name, nl) == 0;
 }
 
 
@@ -81,7 +95,7 @@ eg_ireq_find_line(const char *p, const char *eol, size_t nl, void *arg)
 {
     eg_ireq_find_t  *f = arg;
 
-    if (strlen(f->name) == nl && strncasecmp(p, f->name, nl) == 0) {
+    if (eg_ireq_named(p, nl, f->name)) {
         f->value = eg_ireq_value(p, eol, nl);
         f->count++;
     }
@@ -96,7 +110,7 @@ eg_ireq_has_header(const char *buf, size_t hl, const char *name)
 
     memset(&f, 0, sizeof(f));
     f.name = name;
-    eg_ireq_lines(buf, hl, eg_ireq_find_line, &f);
+    (void) eg_ireq_lines(buf, hl, eg_ireq_find_line, &f);
     return f.count > 0;
 }
 
@@ -145,7 +159,7 @@ eg_ireq_parse(const char *buf, size_t hl, const char *host, eg_ireq_t *r,
     if (req.has_te) {
         memset(&f, 0, sizeof(f));
         f.name = "Transfer-Encoding";
-        eg_ireq_lines(buf, hl, eg_ireq_find_line, &f);
+        (void) eg_ireq_lines(buf, hl, eg_ireq_find_line, &f);
         if (f.count != 1 || f.value.len != 7
             || strncasecmp(f.value.p, "chunked", 7) != 0)
         {
@@ -161,62 +175,75 @@ eg_ireq_parse(const char *buf, size_t hl, const char *host, eg_ireq_t *r,
 }
 
 
+typedef struct {
+    const char *const  *drop;
+    size_t              ndrop;
+    char               *out;
+    size_t              off;
+    size_t              cap;
+} eg_ireq_copy_t;
+
+
+/* Copies a header line with its CRLF unless it is one to drop; -1 when
+ * out is full. */
+static int
+eg_ireq_copy_line(const char *p, const char *eol, size_t nl, void *arg)
+{
+    eg_ireq_copy_t  *c = arg;
+    size_t           i, n;
+
+    for (i = 0; i < c->ndrop; i++) {
+        if (eg_ireq_named(p, nl, c->drop[i])) {
+            return 0;
+        }
+    }
+    n = (size_t) (eol + 2 - p);
+    if (c->off + n > c->cap) {
+        return -1;
+    }
+    memcpy(c->out + c->off, p, n);
+    c->off += n;
+    return 0;
+}
+
+
 size_t
 eg_ireq_rewrite(const char *buf, size_t hl, const char *const *drop,
     size_t ndrop, const eg_str_t *add, size_t nadd, char *out, size_t cap)
 {
-    const char  *p, *end = buf + hl - 2, *eol, *colon;
-    size_t       off, n, i;
-    int          dropped;
+    const char      *p;
+    eg_ireq_copy_t   c;
+    size_t           i;
 
     p = memchr(buf, '\n', hl);
     if (p == NULL || hl < 4) {
         return 0;
     }
-    p++;
-    off = (size_t) (p - buf);
-    if (off > cap) {
+    c.drop = drop;
+    c.ndrop = ndrop;
+    c.out = out;
+    c.off = (size_t) (p + 1 - buf);     /* the request line */
+    c.cap = cap;
+    if (c.off > cap) {
         return 0;
     }
-    memcpy(out, buf, off);
-
-    for (; p < end; p = eol + 2) {
-        eol = memchr(p, '\r', (size_t) (end - p));
-        if (eol == NULL) {
-            return 0;
-        }
-        colon = memchr(p, ':', (size_t) (eol - p));
-        dropped = 0;
-        for (i = 0; colon != NULL && i < ndrop; i++) {
-            n = strlen(drop[i]);
-            if ((size_t) (colon - p) == n && strncasecmp(p, drop[i], n) == 0) {
-                dropped = 1;
-                break;
-            }
-        }
-        if (dropped) {
-            continue;
-        }
-        n = (size_t) (eol + 2 - p);
-        if (off + n > cap) {
-            return 0;
-        }
-        memcpy(out + off, p, n);
-        off += n;
+    memcpy(out, buf, c.off);
+    if (eg_ireq_lines(buf, hl, eg_ireq_copy_line, &c) != 0) {
+        return 0;
     }
 
     for (i = 0; i < nadd; i++) {
-        if (off + add[i].len > cap) {
+        if (c.off + add[i].len > cap) {
             return 0;
         }
-        memcpy(out + off, add[i].p, add[i].len);
-        off += add[i].len;
+        memcpy(out + c.off, add[i].p, add[i].len);
+        c.off += add[i].len;
     }
-    if (off + 2 > cap) {
+    if (c.off + 2 > cap) {
         return 0;
     }
-    memcpy(out + off, "\r\n", 2);
-    return off + 2;
+    memcpy(out + c.off, "\r\n", 2);
+    return c.off + 2;
 }
 
 
@@ -264,17 +291,53 @@ eg_hex(unsigned char c)
 }
 
 
+/* A byte of a chunk extension or a trailer line: CR ends the line (the
+ * state becomes lf); a control byte (ctl) or a line longer than
+ * EG_CHUNK_LINE_MAX (too_long) is refused. */
+static int
+eg_chunk_line_byte(eg_chunk_t *st, unsigned char c, int lf, const char *ctl,
+    const char *too_long, const char **why)
+{
+    if (c == '\r') {
+        st->state = lf;
+    } else if ((c < 0x20 && c != '\t') || c == 0x7f) {
+        *why = ctl;
+        return -1;
+    } else if (++st->line > EG_CHUNK_LINE_MAX) {
+        *why = too_long;
+        return -1;
+    }
+    return 0;
+}
+
+
+/* A byte that must be want (a line's CR or LF): the state becomes next,
+ * or bad is the error. */
+static int
+eg_chunk_expect(eg_chunk_t *st, unsigned char c, unsigned char want,
+    int next, const char *bad, const char **why)
+{
+    if (c != want) {
+        *why = bad;
+        return -1;
+    }
+    st->state = next;
+    return 0;
+}
+
+
 ssize_t
 eg_chunk_feed(eg_chunk_t *st, const unsigned char *p, size_t len, int *done,
     const char **why)
 {
     size_t  i = 0, take;
-    int     d;
+    int     d, rc;
 
     *done = 0;
     while (i < len) {
         unsigned char  c = p[i];
 
+        rc = 0;
         switch (st->state) {
         case EG_CK_SIZE:
             d = eg_hex(c);
@@ -296,30 +359,20 @@ eg_chunk_feed(eg_chunk_t *st, const unsigned char *p, size_t len, int *done,
                 *why = "unexpected byte after a chunk size";
                 return -1;
             }
-            i++;
             break;
 
         case EG_CK_EXT:
-            if (c == '\r') {
-                st->state = EG_CK_SIZE_LF;
-            } else if ((c < 0x20 && c != '\t') || c == 0x7f) {
-                *why = "control byte in a chunk extension";
-                return -1;
-            } else if (++st->line > EG_CHUNK_LINE_MAX) {
-                *why = "chunk extension too long";
-                return -1;
-            }
-            i++;
+            rc = eg_chunk_line_byte(st, c, EG_CK_SIZE_LF,
+                                    "control byte in a chunk extension",
+                                    "chunk extension too long", why);
             break;
 
         case EG_CK_SIZE_LF:
-            if (c != '\n') {
-                *why = "chunk size line not ended by CRLF";
-                return -1;
-            }
-            i++;
+            rc = eg_chunk_expect(st, c, '\n',
+                                 st->left == 0 ? EG_CK_TRAILER_START
+                                               : EG_CK_DATA,
+                                 "chunk size line not ended by CRLF", why);
             st->digits = 0;
-            st->state = st->left == 0 ? EG_CK_TRAILER_START : EG_CK_DATA;
             break;
 
         case EG_CK_DATA:
@@ -332,30 +385,20 @@ eg_chunk_feed(eg_chunk_t *st, const unsigned char *p, size_t len, int *done,
             if (st->left == 0) {
                 st->state = EG_CK_DATA_CR;
             }
-            break;
+            continue;           /* i moved by what was taken */
 
         case EG_CK_DATA_CR:
-            if (c != '\r') {
-                *why = "chunk data not followed by CRLF";
-                return -1;
-            }
-            i++;
-            st->state = EG_CK_DATA_LF;
+            rc = eg_chunk_expect(st, c, '\r', EG_CK_DATA_LF,
+                                 "chunk data not followed by CRLF", why);
             break;
 
         case EG_CK_DATA_LF:
-            if (c != '\n') {
-                *why = "chunk data not followed by CRLF";
-                return -1;
-            }
-            i++;
-            st->state = EG_CK_SIZE;
+            rc = eg_chunk_expect(st, c, '\n', EG_CK_SIZE,
+                                 "chunk data not followed by CRLF", why);
             break;
 
         case EG_CK_TRAILER_START:
-            if (c == '\r') {
-                st->state = EG_CK_END_LF;
-            } else {
+            if (c != '\r') {
                 if (++st->trailers > EG_CHUNK_TRAILERS) {
                     *why = "too many trailer lines";
                     return -1;
@@ -364,45 +407,37 @@ eg_chunk_feed(eg_chunk_t *st, const unsigned char *p, size_t len, int *done,
                 st->state = EG_CK_TRAILER;
                 continue;       /* the byte is the line's first */
             }
-            i++;
+            st->state = EG_CK_END_LF;
             break;
 
         case EG_CK_TRAILER:
-            if (c == '\r') {
-                st->state = EG_CK_TRAILER_LF;
-            } else if ((c < 0x20 && c != '\t') || c == 0x7f) {
-                *why = "control byte in a trailer";
-                return -1;
-            } else if (++st->line > EG_CHUNK_LINE_MAX) {
-                *why = "trailer line too long";
-                return -1;
-            }
-            i++;
+            rc = eg_chunk_line_byte(st, c, EG_CK_TRAILER_LF,
+                                    "control byte in a trailer",
+                                    "trailer line too long", why);
             break;
 
         case EG_CK_TRAILER_LF:
-            if (c != '\n') {
-                *why = "trailer line not ended by CRLF";
-                return -1;
-            }
-            i++;
-            st->state = EG_CK_TRAILER_START;
+            rc = eg_chunk_expect(st, c, '\n', EG_CK_TRAILER_START,
+                                 "trailer line not ended by CRLF", why);
             break;
 
         case EG_CK_END_LF:
-            if (c != '\n') {
-                *why = "chunked body not ended by CRLF";
+            if (eg_chunk_expect(st, c, '\n', EG_CK_DONE,
+                                "chunked body not ended by CRLF", why) != 0)
+            {
                 return -1;
             }
-            i++;
-            st->state = EG_CK_DONE;
             *done = 1;
-            return (ssize_t) i;
+            return (ssize_t) (i + 1);
 
         default:
             *done = 1;
             return (ssize_t) i;
         }
+        if (rc != 0) {
+            return -1;
+        }
+        i++;
     }
     return (ssize_t) i;
 }

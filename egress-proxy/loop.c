@@ -3,6 +3,13 @@
  * timeouts, and a sweep every EG_TICK_MS that enforces every deadline
  * (request heads, connects, idle relays, DNS over TCP) and re-arms
  * listeners paused for want of descriptors.
+ *
+ * The helper has an epoll loop of its own (sandbox-helper/loop.c) that
+ * looks alike at the epoll_ctl() calls: they stay two on purpose.  Here a
+ * deleted handler is marked dead and its memory freed only after the
+ * batch (eg_loop_defer_free), deadlines are swept on a tick and c-ares
+ * sets the wait; there a deletion clears the batch's later entries and
+ * deadlines are a sorted timer list.  Each process links only its own.
  */
 #include <errno.h>
 #include <signal.h>
@@ -51,20 +58,31 @@ eg_wall_ms(void)
 }
 
 
-int
-eg_loop_add(eg_handler_t *h, uint32_t events)
+/* Registers h for events (op EPOLL_CTL_ADD or _MOD). */
+static int
+eg_loop_ctl(eg_handler_t *h, int op, uint32_t events)
 {
     struct epoll_event  ev;
 
     memset(&ev, 0, sizeof(ev));
     ev.events = events;
     ev.data.ptr = h;
-    if (epoll_ctl(eg_proxy.epfd, EPOLL_CTL_ADD, h->fd, &ev) != 0) {
-        eg_log(EG_LOG_ERROR, "epoll_ctl(ADD, %d): %s", h->fd,
-               strerror(errno));
+    if (epoll_ctl(eg_proxy.epfd, op, h->fd, &ev) != 0) {
+        eg_log(EG_LOG_ERROR, "epoll_ctl(%s, %d): %s",
+               op == EPOLL_CTL_ADD ? "ADD" : "MOD", h->fd, strerror(errno));
         return -1;
     }
     h->events = events;
+    return 0;
+}
+
+
+int
+eg_loop_add(eg_handler_t *h, uint32_t events)
+{
+    if (eg_loop_ctl(h, EPOLL_CTL_ADD, events) != 0) {
+        return -1;
+    }
     h->dead = 0;
     return 0;
 }
@@ -73,18 +91,7 @@ eg_loop_add(eg_handler_t *h, uint32_t events)
 int
 eg_loop_mod(eg_handler_t *h, uint32_t events)
 {
-    struct epoll_event  ev;
-
-    memset(&ev, 0, sizeof(ev));
-    ev.events = events;
-    ev.data.ptr = h;
-    if (epoll_ctl(eg_proxy.epfd, EPOLL_CTL_MOD, h->fd, &ev) != 0) {
-        eg_log(EG_LOG_ERROR, "epoll_ctl(MOD, %d): %s", h->fd,
-               strerror(errno));
-        return -1;
-    }
-    h->events = events;
-    return 0;
+    return eg_loop_ctl(h, EPOLL_CTL_MOD, events);
 }
 
 

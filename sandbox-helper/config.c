@@ -284,6 +284,9 @@ vsb_conf_name_ok(const char *s, size_t max)
 }
 
 
+/* A uid: a number, or a name in the passwd database.  vsb_conf_gid()
+ * below is its twin for the group database: the two stay apart, each
+ * typed as what it fills (uid_t, gid_t) and asking its own database. */
 static int
 vsb_conf_uid(const char *s, uid_t *out)
 {

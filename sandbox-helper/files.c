@@ -212,6 +212,48 @@ vsb_files_leave(int wfd)
 }
 
 
+/* One directory of a walk down the workspace: comp under cur, made first
+ * when create says so.  Its fd, or -1 with e set: a symlink is ELOOP, and
+ * a name that is no directory is not_a_directory when it is the last one
+ * asked for (last), else ENOTDIR. */
+static int
+vsb_files_step(int cur, const char *comp, int create, int last,
+    const char *path, vsb_error_t *e)
+{
+    struct stat  st;
+    int          next;
+
+    next = vsb_openat2(cur, comp, O_PATH | O_DIRECTORY | O_NOFOLLOW, 0);
+
+    if (next == -1 && errno == ENOENT && create) {
+        if (mkdirat(cur, comp, 0755) == -1 && errno != EEXIST) {
+            vsb_files_lookup_error(e, "mkdir", path);
+            return -1;
+        }
+        next = vsb_openat2(cur, comp, O_PATH | O_DIRECTORY | O_NOFOLLOW, 0);
+    }
+
+    if (next == -1 && errno == ENOTDIR) {
+        /* O_DIRECTORY|O_NOFOLLOW on a link says ENOTDIR: be precise. */
+        if (fstatat(cur, comp, &st, AT_SYMLINK_NOFOLLOW) == 0
+            && S_ISLNK(st.st_mode))
+        {
+            errno = ELOOP;
+        } else if (last) {
+            return vsb_error_set(e, VSB_E_NOT_A_DIRECTORY, "path",
+                                 "\"%.200s\" is not a directory", path);
+        } else {
+            errno = ENOTDIR;
+        }
+    }
+
+    if (next == -1) {
+        vsb_files_lookup_error(e, "open", path);
+    }
+    return next;
+}
+
+
 /* Opens (creating if asked) each directory of path but the last name;
  * returns its fd and points *name at the last component. */
 static int
@@ -220,7 +262,6 @@ vsb_files_parent(int wfd, const char *path, int create, const char **name,
 {
     char         comp[VSB_MAX_NAME + 1];
     const char  *p, *slash;
-    struct stat  st;
     int          cur, next;
     size_t       n;
 
@@ -235,31 +276,8 @@ vsb_files_parent(int wfd, const char *path, int create, const char **name,
         memcpy(comp, p, n);
         comp[n] = '\0';
 
-        next = vsb_openat2(cur, comp, O_PATH | O_DIRECTORY | O_NOFOLLOW, 0);
-
-        if (next == -1 && errno == ENOENT && create) {
-            if (mkdirat(cur, comp, 0755) == -1 && errno != EEXIST) {
-                vsb_files_lookup_error(e, "mkdir", path);
-                close(cur);
-                return -1;
-            }
-            next = vsb_openat2(cur, comp, O_PATH | O_DIRECTORY | O_NOFOLLOW,
-                               0);
-        }
-
-        if (next == -1 && errno == ENOTDIR) {
-            /* O_DIRECTORY|O_NOFOLLOW on a link says ENOTDIR: be precise. */
-            if (fstatat(cur, comp, &st, AT_SYMLINK_NOFOLLOW) == 0
-                && S_ISLNK(st.st_mode))
-            {
-                errno = ELOOP;
-            } else {
-                errno = ENOTDIR;
-            }
-        }
-
+        next = vsb_files_step(cur, comp, create, 0, path, e);
         if (next == -1) {
-            vsb_files_lookup_error(e, "open", path);
             close(cur);
             return -1;
         }
@@ -506,7 +524,6 @@ vsb_files_dir_in(int wfd, const char *path, int create, vsb_error_t *e)
 {
     char         comp[VSB_MAX_NAME + 1];
     const char  *p, *end;
-    struct stat  st;
     int          cur, next;
     size_t       n;
 
@@ -525,33 +542,8 @@ vsb_files_dir_in(int wfd, const char *path, int create, vsb_error_t *e)
         memcpy(comp, p, n);
         comp[n] = '\0';
 
-        next = vsb_openat2(cur, comp, O_PATH | O_DIRECTORY | O_NOFOLLOW, 0);
-
-        if (next == -1 && errno == ENOENT && create) {
-            if (mkdirat(cur, comp, 0755) == -1 && errno != EEXIST) {
-                vsb_files_lookup_error(e, "mkdir", path);
-                close(cur);
-                return -1;
-            }
-            next = vsb_openat2(cur, comp, O_PATH | O_DIRECTORY | O_NOFOLLOW,
-                               0);
-        }
-
-        if (next == -1 && errno == ENOTDIR) {
-            if (fstatat(cur, comp, &st, AT_SYMLINK_NOFOLLOW) == 0
-                && S_ISLNK(st.st_mode))
-            {
-                errno = ELOOP;
-            } else if (*end == '\0') {
-                close(cur);
-                return vsb_error_set(e, VSB_E_NOT_A_DIRECTORY, "path",
-                                     "\"%.200s\" is not a directory",
-                                     path);
-            }
-        }
-
+        next = vsb_files_step(cur, comp, create, *end == '\0', path, e);
         if (next == -1) {
-            vsb_files_lookup_error(e, "open", path);
             close(cur);
             return -1;
         }

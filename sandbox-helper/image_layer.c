@@ -377,49 +377,30 @@ int
 vsb_layer_prepare(vsb_layer_t *l, int blobfd, const vsb_oci_layer_t *ly,
     char *err, size_t errlen)
 {
-    vsb_stream_t      s;
-    vsb_tar_t        *t;
+    vsb_tar_walk_t   *w;
     vsb_tar_entry_t  *e;
-    vsb_tar_rc_t      rc;
     char             *path, *dir, why[256], digest[VSB_IMAGE_DIGEST_LEN + 1];
     const char       *base;
-    int               ret = -1;
+    int               rc, ret = -1;
 
-    t = malloc(sizeof(*t));
-    e = malloc(sizeof(*e));
-    path = malloc(2 * (VSB_IMAGE_PATH_MAX + 1));
-    if (t == NULL || e == NULL || path == NULL) {
-        snprintf(err, errlen, "out of memory");
-        goto out;
+    w = vsb_tar_walk_open(blobfd, ly->compression, err, errlen);
+    if (w == NULL) {
+        return -1;
     }
-    dir = path + VSB_IMAGE_PATH_MAX + 1;
+    path = w->path;
+    dir = w->dir;
 
-    if (vsb_stream_open(&s, blobfd, ly->compression, err, errlen) != 0) {
-        goto out;
-    }
-
-    vsb_tar_init(t, vsb_stream_read, &s);
-
-    for ( ;; ) {
-        rc = vsb_tar_next(t, e);
-        if (rc == VSB_TAR_END) {
-            break;
-        }
-        if (rc == VSB_TAR_ERROR) {
-            snprintf(err, errlen, "%s", t->err);
-            goto done;
-        }
-
+    while ((rc = vsb_tar_walk_next(w, &e, "", err, errlen)) == 1) {
         if (++l->st->entries > l->lim->max_entries) {
             snprintf(err, errlen, "more than %llu entries (the entry bound; "
                      "--max-entries)",
                      (unsigned long long) l->lim->max_entries);
-            goto done;
+            goto out;
         }
 
         if (vsb_tar_clean_path(e->path, path, why, sizeof(why)) != 0) {
             snprintf(err, errlen, "entry refused: %s", why);
-            goto done;
+            goto out;
         }
 
         if (e->type == VSB_TAR_HARDLINK
@@ -427,7 +408,7 @@ vsb_layer_prepare(vsb_layer_t *l, int blobfd, const vsb_oci_layer_t *ly,
         {
             snprintf(err, errlen, "hard link \"%.200s\" refused: %s", path,
                      why);
-            goto done;
+            goto out;
         }
 
         if (e->size > l->lim->max_file_bytes) {
@@ -435,7 +416,7 @@ vsb_layer_prepare(vsb_layer_t *l, int blobfd, const vsb_oci_layer_t *ly,
                      "more than the per-file bound of %llu (--max-file-bytes)",
                      path, (unsigned long long) e->size,
                      (unsigned long long) l->lim->max_file_bytes);
-            goto done;
+            goto out;
         }
 
         l->declared += e->size;
@@ -443,39 +424,37 @@ vsb_layer_prepare(vsb_layer_t *l, int blobfd, const vsb_oci_layer_t *ly,
             snprintf(err, errlen, "the layers declare more than %llu bytes "
                      "(the size bound; --max-bytes), at \"%.200s\"",
                      (unsigned long long) l->lim->max_bytes, path);
-            goto done;
+            goto out;
         }
 
         base = vsb_layer_split(path, dir);
 
         if (strncmp(base, VSB_WH, strlen(VSB_WH)) == 0) {
             if (vsb_layer_whiteout(l, dir, base, err, errlen) != 0) {
-                goto done;
+                goto out;
             }
         }
     }
+    if (rc != 0) {
+        goto out;
+    }
 
-    if (vsb_stream_finish(&s, VSB_TRAILER_MAX, digest, err, errlen) != 0) {
-        goto done;
+    if (vsb_stream_finish(&w->s, VSB_TRAILER_MAX, digest, err, errlen) != 0)
+    {
+        goto out;
     }
 
     if (strcmp(digest, ly->diff_id) != 0) {
         snprintf(err, errlen, "layer %s: its content is %s, not the diff_id "
                  "%s its config names", ly->digest, digest, ly->diff_id);
-        goto done;
+        goto out;
     }
 
     ret = 0;
 
-done:
-
-    vsb_stream_close(&s);
-
 out:
 
-    free(t);
-    free(e);
-    free(path);
+    vsb_tar_walk_close(w);
     return ret;
 }
 
@@ -751,62 +730,40 @@ int
 vsb_layer_extract(vsb_layer_t *l, int blobfd, const vsb_oci_layer_t *ly,
     char *err, size_t errlen)
 {
-    vsb_stream_t      s;
-    vsb_tar_t        *t;
+    vsb_tar_walk_t   *w;
     vsb_tar_entry_t  *e;
-    vsb_tar_rc_t      rc;
     char             *path, *dir, why[256];
-    int               ret = -1;
+    int               rc, ret = -1;
 
-    t = malloc(sizeof(*t));
-    e = malloc(sizeof(*e));
-    path = malloc(2 * (VSB_IMAGE_PATH_MAX + 1));
-    if (t == NULL || e == NULL || path == NULL) {
-        snprintf(err, errlen, "out of memory");
-        goto out;
+    w = vsb_tar_walk_open(blobfd, ly->compression, err, errlen);
+    if (w == NULL) {
+        return -1;
     }
-    dir = path + VSB_IMAGE_PATH_MAX + 1;
+    path = w->path;
+    dir = w->dir;
 
-    if (vsb_stream_open(&s, blobfd, ly->compression, err, errlen) != 0) {
-        goto out;
-    }
-
-    vsb_tar_init(t, vsb_stream_read, &s);
-
-    for ( ;; ) {
-        rc = vsb_tar_next(t, e);
-        if (rc == VSB_TAR_END) {
-            break;
-        }
-        if (rc == VSB_TAR_ERROR) {
-            snprintf(err, errlen, "%s", t->err);
-            goto done;
-        }
-
+    while ((rc = vsb_tar_walk_next(w, &e, "", err, errlen)) == 1) {
         /* checked in the first pass; the blob cannot have changed */
         if (vsb_tar_clean_path(e->path, path, why, sizeof(why)) != 0
             || e->size > l->lim->max_file_bytes)
         {
             snprintf(err, errlen, "layer changed between passes at "
                      "\"%.200s\"", e->path);
-            goto done;
+            goto out;
         }
 
-        if (vsb_layer_entry(l, t, e, path, dir, err, errlen) != 0) {
-            goto done;
+        if (vsb_layer_entry(l, &w->t, e, path, dir, err, errlen) != 0) {
+            goto out;
         }
+    }
+    if (rc != 0) {
+        goto out;
     }
 
     ret = vsb_layer_flush(l, err, errlen);
 
-done:
-
-    vsb_stream_close(&s);
-
 out:
 
-    free(t);
-    free(e);
-    free(path);
+    vsb_tar_walk_close(w);
     return ret;
 }

@@ -1,11 +1,13 @@
 /*
  * A blob read as a stream (vsb_image_stream.h): plain or gzip (several
  * members allowed), the uncompressed bytes hashed as they pass, so a
- * layer's content is checked against its diff_id in the same read.
+ * layer's content is checked against its diff_id in the same read; and
+ * the walk of its tar entries.
  */
 #include <errno.h>
 #include <stddef.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -224,4 +226,51 @@ vsb_stream_finish(vsb_stream_t *s, uint64_t max, char *digest, char *err,
     }
 
     return 0;
+}
+
+
+vsb_tar_walk_t *
+vsb_tar_walk_open(int fd, vsb_oci_compression_t comp, char *err,
+    size_t errlen)
+{
+    vsb_tar_walk_t  *w;
+
+    w = malloc(sizeof(*w));
+    if (w == NULL) {
+        snprintf(err, errlen, "out of memory");
+        return NULL;
+    }
+    if (vsb_stream_open(&w->s, fd, comp, err, errlen) != 0) {
+        free(w);
+        return NULL;
+    }
+    vsb_tar_init(&w->t, vsb_stream_read, &w->s);
+    return w;
+}
+
+
+int
+vsb_tar_walk_next(vsb_tar_walk_t *w, vsb_tar_entry_t **e, const char *prefix,
+    char *err, size_t errlen)
+{
+    switch (vsb_tar_next(&w->t, &w->e)) {
+    case VSB_TAR_OK:
+        *e = &w->e;
+        return 1;
+    case VSB_TAR_END:
+        return 0;
+    default:
+        snprintf(err, errlen, "%s%s", prefix, w->t.err);
+        return -1;
+    }
+}
+
+
+void
+vsb_tar_walk_close(vsb_tar_walk_t *w)
+{
+    if (w != NULL) {
+        vsb_stream_close(&w->s);
+        free(w);
+    }
 }

@@ -327,16 +327,14 @@ vsb_unpack_layout_name(const char *p)
 static int
 vsb_unpack_tarball(vsb_unpack_t *u, int tar_fd, char *err, size_t errlen)
 {
-    vsb_stream_t      s;
-    vsb_tar_t        *t;
+    vsb_tar_walk_t   *tw = NULL;
     vsb_tar_entry_t  *e;
-    vsb_tar_rc_t      rc;
-    unsigned char     magic[2], *buf = NULL;
+    unsigned char     magic[2], *buf;
     char              path[VSB_IMAGE_PATH_MAX + 1], why[256];
     uint64_t          entries = 0, bytes = 0;
     ssize_t           n, w;
     size_t            off;
-    int               fd, ret = -1;
+    int               fd, rc, ret = -1;
 
     if (mkdir("layout", 0700) != 0 || mkdir("layout/blobs", 0700) != 0
         || mkdir("layout/blobs/sha256", 0700) != 0)
@@ -357,41 +355,30 @@ vsb_unpack_tarball(vsb_unpack_t *u, int tar_fd, char *err, size_t errlen)
         return -1;
     }
 
-    t = malloc(sizeof(*t));
-    e = malloc(sizeof(*e));
     buf = malloc(65536);
-    if (t == NULL || e == NULL || buf == NULL) {
+    if (buf == NULL) {
         snprintf(err, errlen, "out of memory");
         goto out;
     }
 
-    if (vsb_stream_open(&s, tar_fd, magic[0] == 0x1f && magic[1] == 0x8b
-                        ? VSB_OCI_GZIP : VSB_OCI_PLAIN, err, errlen) != 0)
-    {
+    tw = vsb_tar_walk_open(tar_fd, magic[0] == 0x1f && magic[1] == 0x8b
+                           ? VSB_OCI_GZIP : VSB_OCI_PLAIN, err, errlen);
+    if (tw == NULL) {
         goto out;
     }
 
-    vsb_tar_init(t, vsb_stream_read, &s);
-
-    for ( ;; ) {
-        rc = vsb_tar_next(t, e);
-        if (rc == VSB_TAR_END) {
-            break;
-        }
-        if (rc == VSB_TAR_ERROR) {
-            snprintf(err, errlen, "source tarball: %s", t->err);
-            goto done;
-        }
-
+    while ((rc = vsb_tar_walk_next(tw, &e, "source tarball: ", err, errlen))
+           == 1)
+    {
         if (++entries > u->lim->max_entries) {
             snprintf(err, errlen, "source tarball: more than %llu entries",
                      (unsigned long long) u->lim->max_entries);
-            goto done;
+            goto out;
         }
 
         if (vsb_tar_clean_path(e->path, path, why, sizeof(why)) != 0) {
             snprintf(err, errlen, "source tarball: %s", why);
-            goto done;
+            goto out;
         }
 
         if (e->type != VSB_TAR_REG || !vsb_unpack_layout_name(path)) {
@@ -403,7 +390,7 @@ vsb_unpack_tarball(vsb_unpack_t *u, int tar_fd, char *err, size_t errlen)
             snprintf(err, errlen, "source tarball: more than %llu bytes of "
                      "blobs (--max-bytes)",
                      (unsigned long long) u->lim->max_bytes);
-            goto done;
+            goto out;
         }
 
         fd = vsb_unpack_beneath(u->layoutfd, path, O_WRONLY | O_CREAT
@@ -411,15 +398,15 @@ vsb_unpack_tarball(vsb_unpack_t *u, int tar_fd, char *err, size_t errlen)
         if (fd == -1) {
             snprintf(err, errlen, "source tarball: \"%.200s\": %s", path,
                      errno == EEXIST ? "appears twice" : strerror(errno));
-            goto done;
+            goto out;
         }
 
         for ( ;; ) {
-            n = vsb_tar_data(t, buf, 65536);
+            n = vsb_tar_data(&tw->t, buf, 65536);
             if (n < 0) {
-                snprintf(err, errlen, "source tarball: %s", t->err);
+                snprintf(err, errlen, "source tarball: %s", tw->t.err);
                 close(fd);
-                goto done;
+                goto out;
             }
             if (n == 0) {
                 break;
@@ -430,7 +417,7 @@ vsb_unpack_tarball(vsb_unpack_t *u, int tar_fd, char *err, size_t errlen)
                     snprintf(err, errlen, "write \"%.200s\": %s", path,
                              w == -1 ? strerror(errno) : "short write");
                     close(fd);
-                    goto done;
+                    goto out;
                 }
             }
         }
@@ -438,20 +425,18 @@ vsb_unpack_tarball(vsb_unpack_t *u, int tar_fd, char *err, size_t errlen)
         if (close(fd) != 0) {
             snprintf(err, errlen, "close \"%.200s\": %s", path,
                      strerror(errno));
-            goto done;
+            goto out;
         }
+    }
+    if (rc != 0) {
+        goto out;
     }
 
     ret = 0;
 
-done:
-
-    vsb_stream_close(&s);
-
 out:
 
-    free(t);
-    free(e);
+    vsb_tar_walk_close(tw);
     free(buf);
     return ret;
 }

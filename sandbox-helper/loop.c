@@ -1,6 +1,8 @@
 /*
  * The event loop: one epoll instance and a sorted, doubly linked list of
  * timers.  A few hundred timers at most, so insertion sort is plenty.
+ * The egress proxy's loop (egress-proxy/loop.c) stays its own: it says
+ * why where it stands.
  */
 #include <errno.h>
 #include <stddef.h>
@@ -40,8 +42,9 @@ vsb_loop_init(void)
 }
 
 
-int
-vsb_loop_add(vsb_event_t *ev, uint32_t events)
+/* Registers ev for events (op EPOLL_CTL_ADD or _MOD). */
+static int
+vsb_loop_ctl(vsb_event_t *ev, int op, uint32_t events)
 {
     struct epoll_event  ee;
 
@@ -49,12 +52,24 @@ vsb_loop_add(vsb_event_t *ev, uint32_t events)
     ee.events = events;
     ee.data.ptr = ev;
 
-    if (epoll_ctl(vsb_epfd, EPOLL_CTL_ADD, ev->fd, &ee) == -1) {
-        vsb_log_errno(VSB_LOG_ERR, "epoll_ctl(ADD, fd %d)", ev->fd);
+    if (epoll_ctl(vsb_epfd, op, ev->fd, &ee) == -1) {
+        vsb_log_errno(VSB_LOG_ERR, "epoll_ctl(%s, fd %d)",
+                      op == EPOLL_CTL_ADD ? "ADD" : "MOD", ev->fd);
         return -1;
     }
 
     ev->events = events;
+    return 0;
+}
+
+
+int
+vsb_loop_add(vsb_event_t *ev, uint32_t events)
+{
+    if (vsb_loop_ctl(ev, EPOLL_CTL_ADD, events) != 0) {
+        return -1;
+    }
+
     ev->active = 1;
     return 0;
 }
@@ -63,8 +78,6 @@ vsb_loop_add(vsb_event_t *ev, uint32_t events)
 int
 vsb_loop_mod(vsb_event_t *ev, uint32_t events)
 {
-    struct epoll_event  ee;
-
     if (!ev->active) {
         return vsb_loop_add(ev, events);
     }
@@ -75,17 +88,7 @@ vsb_loop_mod(vsb_event_t *ev, uint32_t events)
         return 0;
     }
 
-    memset(&ee, 0, sizeof(ee));
-    ee.events = events;
-    ee.data.ptr = ev;
-
-    if (epoll_ctl(vsb_epfd, EPOLL_CTL_MOD, ev->fd, &ee) == -1) {
-        vsb_log_errno(VSB_LOG_ERR, "epoll_ctl(MOD, fd %d)", ev->fd);
-        return -1;
-    }
-
-    ev->events = events;
-    return 0;
+    return vsb_loop_ctl(ev, EPOLL_CTL_MOD, events);
 }
 
 

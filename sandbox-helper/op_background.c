@@ -58,6 +58,9 @@ vsb_bg_lookup(const vsb_request_t *r, vsb_error_t *e)
 }
 
 
+/* exec_status and exec_kill take the same fields today, yet each op's
+ * schema is written with its op, as in every op_*.c: one that grows a
+ * field (a kill's signal) must not widen the other's. */
 static int
 vsb_req_exec_status(json_t *root, const vsb_config_t *cf, vsb_request_t *r,
     vsb_error_t *e)

@@ -444,9 +444,6 @@ vsb_req_create(json_t *root, const vsb_config_t *cf, vsb_request_t *r,
         "idle_s", "network", "env", "metadata", "from_snapshot", NULL
     };
     const char  *s;
-    json_t      *md;
-    char        *dump;
-    size_t       len;
 
     if (vsb_req_fields(root, allowed, "create", e) != 0
         || vsb_req_owner(root, "tenant", 1, &r->tenant, e) != 0
@@ -506,25 +503,8 @@ vsb_req_create(json_t *root, const vsb_config_t *cf, vsb_request_t *r,
         return -1;
     }
 
-    md = json_object_get(root, "metadata");
-    if (md != NULL) {
-        if (!json_is_object(md)) {
-            return vsb_error_set(e, VSB_E_BAD_TYPE, "metadata",
-                                 "\"metadata\" must be an object");
-        }
-        dump = json_dumps(md, JSON_COMPACT);
-        if (dump == NULL) {
-            return vsb_error_set(e, VSB_E_BAD_VALUE, "metadata",
-                                 "\"metadata\" cannot be serialized");
-        }
-        len = strlen(dump);
-        free(dump);
-        if (len > VSB_MAX_METADATA_JSON) {
-            return vsb_error_set(e, VSB_E_BAD_VALUE, "metadata",
-                                 "\"metadata\" is larger than %d bytes",
-                                 VSB_MAX_METADATA_JSON);
-        }
-        r->metadata = md;
+    if (vsb_req_metadata(root, &r->metadata, e) != 0) {
+        return -1;
     }
 
     return 0;

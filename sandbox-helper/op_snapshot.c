@@ -19,6 +19,7 @@
 #include "vsb_op.h"
 #include "vsb_overlay.h"
 #include "vsb_registry.h"
+#include "vsb_rmtree.h"
 #include "vsb_snap_changes.h"
 #include "vsb_snap_store.h"
 #include "vsb_snap_tree.h"
@@ -231,9 +232,6 @@ vsb_req_snapshot_create(json_t *root, const vsb_config_t *cf,
         "op", "request_id", "tenant", "agent", "id", "epoch", "ttl_s",
         "metadata", "max_snapshots", "max_bytes", NULL
     };
-    json_t  *md;
-    char    *dump;
-    size_t   len;
 
     if (vsb_req_fields(root, allowed, VSB_OP_SNAPSHOT_CREATE, e) != 0
         || vsb_req_owner(root, "tenant", 1, &r->tenant, e) != 0
@@ -275,25 +273,8 @@ vsb_req_snapshot_create(json_t *root, const vsb_config_t *cf,
                             r->snap_bytes, cf->snapshot_max_bytes);
     }
 
-    md = json_object_get(root, "metadata");
-    if (md != NULL) {
-        if (!json_is_object(md)) {
-            return vsb_error_set(e, VSB_E_BAD_TYPE, "metadata",
-                                 "\"metadata\" must be an object");
-        }
-        dump = json_dumps(md, JSON_COMPACT);
-        if (dump == NULL) {
-            return vsb_error_set(e, VSB_E_BAD_VALUE, "metadata",
-                                 "\"metadata\" cannot be serialized");
-        }
-        len = strlen(dump);
-        free(dump);
-        if (len > VSB_MAX_METADATA_JSON) {
-            return vsb_error_set(e, VSB_E_BAD_VALUE, "metadata",
-                                 "\"metadata\" is larger than %d bytes",
-                                 VSB_MAX_METADATA_JSON);
-        }
-        r->metadata = md;
+    if (vsb_req_metadata(root, &r->metadata, e) != 0) {
+        return -1;
     }
 
     return 0;
@@ -308,7 +289,7 @@ vsb_snap_create_fail(vsb_snap_work_t *sw, vsb_error_t *e, int hfd)
 
     fd = open(sw->dst, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
     if (fd != -1) {
-        (void) vsb_mf_rm_tree(fd, 0);
+        (void) vsb_rm_tree(fd, VSB_MF_RM_DEPTH);
         close(fd);
         (void) rmdir(sw->dst);
     }
@@ -1175,6 +1156,8 @@ vsb_snapshot_fork(vsb_sandbox_t *sb, const vsb_request_t *r,
 }
 
 
+/* The rows ops.c dispatches on, one per op: alike by design (a table's
+ * rows), each naming its own parser and handler. */
 const vsb_op_t  vsb_snapshot_create_op = {
     .name = VSB_OP_SNAPSHOT_CREATE,
     .parse = vsb_req_snapshot_create,

@@ -318,6 +318,40 @@ vsb_req_over(vsb_error_t *e, const char *field, const char *limit,
     return -1;
 }
 
+int
+vsb_req_metadata(json_t *root, json_t **out, vsb_error_t *e)
+{
+    json_t  *md;
+    char    *dump;
+    size_t   len;
+
+    *out = NULL;
+
+    md = json_object_get(root, "metadata");
+    if (md == NULL) {
+        return 0;
+    }
+    if (!json_is_object(md)) {
+        return vsb_error_set(e, VSB_E_BAD_TYPE, "metadata",
+                             "\"metadata\" must be an object");
+    }
+    dump = json_dumps(md, JSON_COMPACT);
+    if (dump == NULL) {
+        return vsb_error_set(e, VSB_E_BAD_VALUE, "metadata",
+                             "\"metadata\" cannot be serialized");
+    }
+    len = strlen(dump);
+    free(dump);
+    if (len > VSB_MAX_METADATA_JSON) {
+        return vsb_error_set(e, VSB_E_BAD_VALUE, "metadata",
+                             "\"metadata\" is larger than %d bytes",
+                             VSB_MAX_METADATA_JSON);
+    }
+    *out = md;
+    return 0;
+}
+
+
 /* status and destroy: tenant, agent, id and nothing else. */
 int
 vsb_req_owned(json_t *root, const char *what, vsb_request_t *r,

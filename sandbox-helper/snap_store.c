@@ -15,6 +15,7 @@
 #include "vsb_log.h"
 #include "vsb_loop.h"
 #include "vsb_overlay.h"
+#include "vsb_rmtree.h"
 #include "vsb_snap_store.h"
 #include "vsb_snap_tree.h"
 #include "vsb_storage.h"
@@ -303,7 +304,7 @@ vsb_snap_rm_work(void *arg, int hfd, int pfd)
 
     fd = open(d->path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
     rc = (fd == -1 && errno == ENOENT) ? 0
-         : (fd == -1 || vsb_mf_rm_tree(fd, 0) != 0) ? -1 : 0;
+         : (fd == -1 || vsb_rm_tree(fd, VSB_MF_RM_DEPTH) != 0) ? -1 : 0;
     if (fd != -1) {
         close(fd);
     }

@@ -18,6 +18,7 @@
 #include "vsb_overlay.h"
 #include "vsb_registry.h"
 #include "vsb_request.h"
+#include "vsb_rmtree.h"
 #include "vsb_storage.h"
 
 #define VSB_RM_MAX_DEPTH  64
@@ -204,66 +205,6 @@ vsb_storage_is_mount(const char *path)
 }
 
 
-/* Removes what is inside dirfd without following any link. */
-static int
-vsb_storage_rm_tree(int dirfd, int depth)
-{
-    DIR            *d;
-    struct dirent  *de;
-    int             fd, rc = 0;
-
-    if (depth > VSB_RM_MAX_DEPTH) {
-        errno = ELOOP;
-        return -1;
-    }
-
-    fd = dup(dirfd);
-    if (fd == -1) {
-        return -1;
-    }
-
-    d = fdopendir(fd);
-    if (d == NULL) {
-        close(fd);
-        return -1;
-    }
-
-    while ((de = readdir(d)) != NULL) {
-        if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0) {
-            continue;
-        }
-
-        if (unlinkat(dirfd, de->d_name, 0) == 0) {
-            continue;
-        }
-
-        if (errno != EISDIR) {
-            rc = -1;
-            continue;
-        }
-
-        fd = openat(dirfd, de->d_name,
-                    O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-        if (fd == -1) {
-            rc = -1;
-            continue;
-        }
-
-        if (vsb_storage_rm_tree(fd, depth + 1) != 0) {
-            rc = -1;
-        }
-        close(fd);
-
-        if (unlinkat(dirfd, de->d_name, AT_REMOVEDIR) != 0) {
-            rc = -1;
-        }
-    }
-
-    closedir(d);
-    return rc;
-}
-
-
 /* Unmount (never lazily), remove, verify. */
 static int
 vsb_storage_remove(const char *dir, const char **step, char *err,
@@ -320,7 +261,7 @@ vsb_storage_remove(const char *dir, const char **step, char *err,
 
         /* Not a tmpfs any more but something is inside: clear it. */
         fd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-        if (fd == -1 || vsb_storage_rm_tree(fd, 0) != 0
+        if (fd == -1 || vsb_rm_tree(fd, VSB_RM_MAX_DEPTH) != 0
             || rmdir(dir) == -1)
         {
             *step = "files";

@@ -113,6 +113,10 @@ int vsb_req_owner(json_t *root, const char *name, int required,
 /* "id", a well-formed sandbox id, into r->id, and the optional "epoch"
  * (VSB_EPOCH_LEN lowercase hex) that comes with it into r->epoch. */
 int vsb_req_sandbox_id(json_t *root, vsb_request_t *r, vsb_error_t *e);
+/* The optional "metadata": an object whose compact JSON is at most
+ * VSB_MAX_METADATA_JSON bytes, borrowed from root into *out (NULL when
+ * absent).  Create and snapshot_create take it alike. */
+int vsb_req_metadata(json_t *root, json_t **out, vsb_error_t *e);
 /* over_ceiling naming field and limit; always -1. */
 int vsb_req_over(vsb_error_t *e, const char *field, const char *limit,
     uint64_t v, uint64_t max);

@@ -112,7 +112,8 @@ int vsb_mf_load_file(int dirfd, const char *name, size_t max, vsb_mf_t *m,
 /* Opens path (relative, several components) below rootfd without
  * following any symlink and without leaving rootfd. */
 int vsb_mf_open(int rootfd, const char *path, int flags);
-/* Removes the tree below dirfd (not following links); -1 on error. */
-int vsb_mf_rm_tree(int dirfd, int depth);
+/* A snapshot's tree is removed with vsb_rm_tree() (vsb_rmtree.h) to this
+ * depth: its manifest's bound and the two levels of the store's layout. */
+#define VSB_MF_RM_DEPTH  (VSB_MF_MAX_DEPTH + 2)
 
 #endif

@@ -204,6 +204,16 @@ for my $id ($f1, $f2, $f3) {
     $r = op('snapshot_create', id => $a, bogus => 1);
     is($r->{error}, 'unknown_field', 'an unknown field is refused');
 
+    # metadata: the rule create holds it to (vsb_req_metadata), here too
+    $r = op('snapshot_create', id => $a, metadata => 'base');
+    is($r->{error}, 'bad_type', 'metadata that is not an object is refused');
+    is($r->{field}, 'metadata', '... naming metadata');
+    $r = op('snapshot_create', id => $a, metadata => { k => 'x' x 4100 });
+    is($r->{error}, 'bad_value', 'metadata over 4096 bytes is refused');
+    is($r->{field}, 'metadata', '... naming metadata');
+    $r = $h->create(metadata => { k => 'x' x 4100 });
+    is($r->{error}, 'bad_value', 'so is create\'s');
+
     $r = op('snapshot_create', id => $a, max_bytes => 40);
     is($r->{error}, 'over_ceiling', 'a tree over the request\'s max_bytes '
        . 'is refused');

@@ -16,6 +16,7 @@
 #include <unistd.h>
 #include <cmocka.h>
 
+#include "vsb_rmtree.h"
 #include "vsb_snap_tree.h"
 
 static char  base_dir[64];
@@ -71,7 +72,7 @@ teardown(void **state)
     (void) state;
     fd = open(base_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     if (fd >= 0) {
-        (void) vsb_mf_rm_tree(fd, 0);
+        (void) vsb_rm_tree(fd, VSB_MF_RM_DEPTH);
         close(fd);
     }
     (void) rmdir(base_dir);

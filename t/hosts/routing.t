@@ -354,8 +354,11 @@ is($st, 410, 'exec through b of the ended sandbox, the record naming another run
     or diag $b;
 is($j->{type}, 'urn:veto-sandbox:problem:ended', '... ended');
 is($j->{end_reason}, 'deleted', "... with a's helper's end_reason") or diag $b;
-my $after = () = ($A->error_log // '') =~ /$fence_re/g;
-is($after, $fences + 1, '... the answer of the fence on a (the epoch came with it)');
+# (a's log line is written around its answer: waited for, not raced)
+ok(eventually('the fence on a logged its answer', 5, sub {
+       my $n = () = ($A->error_log // '') =~ /$fence_re/g;
+       $n == $fences + 1 }),
+   '... the answer of the fence on a (the epoch came with it)');
 M()->del($own);
 
 # ---- placement: c is full, a create landing on c goes elsewhere

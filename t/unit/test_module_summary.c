@@ -571,7 +571,7 @@ test_summary_network(void **state)
 static void
 test_summary_worst(void **state)
 {
-    char     name[300], *ctl, *req;
+    char     name[300], *ctl, *small, *req;
     size_t   i, len, n;
     json_t  *body, *argv, *env, *j;
     sum_t    t = { 0 };
@@ -582,9 +582,14 @@ test_summary_worst(void **state)
     memset(ctl, '\x01', n);
     ctl[n] = '\0';
 
+    /* a JSON body is at most 1 MiB (NGX_HTTP_VSB_BODY_JSON): argv's and
+     * env's 1024 and 256 strings of 1 KiB each are already more than one
+     * can hold (the single fields below are 64 KiB each) */
+    small = ctl + n - 1024;
+
     argv = json_array();
     for (i = 0; i < 1024; i++) {
-        json_array_append_new(argv, json_string(ctl));
+        json_array_append_new(argv, json_string(small));
     }
 
     /* 256 dangerous names of 255 bytes, each with a value of escapes */
@@ -593,7 +598,7 @@ test_summary_worst(void **state)
         snprintf(name, sizeof(name), "LD_%03zu", i);
         memset(name + 6, 'A', 249);
         name[255] = '\0';
-        json_object_set_new(env, name, json_string(ctl));
+        json_object_set_new(env, name, json_string(small));
     }
 
     /* and every field of an exec row or an archive (format is checked

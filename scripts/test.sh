@@ -292,21 +292,21 @@ rm -f build/vm-steps.failed
 vm_steps >build/vm-steps.log 2>&1 &
 vm_steps_pid=$!
 
-VETO_HELPER=build-asan/sandbox-helper \
-    run_prove "helper tests, ASan helper build-asan/sandbox-helper" t/helper/
+# The ASan passes, two files at a time too (scripts/prove-parallel): the
+# helper, image store and egress tests with the sanitized helper,
+# sandbox-imagectl and proxy, in one run.
+RUNNER="scripts/prove-parallel" \
 VSB_IMAGECTL="$PWD/build-asan/sandbox-imagectl" \
-VETO_HELPER=build-asan/sandbox-helper \
-    run_prove "image store and profile tests, ASan+UBSan sandbox-imagectl and helper" \
-        t/images/
 VETO_EGRESS=build-asan/egress-proxy VETO_HELPER=build-asan/sandbox-helper \
-    run_prove "egress tests, ASan+UBSan proxy and helper (build-asan/)" \
-        t/egress/
+    run_prove "helper, image store and egress tests, ASan+UBSan helper, sandbox-imagectl and proxy (build-asan/)" \
+        t/helper/ t/images/ t/egress/
 # (t/module/floors.t reads the module's sources and loads no module: not
 # again)
 module_asan=()
 for f in t/module/*.t; do
     [ "$f" = t/module/floors.t ] || module_asan+=("$f")
 done
+RUNNER="scripts/prove-parallel" \
 VETO_MODULE="$PWD/build-module-asan/ngx_veto_sandbox_module.so" \
 VETO_HELPER=build-asan/sandbox-helper VETO_TOKEN=build-asan/veto-token \
     run_prove "module tests, ASan+UBSan module build-module-asan/, ASan helper and veto-token" \

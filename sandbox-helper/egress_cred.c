@@ -1,7 +1,7 @@
 /*
- * Credentials in the helper (vsb_egress_cred.h): the bindings (parsed
- * with the proxy's own parser), attachments and their placeholders,
- * the trust bundle and the workload's variables.
+ * Credentials in the helper (vsb_egress_cred.h): the bindings (read
+ * with the proxy's own reader, eg_cred_file.h), attachments and their
+ * placeholders, the trust bundle and the workload's variables.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -12,6 +12,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "eg_cred_file.h"
 #include "eg_cred_parse.h"
 #include "vsb_egress_cred.h"
 #include "vsb_egress_proxy.h"
@@ -46,12 +47,7 @@ vsb_ecred_find(const char *name)
 int
 vsb_ecred_init(const vsb_config_t *cf, char *err, size_t errlen)
 {
-    char                path[PATH_MAX], line[EG_CRED_LINE_MAX + 2], perr[400];
-    FILE               *f;
-    unsigned            lineno = 0;
-    size_t              nl;
-    int                 rc;
-    eg_cred_binding_t   b;
+    char  path[PATH_MAX], perr[PATH_MAX + 480];
 
     vsb_ecred_cf = cf;
     vsb_necreds = 0;
@@ -68,38 +64,12 @@ vsb_ecred_init(const vsb_config_t *cf, char *err, size_t errlen)
         return -1;
     }
     snprintf(path, sizeof(path), "%s/bindings", cf->egress.credentials);
-    f = fopen(path, "re");
-    if (f == NULL) {
-        snprintf(err, errlen, "egress_credentials: open %s: %s", path,
-                 strerror(errno));
+    if (eg_cred_bindings_read(path, vsb_ecreds, &vsb_necreds, perr,
+                              sizeof(perr)) != 0)
+    {
+        snprintf(err, errlen, "egress_credentials: %s", perr);
         return -1;
     }
-    while (fgets(line, sizeof(line), f) != NULL) {
-        lineno++;
-        nl = strlen(line);
-        if (nl > 0 && line[nl - 1] == '\n') {
-            line[--nl] = '\0';
-        } else if (!feof(f)) {
-            snprintf(err, errlen, "egress_credentials: %s:%u: line longer "
-                     "than %d bytes", path, lineno, EG_CRED_LINE_MAX);
-            fclose(f);
-            return -1;
-        }
-        rc = eg_cred_binding_parse(line, &b, perr, sizeof(perr));
-        if (rc < 0 || (rc == 1 && (vsb_ecred_find(b.name) != NULL
-                                   || vsb_necreds == EG_CRED_MAX)))
-        {
-            snprintf(err, errlen, "egress_credentials: %s:%u: %s", path,
-                     lineno, rc < 0 ? perr : "bound twice, or more than 64 "
-                     "bindings");
-            fclose(f);
-            return -1;
-        }
-        if (rc == 1) {
-            vsb_ecreds[vsb_necreds++] = b;
-        }
-    }
-    fclose(f);
     vsb_log(VSB_LOG_INFO, "egress: %zu credential bindings in %s",
             vsb_necreds, path);
     return 0;

@@ -175,6 +175,7 @@ ngx_http_veto_sandbox_pinged(ngx_http_request_t *r,
 
     ngx_http_veto_sandbox_ceiling_ms = h->extra_read_ms;
     ngx_http_veto_sandbox_ceiling_at = ngx_current_msec;
+    ngx_http_veto_sandbox_bindings_heard(h->json);
 
     /* the exchange starts over, on the ping's kept connection or a new
      * one (helper_send() resets the per-call flags, sent included) */

@@ -331,27 +331,59 @@ vsb_ecred_env_free(char **env)
 }
 
 
+/* One binding as the gateway may see it: never a value (the helper has
+ * none). */
+static json_t *
+vsb_ecred_binding_json(const eg_cred_binding_t *b)
+{
+    json_t  *o;
+    char     host[EG_HOST_MAX + 3];
+
+    snprintf(host, sizeof(host), "%s%s", b->host.wildcard ? "*." : "",
+             b->host.host);
+    o = json_pack("{s:s, s:s, s:s, s:s}", "name", b->name, "host", host,
+                  "header", b->header, "env", b->env);
+    if (o != NULL && b->path[0] != '\0'
+        && json_object_set_new(o, "path", json_string(b->path)) != 0)
+    {
+        json_decref(o);
+        return NULL;
+    }
+    return o;
+}
+
+
 json_t *
 vsb_ecred_json(json_t *attached)
 {
     const eg_cred_binding_t  *b;
-    json_t                   *arr = json_array(), *a, *o;
+    json_t                   *arr = json_array(), *a;
     size_t                    i;
-    char                      host[EG_HOST_MAX + 3];
 
     json_array_foreach(attached, i, a) {
         b = vsb_ecred_find(json_string_value(json_object_get(a, "name")));
         if (b == NULL || arr == NULL) {
             continue;
         }
-        snprintf(host, sizeof(host), "%s%s", b->host.wildcard ? "*." : "",
-                 b->host.host);
-        o = json_pack("{s:s, s:s, s:s, s:s}", "name", b->name, "host", host,
-                      "header", b->header, "env", b->env);
-        if (o != NULL && b->path[0] != '\0') {
-            json_object_set_new(o, "path", json_string(b->path));
+        json_array_append_new(arr, vsb_ecred_binding_json(b));
+    }
+    return arr;
+}
+
+
+json_t *
+vsb_ecred_bindings_json(void)
+{
+    json_t  *arr = json_array();
+    size_t   i;
+
+    for (i = 0; arr != NULL && i < vsb_necreds; i++) {
+        if (json_array_append_new(arr, vsb_ecred_binding_json(&vsb_ecreds[i]))
+            != 0)
+        {
+            json_decref(arr);
+            return NULL;
         }
-        json_array_append_new(arr, o);
     }
     return arr;
 }

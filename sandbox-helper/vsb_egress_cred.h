@@ -52,5 +52,8 @@ void vsb_ecred_env_free(char **env);
 
 /* The sandbox's view: [{name, host, header, env, path?}...]. */
 json_t *vsb_ecred_json(json_t *attached);
+/* Every binding, the same way (ping's "credentials"): what a reviewer is
+ * shown of a secret a request attaches.  NULL on failure. */
+json_t *vsb_ecred_bindings_json(void);
 
 #endif

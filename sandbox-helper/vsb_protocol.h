@@ -74,7 +74,11 @@
  *                                        started_at (unix seconds),
  *                                        seccomp: "allowlist",
  *                                        landlock_abi: n (0: none),
- *                                        egress: EGRESS}
+ *                                        egress: EGRESS,
+ *                                        credentials?: [BINDING...]}
+ *             credentials: with egress_credentials set, and not in a
+ *             "brief" ping: the operator's bindings, never a value
+ *             (BINDING = {name, host, header, env, path?}).
  *   create    {tenant, agent, profile?, limits?, ttl_s?, idle_s?,
  *              network?, env?, metadata?}
  *                                   -> {sandbox: SANDBOX}

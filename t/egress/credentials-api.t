@@ -16,8 +16,9 @@
 #           (every attempt is 400); one the proxy refused at load or the
 #           helper has no binding for is 422 credential_unavailable
 #   ask:    a credential under "ask" is 202: the summary names the secret
-#           and says the operator binds its host; approved, the repeat
-#           attaches it
+#           and the host the operator binds it to (the helper's bindings:
+#           host, header, variable, path; never a value); approved, the
+#           repeat attaches it
 #   PATCH:  {"credentials": {"add": [...]}} attaches to a live sandbox
 #           (scope sandbox:network; askable ones need approval)
 #   the value is in no response, approval, audit entry, Redis key or log
@@ -243,9 +244,27 @@ is($st, 202, 'create with a credential under "ask": 202') or diag $b;
 my $apr = $j->{approval_id};
 is_deeply($j->{summary}{credentials}{attach}, ['api-token'], 'the summary names the secret');
 is_deeply($j->{summary}{credentials}{needs_approval}, ['api-token'], '... as needing approval');
-like($j->{summary}{credentials}{hosts}, qr/bound by the operator/, '... and says the operator binds its host');
+is_deeply($j->{summary}{credentials}{hosts}, ['b.a.example.test'],
+          '... and the host the operator binds it to (the helper said it)') or diag $b;
+is_deeply($j->{summary}{credentials}{bindings},
+          [ { name => 'api-token', host => 'b.a.example.test', header => 'Authorization',
+              env => 'API_TOKEN' } ],
+          '... with its header and variable, never a value') or diag $b;
 ($st, $h, $b, $j) = req(GET => "/v1/approvals/$apr", $rev);
 is_deeply($j->{summary}{credentials}{attach}, ['api-token'], 'the reviewer reads the secret');
+is_deeply($j->{summary}{credentials}{hosts}, ['b.a.example.test'], '... and its host');
+
+# two at once, one of them with a path, one the helper does not bind
+($st, $h, $b, $j) = create($agent, { credentials => ['api-token', 'git-deploy', 'unbound'] });
+is($st, 202, 'create with an askable credential among others: 202') or diag $b;
+is_deeply($j->{summary}{credentials}{hosts}, ['b.a.example.test', 'a.example.test'],
+          'the summary names each host once');
+is_deeply($j->{summary}{credentials}{bindings},
+          [ { name => 'api-token', host => 'b.a.example.test', header => 'Authorization', env => 'API_TOKEN' },
+            { name => 'git-deploy', host => 'a.example.test', header => 'Authorization', env => 'GIT_TOKEN',
+              path => '/private/' },
+            { name => 'unbound', bound => JSON::PP::false } ],
+          '... each binding, its path, and that one is bound nowhere') or diag $b;
 ($st) = req(POST => "/v1/approvals/$apr/approve", $rev, { reason => 'the API' });
 is($st, 200, 'a reviewer approves');
 ($st, $h, $b, $j) = create($agent, $askbody, { 'Veto-Approval' => $apr });
@@ -349,6 +368,8 @@ my ($asked) = grep { ($_->{outcome} // '') eq 'approval_requested'
 is_deeply($asked && $asked->{detail}{credentials}{attach}, ['api-token'],
           "the approval's audit entry names the secret it attaches")
     or diag explain $asked;
+is_deeply($asked && $asked->{detail}{credentials}{hosts}, ['b.a.example.test'],
+          '... and the host it goes to') or diag explain $asked;
 my ($refused) = grep { ($_->{outcome} // '') eq 'denied'
                        && ($_->{reason} // '') eq 'credential_not_allowed'
                        && ($_->{detail}{why} // '') =~ /other-token/ } @recs;

@@ -5,13 +5,15 @@
 # sandbox that holds only the credential's placeholder: the helper's
 # egress proxy adds the token on the way.  The sandbox trusts the proxy's
 # CA through a bundle (system roots + CA) and the usual variables; its
-# tests run and it returns a patch.  Attaching an unknown credential is a
+# tests run and it returns a patch.  Ping names the bindings (never a
+# value).  Attaching an unknown credential is a
 # named error, a live sandbox gets one through update_network, and the
 # token is in no exec output, environment, workspace file, record or log.
 use strict;
 use warnings;
 use lib 't/lib';
 use File::Path qw(make_path);
+use JSON::PP ();
 use Test::More;
 use Time::HiRes qw(time sleep);
 use VetoEgress;
@@ -55,6 +57,19 @@ my $h = VetoTest->start($e->helper_conf,
 my $t = time + 20;
 sleep 0.05 while time < $t && !($h->ping->{egress} // {})->{available};
 ok($h->ping->{egress}{available}, 'the helper started the proxy with credentials');
+{
+    my $p = $h->ping;
+    is_deeply([ map { join ' ', map { $_ // '-' } @$_{qw(name host header env path)} }
+                @{ $p->{credentials} // [] } ],
+              [ 'git-deploy a.example.test Authorization GIT_TOKEN /private/git/',
+                'api-token b.a.example.test Authorization API_TOKEN -',
+                'crlf-token c.a.example.test Authorization CRLF_TOKEN -' ],
+              "ping names the operator's bindings (what a reviewer is shown)")
+        or diag explain $p->{credentials};
+    my ($b) = $h->call({ op => 'ping', brief => JSON::PP::true });
+    ok($b->{ok} && !exists $b->{credentials}, '... a brief ping does not');
+    unlike(JSON::PP->new->encode($p), qr/\Q$TOKEN\E|Injected/, '... and no value');
+}
 
 my $r = $h->create(network => { allow => [], credentials => ['nope'] });
 is($r->{error}, 'not_found', 'an unknown credential: not_found');

@@ -50,6 +50,23 @@ eg_cred_at(size_t i)
 
 
 const eg_cred_att_t *
+eg_cred_placeholder_in(const eg_cred_att_t *atts, size_t n, const char *buf,
+    size_t len)
+{
+    size_t  i;
+
+    for (i = 0; i < n; i++) {
+        if (memmem(buf, len, atts[i].placeholder,
+                   EG_CRED_PLACEHOLDER_LEN) != NULL)
+        {
+            return &atts[i];
+        }
+    }
+    return NULL;
+}
+
+
+const eg_cred_att_t *
 eg_cred_bound(const eg_cred_att_t *atts, size_t n, const char *host,
     uint16_t port)
 {

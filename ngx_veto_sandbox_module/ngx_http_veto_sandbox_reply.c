@@ -539,6 +539,14 @@ ngx_http_veto_sandbox_reply_error(ngx_http_request_t *r,
                                         ? "credentials" : "credentials.add"));
 
     } else if (ngx_strcmp(error, VSB_E_NOT_FOUND) == 0 && field
+               && ngx_strcmp(field, "credentials_remove") == 0)
+    {
+        /* the sandbox is the caller's: it does not hold that one */
+        detail = "the sandbox holds no credential of that name";
+        json_object_set_new(extra, "field",
+                            json_string("credentials.remove"));
+
+    } else if (ngx_strcmp(error, VSB_E_NOT_FOUND) == 0 && field
                && ngx_strstr(field, "credentials"))
     {
         /* the policy allows a name the helper has no binding for */

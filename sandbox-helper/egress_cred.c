@@ -161,6 +161,81 @@ vsb_ecred_attach(json_t *attached, json_t *names, vsb_error_t *e)
 }
 
 
+/* The index of name's attachment in attached, or -1. */
+static ssize_t
+vsb_ecred_index(json_t *attached, const char *name)
+{
+    json_t  *a;
+    size_t   i;
+
+    json_array_foreach(attached, i, a) {
+        if (strcmp(json_string_value(json_object_get(a, "name")), name) == 0) {
+            return (ssize_t) i;
+        }
+    }
+    return -1;
+}
+
+
+int
+vsb_ecred_detach_req(json_t *names, json_t *attached, vsb_error_t *e)
+{
+    static const char  *field = "credentials_remove";
+    json_t             *v;
+    size_t              i, j;
+    const char         *n;
+
+    if (!json_is_array(names) || json_array_size(names) == 0
+        || json_array_size(names) > EG_CRED_PER_SANDBOX)
+    {
+        return vsb_error_set(e, json_is_array(names) ? VSB_E_BAD_VALUE
+                             : VSB_E_BAD_TYPE, field, "\"%s\" must be an "
+                             "array of 1 .. %d credential names", field,
+                             EG_CRED_PER_SANDBOX);
+    }
+    json_array_foreach(names, i, v) {
+        n = json_string_value(v);
+        if (n == NULL || !eg_cred_name_ok(n, json_string_length(v))
+            || strlen(n) != json_string_length(v))
+        {
+            return vsb_error_set(e, VSB_E_BAD_VALUE, field, "\"%s\"[%zu] is "
+                                 "not a credential name", field, i);
+        }
+        for (j = 0; j < i; j++) {
+            if (strcmp(json_string_value(json_array_get(names, j)), n) == 0) {
+                return vsb_error_set(e, VSB_E_BAD_VALUE, field, "credential "
+                                     "\"%s\" is named twice", n);
+            }
+        }
+        if (attached != NULL && vsb_ecred_index(attached, n) < 0) {
+            return vsb_error_set(e, VSB_E_NOT_FOUND, field, "\"%s\"[%zu]: "
+                                 "the sandbox holds no credential \"%s\"",
+                                 field, i, n);
+        }
+    }
+    return 0;
+}
+
+
+int
+vsb_ecred_detach(json_t *attached, json_t *names, vsb_error_t *e)
+{
+    json_t   *v;
+    size_t    i;
+    ssize_t   k;
+
+    json_array_foreach(names, i, v) {
+        k = vsb_ecred_index(attached, json_string_value(v));
+        if (k < 0 || json_array_remove(attached, (size_t) k) != 0) {
+            return vsb_error_set(e, VSB_E_NOT_FOUND, "credentials_remove",
+                                 "the sandbox holds no credential \"%s\"",
+                                 json_string_value(v));
+        }
+    }
+    return 0;
+}
+
+
 /* Appends the whole of path to fd.  -1 with e. */
 static int
 vsb_ecred_copy(int fd, const char *path, size_t *total, vsb_error_t *e)

@@ -94,8 +94,15 @@
  *             "network.allow" or "network.ask"), over_ceiling (limit
  *             network_entries or network_bytes), unavailable (the proxy
  *             is not running: retry later).
- *   update_network {tenant, agent, id, add: [ENTRY...]}
- *                                   -> {id, network: NETWORK, added}
+ *   update_network {tenant, agent, id, add?: [ENTRY...],
+ *              credentials?: [NAME...] | credentials_remove?: [NAME...]}
+ *                                   -> {id, network: NETWORK, added?,
+ *                                       attached?, detached?}
+ *             credentials attaches the operator's credentials by name;
+ *             credentials_remove (alone) detaches ones the sandbox holds
+ *             (not_found, field "credentials_remove", for another): the
+ *             proxy refuses their placeholders from the reply on, the
+ *             next exec lacks their variables.
  *             adds entries to a live allowlist sandbox's allowlist (an
  *             entry already there is kept once); the proxy applies them
  *             to new connections before the reply.  Errors: bad_value (a

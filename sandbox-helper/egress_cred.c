@@ -193,6 +193,11 @@ vsb_ecred_detach_req(json_t *names, json_t *attached, vsb_error_t *e)
                              "array of 1 .. %d credential names", field,
                              EG_CRED_PER_SANDBOX);
     }
+    if (!vsb_ecred_enabled()) {
+        return vsb_error_set(e, VSB_E_BAD_VALUE, field, "no credentials "
+                             "are configured on this helper "
+                             "(egress_credentials)");
+    }
     json_array_foreach(names, i, v) {
         n = json_string_value(v);
         if (n == NULL || !eg_cred_name_ok(n, json_string_length(v))

@@ -114,8 +114,11 @@ ngx_http_veto_sandbox_run(ngx_http_request_t *r,
 
         case NGX_HTTP_VSB_STEP_APPROVAL:
             /* a request attaching secrets: what the helper binds them to,
-             * for the human who may be asked (one ping a minute) */
+             * for the human who may be asked (one ping a minute; not
+             * for a request another host runs: its helper is not this
+             * one, which it needs not reach) */
             if (ctx->cred_names != NULL && !ctx->epoch_known
+                && !ctx->peer_route
                 && !ngx_http_veto_sandbox_bindings_fresh())
             {
                 ctx->step = NGX_HTTP_VSB_STEP_EPOCH;

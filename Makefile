@@ -46,11 +46,12 @@ LIB_SRCS     = $(filter-out $(HELPER_MAIN) $(CTL_SRC) $(IMAGECTL_SRC), \
 # The egress proxy's allowlist parser: the helper validates entries with
 # the very code the proxy will apply them with.
 HELPER_EG_SRCS = egress-proxy/allow.c egress-proxy/addr.c \
-                 egress-proxy/cred_parse.c
+                 egress-proxy/cred_parse.c egress-proxy/cred_file.c
 LIB_OBJS     = $(patsubst sandbox-helper/%.c,$(BUILD)/obj/%.o,$(LIB_SRCS)) \
                $(patsubst egress-proxy/%.c,$(BUILD)/obj/eg_%.o,$(HELPER_EG_SRCS))
 HEADERS      = $(wildcard sandbox-helper/*.h) egress-proxy/eg_allow.h \
-               egress-proxy/eg_addr.h egress-proxy/eg_cred_parse.h
+               egress-proxy/eg_addr.h egress-proxy/eg_cred_parse.h \
+               egress-proxy/eg_cred_file.h
 
 UNIT_SRCS    = $(filter-out t/unit/test_module_%, $(wildcard t/unit/test_*.c))
 UNIT_BINS    = $(patsubst t/unit/%.c,$(BUILD)/unit/%,$(UNIT_SRCS))

@@ -389,27 +389,30 @@ int
 eg_conn_placeholder_check(eg_conn_t *c, const unsigned char *buf,
     size_t len)
 {
-    eg_sandbox_t  *sb = c->sb;
-    const char    *needles[EG_CRED_PER_SANDBOX];
-    size_t         i;
-    int            k;
+    eg_sandbox_t         *sb = c->sb;
+    const eg_cred_att_t  *a;
+    int                   gone = 0;
 
-    for (i = 0; i < sb->ncreds; i++) {
-        needles[i] = sb->creds[i].placeholder;
+    a = eg_cred_placeholder_in(sb->creds, sb->ncreds, (const char *) buf,
+                               len);
+    if (a == NULL) {
+        a = eg_cred_placeholder_in(sb->detached, sb->ndetached,
+                                   (const char *) buf, len);
+        gone = (a != NULL);
     }
-    k = eg_ireq_find((const char *) buf, len, needles, sb->ncreds);
-    if (k < 0) {
+    if (a == NULL) {
         return 0;
     }
-    c->cred_name = sb->creds[k].cred->b.name;
+    c->cred_name = a->cred->b.name;
     c->exfil = 1;
     sb->placeholders_refused++;
-    sb->creds[k].cred->placeholders_refused++;
+    a->cred->placeholders_refused++;
     eg_conn_head_done(c);
     sb->usage.attempts++;
     eg_refuse(c, 403, "refused", "the placeholder of credential %s was sent "
-              "to a host it is not bound to (over plain HTTP or "
-              "CONNECT): an exfiltration attempt", c->cred_name);
+              "%s (over plain HTTP or CONNECT): an exfiltration attempt",
+              c->cred_name, gone ? "after it was detached"
+                                 : "to a host it is not bound to");
     return -1;
 }
 

@@ -289,6 +289,34 @@ eg_ctl_add(json_t *req)
 }
 
 
+/* The attachments of sb that atts no longer holds join its detached
+ * ones (the oldest of those go when there are too many). */
+static void
+eg_ctl_detached(eg_sandbox_t *sb, const eg_cred_att_t *atts, size_t natts)
+{
+    size_t  i, j;
+
+    for (i = 0; i < sb->ncreds; i++) {
+        for (j = 0; j < natts; j++) {
+            if (strcmp(atts[j].placeholder, sb->creds[i].placeholder) == 0) {
+                break;
+            }
+        }
+        if (j < natts) {
+            continue;
+        }
+        if (sb->ndetached == EG_CRED_PER_SANDBOX) {
+            memmove(&sb->detached[0], &sb->detached[1],
+                    (EG_CRED_PER_SANDBOX - 1) * sizeof(sb->detached[0]));
+            sb->ndetached--;
+        }
+        sb->detached[sb->ndetached++] = sb->creds[i];
+        eg_log(EG_LOG_INFO, "sandbox %s: credential %s detached", sb->id,
+               sb->creds[i].cred->b.name);
+    }
+}
+
+
 static json_t *
 eg_ctl_update(json_t *req)
 {
@@ -328,7 +356,9 @@ eg_ctl_update(json_t *req)
     sb->ask = ask;
     sb->nask = nask;
     if (json_object_get(req, "credentials") != NULL) {
-        /* attach and detach: new connections see the new list */
+        /* attach and detach: every request from now on sees the new
+         * list; a detached placeholder is refused from now on */
+        eg_ctl_detached(sb, atts, natts);
         memcpy(sb->creds, atts, natts * sizeof(atts[0]));
         sb->ncreds = natts;
         eg_log(EG_LOG_INFO, "sandbox %s: %zu credentials attached", sb->id,

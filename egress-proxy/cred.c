@@ -14,6 +14,7 @@
 #include <openssl/crypto.h>
 
 #include "eg_cred.h"
+#include "eg_cred_file.h"
 #include "eg_log.h"
 
 static eg_cred_t  *eg_creds;
@@ -45,6 +46,23 @@ eg_cred_t *
 eg_cred_at(size_t i)
 {
     return i < eg_ncreds ? &eg_creds[i] : NULL;
+}
+
+
+const eg_cred_att_t *
+eg_cred_placeholder_in(const eg_cred_att_t *atts, size_t n, const char *buf,
+    size_t len)
+{
+    size_t  i;
+
+    for (i = 0; i < n; i++) {
+        if (memmem(buf, len, atts[i].placeholder,
+                   EG_CRED_PLACEHOLDER_LEN) != NULL)
+        {
+            return &atts[i];
+        }
+    }
+    return NULL;
 }
 
 
@@ -144,14 +162,11 @@ eg_cred_read_value(eg_cred_t *c, const char *dir, uid_t proxy_uid)
 int
 eg_cred_load(const char *dir, const char *user, char *err, size_t errlen)
 {
-    char                path[4096], line[EG_CRED_LINE_MAX + 2], perr[400];
-    FILE               *f;
-    unsigned            lineno = 0;
-    eg_cred_binding_t   b;
+    char                path[4096], perr[900];
+    eg_cred_binding_t  *bs;
     struct passwd      *pw;
     uid_t               proxy_uid = 0;
-    size_t              i, nl;
-    int                 rc;
+    size_t              i, n;
 
     if (dir[0] == '\0') {
         return 0;
@@ -161,60 +176,24 @@ eg_cred_load(const char *dir, const char *user, char *err, size_t errlen)
     }
 
     eg_creds = calloc(EG_CRED_MAX, sizeof(*eg_creds));
-    if (eg_creds == NULL) {
+    bs = calloc(EG_CRED_MAX, sizeof(*bs));
+    if (eg_creds == NULL || bs == NULL) {
+        free(bs);
         snprintf(err, errlen, "credentials: out of memory");
         return -1;
     }
 
     snprintf(path, sizeof(path), "%s/bindings", dir);
-    f = fopen(path, "re");
-    if (f == NULL) {
-        snprintf(err, errlen, "credentials: open %s: %s", path,
-                 strerror(errno));
+    if (eg_cred_bindings_read(path, bs, &n, perr, sizeof(perr)) != 0) {
+        snprintf(err, errlen, "credentials: %s", perr);
+        free(bs);
         return -1;
     }
-    while (fgets(line, sizeof(line), f) != NULL) {
-        lineno++;
-        nl = strlen(line);
-        if (nl > 0 && line[nl - 1] == '\n') {
-            line[--nl] = '\0';
-        } else if (!feof(f)) {
-            snprintf(err, errlen, "credentials: %s:%u: line longer than %d "
-                     "bytes", path, lineno, EG_CRED_LINE_MAX);
-            fclose(f);
-            return -1;
-        }
-        rc = eg_cred_binding_parse(line, &b, perr, sizeof(perr));
-        if (rc < 0) {
-            snprintf(err, errlen, "credentials: %s:%u: %s", path, lineno,
-                     perr);
-            fclose(f);
-            return -1;
-        }
-        if (rc == 0) {
-            continue;
-        }
-        if (eg_cred_find(b.name) != NULL) {
-            snprintf(err, errlen, "credentials: %s:%u: %s is bound twice",
-                     path, lineno, b.name);
-            fclose(f);
-            return -1;
-        }
-        if (eg_ncreds == EG_CRED_MAX) {
-            snprintf(err, errlen, "credentials: %s: more than %d bindings",
-                     path, EG_CRED_MAX);
-            fclose(f);
-            return -1;
-        }
-        eg_creds[eg_ncreds++].b = b;
+    for (i = 0; i < n; i++) {
+        eg_creds[i].b = bs[i];
     }
-    if (ferror(f)) {
-        snprintf(err, errlen, "credentials: read %s: %s", path,
-                 strerror(errno));
-        fclose(f);
-        return -1;
-    }
-    fclose(f);
+    eg_ncreds = n;
+    free(bs);
 
     for (i = 0; i < eg_ncreds; i++) {
         eg_cred_read_value(&eg_creds[i], dir, proxy_uid);

@@ -1,6 +1,6 @@
 /*
- * Credential bindings: the line parser and the pure checks of
- * eg_cred_parse.h.  No I/O, no allocation.
+ * Credential bindings: the file's and the line's parsers and the pure
+ * checks of eg_cred_parse.h.  No I/O, no allocation.
  */
 #include <stdio.h>
 #include <string.h>
@@ -489,4 +489,59 @@ eg_cred_binding_parse(const char *line, eg_cred_binding_t *b, char *err,
         return -1;
     }
     return 1;
+}
+
+
+int
+eg_cred_bindings_parse(const char *text, size_t len,
+    eg_cred_binding_t out[EG_CRED_MAX], size_t *n, char *err, size_t errlen)
+{
+    char               line[EG_CRED_LINE_MAX + 1], perr[400];
+    const char        *p = text, *end = text + len, *nl;
+    unsigned           lineno = 0;
+    size_t             ll, i;
+    eg_cred_binding_t  b;
+    int                rc;
+
+    *n = 0;
+    if (len > 0 && memchr(text, '\0', len) != NULL) {
+        snprintf(err, errlen, "a NUL byte in the file");
+        return -1;
+    }
+    while (p < end) {
+        lineno++;
+        nl = memchr(p, '\n', (size_t) (end - p));
+        ll = (size_t) ((nl != NULL ? nl : end) - p);
+        if (ll > EG_CRED_LINE_MAX) {
+            snprintf(err, errlen, "line %u: longer than %d bytes", lineno,
+                     EG_CRED_LINE_MAX);
+            return -1;
+        }
+        memcpy(line, p, ll);
+        line[ll] = '\0';
+        p += ll + (nl != NULL);
+
+        rc = eg_cred_binding_parse(line, &b, perr, sizeof(perr));
+        if (rc < 0) {
+            snprintf(err, errlen, "line %u: %s", lineno, perr);
+            return -1;
+        }
+        if (rc == 0) {
+            continue;
+        }
+        for (i = 0; i < *n; i++) {
+            if (strcmp(out[i].name, b.name) == 0) {
+                snprintf(err, errlen, "line %u: %s is bound twice", lineno,
+                         b.name);
+                return -1;
+            }
+        }
+        if (*n == EG_CRED_MAX) {
+            snprintf(err, errlen, "line %u: more than %d bindings", lineno,
+                     EG_CRED_MAX);
+            return -1;
+        }
+        out[(*n)++] = b;
+    }
+    return 0;
 }

@@ -43,6 +43,10 @@ size_t eg_cred_count(void);
 eg_cred_t *eg_cred_at(size_t i);
 void eg_cred_free_all(void);
 
+/* The attachment among atts whose placeholder is in buf, or NULL. */
+const eg_cred_att_t *eg_cred_placeholder_in(const eg_cred_att_t *atts,
+    size_t n, const char *buf, size_t len);
+
 /* The attachment covering host:port among atts, or NULL. */
 const eg_cred_att_t *eg_cred_bound(const eg_cred_att_t *atts, size_t n,
     const char *host, uint16_t port);

@@ -44,6 +44,7 @@
 #define EG_CRED_LINE_MAX        1024
 #define EG_CRED_MAX             64      /* bindings in the file */
 #define EG_CRED_PER_SANDBOX     16      /* attached to one sandbox */
+#define EG_CRED_FILE_MAX        (256 * 1024)    /* the bindings file */
 #define EG_CRED_PLACEHOLDER_PREFIX  "veto-cred-"
 #define EG_CRED_PLACEHOLDER_LEN (sizeof(EG_CRED_PLACEHOLDER_PREFIX) - 1 + 32)
 
@@ -60,6 +61,13 @@ typedef struct {
  * err. */
 int eg_cred_binding_parse(const char *line, eg_cred_binding_t *b, char *err,
     size_t errlen);
+
+/* The bindings file's text (len bytes; a NUL byte is an error): one
+ * binding a line, none named twice, at most EG_CRED_MAX, each line at most
+ * EG_CRED_LINE_MAX bytes.  The bindings into out[0 .. *n).  0; or -1 with
+ * err "line N: why" (*n is then undefined). */
+int eg_cred_bindings_parse(const char *text, size_t len,
+    eg_cred_binding_t out[EG_CRED_MAX], size_t *n, char *err, size_t errlen);
 
 int eg_cred_name_ok(const char *s, size_t len);
 /* 0 if name may carry a credential; -1 with *why. */

@@ -85,6 +85,11 @@ struct eg_sandbox_s {
     eg_usage_t         usage;
     eg_cred_att_t      creds[EG_CRED_PER_SANDBOX];  /* attached */
     size_t             ncreds;
+    /* the last EG_CRED_PER_SANDBOX detached (the oldest goes first):
+     * their placeholders are refused, and recorded, wherever they are
+     * sent (until the proxy restarts; they carry nothing either way) */
+    eg_cred_att_t      detached[EG_CRED_PER_SANDBOX];
+    size_t             ndetached;
     uint64_t           injections;          /* credential headers added */
     uint64_t           placeholders_refused;/* sent where not bound */
 

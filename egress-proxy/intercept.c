@@ -371,7 +371,7 @@ eg_icpt_head(eg_conn_t *c, size_t hl)
     eg_ireq_t             r;
     const char           *why, *needles[EG_CRED_PER_SANDBOX];
     const char           *drop[EG_CRED_PER_SANDBOX];
-    const eg_cred_att_t  *used[EG_CRED_PER_SANDBOX];
+    const eg_cred_att_t  *used[EG_CRED_PER_SANDBOX], *ga;
     eg_str_t              add[EG_CRED_PER_SANDBOX];
     size_t                nadd, i, out;
     int                   k;
@@ -380,6 +380,26 @@ eg_icpt_head(eg_conn_t *c, size_t hl)
         != 0)
     {
         eg_icpt_refuse(c, 400, "request refused: %s", why);
+        return -1;
+    }
+
+    /* what is attached now: a detach applies to open connections too */
+    memcpy(t->atts, sb->creds, sb->ncreds * sizeof(sb->creds[0]));
+    t->natts = sb->ncreds;
+
+    /* a detached placeholder is refused wherever it goes */
+    ga = eg_cred_placeholder_in(sb->detached, sb->ndetached,
+                                (const char *) t->in, t->in_len);
+    if (ga != NULL) {
+        c->cred_name = ga->cred->b.name;
+        c->exfil = 1;
+        sb->placeholders_refused++;
+        ga->cred->placeholders_refused++;
+        eg_icpt_refuse(c, 403, "the placeholder of credential %s was sent "
+                       "after it was detached (%.*s): an exfiltration "
+                       "attempt", c->cred_name,
+                       (int) (r.target.len > 64 ? 64 : r.target.len),
+                       r.target.p);
         return -1;
     }
 

@@ -32,6 +32,8 @@ static ngx_int_t ngx_http_veto_sandbox_quota_refused(ngx_http_request_t *r,
     ngx_http_veto_sandbox_quota_result_t *qr);
 static ngx_int_t ngx_http_veto_sandbox_quota_step(ngx_http_request_t *r,
     ngx_http_veto_sandbox_ctx_t *ctx);
+static ngx_int_t ngx_http_veto_sandbox_bindings_known(ngx_http_request_t *r,
+    ngx_http_veto_sandbox_ctx_t *ctx);
 static ngx_int_t ngx_http_veto_sandbox_epoch_known(ngx_http_request_t *r,
     ngx_http_veto_sandbox_ctx_t *ctx);
 static void ngx_http_veto_sandbox_gate_reply(ngx_int_t rc, redisReply *reply,
@@ -111,6 +113,25 @@ ngx_http_veto_sandbox_run(ngx_http_request_t *r,
             break;
 
         case NGX_HTTP_VSB_STEP_APPROVAL:
+            /* a request attaching secrets: what the helper binds them to,
+             * for the human who may be asked (one ping a minute; not
+             * for a request another host runs: its helper is not this
+             * one, which it needs not reach) */
+            if (ctx->cred_names != NULL && !ctx->epoch_known
+                && !ctx->peer_route
+                && !ngx_http_veto_sandbox_bindings_fresh())
+            {
+                ctx->step = NGX_HTTP_VSB_STEP_EPOCH;
+
+                rc = ngx_http_veto_sandbox_epoch(r, ctx,
+                                      ngx_http_veto_sandbox_bindings_known);
+                if (rc != NGX_OK) {
+                    return rc;      /* answered */
+                }
+
+                break;
+            }
+
             ngx_http_veto_sandbox_waiting_call(r, ctx, &call,
                                              ngx_http_veto_sandbox_gate_reply);
 
@@ -517,6 +538,17 @@ ngx_http_veto_sandbox_quota_step(ngx_http_request_t *r,
 
     return ngx_http_veto_sandbox_redis_problem(r, ctx,
                                       rc == NGX_DECLINED ? NGX_ERROR : rc);
+}
+
+
+/* The credential bindings are heard: the approval step again. */
+static ngx_int_t
+ngx_http_veto_sandbox_bindings_known(ngx_http_request_t *r,
+    ngx_http_veto_sandbox_ctx_t *ctx)
+{
+    ctx->step = NGX_HTTP_VSB_STEP_APPROVAL;
+
+    return ngx_http_veto_sandbox_run(r, ctx);
 }
 
 

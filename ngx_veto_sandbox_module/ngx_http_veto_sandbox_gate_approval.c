@@ -116,6 +116,7 @@ ngx_http_veto_sandbox_approval_step(ngx_http_request_t *r,
     ngx_http_veto_sandbox_main_conf_t     *vmcf;
     ngx_http_veto_sandbox_srv_conf_t      *vscf;
     ngx_http_veto_sandbox_summary_in_t     sum;
+    ngx_pool_cleanup_t                    *cln;
     ngx_http_veto_sandbox_approval_bind_t  bind;
 
     act = ctx->op->approval;
@@ -263,6 +264,20 @@ ngx_http_veto_sandbox_approval_step(ngx_http_request_t *r,
     sum.hosts_ask = ctx->net_ask;
     sum.creds = ctx->cred_names;
     sum.creds_ask = ctx->cred_ask;
+
+    /* their bindings as the helper said them: the human sees the hosts */
+    if (ctx->cred_names != NULL) {
+        sum.cred_bindings = ngx_http_veto_sandbox_bindings_of(ctx->cred_names);
+
+        cln = ngx_pool_cleanup_add(r->pool, 0);
+        if (cln == NULL) {
+            json_decref(sum.cred_bindings);
+            return NGX_HTTP_INTERNAL_SERVER_ERROR;
+        }
+
+        cln->handler = ngx_http_veto_sandbox_json_cleanup;
+        cln->data = sum.cred_bindings;
+    }
     sum.irreversible = ngx_http_veto_sandbox_policy_irreversible(ctx->rule,
                                                        act, argv, network);
 

@@ -562,6 +562,8 @@ struct ngx_http_veto_sandbox_ctx_s {
                                                attaches (create, PATCH) */
     json_t                      *cred_ask;  /* those of them a human must
                                                approve; NULL: none */
+    json_t                      *cred_detach; /* credentials this request
+                                               detaches (PATCH) */
     ngx_http_veto_sandbox_helper_t helper;
 
     /* the error filter's replacement body */

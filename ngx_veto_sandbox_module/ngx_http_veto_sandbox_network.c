@@ -451,7 +451,7 @@ ngx_http_veto_sandbox_network_classify(ngx_pool_t *pool,
 
 
 /* A credential's name as the helper's bindings spell it. */
-static ngx_uint_t
+ngx_uint_t
 ngx_http_veto_sandbox_credentials_name_ok(json_t *v)
 {
     size_t       i, len;

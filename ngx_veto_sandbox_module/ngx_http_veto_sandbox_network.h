@@ -91,6 +91,10 @@ ngx_int_t ngx_http_veto_sandbox_credentials_classify(ngx_pool_t *pool,
     ngx_http_veto_sandbox_cred_rule_t *cred, json_t *names, json_t **ask,
     size_t *bad, char *why, size_t whylen);
 
+/* Is v a credential's name (a string of 1 .. 64 bytes of [a-z0-9._-],
+ * starting with a letter or digit)? */
+ngx_uint_t ngx_http_veto_sandbox_credentials_name_ok(json_t *v);
+
 
 /*
  * What an exec's audit record keeps of its result's "network": "none" as

@@ -608,8 +608,9 @@ ngx_http_veto_sandbox_record_hosts(json_t *d, const char *name,
 }
 
 
-/* credentials attached (a create's, a PATCH's): the names asked, those
- * a human approved, and what the sandbox holds now as the helper says
+/* credentials attached (a create's, a PATCH's) or detached (a PATCH's):
+ * the names asked, those a human approved, those taken away, and what
+ * the sandbox holds now as the helper says
  * (name, host, header, env variable: never a value or a placeholder) */
 static ngx_int_t
 ngx_http_veto_sandbox_record_credentials(ngx_http_veto_sandbox_ctx_t *ctx,
@@ -617,7 +618,7 @@ ngx_http_veto_sandbox_record_credentials(ngx_http_veto_sandbox_ctx_t *ctx,
 {
     json_t  *net;
 
-    if (ctx->cred_names == NULL) {
+    if (ctx->cred_names == NULL && ctx->cred_detach == NULL) {
         return NGX_OK;
     }
 
@@ -627,7 +628,12 @@ ngx_http_veto_sandbox_record_credentials(ngx_http_veto_sandbox_ctx_t *ctx,
                               "network");
     }
 
-    if (json_object_set(d, "credentials_requested", ctx->cred_names) != 0
+    if ((ctx->cred_names
+         && json_object_set(d, "credentials_requested", ctx->cred_names)
+            != 0)
+        || (ctx->cred_detach
+            && json_object_set(d, "credentials_detached", ctx->cred_detach)
+               != 0)
         || (ctx->cred_ask
             && json_object_set(d, "credentials_needed_approval",
                                ctx->cred_ask) != 0)

@@ -175,6 +175,7 @@ ngx_http_veto_sandbox_pinged(ngx_http_request_t *r,
 
     ngx_http_veto_sandbox_ceiling_ms = h->extra_read_ms;
     ngx_http_veto_sandbox_ceiling_at = ngx_current_msec;
+    ngx_http_veto_sandbox_bindings_heard(h->json);
 
     /* the exchange starts over, on the ping's kept connection or a new
      * one (helper_send() resets the per-call flags, sent included) */
@@ -536,6 +537,14 @@ ngx_http_veto_sandbox_reply_error(ngx_http_request_t *r,
                                         && ngx_strcmp(ctx->op->helper,
                                                       VSB_OP_CREATE) == 0
                                         ? "credentials" : "credentials.add"));
+
+    } else if (ngx_strcmp(error, VSB_E_NOT_FOUND) == 0 && field
+               && ngx_strcmp(field, "credentials_remove") == 0)
+    {
+        /* the sandbox is the caller's: it does not hold that one */
+        detail = "the sandbox holds no credential of that name";
+        json_object_set_new(extra, "field",
+                            json_string("credentials.remove"));
 
     } else if (ngx_strcmp(error, VSB_E_NOT_FOUND) == 0 && field
                && ngx_strstr(field, "credentials"))

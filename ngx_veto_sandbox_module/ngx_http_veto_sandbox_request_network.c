@@ -413,9 +413,76 @@ ngx_http_veto_sandbox_create_network(ngx_http_request_t *r,
 
 
 /*
+ * PATCH /v1/sandboxes/{id} {"credentials": {"remove": [NAME...]}}: helper
+ * update_network's "credentials_remove".  Taking a credential away needs
+ * no policy and no human: any attached one may go.  NGX_DECLINED with
+ * ctx->req, or the refusal.
+ */
+static ngx_int_t
+ngx_http_veto_sandbox_build_detach(ngx_http_request_t *r,
+    ngx_http_veto_sandbox_ctx_t *ctx, json_t *names)
+{
+    u_char   field[64], *p;
+    size_t   i, j;
+    json_t  *req, *v;
+
+    if (!json_is_array(names) || json_array_size(names) == 0) {
+        return ngx_http_veto_sandbox_bad_field(r, json_is_array(names)
+                                                  ? "bad_value" : "bad_type",
+                                               "credentials.remove",
+                                               "must be a non-empty array of "
+                                               "the names of credentials the "
+                                               "sandbox holds");
+    }
+
+    if (json_array_size(names) > NGX_HTTP_VSB_CRED_PER_SANDBOX) {
+        return ngx_http_veto_sandbox_bad_field(r, "bad_value",
+                                               "credentials.remove",
+                                               "a sandbox holds at most 16 "
+                                               "credentials");
+    }
+
+    json_array_foreach(names, i, v) {
+        p = ngx_snprintf(field, sizeof(field) - 1, "credentials.remove[%uz]",
+                         i);
+        *p = '\0';
+
+        if (!ngx_http_veto_sandbox_credentials_name_ok(v)) {
+            return ngx_http_veto_sandbox_bad_field(r, json_is_string(v)
+                                                   ? "bad_value" : "bad_type",
+                                                   (char *) field,
+                                                   "a credential name is 1 .. "
+                                                   "64 bytes of [a-z0-9._-]");
+        }
+
+        for (j = 0; j < i; j++) {
+            if (json_equal(json_array_get(names, j), v)) {
+                return ngx_http_veto_sandbox_bad_field(r, "bad_value",
+                                                       (char *) field,
+                                                       "a credential named "
+                                                       "twice");
+            }
+        }
+    }
+
+    req = ngx_http_veto_sandbox_req(r, ctx);
+    if (req == NULL
+        || json_object_set(req, "credentials_remove", names) != 0)
+    {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+
+    ctx->cred_detach = names;
+    ctx->req = req;
+
+    return NGX_DECLINED;
+}
+
+
+/*
  * PATCH /v1/sandboxes/{id} {"credentials": {"add": [NAME...]}}: helper
- * update_network's "credentials".  NGX_DECLINED with ctx->req, or the
- * refusal.
+ * update_network's "credentials"; {"credentials": {"remove": [...]}}:
+ * build_detach().  NGX_DECLINED with ctx->req, or the refusal.
  */
 static ngx_int_t
 ngx_http_veto_sandbox_build_attach(ngx_http_request_t *r,
@@ -429,11 +496,11 @@ ngx_http_veto_sandbox_build_attach(ngx_http_request_t *r,
     if (!json_is_object(creds)) {
         return ngx_http_veto_sandbox_bad_field(r, "bad_type", "credentials",
                                  "\"credentials\" must be {\"add\": "
-                                 "[NAME, ...]}");
+                                 "[NAME, ...]} or {\"remove\": [NAME, ...]}");
     }
 
     json_object_foreach(creds, key, v) {
-        if (ngx_strcmp(key, "add") == 0) {
+        if (ngx_strcmp(key, "add") == 0 || ngx_strcmp(key, "remove") == 0) {
             continue;
         }
 
@@ -442,10 +509,24 @@ ngx_http_veto_sandbox_build_attach(ngx_http_request_t *r,
 
         return ngx_http_veto_sandbox_bad_field(r, "unknown_field",
                                  (char *) field,
-                                 "\"credentials\" takes \"add\" only: a "
-                                 "credential is attached by name, the "
+                                 "\"credentials\" takes \"add\" or "
+                                 "\"remove\": a credential is "
+                                 "attached and detached by name, the "
                                  "operator binds its host, header and "
-                                 "value; none is detached");
+                                 "value");
+    }
+
+    if (json_object_get(creds, "remove") != NULL
+        && json_object_get(creds, "add") != NULL)
+    {
+        return ngx_http_veto_sandbox_bad_field(r, "bad_value", "credentials",
+                                 "attach and detach in two PATCH requests: "
+                                 "each is one decision");
+    }
+
+    if (json_object_get(creds, "remove") != NULL) {
+        return ngx_http_veto_sandbox_build_detach(r, ctx,
+                                        json_object_get(creds, "remove"));
     }
 
     add = json_object_get(creds, "add");
@@ -454,7 +535,8 @@ ngx_http_veto_sandbox_build_attach(ngx_http_request_t *r,
         return ngx_http_veto_sandbox_bad_field(r, "missing_field",
                                                "credentials.add",
                                                "\"credentials\" needs "
-                                               "\"add\": [...]");
+                                               "\"add\": [...] or "
+                                               "\"remove\": [...]");
     }
 
     if (ngx_http_veto_sandbox_credential_names(r, ctx, add,
@@ -515,8 +597,9 @@ ngx_http_veto_sandbox_build_update(ngx_http_request_t *r,
                                  (char *) field,
                                  "unknown field; PATCH takes {\"network\": "
                                  "{\"add\": [...]}}, {\"credentials\": "
-                                 "{\"add\": [...]}} or {\"ttl_s\": n, "
-                                 "\"idle_s\": n}, one kind a request");
+                                 "{\"add\" or \"remove\": [...]}} or "
+                                 "{\"ttl_s\": n, \"idle_s\": n}, one kind a "
+                                 "request");
     }
 
     v = json_object_get(body, "credentials");

@@ -44,6 +44,8 @@ static ngx_int_t ngx_http_veto_sandbox_summary_stdin(ngx_pool_t *pool,
     json_t *sum, ngx_str_t *in, ngx_uint_t review);
 static ngx_int_t ngx_http_veto_sandbox_summary_env(json_t *sum, json_t *env,
     ngx_uint_t dropped, json_t *flagged);
+static ngx_int_t ngx_http_veto_sandbox_summary_creds(json_t *sum,
+    ngx_http_veto_sandbox_summary_in_t *in, size_t max);
 static ngx_int_t ngx_http_veto_sandbox_summary_network(json_t *sum,
     json_t *hosts, json_t *ask, size_t max, ngx_uint_t review);
 
@@ -420,32 +422,36 @@ ngx_http_veto_sandbox_summary(ngx_pool_t *pool,
         goto done;
     }
 
-    /* credentials by name (at most 16 of 64 bytes: bounded), never a
-     * value: the gateway never has one */
-    if (in->creds
-        && json_object_set_new(sum, "credentials",
-               json_pack("{s:O, s:o, s:s}", "attach", in->creds,
-                         "needs_approval",
-                         in->creds_ask ? json_incref(in->creds_ask)
-                                       : json_array(),
-                         "hosts", "each bound by the operator (the "
-                         "helper's egress_credentials): it joins the "
-                         "allowlist, port 443, and gets the header there "
-                         "only"))
-           != 0)
-    {
-        goto done;
-    }
-
     max = in->review ? NGX_HTTP_VSB_SUMMARY_MAX
                      : NGX_HTTP_VSB_SUMMARY_RECORD_MAX;
 
-    /* the hosts granted come last: in a record they get what the rest
-     * leaves, at most NGX_HTTP_VSB_SUMMARY_HOSTS_MAX; a reviewer sees
-     * them all */
+    /* the credentials attached (names, never a value: the gateway never
+     * has one) and the hosts granted come last: in a record they get
+     * what the rest leaves (the credentials at most half of it when
+     * there are hosts, and NGX_HTTP_VSB_SUMMARY_CREDS_MAX; the hosts at
+     * most NGX_HTTP_VSB_SUMMARY_HOSTS_MAX); a reviewer sees them all */
     if (in->hosts) {
         json_object_del(sum, "network");
+    }
 
+    if (in->creds) {
+        size = json_dumpb(sum, NULL, 0, JSON_COMPACT | JSON_SORT_KEYS);
+        size = size < max ? max - size : 0;
+
+        if (in->hosts) {
+            size /= 2;
+        }
+
+        if (ngx_http_veto_sandbox_summary_creds(sum, in,
+                                    ngx_min(size,
+                                            NGX_HTTP_VSB_SUMMARY_CREDS_MAX))
+            != NGX_OK)
+        {
+            goto done;
+        }
+    }
+
+    if (in->hosts) {
         size = json_dumpb(sum, NULL, 0, JSON_COMPACT | JSON_SORT_KEYS);
         size = size < max ? max - size : 0;
 
@@ -734,6 +740,115 @@ ngx_http_veto_sandbox_summary_env(json_t *sum, json_t *env,
                != 0))
     {
         return NGX_ERROR;
+    }
+
+    return NGX_OK;
+}
+
+
+/*
+ * "credentials": the names attached and those needing a human, and where
+ * each secret goes as the helper's bindings say: "hosts" (each once) and,
+ * for a reviewer, "bindings" whole (name, host, header, env, path;
+ * {name, bound: false} for one the helper does not bind).  Bindings not
+ * heard from the helper: "hosts" says so in words.  In a record, at most
+ * max bytes: the three lists a third each, whole entries, a cut one said
+ * (<name>_truncated, <name>_count); no bindings.
+ */
+static ngx_int_t
+ngx_http_veto_sandbox_summary_creds(json_t *sum,
+    ngx_http_veto_sandbox_summary_in_t *in, size_t max)
+{
+    json_t      *c, *hosts, *b, *h, *e, *list;
+    size_t       i, j, share;
+    ngx_uint_t   seen, cut;
+    const char  *key;
+
+    static const char  *keys[] = { "needs_approval", "attach", "hosts" };
+    static const char  *cuts[] = { "needs_approval_truncated",
+                                   "attach_truncated", "hosts_truncated" };
+    static const char  *counts[] = { "needs_approval_count", "attach_count",
+                                     "hosts_count" };
+
+    c = json_pack("{s:O, s:o}", "attach", in->creds, "needs_approval",
+                  in->creds_ask ? json_incref(in->creds_ask) : json_array());
+    if (c == NULL || json_object_set_new(sum, "credentials", c) != 0) {
+        return NGX_ERROR;
+    }
+
+    if (in->cred_bindings == NULL) {
+        if (json_object_set_new(c, "hosts", json_string(
+                "each bound by the operator (the helper's "
+                "egress_credentials): it joins the allowlist, port 443, "
+                "and gets the header there only"))
+            != 0)
+        {
+            return NGX_ERROR;
+        }
+
+    } else {
+        hosts = json_array();
+        if (hosts == NULL || json_object_set_new(c, "hosts", hosts) != 0) {
+            return NGX_ERROR;
+        }
+
+        json_array_foreach(in->cred_bindings, i, b) {
+            h = json_object_get(b, "host");
+            if (!json_is_string(h)) {
+                continue;
+            }
+
+            seen = 0;
+
+            json_array_foreach(hosts, j, e) {
+                if (json_equal(e, h)) {
+                    seen = 1;
+                    break;
+                }
+            }
+
+            if (!seen && json_array_append(hosts, h) != 0) {
+                return NGX_ERROR;
+            }
+        }
+
+        if (in->review) {
+            return json_object_set(c, "bindings", in->cred_bindings) == 0
+                   ? NGX_OK : NGX_ERROR;
+        }
+    }
+
+    if (in->review) {
+        return NGX_OK;
+    }
+
+    /* the keys, flags and counts of three cut lists: under 300 bytes */
+    share = max > 3 * 100 ? max / 3 - 100 : 0;
+
+    for (i = 0; i < 3; i++) {
+        key = keys[i];
+        list = json_object_get(c, key);
+
+        if (!json_is_array(list)) {
+            continue;               /* the words: a constant */
+        }
+
+        cut = 0;
+        e = ngx_http_veto_sandbox_summary_hosts(list, share, &cut);
+        if (e == NULL) {
+            return NGX_ERROR;
+        }
+
+        j = json_array_size(list);
+
+        if (json_object_set_new(c, key, e) != 0
+            || (cut && (json_object_set_new(c, cuts[i], json_true()) != 0
+                        || json_object_set_new(c, counts[i],
+                                               json_integer((json_int_t) j))
+                           != 0)))
+        {
+            return NGX_ERROR;
+        }
     }
 
     return NGX_OK;

@@ -40,6 +40,10 @@
 #define NGX_HTTP_VSB_SUMMARY_HOSTS_MAX   4096    /* the hosts granted, at
                                                     most: less when the
                                                     rest leaves less */
+#define NGX_HTTP_VSB_SUMMARY_CREDS_MAX   3072    /* the credentials
+                                                    attached, at most: less
+                                                    when the rest leaves
+                                                    less */
 #define NGX_HTTP_VSB_SUMMARY_RECORD_MAX  16384   /* the whole summary */
 
 
@@ -62,6 +66,10 @@ typedef struct {
     json_t      *creds;         /* credentials a create or a PATCH
                                    attaches (names) */
     json_t      *creds_ask;     /* those of them a human must grant */
+    json_t      *cred_bindings; /* their bindings as the helper said them
+                                   ([{name, host, header, env, path?} or
+                                   {name, bound: false}]), or NULL: not
+                                   known */
     const char  *irreversible;  /* why it cannot be undone, or NULL */
 } ngx_http_veto_sandbox_summary_in_t;
 
@@ -81,8 +89,10 @@ typedef struct {
  * the hosts granted as network: {"mode": "allowlist", "hosts": [...],
  * "needs_approval": [...]} (below); the credentials attached as
  * credentials: {"attach": [NAME...], "needs_approval": [NAME...],
- * "hosts": "..."} (names only: the operator's bindings set each one's
- * host, header and value, none of which the gateway holds); irreversible and
+ * "hosts": [HOST...]} (the hosts the operator's bindings send them to,
+ * as the helper said them, or words when it has not; a review summary
+ * adds "bindings": each one's host, header, variable and path; never a
+ * value, which the gateway never holds); irreversible and
  * irreversible_reason.  Nothing else (metadata) is kept.
  */
 ngx_int_t ngx_http_veto_sandbox_summary(ngx_pool_t *pool,

@@ -9,6 +9,8 @@
  * Its files, and the functions each offers the floors above:
  *
  *   _epoch.c      which run of its helper this gateway talks to
+ *   _bindings.c   the helper's credential bindings (hosts, never values),
+ *                 as this worker last heard them
  *   _helper.c     non-blocking client to the helper (frames)
  *   _redis_call.c the Redis call layer: commands, scripts, key names
  *   _redis_conf.c the Redis directives (connection, Sentinel, WAIT,
@@ -181,7 +183,16 @@ char *ngx_http_veto_sandbox_redis_wait(ngx_conf_t *cf, ngx_command_t *cmd,
 char *ngx_http_veto_sandbox_host(ngx_conf_t *cf, ngx_command_t *cmd,
     void *conf);
 
-/* _epoch.c: asks the helper its epoch (ctx->epoch), then next() */
+/* _bindings.c: heard() keeps a ping reply's "credentials"; fresh():
+ * heard less than a minute ago; of(): for each name of an array, its
+ * binding {name, host, header, env, path?} or {name, bound: false}, a
+ * new array; NULL when none was heard yet (or out of memory) */
+void ngx_http_veto_sandbox_bindings_heard(json_t *ping);
+ngx_uint_t ngx_http_veto_sandbox_bindings_fresh(void);
+json_t *ngx_http_veto_sandbox_bindings_of(json_t *names);
+
+/* _epoch.c: asks the helper its epoch (ctx->epoch), then next(); the
+ * reply's credential bindings are heard (_bindings.c) */
 ngx_int_t ngx_http_veto_sandbox_epoch(ngx_http_request_t *r,
     ngx_http_veto_sandbox_ctx_t *ctx, ngx_http_veto_sandbox_gate_pt next);
 

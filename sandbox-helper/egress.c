@@ -685,7 +685,7 @@ vsb_egress_updated(void *data, json_t *reply, const char *why)
 
 int
 vsb_egress_sandbox_allow(vsb_sandbox_t *sb, json_t *add, json_t *creds,
-    vsb_egress_done_pt done, void *data, vsb_error_t *e)
+    json_t *gone, vsb_egress_done_pt done, void *data, vsb_error_t *e)
 {
     vsb_egress_sb_t  *es = sb->egress;
     json_t           *list, *v, *w, *req, *atts = NULL;
@@ -707,7 +707,9 @@ vsb_egress_sandbox_allow(vsb_sandbox_t *sb, json_t *add, json_t *creds,
                                    + json_array_size(es->ask), es->bytes, e)
             != 0)
         || (creds != NULL
-            && vsb_ecred_req(creds, "credentials", es->creds, e) != 0))
+            && vsb_ecred_req(creds, "credentials", es->creds, e) != 0)
+        || (gone != NULL
+            && vsb_ecred_detach_req(gone, es->creds, e) != 0))
     {
         return -1;
     }
@@ -718,9 +720,12 @@ vsb_egress_sandbox_allow(vsb_sandbox_t *sb, json_t *add, json_t *creds,
     }
 
     list = json_deep_copy(es->allow);
-    if (creds != NULL) {
+    if (creds != NULL || gone != NULL) {
         atts = json_deep_copy(es->creds);
-        if (atts == NULL || vsb_ecred_attach(atts, creds, e) != 0) {
+        if (atts == NULL
+            || (creds != NULL && vsb_ecred_attach(atts, creds, e) != 0)
+            || (gone != NULL && vsb_ecred_detach(atts, gone, e) != 0))
+        {
             json_decref(atts);
             json_decref(list);
             return -1;

@@ -1,7 +1,7 @@
 /*
- * Credentials in the helper (vsb_egress_cred.h): the bindings (parsed
- * with the proxy's own parser), attachments and their placeholders,
- * the trust bundle and the workload's variables.
+ * Credentials in the helper (vsb_egress_cred.h): the bindings (read
+ * with the proxy's own reader, eg_cred_file.h), attachments and their
+ * placeholders, the trust bundle and the workload's variables.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -12,6 +12,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "eg_cred_file.h"
 #include "eg_cred_parse.h"
 #include "vsb_egress_cred.h"
 #include "vsb_egress_proxy.h"
@@ -46,12 +47,7 @@ vsb_ecred_find(const char *name)
 int
 vsb_ecred_init(const vsb_config_t *cf, char *err, size_t errlen)
 {
-    char                path[PATH_MAX], line[EG_CRED_LINE_MAX + 2], perr[400];
-    FILE               *f;
-    unsigned            lineno = 0;
-    size_t              nl;
-    int                 rc;
-    eg_cred_binding_t   b;
+    char  path[PATH_MAX], perr[PATH_MAX + 480];
 
     vsb_ecred_cf = cf;
     vsb_necreds = 0;
@@ -68,38 +64,12 @@ vsb_ecred_init(const vsb_config_t *cf, char *err, size_t errlen)
         return -1;
     }
     snprintf(path, sizeof(path), "%s/bindings", cf->egress.credentials);
-    f = fopen(path, "re");
-    if (f == NULL) {
-        snprintf(err, errlen, "egress_credentials: open %s: %s", path,
-                 strerror(errno));
+    if (eg_cred_bindings_read(path, vsb_ecreds, &vsb_necreds, perr,
+                              sizeof(perr)) != 0)
+    {
+        snprintf(err, errlen, "egress_credentials: %s", perr);
         return -1;
     }
-    while (fgets(line, sizeof(line), f) != NULL) {
-        lineno++;
-        nl = strlen(line);
-        if (nl > 0 && line[nl - 1] == '\n') {
-            line[--nl] = '\0';
-        } else if (!feof(f)) {
-            snprintf(err, errlen, "egress_credentials: %s:%u: line longer "
-                     "than %d bytes", path, lineno, EG_CRED_LINE_MAX);
-            fclose(f);
-            return -1;
-        }
-        rc = eg_cred_binding_parse(line, &b, perr, sizeof(perr));
-        if (rc < 0 || (rc == 1 && (vsb_ecred_find(b.name) != NULL
-                                   || vsb_necreds == EG_CRED_MAX)))
-        {
-            snprintf(err, errlen, "egress_credentials: %s:%u: %s", path,
-                     lineno, rc < 0 ? perr : "bound twice, or more than 64 "
-                     "bindings");
-            fclose(f);
-            return -1;
-        }
-        if (rc == 1) {
-            vsb_ecreds[vsb_necreds++] = b;
-        }
-    }
-    fclose(f);
     vsb_log(VSB_LOG_INFO, "egress: %zu credential bindings in %s",
             vsb_necreds, path);
     return 0;
@@ -185,6 +155,86 @@ vsb_ecred_attach(json_t *attached, json_t *names, vsb_error_t *e)
             != 0)
         {
             return vsb_error_set(e, VSB_E_INTERNAL, NULL, "out of memory");
+        }
+    }
+    return 0;
+}
+
+
+/* The index of name's attachment in attached, or -1. */
+static ssize_t
+vsb_ecred_index(json_t *attached, const char *name)
+{
+    json_t  *a;
+    size_t   i;
+
+    json_array_foreach(attached, i, a) {
+        if (strcmp(json_string_value(json_object_get(a, "name")), name) == 0) {
+            return (ssize_t) i;
+        }
+    }
+    return -1;
+}
+
+
+int
+vsb_ecred_detach_req(json_t *names, json_t *attached, vsb_error_t *e)
+{
+    static const char  *field = "credentials_remove";
+    json_t             *v;
+    size_t              i, j;
+    const char         *n;
+
+    if (!json_is_array(names) || json_array_size(names) == 0
+        || json_array_size(names) > EG_CRED_PER_SANDBOX)
+    {
+        return vsb_error_set(e, json_is_array(names) ? VSB_E_BAD_VALUE
+                             : VSB_E_BAD_TYPE, field, "\"%s\" must be an "
+                             "array of 1 .. %d credential names", field,
+                             EG_CRED_PER_SANDBOX);
+    }
+    if (!vsb_ecred_enabled()) {
+        return vsb_error_set(e, VSB_E_BAD_VALUE, field, "no credentials "
+                             "are configured on this helper "
+                             "(egress_credentials)");
+    }
+    json_array_foreach(names, i, v) {
+        n = json_string_value(v);
+        if (n == NULL || !eg_cred_name_ok(n, json_string_length(v))
+            || strlen(n) != json_string_length(v))
+        {
+            return vsb_error_set(e, VSB_E_BAD_VALUE, field, "\"%s\"[%zu] is "
+                                 "not a credential name", field, i);
+        }
+        for (j = 0; j < i; j++) {
+            if (strcmp(json_string_value(json_array_get(names, j)), n) == 0) {
+                return vsb_error_set(e, VSB_E_BAD_VALUE, field, "credential "
+                                     "\"%s\" is named twice", n);
+            }
+        }
+        if (attached != NULL && vsb_ecred_index(attached, n) < 0) {
+            return vsb_error_set(e, VSB_E_NOT_FOUND, field, "\"%s\"[%zu]: "
+                                 "the sandbox holds no credential \"%s\"",
+                                 field, i, n);
+        }
+    }
+    return 0;
+}
+
+
+int
+vsb_ecred_detach(json_t *attached, json_t *names, vsb_error_t *e)
+{
+    json_t   *v;
+    size_t    i;
+    ssize_t   k;
+
+    json_array_foreach(names, i, v) {
+        k = vsb_ecred_index(attached, json_string_value(v));
+        if (k < 0 || json_array_remove(attached, (size_t) k) != 0) {
+            return vsb_error_set(e, VSB_E_NOT_FOUND, "credentials_remove",
+                                 "the sandbox holds no credential \"%s\"",
+                                 json_string_value(v));
         }
     }
     return 0;
@@ -361,27 +411,59 @@ vsb_ecred_env_free(char **env)
 }
 
 
+/* One binding as the gateway may see it: never a value (the helper has
+ * none). */
+static json_t *
+vsb_ecred_binding_json(const eg_cred_binding_t *b)
+{
+    json_t  *o;
+    char     host[EG_HOST_MAX + 3];
+
+    snprintf(host, sizeof(host), "%s%s", b->host.wildcard ? "*." : "",
+             b->host.host);
+    o = json_pack("{s:s, s:s, s:s, s:s}", "name", b->name, "host", host,
+                  "header", b->header, "env", b->env);
+    if (o != NULL && b->path[0] != '\0'
+        && json_object_set_new(o, "path", json_string(b->path)) != 0)
+    {
+        json_decref(o);
+        return NULL;
+    }
+    return o;
+}
+
+
 json_t *
 vsb_ecred_json(json_t *attached)
 {
     const eg_cred_binding_t  *b;
-    json_t                   *arr = json_array(), *a, *o;
+    json_t                   *arr = json_array(), *a;
     size_t                    i;
-    char                      host[EG_HOST_MAX + 3];
 
     json_array_foreach(attached, i, a) {
         b = vsb_ecred_find(json_string_value(json_object_get(a, "name")));
         if (b == NULL || arr == NULL) {
             continue;
         }
-        snprintf(host, sizeof(host), "%s%s", b->host.wildcard ? "*." : "",
-                 b->host.host);
-        o = json_pack("{s:s, s:s, s:s, s:s}", "name", b->name, "host", host,
-                      "header", b->header, "env", b->env);
-        if (o != NULL && b->path[0] != '\0') {
-            json_object_set_new(o, "path", json_string(b->path));
+        json_array_append_new(arr, vsb_ecred_binding_json(b));
+    }
+    return arr;
+}
+
+
+json_t *
+vsb_ecred_bindings_json(void)
+{
+    json_t  *arr = json_array();
+    size_t   i;
+
+    for (i = 0; arr != NULL && i < vsb_necreds; i++) {
+        if (json_array_append_new(arr, vsb_ecred_binding_json(&vsb_ecreds[i]))
+            != 0)
+        {
+            json_decref(arr);
+            return NULL;
         }
-        json_array_append_new(arr, o);
     }
     return arr;
 }

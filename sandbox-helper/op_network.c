@@ -1,8 +1,9 @@
 /*
  * The update_network op: adds hosts to a live allowlist sandbox's
  * allowlist (the gateway sends it once a human approved them), and
- * attaches credentials ("credentials": names, vsb_egress_cred.h).  The
- * proxy applies the new state first; the reply comes once it did.
+ * attaches credentials ("credentials": names, vsb_egress_cred.h) or
+ * detaches them ("credentials_remove": names it holds).  The proxy
+ * applies the new state first; the reply comes once it did.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -20,9 +21,9 @@ vsb_req_update_network(json_t *root, const vsb_config_t *cf,
 {
     static const char *const  allowed[] = {
         "op", "request_id", "tenant", "agent", "id", "epoch", "add",
-        "credentials", NULL
+        "credentials", "credentials_remove", NULL
     };
-    json_t  *creds;
+    json_t  *creds, *gone;
 
     if (vsb_req_fields(root, allowed, VSB_OP_UPDATE_NETWORK, e) != 0
         || vsb_req_owner(root, "tenant", 1, &r->tenant, e) != 0
@@ -33,9 +34,20 @@ vsb_req_update_network(json_t *root, const vsb_config_t *cf,
         return -1;
     }
     creds = json_object_get(root, "credentials");
-    if (r->network == NULL && creds == NULL) {
-        return vsb_error_set(e, VSB_E_MISSING_FIELD, "add", "\"add\" (hosts) "
-                             "or \"credentials\" (names) is required");
+    gone = json_object_get(root, "credentials_remove");
+    if (r->network == NULL && creds == NULL && gone == NULL) {
+        return vsb_error_set(e, VSB_E_MISSING_FIELD, "add", "\"add\" (hosts), "
+                             "\"credentials\" or \"credentials_remove\" "
+                             "(names) is required");
+    }
+    if (gone != NULL && (creds != NULL || r->network != NULL)) {
+        return vsb_error_set(e, VSB_E_BAD_VALUE, "credentials_remove",
+                             "\"credentials_remove\" goes alone: a detach "
+                             "is its own change");
+    }
+    /* the names' shape; that the sandbox holds them, with the sandbox */
+    if (gone != NULL && vsb_ecred_detach_req(gone, NULL, e) != 0) {
+        return -1;
     }
     if (creds != NULL) {
         if (!json_is_array(creds) || json_array_size(creds) == 0) {
@@ -88,14 +100,20 @@ vsb_network_updated(vsb_sandbox_t *sb, void *data, const char *error,
                     json_object_set(reply, "attached",
                                     json_object_get(p->root, "credentials"));
                 }
+                if (json_object_get(p->root, "credentials_remove") != NULL) {
+                    json_object_set(reply, "detached",
+                                    json_object_get(p->root,
+                                                    "credentials_remove"));
+                }
             }
             vsb_conn_reply(c, reply, NULL, 0);
         }
     }
 
     if (error == NULL) {
-        vsb_log(VSB_LOG_INFO, "sandbox %s: network allowlist extended",
-                sb->id);
+        vsb_log(VSB_LOG_INFO, "sandbox %s: network %s", sb->id,
+                json_object_get(p->root, "credentials_remove") != NULL
+                ? "credentials detached" : "allowlist extended");
     } else {
         vsb_log(VSB_LOG_ERR, "sandbox %s: network update failed: %s",
                 sb->id, detail ? detail : error);
@@ -128,6 +146,7 @@ vsb_op_update_network(vsb_conn_t *c, json_t *root, const vsb_request_t *r,
 
     if (vsb_egress_sandbox_allow(sb, r->network,
                                  json_object_get(root, "credentials"),
+                                 json_object_get(root, "credentials_remove"),
                                  vsb_network_updated, p, e) != 0)
     {
         vsb_pending_free(p);

@@ -11,6 +11,7 @@
 #include "vsb_cgroup.h"
 #include "vsb_destroy.h"
 #include "vsb_egress.h"
+#include "vsb_egress_cred.h"
 #include "vsb_ended.h"
 #include "vsb_landlock.h"
 #include "vsb_lifetime.h"
@@ -197,6 +198,12 @@ vsb_op_ping(vsb_conn_t *c, json_t *root, const vsb_request_t *r,
                             json_integer((json_int_t)
                                          vsb_registry_started_at()));
         json_object_set_new(reply, "egress", vsb_egress_health());
+        /* the operator's bindings (never a value): the gateway names a
+         * secret's host to the human asked to attach it */
+        if (full && vsb_ecred_enabled()) {
+            json_object_set_new(reply, "credentials",
+                                vsb_ecred_bindings_json());
+        }
     }
 
     /* a client waits for an exec as long as these let it run */

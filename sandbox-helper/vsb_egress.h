@@ -68,10 +68,14 @@ typedef void (*vsb_egress_done_pt)(vsb_sandbox_t *sb, void *data,
  * for network "none"). */
 void vsb_egress_sandbox_add(vsb_sandbox_t *sb, vsb_egress_done_pt done,
     void *data);
-/* Adds entries (validated; NULL none) to sb's allowlist and attaches
- * credentials (names, NULL none), in the proxy first. */
+/* Adds entries (validated; NULL none) to sb's allowlist, attaches
+ * credentials (names, NULL none) and detaches others (gone: names it
+ * holds, NULL none), in the proxy first: a detached placeholder is
+ * refused there from the reply on, and the next exec's environment lacks
+ * its variable (running processes keep theirs: a string that opens
+ * nothing). */
 int vsb_egress_sandbox_allow(vsb_sandbox_t *sb, json_t *add, json_t *creds,
-    vsb_egress_done_pt done, void *data, vsb_error_t *e);
+    json_t *gone, vsb_egress_done_pt done, void *data, vsb_error_t *e);
 /* Destroy: the proxy closes every socket and connection of sb (its
  * reply, or its confirmed death, says so), then the helper's copies
  * are closed.  done comes later, from the loop. */

@@ -41,6 +41,12 @@ int vsb_ecred_req(json_t *names, const char *field, json_t *attached,
 /* Appends an attachment with a fresh placeholder for each name.  -1 with
  * e. */
 int vsb_ecred_attach(json_t *attached, json_t *names, vsb_error_t *e);
+/* Schema of a detach: a non-empty array of credential names, none twice,
+ * each among attached (not checked when attached is NULL).  -1 with e
+ * (field "credentials_remove"). */
+int vsb_ecred_detach_req(json_t *names, json_t *attached, vsb_error_t *e);
+/* Drops the attachments of names from attached.  -1 with e. */
+int vsb_ecred_detach(json_t *attached, json_t *names, vsb_error_t *e);
 
 /* Writes the trust bundle into sb's root (at create).  -1 with e. */
 int vsb_ecred_bundle(vsb_sandbox_t *sb, vsb_error_t *e);
@@ -52,5 +58,8 @@ void vsb_ecred_env_free(char **env);
 
 /* The sandbox's view: [{name, host, header, env, path?}...]. */
 json_t *vsb_ecred_json(json_t *attached);
+/* Every binding, the same way (ping's "credentials"): what a reviewer is
+ * shown of a secret a request attaches.  NULL on failure. */
+json_t *vsb_ecred_bindings_json(void);
 
 #endif

@@ -74,7 +74,11 @@
  *                                        started_at (unix seconds),
  *                                        seccomp: "allowlist",
  *                                        landlock_abi: n (0: none),
- *                                        egress: EGRESS}
+ *                                        egress: EGRESS,
+ *                                        credentials?: [BINDING...]}
+ *             credentials: with egress_credentials set, and not in a
+ *             "brief" ping: the operator's bindings, never a value
+ *             (BINDING = {name, host, header, env, path?}).
  *   create    {tenant, agent, profile?, limits?, ttl_s?, idle_s?,
  *              network?, env?, metadata?}
  *                                   -> {sandbox: SANDBOX}
@@ -90,8 +94,15 @@
  *             "network.allow" or "network.ask"), over_ceiling (limit
  *             network_entries or network_bytes), unavailable (the proxy
  *             is not running: retry later).
- *   update_network {tenant, agent, id, add: [ENTRY...]}
- *                                   -> {id, network: NETWORK, added}
+ *   update_network {tenant, agent, id, add?: [ENTRY...],
+ *              credentials?: [NAME...] | credentials_remove?: [NAME...]}
+ *                                   -> {id, network: NETWORK, added?,
+ *                                       attached?, detached?}
+ *             credentials attaches the operator's credentials by name;
+ *             credentials_remove (alone) detaches ones the sandbox holds
+ *             (not_found, field "credentials_remove", for another): the
+ *             proxy refuses their placeholders from the reply on, the
+ *             next exec lacks their variables.
  *             adds entries to a live allowlist sandbox's allowlist (an
  *             entry already there is kept once); the proxy applies them
  *             to new connections before the reply.  Errors: bad_value (a

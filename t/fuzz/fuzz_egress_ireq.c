@@ -1,7 +1,7 @@
 /* libFuzzer: what the egress proxy parses on an intercepted connection
  * (a request head checked and rewritten with a credential line, then a
- * chunked body's framing) and the operator's binding lines.  The first
- * byte picks: even, a request stream; odd, a bindings line. */
+ * chunked body's framing) and the operator's bindings file.  The first
+ * byte picks: even, a request stream; odd, a bindings file's text. */
 #include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -16,34 +16,46 @@ static char  out[EG_IREQ_OUT_MAX];
 
 
 static void
-fuzz_binding(const uint8_t *data, size_t size)
+fuzz_bindings(const uint8_t *data, size_t size)
 {
-    char               line[EG_CRED_LINE_MAX + 1], err[400], r[512];
-    eg_cred_binding_t  b;
-    size_t             n;
+    static eg_cred_binding_t  bs[EG_CRED_MAX];
+    char                      err[480], r[512];
+    const eg_cred_binding_t  *b;
+    size_t                    n, i, j, rn;
 
-    if (size > EG_CRED_LINE_MAX) {
+    if (size > EG_CRED_FILE_MAX) {
         return;
     }
-    memcpy(line, data, size);
-    line[size] = '\0';
-    if (eg_cred_binding_parse(line, &b, err, sizeof(err)) != 1) {
+    if (eg_cred_bindings_parse((const char *) data, size, bs, &n, err,
+                               sizeof(err)) != 0)
+    {
         return;
     }
-    /* what parsed obeys the rules */
-    if (strstr(b.tmpl, "{{secret}}") == NULL || b.host.port != 443
-        || b.env[0] == '\0' || (b.path[0] != '\0' && b.path[0] != '/'))
-    {
+    if (n > EG_CRED_MAX) {
         abort();
     }
-    n = eg_cred_render(&b, "v", 1, r, sizeof(r));
-    if (n > 0 && (n < 4 || memcmp(r + n - 2, "\r\n", 2) != 0
-                  || memchr(r, '\n', n - 1) != NULL))
-    {
-        abort();
+    for (i = 0; i < n; i++) {
+        b = &bs[i];
+        /* what parsed obeys the rules */
+        if (strstr(b->tmpl, "{{secret}}") == NULL || b->host.port != 443
+            || b->env[0] == '\0' || (b->path[0] != '\0' && b->path[0] != '/'))
+        {
+            abort();
+        }
+        for (j = 0; j < i; j++) {
+            if (strcmp(bs[j].name, b->name) == 0) {
+                abort();            /* none bound twice */
+            }
+        }
+        rn = eg_cred_render(b, "v", 1, r, sizeof(r));
+        if (rn > 0 && (rn < 4 || memcmp(r + rn - 2, "\r\n", 2) != 0
+                       || memchr(r, '\n', rn - 1) != NULL))
+        {
+            abort();
+        }
+        (void) eg_cred_host_match(b, "a.b.test");
+        (void) eg_cred_path_match(b, b->tmpl, strlen(b->tmpl));
     }
-    (void) eg_cred_host_match(&b, "a.b.test");
-    (void) eg_cred_path_match(&b, line, size);
 }
 
 
@@ -99,7 +111,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         return 0;
     }
     if (data[0] & 1) {
-        fuzz_binding(data + 1, size - 1);
+        fuzz_bindings(data + 1, size - 1);
     } else {
         fuzz_request(data + 1, size - 1);
     }

@@ -568,6 +568,10 @@ def request_seeds():
                                             credentials=['git-deploy']))
     req('update_network-credentials-object', owned('update_network',
         credentials=[{'name': 'git-deploy', 'host': 'evil.test'}]))
+    req('update_network-credentials-remove', owned('update_network',
+        credentials_remove=['git-deploy', 'Bad Name']))
+    req('update_network-credentials-remove-with-add', owned('update_network',
+        credentials_remove=['git-deploy'], add=['a.test']))
     req('create-network-credentials', owned('create', network={
         'allow': [], 'credentials': ['git-deploy', 'git-deploy']}))
 

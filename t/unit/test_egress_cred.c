@@ -1,10 +1,11 @@
-/* Unit tests: credential bindings (the line parser, header and env
+/* Unit tests: credential bindings (the file's and the line's parsers, header and env
  * rules, values, placeholders, host and path matching, the rendered
  * header) and the intercepted request head and chunked framing. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <string.h>
 #include <cmocka.h>
 
@@ -82,6 +83,72 @@ test_binding(void **state)
     assert_int_equal(parse("a host=a.test template=\"x\x01{{secret}}\" env=A",
                            &b, err), -1);
     assert_non_null(strstr(err, "control byte"));
+}
+
+
+static void
+test_bindings_file(void **state)
+{
+    static eg_cred_binding_t  out[EG_CRED_MAX];
+    static char               big[EG_CRED_MAX * 64 + 64];
+    char                      err[480];
+    size_t                    n, i, k;
+
+#define FILE_(s) eg_cred_bindings_parse(s, sizeof(s) - 1, out, &n, err,     \
+                                        sizeof(err))
+    (void) state;
+    assert_int_equal(FILE_(""), 0);
+    assert_int_equal(n, 0);
+    assert_int_equal(FILE_("# only a comment\n\n"), 0);
+    assert_int_equal(n, 0);
+    /* the last line needs no newline */
+    assert_int_equal(FILE_("a host=a.test template={{secret}} env=A\n"
+                           "# b\n"
+                           "b host=*.b.test header=X-Key template=k{{secret}} "
+                           "env=B path=/v1/"), 0);
+    assert_int_equal(n, 2);
+    assert_string_equal(out[0].name, "a");
+    assert_string_equal(out[1].name, "b");
+    assert_string_equal(out[1].host.host, "b.test");
+    assert_string_equal(out[1].path, "/v1/");
+
+    /* refused, each naming its line */
+    assert_int_equal(FILE_("a host=a.test template={{secret}} env=A\n"
+                           "a host=b.test template={{secret}} env=B\n"), -1);
+    assert_string_equal(err, "line 2: a is bound twice");
+    assert_int_equal(FILE_("# x\nz host=a.test env=A\n"), -1);
+    assert_non_null(strstr(err, "line 2: z: host, template and env"));
+    assert_int_equal(FILE_("a host=a.test template={{secret}} env=A\0\n"),
+                     -1);
+    assert_string_equal(err, "a NUL byte in the file");
+    assert_int_equal(FILE_("a host=a.test template={{secret}} env=A\r\n"),
+                     -1);
+    assert_non_null(strstr(err, "line 1: a control byte"));
+
+    /* a line of EG_CRED_LINE_MAX bytes is read, one more is not */
+    memset(big, '#', EG_CRED_LINE_MAX + 1);
+    assert_int_equal(eg_cred_bindings_parse(big, EG_CRED_LINE_MAX, out, &n,
+                                            err, sizeof(err)), 0);
+    assert_int_equal(eg_cred_bindings_parse(big, EG_CRED_LINE_MAX + 1, out,
+                                            &n, err, sizeof(err)), -1);
+    assert_non_null(strstr(err, "line 1: longer than"));
+
+    /* EG_CRED_MAX bindings, and not one more */
+    for (i = 0, k = 0; i <= EG_CRED_MAX; i++) {
+        k += (size_t) snprintf(big + k, sizeof(big) - k, "c%zu host=a.test "
+                               "template={{secret}} env=A\n", i);
+        assert_true(k < sizeof(big));
+        if (i == EG_CRED_MAX - 1) {
+            assert_int_equal(eg_cred_bindings_parse(big, k, out, &n, err,
+                                                    sizeof(err)), 0);
+            assert_int_equal(n, EG_CRED_MAX);
+            assert_string_equal(out[EG_CRED_MAX - 1].name, "c63");
+        }
+    }
+    assert_int_equal(eg_cred_bindings_parse(big, k, out, &n, err,
+                                            sizeof(err)), -1);
+    assert_string_equal(err, "line 65: more than 64 bindings");
+#undef FILE_
 }
 
 
@@ -287,6 +354,7 @@ main(void)
 {
     const struct CMUnitTest  tests[] = {
         cmocka_unit_test(test_binding),
+        cmocka_unit_test(test_bindings_file),
         cmocka_unit_test(test_header_env),
         cmocka_unit_test(test_value_placeholder),
         cmocka_unit_test(test_match_render),

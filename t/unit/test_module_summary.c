@@ -91,6 +91,9 @@ typedef struct {
     ngx_uint_t    dropped;
     json_t       *hosts;
     json_t       *ask;
+    json_t       *creds;
+    json_t       *creds_ask;
+    json_t       *bindings;
     const char   *irreversible;
     json_t       *flagged;
     ngx_uint_t    review;
@@ -144,6 +147,9 @@ summary_of(sum_t *t, size_t *len)
     in.env_dropped = t->dropped;
     in.hosts = t->hosts;
     in.hosts_ask = t->ask;
+    in.creds = t->creds;
+    in.creds_ask = t->creds_ask;
+    in.cred_bindings = t->bindings;
     in.irreversible = t->irreversible;
     in.env_flagged = t->flagged;
     in.review = t->review;
@@ -573,7 +579,7 @@ test_summary_worst(void **state)
 {
     char     name[300], *ctl, *small, *req;
     size_t   i, len, n;
-    json_t  *body, *argv, *env, *j;
+    json_t  *body, *argv, *env, *j, *hosts;
     sum_t    t = { 0 };
 
     n = 64 * 1024;
@@ -648,13 +654,109 @@ test_summary_worst(void **state)
     assert_int_equal(json_integer_value(get(get(j, "network"),
                                             "needs_approval_count")), 256);
     json_decref(t.hosts);
-
     json_decref(j);
+    t.hosts = t.ask = NULL;
+
+    /* and the most credentials (16 names of 64 bytes, each bound to a
+     * host of 255 bytes) on top, with the most hosts (no request has
+     * all of it): their lists are cut, said so, counted; the bound holds */
+    t.creds = json_array();
+    t.bindings = json_array();
+    hosts = hosts_of(16, 255);
+    for (i = 0; i < 16; i++) {
+        snprintf(name, sizeof(name), "c%02zu", i);
+        memset(name + 3, 'x', 61);
+        name[64] = '\0';
+        json_array_append_new(t.creds, json_string(name));
+        json_array_append_new(t.bindings, json_pack("{s:s, s:O, s:s, s:s}",
+                              "name", name, "host",
+                              json_array_get(hosts, i), "header",
+                              "Authorization", "env", "TOKEN"));
+    }
+    t.creds_ask = t.creds;
+    j = summary_of(&t, &len);
+    assert_true(len <= NGX_HTTP_VSB_SUMMARY_RECORD_MAX);
+    assert_true(json_is_true(get(get(j, "credentials"), "attach_truncated")));
+    assert_int_equal(json_integer_value(get(get(j, "credentials"),
+                                            "attach_count")), 16);
+    assert_true(json_is_true(get(get(j, "credentials"), "hosts_truncated")));
+    assert_int_equal(json_integer_value(get(get(j, "credentials"),
+                                            "hosts_count")), 16);
+    assert_null(get(get(j, "credentials"), "bindings"));
+    json_decref(j);
+
+    t.hosts = hosts_of(256, 28);
+    t.ask = t.hosts;
+    j = summary_of(&t, &len);
+    assert_true(len <= NGX_HTTP_VSB_SUMMARY_RECORD_MAX);
+    assert_true(json_is_true(get(get(j, "credentials"), "hosts_truncated")));
+    assert_true(json_is_true(get(get(j, "network"), "hosts_truncated")));
+    json_decref(j);
+    json_decref(t.hosts);
+    t.hosts = t.ask = NULL;
+
+    json_decref(hosts);
+    json_decref(t.creds);
+    json_decref(t.bindings);
+    t.creds = t.creds_ask = t.bindings = NULL;
+
     json_decref(t.env);
     json_decref(env);
     json_decref(body);
     free(req);
     free(ctl);
+}
+
+
+/* the credentials a request attaches: names, and where the helper's
+ * bindings send them (each host once; a reviewer sees the bindings) */
+static void
+test_summary_creds(void **state)
+{
+    json_t  *j, *c;
+    sum_t    t = { 0 };
+
+    t.action = "sandbox.create";
+    t.req = "{\"profile\": \"default\"}";
+    t.size = -1;
+    t.creds = json_pack("[s, s, s]", "api-token", "git-deploy", "unbound");
+    t.creds_ask = json_pack("[s]", "api-token");
+
+    /* bindings not heard: said in words */
+    j = summary_of(&t, NULL);
+    c = get(j, "credentials");
+    assert_true(json_equal(get(c, "attach"), t.creds));
+    assert_true(json_equal(get(c, "needs_approval"), t.creds_ask));
+    assert_non_null(strstr(str(c, "hosts"), "bound by the operator"));
+    json_decref(j);
+
+    t.bindings = json_pack("[{s:s, s:s, s:s, s:s}, {s:s, s:s, s:s, s:s, s:s},"
+                           " {s:s, s:b}]",
+                           "name", "api-token", "host", "a.example.test",
+                           "header", "X-Api-Key", "env", "API_TOKEN",
+                           "name", "git-deploy", "host", "a.example.test",
+                           "header", "Authorization", "env", "GIT_TOKEN",
+                           "path", "/org/",
+                           "name", "unbound", "bound", 0);
+    j = summary_of(&t, NULL);
+    c = get(j, "credentials");
+    assert_int_equal(json_array_size(get(c, "hosts")), 1);
+    assert_string_equal(json_string_value(json_array_get(get(c, "hosts"), 0)),
+                        "a.example.test");
+    assert_null(get(c, "hosts_truncated"));
+    assert_null(get(c, "bindings"));            /* a record: hosts only */
+    json_decref(j);
+
+    t.review = 1;
+    j = summary_of(&t, NULL);
+    c = get(j, "credentials");
+    assert_int_equal(json_array_size(get(c, "hosts")), 1);
+    assert_true(json_equal(get(c, "bindings"), t.bindings));
+    json_decref(j);
+
+    json_decref(t.creds);
+    json_decref(t.creds_ask);
+    json_decref(t.bindings);
 }
 
 
@@ -913,6 +1015,7 @@ main(void)
         cmocka_unit_test_setup_teardown(test_summary_network, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_summary_worst, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_summary_creds, setup, teardown),
         cmocka_unit_test_setup_teardown(test_env_view, setup, teardown),
         cmocka_unit_test_setup_teardown(test_json_cut, setup, teardown),
         cmocka_unit_test_setup_teardown(test_review_exact, setup, teardown),

@@ -127,8 +127,8 @@ if python3 t/fuzz/gen-corpus.py --check; then
 else
     fail_step "fuzz seeds out of date"
 fi
-# Generated docs: t/README.md from the tests' opening comments, the README's
-# endpoint table from docs/openapi.json.
+# Generated files: t/README.md from the tests' opening comments, the README's
+# endpoint table and the module's request field lists from docs/openapi.json.
 if python3 scripts/gen-test-index --check; then
     echo "ok - t/README.md matches the tests' opening comments"
 else
@@ -138,6 +138,11 @@ if python3 scripts/gen-endpoint-table --check; then
     echo "ok - README.md's endpoint table matches docs/openapi.json"
 else
     fail_step "README.md endpoint table out of date (scripts/gen-endpoint-table)"
+fi
+if python3 scripts/gen-op-fields --check; then
+    echo "ok - the module's field lists match docs/openapi.json"
+else
+    fail_step "ngx_http_veto_sandbox_fields.h out of date (scripts/gen-op-fields)"
 fi
 # One target: its committed inputs once, then FUZZ_SECONDS from its seeds.
 # Runs in the background (two at a time: one core each); what it says

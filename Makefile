@@ -141,7 +141,8 @@ include tools/tools.mk
 include install.mk
 
 # The module's pure files (no request, no Redis: _hash.c, _redact.c,
-# _summary.c, _output.c, _policy*.c, _ops.c (the rows as data),
+# _summary.c, _output.c, _policy*.c, _ops.c and the op groups' files (the
+# rows as data),
 # _network.c with the proxy's entry parser, _event.c, _metrics_store.c,
 # _sentinel_parse.c, and the helper's path check it shares) tested and fuzzed without nginx: nginx's headers as
 # scripts/build-module.sh configured them, and t/unit/ngx_core_stub.c
@@ -153,7 +154,7 @@ MODULE_INCS  = $(addprefix -I$(NGX_SRC)/, objs src/core src/event \
                  -Iegress-proxy -It/unit
 MODULE_PURE  = $(addprefix ngx_veto_sandbox_module/ngx_http_veto_sandbox_, \
                  hash.c redact.c summary.c output.c policy.c \
-                 policy_approvals.c policy_strings.c ops.c snapshots.c \
+                 policy_approvals.c policy_strings.c ops.c snapshots.c execs.c \
                  policy_match.c network.c event.c metrics_store.c \
                  sentinel_parse.c peer_cred.c) \
                $(HELPER_EG_SRCS) sandbox-helper/paths.c t/unit/ngx_core_stub.c
@@ -186,7 +187,6 @@ MODULE_FUZZ  = $(MODULE_PURE) \
                ngx_veto_sandbox_module/ngx_http_veto_sandbox_request_fields.c \
                ngx_veto_sandbox_module/ngx_http_veto_sandbox_request_network.c \
                ngx_veto_sandbox_module/ngx_http_veto_sandbox_env.c \
-               ngx_veto_sandbox_module/ngx_http_veto_sandbox_execs.c \
                ngx_veto_sandbox_module/ngx_http_veto_sandbox_archive.c \
                ngx_veto_sandbox_module/ngx_http_veto_sandbox_request_lifetime.c
 

@@ -1,12 +1,24 @@
 /*
- * The exec rows: a plain exec's request (argv, cwd, env, timeout_s,
- * stdin as the frame's payload), its own output_bytes, a streamed exec
- * (Accept: application/x-ndjson, _stream.c), a background exec (202,
- * then /v1/sandboxes/{id}/execs/{exec}: its state, its output from an
- * offset or followed live, its kill), and where the output was cut
- * between head and tail.  Builders, mappers and records of those rows;
- * the helper does the work (vsb_protocol.h: exec, exec_status,
- * exec_output, exec_kill).
+ * The exec op group, whole: its rows, builders, field checks, reply
+ * mappers, records and MCP tool (twin, presenter), side by side.  The op
+ * table (_ops.c) and the MCP tool table (_mcp_tool_table.c) take its rows
+ * and tools from the arrays at the end of this file; the group is named
+ * once, in NGX_HTTP_VSB_OP_GROUPS (faces.h).
+ *
+ *   POST   /v1/sandboxes/{id}/exec                 sandbox.exec
+ *   GET    /v1/sandboxes/{id}/execs/{exec}         sandbox.exec.get
+ *   DELETE /v1/sandboxes/{id}/execs/{exec}         sandbox.exec.kill
+ *   GET    /v1/sandboxes/{id}/execs/{exec}/output  sandbox.exec.output
+ *
+ * A plain exec's request (argv, cwd, env, timeout_s, stdin as the frame's
+ * payload), its own output_bytes, a streamed exec (Accept:
+ * application/x-ndjson, _stream.c), a background exec (202, then
+ * /v1/sandboxes/{id}/execs/{exec}: its state, its output from an offset
+ * or followed live, its kill), and where the output was cut between head
+ * and tail.  The helper does the work (vsb_protocol.h: exec, exec_status,
+ * exec_output, exec_kill).  The body's fields are docs/openapi.json's
+ * ExecRequest, as scripts/gen-op-fields writes them (_fields.h): the
+ * known-field list here and the MCP tool's arguments and schema.
  *
  * A streamed or background exec is the same row as a plain one
  * (sandbox.exec): the same scope, quota, approval kind and canonical
@@ -15,16 +27,32 @@
  * reading the same command.  "background" is in the body, so it is in
  * the hash: a command left running with no client, until its deadline,
  * is not what a human approved for a request that waits for it.
+ *
+ * The unit tests link this file as data (NGX_HTTP_VSB_OPS_DATA_ONLY):
+ * then only the rows are compiled, without the code they name; the MCP
+ * fuzz target adds NGX_HTTP_VSB_OPS_TOOLS for the tool, its twin and
+ * presenter (t/fuzz/fuzz_module_mcp.c), the parsers fuzz target
+ * NGX_HTTP_VSB_OPS_CODE for the builders (t/fuzz/fuzz_module_parsers.c).
  */
 
 #include "ngx_http_veto_sandbox_faces.h"
+#include "ngx_http_veto_sandbox_fields.h"
+
+
+#define NGX_HTTP_VSB_READ      (NGX_HTTP_GET|NGX_HTTP_HEAD)
+
+
+#if !defined(NGX_HTTP_VSB_OPS_DATA_ONLY) || defined(NGX_HTTP_VSB_OPS_CODE)
+
 #include "ngx_http_veto_sandbox_output.h"
 #include "ngx_http_veto_sandbox_redact.h"
 
 
+/* ---- builders, mappers, records ----------------------------------------- */
+
+
 static const char  *ngx_http_veto_sandbox_exec_known[] = {
-    "argv", "cwd", "env", "stdin", "timeout_s", "output_bytes", "background",
-    NULL
+    NGX_HTTP_VSB_FIELDS_EXEC, NULL
 };
 
 
@@ -704,3 +732,290 @@ ngx_http_veto_sandbox_record_exec_kill(ngx_http_request_t *r,
                                 detail.len ? &detail : NULL,
                                 ok ? NGX_HTTP_OK : 0);
 }
+
+#endif /* the rows' code */
+
+
+#if !defined(NGX_HTTP_VSB_OPS_DATA_ONLY) || defined(NGX_HTTP_VSB_OPS_TOOLS)
+
+#include "ngx_http_veto_sandbox_mcp.h"
+
+
+/* ---- MCP: the exec tool's twin and presenter ---------------------------- */
+
+
+static const char  *ngx_http_veto_sandbox_mcp_exec_args[] = {
+    "sandbox_id", NGX_HTTP_VSB_MCP_FIELDS_EXEC, "approval_id", NULL
+};
+
+
+/* exec: POST /v1/sandboxes/{id}/exec, the arguments as the body */
+static ngx_int_t
+ngx_http_veto_sandbox_mcp_twin_exec(ngx_http_request_t *r, json_t *args,
+    ngx_http_veto_sandbox_mcp_twin_t *twin, const char **why)
+{
+    ngx_int_t  rc;
+
+    rc = ngx_http_veto_sandbox_mcp_sandbox_twin(r, args,
+                                   ngx_http_veto_sandbox_mcp_exec_args,
+                                   NGX_HTTP_POST, "POST", "/exec", twin, why);
+    if (rc != NGX_OK) {
+        return rc;
+    }
+
+    /* with a progress token its output streams as progress */
+    twin->progress = 1;
+
+    return ngx_http_veto_sandbox_mcp_json_body(r, args, &twin->body);
+}
+
+
+/* output as the REST API gave it (utf-8 or base64) back to bytes */
+static ngx_int_t
+ngx_http_veto_sandbox_mcp_output(ngx_http_request_t *r, json_t *rest,
+    const char *name, const char *enc_name, ngx_str_t *out)
+{
+    json_t      *v;
+    ngx_str_t    src;
+    const char  *enc;
+
+    v = json_object_get(rest, name);
+    enc = json_string_value(json_object_get(rest, enc_name));
+
+    if (!json_is_string(v)) {
+        ngx_str_null(out);
+        return NGX_OK;
+    }
+
+    src.data = (u_char *) json_string_value(v);
+    src.len = json_string_length(v);
+
+    if (enc == NULL || ngx_strcmp(enc, "base64") != 0) {
+        *out = src;
+        return NGX_OK;
+    }
+
+    out->data = ngx_pnalloc(r->pool, ngx_base64_decoded_length(src.len) + 1);
+    if (out->data == NULL) {
+        return NGX_ERROR;
+    }
+
+    return ngx_decode_base64(out, &src);
+}
+
+
+/* does the exec result's limits_hit name limit? */
+static ngx_uint_t
+ngx_http_veto_sandbox_mcp_hit(json_t *rest, const char *limit)
+{
+    size_t   i;
+    json_t  *v;
+
+    json_array_foreach(json_object_get(rest, "limits_hit"), i, v) {
+        if (json_is_string(v) && ngx_strcmp(json_string_value(v), limit) == 0)
+        {
+            return 1;
+        }
+    }
+
+    return 0;
+}
+
+
+/* exec: how it ended, the output's head and tail, the usage */
+static ngx_int_t
+ngx_http_veto_sandbox_mcp_present_exec(ngx_http_request_t *r,
+    ngx_http_veto_sandbox_mcp_call_t *call, json_t *rest, u_char *data,
+    size_t len, json_t *result)
+{
+    u_char      *text, *p, *last;
+    char        *usage;
+    size_t       size;
+    json_t      *structured, *v;
+    ngx_str_t    out, err, tout, terr;
+
+    if (ngx_http_veto_sandbox_mcp_output(r, rest, "stdout", "stdout_encoding",
+                                         &out)
+        != NGX_OK
+        || ngx_http_veto_sandbox_mcp_output(r, rest, "stderr",
+                                            "stderr_encoding", &err)
+           != NGX_OK)
+    {
+        return NGX_ERROR;
+    }
+
+    structured = json_deep_copy(rest);
+    if (structured == NULL) {
+        return NGX_ERROR;
+    }
+
+    json_object_del(structured, "stdout");
+    json_object_del(structured, "stderr");
+    json_object_del(structured, "stdout_encoding");
+    json_object_del(structured, "stderr_encoding");
+
+    if (ngx_http_veto_sandbox_mcp_bounded(r, out.data, out.len,
+                                          call->reply_bytes, "stdout",
+                                          structured, &tout)
+        == NULL
+        || ngx_http_veto_sandbox_mcp_bounded(r, err.data, err.len,
+                                             call->reply_bytes, "stderr",
+                                             structured, &terr)
+           == NULL)
+    {
+        json_decref(structured);
+        return NGX_ERROR;
+    }
+
+    usage = json_dumps(json_object_get(rest, "usage"), JSON_COMPACT);
+
+    size = 1024 + tout.len + terr.len;
+    text = ngx_pnalloc(r->pool, size);
+    if (text == NULL) {
+        free(usage);
+        json_decref(structured);
+        return NGX_ERROR;
+    }
+
+    last = text + size;
+
+    v = json_object_get(rest, "signal");
+
+    if (json_is_true(json_object_get(rest, "timed_out"))) {
+        p = ngx_slprintf(text, last, "Timed out: killed at its time limit");
+
+    } else if (json_is_true(json_object_get(rest, "oom_killed"))) {
+        p = ngx_slprintf(text, last, "Out of memory: killed at its memory "
+                         "limit");
+
+    } else if (json_is_integer(v) || json_is_string(v)) {
+        p = json_is_integer(v)
+            ? ngx_slprintf(text, last, "Killed by signal %L",
+                           json_integer_value(v))
+            : ngx_slprintf(text, last, "Killed by signal %s",
+                           json_string_value(v));
+
+    } else {
+        p = ngx_slprintf(text, last, "Exit code %L",
+                         json_integer_value(json_object_get(rest,
+                                                            "exit_code")));
+    }
+
+    p = ngx_slprintf(p, last, ". Usage: %s\n", usage ? usage : "{}");
+
+    free(usage);
+
+    if (json_is_true(json_object_get(rest, "stdout_truncated"))
+        || json_is_true(json_object_get(rest, "stderr_truncated")))
+    {
+        p = ngx_slprintf(p, last, "(The sandbox kept only the start and end "
+                         "of long output: its output_bytes limit.)\n");
+    }
+
+    if (ngx_http_veto_sandbox_mcp_hit(rest, "pids")) {
+        p = ngx_slprintf(p, last, "(Process limit reached: the sandbox "
+                         "refused some of its forks, fork() failed with "
+                         "EAGAIN; the sandbox goes on.)\n");
+    }
+
+    p = ngx_slprintf(p, last, "--- stdout (%uz bytes) ---\n%V\n"
+                     "--- stderr (%uz bytes) ---\n%V", out.len, &tout,
+                     err.len, &terr);
+
+    if (ngx_http_veto_sandbox_mcp_text(result, (char *) text, p - text)
+        != NGX_OK
+        || json_object_set_new(result, "structuredContent", structured) != 0)
+    {
+        return NGX_ERROR;
+    }
+
+    return NGX_OK;
+}
+
+#endif /* the MCP tool's code */
+
+
+/* ---- the group's rows (_ops.c's table) ---------------------------------- */
+
+
+ngx_http_veto_sandbox_op_t  ngx_http_veto_sandbox_execs_ops[] = {
+
+    /* plain, streamed (Accept: application/x-ndjson) or in the
+     * background: one row, one gate */
+    ngx_http_vsb_op("sandbox.exec", NGX_HTTP_POST, "/v1/sandboxes/{id}/exec",
+                    NGX_HTTP_VSB_SCOPE_EXEC, NGX_HTTP_VSB_ACT_EXEC,
+                    NGX_HTTP_VSB_QUOTA_EXECS,
+                    NGX_HTTP_VSB_BODY_JSON, VSB_OP_EXEC,
+                    ngx_http_veto_sandbox_build_exec,
+                    ngx_http_veto_sandbox_forward,
+                    ngx_http_veto_sandbox_reply_exec_any,
+                    ngx_http_veto_sandbox_record_exec_any),
+
+    /* background execs: reading one's own is no decision on record; a
+     * kill is */
+    ngx_http_vsb_op("sandbox.exec.get", NGX_HTTP_VSB_READ,
+                    "/v1/sandboxes/{id}/execs/{exec}",
+                    NGX_HTTP_VSB_SCOPE_EXEC, 0, NGX_HTTP_VSB_QUOTA_NONE,
+                    NGX_HTTP_VSB_BODY_NONE, VSB_OP_EXEC_STATUS,
+                    ngx_http_veto_sandbox_build_exec_id,
+                    ngx_http_veto_sandbox_forward,
+                    ngx_http_veto_sandbox_reply_exec_state,
+                    ngx_http_veto_sandbox_record_nothing),
+
+    ngx_http_vsb_op("sandbox.exec.kill", NGX_HTTP_DELETE,
+                    "/v1/sandboxes/{id}/execs/{exec}",
+                    NGX_HTTP_VSB_SCOPE_EXEC, 0, NGX_HTTP_VSB_QUOTA_NONE,
+                    NGX_HTTP_VSB_BODY_NONE, VSB_OP_EXEC_KILL,
+                    ngx_http_veto_sandbox_build_exec_id,
+                    ngx_http_veto_sandbox_forward,
+                    ngx_http_veto_sandbox_reply_json,
+                    ngx_http_veto_sandbox_record_exec_kill),
+
+    ngx_http_vsb_op("sandbox.exec.output", NGX_HTTP_GET,
+                    "/v1/sandboxes/{id}/execs/{exec}/output",
+                    NGX_HTTP_VSB_SCOPE_EXEC, 0, NGX_HTTP_VSB_QUOTA_NONE,
+                    NGX_HTTP_VSB_BODY_NONE, VSB_OP_EXEC_OUTPUT,
+                    ngx_http_veto_sandbox_build_exec_output,
+                    ngx_http_veto_sandbox_forward,
+                    ngx_http_veto_sandbox_reply_exec_output,
+                    ngx_http_veto_sandbox_record_nothing),
+
+    { ngx_null_string, 0, NULL, 0, 0, 0, 0, NULL, NULL, NULL, NULL, NULL }
+};
+
+
+#if !defined(NGX_HTTP_VSB_OPS_DATA_ONLY) || defined(NGX_HTTP_VSB_OPS_TOOLS)
+
+/* ---- the group's MCP tool (_mcp_tool_table.c's list) -------------------- */
+
+
+ngx_http_veto_sandbox_mcp_tool_t  ngx_http_veto_sandbox_execs_tools[] = {
+
+    { "exec", "Run a command",
+      "Run a command in a sandbox and wait for it to end. The result has "
+      "the exit code (or the signal), whether it timed out or ran out of "
+      "memory, the start and end of stdout and stderr (the middle of long "
+      "output is left out, and says how much), and the resources it used. A "
+      "non-zero exit is a result, not an error. With a progress token "
+      "(_meta.progressToken) the output also comes as it is written, in "
+      "notifications/progress: each message is \"stdout: <text>\" or "
+      "\"stderr: <text>\" (\"stdout (base64): ...\" for bytes that are "
+      "not UTF-8), progress the bytes written so far; only the first "
+      "output_bytes (at most the gateway's result bound) of each stream "
+      "are carried, then the messages say how much more was written."
+      NGX_HTTP_VSB_MCP_APPROVAL_NOTE,
+      "{\"type\":\"object\",\"properties\":{"
+        NGX_HTTP_VSB_MCP_SANDBOX_ARG ","
+        NGX_HTTP_VSB_MCP_PROPS_EXEC ","
+        NGX_HTTP_VSB_MCP_APPROVAL_ARG
+      "},\"required\":[\"sandbox_id\"," NGX_HTTP_VSB_MCP_REQUIRED_EXEC "],"
+      "\"additionalProperties\":false}",
+      "{\"readOnlyHint\":false,\"destructiveHint\":true,"
+      "\"idempotentHint\":false}",
+      ngx_http_veto_sandbox_mcp_twin_exec,
+      ngx_http_veto_sandbox_mcp_present_exec },
+
+    { NULL, NULL, NULL, NULL, NULL, NULL, NULL }
+};
+
+#endif /* the MCP tool */

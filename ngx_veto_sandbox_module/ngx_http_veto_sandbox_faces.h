@@ -86,7 +86,8 @@ char *ngx_http_veto_sandbox_scope(ngx_conf_t *cf, ngx_command_t *cmd,
  * _ops.c appends the rows to its own, _mcp_tool_table.c the tools.
  */
 #define NGX_HTTP_VSB_OP_GROUPS(X)                                             \
-    X(snapshots)
+    X(snapshots)                                                              \
+    X(execs)
 
 #define NGX_HTTP_VSB_OP_GROUP_ROWS(g)                                         \
     extern ngx_http_veto_sandbox_op_t  ngx_http_veto_sandbox_##g##_ops[];
@@ -151,7 +152,8 @@ char *ngx_http_veto_sandbox_mcp_metadata(ngx_conf_t *cf, ngx_command_t *cmd,
 char *ngx_http_veto_sandbox_mcp_resource(ngx_conf_t *cf, ngx_command_t *cmd,
     void *conf);
 
-/* _execs.c: builders, mappers and records of the exec rows */
+/* _execs.c: builders, mappers and records of the exec rows (the parsers
+ * fuzz target drives the builders) */
 ngx_int_t ngx_http_veto_sandbox_build_exec(ngx_http_request_t *r,
     ngx_http_veto_sandbox_ctx_t *ctx);
 ngx_int_t ngx_http_veto_sandbox_build_exec_id(ngx_http_request_t *r,

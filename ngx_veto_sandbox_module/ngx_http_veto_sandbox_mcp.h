@@ -42,6 +42,27 @@ enum {
 };
 
 
+/* what the tools' schemas (JSON text) and descriptions share */
+#define NGX_HTTP_VSB_MCP_APPROVAL_ARG                                         \
+    "\"approval_id\":{\"type\":\"string\",\"pattern\":\"^apr_[0-9a-f]{32}$\","\
+    "\"description\":\"Only when retrying a call a human approved: the "     \
+    "approval_id that call's result gave. Every other argument must be "     \
+    "exactly as in that call.\"}"
+
+#define NGX_HTTP_VSB_MCP_SANDBOX_ARG                                          \
+    "\"sandbox_id\":{\"type\":\"string\","                                    \
+    "\"pattern\":\"^sb-[0-9a-f]{24}$\","                                      \
+    "\"description\":\"The sandbox, as create_sandbox or list_sandboxes "    \
+    "gave it (sb- and 24 hex digits).\"}"
+
+#define NGX_HTTP_VSB_MCP_APPROVAL_NOTE                                        \
+    " If the policy wants a human to approve this call, the result says "    \
+    "\"approval required\" with an approval_id and nothing is done yet: "    \
+    "tell your user, follow it with approval_status, and once it is "        \
+    "approved call this tool again with the same arguments plus "            \
+    "approval_id."
+
+
 typedef struct ngx_http_veto_sandbox_mcp_tool_s
     ngx_http_veto_sandbox_mcp_tool_t;
 
@@ -58,6 +79,9 @@ typedef struct {
     ngx_str_t                    args;
     ngx_str_t                    body;
     ngx_str_t                    approval;
+    /* with a progress token, its output streams as progress (an exec:
+     * _mcp_progress.c) */
+    unsigned                     progress:1;
 } ngx_http_veto_sandbox_mcp_twin_t;
 
 
@@ -125,8 +149,6 @@ ngx_int_t ngx_http_veto_sandbox_mcp_twin_write(ngx_http_request_t *r,
     json_t *args, ngx_http_veto_sandbox_mcp_twin_t *twin, const char **why);
 ngx_int_t ngx_http_veto_sandbox_mcp_twin_read(ngx_http_request_t *r,
     json_t *args, ngx_http_veto_sandbox_mcp_twin_t *twin, const char **why);
-ngx_int_t ngx_http_veto_sandbox_mcp_twin_exec(ngx_http_request_t *r,
-    json_t *args, ngx_http_veto_sandbox_mcp_twin_t *twin, const char **why);
 ngx_int_t ngx_http_veto_sandbox_mcp_twin_destroy(ngx_http_request_t *r,
     json_t *args, ngx_http_veto_sandbox_mcp_twin_t *twin, const char **why);
 ngx_int_t ngx_http_veto_sandbox_mcp_twin_hosts(ngx_http_request_t *r,
@@ -184,9 +206,6 @@ ngx_int_t ngx_http_veto_sandbox_mcp_present_sandbox(ngx_http_request_t *r,
     ngx_http_veto_sandbox_mcp_call_t *call, json_t *rest, u_char *data,
     size_t len, json_t *result);
 ngx_int_t ngx_http_veto_sandbox_mcp_present_list(ngx_http_request_t *r,
-    ngx_http_veto_sandbox_mcp_call_t *call, json_t *rest, u_char *data,
-    size_t len, json_t *result);
-ngx_int_t ngx_http_veto_sandbox_mcp_present_exec(ngx_http_request_t *r,
     ngx_http_veto_sandbox_mcp_call_t *call, json_t *rest, u_char *data,
     size_t len, json_t *result);
 ngx_int_t ngx_http_veto_sandbox_mcp_present_file(ngx_http_request_t *r,

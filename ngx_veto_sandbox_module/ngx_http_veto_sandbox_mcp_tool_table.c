@@ -3,7 +3,8 @@
  * Schema and annotations as tools/list gives them to an agent, with the
  * twin (_mcp_tools.c, _mcp_archive.c, _about.c, _profiles.c) that makes
  * its call a REST request and the presenter (_mcp_present.c) that makes
- * the REST response its result.  Data, and the lookups over it.
+ * the REST response its result, then the op groups' tools (each group's
+ * file: NGX_HTTP_VSB_OP_GROUPS).  Data, and the lookups over it.
  */
 
 #include "ngx_http_veto_sandbox_faces.h"
@@ -11,29 +12,10 @@
 #include "ngx_http_veto_sandbox_discovery.h"
 
 
-#define NGX_HTTP_VSB_MCP_APPROVAL_ARG                                         \
-    "\"approval_id\":{\"type\":\"string\",\"pattern\":\"^apr_[0-9a-f]{32}$\","\
-    "\"description\":\"Only when retrying a call a human approved: the "     \
-    "approval_id that call's result gave. Every other argument must be "     \
-    "exactly as in that call.\"}"
-
-#define NGX_HTTP_VSB_MCP_SANDBOX_ARG                                          \
-    "\"sandbox_id\":{\"type\":\"string\","                                    \
-    "\"pattern\":\"^sb-[0-9a-f]{24}$\","                                      \
-    "\"description\":\"The sandbox, as create_sandbox or list_sandboxes "    \
-    "gave it (sb- and 24 hex digits).\"}"
-
 #define NGX_HTTP_VSB_MCP_PATH_ARG                                             \
     "\"path\":{\"type\":\"string\",\"minLength\":1,\"maxLength\":4096,"       \
     "\"description\":\"A path relative to the sandbox's /workspace, such "   \
     "as src/main.py (no leading /, no ..).\"}"
-
-#define NGX_HTTP_VSB_MCP_APPROVAL_NOTE                                        \
-    " If the policy wants a human to approve this call, the result says "    \
-    "\"approval required\" with an approval_id and nothing is done yet: "    \
-    "tell your user, follow it with approval_status, and once it is "        \
-    "approved call this tool again with the same arguments plus "            \
-    "approval_id."
 
 
 ngx_http_veto_sandbox_mcp_tool_t  ngx_http_veto_sandbox_mcp_tools[] = {
@@ -222,48 +204,6 @@ ngx_http_veto_sandbox_mcp_tool_t  ngx_http_veto_sandbox_mcp_tools[] = {
       "{\"readOnlyHint\":true,\"openWorldHint\":false}",
       ngx_http_veto_sandbox_mcp_twin_read,
       ngx_http_veto_sandbox_mcp_present_file },
-
-    { "exec", "Run a command",
-      "Run a command in a sandbox and wait for it to end. argv is the "
-      "program and its arguments (no shell: use [\"sh\",\"-c\",\"...\"] "
-      "for one); cwd defaults to /workspace. The result has the exit code "
-      "(or the signal), whether it timed out or ran out of memory, the "
-      "start and end of stdout and stderr (the middle of long output is "
-      "left out, and says how much), and the resources it used. A "
-      "non-zero exit is a result, not an error. With a progress token "
-      "(_meta.progressToken) the output also comes as it is written, in "
-      "notifications/progress: each message is \"stdout: <text>\" or "
-      "\"stderr: <text>\" (\"stdout (base64): ...\" for bytes that are "
-      "not UTF-8), progress the bytes written so far; only the first "
-      "output_bytes (at most the gateway's result bound) of each stream "
-      "are carried, then the messages say how much more was written."
-      NGX_HTTP_VSB_MCP_APPROVAL_NOTE,
-      "{\"type\":\"object\",\"properties\":{"
-        NGX_HTTP_VSB_MCP_SANDBOX_ARG ","
-        "\"argv\":{\"type\":\"array\",\"items\":{\"type\":\"string\"},"
-        "\"minItems\":1,\"maxItems\":1024,\"description\":\"The program "
-        "and its arguments.\"},"
-        "\"cwd\":{\"type\":\"string\",\"description\":\"Working "
-        "directory; default /workspace.\"},"
-        "\"env\":{\"type\":\"object\",\"additionalProperties\":"
-        "{\"type\":\"string\"},\"description\":\"More environment for "
-        "this command.\"},"
-        "\"stdin\":{\"type\":\"string\",\"description\":\"Text given to "
-        "the command on its standard input.\"},"
-        "\"timeout_s\":{\"type\":\"integer\",\"minimum\":1,"
-        "\"description\":\"Seconds before it is killed; default: the "
-        "sandbox's.\"},"
-        "\"output_bytes\":{\"type\":\"integer\",\"minimum\":1,"
-        "\"description\":\"How much of each output stream to keep (head "
-        "and tail) and to carry in progress; default: the sandbox's, and "
-        "never more than the gateway returns in a result.\"},"
-        NGX_HTTP_VSB_MCP_APPROVAL_ARG
-      "},\"required\":[\"sandbox_id\",\"argv\"],"
-      "\"additionalProperties\":false}",
-      "{\"readOnlyHint\":false,\"destructiveHint\":true,"
-      "\"idempotentHint\":false}",
-      ngx_http_veto_sandbox_mcp_twin_exec,
-      ngx_http_veto_sandbox_mcp_present_exec },
 
     { "allow_hosts", "Let a sandbox reach more hosts",
       "Add hosts to the network allowlist of a sandbox created with one "

@@ -23,6 +23,7 @@
 #include "ngx_http_veto_sandbox_faces.h"
 #include "ngx_http_veto_sandbox_mcp.h"
 #include "ngx_http_veto_sandbox_approval.h"
+#include "ngx_http_veto_sandbox_fields.h"
 
 
 /* ---- the twins ------------------------------------------------------ */
@@ -240,13 +241,7 @@ ngx_http_veto_sandbox_mcp_query(ngx_http_request_t *r, json_t *args,
 
 
 static const char  *ngx_http_veto_sandbox_mcp_create_args[] = {
-    "profile", "limits", "ttl_s", "idle_s", "network", "credentials", "env",
-    "metadata", "from_snapshot", "approval_id", NULL
-};
-
-static const char  *ngx_http_veto_sandbox_mcp_exec_args[] = {
-    "sandbox_id", "argv", "cwd", "env", "stdin", "timeout_s",
-    "output_bytes", "approval_id", NULL
+    NGX_HTTP_VSB_MCP_FIELDS_CREATE, "approval_id", NULL
 };
 
 static const char  *ngx_http_veto_sandbox_mcp_write_args[] = {
@@ -370,24 +365,6 @@ ngx_http_veto_sandbox_mcp_twin_destroy(ngx_http_request_t *r, json_t *args,
     return ngx_http_veto_sandbox_mcp_sandbox_twin(r, args,
                                    ngx_http_veto_sandbox_mcp_sandbox_args,
                                    NGX_HTTP_DELETE, "DELETE", "", twin, why);
-}
-
-
-/* exec: POST /v1/sandboxes/{id}/exec, the arguments as the body */
-ngx_int_t
-ngx_http_veto_sandbox_mcp_twin_exec(ngx_http_request_t *r, json_t *args,
-    ngx_http_veto_sandbox_mcp_twin_t *twin, const char **why)
-{
-    ngx_int_t  rc;
-
-    rc = ngx_http_veto_sandbox_mcp_sandbox_twin(r, args,
-                                   ngx_http_veto_sandbox_mcp_exec_args,
-                                   NGX_HTTP_POST, "POST", "/exec", twin, why);
-    if (rc != NGX_OK) {
-        return rc;
-    }
-
-    return ngx_http_veto_sandbox_mcp_json_body(r, args, &twin->body);
 }
 
 
@@ -721,7 +698,7 @@ ngx_http_veto_sandbox_mcp_call(ngx_http_request_t *r,
     }
 
     /* an exec with a progress token streams its output as progress */
-    if (call->tool->twin == ngx_http_veto_sandbox_mcp_twin_exec
+    if (twin.progress
         && ngx_http_veto_sandbox_mcp_progress(r, ctx) == NGX_ERROR)
     {
         return NGX_HTTP_INTERNAL_SERVER_ERROR;

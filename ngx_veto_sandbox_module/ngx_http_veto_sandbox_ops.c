@@ -170,46 +170,6 @@ static ngx_http_veto_sandbox_op_t  ngx_http_veto_sandbox_core_ops[] = {
                     ngx_http_veto_sandbox_reply_archive,
                     ngx_http_veto_sandbox_record_archive),
 
-    /* plain, streamed (Accept: application/x-ndjson) or in the
-     * background: one row, one gate (_execs.c) */
-    ngx_http_vsb_op("sandbox.exec", NGX_HTTP_POST, "/v1/sandboxes/{id}/exec",
-                    NGX_HTTP_VSB_SCOPE_EXEC, NGX_HTTP_VSB_ACT_EXEC,
-                    NGX_HTTP_VSB_QUOTA_EXECS,
-                    NGX_HTTP_VSB_BODY_JSON, VSB_OP_EXEC,
-                    ngx_http_veto_sandbox_build_exec,
-                    ngx_http_veto_sandbox_forward,
-                    ngx_http_veto_sandbox_reply_exec_any,
-                    ngx_http_veto_sandbox_record_exec_any),
-
-    /* background execs: reading one's own is no decision on record; a
-     * kill is */
-    ngx_http_vsb_op("sandbox.exec.get", NGX_HTTP_VSB_READ,
-                    "/v1/sandboxes/{id}/execs/{exec}",
-                    NGX_HTTP_VSB_SCOPE_EXEC, 0, NGX_HTTP_VSB_QUOTA_NONE,
-                    NGX_HTTP_VSB_BODY_NONE, VSB_OP_EXEC_STATUS,
-                    ngx_http_veto_sandbox_build_exec_id,
-                    ngx_http_veto_sandbox_forward,
-                    ngx_http_veto_sandbox_reply_exec_state,
-                    ngx_http_veto_sandbox_record_nothing),
-
-    ngx_http_vsb_op("sandbox.exec.kill", NGX_HTTP_DELETE,
-                    "/v1/sandboxes/{id}/execs/{exec}",
-                    NGX_HTTP_VSB_SCOPE_EXEC, 0, NGX_HTTP_VSB_QUOTA_NONE,
-                    NGX_HTTP_VSB_BODY_NONE, VSB_OP_EXEC_KILL,
-                    ngx_http_veto_sandbox_build_exec_id,
-                    ngx_http_veto_sandbox_forward,
-                    ngx_http_veto_sandbox_reply_json,
-                    ngx_http_veto_sandbox_record_exec_kill),
-
-    ngx_http_vsb_op("sandbox.exec.output", NGX_HTTP_GET,
-                    "/v1/sandboxes/{id}/execs/{exec}/output",
-                    NGX_HTTP_VSB_SCOPE_EXEC, 0, NGX_HTTP_VSB_QUOTA_NONE,
-                    NGX_HTTP_VSB_BODY_NONE, VSB_OP_EXEC_OUTPUT,
-                    ngx_http_veto_sandbox_build_exec_output,
-                    ngx_http_veto_sandbox_forward,
-                    ngx_http_veto_sandbox_reply_exec_output,
-                    ngx_http_veto_sandbox_record_nothing),
-
     /* the humans' side, answered from Redis */
 
     ngx_http_vsb_op("approval.list", NGX_HTTP_VSB_READ, "/v1/approvals",

@@ -7,11 +7,12 @@
  */
 
 #include "ngx_http_veto_sandbox_pipeline.h"
+#include "ngx_http_veto_sandbox_fields.h"
 
 
+/* docs/openapi.json's SandboxCreate (scripts/gen-op-fields) */
 static const char  *ngx_http_veto_sandbox_create_fields[] = {
-    "profile", "limits", "ttl_s", "idle_s", "network", "credentials", "env",
-    "metadata", "from_snapshot", NULL
+    NGX_HTTP_VSB_FIELDS_CREATE, NULL
 };
 
 

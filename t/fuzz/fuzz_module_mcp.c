@@ -27,9 +27,10 @@
  * FUZZ-COVERS: ngx_veto_sandbox_module/ngx_http_veto_sandbox_mcp_tools.c:ngx_http_veto_sandbox_mcp_(known|ids|path|method|json_body|query|twin_.*|input|call)
  * FUZZ-COVERS: ngx_veto_sandbox_module/ngx_http_veto_sandbox_mcp_tool_table.c:ngx_http_veto_sandbox_mcp_(tool|tool_list|tool_json)
  * FUZZ-COVERS: ngx_veto_sandbox_module/ngx_http_veto_sandbox_snapshots.c:ngx_http_veto_sandbox_mcp_twin_(snapshot|pause|resume|changes|snapshots|snapshot_delete)
+ * FUZZ-COVERS: ngx_veto_sandbox_module/ngx_http_veto_sandbox_execs.c:ngx_http_veto_sandbox_mcp_twin_exec
  *
- * The op groups' tools (the snapshots group's) come with their group
- * file, its MCP part only (NGX_HTTP_VSB_OPS_TOOLS): a change set's twin
+ * The op groups' tools (the snapshots and execs groups') come with their
+ * group file, its MCP part only (NGX_HTTP_VSB_OPS_TOOLS): a change set's twin
  * has a query that reads back as the since and format the agent gave
  * ("created" and "json" when it gave none).
  */
@@ -45,6 +46,7 @@
 #include "ngx_http_veto_sandbox_profiles.c"
 #define NGX_HTTP_VSB_OPS_TOOLS
 #include "ngx_http_veto_sandbox_snapshots.c"
+#include "ngx_http_veto_sandbox_execs.c"
 
 #include "ngx_http_veto_sandbox_hash.h"
 

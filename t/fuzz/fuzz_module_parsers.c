@@ -45,6 +45,10 @@
 
 #include "ngx_core_stub.h"
 
+/* the exec group's builders (its file's code, without its MCP tool) */
+#define NGX_HTTP_VSB_OPS_CODE
+#include "ngx_http_veto_sandbox_execs.c"
+
 
 enum {
     FUZZ_POLICY = 0,

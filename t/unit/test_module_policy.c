@@ -231,8 +231,8 @@ test_load_refusals(void **state)
             " [\"sandbox.get\"]}}}}",
             "unknown action (known: sandbox.create, sandbox.update, "
             "sandbox.delete, sandbox.files.read, sandbox.files.write, "
-            "sandbox.archive.write, sandbox.archive.read, sandbox.exec, "
-            "sandbox.changes)");
+            "sandbox.archive.write, sandbox.archive.read, sandbox.changes, "
+            "sandbox.exec)");
     refused("{\"tenants\": {\"a\": {\"approvals\": {\"threshold\": 0}}}}",
             "approvals.threshold has the wrong type or value");
     refused("{\"tenants\": {\"a\": {\"approvals\": {\"exec_argv\": [\"\"]}}}}",

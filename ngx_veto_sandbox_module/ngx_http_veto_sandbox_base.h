@@ -15,6 +15,7 @@
  *   _output.c     an exec's output streams as JSON strings or base64
  *   _problem.c    responses, problem+json, 401/403, the error filter
  *   _headers.c    a header list walked by name
+ *   _shm.c        a shared memory zone's data, made once
  *   _ctx.c        the request's context, the $veto_* variables; which
  *                 URIs are the API's; the request an op sees (ctx->in);
  *                 the request's id, what a sandbox id looks like
@@ -34,6 +35,13 @@
 
 #include "ngx_http_veto_sandbox_module.h"
 
+
+/* _shm.c: the data of shm_zone's slab pool: the one a running nginx made
+ * (shm.exists), or size new zeroed bytes (*fresh set: the caller fills
+ * them), the pool's messages naming directive and the zone; NULL: no
+ * memory.  A reload's previous data is the caller's to keep. */
+void *ngx_http_veto_sandbox_shm_data(ngx_shm_zone_t *shm_zone, size_t size,
+    const char *directive, ngx_uint_t *fresh);
 
 /* _ctx.c */
 ngx_http_veto_sandbox_ctx_t *ngx_http_veto_sandbox_get_ctx(

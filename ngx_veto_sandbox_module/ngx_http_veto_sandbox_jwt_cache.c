@@ -130,7 +130,7 @@ ngx_http_veto_sandbox_cache_init(ngx_shm_zone_t *shm_zone, void *data)
 {
     ngx_http_veto_sandbox_cache_t  *ocache = data;
 
-    size_t                          len;
+    ngx_uint_t                      fresh;
     ngx_http_veto_sandbox_cache_t  *cache;
 
     cache = shm_zone->data;
@@ -141,39 +141,20 @@ ngx_http_veto_sandbox_cache_init(ngx_shm_zone_t *shm_zone, void *data)
         return NGX_OK;
     }
 
+    /* a full cache is normal: old entries are evicted, nothing logged */
     cache->shpool = (ngx_slab_pool_t *) shm_zone->shm.addr;
-
-    if (shm_zone->shm.exists) {
-        cache->sh = cache->shpool->data;
-        return NGX_OK;
-    }
-
-    cache->sh = ngx_slab_alloc(cache->shpool,
-                               sizeof(ngx_http_veto_sandbox_cache_sh_t));
+    cache->sh = ngx_http_veto_sandbox_shm_data(shm_zone,
+                                   sizeof(ngx_http_veto_sandbox_cache_sh_t),
+                                   "veto_sandbox_jwt_cache", &fresh);
     if (cache->sh == NULL) {
         return NGX_ERROR;
     }
 
-    cache->shpool->data = cache->sh;
-
-    ngx_rbtree_init(&cache->sh->rbtree, &cache->sh->sentinel,
-                    ngx_http_veto_sandbox_cache_insert);
-    ngx_queue_init(&cache->sh->queue);
-
-    len = sizeof(" in veto_sandbox_jwt_cache zone \"\"")
-          + shm_zone->shm.name.len;
-
-    cache->shpool->log_ctx = ngx_slab_alloc(cache->shpool, len);
-    if (cache->shpool->log_ctx == NULL) {
-        return NGX_ERROR;
+    if (fresh) {
+        ngx_rbtree_init(&cache->sh->rbtree, &cache->sh->sentinel,
+                        ngx_http_veto_sandbox_cache_insert);
+        ngx_queue_init(&cache->sh->queue);
     }
-
-    ngx_sprintf(cache->shpool->log_ctx,
-                " in veto_sandbox_jwt_cache zone \"%V\"%Z",
-                &shm_zone->shm.name);
-
-    /* a full cache is normal: old entries are evicted, no need to log */
-    cache->shpool->log_nomem = 0;
 
     return NGX_OK;
 }

@@ -226,7 +226,7 @@ ngx_http_veto_sandbox_mcp_zone_init(ngx_shm_zone_t *shm_zone, void *data)
 {
     ngx_http_veto_sandbox_mcp_zone_t  *omz = data;
 
-    size_t                             len;
+    ngx_uint_t                         fresh;
     ngx_http_veto_sandbox_mcp_zone_t  *mz;
 
     mz = shm_zone->data;
@@ -238,40 +238,20 @@ ngx_http_veto_sandbox_mcp_zone_init(ngx_shm_zone_t *shm_zone, void *data)
         return NGX_OK;
     }
 
+    /* a full zone is answered with 503 and logged once per refusal */
     mz->shpool = (ngx_slab_pool_t *) shm_zone->shm.addr;
-
-    if (shm_zone->shm.exists) {
-        mz->sh = mz->shpool->data;
-        return NGX_OK;
-    }
-
-    mz->sh = ngx_slab_alloc(mz->shpool,
-                            sizeof(ngx_http_veto_sandbox_mcp_sh_t));
+    mz->sh = ngx_http_veto_sandbox_shm_data(shm_zone,
+                                   sizeof(ngx_http_veto_sandbox_mcp_sh_t),
+                                   "veto_sandbox_mcp_sessions", &fresh);
     if (mz->sh == NULL) {
         return NGX_ERROR;
     }
 
-    mz->shpool->data = mz->sh;
-
-    ngx_rbtree_init(&mz->sh->rbtree, &mz->sh->sentinel,
-                    ngx_http_veto_sandbox_mcp_insert);
-    ngx_queue_init(&mz->sh->queue);
-    mz->sh->count = 0;
-
-    len = sizeof(" in veto_sandbox_mcp_sessions zone \"\"")
-          + shm_zone->shm.name.len;
-
-    mz->shpool->log_ctx = ngx_slab_alloc(mz->shpool, len);
-    if (mz->shpool->log_ctx == NULL) {
-        return NGX_ERROR;
+    if (fresh) {
+        ngx_rbtree_init(&mz->sh->rbtree, &mz->sh->sentinel,
+                        ngx_http_veto_sandbox_mcp_insert);
+        ngx_queue_init(&mz->sh->queue);
     }
-
-    ngx_sprintf(mz->shpool->log_ctx,
-                " in veto_sandbox_mcp_sessions zone \"%V\"%Z",
-                &shm_zone->shm.name);
-
-    /* a full zone is answered with 503 and logged once per refusal */
-    mz->shpool->log_nomem = 0;
 
     return NGX_OK;
 }

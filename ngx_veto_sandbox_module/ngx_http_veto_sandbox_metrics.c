@@ -203,7 +203,7 @@ ngx_http_veto_sandbox_metrics_init(ngx_conf_t *cf)
 static ngx_int_t
 ngx_http_veto_sandbox_metrics_zone_init(ngx_shm_zone_t *zone, void *data)
 {
-    ngx_slab_pool_t                     *shpool;
+    ngx_uint_t                           fresh;
     ngx_http_veto_sandbox_metrics_sh_t  *sh;
 
     if (data) {
@@ -217,21 +217,17 @@ ngx_http_veto_sandbox_metrics_zone_init(ngx_shm_zone_t *zone, void *data)
         return NGX_OK;
     }
 
-    shpool = (ngx_slab_pool_t *) zone->shm.addr;
-
-    if (zone->shm.exists) {
-        zone->data = shpool->data;
-        return NGX_OK;
-    }
-
-    sh = ngx_slab_alloc(shpool, sizeof(ngx_http_veto_sandbox_metrics_sh_t));
+    sh = ngx_http_veto_sandbox_shm_data(zone,
+                                 sizeof(ngx_http_veto_sandbox_metrics_sh_t),
+                                 "veto_sandbox_metrics", &fresh);
     if (sh == NULL) {
         return NGX_ERROR;
     }
 
-    ngx_http_veto_sandbox_metrics_reset(sh);
+    if (fresh) {
+        ngx_http_veto_sandbox_metrics_reset(sh);
+    }
 
-    shpool->data = sh;
     zone->data = sh;
 
     return NGX_OK;

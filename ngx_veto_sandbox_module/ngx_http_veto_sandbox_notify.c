@@ -677,31 +677,19 @@ ngx_http_veto_sandbox_notify_merge_srv_conf(ngx_conf_t *cf, void *parent,
 static ngx_int_t
 ngx_http_veto_sandbox_notify_zone_init(ngx_shm_zone_t *shm_zone, void *data)
 {
-    ngx_slab_pool_t                          *shpool;
-    ngx_http_veto_sandbox_notify_counters_t  *counters;
+    ngx_uint_t  fresh;
 
     if (data) {
         shm_zone->data = data;
         return NGX_OK;
     }
 
-    shpool = (ngx_slab_pool_t *) shm_zone->shm.addr;
+    /* zeroed when new */
+    shm_zone->data = ngx_http_veto_sandbox_shm_data(shm_zone,
+                           sizeof(ngx_http_veto_sandbox_notify_counters_t),
+                           "veto_sandbox_webhook", &fresh);
 
-    if (shm_zone->shm.exists) {
-        shm_zone->data = shpool->data;
-        return NGX_OK;
-    }
-
-    counters = ngx_slab_calloc(shpool,
-                           sizeof(ngx_http_veto_sandbox_notify_counters_t));
-    if (counters == NULL) {
-        return NGX_ERROR;
-    }
-
-    shpool->data = counters;
-    shm_zone->data = counters;
-
-    return NGX_OK;
+    return shm_zone->data ? NGX_OK : NGX_ERROR;
 }
 
 

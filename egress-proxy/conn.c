@@ -268,7 +268,7 @@ eg_conn_finish(eg_conn_t *c)
         r.start_ms = c->start_wall_ms;
         r.duration_ms = eg_proxy.now_ms - c->start_ms;
         r.askable = c->askable;
-        r.credential = c->cred_name;
+        r.credential = c->cred_name[0] ? c->cred_name : NULL;
         r.exfiltration = c->exfil;
         r.injections = c->injections;
         eg_record_emit(&r);
@@ -403,7 +403,7 @@ eg_conn_placeholder_check(eg_conn_t *c, const unsigned char *buf,
     if (a == NULL) {
         return 0;
     }
-    c->cred_name = a->cred->b.name;
+    snprintf(c->cred_name, sizeof(c->cred_name), "%s", a->cred->b.name);
     c->exfil = 1;
     sb->placeholders_refused++;
     a->cred->placeholders_refused++;

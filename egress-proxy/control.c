@@ -189,7 +189,7 @@ eg_ctl_add(json_t *req)
         eg_cred_att_t  atts[EG_CRED_PER_SANDBOX];
         size_t         na;
         if ((e = eg_ctl_limits(req, &lim)) != NULL
-            || (e = eg_ctl_credentials(req, atts, &na)) != NULL)
+            || (e = eg_ctl_credentials(req, NULL, NULL, atts, &na)) != NULL)
         {
             return e;        /* the caller closes the descriptors */
         }
@@ -239,8 +239,10 @@ eg_ctl_add(json_t *req)
         != NULL
         || (e = eg_ctl_entries(req, "ask", 0, &sb->ask, &sb->nask)) != NULL
         || (e = eg_ctl_limits(req, &sb->limits)) != NULL
-        || (e = eg_ctl_credentials(req, sb->creds, &sb->ncreds)) != NULL)
+        || (e = eg_ctl_credentials(req, sb->own, &sb->nown, sb->creds,
+                                   &sb->ncreds)) != NULL)
     {
+        eg_sandbox_own_gc(sb, 1);
         free(sb->allow);
         free(sb->ask);
         free(sb);
@@ -249,6 +251,7 @@ eg_ctl_add(json_t *req)
 
     sb->tenant = eg_tenant_get(tenant);
     if (sb->tenant == NULL) {
+        eg_sandbox_own_gc(sb, 1);
         free(sb->allow);
         free(sb->ask);
         free(sb);
@@ -266,6 +269,7 @@ eg_ctl_add(json_t *req)
             eg_ctl.nfds = 0;
             eg_listen_close_all(sb);
             eg_tenant_put(sb->tenant);
+            eg_sandbox_own_gc(sb, 1);
             free(sb->allow);
             free(sb->ask);
             free(sb);
@@ -338,13 +342,15 @@ eg_ctl_update(json_t *req)
     if ((sb = eg_sandbox_find(id)) == NULL) {
         return eg_ctl_err("not_found", "sandbox", "no sandbox %s", id);
     }
-    if ((e = eg_ctl_credentials(req, atts, &natts)) != NULL
-        || (e = eg_ctl_entries(req, "allow", 1, &allow, &nallow)) != NULL)
-    {
+    if ((e = eg_ctl_entries(req, "allow", 1, &allow, &nallow)) != NULL) {
         return e;
     }
-    if ((e = eg_ctl_entries(req, "ask", 0, &ask, &nask)) != NULL) {
+    if ((e = eg_ctl_entries(req, "ask", 0, &ask, &nask)) != NULL
+        || (e = eg_ctl_credentials(req, sb->own, &sb->nown, atts, &natts))
+           != NULL)
+    {
         free(allow);
+        free(ask);
         return e;
     }
 
@@ -364,6 +370,7 @@ eg_ctl_update(json_t *req)
         eg_log(EG_LOG_INFO, "sandbox %s: %zu credentials attached", sb->id,
                natts);
     }
+    eg_sandbox_own_gc(sb, 0);
 
     r = eg_ctl_ok("update");
     json_object_set_new(r, "sandbox", json_string(sb->id));

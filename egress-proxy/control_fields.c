@@ -10,6 +10,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <openssl/crypto.h>
+
 #include "eg_control_fields.h"
 #include "egress.h"
 #include "vsb_egress_protocol.h"
@@ -262,14 +264,95 @@ eg_ctl_limits_json(const eg_limits_t *l)
 }
 
 
-json_t *
-eg_ctl_credentials(json_t *req, eg_cred_att_t *out, size_t *n)
+/* The agent's own secret entry v (its "value" given): a new eg_cred_t
+ * in *cr, or the one in own[0 .. nown) holding the same binding, value
+ * and placeholder (the helper sends the whole list with each update).
+ * NULL; or the error. */
+static json_t *
+eg_ctl_agent_cred(json_t *v, size_t i, const char *name, const char *ph,
+    eg_cred_t *const *own, size_t nown, eg_cred_t **cr, int *fresh)
 {
-    static const char *const  fields[] = { "name", "placeholder", NULL };
+    json_t             *jv = json_object_get(v, "value");
+    const char         *host, *header, *tmpl, *path, *env, *why = NULL;
+    eg_cred_binding_t   b;
+    eg_cred_t          *c;
+    char                err[400];
+    size_t              k;
+
+    host = json_string_value(json_object_get(v, "host"));
+    header = json_string_value(json_object_get(v, "header"));
+    tmpl = json_string_value(json_object_get(v, "template"));
+    path = json_string_value(json_object_get(v, "path"));
+    env = json_string_value(json_object_get(v, "env"));
+    if (!json_is_string(jv) || host == NULL || tmpl == NULL
+        || (json_object_get(v, "env") != NULL && env == NULL)
+        || (json_object_get(v, "header") != NULL && header == NULL)
+        || (json_object_get(v, "path") != NULL && path == NULL))
+    {
+        return eg_ctl_err("bad_type", "credentials", "credentials[%zu]: an "
+                          "agent's secret needs \"value\", \"host\" and "
+                          "\"template\" (strings; \"header\" and \"path\" "
+                          "optional strings)", i);
+    }
+    if (eg_cred_value_ok((const unsigned char *) json_string_value(jv),
+                         json_string_length(jv), &why) != 0
+        || strlen(json_string_value(jv)) != json_string_length(jv))
+    {
+        return eg_ctl_err("bad_value", "credentials", "credentials[%zu]: the "
+                          "value %s", i, why ? why : "holds a NUL byte");
+    }
+    err[0] = '\0';
+    if (eg_cred_binding_from(name, host, header, tmpl, env, path, &b, err,
+                             sizeof(err)) != 0)
+    {
+        return eg_ctl_err("bad_value", "credentials", "credentials[%zu]: %s",
+                          i, err);
+    }
+    for (k = 0; k < nown; k++) {
+        c = own[k];
+        if (c->value != NULL && memcmp(&c->b, &b, sizeof(b)) == 0
+            && c->vlen == json_string_length(jv)
+            && CRYPTO_memcmp(c->value, json_string_value(jv), c->vlen) == 0
+            && c->agent_placeholder[0] != '\0'
+            && strcmp(c->agent_placeholder, ph) == 0)
+        {
+            *cr = c;
+            *fresh = 0;
+            return NULL;
+        }
+    }
+    c = calloc(1, sizeof(*c));
+    if (c == NULL || (c->value = malloc(json_string_length(jv) + 1)) == NULL)
+    {
+        free(c);
+        return eg_ctl_err("internal", NULL, "out of memory");
+    }
+    c->b = b;
+    c->agent = 1;
+    c->vlen = json_string_length(jv);
+    memcpy(c->value, json_string_value(jv), c->vlen + 1);
+    memcpy(c->agent_placeholder, ph, EG_CRED_PLACEHOLDER_LEN + 1);
+    *cr = c;
+    *fresh = 1;
+    return NULL;
+}
+
+
+
+
+json_t *
+eg_ctl_credentials(json_t *req, eg_cred_t **own, size_t *nown,
+    eg_cred_att_t *out, size_t *n)
+{
+    static const char *const  fields[] = {
+        "name", "placeholder", "value", "host", "header", "template", "env",
+        "path", NULL
+    };
     json_t      *a = json_object_get(req, "credentials"), *v, *nm, *ph, *e;
     const char  *name, *p;
-    eg_cred_t   *cr;
-    size_t       i, j;
+    eg_cred_t   *cr = NULL, *fresh[EG_CRED_PER_SANDBOX];
+    size_t       i, j, nfresh = 0, base = nown != NULL ? *nown : 0;
+    int          isnew = 0;
 
     *n = 0;
     if (a == NULL) {
@@ -284,57 +367,111 @@ eg_ctl_credentials(json_t *req, eg_cred_att_t *out, size_t *n)
                           "most %d credentials", EG_CRED_PER_SANDBOX);
     }
     json_array_foreach(a, i, v) {
+        e = NULL;
         if (!json_is_object(v)) {
-            return eg_ctl_err("bad_type", "credentials", "credentials[%zu] "
-                              "must be an object", i);
+            e = eg_ctl_err("bad_type", "credentials", "credentials[%zu] "
+                           "must be an object", i);
+            goto failed;
         }
         if ((e = eg_ctl_check_fields(v, fields)) != NULL) {
-            return e;
+            goto failed;
         }
         nm = json_object_get(v, "name");
         ph = json_object_get(v, "placeholder");
         if (!json_is_string(nm) || !json_is_string(ph)) {
-            return eg_ctl_err("bad_type", "credentials", "credentials[%zu] "
-                              "needs \"name\" and \"placeholder\" (strings)",
-                              i);
+            e = eg_ctl_err("bad_type", "credentials", "credentials[%zu] "
+                           "needs \"name\" and \"placeholder\" (strings)", i);
+            goto failed;
         }
         name = json_string_value(nm);
         p = json_string_value(ph);
         if (!eg_cred_name_ok(name, json_string_length(nm))
             || strlen(name) != json_string_length(nm))
         {
-            return eg_ctl_err("bad_value", "credentials", "credentials[%zu]: "
-                              "a credential name is 1 .. %d bytes of "
-                              "[a-z0-9._-]", i, EG_CRED_NAME_MAX);
+            e = eg_ctl_err("bad_value", "credentials", "credentials[%zu]: "
+                           "a credential name is 1 .. %d bytes of "
+                           "[a-z0-9._-]", i, EG_CRED_NAME_MAX);
+            goto failed;
         }
         if (!eg_cred_placeholder_ok(p, json_string_length(ph))) {
-            return eg_ctl_err("bad_value", "credentials", "credentials[%zu]: "
-                              "a placeholder is \"%s\" and 32 lower-case "
-                              "hex digits", i, EG_CRED_PLACEHOLDER_PREFIX);
+            e = eg_ctl_err("bad_value", "credentials", "credentials[%zu]: "
+                           "a placeholder is \"%s\" and 32 lower-case "
+                           "hex digits", i, EG_CRED_PLACEHOLDER_PREFIX);
+            goto failed;
         }
-        cr = eg_cred_find(name);
-        if (cr == NULL) {
-            return eg_ctl_err("unknown_credential", "credentials", "no "
-                              "credential \"%s\" in the proxy's bindings",
-                              name);
-        }
-        if (cr->value == NULL) {
-            return eg_ctl_err("credential_unavailable", "credentials",
-                              "credential \"%s\" was refused when the proxy "
-                              "loaded it: %s", name, cr->refused);
+        if (json_object_get(v, "value") != NULL) {
+            if (eg_cred_find(name) != NULL) {
+                e = eg_ctl_err("bad_value", "credentials", "credentials[%zu]:"
+                               " \"%s\" is the operator's credential: an "
+                               "agent's secret may not shadow it", i, name);
+                goto failed;
+            }
+            if ((e = eg_ctl_agent_cred(v, i, name, p, own, base, &cr,
+                                       &isnew)) != NULL)
+            {
+                goto failed;
+            }
+            if (isnew) {
+                fresh[nfresh++] = cr;
+            }
+        } else {
+            if (json_object_size(v) != 2) {
+                e = eg_ctl_err("bad_value", "credentials", "credentials[%zu]:"
+                               " \"host\", \"header\", \"template\", "
+                               "\"env\" and \"path\" go with an agent's \"value\" only",
+                               i);
+                goto failed;
+            }
+            cr = eg_cred_find(name);
+            if (cr == NULL) {
+                e = eg_ctl_err("unknown_credential", "credentials", "no "
+                               "credential \"%s\" in the proxy's bindings",
+                               name);
+                goto failed;
+            }
+            if (cr->value == NULL) {
+                e = eg_ctl_err("credential_unavailable", "credentials",
+                               "credential \"%s\" was refused when the "
+                               "proxy loaded it: %s", name, cr->refused);
+                goto failed;
+            }
         }
         for (j = 0; j < *n; j++) {
             if (out[j].cred == cr
+                || strcmp(out[j].cred->b.name, name) == 0
                 || strcmp(out[j].placeholder, p) == 0)
             {
-                return eg_ctl_err("bad_value", "credentials", "credential "
-                                  "\"%s\" or its placeholder is named twice",
-                                  name);
+                e = eg_ctl_err("bad_value", "credentials", "credential "
+                               "\"%s\" or its placeholder is named twice",
+                               name);
+                goto failed;
             }
         }
         out[*n].cred = cr;
         memcpy(out[*n].placeholder, p, EG_CRED_PLACEHOLDER_LEN + 1);
         (*n)++;
     }
+    if (nown == NULL || base + nfresh > EG_CRED_OWN_MAX) {
+        if (nown != NULL) {
+            e = eg_ctl_err("over_ceiling", "credentials", "the sandbox keeps "
+                           "%d agents' secrets at most (attached and "
+                           "detached)", EG_CRED_OWN_MAX);
+            goto failed;
+        }
+        for (j = 0; j < nfresh; j++) {      /* a check only */
+            eg_cred_free_agent(fresh[j]);
+        }
+        return NULL;
+    }
+    for (j = 0; j < nfresh; j++) {
+        own[(*nown)++] = fresh[j];
+    }
     return NULL;
+
+failed:
+    for (j = 0; j < nfresh; j++) {
+        eg_cred_free_agent(fresh[j]);
+    }
+    *n = 0;
+    return e;
 }

@@ -226,3 +226,18 @@ eg_cred_free_all(void)
     eg_creds = NULL;
     eg_ncreds = 0;
 }
+
+
+void
+eg_cred_free_agent(eg_cred_t *c)
+{
+    if (c == NULL) {
+        return;
+    }
+    if (c->value != NULL) {
+        OPENSSL_cleanse(c->value, c->vlen);
+        free(c->value);
+    }
+    OPENSSL_cleanse(c, sizeof(*c));
+    free(c);
+}

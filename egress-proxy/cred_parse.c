@@ -545,3 +545,55 @@ eg_cred_bindings_parse(const char *text, size_t len,
     }
     return 0;
 }
+
+
+/* 0 if s (may be NULL when optional) holds no '"', no control byte and,
+ * unless blanks, no blank. */
+static int
+eg_cred_part_ok(const char *s, int blanks)
+{
+    for (; s != NULL && *s != '\0'; s++) {
+        if (*s == '"' || (unsigned char) *s < 0x20 || (unsigned char) *s > 0x7e
+            || (!blanks && *s == ' '))
+        {
+            return -1;
+        }
+    }
+    return 0;
+}
+
+
+int
+eg_cred_binding_from(const char *name, const char *host, const char *header,
+    const char *tmpl, const char *env, const char *path,
+    eg_cred_binding_t *b, char *err, size_t errlen)
+{
+    char  line[EG_CRED_LINE_MAX + 1];
+    int   n;
+
+    if (eg_cred_part_ok(name, 0) != 0 || eg_cred_part_ok(host, 0) != 0
+        || eg_cred_part_ok(header, 0) != 0 || eg_cred_part_ok(env, 0) != 0
+        || eg_cred_part_ok(path, 0) != 0 || eg_cred_part_ok(tmpl, 1) != 0)
+    {
+        snprintf(err, errlen, "a part of the binding holds a '\"', a control "
+                 "byte or a blank (only the template may hold blanks)");
+        return -1;
+    }
+    n = snprintf(line, sizeof(line), "%s host=%s header=%s template=\"%s\" "
+                 "env=%s%s%s", name, host,
+                 header != NULL ? header : "Authorization", tmpl,
+                 env != NULL ? env : "VETO_AGENT_SECRET",
+                 path != NULL ? " path=" : "", path != NULL ? path : "");
+    if (n < 0 || (size_t) n >= sizeof(line)) {
+        snprintf(err, errlen, "the binding is longer than %d bytes",
+                 EG_CRED_LINE_MAX);
+        return -1;
+    }
+    if (eg_cred_binding_parse(line, b, err, errlen) != 1) {
+        if (err[0] == '\0') {
+            snprintf(err, errlen, "an empty binding");
+        }
+        return -1;
+    }
+    return 0;
+}

@@ -77,7 +77,8 @@ struct eg_conn_s {
 
     int                intercept;   /* a credential is bound to the host */
     eg_icpt_t         *icpt;        /* intercept.c, once relaying */
-    const char        *cred_name;   /* the credential used or refused */
+    char               cred_name[EG_CRED_NAME_MAX + 1];  /* the credential
+                                     * used or refused ("": none) */
     int                exfil;       /* a placeholder sent where unbound */
     unsigned           injections;
 };

@@ -28,8 +28,12 @@ json_t *eg_ctl_entries(json_t *req, const char *field, int required,
 json_t *eg_ctl_limits(json_t *req, eg_limits_t *l);
 json_t *eg_ctl_limits_json(const eg_limits_t *l);
 /* "credentials": [{name, placeholder}...], absent meaning none: each a
- * credential the proxy loaded, each placeholder well-formed and
- * distinct.  *n 0 .. EG_CRED_PER_SANDBOX. */
-json_t *eg_ctl_credentials(json_t *req, eg_cred_att_t *out, size_t *n);
+ * credential the proxy loaded, or an agent's own secret ({name,
+ * placeholder, value, host, template, header?, path?}: a name the
+ * operator's bindings do not hold), each name and placeholder distinct.
+ * *n 0 .. EG_CRED_PER_SANDBOX.  The agents' secrets not among own[0 ..
+ * *nown) are appended there (own NULL: a check only, nothing kept). */
+json_t *eg_ctl_credentials(json_t *req, eg_cred_t **own, size_t *nown,
+    eg_cred_att_t *out, size_t *n);
 
 #endif

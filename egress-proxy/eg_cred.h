@@ -26,6 +26,9 @@ typedef struct {
     char              *value;       /* NULL: refused at load */
     size_t             vlen;
     char               refused[320];
+    unsigned           agent;       /* an agent's own secret (its sandbox
+                                     * holds it; freed with it) */
+    char               agent_placeholder[EG_CRED_PLACEHOLDER_LEN + 1];
     uint64_t           injections;
     uint64_t           placeholders_refused;
 } eg_cred_t;
@@ -42,6 +45,8 @@ eg_cred_t *eg_cred_find(const char *name);
 size_t eg_cred_count(void);
 eg_cred_t *eg_cred_at(size_t i);
 void eg_cred_free_all(void);
+/* Wipes and frees an agent's own secret (eg_cred_t.agent). */
+void eg_cred_free_agent(eg_cred_t *c);
 
 /* The attachment among atts whose placeholder is in buf, or NULL. */
 const eg_cred_att_t *eg_cred_placeholder_in(const eg_cred_att_t *atts,

@@ -44,6 +44,9 @@
 #define EG_CRED_LINE_MAX        1024
 #define EG_CRED_MAX             64      /* bindings in the file */
 #define EG_CRED_PER_SANDBOX     16      /* attached to one sandbox */
+/* an agent's own secrets a sandbox keeps at once: attached, detached
+ * (16 each) and those one update hands over */
+#define EG_CRED_OWN_MAX         (3 * EG_CRED_PER_SANDBOX)
 #define EG_CRED_FILE_MAX        (256 * 1024)    /* the bindings file */
 #define EG_CRED_PLACEHOLDER_PREFIX  "veto-cred-"
 #define EG_CRED_PLACEHOLDER_LEN (sizeof(EG_CRED_PLACEHOLDER_PREFIX) - 1 + 32)
@@ -61,6 +64,16 @@ typedef struct {
  * err. */
 int eg_cred_binding_parse(const char *line, eg_cred_binding_t *b, char *err,
     size_t errlen);
+
+/* A binding from its parts (an agent's own secret, handed over the
+ * proxy's control channel): the same rules as a line of the file (header
+ * and path may be NULL: Authorization, any path; env may be NULL: an
+ * agent's binding names its variable in the helper only); a part holding
+ * '"', a blank (but the template's) or a control byte is refused.  0; or
+ * -1 with err. */
+int eg_cred_binding_from(const char *name, const char *host,
+    const char *header, const char *tmpl, const char *env, const char *path,
+    eg_cred_binding_t *b, char *err, size_t errlen);
 
 /* The bindings file's text (len bytes; a NUL byte is an error): one
  * binding a line, none named twice, at most EG_CRED_MAX, each line at most

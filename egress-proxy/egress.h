@@ -90,6 +90,10 @@ struct eg_sandbox_s {
      * sent (until the proxy restarts; they carry nothing either way) */
     eg_cred_att_t      detached[EG_CRED_PER_SANDBOX];
     size_t             ndetached;
+    /* agents' own secrets (eg_cred_t.agent), each referred to by creds or
+     * detached; a value not in creds is wiped at once (eg_ctl_own_gc) */
+    eg_cred_t         *own[EG_CRED_OWN_MAX];
+    size_t             nown;
     uint64_t           injections;          /* credential headers added */
     uint64_t           placeholders_refused;/* sent where not bound */
 
@@ -140,6 +144,9 @@ void eg_tenant_put(eg_tenant_t *t);             /* a sandbox is gone */
 int eg_sandbox_may_dial(const eg_addr_t *a, const char **why);
 /* Is host:port in sb's allowlist, or bound to a credential it holds?
  * (port 0: any port, as the DNS stub asks) */
+/* sb's agents' secrets (own): a value no attachment holds is wiped, a
+ * secret neither attached nor detached is freed; all: every one. */
+void eg_sandbox_own_gc(eg_sandbox_t *sb, int all);
 int eg_sandbox_allows(const eg_sandbox_t *sb, const char *host,
     uint16_t port);
 void eg_sandbox_refresh_local(void);

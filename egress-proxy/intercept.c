@@ -391,7 +391,7 @@ eg_icpt_head(eg_conn_t *c, size_t hl)
     ga = eg_cred_placeholder_in(sb->detached, sb->ndetached,
                                 (const char *) t->in, t->in_len);
     if (ga != NULL) {
-        c->cred_name = ga->cred->b.name;
+        snprintf(c->cred_name, sizeof(c->cred_name), "%s", ga->cred->b.name);
         c->exfil = 1;
         sb->placeholders_refused++;
         ga->cred->placeholders_refused++;
@@ -411,7 +411,8 @@ eg_icpt_head(eg_conn_t *c, size_t hl)
         }
         k = eg_ireq_find((const char *) t->in, t->in_len, needles, t->natts);
         if (k >= 0) {
-            c->cred_name = t->atts[k].cred->b.name;
+            snprintf(c->cred_name, sizeof(c->cred_name), "%s",
+                     t->atts[k].cred->b.name);
             c->exfil = 1;
             sb->placeholders_refused++;
             t->atts[k].cred->placeholders_refused++;
@@ -439,8 +440,9 @@ eg_icpt_head(eg_conn_t *c, size_t hl)
             used[i]->cred->injections++;
             sb->injections++;
             c->injections++;
-            if (c->cred_name == NULL) {
-                c->cred_name = used[i]->cred->b.name;
+            if (c->cred_name[0] == '\0') {
+                snprintf(c->cred_name, sizeof(c->cred_name), "%s",
+                         used[i]->cred->b.name);
             }
         }
     }

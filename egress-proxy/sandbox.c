@@ -9,6 +9,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <openssl/crypto.h>
+
 #include "eg_conn.h"
 #include "eg_dnsstub.h"
 #include "eg_listen.h"
@@ -83,6 +85,41 @@ eg_tenant_put(eg_tenant_t *t)
 }
 
 
+/* The agents' secrets of sb: a value no attachment holds is wiped, a
+ * secret nothing refers to is freed (all: every one, the sandbox goes). */
+void
+eg_sandbox_own_gc(eg_sandbox_t *sb, int all)
+{
+    size_t     i, j, k = 0;
+    eg_cred_t  *c;
+    int        attached, detached;
+
+    for (i = 0; i < sb->nown; i++) {
+        c = sb->own[i];
+        attached = detached = 0;
+        for (j = 0; !all && j < sb->ncreds; j++) {
+            attached |= (sb->creds[j].cred == c);
+        }
+        for (j = 0; !all && j < sb->ndetached; j++) {
+            detached |= (sb->detached[j].cred == c);
+        }
+        if (!attached && c->value != NULL) {
+            OPENSSL_cleanse(c->value, c->vlen);
+            free(c->value);
+            c->value = NULL;
+            c->vlen = 0;
+        }
+        if (!attached && !detached) {
+            eg_cred_free_agent(c);
+            continue;
+        }
+        sb->own[k++] = c;
+    }
+    sb->nown = k;
+}
+
+
+
 void
 eg_sandbox_unlink_free(eg_sandbox_t *sb, unsigned *closed_conns,
     unsigned *closed_listeners)
@@ -114,6 +151,7 @@ eg_sandbox_unlink_free(eg_sandbox_t *sb, unsigned *closed_conns,
     eg_proxy.nsandboxes--;
     eg_tenant_put(sb->tenant);
     sb->tenant = NULL;
+    eg_sandbox_own_gc(sb, 1);
     free(sb->allow);
     free(sb->ask);
     eg_loop_defer_free(sb);

@@ -685,7 +685,8 @@ vsb_egress_updated(void *data, json_t *reply, const char *why)
 
 int
 vsb_egress_sandbox_allow(vsb_sandbox_t *sb, json_t *add, json_t *creds,
-    json_t *gone, vsb_egress_done_pt done, void *data, vsb_error_t *e)
+    json_t *secret, json_t *gone, vsb_egress_done_pt done, void *data,
+    vsb_error_t *e)
 {
     vsb_egress_sb_t  *es = sb->egress;
     json_t           *list, *v, *w, *req, *atts = NULL;
@@ -720,10 +721,11 @@ vsb_egress_sandbox_allow(vsb_sandbox_t *sb, json_t *add, json_t *creds,
     }
 
     list = json_deep_copy(es->allow);
-    if (creds != NULL || gone != NULL) {
+    if (creds != NULL || gone != NULL || secret != NULL) {
         atts = json_deep_copy(es->creds);
         if (atts == NULL
             || (creds != NULL && vsb_ecred_attach(atts, creds, e) != 0)
+            || (secret != NULL && vsb_ecred_put(atts, secret, e) != 0)
             || (gone != NULL && vsb_ecred_detach(atts, gone, e) != 0))
         {
             json_decref(atts);

@@ -132,23 +132,37 @@ vsb_ecred_req(json_t *names, const char *field, json_t *attached,
 }
 
 
+/* A fresh placeholder into ph.  -1 with e. */
+static int
+vsb_ecred_placeholder(char ph[EG_CRED_PLACEHOLDER_LEN + 1], vsb_error_t *e)
+{
+    unsigned char  rnd[16];
+    size_t         k, j;
+
+    if (getrandom(rnd, sizeof(rnd), 0) != (ssize_t) sizeof(rnd)) {
+        return vsb_error_set(e, VSB_E_INTERNAL, NULL, "getrandom(): %s",
+                             strerror(errno));
+    }
+    k = (size_t) snprintf(ph, EG_CRED_PLACEHOLDER_LEN + 1, "%s",
+                          EG_CRED_PLACEHOLDER_PREFIX);
+    for (j = 0; j < sizeof(rnd); j++) {
+        k += (size_t) snprintf(ph + k, EG_CRED_PLACEHOLDER_LEN + 1 - k,
+                               "%02x", rnd[j]);
+    }
+    return 0;
+}
+
+
 int
 vsb_ecred_attach(json_t *attached, json_t *names, vsb_error_t *e)
 {
     json_t          *v;
-    size_t           i, k;
-    unsigned char    rnd[16];
+    size_t           i;
     char             ph[EG_CRED_PLACEHOLDER_LEN + 1];
 
     json_array_foreach(names, i, v) {
-        if (getrandom(rnd, sizeof(rnd), 0) != (ssize_t) sizeof(rnd)) {
-            return vsb_error_set(e, VSB_E_INTERNAL, NULL, "getrandom(): %s",
-                                 strerror(errno));
-        }
-        k = (size_t) snprintf(ph, sizeof(ph), "%s",
-                              EG_CRED_PLACEHOLDER_PREFIX);
-        for (size_t j = 0; j < sizeof(rnd); j++) {
-            k += (size_t) snprintf(ph + k, sizeof(ph) - k, "%02x", rnd[j]);
+        if (vsb_ecred_placeholder(ph, e) != 0) {
+            return -1;
         }
         if (json_array_append_new(attached, json_pack("{s:s, s:s}", "name",
                                   json_string_value(v), "placeholder", ph))
@@ -380,10 +394,11 @@ vsb_ecred_env(const char *const *base, json_t *attached)
     }
     json_array_foreach(attached, i, a) {
         b = vsb_ecred_find(json_string_value(json_object_get(a, "name")));
-        if (b == NULL) {
+        if (b == NULL && json_object_get(a, "value") == NULL) {
             continue;
         }
-        if (asprintf(&env[n++], "%s=%s", b->env,
+        if (asprintf(&env[n++], "%s=%s", b != NULL ? b->env
+                     : json_string_value(json_object_get(a, "env")),
                      json_string_value(json_object_get(a, "placeholder")))
             < 0)
         {
@@ -433,6 +448,29 @@ vsb_ecred_binding_json(const eg_cred_binding_t *b)
 }
 
 
+/* An agent's own secret as anyone may see it: its binding, never its
+ * value. */
+static json_t *
+vsb_ecred_agent_json(json_t *a)
+{
+    static const char *const  keys[] = {
+        "name", "host", "header", "template", "env", "path", NULL
+    };
+    json_t  *o = json_object(), *v;
+    size_t   i;
+
+    for (i = 0; o != NULL && keys[i] != NULL; i++) {
+        if ((v = json_object_get(a, keys[i])) != NULL) {
+            json_object_set(o, keys[i], v);
+        }
+    }
+    if (o != NULL) {
+        json_object_set_new(o, "agent", json_true());
+    }
+    return o;
+}
+
+
 json_t *
 vsb_ecred_json(json_t *attached)
 {
@@ -441,6 +479,10 @@ vsb_ecred_json(json_t *attached)
     size_t                    i;
 
     json_array_foreach(attached, i, a) {
+        if (arr != NULL && json_object_get(a, "value") != NULL) {
+            json_array_append_new(arr, vsb_ecred_agent_json(a));
+            continue;
+        }
         b = vsb_ecred_find(json_string_value(json_object_get(a, "name")));
         if (b == NULL || arr == NULL) {
             continue;
@@ -466,4 +508,170 @@ vsb_ecred_bindings_json(void)
         }
     }
     return arr;
+}
+
+
+int
+vsb_ecred_secret_req(json_t *s, vsb_error_t *e)
+{
+    static const char *const  allowed[] = {
+        "name", "value", "host", "header", "template", "env", "path", NULL
+    };
+    static const char *const  strs[] = {
+        "name", "value", "host", "header", "template", "env", "path", NULL
+    };
+    static const char         *field = "secret";
+    eg_cred_binding_t          b;
+    const char                *k, *why = NULL;
+    json_t                    *v, *name, *value;
+    size_t                     i;
+    char                       err[400];
+
+    if (!json_is_object(s)) {
+        return vsb_error_set(e, VSB_E_BAD_TYPE, field, "\"secret\" must be "
+                             "an object");
+    }
+    json_object_foreach(s, k, v) {
+        for (i = 0; allowed[i] != NULL && strcmp(allowed[i], k) != 0; i++) {
+        }
+        if (allowed[i] == NULL) {
+            return vsb_error_set(e, VSB_E_UNKNOWN_FIELD, field, "\"secret\" "
+                                 "has an unknown field \"%.32s\"", k);
+        }
+    }
+    for (i = 0; strs[i] != NULL; i++) {
+        v = json_object_get(s, strs[i]);
+        if (v != NULL && (!json_is_string(v)
+                          || strlen(json_string_value(v))
+                             != json_string_length(v)))
+        {
+            return vsb_error_set(e, VSB_E_BAD_TYPE, field, "secret.%s must "
+                                 "be a string without a NUL byte", strs[i]);
+        }
+    }
+    name = json_object_get(s, "name");
+    value = json_object_get(s, "value");
+    if (name == NULL || value == NULL || json_object_get(s, "host") == NULL
+        || json_object_get(s, "env") == NULL)
+    {
+        return vsb_error_set(e, VSB_E_MISSING_FIELD, field, "\"secret\" "
+                             "needs \"name\", \"value\", \"host\" and "
+                             "\"env\"");
+    }
+    if (!vsb_ecred_enabled()) {
+        return vsb_error_set(e, VSB_E_BAD_VALUE, field, "no credentials "
+                             "are configured on this helper "
+                             "(egress_credentials)");
+    }
+    if (!eg_cred_name_ok(json_string_value(name), json_string_length(name))) {
+        return vsb_error_set(e, VSB_E_BAD_VALUE, field, "secret.name is 1 .. "
+                             "%d bytes of [a-z0-9._-], starting with a "
+                             "letter or digit", EG_CRED_NAME_MAX);
+    }
+    if (vsb_ecred_find(json_string_value(name)) != NULL) {
+        return vsb_error_set(e, VSB_E_BAD_VALUE, field, "\"%s\" is the name "
+                             "of an operator's credential: an agent's "
+                             "secret may not take it", json_string_value(name));
+    }
+    /* never the value in an error */
+    if (eg_cred_value_ok((const unsigned char *) json_string_value(value),
+                         json_string_length(value), &why) != 0)
+    {
+        return vsb_error_set(e, VSB_E_BAD_VALUE, field, "secret.value %s",
+                             why);
+    }
+    err[0] = '\0';
+    if (eg_cred_binding_from(json_string_value(name),
+            json_string_value(json_object_get(s, "host")),
+            json_string_value(json_object_get(s, "header")),
+            json_object_get(s, "template") != NULL
+            ? json_string_value(json_object_get(s, "template"))
+            : VSB_ECRED_AGENT_TEMPLATE,
+            json_string_value(json_object_get(s, "env")),
+            json_string_value(json_object_get(s, "path")), &b, err,
+            sizeof(err)) != 0)
+    {
+        return vsb_error_set(e, VSB_E_BAD_VALUE, field, "secret: %s", err);
+    }
+    return 0;
+}
+
+
+int
+vsb_ecred_put(json_t *attached, json_t *s, vsb_error_t *e)
+{
+    static const char *const  keys[] = {
+        "name", "value", "host", "env", "path", NULL
+    };
+    const char  *name = json_string_value(json_object_get(s, "name"));
+    const char  *env = json_string_value(json_object_get(s, "env"));
+    json_t      *a, *o, *v;
+    size_t       i, at = (size_t) -1;
+    char         ph[EG_CRED_PLACEHOLDER_LEN + 1];
+    const char  *oenv;
+    const eg_cred_binding_t  *b;
+
+    json_array_foreach(attached, i, a) {
+        if (strcmp(json_string_value(json_object_get(a, "name")), name) == 0) {
+            at = i;
+            continue;
+        }
+        b = vsb_ecred_find(json_string_value(json_object_get(a, "name")));
+        oenv = b != NULL ? b->env
+               : json_string_value(json_object_get(a, "env"));
+        if (oenv != NULL && strcmp(oenv, env) == 0) {
+            return vsb_error_set(e, VSB_E_BAD_VALUE, "secret", "the variable "
+                                 "%s holds the placeholder of credential "
+                                 "\"%s\" already", env,
+                                 json_string_value(json_object_get(a,
+                                                                   "name")));
+        }
+    }
+    if (at == (size_t) -1 && json_array_size(attached) >= EG_CRED_PER_SANDBOX) {
+        return vsb_error_set(e, VSB_E_OVER_CEILING, "secret", "a sandbox "
+                             "holds at most %d credentials",
+                             EG_CRED_PER_SANDBOX);
+    }
+    if (at != (size_t) -1) {
+        /* a new value for the same name keeps the placeholder */
+        snprintf(ph, sizeof(ph), "%s", json_string_value(
+                 json_object_get(json_array_get(attached, at),
+                                 "placeholder")));
+    } else if (vsb_ecred_placeholder(ph, e) != 0) {
+        return -1;
+    }
+    o = json_pack("{s:s, s:s, s:s}", "placeholder", ph, "header",
+                  json_object_get(s, "header") != NULL
+                  ? json_string_value(json_object_get(s, "header"))
+                  : "Authorization", "template",
+                  json_object_get(s, "template") != NULL
+                  ? json_string_value(json_object_get(s, "template"))
+                  : VSB_ECRED_AGENT_TEMPLATE);
+    for (i = 0; o != NULL && keys[i] != NULL; i++) {
+        if ((v = json_object_get(s, keys[i])) != NULL) {
+            json_object_set(o, keys[i], v);
+        }
+    }
+    if (o == NULL
+        || (at != (size_t) -1 ? json_array_set_new(attached, at, o)
+                              : json_array_append_new(attached, o)) != 0)
+    {
+        return vsb_error_set(e, VSB_E_INTERNAL, NULL, "out of memory");
+    }
+    return 0;
+}
+
+
+int
+vsb_ecred_is_agent(json_t *attached, const char *name)
+{
+    json_t  *a;
+    size_t   i;
+
+    json_array_foreach(attached, i, a) {
+        if (strcmp(json_string_value(json_object_get(a, "name")), name) == 0) {
+            return json_object_get(a, "value") != NULL;
+        }
+    }
+    return 0;
 }

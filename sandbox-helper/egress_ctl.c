@@ -82,6 +82,9 @@ vsb_ectl_req_free(vsb_ectl_req_t *q)
             close(q->fds[i]);
         }
     }
+    if (q->frame != NULL) {
+        explicit_bzero(q->frame, q->len);
+    }
     free(q->frame);
     free(q);
 }
@@ -406,6 +409,7 @@ vsb_ectl_send(json_t *req, const int *fds, size_t nfds, uint64_t timeout_ms,
     s = json_dumps(req, JSON_COMPACT);
     if (s != NULL) {
         q->frame = vsb_frame_encode_head(s, strlen(s), 0, &q->len);
+        explicit_bzero(s, strlen(s));   /* may hold an agent's secret */
         free(s);
     }
     if (q->frame == NULL) {

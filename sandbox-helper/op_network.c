@@ -2,7 +2,10 @@
  * The update_network op: adds hosts to a live allowlist sandbox's
  * allowlist (the gateway sends it once a human approved them), and
  * attaches credentials ("credentials": names, vsb_egress_cred.h) or
- * detaches them ("credentials_remove": names it holds).  The proxy
+ * detaches them ("credentials_remove": names it holds, the agent's own
+ * secrets too), or attaches (or replaces) an agent's own secret
+ * ("secret": vsb_ecred_secret_req; its value never in a reply or a
+ * log line).  The proxy
  * applies the new state first; the reply comes once it did.
  */
 #include <stdlib.h>
@@ -21,9 +24,9 @@ vsb_req_update_network(json_t *root, const vsb_config_t *cf,
 {
     static const char *const  allowed[] = {
         "op", "request_id", "tenant", "agent", "id", "epoch", "add",
-        "credentials", "credentials_remove", NULL
+        "credentials", "credentials_remove", "secret", NULL
     };
-    json_t  *creds, *gone;
+    json_t  *creds, *gone, *secret;
 
     if (vsb_req_fields(root, allowed, VSB_OP_UPDATE_NETWORK, e) != 0
         || vsb_req_owner(root, "tenant", 1, &r->tenant, e) != 0
@@ -35,10 +38,20 @@ vsb_req_update_network(json_t *root, const vsb_config_t *cf,
     }
     creds = json_object_get(root, "credentials");
     gone = json_object_get(root, "credentials_remove");
-    if (r->network == NULL && creds == NULL && gone == NULL) {
+    secret = json_object_get(root, "secret");
+    if (r->network == NULL && creds == NULL && gone == NULL && secret == NULL)
+    {
         return vsb_error_set(e, VSB_E_MISSING_FIELD, "add", "\"add\" (hosts), "
                              "\"credentials\" or \"credentials_remove\" "
-                             "(names) is required");
+                             "(names) or \"secret\" is required");
+    }
+    if (secret != NULL) {
+        if (creds != NULL || gone != NULL || r->network != NULL) {
+            return vsb_error_set(e, VSB_E_BAD_VALUE, "secret", "\"secret\" "
+                                 "goes alone: an agent's secret is its own "
+                                 "change");
+        }
+        return vsb_ecred_secret_req(secret, e);
     }
     if (gone != NULL && (creds != NULL || r->network != NULL)) {
         return vsb_error_set(e, VSB_E_BAD_VALUE, "credentials_remove",
@@ -96,6 +109,10 @@ vsb_network_updated(vsb_sandbox_t *sb, void *data, const char *error,
                     json_object_set(reply, "added",
                                     json_object_get(p->root, "add"));
                 }
+                if (json_object_get(p->root, "secret") != NULL) {
+                    json_object_set(reply, "secret", json_object_get(
+                        json_object_get(p->root, "secret"), "name"));
+                }
                 if (json_object_get(p->root, "credentials") != NULL) {
                     json_object_set(reply, "attached",
                                     json_object_get(p->root, "credentials"));
@@ -113,7 +130,9 @@ vsb_network_updated(vsb_sandbox_t *sb, void *data, const char *error,
     if (error == NULL) {
         vsb_log(VSB_LOG_INFO, "sandbox %s: network %s", sb->id,
                 json_object_get(p->root, "credentials_remove") != NULL
-                ? "credentials detached" : "allowlist extended");
+                ? "credentials detached"
+                : json_object_get(p->root, "secret") != NULL
+                ? "an agent's secret attached" : "allowlist extended");
     } else {
         vsb_log(VSB_LOG_ERR, "sandbox %s: network update failed: %s",
                 sb->id, detail ? detail : error);
@@ -146,6 +165,7 @@ vsb_op_update_network(vsb_conn_t *c, json_t *root, const vsb_request_t *r,
 
     if (vsb_egress_sandbox_allow(sb, r->network,
                                  json_object_get(root, "credentials"),
+                                 json_object_get(root, "secret"),
                                  json_object_get(root, "credentials_remove"),
                                  vsb_network_updated, p, e) != 0)
     {

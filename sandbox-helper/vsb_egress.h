@@ -69,13 +69,15 @@ typedef void (*vsb_egress_done_pt)(vsb_sandbox_t *sb, void *data,
 void vsb_egress_sandbox_add(vsb_sandbox_t *sb, vsb_egress_done_pt done,
     void *data);
 /* Adds entries (validated; NULL none) to sb's allowlist, attaches
- * credentials (names, NULL none) and detaches others (gone: names it
+ * credentials (names, NULL none) or an agent's own secret (secret,
+ * vsb_ecred_secret_req; NULL none) and detaches others (gone: names it
  * holds, NULL none), in the proxy first: a detached placeholder is
  * refused there from the reply on, and the next exec's environment lacks
  * its variable (running processes keep theirs: a string that opens
  * nothing). */
 int vsb_egress_sandbox_allow(vsb_sandbox_t *sb, json_t *add, json_t *creds,
-    json_t *gone, vsb_egress_done_pt done, void *data, vsb_error_t *e);
+    json_t *secret, json_t *gone, vsb_egress_done_pt done, void *data,
+    vsb_error_t *e);
 /* Destroy: the proxy closes every socket and connection of sb (its
  * reply, or its confirmed death, says so), then the helper's copies
  * are closed.  done comes later, from the loop. */

@@ -14,6 +14,14 @@
  *
  * Attachments are JSON: [{"name", "placeholder"}...], kept in the
  * sandbox's egress state and sent with the proxy's add and update.
+ *
+ * An agent's own secret (update_network's "secret", docs/security.md
+ * "Credentials") is an attachment with its binding and value: {"name",
+ * "placeholder", "value", "host", "header", "template", "env", "path"?}.
+ * It lives in the helper's memory only (never in the state directory,
+ * an ENDED record or a log), goes to the proxy with each add and update
+ * (so a restarted proxy gets it again), and goes with the sandbox.
+ * Nothing the helper answers holds the value (vsb_ecred_json).
  */
 #ifndef VSB_EGRESS_CRED_H
 #define VSB_EGRESS_CRED_H
@@ -47,6 +55,20 @@ int vsb_ecred_attach(json_t *attached, json_t *names, vsb_error_t *e);
 int vsb_ecred_detach_req(json_t *names, json_t *attached, vsb_error_t *e);
 /* Drops the attachments of names from attached.  -1 with e. */
 int vsb_ecred_detach(json_t *attached, json_t *names, vsb_error_t *e);
+
+#define VSB_ECRED_AGENT_TEMPLATE  "Bearer {{secret}}"
+
+/* Schema of update_network's "secret": {name, value, host, env, header?,
+ * template?, path?}, the binding by the operator's rules
+ * (eg_cred_binding_from), the value printable ASCII of 1 .. 4096 bytes,
+ * the name none of the operator's.  -1 with e (never the value). */
+int vsb_ecred_secret_req(json_t *secret, vsb_error_t *e);
+/* Attaches the agent's secret (checked) to attached, or replaces the one
+ * of that name (keeping its placeholder); its variable must be no other
+ * attachment's.  -1 with e. */
+int vsb_ecred_put(json_t *attached, json_t *secret, vsb_error_t *e);
+/* Is name an agent's own secret among attached? */
+int vsb_ecred_is_agent(json_t *attached, const char *name);
 
 /* Writes the trust bundle into sb's root (at create).  -1 with e. */
 int vsb_ecred_bundle(vsb_sandbox_t *sb, vsb_error_t *e);

@@ -150,6 +150,22 @@ ngx_http_veto_sandbox_approval_step(ngx_http_request_t *r,
         return NGX_DECLINED;
     }
 
+    /* an agent's own secret is never held while a human decides: its
+     * value would have to wait in Redis */
+    if (ctx->secret != NULL) {
+        return ngx_http_veto_sandbox_policy_refuse(r, ctx, "deny:policy",
+                                   NGX_HTTP_FORBIDDEN,
+                                   "secret_needs_no_approval",
+                                   "the policy would have a human approve "
+                                   "this change, and an agent's secret is "
+                                   "never held while one decides (its value "
+                                   "would wait in the approval store); the "
+                                   "operator's policy must let it pass "
+                                   "without one", json_pack("{s:s}",
+                                                            "field",
+                                                            "secret"));
+    }
+
     ctx->needs_approval = 1;
 
     /* an exec runs with its sandbox's env too: read it first, the human

@@ -197,6 +197,9 @@ typedef struct {
 typedef struct {
     json_t                      *allow;
     json_t                      *ask;
+    ngx_array_t                 *agent_hosts; /* eg_allow_entry_t: hosts an
+                                               agent may bind a secret of
+                                               its own to; NULL: none */
 } ngx_http_veto_sandbox_cred_rule_t;
 
 
@@ -564,6 +567,11 @@ struct ngx_http_veto_sandbox_ctx_s {
                                                approve; NULL: none */
     json_t                      *cred_detach; /* credentials this request
                                                detaches (PATCH) */
+    json_t                      *secret;    /* an agent's own secret this
+                                               request attaches (PATCH), the
+                                               body's: records take name,
+                                               host and header, never the
+                                               whole (it holds the value) */
     ngx_http_veto_sandbox_helper_t helper;
 
     /* the error filter's replacement body */

@@ -508,11 +508,22 @@ ngx_http_veto_sandbox_credentials_policy(ngx_conf_t *cf, ngx_str_t *file,
 
     json_object_foreach(obj, key, v) {
 
+        if (ngx_strcmp(key, "agent_hosts") == 0) {
+            if (ngx_http_veto_sandbox_credentials_agent_hosts(cf, file, where,
+                                                              v, cred)
+                != NGX_OK)
+            {
+                return NGX_ERROR;
+            }
+
+            continue;
+        }
+
         if (ngx_strcmp(key, "allow") != 0 && ngx_strcmp(key, "ask") != 0) {
             ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
                                "\"veto_sandbox_policy\": \"%V\": %s: "
                                "credentials: unknown field \"%s\" (known: "
-                               "allow, ask)", file, where, key);
+                               "allow, ask, agent_hosts)", file, where, key);
             return NGX_ERROR;
         }
 
@@ -557,8 +568,30 @@ ngx_http_veto_sandbox_credentials_check(ngx_conf_t *cf, ngx_str_t *file,
     json_t      *v;
     const char  *n;
 
+    ngx_uint_t         k;
+    eg_allow_entry_t  *e;
+
     if (parent == NULL) {
         return NGX_OK;
+    }
+
+    if (cred->agent_hosts != NULL && cred->agent_hosts != parent->agent_hosts)
+    {
+        e = cred->agent_hosts->elts;
+
+        for (k = 0; k < cred->agent_hosts->nelts; k++) {
+            if (!ngx_http_veto_sandbox_network_covers(parent->agent_hosts,
+                                                      &e[k], 443))
+            {
+                ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                                   "\"veto_sandbox_policy\": \"%V\": %s: "
+                                   "credentials.agent_hosts[%ui] \"%s%s\" is "
+                                   "outside the tenant's "
+                                   "credentials.agent_hosts", file, where, k,
+                                   e[k].wildcard ? "*." : "", e[k].host);
+                return NGX_ERROR;
+            }
+        }
     }
 
     json_array_foreach(cred->allow, i, v) {
@@ -712,4 +745,95 @@ ngx_http_veto_sandbox_network_record(json_t *network, size_t cap)
                     json_is_true(json_object_get(network, "complete")));
 
     return out;
+}
+
+
+ngx_int_t
+ngx_http_veto_sandbox_credentials_agent_hosts(ngx_conf_t *cf,
+    ngx_str_t *file, const char *where, json_t *v,
+    ngx_http_veto_sandbox_cred_rule_t *cred)
+{
+    char               why[512];
+    size_t             i;
+    json_t            *s;
+    ngx_array_t       *a;
+    eg_allow_entry_t  *e;
+
+    if (!json_is_array(v) || json_array_size(v) > EG_ALLOW_MAX) {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                           "\"veto_sandbox_policy\": \"%V\": %s: "
+                           "credentials.agent_hosts must be an array of at "
+                           "most %d hosts (\"api.example.com\" or "
+                           "\"*.example.com\")", file, where, EG_ALLOW_MAX);
+        return NGX_ERROR;
+    }
+
+    a = ngx_array_create(cf->pool, ngx_max(json_array_size(v), 1),
+                         sizeof(eg_allow_entry_t));
+    if (a == NULL) {
+        return NGX_ERROR;
+    }
+
+    json_array_foreach(v, i, s) {
+        e = ngx_array_push(a);
+        if (e == NULL) {
+            return NGX_ERROR;
+        }
+
+        if (ngx_http_veto_sandbox_network_entry(s, e, why, sizeof(why))
+            != NGX_OK)
+        {
+            ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                               "\"veto_sandbox_policy\": \"%V\": %s: "
+                               "credentials.agent_hosts[%uz]: %s", file,
+                               where, i, why);
+            return NGX_ERROR;
+        }
+
+        if (e->port != 0 && e->port != 443) {
+            ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                               "\"veto_sandbox_policy\": \"%V\": %s: "
+                               "credentials.agent_hosts[%uz]: a secret is "
+                               "added on port 443 only: name a host without "
+                               "a port", file, where, i);
+            return NGX_ERROR;
+        }
+
+        e->port = 443;
+    }
+
+    cred->agent_hosts = a;
+
+    return NGX_OK;
+}
+
+
+ngx_int_t
+ngx_http_veto_sandbox_credentials_agent_host(
+    ngx_http_veto_sandbox_cred_rule_t *cred, json_t *host, char *why,
+    size_t whylen)
+{
+    const char        *s;
+    eg_allow_entry_t   e;
+
+    s = json_string_value(host);
+
+    if (s == NULL || json_string_length(host) == 0
+        || json_string_length(host) > EG_HOST_MAX + 2
+        || ngx_strlen(s) != json_string_length(host)
+        || ngx_strchr(s, ':') != NULL || ngx_strchr(s, '[') != NULL)
+    {
+        ngx_snprintf((u_char *) why, whylen - 1, "a DNS name or "
+                     "\"*.suffix\", without a port%Z");
+        return -1;
+    }
+
+    if (ngx_http_veto_sandbox_network_entry(host, &e, why, whylen)
+        != NGX_OK)
+    {
+        return -1;
+    }
+
+    return ngx_http_veto_sandbox_network_covers(cred->agent_hosts, &e, 443)
+           ? 1 : 0;
 }

@@ -70,6 +70,7 @@ ngx_int_t ngx_http_veto_sandbox_network_classify(ngx_pool_t *pool,
  */
 #define NGX_HTTP_VSB_CRED_NAME_MAX     64
 #define NGX_HTTP_VSB_CRED_PER_SANDBOX  16   /* the helper's ceiling */
+#define NGX_HTTP_VSB_SECRET_MAX        4096 /* an agent's secret's value */
 
 ngx_int_t ngx_http_veto_sandbox_credentials_policy(ngx_conf_t *cf,
     ngx_str_t *file, const char *where, json_t *obj,
@@ -90,6 +91,20 @@ ngx_int_t ngx_http_veto_sandbox_credentials_check(ngx_conf_t *cf,
 ngx_int_t ngx_http_veto_sandbox_credentials_classify(ngx_pool_t *pool,
     ngx_http_veto_sandbox_cred_rule_t *cred, json_t *names, json_t **ask,
     size_t *bad, char *why, size_t whylen);
+
+/*
+ * The policy's credentials.agent_hosts: hosts (exact or "*.suffix", port
+ * 443) an agent may bind a secret of its own to; an agent's within its
+ * tenant's.  agent_host() at request time: does the rule cover host (an
+ * exact name or "*.suffix", as the helper takes it)?  1 yes; 0 no; -1
+ * malformed (why says how).
+ */
+ngx_int_t ngx_http_veto_sandbox_credentials_agent_hosts(ngx_conf_t *cf,
+    ngx_str_t *file, const char *where, json_t *v,
+    ngx_http_veto_sandbox_cred_rule_t *cred);
+ngx_int_t ngx_http_veto_sandbox_credentials_agent_host(
+    ngx_http_veto_sandbox_cred_rule_t *cred, json_t *host, char *why,
+    size_t whylen);
 
 /* Is v a credential's name (a string of 1 .. 64 bytes of [a-z0-9._-],
  * starting with a letter or digit)? */

@@ -618,7 +618,9 @@ ngx_http_veto_sandbox_record_credentials(ngx_http_veto_sandbox_ctx_t *ctx,
 {
     json_t  *net;
 
-    if (ctx->cred_names == NULL && ctx->cred_detach == NULL) {
+    if (ctx->cred_names == NULL && ctx->cred_detach == NULL
+        && ctx->secret == NULL)
+    {
         return NGX_OK;
     }
 
@@ -626,6 +628,22 @@ ngx_http_veto_sandbox_record_credentials(ngx_http_veto_sandbox_ctx_t *ctx,
     if (net == NULL) {
         net = json_object_get(json_object_get(ctx->helper.json, "sandbox"),
                               "network");
+    }
+
+    /* an agent's own secret: its name, host and header, never its value */
+    if (ctx->secret
+        && json_object_set_new(d, "secret", json_pack("{s:O, s:O, s:s}",
+                                   "name", json_object_get(ctx->secret,
+                                                           "name"),
+                                   "host", json_object_get(ctx->secret,
+                                                           "host"),
+                                   "header", json_is_string(json_object_get(
+                                                 ctx->secret, "header"))
+                                   ? json_string_value(json_object_get(
+                                                 ctx->secret, "header"))
+                                   : "Authorization")) != 0)
+    {
+        return NGX_ERROR;
     }
 
     if ((ctx->cred_names

@@ -558,6 +558,148 @@ ngx_http_veto_sandbox_build_attach(ngx_http_request_t *r,
 
 
 /*
+ * PATCH /v1/sandboxes/{id} {"secret": {"name", "value", "host", "env",
+ * "header"?, "template"?, "path"?}}: an agent hands over a secret of its
+ * own for this sandbox (helper update_network's "secret").  The host
+ * must be within the policy's credentials.agent_hosts (403
+ * secret_host_not_allowed; none listed: every host is refused); the
+ * value is 1 .. 4096 bytes of printable ASCII (a control byte is 400,
+ * and no error, record or log line holds it).  The binding's other
+ * rules are the helper's (the operator's bindings' rules).
+ * ctx->secret is s (borrowed, with the body): records take its name,
+ * host and header, never the whole object.
+ * NGX_DECLINED with ctx->req, or the refusal.
+ */
+static ngx_int_t
+ngx_http_veto_sandbox_build_secret(ngx_http_request_t *r,
+    ngx_http_veto_sandbox_ctx_t *ctx, json_t *s)
+{
+    static const char *const  known[] = {
+        "name", "value", "host", "env", "header", "template", "path", NULL
+    };
+    char         why[512];
+    u_char       field[64], detail[512], *p;
+    size_t       i, len;
+    json_t      *req, *v, *name, *host, *value;
+    ngx_int_t    n;
+    const char  *key, *val;
+
+    if (!json_is_object(s)) {
+        return ngx_http_veto_sandbox_bad_field(r, "bad_type", "secret",
+                                 "\"secret\" must be {\"name\", \"value\", "
+                                 "\"host\", \"env\", \"header\"?, "
+                                 "\"template\"?, \"path\"?}");
+    }
+
+    json_object_foreach(s, key, v) {
+        for (i = 0; known[i] != NULL; i++) {
+            if (ngx_strcmp(known[i], key) == 0) {
+                break;
+            }
+        }
+
+        p = ngx_snprintf(field, sizeof(field) - 1, "secret.%s", key);
+        *p = '\0';
+
+        if (known[i] == NULL) {
+            return ngx_http_veto_sandbox_bad_field(r, "unknown_field",
+                                 (char *) field,
+                                 "\"secret\" takes name, value, host, env, "
+                                 "header, template and path");
+        }
+
+        if (!json_is_string(v)) {
+            return ngx_http_veto_sandbox_bad_field(r, "bad_type",
+                                                   (char *) field,
+                                                   "must be a string");
+        }
+    }
+
+    name = json_object_get(s, "name");
+    value = json_object_get(s, "value");
+    host = json_object_get(s, "host");
+
+    if (name == NULL || value == NULL || host == NULL
+        || json_object_get(s, "env") == NULL)
+    {
+        return ngx_http_veto_sandbox_bad_field(r, "missing_field", "secret",
+                                 "\"secret\" needs \"name\", \"value\", "
+                                 "\"host\" and \"env\"");
+    }
+
+    if (!ngx_http_veto_sandbox_credentials_name_ok(name)) {
+        return ngx_http_veto_sandbox_bad_field(r, "bad_value", "secret.name",
+                                 "a secret's name is 1 .. 64 bytes of "
+                                 "[a-z0-9._-], starting with a letter or "
+                                 "digit");
+    }
+
+    /* the value: never in an error */
+    val = json_string_value(value);
+    len = json_string_length(value);
+
+    if (len == 0 || len > NGX_HTTP_VSB_SECRET_MAX) {
+        return ngx_http_veto_sandbox_bad_field(r, "bad_value",
+                                 "secret.value", "a secret's value is 1 .. "
+                                 "4096 bytes");
+    }
+
+    for (i = 0; i < len; i++) {
+        if ((u_char) val[i] < 0x20 || (u_char) val[i] == 0x7f) {
+            return ngx_http_veto_sandbox_bad_field(r, "bad_value",
+                                 "secret.value", "a secret's value holds no "
+                                 "control byte (CR, LF, NUL, ...): it goes "
+                                 "into a header");
+        }
+
+        if ((u_char) val[i] > 0x7e) {
+            return ngx_http_veto_sandbox_bad_field(r, "bad_value",
+                                 "secret.value", "a secret's value is "
+                                 "printable ASCII");
+        }
+    }
+
+    n = ngx_http_veto_sandbox_credentials_agent_host(&ctx->rule->cred, host,
+                                                     why, sizeof(why));
+
+    if (n < 0) {
+        return ngx_http_veto_sandbox_bad_field(r, "bad_value", "secret.host",
+                                               why);
+    }
+
+    if (n == 0) {
+        ngx_snprintf(detail, sizeof(detail) - 1,
+                     "\"%s\" is not a host the policy lets this agent bind "
+                     "a secret of its own to (credentials.agent_hosts)%Z",
+                     json_string_value(host));
+
+        ctx->reason = (const char *) detail;
+
+        return ngx_http_veto_sandbox_policy_refuse(r, ctx, "deny:policy",
+                                   NGX_HTTP_FORBIDDEN,
+                                   "secret_host_not_allowed",
+                                   (char *) detail,
+                                   json_pack("{s:s, s:s, s:O}", "field",
+                                             "secret.host", "host",
+                                             json_string_value(host),
+                                             "secret", name));
+    }
+
+    req = ngx_http_veto_sandbox_req(r, ctx);
+
+    if (req == NULL || json_object_set(req, "secret", s) != 0)
+    {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+
+    ctx->secret = s;
+    ctx->req = req;
+
+    return NGX_DECLINED;
+}
+
+
+/*
  * PATCH /v1/sandboxes/{id}: {"network": {"add": [...]}} adds hosts to an
  * allowlist sandbox (helper update_network); {"ttl_s": n, "idle_s": n}
  * changes its lifetime (_lifetime.c, helper update_lifetime).  The body
@@ -584,7 +726,8 @@ ngx_http_veto_sandbox_build_update(ngx_http_request_t *r,
 
     json_object_foreach(body, key, v) {
         if (ngx_strcmp(key, "network") == 0
-            || (ngx_strcmp(key, "credentials") == 0
+            || ((ngx_strcmp(key, "credentials") == 0
+                 || ngx_strcmp(key, "secret") == 0)
                 && json_object_size(body) == 1))
         {
             continue;
@@ -597,9 +740,16 @@ ngx_http_veto_sandbox_build_update(ngx_http_request_t *r,
                                  (char *) field,
                                  "unknown field; PATCH takes {\"network\": "
                                  "{\"add\": [...]}}, {\"credentials\": "
-                                 "{\"add\" or \"remove\": [...]}} or "
+                                 "{\"add\" or \"remove\": [...]}}, "
+                                 "{\"secret\": {...}} or "
                                  "{\"ttl_s\": n, \"idle_s\": n}, one kind a "
                                  "request");
+    }
+
+    v = json_object_get(body, "secret");
+
+    if (v != NULL) {
+        return ngx_http_veto_sandbox_build_secret(r, ctx, v);
     }
 
     v = json_object_get(body, "credentials");

@@ -270,7 +270,8 @@ ngx_http_veto_sandbox_audit_append(ngx_http_veto_sandbox_redis_call_t *call,
  * value is the operator's, at the egress proxy; these are names, hosts
  * and variables): kept, not hidden, where the gateway puts them only:
  * a create's or PATCH's detail (credentials, credentials_requested,
- * credentials_needed_approval, credentials_detached), the sandbox's
+ * credentials_needed_approval, credentials_detached, credentials_agent:
+ * an agent's own secret's name, host and header), the sandbox's
  * network (credentials)
  * and an exec's network attempts (credential).  Their strings are still
  * redacted.  A workload's own key (an env variable "credentials") is
@@ -284,7 +285,8 @@ ngx_http_veto_sandbox_audit_names_credentials(const char *parent,
         return ngx_strcmp(key, "credentials") == 0
                || ngx_strcmp(key, "credentials_requested") == 0
                || ngx_strcmp(key, "credentials_needed_approval") == 0
-               || ngx_strcmp(key, "credentials_detached") == 0;
+               || ngx_strcmp(key, "credentials_detached") == 0
+               || ngx_strcmp(key, "credentials_agent") == 0;
     }
 
     if (ngx_strcmp(parent, "network") == 0) {

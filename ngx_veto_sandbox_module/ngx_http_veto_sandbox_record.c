@@ -632,7 +632,7 @@ ngx_http_veto_sandbox_record_credentials(ngx_http_veto_sandbox_ctx_t *ctx,
 
     /* an agent's own secret: its name, host and header, never its value */
     if (ctx->secret
-        && json_object_set_new(d, "secret", json_pack("{s:O, s:O, s:s}",
+        && json_object_set_new(d, "credentials_agent", json_pack("{s:O, s:O, s:s}",
                                    "name", json_object_get(ctx->secret,
                                                            "name"),
                                    "host", json_object_get(ctx->secret,

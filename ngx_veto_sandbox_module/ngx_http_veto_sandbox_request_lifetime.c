@@ -52,9 +52,11 @@ ngx_http_veto_sandbox_build_lifetime(ngx_http_request_t *r,
            || json_object_get(body, "idle_s") != NULL;
 
     if (!life && (json_object_get(body, "network") != NULL
-                  || json_object_get(body, "credentials") != NULL))
+                  || json_object_get(body, "credentials") != NULL
+                  || json_object_get(body, "secret") != NULL))
     {
-        /* network or credentials only: that needs sandbox:network */
+        /* network, credentials or an agent's secret only: that needs
+         * sandbox:network */
         return ngx_http_veto_sandbox_lifetime_scope(r, ctx,
                                                     NGX_HTTP_VSB_SCOPE_NETWORK,
                                                     5, rc)
@@ -77,10 +79,12 @@ ngx_http_veto_sandbox_build_lifetime(ngx_http_request_t *r,
         *rc = ngx_http_veto_sandbox_bad_field(r,
                                  ngx_strcmp(key, "network") == 0
                                  || ngx_strcmp(key, "credentials") == 0
+                                 || ngx_strcmp(key, "secret") == 0
                                  ? "bad_value" : "unknown_field",
                                  (char *) field,
                                  ngx_strcmp(key, "network") == 0
                                  || ngx_strcmp(key, "credentials") == 0
+                                 || ngx_strcmp(key, "secret") == 0
                                  ? "change the lifetime and the network in "
                                    "two PATCH requests: each is one decision"
                                  : ngx_strcmp(key, "extend_s") == 0

@@ -242,7 +242,7 @@ def request_seeds():
             if isinstance(obj.get('op'), str):
                 used_ops.add(obj['op'])
             used_fields.update(obj.keys())
-            for sub in ('limits', 'network'):
+            for sub in ('limits', 'network', 'secret'):
                 if isinstance(obj.get(sub), dict):
                     used_fields.update(obj[sub].keys())
         b0 = (0x21 if payload else 0x00) | (0x02 if egress_off else 0x00)
@@ -572,6 +572,22 @@ def request_seeds():
         credentials_remove=['git-deploy', 'Bad Name']))
     req('update_network-credentials-remove-with-add', owned('update_network',
         credentials_remove=['git-deploy'], add=['a.test']))
+    # an agent's own secret (its binding by the operator's rules)
+    secret = {'name': 'my-api', 'value': 'tok-0123456789abcdef',
+              'host': 'api.example.test', 'header': 'Authorization',
+              'template': 'Bearer {{secret}}', 'env': 'MY_API_TOKEN',
+              'path': '/v1/'}
+    req('update_network-secret', owned('update_network', secret=secret))
+    req('update_network-secret-crlf', owned('update_network', secret=dict(
+        secret, value='tok\r\nX-Injected: 1')))
+    req('update_network-secret-header', owned('update_network', secret=dict(
+        secret, header='Host', template='{{secret}} "q"')))
+    req('update_network-secret-unknown', owned('update_network', secret=dict(
+        secret, port=443)))
+    req('update_network-secret-with-add', owned('update_network',
+        secret=secret, add=['a.test']))
+    req('update_network-secret-string', owned('update_network',
+        secret='my-api=tok'))
     req('create-network-credentials', owned('create', network={
         'allow': [], 'credentials': ['git-deploy', 'git-deploy']}))
 

@@ -57,6 +57,10 @@
  *              [{name, loaded, injections, placeholders_refused}] and
  *              leaf_certificates
  *   CRED    = {name, placeholder}: a credential the proxy loaded
+ *             or {name, placeholder, value, host, template, header?,
+ *             env?, path?}: an agent's own secret (a name none of the
+ *             loaded ones have, the binding by the bindings file's rules;
+ *             the value wiped once no attachment holds it)
  *             (egress-proxy/eg_cred.h; unknown_credential,
  *             credential_unavailable otherwise) and "veto-cred-" with 32
  *             lower-case hex digits, at most 16 a sandbox

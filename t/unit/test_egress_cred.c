@@ -1,4 +1,5 @@
-/* Unit tests: credential bindings (the file's and the line's parsers, header and env
+/* Unit tests: credential bindings (the file's and the line's parsers, an
+ * agent's binding from its parts, header and env
  * rules, values, placeholders, host and path matching, the rendered
  * header) and the intercepted request head and chunked framing. */
 #include <setjmp.h>
@@ -349,11 +350,53 @@ test_chunked(void **state)
 }
 
 
+/* an agent's own binding, from the parts the helper and the proxy get */
+static void
+test_binding_from(void **state)
+{
+    eg_cred_binding_t  b;
+    char               err[400];
+
+    (void) state;
+    assert_int_equal(eg_cred_binding_from("my-api", "API.example.test", NULL,
+                                          "Bearer {{secret}}", "MY_TOKEN",
+                                          NULL, &b, err, sizeof(err)), 0);
+    assert_string_equal(b.host.host, "api.example.test");
+    assert_string_equal(b.header, "Authorization");
+    assert_string_equal(b.tmpl, "Bearer {{secret}}");
+    assert_string_equal(b.path, "");
+    assert_int_equal(eg_cred_binding_from("k", "*.x.test", "X-Api-Key",
+                                          "{{secret}}", NULL, "/v1/", &b,
+                                          err, sizeof(err)), 0);
+    assert_int_equal(b.host.wildcard, 1);
+    assert_string_equal(b.path, "/v1/");
+
+    /* the file's rules hold; and no part smuggles a key in */
+#define BADF(n, h, hd, t, e, p, why)                                         \
+    assert_int_equal(eg_cred_binding_from(n, h, hd, t, e, p, &b, err,       \
+                                          sizeof(err)), -1);                \
+    assert_non_null(strstr(err, why))
+    BADF("a", "a.test", "Host", "{{secret}}", "A", NULL, "header");
+    BADF("a", "a.test", "Cookie", "{{secret}}", "A", NULL, "header");
+    BADF("a", "a.test", NULL, "Bearer", "A", NULL, "exactly once");
+    BADF("a", "1.2.3.4", NULL, "{{secret}}", "A", NULL, "IP literal");
+    BADF("a", "a.test", NULL, "{{secret}}", "PATH", NULL, "env");
+    BADF("a", "a.test", NULL, "{{secret}}", "A", "v1", "path");
+    BADF("a", "a.test env=B", NULL, "{{secret}}", "A", NULL, "blank");
+    BADF("a", "a.test", NULL, "{{secret}}\" path=\"/x", "A", NULL, "'\"'");
+    BADF("a", "a.test", NULL, "{{secret}}\r\nX: 1", "A", NULL, "control");
+    BADF("Bad", "a.test", NULL, "{{secret}}", "A", NULL, "credential name");
+    BADF("", "a.test", NULL, "{{secret}}", "A", NULL, "credential name");
+#undef BADF
+}
+
+
 int
 main(void)
 {
     const struct CMUnitTest  tests[] = {
         cmocka_unit_test(test_binding),
+        cmocka_unit_test(test_binding_from),
         cmocka_unit_test(test_bindings_file),
         cmocka_unit_test(test_header_env),
         cmocka_unit_test(test_value_placeholder),

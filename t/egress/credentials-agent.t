@@ -278,8 +278,16 @@ do {
 like($dump, qr/my-api/, 'Redis was read (it names the secret)');
 unlike($dump, qr/\Q$TOKEN\E/, 'no Redis key or value holds the value');
 unlike($n->error_log . $n->access_log, qr/\Q$TOKEN\E/, "nor nginx's logs");
-unlike($n->helper->log_text, qr/\Q$TOKEN\E/, "nor the helper's log");
-unlike($e->proxy_log_text // '', qr/\Q$TOKEN\E/, "nor the proxy's log");
+for my $d ([ $sb, $agent ], [ $gsb, $globex ], [ $asb, $asked ]) {
+    ($st) = req(DELETE => "/v1/sandboxes/$d->[0]", $d->[1]);
+    is($st, 200, "delete $d->[0]");
+}
+ok(eventually("the ENDED records on disk", 20, sub { grep { $_ eq $sb } $n->helper->ended_files }),
+   'the sandbox ended: its ENDED record is on disk');
+my $hlog = $n->helper->log_text;
+like($hlog, qr/sandbox \Q$sb\E: \d+ credentials attached/,
+     "the helper's log holds the proxy's lines too");
+unlike($hlog, qr/\Q$TOKEN\E/, "nor do the helper's and the proxy's logs");
 {
     # (the sandboxes' own trees, under sb/, were searched from inside)
     my $top = $n->helper->state_dir;
@@ -294,14 +302,10 @@ unlike($e->proxy_log_text // '', qr/\Q$TOKEN\E/, "nor the proxy's log");
             $files++;
             push @held, $File::Find::name if index($t, $TOKEN) >= 0;
         } }, $top);
-    ok($files, "the helper's state directory holds files ($files)");
+    ok($files, "the helper's state directory holds files ($files), its ENDED records among them");
     is_deeply(\@held, [], "... none of them the value");
 }
 
-for my $d ([ $sb, $agent ], [ $gsb, $globex ], [ $asb, $asked ]) {
-    ($st) = req(DELETE => "/v1/sandboxes/$d->[0]", $d->[1]);
-    is($st, 200, "delete $d->[0]");
-}
 $n->stop;
 $e->finish_hosts;
 done_testing;

@@ -17,6 +17,8 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include <openssl/crypto.h>
+
 #include "eg_control.h"
 #include "eg_control_fields.h"
 #include "eg_listen.h"
@@ -676,12 +678,16 @@ eg_ctl_read(void)
         }
         if (rc == VSB_FRAME_DONE) {
             eg_ctl_request(vsb_frame_json(&eg_ctl.fp), eg_ctl.fp.json_len);
+            /* a request may carry an agent's secret: its text goes */
+            OPENSSL_cleanse(eg_ctl.fp.buf, eg_ctl.fp.json_len);
             if (!eg_ctl.open) {
+                OPENSSL_cleanse(buf, sizeof(buf));
                 return;
             }
             vsb_frame_reset(&eg_ctl.fp);
         }
     }
+    OPENSSL_cleanse(buf, sizeof(buf));
 }
 
 

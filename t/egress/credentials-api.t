@@ -81,7 +81,7 @@ $n->start_redis;
 for my $b ([ sub { $_[0]{tenants}{acme}{credentials}{allow} = ['Git Deploy'] },
              qr/tenants\.acme: credentials\.allow\[0\]: a credential name is 1 \.\. 64 bytes of \[a-z0-9\._-\]/ ],
            [ sub { $_[0]{tenants}{acme}{credentials}{hosts} = ['evil.test'] },
-             qr/tenants\.acme: credentials: unknown field "hosts" \(known: allow, ask\)/ ],
+             qr/tenants\.acme: credentials: unknown field "hosts" \(known: allow, ask, agent_hosts\)/ ],
            [ sub { $_[0]{tenants}{acme}{credentials}{allow} = 'git-deploy' },
              qr/credentials\.allow must be an array of credential names/ ],
            [ sub { $_[0]{tenants}{acme}{agents}{'agent-narrow'}{credentials}{allow} = ['other-token'] },

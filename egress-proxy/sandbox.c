@@ -119,7 +119,6 @@ eg_sandbox_own_gc(eg_sandbox_t *sb, int all)
 }
 
 
-
 void
 eg_sandbox_unlink_free(eg_sandbox_t *sb, unsigned *closed_conns,
     unsigned *closed_listeners)

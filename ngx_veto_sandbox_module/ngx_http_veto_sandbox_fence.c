@@ -180,10 +180,10 @@ ngx_http_veto_sandbox_fence_check(ngx_http_request_t *r,
 {
     json_t                              *err, *ep;
     ngx_str_t                            key;
-    const char                          *argv[4];
-    size_t                               argvlen[4];
     ngx_http_veto_sandbox_helper_t      *h;
     ngx_http_veto_sandbox_redis_call_t   call;
+
+    static const char *const  fields[] = { "gateway", "epoch", NULL };
 
     h = &ctx->helper;
 
@@ -230,20 +230,10 @@ ngx_http_veto_sandbox_fence_check(ngx_http_request_t *r,
         return NGX_OK;
     }
 
-    argv[0] = "HMGET";
-    argvlen[0] = 5;
-    argv[1] = (const char *) key.data;
-    argvlen[1] = key.len;
-    argv[2] = "gateway";
-    argvlen[2] = 7;
-    argv[3] = "epoch";
-    argvlen[3] = 5;
-
     ngx_http_veto_sandbox_waiting_call(r, ctx, &call,
                                        ngx_http_veto_sandbox_fence_reread);
 
-    if (ngx_http_veto_sandbox_redis_command(&call, 4, argv, argvlen)
-        != NGX_OK)
+    if (ngx_http_veto_sandbox_redis_hmget(&call, &key, fields) != NGX_OK)
     {
         /* Redis cannot say: what the helper has is still the truth */
         ngx_http_veto_sandbox_fence_probe(r, ctx);

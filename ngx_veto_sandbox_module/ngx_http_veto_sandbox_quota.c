@@ -312,9 +312,12 @@ ngx_int_t
 ngx_http_veto_sandbox_quota_owner(ngx_http_veto_sandbox_redis_call_t *call,
     ngx_str_t *tenant, ngx_str_t *sandbox)
 {
-    ngx_str_t    key;
-    size_t       argvlen[7];
-    const char  *argv[7];
+    ngx_str_t  key;
+
+    /* in the order ngx_http_veto_sandbox_sandbox_result() reads them */
+    static const char *const  fields[] = {
+        "agent", "env", "env_sha256", "env_dropped", "gateway", NULL
+    };
 
     if (!ngx_http_veto_sandbox_quota_valid(tenant)
         || !ngx_http_veto_sandbox_quota_valid(sandbox))
@@ -329,22 +332,7 @@ ngx_http_veto_sandbox_quota_owner(ngx_http_veto_sandbox_redis_call_t *call,
         return NGX_ERROR;
     }
 
-    argv[0] = "HMGET";
-    argvlen[0] = 5;
-    argv[1] = (const char *) key.data;
-    argvlen[1] = key.len;
-    argv[2] = "agent";
-    argvlen[2] = 5;
-    argv[3] = "env";
-    argvlen[3] = 3;
-    argv[4] = "env_sha256";
-    argvlen[4] = 10;
-    argv[5] = "env_dropped";
-    argvlen[5] = 11;
-    argv[6] = "gateway";
-    argvlen[6] = 7;
-
-    return ngx_http_veto_sandbox_redis_command(call, 7, argv, argvlen);
+    return ngx_http_veto_sandbox_redis_hmget(call, &key, fields);
 }
 
 

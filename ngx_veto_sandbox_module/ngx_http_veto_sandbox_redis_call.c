@@ -203,6 +203,32 @@ ngx_http_veto_sandbox_redis_command(ngx_http_veto_sandbox_redis_call_t *call,
 
 
 ngx_int_t
+ngx_http_veto_sandbox_redis_hmget(ngx_http_veto_sandbox_redis_call_t *call,
+    ngx_str_t *key, const char *const *fields)
+{
+    int          n;
+    size_t       argvlen[2 + NGX_HTTP_VSB_HMGET_MAX];
+    const char  *argv[2 + NGX_HTTP_VSB_HMGET_MAX];
+
+    argv[0] = "HMGET";
+    argvlen[0] = sizeof("HMGET") - 1;
+    argv[1] = (const char *) key->data;
+    argvlen[1] = key->len;
+
+    for (n = 2; *fields; fields++, n++) {
+        if (n == 2 + NGX_HTTP_VSB_HMGET_MAX) {
+            return NGX_ERROR;
+        }
+
+        argv[n] = *fields;
+        argvlen[n] = ngx_strlen(*fields);
+    }
+
+    return ngx_http_veto_sandbox_redis_command(call, n, argv, argvlen);
+}
+
+
+ngx_int_t
 ngx_http_veto_sandbox_redis_eval(ngx_http_veto_sandbox_redis_call_t *call,
     ngx_http_veto_sandbox_redis_script_t *script, int numkeys, int argc,
     const char **argv, const size_t *argvlen)

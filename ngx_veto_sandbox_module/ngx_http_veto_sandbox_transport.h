@@ -74,6 +74,14 @@ ngx_int_t ngx_http_veto_sandbox_redis_command(
     ngx_http_veto_sandbox_redis_call_t *call, int argc, const char **argv,
     const size_t *argvlen);
 
+/* HMGET key and the fields (NULL-ended, at most NGX_HTTP_VSB_HMGET_MAX):
+ * the same contract */
+#define NGX_HTTP_VSB_HMGET_MAX  8
+
+ngx_int_t ngx_http_veto_sandbox_redis_hmget(
+    ngx_http_veto_sandbox_redis_call_t *call, ngx_str_t *key,
+    const char *const *fields);
+
 /*
  * EVALSHA script->sha1 numkeys argv..., retried once as EVAL with the
  * script text when Redis answers NOSCRIPT.  argv holds the keys first,

@@ -142,9 +142,11 @@ ngx_http_veto_sandbox_where_step(ngx_http_request_t *r,
     ngx_http_veto_sandbox_ctx_t *ctx, ngx_http_veto_sandbox_redis_call_t *call)
 {
     ngx_str_t                           key, snap;
-    const char                         *argv[4];
-    size_t                              argvlen[4];
     ngx_http_veto_sandbox_main_conf_t  *mcf;
+
+    /* a snapshot's routing record; a host's lease */
+    static const char *const  snap_fields[] = { "agent", "gateway", NULL };
+    static const char *const  lease_fields[] = { "addr", "epoch", NULL };
 
     mcf = ngx_http_veto_sandbox_gate_mcf(r);
 
@@ -161,18 +163,10 @@ ngx_http_veto_sandbox_where_step(ngx_http_request_t *r,
             return NGX_HTTP_INTERNAL_SERVER_ERROR;
         }
 
-        argv[0] = "HMGET";
-        argvlen[0] = 5;
-        argv[1] = (const char *) key.data;
-        argvlen[1] = key.len;
-        argv[2] = "agent";
-        argvlen[2] = 5;
-        argv[3] = "gateway";
-        argvlen[3] = 7;
-
         ctx->step = NGX_HTTP_VSB_STEP_SNAP;
 
-        return ngx_http_veto_sandbox_redis_command(call, 4, argv, argvlen);
+        return ngx_http_veto_sandbox_redis_hmget(call, &key,
+                                         snap_fields);
     }
 
     /* a create, with routing: here, unless this host is full; a fork
@@ -238,16 +232,8 @@ ngx_http_veto_sandbox_where_step(ngx_http_request_t *r,
         return NGX_HTTP_INTERNAL_SERVER_ERROR;
     }
 
-    argv[0] = "HMGET";
-    argvlen[0] = 5;
-    argv[1] = (const char *) key.data;
-    argvlen[1] = key.len;
-    argv[2] = "addr";
-    argvlen[2] = 4;
-    argv[3] = "epoch";
-    argvlen[3] = 5;
-
-    return ngx_http_veto_sandbox_redis_command(call, 4, argv, argvlen);
+    return ngx_http_veto_sandbox_redis_hmget(call, &key,
+                                         lease_fields);
 }
 
 

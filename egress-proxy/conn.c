@@ -385,6 +385,16 @@ eg_conn_read_head(eg_conn_t *c, size_t max)
 }
 
 
+void
+eg_conn_exfil(eg_conn_t *c, eg_cred_t *cred)
+{
+    snprintf(c->cred_name, sizeof(c->cred_name), "%s", cred->b.name);
+    c->exfil = 1;
+    c->sb->placeholders_refused++;
+    cred->placeholders_refused++;
+}
+
+
 int
 eg_conn_placeholder_check(eg_conn_t *c, const unsigned char *buf,
     size_t len)
@@ -403,10 +413,7 @@ eg_conn_placeholder_check(eg_conn_t *c, const unsigned char *buf,
     if (a == NULL) {
         return 0;
     }
-    snprintf(c->cred_name, sizeof(c->cred_name), "%s", a->cred->b.name);
-    c->exfil = 1;
-    sb->placeholders_refused++;
-    a->cred->placeholders_refused++;
+    eg_conn_exfil(c, a->cred);
     eg_conn_head_done(c);
     sb->usage.attempts++;
     eg_refuse(c, 403, "refused", "the placeholder of credential %s was sent "

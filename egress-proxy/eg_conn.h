@@ -107,6 +107,11 @@ void eg_icpt_free(eg_conn_t *c);
  * exfiltration attempt) and returns -1; 0 when there is none. */
 int eg_conn_placeholder_check(eg_conn_t *c, const unsigned char *buf,
     size_t len);
+/* c carried cred's placeholder where it is not bound (or after it was
+ * detached): its record names cred as an exfiltration attempt, and the
+ * sandbox's and the credential's refusals count it.  The caller refuses
+ * c, saying which. */
+void eg_conn_exfil(eg_conn_t *c, eg_cred_t *cred);
 
 /* refuse.c: status 0 means "close without an HTTP answer" (TLS gets an
  * access_denied alert instead). */

@@ -391,10 +391,7 @@ eg_icpt_head(eg_conn_t *c, size_t hl)
     ga = eg_cred_placeholder_in(sb->detached, sb->ndetached,
                                 (const char *) t->in, t->in_len);
     if (ga != NULL) {
-        snprintf(c->cred_name, sizeof(c->cred_name), "%s", ga->cred->b.name);
-        c->exfil = 1;
-        sb->placeholders_refused++;
-        ga->cred->placeholders_refused++;
+        eg_conn_exfil(c, ga->cred);
         eg_icpt_refuse(c, 403, "the placeholder of credential %s was sent "
                        "after it was detached (%.*s): an exfiltration "
                        "attempt", c->cred_name,
@@ -411,11 +408,7 @@ eg_icpt_head(eg_conn_t *c, size_t hl)
         }
         k = eg_ireq_find((const char *) t->in, t->in_len, needles, t->natts);
         if (k >= 0) {
-            snprintf(c->cred_name, sizeof(c->cred_name), "%s",
-                     t->atts[k].cred->b.name);
-            c->exfil = 1;
-            sb->placeholders_refused++;
-            t->atts[k].cred->placeholders_refused++;
+            eg_conn_exfil(c, t->atts[k].cred);
             eg_icpt_refuse(c, 403, "the placeholder of credential %s was "
                            "sent in a request its binding does not cover "
                            "(%.*s): an exfiltration attempt", c->cred_name,

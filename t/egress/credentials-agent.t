@@ -28,7 +28,6 @@ use warnings;
 use Test::More;
 use JSON::PP ();
 use File::Find ();
-use File::Path qw(make_path);
 use lib 't/lib';
 use Eventually qw(eventually);
 use VetoEgress;
@@ -43,12 +42,9 @@ my $dir = $e->{dir};
 my $n = VetoNginx->new;
 
 # the operator's credentials: one, whose name an agent may not take
-make_path("$dir/creds/secrets");
-chmod 0700, "$dir/creds";
-$e->write_file('creds/bindings',
-    "op-token host=b.a.example.test template=\"Bearer {{secret}}\" env=OP_TOKEN\n");
-$e->write_file('creds/secrets/op-token', "operator-value-not-the-agents\n");
-chmod 0600, glob("$dir/creds/secrets/*");
+$e->write_credentials(
+    ['op-token host=b.a.example.test template="Bearer {{secret}}" env=OP_TOKEN'],
+    'op-token' => "operator-value-not-the-agents\n");
 
 my $policy = {
     version => 1,

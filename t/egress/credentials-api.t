@@ -32,7 +32,6 @@ use warnings;
 
 use Test::More;
 use JSON::PP ();
-use File::Path qw(make_path);
 use Time::HiRes qw(sleep time);
 use lib 't/lib';
 use VetoEgress;
@@ -46,17 +45,13 @@ my $dir = $e->{dir};
 my $n = VetoNginx->new;
 
 # the operator's credentials: hosts, headers and values are set here only
-make_path("$dir/creds/secrets");
-chmod 0700, "$dir/creds";
-$e->write_file('creds/bindings', join("\n",
+$e->write_credentials([
     'git-deploy host=a.example.test path=/private/ template="Bearer {{secret}}" env=GIT_TOKEN',
     'api-token host=b.a.example.test template="Bearer {{secret}}" env=API_TOKEN',
     'other-token host=a.example.test template="Bearer {{secret}}" env=OTHER_TOKEN',
-    'crlf-token host=b.a.example.test template="Bearer {{secret}}" env=CRLF_TOKEN',
-    ''));
-$e->write_file("creds/secrets/$_", "$TOKEN\n") for qw(git-deploy api-token other-token);
-$e->write_file('creds/secrets/crlf-token', "x\r\nInjected: $TOKEN\n");
-chmod 0600, glob("$dir/creds/secrets/*");
+    'crlf-token host=b.a.example.test template="Bearer {{secret}}" env=CRLF_TOKEN'],
+    (map { $_ => "$TOKEN\n" } qw(git-deploy api-token other-token)),
+    'crlf-token' => "x\r\nInjected: $TOKEN\n");
 
 my $policy = {
     version => 1,

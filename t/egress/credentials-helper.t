@@ -13,7 +13,6 @@
 use strict;
 use warnings;
 use lib 't/lib';
-use File::Path qw(make_path);
 use JSON::PP ();
 use Test::More;
 use Time::HiRes qw(time sleep);
@@ -26,19 +25,14 @@ my $e = VetoEgress->start(helper => 1, token => $TOKEN, git_root => 1);
 my $dir = $e->{dir};
 
 # the operator's credentials
-make_path("$dir/creds/secrets");
-chmod 0700, "$dir/creds";
-$e->write_file('creds/bindings', join("\n",
+# (crlf-token: a value the proxy refuses at load, attaching it is a named
+# error)
+$e->write_credentials([
     'git-deploy host=a.example.test path=/private/git/ template="Bearer {{secret}}" env=GIT_TOKEN',
     'api-token host=b.a.example.test template="Bearer {{secret}}" env=API_TOKEN',
-    'crlf-token host=c.a.example.test template="Bearer {{secret}}" env=CRLF_TOKEN',
-    ''));
-# a value the proxy refuses at load: attaching it is a named error
-$e->write_file('creds/secrets/crlf-token', "part\r\nInjected: $TOKEN\n");
-chmod 0600, "$dir/creds/secrets/crlf-token";
-$e->write_file('creds/secrets/git-deploy', "$TOKEN\n");
-$e->write_file('creds/secrets/api-token', "$TOKEN\n");
-chmod 0600, "$dir/creds/secrets/git-deploy", "$dir/creds/secrets/api-token";
+    'crlf-token host=c.a.example.test template="Bearer {{secret}}" env=CRLF_TOKEN'],
+    'crlf-token' => "part\r\nInjected: $TOKEN\n",
+    map { $_ => "$TOKEN\n" } qw(git-deploy api-token));
 
 # the private repository
 VetoEgress::must(join(' && ',

@@ -255,6 +255,24 @@ sub spawn
     return $pid;
 }
 
+# The operator's credentials as the proxy reads them (docs/operations.md,
+# "Credentials"): the bindings file of these lines, and each value in
+# secrets/NAME; the directory 0700, each value 0600.  Returns the
+# directory (the helper's egress_credentials).
+sub write_credentials
+{
+    my ($self, $bindings, %values) = @_;
+    my $d = "$self->{dir}/creds";
+    File::Path::make_path("$d/secrets");
+    chmod 0700, $d;
+    $self->write_file('creds/bindings', join("\n", @$bindings, ''));
+    for my $name (sort keys %values) {
+        $self->write_file("creds/secrets/$name", $values{$name});
+        chmod 0600, "$d/secrets/$name";
+    }
+    return $d;
+}
+
 sub write_file
 {
     my ($self, $name, $text) = @_;

@@ -122,6 +122,13 @@ ngx_http_veto_sandbox_record_update(ngx_http_request_t *r,
     ngx_http_veto_sandbox_lifetime_extend(r, ctx,
                         json_integer_value(json_object_get(j, "expires_at")));
 
+    /* a fork lives longer: so does its snapshot's routing record */
+    if (json_is_string(json_object_get(j, "from_snapshot"))) {
+        ngx_http_veto_sandbox_record_snapshot_route(r, ctx,
+                                       json_object_get(j, "from_snapshot"),
+                                       json_object_get(j, "expires_at"));
+    }
+
     detail.len = 0;
 
     d = json_pack("{s:O?, s:O?, s:O?, s:b}",

@@ -15,6 +15,7 @@
 #include "vsb_op.h"
 #include "vsb_registry.h"
 #include "vsb_sbstate.h"
+#include "vsb_snap_store.h"
 
 
 /* ---- update_lifetime ----------------------------------------------- */
@@ -132,6 +133,15 @@ vsb_op_update_lifetime(vsb_conn_t *c, json_t *root, const vsb_request_t *r,
                "created_at", (json_int_t) sb->created_at,
                "expires_at", (json_int_t) sb->expires_at,
                "active_at", (json_int_t) sb->active_at)) != 0)
+    {
+        json_decref(reply);
+        reply = NULL;
+    }
+
+    /* a fork: the gateway keeps its snapshot's routing record as long */
+    if (reply != NULL && sb->from_snap != NULL
+        && json_object_set_new(reply, "from_snapshot",
+                               json_string(sb->from_snap->id)) != 0)
     {
         json_decref(reply);
         reply = NULL;

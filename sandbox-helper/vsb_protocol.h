@@ -124,8 +124,9 @@
  *             true (status has it).
  *   update_lifetime {tenant, agent, id, ttl_s?, idle_s?}
  *                                   -> {id, ttl_s, idle_s, created_at,
- *                                       expires_at, active_at}
- *             at least one of them.  ttl_s: the new lifetime counted from
+ *                                       expires_at, active_at,
+ *                                       from_snapshot?}
+ *             at least one of them (from_snapshot: a fork's snapshot).  ttl_s: the new lifetime counted from
  *             creation (not an increment: the same request twice changes
  *             nothing), 1 .. max_ttl_s (over_ceiling, limit "ttl_s"); one
  *             that ends before now is bad_value (destroy ends a sandbox).

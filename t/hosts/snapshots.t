@@ -6,7 +6,8 @@
 # of another host is routed to the holder and the new sandbox lives there
 # (then reachable through any host, as any sandbox); get and delete asked
 # of another host are routed likewise (the delete takes the routing
-# record with it); another agent's snapshot is not found through any
+# record with it); a fork's lifetime lengthened by PATCH lengthens the
+# record's; another agent's snapshot is not found through any
 # host; the holder down (its lease ran out): a fork or a get through
 # another host is 503 snapshot_host_unavailable naming it, never a local
 # 404 (docs/api.md, "Several hosts").
@@ -109,6 +110,15 @@ is($j->{stdout}, "base\n", "... sees the snapshot's files");
     { argv => ['sh', '-c', 'echo fork > /workspace/base.txt; cat /workspace/base.txt'] });
 is($st, 200, "the fork's exec through b") or diag $b;
 is($j->{stdout}, "fork\n", '... writes its own layer');
+# the fork's lifetime lengthened (through b): the record follows it
+($st, undef, $b, $j) = $B->request(PATCH => "/v1/sandboxes/$fork", $t,
+                                   { ttl_s => 3000 });
+is($st, 200, "the fork's ttl_s lengthened through b") or diag $b;
+ok(($j->{expires_at} // 0) > $fork_until, '... it expires later') or diag $b;
+$fork_until = $j->{expires_at} // 0;
+eventually('... and so does the routing record', 5, sub {
+    my $ttl = M()->ttl($rkey);
+    abs(time + $ttl - $fork_until) <= 2 });
 
 # deletes through b: the fork (routed), the snapshot (routed, with its
 # routing record)

@@ -336,11 +336,15 @@ my $policy = {
                          ask => ['git.example.com'], default => 'none' },
             approvals => { exec_argv => ['git push*'], ttl_s => 3600 },
             quotas => { concurrent_sandboxes => 10, execs_per_minute => 120 },
+            credentials => { agent_hosts => ['api.example.com'] },
         },
     },
 };
 
 my $e = VetoEgress->start(helper => 1);
+# the demo's credentials directory: no operator secret, the proxy's CA
+# and interception on (agents' own secrets)
+my $creds = $e->write_credentials([]);
 my $n = VetoNginx->new;
 $n->{issuer} = 'veto-dev';      # the demo's; its audience is the harness's
 $n->start_redis;
@@ -350,7 +354,7 @@ $n->start_helper($e->helper_conf, max_memory_mb => 4096, max_pids => 1024,
                  max_output_bytes => 16 * 1024 * 1024, max_ttl_s => 86400,
                  default_memory_mb => 512, default_pids => 256,
                  default_disk_mb => 256, default_timeout_s => 60,
-                 default_ttl_s => 3600);
+                 default_ttl_s => 3600, egress_credentials => $creds);
 my $veto = $n->default_veto . <<"EOF";
         veto_sandbox_mcp on;
         veto_sandbox_mcp_sessions zone=veto_mcp:1m max=64 per_agent=8;

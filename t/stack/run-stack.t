@@ -5,7 +5,9 @@
 # egress (the helper runs the proxy), MCP initialize and tools/list with
 # the token it printed, /metrics in the Prometheus text format, the
 # approval page; a sandbox with network to the registry the policy it
-# wrote allows; and, when this machine reaches the npm registry (checked
+# wrote allows, and an agent's own secret in it (credentials are on: the
+# workload holds a placeholder);
+# and, when this machine reaches the npm registry (checked
 # with "npm ping" first; otherwise skipped, saying why), "npm install" of
 # a tiny project inside that sandbox.  Then SIGTERM: the script exits, and
 # no process, cgroup, mount or sandbox of it is left.  A second start with
@@ -152,6 +154,8 @@ is($s, 200, 'health answers');
 is($j->{redis}, 'up', '... Redis up');
 ok($j->{helper}{egress}{available}, '... egress available (the proxy runs)')
     or diag $b;
+like($st->{text}, qr/^  secrets +agents' own, for api\.example\.com/m,
+     'it says agents may bind their own secrets');
 
 # the page
 ($s, $h, $b) = req($st, GET => '/review/');
@@ -200,7 +204,7 @@ SKIP: {
 
 my $sb;
 SKIP: {
-    skip 'no registry configured on this machine: no allowlist sandbox', 8
+    skip 'no registry configured on this machine: no allowlist sandbox', 11
         unless @allow;
     my $host = $reg_host // $allow[0];
     ($s, $h, $b, $j) = req($st, POST => '/v1/sandboxes', $tok{TOKEN},
@@ -210,6 +214,17 @@ SKIP: {
     is_deeply($j->{network}, { allow => [$host] }, '... an allowlist of it')
         or diag $b;
     $sb = $j->{id};
+
+    # credentials are on: an agent's own secret for the demo's agent host
+    ($s, $h, $b, $j) = req($st, PATCH => "/v1/sandboxes/$sb", $tok{TOKEN},
+        { secret => { name => 'my-api', value => 'tok-run-stack-demo',
+                      host => 'api.example.com', env => 'MY_API_TOKEN' } });
+    is($s, 200, "an agent's own secret for api.example.com: 200") or diag $b;
+    ($s, $h, $b, $j) = req($st, POST => "/v1/sandboxes/$sb/exec", $tok{TOKEN},
+        { argv => ['sh', '-c', 'echo "$MY_API_TOKEN"'] });
+    like($j->{stdout} // '', qr/^veto-cred-[0-9a-f]{32}$/,
+         '... the workload holds a placeholder') or diag $b;
+    unlike($b, qr/tok-run-stack-demo/, '... never the value');
 
     my $ping = $reg_host
         ? system("timeout 15 npm ping --registry '$registry' >/dev/null 2>&1") == 0

@@ -18,9 +18,23 @@
  * the reply path every helper op takes (_reply.c), with this file's
  * record: the owner's quota slot is freed.  Every admin action is on the
  * audit stream, the admin as its agent and what it acted on in detail.
+ *
+ * The admin op group, whole: its rows (at the end), builders, run()s and
+ * record; it has no MCP tool.  A revocation's known fields are
+ * docs/openapi.json's RevocationRequest, as scripts/gen-op-fields writes
+ * them (_fields.h).  The unit tests link this file as data
+ * (NGX_HTTP_VSB_OPS_DATA_ONLY): the rows only.
  */
 
 #include "ngx_http_veto_sandbox_faces.h"
+
+
+#define NGX_HTTP_VSB_READ      (NGX_HTTP_GET|NGX_HTTP_HEAD)
+
+
+#ifndef NGX_HTTP_VSB_OPS_DATA_ONLY
+
+#include "ngx_http_veto_sandbox_fields.h"
 #include "ngx_http_veto_sandbox_quota.h"
 #include "ngx_http_veto_sandbox_revoke.h"
 
@@ -32,6 +46,11 @@
 /* a revocation is answered from Redis: without it there is none */
 static const char  ngx_http_veto_sandbox_admin_no_redis[] =
     "revocations need veto_sandbox_redis";
+
+
+static const char  *ngx_http_veto_sandbox_admin_revoke_known[] = {
+    NGX_HTTP_VSB_FIELDS_REVOKE, NULL
+};
 
 
 static void ngx_http_veto_sandbox_admin_listed(ngx_http_request_t *r,
@@ -100,14 +119,14 @@ ngx_http_veto_sandbox_admin_keep(ngx_http_request_t *r, json_t *j)
  * those issued later, until the revocation is taken back.  The body
  * becomes ctx->req, what run() writes.
  */
-ngx_int_t
+static ngx_int_t
 ngx_http_veto_sandbox_admin_build_revoke(ngx_http_request_t *r,
     ngx_http_veto_sandbox_ctx_t *ctx)
 {
-    json_t      *body, *v;
-    ngx_int_t    rc;
-    ngx_uint_t   jti;
-    const char  *k, *s;
+    json_t       *body, *v;
+    ngx_int_t     rc;
+    ngx_uint_t    jti;
+    const char   *k, *s, **f;
 
     body = ngx_http_veto_sandbox_read_json(r, &rc);
     if (body == NULL) {
@@ -115,10 +134,13 @@ ngx_http_veto_sandbox_admin_build_revoke(ngx_http_request_t *r,
     }
 
     json_object_foreach(body, k, v) {
-        if (ngx_strcmp(k, "kind") != 0 && ngx_strcmp(k, "value") != 0
-            && ngx_strcmp(k, "expires_at") != 0
-            && ngx_strcmp(k, "which") != 0 && ngx_strcmp(k, "reason") != 0)
-        {
+        for (f = ngx_http_veto_sandbox_admin_revoke_known; *f; f++) {
+            if (ngx_strcmp(k, *f) == 0) {
+                break;
+            }
+        }
+
+        if (*f == NULL) {
             return ngx_http_veto_sandbox_problem(r, NGX_HTTP_BAD_REQUEST,
                                    "unknown_field",
                                    "a revocation has kind, value, "
@@ -215,7 +237,7 @@ ngx_http_veto_sandbox_admin_build_revoke(ngx_http_request_t *r,
 
 /* the revocation routes: kind from the row's path, value from the URI
  * (the op table matched it as a key part) */
-ngx_int_t
+static ngx_int_t
 ngx_http_veto_sandbox_admin_build_key(ngx_http_request_t *r,
     ngx_http_veto_sandbox_ctx_t *ctx)
 {
@@ -246,7 +268,7 @@ ngx_http_veto_sandbox_admin_build_key(ngx_http_request_t *r,
 
 
 /* GET /v1/admin/sandboxes[?agent=]: the helper's list of the tenant */
-ngx_int_t
+static ngx_int_t
 ngx_http_veto_sandbox_admin_build_list(ngx_http_request_t *r,
     ngx_http_veto_sandbox_ctx_t *ctx)
 {
@@ -409,7 +431,7 @@ ngx_http_veto_sandbox_admin_revoked(ngx_http_request_t *r,
 }
 
 
-ngx_int_t
+static ngx_int_t
 ngx_http_veto_sandbox_admin_revoke(ngx_http_request_t *r,
     ngx_http_veto_sandbox_ctx_t *ctx)
 {
@@ -543,7 +565,7 @@ none:
 }
 
 
-ngx_int_t
+static ngx_int_t
 ngx_http_veto_sandbox_admin_revocation(ngx_http_request_t *r,
     ngx_http_veto_sandbox_ctx_t *ctx)
 {
@@ -601,7 +623,7 @@ ngx_http_veto_sandbox_admin_unrevoked(ngx_http_request_t *r,
 }
 
 
-ngx_int_t
+static ngx_int_t
 ngx_http_veto_sandbox_admin_unrevoke(ngx_http_request_t *r,
     ngx_http_veto_sandbox_ctx_t *ctx)
 {
@@ -658,7 +680,7 @@ ngx_http_veto_sandbox_admin_helper_down(ngx_http_request_t *r,
 
 
 /* DELETE /v1/admin/sandboxes/{id}: first, whose is it? */
-ngx_int_t
+static ngx_int_t
 ngx_http_veto_sandbox_admin_end(ngx_http_request_t *r,
     ngx_http_veto_sandbox_ctx_t *ctx)
 {
@@ -818,3 +840,80 @@ ngx_http_veto_sandbox_admin_record_end(ngx_http_request_t *r,
                                       json_pack("{s:O?}", "owner", owner),
                                       ok ? NGX_HTTP_OK : 0);
 }
+
+#endif /* the rows' code */
+
+
+/* ---- the group's rows (_ops.c's table) ---------------------------------- */
+
+
+/* any token and any sandbox of the admin's tenant */
+ngx_http_veto_sandbox_op_t  ngx_http_veto_sandbox_admin_ops[] = {
+
+    ngx_http_vsb_op("admin.revoke", NGX_HTTP_POST, "/v1/admin/revocations",
+                    NGX_HTTP_VSB_SCOPE_ADMIN, 0, NGX_HTTP_VSB_QUOTA_NONE,
+                    NGX_HTTP_VSB_BODY_JSON, NULL,
+                    ngx_http_veto_sandbox_admin_build_revoke,
+                    ngx_http_veto_sandbox_admin_revoke, NULL, NULL),
+
+    ngx_http_vsb_op("admin.revocation.get", NGX_HTTP_VSB_READ,
+                    "/v1/admin/revocations/jti/{key}",
+                    NGX_HTTP_VSB_SCOPE_ADMIN, 0, NGX_HTTP_VSB_QUOTA_NONE,
+                    NGX_HTTP_VSB_BODY_NONE, NULL,
+                    ngx_http_veto_sandbox_admin_build_key,
+                    ngx_http_veto_sandbox_admin_revocation, NULL, NULL),
+
+    ngx_http_vsb_op("admin.revocation.get", NGX_HTTP_VSB_READ,
+                    "/v1/admin/revocations/agent/{key}",
+                    NGX_HTTP_VSB_SCOPE_ADMIN, 0, NGX_HTTP_VSB_QUOTA_NONE,
+                    NGX_HTTP_VSB_BODY_NONE, NULL,
+                    ngx_http_veto_sandbox_admin_build_key,
+                    ngx_http_veto_sandbox_admin_revocation, NULL, NULL),
+
+    ngx_http_vsb_op("admin.unrevoke", NGX_HTTP_DELETE,
+                    "/v1/admin/revocations/jti/{key}",
+                    NGX_HTTP_VSB_SCOPE_ADMIN, 0, NGX_HTTP_VSB_QUOTA_NONE,
+                    NGX_HTTP_VSB_BODY_NONE, NULL,
+                    ngx_http_veto_sandbox_admin_build_key,
+                    ngx_http_veto_sandbox_admin_unrevoke, NULL, NULL),
+
+    ngx_http_vsb_op("admin.unrevoke", NGX_HTTP_DELETE,
+                    "/v1/admin/revocations/agent/{key}",
+                    NGX_HTTP_VSB_SCOPE_ADMIN, 0, NGX_HTTP_VSB_QUOTA_NONE,
+                    NGX_HTTP_VSB_BODY_NONE, NULL,
+                    ngx_http_veto_sandbox_admin_build_key,
+                    ngx_http_veto_sandbox_admin_unrevoke, NULL, NULL),
+
+    ngx_http_vsb_op("admin.sandbox.list", NGX_HTTP_VSB_READ,
+                    "/v1/admin/sandboxes",
+                    NGX_HTTP_VSB_SCOPE_ADMIN, 0, NGX_HTTP_VSB_QUOTA_NONE,
+                    NGX_HTTP_VSB_BODY_NONE, VSB_OP_LIST,
+                    ngx_http_veto_sandbox_admin_build_list,
+                    ngx_http_veto_sandbox_forward,
+                    ngx_http_veto_sandbox_reply_json,
+                    ngx_http_veto_sandbox_record_allowed),
+
+    /* two helper requests: the tenant's list names the owner, then the
+     * destroy (ngx_http_veto_sandbox_admin_end(), above) */
+    ngx_http_vsb_op("admin.sandbox.delete", NGX_HTTP_DELETE,
+                    "/v1/admin/sandboxes/{id}",
+                    NGX_HTTP_VSB_SCOPE_ADMIN, 0, NGX_HTTP_VSB_QUOTA_NONE,
+                    NGX_HTTP_VSB_BODY_NONE, NULL,
+                    ngx_http_veto_sandbox_build_nothing,
+                    ngx_http_veto_sandbox_admin_end, NULL, NULL),
+
+    { ngx_null_string, 0, NULL, 0, 0, 0, 0, NULL, NULL, NULL, NULL, NULL }
+};
+
+
+#if !defined(NGX_HTTP_VSB_OPS_DATA_ONLY) || defined(NGX_HTTP_VSB_OPS_TOOLS)
+
+#include "ngx_http_veto_sandbox_mcp.h"
+
+
+/* no MCP tool: the admin API is an operator's, not an agent's */
+ngx_http_veto_sandbox_mcp_tool_t  ngx_http_veto_sandbox_admin_tools[] = {
+    { NULL, NULL, NULL, NULL, NULL, NULL, NULL }
+};
+
+#endif /* the (no) MCP tools */

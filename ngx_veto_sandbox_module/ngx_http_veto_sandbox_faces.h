@@ -87,7 +87,8 @@ char *ngx_http_veto_sandbox_scope(ngx_conf_t *cf, ngx_command_t *cmd,
  */
 #define NGX_HTTP_VSB_OP_GROUPS(X)                                             \
     X(snapshots)                                                              \
-    X(execs)
+    X(execs)                                                                  \
+    X(admin)
 
 #define NGX_HTTP_VSB_OP_GROUP_ROWS(g)                                         \
     extern ngx_http_veto_sandbox_op_t  ngx_http_veto_sandbox_##g##_ops[];
@@ -197,22 +198,6 @@ ngx_int_t ngx_http_veto_sandbox_review_approve(ngx_http_request_t *r,
 ngx_int_t ngx_http_veto_sandbox_review_deny(ngx_http_request_t *r,
     ngx_http_veto_sandbox_ctx_t *ctx);
 ngx_int_t ngx_http_veto_sandbox_review_audit(ngx_http_request_t *r,
-    ngx_http_veto_sandbox_ctx_t *ctx);
-
-/* _admin.c: the admin API's builders, run()s and record */
-ngx_int_t ngx_http_veto_sandbox_admin_build_revoke(ngx_http_request_t *r,
-    ngx_http_veto_sandbox_ctx_t *ctx);
-ngx_int_t ngx_http_veto_sandbox_admin_build_key(ngx_http_request_t *r,
-    ngx_http_veto_sandbox_ctx_t *ctx);
-ngx_int_t ngx_http_veto_sandbox_admin_build_list(ngx_http_request_t *r,
-    ngx_http_veto_sandbox_ctx_t *ctx);
-ngx_int_t ngx_http_veto_sandbox_admin_revoke(ngx_http_request_t *r,
-    ngx_http_veto_sandbox_ctx_t *ctx);
-ngx_int_t ngx_http_veto_sandbox_admin_revocation(ngx_http_request_t *r,
-    ngx_http_veto_sandbox_ctx_t *ctx);
-ngx_int_t ngx_http_veto_sandbox_admin_unrevoke(ngx_http_request_t *r,
-    ngx_http_veto_sandbox_ctx_t *ctx);
-ngx_int_t ngx_http_veto_sandbox_admin_end(ngx_http_request_t *r,
     ngx_http_veto_sandbox_ctx_t *ctx);
 
 /* _metrics_gauges.c: a scrape's other parts */

@@ -18,6 +18,10 @@
     "profile", "limits", "ttl_s", "idle_s", "network", "credentials",        \
     "env", "metadata", "from_snapshot"
 
+/* POST /v1/admin/revocations (admin.revoke): the body's fields */
+#define NGX_HTTP_VSB_FIELDS_REVOKE                                           \
+    "kind", "value", "expires_at", "which", "reason"
+
 /* the MCP tool's arguments passed on as the exec body (all but background) */
 #define NGX_HTTP_VSB_MCP_FIELDS_EXEC                                         \
     "argv", "cwd", "env", "stdin", "timeout_s", "output_bytes"

@@ -47,6 +47,7 @@
 #define NGX_HTTP_VSB_OPS_TOOLS
 #include "ngx_http_veto_sandbox_snapshots.c"
 #include "ngx_http_veto_sandbox_execs.c"
+#include "ngx_http_veto_sandbox_admin.c"
 
 #include "ngx_http_veto_sandbox_hash.h"
 

@@ -35,12 +35,14 @@
  *   _op_route.c   a request's row, running a routed op: build, gate,
  *                 run; the table's check at configuration (the OpenAPI
  *                 document describes its rows)
- *   _review.c     ops answered from Redis: approvals and audit APIs
+ *   _review.c     the review op group, answered from Redis: approvals
+ *                 and audit; rows, run()s, the MCP tool approval_status
  *   _profiles.c   GET /v1/profiles: the helper's profiles the policy
  *                 allows; list_profiles
  *   _about.c      GET /v1/about: the isolation layers in force (ping)
  *   _openapi.c    GET /v1/openapi.json: the compiled-in OpenAPI document
- *   _admin.c      the admin API: revocations, any sandbox of the tenant
+ *   _admin.c      the admin op group: revocations, any sandbox of the
+ *                 tenant; rows, builders, run()s, the destroy's record
  *   _metrics.c    Prometheus metrics: the directive, the zone, the scrape
  *   _metrics_gauges.c  what a scrape adds: the helper's stats as gauges,
  *                 the webhook notifier's counters
@@ -88,6 +90,7 @@ char *ngx_http_veto_sandbox_scope(ngx_conf_t *cf, ngx_command_t *cmd,
 #define NGX_HTTP_VSB_OP_GROUPS(X)                                             \
     X(snapshots)                                                              \
     X(execs)                                                                  \
+    X(review)                                                                 \
     X(admin)
 
 #define NGX_HTTP_VSB_OP_GROUP_ROWS(g)                                         \
@@ -186,18 +189,6 @@ void ngx_http_veto_sandbox_record_archive(ngx_http_request_t *r,
 ngx_int_t ngx_http_veto_sandbox_archive_early(ngx_http_request_t *r,
     ngx_http_veto_sandbox_ctx_t *ctx);
 ngx_int_t ngx_http_veto_sandbox_archive_too_large(ngx_http_request_t *r,
-    ngx_http_veto_sandbox_ctx_t *ctx);
-
-/* _review.c: run() of the ops answered from Redis */
-ngx_int_t ngx_http_veto_sandbox_review_list(ngx_http_request_t *r,
-    ngx_http_veto_sandbox_ctx_t *ctx);
-ngx_int_t ngx_http_veto_sandbox_review_get(ngx_http_request_t *r,
-    ngx_http_veto_sandbox_ctx_t *ctx);
-ngx_int_t ngx_http_veto_sandbox_review_approve(ngx_http_request_t *r,
-    ngx_http_veto_sandbox_ctx_t *ctx);
-ngx_int_t ngx_http_veto_sandbox_review_deny(ngx_http_request_t *r,
-    ngx_http_veto_sandbox_ctx_t *ctx);
-ngx_int_t ngx_http_veto_sandbox_review_audit(ngx_http_request_t *r,
     ngx_http_veto_sandbox_ctx_t *ctx);
 
 /* _metrics_gauges.c: a scrape's other parts */

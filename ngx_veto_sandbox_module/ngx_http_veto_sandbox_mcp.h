@@ -156,9 +156,6 @@ ngx_int_t ngx_http_veto_sandbox_mcp_twin_hosts(ngx_http_request_t *r,
 ngx_int_t ngx_http_veto_sandbox_mcp_twin_lifetime(
     ngx_http_request_t *r, json_t *args,
     ngx_http_veto_sandbox_mcp_twin_t *twin, const char **why);
-ngx_int_t ngx_http_veto_sandbox_mcp_twin_approval(
-    ngx_http_request_t *r, json_t *args,
-    ngx_http_veto_sandbox_mcp_twin_t *twin, const char **why);
 /* the twins' parts, for twins of other files (_mcp_archive.c): the start
  * of a /v1/sandboxes/<id><tail> twin (the arguments all among names,
  * sandbox_id and approval_id, the method, the URI); the query
@@ -221,9 +218,6 @@ ngx_int_t ngx_http_veto_sandbox_mcp_present_lifetime(ngx_http_request_t *r,
     ngx_http_veto_sandbox_mcp_call_t *call, json_t *rest, u_char *data,
     size_t len, json_t *result);
 ngx_int_t ngx_http_veto_sandbox_mcp_present_destroyed(ngx_http_request_t *r,
-    ngx_http_veto_sandbox_mcp_call_t *call, json_t *rest, u_char *data,
-    size_t len, json_t *result);
-ngx_int_t ngx_http_veto_sandbox_mcp_present_approval(ngx_http_request_t *r,
     ngx_http_veto_sandbox_mcp_call_t *call, json_t *rest, u_char *data,
     size_t len, json_t *result);
 

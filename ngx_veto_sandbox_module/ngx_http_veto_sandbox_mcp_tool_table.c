@@ -262,20 +262,6 @@ ngx_http_veto_sandbox_mcp_tool_t  ngx_http_veto_sandbox_mcp_tools[] = {
       ngx_http_veto_sandbox_mcp_twin_destroy,
       ngx_http_veto_sandbox_mcp_present_destroyed },
 
-    { "approval_status", "Check an approval",
-      "Where an approval this agent asked for stands: pending (a human "
-      "has not decided yet), approved (retry the original call with the "
-      "same arguments plus approval_id; it can be used once), denied, "
-      "expired or consumed (already used).",
-      "{\"type\":\"object\",\"properties\":{"
-        "\"approval_id\":{\"type\":\"string\",\"pattern\":"
-        "\"^apr_[0-9a-f]{32}$\",\"description\":\"The approval_id an "
-        "\\\"approval required\\\" result gave.\"}"
-      "},\"required\":[\"approval_id\"],\"additionalProperties\":false}",
-      "{\"readOnlyHint\":true,\"openWorldHint\":false}",
-      ngx_http_veto_sandbox_mcp_twin_approval,
-      ngx_http_veto_sandbox_mcp_present_approval },
-
     { NULL, NULL, NULL, NULL, NULL, NULL, NULL }
 };
 

@@ -22,7 +22,6 @@
 
 #include "ngx_http_veto_sandbox_faces.h"
 #include "ngx_http_veto_sandbox_mcp.h"
-#include "ngx_http_veto_sandbox_approval.h"
 #include "ngx_http_veto_sandbox_fields.h"
 
 
@@ -254,10 +253,6 @@ static const char  *ngx_http_veto_sandbox_mcp_read_args[] = {
 
 static const char  *ngx_http_veto_sandbox_mcp_sandbox_args[] = {
     "sandbox_id", "approval_id", NULL
-};
-
-static const char  *ngx_http_veto_sandbox_mcp_approval_args[] = {
-    "approval_id", NULL
 };
 
 static const char  *ngx_http_veto_sandbox_mcp_hosts_args[] = {
@@ -526,48 +521,6 @@ ngx_http_veto_sandbox_mcp_twin_lifetime(ngx_http_request_t *r, json_t *args,
     json_decref(body);
 
     return rc;
-}
-
-
-/* approval_status: GET /v1/approvals/{approval} */
-ngx_int_t
-ngx_http_veto_sandbox_mcp_twin_approval(ngx_http_request_t *r, json_t *args,
-    ngx_http_veto_sandbox_mcp_twin_t *twin, const char **why)
-{
-    json_t     *v;
-    ngx_int_t   rc;
-    ngx_str_t   id;
-
-    rc = ngx_http_veto_sandbox_mcp_known(r, args,
-                               ngx_http_veto_sandbox_mcp_approval_args, why);
-    if (rc != NGX_OK) {
-        return rc;
-    }
-
-    v = json_object_get(args, "approval_id");
-
-    if (json_is_string(v)) {
-        id.data = (u_char *) json_string_value(v);
-        id.len = json_string_length(v);
-    }
-
-    if (!json_is_string(v) || !ngx_http_veto_sandbox_approval_id_valid(&id)) {
-        *why = "approval_id is required: \"apr_\" and 32 lowercase hex "
-               "digits, as an \"approval required\" result gave it";
-        return NGX_DECLINED;
-    }
-
-    ngx_http_veto_sandbox_mcp_method(twin, NGX_HTTP_GET, "GET");
-
-    twin->uri.len = sizeof("/v1/approvals/") - 1 + id.len;
-    twin->uri.data = ngx_pnalloc(r->pool, twin->uri.len);
-    if (twin->uri.data == NULL) {
-        return NGX_ERROR;
-    }
-
-    ngx_sprintf(twin->uri.data, "/v1/approvals/%V", &id);
-
-    return NGX_OK;
 }
 
 

@@ -11,9 +11,24 @@
  * (revocation); every answer needs Redis, so Redis down means 503.  Each
  * op's run() issues one command and names the answer (ctx->answer) that
  * reads its reply.
+ *
+ * The review op group, whole: its rows (approval.list, .get, .approve,
+ * .deny, audit.read), their run()s and reply readers, and the MCP tool
+ * an agent follows its own approval with (approval_status: entry, twin,
+ * presenter).  The op table (_ops.c) and the MCP tool table
+ * (_mcp_tool_table.c) take them from the arrays at the end of this file.
+ * The unit tests link it as data (NGX_HTTP_VSB_OPS_DATA_ONLY: the rows
+ * only); the MCP fuzz target adds NGX_HTTP_VSB_OPS_TOOLS for the tool.
  */
 
 #include "ngx_http_veto_sandbox_faces.h"
+
+
+#define NGX_HTTP_VSB_READ      (NGX_HTTP_GET|NGX_HTTP_HEAD)
+
+
+#ifndef NGX_HTTP_VSB_OPS_DATA_ONLY
+
 #include "ngx_http_veto_sandbox_approval.h"
 #include "ngx_http_veto_sandbox_audit.h"
 #include "ngx_http_veto_sandbox_metrics.h"
@@ -139,7 +154,7 @@ ngx_http_veto_sandbox_review_limit(ngx_http_request_t *r, ngx_uint_t def,
 
 
 /* GET /v1/approvals[?state=&limit=&cursor=] */
-ngx_int_t
+static ngx_int_t
 ngx_http_veto_sandbox_review_list(ngx_http_request_t *r,
     ngx_http_veto_sandbox_ctx_t *ctx)
 {
@@ -199,7 +214,7 @@ ngx_http_veto_sandbox_review_list(ngx_http_request_t *r,
 
 
 /* GET /v1/approvals/{id} */
-ngx_int_t
+static ngx_int_t
 ngx_http_veto_sandbox_review_get(ngx_http_request_t *r,
     ngx_http_veto_sandbox_ctx_t *ctx)
 {
@@ -274,7 +289,7 @@ ngx_http_veto_sandbox_review_decide(ngx_http_request_t *r,
 }
 
 
-ngx_int_t
+static ngx_int_t
 ngx_http_veto_sandbox_review_approve(ngx_http_request_t *r,
     ngx_http_veto_sandbox_ctx_t *ctx)
 {
@@ -282,7 +297,7 @@ ngx_http_veto_sandbox_review_approve(ngx_http_request_t *r,
 }
 
 
-ngx_int_t
+static ngx_int_t
 ngx_http_veto_sandbox_review_deny(ngx_http_request_t *r,
     ngx_http_veto_sandbox_ctx_t *ctx)
 {
@@ -291,7 +306,7 @@ ngx_http_veto_sandbox_review_deny(ngx_http_request_t *r,
 
 
 /* GET /v1/audit?agent=&sandbox=&from=&to=&limit=&cursor= */
-ngx_int_t
+static ngx_int_t
 ngx_http_veto_sandbox_review_audit(ngx_http_request_t *r,
     ngx_http_veto_sandbox_ctx_t *ctx)
 {
@@ -681,3 +696,195 @@ ngx_http_veto_sandbox_review_records(ngx_http_request_t *r,
                                                      next.len)
                                       : json_null()));
 }
+
+#endif /* the rows' code */
+
+
+#if !defined(NGX_HTTP_VSB_OPS_DATA_ONLY) || defined(NGX_HTTP_VSB_OPS_TOOLS)
+
+#include "ngx_http_veto_sandbox_approval.h"
+#include "ngx_http_veto_sandbox_mcp.h"
+
+
+/* ---- the group's MCP tool (_mcp_tool_table.c's list) -------------------- */
+
+
+static const char  *ngx_http_veto_sandbox_mcp_approval_args[] = {
+    "approval_id", NULL
+};
+
+
+/* approval_status: GET /v1/approvals/{approval} */
+static ngx_int_t
+ngx_http_veto_sandbox_mcp_twin_approval(ngx_http_request_t *r, json_t *args,
+    ngx_http_veto_sandbox_mcp_twin_t *twin, const char **why)
+{
+    json_t     *v;
+    ngx_int_t   rc;
+    ngx_str_t   id;
+
+    rc = ngx_http_veto_sandbox_mcp_known(r, args,
+                               ngx_http_veto_sandbox_mcp_approval_args, why);
+    if (rc != NGX_OK) {
+        return rc;
+    }
+
+    v = json_object_get(args, "approval_id");
+
+    if (json_is_string(v)) {
+        id.data = (u_char *) json_string_value(v);
+        id.len = json_string_length(v);
+    }
+
+    if (!json_is_string(v) || !ngx_http_veto_sandbox_approval_id_valid(&id)) {
+        *why = "approval_id is required: \"apr_\" and 32 lowercase hex "
+               "digits, as an \"approval required\" result gave it";
+        return NGX_DECLINED;
+    }
+
+    twin->method = NGX_HTTP_GET;
+    ngx_str_set(&twin->method_name, "GET");
+
+    twin->uri.len = sizeof("/v1/approvals/") - 1 + id.len;
+    twin->uri.data = ngx_pnalloc(r->pool, twin->uri.len);
+    if (twin->uri.data == NULL) {
+        return NGX_ERROR;
+    }
+
+    ngx_sprintf(twin->uri.data, "/v1/approvals/%V", &id);
+
+    return NGX_OK;
+}
+
+
+/* approval_status: the approval's record */
+static ngx_int_t
+ngx_http_veto_sandbox_mcp_present_approval(ngx_http_request_t *r,
+    ngx_http_veto_sandbox_mcp_call_t *call, json_t *rest, u_char *data,
+    size_t len, json_t *result)
+{
+    u_char      *text, *p, *last, expires[32];
+    const char  *id, *state, *action, *reason, *what;
+
+    id = json_string_value(json_object_get(rest, "id"));
+    state = json_string_value(json_object_get(rest, "state"));
+    action = json_string_value(json_object_get(rest, "action"));
+    reason = json_string_value(json_object_get(rest, "reason"));
+
+    if (id == NULL || state == NULL) {
+        return NGX_ERROR;
+    }
+
+    ngx_http_veto_sandbox_mcp_time(expires, (time_t) (json_integer_value(
+                                   json_object_get(rest, "expires_ms"))
+                                   / 1000));
+
+    what = ngx_strcmp(state, "pending") == 0
+           ? "A human has not decided yet; nothing has run. Check again "
+             "later."
+           : ngx_strcmp(state, "approved") == 0
+           ? "Call the original tool again with exactly the same arguments "
+             "plus this approval_id; it can be used once."
+           : ngx_strcmp(state, "denied") == 0
+           ? "A reviewer said no. Do not retry it; tell your user."
+           : ngx_strcmp(state, "expired") == 0
+           ? "It expired unused. Call the tool again without approval_id "
+             "to ask anew."
+           : ngx_strcmp(state, "consumed") == 0
+           ? "It was used already (one approval covers one call)."
+           : "";
+
+    text = ngx_pnalloc(r->pool, 2048);
+    if (text == NULL) {
+        return NGX_ERROR;
+    }
+
+    last = text + 2048;
+
+    p = ngx_slprintf(text, last, "Approval %s for %s is %s (%L of %L "
+                     "approvals; expires %s).", id, action ? action : "?",
+                     state,
+                     json_integer_value(json_object_get(rest, "approvals")),
+                     json_integer_value(json_object_get(rest, "threshold")),
+                     expires);
+
+    if (reason && ngx_strlen(reason) <= 1024) {
+        p = ngx_slprintf(p, last, " Reason given: %s.", reason);
+    }
+
+    p = ngx_slprintf(p, last, " %s", what);
+
+    return ngx_http_veto_sandbox_mcp_text_rest(result, (char *) text,
+                                               p - text, rest);
+}
+
+#endif /* the MCP tool's code */
+
+
+/* ---- the group's rows (_ops.c's table) ---------------------------------- */
+
+
+/* the humans' side, answered from Redis */
+ngx_http_veto_sandbox_op_t  ngx_http_veto_sandbox_review_ops[] = {
+
+    ngx_http_vsb_op("approval.list", NGX_HTTP_VSB_READ, "/v1/approvals",
+                    NGX_HTTP_VSB_SCOPE_REVIEW, 0, NGX_HTTP_VSB_QUOTA_NONE,
+                    NGX_HTTP_VSB_BODY_NONE, NULL,
+                    ngx_http_veto_sandbox_build_nothing,
+                    ngx_http_veto_sandbox_review_list, NULL, NULL),
+
+    /* reviewers, and requesters reading their own approvals */
+    ngx_http_vsb_op("approval.get", NGX_HTTP_VSB_READ,
+                    "/v1/approvals/{approval}",
+                    NGX_HTTP_VSB_SCOPE_REVIEW|NGX_HTTP_VSB_SANDBOXES, 0,
+                    NGX_HTTP_VSB_QUOTA_NONE,
+                    NGX_HTTP_VSB_BODY_NONE, NULL,
+                    ngx_http_veto_sandbox_build_nothing,
+                    ngx_http_veto_sandbox_review_get, NULL, NULL),
+
+    ngx_http_vsb_op("approval.approve", NGX_HTTP_POST,
+                    "/v1/approvals/{approval}/approve",
+                    NGX_HTTP_VSB_SCOPE_REVIEW, 0, NGX_HTTP_VSB_QUOTA_NONE,
+                    NGX_HTTP_VSB_BODY_JSON, NULL,
+                    ngx_http_veto_sandbox_build_nothing,
+                    ngx_http_veto_sandbox_review_approve, NULL, NULL),
+
+    ngx_http_vsb_op("approval.deny", NGX_HTTP_POST,
+                    "/v1/approvals/{approval}/deny",
+                    NGX_HTTP_VSB_SCOPE_REVIEW, 0, NGX_HTTP_VSB_QUOTA_NONE,
+                    NGX_HTTP_VSB_BODY_JSON, NULL,
+                    ngx_http_veto_sandbox_build_nothing,
+                    ngx_http_veto_sandbox_review_deny, NULL, NULL),
+
+    ngx_http_vsb_op("audit.read", NGX_HTTP_VSB_READ, "/v1/audit",
+                    NGX_HTTP_VSB_SCOPE_AUDIT, 0, NGX_HTTP_VSB_QUOTA_NONE,
+                    NGX_HTTP_VSB_BODY_NONE, NULL,
+                    ngx_http_veto_sandbox_build_nothing,
+                    ngx_http_veto_sandbox_review_audit, NULL, NULL),
+
+    { ngx_null_string, 0, NULL, 0, 0, 0, 0, NULL, NULL, NULL, NULL, NULL }
+};
+
+
+#if !defined(NGX_HTTP_VSB_OPS_DATA_ONLY) || defined(NGX_HTTP_VSB_OPS_TOOLS)
+
+ngx_http_veto_sandbox_mcp_tool_t  ngx_http_veto_sandbox_review_tools[] = {
+
+    { "approval_status", "Check an approval",
+      "Where an approval this agent asked for stands: pending (a human "
+      "has not decided yet), approved (retry the original call with the "
+      "same arguments plus approval_id; it can be used once), denied, "
+      "expired or consumed (already used).",
+      "{\"type\":\"object\",\"properties\":{"
+        "\"approval_id\":{\"type\":\"string\",\"pattern\":"
+        "\"^apr_[0-9a-f]{32}$\",\"description\":\"The approval_id an "
+        "\\\"approval required\\\" result gave.\"}"
+      "},\"required\":[\"approval_id\"],\"additionalProperties\":false}",
+      "{\"readOnlyHint\":true,\"openWorldHint\":false}",
+      ngx_http_veto_sandbox_mcp_twin_approval,
+      ngx_http_veto_sandbox_mcp_present_approval },
+
+    { NULL, NULL, NULL, NULL, NULL, NULL, NULL }
+};
+
+#endif /* the MCP tool */

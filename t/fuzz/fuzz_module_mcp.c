@@ -28,8 +28,10 @@
  * FUZZ-COVERS: ngx_veto_sandbox_module/ngx_http_veto_sandbox_mcp_tool_table.c:ngx_http_veto_sandbox_mcp_(tool|tool_list|tool_json)
  * FUZZ-COVERS: ngx_veto_sandbox_module/ngx_http_veto_sandbox_snapshots.c:ngx_http_veto_sandbox_mcp_twin_(snapshot|pause|resume|changes|snapshots|snapshot_delete)
  * FUZZ-COVERS: ngx_veto_sandbox_module/ngx_http_veto_sandbox_execs.c:ngx_http_veto_sandbox_mcp_twin_exec
+ * FUZZ-COVERS: ngx_veto_sandbox_module/ngx_http_veto_sandbox_review.c:ngx_http_veto_sandbox_mcp_twin_approval
  *
- * The op groups' tools (the snapshots and execs groups') come with their
+ * The op groups' tools (the snapshots, execs and review groups'; the admin
+ * group has none, its empty list comes too) come with their
  * group file, its MCP part only (NGX_HTTP_VSB_OPS_TOOLS): a change set's twin
  * has a query that reads back as the since and format the agent gave
  * ("created" and "json" when it gave none).
@@ -47,6 +49,7 @@
 #define NGX_HTTP_VSB_OPS_TOOLS
 #include "ngx_http_veto_sandbox_snapshots.c"
 #include "ngx_http_veto_sandbox_execs.c"
+#include "ngx_http_veto_sandbox_review.c"
 #include "ngx_http_veto_sandbox_admin.c"
 
 #include "ngx_http_veto_sandbox_hash.h"

@@ -13,10 +13,10 @@
  *
  * Revocations are written through the revocation store (_revoke.c), read
  * on every request by the gate; sandboxes are the helper's.  Ending
- * another agent's sandbox takes two helper requests: the tenant's list
- * names its owner, then the destroy goes as the owner's would, through
- * the reply path every helper op takes (_reply.c), with this file's
- * record: the owner's quota slot is freed.  Every admin action is on the
+ * another agent's sandbox is the helper's destroy with reason "admin" and
+ * no agent (any of the tenant's), through the reply path every helper op
+ * takes (_reply.c), with this file's record: the owner the ENDED record
+ * names gets its quota slot freed.  Every admin action is on the
  * audit stream, the admin as its agent and what it acted on in detail.
  *
  * The admin op group, whole: its rows (at the end), builders, run()s and
@@ -53,26 +53,8 @@ static const char  *ngx_http_veto_sandbox_admin_revoke_known[] = {
 };
 
 
-static void ngx_http_veto_sandbox_admin_listed(ngx_http_request_t *r,
-    ngx_http_veto_sandbox_ctx_t *ctx);
 static void ngx_http_veto_sandbox_admin_record_end(ngx_http_request_t *r,
     ngx_http_veto_sandbox_ctx_t *ctx, ngx_uint_t ok, const char *error);
-
-
-/*
- * The destroy that ends another agent's sandbox, once its owner is known:
- * not a row of the table (no route reaches it), the row the request
- * continues as after the list (ngx_http_veto_sandbox_admin_listed()).
- */
-static ngx_http_veto_sandbox_op_t  ngx_http_veto_sandbox_admin_destroy_op =
-    ngx_http_vsb_op("admin.sandbox.delete", NGX_HTTP_DELETE,
-                    "/v1/admin/sandboxes/{id}",
-                    NGX_HTTP_VSB_SCOPE_ADMIN, 0, NGX_HTTP_VSB_QUOTA_NONE,
-                    NGX_HTTP_VSB_BODY_NONE, VSB_OP_DESTROY,
-                    ngx_http_veto_sandbox_build_nothing,
-                    ngx_http_veto_sandbox_forward,
-                    ngx_http_veto_sandbox_reply_json,
-                    ngx_http_veto_sandbox_admin_record_end);
 
 
 static ngx_int_t
@@ -647,140 +629,34 @@ ngx_http_veto_sandbox_admin_unrevoke(ngx_http_request_t *r,
 }
 
 
-/* ---- ending any sandbox of the tenant: list, then destroy ---- */
+/* ---- ending any sandbox of the tenant ---------------------------------- */
 
 
-/* the helper request of an op: "op", request_id, tenant */
-static json_t *
-ngx_http_veto_sandbox_admin_req(ngx_http_request_t *r,
-    ngx_http_veto_sandbox_ctx_t *ctx, const char *op)
-{
-    u_char  rid[64], *p;
-
-    p = ngx_snprintf(rid, sizeof(rid), "%uA-%ui", r->connection->number,
-                     r->connection->requests);
-
-    return ngx_http_veto_sandbox_admin_keep(r,
-               json_pack("{s:s, s:s%, s:s%}", "op", op,
-                         "request_id", rid, (size_t) (p - rid),
-                         "tenant", ctx->tenant.data, ctx->tenant.len));
-}
-
-
+/*
+ * DELETE /v1/admin/sandboxes/{id}: the helper's destroy with reason
+ * "admin" and no agent: it ends the tenant's sandbox of that id, whoever
+ * made it (another tenant's is not found, as one that never was), and
+ * the ENDED record names its owner and says an administrator ended it.
+ */
 static ngx_int_t
-ngx_http_veto_sandbox_admin_helper_down(ngx_http_request_t *r,
-    ngx_http_veto_sandbox_ctx_t *ctx, const char *detail)
-{
-    ngx_http_veto_sandbox_audit(r, ctx, "error", "helper_unavailable", NULL,
-                                NULL, 0);
-
-    return ngx_http_veto_sandbox_problem(r, NGX_HTTP_SERVICE_UNAVAILABLE,
-                                         "helper_unavailable", detail, NULL);
-}
-
-
-/* DELETE /v1/admin/sandboxes/{id}: first, whose is it? */
-static ngx_int_t
-ngx_http_veto_sandbox_admin_end(ngx_http_request_t *r,
+ngx_http_veto_sandbox_admin_build_end(ngx_http_request_t *r,
     ngx_http_veto_sandbox_ctx_t *ctx)
 {
-    json_t     *req;
-    ngx_int_t   rc;
+    json_t  *req;
 
-    req = ngx_http_veto_sandbox_admin_req(r, ctx, VSB_OP_LIST);
-    if (req == NULL) {
-        return NGX_HTTP_INTERNAL_SERVER_ERROR;
-    }
+    req = ngx_http_veto_sandbox_req(r, ctx);
 
-    ngx_str_set(&ctx->decision, "allow");
-
-    rc = ngx_http_veto_sandbox_helper_send(r, ctx, req, NULL, 0,
-                                         ngx_http_veto_sandbox_admin_listed);
-    if (rc == NGX_OK) {
-        return NGX_DONE;
-    }
-
-    if (rc == NGX_DECLINED) {
-        return ngx_http_veto_sandbox_admin_helper_down(r, ctx,
-                                   "the sandbox helper is not reachable");
-    }
-
-    return NGX_HTTP_INTERNAL_SERVER_ERROR;
-}
-
-
-/* The tenant's list came: the sandbox's owner, then the destroy as the
- * owner's, through the helper reply path of every op. */
-static void
-ngx_http_veto_sandbox_admin_listed(ngx_http_request_t *r,
-    ngx_http_veto_sandbox_ctx_t *ctx)
-{
-    size_t       i;
-    json_t      *list, *sb, *id, *owner, *req;
-    ngx_int_t    rc;
-
-    owner = NULL;
-
-    if (ctx->helper.status != NGX_OK
-        || !json_is_true(json_object_get(ctx->helper.json, "ok")))
-    {
-        rc = ngx_http_veto_sandbox_admin_helper_down(r, ctx,
-                                   ctx->helper.error ? ctx->helper.error
-                                   : "the sandbox helper could not list "
-                                     "the tenant's sandboxes");
-        ngx_http_finalize_request(r, rc);
-        return;
-    }
-
-    list = json_object_get(ctx->helper.json, "sandboxes");
-
-    json_array_foreach(list, i, sb) {
-        id = json_object_get(sb, "id");
-
-        if (json_is_string(id) && json_string_length(id) == ctx->sandbox.len
-            && ngx_strncmp(json_string_value(id), ctx->sandbox.data,
-                           ctx->sandbox.len) == 0)
-        {
-            owner = json_object_get(sb, "agent");
-            break;
-        }
-    }
-
-    if (!json_is_string(owner)) {
-        /* another tenant's is as unknown as one that never was */
-        rc = ngx_http_veto_sandbox_problem(r, NGX_HTTP_NOT_FOUND,
-                                           "not_found", "no such sandbox",
-                                           NULL);
-        ngx_http_finalize_request(r, rc);
-        return;
-    }
-
-    req = ngx_http_veto_sandbox_admin_req(r, ctx, VSB_OP_DESTROY);
-
-    /* its ENDED record says an administrator ended it, not its owner */
     if (req == NULL
-        || json_object_set(req, "agent", owner) != 0
-        || json_object_set_new(req, "id",
-                          ngx_http_veto_sandbox_json_ngx_str(&ctx->sandbox))
-           != 0
+        || json_object_del(req, "agent") != 0
         || json_object_set_new(req, "reason", json_string(VSB_END_ADMIN))
            != 0)
     {
-        ngx_http_finalize_request(r, NGX_HTTP_INTERNAL_SERVER_ERROR);
-        return;
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
     }
-
-    /* the list's reply stays with its pool cleanup; a new exchange */
-    ngx_memzero(&ctx->helper, sizeof(ngx_http_veto_sandbox_helper_t));
 
     ctx->req = req;
-    ctx->op = &ngx_http_veto_sandbox_admin_destroy_op;
 
-    rc = ngx_http_veto_sandbox_forward(r, ctx);
-
-    if (rc != NGX_DONE) {
-        ngx_http_finalize_request(r, rc);
-    }
+    return NGX_DECLINED;
 }
 
 
@@ -807,7 +683,9 @@ ngx_http_veto_sandbox_admin_record_end(ngx_http_request_t *r,
     ngx_http_veto_sandbox_main_conf_t   *vmcf;
     ngx_http_veto_sandbox_redis_call_t   call;
 
-    owner = json_object_get(ctx->req, "agent");
+    /* the helper's ENDED record names whose it was */
+    owner = json_object_get(json_object_get(ctx->helper.json, "ended"),
+                            "agent");
 
     if (ok && json_is_string(owner)) {
         vmcf = ngx_http_get_module_main_conf(r, ngx_http_veto_sandbox_module);
@@ -893,14 +771,15 @@ ngx_http_veto_sandbox_op_t  ngx_http_veto_sandbox_admin_ops[] = {
                     ngx_http_veto_sandbox_reply_json,
                     ngx_http_veto_sandbox_record_allowed),
 
-    /* two helper requests: the tenant's list names the owner, then the
-     * destroy (ngx_http_veto_sandbox_admin_end(), above) */
+    /* the helper's destroy of any of the tenant's sandboxes */
     ngx_http_vsb_op("admin.sandbox.delete", NGX_HTTP_DELETE,
                     "/v1/admin/sandboxes/{id}",
                     NGX_HTTP_VSB_SCOPE_ADMIN, 0, NGX_HTTP_VSB_QUOTA_NONE,
-                    NGX_HTTP_VSB_BODY_NONE, NULL,
-                    ngx_http_veto_sandbox_build_nothing,
-                    ngx_http_veto_sandbox_admin_end, NULL, NULL),
+                    NGX_HTTP_VSB_BODY_NONE, VSB_OP_DESTROY,
+                    ngx_http_veto_sandbox_admin_build_end,
+                    ngx_http_veto_sandbox_forward,
+                    ngx_http_veto_sandbox_reply_json,
+                    ngx_http_veto_sandbox_admin_record_end),
 
     { ngx_null_string, 0, NULL, 0, 0, 0, 0, NULL, NULL, NULL, NULL, NULL }
 };

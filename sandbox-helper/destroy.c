@@ -303,7 +303,6 @@ vsb_req_destroy(json_t *root, const vsb_config_t *cf, vsb_request_t *r,
 
     if (vsb_req_fields(root, allowed, VSB_OP_DESTROY, e) != 0
         || vsb_req_owner(root, "tenant", 1, &r->tenant, e) != 0
-        || vsb_req_owner(root, "agent", 1, &r->agent, e) != 0
         || vsb_req_sandbox_id(root, r, e) != 0
         || vsb_req_string(root, "reason", 0, 16, &reason, e) != 0)
     {
@@ -319,7 +318,34 @@ vsb_req_destroy(json_t *root, const vsb_config_t *cf, vsb_request_t *r,
         r->admin = 1;
     }
 
-    return 0;
+    /* an administrator's destroy may name no agent: any of the tenant's */
+    return vsb_req_owner(root, "agent", !r->admin, &r->agent, e);
+}
+
+
+/* the sandbox a destroy names: its owner's, or without an agent (an
+ * administrator's) the tenant's of that id; another tenant's, or one
+ * that ended, is not found */
+static vsb_sandbox_t *
+vsb_destroy_find(const vsb_request_t *r, vsb_error_t *e)
+{
+    vsb_request_t   owned;
+    vsb_sandbox_t  *sb;
+
+    if (r->agent != NULL) {
+        return vsb_find(r, e);
+    }
+
+    sb = vsb_registry_tenant_find(r->tenant, r->id);
+    if (sb == NULL) {
+        vsb_error_set(e, VSB_E_NOT_FOUND, "id", "no sandbox %s", r->id);
+        return NULL;
+    }
+
+    owned = *r;
+    owned.agent = sb->agent;
+
+    return vsb_find(&owned, e);
 }
 
 
@@ -330,7 +356,7 @@ vsb_op_destroy(vsb_conn_t *c, json_t *root, const vsb_request_t *r,
     vsb_sandbox_t  *sb;
     vsb_pending_t  *p;
 
-    sb = vsb_find(r, e);
+    sb = vsb_destroy_find(r, e);
     if (sb == NULL) {
         vsb_conn_reply_error(c, r->request_id, e);
         return;

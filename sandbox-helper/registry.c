@@ -234,6 +234,21 @@ vsb_registry_find(const char *tenant, const char *agent, const char *id)
 
 
 vsb_sandbox_t *
+vsb_registry_tenant_find(const char *tenant, const char *id)
+{
+    vsb_sandbox_t  *sb;
+
+    sb = vsb_registry_by_id(id);
+
+    if (sb == NULL || strcmp(sb->tenant, tenant) != 0) {
+        return NULL;
+    }
+
+    return sb;
+}
+
+
+vsb_sandbox_t *
 vsb_registry_first(void)
 {
     return vsb_sandboxes;

@@ -213,13 +213,15 @@
  *             bad_path, busy.  After it (the client must drop what came):
  *             file_too_large (limit "archive_bytes"), io_error (tar could
  *             not read something: see stderr), no_space, timed_out.
- *   destroy   {tenant, agent, id, reason? ("deleted"|"admin")}
+ *   destroy   {tenant, agent?, id, reason? ("deleted"|"admin")}
  *                                   -> {id, state: "terminated",
  *                                       confirmed: {processes, cgroups,
  *                                       network, mounts, files: true},
  *                                       ended: ENDED}
  *             reason: the END reason put on record (default "deleted";
- *             "admin": an operator ended another agent's sandbox).  A
+ *             "admin": an operator ended another agent's sandbox: then
+ *             agent may be left out, and the tenant's sandbox of that id
+ *             is ended whoever made it; ENDED names its owner).  A
  *             sandbox that ended already answers the error ended; one
  *             whose termination failed is tried again.
  *             or error termination_failed with "step" naming what could

@@ -49,6 +49,9 @@ void vsb_registry_free(vsb_sandbox_t *sb);
 /* NULL unless id exists and belongs to tenant and agent. */
 vsb_sandbox_t *vsb_registry_find(const char *tenant, const char *agent,
     const char *id);
+/* NULL unless id exists and belongs to tenant, whichever agent made it
+ * (an administrator's destroy). */
+vsb_sandbox_t *vsb_registry_tenant_find(const char *tenant, const char *id);
 /* Whoever owns it (the ENDED records' bookkeeping, never a lookup for a
  * client). */
 vsb_sandbox_t *vsb_registry_get(const char *id);

@@ -457,6 +457,28 @@ is($h->destroy($id)->{state}, 'terminated', 'destroy');
        'destroy with the right epoch');
 }
 
+# --- an administrator's destroy: reason "admin" may name no agent -------
+{
+    my $ida = $h->create_ok(agent => 'a2');
+    my ($x) = $h->call({ op => 'destroy', tenant => 't1', id => $ida });
+    is("$x->{error}:$x->{field}", 'missing_field:agent',
+       'destroy without an agent, not an admin\'s: missing_field agent');
+    ($x) = $h->call({ op => 'destroy', tenant => 't2', id => $ida,
+                     reason => 'admin' });
+    is($x->{error}, 'not_found', "an admin's destroy of another tenant's: not_found");
+    ($x) = $h->call({ op => 'status', tenant => 't1', agent => 'a2', id => $ida });
+    is($x->{sandbox}{state}, 'ready', '... which lives on');
+    ($x) = $h->call({ op => 'destroy', tenant => 't1', id => $ida,
+                     reason => 'admin' }, undef, timeout => 60);
+    is($x->{state}, 'terminated', "an admin's destroy, no agent named: terminated")
+        or diag explain $x;
+    is($x->{ended}{agent}, 'a2', '... its ENDED record names the owner');
+    is($x->{ended}{end_reason}, 'admin', '... and the administrator');
+    ($x) = $h->call({ op => 'destroy', tenant => 't1', id => $ida,
+                     reason => 'admin' });
+    is($x->{error}, 'not_found', '... again: not_found');
+}
+
 # capacity
 my @ids;
 for (1 .. $h->cf('max_sandboxes')) {

@@ -22,6 +22,9 @@
 #define NGX_HTTP_VSB_FIELDS_REVOKE                                           \
     "kind", "value", "expires_at", "which", "reason"
 
+/* POST /v1/approvals/{approval}/approve (approval.approve): the body's fields */
+#define NGX_HTTP_VSB_FIELDS_DECISION  "reason"
+
 /* the MCP tool's arguments passed on as the exec body (all but background) */
 #define NGX_HTTP_VSB_MCP_FIELDS_EXEC                                         \
     "argv", "cwd", "env", "stdin", "timeout_s", "output_bytes"

@@ -32,6 +32,7 @@
 #include "ngx_http_veto_sandbox_approval.h"
 #include "ngx_http_veto_sandbox_audit.h"
 #include "ngx_http_veto_sandbox_metrics.h"
+#include "ngx_http_veto_sandbox_fields.h"
 
 
 static ngx_int_t ngx_http_veto_sandbox_review_listed(ngx_http_request_t *r,
@@ -44,6 +45,12 @@ static ngx_int_t ngx_http_veto_sandbox_review_denied(ngx_http_request_t *r,
     ngx_http_veto_sandbox_ctx_t *ctx, redisReply *reply);
 static ngx_int_t ngx_http_veto_sandbox_review_records(ngx_http_request_t *r,
     ngx_http_veto_sandbox_ctx_t *ctx, redisReply *reply);
+
+
+/* an approve's or deny's body: docs/openapi.json's Decision */
+static const char  *ngx_http_veto_sandbox_review_known[] = {
+    NGX_HTTP_VSB_FIELDS_DECISION, NULL
+};
 
 
 /* every review is answered from Redis: without it there is nothing to
@@ -260,6 +267,14 @@ ngx_http_veto_sandbox_review_decide(ngx_http_request_t *r,
     if (r->headers_in.content_length_n > 0 || r->headers_in.chunked) {
         ctx->body = ngx_http_veto_sandbox_read_json(r, &rc);
         if (ctx->body == NULL) {
+            return rc;
+        }
+
+        if (ngx_http_veto_sandbox_known_fields(r, ctx->body,
+                                          ngx_http_veto_sandbox_review_known,
+                                          &rc)
+            != NGX_OK)
+        {
             return rc;
         }
 

@@ -154,6 +154,12 @@ is_deeply($j->{approve_reasons}, { 'human-1' => $why },
 ($st, $h, $b, $j) = $n->request(POST => "/v1/approvals/$id/approve", $rev,
                                 { reason => 'x' x 1025 });
 is($st, 400, 'a reason past 1024 bytes is refused');
+for my $v (qw(approve deny)) {
+    ($st, $h, $b, $j) = $n->request(POST => "/v1/approvals/$id/$v", $rev,
+                                    { reason => 'ok', scope => 'all' });
+    is($st, 400, "$v with a field the decision does not take: 400") or diag $b;
+    is($j->{field}, 'scope', '... naming it') or diag $b;
+}
 
 my $auditor = $n->token(sub => 'auditor-1', scope => 'audit:read');
 my $rec = eventually('the approval_approved record', 10, sub {

@@ -41,7 +41,6 @@
 
 /* the latest expiry a jti revocation takes: 9999-12-31T23:59:59Z */
 #define NGX_HTTP_VSB_ADMIN_MAX_EXP    253402300799LL
-#define NGX_HTTP_VSB_ADMIN_MAX_REASON 1024
 
 /* a revocation is answered from Redis: without it there is none */
 static const char  ngx_http_veto_sandbox_admin_no_redis[] =
@@ -204,7 +203,7 @@ ngx_http_veto_sandbox_admin_build_revoke(ngx_http_request_t *r,
 
     if (v != NULL
         && (!json_is_string(v)
-            || json_string_length(v) > NGX_HTTP_VSB_ADMIN_MAX_REASON))
+            || json_string_length(v) > NGX_HTTP_VSB_REASON_MAX))
     {
         return ngx_http_veto_sandbox_admin_bad(r, "bad_value", "reason",
                                    "\"reason\" is a string of at most 1024 "

@@ -105,6 +105,9 @@ NGX_HTTP_VSB_OP_GROUPS(NGX_HTTP_VSB_OP_GROUP_ROWS)
                                 |NGX_HTTP_VSB_SCOPE_FILES                     \
                                 |NGX_HTTP_VSB_SCOPE_NETWORK)
 
+/* a human's reason (an approve, a deny, a revocation): bytes at most */
+#define NGX_HTTP_VSB_REASON_MAX  1024
+
 /* the whole table's rows at most */
 #define NGX_HTTP_VSB_MAX_OPS  96
 

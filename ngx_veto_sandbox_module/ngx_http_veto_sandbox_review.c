@@ -286,7 +286,7 @@ ngx_http_veto_sandbox_review_decide(ngx_http_request_t *r,
         }
 
         if (v != NULL) {
-            if (json_string_length(v) > 1024) {
+            if (json_string_length(v) > NGX_HTTP_VSB_REASON_MAX) {
                 return ngx_http_veto_sandbox_review_bad(r, "reason",
                                    "\"reason\" is at most 1024 bytes");
             }
@@ -823,7 +823,7 @@ ngx_http_veto_sandbox_mcp_present_approval(ngx_http_request_t *r,
                      json_integer_value(json_object_get(rest, "threshold")),
                      expires);
 
-    if (reason && ngx_strlen(reason) <= 1024) {
+    if (reason && ngx_strlen(reason) <= NGX_HTTP_VSB_REASON_MAX) {
         p = ngx_slprintf(p, last, " Reason given: %s.", reason);
     }
 

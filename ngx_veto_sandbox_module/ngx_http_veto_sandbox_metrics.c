@@ -333,8 +333,10 @@ ngx_http_veto_sandbox_metrics_handler(ngx_http_request_t *r)
 
     ctx = ngx_http_veto_sandbox_get_ctx(r);
     st = ngx_pcalloc(r->pool, sizeof(ngx_http_veto_sandbox_scrape_t));
-    req = json_pack("{s:s, s:s}", "op", VSB_OP_STATS,
-                    "request_id", "metrics");
+    /* no request_id of its own: on the worker's pipe it gets the pipe's,
+     * unique among the scrapes in flight (a fixed one, twice on the pipe,
+     * would let a reply out of step pass for the other scrape's) */
+    req = json_pack("{s:s}", "op", VSB_OP_STATS);
     cln = ngx_pool_cleanup_add(r->pool, 0);
 
     if (ctx == NULL || st == NULL || req == NULL || cln == NULL) {

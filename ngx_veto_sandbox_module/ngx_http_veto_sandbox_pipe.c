@@ -1,21 +1,24 @@
 /*
  * Pipelined helper requests (docs/helper-protocol.md, "Pipelining").
  *
- * A request whose op the helper answers at once (ping, list, status,
- * usage, profiles, exec_status), with no payload and no event frames, is
- * not given a connection of its own: each worker keeps one connection per
+ * A request whose op the helper answers at once (VSB_OPS_AT_ONCE in
+ * vsb_protocol.h), with no payload and no event frames, is not given a
+ * connection of its own: each worker keeps one connection per
  * helper (a "pipe") on which such requests are queued.  Every frame queued
  * during one turn of the event loop is written by one posted event, in one
  * send(); the helper answers them in order, and the replies are read in
  * order, each handed to the request that waits at the head of the queue.
  *
- Each frame carries a request_id which the helper echoes: the module's
+ * Each frame carries a request_id which the helper echoes: the module's
  * own ("<connection number>-<request number>", unique among the requests
  * in flight), or, for a request without one, the pipe's ("vsb-p" and a
  * sequence number).  A reply whose request_id is not the one at the head
  * of the queue (a reply out of step) fails every request on the pipe
  * with 502 and closes it, so that no request is ever answered with
- * another's reply.
+ * another's reply.  That holds only while no two requests on the pipe
+ * carry the same id: a caller that names its own must make it unique (a
+ * fixed one, twice in flight, lets a reply out of step pass as the
+ * other's).
  *
  * Failures are those of a connection of one's own, for every request on
  * the pipe at once: the helper closes the connection or dies (503, "closed
@@ -127,10 +130,12 @@ static void ngx_http_vsb_pipe_close(ngx_http_vsb_pipe_t *p);
 static void ngx_http_vsb_pipe_free(ngx_http_vsb_pipe_req_t *e);
 
 
-/* the ops the helper answers at once, without events or a payload */
+/* the ops the helper answers at once, without events or a payload: the
+ * protocol's word (an op's name is its VSB_OPS name) */
+#define NGX_HTTP_VSB_PIPE_OP(op)  #op,
+
 static const char  *ngx_http_vsb_pipe_ops[] = {
-    VSB_OP_PING, VSB_OP_LIST, VSB_OP_STATUS, VSB_OP_USAGE, VSB_OP_PROFILES,
-    VSB_OP_EXEC_STATUS, NULL
+    VSB_OPS_AT_ONCE(NGX_HTTP_VSB_PIPE_OP) NULL
 };
 
 

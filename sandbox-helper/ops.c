@@ -24,6 +24,11 @@
 static const vsb_op_t *const  vsb_ops[] = { VSB_OPS(VSB_OP_ROW) };
 static const char *const      vsb_op_names[] = { VSB_OPS(VSB_OP_NAME) };
 
+/* the ops a client may count on being answered at once */
+static const vsb_op_t *const  vsb_ops_at_once[] = {
+    VSB_OPS_AT_ONCE(VSB_OP_ROW)
+};
+
 
 int
 vsb_ops_check(char *err, size_t errlen)
@@ -39,6 +44,23 @@ vsb_ops_check(char *err, size_t errlen)
                      "\"%s\" (VSB_OP_*), a schema and a handler",
                      vsb_op_names[i], vsb_op_names[i]);
             return -1;
+        }
+    }
+
+    return 0;
+}
+
+
+static int
+vsb_ops_answers_at_once(const vsb_op_t *op)
+{
+    size_t  i;
+
+    for (i = 0; i < sizeof(vsb_ops_at_once) / sizeof(vsb_ops_at_once[0]);
+         i++)
+    {
+        if (vsb_ops_at_once[i] == op) {
+            return 1;
         }
     }
 
@@ -154,6 +176,14 @@ vsb_ops_dispatch(vsb_conn_t *c, const char *json, size_t json_len,
     }
 
     r.op->handler(c, root, &r, payload, payload_len, &e);
+
+    /* a client pipelines such an op on the word of VSB_OPS_AT_ONCE: one
+     * that answers later breaks it (its reply still comes, in order) */
+    if (!c->replied && vsb_ops_answers_at_once(r.op)) {
+        vsb_log(VSB_LOG_ERR, "connection %lu: op %s is declared answered "
+                "at once (VSB_OPS_AT_ONCE) but did not reply", c->n,
+                r.op->name);
+    }
 
     json_decref(root);
 }

@@ -583,6 +583,21 @@
     X(snapshot_list) X(snapshot_get) X(snapshot_delete) X(pause)            \
     X(resume) X(changes)
 
+/*
+ * The ops answered at once: the helper replies while it handles the
+ * frame (no reply later, no event frame, no payload either way), so a
+ * client may pipeline them and have their replies in one write
+ * (docs/helper-protocol.md, "Pipelining").  The other ops may answer
+ * later (a process, a worker, the egress proxy) or carry a payload.  The
+ * helper logs, as a bug, an op listed here whose handler returned
+ * without a reply (ops.c); the nginx module pipelines exactly these
+ * (its _pipe.c).  Each is an op of VSB_OPS (ops.c fails to link
+ * otherwise).
+ */
+#define VSB_OPS_AT_ONCE(X)                                                  \
+    X(ping) X(status) X(list) X(profiles) X(exec_status) X(stats)          \
+    X(ended) X(usage)
+
 #define VSB_OP_PING               "ping"
 #define VSB_OP_CREATE             "create"
 #define VSB_OP_STATUS             "status"

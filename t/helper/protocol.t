@@ -1,6 +1,8 @@
 # The wire: peer credentials, malformed frames (each gets its named error
-# and the helper keeps serving), strict schemas, and ceilings that refuse
-# (never clamp) oversize requests.
+# and the helper keeps serving), strict schemas, ceilings that refuse
+# (never clamp) oversize requests, and pipelining: replies in order, and
+# every op vsb_protocol.h declares answered at once (as the docs name
+# them) answered so.
 use strict;
 use warnings;
 use Test::More;
@@ -279,6 +281,52 @@ still_serving('an oversize payload');
     my ($again) = $h->call({ op => 'ping', request_id => 'after' }, undef,
                            sock => $s, timeout => 10);
     is($again->{request_id}, 'after', 'the connection serves on after them');
+
+    # every op the protocol declares answered at once (VSB_OPS_AT_ONCE in
+    # vsb_protocol.h, which the gateway pipelines; docs/helper-protocol.md
+    # names the same), pipelined: each answered in order, without a
+    # payload, and none is one the helper finds did not reply at once
+    {
+        open(my $fh, '<', 'sandbox-helper/vsb_protocol.h') or die "$!";
+        my $hdr = do { local $/; <$fh> };
+        my ($list) = $hdr =~ /#define VSB_OPS_AT_ONCE\(X\)((?:[^\n]*\\\n)*[^\n]*)/;
+        my @at_once = ($list // '') =~ /X\((\w+)\)/g;
+        open($fh, '<', 'docs/helper-protocol.md') or die "$!";
+        my $doc = do { local $/; <$fh> };
+        my ($named) = $doc =~ /`VSB_OPS_AT_ONCE` in `vsb_protocol.h` declares:((?:\s*`\w+`[,;])+)/;
+        is(join(',', sort(($named // '') =~ /`(\w+)`/g)),
+           join(',', sort @at_once),
+           'docs/helper-protocol.md names the ops VSB_OPS_AT_ONCE declares')
+            or diag "header: @at_once";
+        my %req = (
+            ping        => { op => 'ping' },
+            status      => { op => 'status', tenant => 't1', agent => 'a1', id => $idp },
+            list        => { op => 'list', tenant => 't1' },
+            profiles    => { op => 'profiles' },
+            exec_status => { op => 'exec_status', tenant => 't1', agent => 'a1',
+                             id => $idp, exec => 'ex-0000000000000000' },
+            stats       => { op => 'stats' },
+            ended       => { op => 'ended' },
+            usage       => { op => 'usage', tenant => 't1', agent => 'a1', id => $idp },
+        );
+        my @ops = grep { $req{$_} } @at_once;
+        is(scalar(@ops), scalar(@at_once), 'a request for each of them here')
+            or diag "@at_once";
+        my $ps = $h->connect;
+        VetoTest::write_all($ps, join('', map {
+            VetoTest::frame({ %{ $req{$_} }, request_id => "at-$_" }) } @ops));
+        my @r = map { [ VetoTest::recv_frame($ps, 20) ] } @ops;
+        close $ps;
+        is(join(',', map { $_->[0] ? $_->[0]{request_id} // '?' : '<none>' } @r),
+           join(',', map { "at-$_" } @ops),
+           scalar(@ops) . ' ops answered at once, pipelined: replies in order');
+        is(scalar(grep { length($_->[1] // '') } @r), 0, '... none with a payload');
+        is(scalar(grep { $_->[0] && $_->[0]{ok} } @r), scalar(@ops) - 1,
+           '... each ok but the exec_status of no such exec')
+            or diag explain [ map { $_->[0] } @r ];
+        unlike($h->log_text, qr/declared answered at once/,
+               '... and the helper found each answered at once');
+    }
 
     # an op that answers later (an exec) between quick ones: the frame
     # after it is read once it has answered, and the order holds

@@ -4,7 +4,9 @@
 # (routes and decisions, approvals by state, helper and exec latency, the
 # token cache, Redis and helper errors) and are shared by the workers; the
 # helper's own figures come from its stats op, and a scrape still answers
-# with the helper slow, stopped or answering garbage (up 0); allow/deny
+# with the helper slow, stopped or answering garbage (up 0); two scrapes
+# at once share the worker's pipe under request ids of their own, so that
+# a helper answering them crossed is caught (up 0); allow/deny
 # restrict the location; nginx -t refuses a metrics location it could not
 # serve.  Real nginx (two workers), Redis and helper; a fake helper on a
 # unix socket for the garbage and for exec results with network attempts.
@@ -585,6 +587,105 @@ is(scalar(grep { /route="mcp"/ && $m->{$_} - v($base, $_) == 1 } keys %$m), 1,
 kill 'KILL', $fpid;
 waitpid $fpid, 0;
 $f->stop;
+
+# ---- two scrapes at once share the worker's pipe (stats is answered at
+# once, VSB_OPS_AT_ONCE), each under a request_id of its own: a helper
+# that answers them crossed (each reply echoing its own request's id) is
+# caught, and no scrape shows the other's figures (with one fixed id for
+# every scrape, the crossed replies passed as each other's)
+{
+    my $x = VetoNginx->new;
+    my $xsock = $x->dir . '/crossing-helper.sock';
+    my $seen = $x->dir . '/crossing-seen';
+    my $xsrv = IO::Socket::UNIX->new(Local => $xsock, Listen => 16)
+        or die "listen $xsock: $!";
+    my $xpid = fork() // die "fork: $!";
+    if ($xpid == 0) {
+        my $read_frame = sub {
+            my ($c, $wait) = @_;
+            my $rin = '';
+            vec($rin, fileno($c), 1) = 1;
+            return undef unless select(my $rout = $rin, undef, undef, $wait);
+            my $hdr = '';
+            while (length $hdr < 12) {
+                sysread($c, $hdr, 12 - length $hdr, length $hdr) or return undef;
+            }
+            my ($jl, $pl) = unpack('NN', substr($hdr, 4, 8));
+            my $body = '';
+            while (length $body < $jl + $pl) {
+                sysread($c, $body, $jl + $pl - length $body, length $body)
+                    or return undef;
+            }
+            return $body;
+        };
+        while (my $c = $xsrv->accept) {
+            # the first frame, then a second one on the same connection
+            # (the other scrape, pipelined) within 5 s
+            my @rids;
+            for my $wait (30, 5) {
+                my $body = $read_frame->($c, $wait) // last;
+                my ($rid) = $body =~ /"request_id":"([^"\\]*)"/;
+                push @rids, $rid // '';
+            }
+            open(my $fh, '>>', $seen) or die "$seen: $!";
+            print $fh join(' ', scalar(@rids), @rids), "\n";
+            close $fh;
+            # crossed: the second's reply first; each names how many
+            # sandboxes by its place, 1 or 2
+            for my $i (reverse 0 .. $#rids) {
+                my $json = qq({"request_id":"$rids[$i]","ok":true,"sandboxes":)
+                           . ($i + 1) . '}';
+                syswrite($c, 'VSB1' . pack('NN', length $json, 0) . $json);
+            }
+            close $c;
+        }
+        _exit(0);
+    }
+    close $xsrv;
+    $x->{helper_sock} = $xsock;
+    $x->start(server_extra => $METRICS
+                              . 'veto_sandbox_metrics_helper_timeout 15s;');
+    my @kids;
+    for my $k (1 .. 2) {
+        pipe(my $rd, my $wr) or die "pipe: $!";
+        my $pid = fork() // die "fork: $!";
+        if ($pid == 0) {
+            close $rd;
+            my ($res) = scrape($x);
+            my $m = samples($res->{content} // '');
+            print $wr join(' ', $res->{status}, v($m, 'veto_sandbox_helper_up'),
+                           $m->{veto_sandbox_sandboxes} // 'none'), "\n";
+            close $wr;
+            _exit(0);
+        }
+        close $wr;
+        push @kids, [ $pid, $rd ];
+    }
+    my @out;
+    for (@kids) {
+        my $l = readline($_->[1]) // "no answer\n";
+        chomp $l;
+        push @out, $l;
+        waitpid($_->[0], 0);
+    }
+    my @conns = split /\n/, (eval { VetoNginx::slurp($seen) } // '');
+    is(scalar(@conns), 1, 'the two scrapes came on one connection')
+        or diag explain \@conns;
+    my ($nf, $r1, $r2) = split / /, ($conns[0] // '');
+    is($nf, 2, '... pipelined: both frames before a reply');
+    ok(defined $r2 && $r1 ne '' && $r1 ne $r2,
+       '... each under a request_id of its own') or diag $conns[0];
+    is_deeply([ sort @out ], [ '200 0 none', '200 0 none' ],
+              'the crossed replies: both scrapes answer with the helper down, '
+              . 'neither with the figures of the other')
+        or diag explain \@out;
+    like($x->error_log, qr/sent a reply that is not a JSON object with "ok" and the request's request_id/,
+         'the worker says why');
+    kill 'KILL', $xpid;
+    waitpid $xpid, 0;
+    $x->stop;
+}
+
 $n->stop;
 
 # nginx's own [crit] for a unix socket that is not there is the stopped

@@ -96,8 +96,9 @@ ngx_http_veto_sandbox_epoch_reply(ngx_http_request_t *r,
         return;
     }
 
-    /* the same reply says what the helper binds each secret to */
-    ngx_http_veto_sandbox_bindings_heard(h->json);
+    /* the same reply says what the helper binds each secret to, and
+     * its exec timeout ceiling (_heard.c) */
+    ngx_http_veto_sandbox_heard(h->json, r->connection->log);
 
     v = json_object_get(h->json, "epoch");
 

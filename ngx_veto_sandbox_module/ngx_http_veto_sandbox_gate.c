@@ -119,7 +119,7 @@ ngx_http_veto_sandbox_run(ngx_http_request_t *r,
              * one, which it needs not reach) */
             if (ctx->cred_names != NULL && !ctx->epoch_known
                 && !ctx->peer_route
-                && !ngx_http_veto_sandbox_bindings_fresh())
+                && !ngx_http_veto_sandbox_heard_fresh())
             {
                 ctx->step = NGX_HTTP_VSB_STEP_EPOCH;
 

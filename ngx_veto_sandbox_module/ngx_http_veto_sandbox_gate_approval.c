@@ -283,7 +283,7 @@ ngx_http_veto_sandbox_approval_step(ngx_http_request_t *r,
 
     /* their bindings as the helper said them: the human sees the hosts */
     if (ctx->cred_names != NULL) {
-        sum.cred_bindings = ngx_http_veto_sandbox_bindings_of(ctx->cred_names);
+        sum.cred_bindings = ngx_http_veto_sandbox_heard_bindings(ctx->cred_names);
 
         cln = ngx_pool_cleanup_add(r->pool, 0);
         if (cln == NULL) {

@@ -26,19 +26,6 @@ static ngx_int_t ngx_http_veto_sandbox_reply_error(ngx_http_request_t *r,
     ngx_http_veto_sandbox_ctx_t *ctx);
 
 
-/*
- * The helper's exec timeout ceiling (limits_max.timeout_s), as this
- * worker last heard it, and when: an exec whose timeout is the sandbox's
- * own is waited for up to it.  It is asked again (one ping before such an
- * exec) once it is older than NGX_HTTP_VSB_CEILING_TTL, so that a helper
- * restarted with another ceiling is heard within that time.
- */
-#define NGX_HTTP_VSB_CEILING_TTL  60000
-
-static ngx_msec_t  ngx_http_veto_sandbox_ceiling_ms;
-static ngx_msec_t  ngx_http_veto_sandbox_ceiling_at;
-
-
 /* run() of the helper ops: sends ctx->req to the helper. */
 ngx_int_t
 ngx_http_veto_sandbox_forward(ngx_http_request_t *r,
@@ -46,6 +33,7 @@ ngx_http_veto_sandbox_forward(ngx_http_request_t *r,
 {
     json_t              *ping;
     ngx_int_t            rc;
+    ngx_msec_t           ceiling;
     ngx_pool_cleanup_t  *cln;
 
     if (ctx->decision.len == 0) {
@@ -65,11 +53,12 @@ ngx_http_veto_sandbox_forward(ngx_http_request_t *r,
         return NGX_DONE;
     }
 
-    if (ctx->helper.ask_timeout && ngx_http_veto_sandbox_ceiling_ms
-        && ngx_current_msec - ngx_http_veto_sandbox_ceiling_at
-           < NGX_HTTP_VSB_CEILING_TTL)
-    {
-        ctx->helper.extra_read_ms = ngx_http_veto_sandbox_ceiling_ms;
+    /* the helper's exec timeout ceiling, as this worker heard it of late
+     * (_heard.c) */
+    ceiling = ctx->helper.ask_timeout ? ngx_http_veto_sandbox_heard_ceiling()
+                                      : 0;
+    if (ceiling) {
+        ctx->helper.extra_read_ms = ceiling;
         ctx->helper.ask_timeout = 0;
     }
 
@@ -133,16 +122,16 @@ ngx_http_veto_sandbox_sent(ngx_http_request_t *r,
 
 /*
  * The helper's ping before an exec whose timeout is the sandbox's own:
- * the read deadline covers the helper's ceiling (limits_max.timeout_s),
- * then the exec goes out.  A failed ping is the exec's failure.
+ * heard (_heard.c), the read deadline covers the helper's ceiling
+ * (limits_max.timeout_s), then the exec goes out.  A failed ping is the
+ * exec's failure.
  */
 static void
 ngx_http_veto_sandbox_pinged(ngx_http_request_t *r,
     ngx_http_veto_sandbox_ctx_t *ctx)
 {
-    json_t                          *v;
     ngx_int_t                        rc;
-    json_int_t                       max;
+    ngx_msec_t                       ceiling;
     ngx_http_veto_sandbox_helper_t  *h;
 
     h = &ctx->helper;
@@ -154,28 +143,25 @@ ngx_http_veto_sandbox_pinged(ngx_http_request_t *r,
         return;
     }
 
-    v = json_object_get(json_object_get(h->json, "limits_max"),
-                        VSB_LIMIT_TIMEOUT_S);
-    max = json_is_integer(v) ? json_integer_value(v) : 0;
+    ngx_http_veto_sandbox_heard(h->json, r->connection->log);
 
-    if (max <= 0 || max > NGX_HTTP_VSB_MAX_WAIT_S) {
+    ceiling = ngx_http_veto_sandbox_heard_ceiling();
+
+    if (ceiling == 0) {
+        /* a reply without "ok" (or out of memory): nothing heard */
         ngx_log_error(NGX_LOG_WARN, r->connection->log, 0,
-                      "veto_sandbox: the helper names no timeout ceiling; "
-                      "an exec is waited for up to %d s",
+                      "veto_sandbox: the helper's ping named no timeout "
+                      "ceiling; an exec is waited for up to %d s",
                       NGX_HTTP_VSB_MAX_WAIT_S);
-        max = NGX_HTTP_VSB_MAX_WAIT_S;
+        ceiling = (ngx_msec_t) NGX_HTTP_VSB_MAX_WAIT_S * 1000;
     }
 
     ngx_log_debug1(NGX_LOG_DEBUG_HTTP, r->connection->log, 0,
                    "veto_sandbox: exec waited for up to the helper's "
-                   "ceiling of %L s", (int64_t) max);
+                   "ceiling of %M ms", ceiling);
 
-    h->extra_read_ms = (ngx_msec_t) max * 1000;
+    h->extra_read_ms = ceiling;
     h->ask_timeout = 0;
-
-    ngx_http_veto_sandbox_ceiling_ms = h->extra_read_ms;
-    ngx_http_veto_sandbox_ceiling_at = ngx_current_msec;
-    ngx_http_veto_sandbox_bindings_heard(h->json);
 
     /* the exchange starts over, on the ping's kept connection or a new
      * one (helper_send() resets the per-call flags, sent included) */

@@ -9,8 +9,8 @@
  * Its files, and the functions each offers the floors above:
  *
  *   _epoch.c      which run of its helper this gateway talks to
- *   _bindings.c   the helper's credential bindings (hosts, never values),
- *                 as this worker last heard them
+ *   _heard.c      what this worker last heard from its helper's ping:
+ *                 the exec timeout ceiling, the credential bindings
  *   _helper.c     non-blocking client to the helper (frames)
  *   _redis_call.c the Redis call layer: commands, scripts, key names
  *   _redis_conf.c the Redis directives (connection, Sentinel, WAIT,
@@ -191,16 +191,19 @@ char *ngx_http_veto_sandbox_redis_wait(ngx_conf_t *cf, ngx_command_t *cmd,
 char *ngx_http_veto_sandbox_host(ngx_conf_t *cf, ngx_command_t *cmd,
     void *conf);
 
-/* _bindings.c: heard() keeps a ping reply's "credentials"; fresh():
- * heard less than a minute ago; of(): for each name of an array, its
- * binding {name, host, header, env, path?} or {name, bound: false}, a
- * new array; NULL when none was heard yet (or out of memory) */
-void ngx_http_veto_sandbox_bindings_heard(json_t *ping);
-ngx_uint_t ngx_http_veto_sandbox_bindings_fresh(void);
-json_t *ngx_http_veto_sandbox_bindings_of(json_t *names);
+/* _heard.c: heard() keeps a full ping reply (with "ok"): its exec
+ * timeout ceiling and "credentials"; fresh(): heard less than a minute
+ * ago; ceiling(): the helper's exec timeout ceiling in ms, 0 when not
+ * fresh; bindings(): for each name of an array, its binding {name, host,
+ * header, env, path?} or {name, bound: false}, a new array; NULL when
+ * none was heard yet (or out of memory) */
+void ngx_http_veto_sandbox_heard(json_t *ping, ngx_log_t *log);
+ngx_uint_t ngx_http_veto_sandbox_heard_fresh(void);
+ngx_msec_t ngx_http_veto_sandbox_heard_ceiling(void);
+json_t *ngx_http_veto_sandbox_heard_bindings(json_t *names);
 
 /* _epoch.c: asks the helper its epoch (ctx->epoch), then next(); the
- * reply's credential bindings are heard (_bindings.c) */
+ * reply is heard (_heard.c) */
 ngx_int_t ngx_http_veto_sandbox_epoch(ngx_http_request_t *r,
     ngx_http_veto_sandbox_ctx_t *ctx, ngx_http_veto_sandbox_gate_pt next);
 

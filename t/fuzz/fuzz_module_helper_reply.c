@@ -24,7 +24,7 @@
  * FUZZ-COVERS: ngx_veto_sandbox_module/ngx_http_veto_sandbox_request_profile.c:ngx_http_veto_sandbox_(profile_unavailable|find_digest)
  */
 
-#include "ngx_http_veto_sandbox_bindings.c"
+#include "ngx_http_veto_sandbox_heard.c"
 #include "ngx_http_veto_sandbox_helper.c"
 #include "ngx_http_veto_sandbox_reply.c"
 #include "ngx_http_veto_sandbox_request_profile.c"

@@ -489,7 +489,7 @@ vsb_bg_start(vsb_conn_t *c, json_t *root, const vsb_request_t *r,
     req.argv = r->argv;
     req.cwd = r->cwd;
     req.env = r->env;
-    req.timeout_ms = vsb_exec_deadline_ms(sb, r->timeout_s);
+    req.timeout_s = r->timeout_s;
     req.stdin_data = payload;
     req.stdin_len = payload_len;
     req.stream_stdout = 1;

@@ -762,7 +762,11 @@ vsb_exec_close_pair(int fds[2])
 }
 
 
-uint64_t
+/* An exec's deadline, decided here once for every kind of exec (a
+ * request's, a background one, an archive's tar): the request's
+ * timeout_s (0: none), else the sandbox's own, within VSB_ABS_TIMEOUT_S:
+ * never no deadline. */
+static uint64_t
 vsb_exec_deadline_ms(const vsb_sandbox_t *sb, uint64_t timeout_s)
 {
     uint64_t  s;
@@ -952,12 +956,7 @@ vsb_exec_start(vsb_sandbox_t *sb, const vsb_exec_request_t *req,
         goto loop_failed;
     }
 
-    /* decided by vsb_exec_deadline_ms(); a caller that set none gets
-     * the ceiling, never no deadline */
-    timeout_ms = req->timeout_ms;
-    if (timeout_ms == 0 || timeout_ms > (uint64_t) VSB_ABS_TIMEOUT_S * 1000) {
-        timeout_ms = (uint64_t) VSB_ABS_TIMEOUT_S * 1000;
-    }
+    timeout_ms = vsb_exec_deadline_ms(sb, req->timeout_s);
 
     vsb_timer_add(&ex->deadline, timeout_ms);
 

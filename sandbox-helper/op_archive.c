@@ -460,7 +460,7 @@ vsb_archive_start(vsb_archive_t *a, const char *const *opts,
     req.cwd = "/workspace";
     req.env = env;
     req.own_env = 1;
-    req.timeout_ms = vsb_exec_deadline_ms(a->p.sb, 0);
+    req.timeout_s = 0;                  /* the sandbox's */
     req.stdin_stream = !a->export;
     req.stream_stdout = 1;
     req.stream_stderr = 1;

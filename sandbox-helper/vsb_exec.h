@@ -33,7 +33,7 @@ typedef struct {
     const char      *cwd;           /* absolute, inside the sandbox */
     json_t          *env;           /* object of strings, borrowed;
                                        added over the sandbox's env */
-    uint64_t         timeout_ms;    /* vsb_exec_deadline_ms() */
+    uint64_t         timeout_s;     /* the request's; 0: the sandbox's */
     const unsigned char *stdin_data;    /* copied by vsb_exec_start() */
     size_t           stdin_len;
 
@@ -47,11 +47,6 @@ typedef struct {
     vsb_exec_output_pt  output;
     vsb_exec_stdin_pt   stdin_ready;
 } vsb_exec_request_t;
-
-/* An exec's deadline, decided here once for every kind of exec: the
- * request's timeout_s (0: none), else the sandbox's own, within
- * VSB_ABS_TIMEOUT_S. */
-uint64_t vsb_exec_deadline_ms(const vsb_sandbox_t *sb, uint64_t timeout_s);
 
 typedef struct {
     /* Set when the sandbox could not be set up: error is VSB_E_* and

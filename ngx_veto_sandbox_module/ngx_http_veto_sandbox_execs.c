@@ -217,9 +217,21 @@ ngx_http_veto_sandbox_build_exec(ngx_http_request_t *r,
         return rc;
     }
 
-    /* the reply comes after the command ends: wait that long too; with
-     * no timeout here the sandbox's own applies, up to the helper's
-     * ceiling, which run() asks for first */
+    /*
+     * The exec's timeout is decided once, above: the body's timeout_s or
+     * the policy's default, within its ceiling (or asked of a human up
+     * to ask_ceilings); none sent, the helper applies the sandbox's own
+     * (its exec.c, the one place it decides a deadline).  What follows
+     * is not another decision but how long the gateway waits for the
+     * reply, which comes after the command ends: that timeout; without
+     * one, the policy's ceiling (within which a create puts the
+     * sandbox's own when it names one); without that, the helper's
+     * ceiling as this worker heard it (_heard.c), which forward()
+     * (_reply.c) asks with a ping when nothing fresh is heard.  A
+     * background exec's reply comes at once (no wait, below); following
+     * its output (exec_output) waits for up to the policy's ceiling
+     * (wait_ms(), _request.c): its timeout is not known there.
+     */
     if (n == 0) {
         n = rule->ceiling[NGX_HTTP_VSB_L_TIMEOUT_S];
     }

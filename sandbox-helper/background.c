@@ -473,8 +473,10 @@ vsb_bg_start(vsb_conn_t *c, json_t *root, const vsb_request_t *r,
         return;
     }
 
-    bg = vsb_bg_new(sb, r->output_bytes ? r->output_bytes
-                                        : sb->limits.output_bytes, e);
+    bg = vsb_bg_new(sb, r->output_bytes
+                        ? r->output_bytes
+                        : vsb_capped(sb->limits.output_bytes,
+                                     r->caps[VSB_CAP_OUTPUT_BYTES]), e);
     if (bg == NULL) {
         vsb_conn_reply_error(c, r->request_id, e);
         return;
@@ -490,6 +492,7 @@ vsb_bg_start(vsb_conn_t *c, json_t *root, const vsb_request_t *r,
     req.cwd = r->cwd;
     req.env = r->env;
     req.timeout_s = r->timeout_s;
+    req.timeout_cap = r->caps[VSB_CAP_TIMEOUT_S];
     req.stdin_data = payload;
     req.stdin_len = payload_len;
     req.stream_stdout = 1;

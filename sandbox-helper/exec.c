@@ -764,14 +764,16 @@ vsb_exec_close_pair(int fds[2])
 
 /* An exec's deadline, decided here once for every kind of exec (a
  * request's, a background one, an archive's tar): the request's
- * timeout_s (0: none), else the sandbox's own, within VSB_ABS_TIMEOUT_S:
- * never no deadline. */
+ * timeout_s (0: none), else the sandbox's own within the gateway's cap,
+ * within VSB_ABS_TIMEOUT_S: never no deadline. */
 static uint64_t
-vsb_exec_deadline_ms(const vsb_sandbox_t *sb, uint64_t timeout_s)
+vsb_exec_deadline_ms(const vsb_sandbox_t *sb,
+    const vsb_exec_request_t *req)
 {
     uint64_t  s;
 
-    s = timeout_s ? timeout_s : sb->limits.timeout_s;
+    s = req->timeout_s ? req->timeout_s
+                       : vsb_capped(sb->limits.timeout_s, req->timeout_cap);
 
     if (s == 0 || s > VSB_ABS_TIMEOUT_S) {
         s = VSB_ABS_TIMEOUT_S;
@@ -836,7 +838,9 @@ vsb_exec_start(vsb_sandbox_t *sb, const vsb_exec_request_t *req,
     ex->in_stream = req->stdin_stream;
     ex->stdin_ready = req->stdin_ready;
 
-    limit = req->output_bytes ? req->output_bytes : sb->limits.output_bytes;
+    limit = req->output_bytes ? req->output_bytes
+                              : vsb_capped(sb->limits.output_bytes,
+                                           req->output_cap);
     vsb_outcap_init(&ex->out.cap, (size_t) limit);
     vsb_outcap_init(&ex->err.cap, (size_t) limit);
     ex->in_ev.fd = -1;
@@ -956,7 +960,7 @@ vsb_exec_start(vsb_sandbox_t *sb, const vsb_exec_request_t *req,
         goto loop_failed;
     }
 
-    timeout_ms = vsb_exec_deadline_ms(sb, req->timeout_s);
+    timeout_ms = vsb_exec_deadline_ms(sb, req);
 
     vsb_timer_add(&ex->deadline, timeout_ms);
 

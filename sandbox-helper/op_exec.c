@@ -312,7 +312,7 @@ vsb_req_exec(json_t *root, const vsb_config_t *cf, vsb_request_t *r,
     static const char *const  allowed[] = {
         "op", "request_id", "tenant", "agent", "id", "epoch", "argv", "cwd",
         "env",
-        "timeout_s", "output_bytes", "stream", "background", NULL
+        "timeout_s", "output_bytes", "stream", "background", "caps", NULL
     };
     json_t    *argv, *v;
     size_t     i;
@@ -376,6 +376,10 @@ vsb_req_exec(json_t *root, const vsb_config_t *cf, vsb_request_t *r,
     if (r->output_bytes > cf->max.output_bytes) {
         return vsb_req_over(e, "output_bytes", VSB_LIMIT_OUTPUT_BYTES,
                             r->output_bytes, cf->max.output_bytes);
+    }
+
+    if (vsb_req_caps(root, VSB_CAPS_EXEC, r, e) != 0) {
+        return -1;
     }
 
     if (vsb_req_bool(root, "stream", &b, e) != 0) {
@@ -502,9 +506,11 @@ vsb_op_exec(vsb_conn_t *c, json_t *root, const vsb_request_t *r,
     req.cwd = r->cwd;
     req.env = r->env;
     req.timeout_s = r->timeout_s;
+    req.timeout_cap = r->caps[VSB_CAP_TIMEOUT_S];
     req.stdin_data = payload;
     req.stdin_len = payload_len;
     req.output_bytes = r->output_bytes;
+    req.output_cap = r->caps[VSB_CAP_OUTPUT_BYTES];
 
     if (r->stream) {
         req.stream_stdout = 1;

@@ -448,8 +448,29 @@ vsb_req_create(json_t *root, const vsb_config_t *cf, vsb_request_t *r,
 {
     static const char *const  allowed[] = {
         "op", "request_id", "tenant", "agent", "profile", "limits", "ttl_s",
-        "idle_s", "network", "env", "metadata", "from_snapshot", NULL
+        "idle_s", "network", "env", "metadata", "from_snapshot", "caps", NULL
     };
+    /* the values a create may leave to the helper: where it names each
+     * (in "limits", or at the top), and its cap */
+    struct {
+        unsigned     cap;
+        uint64_t    *val;
+        unsigned     top;
+        const char  *name;
+    } fill[] = {
+        { VSB_CAP_MEMORY_MB, &r->limits.memory_mb, 0, VSB_LIMIT_MEMORY_MB },
+        { VSB_CAP_PIDS, &r->limits.pids, 0, VSB_LIMIT_PIDS },
+        { VSB_CAP_CPU_PERCENT, &r->limits.cpu_percent, 0,
+          VSB_LIMIT_CPU_PERCENT },
+        { VSB_CAP_DISK_MB, &r->limits.disk_mb, 0, VSB_LIMIT_DISK_MB },
+        { VSB_CAP_TIMEOUT_S, &r->limits.timeout_s, 0, VSB_LIMIT_TIMEOUT_S },
+        { VSB_CAP_OUTPUT_BYTES, &r->limits.output_bytes, 0,
+          VSB_LIMIT_OUTPUT_BYTES },
+        { VSB_CAP_TTL_S, &r->ttl_s, 1, VSB_LIMIT_TTL_S },
+        { VSB_CAP_IDLE_S, &r->idle_s, 1, VSB_LIMIT_IDLE_S },
+    };
+    size_t       i;
+    json_t      *lim;
     const char  *s;
 
     if (vsb_req_fields(root, allowed, "create", e) != 0
@@ -500,6 +521,19 @@ vsb_req_create(json_t *root, const vsb_config_t *cf, vsb_request_t *r,
     if (r->idle_s > cf->max_idle_s) {
         return vsb_req_over(e, "idle_s", VSB_LIMIT_IDLE_S, r->idle_s,
                             cf->max_idle_s);
+    }
+
+    /* what the request left to the helper's defaults: at most the
+     * gateway's caps (its policy's ceilings) */
+    if (vsb_req_caps(root, VSB_CAPS_ALL, r, e) != 0) {
+        return -1;
+    }
+
+    lim = json_object_get(root, "limits");
+    for (i = 0; i < sizeof(fill) / sizeof(fill[0]); i++) {
+        if (json_object_get(fill[i].top ? root : lim, fill[i].name) == NULL) {
+            *fill[i].val = vsb_capped(*fill[i].val, r->caps[fill[i].cap]);
+        }
     }
 
     if (vsb_egress_req_network(root, cf, r, e) != 0) {

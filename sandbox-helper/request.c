@@ -140,6 +140,75 @@ vsb_req_uint(json_t *obj, const char *name, int required, uint64_t *out,
 }
 
 
+static const char *const  vsb_cap_names[VSB_NCAPS] = {
+    [VSB_CAP_MEMORY_MB] = VSB_LIMIT_MEMORY_MB,
+    [VSB_CAP_PIDS] = VSB_LIMIT_PIDS,
+    [VSB_CAP_CPU_PERCENT] = VSB_LIMIT_CPU_PERCENT,
+    [VSB_CAP_DISK_MB] = VSB_LIMIT_DISK_MB,
+    [VSB_CAP_TIMEOUT_S] = VSB_LIMIT_TIMEOUT_S,
+    [VSB_CAP_OUTPUT_BYTES] = VSB_LIMIT_OUTPUT_BYTES,
+    [VSB_CAP_TTL_S] = VSB_LIMIT_TTL_S,
+    [VSB_CAP_IDLE_S] = VSB_LIMIT_IDLE_S,
+};
+
+
+int
+vsb_req_caps(json_t *root, unsigned mask, vsb_request_t *r, vsb_error_t *e)
+{
+    const char  *key;
+    json_t      *obj, *v;
+    size_t       i;
+
+    memset(r->caps, 0, sizeof(r->caps));
+
+    obj = json_object_get(root, "caps");
+    if (obj == NULL) {
+        return 0;
+    }
+
+    if (!json_is_object(obj)) {
+        return vsb_error_set(e, VSB_E_BAD_TYPE, "caps",
+                             "\"caps\" must be an object");
+    }
+
+    json_object_foreach(obj, key, v) {
+        for (i = 0; i < VSB_NCAPS; i++) {
+            if ((mask & (1u << i)) && strcmp(vsb_cap_names[i], key) == 0) {
+                break;
+            }
+        }
+
+        if (i == VSB_NCAPS) {
+            vsb_error_set(e, VSB_E_UNKNOWN_FIELD, NULL,
+                          "unknown field \"%.64s\" in caps", key);
+            snprintf(e->field_buf, sizeof(e->field_buf), "caps.%.64s", key);
+            e->field = e->field_buf;
+            return -1;
+        }
+
+        if (!json_is_integer(v) || json_integer_value(v) < 1) {
+            snprintf(e->field_buf, sizeof(e->field_buf), "caps.%s", key);
+            vsb_error_set(e, json_is_integer(v) ? VSB_E_BAD_VALUE
+                                                : VSB_E_BAD_TYPE, NULL,
+                          "\"caps.%s\" must be a positive integer", key);
+            e->field = e->field_buf;
+            return -1;
+        }
+
+        r->caps[i] = (uint64_t) json_integer_value(v);
+    }
+
+    return 0;
+}
+
+
+uint64_t
+vsb_capped(uint64_t v, uint64_t cap)
+{
+    return (cap != 0 && v > cap) ? cap : v;
+}
+
+
 static int
 vsb_req_env_name_ok(const char *s)
 {

@@ -34,11 +34,15 @@ typedef struct {
     json_t          *env;           /* object of strings, borrowed;
                                        added over the sandbox's env */
     uint64_t         timeout_s;     /* the request's; 0: the sandbox's */
+    uint64_t         timeout_cap;   /* the gateway's cap on the sandbox's
+                                       (0: none) */
     const unsigned char *stdin_data;    /* copied by vsb_exec_start() */
     size_t           stdin_len;
 
     uint64_t         output_bytes;  /* kept per captured stream, head and
                                        tail; 0: the sandbox's limit */
+    uint64_t         output_cap;    /* the gateway's cap on the sandbox's
+                                       limit (0: none) */
     unsigned         stream_stdout:1;   /* to output(), not kept */
     unsigned         stream_stderr:1;
     unsigned         stdin_stream:1;    /* fed by vsb_exec_stdin_write() */

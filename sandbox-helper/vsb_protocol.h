@@ -80,8 +80,12 @@
  *             "brief" ping: the operator's bindings, never a value
  *             (BINDING = {name, host, header, env, path?}).
  *   create    {tenant, agent, profile?, limits?, ttl_s?, idle_s?,
- *              network?, env?, metadata?}
+ *              network?, env?, metadata?, caps?}
  *                                   -> {sandbox: SANDBOX}
+ *             caps: {LIMIT name or ttl_s, idle_s: n}, the gateway's
+ *             ceilings (its policy's): a value the request leaves out
+ *             is the helper's default, at most its cap (a value it names
+ *             is the gateway's decision, within the helper's max_*).
  *             ttl_s: the lifetime, counted from creation, 1 .. max_ttl_s;
  *             idle_s: the sandbox ends once no exec (background ones
  *             included) has run and no request has named it for this
@@ -142,7 +146,9 @@
  *             grows within one run; after a restart (another epoch) start
  *             from 0 again: a record may come twice, never not at all.
  *   exec      {tenant, agent, id, argv, cwd?, env?, timeout_s?,
- *              output_bytes?, stream?, background?}
+ *              output_bytes?, stream?, background?, caps?}
+ *             caps: {timeout_s?, output_bytes?}: without timeout_s
+ *               (output_bytes) the sandbox's own, at most the cap.
  *             payload: stdin bytes
  *             output_bytes: kept per stream for this exec, 1 ..
  *               max_output_bytes (over_ceiling), default the sandbox's.

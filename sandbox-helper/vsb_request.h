@@ -27,6 +27,25 @@ typedef struct {
 
 typedef struct vsb_op_s  vsb_op_t;      /* vsb_ops.h */
 
+/* "caps": the gateway's ceilings for the values a request leaves to the
+ * helper (create: its limits, ttl_s and idle_s; exec: timeout_s and
+ * output_bytes): what the helper fills in is at most these. */
+enum {
+    VSB_CAP_MEMORY_MB = 0,
+    VSB_CAP_PIDS,
+    VSB_CAP_CPU_PERCENT,
+    VSB_CAP_DISK_MB,
+    VSB_CAP_TIMEOUT_S,
+    VSB_CAP_OUTPUT_BYTES,
+    VSB_CAP_TTL_S,
+    VSB_CAP_IDLE_S,
+    VSB_NCAPS
+};
+
+/* the caps an exec may carry */
+#define VSB_CAPS_EXEC  ((1u << VSB_CAP_TIMEOUT_S) | (1u << VSB_CAP_OUTPUT_BYTES))
+#define VSB_CAPS_ALL   ((1u << VSB_NCAPS) - 1)
+
 /* Strings and JSON values are borrowed from the parsed JSON root. */
 typedef struct {
     const vsb_op_t       *op;             /* its row in the op table */
@@ -61,6 +80,9 @@ typedef struct {
     uint64_t              output_bytes;   /* 0: the sandbox's limit */
     unsigned              stream:1;
     unsigned              background:1;
+
+    /* create, exec: the gateway's caps (0: none) */
+    uint64_t              caps[VSB_NCAPS];
 
     /* exec_status, exec_output, exec_kill */
     const char           *exec_id;
@@ -104,6 +126,12 @@ int vsb_req_uint(json_t *obj, const char *name, int required,
     uint64_t *out, vsb_error_t *e);
 int vsb_req_env(json_t *obj, const char *name, json_t **out,
     vsb_error_t *e);
+/* "caps" of root: {name: positive integer} for the VSB_CAP_* in mask,
+ * into r->caps (absent: all 0). */
+int vsb_req_caps(json_t *root, unsigned mask, vsb_request_t *r,
+    vsb_error_t *e);
+/* v capped: v when cap is 0 or v <= cap, else cap */
+uint64_t vsb_capped(uint64_t v, uint64_t cap);
 /* The field's value in *v, NULL when absent (an error if required). */
 int vsb_req_get(json_t *obj, const char *name, int required, json_t **v,
     vsb_error_t *e);

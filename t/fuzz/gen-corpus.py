@@ -441,6 +441,11 @@ def request_seeds():
     req('create-limit-exponent', None,
         raw='{"op":"create","tenant":"t1","agent":"a1","limits":'
             '{"memory_mb":1e3}}')
+    req('create-caps', owned('create', caps={'timeout_s': 1, 'memory_mb': 64,
+                                             'ttl_s': 60, 'idle_s': 30}))
+    req('create-caps-unknown', owned('create', caps={'swap_mb': 1}))
+    req('create-caps-zero', owned('create', caps={'pids': 0}))
+    req('create-caps-not-object', owned('create', caps=[1]))
     req('create-ttl-over', owned('create', ttl_s=MAX_TTL + 1))
     req('create-ttl-zero', owned('create', ttl_s=0))
     req('create-ttl-string', owned('create', ttl_s='60'))
@@ -632,6 +637,10 @@ def request_seeds():
 
     # -- exec: output bounds, streamed, background
     req('exec-output_bytes', owned('exec', argv=['ls'], output_bytes=4096))
+    req('exec-caps', owned('exec', argv=['ls'],
+                           caps={'timeout_s': 1, 'output_bytes': 64}))
+    req('exec-caps-create-only', owned('exec', argv=['ls'],
+                                       caps={'memory_mb': 1}))
     req('exec-output_bytes-max', owned('exec', argv=['ls'],
                                        output_bytes=CEIL['output_bytes']))
     req('exec-output_bytes-over', owned('exec', argv=['ls'],

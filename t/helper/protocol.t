@@ -505,6 +505,45 @@ is($h->destroy($id)->{state}, 'terminated', 'destroy');
        'destroy with the right epoch');
 }
 
+# --- caps: the gateway's ceilings for what a request leaves out -----------
+{
+    my $r = $h->create(caps => { timeout_s => 1, memory_mb => 100,
+                                 output_bytes => 64, ttl_s => 120 });
+    ok($r->{ok}, 'create with caps') or diag explain $r;
+    my $sb = $r->{sandbox} // {};
+    is($sb->{limits}{timeout_s}, 1, "a default over its cap is the cap (timeout_s)");
+    is($sb->{limits}{memory_mb}, 100, '... (memory_mb)');
+    is($sb->{ttl_s}, 120, '... (ttl_s)');
+    my $def = $h->ping->{limits_default} // {};
+    ok($def->{pids}, "the helper's default pids") or diag explain $def;
+    is($sb->{limits}{pids}, $def->{pids}, 'a limit without a cap keeps the default');
+    $h->destroy($sb->{id}) if $sb->{id};
+    $r = $h->create(limits => { timeout_s => 3 }, caps => { timeout_s => 1 });
+    is($r->{sandbox}{limits}{timeout_s}, 3, 'a value the request names is not capped');
+    my $id = $r->{sandbox}{id};
+    my ($x, $out) = $h->exec($id, ['sh', '-c', 'sleep 2; echo done'],
+                             caps => { timeout_s => 1 });
+    ok($x->{timed_out}, "an exec without timeout_s: the sandbox's, at most its cap")
+        or diag explain $x;
+    ($x, $out) = $h->exec($id, ['sh', '-c', 'sleep 2; echo done'],
+                          timeout_s => 3, caps => { timeout_s => 1 });
+    is($out, "done\n", '... one that names timeout_s is not capped') or diag explain $x;
+    ($x, $out) = $h->exec($id, ['sh', '-c', 'head -c 1000 /dev/zero | tr "\\0" x'],
+                          caps => { output_bytes => 10 });
+    ok($x->{stdout_truncated}, 'output_bytes capped likewise') or diag explain $x;
+    for my $bad ([ { cpu => 1 }, 'unknown_field', 'caps.cpu' ],
+                 [ { timeout_s => 0 }, 'bad_value', 'caps.timeout_s' ],
+                 [ { timeout_s => 'x' }, 'bad_type', 'caps.timeout_s' ],
+                 [ { memory_mb => 5 }, 'unknown_field', 'caps.memory_mb' ]) {
+        ($x) = $h->exec($id, ['true'], caps => $bad->[0]);
+        is("$x->{error}:$x->{field}", "$bad->[1]:$bad->[2]",
+           "exec caps $bad->[2]: $bad->[1]");
+    }
+    ($x) = $h->call({ op => 'create', tenant => 't1', agent => 'a1', caps => [] });
+    is("$x->{error}:$x->{field}", 'bad_type:caps', 'create caps not an object: bad_type');
+    $h->destroy($id);
+}
+
 # --- an administrator's destroy: reason "admin" may name no agent -------
 {
     my $ida = $h->create_ok(agent => 'a2');

@@ -90,6 +90,13 @@ ngx_http_veto_sandbox_exec_fields(ngx_http_request_t *r,
         if (json_object_set(req, "output_bytes", v) != 0) {
             return NGX_HTTP_INTERNAL_SERVER_ERROR;
         }
+
+    } else if (ngx_http_veto_sandbox_cap(req, ctx->rule,
+                                         NGX_HTTP_VSB_L_OUTPUT_BYTES)
+               != NGX_OK)
+    {
+        /* the sandbox's own, at most the ceiling */
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
     }
 
     v = json_object_get(body, "background");
@@ -233,6 +240,13 @@ ngx_http_veto_sandbox_build_exec(ngx_http_request_t *r,
      * (wait_ms(), _request.c): its timeout is not known there.
      */
     if (n == 0) {
+        /* the sandbox's own, at most the ceiling */
+        if (ngx_http_veto_sandbox_cap(req, rule, NGX_HTTP_VSB_L_TIMEOUT_S)
+            != NGX_OK)
+        {
+            return NGX_HTTP_INTERNAL_SERVER_ERROR;
+        }
+
         n = rule->ceiling[NGX_HTTP_VSB_L_TIMEOUT_S];
     }
 

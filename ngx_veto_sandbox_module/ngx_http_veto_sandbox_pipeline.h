@@ -129,6 +129,10 @@ ngx_int_t ngx_http_veto_sandbox_bad_query(ngx_http_request_t *r,
     ngx_str_t *at, const char *why);
 /* ttl_s, idle_s, timeout_s: the body's or the policy's default, within
  * the ceilings, into req; NGX_ABORT with *rc the refusal */
+/* the policy's ceiling of limit as the helper request's caps.<name>: what
+ * the request leaves to the helper is at most it (none: nothing set) */
+ngx_int_t ngx_http_veto_sandbox_cap(json_t *req,
+    ngx_http_veto_sandbox_rule_t *rule, ngx_uint_t limit);
 ngx_int_t ngx_http_veto_sandbox_limited(ngx_http_request_t *r,
     ngx_http_veto_sandbox_ctx_t *ctx, json_t *body, json_t *req,
     ngx_uint_t limit, uint64_t *n, ngx_int_t *rc);

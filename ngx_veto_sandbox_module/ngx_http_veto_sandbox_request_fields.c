@@ -282,6 +282,45 @@ ngx_http_veto_sandbox_uint(json_t *j, uint64_t *v)
 
 
 /*
+ * A value a request leaves to the helper (a create's limit, ttl_s or
+ * idle_s; an exec's timeout_s or output_bytes: then the sandbox's own)
+ * is the helper's default: the policy's ceiling goes with it as a cap
+ * (vsb_protocol.h, "caps"), so a policy with a ceiling and no default
+ * never lets the helper's default past it.  NGX_OK, or NGX_ERROR: no
+ * memory.
+ */
+ngx_int_t
+ngx_http_veto_sandbox_cap(json_t *req, ngx_http_veto_sandbox_rule_t *rule,
+    ngx_uint_t limit)
+{
+    json_t  *caps;
+
+    if (rule->ceiling[limit] == 0) {
+        return NGX_OK;
+    }
+
+    caps = json_object_get(req, "caps");
+
+    if (caps == NULL) {
+        caps = json_object();
+
+        if (caps == NULL || json_object_set_new(req, "caps", caps) != 0) {
+            return NGX_ERROR;
+        }
+    }
+
+    if (json_object_set_new(caps, ngx_http_veto_sandbox_limit_names[limit],
+                            json_integer((json_int_t) rule->ceiling[limit]))
+        != 0)
+    {
+        return NGX_ERROR;
+    }
+
+    return NGX_OK;
+}
+
+
+/*
  * ttl_s and idle_s of a create or a PATCH, timeout_s of an exec: the
  * body's positive integer or the policy's default, within the policy's
  * ceiling, set in req; between the ceiling and an askable ceiling

@@ -20,7 +20,6 @@
  *                 annotations; tools/list
  *   _mcp_tools.c  each tools/call as its REST twin, which runs its op
  *                 table row like a REST request
- *   _mcp_archive.c  the upload_archive tool: its twin and its result
  *   _mcp_progress.c an exec's output as MCP progress notifications (SSE)
  *   _mcp_result.c the twin's response as the tool's result (ctx->sink)
  *   _mcp_respond.c  a JSON-RPC response: one JSON object, or the last
@@ -49,7 +48,9 @@
  *   _execs.c      exec rows: the exec's builder, streamed and background
  *                 execs, their state, output and kill; the cut between
  *                 head and tail
- *   _archive.c    archive rows: a tar upload in, a directory out as tar
+ *   _files.c      the files op group, whole: a file in and out, a tar
+ *                 upload in, a directory out as tar; rows, builders,
+ *                 mappers, records, MCP tools
  *   _mcp_session.c  MCP sessions in a shared memory zone
  *   _mcp_meta.c   the MCP endpoint's protected resource metadata
  *                 (RFC 9728): its URLs and the document
@@ -91,7 +92,8 @@ char *ngx_http_veto_sandbox_scope(ngx_conf_t *cf, ngx_command_t *cmd,
     X(snapshots)                                                              \
     X(execs)                                                                  \
     X(review)                                                                 \
-    X(admin)
+    X(admin)                                                                  \
+    X(files)
 
 #define NGX_HTTP_VSB_OP_GROUP_ROWS(g)                                         \
     extern ngx_http_veto_sandbox_op_t  ngx_http_veto_sandbox_##g##_ops[];
@@ -178,7 +180,14 @@ void ngx_http_veto_sandbox_record_exec_any(ngx_http_request_t *r,
 void ngx_http_veto_sandbox_record_exec_kill(ngx_http_request_t *r,
     ngx_http_veto_sandbox_ctx_t *ctx, ngx_uint_t ok, const char *error);
 
-/* _archive.c: builders, mappers and the record of the archive rows */
+/* _files.c: builders, mappers and records of the files and archive rows
+ * (the parsers and helper reply fuzz targets drive them) */
+ngx_int_t ngx_http_veto_sandbox_build_read(ngx_http_request_t *r,
+    ngx_http_veto_sandbox_ctx_t *ctx);
+ngx_int_t ngx_http_veto_sandbox_build_write(ngx_http_request_t *r,
+    ngx_http_veto_sandbox_ctx_t *ctx);
+ngx_int_t ngx_http_veto_sandbox_reply_file(ngx_http_request_t *r,
+    ngx_http_veto_sandbox_ctx_t *ctx);
 ngx_int_t ngx_http_veto_sandbox_build_archive_in(ngx_http_request_t *r,
     ngx_http_veto_sandbox_ctx_t *ctx);
 ngx_int_t ngx_http_veto_sandbox_build_archive_out(ngx_http_request_t *r,
@@ -190,8 +199,6 @@ void ngx_http_veto_sandbox_record_archive(ngx_http_request_t *r,
 /* Content-Length over the upload's bound: the 413 sent, else
  * NGX_DECLINED */
 ngx_int_t ngx_http_veto_sandbox_archive_early(ngx_http_request_t *r,
-    ngx_http_veto_sandbox_ctx_t *ctx);
-ngx_int_t ngx_http_veto_sandbox_archive_too_large(ngx_http_request_t *r,
     ngx_http_veto_sandbox_ctx_t *ctx);
 
 /* _metrics_gauges.c: a scrape's other parts */

@@ -145,10 +145,6 @@ ngx_int_t ngx_http_veto_sandbox_mcp_twin_list(ngx_http_request_t *r,
     json_t *args, ngx_http_veto_sandbox_mcp_twin_t *twin, const char **why);
 ngx_int_t ngx_http_veto_sandbox_mcp_twin_get(ngx_http_request_t *r,
     json_t *args, ngx_http_veto_sandbox_mcp_twin_t *twin, const char **why);
-ngx_int_t ngx_http_veto_sandbox_mcp_twin_write(ngx_http_request_t *r,
-    json_t *args, ngx_http_veto_sandbox_mcp_twin_t *twin, const char **why);
-ngx_int_t ngx_http_veto_sandbox_mcp_twin_read(ngx_http_request_t *r,
-    json_t *args, ngx_http_veto_sandbox_mcp_twin_t *twin, const char **why);
 ngx_int_t ngx_http_veto_sandbox_mcp_twin_destroy(ngx_http_request_t *r,
     json_t *args, ngx_http_veto_sandbox_mcp_twin_t *twin, const char **why);
 ngx_int_t ngx_http_veto_sandbox_mcp_twin_hosts(ngx_http_request_t *r,
@@ -156,16 +152,13 @@ ngx_int_t ngx_http_veto_sandbox_mcp_twin_hosts(ngx_http_request_t *r,
 ngx_int_t ngx_http_veto_sandbox_mcp_twin_lifetime(
     ngx_http_request_t *r, json_t *args,
     ngx_http_veto_sandbox_mcp_twin_t *twin, const char **why);
-/* the twins' parts, for twins of other files (_mcp_archive.c): the start
- * of a /v1/sandboxes/<id><tail> twin (the arguments all among names,
- * sandbox_id and approval_id, the method, the URI); the query
- * path=<path> */
+/* the twins' parts, for the op groups' twins: the start of a
+ * /v1/sandboxes/<id><tail> twin (the arguments all among names,
+ * sandbox_id and approval_id, the method, the URI) */
 ngx_int_t ngx_http_veto_sandbox_mcp_sandbox_twin(ngx_http_request_t *r,
     json_t *args, const char **names, ngx_uint_t method, const char *name,
     const char *tail, ngx_http_veto_sandbox_mcp_twin_t *twin,
     const char **why);
-ngx_int_t ngx_http_veto_sandbox_mcp_query(ngx_http_request_t *r,
-    json_t *args, ngx_str_t *query, const char **why);
 /* every argument is one of names (NULL ended): NGX_OK, or NGX_DECLINED
  * with *why naming the first other */
 ngx_int_t ngx_http_veto_sandbox_mcp_known(ngx_http_request_t *r,
@@ -205,12 +198,6 @@ ngx_int_t ngx_http_veto_sandbox_mcp_present_sandbox(ngx_http_request_t *r,
 ngx_int_t ngx_http_veto_sandbox_mcp_present_list(ngx_http_request_t *r,
     ngx_http_veto_sandbox_mcp_call_t *call, json_t *rest, u_char *data,
     size_t len, json_t *result);
-ngx_int_t ngx_http_veto_sandbox_mcp_present_file(ngx_http_request_t *r,
-    ngx_http_veto_sandbox_mcp_call_t *call, json_t *rest, u_char *data,
-    size_t len, json_t *result);
-ngx_int_t ngx_http_veto_sandbox_mcp_present_written(ngx_http_request_t *r,
-    ngx_http_veto_sandbox_mcp_call_t *call, json_t *rest, u_char *data,
-    size_t len, json_t *result);
 ngx_int_t ngx_http_veto_sandbox_mcp_present_hosts(ngx_http_request_t *r,
     ngx_http_veto_sandbox_mcp_call_t *call, json_t *rest, u_char *data,
     size_t len, json_t *result);
@@ -218,13 +205,6 @@ ngx_int_t ngx_http_veto_sandbox_mcp_present_lifetime(ngx_http_request_t *r,
     ngx_http_veto_sandbox_mcp_call_t *call, json_t *rest, u_char *data,
     size_t len, json_t *result);
 ngx_int_t ngx_http_veto_sandbox_mcp_present_destroyed(ngx_http_request_t *r,
-    ngx_http_veto_sandbox_mcp_call_t *call, json_t *rest, u_char *data,
-    size_t len, json_t *result);
-
-/* _mcp_archive.c: upload_archive */
-ngx_int_t ngx_http_veto_sandbox_mcp_twin_archive(ngx_http_request_t *r,
-    json_t *args, ngx_http_veto_sandbox_mcp_twin_t *twin, const char **why);
-ngx_int_t ngx_http_veto_sandbox_mcp_present_archive(ngx_http_request_t *r,
     ngx_http_veto_sandbox_mcp_call_t *call, json_t *rest, u_char *data,
     size_t len, json_t *result);
 

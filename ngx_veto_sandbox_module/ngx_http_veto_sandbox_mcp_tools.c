@@ -183,73 +183,10 @@ ngx_http_veto_sandbox_mcp_json_body(ngx_http_request_t *r, json_t *args,
 }
 
 
-/* "path=<path>", every byte but the unreserved ones and '/' as %XX: the
- * query the REST builder and the approval hash read back as path */
-ngx_int_t
-ngx_http_veto_sandbox_mcp_query(ngx_http_request_t *r, json_t *args,
-    ngx_str_t *query, const char **why)
-{
-    u_char         *p, *s, c;
-    size_t          len, i;
-    json_t         *v;
-    static u_char   hex[] = "0123456789ABCDEF";
-
-    v = json_object_get(args, "path");
-
-    if (!json_is_string(v) || json_string_length(v) == 0) {
-        *why = "path is required: a path relative to /workspace, such as "
-               "src/main.py";
-        return NGX_DECLINED;
-    }
-
-    s = (u_char *) json_string_value(v);
-    len = json_string_length(v);
-
-    if (len > VSB_MAX_PATH) {
-        *why = "path is longer than 4096 bytes";
-        return NGX_DECLINED;
-    }
-
-    query->data = ngx_pnalloc(r->pool, sizeof("path=") - 1 + 3 * len);
-    if (query->data == NULL) {
-        return NGX_ERROR;
-    }
-
-    p = ngx_cpymem(query->data, "path=", sizeof("path=") - 1);
-
-    for (i = 0; i < len; i++) {
-        c = s[i];
-
-        if ((c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z')
-            || (c >= '0' && c <= '9') || c == '-' || c == '.' || c == '_'
-            || c == '~' || c == '/')
-        {
-            *p++ = c;
-            continue;
-        }
-
-        *p++ = '%';
-        *p++ = hex[c >> 4];
-        *p++ = hex[c & 0xf];
-    }
-
-    query->len = p - query->data;
-
-    return NGX_OK;
-}
-
-
 static const char  *ngx_http_veto_sandbox_mcp_create_args[] = {
     NGX_HTTP_VSB_MCP_FIELDS_CREATE, "approval_id", NULL
 };
 
-static const char  *ngx_http_veto_sandbox_mcp_write_args[] = {
-    "sandbox_id", "path", "content", "encoding", "approval_id", NULL
-};
-
-static const char  *ngx_http_veto_sandbox_mcp_read_args[] = {
-    "sandbox_id", "path", "approval_id", NULL
-};
 
 static const char  *ngx_http_veto_sandbox_mcp_sandbox_args[] = {
     "sandbox_id", "approval_id", NULL
@@ -360,91 +297,6 @@ ngx_http_veto_sandbox_mcp_twin_destroy(ngx_http_request_t *r, json_t *args,
     return ngx_http_veto_sandbox_mcp_sandbox_twin(r, args,
                                    ngx_http_veto_sandbox_mcp_sandbox_args,
                                    NGX_HTTP_DELETE, "DELETE", "", twin, why);
-}
-
-
-/* read_file: GET /v1/sandboxes/{id}/files?path= */
-ngx_int_t
-ngx_http_veto_sandbox_mcp_twin_read(ngx_http_request_t *r, json_t *args,
-    ngx_http_veto_sandbox_mcp_twin_t *twin, const char **why)
-{
-    ngx_int_t  rc;
-
-    rc = ngx_http_veto_sandbox_mcp_sandbox_twin(r, args,
-                                   ngx_http_veto_sandbox_mcp_read_args,
-                                   NGX_HTTP_GET, "GET", "/files", twin, why);
-    if (rc != NGX_OK) {
-        return rc;
-    }
-
-    return ngx_http_veto_sandbox_mcp_query(r, args, &twin->args, why);
-}
-
-
-/* write_file: PUT /v1/sandboxes/{id}/files?path=, the content's bytes as
- * the body */
-ngx_int_t
-ngx_http_veto_sandbox_mcp_twin_write(ngx_http_request_t *r, json_t *args,
-    ngx_http_veto_sandbox_mcp_twin_t *twin, const char **why)
-{
-    json_t      *v, *e;
-    ngx_int_t    rc;
-    ngx_str_t    src;
-    const char  *enc;
-
-    rc = ngx_http_veto_sandbox_mcp_sandbox_twin(r, args,
-                                   ngx_http_veto_sandbox_mcp_write_args,
-                                   NGX_HTTP_PUT, "PUT", "/files", twin, why);
-    if (rc != NGX_OK) {
-        return rc;
-    }
-
-    rc = ngx_http_veto_sandbox_mcp_query(r, args, &twin->args, why);
-    if (rc != NGX_OK) {
-        return rc;
-    }
-
-    v = json_object_get(args, "content");
-    e = json_object_get(args, "encoding");
-
-    if (!json_is_string(v)) {
-        *why = "content is required: a string (text, or base64 with "
-               "encoding \"base64\")";
-        return NGX_DECLINED;
-    }
-
-    if (e != NULL && !json_is_string(e)) {
-        *why = "encoding must be \"utf-8\" or \"base64\"";
-        return NGX_DECLINED;
-    }
-
-    enc = e ? json_string_value(e) : "utf-8";
-
-    src.data = (u_char *) json_string_value(v);
-    src.len = json_string_length(v);
-
-    if (ngx_strcmp(enc, "utf-8") == 0) {
-        twin->body = src;
-        return NGX_OK;
-    }
-
-    if (ngx_strcmp(enc, "base64") != 0) {
-        *why = "encoding must be \"utf-8\" or \"base64\"";
-        return NGX_DECLINED;
-    }
-
-    twin->body.data = ngx_pnalloc(r->pool,
-                                  ngx_base64_decoded_length(src.len) + 1);
-    if (twin->body.data == NULL) {
-        return NGX_ERROR;
-    }
-
-    if (ngx_decode_base64(&twin->body, &src) != NGX_OK) {
-        *why = "content is not valid base64 (RFC 4648: A-Z a-z 0-9 + /)";
-        return NGX_DECLINED;
-    }
-
-    return NGX_OK;
 }
 
 

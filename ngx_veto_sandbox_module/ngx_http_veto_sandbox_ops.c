@@ -127,48 +127,6 @@ static ngx_http_veto_sandbox_op_t  ngx_http_veto_sandbox_core_ops[] = {
                     ngx_http_veto_sandbox_reply_json,
                     ngx_http_veto_sandbox_record_destroyed),
 
-    ngx_http_vsb_op("sandbox.files.read", NGX_HTTP_VSB_READ,
-                    "/v1/sandboxes/{id}/files",
-                    NGX_HTTP_VSB_SCOPE_FILES, NGX_HTTP_VSB_ACT_READ,
-                    NGX_HTTP_VSB_QUOTA_NONE,
-                    NGX_HTTP_VSB_BODY_NONE, VSB_OP_READ_FILE,
-                    ngx_http_veto_sandbox_build_read,
-                    ngx_http_veto_sandbox_forward,
-                    ngx_http_veto_sandbox_reply_file,
-                    ngx_http_veto_sandbox_record_allowed),
-
-    ngx_http_vsb_op("sandbox.files.write", NGX_HTTP_PUT,
-                    "/v1/sandboxes/{id}/files",
-                    NGX_HTTP_VSB_SCOPE_FILES, NGX_HTTP_VSB_ACT_WRITE,
-                    NGX_HTTP_VSB_QUOTA_NONE,
-                    NGX_HTTP_VSB_BODY_FILE, VSB_OP_WRITE_FILE,
-                    ngx_http_veto_sandbox_build_write,
-                    ngx_http_veto_sandbox_forward,
-                    ngx_http_veto_sandbox_reply_json,
-                    ngx_http_veto_sandbox_record_allowed),
-
-    /* workspace archives: as files written and read (approval kinds
-     * write and export); an export is streamed (_stream.c) */
-    ngx_http_vsb_op("sandbox.archive.write", NGX_HTTP_PUT,
-                    "/v1/sandboxes/{id}/archive",
-                    NGX_HTTP_VSB_SCOPE_FILES, NGX_HTTP_VSB_ACT_WRITE,
-                    NGX_HTTP_VSB_QUOTA_NONE,
-                    NGX_HTTP_VSB_BODY_ARCHIVE, VSB_OP_EXTRACT_ARCHIVE,
-                    ngx_http_veto_sandbox_build_archive_in,
-                    ngx_http_veto_sandbox_forward,
-                    ngx_http_veto_sandbox_reply_archive,
-                    ngx_http_veto_sandbox_record_archive),
-
-    ngx_http_vsb_op("sandbox.archive.read", NGX_HTTP_GET,
-                    "/v1/sandboxes/{id}/archive",
-                    NGX_HTTP_VSB_SCOPE_FILES, NGX_HTTP_VSB_ACT_READ,
-                    NGX_HTTP_VSB_QUOTA_NONE,
-                    NGX_HTTP_VSB_BODY_NONE, VSB_OP_EXPORT_ARCHIVE,
-                    ngx_http_veto_sandbox_build_archive_out,
-                    ngx_http_veto_sandbox_forward,
-                    ngx_http_veto_sandbox_reply_archive,
-                    ngx_http_veto_sandbox_record_archive),
-
     { ngx_null_string, 0, NULL, 0, 0, 0, 0, NULL, NULL, NULL, NULL, NULL }
 };
 

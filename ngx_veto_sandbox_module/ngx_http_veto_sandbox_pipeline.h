@@ -84,10 +84,6 @@ ngx_int_t ngx_http_veto_sandbox_build_simple(ngx_http_request_t *r,
     ngx_http_veto_sandbox_ctx_t *ctx);
 ngx_int_t ngx_http_veto_sandbox_build_health(ngx_http_request_t *r,
     ngx_http_veto_sandbox_ctx_t *ctx);
-ngx_int_t ngx_http_veto_sandbox_build_read(ngx_http_request_t *r,
-    ngx_http_veto_sandbox_ctx_t *ctx);
-ngx_int_t ngx_http_veto_sandbox_build_write(ngx_http_request_t *r,
-    ngx_http_veto_sandbox_ctx_t *ctx);
 ngx_int_t ngx_http_veto_sandbox_build_nothing(ngx_http_request_t *r,
     ngx_http_veto_sandbox_ctx_t *ctx);
 json_t *ngx_http_veto_sandbox_read_json(ngx_http_request_t *r,
@@ -95,10 +91,6 @@ json_t *ngx_http_veto_sandbox_read_json(ngx_http_request_t *r,
 /* the helper request of ctx->op: "op", the caller, "id" when named */
 json_t *ngx_http_veto_sandbox_req(ngx_http_request_t *r,
     ngx_http_veto_sandbox_ctx_t *ctx);
-/* a path the helper will take ("src/a.c", "/workspace/src/a.c"; with
- * workspace, also the workspace itself): NGX_DECLINED, or the 400 sent */
-ngx_int_t ngx_http_veto_sandbox_path_check(ngx_http_request_t *r,
-    const char *field, ngx_str_t *path, ngx_uint_t workspace);
 /* a request's timeout as the helper will apply it, for the read timeout
  * of an op that waits for a workload: the policy's ceiling, or a day */
 ngx_msec_t ngx_http_veto_sandbox_wait_ms(ngx_http_veto_sandbox_ctx_t *ctx);
@@ -273,8 +265,6 @@ ngx_int_t ngx_http_veto_sandbox_reply_sandbox(ngx_http_request_t *r,
 ngx_int_t ngx_http_veto_sandbox_reply_created(ngx_http_request_t *r,
     ngx_http_veto_sandbox_ctx_t *ctx);
 ngx_int_t ngx_http_veto_sandbox_reply_exec(ngx_http_request_t *r,
-    ngx_http_veto_sandbox_ctx_t *ctx);
-ngx_int_t ngx_http_veto_sandbox_reply_file(ngx_http_request_t *r,
     ngx_http_veto_sandbox_ctx_t *ctx);
 
 /* _stream.c: a streamed reply (ctx->stream) */

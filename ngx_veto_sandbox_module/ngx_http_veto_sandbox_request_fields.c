@@ -4,7 +4,7 @@
  * by its type, the helper's request header bound (413), the policy's
  * limits (ttl_s, idle_s, timeout_s) within their ceilings, and the env's
  * rules (_env.c); a refusal on the tenant's audit record.  The builders
- * (_request*.c, _execs.c, _archive.c) call these.
+ * (_request*.c, _execs.c, _files.c) call these.
  */
 
 #include "ngx_http_veto_sandbox_pipeline.h"

@@ -3,8 +3,8 @@
  * worker: the bytes of its side of the connection, read by the module's
  * own read handler (_helper.c: frame header, bounds, the JSON reply and
  * its payload) and answered by the op's reply mapper (_reply.c: errors
- * mapped to problems, a created sandbox's id, an exec's output lengths,
- * a file's bytes; _request_profile.c: the image digest in the detail of
+ * mapped to problems, a created sandbox's id, an exec's output lengths;
+ * _files.c: a file's bytes; _request_profile.c: the image digest in the detail of
  * a profile gone from the store).
  *
  * The first byte shapes the connection and picks the op: bits 0-2 the
@@ -21,6 +21,7 @@
  *
  * FUZZ-COVERS: ngx_veto_sandbox_module/ngx_http_veto_sandbox_helper.c:ngx_http_veto_sandbox_helper_(read_handler|done)
  * FUZZ-COVERS: ngx_veto_sandbox_module/ngx_http_veto_sandbox_reply.c:ngx_http_veto_sandbox_(reply.*|output)
+ * FUZZ-COVERS: ngx_veto_sandbox_module/ngx_http_veto_sandbox_files.c:ngx_http_veto_sandbox_reply_file
  * FUZZ-COVERS: ngx_veto_sandbox_module/ngx_http_veto_sandbox_request_profile.c:ngx_http_veto_sandbox_(profile_unavailable|find_digest)
  */
 
@@ -28,6 +29,10 @@
 #include "ngx_http_veto_sandbox_helper.c"
 #include "ngx_http_veto_sandbox_reply.c"
 #include "ngx_http_veto_sandbox_request_profile.c"
+/* the files group's mapper of a file read back (its file's code, without
+ * its MCP tools) */
+#define NGX_HTTP_VSB_OPS_CODE
+#include "ngx_http_veto_sandbox_files.c"
 
 #include "ngx_core_stub.h"
 #include "fuzz_module_unreached.h"
@@ -38,6 +43,22 @@ ngx_http_veto_sandbox_stream_reply(ngx_http_request_t *r,
     ngx_http_veto_sandbox_ctx_t *ctx)
 {
     abort();                    /* no stream is asked for */
+}
+
+
+/* the archive rows' (the files group's file): no export is streamed */
+ngx_int_t
+ngx_http_veto_sandbox_stream_export(ngx_http_request_t *r,
+    ngx_http_veto_sandbox_ctx_t *ctx, const char *type, const char *encoding)
+{
+    abort();
+}
+
+
+off_t
+ngx_http_veto_sandbox_stream_sent(ngx_http_veto_sandbox_ctx_t *ctx)
+{
+    abort();
 }
 
 

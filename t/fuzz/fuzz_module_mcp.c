@@ -24,14 +24,15 @@
  * FUZZ-COVERS: ngx_veto_sandbox_module/ngx_http_veto_sandbox_headers.c:ngx_http_veto_sandbox_header_(next|in)
  * FUZZ-COVERS: ngx_veto_sandbox_module/ngx_http_veto_sandbox_mcp.c:ngx_http_veto_sandbox_mcp_(post|body|envelope|message|session|initialize|tools_call|error|header|accepted)
  * FUZZ-COVERS: ngx_veto_sandbox_module/ngx_http_veto_sandbox_mcp_respond.c:ngx_http_veto_sandbox_mcp_respond
- * FUZZ-COVERS: ngx_veto_sandbox_module/ngx_http_veto_sandbox_mcp_tools.c:ngx_http_veto_sandbox_mcp_(known|ids|path|method|json_body|query|twin_.*|input|call)
+ * FUZZ-COVERS: ngx_veto_sandbox_module/ngx_http_veto_sandbox_mcp_tools.c:ngx_http_veto_sandbox_mcp_(known|ids|path|method|json_body|twin_.*|input|call)
  * FUZZ-COVERS: ngx_veto_sandbox_module/ngx_http_veto_sandbox_mcp_tool_table.c:ngx_http_veto_sandbox_mcp_(tool|tool_list|tool_json)
  * FUZZ-COVERS: ngx_veto_sandbox_module/ngx_http_veto_sandbox_snapshots.c:ngx_http_veto_sandbox_mcp_twin_(snapshot|pause|resume|changes|snapshots|snapshot_delete)
  * FUZZ-COVERS: ngx_veto_sandbox_module/ngx_http_veto_sandbox_execs.c:ngx_http_veto_sandbox_mcp_twin_exec
  * FUZZ-COVERS: ngx_veto_sandbox_module/ngx_http_veto_sandbox_review.c:ngx_http_veto_sandbox_mcp_twin_approval
+ * FUZZ-COVERS: ngx_veto_sandbox_module/ngx_http_veto_sandbox_files.c:ngx_http_veto_sandbox_mcp_(query|twin_.*)
  *
- * The op groups' tools (the snapshots, execs and review groups'; the admin
- * group has none, its empty list comes too) come with their
+ * The op groups' tools (the snapshots, execs, review and files groups';
+ * the admin group has none, its empty list comes too) come with their
  * group file, its MCP part only (NGX_HTTP_VSB_OPS_TOOLS): a change set's twin
  * has a query that reads back as the since and format the agent gave
  * ("created" and "json" when it gave none).
@@ -43,7 +44,6 @@
 #include "ngx_http_veto_sandbox_mcp_tool_table.c"
 #include "ngx_http_veto_sandbox_mcp_tools.c"
 #include "ngx_http_veto_sandbox_mcp_present.c"
-#include "ngx_http_veto_sandbox_mcp_archive.c"
 #include "ngx_http_veto_sandbox_about.c"
 #include "ngx_http_veto_sandbox_profiles.c"
 #define NGX_HTTP_VSB_OPS_TOOLS
@@ -51,6 +51,7 @@
 #include "ngx_http_veto_sandbox_execs.c"
 #include "ngx_http_veto_sandbox_review.c"
 #include "ngx_http_veto_sandbox_admin.c"
+#include "ngx_http_veto_sandbox_files.c"
 
 #include "ngx_http_veto_sandbox_hash.h"
 
@@ -484,8 +485,8 @@ ngx_http_veto_sandbox_op_run(ngx_http_request_t *r,
                && ngx_strcmp(ctx->mcp->tool->name, "upload_archive") != 0)
     {
         /* read back as the REST builders read it: the agent's path (an
-         * archive's query, path and format, is _archive.c's, fuzzed by
-         * fuzz_module_parsers) */
+         * archive's query, path and format, is _files.c's builders', fuzzed
+         * by fuzz_module_parsers) */
         rc = ngx_http_veto_sandbox_hash_query_arg(r->pool, &in->args, "path",
                                                   &value, &why);
         path = json_object_get(ctx->mcp->args, "path");

@@ -5,7 +5,7 @@
  * PATCH (network entries), the ?path= query of the files ops, the
  * queries of the archive ops and of a background exec's output, through
  * the real builders of ngx_http_veto_sandbox_request.c, _execs.c and
- * _archive.c; and, with a first byte of 0xff, what Redis Sentinel sends
+ * _files.c; and, with a first byte of 0xff, what Redis Sentinel sends
  * a worker (an address must be numeric, +switch-master must name this
  * master); with 0xfe, the Veto-Peer-Credential header another gateway
  * host sends (strict fields, and no signature but the key's own holds).
@@ -26,6 +26,7 @@
  * FUZZ-COVERS: ngx_veto_sandbox_module/ngx_http_veto_sandbox_policy_approvals.c
  * FUZZ-COVERS: ngx_veto_sandbox_module/ngx_http_veto_sandbox_policy_match.c
  * FUZZ-COVERS: ngx_veto_sandbox_module/ngx_http_veto_sandbox_request.c
+ * FUZZ-COVERS: ngx_veto_sandbox_module/ngx_http_veto_sandbox_files.c:ngx_http_veto_sandbox_(path|path_check|req_path|build_read|build_write)
  * FUZZ-COVERS: ngx_veto_sandbox_module/ngx_http_veto_sandbox_request_fields.c
  * FUZZ-COVERS: ngx_veto_sandbox_module/ngx_http_veto_sandbox_request_network.c
  * FUZZ-COVERS: ngx_veto_sandbox_module/ngx_http_veto_sandbox_env.c
@@ -45,9 +46,11 @@
 
 #include "ngx_core_stub.h"
 
-/* the exec group's builders (its file's code, without its MCP tool) */
+/* the exec and files groups' builders (their files' code, without
+ * their MCP tools) */
 #define NGX_HTTP_VSB_OPS_CODE
 #include "ngx_http_veto_sandbox_execs.c"
+#include "ngx_http_veto_sandbox_files.c"
 
 
 enum {

@@ -230,9 +230,9 @@ test_load_refusals(void **state)
     refused("{\"tenants\": {\"a\": {\"approvals\": {\"always\":"
             " [\"sandbox.get\"]}}}}",
             "unknown action (known: sandbox.create, sandbox.update, "
-            "sandbox.delete, sandbox.files.read, sandbox.files.write, "
-            "sandbox.archive.write, sandbox.archive.read, sandbox.changes, "
-            "sandbox.exec)");
+            "sandbox.delete, sandbox.changes, sandbox.exec, "
+            "sandbox.files.read, sandbox.files.write, "
+            "sandbox.archive.write, sandbox.archive.read)");
     refused("{\"tenants\": {\"a\": {\"approvals\": {\"threshold\": 0}}}}",
             "approvals.threshold has the wrong type or value");
     refused("{\"tenants\": {\"a\": {\"approvals\": {\"exec_argv\": [\"\"]}}}}",

@@ -56,5 +56,40 @@
     "profile", "limits", "ttl_s", "idle_s", "network", "credentials",        \
     "env", "metadata", "from_snapshot"
 
+/* the MCP tool's arguments passed on as the query of
+ * GET /v1/sandboxes/{id}/files (sandbox.files.read) */
+#define NGX_HTTP_VSB_MCP_FIELDS_READ_FILE  "path"
+#define NGX_HTTP_VSB_MCP_PROPS_READ_FILE                                     \
+    "\"path\":{\"type\":\"string\",\"minLength\":1,\"maxLength\":"           \
+    "4096,\"description\":\"A path in the sandbox's workspace:"              \
+    " relative to /workspace, such as src/main.py, or "                      \
+    "absolute under it (/workspace/src/main.py); no .. "                     \
+    "component.\"}"
+#define NGX_HTTP_VSB_MCP_REQUIRED_READ_FILE  ",\"path\""
+
+/* the MCP tool's arguments passed on as the query of
+ * PUT /v1/sandboxes/{id}/files (sandbox.files.write) */
+#define NGX_HTTP_VSB_MCP_FIELDS_WRITE_FILE  "path"
+#define NGX_HTTP_VSB_MCP_PROPS_WRITE_FILE                                    \
+    "\"path\":{\"type\":\"string\",\"minLength\":1,\"maxLength\":"           \
+    "4096,\"description\":\"A path in the sandbox's workspace:"              \
+    " relative to /workspace, such as src/main.py, or "                      \
+    "absolute under it (/workspace/src/main.py); no .. "                     \
+    "component.\"}"
+#define NGX_HTTP_VSB_MCP_REQUIRED_WRITE_FILE  ",\"path\""
+
+/* the MCP tool's arguments passed on as the query of
+ * PUT /v1/sandboxes/{id}/archive (sandbox.archive.write) */
+#define NGX_HTTP_VSB_MCP_FIELDS_UPLOAD_ARCHIVE  "path", "format"
+#define NGX_HTTP_VSB_MCP_PROPS_UPLOAD_ARCHIVE                                \
+    "\"path\":{\"type\":\"string\",\"minLength\":1,\"maxLength\":"           \
+    "4096,\"description\":\"The directory to extract into:"                  \
+    " relative to /workspace, or absolute under it; no "                     \
+    ".. component. Omitted: /workspace itself.\"},"                          \
+    "\"format\":{\"type\":\"string\",\"enum\":[\"tar\","                     \
+    "\"tar.gz\",\"tar.zst\",\"tar.xz\"],\"description\":"                    \
+    "\"Omitted: told by the archive's first bytes.\"}"
+#define NGX_HTTP_VSB_MCP_REQUIRED_UPLOAD_ARCHIVE  ""
+
 
 #endif /* _NGX_HTTP_VETO_SANDBOX_FIELDS_H_INCLUDED_ */

@@ -30,7 +30,10 @@
  *
  * The MCP tools read_file, write_file and upload_archive are these rows'
  * REST twins: the same scope, approval kind, request hash, bounds and
- * record.  upload_archive's size is bounded twice before anything is
+ * record.  The query arguments they take, with their schemas, are
+ * docs/openapi.json's parameters, as scripts/gen-op-fields writes them
+ * (_fields.h); what only a tool carries (the bytes, as text or base64)
+ * is written in its schema here.  upload_archive's size is bounded twice before anything is
  * decoded: the JSON-RPC message by veto_sandbox_mcp_max_body (_mcp.c),
  * the decoded bytes by the policy's archive_bytes (the builder).  What
  * tar refuses ("..", links out, devices) comes back as the REST API's
@@ -721,6 +724,7 @@ ngx_http_veto_sandbox_record_archive(ngx_http_request_t *r,
 #if !defined(NGX_HTTP_VSB_OPS_DATA_ONLY) || defined(NGX_HTTP_VSB_OPS_TOOLS)
 
 #include "ngx_http_veto_sandbox_mcp.h"
+#include "ngx_http_veto_sandbox_fields.h"
 
 #include <openssl/evp.h>
 
@@ -728,16 +732,21 @@ ngx_http_veto_sandbox_record_archive(ngx_http_request_t *r,
 /* ---- MCP: the tools' twins and presenters ------------------------------ */
 
 
+/* each tool's arguments: the query's (docs/openapi.json, through
+ * scripts/gen-op-fields), and what the tool itself carries: the bytes of
+ * the file or archive that the REST request sends as its body */
 static const char  *ngx_http_veto_sandbox_mcp_read_args[] = {
-    "sandbox_id", "path", "approval_id", NULL
+    "sandbox_id", NGX_HTTP_VSB_MCP_FIELDS_READ_FILE, "approval_id", NULL
 };
 
 static const char  *ngx_http_veto_sandbox_mcp_write_args[] = {
-    "sandbox_id", "path", "content", "encoding", "approval_id", NULL
+    "sandbox_id", NGX_HTTP_VSB_MCP_FIELDS_WRITE_FILE, "content", "encoding",
+    "approval_id", NULL
 };
 
 static const char  *ngx_http_veto_sandbox_mcp_archive_args[] = {
-    "sandbox_id", "content", "path", "format", "approval_id", NULL
+    "sandbox_id", NGX_HTTP_VSB_MCP_FIELDS_UPLOAD_ARCHIVE, "content",
+    "approval_id", NULL
 };
 
 static const char  *ngx_http_veto_sandbox_mcp_archive_formats[] = {
@@ -1176,12 +1185,6 @@ ngx_http_veto_sandbox_op_t  ngx_http_veto_sandbox_files_ops[] = {
 /* ---- the group's MCP tools (_mcp_tool_table.c's list) ------------------- */
 
 
-#define NGX_HTTP_VSB_MCP_PATH_ARG                                             \
-    "\"path\":{\"type\":\"string\",\"minLength\":1,\"maxLength\":4096,"       \
-    "\"description\":\"A path relative to the sandbox's /workspace, such "   \
-    "as src/main.py (no leading /, no ..).\"}"
-
-
 ngx_http_veto_sandbox_mcp_tool_t  ngx_http_veto_sandbox_files_tools[] = {
 
     { "write_file", "Write a file",
@@ -1192,14 +1195,14 @@ ngx_http_veto_sandbox_mcp_tool_t  ngx_http_veto_sandbox_files_tools[] = {
       "REST API." NGX_HTTP_VSB_MCP_APPROVAL_NOTE,
       "{\"type\":\"object\",\"properties\":{"
         NGX_HTTP_VSB_MCP_SANDBOX_ARG ","
-        NGX_HTTP_VSB_MCP_PATH_ARG ","
+        NGX_HTTP_VSB_MCP_PROPS_WRITE_FILE ","
         "\"content\":{\"type\":\"string\",\"description\":\"The file's "
         "content: text, or base64 with encoding base64.\"},"
         "\"encoding\":{\"type\":\"string\",\"enum\":[\"utf-8\",\"base64\"],"
         "\"default\":\"utf-8\"},"
         NGX_HTTP_VSB_MCP_APPROVAL_ARG
-      "},\"required\":[\"sandbox_id\",\"path\",\"content\"],"
-      "\"additionalProperties\":false}",
+      "},\"required\":[\"sandbox_id\"" NGX_HTTP_VSB_MCP_REQUIRED_WRITE_FILE
+      ",\"content\"],\"additionalProperties\":false}",
       "{\"readOnlyHint\":false,\"destructiveHint\":true,"
       "\"idempotentHint\":true,\"openWorldHint\":false}",
       ngx_http_veto_sandbox_mcp_twin_write,
@@ -1224,16 +1227,10 @@ ngx_http_veto_sandbox_mcp_tool_t  ngx_http_veto_sandbox_files_tools[] = {
         "bytes as base64 (RFC 4648). Bounded by the message limit "
         "(veto_sandbox_mcp_max_body, 4 MiB by default) and the policy's "
         "archive_bytes.\"},"
-        "\"path\":{\"type\":\"string\",\"minLength\":1,"
-        "\"maxLength\":4096,\"description\":\"The directory to extract "
-        "into, relative to /workspace (no leading /, no ..); omitted: "
-        "/workspace.\"},"
-        "\"format\":{\"type\":\"string\",\"enum\":[\"tar\","
-        "\"tar.gz\",\"tar.zst\",\"tar.xz\"],\"description\":\"Omitted: "
-        "told by the archive's first bytes.\"},"
+        NGX_HTTP_VSB_MCP_PROPS_UPLOAD_ARCHIVE ","
         NGX_HTTP_VSB_MCP_APPROVAL_ARG
-      "},\"required\":[\"sandbox_id\",\"content\"],"
-      "\"additionalProperties\":false}",
+      "},\"required\":[\"sandbox_id\"" NGX_HTTP_VSB_MCP_REQUIRED_UPLOAD_ARCHIVE
+      ",\"content\"],\"additionalProperties\":false}",
       "{\"readOnlyHint\":false,\"destructiveHint\":true,"
       "\"idempotentHint\":true,\"openWorldHint\":false}",
       ngx_http_veto_sandbox_mcp_twin_archive,
@@ -1248,10 +1245,10 @@ ngx_http_veto_sandbox_mcp_tool_t  ngx_http_veto_sandbox_files_tools[] = {
       NGX_HTTP_VSB_MCP_APPROVAL_NOTE,
       "{\"type\":\"object\",\"properties\":{"
         NGX_HTTP_VSB_MCP_SANDBOX_ARG ","
-        NGX_HTTP_VSB_MCP_PATH_ARG ","
+        NGX_HTTP_VSB_MCP_PROPS_READ_FILE ","
         NGX_HTTP_VSB_MCP_APPROVAL_ARG
-      "},\"required\":[\"sandbox_id\",\"path\"],"
-      "\"additionalProperties\":false}",
+      "},\"required\":[\"sandbox_id\"" NGX_HTTP_VSB_MCP_REQUIRED_READ_FILE
+      "],\"additionalProperties\":false}",
       "{\"readOnlyHint\":true,\"openWorldHint\":false}",
       ngx_http_veto_sandbox_mcp_twin_read,
       ngx_http_veto_sandbox_mcp_present_file },

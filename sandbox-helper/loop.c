@@ -1,23 +1,26 @@
 /*
- * The event loop: one epoll instance and a sorted, doubly linked list of
- * timers.  A few hundred timers at most, so insertion sort is plenty.
- * The egress proxy's loop (egress-proxy/loop.c) stays its own: it says
- * why where it stands.
+ * The event loop of the helper and the egress proxy (vsb_loop.h): one
+ * epoll instance and a sorted, doubly linked list of timers.  A few
+ * hundred timers at most (the proxy arms two), so insertion sort is
+ * plenty.  It knows neither process: each logs, and acts around a wait,
+ * through the hooks it gives vsb_loop_init().
  */
 #include <errno.h>
 #include <stddef.h>
+#include <stdio.h>
 #include <string.h>
 #include <sys/epoll.h>
 #include <time.h>
 #include <unistd.h>
 
-#include "vsb_log.h"
 #include "vsb_loop.h"
 
-#define VSB_LOOP_EVENTS  64
+#define VSB_LOOP_EVENTS  128
 
-static int           vsb_epfd = -1;
-static vsb_timer_t  *vsb_timers;          /* earliest first */
+static int               vsb_epfd = -1;
+static vsb_timer_t      *vsb_timers;      /* earliest first */
+static vsb_loop_hooks_t  vsb_hooks;
+static uint64_t          vsb_turn_ms;     /* vsb_loop_time_ms() */
 
 /* The batch being dispatched: vsb_loop_del() clears later entries that
  * name the deleted event, so a handler may free another event's owner. */
@@ -25,19 +28,37 @@ static struct epoll_event  *vsb_batch;
 static int                  vsb_batch_n;
 
 
+/* Tells the process's error hook; errno comes back as it was. */
+static void
+vsb_loop_error(const char *step)
+{
+    int  saved = errno;
+
+    if (vsb_hooks.error != NULL) {
+        vsb_hooks.error(step);
+    }
+    errno = saved;
+}
+
+
 int
-vsb_loop_init(void)
+vsb_loop_init(const vsb_loop_hooks_t *hooks)
 {
     if (vsb_epfd != -1) {
         return 0;
     }
 
+    if (hooks != NULL) {
+        vsb_hooks = *hooks;
+    }
+
     vsb_epfd = epoll_create1(EPOLL_CLOEXEC);
     if (vsb_epfd == -1) {
-        vsb_log_errno(VSB_LOG_ERR, "epoll_create1()");
+        vsb_loop_error("epoll_create1()");
         return -1;
     }
 
+    vsb_turn_ms = vsb_now_ms();
     return 0;
 }
 
@@ -47,14 +68,16 @@ static int
 vsb_loop_ctl(vsb_event_t *ev, int op, uint32_t events)
 {
     struct epoll_event  ee;
+    char                step[48];
 
     memset(&ee, 0, sizeof(ee));
     ee.events = events;
     ee.data.ptr = ev;
 
     if (epoll_ctl(vsb_epfd, op, ev->fd, &ee) == -1) {
-        vsb_log_errno(VSB_LOG_ERR, "epoll_ctl(%s, fd %d)",
-                      op == EPOLL_CTL_ADD ? "ADD" : "MOD", ev->fd);
+        (void) snprintf(step, sizeof(step), "epoll_ctl(%s, fd %d)",
+                        op == EPOLL_CTL_ADD ? "ADD" : "MOD", ev->fd);
+        vsb_loop_error(step);
         return -1;
     }
 
@@ -95,7 +118,8 @@ vsb_loop_mod(vsb_event_t *ev, uint32_t events)
 int
 vsb_loop_del(vsb_event_t *ev)
 {
-    int  i;
+    int   i;
+    char  step[48];
 
     for (i = 0; i < vsb_batch_n; i++) {
         if (vsb_batch[i].data.ptr == ev) {
@@ -110,7 +134,8 @@ vsb_loop_del(vsb_event_t *ev)
     ev->active = 0;
 
     if (epoll_ctl(vsb_epfd, EPOLL_CTL_DEL, ev->fd, NULL) == -1) {
-        vsb_log_errno(VSB_LOG_ERR, "epoll_ctl(DEL, fd %d)", ev->fd);
+        (void) snprintf(step, sizeof(step), "epoll_ctl(DEL, fd %d)", ev->fd);
+        vsb_loop_error(step);
         return -1;
     }
 
@@ -127,6 +152,13 @@ vsb_now_ms(void)
     (void) clock_gettime(CLOCK_MONOTONIC, &ts);
 
     return (uint64_t) ts.tv_sec * 1000 + (uint64_t) ts.tv_nsec / 1000000;
+}
+
+
+uint64_t
+vsb_loop_time_ms(void)
+{
+    return vsb_turn_ms;
 }
 
 
@@ -233,14 +265,19 @@ vsb_loop_run(volatile sig_atomic_t *stop)
     int                 i, n;
 
     while (!*stop) {
+        if (vsb_hooks.before_wait != NULL) {
+            vsb_hooks.before_wait();
+        }
+
         n = epoll_wait(vsb_epfd, events, VSB_LOOP_EVENTS,
                        vsb_timers_wait_ms());
+        vsb_turn_ms = vsb_now_ms();
         if (n == -1) {
-            if (errno == EINTR) {
-                continue;
+            if (errno != EINTR) {
+                vsb_loop_error("epoll_wait()");
+                return -1;
             }
-            vsb_log_errno(VSB_LOG_ERR, "epoll_wait()");
-            return -1;
+            n = 0;                  /* a signal: timers and hooks still */
         }
 
         vsb_batch = events;
@@ -262,6 +299,10 @@ vsb_loop_run(volatile sig_atomic_t *stop)
         vsb_batch_n = 0;
 
         vsb_timers_run();
+
+        if (vsb_hooks.after_turn != NULL) {
+            vsb_hooks.after_turn();
+        }
     }
 
     return 0;

@@ -82,6 +82,19 @@ vsb_sig_handler(vsb_event_t *ev, uint32_t revents)
 }
 
 
+/* The loop's failed system calls, in the helper's log. */
+static void
+vsb_loop_failed(const char *step)
+{
+    vsb_log_errno(VSB_LOG_ERR, "%s", step);
+}
+
+
+static const vsb_loop_hooks_t  vsb_loop_hooks = {
+    .error = vsb_loop_failed
+};
+
+
 static int
 vsb_signals_init(void)
 {
@@ -219,7 +232,7 @@ main(int argc, char **argv)
         return 1;
     }
 
-    if (vsb_loop_init() != 0 || vsb_signals_init() != 0) {
+    if (vsb_loop_init(&vsb_loop_hooks) != 0 || vsb_signals_init() != 0) {
         return 1;
     }
 

@@ -44,12 +44,14 @@ vsb_loop_error(const char *step)
 int
 vsb_loop_init(const vsb_loop_hooks_t *hooks)
 {
-    if (vsb_epfd != -1) {
-        return 0;
-    }
-
     if (hooks != NULL) {
         vsb_hooks = *hooks;
+    } else {
+        memset(&vsb_hooks, 0, sizeof(vsb_hooks));
+    }
+
+    if (vsb_epfd != -1) {
+        return 0;
     }
 
     vsb_epfd = epoll_create1(EPOLL_CLOEXEC);

@@ -53,7 +53,7 @@ typedef struct {
     void  (*after_turn)(void);
 } vsb_loop_hooks_t;
 
-/* Creates the epoll instance (once; again is a no-op).  hooks is kept. */
+/* Creates the epoll instance, once; hooks (copied) replace any before. */
 int vsb_loop_init(const vsb_loop_hooks_t *hooks);
 
 /* events: EPOLLIN / EPOLLOUT / ... ; handler gets epoll's revents. */

@@ -33,8 +33,8 @@
 
 static unsigned char  eg_sni_scratch[EG_SNI_MAX_HELLO];
 
-static void eg_conn_client_event(eg_handler_t *h, uint32_t events);
-static void eg_conn_upstream_event(eg_handler_t *h, uint32_t events);
+static void eg_conn_client_event(vsb_event_t *h, uint32_t events);
+static void eg_conn_upstream_event(vsb_event_t *h, uint32_t events);
 static void eg_conn_decide(eg_conn_t *c);
 static void eg_conn_dial_next(eg_conn_t *c);
 
@@ -204,20 +204,18 @@ eg_conn_accepted(eg_sandbox_t *sb, eg_listen_kind_t via, int fd)
     c->via = via;
     c->state = via == EG_L_HTTP ? EG_CS_HEAD : EG_CS_SNIFF;
     c->kind = via == EG_L_HTTP ? "http" : "tls";
-    c->client.type = EG_EV_CLIENT;
     c->client.fd = fd;
     c->client.handler = eg_conn_client_event;
     c->client.data = c;
-    c->upstream.type = EG_EV_UPSTREAM;
     c->upstream.fd = -1;
     c->upstream.handler = eg_conn_upstream_event;
     c->upstream.data = c;
     c->start_wall_ms = eg_wall_ms();
-    c->start_ms = eg_proxy.now_ms;
-    c->deadline_ms = eg_proxy.now_ms + eg_proxy.cf.header_timeout_ms;
+    c->start_ms = vsb_loop_time_ms();
+    c->deadline_ms = vsb_loop_time_ms() + eg_proxy.cf.header_timeout_ms;
     c->decision = "error";
 
-    if (eg_loop_add(&c->client, EPOLLIN) != 0) {
+    if (vsb_loop_add(&c->client, EPOLLIN) != 0) {
         free(c->c2u);
         free(c->u2c);
         free(c);
@@ -266,7 +264,7 @@ eg_conn_finish(eg_conn_t *c)
         r.bytes_out = c->bytes_out;
         r.bytes_in = c->bytes_in;
         r.start_ms = c->start_wall_ms;
-        r.duration_ms = eg_proxy.now_ms - c->start_ms;
+        r.duration_ms = vsb_loop_time_ms() - c->start_ms;
         r.askable = c->askable;
         r.credential = c->cred_name[0] ? c->cred_name : NULL;
         r.exfiltration = c->exfil;
@@ -279,11 +277,11 @@ eg_conn_finish(eg_conn_t *c)
     }
     eg_icpt_free(c);
     if (c->client.fd >= 0) {
-        eg_loop_del(&c->client);
+        vsb_loop_del(&c->client);
         close(c->client.fd);
     }
     if (c->upstream.fd >= 0) {
-        eg_loop_del(&c->upstream);
+        vsb_loop_del(&c->upstream);
         close(c->upstream.fd);
     }
 
@@ -621,7 +619,7 @@ eg_conn_sniff(eg_conn_t *c)
 
 
 static void
-eg_conn_client_event(eg_handler_t *h, uint32_t events)
+eg_conn_client_event(vsb_event_t *h, uint32_t events)
 {
     eg_conn_t  *c = h->data;
     int         rc;
@@ -770,8 +768,8 @@ eg_conn_decide(eg_conn_t *c)
         return;
     }
 
-    c->deadline_ms = eg_proxy.now_ms + sb->limits.connect_timeout_ms;
-    eg_loop_mod(&c->client, EPOLLRDHUP);
+    c->deadline_ms = vsb_loop_time_ms() + sb->limits.connect_timeout_ms;
+    vsb_loop_mod(&c->client, EPOLLRDHUP);
 
     if (c->host.is_literal) {
         if (eg_conn_check_addr(c, &c->host.addr) != 0) {
@@ -807,7 +805,7 @@ eg_conn_dial_next(eg_conn_t *c)
     char                     s[EG_ADDR_STRLEN];
 
     if (c->upstream.fd >= 0) {
-        eg_loop_del(&c->upstream);
+        vsb_loop_del(&c->upstream);
         close(c->upstream.fd);
         c->upstream.fd = -1;
     }
@@ -830,7 +828,7 @@ eg_conn_dial_next(eg_conn_t *c)
         {
             c->upstream.fd = fd;
             c->state = EG_CS_CONNECTING;
-            if (eg_loop_add(&c->upstream, EPOLLOUT) != 0) {
+            if (vsb_loop_add(&c->upstream, EPOLLOUT) != 0) {
                 close(fd);
                 c->upstream.fd = -1;
                 continue;
@@ -884,7 +882,7 @@ eg_conn_connected(eg_conn_t *c)
 
 
 static void
-eg_conn_upstream_event(eg_handler_t *h, uint32_t events)
+eg_conn_upstream_event(vsb_event_t *h, uint32_t events)
 {
     eg_conn_t  *c = h->data;
     int         err = 0;

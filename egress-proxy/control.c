@@ -32,7 +32,7 @@
 #define EG_CTL_MAX_PENDING_FDS  16
 
 typedef struct {
-    eg_handler_t        h;
+    vsb_event_t         h;
     int                 open;
     vsb_frame_parser_t  fp;
     int                 fds[EG_CTL_MAX_PENDING_FDS];
@@ -42,7 +42,7 @@ typedef struct {
     size_t              out_off, out_len, out_cap;
 } eg_ctl_conn_t;
 
-static eg_handler_t   eg_ctl_listen_h;
+static vsb_event_t    eg_ctl_listen_h;
 static eg_ctl_conn_t  eg_ctl;
 
 static void eg_ctl_close(const char *why);
@@ -51,7 +51,7 @@ static void eg_ctl_close(const char *why);
 static int
 eg_ctl_want_out(void)
 {
-    return eg_loop_mod(&eg_ctl.h, EPOLLIN | (eg_ctl.out_len ? EPOLLOUT : 0));
+    return vsb_loop_mod(&eg_ctl.h, EPOLLIN | (eg_ctl.out_len ? EPOLLOUT : 0));
 }
 
 
@@ -692,7 +692,7 @@ eg_ctl_read(void)
 
 
 static void
-eg_ctl_event(eg_handler_t *h, uint32_t events)
+eg_ctl_event(vsb_event_t *h, uint32_t events)
 {
     ssize_t  n;
 
@@ -731,7 +731,7 @@ eg_ctl_close(const char *why)
         return;
     }
     eg_log(EG_LOG_INFO, "control: helper connection closed: %s", why);
-    eg_loop_del(&eg_ctl.h);
+    vsb_loop_del(&eg_ctl.h);
     close(eg_ctl.h.fd);
     eg_ctl_close_pending_fds();
     vsb_frame_reset(&eg_ctl.fp);
@@ -743,7 +743,7 @@ eg_ctl_close(const char *why)
 
 
 static void
-eg_ctl_accept(eg_handler_t *h, uint32_t events)
+eg_ctl_accept(vsb_event_t *h, uint32_t events)
 {
     struct ucred  cred;
     socklen_t     cl = sizeof(cred);
@@ -780,10 +780,9 @@ eg_ctl_accept(eg_handler_t *h, uint32_t events)
 
     memset(&eg_ctl, 0, sizeof(eg_ctl));
     vsb_frame_init(&eg_ctl.fp, VSB_EGRESS_MAX_JSON, 0);
-    eg_ctl.h.type = EG_EV_CONTROL;
     eg_ctl.h.fd = fd;
     eg_ctl.h.handler = eg_ctl_event;
-    if (eg_loop_add(&eg_ctl.h, EPOLLIN) != 0) {
+    if (vsb_loop_add(&eg_ctl.h, EPOLLIN) != 0) {
         close(fd);
         return;
     }
@@ -839,10 +838,9 @@ eg_control_listen(const char *path, unsigned mode, char *err, size_t errlen)
         return -1;
     }
 
-    eg_ctl_listen_h.type = EG_EV_CONTROL_LISTEN;
     eg_ctl_listen_h.fd = fd;
     eg_ctl_listen_h.handler = eg_ctl_accept;
-    if (eg_loop_add(&eg_ctl_listen_h, EPOLLIN) != 0) {
+    if (vsb_loop_add(&eg_ctl_listen_h, EPOLLIN) != 0) {
         snprintf(err, errlen, "epoll_ctl: %s", strerror(errno));
         close(fd);
         return -1;

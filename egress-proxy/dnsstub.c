@@ -18,7 +18,7 @@
 #include "eg_record.h"
 
 struct eg_dnsconn_s {
-    eg_handler_t    h;
+    vsb_event_t     h;
     eg_sandbox_t   *sb;
     eg_dnsconn_t   *next, *prev;
     unsigned char   in[2 + EG_DNS_MAX_MSG];
@@ -108,7 +108,7 @@ eg_dnsstub_udp_ready(eg_sandbox_t *sb, int fd)
 static void
 eg_dnsconn_close(eg_dnsconn_t *d)
 {
-    eg_loop_del(&d->h);
+    vsb_loop_del(&d->h);
     close(d->h.fd);
     if (d->prev) {
         d->prev->next = d->next;
@@ -123,7 +123,7 @@ eg_dnsconn_close(eg_dnsconn_t *d)
 
 
 static void
-eg_dnsconn_event(eg_handler_t *h, uint32_t events)
+eg_dnsconn_event(vsb_event_t *h, uint32_t events)
 {
     eg_dnsconn_t  *d = h->data;
     ssize_t        n;
@@ -139,7 +139,7 @@ eg_dnsconn_event(eg_handler_t *h, uint32_t events)
             d->out_off += (size_t) n;
             d->out_len -= (size_t) n;
         }
-        if (d->out_len == 0 && eg_loop_mod(h, EPOLLIN) != 0) {
+        if (d->out_len == 0 && vsb_loop_mod(h, EPOLLIN) != 0) {
             eg_dnsconn_close(d);
             return;
         }
@@ -185,8 +185,8 @@ eg_dnsconn_event(eg_handler_t *h, uint32_t events)
     d->out[1] = (unsigned char) olen;
     d->out_off = 0;
     d->out_len = olen + 2;
-    d->deadline_ms = eg_proxy.now_ms + EG_DNS_TCP_TIMEOUT_MS;
-    if (eg_loop_mod(h, EPOLLOUT) != 0) {
+    d->deadline_ms = vsb_loop_time_ms() + EG_DNS_TCP_TIMEOUT_MS;
+    if (vsb_loop_mod(h, EPOLLOUT) != 0) {
         eg_dnsconn_close(d);
     }
 }
@@ -212,13 +212,12 @@ eg_dnsstub_tcp_accepted(eg_sandbox_t *sb, int fd)
         return;
     }
     d->sb = sb;
-    d->h.type = EG_EV_DNS_TCP;
     d->h.fd = fd;
     d->h.handler = eg_dnsconn_event;
     d->h.data = d;
-    d->deadline_ms = eg_proxy.now_ms + EG_DNS_TCP_TIMEOUT_MS;
+    d->deadline_ms = vsb_loop_time_ms() + EG_DNS_TCP_TIMEOUT_MS;
 
-    if (eg_loop_add(&d->h, EPOLLIN) != 0) {
+    if (vsb_loop_add(&d->h, EPOLLIN) != 0) {
         close(fd);
         free(d);
         return;

@@ -28,8 +28,8 @@ typedef enum {
 typedef struct eg_icpt_s  eg_icpt_t;
 
 struct eg_conn_s {
-    eg_handler_t       client;
-    eg_handler_t       upstream;
+    vsb_event_t        client;
+    vsb_event_t        upstream;
     eg_sandbox_t      *sb;
     eg_conn_t         *next;
     eg_conn_t         *prev;

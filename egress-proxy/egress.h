@@ -14,34 +14,11 @@
 #include "eg_config.h"
 #include "eg_cred.h"
 #include "eg_limits.h"
+#include "vsb_loop.h"          /* the loop the helper shares */
 
 #define EG_SANDBOX_ID_MAX   64
 #define EG_TENANT_MAX       128       /* = the helper's VSB_MAX_ID_LEN */
 #define EG_MAX_LISTENERS    8         /* sockets handed over per sandbox */
-
-/* Every descriptor registered with epoll carries one of these first. */
-typedef enum {
-    EG_EV_SIGNAL = 1,
-    EG_EV_CONTROL_LISTEN,
-    EG_EV_CONTROL,
-    EG_EV_LISTENER,
-    EG_EV_CLIENT,
-    EG_EV_UPSTREAM,
-    EG_EV_DNS_TCP,
-    EG_EV_RESOLVER
-} eg_ev_type_t;
-
-typedef struct eg_handler_s  eg_handler_t;
-typedef void (*eg_event_pt)(eg_handler_t *h, uint32_t events);
-
-struct eg_handler_s {
-    eg_ev_type_t   type;
-    int            fd;
-    uint32_t       events;          /* what epoll watches now */
-    int            dead;            /* deleted: skip its pending events */
-    eg_event_pt    handler;
-    void          *data;
-};
 
 typedef enum {
     EG_L_HTTP = 0,                  /* explicit HTTP proxy and CONNECT */
@@ -57,7 +34,7 @@ typedef struct eg_conn_s     eg_conn_t;
 typedef struct eg_dnsconn_s  eg_dnsconn_t;
 
 typedef struct {
-    eg_handler_t       h;
+    vsb_event_t        h;
     eg_listen_kind_t   kind;
     eg_sandbox_t      *sb;
     int                paused;      /* out of descriptors: retry later */
@@ -108,14 +85,12 @@ struct eg_sandbox_s {
 /* The proxy's whole state (one process, one thread). */
 typedef struct {
     eg_config_t        cf;
-    int                epfd;
     eg_sandbox_t      *sandboxes;
     unsigned           nsandboxes;
     unsigned           nconns;      /* all proxied connections */
     eg_tenant_t       *tenants;
     unsigned           active_tenants;  /* with a connection open */
-    uint64_t           now_ms;      /* monotonic, updated per loop turn */
-    int                quit;
+    volatile sig_atomic_t  quit;    /* vsb_loop_run() returns */
     eg_addr_t         *local_addrs; /* the host's own addresses */
     size_t             nlocal;
     uint64_t           local_refreshed_ms;
@@ -123,14 +98,11 @@ typedef struct {
 
 extern eg_proxy_t  eg_proxy;
 
-/* loop.c */
-int eg_loop_add(eg_handler_t *h, uint32_t events);
-int eg_loop_mod(eg_handler_t *h, uint32_t events);
-void eg_loop_del(eg_handler_t *h);
-/* Frees p after the current batch of events (a handler may still have
- * an event pending in it). */
+/* loop.c: the proxy's part of the shared loop (vsb_loop.h) */
+int eg_loop_init(void);
+/* Frees p after the current turn (the caller, or a later handler of the
+ * turn, may still hold it; its events are deleted from the loop first). */
 void eg_loop_defer_free(void *p);
-uint64_t eg_now_ms(void);
 uint64_t eg_wall_ms(void);
 int eg_loop_run(void);
 void eg_loop_cleanup(void);

@@ -133,11 +133,11 @@ eg_icpt_close_soon(eg_conn_t *c)
     t->closing = 1;
     t->rq = EG_RQ_STOP;
     if (c->upstream.fd >= 0) {
-        eg_loop_del(&c->upstream);
+        vsb_loop_del(&c->upstream);
         close(c->upstream.fd);
         c->upstream.fd = -1;
     }
-    c->deadline_ms = eg_proxy.now_ms + EG_REFUSE_LINGER_MS;
+    c->deadline_ms = vsb_loop_time_ms() + EG_REFUSE_LINGER_MS;
 }
 
 
@@ -249,7 +249,7 @@ eg_icpt_start(eg_conn_t *c)
         c->c2u_len = 0;
     }
 
-    c->deadline_ms = eg_proxy.now_ms + sb->limits.idle_timeout_ms;
+    c->deadline_ms = vsb_loop_time_ms() + sb->limits.idle_timeout_ms;
     eg_icpt_event(c);
 }
 
@@ -566,7 +566,7 @@ eg_icpt_upstream_failed(eg_conn_t *c)
     eg_icpt_reason(c, "error", "%s (fails closed)", e);
     t->u_failed = 1;
     if (c->upstream.fd >= 0) {
-        eg_loop_del(&c->upstream);
+        vsb_loop_del(&c->upstream);
         close(c->upstream.fd);
         c->upstream.fd = -1;
     }
@@ -741,7 +741,7 @@ eg_icpt_event(eg_conn_t *c)
     uint32_t    ce = 0, ue = 0;
     int         i, rc;
 
-    c->deadline_ms = eg_proxy.now_ms + (t->closing ? EG_REFUSE_LINGER_MS
+    c->deadline_ms = vsb_loop_time_ms() + (t->closing ? EG_REFUSE_LINGER_MS
                                         : c->sb->limits.idle_timeout_ms);
     for (i = 0; i < EG_ICPT_TURNS; i++) {
         rc = eg_icpt_turn(c);
@@ -771,12 +771,12 @@ eg_icpt_event(eg_conn_t *c)
         if (t->uraw_len > 0) {
             ue |= EPOLLOUT;
         }
-        if (c->upstream.events != ue && eg_loop_mod(&c->upstream, ue) != 0) {
+        if (c->upstream.events != ue && vsb_loop_mod(&c->upstream, ue) != 0) {
             eg_conn_finish(c);
             return;
         }
     }
-    if (c->client.events != ce && eg_loop_mod(&c->client, ce) != 0) {
+    if (c->client.events != ce && vsb_loop_mod(&c->client, ce) != 0) {
         eg_conn_finish(c);
         return;
     }

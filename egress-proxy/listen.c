@@ -46,7 +46,7 @@ eg_listen_kind_parse(const char *s, eg_listen_kind_t *k)
 
 
 static void
-eg_listen_event(eg_handler_t *h, uint32_t events)
+eg_listen_event(vsb_event_t *h, uint32_t events)
 {
     eg_listener_t  *l = h->data;
     int             fd, i;
@@ -69,7 +69,7 @@ eg_listen_event(eg_handler_t *h, uint32_t events)
                 eg_log(EG_LOG_ERROR, "sandbox %s: accept on %s: %s; "
                        "paused", l->sb->id, eg_listen_kind_name(l->kind),
                        strerror(errno));
-                eg_loop_mod(&l->h, 0);
+                vsb_loop_mod(&l->h, 0);
                 l->paused = 1;
             }
             return;
@@ -132,14 +132,13 @@ eg_listen_attach(eg_sandbox_t *sb, eg_listen_kind_t kind, int fd,
 
     l = &sb->listeners[sb->nlisteners];
     memset(l, 0, sizeof(*l));
-    l->h.type = EG_EV_LISTENER;
     l->h.fd = fd;
     l->h.handler = eg_listen_event;
     l->h.data = l;
     l->kind = kind;
     l->sb = sb;
 
-    if (eg_loop_add(&l->h, EPOLLIN) != 0) {
+    if (vsb_loop_add(&l->h, EPOLLIN) != 0) {
         snprintf(err, errlen, "epoll_ctl: %s", strerror(errno));
         close(fd);
         return -1;
@@ -155,7 +154,7 @@ eg_listen_close_all(eg_sandbox_t *sb)
     unsigned  i;
 
     for (i = 0; i < sb->nlisteners; i++) {
-        eg_loop_del(&sb->listeners[i].h);
+        vsb_loop_del(&sb->listeners[i].h);
         close(sb->listeners[i].h.fd);
     }
     sb->nlisteners = 0;
@@ -170,7 +169,7 @@ eg_listen_resume(eg_sandbox_t *sb)
     for (i = 0; i < sb->nlisteners; i++) {
         if (sb->listeners[i].paused) {
             sb->listeners[i].paused = 0;
-            eg_loop_mod(&sb->listeners[i].h, EPOLLIN);
+            vsb_loop_mod(&sb->listeners[i].h, EPOLLIN);
         }
     }
 }

@@ -1,15 +1,20 @@
 /*
- * The event loop: epoll, a signalfd for SIGTERM/SIGINT, c-ares'
- * timeouts, and a sweep every EG_TICK_MS that enforces every deadline
- * (request heads, connects, idle relays, DNS over TCP) and re-arms
- * listeners paused for want of descriptors.
+ * The proxy's part of the event loop it shares with the helper
+ * (sandbox-helper/loop.c, vsb_loop.h: epoll, a timer list, deletion safe
+ * within a batch).  What is the proxy's own is here:
  *
- * The helper has an epoll loop of its own (sandbox-helper/loop.c) that
- * looks alike at the epoll_ctl() calls: they stay two on purpose.  Here a
- * deleted handler is marked dead and its memory freed only after the
- * batch (eg_loop_defer_free), deadlines are swept on a tick and c-ares
- * sets the wait; there a deletion clears the batch's later entries and
- * deadlines are a sorted timer list.  Each process links only its own.
+ *   - a signalfd for SIGTERM/SIGINT, an ordinary event that stops the run;
+ *   - the sweep, a timer every EG_TICK_MS that enforces every deadline
+ *     (request heads, connects, idle relays, DNS over TCP) and re-arms
+ *     listeners paused for want of descriptors;
+ *   - c-ares' deadline, a timer re-armed before each wait to what
+ *     ares_timeout() says;
+ *   - after each turn, the control connection flushed (records queued by
+ *     the turn's handlers) and the memory handlers freed on the way
+ *     (eg_loop_defer_free) released: a connection closed deep in a handler
+ *     may still be touched by its caller.  Every such block's events are
+ *     deleted from the loop before it is deferred, so no later event of
+ *     the batch reaches it either way.
  */
 #include <errno.h>
 #include <signal.h>
@@ -30,22 +35,14 @@
 
 #define EG_TICK_MS            250
 #define EG_LOCAL_REFRESH_MS   10000
-#define EG_EVENTS             128
 
 eg_proxy_t  eg_proxy;
 
-static void   **eg_defer;
-static size_t   eg_ndefer, eg_defer_cap;
+static void       **eg_defer;
+static size_t       eg_ndefer, eg_defer_cap;
 
-
-uint64_t
-eg_now_ms(void)
-{
-    struct timespec  ts;
-
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t) ts.tv_sec * 1000 + (uint64_t) ts.tv_nsec / 1000000;
-}
+static vsb_timer_t  eg_sweep_timer;
+static vsb_timer_t  eg_ares_timer;
 
 
 uint64_t
@@ -58,56 +55,6 @@ eg_wall_ms(void)
 }
 
 
-/* Registers h for events (op EPOLL_CTL_ADD or _MOD). */
-static int
-eg_loop_ctl(eg_handler_t *h, int op, uint32_t events)
-{
-    struct epoll_event  ev;
-
-    memset(&ev, 0, sizeof(ev));
-    ev.events = events;
-    ev.data.ptr = h;
-    if (epoll_ctl(eg_proxy.epfd, op, h->fd, &ev) != 0) {
-        eg_log(EG_LOG_ERROR, "epoll_ctl(%s, %d): %s",
-               op == EPOLL_CTL_ADD ? "ADD" : "MOD", h->fd, strerror(errno));
-        return -1;
-    }
-    h->events = events;
-    return 0;
-}
-
-
-int
-eg_loop_add(eg_handler_t *h, uint32_t events)
-{
-    if (eg_loop_ctl(h, EPOLL_CTL_ADD, events) != 0) {
-        return -1;
-    }
-    h->dead = 0;
-    return 0;
-}
-
-
-int
-eg_loop_mod(eg_handler_t *h, uint32_t events)
-{
-    return eg_loop_ctl(h, EPOLL_CTL_MOD, events);
-}
-
-
-void
-eg_loop_del(eg_handler_t *h)
-{
-    if (epoll_ctl(eg_proxy.epfd, EPOLL_CTL_DEL, h->fd, NULL) != 0
-        && errno != ENOENT && errno != EBADF)
-    {
-        eg_log(EG_LOG_ERROR, "epoll_ctl(DEL, %d): %s", h->fd,
-               strerror(errno));
-    }
-    h->dead = 1;
-}
-
-
 void
 eg_loop_defer_free(void *p)
 {
@@ -117,7 +64,7 @@ eg_loop_defer_free(void *p)
         size_t  cap = eg_defer_cap ? eg_defer_cap * 2 : 64;
         nd = realloc(eg_defer, cap * sizeof(*nd));
         if (nd == NULL) {
-            /* Leak rather than free early: a pending event may use it. */
+            /* Leak rather than free early: a caller may still use it. */
             eg_log(EG_LOG_ERROR, "out of memory deferring a free");
             return;
         }
@@ -141,94 +88,123 @@ eg_loop_free_deferred(void)
 
 
 static void
-eg_loop_sweep(void)
+eg_loop_sweep(vsb_timer_t *t)
 {
     eg_sandbox_t  *sb;
+    uint64_t       now = vsb_loop_time_ms();
+
+    vsb_timer_add(t, EG_TICK_MS);
 
     for (sb = eg_proxy.sandboxes; sb != NULL; sb = sb->next) {
-        eg_conn_sweep(sb, eg_proxy.now_ms);
-        eg_dnsstub_sweep(sb, eg_proxy.now_ms);
+        eg_conn_sweep(sb, now);
+        eg_dnsstub_sweep(sb, now);
         eg_listen_resume(sb);
     }
 
-    if (eg_proxy.now_ms - eg_proxy.local_refreshed_ms >= EG_LOCAL_REFRESH_MS) {
+    if (now - eg_proxy.local_refreshed_ms >= EG_LOCAL_REFRESH_MS) {
         eg_sandbox_refresh_local();
     }
 }
 
 
 static void
-eg_loop_signal(eg_handler_t *h, uint32_t events)
+eg_loop_ares_timeout(vsb_timer_t *t)
+{
+    (void) t;
+    eg_resolve_process_timeouts();
+}
+
+
+static void
+eg_loop_signal(vsb_event_t *ev, uint32_t events)
 {
     struct signalfd_siginfo  si;
 
     (void) events;
-    if (read(h->fd, &si, sizeof(si)) == (ssize_t) sizeof(si)) {
+    if (read(ev->fd, &si, sizeof(si)) == (ssize_t) sizeof(si)) {
         eg_log(EG_LOG_INFO, "signal %u: stopping", si.ssi_signo);
         eg_proxy.quit = 1;
     }
 }
 
 
+static void
+eg_loop_failed(const char *step)
+{
+    eg_log(EG_LOG_ERROR, "%s: %s", step, strerror(errno));
+}
+
+
+/* c-ares' next deadline, as it stands after the turn's queries. */
+static void
+eg_loop_before_wait(void)
+{
+    int  at;
+
+    at = eg_resolve_next_timeout_ms();
+    if (at < 0) {
+        vsb_timer_del(&eg_ares_timer);
+    } else {
+        vsb_timer_add(&eg_ares_timer, (uint64_t) at);
+    }
+}
+
+
+static void
+eg_loop_after_turn(void)
+{
+    eg_control_flush();
+    eg_loop_free_deferred();
+}
+
+
+static const vsb_loop_hooks_t  eg_loop_hooks = {
+    .error = eg_loop_failed,
+    .before_wait = eg_loop_before_wait,
+    .after_turn = eg_loop_after_turn
+};
+
+
+int
+eg_loop_init(void)
+{
+    return vsb_loop_init(&eg_loop_hooks);
+}
+
+
 int
 eg_loop_run(void)
 {
-    struct epoll_event  evs[EG_EVENTS];
-    eg_handler_t        sig_h;
-    sigset_t            set;
-    uint64_t            last_sweep;
-    int                 n, i, timeout, at;
+    vsb_event_t  sig_ev;
+    sigset_t     set;
+    int          rc;
 
     sigemptyset(&set);
     sigaddset(&set, SIGTERM);
     sigaddset(&set, SIGINT);
-    memset(&sig_h, 0, sizeof(sig_h));
-    sig_h.type = EG_EV_SIGNAL;
-    sig_h.fd = signalfd(-1, &set, SFD_NONBLOCK | SFD_CLOEXEC);
-    sig_h.handler = eg_loop_signal;
-    if (sig_h.fd == -1 || eg_loop_add(&sig_h, EPOLLIN) != 0) {
+    memset(&sig_ev, 0, sizeof(sig_ev));
+    sig_ev.fd = signalfd(-1, &set, SFD_NONBLOCK | SFD_CLOEXEC);
+    sig_ev.handler = eg_loop_signal;
+    if (sig_ev.fd == -1) {
         eg_log(EG_LOG_ERROR, "signalfd: %s", strerror(errno));
         return -1;
     }
-
-    eg_proxy.now_ms = eg_now_ms();
-    last_sweep = eg_proxy.now_ms;
-
-    while (!eg_proxy.quit) {
-        timeout = EG_TICK_MS;
-        at = eg_resolve_next_timeout_ms();
-        if (at >= 0 && at < timeout) {
-            timeout = at;
-        }
-
-        n = epoll_wait(eg_proxy.epfd, evs, EG_EVENTS, timeout);
-        if (n < 0 && errno != EINTR) {
-            eg_log(EG_LOG_ERROR, "epoll_wait: %s", strerror(errno));
-            return -1;
-        }
-        eg_proxy.now_ms = eg_now_ms();
-
-        for (i = 0; i < n; i++) {
-            eg_handler_t  *h = evs[i].data.ptr;
-            if (!h->dead) {
-                h->handler(h, evs[i].events);
-            }
-        }
-
-        eg_resolve_process_timeouts();
-
-        if (eg_proxy.now_ms - last_sweep >= EG_TICK_MS) {
-            last_sweep = eg_proxy.now_ms;
-            eg_loop_sweep();
-        }
-
-        eg_control_flush();
-        eg_loop_free_deferred();
+    if (vsb_loop_add(&sig_ev, EPOLLIN) != 0) {
+        close(sig_ev.fd);
+        return -1;
     }
 
-    eg_loop_del(&sig_h);
-    close(sig_h.fd);
-    return 0;
+    eg_sweep_timer.handler = eg_loop_sweep;
+    eg_ares_timer.handler = eg_loop_ares_timeout;
+    vsb_timer_add(&eg_sweep_timer, EG_TICK_MS);
+
+    rc = vsb_loop_run(&eg_proxy.quit);
+
+    vsb_timer_del(&eg_sweep_timer);
+    vsb_timer_del(&eg_ares_timer);
+    vsb_loop_del(&sig_ev);
+    close(sig_ev.fd);
+    return rc;
 }
 
 

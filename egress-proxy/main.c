@@ -13,7 +13,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/epoll.h>
 #include <unistd.h>
 
 #include "eg_control.h"
@@ -82,9 +81,7 @@ main(int argc, char **argv)
         return 1;
     }
 
-    eg_proxy.epfd = epoll_create1(EPOLL_CLOEXEC);
-    if (eg_proxy.epfd == -1) {
-        perror("egress-proxy: epoll_create1");
+    if (eg_loop_init() != 0) {
         return 1;
     }
 
@@ -104,7 +101,6 @@ main(int argc, char **argv)
         return 1;
     }
 
-    eg_proxy.now_ms = eg_now_ms();
     eg_sandbox_refresh_local();
 
     if (eg_proxy.cf.seccomp && eg_seccomp_install(err, sizeof(err)) != 0) {
@@ -136,7 +132,6 @@ main(int argc, char **argv)
     }
     free(eg_proxy.local_addrs);
     eg_loop_cleanup();
-    close(eg_proxy.epfd);
     eg_log(EG_LOG_INFO, "stopped");
     return 0;
 }

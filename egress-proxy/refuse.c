@@ -76,13 +76,13 @@ eg_refuse(eg_conn_t *c, int status, const char *decision,
         c->resolve = NULL;
     }
     if (c->upstream.fd >= 0) {
-        eg_loop_del(&c->upstream);
+        vsb_loop_del(&c->upstream);
         close(c->upstream.fd);
         c->upstream.fd = -1;
     }
 
     c->state = EG_CS_REFUSING;
-    c->deadline_ms = eg_proxy.now_ms + EG_REFUSE_LINGER_MS;
+    c->deadline_ms = vsb_loop_time_ms() + EG_REFUSE_LINGER_MS;
     c->u2c_off = 0;
     c->u2c_len = 0;
 
@@ -121,7 +121,7 @@ eg_refuse(eg_conn_t *c, int status, const char *decision,
     eg_log(EG_LOG_INFO, "sandbox %s: %s %s %s:%u: %s", c->sb->id, decision,
            c->kind, c->have_host ? c->host.host : "?", c->port, c->reason);
 
-    if (eg_loop_mod(&c->client, EPOLLIN | (c->u2c_len ? EPOLLOUT : 0))
+    if (vsb_loop_mod(&c->client, EPOLLIN | (c->u2c_len ? EPOLLOUT : 0))
         != 0)
     {
         eg_conn_finish(c);
@@ -153,7 +153,7 @@ eg_refuse_client_event(eg_conn_t *c, uint32_t events)
         if (c->u2c_len == 0) {
             shutdown(c->client.fd, SHUT_WR);
             c->client_shut = 1;
-            if (eg_loop_mod(&c->client, EPOLLIN) != 0) {
+            if (vsb_loop_mod(&c->client, EPOLLIN) != 0) {
                 eg_conn_finish(c);
                 return;
             }
@@ -168,7 +168,7 @@ eg_refuse_client_event(eg_conn_t *c, uint32_t events)
         if (n == 0 && c->u2c_len > 0 && !c->client_eof) {
             /* half-closed: still deliver the answer */
             c->client_eof = 1;
-            if (eg_loop_mod(&c->client, EPOLLOUT) != 0) {
+            if (vsb_loop_mod(&c->client, EPOLLOUT) != 0) {
                 eg_conn_finish(c);
             }
             return;

@@ -137,7 +137,7 @@ eg_relay_start(eg_conn_t *c)
         c->bytes_out += c->c2u_len;
     }
 
-    c->deadline_ms = eg_proxy.now_ms + c->sb->limits.idle_timeout_ms;
+    c->deadline_ms = vsb_loop_time_ms() + c->sb->limits.idle_timeout_ms;
     eg_relay_update(c);
 }
 
@@ -175,10 +175,10 @@ eg_relay_update(eg_conn_t *c)
         ue |= EPOLLOUT;
     }
 
-    if (c->client.events != ce && eg_loop_mod(&c->client, ce) != 0) {
+    if (c->client.events != ce && vsb_loop_mod(&c->client, ce) != 0) {
         goto fail;
     }
-    if (c->upstream.events != ue && eg_loop_mod(&c->upstream, ue) != 0) {
+    if (c->upstream.events != ue && vsb_loop_mod(&c->upstream, ue) != 0) {
         goto fail;
     }
     return;
@@ -295,7 +295,7 @@ eg_relay_client_event(eg_conn_t *c, uint32_t events)
 {
     int  rc;
 
-    c->deadline_ms = eg_proxy.now_ms + c->sb->limits.idle_timeout_ms;
+    c->deadline_ms = vsb_loop_time_ms() + c->sb->limits.idle_timeout_ms;
 
     if ((events & EPOLLOUT) && c->u2c_len > 0) {
         if (eg_relay_write(c, c->client.fd, c->u2c, &c->u2c_off, &c->u2c_len,
@@ -354,7 +354,7 @@ eg_relay_upstream_event(eg_conn_t *c, uint32_t events)
 {
     int  rc;
 
-    c->deadline_ms = eg_proxy.now_ms + c->sb->limits.idle_timeout_ms;
+    c->deadline_ms = vsb_loop_time_ms() + c->sb->limits.idle_timeout_ms;
 
     if ((events & EPOLLOUT) && c->c2u_len > 0) {
         if (eg_relay_write(c, c->upstream.fd, c->c2u, &c->c2u_off,

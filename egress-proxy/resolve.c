@@ -26,7 +26,7 @@ struct eg_resolve_req_s {
 };
 
 typedef struct {
-    eg_handler_t  h;
+    vsb_event_t   h;
     int           used;
 } eg_ares_sock_t;
 
@@ -36,7 +36,7 @@ static eg_ares_sock_t  eg_ares_socks[EG_ARES_SOCKS];
 
 
 static void
-eg_ares_event(eg_handler_t *h, uint32_t events)
+eg_ares_event(vsb_event_t *h, uint32_t events)
 {
     ares_socket_t  rfd = ARES_SOCKET_BAD, wfd = ARES_SOCKET_BAD;
 
@@ -71,7 +71,7 @@ eg_ares_sock_state(void *data, ares_socket_t fd, int readable, int writable)
 
     if (ev == 0) {
         if (s != NULL) {
-            eg_loop_del(&s->h);
+            vsb_loop_del(&s->h);
             s->used = 0;
         }
         return;
@@ -87,16 +87,15 @@ eg_ares_sock_state(void *data, ares_socket_t fd, int readable, int writable)
         s = free_slot;
         memset(s, 0, sizeof(*s));
         s->used = 1;
-        s->h.type = EG_EV_RESOLVER;
         s->h.fd = fd;
         s->h.handler = eg_ares_event;
-        if (eg_loop_add(&s->h, ev) != 0) {
+        if (vsb_loop_add(&s->h, ev) != 0) {
             s->used = 0;
         }
         return;
     }
 
-    eg_loop_mod(&s->h, ev);
+    vsb_loop_mod(&s->h, ev);
 }
 
 

@@ -165,7 +165,7 @@ eg_sandbox_refresh_local(void)
     size_t           n = 0;
     uint16_t         port;
 
-    eg_proxy.local_refreshed_ms = eg_proxy.now_ms;
+    eg_proxy.local_refreshed_ms = vsb_loop_time_ms();
 
     if (getifaddrs(&ifa) != 0) {
         /* keep the previous list: stale is safer than empty */

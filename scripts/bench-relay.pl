@@ -4,8 +4,9 @@
 # CONNECT tunnel through the proxy to a test host and
 #   - reads MB megabytes a host streams (throughput, MB/s), and
 #   - makes TRIPS 64-byte round trips with an echo host (each one a few
-#     turns of the proxy's event loop: its per-event cost, in us).
-# REPS tunnels of each; one JSON line of every figure on stdout.  The
+#     turns of the proxy's event loop: its per-event cost, in us);
+# REPS tunnels of each, and the proxy's own CPU time per MB and per
+# round trip (its time on a CPU, from /proc).  One JSON line on stdout.  The
 # proxy is build/egress-proxy, or VETO_EGRESS: run two builds in turn to
 # compare them on the same machine.  A number never fails the run.
 #
@@ -19,6 +20,7 @@ use lib "$FindBin::Bin/../t/lib";
 use Test::More ();         # VetoEgress reports through it
 use VetoEgress;
 use Eventually qw(eventually);
+use JSON::PP ();
 
 my ($MB, $TRIPS, $REPS) = (shift // 256, shift // 20000, shift // 3);
 chdir "$FindBin::Bin/..";
@@ -59,7 +61,7 @@ PY
 
 my $client = <<'PY';
 import json, socket, sys, time
-mb, trips, reps = (int(a) for a in sys.argv[1:4])
+mode, n, reps = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
 
 def tunnel(port):
     s = socket.create_connection(("127.0.0.1", 3128))
@@ -76,35 +78,35 @@ def tunnel(port):
         sys.exit("tunnel refused: %r" % head)
     return s, rest
 
-res = {"mb_s": [], "rtt_us": []}
+out = []
 for _ in range(reps):
-    s, rest = tunnel(7001)
-    t0 = time.perf_counter()
-    s.sendall(b"%d\n" % mb)
-    got, want = len(rest), mb << 20
-    while got < want:
-        d = s.recv(1 << 20)
-        if not d:
-            sys.exit("stream ended at %d of %d bytes" % (got, want))
-        got += len(d)
-    res["mb_s"].append(round(got / (time.perf_counter() - t0) / 1e6, 1))
-    s.close()
-
-    s, rest = tunnel(7002)
-    s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-    msg = b"p" * 64
-    t0 = time.perf_counter()
-    for _ in range(trips):
-        s.sendall(msg)
-        n = 0
-        while n < len(msg):
-            d = s.recv(len(msg) - n)
+    if mode == "stream":
+        s, rest = tunnel(7001)
+        t0 = time.perf_counter()
+        s.sendall(b"%d\n" % n)
+        got, want = len(rest), n << 20
+        while got < want:
+            d = s.recv(1 << 20)
             if not d:
-                sys.exit("echo closed")
-            n += len(d)
-    res["rtt_us"].append(round((time.perf_counter() - t0) / trips * 1e6, 2))
+                sys.exit("stream ended at %d of %d bytes" % (got, want))
+            got += len(d)
+        out.append(round(got / (time.perf_counter() - t0) / 1e6, 1))
+    else:
+        s, rest = tunnel(7002)
+        s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        msg = b"p" * 64
+        t0 = time.perf_counter()
+        for _ in range(n):
+            s.sendall(msg)
+            got = 0
+            while got < len(msg):
+                d = s.recv(len(msg) - got)
+                if not d:
+                    sys.exit("echo closed")
+                got += len(d)
+        out.append(round((time.perf_counter() - t0) / n * 1e6, 2))
     s.close()
-print(json.dumps(res))
+print(json.dumps(out))
 PY
 
 my $e = VetoEgress->start;
@@ -121,7 +123,26 @@ my ($rc, $o) = $e->setup_sandbox(
     allow => ['target.example.test:7001', 'target.example.test:7002']);
 die "sandbox setup: $o" if $rc != 0;
 
-($rc, $o) = $e->in_sandbox("python3 $e->{dir}/bench-client.py $MB $TRIPS $REPS");
+# the proxy's own CPU time (/proc/PID/schedstat, ns) around each phase:
+# far less disturbed by a busy machine than the wall-clock figures
+sub proxy_cpu_ms
+{
+    open(my $f, '<', "/proc/$e->{proxy_pid}/schedstat")
+        or die "proxy schedstat: $!";
+    return (split / /, scalar <$f>)[0] / 1e6;
+}
+
+my %r;
+for my $phase (['stream', $MB, 'mb_s', 'cpu_ms_per_mb', $MB],
+               ['echo', $TRIPS, 'rtt_us', 'cpu_us_per_trip', $TRIPS / 1000])
+{
+    my ($mode, $n, $wall, $cpu, $units) = @$phase;
+    my $c0 = proxy_cpu_ms();
+    ($rc, $o) = $e->in_sandbox("python3 $e->{dir}/bench-client.py $mode $n $REPS");
+    my $c1 = proxy_cpu_ms();
+    die "client ($mode): $o" if $rc != 0;
+    $r{$wall} = JSON::PP::decode_json($o);
+    $r{$cpu} = sprintf('%.3f', ($c1 - $c0) / ($units * $REPS)) + 0;
+}
 $e->cleanup;               # the bench hosts go with their namespace
-die "client: $o" if $rc != 0;
-print $o;
+print JSON::PP->new->canonical(1)->encode(\%r), "\n";

@@ -13,8 +13,11 @@
  *     the turn's handlers) and the memory handlers freed on the way
  *     (eg_loop_defer_free) released: a connection closed deep in a handler
  *     may still be touched by its caller.  Every such block's events are
- *     deleted from the loop before it is deferred, so no later event of
- *     the batch reaches it either way.
+ *     deleted from the loop before it is deferred (eg_conn_close,
+ *     eg_dnsconn_close, eg_sandbox_unlink_free), so no later event of the
+ *     batch reaches it either way; the blocks freed at once are those
+ *     never registered, or whose events were just deleted (a sandbox
+ *     whose listeners failed to attach: control.c).
  */
 #include <errno.h>
 #include <signal.h>

@@ -220,16 +220,17 @@ vsb_timer_add(vsb_timer_t *t, uint64_t after_ms)
 }
 
 
-/* Fires every expired timer; a handler may add or delete any timer. */
+/*
+ * Fires every timer expired when the turn's wait returned; a handler may
+ * add or delete any timer.  One that expired while the turn's events were
+ * handled fires next turn, whose wait is then 0: no clock read here.
+ */
 static void
 vsb_timers_run(void)
 {
     vsb_timer_t  *t;
-    uint64_t      now;
 
-    now = vsb_now_ms();
-
-    while (vsb_timers != NULL && vsb_timers->deadline_ms <= now) {
+    while (vsb_timers != NULL && vsb_timers->deadline_ms <= vsb_turn_ms) {
         t = vsb_timers;
         vsb_timer_del(t);
         t->handler(t);

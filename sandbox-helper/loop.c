@@ -274,7 +274,6 @@ vsb_loop_run(volatile sig_atomic_t *stop)
 
         n = epoll_wait(vsb_epfd, events, VSB_LOOP_EVENTS,
                        vsb_timers_wait_ms());
-        vsb_turn_ms = vsb_now_ms();
         if (n == -1) {
             if (errno != EINTR) {
                 vsb_loop_error("epoll_wait()");
@@ -282,6 +281,8 @@ vsb_loop_run(volatile sig_atomic_t *stop)
             }
             n = 0;                  /* a signal: timers and hooks still */
         }
+
+        vsb_turn_ms = vsb_now_ms();
 
         vsb_batch = events;
         vsb_batch_n = n;

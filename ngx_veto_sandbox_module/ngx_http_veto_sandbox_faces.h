@@ -28,6 +28,9 @@
  *   _ops.c        THE OP TABLE: one row per operation, data only (the
  *                 policy's action names and the OpenAPI check read it),
  *                 assembled from the core rows and the op groups' own
+ *   _sandboxes.c  the sandboxes op group, whole: list, create, get,
+ *                 usage, PATCH, delete; rows, builders, mappers,
+ *                 records, MCP tools
  *   _snapshots.c  the snapshots op group, whole: snapshots, forks'
  *                 field, pause and resume, changes; rows, builders,
  *                 mappers, records, MCP tools
@@ -89,6 +92,7 @@ char *ngx_http_veto_sandbox_scope(ngx_conf_t *cf, ngx_command_t *cmd,
  * _ops.c appends the rows to its own, _mcp_tool_table.c the tools.
  */
 #define NGX_HTTP_VSB_OP_GROUPS(X)                                             \
+    X(sandboxes)                                                              \
     X(snapshots)                                                              \
     X(execs)                                                                  \
     X(review)                                                                 \
@@ -160,6 +164,19 @@ char *ngx_http_veto_sandbox_mcp_metadata(ngx_conf_t *cf, ngx_command_t *cmd,
     void *conf);
 char *ngx_http_veto_sandbox_mcp_resource(ngx_conf_t *cf, ngx_command_t *cmd,
     void *conf);
+
+/* _sandboxes.c: builders, mappers and records of the sandbox rows (the
+ * parsers fuzz target drives the builders) */
+ngx_int_t ngx_http_veto_sandbox_build_list(ngx_http_request_t *r,
+    ngx_http_veto_sandbox_ctx_t *ctx);
+ngx_int_t ngx_http_veto_sandbox_build_create(ngx_http_request_t *r,
+    ngx_http_veto_sandbox_ctx_t *ctx);
+ngx_int_t ngx_http_veto_sandbox_build_update(ngx_http_request_t *r,
+    ngx_http_veto_sandbox_ctx_t *ctx);
+ngx_int_t ngx_http_veto_sandbox_reply_list(ngx_http_request_t *r,
+    ngx_http_veto_sandbox_ctx_t *ctx);
+void ngx_http_veto_sandbox_record_update(ngx_http_request_t *r,
+    ngx_http_veto_sandbox_ctx_t *ctx, ngx_uint_t ok, const char *error);
 
 /* _execs.c: builders, mappers and records of the exec rows (the parsers
  * fuzz target drives the builders) */

@@ -1,8 +1,8 @@
 /*
- * A sandbox's lifetime over HTTP, once the helper answered: a PATCH of
- * the lifetime on record (the quota slot and the ownership record in
- * Redis follow the new expiry); the list with ?include=ended and the
- * ENDED records as the API shows them.  The request side is in
+ * A sandbox's lifetime in Redis, once the helper changed it: the quota
+ * slot and the ownership record follow the new expiry (PATCH's record,
+ * _sandboxes.c, asks); and ENDED records as the API shows them (a
+ * delete's, the list's, a get's).  The request side is in
  * _request_lifetime.c.
  */
 
@@ -43,7 +43,7 @@ ngx_http_veto_sandbox_lifetime_logged(ngx_int_t rc, redisReply *reply,
 
 
 /* The quota slot and the ownership record follow the new expiry. */
-static void
+void
 ngx_http_veto_sandbox_lifetime_extend(ngx_http_request_t *r,
     ngx_http_veto_sandbox_ctx_t *ctx, json_int_t expires_at)
 {
@@ -97,67 +97,6 @@ ngx_http_veto_sandbox_lifetime_extend(ngx_http_request_t *r,
 }
 
 
-/* The PATCH's record: a lifetime changed (and Redis follows it), or the
- * hosts added to an allowlist. */
-void
-ngx_http_veto_sandbox_record_update(ngx_http_request_t *r,
-    ngx_http_veto_sandbox_ctx_t *ctx, ngx_uint_t ok, const char *error)
-{
-    json_t     *j, *d;
-    char       *s;
-    ngx_str_t   detail;
-
-    if (!ctx->lifetime) {
-        ngx_http_veto_sandbox_record_network(r, ctx, ok, error);
-        return;
-    }
-
-    if (!ok) {
-        ngx_http_veto_sandbox_audit(r, ctx, "error", error, NULL, NULL, 0);
-        return;
-    }
-
-    j = ctx->helper.json;
-
-    ngx_http_veto_sandbox_lifetime_extend(r, ctx,
-                        json_integer_value(json_object_get(j, "expires_at")));
-
-    /* a fork lives longer: so does its snapshot's routing record */
-    if (json_is_string(json_object_get(j, "from_snapshot"))) {
-        ngx_http_veto_sandbox_record_snapshot_route(r, ctx,
-                                       json_object_get(j, "from_snapshot"),
-                                       json_object_get(j, "expires_at"));
-    }
-
-    detail.len = 0;
-
-    d = json_pack("{s:O?, s:O?, s:O?, s:b}",
-                  "ttl_s", json_object_get(j, "ttl_s"),
-                  "idle_s", json_object_get(j, "idle_s"),
-                  "expires_at", json_object_get(j, "expires_at"),
-                  "needed_approval", (int) ctx->limit_ask);
-
-    s = d ? json_dumps(d, JSON_COMPACT) : NULL;
-    json_decref(d);
-
-    if (s != NULL) {
-        detail.len = ngx_strlen(s);
-        detail.data = ngx_pnalloc(r->pool, detail.len);
-
-        if (detail.data == NULL) {
-            detail.len = 0;
-        } else {
-            ngx_memcpy(detail.data, s, detail.len);
-        }
-
-        free(s);
-    }
-
-    ngx_http_veto_sandbox_audit(r, ctx, "lifetime_updated", NULL, NULL,
-                                detail.len ? &detail : NULL, NGX_HTTP_OK);
-}
-
-
 /* An ENDED record as the API shows it: the helper's cursor is its own. */
 void
 ngx_http_veto_sandbox_ended_view(json_t *sb)
@@ -168,19 +107,3 @@ ngx_http_veto_sandbox_ended_view(json_t *sb)
 }
 
 
-/* GET /v1/sandboxes: the live ones, and with ?include=ended the ended. */
-ngx_int_t
-ngx_http_veto_sandbox_reply_list(ngx_http_request_t *r,
-    ngx_http_veto_sandbox_ctx_t *ctx)
-{
-    size_t   i;
-    json_t  *j, *v;
-
-    j = ctx->helper.json;
-
-    json_array_foreach(json_object_get(j, "ended"), i, v) {
-        ngx_http_veto_sandbox_ended_view(v);
-    }
-
-    return ngx_http_veto_sandbox_send_json(r, NGX_HTTP_OK, json_incref(j));
-}

@@ -138,23 +138,15 @@ ngx_http_veto_sandbox_mcp_tool_t *ngx_http_veto_sandbox_mcp_tool(
     const char *name);
 ngx_int_t ngx_http_veto_sandbox_mcp_tools_init(ngx_conf_t *cf);
 
-/* _mcp_tools.c: the table's twins */
-ngx_int_t ngx_http_veto_sandbox_mcp_twin_create(ngx_http_request_t *r,
-    json_t *args, ngx_http_veto_sandbox_mcp_twin_t *twin, const char **why);
-ngx_int_t ngx_http_veto_sandbox_mcp_twin_list(ngx_http_request_t *r,
-    json_t *args, ngx_http_veto_sandbox_mcp_twin_t *twin, const char **why);
-ngx_int_t ngx_http_veto_sandbox_mcp_twin_get(ngx_http_request_t *r,
-    json_t *args, ngx_http_veto_sandbox_mcp_twin_t *twin, const char **why);
-ngx_int_t ngx_http_veto_sandbox_mcp_twin_destroy(ngx_http_request_t *r,
-    json_t *args, ngx_http_veto_sandbox_mcp_twin_t *twin, const char **why);
-ngx_int_t ngx_http_veto_sandbox_mcp_twin_hosts(ngx_http_request_t *r,
-    json_t *args, ngx_http_veto_sandbox_mcp_twin_t *twin, const char **why);
-ngx_int_t ngx_http_veto_sandbox_mcp_twin_lifetime(
-    ngx_http_request_t *r, json_t *args,
-    ngx_http_veto_sandbox_mcp_twin_t *twin, const char **why);
+/* _mcp_tools.c */
 /* the twins' parts, for the op groups' twins: the start of a
  * /v1/sandboxes/<id><tail> twin (the arguments all among names,
- * sandbox_id and approval_id, the method, the URI) */
+ * sandbox_id and approval_id, the method, the URI); of another
+ * (approval_id, the method, the URI as it is) */
+ngx_int_t ngx_http_veto_sandbox_mcp_plain_twin(ngx_http_request_t *r,
+    json_t *args, const char **names, ngx_uint_t method, const char *name,
+    const char *uri, ngx_http_veto_sandbox_mcp_twin_t *twin,
+    const char **why);
 ngx_int_t ngx_http_veto_sandbox_mcp_sandbox_twin(ngx_http_request_t *r,
     json_t *args, const char **names, ngx_uint_t method, const char *name,
     const char *tail, ngx_http_veto_sandbox_mcp_twin_t *twin,
@@ -192,21 +184,6 @@ u_char *ngx_http_veto_sandbox_mcp_time(u_char *buf, time_t t);
 json_t *ngx_http_veto_sandbox_mcp_bounded(ngx_http_request_t *r,
     u_char *data, size_t len, size_t max, const char *name,
     json_t *structured, ngx_str_t *text);
-ngx_int_t ngx_http_veto_sandbox_mcp_present_sandbox(ngx_http_request_t *r,
-    ngx_http_veto_sandbox_mcp_call_t *call, json_t *rest, u_char *data,
-    size_t len, json_t *result);
-ngx_int_t ngx_http_veto_sandbox_mcp_present_list(ngx_http_request_t *r,
-    ngx_http_veto_sandbox_mcp_call_t *call, json_t *rest, u_char *data,
-    size_t len, json_t *result);
-ngx_int_t ngx_http_veto_sandbox_mcp_present_hosts(ngx_http_request_t *r,
-    ngx_http_veto_sandbox_mcp_call_t *call, json_t *rest, u_char *data,
-    size_t len, json_t *result);
-ngx_int_t ngx_http_veto_sandbox_mcp_present_lifetime(ngx_http_request_t *r,
-    ngx_http_veto_sandbox_mcp_call_t *call, json_t *rest, u_char *data,
-    size_t len, json_t *result);
-ngx_int_t ngx_http_veto_sandbox_mcp_present_destroyed(ngx_http_request_t *r,
-    ngx_http_veto_sandbox_mcp_call_t *call, json_t *rest, u_char *data,
-    size_t len, json_t *result);
 
 /* _mcp_progress.c: does this exec's call want its output as progress
  * (a progressToken, and text/event-stream accepted)?  Then its SSE

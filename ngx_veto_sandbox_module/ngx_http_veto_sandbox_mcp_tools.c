@@ -22,7 +22,6 @@
 
 #include "ngx_http_veto_sandbox_faces.h"
 #include "ngx_http_veto_sandbox_mcp.h"
-#include "ngx_http_veto_sandbox_fields.h"
 
 
 /* ---- the twins ------------------------------------------------------ */
@@ -183,33 +182,19 @@ ngx_http_veto_sandbox_mcp_json_body(ngx_http_request_t *r, json_t *args,
 }
 
 
-static const char  *ngx_http_veto_sandbox_mcp_create_args[] = {
-    NGX_HTTP_VSB_MCP_FIELDS_CREATE, "approval_id", NULL
-};
-
-
-static const char  *ngx_http_veto_sandbox_mcp_sandbox_args[] = {
-    "sandbox_id", "approval_id", NULL
-};
-
-static const char  *ngx_http_veto_sandbox_mcp_hosts_args[] = {
-    "sandbox_id", "hosts", "approval_id", NULL
-};
-
-static const char  *ngx_http_veto_sandbox_mcp_lifetime_args[] = {
-    "sandbox_id", "ttl_s", "idle_s", "approval_id", NULL
-};
-
-
-/* create_sandbox: POST /v1/sandboxes, the arguments as the body */
+/*
+ * The start every twin of a request outside /v1/sandboxes/{id} shares:
+ * the arguments are all among names, approval_id taken apart, the method
+ * and the URI (static) set.  NGX_DECLINED with *why for the agent.
+ */
 ngx_int_t
-ngx_http_veto_sandbox_mcp_twin_create(ngx_http_request_t *r, json_t *args,
+ngx_http_veto_sandbox_mcp_plain_twin(ngx_http_request_t *r, json_t *args,
+    const char **names, ngx_uint_t method, const char *name, const char *uri,
     ngx_http_veto_sandbox_mcp_twin_t *twin, const char **why)
 {
     ngx_int_t  rc;
 
-    rc = ngx_http_veto_sandbox_mcp_known(r, args,
-                                   ngx_http_veto_sandbox_mcp_create_args, why);
+    rc = ngx_http_veto_sandbox_mcp_known(r, args, names, why);
     if (rc != NGX_OK) {
         return rc;
     }
@@ -219,29 +204,10 @@ ngx_http_veto_sandbox_mcp_twin_create(ngx_http_request_t *r, json_t *args,
         return rc;
     }
 
-    ngx_http_veto_sandbox_mcp_method(twin, NGX_HTTP_POST, "POST");
-    ngx_str_set(&twin->uri, "/v1/sandboxes");
+    ngx_http_veto_sandbox_mcp_method(twin, method, name);
 
-    return ngx_http_veto_sandbox_mcp_json_body(r, args, &twin->body);
-}
-
-
-/* list_sandboxes: GET /v1/sandboxes */
-ngx_int_t
-ngx_http_veto_sandbox_mcp_twin_list(ngx_http_request_t *r, json_t *args,
-    ngx_http_veto_sandbox_mcp_twin_t *twin, const char **why)
-{
-    ngx_int_t  rc;
-
-    static const char  *none[] = { NULL };
-
-    rc = ngx_http_veto_sandbox_mcp_known(r, args, none, why);
-    if (rc != NGX_OK) {
-        return rc;
-    }
-
-    ngx_http_veto_sandbox_mcp_method(twin, NGX_HTTP_GET, "GET");
-    ngx_str_set(&twin->uri, "/v1/sandboxes");
+    twin->uri.data = (u_char *) uri;
+    twin->uri.len = ngx_strlen(uri);
 
     return NGX_OK;
 }
@@ -273,106 +239,6 @@ ngx_http_veto_sandbox_mcp_sandbox_twin(ngx_http_request_t *r, json_t *args,
     ngx_http_veto_sandbox_mcp_method(twin, method, name);
 
     return ngx_http_veto_sandbox_mcp_path(r, &sandbox, tail, &twin->uri);
-}
-
-
-/* get_sandbox: GET /v1/sandboxes/{id} */
-ngx_int_t
-ngx_http_veto_sandbox_mcp_twin_get(ngx_http_request_t *r, json_t *args,
-    ngx_http_veto_sandbox_mcp_twin_t *twin, const char **why)
-{
-    static const char  *names[] = { "sandbox_id", NULL };
-
-    return ngx_http_veto_sandbox_mcp_sandbox_twin(r, args, names,
-                                                  NGX_HTTP_GET, "GET", "",
-                                                  twin, why);
-}
-
-
-/* destroy_sandbox: DELETE /v1/sandboxes/{id} */
-ngx_int_t
-ngx_http_veto_sandbox_mcp_twin_destroy(ngx_http_request_t *r, json_t *args,
-    ngx_http_veto_sandbox_mcp_twin_t *twin, const char **why)
-{
-    return ngx_http_veto_sandbox_mcp_sandbox_twin(r, args,
-                                   ngx_http_veto_sandbox_mcp_sandbox_args,
-                                   NGX_HTTP_DELETE, "DELETE", "", twin, why);
-}
-
-
-/* allow_hosts: PATCH /v1/sandboxes/{id} {"network": {"add": hosts}}, the
- * body a REST client sends (compact, keys sorted) */
-ngx_int_t
-ngx_http_veto_sandbox_mcp_twin_hosts(ngx_http_request_t *r, json_t *args,
-    ngx_http_veto_sandbox_mcp_twin_t *twin, const char **why)
-{
-    json_t     *body;
-    ngx_int_t   rc;
-
-    rc = ngx_http_veto_sandbox_mcp_sandbox_twin(r, args,
-                                   ngx_http_veto_sandbox_mcp_hosts_args,
-                                   NGX_HTTP_PATCH, "PATCH", "", twin, why);
-    if (rc != NGX_OK) {
-        return rc;
-    }
-
-    if (json_object_get(args, "hosts") == NULL) {
-        *why = "hosts is required: the host, host:port or *.suffix entries "
-               "to add";
-        return NGX_DECLINED;
-    }
-
-    /* the entries are the REST builder's to judge, as ever */
-    body = json_pack("{s:{s:O}}", "network", "add",
-                     json_object_get(args, "hosts"));
-    if (body == NULL) {
-        return NGX_ERROR;
-    }
-
-    rc = ngx_http_veto_sandbox_mcp_json_body(r, body, &twin->body);
-
-    json_decref(body);
-
-    return rc;
-}
-
-
-/* extend_sandbox: PATCH /v1/sandboxes/{id} {"ttl_s": n, "idle_s": n} */
-ngx_int_t
-ngx_http_veto_sandbox_mcp_twin_lifetime(ngx_http_request_t *r, json_t *args,
-    ngx_http_veto_sandbox_mcp_twin_t *twin, const char **why)
-{
-    json_t     *body;
-    ngx_int_t   rc;
-
-    rc = ngx_http_veto_sandbox_mcp_sandbox_twin(r, args,
-                                   ngx_http_veto_sandbox_mcp_lifetime_args,
-                                   NGX_HTTP_PATCH, "PATCH", "", twin, why);
-    if (rc != NGX_OK) {
-        return rc;
-    }
-
-    if (json_object_get(args, "ttl_s") == NULL
-        && json_object_get(args, "idle_s") == NULL)
-    {
-        *why = "ttl_s or idle_s is required: the new lifetime (from the "
-               "sandbox's creation) or idle timeout, in seconds";
-        return NGX_DECLINED;
-    }
-
-    /* the values are the REST builder's to judge, as ever */
-    body = json_pack("{s:O*, s:O*}",
-                     "ttl_s", json_object_get(args, "ttl_s"),
-                     "idle_s", json_object_get(args, "idle_s"));
-    if (body == NULL) {
-        return NGX_ERROR;
-    }
-
-    rc = ngx_http_veto_sandbox_mcp_json_body(r, body, &twin->body);
-
-    json_decref(body);
-
-    return rc;
 }
 
 

@@ -68,65 +68,6 @@ static ngx_http_veto_sandbox_op_t  ngx_http_veto_sandbox_core_ops[] = {
                     ngx_http_veto_sandbox_reply_profiles,
                     ngx_http_veto_sandbox_record_nothing),
 
-    /* sandboxes */
-
-    ngx_http_vsb_op("sandbox.list", NGX_HTTP_VSB_READ, "/v1/sandboxes",
-                    NGX_HTTP_VSB_SANDBOXES, 0, NGX_HTTP_VSB_QUOTA_NONE,
-                    NGX_HTTP_VSB_BODY_NONE, VSB_OP_LIST,
-                    ngx_http_veto_sandbox_build_list,
-                    ngx_http_veto_sandbox_forward,
-                    ngx_http_veto_sandbox_reply_list,
-                    ngx_http_veto_sandbox_record_nothing),
-
-    ngx_http_vsb_op("sandbox.create", NGX_HTTP_POST, "/v1/sandboxes",
-                    NGX_HTTP_VSB_SCOPE_CREATE, NGX_HTTP_VSB_ACT_CREATE,
-                    NGX_HTTP_VSB_QUOTA_SANDBOXES,
-                    NGX_HTTP_VSB_BODY_JSON, VSB_OP_CREATE,
-                    ngx_http_veto_sandbox_build_create,
-                    ngx_http_veto_sandbox_forward,
-                    ngx_http_veto_sandbox_reply_created,
-                    ngx_http_veto_sandbox_record_created),
-
-    ngx_http_vsb_op("sandbox.get", NGX_HTTP_VSB_READ, "/v1/sandboxes/{id}",
-                    NGX_HTTP_VSB_SANDBOXES, 0, NGX_HTTP_VSB_QUOTA_NONE,
-                    NGX_HTTP_VSB_BODY_NONE, VSB_OP_STATUS,
-                    ngx_http_veto_sandbox_build_simple,
-                    ngx_http_veto_sandbox_forward,
-                    ngx_http_veto_sandbox_reply_sandbox,
-                    ngx_http_veto_sandbox_record_nothing),
-
-    /* what a live sandbox uses now against its limits (cgroup, tmpfs) */
-    ngx_http_vsb_op("sandbox.usage", NGX_HTTP_VSB_READ,
-                    "/v1/sandboxes/{id}/usage",
-                    NGX_HTTP_VSB_SANDBOXES, 0, NGX_HTTP_VSB_QUOTA_NONE,
-                    NGX_HTTP_VSB_BODY_NONE, VSB_OP_USAGE,
-                    ngx_http_veto_sandbox_build_simple,
-                    ngx_http_veto_sandbox_forward,
-                    ngx_http_veto_sandbox_reply_json,
-                    ngx_http_veto_sandbox_record_nothing),
-
-    /* changes to a live sandbox: hosts added to its allowlist (helper
-     * update_network, scope sandbox:network), or its lifetime (the
-     * builder asks update_lifetime instead, scope sandbox:create) */
-    ngx_http_vsb_op("sandbox.update", NGX_HTTP_PATCH, "/v1/sandboxes/{id}",
-                    NGX_HTTP_VSB_SCOPE_NETWORK|NGX_HTTP_VSB_SCOPE_CREATE,
-                    NGX_HTTP_VSB_ACT_UPDATE,
-                    NGX_HTTP_VSB_QUOTA_NONE,
-                    NGX_HTTP_VSB_BODY_JSON, VSB_OP_UPDATE_NETWORK,
-                    ngx_http_veto_sandbox_build_update,
-                    ngx_http_veto_sandbox_forward,
-                    ngx_http_veto_sandbox_reply_json,
-                    ngx_http_veto_sandbox_record_update),
-
-    ngx_http_vsb_op("sandbox.delete", NGX_HTTP_DELETE, "/v1/sandboxes/{id}",
-                    NGX_HTTP_VSB_SCOPE_CREATE, NGX_HTTP_VSB_ACT_DELETE,
-                    NGX_HTTP_VSB_QUOTA_NONE,
-                    NGX_HTTP_VSB_BODY_NONE, VSB_OP_DESTROY,
-                    ngx_http_veto_sandbox_build_simple,
-                    ngx_http_veto_sandbox_forward,
-                    ngx_http_veto_sandbox_reply_json,
-                    ngx_http_veto_sandbox_record_destroyed),
-
     { ngx_null_string, 0, NULL, 0, 0, 0, 0, NULL, NULL, NULL, NULL, NULL }
 };
 

@@ -24,17 +24,16 @@
  *                 (chunked, flushed, the helper paused while the client
  *                 is slow), ndjson lines, a client gone on record
  *   _request.c    request bodies and queries: validation, helper requests
- *   _request_create.c  sandbox.create's builder
  *   _request_profile.c  a create's profile refused: by the policy (403
  *                 or 404), by the helper (404, 409 profile_unavailable)
  *   _request_fields.c  the 400 naming a field or query argument, the
  *                 helper's header bound (413), the policy's limits, the
  *                 env's check (a refusal on record)
- *   _request_network.c  their network part: create's hosts, PATCH
- *   _request_lifetime.c  PATCH's lifetime part (ttl_s, idle_s), the
- *                 list's ?include=ended
- *   _lifetime.c   PATCH's lifetime on record (Redis follows the expiry),
- *                 the list and ENDED records as shown
+ *   _request_network.c  their network part: create's hosts and
+ *                 credentials, PATCH's hosts, credentials and secret
+ *   _request_lifetime.c  PATCH's lifetime part (ttl_s, idle_s)
+ *   _lifetime.c   Redis follows a changed lifetime (the quota slot and
+ *                 ownership record's expiry); ENDED records as shown
  *   _ended.c      ends the gateway did not ask for: polls the helper's
  *                 ENDED records, frees quota slots and ownership
  *                 records, puts each end on the audit stream (once)
@@ -94,10 +93,6 @@ json_t *ngx_http_veto_sandbox_req(ngx_http_request_t *r,
 /* a request's timeout as the helper will apply it, for the read timeout
  * of an op that waits for a workload: the policy's ceiling, or a day */
 ngx_msec_t ngx_http_veto_sandbox_wait_ms(ngx_http_veto_sandbox_ctx_t *ctx);
-
-/* _request_create.c: sandbox.create's builder */
-ngx_int_t ngx_http_veto_sandbox_build_create(ngx_http_request_t *r,
-    ngx_http_veto_sandbox_ctx_t *ctx);
 
 /* _request_profile.c */
 /* a create's profile the policy does not allow: 403, or 404
@@ -167,17 +162,15 @@ ngx_int_t ngx_http_veto_sandbox_copy_field(ngx_http_request_t *r,
     ngx_int_t *rc);
 
 /* _request_lifetime.c: PATCH's lifetime (NGX_DECLINED: the body changes
- * none; else *rc is build()'s answer), the list's builder */
+ * none; else *rc is build()'s answer) */
 ngx_int_t ngx_http_veto_sandbox_build_lifetime(ngx_http_request_t *r,
     ngx_http_veto_sandbox_ctx_t *ctx, json_t *body, ngx_int_t *rc);
-ngx_int_t ngx_http_veto_sandbox_build_list(ngx_http_request_t *r,
-    ngx_http_veto_sandbox_ctx_t *ctx);
 
-/* _lifetime.c: PATCH's record, the list and ENDED records as shown */
-void ngx_http_veto_sandbox_record_update(ngx_http_request_t *r,
-    ngx_http_veto_sandbox_ctx_t *ctx, ngx_uint_t ok, const char *error);
-ngx_int_t ngx_http_veto_sandbox_reply_list(ngx_http_request_t *r,
-    ngx_http_veto_sandbox_ctx_t *ctx);
+/* _lifetime.c: Redis follows a changed lifetime (the quota slot and the
+ * ownership record expire at expires_at: bookkeeping, a failure is
+ * logged); an ENDED record as the API shows it */
+void ngx_http_veto_sandbox_lifetime_extend(ngx_http_request_t *r,
+    ngx_http_veto_sandbox_ctx_t *ctx, json_int_t expires_at);
 void ngx_http_veto_sandbox_ended_view(json_t *sb);
 ngx_int_t ngx_http_veto_sandbox_lifetime_init(void);
 
@@ -243,12 +236,21 @@ ngx_msec_t ngx_http_veto_sandbox_audit_age_every(
     ngx_http_veto_sandbox_main_conf_t *vmcf);
 void ngx_http_veto_sandbox_audit_age_tick(ngx_log_t *log);
 
-/* _request_network.c: the hosts of a create, and PATCH's builder */
+/* _request_network.c: the hosts and credentials of a create; PATCH's
+ * network parts (PATCH's builder is _sandboxes.c's): host entries checked
+ * against the policy (NGX_OK, or NGX_ABORT with *rc the answer),
+ * credentials attached or detached, an agent's secret (build()'s
+ * answer) */
 ngx_int_t ngx_http_veto_sandbox_create_network(ngx_http_request_t *r,
     ngx_http_veto_sandbox_ctx_t *ctx, json_t *body, json_t *req,
     ngx_int_t *rc);
-ngx_int_t ngx_http_veto_sandbox_build_update(ngx_http_request_t *r,
-    ngx_http_veto_sandbox_ctx_t *ctx);
+ngx_int_t ngx_http_veto_sandbox_network_entries(ngx_http_request_t *r,
+    ngx_http_veto_sandbox_ctx_t *ctx, json_t *list, const char *field,
+    ngx_int_t *rc);
+ngx_int_t ngx_http_veto_sandbox_build_attach(ngx_http_request_t *r,
+    ngx_http_veto_sandbox_ctx_t *ctx, json_t *v);
+ngx_int_t ngx_http_veto_sandbox_build_secret(ngx_http_request_t *r,
+    ngx_http_veto_sandbox_ctx_t *ctx, json_t *v);
 
 /* _reply.c: run() of the helper ops, and the mappers
  * (ngx_http_veto_sandbox_map_pt) */

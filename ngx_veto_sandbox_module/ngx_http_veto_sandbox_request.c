@@ -5,7 +5,7 @@
  * the ngx_http_veto_sandbox_build_pt of the op table; each answers a bad
  * request itself, with problem+json naming the field.  Here: what every
  * builder starts from (the helper request, the JSON body) and the simple
- * rows' builders; sandbox.create's is _request_create.c's, the exec's
+ * rows' builders; sandbox.create's is _sandboxes.c's, the exec's
  * _execs.c's, the files' and archives' _files.c's.  tenant and agent
  * sent to the helper always come from the verified token, never from the
  * client.  The request read is ctx->in: r's own, or a tools/call's REST

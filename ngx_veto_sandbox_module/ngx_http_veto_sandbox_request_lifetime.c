@@ -3,8 +3,8 @@
  * (the new lifetime, counted from creation, so that the same request
  * twice changes nothing) and/or "idle_s" (helper update_lifetime), within
  * the policy's ceilings or, up to its ask_ceilings, once a human
- * approved (ctx->limit_ask: the gate asks); and GET /v1/sandboxes'
- * ?include=ended.  Pure: the fuzzer drives them (fuzz_module_parsers).
+ * approved (ctx->limit_ask: the gate asks).  PATCH's builder
+ * (_sandboxes.c) asks it first.  Pure: the fuzzer drives them (fuzz_module_parsers).
  */
 
 #include "ngx_http_veto_sandbox_pipeline.h"
@@ -134,37 +134,3 @@ ngx_http_veto_sandbox_build_lifetime(ngx_http_request_t *r,
 }
 
 
-/* GET /v1/sandboxes: ?include=ended adds the sandboxes that ended within
- * the helper's retention; nothing else is a query of it. */
-ngx_int_t
-ngx_http_veto_sandbox_build_list(ngx_http_request_t *r,
-    ngx_http_veto_sandbox_ctx_t *ctx)
-{
-    ngx_str_t  *args;
-
-    args = &ctx->in.args;
-
-    ctx->req = ngx_http_veto_sandbox_req(r, ctx);
-    if (ctx->req == NULL) {
-        return NGX_HTTP_INTERNAL_SERVER_ERROR;
-    }
-
-    if (args->len == 0) {
-        return NGX_DECLINED;
-    }
-
-    if (args->len != sizeof("include=ended") - 1
-        || ngx_strncmp(args->data, "include=ended", args->len) != 0)
-    {
-        return ngx_http_veto_sandbox_bad_field(r, "bad_value", "include",
-                                   "the list takes one query: "
-                                   "?include=ended (the sandboxes that "
-                                   "ended lately, with why and when)");
-    }
-
-    if (json_object_set_new(ctx->req, "ended", json_true()) != 0) {
-        return NGX_HTTP_INTERNAL_SERVER_ERROR;
-    }
-
-    return NGX_DECLINED;
-}

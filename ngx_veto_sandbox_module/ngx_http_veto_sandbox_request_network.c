@@ -19,7 +19,7 @@
  * gate then asks a human).  NGX_OK with ctx->net_hosts set, or NGX_ABORT
  * with *rc the refusal.
  */
-static ngx_int_t
+ngx_int_t
 ngx_http_veto_sandbox_network_entries(ngx_http_request_t *r,
     ngx_http_veto_sandbox_ctx_t *ctx, json_t *entries, const char *field,
     ngx_int_t *rc)
@@ -484,7 +484,7 @@ ngx_http_veto_sandbox_build_detach(ngx_http_request_t *r,
  * update_network's "credentials"; {"credentials": {"remove": [...]}}:
  * build_detach().  NGX_DECLINED with ctx->req, or the refusal.
  */
-static ngx_int_t
+ngx_int_t
 ngx_http_veto_sandbox_build_attach(ngx_http_request_t *r,
     ngx_http_veto_sandbox_ctx_t *ctx, json_t *creds)
 {
@@ -570,7 +570,7 @@ ngx_http_veto_sandbox_build_attach(ngx_http_request_t *r,
  * host and header, never the whole object.
  * NGX_DECLINED with ctx->req, or the refusal.
  */
-static ngx_int_t
+ngx_int_t
 ngx_http_veto_sandbox_build_secret(ngx_http_request_t *r,
     ngx_http_veto_sandbox_ctx_t *ctx, json_t *s)
 {
@@ -699,121 +699,3 @@ ngx_http_veto_sandbox_build_secret(ngx_http_request_t *r,
 }
 
 
-/*
- * PATCH /v1/sandboxes/{id}: {"network": {"add": [...]}} adds hosts to an
- * allowlist sandbox (helper update_network); {"ttl_s": n, "idle_s": n}
- * changes its lifetime (_lifetime.c, helper update_lifetime).  The body
- * is an object of changes, one kind per request.
- */
-ngx_int_t
-ngx_http_veto_sandbox_build_update(ngx_http_request_t *r,
-    ngx_http_veto_sandbox_ctx_t *ctx)
-{
-    u_char       field[64], *p;
-    json_t      *body, *req, *net, *add, *v;
-    ngx_int_t    rc;
-    const char  *key;
-
-    body = ngx_http_veto_sandbox_read_json(r, &rc);
-    if (body == NULL) {
-        return rc;
-    }
-
-    /* the lifetime, or the scope this needs refused */
-    if (ngx_http_veto_sandbox_build_lifetime(r, ctx, body, &rc) == NGX_OK) {
-        return rc;
-    }
-
-    json_object_foreach(body, key, v) {
-        if (ngx_strcmp(key, "network") == 0
-            || ((ngx_strcmp(key, "credentials") == 0
-                 || ngx_strcmp(key, "secret") == 0)
-                && json_object_size(body) == 1))
-        {
-            continue;
-        }
-
-        p = ngx_snprintf(field, sizeof(field) - 1, "%s", key);
-        *p = '\0';
-
-        return ngx_http_veto_sandbox_bad_field(r, "unknown_field",
-                                 (char *) field,
-                                 "unknown field; PATCH takes {\"network\": "
-                                 "{\"add\": [...]}}, {\"credentials\": "
-                                 "{\"add\" or \"remove\": [...]}}, "
-                                 "{\"secret\": {...}} or "
-                                 "{\"ttl_s\": n, \"idle_s\": n}, one kind a "
-                                 "request");
-    }
-
-    v = json_object_get(body, "secret");
-
-    if (v != NULL) {
-        return ngx_http_veto_sandbox_build_secret(r, ctx, v);
-    }
-
-    v = json_object_get(body, "credentials");
-
-    if (v != NULL) {
-        return ngx_http_veto_sandbox_build_attach(r, ctx, v);
-    }
-
-    net = json_object_get(body, "network");
-
-    if (net == NULL) {
-        return ngx_http_veto_sandbox_bad_field(r, "missing_field", "network",
-                                 "nothing to change; PATCH takes "
-                                 "{\"network\": {\"add\": [...]}}, "
-                                 "{\"credentials\": {\"add\": [...]}} or "
-                                 "{\"ttl_s\": n, \"idle_s\": n}");
-    }
-
-    if (!json_is_object(net)) {
-        return ngx_http_veto_sandbox_bad_field(r, "bad_type", "network",
-                                 "\"network\" must be {\"add\": [...]}");
-    }
-
-    json_object_foreach(net, key, v) {
-        if (ngx_strcmp(key, "add") == 0) {
-            continue;
-        }
-
-        p = ngx_snprintf(field, sizeof(field) - 1, "network.%s", key);
-        *p = '\0';
-
-        return ngx_http_veto_sandbox_bad_field(r, "unknown_field",
-                                 (char *) field,
-                                 "\"network\" takes \"add\" only: an "
-                                 "allowlist grows, nothing is removed");
-    }
-
-    add = json_object_get(net, "add");
-
-    if (add == NULL) {
-        return ngx_http_veto_sandbox_bad_field(r, "missing_field",
-                                               "network.add",
-                                               "\"network\" needs "
-                                               "\"add\": [...]");
-    }
-
-    if (json_is_array(add) && json_array_size(add) == 0) {
-        return ngx_http_veto_sandbox_bad_field(r, "bad_value", "network.add",
-                                               "nothing to add");
-    }
-
-    if (ngx_http_veto_sandbox_network_entries(r, ctx, add, "network.add",
-                                              &rc)
-        != NGX_OK)
-    {
-        return rc;
-    }
-
-    req = ngx_http_veto_sandbox_req(r, ctx);
-    if (req == NULL || json_object_set(req, "add", add) != 0) {
-        return NGX_HTTP_INTERNAL_SERVER_ERROR;
-    }
-
-    ctx->req = req;
-
-    return NGX_DECLINED;
-}

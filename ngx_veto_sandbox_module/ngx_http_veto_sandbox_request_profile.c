@@ -3,7 +3,7 @@
  * or 404 unknown_profile when the helper, asked for its list, has no
  * such profile), or by the helper (no such profile: 404; its image gone
  * from the store: 409 profile_unavailable).  The create's builder
- * (_request_create.c) and the helper's error reply (_reply.c) answer
+ * (_sandboxes.c) and the helper's error reply (_reply.c) answer
  * through these; GET /v1/profiles (_profiles.c) says what a caller may
  * choose instead.
  */

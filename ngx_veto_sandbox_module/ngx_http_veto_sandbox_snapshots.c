@@ -13,7 +13,7 @@
  *   POST   /v1/sandboxes/{id}/resume      sandbox.resume
  *   GET    /v1/sandboxes/{id}/changes     sandbox.changes (json, diff, tar)
  *
- * A fork is sandbox.create with "from_snapshot" (_request_create.c).  The
+ * A fork is sandbox.create with "from_snapshot" (_sandboxes.c).  The
  * helper does the work and keeps its own ceilings (vsb_protocol.h:
  * snapshot_create ... changes); the policy's snapshot quotas and ttl_s
  * ceiling go to it with each snapshot_create.  Ownership is the helper's

@@ -26,13 +26,14 @@
  * FUZZ-COVERS: ngx_veto_sandbox_module/ngx_http_veto_sandbox_mcp_respond.c:ngx_http_veto_sandbox_mcp_respond
  * FUZZ-COVERS: ngx_veto_sandbox_module/ngx_http_veto_sandbox_mcp_tools.c:ngx_http_veto_sandbox_mcp_(known|ids|path|method|json_body|twin_.*|input|call)
  * FUZZ-COVERS: ngx_veto_sandbox_module/ngx_http_veto_sandbox_mcp_tool_table.c:ngx_http_veto_sandbox_mcp_(tool|tool_list|tool_json)
+ * FUZZ-COVERS: ngx_veto_sandbox_module/ngx_http_veto_sandbox_sandboxes.c:ngx_http_veto_sandbox_mcp_twin_(create|list|get|destroy|hosts|lifetime)
  * FUZZ-COVERS: ngx_veto_sandbox_module/ngx_http_veto_sandbox_snapshots.c:ngx_http_veto_sandbox_mcp_twin_(snapshot|pause|resume|changes|snapshots|snapshot_delete)
  * FUZZ-COVERS: ngx_veto_sandbox_module/ngx_http_veto_sandbox_execs.c:ngx_http_veto_sandbox_mcp_twin_exec
  * FUZZ-COVERS: ngx_veto_sandbox_module/ngx_http_veto_sandbox_review.c:ngx_http_veto_sandbox_mcp_twin_approval
  * FUZZ-COVERS: ngx_veto_sandbox_module/ngx_http_veto_sandbox_files.c:ngx_http_veto_sandbox_mcp_(query|twin_.*)
  *
- * The op groups' tools (the snapshots, execs, review and files groups';
- * the admin group has none, its empty list comes too) come with their
+ * The op groups' tools (the sandboxes, snapshots, execs, review and files
+ * groups'; the admin group has none, its empty list comes too) come with their
  * group file, its MCP part only (NGX_HTTP_VSB_OPS_TOOLS): a change set's twin
  * has a query that reads back as the since and format the agent gave
  * ("created" and "json" when it gave none).
@@ -47,6 +48,7 @@
 #include "ngx_http_veto_sandbox_about.c"
 #include "ngx_http_veto_sandbox_profiles.c"
 #define NGX_HTTP_VSB_OPS_TOOLS
+#include "ngx_http_veto_sandbox_sandboxes.c"
 #include "ngx_http_veto_sandbox_snapshots.c"
 #include "ngx_http_veto_sandbox_execs.c"
 #include "ngx_http_veto_sandbox_review.c"

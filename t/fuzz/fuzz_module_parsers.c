@@ -4,8 +4,8 @@
  * master), and what an agent sends: the JSON bodies of create, exec and
  * PATCH (network entries), the ?path= query of the files ops, the
  * queries of the archive ops and of a background exec's output, through
- * the real builders of ngx_http_veto_sandbox_request.c, _execs.c and
- * _files.c; and, with a first byte of 0xff, what Redis Sentinel sends
+ * the real builders of ngx_http_veto_sandbox_request.c, _sandboxes.c,
+ * _execs.c and _files.c; and, with a first byte of 0xff, what Redis Sentinel sends
  * a worker (an address must be numeric, +switch-master must name this
  * master); with 0xfe, the Veto-Peer-Credential header another gateway
  * host sends (strict fields, and no signature but the key's own holds).
@@ -29,6 +29,7 @@
  * FUZZ-COVERS: ngx_veto_sandbox_module/ngx_http_veto_sandbox_files.c:ngx_http_veto_sandbox_(path|path_check|req_path|build_read|build_write)
  * FUZZ-COVERS: ngx_veto_sandbox_module/ngx_http_veto_sandbox_request_fields.c
  * FUZZ-COVERS: ngx_veto_sandbox_module/ngx_http_veto_sandbox_request_network.c
+ * FUZZ-COVERS: ngx_veto_sandbox_module/ngx_http_veto_sandbox_sandboxes.c:ngx_http_veto_sandbox_build_(list|create|update)
  * FUZZ-COVERS: ngx_veto_sandbox_module/ngx_http_veto_sandbox_env.c
  * FUZZ-COVERS: ngx_veto_sandbox_module/ngx_http_veto_sandbox_summary.c
  * FUZZ-COVERS: ngx_veto_sandbox_module/ngx_http_veto_sandbox_peer_cred.c
@@ -46,9 +47,10 @@
 
 #include "ngx_core_stub.h"
 
-/* the exec and files groups' builders (their files' code, without
+/* the sandboxes, exec and files groups' builders (their files' code, without
  * their MCP tools) */
 #define NGX_HTTP_VSB_OPS_CODE
+#include "ngx_http_veto_sandbox_sandboxes.c"
 #include "ngx_http_veto_sandbox_execs.c"
 #include "ngx_http_veto_sandbox_files.c"
 
@@ -280,6 +282,31 @@ ngx_http_veto_sandbox_stream_detail(ngx_http_veto_sandbox_ctx_t *ctx)
 
 off_t
 ngx_http_veto_sandbox_stream_sent(ngx_http_veto_sandbox_ctx_t *ctx)
+{
+    abort();
+}
+
+
+/* the sandboxes group's records and list reply: no helper answers here */
+
+void
+ngx_http_veto_sandbox_record_network(ngx_http_request_t *r,
+    ngx_http_veto_sandbox_ctx_t *ctx, ngx_uint_t ok, const char *error)
+{
+    abort();
+}
+
+
+void
+ngx_http_veto_sandbox_lifetime_extend(ngx_http_request_t *r,
+    ngx_http_veto_sandbox_ctx_t *ctx, json_int_t expires_at)
+{
+    abort();
+}
+
+
+void
+ngx_http_veto_sandbox_ended_view(json_t *sb)
 {
     abort();
 }

@@ -1,0 +1,1134 @@
+/*
+ * The sandboxes op group, whole: its rows, builders, field checks, reply
+ * mappers, records and MCP tools (twins, presenters), side by side.  The
+ * op table (_ops.c) and the MCP tool table (_mcp_tool_table.c) take its
+ * rows and tools from the arrays at the end of this file; the group is
+ * named once, in NGX_HTTP_VSB_OP_GROUPS (faces.h).
+ *
+ *   GET    /v1/sandboxes            sandbox.list    list_sandboxes
+ *   POST   /v1/sandboxes            sandbox.create  create_sandbox
+ *   GET    /v1/sandboxes/{id}       sandbox.get     get_sandbox
+ *   GET    /v1/sandboxes/{id}/usage sandbox.usage
+ *   PATCH  /v1/sandboxes/{id}       sandbox.update  allow_hosts,
+ *                                                   extend_sandbox
+ *   DELETE /v1/sandboxes/{id}       sandbox.delete  destroy_sandbox
+ *
+ * The helper does the work (vsb_protocol.h: list, create, status, usage,
+ * update_network or update_lifetime, destroy).  What other ops share
+ * stays on its own floor and is called from here: a create's profile
+ * (_request_profile.c), network and credentials (_request_network.c, as
+ * PATCH's), env (_env.c), limits and lifetimes within the policy
+ * (_request_fields.c, _request_lifetime.c); the records of a create and
+ * a destroy, with the ownership record and quota slot they keep
+ * (_record.c); the sandbox's reply and its Location (_reply.c).  A fork
+ * (from_snapshot) is a create: the snapshots group's file tells it.
+ * The create body's fields are docs/openapi.json's SandboxCreate, PATCH's
+ * SandboxUpdate, as scripts/gen-op-fields writes them (_fields.h): the
+ * known-field lists here and create_sandbox's arguments and schema.
+ *
+ * The unit tests link this file as data (NGX_HTTP_VSB_OPS_DATA_ONLY):
+ * then only the rows are compiled, without the code they name; the MCP
+ * fuzz target adds NGX_HTTP_VSB_OPS_TOOLS for the tools, their twins and
+ * presenters (t/fuzz/fuzz_module_mcp.c), the parsers fuzz target
+ * NGX_HTTP_VSB_OPS_CODE for the builders (t/fuzz/fuzz_module_parsers.c).
+ */
+
+#include "ngx_http_veto_sandbox_faces.h"
+#include "ngx_http_veto_sandbox_fields.h"
+
+
+#define NGX_HTTP_VSB_READ      (NGX_HTTP_GET|NGX_HTTP_HEAD)
+
+
+#if !defined(NGX_HTTP_VSB_OPS_DATA_ONLY) || defined(NGX_HTTP_VSB_OPS_CODE)
+
+#include "ngx_http_veto_sandbox_audit.h"
+
+
+/* ---- builders, mappers, records ----------------------------------------- */
+
+
+/* docs/openapi.json's SandboxCreate (scripts/gen-op-fields) */
+static const char  *ngx_http_veto_sandbox_create_fields[] = {
+    NGX_HTTP_VSB_FIELDS_CREATE, NULL
+};
+
+
+ngx_int_t
+ngx_http_veto_sandbox_build_create(ngx_http_request_t *r,
+    ngx_http_veto_sandbox_ctx_t *ctx)
+{
+    char                          field[64];
+    u_char                       *p;
+    json_t                       *body, *req, *v, *lim, *out;
+    uint64_t                      n;
+    ngx_int_t                     rc;
+    ngx_uint_t                    i;
+    const char                   *key, *profile;
+    ngx_http_veto_sandbox_rule_t *rule;
+
+    body = ngx_http_veto_sandbox_read_json(r, &rc);
+    if (body == NULL) {
+        return rc;
+    }
+
+    rule = ctx->rule;
+
+    if (ngx_http_veto_sandbox_known_fields(r, body,
+                                           ngx_http_veto_sandbox_create_fields,
+                                           &rc)
+        != NGX_OK)
+    {
+        return rc;
+    }
+
+    req = ngx_http_veto_sandbox_req(r, ctx);
+    if (req == NULL) {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+
+    /* a fork (_snapshots.c): "snap-" and 24 hex digits; its profile is
+     * the snapshot's, as it was allowed when the snapshot's sandbox was
+     * made, unless the body names one (then the helper compares) */
+    v = json_object_get(body, "from_snapshot");
+
+    if (v != NULL) {
+        if (!json_is_string(v)
+            || json_string_length(v) != VSB_SNAPSHOT_ID_LEN
+            || ngx_strncmp(json_string_value(v), "snap-", 5) != 0
+            || !ngx_http_veto_sandbox_hex_lower(
+                          (u_char *) json_string_value(v) + 5,
+                          VSB_SNAPSHOT_ID_LEN - 5))
+        {
+            return ngx_http_veto_sandbox_bad_field(r, "bad_value",
+                                                   "from_snapshot",
+                                                   "\"from_snapshot\" is a "
+                                                   "snapshot id: snap- and 24 "
+                                                   "lowercase hex digits");
+        }
+
+        json_object_set(req, "from_snapshot", v);
+    }
+
+    /* profile: allowed by policy, or the policy's default */
+    v = json_object_get(body, "profile");
+
+    if (v != NULL && (!json_is_string(v) || json_string_length(v) == 0)) {
+        return ngx_http_veto_sandbox_bad_field(r, "bad_type", "profile",
+                                               "\"profile\" must be a "
+                                               "non-empty string");
+    }
+
+    profile = v ? json_string_value(v)
+                : json_object_get(req, "from_snapshot") ? NULL
+                : rule->default_profile.len
+                  ? (const char *) rule->default_profile.data : NULL;
+
+    if (profile != NULL) {
+        if (ngx_http_veto_sandbox_policy_profile(rule, profile) != NGX_OK) {
+            /* 403, or 404 when the host has no such profile */
+            ctx->req = req;
+            return ngx_http_veto_sandbox_profile_refused(r, ctx, profile);
+        }
+
+        json_object_set_new(req, "profile", json_string(profile));
+
+    } else if (rule->profiles != NULL
+               && json_object_get(req, "from_snapshot") == NULL
+               && ngx_http_veto_sandbox_policy_profile(rule, "default")
+                  != NGX_OK)
+    {
+        return ngx_http_veto_sandbox_policy_refuse(r, ctx, "deny:policy",
+                                   NGX_HTTP_FORBIDDEN, "profile_not_allowed",
+                                   "the policy does not allow the default "
+                                   "profile; name one",
+                                   json_pack("{s:s}", "field", "profile"));
+    }
+
+    /* limits: known names, positive integers, within the ceilings;
+     * the policy's defaults fill what is omitted */
+    lim = json_object_get(body, "limits");
+
+    if (lim != NULL && !json_is_object(lim)) {
+        return ngx_http_veto_sandbox_bad_field(r, "bad_type", "limits",
+                                               "\"limits\" must be an "
+                                               "object");
+    }
+
+    json_object_foreach(lim, key, v) {
+        for (i = 0; i < NGX_HTTP_VSB_NHELPER_LIMITS; i++) {
+            if (ngx_strcmp(key, ngx_http_veto_sandbox_limit_names[i]) == 0) {
+                break;
+            }
+        }
+
+        p = ngx_snprintf((u_char *) field, sizeof(field) - 1, "limits.%s",
+                         key);
+        *p = '\0';
+
+        if (i == NGX_HTTP_VSB_NHELPER_LIMITS) {
+            return ngx_http_veto_sandbox_bad_field(r, "unknown_field", field,
+                                                   "unknown limit");
+        }
+
+        if (ngx_http_veto_sandbox_uint(v, &n) != NGX_OK) {
+            return ngx_http_veto_sandbox_bad_field(r, "bad_type", field,
+                                                   "a limit must be a "
+                                                   "positive integer");
+        }
+    }
+
+    out = json_object();
+    if (out == NULL || json_object_set_new(req, "limits", out) != 0) {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+
+    for (i = 0; i < NGX_HTTP_VSB_NHELPER_LIMITS; i++) {
+        v = lim ? json_object_get(lim, ngx_http_veto_sandbox_limit_names[i])
+                : NULL;
+
+        if (v != NULL) {
+            n = (uint64_t) json_integer_value(v);
+
+        } else if (rule->def[i]) {
+            n = rule->def[i];
+
+        } else {
+            continue;
+        }
+
+        if (rule->ceiling[i] && n > rule->ceiling[i]) {
+            return ngx_http_veto_sandbox_over(r, i, n, rule->ceiling[i]);
+        }
+
+        json_object_set_new(out, ngx_http_veto_sandbox_limit_names[i],
+                            json_integer((json_int_t) n));
+    }
+
+    if (json_object_size(out) == 0) {
+        json_object_del(req, "limits");
+    }
+
+    if (ngx_http_veto_sandbox_limited(r, ctx, body, req, NGX_HTTP_VSB_L_TTL_S,
+                                      &n, &rc)
+        != NGX_OK
+        || ngx_http_veto_sandbox_limited(r, ctx, body, req,
+                                         NGX_HTTP_VSB_L_IDLE_S, &n, &rc)
+           != NGX_OK)
+    {
+        return rc;
+    }
+
+    if (ngx_http_veto_sandbox_create_network(r, ctx, body, req, &rc)
+        != NGX_OK)
+    {
+        return rc;
+    }
+
+    if (ngx_http_veto_sandbox_copy_field(r, body, req, "env",
+                                         NGX_HTTP_VSB_FIELD_STRINGS, &rc)
+        != NGX_OK
+        || ngx_http_veto_sandbox_copy_field(r, body, req, "metadata",
+                                            NGX_HTTP_VSB_FIELD_OBJECT, &rc)
+           != NGX_OK
+        || ngx_http_veto_sandbox_fits(r, req, &rc) != NGX_OK)
+    {
+        return rc;
+    }
+
+    rc = ngx_http_veto_sandbox_env_check(r, ctx, json_object_get(req, "env"));
+    if (rc != NGX_DECLINED) {
+        return rc;
+    }
+
+    ctx->req = req;
+
+    return NGX_DECLINED;
+}
+
+
+/* GET /v1/sandboxes: ?include=ended adds the sandboxes that ended within
+ * the helper's retention; nothing else is a query of it. */
+ngx_int_t
+ngx_http_veto_sandbox_build_list(ngx_http_request_t *r,
+    ngx_http_veto_sandbox_ctx_t *ctx)
+{
+    ngx_str_t  *args;
+
+    args = &ctx->in.args;
+
+    ctx->req = ngx_http_veto_sandbox_req(r, ctx);
+    if (ctx->req == NULL) {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+
+    if (args->len == 0) {
+        return NGX_DECLINED;
+    }
+
+    if (args->len != sizeof("include=ended") - 1
+        || ngx_strncmp(args->data, "include=ended", args->len) != 0)
+    {
+        return ngx_http_veto_sandbox_bad_field(r, "bad_value", "include",
+                                   "the list takes one query: "
+                                   "?include=ended (the sandboxes that "
+                                   "ended lately, with why and when)");
+    }
+
+    if (json_object_set_new(ctx->req, "ended", json_true()) != 0) {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+
+    return NGX_DECLINED;
+}
+
+
+/*
+ * PATCH /v1/sandboxes/{id}: {"network": {"add": [...]}} adds hosts to an
+ * allowlist sandbox (helper update_network); {"ttl_s": n, "idle_s": n}
+ * changes its lifetime (_lifetime.c, helper update_lifetime).  The body
+ * is an object of changes, one kind per request.
+ */
+ngx_int_t
+ngx_http_veto_sandbox_build_update(ngx_http_request_t *r,
+    ngx_http_veto_sandbox_ctx_t *ctx)
+{
+    u_char       field[64], *p;
+    json_t      *body, *req, *net, *add, *v;
+    ngx_int_t    rc;
+    const char  *key;
+
+    body = ngx_http_veto_sandbox_read_json(r, &rc);
+    if (body == NULL) {
+        return rc;
+    }
+
+    /* the lifetime, or the scope this needs refused */
+    if (ngx_http_veto_sandbox_build_lifetime(r, ctx, body, &rc) == NGX_OK) {
+        return rc;
+    }
+
+    json_object_foreach(body, key, v) {
+        if (ngx_strcmp(key, "network") == 0
+            || ((ngx_strcmp(key, "credentials") == 0
+                 || ngx_strcmp(key, "secret") == 0)
+                && json_object_size(body) == 1))
+        {
+            continue;
+        }
+
+        p = ngx_snprintf(field, sizeof(field) - 1, "%s", key);
+        *p = '\0';
+
+        return ngx_http_veto_sandbox_bad_field(r, "unknown_field",
+                                 (char *) field,
+                                 "unknown field; PATCH takes {\"network\": "
+                                 "{\"add\": [...]}}, {\"credentials\": "
+                                 "{\"add\" or \"remove\": [...]}}, "
+                                 "{\"secret\": {...}} or "
+                                 "{\"ttl_s\": n, \"idle_s\": n}, one kind a "
+                                 "request");
+    }
+
+    v = json_object_get(body, "secret");
+
+    if (v != NULL) {
+        return ngx_http_veto_sandbox_build_secret(r, ctx, v);
+    }
+
+    v = json_object_get(body, "credentials");
+
+    if (v != NULL) {
+        return ngx_http_veto_sandbox_build_attach(r, ctx, v);
+    }
+
+    net = json_object_get(body, "network");
+
+    if (net == NULL) {
+        return ngx_http_veto_sandbox_bad_field(r, "missing_field", "network",
+                                 "nothing to change; PATCH takes "
+                                 "{\"network\": {\"add\": [...]}}, "
+                                 "{\"credentials\": {\"add\": [...]}} or "
+                                 "{\"ttl_s\": n, \"idle_s\": n}");
+    }
+
+    if (!json_is_object(net)) {
+        return ngx_http_veto_sandbox_bad_field(r, "bad_type", "network",
+                                 "\"network\" must be {\"add\": [...]}");
+    }
+
+    json_object_foreach(net, key, v) {
+        if (ngx_strcmp(key, "add") == 0) {
+            continue;
+        }
+
+        p = ngx_snprintf(field, sizeof(field) - 1, "network.%s", key);
+        *p = '\0';
+
+        return ngx_http_veto_sandbox_bad_field(r, "unknown_field",
+                                 (char *) field,
+                                 "\"network\" takes \"add\" only: an "
+                                 "allowlist grows, nothing is removed");
+    }
+
+    add = json_object_get(net, "add");
+
+    if (add == NULL) {
+        return ngx_http_veto_sandbox_bad_field(r, "missing_field",
+                                               "network.add",
+                                               "\"network\" needs "
+                                               "\"add\": [...]");
+    }
+
+    if (json_is_array(add) && json_array_size(add) == 0) {
+        return ngx_http_veto_sandbox_bad_field(r, "bad_value", "network.add",
+                                               "nothing to add");
+    }
+
+    if (ngx_http_veto_sandbox_network_entries(r, ctx, add, "network.add",
+                                              &rc)
+        != NGX_OK)
+    {
+        return rc;
+    }
+
+    req = ngx_http_veto_sandbox_req(r, ctx);
+    if (req == NULL || json_object_set(req, "add", add) != 0) {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+
+    ctx->req = req;
+
+    return NGX_DECLINED;
+}
+
+
+/* The PATCH's record: a lifetime changed (and Redis follows it), or the
+ * hosts added to an allowlist. */
+void
+ngx_http_veto_sandbox_record_update(ngx_http_request_t *r,
+    ngx_http_veto_sandbox_ctx_t *ctx, ngx_uint_t ok, const char *error)
+{
+    json_t     *j, *d;
+    char       *s;
+    ngx_str_t   detail;
+
+    if (!ctx->lifetime) {
+        ngx_http_veto_sandbox_record_network(r, ctx, ok, error);
+        return;
+    }
+
+    if (!ok) {
+        ngx_http_veto_sandbox_audit(r, ctx, "error", error, NULL, NULL, 0);
+        return;
+    }
+
+    j = ctx->helper.json;
+
+    ngx_http_veto_sandbox_lifetime_extend(r, ctx,
+                        json_integer_value(json_object_get(j, "expires_at")));
+
+    /* a fork lives longer: so does its snapshot's routing record */
+    if (json_is_string(json_object_get(j, "from_snapshot"))) {
+        ngx_http_veto_sandbox_record_snapshot_route(r, ctx,
+                                       json_object_get(j, "from_snapshot"),
+                                       json_object_get(j, "expires_at"));
+    }
+
+    detail.len = 0;
+
+    d = json_pack("{s:O?, s:O?, s:O?, s:b}",
+                  "ttl_s", json_object_get(j, "ttl_s"),
+                  "idle_s", json_object_get(j, "idle_s"),
+                  "expires_at", json_object_get(j, "expires_at"),
+                  "needed_approval", (int) ctx->limit_ask);
+
+    s = d ? json_dumps(d, JSON_COMPACT) : NULL;
+    json_decref(d);
+
+    if (s != NULL) {
+        detail.len = ngx_strlen(s);
+        detail.data = ngx_pnalloc(r->pool, detail.len);
+
+        if (detail.data == NULL) {
+            detail.len = 0;
+        } else {
+            ngx_memcpy(detail.data, s, detail.len);
+        }
+
+        free(s);
+    }
+
+    ngx_http_veto_sandbox_audit(r, ctx, "lifetime_updated", NULL, NULL,
+                                detail.len ? &detail : NULL, NGX_HTTP_OK);
+}
+
+
+/* GET /v1/sandboxes: the live ones, and with ?include=ended the ended. */
+ngx_int_t
+ngx_http_veto_sandbox_reply_list(ngx_http_request_t *r,
+    ngx_http_veto_sandbox_ctx_t *ctx)
+{
+    size_t   i;
+    json_t  *j, *v;
+
+    j = ctx->helper.json;
+
+    json_array_foreach(json_object_get(j, "ended"), i, v) {
+        ngx_http_veto_sandbox_ended_view(v);
+    }
+
+    return ngx_http_veto_sandbox_send_json(r, NGX_HTTP_OK, json_incref(j));
+}
+
+#endif /* the rows' code */
+
+
+#if !defined(NGX_HTTP_VSB_OPS_DATA_ONLY) || defined(NGX_HTTP_VSB_OPS_TOOLS)
+
+#include "ngx_http_veto_sandbox_mcp.h"
+
+
+/* ---- MCP: the tools' twins and presenters ------------------------------- */
+
+
+static const char  *ngx_http_veto_sandbox_mcp_create_args[] = {
+    NGX_HTTP_VSB_MCP_FIELDS_CREATE, "approval_id", NULL
+};
+
+static const char  *ngx_http_veto_sandbox_mcp_sandbox_args[] = {
+    "sandbox_id", "approval_id", NULL
+};
+
+static const char  *ngx_http_veto_sandbox_mcp_hosts_args[] = {
+    "sandbox_id", "hosts", "approval_id", NULL
+};
+
+static const char  *ngx_http_veto_sandbox_mcp_lifetime_args[] = {
+    "sandbox_id", "ttl_s", "idle_s", "approval_id", NULL
+};
+
+
+/* create_sandbox: POST /v1/sandboxes, the arguments as the body */
+static ngx_int_t
+ngx_http_veto_sandbox_mcp_twin_create(ngx_http_request_t *r, json_t *args,
+    ngx_http_veto_sandbox_mcp_twin_t *twin, const char **why)
+{
+    ngx_int_t  rc;
+
+    rc = ngx_http_veto_sandbox_mcp_plain_twin(r, args,
+                                   ngx_http_veto_sandbox_mcp_create_args,
+                                   NGX_HTTP_POST, "POST", "/v1/sandboxes",
+                                   twin, why);
+    if (rc != NGX_OK) {
+        return rc;
+    }
+
+    return ngx_http_veto_sandbox_mcp_json_body(r, args, &twin->body);
+}
+
+
+/* list_sandboxes: GET /v1/sandboxes */
+static ngx_int_t
+ngx_http_veto_sandbox_mcp_twin_list(ngx_http_request_t *r, json_t *args,
+    ngx_http_veto_sandbox_mcp_twin_t *twin, const char **why)
+{
+    static const char  *none[] = { NULL };
+
+    return ngx_http_veto_sandbox_mcp_plain_twin(r, args, none, NGX_HTTP_GET,
+                                                "GET", "/v1/sandboxes", twin,
+                                                why);
+}
+
+
+/* get_sandbox: GET /v1/sandboxes/{id} */
+static ngx_int_t
+ngx_http_veto_sandbox_mcp_twin_get(ngx_http_request_t *r, json_t *args,
+    ngx_http_veto_sandbox_mcp_twin_t *twin, const char **why)
+{
+    static const char  *names[] = { "sandbox_id", NULL };
+
+    return ngx_http_veto_sandbox_mcp_sandbox_twin(r, args, names,
+                                                  NGX_HTTP_GET, "GET", "",
+                                                  twin, why);
+}
+
+
+/* destroy_sandbox: DELETE /v1/sandboxes/{id} */
+static ngx_int_t
+ngx_http_veto_sandbox_mcp_twin_destroy(ngx_http_request_t *r, json_t *args,
+    ngx_http_veto_sandbox_mcp_twin_t *twin, const char **why)
+{
+    return ngx_http_veto_sandbox_mcp_sandbox_twin(r, args,
+                                   ngx_http_veto_sandbox_mcp_sandbox_args,
+                                   NGX_HTTP_DELETE, "DELETE", "", twin, why);
+}
+
+
+/* allow_hosts: PATCH /v1/sandboxes/{id} {"network": {"add": hosts}}, the
+ * body a REST client sends (compact, keys sorted) */
+static ngx_int_t
+ngx_http_veto_sandbox_mcp_twin_hosts(ngx_http_request_t *r, json_t *args,
+    ngx_http_veto_sandbox_mcp_twin_t *twin, const char **why)
+{
+    json_t     *body;
+    ngx_int_t   rc;
+
+    rc = ngx_http_veto_sandbox_mcp_sandbox_twin(r, args,
+                                   ngx_http_veto_sandbox_mcp_hosts_args,
+                                   NGX_HTTP_PATCH, "PATCH", "", twin, why);
+    if (rc != NGX_OK) {
+        return rc;
+    }
+
+    if (json_object_get(args, "hosts") == NULL) {
+        *why = "hosts is required: the host, host:port or *.suffix entries "
+               "to add";
+        return NGX_DECLINED;
+    }
+
+    /* the entries are the REST builder's to judge, as ever */
+    body = json_pack("{s:{s:O}}", "network", "add",
+                     json_object_get(args, "hosts"));
+    if (body == NULL) {
+        return NGX_ERROR;
+    }
+
+    rc = ngx_http_veto_sandbox_mcp_json_body(r, body, &twin->body);
+
+    json_decref(body);
+
+    return rc;
+}
+
+
+/* extend_sandbox: PATCH /v1/sandboxes/{id} {"ttl_s": n, "idle_s": n} */
+static ngx_int_t
+ngx_http_veto_sandbox_mcp_twin_lifetime(ngx_http_request_t *r, json_t *args,
+    ngx_http_veto_sandbox_mcp_twin_t *twin, const char **why)
+{
+    json_t     *body;
+    ngx_int_t   rc;
+
+    rc = ngx_http_veto_sandbox_mcp_sandbox_twin(r, args,
+                                   ngx_http_veto_sandbox_mcp_lifetime_args,
+                                   NGX_HTTP_PATCH, "PATCH", "", twin, why);
+    if (rc != NGX_OK) {
+        return rc;
+    }
+
+    if (json_object_get(args, "ttl_s") == NULL
+        && json_object_get(args, "idle_s") == NULL)
+    {
+        *why = "ttl_s or idle_s is required: the new lifetime (from the "
+               "sandbox's creation) or idle timeout, in seconds";
+        return NGX_DECLINED;
+    }
+
+    /* the values are the REST builder's to judge, as ever */
+    body = json_pack("{s:O*, s:O*}",
+                     "ttl_s", json_object_get(args, "ttl_s"),
+                     "idle_s", json_object_get(args, "idle_s"));
+    if (body == NULL) {
+        return NGX_ERROR;
+    }
+
+    rc = ngx_http_veto_sandbox_mcp_json_body(r, body, &twin->body);
+
+    json_decref(body);
+
+    return rc;
+}
+
+
+/* get_sandbox of one that ended: why, when, and that it is over */
+static ngx_int_t
+ngx_http_veto_sandbox_mcp_present_ended(ngx_http_request_t *r,
+    json_t *rest, json_t *result)
+{
+    u_char      *text, *p, *last, ended[32];
+    const char  *id, *reason, *limit, *step, *detail;
+
+    id = json_string_value(json_object_get(rest, "id"));
+    reason = json_string_value(json_object_get(rest, "end_reason"));
+    limit = json_string_value(json_object_get(rest, "limit"));
+    step = json_string_value(json_object_get(rest, "step"));
+    detail = json_string_value(json_object_get(rest, "detail"));
+
+    ngx_http_veto_sandbox_mcp_time(ended, (time_t) json_integer_value(
+                                       json_object_get(rest, "ended_at")));
+
+    text = ngx_pnalloc(r->pool, 1024);
+    if (text == NULL) {
+        return NGX_ERROR;
+    }
+
+    last = text + 1024;
+
+    p = ngx_slprintf(text, last, "Sandbox %s has ended (%s%s%s%s%s) at %s",
+                     id ? id : "?", reason ? reason : "?",
+                     limit ? ": " : "", limit ? limit : "",
+                     step ? ", at step " : "", step ? step : "", ended);
+
+    if (detail) {
+        p = ngx_slprintf(p, last, ": %s", detail);
+    }
+
+    p = ngx_slprintf(p, last, ".\nNothing more can run in it and its files "
+                     "are gone; create another with create_sandbox.");
+
+    return ngx_http_veto_sandbox_mcp_text_rest(result, (char *) text,
+                                               p - text, rest);
+}
+
+
+/* create_sandbox, get_sandbox: the sandbox */
+static ngx_int_t
+ngx_http_veto_sandbox_mcp_present_sandbox(ngx_http_request_t *r,
+    ngx_http_veto_sandbox_mcp_call_t *call, json_t *rest, u_char *data,
+    size_t len, json_t *result)
+{
+    u_char      *text, *p, *last, expires[32];
+    char        *limits, *usage, *network;
+    json_t      *id, *net;
+    const char  *state, *profile;
+
+    id = json_object_get(rest, "id");
+
+    if (!json_is_string(id)) {
+        return NGX_ERROR;
+    }
+
+    state = json_string_value(json_object_get(rest, "state"));
+
+    if (state && ngx_strcmp(state, "ended") == 0) {
+        return ngx_http_veto_sandbox_mcp_present_ended(r, rest, result);
+    }
+    profile = json_string_value(json_object_get(rest, "profile"));
+
+    /* "none", or the allowlist as an object */
+    net = json_object_get(rest, "network");
+    network = net ? json_dumps(net, JSON_COMPACT|JSON_ENCODE_ANY) : NULL;
+
+    ngx_http_veto_sandbox_mcp_time(expires, (time_t) json_integer_value(
+                                       json_object_get(rest, "expires_at")));
+
+    limits = json_dumps(json_object_get(rest, "limits"), JSON_COMPACT);
+    usage = json_dumps(json_object_get(rest, "usage"), JSON_COMPACT);
+
+    text = ngx_pnalloc(r->pool, 16384);
+    if (text == NULL) {
+        free(limits);
+        free(usage);
+        free(network);
+        return NGX_ERROR;
+    }
+
+    last = text + 16384;
+
+    p = ngx_slprintf(text, last,
+                     "Sandbox %s is %s (profile %s, network %s); it "
+                     "expires %s.\nLimits: %s\n",
+                     json_string_value(id), state ? state : "?",
+                     profile ? profile : "default",
+                     network ? network : "\"none\"", expires,
+                     limits ? limits : "{}");
+
+    if (usage) {
+        p = ngx_slprintf(p, last, "Usage: %s\n", usage);
+    }
+
+    p = ngx_slprintf(p, last, "Use sandbox_id \"%s\" with write_file, exec, "
+                     "read_file and destroy_sandbox.", json_string_value(id));
+
+    free(limits);
+    free(usage);
+    free(network);
+
+    return ngx_http_veto_sandbox_mcp_text_rest(result, (char *) text,
+                                               p - text, rest);
+}
+
+
+/* list_sandboxes */
+static ngx_int_t
+ngx_http_veto_sandbox_mcp_present_list(ngx_http_request_t *r,
+    ngx_http_veto_sandbox_mcp_call_t *call, json_t *rest, u_char *data,
+    size_t len, json_t *result)
+{
+    u_char      *text, *p, *last, expires[32];
+    size_t       i, size;
+    json_t      *list, *sb;
+    const char  *id, *state;
+
+    list = json_object_get(rest, "sandboxes");
+
+    if (!json_is_array(list)) {
+        return NGX_ERROR;
+    }
+
+    size = 128 + 128 * ngx_min(json_array_size(list), 200);
+
+    text = ngx_pnalloc(r->pool, size);
+    if (text == NULL) {
+        return NGX_ERROR;
+    }
+
+    last = text + size;
+
+    p = ngx_slprintf(text, last, "%uz sandbox%s%s", json_array_size(list),
+                     json_array_size(list) == 1 ? "" : "es",
+                     json_array_size(list) ? ":" : " (create one with "
+                     "create_sandbox).");
+
+    json_array_foreach(list, i, sb) {
+        if (i == 200) {
+            p = ngx_slprintf(p, last, "\n... and %uz more (see "
+                             "structuredContent)", json_array_size(list) - i);
+            break;
+        }
+
+        id = json_string_value(json_object_get(sb, "id"));
+        state = json_string_value(json_object_get(sb, "state"));
+
+        ngx_http_veto_sandbox_mcp_time(expires, (time_t) json_integer_value(
+                                         json_object_get(sb, "expires_at")));
+
+        p = ngx_slprintf(p, last, "\n%s %s, expires %s", id ? id : "?",
+                         state ? state : "?", expires);
+    }
+
+    return ngx_http_veto_sandbox_mcp_text_rest(result, (char *) text,
+                                               p - text, rest);
+}
+
+
+/* allow_hosts: {id, network: {allow, ask}, added} */
+static ngx_int_t
+ngx_http_veto_sandbox_mcp_present_hosts(ngx_http_request_t *r,
+    ngx_http_veto_sandbox_mcp_call_t *call, json_t *rest, u_char *data,
+    size_t len, json_t *result)
+{
+    u_char      *text, *p;
+    char        *added, *allow;
+    size_t       size;
+    const char  *id;
+
+    id = json_string_value(json_object_get(rest, "id"));
+    added = json_dumps(json_object_get(rest, "added"), JSON_COMPACT);
+    allow = json_dumps(json_object_get(json_object_get(rest, "network"),
+                                       "allow"), JSON_COMPACT);
+
+    size = 256 + (added ? ngx_strlen(added) : 0)
+           + (allow ? ngx_strlen(allow) : 0);
+
+    text = ngx_pnalloc(r->pool, size);
+    if (text == NULL) {
+        free(added);
+        free(allow);
+        return NGX_ERROR;
+    }
+
+    p = ngx_snprintf(text, size, "Sandbox %s: added %s (new connections "
+                     "only). Its allowlist now: %s.", id ? id : "?",
+                     added ? added : "[]", allow ? allow : "[]");
+
+    free(added);
+    free(allow);
+
+    return ngx_http_veto_sandbox_mcp_text_rest(result, (char *) text,
+                                               p - text, rest);
+}
+
+
+/* extend_sandbox: {id, ttl_s, idle_s, created_at, expires_at, active_at} */
+static ngx_int_t
+ngx_http_veto_sandbox_mcp_present_lifetime(ngx_http_request_t *r,
+    ngx_http_veto_sandbox_mcp_call_t *call, json_t *rest, u_char *data,
+    size_t len, json_t *result)
+{
+    u_char      *text, *p, *last, expires[32];
+    const char  *id;
+    json_int_t   ttl, idle;
+
+    id = json_string_value(json_object_get(rest, "id"));
+    ttl = json_integer_value(json_object_get(rest, "ttl_s"));
+    idle = json_integer_value(json_object_get(rest, "idle_s"));
+
+    ngx_http_veto_sandbox_mcp_time(expires, (time_t) json_integer_value(
+                                       json_object_get(rest, "expires_at")));
+
+    text = ngx_pnalloc(r->pool, 512);
+    if (text == NULL) {
+        return NGX_ERROR;
+    }
+
+    last = text + 512;
+
+    p = ngx_slprintf(text, last, "Sandbox %s now ends at %s (a lifetime of "
+                     "%L s from its creation)", id ? id : "?", expires,
+                     (int64_t) ttl);
+
+    if (idle > 0) {
+        p = ngx_slprintf(p, last, ", or after %L s with no command running "
+                         "and no call naming it", (int64_t) idle);
+    }
+
+    p = ngx_slprintf(p, last, ".");
+
+    return ngx_http_veto_sandbox_mcp_text_rest(result, (char *) text,
+                                               p - text, rest);
+}
+
+
+/* destroy_sandbox: {id, state, confirmed} */
+static ngx_int_t
+ngx_http_veto_sandbox_mcp_present_destroyed(ngx_http_request_t *r,
+    ngx_http_veto_sandbox_mcp_call_t *call, json_t *rest, u_char *data,
+    size_t len, json_t *result)
+{
+    u_char      *text, *p;
+    char        *confirmed;
+    const char  *id, *state;
+
+    id = json_string_value(json_object_get(rest, "id"));
+    state = json_string_value(json_object_get(rest, "state"));
+    confirmed = json_dumps(json_object_get(rest, "confirmed"), JSON_COMPACT);
+
+    text = ngx_pnalloc(r->pool, 512);
+    if (text == NULL) {
+        free(confirmed);
+        return NGX_ERROR;
+    }
+
+    p = ngx_snprintf(text, 512, "Sandbox %s ended: %s. Confirmed gone: %s.",
+                     id ? id : "?", state ? state : "?",
+                     confirmed ? confirmed : "{}");
+
+    free(confirmed);
+
+    return ngx_http_veto_sandbox_mcp_text_rest(result, (char *) text,
+                                               p - text, rest);
+}
+
+#endif /* the MCP tools' code */
+
+
+/* ---- the group's rows (_ops.c's table) ---------------------------------- */
+
+
+ngx_http_veto_sandbox_op_t  ngx_http_veto_sandbox_sandboxes_ops[] = {
+
+    ngx_http_vsb_op("sandbox.list", NGX_HTTP_VSB_READ, "/v1/sandboxes",
+                    NGX_HTTP_VSB_SANDBOXES, 0, NGX_HTTP_VSB_QUOTA_NONE,
+                    NGX_HTTP_VSB_BODY_NONE, VSB_OP_LIST,
+                    ngx_http_veto_sandbox_build_list,
+                    ngx_http_veto_sandbox_forward,
+                    ngx_http_veto_sandbox_reply_list,
+                    ngx_http_veto_sandbox_record_nothing),
+
+    ngx_http_vsb_op("sandbox.create", NGX_HTTP_POST, "/v1/sandboxes",
+                    NGX_HTTP_VSB_SCOPE_CREATE, NGX_HTTP_VSB_ACT_CREATE,
+                    NGX_HTTP_VSB_QUOTA_SANDBOXES,
+                    NGX_HTTP_VSB_BODY_JSON, VSB_OP_CREATE,
+                    ngx_http_veto_sandbox_build_create,
+                    ngx_http_veto_sandbox_forward,
+                    ngx_http_veto_sandbox_reply_created,
+                    ngx_http_veto_sandbox_record_created),
+
+    ngx_http_vsb_op("sandbox.get", NGX_HTTP_VSB_READ, "/v1/sandboxes/{id}",
+                    NGX_HTTP_VSB_SANDBOXES, 0, NGX_HTTP_VSB_QUOTA_NONE,
+                    NGX_HTTP_VSB_BODY_NONE, VSB_OP_STATUS,
+                    ngx_http_veto_sandbox_build_simple,
+                    ngx_http_veto_sandbox_forward,
+                    ngx_http_veto_sandbox_reply_sandbox,
+                    ngx_http_veto_sandbox_record_nothing),
+
+    /* what a live sandbox uses now against its limits (cgroup, tmpfs) */
+    ngx_http_vsb_op("sandbox.usage", NGX_HTTP_VSB_READ,
+                    "/v1/sandboxes/{id}/usage",
+                    NGX_HTTP_VSB_SANDBOXES, 0, NGX_HTTP_VSB_QUOTA_NONE,
+                    NGX_HTTP_VSB_BODY_NONE, VSB_OP_USAGE,
+                    ngx_http_veto_sandbox_build_simple,
+                    ngx_http_veto_sandbox_forward,
+                    ngx_http_veto_sandbox_reply_json,
+                    ngx_http_veto_sandbox_record_nothing),
+
+    /* changes to a live sandbox: hosts added to its allowlist (helper
+     * update_network, scope sandbox:network), or its lifetime (the
+     * builder asks update_lifetime instead, scope sandbox:create) */
+    ngx_http_vsb_op("sandbox.update", NGX_HTTP_PATCH, "/v1/sandboxes/{id}",
+                    NGX_HTTP_VSB_SCOPE_NETWORK|NGX_HTTP_VSB_SCOPE_CREATE,
+                    NGX_HTTP_VSB_ACT_UPDATE,
+                    NGX_HTTP_VSB_QUOTA_NONE,
+                    NGX_HTTP_VSB_BODY_JSON, VSB_OP_UPDATE_NETWORK,
+                    ngx_http_veto_sandbox_build_update,
+                    ngx_http_veto_sandbox_forward,
+                    ngx_http_veto_sandbox_reply_json,
+                    ngx_http_veto_sandbox_record_update),
+
+    ngx_http_vsb_op("sandbox.delete", NGX_HTTP_DELETE, "/v1/sandboxes/{id}",
+                    NGX_HTTP_VSB_SCOPE_CREATE, NGX_HTTP_VSB_ACT_DELETE,
+                    NGX_HTTP_VSB_QUOTA_NONE,
+                    NGX_HTTP_VSB_BODY_NONE, VSB_OP_DESTROY,
+                    ngx_http_veto_sandbox_build_simple,
+                    ngx_http_veto_sandbox_forward,
+                    ngx_http_veto_sandbox_reply_json,
+                    ngx_http_veto_sandbox_record_destroyed),
+
+    { ngx_null_string, 0, NULL, 0, 0, 0, 0, NULL, NULL, NULL, NULL, NULL }
+};
+
+
+#if !defined(NGX_HTTP_VSB_OPS_DATA_ONLY) || defined(NGX_HTTP_VSB_OPS_TOOLS)
+
+/* ---- the group's MCP tools (_mcp_tool_table.c's list) ------------------- */
+
+
+ngx_http_veto_sandbox_mcp_tool_t  ngx_http_veto_sandbox_sandboxes_tools[] = {
+
+    { "create_sandbox", "Create a sandbox",
+      "Create an isolated Linux sandbox to run commands and keep files in "
+      "(its /workspace), with no network (loopback only) unless the policy "
+      "allows more. Returns the sandbox's id (sandbox_id for the other "
+      "tools), its limits and when it expires. Omitted fields get the "
+      "policy's defaults; values above the policy's ceilings are refused. "
+      "Destroy it with destroy_sandbox when done."
+      NGX_HTTP_VSB_MCP_APPROVAL_NOTE,
+      "{\"type\":\"object\",\"properties\":{"
+        "\"profile\":{\"type\":\"string\",\"description\":\"A root "
+        "filesystem profile the policy allows (list_profiles lists "
+        "them); omitted: the policy's default.\"},"
+        "\"limits\":{\"type\":\"object\",\"description\":\"Resource "
+        "limits; each omitted one gets the policy's default.\","
+        "\"properties\":{"
+          "\"memory_mb\":{\"type\":\"integer\",\"minimum\":1},"
+          "\"pids\":{\"type\":\"integer\",\"minimum\":1},"
+          "\"cpu_percent\":{\"type\":\"integer\",\"minimum\":1},"
+          "\"disk_mb\":{\"type\":\"integer\",\"minimum\":1},"
+          "\"timeout_s\":{\"type\":\"integer\",\"minimum\":1,"
+          "\"description\":\"The default time limit of each exec.\"},"
+          "\"output_bytes\":{\"type\":\"integer\",\"minimum\":1,"
+          "\"description\":\"How much of each output stream an exec "
+          "keeps (head and tail).\"}},"
+        "\"additionalProperties\":false},"
+        "\"ttl_s\":{\"type\":\"integer\",\"minimum\":1,\"description\":"
+        "\"Seconds until the sandbox ends by itself.\"},"
+        "\"idle_s\":{\"type\":\"integer\",\"minimum\":1,\"description\":"
+        "\"It also ends once no command ran and no call named it for "
+        "this many seconds.\"},"
+        "\"network\":{\"description\":\"\\\"none\\\": loopback only; or "
+        "{\\\"allow\\\": [\\\"host\\\", \\\"host:port\\\", "
+        "\\\"*.suffix\\\"]}: only those hosts, through the gateway's "
+        "egress proxy. Omitted: the policy's default. Hosts the policy "
+        "allows are granted at once; hosts it lets a human decide make "
+        "the call approval required; others are refused, by name.\","
+        "\"anyOf\":[{\"type\":\"string\",\"enum\":[\"none\"]},"
+        "{\"type\":\"object\",\"properties\":{\"allow\":{\"type\":"
+        "\"array\",\"items\":{\"type\":\"string\"}}},\"required\":"
+        "[\"allow\"],\"additionalProperties\":false}]},"
+        "\"credentials\":{\"type\":\"array\",\"items\":{\"type\":"
+        "\"string\"},\"description\":\"The operator's credentials to "
+        "attach, by name (e.g. [\\\"git-deploy\\\"]): each gives the "
+        "sandbox a placeholder in its variable, and the egress proxy adds "
+        "the real token on requests to the host the operator bound it "
+        "to. The policy says which you may attach, and which a human "
+        "must approve.\"},"
+        "\"env\":{\"type\":\"object\",\"additionalProperties\":"
+        "{\"type\":\"string\"},\"description\":\"Environment of every "
+        "exec in the sandbox.\"},"
+        "\"metadata\":{\"type\":\"object\",\"description\":\"Your own "
+        "notes, kept with the sandbox.\"},"
+        "\"from_snapshot\":{\"type\":\"string\",\"pattern\":"
+        "\"^snap-[0-9a-f]{24}$\",\"description\":\"A fork: the new "
+        "sandbox's files are this snapshot of yours (snapshot_sandbox), "
+        "its profile the snapshot's; forks never see each other's "
+        "writes.\"},"
+        NGX_HTTP_VSB_MCP_APPROVAL_ARG
+      "},\"additionalProperties\":false}",
+      "{\"readOnlyHint\":false,\"destructiveHint\":false,"
+      "\"idempotentHint\":false,\"openWorldHint\":false}",
+      ngx_http_veto_sandbox_mcp_twin_create,
+      ngx_http_veto_sandbox_mcp_present_sandbox },
+
+    { "list_sandboxes", "List my sandboxes",
+      "List the sandboxes this agent owns that are still running: id, "
+      "state, limits and expiry of each.",
+      "{\"type\":\"object\",\"properties\":{},"
+      "\"additionalProperties\":false}",
+      "{\"readOnlyHint\":true,\"openWorldHint\":false}",
+      ngx_http_veto_sandbox_mcp_twin_list,
+      ngx_http_veto_sandbox_mcp_present_list },
+
+    { "get_sandbox", "Show a sandbox",
+      "One of this agent's sandboxes: its state, limits, usage and "
+      "expiry; for one that ended lately, why (deleted, expired, idle, "
+      "killed_by_limit, helper_restart, termination_failed) and when.",
+      "{\"type\":\"object\",\"properties\":{"
+        NGX_HTTP_VSB_MCP_SANDBOX_ARG
+      "},\"required\":[\"sandbox_id\"],\"additionalProperties\":false}",
+      "{\"readOnlyHint\":true,\"openWorldHint\":false}",
+      ngx_http_veto_sandbox_mcp_twin_get,
+      ngx_http_veto_sandbox_mcp_present_sandbox },
+
+    { "allow_hosts", "Let a sandbox reach more hosts",
+      "Add hosts to the network allowlist of a sandbox created with one "
+      "(network {\"allow\": [...]}): its commands may then connect to them "
+      "through the gateway's egress proxy. An allowlist only grows; a "
+      "sandbox created with network \"none\" cannot get one (create "
+      "another). Hosts the policy allows are added at once, hosts it lets "
+      "a human decide make the call approval required, others are "
+      "refused by name." NGX_HTTP_VSB_MCP_APPROVAL_NOTE,
+      "{\"type\":\"object\",\"properties\":{"
+        NGX_HTTP_VSB_MCP_SANDBOX_ARG ","
+        "\"hosts\":{\"type\":\"array\",\"items\":{\"type\":\"string\"},"
+        "\"minItems\":1,\"description\":\"host, host:port or *.suffix "
+        "entries, such as registry.npmjs.org or *.pythonhosted.org.\"},"
+        NGX_HTTP_VSB_MCP_APPROVAL_ARG
+      "},\"required\":[\"sandbox_id\",\"hosts\"],"
+      "\"additionalProperties\":false}",
+      "{\"readOnlyHint\":false,\"destructiveHint\":false,"
+      "\"idempotentHint\":true,\"openWorldHint\":true}",
+      ngx_http_veto_sandbox_mcp_twin_hosts,
+      ngx_http_veto_sandbox_mcp_present_hosts },
+
+    { "extend_sandbox", "Change a sandbox's lifetime",
+      "Set how long a sandbox lives: ttl_s is its whole lifetime counted "
+      "from its creation (not added to what is left: the same call twice "
+      "changes nothing), idle_s how long it may sit with no command "
+      "running and no call naming it. Within the policy's ceilings it "
+      "takes effect at once; past a ceiling, up to what the policy lets a "
+      "human grant, the call is approval required; beyond, refused with "
+      "the ceiling. A sandbox that ended cannot be extended: create "
+      "another." NGX_HTTP_VSB_MCP_APPROVAL_NOTE,
+      "{\"type\":\"object\",\"properties\":{"
+        NGX_HTTP_VSB_MCP_SANDBOX_ARG ","
+        "\"ttl_s\":{\"type\":\"integer\",\"minimum\":1,\"description\":"
+        "\"The new lifetime in seconds, counted from the sandbox's "
+        "creation.\"},"
+        "\"idle_s\":{\"type\":\"integer\",\"minimum\":1,\"description\":"
+        "\"The new idle timeout in seconds, counted from now.\"},"
+        NGX_HTTP_VSB_MCP_APPROVAL_ARG
+      "},\"required\":[\"sandbox_id\"],\"additionalProperties\":false}",
+      "{\"readOnlyHint\":false,\"destructiveHint\":false,"
+      "\"idempotentHint\":true,\"openWorldHint\":false}",
+      ngx_http_veto_sandbox_mcp_twin_lifetime,
+      ngx_http_veto_sandbox_mcp_present_lifetime },
+
+    { "destroy_sandbox", "Destroy a sandbox",
+      "End a sandbox: every process in it is killed and its files are "
+      "deleted, both confirmed. The result says whether that was "
+      "confirmed." NGX_HTTP_VSB_MCP_APPROVAL_NOTE,
+      "{\"type\":\"object\",\"properties\":{"
+        NGX_HTTP_VSB_MCP_SANDBOX_ARG ","
+        NGX_HTTP_VSB_MCP_APPROVAL_ARG
+      "},\"required\":[\"sandbox_id\"],\"additionalProperties\":false}",
+      "{\"readOnlyHint\":false,\"destructiveHint\":true,"
+      "\"idempotentHint\":true,\"openWorldHint\":false}",
+      ngx_http_veto_sandbox_mcp_twin_destroy,
+      ngx_http_veto_sandbox_mcp_present_destroyed },
+
+    { NULL, NULL, NULL, NULL, NULL, NULL, NULL }
+};
+
+#endif /* the MCP tools */

@@ -18,6 +18,14 @@
     "profile", "limits", "ttl_s", "idle_s", "network", "credentials",        \
     "env", "metadata", "from_snapshot"
 
+/* PATCH /v1/sandboxes/{id} (sandbox.update): the body's fields */
+#define NGX_HTTP_VSB_FIELDS_UPDATE                                           \
+    "credentials", "secret", "network", "ttl_s", "idle_s"
+
+/* PATCH /v1/sandboxes/{id} (sandbox.update): the fields of its "secret" */
+#define NGX_HTTP_VSB_FIELDS_UPDATE_SECRET                                    \
+    "name", "value", "host", "env", "header", "template", "path"
+
 /* POST /v1/admin/revocations (admin.revoke): the body's fields */
 #define NGX_HTTP_VSB_FIELDS_REVOKE                                           \
     "kind", "value", "expires_at", "which", "reason"
@@ -55,6 +63,73 @@
 #define NGX_HTTP_VSB_MCP_FIELDS_CREATE                                       \
     "profile", "limits", "ttl_s", "idle_s", "network", "credentials",        \
     "env", "metadata", "from_snapshot"
+#define NGX_HTTP_VSB_MCP_PROPS_CREATE                                        \
+    "\"profile\":{\"type\":\"string\",\"description\":"                      \
+    "\"A root filesystem profile the policy allows (GET "                    \
+    "/v1/profiles lists them; over MCP, list_profiles); "                    \
+    "omitted: the policy's default, or a fork's snapshot's.\"},"             \
+    "\"limits\":{\"type\":\"object\",\"description\":\"Resource "            \
+    "limits; each omitted one gets the policy's default,"                    \
+    " and none may exceed its ceiling.\",\"properties\":"                    \
+    "{\"memory_mb\":{\"type\":\"integer\",\"minimum\":"                      \
+    "1,\"description\":\"Memory in MiB (a cgroup, the "                      \
+    "workspace's files counted too): a process past it "                     \
+    "is killed (oom_killed).\"},\"pids\":{\"type\":\"integer\","             \
+    "\"minimum\":1,\"description\":\"Processes and threads "                 \
+    "at once: past it fork() fails with EAGAIN, and the "                    \
+    "sandbox goes on.\"},\"cpu_percent\":{\"type\":\"integer\","             \
+    "\"minimum\":1,\"description\":\"CPU time, as a percent "                \
+    "of one core.\"},\"disk_mb\":{\"type\":\"integer\","                     \
+    "\"minimum\":1,\"description\":\"The /workspace's "                      \
+    "size in MiB (a tmpfs): a write past it fails (no_space).\"},"           \
+    "\"timeout_s\":{\"type\":\"integer\",\"minimum\":1,"                     \
+    "\"description\":\"The default time limit of each "                      \
+    "exec.\"},\"output_bytes\":{\"type\":\"integer\",\"minimum\":"           \
+    "1,\"description\":\"How much of each output stream "                    \
+    "an exec keeps (head and tail).\"}},\"additionalProperties\":"           \
+    "false},"                                                                \
+    "\"ttl_s\":{\"type\":\"integer\",\"minimum\":1,\"description\":"         \
+    "\"Seconds until the sandbox ends by itself; omitted:"                   \
+    " the policy's default. At most the policy's ceiling.\"},"               \
+    "\"idle_s\":{\"type\":\"integer\",\"minimum\":1,\"description\":"        \
+    "\"It also ends once no command ran and no call named "                  \
+    "it for this many seconds.\"},"                                          \
+    "\"network\":{\"description\":\"\\\"none\\\": loopback "                 \
+    "only; or {\\\"allow\\\": [\\\"host\\\", \\\"host:"                      \
+    "port\\\", \\\"*.suffix\\\"]}: only those hosts, through "               \
+    "the gateway's egress proxy. Omitted: the policy's "                     \
+    "default. Hosts the policy allows are granted at once; "                 \
+    "hosts it lets a human decide make the request need "                    \
+    "an approval; others are refused, by name.\",\"anyOf\":"                 \
+    "[{\"type\":\"string\",\"enum\":[\"none\"]},{\"type\":"                  \
+    "\"object\",\"properties\":{\"allow\":{\"type\":\"array\","              \
+    "\"items\":{\"type\":\"string\"}}},\"required\":[\"allow\"],"            \
+    "\"additionalProperties\":false}]},"                                     \
+    "\"credentials\":{\"type\":\"array\",\"items\":{\"type\":"               \
+    "\"string\",\"pattern\":\"^[a-z0-9._-]{1,64}$\"},\"minItems\":"          \
+    "1,\"maxItems\":16,\"description\":\"The operator's "                    \
+    "credentials to attach, by name (e.g. [\\\"git-deploy\\\"]; "            \
+    "at most 16): each brings its bound host into the "                      \
+    "allowlist and gives the sandbox a placeholder in "                      \
+    "its variable; the egress proxy adds the real header "                   \
+    "on requests to that host. The policy says which attach "                \
+    "at once (credentials.allow) and which a human must "                    \
+    "approve (credentials.ask); others are refused (credential_not_allowed). " \
+    "No field sets a host, header or value: the operator's "                 \
+    "bindings do.\"},"                                                       \
+    "\"env\":{\"type\":\"object\",\"additionalProperties\":"                 \
+    "{\"type\":\"string\"},\"description\":\"Environment "                   \
+    "of every exec in the sandbox.\"},"                                      \
+    "\"metadata\":{\"type\":\"object\",\"description\":"                     \
+    "\"Your own notes, kept with the sandbox (at most "                      \
+    "4096 bytes as JSON).\"},"                                               \
+    "\"from_snapshot\":{\"type\":\"string\",\"pattern\":"                    \
+    "\"^snap-[0-9a-f]{24}$\",\"description\":\"A fork:"                      \
+    " the new sandbox's files are this snapshot of yours "                   \
+    "(POST /v1/sandboxes/{id}/snapshots; over MCP, snapshot_sandbox),"       \
+    " copy-on-write: forks never see each other's writes; "                  \
+    "its profile is the snapshot's. A fork is made on "                      \
+    "the host that holds the snapshot.\"}"
 
 /* the MCP tool's arguments passed on as the query of
  * GET /v1/sandboxes/{id}/files (sandbox.files.read) */

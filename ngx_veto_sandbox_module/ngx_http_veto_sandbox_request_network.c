@@ -10,6 +10,7 @@
 
 #include "ngx_http_veto_sandbox_pipeline.h"
 #include "ngx_http_veto_sandbox_network.h"
+#include "ngx_http_veto_sandbox_fields.h"
 
 
 /*
@@ -574,8 +575,9 @@ ngx_int_t
 ngx_http_veto_sandbox_build_secret(ngx_http_request_t *r,
     ngx_http_veto_sandbox_ctx_t *ctx, json_t *s)
 {
+    /* docs/openapi.json's SandboxUpdate (scripts/gen-op-fields) */
     static const char *const  known[] = {
-        "name", "value", "host", "env", "header", "template", "path", NULL
+        NGX_HTTP_VSB_FIELDS_UPDATE_SECRET, NULL
     };
     char         why[512];
     u_char       field[64], detail[512], *p;

@@ -283,6 +283,12 @@ ngx_http_veto_sandbox_build_list(ngx_http_request_t *r,
 }
 
 
+/* docs/openapi.json's SandboxUpdate (scripts/gen-op-fields) */
+static const char  *ngx_http_veto_sandbox_update_fields[] = {
+    NGX_HTTP_VSB_FIELDS_UPDATE, NULL
+};
+
+
 /*
  * PATCH /v1/sandboxes/{id}: {"network": {"add": [...]}} adds hosts to an
  * allowlist sandbox (helper update_network); {"ttl_s": n, "idle_s": n}
@@ -296,6 +302,7 @@ ngx_http_veto_sandbox_build_update(ngx_http_request_t *r,
     u_char       field[64], *p;
     json_t      *body, *req, *net, *add, *v;
     ngx_int_t    rc;
+    ngx_uint_t   i;
     const char  *key;
 
     body = ngx_http_veto_sandbox_read_json(r, &rc);
@@ -308,11 +315,19 @@ ngx_http_veto_sandbox_build_update(ngx_http_request_t *r,
         return rc;
     }
 
+    /* PATCH's fields; credentials and secret each alone (the lifetime's
+     * went to the lifetime part) */
     json_object_foreach(body, key, v) {
-        if (ngx_strcmp(key, "network") == 0
-            || ((ngx_strcmp(key, "credentials") == 0
-                 || ngx_strcmp(key, "secret") == 0)
-                && json_object_size(body) == 1))
+        for (i = 0; ngx_http_veto_sandbox_update_fields[i]; i++) {
+            if (ngx_strcmp(key, ngx_http_veto_sandbox_update_fields[i]) == 0) {
+                break;
+            }
+        }
+
+        if (ngx_http_veto_sandbox_update_fields[i] != NULL
+            && ((ngx_strcmp(key, "credentials") != 0
+                 && ngx_strcmp(key, "secret") != 0)
+                || json_object_size(body) == 1))
         {
             continue;
         }
@@ -996,54 +1011,7 @@ ngx_http_veto_sandbox_mcp_tool_t  ngx_http_veto_sandbox_sandboxes_tools[] = {
       "Destroy it with destroy_sandbox when done."
       NGX_HTTP_VSB_MCP_APPROVAL_NOTE,
       "{\"type\":\"object\",\"properties\":{"
-        "\"profile\":{\"type\":\"string\",\"description\":\"A root "
-        "filesystem profile the policy allows (list_profiles lists "
-        "them); omitted: the policy's default.\"},"
-        "\"limits\":{\"type\":\"object\",\"description\":\"Resource "
-        "limits; each omitted one gets the policy's default.\","
-        "\"properties\":{"
-          "\"memory_mb\":{\"type\":\"integer\",\"minimum\":1},"
-          "\"pids\":{\"type\":\"integer\",\"minimum\":1},"
-          "\"cpu_percent\":{\"type\":\"integer\",\"minimum\":1},"
-          "\"disk_mb\":{\"type\":\"integer\",\"minimum\":1},"
-          "\"timeout_s\":{\"type\":\"integer\",\"minimum\":1,"
-          "\"description\":\"The default time limit of each exec.\"},"
-          "\"output_bytes\":{\"type\":\"integer\",\"minimum\":1,"
-          "\"description\":\"How much of each output stream an exec "
-          "keeps (head and tail).\"}},"
-        "\"additionalProperties\":false},"
-        "\"ttl_s\":{\"type\":\"integer\",\"minimum\":1,\"description\":"
-        "\"Seconds until the sandbox ends by itself.\"},"
-        "\"idle_s\":{\"type\":\"integer\",\"minimum\":1,\"description\":"
-        "\"It also ends once no command ran and no call named it for "
-        "this many seconds.\"},"
-        "\"network\":{\"description\":\"\\\"none\\\": loopback only; or "
-        "{\\\"allow\\\": [\\\"host\\\", \\\"host:port\\\", "
-        "\\\"*.suffix\\\"]}: only those hosts, through the gateway's "
-        "egress proxy. Omitted: the policy's default. Hosts the policy "
-        "allows are granted at once; hosts it lets a human decide make "
-        "the call approval required; others are refused, by name.\","
-        "\"anyOf\":[{\"type\":\"string\",\"enum\":[\"none\"]},"
-        "{\"type\":\"object\",\"properties\":{\"allow\":{\"type\":"
-        "\"array\",\"items\":{\"type\":\"string\"}}},\"required\":"
-        "[\"allow\"],\"additionalProperties\":false}]},"
-        "\"credentials\":{\"type\":\"array\",\"items\":{\"type\":"
-        "\"string\"},\"description\":\"The operator's credentials to "
-        "attach, by name (e.g. [\\\"git-deploy\\\"]): each gives the "
-        "sandbox a placeholder in its variable, and the egress proxy adds "
-        "the real token on requests to the host the operator bound it "
-        "to. The policy says which you may attach, and which a human "
-        "must approve.\"},"
-        "\"env\":{\"type\":\"object\",\"additionalProperties\":"
-        "{\"type\":\"string\"},\"description\":\"Environment of every "
-        "exec in the sandbox.\"},"
-        "\"metadata\":{\"type\":\"object\",\"description\":\"Your own "
-        "notes, kept with the sandbox.\"},"
-        "\"from_snapshot\":{\"type\":\"string\",\"pattern\":"
-        "\"^snap-[0-9a-f]{24}$\",\"description\":\"A fork: the new "
-        "sandbox's files are this snapshot of yours (snapshot_sandbox), "
-        "its profile the snapshot's; forks never see each other's "
-        "writes.\"},"
+        NGX_HTTP_VSB_MCP_PROPS_CREATE ","
         NGX_HTTP_VSB_MCP_APPROVAL_ARG
       "},\"additionalProperties\":false}",
       "{\"readOnlyHint\":false,\"destructiveHint\":false,"

@@ -154,8 +154,9 @@ MODULE_INCS  = $(addprefix -I$(NGX_SRC)/, objs src/core src/event \
                  -Iegress-proxy -It/unit
 MODULE_PURE  = $(addprefix ngx_veto_sandbox_module/ngx_http_veto_sandbox_, \
                  hash.c redact.c summary.c output.c policy.c \
-                 policy_approvals.c policy_strings.c ops.c sandboxes.c snapshots.c \
-                 execs.c review.c admin.c files.c \
+                 policy_approvals.c policy_strings.c ops.c health.c openapi.c \
+                 about.c profiles.c sandboxes.c snapshots.c execs.c review.c \
+                 admin.c files.c \
                  policy_match.c network.c event.c metrics_store.c \
                  sentinel_parse.c peer_cred.c) \
                $(HELPER_EG_SRCS) sandbox-helper/paths.c t/unit/ngx_core_stub.c

@@ -24,6 +24,11 @@
 #include "ngx_http_veto_sandbox_discovery.h"
 
 
+#define NGX_HTTP_VSB_READ      (NGX_HTTP_GET|NGX_HTTP_HEAD)
+
+
+#if !defined(NGX_HTTP_VSB_OPS_DATA_ONLY) || defined(NGX_HTTP_VSB_OPS_CODE)
+
 /* the caller's policy ceilings: only those it sets */
 static json_t *
 ngx_http_veto_sandbox_about_policy(ngx_http_veto_sandbox_rule_t *rule)
@@ -117,11 +122,15 @@ ngx_http_veto_sandbox_reply_about(ngx_http_request_t *r,
     return ngx_http_veto_sandbox_send_json(r, NGX_HTTP_OK, doc);
 }
 
+#endif /* the row's code */
+
+
+#if !defined(NGX_HTTP_VSB_OPS_DATA_ONLY) || defined(NGX_HTTP_VSB_OPS_TOOLS)
 
 /* ---- the MCP tool describe_isolation ----------------------------------- */
 
 
-ngx_int_t
+static ngx_int_t
 ngx_http_veto_sandbox_mcp_twin_about(ngx_http_request_t *r, json_t *args,
     ngx_http_veto_sandbox_mcp_twin_t *twin, const char **why)
 {
@@ -181,7 +190,7 @@ ngx_http_veto_sandbox_about_limits(u_char *p, u_char *last, json_t *o)
 }
 
 
-ngx_int_t
+static ngx_int_t
 ngx_http_veto_sandbox_mcp_present_about(ngx_http_request_t *r,
     ngx_http_veto_sandbox_mcp_call_t *call, json_t *rest, u_char *data,
     size_t len, json_t *result)
@@ -294,3 +303,50 @@ ngx_http_veto_sandbox_mcp_present_about(ngx_http_request_t *r,
     return ngx_http_veto_sandbox_mcp_text_rest(result, (char *) text,
                                                p - text, rest);
 }
+
+#endif /* the MCP tool's code */
+
+
+/* ---- the row (_ops.c's table) ------------------------------------------ */
+
+
+ngx_http_veto_sandbox_op_t  ngx_http_veto_sandbox_about_ops[] = {
+
+    /* any caller with a token: it is reconnaissance to anyone else */
+    ngx_http_vsb_op("about", NGX_HTTP_VSB_READ, "/v1/about",
+                    NGX_HTTP_VSB_SANDBOXES|NGX_HTTP_VSB_SCOPE_REVIEW
+                    |NGX_HTTP_VSB_SCOPE_AUDIT, 0, NGX_HTTP_VSB_QUOTA_NONE,
+                    NGX_HTTP_VSB_BODY_NONE, VSB_OP_PING,
+                    ngx_http_veto_sandbox_build_host,
+                    ngx_http_veto_sandbox_forward,
+                    ngx_http_veto_sandbox_reply_about,
+                    ngx_http_veto_sandbox_record_nothing),
+
+    { ngx_null_string, 0, NULL, 0, 0, 0, 0, NULL, NULL, NULL, NULL, NULL }
+};
+
+
+#if !defined(NGX_HTTP_VSB_OPS_DATA_ONLY) || defined(NGX_HTTP_VSB_OPS_TOOLS)
+
+/* ---- the MCP tool (_mcp_tool_table.c's list) --------------------------- */
+
+
+ngx_http_veto_sandbox_mcp_tool_t  ngx_http_veto_sandbox_about_tools[] = {
+
+    { "describe_isolation", "What a sandbox here gets",
+      "What isolates a sandbox on this host, as it is in force now: the "
+      "namespaces each command runs in, the cgroup version of its limits, "
+      "its seccomp filter, the kernel's Landlock ABI, the network modes "
+      "available, the profiles you may use, your ceilings and the host's; "
+      "and what a sandbox does not promise. Read it before trusting a "
+      "sandbox with a task, rather than assuming.",
+      "{\"type\":\"object\",\"properties\":{},"
+      "\"additionalProperties\":false}",
+      "{\"readOnlyHint\":true,\"openWorldHint\":false}",
+      ngx_http_veto_sandbox_mcp_twin_about,
+      ngx_http_veto_sandbox_mcp_present_about },
+
+    { NULL, NULL, NULL, NULL, NULL, NULL, NULL }
+};
+
+#endif /* the MCP tool */

@@ -35,25 +35,11 @@ const char *ngx_http_veto_sandbox_profile_default(
 ngx_int_t ngx_http_veto_sandbox_reply_profiles(ngx_http_request_t *r,
     ngx_http_veto_sandbox_ctx_t *ctx);
 
-/* the MCP tool list_profiles: GET /v1/profiles */
-ngx_int_t ngx_http_veto_sandbox_mcp_twin_profiles(ngx_http_request_t *r,
-    json_t *args, ngx_http_veto_sandbox_mcp_twin_t *twin, const char **why);
-ngx_int_t ngx_http_veto_sandbox_mcp_present_profiles(ngx_http_request_t *r,
-    ngx_http_veto_sandbox_mcp_call_t *call, json_t *rest, u_char *data,
-    size_t len, json_t *result);
-
 
 /* _about.c */
 
 ngx_int_t ngx_http_veto_sandbox_reply_about(ngx_http_request_t *r,
     ngx_http_veto_sandbox_ctx_t *ctx);
-
-/* the MCP tool describe_isolation: GET /v1/about */
-ngx_int_t ngx_http_veto_sandbox_mcp_twin_about(ngx_http_request_t *r,
-    json_t *args, ngx_http_veto_sandbox_mcp_twin_t *twin, const char **why);
-ngx_int_t ngx_http_veto_sandbox_mcp_present_about(ngx_http_request_t *r,
-    ngx_http_veto_sandbox_mcp_call_t *call, json_t *rest, u_char *data,
-    size_t len, json_t *result);
 
 
 #endif /* _NGX_HTTP_VSB_DISCOVERY_H_INCLUDED_ */

@@ -39,9 +39,11 @@
  *                 document describes its rows)
  *   _review.c     the review op group, answered from Redis: approvals
  *                 and audit; rows, run()s, the MCP tool approval_status
+ *   _health.c     GET /v1/health: the liveness probe (helper, Redis)
  *   _profiles.c   GET /v1/profiles: the helper's profiles the policy
  *                 allows; list_profiles
- *   _about.c      GET /v1/about: the isolation layers in force (ping)
+ *   _about.c      GET /v1/about: the isolation layers in force (ping);
+ *                 describe_isolation
  *   _openapi.c    GET /v1/openapi.json: the compiled-in OpenAPI document
  *   _admin.c      the admin op group: revocations, any sandbox of the
  *                 tenant; rows, builders, run()s, the destroy's record
@@ -92,6 +94,10 @@ char *ngx_http_veto_sandbox_scope(ngx_conf_t *cf, ngx_command_t *cmd,
  * _ops.c appends the rows to its own, _mcp_tool_table.c the tools.
  */
 #define NGX_HTTP_VSB_OP_GROUPS(X)                                             \
+    X(health)                                                                 \
+    X(openapi)                                                                \
+    X(about)                                                                  \
+    X(profiles)                                                               \
     X(sandboxes)                                                              \
     X(snapshots)                                                              \
     X(execs)                                                                  \
@@ -164,6 +170,15 @@ char *ngx_http_veto_sandbox_mcp_metadata(ngx_conf_t *cf, ngx_command_t *cmd,
     void *conf);
 char *ngx_http_veto_sandbox_mcp_resource(ngx_conf_t *cf, ngx_command_t *cmd,
     void *conf);
+
+/* _health.c: /v1/health's builder, run() (Redis asked first, then the
+ * helper) and reply */
+ngx_int_t ngx_http_veto_sandbox_build_health(ngx_http_request_t *r,
+    ngx_http_veto_sandbox_ctx_t *ctx);
+ngx_int_t ngx_http_veto_sandbox_health_run(ngx_http_request_t *r,
+    ngx_http_veto_sandbox_ctx_t *ctx);
+ngx_int_t ngx_http_veto_sandbox_reply_health(ngx_http_request_t *r,
+    ngx_http_veto_sandbox_ctx_t *ctx);
 
 /* _sandboxes.c: builders, mappers and records of the sandbox rows (the
  * parsers fuzz target drives the builders) */

@@ -1,7 +1,7 @@
 /*
  * The MCP tools' table: each tool's name, title, description, JSON
  * Schema and annotations as tools/list gives them to an agent, with the
- * twin (_mcp_tools.c, _about.c, _profiles.c) that makes
+ * twin (_mcp_tools.c) that makes
  * its call a REST request and the presenter (_mcp_present.c) that makes
  * the REST response its result, then the op groups' tools (each group's
  * file: NGX_HTTP_VSB_OP_GROUPS).  Data, and the lookups over it.
@@ -9,40 +9,9 @@
 
 #include "ngx_http_veto_sandbox_faces.h"
 #include "ngx_http_veto_sandbox_mcp.h"
-#include "ngx_http_veto_sandbox_discovery.h"
 
 
 ngx_http_veto_sandbox_mcp_tool_t  ngx_http_veto_sandbox_mcp_tools[] = {
-
-    /* the twin and presenter are _profiles.c's */
-    { "list_profiles", "List the profiles I may use",
-      "The root filesystems (profiles) you may create a sandbox from: "
-      "each one's name (create_sandbox's profile), whether it is an OCI "
-      "image (with its sha256 digest) or a directory of this host, its "
-      "OS and notable tool versions (python3, gcc, nodejs, ...), whether "
-      "it is your default, whether a create of it needs a human's "
-      "approval, and whether it is available now.",
-      "{\"type\":\"object\",\"properties\":{},"
-      "\"additionalProperties\":false}",
-      "{\"readOnlyHint\":true,\"openWorldHint\":false}",
-      ngx_http_veto_sandbox_mcp_twin_profiles,
-      ngx_http_veto_sandbox_mcp_present_profiles },
-
-    /* _about.c's */
-    { "describe_isolation", "What a sandbox here gets",
-      "What isolates a sandbox on this host, as it is in force now: the "
-      "namespaces each command runs in, the cgroup version of its limits, "
-      "its seccomp filter, the kernel's Landlock ABI, the network modes "
-      "available, the profiles you may use, your ceilings and the host's; "
-      "and what a sandbox does not promise. Read it before trusting a "
-      "sandbox with a task, rather than assuming.",
-      "{\"type\":\"object\",\"properties\":{},"
-      "\"additionalProperties\":false}",
-      "{\"readOnlyHint\":true,\"openWorldHint\":false}",
-      ngx_http_veto_sandbox_mcp_twin_about,
-      ngx_http_veto_sandbox_mcp_present_about },
-
-
     { NULL, NULL, NULL, NULL, NULL, NULL, NULL }
 };
 

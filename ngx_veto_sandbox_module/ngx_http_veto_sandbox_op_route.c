@@ -451,7 +451,7 @@ ngx_http_veto_sandbox_ops_init(ngx_conf_t *cf)
                                             "needs build() and run()");
         }
 
-        /* health asks Redis first, then forwards (_reply.c) */
+        /* health asks Redis first, then forwards (_health.c) */
         if (op->helper != NULL
             && ((op->run != ngx_http_veto_sandbox_forward
                  && op->run != ngx_http_veto_sandbox_health_run)

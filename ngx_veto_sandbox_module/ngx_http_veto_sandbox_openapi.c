@@ -13,6 +13,11 @@
 #include "ngx_http_veto_sandbox_faces.h"
 
 
+#define NGX_HTTP_VSB_READ      (NGX_HTTP_GET|NGX_HTTP_HEAD)
+
+
+#if !defined(NGX_HTTP_VSB_OPS_DATA_ONLY) || defined(NGX_HTTP_VSB_OPS_CODE)
+
 #ifndef NGX_HTTP_VSB_OPENAPI_JSON
 #error "config defines NGX_HTTP_VSB_OPENAPI_JSON, the path of docs/openapi.json"
 #endif
@@ -85,3 +90,33 @@ ngx_http_veto_sandbox_openapi_load(ngx_conf_t *cf)
 
     return doc;
 }
+
+#endif /* the row's code */
+
+
+/* ---- the row (_ops.c's table) ------------------------------------------ */
+
+
+ngx_http_veto_sandbox_op_t  ngx_http_veto_sandbox_openapi_ops[] = {
+
+    /* public: it says nothing of this host */
+    ngx_http_vsb_op("openapi", NGX_HTTP_VSB_READ, "/v1/openapi.json",
+                    NGX_HTTP_VSB_PUBLIC, 0, NGX_HTTP_VSB_QUOTA_NONE,
+                    NGX_HTTP_VSB_BODY_NONE, NULL,
+                    ngx_http_veto_sandbox_build_nothing,
+                    ngx_http_veto_sandbox_openapi, NULL, NULL),
+
+    { ngx_null_string, 0, NULL, 0, 0, 0, 0, NULL, NULL, NULL, NULL, NULL }
+};
+
+
+#if !defined(NGX_HTTP_VSB_OPS_DATA_ONLY) || defined(NGX_HTTP_VSB_OPS_TOOLS)
+
+#include "ngx_http_veto_sandbox_mcp.h"
+
+/* no MCP tool: an agent gets its tools from tools/list */
+ngx_http_veto_sandbox_mcp_tool_t  ngx_http_veto_sandbox_openapi_tools[] = {
+    { NULL, NULL, NULL, NULL, NULL, NULL, NULL }
+};
+
+#endif

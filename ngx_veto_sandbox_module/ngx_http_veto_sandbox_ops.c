@@ -21,52 +21,9 @@
  */
 
 #include "ngx_http_veto_sandbox_faces.h"
-#include "ngx_http_veto_sandbox_discovery.h"
 
-
-#define NGX_HTTP_VSB_READ      (NGX_HTTP_GET|NGX_HTTP_HEAD)
 
 static ngx_http_veto_sandbox_op_t  ngx_http_veto_sandbox_core_ops[] = {
-
-    /* the liveness probe: public, no gate; reveals only up/down */
-
-    ngx_http_vsb_op("health", NGX_HTTP_VSB_READ, "/v1/health",
-                    NGX_HTTP_VSB_PUBLIC, 0, NGX_HTTP_VSB_QUOTA_NONE,
-                    NGX_HTTP_VSB_BODY_NONE, VSB_OP_PING,
-                    ngx_http_veto_sandbox_build_health,
-                    ngx_http_veto_sandbox_health_run,
-                    ngx_http_veto_sandbox_reply_health,
-                    ngx_http_veto_sandbox_record_nothing),
-
-    /* the API's own description (docs/openapi.json, compiled in): public,
-     * it says nothing of this host */
-
-    ngx_http_vsb_op("openapi", NGX_HTTP_VSB_READ, "/v1/openapi.json",
-                    NGX_HTTP_VSB_PUBLIC, 0, NGX_HTTP_VSB_QUOTA_NONE,
-                    NGX_HTTP_VSB_BODY_NONE, NULL,
-                    ngx_http_veto_sandbox_build_nothing,
-                    ngx_http_veto_sandbox_openapi, NULL, NULL),
-
-    /* what this host gives a sandbox: its isolation layers (any caller
-     * with a token: it is reconnaissance to anyone else), the profiles
-     * the caller's policy allows */
-
-    ngx_http_vsb_op("about", NGX_HTTP_VSB_READ, "/v1/about",
-                    NGX_HTTP_VSB_SANDBOXES|NGX_HTTP_VSB_SCOPE_REVIEW
-                    |NGX_HTTP_VSB_SCOPE_AUDIT, 0, NGX_HTTP_VSB_QUOTA_NONE,
-                    NGX_HTTP_VSB_BODY_NONE, VSB_OP_PING,
-                    ngx_http_veto_sandbox_build_host,
-                    ngx_http_veto_sandbox_forward,
-                    ngx_http_veto_sandbox_reply_about,
-                    ngx_http_veto_sandbox_record_nothing),
-
-    ngx_http_vsb_op("profile.list", NGX_HTTP_VSB_READ, "/v1/profiles",
-                    NGX_HTTP_VSB_SANDBOXES, 0, NGX_HTTP_VSB_QUOTA_NONE,
-                    NGX_HTTP_VSB_BODY_NONE, VSB_OP_PROFILES,
-                    ngx_http_veto_sandbox_build_host,
-                    ngx_http_veto_sandbox_forward,
-                    ngx_http_veto_sandbox_reply_profiles,
-                    ngx_http_veto_sandbox_record_nothing),
 
     { ngx_null_string, 0, NULL, 0, 0, 0, 0, NULL, NULL, NULL, NULL, NULL }
 };

@@ -81,8 +81,6 @@ ngx_int_t ngx_http_veto_sandbox_identity_init(ngx_conf_t *cf);
 /* _request.c: builders (ngx_http_veto_sandbox_build_pt) */
 ngx_int_t ngx_http_veto_sandbox_build_simple(ngx_http_request_t *r,
     ngx_http_veto_sandbox_ctx_t *ctx);
-ngx_int_t ngx_http_veto_sandbox_build_health(ngx_http_request_t *r,
-    ngx_http_veto_sandbox_ctx_t *ctx);
 ngx_int_t ngx_http_veto_sandbox_build_nothing(ngx_http_request_t *r,
     ngx_http_veto_sandbox_ctx_t *ctx);
 json_t *ngx_http_veto_sandbox_read_json(ngx_http_request_t *r,
@@ -255,10 +253,6 @@ ngx_int_t ngx_http_veto_sandbox_build_secret(ngx_http_request_t *r,
 /* _reply.c: run() of the helper ops, and the mappers
  * (ngx_http_veto_sandbox_map_pt) */
 ngx_int_t ngx_http_veto_sandbox_forward(ngx_http_request_t *r,
-    ngx_http_veto_sandbox_ctx_t *ctx);
-ngx_int_t ngx_http_veto_sandbox_health_run(ngx_http_request_t *r,
-    ngx_http_veto_sandbox_ctx_t *ctx);
-ngx_int_t ngx_http_veto_sandbox_reply_health(ngx_http_request_t *r,
     ngx_http_veto_sandbox_ctx_t *ctx);
 ngx_int_t ngx_http_veto_sandbox_reply_json(ngx_http_request_t *r,
     ngx_http_veto_sandbox_ctx_t *ctx);

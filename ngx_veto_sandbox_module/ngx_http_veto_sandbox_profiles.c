@@ -14,11 +14,16 @@
 #include "ngx_http_veto_sandbox_discovery.h"
 
 
+#define NGX_HTTP_VSB_READ      (NGX_HTTP_GET|NGX_HTTP_HEAD)
+
+
 /* text an MCP agent gets for one profile, at most */
 #define NGX_HTTP_VSB_PROFILE_TEXT  1024
 /* tool versions named in that text; all of them are in structuredContent */
 #define NGX_HTTP_VSB_PROFILE_TOOLS 12
 
+
+#if !defined(NGX_HTTP_VSB_OPS_DATA_ONLY) || defined(NGX_HTTP_VSB_OPS_CODE)
 
 ngx_int_t
 ngx_http_veto_sandbox_build_host(ngx_http_request_t *r,
@@ -163,11 +168,15 @@ ngx_http_veto_sandbox_reply_profiles(ngx_http_request_t *r,
                                         "default", def));
 }
 
+#endif /* the row's code */
+
+
+#if !defined(NGX_HTTP_VSB_OPS_DATA_ONLY) || defined(NGX_HTTP_VSB_OPS_TOOLS)
 
 /* ---- the MCP tool list_profiles ------------------------------------- */
 
 
-ngx_int_t
+static ngx_int_t
 ngx_http_veto_sandbox_mcp_twin_profiles(ngx_http_request_t *r,
     json_t *args, ngx_http_veto_sandbox_mcp_twin_t *twin, const char **why)
 {
@@ -243,7 +252,7 @@ ngx_http_veto_sandbox_profile_line(u_char *p, u_char *last, json_t *pr)
 }
 
 
-ngx_int_t
+static ngx_int_t
 ngx_http_veto_sandbox_mcp_present_profiles(ngx_http_request_t *r,
     ngx_http_veto_sandbox_mcp_call_t *call, json_t *rest, u_char *data,
     size_t len, json_t *result)
@@ -287,3 +296,49 @@ ngx_http_veto_sandbox_mcp_present_profiles(ngx_http_request_t *r,
     return ngx_http_veto_sandbox_mcp_text_rest(result, (char *) text,
                                                p - text, rest);
 }
+
+#endif /* the MCP tool's code */
+
+
+/* ---- the row (_ops.c's table) ------------------------------------------ */
+
+
+ngx_http_veto_sandbox_op_t  ngx_http_veto_sandbox_profiles_ops[] = {
+
+    /* the profiles the caller's policy allows */
+    ngx_http_vsb_op("profile.list", NGX_HTTP_VSB_READ, "/v1/profiles",
+                    NGX_HTTP_VSB_SANDBOXES, 0, NGX_HTTP_VSB_QUOTA_NONE,
+                    NGX_HTTP_VSB_BODY_NONE, VSB_OP_PROFILES,
+                    ngx_http_veto_sandbox_build_host,
+                    ngx_http_veto_sandbox_forward,
+                    ngx_http_veto_sandbox_reply_profiles,
+                    ngx_http_veto_sandbox_record_nothing),
+
+    { ngx_null_string, 0, NULL, 0, 0, 0, 0, NULL, NULL, NULL, NULL, NULL }
+};
+
+
+#if !defined(NGX_HTTP_VSB_OPS_DATA_ONLY) || defined(NGX_HTTP_VSB_OPS_TOOLS)
+
+/* ---- the MCP tool (_mcp_tool_table.c's list) --------------------------- */
+
+
+ngx_http_veto_sandbox_mcp_tool_t  ngx_http_veto_sandbox_profiles_tools[] = {
+
+    { "list_profiles", "List the profiles I may use",
+      "The root filesystems (profiles) you may create a sandbox from: "
+      "each one's name (create_sandbox's profile), whether it is an OCI "
+      "image (with its sha256 digest) or a directory of this host, its "
+      "OS and notable tool versions (python3, gcc, nodejs, ...), whether "
+      "it is your default, whether a create of it needs a human's "
+      "approval, and whether it is available now.",
+      "{\"type\":\"object\",\"properties\":{},"
+      "\"additionalProperties\":false}",
+      "{\"readOnlyHint\":true,\"openWorldHint\":false}",
+      ngx_http_veto_sandbox_mcp_twin_profiles,
+      ngx_http_veto_sandbox_mcp_present_profiles },
+
+    { NULL, NULL, NULL, NULL, NULL, NULL, NULL }
+};
+
+#endif /* the MCP tool */

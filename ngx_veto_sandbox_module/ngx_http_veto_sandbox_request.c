@@ -104,23 +104,6 @@ ngx_http_veto_sandbox_build_simple(ngx_http_request_t *r,
 }
 
 
-/* health: the liveness probe's "brief" ping, without what the probe
- * never shows (the host's profiles and ceilings: most of the reply) */
-ngx_int_t
-ngx_http_veto_sandbox_build_health(ngx_http_request_t *r,
-    ngx_http_veto_sandbox_ctx_t *ctx)
-{
-    ctx->req = ngx_http_veto_sandbox_req(r, ctx);
-    if (ctx->req == NULL
-        || json_object_set_new(ctx->req, "brief", json_true()) != 0)
-    {
-        return NGX_HTTP_INTERNAL_SERVER_ERROR;
-    }
-
-    return NGX_DECLINED;
-}
-
-
 /* approvals and audit: answered from Redis after the gate, which is where
  * their queries are read (a 503 comes before a 400, as ever) */
 ngx_int_t

@@ -22,6 +22,7 @@
  * FUZZ-COVERS: ngx_veto_sandbox_module/ngx_http_veto_sandbox_helper.c:ngx_http_veto_sandbox_helper_(read_handler|done)
  * FUZZ-COVERS: ngx_veto_sandbox_module/ngx_http_veto_sandbox_reply.c:ngx_http_veto_sandbox_(reply.*|output)
  * FUZZ-COVERS: ngx_veto_sandbox_module/ngx_http_veto_sandbox_files.c:ngx_http_veto_sandbox_reply_file
+ * FUZZ-COVERS: ngx_veto_sandbox_module/ngx_http_veto_sandbox_health.c:ngx_http_veto_sandbox_reply_health
  * FUZZ-COVERS: ngx_veto_sandbox_module/ngx_http_veto_sandbox_request_profile.c:ngx_http_veto_sandbox_(profile_unavailable|find_digest)
  */
 
@@ -29,9 +30,10 @@
 #include "ngx_http_veto_sandbox_helper.c"
 #include "ngx_http_veto_sandbox_reply.c"
 #include "ngx_http_veto_sandbox_request_profile.c"
-/* the files group's mapper of a file read back (its file's code, without
- * its MCP tools) */
+/* the health row's reply and the files group's mapper of a file read
+ * back (their files' code, without their MCP tools) */
 #define NGX_HTTP_VSB_OPS_CODE
+#include "ngx_http_veto_sandbox_health.c"
 #include "ngx_http_veto_sandbox_files.c"
 
 #include "ngx_core_stub.h"

@@ -32,9 +32,10 @@
  * FUZZ-COVERS: ngx_veto_sandbox_module/ngx_http_veto_sandbox_review.c:ngx_http_veto_sandbox_mcp_twin_approval
  * FUZZ-COVERS: ngx_veto_sandbox_module/ngx_http_veto_sandbox_files.c:ngx_http_veto_sandbox_mcp_(query|twin_.*)
  *
- * The op groups' tools (the sandboxes, snapshots, execs, review and files
- * groups'; the admin group has none, its empty list comes too) come with their
- * group file, its MCP part only (NGX_HTTP_VSB_OPS_TOOLS): a change set's twin
+ * The op groups' tools (the discovery, sandboxes, snapshots, execs,
+ * review and files groups'; the admin group has none, its empty list
+ * comes too) come with their group file, its MCP part only
+ * (NGX_HTTP_VSB_OPS_TOOLS): a change set's twin
  * has a query that reads back as the since and format the agent gave
  * ("created" and "json" when it gave none).
  */
@@ -45,9 +46,11 @@
 #include "ngx_http_veto_sandbox_mcp_tool_table.c"
 #include "ngx_http_veto_sandbox_mcp_tools.c"
 #include "ngx_http_veto_sandbox_mcp_present.c"
+#define NGX_HTTP_VSB_OPS_TOOLS
+#include "ngx_http_veto_sandbox_health.c"
+#include "ngx_http_veto_sandbox_openapi.c"
 #include "ngx_http_veto_sandbox_about.c"
 #include "ngx_http_veto_sandbox_profiles.c"
-#define NGX_HTTP_VSB_OPS_TOOLS
 #include "ngx_http_veto_sandbox_sandboxes.c"
 #include "ngx_http_veto_sandbox_snapshots.c"
 #include "ngx_http_veto_sandbox_execs.c"

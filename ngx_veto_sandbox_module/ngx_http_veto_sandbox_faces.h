@@ -190,6 +190,14 @@ ngx_int_t ngx_http_veto_sandbox_build_update(ngx_http_request_t *r,
     ngx_http_veto_sandbox_ctx_t *ctx);
 ngx_int_t ngx_http_veto_sandbox_reply_list(ngx_http_request_t *r,
     ngx_http_veto_sandbox_ctx_t *ctx);
+ngx_int_t ngx_http_veto_sandbox_reply_sandbox(ngx_http_request_t *r,
+    ngx_http_veto_sandbox_ctx_t *ctx);
+ngx_int_t ngx_http_veto_sandbox_reply_created(ngx_http_request_t *r,
+    ngx_http_veto_sandbox_ctx_t *ctx);
+void ngx_http_veto_sandbox_record_created(ngx_http_request_t *r,
+    ngx_http_veto_sandbox_ctx_t *ctx, ngx_uint_t ok, const char *error);
+void ngx_http_veto_sandbox_record_destroyed(ngx_http_request_t *r,
+    ngx_http_veto_sandbox_ctx_t *ctx, ngx_uint_t ok, const char *error);
 void ngx_http_veto_sandbox_record_update(ngx_http_request_t *r,
     ngx_http_veto_sandbox_ctx_t *ctx, ngx_uint_t ok, const char *error);
 

@@ -256,10 +256,6 @@ ngx_int_t ngx_http_veto_sandbox_forward(ngx_http_request_t *r,
     ngx_http_veto_sandbox_ctx_t *ctx);
 ngx_int_t ngx_http_veto_sandbox_reply_json(ngx_http_request_t *r,
     ngx_http_veto_sandbox_ctx_t *ctx);
-ngx_int_t ngx_http_veto_sandbox_reply_sandbox(ngx_http_request_t *r,
-    ngx_http_veto_sandbox_ctx_t *ctx);
-ngx_int_t ngx_http_veto_sandbox_reply_created(ngx_http_request_t *r,
-    ngx_http_veto_sandbox_ctx_t *ctx);
 ngx_int_t ngx_http_veto_sandbox_reply_exec(ngx_http_request_t *r,
     ngx_http_veto_sandbox_ctx_t *ctx);
 
@@ -357,10 +353,14 @@ ngx_int_t ngx_http_veto_sandbox_approval_202(ngx_http_request_t *r,
     ngx_http_veto_sandbox_ctx_t *ctx, redisReply *reply);
 
 /* _record.c: records (ngx_http_veto_sandbox_record_pt) and the audit */
-void ngx_http_veto_sandbox_record_created(ngx_http_request_t *r,
-    ngx_http_veto_sandbox_ctx_t *ctx, ngx_uint_t ok, const char *error);
-void ngx_http_veto_sandbox_record_destroyed(ngx_http_request_t *r,
-    ngx_http_veto_sandbox_ctx_t *ctx, ngx_uint_t ok, const char *error);
+/* call set up for Redis bookkeeping nobody waits for: a failure is
+ * logged, naming what */
+void ngx_http_veto_sandbox_bookkeeping_call(ngx_http_request_t *r,
+    ngx_http_veto_sandbox_redis_call_t *call, const char *what);
+/* a create's record detail as text: what the sandbox was given, its
+ * env's names (and what a reviewer sees of the values), credentials */
+void ngx_http_veto_sandbox_create_detail(ngx_http_request_t *r,
+    ngx_http_veto_sandbox_ctx_t *ctx, json_t *j, ngx_str_t *out);
 void ngx_http_veto_sandbox_record_exec(ngx_http_request_t *r,
     ngx_http_veto_sandbox_ctx_t *ctx, ngx_uint_t ok, const char *error);
 /* an exec's record detail as text; extra (stolen) replaces what the

@@ -18,8 +18,6 @@
 
 static void ngx_http_veto_sandbox_ignore(ngx_int_t rc, redisReply *reply,
     void *data);
-static void ngx_http_veto_sandbox_create_detail(ngx_http_request_t *r,
-    ngx_http_veto_sandbox_ctx_t *ctx, json_t *j, ngx_str_t *out);
 static ngx_int_t ngx_http_veto_sandbox_record_credentials(
     ngx_http_veto_sandbox_ctx_t *ctx, json_t *d);
 static void ngx_http_veto_sandbox_reconcile(ngx_http_request_t *r,
@@ -34,7 +32,7 @@ ngx_http_veto_sandbox_record_mcf(ngx_http_request_t *r)
 
 
 /* Bookkeeping nobody waits for: a failure is logged, naming what. */
-static void
+void
 ngx_http_veto_sandbox_bookkeeping_call(ngx_http_request_t *r,
     ngx_http_veto_sandbox_redis_call_t *call, const char *what)
 {
@@ -365,143 +363,6 @@ ngx_http_veto_sandbox_record_snapshot_route(ngx_http_request_t *r,
                                                  &ctx->agent, &mcf->host,
                                                  (time_t)
                                                  json_integer_value(at));
-}
-
-
-/* a create: the ownership record (with the helper run that made it and
- * what its env shows a reviewer), the slot under the real id */
-void
-ngx_http_veto_sandbox_record_created(ngx_http_request_t *r,
-    ngx_http_veto_sandbox_ctx_t *ctx, ngx_uint_t ok, const char *error)
-{
-    u_char                                sha[NGX_HTTP_VSB_HASH_HEX_LEN + 1];
-    json_t                               *j, *sb, *v, *env, *view;
-    ngx_str_t                             sid, detail;
-    const char                           *name;
-    ngx_http_veto_sandbox_srv_conf_t     *vscf;
-    ngx_http_veto_sandbox_redis_call_t    call;
-    ngx_http_veto_sandbox_quota_owner_t   owner;
-    ngx_http_veto_sandbox_quota_limits_t  lim;
-
-    j = ctx->helper.json;
-
-    ngx_memzero(&lim, sizeof(lim));
-    lim.exec_window = 60000;
-
-    if (ok && ngx_http_veto_sandbox_created(r, ctx) == NGX_OK) {
-        sid = ctx->sandbox;
-        sb = json_object_get(j, "sandbox");
-
-        /* a fork: its snapshot is kept while it lives, and so is the
-         * snapshot's routing record (_where.c) */
-        if (json_is_string(json_object_get(sb, "from_snapshot"))) {
-            ngx_http_veto_sandbox_record_snapshot_route(r, ctx,
-                                   json_object_get(sb, "from_snapshot"),
-                                   json_object_get(sb, "expires_at"));
-        }
-
-        ngx_memzero(&owner, sizeof(owner));
-        owner.gateway = ngx_http_veto_sandbox_record_mcf(r)->host;
-
-        v = json_object_get(sb, "epoch");
-
-        if (json_is_string(v) && json_string_length(v) <= 64) {
-            owner.epoch.data = (u_char *) json_string_value(v);
-            owner.epoch.len = json_string_length(v);
-        }
-
-        /* the env every exec of it gets, whole (at most 32 KiB of JSON,
-         * _env.c), and its digest: an exec's approval shows the one and
-         * binds the other */
-        env = json_object_get(ctx->req, "env");
-        view = json_is_object(env) ? json_copy(env) : json_object();
-
-        /* unless reviewers may see credentials, one never reaches Redis:
-         * its value is withheld ({"withheld": "credential"}), and an
-         * exec needing approval there is refused (_gate_approval.c) */
-        vscf = ngx_http_get_module_srv_conf(r, ngx_http_veto_sandbox_module);
-
-        if (view != NULL && !vscf->approval_credentials) {
-            json_object_foreach(view, name, v) {
-                if (ngx_http_veto_sandbox_env_secret(r->pool, name, v)
-                    != NGX_OK)
-                {
-                    json_object_set_new(view, name,
-                                        json_pack("{s:s}", "withheld",
-                                                  "credential"));
-                }
-            }
-        }
-
-        if (view != NULL
-            && ngx_http_veto_sandbox_env_digest(env, sha) == NGX_OK)
-        {
-            ngx_http_veto_sandbox_json_text(r, view, &owner.env);
-
-            if (owner.env.len) {
-                owner.env_sha256.data = sha;
-                owner.env_sha256.len = NGX_HTTP_VSB_HASH_HEX_LEN;
-                owner.env_dropped = 0;
-            }
-        }
-
-        json_decref(view);
-
-        v = json_object_get(sb, "expires_at");
-
-        /* ownership record and the slot under the real id;
-         * counted without a limit: the provisional one was */
-        ngx_http_veto_sandbox_bookkeeping_call(r, &call, "ownership");
-
-        (void) ngx_http_veto_sandbox_quota_acquire(&call, &ctx->tenant,
-                   &ctx->agent, &sid, &lim,
-                   json_is_integer(v)
-                   && json_integer_value(v) > ngx_time()
-                   ? (ngx_msec_t) (json_integer_value(v) - ngx_time())
-                     * 1000
-                   : 86400000,
-                   &owner);
-
-        ngx_http_veto_sandbox_create_detail(r, ctx, j, &detail);
-        ngx_http_veto_sandbox_audit(r, ctx, "sandbox_created", NULL,
-                                    NULL, detail.len ? &detail : NULL,
-                                    NGX_HTTP_CREATED);
-
-    } else {
-        ngx_http_veto_sandbox_audit(r, ctx, "error", error, NULL, NULL, 0);
-    }
-
-    ngx_http_veto_sandbox_release_slot(r, ctx);
-}
-
-
-/* a destroy: the sandbox's slot is free */
-void
-ngx_http_veto_sandbox_record_destroyed(ngx_http_request_t *r,
-    ngx_http_veto_sandbox_ctx_t *ctx, ngx_uint_t ok, const char *error)
-{
-    ngx_http_veto_sandbox_redis_call_t  call;
-
-    if (ok) {
-        ngx_http_veto_sandbox_bookkeeping_call(r, &call, "quota release");
-
-        /* with hosts, its routing record stays (_where.c) */
-        if (ngx_http_veto_sandbox_record_mcf(r)->host_addr.len) {
-            (void) ngx_http_veto_sandbox_quota_release_ended(&call,
-                       &ctx->tenant, &ctx->agent, &ctx->sandbox,
-                       json_object_get(ctx->helper.json, "ended"));
-
-        } else {
-            (void) ngx_http_veto_sandbox_quota_release(&call, &ctx->tenant,
-                                                       &ctx->agent,
-                                                       &ctx->sandbox);
-        }
-
-        ngx_http_veto_sandbox_audit(r, ctx, "sandbox_destroyed", NULL,
-                                    NULL, NULL, NGX_HTTP_OK);
-    } else {
-        ngx_http_veto_sandbox_audit(r, ctx, "error", error, NULL, NULL, 0);
-    }
 }
 
 
@@ -851,7 +712,7 @@ ngx_http_veto_sandbox_exec_detail(ngx_http_request_t *r,
  * too), the names of its env
  * (the values of those that change what runs, like a reviewer sees
  * them), and the helper run it lives in */
-static void
+void
 ngx_http_veto_sandbox_create_detail(ngx_http_request_t *r,
     ngx_http_veto_sandbox_ctx_t *ctx, json_t *j, ngx_str_t *out)
 {

@@ -23,6 +23,7 @@
  * FUZZ-COVERS: ngx_veto_sandbox_module/ngx_http_veto_sandbox_reply.c:ngx_http_veto_sandbox_(reply.*|output)
  * FUZZ-COVERS: ngx_veto_sandbox_module/ngx_http_veto_sandbox_files.c:ngx_http_veto_sandbox_reply_file
  * FUZZ-COVERS: ngx_veto_sandbox_module/ngx_http_veto_sandbox_health.c:ngx_http_veto_sandbox_reply_health
+ * FUZZ-COVERS: ngx_veto_sandbox_module/ngx_http_veto_sandbox_sandboxes.c:ngx_http_veto_sandbox_reply_(sb|sandbox|created|list)
  * FUZZ-COVERS: ngx_veto_sandbox_module/ngx_http_veto_sandbox_request_profile.c:ngx_http_veto_sandbox_(profile_unavailable|find_digest)
  */
 
@@ -30,10 +31,11 @@
 #include "ngx_http_veto_sandbox_helper.c"
 #include "ngx_http_veto_sandbox_reply.c"
 #include "ngx_http_veto_sandbox_request_profile.c"
-/* the health row's reply and the files group's mapper of a file read
- * back (their files' code, without their MCP tools) */
+/* the health row's reply, the sandboxes group's and the files group's
+ * mappers (their files' code, without their MCP tools) */
 #define NGX_HTTP_VSB_OPS_CODE
 #include "ngx_http_veto_sandbox_health.c"
+#include "ngx_http_veto_sandbox_sandboxes.c"
 #include "ngx_http_veto_sandbox_files.c"
 
 #include "ngx_core_stub.h"
@@ -230,6 +232,78 @@ ngx_http_veto_sandbox_where_ended(ngx_http_request_t *r,
 {
     abort();
 }
+
+
+/* what the sandboxes group's records (_sandboxes.c) call: this target
+ * runs replies, no record */
+void
+ngx_http_veto_sandbox_lifetime_extend(ngx_http_request_t *r,
+    ngx_http_veto_sandbox_ctx_t *ctx, json_int_t expires_at)
+{
+    abort();
+}
+
+
+void
+ngx_http_veto_sandbox_record_network(ngx_http_request_t *r,
+    ngx_http_veto_sandbox_ctx_t *ctx, ngx_uint_t ok, const char *error)
+{
+    abort();
+}
+
+
+void
+ngx_http_veto_sandbox_record_snapshot_route(ngx_http_request_t *r,
+    ngx_http_veto_sandbox_ctx_t *ctx, json_t *id, json_t *at)
+{
+    abort();
+}
+
+
+void
+ngx_http_veto_sandbox_bookkeeping_call(ngx_http_request_t *r,
+    ngx_http_veto_sandbox_redis_call_t *call, const char *what)
+{
+    abort();
+}
+
+
+void
+ngx_http_veto_sandbox_create_detail(ngx_http_request_t *r,
+    ngx_http_veto_sandbox_ctx_t *ctx, json_t *j, ngx_str_t *out)
+{
+    abort();
+}
+
+
+ngx_int_t
+ngx_http_veto_sandbox_quota_acquire(ngx_http_veto_sandbox_redis_call_t *call,
+    ngx_str_t *tenant, ngx_str_t *agent, ngx_str_t *sandbox,
+    ngx_http_veto_sandbox_quota_limits_t *limits, ngx_msec_t ttl,
+    ngx_http_veto_sandbox_quota_owner_t *owner)
+{
+    abort();
+}
+
+
+ngx_int_t
+ngx_http_veto_sandbox_quota_release(ngx_http_veto_sandbox_redis_call_t *call,
+    ngx_str_t *tenant, ngx_str_t *agent, ngx_str_t *sandbox)
+{
+    abort();
+}
+
+
+ngx_int_t
+ngx_http_veto_sandbox_quota_release_ended(
+    ngx_http_veto_sandbox_redis_call_t *call, ngx_str_t *tenant,
+    ngx_str_t *agent, ngx_str_t *sandbox, json_t *ended)
+{
+    abort();
+}
+
+/* the clock of a record's expiry (no record runs here) */
+volatile ngx_time_t  *ngx_cached_time;
 
 
 /* _lifetime.c's view of a sandbox (it drops the helper's internal "seq";

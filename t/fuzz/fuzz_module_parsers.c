@@ -287,7 +287,7 @@ ngx_http_veto_sandbox_stream_sent(ngx_http_veto_sandbox_ctx_t *ctx)
 }
 
 
-/* the sandboxes group's records and list reply: no helper answers here */
+/* the sandboxes group's records and replies: no helper answers here */
 
 void
 ngx_http_veto_sandbox_record_network(ngx_http_request_t *r,
@@ -310,6 +310,68 @@ ngx_http_veto_sandbox_ended_view(json_t *sb)
 {
     abort();
 }
+
+
+void
+ngx_http_veto_sandbox_record_snapshot_route(ngx_http_request_t *r,
+    ngx_http_veto_sandbox_ctx_t *ctx, json_t *id, json_t *at)
+{
+    abort();
+}
+
+
+void
+ngx_http_veto_sandbox_bookkeeping_call(ngx_http_request_t *r,
+    ngx_http_veto_sandbox_redis_call_t *call, const char *what)
+{
+    abort();
+}
+
+
+void
+ngx_http_veto_sandbox_create_detail(ngx_http_request_t *r,
+    ngx_http_veto_sandbox_ctx_t *ctx, json_t *j, ngx_str_t *out)
+{
+    abort();
+}
+
+
+ngx_int_t
+ngx_http_veto_sandbox_created(ngx_http_request_t *r,
+    ngx_http_veto_sandbox_ctx_t *ctx)
+{
+    abort();
+}
+
+
+ngx_int_t
+ngx_http_veto_sandbox_quota_acquire(ngx_http_veto_sandbox_redis_call_t *call,
+    ngx_str_t *tenant, ngx_str_t *agent, ngx_str_t *sandbox,
+    ngx_http_veto_sandbox_quota_limits_t *limits, ngx_msec_t ttl,
+    ngx_http_veto_sandbox_quota_owner_t *owner)
+{
+    abort();
+}
+
+
+ngx_int_t
+ngx_http_veto_sandbox_quota_release(ngx_http_veto_sandbox_redis_call_t *call,
+    ngx_str_t *tenant, ngx_str_t *agent, ngx_str_t *sandbox)
+{
+    abort();
+}
+
+
+ngx_int_t
+ngx_http_veto_sandbox_quota_release_ended(
+    ngx_http_veto_sandbox_redis_call_t *call, ngx_str_t *tenant,
+    ngx_str_t *agent, ngx_str_t *sandbox, json_t *ended)
+{
+    abort();
+}
+
+/* the clock of a record's expiry (no record runs here) */
+volatile ngx_time_t  *ngx_cached_time;
 
 
 /* what the builders are given */

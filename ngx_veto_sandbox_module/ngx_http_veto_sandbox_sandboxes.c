@@ -18,9 +18,9 @@
  * stays on its own floor and is called from here: a create's profile
  * (_request_profile.c), network and credentials (_request_network.c, as
  * PATCH's), env (_env.c), limits and lifetimes within the policy
- * (_request_fields.c, _request_lifetime.c); the records of a create and
- * a destroy, with the ownership record and quota slot they keep
- * (_record.c); the sandbox's reply and its Location (_reply.c).  A fork
+ * (_request_fields.c, _request_lifetime.c); the audit, the quota slot
+ * and ownership record (_record.c, _quota.c), a changed lifetime's
+ * expiry in Redis and ENDED records as shown (_lifetime.c).  A fork
  * (from_snapshot) is a create: the snapshots group's file tells it.
  * The create body's fields are docs/openapi.json's SandboxCreate, PATCH's
  * SandboxUpdate, as scripts/gen-op-fields writes them (_fields.h): the
@@ -29,8 +29,9 @@
  * The unit tests link this file as data (NGX_HTTP_VSB_OPS_DATA_ONLY):
  * then only the rows are compiled, without the code they name; the MCP
  * fuzz target adds NGX_HTTP_VSB_OPS_TOOLS for the tools, their twins and
- * presenters (t/fuzz/fuzz_module_mcp.c), the parsers fuzz target
- * NGX_HTTP_VSB_OPS_CODE for the builders (t/fuzz/fuzz_module_parsers.c).
+ * presenters (t/fuzz/fuzz_module_mcp.c), the parsers and helper-reply
+ * fuzz targets NGX_HTTP_VSB_OPS_CODE for the builders and the reply
+ * mappers (t/fuzz/fuzz_module_parsers.c, _helper_reply.c).
  */
 
 #include "ngx_http_veto_sandbox_faces.h"

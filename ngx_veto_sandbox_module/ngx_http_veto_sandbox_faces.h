@@ -27,7 +27,7 @@
  *   _mcp_present.c  a success as the tool's result: text, structured
  *   _ops.c        THE OP TABLE: one row per operation, data only (the
  *                 policy's action names and the OpenAPI check read it),
- *                 assembled from the core rows and the op groups' own
+ *                 assembled from the op groups' files
  *   _sandboxes.c  the sandboxes op group, whole: list, create, get,
  *                 usage, PATCH, delete; rows, builders, mappers,
  *                 records, MCP tools
@@ -127,7 +127,7 @@ NGX_HTTP_VSB_OP_GROUPS(NGX_HTTP_VSB_OP_GROUP_ROWS)
  * ngx_http_veto_sandbox_ops_table(), which the configuration calls first
  * (the policy directive, the table's check) */
 extern ngx_http_veto_sandbox_op_t  ngx_http_veto_sandbox_ops[];
-/* the table assembled (once): the core rows, then each group's in
+/* the table assembled (once): each group's rows in
  * NGX_HTTP_VSB_OP_GROUPS order; NULL: more than NGX_HTTP_VSB_MAX_OPS */
 ngx_http_veto_sandbox_op_t *ngx_http_veto_sandbox_ops_table(void);
 

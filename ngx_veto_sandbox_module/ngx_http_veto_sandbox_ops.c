@@ -13,32 +13,25 @@
  * A row is made with ngx_http_vsb_op(), so a row missing a piece does not
  * compile, and ngx_http_veto_sandbox_ops_init() (_op_route.c) checks the
  * table when the configuration is read, so a piece that cannot work
- * fails "nginx -t".  This file holds the core rows and the table they
- * and the op groups' rows (an op group's file holds its rows next to
- * their code: NGX_HTTP_VSB_OP_GROUPS, faces.h) make, and nothing else:
- * the unit tests link it, and the groups' files, as data
- * (NGX_HTTP_VSB_OPS_DATA_ONLY).
+ * fails "nginx -t".  Every row is in its op group's file, next to its
+ * code (NGX_HTTP_VSB_OP_GROUPS, faces.h); this file assembles the table
+ * they make, and nothing else: the unit tests link it, and the groups'
+ * files, as data (NGX_HTTP_VSB_OPS_DATA_ONLY).
  */
 
 #include "ngx_http_veto_sandbox_faces.h"
 
 
-static ngx_http_veto_sandbox_op_t  ngx_http_veto_sandbox_core_ops[] = {
-
-    { ngx_null_string, 0, NULL, 0, 0, 0, 0, NULL, NULL, NULL, NULL, NULL }
-};
-
-
 #define NGX_HTTP_VSB_OP_GROUP_ROWS(g)  ngx_http_veto_sandbox_##g##_ops,
 
 static ngx_http_veto_sandbox_op_t  *ngx_http_veto_sandbox_op_groups[] = {
-    ngx_http_veto_sandbox_core_ops,
     NGX_HTTP_VSB_OP_GROUPS(NGX_HTTP_VSB_OP_GROUP_ROWS)
     NULL
 };
 
 
-/* the table, core rows first; a zeroed row ends it */
+/* the table, the groups' rows in NGX_HTTP_VSB_OP_GROUPS order; a zeroed
+ * row ends it */
 ngx_http_veto_sandbox_op_t  ngx_http_veto_sandbox_ops[NGX_HTTP_VSB_MAX_OPS + 1];
 
 

@@ -66,7 +66,7 @@ ngx_http_veto_sandbox_build_create(ngx_http_request_t *r,
     json_t                       *body, *req, *v, *lim, *out;
     uint64_t                      n;
     ngx_int_t                     rc;
-    ngx_uint_t                    i;
+    ngx_uint_t                    i, k;
     const char                   *key, *profile;
     ngx_http_veto_sandbox_rule_t *rule;
 
@@ -197,6 +197,11 @@ ngx_http_veto_sandbox_build_create(ngx_http_request_t *r,
             n = rule->def[i];
 
         } else {
+            /* the helper's default, at most the ceiling */
+            if (ngx_http_veto_sandbox_cap(req, rule, i) != NGX_OK) {
+                return NGX_HTTP_INTERNAL_SERVER_ERROR;
+            }
+
             continue;
         }
 
@@ -212,14 +217,19 @@ ngx_http_veto_sandbox_build_create(ngx_http_request_t *r,
         json_object_del(req, "limits");
     }
 
-    if (ngx_http_veto_sandbox_limited(r, ctx, body, req, NGX_HTTP_VSB_L_TTL_S,
-                                      &n, &rc)
-        != NGX_OK
-        || ngx_http_veto_sandbox_limited(r, ctx, body, req,
-                                         NGX_HTTP_VSB_L_IDLE_S, &n, &rc)
-           != NGX_OK)
-    {
-        return rc;
+    for (i = 0; i < 2; i++) {
+        k = i ? NGX_HTTP_VSB_L_IDLE_S : NGX_HTTP_VSB_L_TTL_S;
+
+        if (ngx_http_veto_sandbox_limited(r, ctx, body, req, k, &n, &rc)
+            != NGX_OK)
+        {
+            return rc;
+        }
+
+        /* none from the body or the policy: the helper's, capped */
+        if (n == 0 && ngx_http_veto_sandbox_cap(req, rule, k) != NGX_OK) {
+            return NGX_HTTP_INTERNAL_SERVER_ERROR;
+        }
     }
 
     if (ngx_http_veto_sandbox_create_network(r, ctx, body, req, &rc)

@@ -33,6 +33,9 @@
 /* POST /v1/approvals/{approval}/approve (approval.approve): the body's fields */
 #define NGX_HTTP_VSB_FIELDS_DECISION  "reason"
 
+/* POST /v1/sandboxes/{id}/snapshots (snapshot.create): the body's fields */
+#define NGX_HTTP_VSB_FIELDS_SNAPSHOT  "ttl_s", "metadata"
+
 /* the MCP tool's arguments passed on as the exec body (all but background) */
 #define NGX_HTTP_VSB_MCP_FIELDS_EXEC                                         \
     "argv", "cwd", "env", "stdin", "timeout_s", "output_bytes"
@@ -130,6 +133,25 @@
     " copy-on-write: forks never see each other's writes; "                  \
     "its profile is the snapshot's. A fork is made on "                      \
     "the host that holds the snapshot.\"}"
+
+/* the MCP tool's arguments passed on as the snapshot body */
+#define NGX_HTTP_VSB_MCP_FIELDS_SNAPSHOT  "ttl_s", "metadata"
+#define NGX_HTTP_VSB_MCP_PROPS_SNAPSHOT                                      \
+    "\"ttl_s\":{\"type\":\"integer\",\"minimum\":1,\"description\":"         \
+    "\"Seconds the snapshot is kept: at most the policy's "                  \
+    "ceilings.snapshot_ttl_s; omitted: defaults.snapshot_ttl_s,"             \
+    " else the helper's default.\"},"                                        \
+    "\"metadata\":{\"type\":\"object\",\"description\":"                     \
+    "\"Your own notes, kept with the snapshot.\"}"
+
+/* the MCP tool's arguments passed on as the extend body (all but credentials, secret, network) */
+#define NGX_HTTP_VSB_MCP_FIELDS_EXTEND  "ttl_s", "idle_s"
+#define NGX_HTTP_VSB_MCP_PROPS_EXTEND                                        \
+    "\"ttl_s\":{\"type\":\"integer\",\"minimum\":1,\"description\":"         \
+    "\"The new lifetime in seconds, counted from the sandbox's "             \
+    "creation (not added to what is left).\"},"                              \
+    "\"idle_s\":{\"type\":\"integer\",\"minimum\":1,\"description\":"        \
+    "\"The new idle timeout in seconds, counted from now.\"}"
 
 /* the MCP tool's arguments passed on as the query of
  * GET /v1/sandboxes/{id}/files (sandbox.files.read) */

@@ -745,7 +745,7 @@ static const char  *ngx_http_veto_sandbox_mcp_hosts_args[] = {
 };
 
 static const char  *ngx_http_veto_sandbox_mcp_lifetime_args[] = {
-    "sandbox_id", "ttl_s", "idle_s", "approval_id", NULL
+    "sandbox_id", NGX_HTTP_VSB_MCP_FIELDS_EXTEND, "approval_id", NULL
 };
 
 
@@ -1296,11 +1296,7 @@ ngx_http_veto_sandbox_mcp_tool_t  ngx_http_veto_sandbox_sandboxes_tools[] = {
       "another." NGX_HTTP_VSB_MCP_APPROVAL_NOTE,
       "{\"type\":\"object\",\"properties\":{"
         NGX_HTTP_VSB_MCP_SANDBOX_ARG ","
-        "\"ttl_s\":{\"type\":\"integer\",\"minimum\":1,\"description\":"
-        "\"The new lifetime in seconds, counted from the sandbox's "
-        "creation.\"},"
-        "\"idle_s\":{\"type\":\"integer\",\"minimum\":1,\"description\":"
-        "\"The new idle timeout in seconds, counted from now.\"},"
+        NGX_HTTP_VSB_MCP_PROPS_EXTEND ","
         NGX_HTTP_VSB_MCP_APPROVAL_ARG
       "},\"required\":[\"sandbox_id\"],\"additionalProperties\":false}",
       "{\"readOnlyHint\":false,\"destructiveHint\":false,"

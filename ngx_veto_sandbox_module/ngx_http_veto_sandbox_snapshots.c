@@ -30,6 +30,7 @@
  */
 
 #include "ngx_http_veto_sandbox_faces.h"
+#include "ngx_http_veto_sandbox_fields.h"
 
 
 #if !defined(NGX_HTTP_VSB_OPS_DATA_ONLY) || defined(NGX_HTTP_VSB_OPS_TOOLS)
@@ -63,8 +64,9 @@ ngx_http_veto_sandbox_snapshot_id_valid(const u_char *p, size_t len)
 /* ---- builders -------------------------------------------------------- */
 
 
+/* docs/openapi.json's SnapshotCreate (scripts/gen-op-fields) */
 static const char  *ngx_http_veto_sandbox_snapshot_fields[] = {
-    "ttl_s", "metadata", NULL
+    NGX_HTTP_VSB_FIELDS_SNAPSHOT, NULL
 };
 
 
@@ -576,8 +578,9 @@ ngx_http_veto_sandbox_mcp_twin_snapshot(ngx_http_request_t *r, json_t *args,
 {
     ngx_int_t  rc;
 
-    static const char  *names[] = { "sandbox_id", "ttl_s", "metadata",
-                                    NULL };
+    static const char  *names[] = {
+        "sandbox_id", NGX_HTTP_VSB_MCP_FIELDS_SNAPSHOT, NULL
+    };
 
     rc = ngx_http_veto_sandbox_mcp_sandbox_twin(r, args, names, NGX_HTTP_POST,
                                                 "POST", "/snapshots", twin,
@@ -939,10 +942,7 @@ ngx_http_veto_sandbox_mcp_tool_t  ngx_http_veto_sandbox_snapshots_tools[] = {
       "consistent one. Returns the snapshot's id, size and expiry.",
       "{\"type\":\"object\",\"properties\":{"
         NGX_HTTP_VSB_MCP_SANDBOX_ID_ARG ","
-        "\"ttl_s\":{\"type\":\"integer\",\"minimum\":1,\"description\":"
-        "\"Seconds the snapshot is kept; omitted: the policy's default.\"},"
-        "\"metadata\":{\"type\":\"object\",\"description\":\"Your own "
-        "notes, kept with the snapshot.\"}"
+        NGX_HTTP_VSB_MCP_PROPS_SNAPSHOT
       "},\"required\":[\"sandbox_id\"],\"additionalProperties\":false}",
       "{\"readOnlyHint\":false,\"destructiveHint\":false,"
       "\"idempotentHint\":false,\"openWorldHint\":false}",

@@ -27,19 +27,30 @@ ngx_int_t
 ngx_http_veto_sandbox_epoch(ngx_http_request_t *r,
     ngx_http_veto_sandbox_ctx_t *ctx, ngx_http_veto_sandbox_gate_pt next)
 {
-    json_t     *req;
-    ngx_int_t   rc;
+    json_t              *req;
+    ngx_int_t            rc;
+    ngx_pool_cleanup_t  *cln;
+
+    /* the request lives as long as r: the exchange keeps pointers into
+     * it until the reply (its op for the metrics, the request for a
+     * resend) */
+    cln = ngx_pool_cleanup_add(r->pool, 0);
+    if (cln == NULL) {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
 
     req = json_pack("{s:s}", "op", VSB_OP_PING);
     if (req == NULL) {
         return NGX_HTTP_INTERNAL_SERVER_ERROR;
     }
 
+    cln->handler = ngx_http_veto_sandbox_json_cleanup;
+    cln->data = req;
+
     ctx->epoch_next = next;
 
     rc = ngx_http_veto_sandbox_helper_send(r, ctx, req, NULL, 0,
                                            ngx_http_veto_sandbox_epoch_reply);
-    json_decref(req);
 
     if (rc == NGX_OK) {
         return NGX_OK;

@@ -387,6 +387,8 @@ const vsb_op_t  vsb_list_op = {
 /* ---- create ------------------------------------------------------ */
 
 
+/* "limits": each the request names, within max_*; each it leaves out, the
+ * default at most r->caps (vsb_req_caps() first) */
 static int
 vsb_req_limits(json_t *root, const vsb_config_t *cf, vsb_request_t *r,
     vsb_error_t *e)
@@ -399,15 +401,19 @@ vsb_req_limits(json_t *root, const vsb_config_t *cf, vsb_request_t *r,
         const char  *name;
         uint64_t    *val;
         uint64_t     max;
+        unsigned     cap;
     } lim[] = {
-        { VSB_LIMIT_MEMORY_MB, &r->limits.memory_mb, cf->max.memory_mb },
-        { VSB_LIMIT_PIDS, &r->limits.pids, cf->max.pids },
+        { VSB_LIMIT_MEMORY_MB, &r->limits.memory_mb, cf->max.memory_mb,
+          VSB_CAP_MEMORY_MB },
+        { VSB_LIMIT_PIDS, &r->limits.pids, cf->max.pids, VSB_CAP_PIDS },
         { VSB_LIMIT_CPU_PERCENT, &r->limits.cpu_percent,
-          cf->max.cpu_percent },
-        { VSB_LIMIT_DISK_MB, &r->limits.disk_mb, cf->max.disk_mb },
-        { VSB_LIMIT_TIMEOUT_S, &r->limits.timeout_s, cf->max.timeout_s },
+          cf->max.cpu_percent, VSB_CAP_CPU_PERCENT },
+        { VSB_LIMIT_DISK_MB, &r->limits.disk_mb, cf->max.disk_mb,
+          VSB_CAP_DISK_MB },
+        { VSB_LIMIT_TIMEOUT_S, &r->limits.timeout_s, cf->max.timeout_s,
+          VSB_CAP_TIMEOUT_S },
         { VSB_LIMIT_OUTPUT_BYTES, &r->limits.output_bytes,
-          cf->max.output_bytes },
+          cf->max.output_bytes, VSB_CAP_OUTPUT_BYTES },
     };
     json_t  *obj;
     size_t   i;
@@ -415,20 +421,23 @@ vsb_req_limits(json_t *root, const vsb_config_t *cf, vsb_request_t *r,
     r->limits = cf->def;
 
     obj = json_object_get(root, "limits");
-    if (obj == NULL) {
-        return 0;
-    }
 
-    if (!json_is_object(obj)) {
+    if (obj != NULL && !json_is_object(obj)) {
         return vsb_error_set(e, VSB_E_BAD_TYPE, "limits",
                              "\"limits\" must be an object");
     }
 
-    if (vsb_req_fields(obj, allowed, "limits", e) != 0) {
+    if (obj != NULL && vsb_req_fields(obj, allowed, "limits", e) != 0) {
         return -1;
     }
 
     for (i = 0; i < sizeof(lim) / sizeof(lim[0]); i++) {
+        /* left to the helper: its default, at most the gateway's cap */
+        if (json_object_get(obj, lim[i].name) == NULL) {
+            *lim[i].val = vsb_capped(*lim[i].val, r->caps[lim[i].cap]);
+            continue;
+        }
+
         if (vsb_req_uint(obj, lim[i].name, 0, lim[i].val, e) != 0) {
             return -1;
         }
@@ -450,27 +459,6 @@ vsb_req_create(json_t *root, const vsb_config_t *cf, vsb_request_t *r,
         "op", "request_id", "tenant", "agent", "profile", "limits", "ttl_s",
         "idle_s", "network", "env", "metadata", "from_snapshot", "caps", NULL
     };
-    /* the values a create may leave to the helper: where it names each
-     * (in "limits", or at the top), and its cap */
-    struct {
-        unsigned     cap;
-        uint64_t    *val;
-        unsigned     top;
-        const char  *name;
-    } fill[] = {
-        { VSB_CAP_MEMORY_MB, &r->limits.memory_mb, 0, VSB_LIMIT_MEMORY_MB },
-        { VSB_CAP_PIDS, &r->limits.pids, 0, VSB_LIMIT_PIDS },
-        { VSB_CAP_CPU_PERCENT, &r->limits.cpu_percent, 0,
-          VSB_LIMIT_CPU_PERCENT },
-        { VSB_CAP_DISK_MB, &r->limits.disk_mb, 0, VSB_LIMIT_DISK_MB },
-        { VSB_CAP_TIMEOUT_S, &r->limits.timeout_s, 0, VSB_LIMIT_TIMEOUT_S },
-        { VSB_CAP_OUTPUT_BYTES, &r->limits.output_bytes, 0,
-          VSB_LIMIT_OUTPUT_BYTES },
-        { VSB_CAP_TTL_S, &r->ttl_s, 1, VSB_LIMIT_TTL_S },
-        { VSB_CAP_IDLE_S, &r->idle_s, 1, VSB_LIMIT_IDLE_S },
-    };
-    size_t       i;
-    json_t      *lim;
     const char  *s;
 
     if (vsb_req_fields(root, allowed, "create", e) != 0
@@ -501,11 +489,15 @@ vsb_req_create(json_t *root, const vsb_config_t *cf, vsb_request_t *r,
                              "lowercase hex digits");
     }
 
-    if (vsb_req_limits(root, cf, r, e) != 0) {
+    /* what the request leaves to the helper's defaults is at most the
+     * gateway's caps (its policy's ceilings) */
+    if (vsb_req_caps(root, VSB_CAPS_ALL, r, e) != 0
+        || vsb_req_limits(root, cf, r, e) != 0)
+    {
         return -1;
     }
 
-    r->ttl_s = cf->default_ttl_s;
+    r->ttl_s = vsb_capped(cf->default_ttl_s, r->caps[VSB_CAP_TTL_S]);
     if (vsb_req_uint(root, "ttl_s", 0, &r->ttl_s, e) != 0) {
         return -1;
     }
@@ -514,26 +506,13 @@ vsb_req_create(json_t *root, const vsb_config_t *cf, vsb_request_t *r,
                             cf->max_ttl_s);
     }
 
-    r->idle_s = cf->default_idle_s;
+    r->idle_s = vsb_capped(cf->default_idle_s, r->caps[VSB_CAP_IDLE_S]);
     if (vsb_req_uint(root, "idle_s", 0, &r->idle_s, e) != 0) {
         return -1;
     }
     if (r->idle_s > cf->max_idle_s) {
         return vsb_req_over(e, "idle_s", VSB_LIMIT_IDLE_S, r->idle_s,
                             cf->max_idle_s);
-    }
-
-    /* what the request left to the helper's defaults: at most the
-     * gateway's caps (its policy's ceilings) */
-    if (vsb_req_caps(root, VSB_CAPS_ALL, r, e) != 0) {
-        return -1;
-    }
-
-    lim = json_object_get(root, "limits");
-    for (i = 0; i < sizeof(fill) / sizeof(fill[0]); i++) {
-        if (json_object_get(fill[i].top ? root : lim, fill[i].name) == NULL) {
-            *fill[i].val = vsb_capped(*fill[i].val, r->caps[fill[i].cap]);
-        }
     }
 
     if (vsb_egress_req_network(root, cf, r, e) != 0) {

@@ -319,27 +319,10 @@ ngx_http_veto_sandbox_admin_audit(ngx_http_request_t *r,
     ngx_http_veto_sandbox_ctx_t *ctx, const char *outcome, const char *reason,
     json_t *o, ngx_uint_t status)
 {
-    char       *s;
-    ngx_str_t   detail;
+    ngx_str_t  detail;
 
-    detail.len = 0;
-
-    s = o ? json_dumps(o, JSON_COMPACT) : NULL;
+    ngx_http_veto_sandbox_json_text(r, o, &detail);
     json_decref(o);
-
-    if (s != NULL) {
-        detail.len = ngx_strlen(s);
-        detail.data = ngx_pnalloc(r->pool, detail.len);
-
-        if (detail.data == NULL) {
-            detail.len = 0;
-
-        } else {
-            ngx_memcpy(detail.data, s, detail.len);
-        }
-
-        free(s);
-    }
 
     ngx_http_veto_sandbox_audit(r, ctx, outcome, reason, NULL,
                                 detail.len ? &detail : NULL, status);

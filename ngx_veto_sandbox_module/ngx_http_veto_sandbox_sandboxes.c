@@ -438,7 +438,6 @@ ngx_http_veto_sandbox_record_update(ngx_http_request_t *r,
     ngx_http_veto_sandbox_ctx_t *ctx, ngx_uint_t ok, const char *error)
 {
     json_t     *j, *d;
-    char       *s;
     ngx_str_t   detail;
 
     if (!ctx->lifetime) {
@@ -463,29 +462,14 @@ ngx_http_veto_sandbox_record_update(ngx_http_request_t *r,
                                        json_object_get(j, "expires_at"));
     }
 
-    detail.len = 0;
-
     d = json_pack("{s:O?, s:O?, s:O?, s:b}",
                   "ttl_s", json_object_get(j, "ttl_s"),
                   "idle_s", json_object_get(j, "idle_s"),
                   "expires_at", json_object_get(j, "expires_at"),
                   "needed_approval", (int) ctx->limit_ask);
 
-    s = d ? json_dumps(d, JSON_COMPACT) : NULL;
+    ngx_http_veto_sandbox_json_text(r, d, &detail);
     json_decref(d);
-
-    if (s != NULL) {
-        detail.len = ngx_strlen(s);
-        detail.data = ngx_pnalloc(r->pool, detail.len);
-
-        if (detail.data == NULL) {
-            detail.len = 0;
-        } else {
-            ngx_memcpy(detail.data, s, detail.len);
-        }
-
-        free(s);
-    }
 
     ngx_http_veto_sandbox_audit(r, ctx, "lifetime_updated", NULL, NULL,
                                 detail.len ? &detail : NULL, NGX_HTTP_OK);

@@ -316,13 +316,13 @@ ngx_http_veto_sandbox_op_t  ngx_http_veto_sandbox_about_ops[] = {
     ngx_http_vsb_op("about", NGX_HTTP_VSB_READ, "/v1/about",
                     NGX_HTTP_VSB_SANDBOXES|NGX_HTTP_VSB_SCOPE_REVIEW
                     |NGX_HTTP_VSB_SCOPE_AUDIT, 0, NGX_HTTP_VSB_QUOTA_NONE,
-                    NGX_HTTP_VSB_BODY_NONE, VSB_OP_PING,
+                    NGX_HTTP_VSB_BODY_NONE, 0, VSB_OP_PING,
                     ngx_http_veto_sandbox_build_host,
                     ngx_http_veto_sandbox_forward,
                     ngx_http_veto_sandbox_reply_about,
                     ngx_http_veto_sandbox_record_nothing),
 
-    { ngx_null_string, 0, NULL, 0, 0, 0, 0, NULL, NULL, NULL, NULL, NULL }
+    ngx_http_vsb_null_op
 };
 
 

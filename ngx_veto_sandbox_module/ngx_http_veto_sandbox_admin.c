@@ -712,42 +712,42 @@ ngx_http_veto_sandbox_op_t  ngx_http_veto_sandbox_admin_ops[] = {
 
     ngx_http_vsb_op("admin.revoke", NGX_HTTP_POST, "/v1/admin/revocations",
                     NGX_HTTP_VSB_SCOPE_ADMIN, 0, NGX_HTTP_VSB_QUOTA_NONE,
-                    NGX_HTTP_VSB_BODY_JSON, NULL,
+                    NGX_HTTP_VSB_BODY_JSON, 0, NULL,
                     ngx_http_veto_sandbox_admin_build_revoke,
                     ngx_http_veto_sandbox_admin_revoke, NULL, NULL),
 
     ngx_http_vsb_op("admin.revocation.get", NGX_HTTP_VSB_READ,
                     "/v1/admin/revocations/jti/{key}",
                     NGX_HTTP_VSB_SCOPE_ADMIN, 0, NGX_HTTP_VSB_QUOTA_NONE,
-                    NGX_HTTP_VSB_BODY_NONE, NULL,
+                    NGX_HTTP_VSB_BODY_NONE, 0, NULL,
                     ngx_http_veto_sandbox_admin_build_key,
                     ngx_http_veto_sandbox_admin_revocation, NULL, NULL),
 
     ngx_http_vsb_op("admin.revocation.get", NGX_HTTP_VSB_READ,
                     "/v1/admin/revocations/agent/{key}",
                     NGX_HTTP_VSB_SCOPE_ADMIN, 0, NGX_HTTP_VSB_QUOTA_NONE,
-                    NGX_HTTP_VSB_BODY_NONE, NULL,
+                    NGX_HTTP_VSB_BODY_NONE, 0, NULL,
                     ngx_http_veto_sandbox_admin_build_key,
                     ngx_http_veto_sandbox_admin_revocation, NULL, NULL),
 
     ngx_http_vsb_op("admin.unrevoke", NGX_HTTP_DELETE,
                     "/v1/admin/revocations/jti/{key}",
                     NGX_HTTP_VSB_SCOPE_ADMIN, 0, NGX_HTTP_VSB_QUOTA_NONE,
-                    NGX_HTTP_VSB_BODY_NONE, NULL,
+                    NGX_HTTP_VSB_BODY_NONE, 0, NULL,
                     ngx_http_veto_sandbox_admin_build_key,
                     ngx_http_veto_sandbox_admin_unrevoke, NULL, NULL),
 
     ngx_http_vsb_op("admin.unrevoke", NGX_HTTP_DELETE,
                     "/v1/admin/revocations/agent/{key}",
                     NGX_HTTP_VSB_SCOPE_ADMIN, 0, NGX_HTTP_VSB_QUOTA_NONE,
-                    NGX_HTTP_VSB_BODY_NONE, NULL,
+                    NGX_HTTP_VSB_BODY_NONE, 0, NULL,
                     ngx_http_veto_sandbox_admin_build_key,
                     ngx_http_veto_sandbox_admin_unrevoke, NULL, NULL),
 
     ngx_http_vsb_op("admin.sandbox.list", NGX_HTTP_VSB_READ,
                     "/v1/admin/sandboxes",
                     NGX_HTTP_VSB_SCOPE_ADMIN, 0, NGX_HTTP_VSB_QUOTA_NONE,
-                    NGX_HTTP_VSB_BODY_NONE, VSB_OP_LIST,
+                    NGX_HTTP_VSB_BODY_NONE, 0, VSB_OP_LIST,
                     ngx_http_veto_sandbox_admin_build_list,
                     ngx_http_veto_sandbox_forward,
                     ngx_http_veto_sandbox_reply_json,
@@ -757,13 +757,13 @@ ngx_http_veto_sandbox_op_t  ngx_http_veto_sandbox_admin_ops[] = {
     ngx_http_vsb_op("admin.sandbox.delete", NGX_HTTP_DELETE,
                     "/v1/admin/sandboxes/{id}",
                     NGX_HTTP_VSB_SCOPE_ADMIN, 0, NGX_HTTP_VSB_QUOTA_NONE,
-                    NGX_HTTP_VSB_BODY_NONE, VSB_OP_DESTROY,
+                    NGX_HTTP_VSB_BODY_NONE, 0, VSB_OP_DESTROY,
                     ngx_http_veto_sandbox_admin_build_end,
                     ngx_http_veto_sandbox_forward,
                     ngx_http_veto_sandbox_reply_json,
                     ngx_http_veto_sandbox_admin_record_end),
 
-    { ngx_null_string, 0, NULL, 0, 0, 0, 0, NULL, NULL, NULL, NULL, NULL }
+    ngx_http_vsb_null_op
 };
 
 

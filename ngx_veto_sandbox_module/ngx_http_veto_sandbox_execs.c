@@ -971,7 +971,7 @@ ngx_http_veto_sandbox_op_t  ngx_http_veto_sandbox_execs_ops[] = {
     ngx_http_vsb_op("sandbox.exec", NGX_HTTP_POST, "/v1/sandboxes/{id}/exec",
                     NGX_HTTP_VSB_SCOPE_EXEC, NGX_HTTP_VSB_ACT_EXEC,
                     NGX_HTTP_VSB_QUOTA_EXECS,
-                    NGX_HTTP_VSB_BODY_JSON, VSB_OP_EXEC,
+                    NGX_HTTP_VSB_BODY_JSON, 0, VSB_OP_EXEC,
                     ngx_http_veto_sandbox_build_exec,
                     ngx_http_veto_sandbox_forward,
                     ngx_http_veto_sandbox_reply_exec_any,
@@ -982,7 +982,7 @@ ngx_http_veto_sandbox_op_t  ngx_http_veto_sandbox_execs_ops[] = {
     ngx_http_vsb_op("sandbox.exec.get", NGX_HTTP_VSB_READ,
                     "/v1/sandboxes/{id}/execs/{exec}",
                     NGX_HTTP_VSB_SCOPE_EXEC, 0, NGX_HTTP_VSB_QUOTA_NONE,
-                    NGX_HTTP_VSB_BODY_NONE, VSB_OP_EXEC_STATUS,
+                    NGX_HTTP_VSB_BODY_NONE, 0, VSB_OP_EXEC_STATUS,
                     ngx_http_veto_sandbox_build_exec_id,
                     ngx_http_veto_sandbox_forward,
                     ngx_http_veto_sandbox_reply_exec_state,
@@ -991,7 +991,7 @@ ngx_http_veto_sandbox_op_t  ngx_http_veto_sandbox_execs_ops[] = {
     ngx_http_vsb_op("sandbox.exec.kill", NGX_HTTP_DELETE,
                     "/v1/sandboxes/{id}/execs/{exec}",
                     NGX_HTTP_VSB_SCOPE_EXEC, 0, NGX_HTTP_VSB_QUOTA_NONE,
-                    NGX_HTTP_VSB_BODY_NONE, VSB_OP_EXEC_KILL,
+                    NGX_HTTP_VSB_BODY_NONE, 0, VSB_OP_EXEC_KILL,
                     ngx_http_veto_sandbox_build_exec_id,
                     ngx_http_veto_sandbox_forward,
                     ngx_http_veto_sandbox_reply_json,
@@ -1000,13 +1000,13 @@ ngx_http_veto_sandbox_op_t  ngx_http_veto_sandbox_execs_ops[] = {
     ngx_http_vsb_op("sandbox.exec.output", NGX_HTTP_GET,
                     "/v1/sandboxes/{id}/execs/{exec}/output",
                     NGX_HTTP_VSB_SCOPE_EXEC, 0, NGX_HTTP_VSB_QUOTA_NONE,
-                    NGX_HTTP_VSB_BODY_NONE, VSB_OP_EXEC_OUTPUT,
+                    NGX_HTTP_VSB_BODY_NONE, 0, VSB_OP_EXEC_OUTPUT,
                     ngx_http_veto_sandbox_build_exec_output,
                     ngx_http_veto_sandbox_forward,
                     ngx_http_veto_sandbox_reply_exec_output,
                     ngx_http_veto_sandbox_record_nothing),
 
-    { ngx_null_string, 0, NULL, 0, 0, 0, 0, NULL, NULL, NULL, NULL, NULL }
+    ngx_http_vsb_null_op
 };
 
 

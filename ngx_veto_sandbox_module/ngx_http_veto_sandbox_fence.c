@@ -353,9 +353,7 @@ ngx_http_veto_sandbox_fence_probed(ngx_http_request_t *r,
         && ngx_strcmp(state, "ended") == 0 && why != NULL)
     {
         /* a status asked for it: this is its answer */
-        if (ctx->op != NULL && ctx->op->helper != NULL
-            && ngx_strcmp(ctx->op->helper, VSB_OP_STATUS) == 0)
-        {
+        if (ctx->op != NULL && (ctx->op->flags & NGX_HTTP_VSB_ROW_STATE)) {
             h->handler(r, ctx);
             return;
         }

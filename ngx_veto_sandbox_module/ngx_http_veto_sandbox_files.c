@@ -1138,7 +1138,7 @@ ngx_http_veto_sandbox_op_t  ngx_http_veto_sandbox_files_ops[] = {
                     "/v1/sandboxes/{id}/files",
                     NGX_HTTP_VSB_SCOPE_FILES, NGX_HTTP_VSB_ACT_READ,
                     NGX_HTTP_VSB_QUOTA_NONE,
-                    NGX_HTTP_VSB_BODY_NONE, VSB_OP_READ_FILE,
+                    NGX_HTTP_VSB_BODY_NONE, 0, VSB_OP_READ_FILE,
                     ngx_http_veto_sandbox_build_read,
                     ngx_http_veto_sandbox_forward,
                     ngx_http_veto_sandbox_reply_file,
@@ -1148,7 +1148,7 @@ ngx_http_veto_sandbox_op_t  ngx_http_veto_sandbox_files_ops[] = {
                     "/v1/sandboxes/{id}/files",
                     NGX_HTTP_VSB_SCOPE_FILES, NGX_HTTP_VSB_ACT_WRITE,
                     NGX_HTTP_VSB_QUOTA_NONE,
-                    NGX_HTTP_VSB_BODY_FILE, VSB_OP_WRITE_FILE,
+                    NGX_HTTP_VSB_BODY_FILE, 0, VSB_OP_WRITE_FILE,
                     ngx_http_veto_sandbox_build_write,
                     ngx_http_veto_sandbox_forward,
                     ngx_http_veto_sandbox_reply_json,
@@ -1160,7 +1160,7 @@ ngx_http_veto_sandbox_op_t  ngx_http_veto_sandbox_files_ops[] = {
                     "/v1/sandboxes/{id}/archive",
                     NGX_HTTP_VSB_SCOPE_FILES, NGX_HTTP_VSB_ACT_WRITE,
                     NGX_HTTP_VSB_QUOTA_NONE,
-                    NGX_HTTP_VSB_BODY_ARCHIVE, VSB_OP_EXTRACT_ARCHIVE,
+                    NGX_HTTP_VSB_BODY_ARCHIVE, 0, VSB_OP_EXTRACT_ARCHIVE,
                     ngx_http_veto_sandbox_build_archive_in,
                     ngx_http_veto_sandbox_forward,
                     ngx_http_veto_sandbox_reply_archive,
@@ -1170,13 +1170,13 @@ ngx_http_veto_sandbox_op_t  ngx_http_veto_sandbox_files_ops[] = {
                     "/v1/sandboxes/{id}/archive",
                     NGX_HTTP_VSB_SCOPE_FILES, NGX_HTTP_VSB_ACT_READ,
                     NGX_HTTP_VSB_QUOTA_NONE,
-                    NGX_HTTP_VSB_BODY_NONE, VSB_OP_EXPORT_ARCHIVE,
+                    NGX_HTTP_VSB_BODY_NONE, 0, VSB_OP_EXPORT_ARCHIVE,
                     ngx_http_veto_sandbox_build_archive_out,
                     ngx_http_veto_sandbox_forward,
                     ngx_http_veto_sandbox_reply_archive,
                     ngx_http_veto_sandbox_record_archive),
 
-    { ngx_null_string, 0, NULL, 0, 0, 0, 0, NULL, NULL, NULL, NULL, NULL }
+    ngx_http_vsb_null_op
 };
 
 

@@ -234,13 +234,13 @@ ngx_http_veto_sandbox_op_t  ngx_http_veto_sandbox_health_ops[] = {
 
     ngx_http_vsb_op("health", NGX_HTTP_VSB_READ, "/v1/health",
                     NGX_HTTP_VSB_PUBLIC, 0, NGX_HTTP_VSB_QUOTA_NONE,
-                    NGX_HTTP_VSB_BODY_NONE, VSB_OP_PING,
+                    NGX_HTTP_VSB_BODY_NONE, 0, VSB_OP_PING,
                     ngx_http_veto_sandbox_build_health,
                     ngx_http_veto_sandbox_health_run,
                     ngx_http_veto_sandbox_reply_health,
                     ngx_http_veto_sandbox_record_nothing),
 
-    { ngx_null_string, 0, NULL, 0, 0, 0, 0, NULL, NULL, NULL, NULL, NULL }
+    ngx_http_vsb_null_op
 };
 
 

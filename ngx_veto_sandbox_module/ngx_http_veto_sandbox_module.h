@@ -84,6 +84,22 @@
 #define NGX_HTTP_VSB_QUOTA_SANDBOXES 1    /* concurrent sandboxes */
 #define NGX_HTTP_VSB_QUOTA_EXECS    2     /* execs per minute */
 
+/* What the pipeline must know of an op beyond its pieces (its op table
+ * row's flags), so that no file outside the op's group tells one op from
+ * another by its name. */
+#define NGX_HTTP_VSB_ROW_STATE      0x01  /* answers with a sandbox's state:
+                                             an ended sandbox is its answer
+                                             (_fence.c, _where.c), not 410 */
+#define NGX_HTTP_VSB_ROW_MAKES      0x02  /* makes a sandbox: its body's
+                                             from_snapshot routes it
+                                             (_where.c); the helper's
+                                             profile and credentials errors
+                                             name top-level fields
+                                             (_reply.c) */
+#define NGX_HTTP_VSB_ROW_SNAPSHOT   0x04  /* names a snapshot (its request's
+                                             "snapshot"): routed to the host
+                                             holding it (_where.c) */
+
 /* Limits the policy knows; indexes into the arrays below. */
 enum {
     NGX_HTTP_VSB_L_MEMORY_MB = 0,
@@ -437,6 +453,7 @@ typedef struct {
                                                may ask a human; 0: never */
     ngx_uint_t                   quota;     /* NGX_HTTP_VSB_QUOTA_* */
     ngx_uint_t                   body;      /* NGX_HTTP_VSB_BODY_* */
+    ngx_uint_t                   flags;     /* NGX_HTTP_VSB_ROW_* */
     const char                  *helper;    /* VSB_OP_* run() forwards, or
                                                NULL: run() answers itself */
     ngx_http_veto_sandbox_build_pt   build; /* before the gate */
@@ -457,8 +474,8 @@ typedef ngx_http_veto_sandbox_op_t *(*ngx_http_veto_sandbox_op_find_pt)(
 #ifndef NGX_HTTP_VSB_OPS_DATA_ONLY
 
 #define ngx_http_vsb_op(name, methods, path, scopes, approval, quota, body,   \
-                        helper, build, run, reply, record)                    \
-    { ngx_string(name), methods, path, scopes, approval, quota, body,         \
+                        flags, helper, build, run, reply, record)             \
+    { ngx_string(name), methods, path, scopes, approval, quota, body, flags,  \
       helper, build, run, reply, record }
 
 #else
@@ -466,11 +483,15 @@ typedef ngx_http_veto_sandbox_op_t *(*ngx_http_veto_sandbox_op_find_pt)(
 /* the unit tests and fuzz targets: the rows' data (names, paths, kinds)
  * without the code they name, which those builds do not link */
 #define ngx_http_vsb_op(name, methods, path, scopes, approval, quota, body,   \
-                        helper, build, run, reply, record)                    \
-    { ngx_string(name), methods, path, scopes, approval, quota, body,         \
+                        flags, helper, build, run, reply, record)             \
+    { ngx_string(name), methods, path, scopes, approval, quota, body, flags,  \
       helper, NULL, NULL, NULL, NULL }
 
 #endif
+
+/* the row that ends a group's table */
+#define ngx_http_vsb_null_op                                                  \
+    { ngx_null_string, 0, NULL, 0, 0, 0, 0, 0, NULL, NULL, NULL, NULL, NULL }
 
 typedef struct ngx_http_veto_sandbox_stream_s  ngx_http_veto_sandbox_stream_t;
 

@@ -102,11 +102,11 @@ ngx_http_veto_sandbox_op_t  ngx_http_veto_sandbox_openapi_ops[] = {
     /* public: it says nothing of this host */
     ngx_http_vsb_op("openapi", NGX_HTTP_VSB_READ, "/v1/openapi.json",
                     NGX_HTTP_VSB_PUBLIC, 0, NGX_HTTP_VSB_QUOTA_NONE,
-                    NGX_HTTP_VSB_BODY_NONE, NULL,
+                    NGX_HTTP_VSB_BODY_NONE, 0, NULL,
                     ngx_http_veto_sandbox_build_nothing,
                     ngx_http_veto_sandbox_openapi, NULL, NULL),
 
-    { ngx_null_string, 0, NULL, 0, 0, 0, 0, NULL, NULL, NULL, NULL, NULL }
+    ngx_http_vsb_null_op
 };
 
 

@@ -308,13 +308,13 @@ ngx_http_veto_sandbox_op_t  ngx_http_veto_sandbox_profiles_ops[] = {
     /* the profiles the caller's policy allows */
     ngx_http_vsb_op("profile.list", NGX_HTTP_VSB_READ, "/v1/profiles",
                     NGX_HTTP_VSB_SANDBOXES, 0, NGX_HTTP_VSB_QUOTA_NONE,
-                    NGX_HTTP_VSB_BODY_NONE, VSB_OP_PROFILES,
+                    NGX_HTTP_VSB_BODY_NONE, 0, VSB_OP_PROFILES,
                     ngx_http_veto_sandbox_build_host,
                     ngx_http_veto_sandbox_forward,
                     ngx_http_veto_sandbox_reply_profiles,
                     ngx_http_veto_sandbox_record_nothing),
 
-    { ngx_null_string, 0, NULL, 0, 0, 0, 0, NULL, NULL, NULL, NULL, NULL }
+    ngx_http_vsb_null_op
 };
 
 

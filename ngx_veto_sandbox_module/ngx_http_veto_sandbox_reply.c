@@ -441,7 +441,7 @@ ngx_http_veto_sandbox_reply_error(ngx_http_request_t *r,
     /* a create of a profile the host does not have (_profiles.c) */
     if (ngx_strcmp(error, VSB_E_BAD_VALUE) == 0 && field
         && ngx_strcmp(field, "profile") == 0
-        && ngx_strcmp(ctx->op->helper, VSB_OP_CREATE) == 0)
+        && (ctx->op->flags & NGX_HTTP_VSB_ROW_MAKES))
     {
         return ngx_http_veto_sandbox_profile_missing(r, ctx);
     }
@@ -519,9 +519,7 @@ ngx_http_veto_sandbox_reply_error(ngx_http_request_t *r,
         /* the policy allows it, the proxy refused its secret at load
          * (the operator's to fix: the detail says why, never a value) */
         json_object_set_new(extra, "field",
-                            json_string(ctx->op->helper
-                                        && ngx_strcmp(ctx->op->helper,
-                                                      VSB_OP_CREATE) == 0
+                            json_string(ctx->op->flags & NGX_HTTP_VSB_ROW_MAKES
                                         ? "credentials" : "credentials.add"));
 
     } else if (ngx_strcmp(error, VSB_E_NOT_FOUND) == 0 && field

@@ -844,7 +844,7 @@ ngx_http_veto_sandbox_op_t  ngx_http_veto_sandbox_review_ops[] = {
 
     ngx_http_vsb_op("approval.list", NGX_HTTP_VSB_READ, "/v1/approvals",
                     NGX_HTTP_VSB_SCOPE_REVIEW, 0, NGX_HTTP_VSB_QUOTA_NONE,
-                    NGX_HTTP_VSB_BODY_NONE, NULL,
+                    NGX_HTTP_VSB_BODY_NONE, 0, NULL,
                     ngx_http_veto_sandbox_build_nothing,
                     ngx_http_veto_sandbox_review_list, NULL, NULL),
 
@@ -853,31 +853,31 @@ ngx_http_veto_sandbox_op_t  ngx_http_veto_sandbox_review_ops[] = {
                     "/v1/approvals/{approval}",
                     NGX_HTTP_VSB_SCOPE_REVIEW|NGX_HTTP_VSB_SANDBOXES, 0,
                     NGX_HTTP_VSB_QUOTA_NONE,
-                    NGX_HTTP_VSB_BODY_NONE, NULL,
+                    NGX_HTTP_VSB_BODY_NONE, 0, NULL,
                     ngx_http_veto_sandbox_build_nothing,
                     ngx_http_veto_sandbox_review_get, NULL, NULL),
 
     ngx_http_vsb_op("approval.approve", NGX_HTTP_POST,
                     "/v1/approvals/{approval}/approve",
                     NGX_HTTP_VSB_SCOPE_REVIEW, 0, NGX_HTTP_VSB_QUOTA_NONE,
-                    NGX_HTTP_VSB_BODY_JSON, NULL,
+                    NGX_HTTP_VSB_BODY_JSON, 0, NULL,
                     ngx_http_veto_sandbox_build_nothing,
                     ngx_http_veto_sandbox_review_approve, NULL, NULL),
 
     ngx_http_vsb_op("approval.deny", NGX_HTTP_POST,
                     "/v1/approvals/{approval}/deny",
                     NGX_HTTP_VSB_SCOPE_REVIEW, 0, NGX_HTTP_VSB_QUOTA_NONE,
-                    NGX_HTTP_VSB_BODY_JSON, NULL,
+                    NGX_HTTP_VSB_BODY_JSON, 0, NULL,
                     ngx_http_veto_sandbox_build_nothing,
                     ngx_http_veto_sandbox_review_deny, NULL, NULL),
 
     ngx_http_vsb_op("audit.read", NGX_HTTP_VSB_READ, "/v1/audit",
                     NGX_HTTP_VSB_SCOPE_AUDIT, 0, NGX_HTTP_VSB_QUOTA_NONE,
-                    NGX_HTTP_VSB_BODY_NONE, NULL,
+                    NGX_HTTP_VSB_BODY_NONE, 0, NULL,
                     ngx_http_veto_sandbox_build_nothing,
                     ngx_http_veto_sandbox_review_audit, NULL, NULL),
 
-    { ngx_null_string, 0, NULL, 0, 0, 0, 0, NULL, NULL, NULL, NULL, NULL }
+    ngx_http_vsb_null_op
 };
 
 

@@ -1145,7 +1145,7 @@ ngx_http_veto_sandbox_op_t  ngx_http_veto_sandbox_sandboxes_ops[] = {
 
     ngx_http_vsb_op("sandbox.list", NGX_HTTP_VSB_READ, "/v1/sandboxes",
                     NGX_HTTP_VSB_SANDBOXES, 0, NGX_HTTP_VSB_QUOTA_NONE,
-                    NGX_HTTP_VSB_BODY_NONE, VSB_OP_LIST,
+                    NGX_HTTP_VSB_BODY_NONE, 0, VSB_OP_LIST,
                     ngx_http_veto_sandbox_build_list,
                     ngx_http_veto_sandbox_forward,
                     ngx_http_veto_sandbox_reply_list,
@@ -1154,7 +1154,8 @@ ngx_http_veto_sandbox_op_t  ngx_http_veto_sandbox_sandboxes_ops[] = {
     ngx_http_vsb_op("sandbox.create", NGX_HTTP_POST, "/v1/sandboxes",
                     NGX_HTTP_VSB_SCOPE_CREATE, NGX_HTTP_VSB_ACT_CREATE,
                     NGX_HTTP_VSB_QUOTA_SANDBOXES,
-                    NGX_HTTP_VSB_BODY_JSON, VSB_OP_CREATE,
+                    NGX_HTTP_VSB_BODY_JSON,
+                    NGX_HTTP_VSB_ROW_MAKES, VSB_OP_CREATE,
                     ngx_http_veto_sandbox_build_create,
                     ngx_http_veto_sandbox_forward,
                     ngx_http_veto_sandbox_reply_created,
@@ -1162,7 +1163,8 @@ ngx_http_veto_sandbox_op_t  ngx_http_veto_sandbox_sandboxes_ops[] = {
 
     ngx_http_vsb_op("sandbox.get", NGX_HTTP_VSB_READ, "/v1/sandboxes/{id}",
                     NGX_HTTP_VSB_SANDBOXES, 0, NGX_HTTP_VSB_QUOTA_NONE,
-                    NGX_HTTP_VSB_BODY_NONE, VSB_OP_STATUS,
+                    NGX_HTTP_VSB_BODY_NONE,
+                    NGX_HTTP_VSB_ROW_STATE, VSB_OP_STATUS,
                     ngx_http_veto_sandbox_build_simple,
                     ngx_http_veto_sandbox_forward,
                     ngx_http_veto_sandbox_reply_sandbox,
@@ -1172,7 +1174,7 @@ ngx_http_veto_sandbox_op_t  ngx_http_veto_sandbox_sandboxes_ops[] = {
     ngx_http_vsb_op("sandbox.usage", NGX_HTTP_VSB_READ,
                     "/v1/sandboxes/{id}/usage",
                     NGX_HTTP_VSB_SANDBOXES, 0, NGX_HTTP_VSB_QUOTA_NONE,
-                    NGX_HTTP_VSB_BODY_NONE, VSB_OP_USAGE,
+                    NGX_HTTP_VSB_BODY_NONE, 0, VSB_OP_USAGE,
                     ngx_http_veto_sandbox_build_simple,
                     ngx_http_veto_sandbox_forward,
                     ngx_http_veto_sandbox_reply_json,
@@ -1185,7 +1187,7 @@ ngx_http_veto_sandbox_op_t  ngx_http_veto_sandbox_sandboxes_ops[] = {
                     NGX_HTTP_VSB_SCOPE_NETWORK|NGX_HTTP_VSB_SCOPE_CREATE,
                     NGX_HTTP_VSB_ACT_UPDATE,
                     NGX_HTTP_VSB_QUOTA_NONE,
-                    NGX_HTTP_VSB_BODY_JSON, VSB_OP_UPDATE_NETWORK,
+                    NGX_HTTP_VSB_BODY_JSON, 0, VSB_OP_UPDATE_NETWORK,
                     ngx_http_veto_sandbox_build_update,
                     ngx_http_veto_sandbox_forward,
                     ngx_http_veto_sandbox_reply_json,
@@ -1194,13 +1196,13 @@ ngx_http_veto_sandbox_op_t  ngx_http_veto_sandbox_sandboxes_ops[] = {
     ngx_http_vsb_op("sandbox.delete", NGX_HTTP_DELETE, "/v1/sandboxes/{id}",
                     NGX_HTTP_VSB_SCOPE_CREATE, NGX_HTTP_VSB_ACT_DELETE,
                     NGX_HTTP_VSB_QUOTA_NONE,
-                    NGX_HTTP_VSB_BODY_NONE, VSB_OP_DESTROY,
+                    NGX_HTTP_VSB_BODY_NONE, 0, VSB_OP_DESTROY,
                     ngx_http_veto_sandbox_build_simple,
                     ngx_http_veto_sandbox_forward,
                     ngx_http_veto_sandbox_reply_json,
                     ngx_http_veto_sandbox_record_destroyed),
 
-    { ngx_null_string, 0, NULL, 0, 0, 0, 0, NULL, NULL, NULL, NULL, NULL }
+    ngx_http_vsb_null_op
 };
 
 

@@ -80,14 +80,10 @@ ngx_http_veto_sandbox_where_snapshot(ngx_http_veto_sandbox_ctx_t *ctx,
         return NGX_DECLINED;
     }
 
-    if (ctx->op->quota == NGX_HTTP_VSB_QUOTA_SANDBOXES) {
+    if (ctx->op->flags & NGX_HTTP_VSB_ROW_MAKES) {
         v = json_object_get(ctx->req, "from_snapshot");
 
-    } else if (ctx->op->helper != NULL
-               && (ngx_strcmp(ctx->op->helper, VSB_OP_SNAPSHOT_GET) == 0
-                   || ngx_strcmp(ctx->op->helper, VSB_OP_SNAPSHOT_DELETE)
-                      == 0))
-    {
+    } else if (ctx->op->flags & NGX_HTTP_VSB_ROW_SNAPSHOT) {
         v = json_object_get(ctx->req, "snapshot");
 
     } else {
@@ -377,9 +373,7 @@ ngx_http_veto_sandbox_where_ended(ngx_http_request_t *r,
                      &ctx->owner_host);
     *p = '\0';
 
-    if (ctx->op != NULL && ctx->op->helper != NULL
-        && ngx_strcmp(ctx->op->helper, VSB_OP_STATUS) == 0)
-    {
+    if (ctx->op != NULL && (ctx->op->flags & NGX_HTTP_VSB_ROW_STATE)) {
         sb = json_pack("{s:o, s:s, s:o, s:s}",
                        "id", ngx_http_veto_sandbox_json_ngx_str(&ctx->sandbox),
                        "state", "ended",

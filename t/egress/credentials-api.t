@@ -231,6 +231,7 @@ for my $c ([ { credentials => [ { name => 'git-deploy', host => 'evil.test' } ] 
 is($st, 422, 'a credential the proxy refused at load: 422') or diag $b;
 is($j->{type}, 'urn:veto-sandbox:problem:credential_unavailable', '... credential_unavailable');
 like($j->{detail}, qr/crlf-token.*CR or LF/, '... naming it and why');
+is($j->{field}, 'credentials', '... field credentials (a create names the top-level field)') or diag $b;
 ($st, $h, $b, $j) = create($agent, { credentials => ['unbound'] });
 is($st, 422, 'a credential the helper has no binding for: 422') or diag $b;
 is($j->{type}, 'urn:veto-sandbox:problem:credential_unavailable', '... credential_unavailable');
@@ -298,6 +299,11 @@ for my $c ([ { credentials => { add => ['git-deploy'], host => 'evil.test' } },
                         { credentials => { add => ['other-token'] } });
 is($st, 403, 'PATCH a credential the policy does not list: 403');
 is($j->{field}, 'credentials.add[0]', '... naming where');
+($st, $h, $b, $j) = req(PATCH => "/v1/sandboxes/$sb3", $agent,
+                        { credentials => { add => ['crlf-token'] } });
+is($st, 422, 'PATCH a credential the proxy refused at load: 422') or diag $b;
+is($j->{type}, 'urn:veto-sandbox:problem:credential_unavailable', '... credential_unavailable');
+is($j->{field}, 'credentials.add', '... field credentials.add (a PATCH names where it came)');
 
 ($st, $h, $b, $j) = req(PATCH => "/v1/sandboxes/$sb3", $agent,
                         { credentials => { add => ['git-deploy'] } });

@@ -42,11 +42,9 @@ ngx_int_t
 ngx_http_veto_sandbox_build_lifetime(ngx_http_request_t *r,
     ngx_http_veto_sandbox_ctx_t *ctx, json_t *body, ngx_int_t *rc)
 {
-    u_char       field[64], *p;
-    json_t      *req, *v;
+    json_t      *req;
     uint64_t     n;
     ngx_uint_t   life;
-    const char  *key;
 
     life = json_object_get(body, "ttl_s") != NULL
            || json_object_get(body, "idle_s") != NULL;
@@ -68,33 +66,8 @@ ngx_http_veto_sandbox_build_lifetime(ngx_http_request_t *r,
         return NGX_DECLINED;
     }
 
-    json_object_foreach(body, key, v) {
-        if (ngx_strcmp(key, "ttl_s") == 0 || ngx_strcmp(key, "idle_s") == 0) {
-            continue;
-        }
-
-        p = ngx_snprintf(field, sizeof(field) - 1, "%s", key);
-        *p = '\0';
-
-        *rc = ngx_http_veto_sandbox_bad_field(r,
-                                 ngx_strcmp(key, "network") == 0
-                                 || ngx_strcmp(key, "credentials") == 0
-                                 || ngx_strcmp(key, "secret") == 0
-                                 ? "bad_value" : "unknown_field",
-                                 (char *) field,
-                                 ngx_strcmp(key, "network") == 0
-                                 || ngx_strcmp(key, "credentials") == 0
-                                 || ngx_strcmp(key, "secret") == 0
-                                 ? "change the lifetime and the network in "
-                                   "two PATCH requests: each is one decision"
-                                 : ngx_strcmp(key, "extend_s") == 0
-                                 ? "a lifetime is \"ttl_s\", the whole of it "
-                                   "counted from creation, not an increment"
-                                 : "unknown field; PATCH takes {\"ttl_s\": "
-                                   "n, \"idle_s\": n} or {\"network\": "
-                                   "{\"add\": [...]}}");
-        return NGX_OK;
-    }
+    /* the body's fields were checked (PATCH's builder, _sandboxes.c):
+     * ttl_s and idle_s only */
 
     /* the lifetime belongs to whoever may make sandboxes */
     if (!ngx_http_veto_sandbox_lifetime_scope(r, ctx,

@@ -302,11 +302,30 @@ static const char  *ngx_http_veto_sandbox_update_fields[] = {
 };
 
 
+/* the kind of change a PATCH field is: one kind a request, each its own
+ * decision (its own scope, approval and record) */
+static ngx_uint_t
+ngx_http_veto_sandbox_update_kind(const char *key)
+{
+    if (ngx_strcmp(key, "ttl_s") == 0 || ngx_strcmp(key, "idle_s") == 0) {
+        return 1;                   /* the lifetime */
+    }
+
+    if (ngx_strcmp(key, "network") == 0) {
+        return 2;
+    }
+
+    return ngx_strcmp(key, "credentials") == 0 ? 3 : 4;    /* secret */
+}
+
+
 /*
  * PATCH /v1/sandboxes/{id}: {"network": {"add": [...]}} adds hosts to an
  * allowlist sandbox (helper update_network); {"ttl_s": n, "idle_s": n}
- * changes its lifetime (_lifetime.c, helper update_lifetime).  The body
- * is an object of changes, one kind per request.
+ * changes its lifetime (_request_lifetime.c, helper update_lifetime);
+ * {"credentials": ...} and {"secret": ...} attach credentials
+ * (_request_network.c).  The body is an object of changes, one kind per
+ * request.
  */
 ngx_int_t
 ngx_http_veto_sandbox_build_update(ngx_http_request_t *r,
@@ -315,47 +334,61 @@ ngx_http_veto_sandbox_build_update(ngx_http_request_t *r,
     u_char       field[64], *p;
     json_t      *body, *req, *net, *add, *v;
     ngx_int_t    rc;
-    ngx_uint_t   i;
-    const char  *key;
+    ngx_uint_t   lo, hi, k;
+    const char  *key, *odd;
 
     body = ngx_http_veto_sandbox_read_json(r, &rc);
     if (body == NULL) {
         return rc;
     }
 
-    /* the lifetime, or the scope this needs refused */
-    if (ngx_http_veto_sandbox_build_lifetime(r, ctx, body, &rc) == NGX_OK) {
+    /* a mistake worth its own words */
+    if (json_object_get(body, "extend_s") != NULL) {
+        return ngx_http_veto_sandbox_bad_field(r, "unknown_field", "extend_s",
+                                 "a lifetime is \"ttl_s\", the whole of it "
+                                 "counted from creation, not an increment");
+    }
+
+    if (ngx_http_veto_sandbox_known_fields(r, body,
+                                           ngx_http_veto_sandbox_update_fields,
+                                           &rc)
+        != NGX_OK)
+    {
         return rc;
     }
 
-    /* PATCH's fields; credentials and secret each alone (the lifetime's
-     * went to the lifetime part) */
+    /* more than one kind: the refusal names a field of the highest (the
+     * lifetime's fields are never the odd ones out) */
+    lo = 5;
+    hi = 0;
+    odd = NULL;
+
     json_object_foreach(body, key, v) {
-        for (i = 0; ngx_http_veto_sandbox_update_fields[i]; i++) {
-            if (ngx_strcmp(key, ngx_http_veto_sandbox_update_fields[i]) == 0) {
-                break;
-            }
-        }
+        k = ngx_http_veto_sandbox_update_kind(key);
+        lo = ngx_min(lo, k);
 
-        if (ngx_http_veto_sandbox_update_fields[i] != NULL
-            && ((ngx_strcmp(key, "credentials") != 0
-                 && ngx_strcmp(key, "secret") != 0)
-                || json_object_size(body) == 1))
-        {
-            continue;
+        if (k > hi) {
+            hi = k;
+            odd = key;
         }
+    }
 
-        p = ngx_snprintf(field, sizeof(field) - 1, "%s", key);
+    if (lo != hi && odd != NULL) {
+        p = ngx_snprintf(field, sizeof(field) - 1, "%s", odd);
         *p = '\0';
 
-        return ngx_http_veto_sandbox_bad_field(r, "unknown_field",
+        return ngx_http_veto_sandbox_bad_field(r, "bad_value",
                                  (char *) field,
-                                 "unknown field; PATCH takes {\"network\": "
-                                 "{\"add\": [...]}}, {\"credentials\": "
-                                 "{\"add\" or \"remove\": [...]}}, "
-                                 "{\"secret\": {...}} or "
-                                 "{\"ttl_s\": n, \"idle_s\": n}, one kind a "
-                                 "request");
+                                 "one kind of change a request: the "
+                                 "lifetime ({\"ttl_s\": n, \"idle_s\": n}), "
+                                 "\"network\", \"credentials\" or "
+                                 "\"secret\" in separate PATCH requests, "
+                                 "each its own decision");
+    }
+
+    /* the lifetime, or the scope this needs refused */
+    if (ngx_http_veto_sandbox_build_lifetime(r, ctx, body, &rc) == NGX_OK) {
+        return rc;
     }
 
     v = json_object_get(body, "secret");

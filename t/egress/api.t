@@ -450,9 +450,9 @@ is($j->{entry}, 'evil.test', '... naming it');
 like($o, qr/evil.test:80 is not allowed/, '... and nothing was added');
 
 for my $c ([ { network => { add => ['x.example.test'] }, ttl_s => 600 },
-             400, 'bad_value', 'network', qr/two PATCH requests/ ],
+             400, 'bad_value', 'network', qr/separate PATCH requests/ ],
            [ { network => { add => ['x.example.test'] }, color => 1 }, 400,
-             'unknown_field', 'color', qr/PATCH takes/ ],
+             'unknown_field', 'color', qr/unknown field "color" \(known: .*network/ ],
            [ {}, 400, 'missing_field', 'network', qr/nothing to change/ ],
            [ { network => { remove => ['x'] } }, 400, 'unknown_field',
              'network.remove', qr/nothing is removed/ ],

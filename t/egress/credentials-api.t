@@ -288,7 +288,11 @@ for my $c ([ { credentials => { add => ['git-deploy'], host => 'evil.test' } },
              'unknown_field', 'credentials.host' ],
            [ { credentials => ['git-deploy'] }, 'bad_type', 'credentials' ],
            [ { credentials => { add => ['git-deploy'] }, network => { add => ['a.example.test'] } },
-             'unknown_field', 'credentials' ],
+             'bad_value', 'credentials' ],
+           [ { network => { add => ['a.example.test'] }, credentials => { add => ['git-deploy'] } },
+             'bad_value', 'credentials' ],
+           [ { secret => { name => 'x' }, credentials => { add => ['git-deploy'] } },
+             'bad_value', 'secret' ],
            [ { credentials => { add => ['git-deploy'] }, ttl_s => 60 }, 'bad_value', 'credentials' ]) {
     ($st, $h, $b, $j) = req(PATCH => "/v1/sandboxes/$sb3", $agent, $c->[0]);
     is($st, 400, 'PATCH ' . JSON::PP->new->canonical->encode($c->[0]) . ': 400');

@@ -54,6 +54,8 @@ TEST=(
     qemu-system-x86 debootstrap e2fsprogs    # scripts/test-cgroup-v2-vm.sh
     chromium    # t/ui/approval-page.t: the approval page in a headless browser
     prometheus  # promtool: t/module/metrics.t checks every scrape with it
+    nghttp2-client    # nghttp: t/module/http2.t, many streams on one
+                      # HTTP/2 connection
     mmdebstrap uidmap gpg umoci    # Debian bases (build-debian-base.sh),
                                    # test images (t/images/)
     debhelper dpkg-dev lintian    # scripts/build-debs.sh (Debian packages)

@@ -162,7 +162,8 @@ MODULE_PURE  = $(addprefix ngx_veto_sandbox_module/ngx_http_veto_sandbox_, \
                $(HELPER_EG_SRCS) sandbox-helper/paths.c t/unit/ngx_core_stub.c
 MODULE_DEPS  = $(MODULE_PURE) $(wildcard ngx_veto_sandbox_module/*.h) \
                egress-proxy/eg_allow.h egress-proxy/eg_addr.h \
-               t/unit/ngx_core_stub.h $(NGX_SRC)/objs/ngx_auto_config.h
+               t/unit/ngx_core_stub.h $(wildcard t/unit/module_*.h) \
+               $(NGX_SRC)/objs/ngx_auto_config.h
 # the op table's rows as data: the policy reads their names and kinds
 MODULE_CFLAGS = -Wall -Wextra -Werror -Wno-unused-parameter -Wpointer-arith \
                 -DNGX_HTTP_VSB_OPS_DATA_ONLY $(MODULE_INCS) $(PKG_CFLAGS)

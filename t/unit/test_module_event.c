@@ -15,27 +15,8 @@
 
 #include <jansson.h>
 
-#include "ngx_core_stub.h"
+#include "module_pool.h"
 #include "ngx_http_veto_sandbox_event.h"
-
-
-static ngx_pool_t  *pool;
-
-
-static int
-setup(void **state)
-{
-    pool = ngx_create_pool(1024, ngx_stub_init());
-    return pool == NULL;
-}
-
-
-static int
-teardown(void **state)
-{
-    ngx_destroy_pool(pool);
-    return 0;
-}
 
 
 #define str(s)  { sizeof(s) - 1, (u_char *) s }
@@ -306,11 +287,13 @@ int
 main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test_setup_teardown(test_json, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_json_bounds, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_slack, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_slack_cut, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_sign, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_json, pool_setup, pool_teardown),
+        cmocka_unit_test_setup_teardown(test_json_bounds, pool_setup,
+                                        pool_teardown),
+        cmocka_unit_test_setup_teardown(test_slack, pool_setup, pool_teardown),
+        cmocka_unit_test_setup_teardown(test_slack_cut, pool_setup,
+                                        pool_teardown),
+        cmocka_unit_test_setup_teardown(test_sign, pool_setup, pool_teardown),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);

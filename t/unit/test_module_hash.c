@@ -16,27 +16,8 @@
 
 #include <openssl/evp.h>
 
-#include "ngx_core_stub.h"
+#include "module_pool.h"
 #include "ngx_http_veto_sandbox_hash.h"
-
-
-static ngx_pool_t  *pool;
-
-
-static int
-setup(void **state)
-{
-    pool = ngx_create_pool(1024, ngx_stub_init());
-    return pool == NULL;
-}
-
-
-static int
-teardown(void **state)
-{
-    ngx_destroy_pool(pool);
-    return 0;
-}
 
 
 static ngx_str_t
@@ -541,7 +522,6 @@ test_hex_lower(void **state)
 }
 
 
-
 /* RFC 8785 (JCS): the JSON body's canonical form */
 
 static char *
@@ -708,19 +688,29 @@ int
 main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test_setup_teardown(test_canon_path, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_canon_query, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_query_arg, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_query_args, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_pct_decode, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_request_hash, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_request_context, setup,
-                                        teardown),
-        cmocka_unit_test_setup_teardown(test_body_in_file, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_canon_path, pool_setup,
+                                        pool_teardown),
+        cmocka_unit_test_setup_teardown(test_canon_query, pool_setup,
+                                        pool_teardown),
+        cmocka_unit_test_setup_teardown(test_query_arg, pool_setup,
+                                        pool_teardown),
+        cmocka_unit_test_setup_teardown(test_query_args, pool_setup,
+                                        pool_teardown),
+        cmocka_unit_test_setup_teardown(test_pct_decode, pool_setup,
+                                        pool_teardown),
+        cmocka_unit_test_setup_teardown(test_request_hash, pool_setup,
+                                        pool_teardown),
+        cmocka_unit_test_setup_teardown(test_request_context, pool_setup,
+                                        pool_teardown),
+        cmocka_unit_test_setup_teardown(test_body_in_file, pool_setup,
+                                        pool_teardown),
         cmocka_unit_test(test_hex_lower),
-        cmocka_unit_test_setup_teardown(test_jcs_rfc8785, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_jcs_numbers, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_jcs_body, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_jcs_rfc8785, pool_setup,
+                                        pool_teardown),
+        cmocka_unit_test_setup_teardown(test_jcs_numbers, pool_setup,
+                                        pool_teardown),
+        cmocka_unit_test_setup_teardown(test_jcs_body, pool_setup,
+                                        pool_teardown),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -16,94 +16,7 @@
 #include <setjmp.h>
 #include <cmocka.h>
 
-#include "ngx_core_stub.h"
-
-
-static ngx_pool_t  *pool;
-static ngx_conf_t   conf;
-static char         file[] = "/tmp/veto-unit-network-XXXXXX";
-
-
-static int
-setup(void **state)
-{
-    int  fd;
-
-    pool = ngx_create_pool(1024, ngx_stub_init());
-    if (pool == NULL) {
-        return -1;
-    }
-
-    ngx_stub_conf(&conf, pool);
-
-    memcpy(file, "/tmp/veto-unit-network-XXXXXX", sizeof(file));
-    fd = mkstemp(file);
-    if (fd == -1) {
-        return -1;
-    }
-
-    close(fd);
-
-    return 0;
-}
-
-
-static int
-teardown(void **state)
-{
-    unlink(file);
-    ngx_destroy_pool(pool);
-    return 0;
-}
-
-
-static ngx_http_veto_sandbox_policy_t *
-load(const char *text)
-{
-    FILE       *f;
-    ngx_str_t   name;
-
-    f = fopen(file, "w");
-    assert_non_null(f);
-    assert_int_equal(fputs(text, f) >= 0, 1);
-    assert_int_equal(fclose(f), 0);
-
-    name.data = (u_char *) file;
-    name.len = strlen(file);
-
-    return ngx_http_veto_sandbox_policy_load(&conf, &name,
-                                             ngx_http_veto_sandbox_ops_table());
-}
-
-
-static void
-refused(const char *text, const char *words)
-{
-    if (load(text) != NULL) {
-        fail_msg("accepted: %s", text);
-    }
-
-    if (strstr(ngx_stub_last_error(), words) == NULL
-        || strstr(ngx_stub_last_error(), file) == NULL)
-    {
-        fail_msg("\"%s\" does not say \"%s\"", ngx_stub_last_error(), words);
-    }
-}
-
-
-static ngx_http_veto_sandbox_rule_t *
-rule(ngx_http_veto_sandbox_policy_t *p, const char *tenant,
-    const char *agent)
-{
-    ngx_str_t  t, a;
-
-    t.data = (u_char *) tenant;
-    t.len = strlen(tenant);
-    a.data = (u_char *) agent;
-    a.len = strlen(agent);
-
-    return ngx_http_veto_sandbox_policy_rule(p, &t, &a);
-}
+#include "module_policy_file.h"
 
 
 static const char  *policy =
@@ -573,11 +486,16 @@ int
 main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test_setup_teardown(test_classify, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_classify_many, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_refusals, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_record_bound, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_credentials, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_classify, policy_setup,
+                                        policy_teardown),
+        cmocka_unit_test_setup_teardown(test_classify_many, policy_setup,
+                                        policy_teardown),
+        cmocka_unit_test_setup_teardown(test_refusals, policy_setup,
+                                        policy_teardown),
+        cmocka_unit_test_setup_teardown(test_record_bound, policy_setup,
+                                        policy_teardown),
+        cmocka_unit_test_setup_teardown(test_credentials, policy_setup,
+                                        policy_teardown),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);

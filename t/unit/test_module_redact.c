@@ -17,30 +17,12 @@
 
 #include <jansson.h>
 
-#include "ngx_core_stub.h"
+#include "module_pool.h"
 #include "ngx_http_veto_sandbox_redact.h"
 #include "ngx_http_veto_sandbox_summary.h"
 
 
-static ngx_pool_t  *pool;
-
 static json_t *summary_of(json_t *argv);
-
-
-static int
-setup(void **state)
-{
-    pool = ngx_create_pool(1024, ngx_stub_init());
-    return pool == NULL;
-}
-
-
-static int
-teardown(void **state)
-{
-    ngx_destroy_pool(pool);
-    return 0;
-}
 
 
 static const char *
@@ -436,10 +418,14 @@ int
 main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test_setup_teardown(test_redact_table, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_redact_bounds, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_redact_argv, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_redact_linear, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_redact_table, pool_setup,
+                                        pool_teardown),
+        cmocka_unit_test_setup_teardown(test_redact_bounds, pool_setup,
+                                        pool_teardown),
+        cmocka_unit_test_setup_teardown(test_redact_argv, pool_setup,
+                                        pool_teardown),
+        cmocka_unit_test_setup_teardown(test_redact_linear, pool_setup,
+                                        pool_teardown),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);

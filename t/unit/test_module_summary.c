@@ -21,27 +21,8 @@
 #include <jansson.h>
 #include <openssl/evp.h>
 
-#include "ngx_core_stub.h"
+#include "module_pool.h"
 #include "ngx_http_veto_sandbox_summary.h"
-
-
-static ngx_pool_t  *pool;
-
-
-static int
-setup(void **state)
-{
-    pool = ngx_create_pool(1024, ngx_stub_init());
-    return pool == NULL;
-}
-
-
-static int
-teardown(void **state)
-{
-    ngx_destroy_pool(pool);
-    return 0;
-}
 
 
 /* the default list's idea of dangerous, enough for these tests */
@@ -1007,21 +988,30 @@ int
 main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test_setup_teardown(test_summary_exec, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_summary_stdin, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_summary_file, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_summary_argv_bounds, setup,
-                                        teardown),
-        cmocka_unit_test_setup_teardown(test_summary_network, setup,
-                                        teardown),
-        cmocka_unit_test_setup_teardown(test_summary_worst, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_summary_creds, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_env_view, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_json_cut, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_review_exact, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_review_bound, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_review_credential, setup,
-                                        teardown),
+        cmocka_unit_test_setup_teardown(test_summary_exec, pool_setup,
+                                        pool_teardown),
+        cmocka_unit_test_setup_teardown(test_summary_stdin, pool_setup,
+                                        pool_teardown),
+        cmocka_unit_test_setup_teardown(test_summary_file, pool_setup,
+                                        pool_teardown),
+        cmocka_unit_test_setup_teardown(test_summary_argv_bounds, pool_setup,
+                                        pool_teardown),
+        cmocka_unit_test_setup_teardown(test_summary_network, pool_setup,
+                                        pool_teardown),
+        cmocka_unit_test_setup_teardown(test_summary_worst, pool_setup,
+                                        pool_teardown),
+        cmocka_unit_test_setup_teardown(test_summary_creds, pool_setup,
+                                        pool_teardown),
+        cmocka_unit_test_setup_teardown(test_env_view, pool_setup,
+                                        pool_teardown),
+        cmocka_unit_test_setup_teardown(test_json_cut, pool_setup,
+                                        pool_teardown),
+        cmocka_unit_test_setup_teardown(test_review_exact, pool_setup,
+                                        pool_teardown),
+        cmocka_unit_test_setup_teardown(test_review_bound, pool_setup,
+                                        pool_teardown),
+        cmocka_unit_test_setup_teardown(test_review_credential, pool_setup,
+                                        pool_teardown),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -39,7 +39,9 @@
 #include "ngx_http_veto_sandbox_files.c"
 
 #include "ngx_core_stub.h"
+#include "fuzz_module_request.h"
 #include "fuzz_module_unreached.h"
+#include "fuzz_module_sandboxes_unreached.h"
 
 
 ngx_int_t
@@ -232,78 +234,6 @@ ngx_http_veto_sandbox_where_ended(ngx_http_request_t *r,
 {
     abort();
 }
-
-
-/* what the sandboxes group's records (_sandboxes.c) call: this target
- * runs replies, no record */
-void
-ngx_http_veto_sandbox_lifetime_extend(ngx_http_request_t *r,
-    ngx_http_veto_sandbox_ctx_t *ctx, json_int_t expires_at)
-{
-    abort();
-}
-
-
-void
-ngx_http_veto_sandbox_record_network(ngx_http_request_t *r,
-    ngx_http_veto_sandbox_ctx_t *ctx, ngx_uint_t ok, const char *error)
-{
-    abort();
-}
-
-
-void
-ngx_http_veto_sandbox_record_snapshot_route(ngx_http_request_t *r,
-    ngx_http_veto_sandbox_ctx_t *ctx, json_t *id, json_t *at)
-{
-    abort();
-}
-
-
-void
-ngx_http_veto_sandbox_bookkeeping_call(ngx_http_request_t *r,
-    ngx_http_veto_sandbox_redis_call_t *call, const char *what)
-{
-    abort();
-}
-
-
-void
-ngx_http_veto_sandbox_create_detail(ngx_http_request_t *r,
-    ngx_http_veto_sandbox_ctx_t *ctx, json_t *j, ngx_str_t *out)
-{
-    abort();
-}
-
-
-ngx_int_t
-ngx_http_veto_sandbox_quota_acquire(ngx_http_veto_sandbox_redis_call_t *call,
-    ngx_str_t *tenant, ngx_str_t *agent, ngx_str_t *sandbox,
-    ngx_http_veto_sandbox_quota_limits_t *limits, ngx_msec_t ttl,
-    ngx_http_veto_sandbox_quota_owner_t *owner)
-{
-    abort();
-}
-
-
-ngx_int_t
-ngx_http_veto_sandbox_quota_release(ngx_http_veto_sandbox_redis_call_t *call,
-    ngx_str_t *tenant, ngx_str_t *agent, ngx_str_t *sandbox)
-{
-    abort();
-}
-
-
-ngx_int_t
-ngx_http_veto_sandbox_quota_release_ended(
-    ngx_http_veto_sandbox_redis_call_t *call, ngx_str_t *tenant,
-    ngx_str_t *agent, ngx_str_t *sandbox, json_t *ended)
-{
-    abort();
-}
-
-/* the clock of a record's expiry (no record runs here) */
-volatile ngx_time_t  *ngx_cached_time;
 
 
 /* _lifetime.c's view of a sandbox (it drops the helper's internal "seq";
@@ -574,21 +504,14 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     which = (data[0] >> 4) % NOPS;
 
     ngx_memzero(&out, sizeof(out));
-    ngx_memzero(&r, sizeof(ngx_http_request_t));
-    ngx_memzero(&c, sizeof(ngx_connection_t));
     ngx_memzero(&hc, sizeof(ngx_connection_t));
     ngx_memzero(&rev, sizeof(ngx_event_t));
     ngx_memzero(&wev, sizeof(ngx_event_t));
     ngx_memzero(&vscf, sizeof(vscf));
     ngx_memzero(&op, sizeof(op));
 
-    c.log = ngx_cycle->log;
-    r.pool = pool;
-    r.connection = &c;
-    r.ctx = ctxs;
-    ctxs[0] = ctx;
-    r.srv_conf = srv;
-    srv[0] = &vscf;             /* no keep-alive peer: every reply closes */
+    /* vscf all zero: no keep-alive peer, every reply closes */
+    fuzz_request_init(&r, &c, ctxs, srv, pool, ctx, &vscf);
 
     ngx_str_set(&op.name, "fuzz");
     op.reply = ops[which].map;

@@ -41,6 +41,7 @@
 #include "ngx_core_stub.h"
 /* the harness reaches the op table (a face) to load its policy */
 #include "ngx_http_veto_sandbox_faces.h"
+#include "fuzz_module_request.h"
 
 
 enum {
@@ -229,18 +230,10 @@ identify_once(ngx_pool_t *pool, u_char *value, size_t len,
         abort();
     }
 
-    ngx_memzero(&r, sizeof(ngx_http_request_t));
-    ngx_memzero(&c, sizeof(ngx_connection_t));
     ngx_memzero(&h, sizeof(ngx_table_elt_t));
     ngx_memzero(&op, sizeof(ngx_http_veto_sandbox_op_t));
 
-    c.log = ngx_cycle->log;
-    r.pool = pool;
-    r.connection = &c;
-    r.ctx = ctxs;
-    ctxs[0] = ctx;
-    r.srv_conf = srv;
-    srv[0] = &vscf;
+    fuzz_request_init(&r, &c, ctxs, srv, pool, ctx, &vscf);
 
     h.value.data = value;
     h.value.len = len;

@@ -53,6 +53,7 @@
 #include "ngx_core_stub.h"
 /* the harness reaches the op table (a face) to load its policy */
 #include "ngx_http_veto_sandbox_faces.h"
+#include "fuzz_module_request.h"
 
 
 #include "fuzz_module_jwt_unreached.h"
@@ -219,17 +220,9 @@ module_verify(ngx_pool_t *pool, const uint8_t *data, size_t size,
 
     ngx_memcpy(ngx_cpymem(v, "Bearer ", sizeof("Bearer ") - 1), data, size);
 
-    ngx_memzero(&r, sizeof(ngx_http_request_t));
-    ngx_memzero(&c, sizeof(ngx_connection_t));
     ngx_memzero(&h, sizeof(ngx_table_elt_t));
 
-    c.log = ngx_cycle->log;
-    r.pool = pool;
-    r.connection = &c;
-    r.ctx = ctxs;
-    ctxs[0] = ctx;
-    r.srv_conf = srv;
-    srv[0] = &vscf;
+    fuzz_request_init(&r, &c, ctxs, srv, pool, ctx, &vscf);
 
     h.value.data = v;
     h.value.len = sizeof("Bearer ") - 1 + size;

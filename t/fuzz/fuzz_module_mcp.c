@@ -61,6 +61,7 @@
 #include "ngx_http_veto_sandbox_hash.h"
 
 #include "ngx_core_stub.h"
+#include "fuzz_module_request.h"
 #include "fuzz_module_unreached.h"
 
 
@@ -587,18 +588,10 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     ngx_memcpy(copy, data + 1, size - 1);
 
     ngx_memzero(&out, sizeof(out));
-    ngx_memzero(&r, sizeof(ngx_http_request_t));
-    ngx_memzero(&c, sizeof(ngx_connection_t));
     ngx_memzero(&rb, sizeof(ngx_http_request_body_t));
     ngx_memzero(&vscf, sizeof(vscf));
 
-    c.log = ngx_cycle->log;
-    r.pool = pool;
-    r.connection = &c;
-    r.ctx = ctxs;
-    ctxs[0] = ctx;
-    r.srv_conf = srv;
-    srv[0] = &vscf;
+    fuzz_request_init(&r, &c, ctxs, srv, pool, ctx, &vscf);
     r.method = NGX_HTTP_POST;
     ngx_str_set(&r.uri, "/v1/mcp");
 

@@ -214,6 +214,9 @@ ngx_http_veto_sandbox_op_exec(ngx_http_request_t *r,
 
 /* the mappers and records of those files are not driven here */
 
+#include "fuzz_module_records_unreached.h"
+
+
 ngx_int_t
 ngx_http_veto_sandbox_send_json(ngx_http_request_t *r, ngx_uint_t status,
     json_t *body)
@@ -238,48 +241,6 @@ ngx_http_veto_sandbox_reply_exec(ngx_http_request_t *r,
 }
 
 
-void
-ngx_http_veto_sandbox_audit(ngx_http_request_t *r,
-    ngx_http_veto_sandbox_ctx_t *ctx, const char *outcome,
-    const char *reason, ngx_str_t *reviewer, ngx_str_t *detail,
-    ngx_uint_t status)
-{
-    abort();
-}
-
-
-void
-ngx_http_veto_sandbox_exec_detail(ngx_http_request_t *r,
-    ngx_http_veto_sandbox_ctx_t *ctx, json_t *j, json_t *extra,
-    ngx_str_t *out)
-{
-    abort();
-}
-
-
-void
-ngx_http_veto_sandbox_record_exec(ngx_http_request_t *r,
-    ngx_http_veto_sandbox_ctx_t *ctx, ngx_uint_t ok, const char *error)
-{
-    abort();
-}
-
-
-void
-ngx_http_veto_sandbox_json_text(ngx_http_request_t *r, json_t *json,
-    ngx_str_t *out)
-{
-    abort();
-}
-
-
-json_t *
-ngx_http_veto_sandbox_stream_detail(ngx_http_veto_sandbox_ctx_t *ctx)
-{
-    abort();
-}
-
-
 off_t
 ngx_http_veto_sandbox_stream_sent(ngx_http_veto_sandbox_ctx_t *ctx)
 {
@@ -287,50 +248,14 @@ ngx_http_veto_sandbox_stream_sent(ngx_http_veto_sandbox_ctx_t *ctx)
 }
 
 
-/* the sandboxes group's records and replies: no helper answers here */
-
-void
-ngx_http_veto_sandbox_record_network(ngx_http_request_t *r,
-    ngx_http_veto_sandbox_ctx_t *ctx, ngx_uint_t ok, const char *error)
-{
-    abort();
-}
+#include "fuzz_module_sandboxes_unreached.h"
 
 
-void
-ngx_http_veto_sandbox_lifetime_extend(ngx_http_request_t *r,
-    ngx_http_veto_sandbox_ctx_t *ctx, json_int_t expires_at)
-{
-    abort();
-}
-
+/* the rest of the sandboxes group's records and replies: no helper
+ * answers here */
 
 void
 ngx_http_veto_sandbox_ended_view(json_t *sb)
-{
-    abort();
-}
-
-
-void
-ngx_http_veto_sandbox_record_snapshot_route(ngx_http_request_t *r,
-    ngx_http_veto_sandbox_ctx_t *ctx, json_t *id, json_t *at)
-{
-    abort();
-}
-
-
-void
-ngx_http_veto_sandbox_bookkeeping_call(ngx_http_request_t *r,
-    ngx_http_veto_sandbox_redis_call_t *call, const char *what)
-{
-    abort();
-}
-
-
-void
-ngx_http_veto_sandbox_create_detail(ngx_http_request_t *r,
-    ngx_http_veto_sandbox_ctx_t *ctx, json_t *j, ngx_str_t *out)
 {
     abort();
 }
@@ -342,36 +267,6 @@ ngx_http_veto_sandbox_created(ngx_http_request_t *r,
 {
     abort();
 }
-
-
-ngx_int_t
-ngx_http_veto_sandbox_quota_acquire(ngx_http_veto_sandbox_redis_call_t *call,
-    ngx_str_t *tenant, ngx_str_t *agent, ngx_str_t *sandbox,
-    ngx_http_veto_sandbox_quota_limits_t *limits, ngx_msec_t ttl,
-    ngx_http_veto_sandbox_quota_owner_t *owner)
-{
-    abort();
-}
-
-
-ngx_int_t
-ngx_http_veto_sandbox_quota_release(ngx_http_veto_sandbox_redis_call_t *call,
-    ngx_str_t *tenant, ngx_str_t *agent, ngx_str_t *sandbox)
-{
-    abort();
-}
-
-
-ngx_int_t
-ngx_http_veto_sandbox_quota_release_ended(
-    ngx_http_veto_sandbox_redis_call_t *call, ngx_str_t *tenant,
-    ngx_str_t *agent, ngx_str_t *sandbox, json_t *ended)
-{
-    abort();
-}
-
-/* the clock of a record's expiry (no record runs here) */
-volatile ngx_time_t  *ngx_cached_time;
 
 
 /* what the builders are given */

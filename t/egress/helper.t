@@ -89,11 +89,7 @@ is($x->{network}{complete}, JSON::PP::true, 'an exec without attempts: network c
 is_deeply($x->{network}{attempts}, [], '... and no attempts');
 
 # curl: explicit HTTP, CONNECT, transparent (no proxy variables)
-($x, $out) = $h->sh($id, 'curl -sS http://registry.example.test/pkg; '
-    . 'curl -sS --cacert ca.pem https://registry.example.test/tls; '
-    . 'env -u http_proxy -u https_proxy -u HTTP_PROXY -u HTTPS_PROXY -u ALL_PROXY '
-    . '-u all_proxy curl -sS -m 10 --cacert ca.pem https://registry.example.test/tr; '
-    . 'curl -sS --noproxy "*" -m 10 http://registry.example.test/trh');
+($x, $out) = $h->sh($id, $VetoEgress::CURL_CLIENTS);
 like($out, qr{registry-ok http registry.example.test /pkg}, 'curl: explicit HTTP');
 like($out, qr{registry-ok https registry.example.test /tls}, 'curl: CONNECT');
 like($out, qr{registry-ok https registry.example.test /tr}, 'curl: transparent TLS (SNI)');
@@ -110,20 +106,7 @@ ok(defined $a0->{duration_ms} && defined $a0->{start_ms}, 'attempt: start and du
 ok($x->{network}{complete}, 'network complete');
 
 # python: explicit and transparent
-($x, $out) = $h->exec($id, ['python3', '-c', <<'PY']);
-import os, ssl, urllib.request, urllib.error
-ctx = ssl.create_default_context(cafile="ca.pem")
-print(urllib.request.urlopen("http://registry.example.test/py").read().decode().strip())
-print(urllib.request.urlopen("https://registry.example.test/pys", context=ctx).read().decode().strip())
-try:
-    urllib.request.urlopen("http://notallowed.test/py")
-except urllib.error.HTTPError as e:
-    print(e.code, e.read().decode().splitlines()[0])
-for k in list(os.environ):
-    if k.lower().endswith("_proxy"):
-        del os.environ[k]
-print(urllib.request.urlopen("https://registry.example.test/pyt", context=ctx).read().decode().strip())
-PY
+($x, $out) = $h->exec($id, ['python3', '-c', $VetoEgress::PYTHON_CLIENT]);
 like($out, qr{registry-ok http registry.example.test /py$}m, 'python: explicit HTTP');
 like($out, qr{registry-ok https registry.example.test /pys}, 'python: CONNECT');
 like($out, qr{registry-ok https registry.example.test /pyt}, 'python: transparent');
@@ -137,32 +120,8 @@ ok(!$ref->{address}, '... and no address: nothing was dialled');
 
 # node: explicit (its http module speaks to the proxy as npm's agents do)
 # and transparent (fetch, no proxy support)
-($x, $out) = $h->exec($id, ['node', '-e', <<'JS'], env => { NODE_EXTRA_CA_CERTS => '/workspace/ca.pem' });
-const http = require("http"), tls = require("tls"), fs = require("fs");
-http.get({host: "127.0.0.1", port: 3128, path: "http://registry.example.test/node",
-          headers: {Host: "registry.example.test"}}, r => {
-  let b = ""; r.on("data", d => b += d); r.on("end", () => {
-    console.log(b.trim());
-    const req = http.request({host: "127.0.0.1", port: 3128, method: "CONNECT",
-                              path: "registry.example.test:443"});
-    req.on("connect", (res, sock) => {
-      const t = tls.connect({socket: sock, servername: "registry.example.test",
-                             ca: fs.readFileSync("ca.pem")}, () => {
-        t.write("GET /nodetls HTTP/1.1\r\nHost: registry.example.test\r\nConnection: close\r\n\r\n");
-      });
-      let s = ""; t.on("data", d => s += d);
-      t.on("end", () => {
-        console.log(s.split("\r\n\r\n")[1].trim());
-        fetch("https://registry.example.test/nodefetch").then(r => r.text())
-          .then(t => console.log(t.trim()))
-          .then(() => fetch("https://notallowed.test/x"))
-          .catch(e => console.log("refused:", e.cause ? e.cause.code : e.message));
-      });
-    });
-    req.end();
-  });
-});
-JS
+($x, $out) = $h->exec($id, ['node', '-e', $VetoEgress::NODE_CLIENT],
+    env => { NODE_EXTRA_CA_CERTS => '/workspace/ca.pem' });
 like($out, qr{registry-ok http registry.example.test /node$}m, 'node: explicit HTTP');
 like($out, qr{registry-ok https registry.example.test /nodetls}, 'node: CONNECT');
 like($out, qr{registry-ok https registry.example.test /nodefetch}, 'node: transparent (fetch)');

@@ -37,6 +37,66 @@ my $JSON = JSON::PP->new->utf8(1)->canonical(1);
 our $ROOT = abs_path(dirname(__FILE__) . '/../..');
 our %LIVE;
 
+# The clients t/egress/helper.t (through the helper) and t/egress/api.t
+# (through the HTTP API) run in a sandbox whose allowlist holds
+# registry.example.test, from the sandbox's /workspace where ca.pem is the
+# test CA.  Each reaches the registry in every way it can and prints what
+# it got back:
+#   curl:   explicit HTTP (/pkg), CONNECT (/tls), transparent TLS (/tr)
+#           and HTTP (/trh) with the proxy variables unset or ignored;
+#   python: explicit HTTP (/py), CONNECT (/pys), transparent (/pyt), and
+#           the status and first line of notallowed.test's refusal;
+#   node:   explicit HTTP (/node), CONNECT (/nodetls), transparent fetch
+#           (/nodefetch), then "refused: <code>" for notallowed.test
+#           (run it with NODE_EXTRA_CA_CERTS=/workspace/ca.pem).
+our $CURL_CLIENTS = 'curl -sS http://registry.example.test/pkg; '
+    . 'curl -sS --cacert ca.pem https://registry.example.test/tls; '
+    . 'env -u http_proxy -u https_proxy -u HTTP_PROXY -u HTTPS_PROXY -u ALL_PROXY '
+    . '-u all_proxy curl -sS -m 10 --cacert ca.pem https://registry.example.test/tr; '
+    . 'curl -sS --noproxy "*" -m 10 http://registry.example.test/trh';
+
+our $PYTHON_CLIENT = <<'PY';
+import os, ssl, urllib.request, urllib.error
+ctx = ssl.create_default_context(cafile="ca.pem")
+print(urllib.request.urlopen("http://registry.example.test/py").read().decode().strip())
+print(urllib.request.urlopen("https://registry.example.test/pys", context=ctx).read().decode().strip())
+try:
+    urllib.request.urlopen("http://notallowed.test/py")
+except urllib.error.HTTPError as e:
+    print(e.code, e.read().decode().splitlines()[0])
+for k in list(os.environ):
+    if k.lower().endswith("_proxy"):
+        del os.environ[k]
+print(urllib.request.urlopen("https://registry.example.test/pyt", context=ctx).read().decode().strip())
+PY
+
+our $NODE_CLIENT = <<'JS';
+const http = require("http"), tls = require("tls"), fs = require("fs");
+http.get({host: "127.0.0.1", port: 3128, path: "http://registry.example.test/node",
+          headers: {Host: "registry.example.test"}}, r => {
+  let b = ""; r.on("data", d => b += d); r.on("end", () => {
+    console.log(b.trim());
+    const req = http.request({host: "127.0.0.1", port: 3128, method: "CONNECT",
+                              path: "registry.example.test:443"});
+    req.on("connect", (res, sock) => {
+      const t = tls.connect({socket: sock, servername: "registry.example.test",
+                             ca: fs.readFileSync("ca.pem")}, () => {
+        t.write("GET /nodetls HTTP/1.1\r\nHost: registry.example.test\r\nConnection: close\r\n\r\n");
+      });
+      let s = ""; t.on("data", d => s += d);
+      t.on("end", () => {
+        console.log(s.split("\r\n\r\n")[1].trim());
+        fetch("https://registry.example.test/nodefetch").then(r => r.text())
+          .then(t => console.log(t.trim()))
+          .then(() => fetch("https://notallowed.test/x"))
+          .catch(e => console.log("refused:", e.cause ? e.cause.code : e.message));
+      });
+    });
+    req.end();
+  });
+});
+JS
+
 sub proxy_bin
 {
     my $b = $ENV{VETO_EGRESS} // 'build/egress-proxy';

@@ -256,24 +256,7 @@ ok($denied, 'a refused host is on record') or diag explain $denied;
 
 # ---- the value is nowhere ----------------------------------------------------
 unlike($seen, qr/\Q$TOKEN\E/, 'no response held the value');
-my $r = $n->redis;
-my $dump = '';
-my $cursor = 0;
-do {
-    my ($next, $ks) = $r->scan($cursor, 'COUNT', 1000);
-    $cursor = $next;
-    for my $k (@$ks) {
-        my $t = $r->type($k);
-        $dump .= "$k\n" . join("\n",
-            $t eq 'string' ? ($r->get($k) // '')
-            : $t eq 'hash' ? $r->hgetall($k)
-            : $t eq 'list' ? $r->lrange($k, 0, -1)
-            : $t eq 'set' ? $r->smembers($k)
-            : $t eq 'zset' ? $r->zrange($k, 0, -1)
-            : $t eq 'stream' ? (map { ($_->[0], @{ $_->[1] }) } @{ [ $r->xrange($k, '-', '+') ] })
-            : ()) . "\n";
-    }
-} while ($cursor);
+my $dump = $n->redis_dump;
 like($dump, qr/my-api/, 'Redis was read (it names the secret)');
 unlike($dump, qr/\Q$TOKEN\E/, 'no Redis key or value holds the value');
 unlike($n->error_log . $n->access_log, qr/\Q$TOKEN\E/, "nor nginx's logs");

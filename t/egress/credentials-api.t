@@ -438,19 +438,7 @@ ok(defined $ref && $ref >= 1, "... and the placeholders refused ($ref)");
 
 # ---- the value is nowhere ----------------------------------------------------
 unlike($seen, qr/\Q$TOKEN\E/, 'no response held the value');
-my $r = $n->redis;
-my $dump = '';
-for my $k ($r->keys('*')) {
-    my $t = $r->type($k);
-    $dump .= "$k\n" . join("\n",
-        $t eq 'string' ? ($r->get($k) // '')
-        : $t eq 'hash' ? $r->hgetall($k)
-        : $t eq 'list' ? $r->lrange($k, 0, -1)
-        : $t eq 'set' ? $r->smembers($k)
-        : $t eq 'zset' ? $r->zrange($k, 0, -1)
-        : $t eq 'stream' ? (map { ($_->[0], @{ $_->[1] }) } @{ [ $r->xrange($k, '-', '+') ] })
-        : ()) . "\n";
-}
+my $dump = $n->redis_dump;
 like($dump, qr/git-deploy/, 'Redis was read (it names the credential)');
 like($dump, qr/api-token/, '... and the approved one');
 unlike($dump, qr/\Q$TOKEN\E/, 'no Redis key, approval or audit entry holds the value');

@@ -391,6 +391,34 @@ sub redis
     return $self->{rc};
 }
 
+# Everything the private Redis holds, as text: each key's name, then its
+# values (a hash's fields and values, a stream's entry ids, fields and
+# values, a list's, set's or sorted set's members), for a test that shows
+# a secret is nowhere in it.
+sub redis_dump
+{
+    my ($self) = @_;
+    my $r = $self->redis;
+    my ($dump, $cursor) = ('', 0);
+    do {
+        my ($next, $ks) = $r->scan($cursor, 'COUNT', 1000);
+        $cursor = $next;
+        for my $k (@$ks) {
+            my $t = $r->type($k);
+            $dump .= "$k\n" . join("\n",
+                $t eq 'string' ? ($r->get($k) // '')
+                : $t eq 'hash' ? $r->hgetall($k)
+                : $t eq 'list' ? $r->lrange($k, 0, -1)
+                : $t eq 'set' ? $r->smembers($k)
+                : $t eq 'zset' ? $r->zrange($k, 0, -1)
+                : $t eq 'stream' ? (map { ($_->[0], @{ $_->[1] }) }
+                                    @{ [ $r->xrange($k, '-', '+') ] })
+                : ()) . "\n";
+        }
+    } while ($cursor);
+    return $dump;
+}
+
 sub redis_conf
 {
     my ($self, %o) = @_;

@@ -9,49 +9,12 @@ import { chromium } from 'playwright-core';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { execFileSync } from 'node:child_process';
 
+import { ok, is, has, step, failures } from '../lib/tap.mjs';
+
 const fx = JSON.parse(readFileSync(process.argv[2], 'utf8'));
 const T = fx.tokens;
 const WAIT = 15000;         // polls every 4 s; Redis timeout 1 s
 const result = {};
-let failures = 0;
-
-function ok(cond, name, ...diag)
-{
-    console.log((cond ? 'ok - ' : 'not ok - ') + name);
-    if (!cond) {
-        failures++;
-        for (const d of diag) {
-            for (const l of String(typeof d === 'string' ? d
-                                   : JSON.stringify(d)).split('\n')) {
-                console.log('# ' + l);
-            }
-        }
-    }
-    return cond;
-}
-
-function is(got, want, name)
-{
-    return ok(got === want, name, 'got:  ' + JSON.stringify(got),
-              'want: ' + JSON.stringify(want));
-}
-
-function has(text, part, name)
-{
-    return ok(typeof text === 'string' && text.includes(part), name,
-              'missing: ' + JSON.stringify(part),
-              'in: ' + JSON.stringify(String(text).slice(0, 2000)));
-}
-
-async function step(name, fn)
-{
-    try {
-        await fn();
-    } catch (e) {
-        ok(false, name + ': ' + String(e.message).split('\n')[0],
-           String(e.stack || e).split('\n').slice(0, 12).join('\n'));
-    }
-}
 
 // ---- the agents' side: the API, as an agent would call it
 
@@ -833,4 +796,4 @@ ok(foreign.length === 0, 'the page asked no other origin', foreign);
 
 writeFileSync(fx.out + '/result.json', JSON.stringify(result));
 await ctx.close();
-process.exit(failures ? 1 : 0);
+process.exit(failures() ? 1 : 0);

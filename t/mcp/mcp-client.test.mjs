@@ -15,48 +15,11 @@ import { discoverOAuthProtectedResourceMetadata, extractWWWAuthenticateParams }
 import { createHash } from 'node:crypto';
 import { readFileSync, writeFileSync } from 'node:fs';
 
+import { ok, is, has, step, failures } from '../lib/tap.mjs';
+
 const fx = JSON.parse(readFileSync(process.argv[2], 'utf8'));
 const T = fx.tokens;
 const result = { sandboxes: [], approvals: [] };
-let failures = 0;
-
-function ok(cond, name, ...diag)
-{
-    console.log((cond ? 'ok - ' : 'not ok - ') + name);
-    if (!cond) {
-        failures++;
-        for (const d of diag) {
-            const s = typeof d === 'string' ? d : JSON.stringify(d, null, 1);
-            for (const l of String(s).split('\n').slice(0, 40)) {
-                console.log('# ' + l);
-            }
-        }
-    }
-    return cond;
-}
-
-function is(got, want, name)
-{
-    return ok(got === want, name, 'got:  ' + JSON.stringify(got),
-              'want: ' + JSON.stringify(want));
-}
-
-function has(text, part, name)
-{
-    return ok(typeof text === 'string' && text.includes(part), name,
-              'missing: ' + JSON.stringify(part),
-              'in: ' + JSON.stringify(String(text).slice(0, 2000)));
-}
-
-async function step(name, fn)
-{
-    try {
-        await fn();
-    } catch (e) {
-        ok(false, name + ': ' + String(e && e.message).split('\n')[0],
-           String((e && e.stack) || e).split('\n').slice(0, 12).join('\n'));
-    }
-}
 
 function text(res)
 {
@@ -681,5 +644,5 @@ await step('protected resource metadata', async () => {
 });
 
 writeFileSync(fx.out + '/result.json', JSON.stringify(result));
-console.log(`# ${failures} failures`);
-process.exit(failures ? 1 : 0);
+console.log(`# ${failures()} failures`);
+process.exit(failures() ? 1 : 0);

@@ -18,9 +18,9 @@ use warnings;
 use Test::More;
 use JSON::PP ();
 use MIME::Base64 ();
-use POSIX ();
 use lib 't/lib';
 use VetoNginx;
+use VetoNode;
 use Eventually qw(eventually);
 
 VetoNginx::need(qw(helper redis));
@@ -30,12 +30,7 @@ my $MCP_DIR = "$ROOT/t/mcp";
 my $REPLY_BYTES = 4096;
 
 # A test that cannot run fails: no node, no SDK.
-die "node is not installed: run scripts/install-deps.sh\n"
-    unless system('node --version >/dev/null 2>&1') == 0;
-unless (-f "$MCP_DIR/node_modules/\@modelcontextprotocol/sdk/package.json") {
-    system("cd '$MCP_DIR' && npm ci --no-audit --no-fund >&2") == 0
-        or die "npm ci in t/mcp failed\n";
-}
+VetoNode::need($MCP_DIR, '@modelcontextprotocol/sdk');
 
 my $JSON = JSON::PP->new->utf8(1)->canonical(1);
 
@@ -112,33 +107,10 @@ VetoNginx::spew("$out/fixture.json", $JSON->encode($fixture));
 
 my $helper_log_before = $n->helper->log_text;
 
-my $pid = open(my $fh, '-|');
-die "fork: $!" unless defined $pid;
-if ($pid == 0) {
-    open STDERR, '>&', \*STDOUT or die;
-    POSIX::setpgid(0, 0);
-    exec 'node', "$MCP_DIR/mcp-client.test.mjs", "$out/fixture.json";
-    die "exec node: $!";
-}
-my $results = 0;
-{
-    local $SIG{ALRM} = sub { kill 'KILL', -$pid; die "MCP client test timed out\n" };
-    alarm 300;
-    while (my $l = <$fh>) {
-        chomp $l;
-        if ($l =~ /^(not )?ok - (.*)$/) {
-            ok(!$1, "mcp client: $2");
-            $results++;
-        } elsif ($l =~ /^# (.*)$/) {
-            diag $1;
-        } else {
-            note $l;
-        }
-    }
-    alarm 0;
-}
-close $fh;
-is($?, 0, 'the MCP client test exited 0');
+my ($status, $results) = VetoNode::run(
+    "$MCP_DIR/mcp-client.test.mjs", "$out/fixture.json",
+    name => 'mcp client', timeout => 300);
+is($status, 0, 'the MCP client test exited 0');
 ok($results >= 100, "the MCP client test reported $results results");
 
 # ---------------------------------------------------------------- after

@@ -21,9 +21,9 @@ use Digest::SHA ();
 use File::Copy ();
 use HTTP::Tiny;
 use JSON::PP ();
-use POSIX ();
 use lib 't/lib';
 use VetoNginx;
+use VetoNode;
 use VetoRedisTest qw(run_script);
 use Eventually qw(eventually);
 use Time::HiRes qw(sleep time);
@@ -37,12 +37,7 @@ my $CHROMIUM = $ENV{VETO_CHROMIUM} // '/usr/bin/chromium';
 # A test that cannot run fails: no browser, no node, no test tooling.
 die "chromium is not installed ($CHROMIUM): run scripts/install-deps.sh\n"
     unless -x $CHROMIUM;
-die "node is not installed: run scripts/install-deps.sh\n"
-    unless system('node --version >/dev/null 2>&1') == 0;
-unless (-f "$BROWSER_DIR/node_modules/playwright-core/package.json") {
-    system("cd '$BROWSER_DIR' && npm ci --no-audit --no-fund >&2") == 0
-        or die "npm ci in t/browser failed\n";
-}
+VetoNode::need($BROWSER_DIR, 'playwright-core');
 
 my $JSON = JSON::PP->new->utf8(1)->canonical(1);
 
@@ -334,33 +329,10 @@ my $fixture = {
 };
 VetoNginx::spew("$out/fixture.json", $JSON->encode($fixture));
 
-my $pid = open(my $fh, '-|');
-die "fork: $!" unless defined $pid;
-if ($pid == 0) {
-    open STDERR, '>&', \*STDOUT or die;
-    POSIX::setpgid(0, 0);
-    exec 'node', "$BROWSER_DIR/approval-page.test.mjs", "$out/fixture.json";
-    die "exec node: $!";
-}
-my $results = 0;
-{
-    local $SIG{ALRM} = sub { kill 'KILL', -$pid; die "browser test timed out\n" };
-    alarm 600;
-    while (my $l = <$fh>) {
-        chomp $l;
-        if ($l =~ /^(not )?ok - (.*)$/) {
-            ok(!$1, "browser: $2");
-            $results++;
-        } elsif ($l =~ /^# (.*)$/) {
-            diag $1;
-        } else {
-            note $l;
-        }
-    }
-    alarm 0;
-}
-close $fh;
-is($?, 0, 'the browser test exited 0');
+my ($status, $results) = VetoNode::run(
+    "$BROWSER_DIR/approval-page.test.mjs", "$out/fixture.json",
+    name => 'browser', timeout => 600);
+is($status, 0, 'the browser test exited 0');
 ok($results >= 60, "the browser test reported $results results");
 # redis was stopped (SIGSTOP) and resumed by the browser test
 kill 'CONT', $n->{redis_pid};

@@ -16,32 +16,10 @@
 #include <sys/types.h>
 
 #include "vsb_image_tar.h"
+/* the unit test's memory reader */
+#include "../unit/tar_mem.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
-
-typedef struct {
-    const uint8_t  *p;
-    size_t          len, off;
-} fz_mem_t;
-
-
-static ssize_t
-fz_read(void *ctx, void *buf, size_t len, char *err, size_t errlen)
-{
-    fz_mem_t  *m = ctx;
-    size_t     n = m->len - m->off;
-
-    if (n == 0) {
-        return 0;
-    }
-    if (n < len) {
-        snprintf(err, errlen, "truncated");
-        return -1;
-    }
-    memcpy(buf, m->p + m->off, len);
-    m->off += len;
-    return (ssize_t) len;
-}
 
 
 static void
@@ -85,13 +63,13 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     static vsb_tar_t        t;
     static vsb_tar_entry_t  e;
     static char             buf[4096];
-    fz_mem_t                m = { data, size, 0 };
+    tar_mem_t               m = { data, size, 0 };
     vsb_tar_rc_t            rc;
     uint64_t                got;
     ssize_t                 n;
     int                     i;
 
-    vsb_tar_init(&t, fz_read, &m);
+    vsb_tar_init(&t, tar_mem_read, &m);
 
     for (i = 0; i < 64; i++) {
         rc = vsb_tar_next(&t, &e);

@@ -15,33 +15,11 @@
 #include <cmocka.h>
 
 #include "vsb_image_tar.h"
+#include "tar_mem.h"
 
-typedef struct {
-    const unsigned char  *p;
-    size_t                len, off;
-} mem_t;
 
 static unsigned char  arc[1 << 16];
 static size_t         arclen;
-
-
-static ssize_t
-mem_read(void *ctx, void *buf, size_t len, char *err, size_t errlen)
-{
-    mem_t   *m = ctx;
-    size_t   n = m->len - m->off;
-
-    if (n == 0) {
-        return 0;
-    }
-    if (n < len) {
-        snprintf(err, errlen, "truncated");
-        return -1;
-    }
-    memcpy(buf, m->p + m->off, len);
-    m->off += len;
-    return (ssize_t) len;
-}
 
 
 /* appends a ustar header (+ data, padded) to arc */
@@ -99,7 +77,7 @@ reset(void)
 
 static vsb_tar_t        t;
 static vsb_tar_entry_t  e;
-static mem_t            m;
+static tar_mem_t        m;
 
 
 static vsb_tar_rc_t
@@ -108,7 +86,7 @@ first(void)
     m.p = arc;
     m.len = arclen;
     m.off = 0;
-    vsb_tar_init(&t, mem_read, &m);
+    vsb_tar_init(&t, tar_mem_read, &m);
     return vsb_tar_next(&t, &e);
 }
 

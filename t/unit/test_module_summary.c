@@ -82,6 +82,21 @@ typedef struct {
 } sum_t;
 
 
+/* v in s, or NULL where v is (a field the summary is not given) */
+static ngx_str_t *
+opt_str(ngx_str_t *s, const char *v)
+{
+    if (v == NULL) {
+        return NULL;
+    }
+
+    s->data = (u_char *) v;
+    s->len = strlen(v);
+
+    return s;
+}
+
+
 static json_t *
 summary_of(sum_t *t, size_t *len)
 {
@@ -104,25 +119,10 @@ summary_of(sum_t *t, size_t *len)
         in.in = &i;
     }
 
-    if (t->path) {
-        p.data = (u_char *) t->path;
-        p.len = strlen(t->path);
-        in.path = &p;
-    }
-
+    in.path = opt_str(&p, t->path);
     in.size = t->size;
-
-    if (t->sha) {
-        s.data = (u_char *) t->sha;
-        s.len = strlen(t->sha);
-        in.sha256 = &s;
-    }
-
-    if (t->sandbox) {
-        sb.data = (u_char *) t->sandbox;
-        sb.len = strlen(t->sandbox);
-        in.sandbox = &sb;
-    }
+    in.sha256 = opt_str(&s, t->sha);
+    in.sandbox = opt_str(&sb, t->sandbox);
 
     in.env = t->env;
     in.env_dropped = t->dropped;

@@ -42,6 +42,7 @@
 /* the harness reaches the op table (a face) to load its policy */
 #include "ngx_http_veto_sandbox_faces.h"
 #include "fuzz_module_request.h"
+#include "fuzz_module_file.h"
 
 
 enum {
@@ -88,18 +89,6 @@ static int                                file_fd = -1;
 static ngx_str_t                          file_path;
 
 
-/* a configuration file's bytes, at file_path */
-static void
-put_file(const void *data, size_t size)
-{
-    if (ftruncate(file_fd, 0) != 0
-        || pwrite(file_fd, data, size, 0) != (ssize_t) size)
-    {
-        abort();
-    }
-}
-
-
 int LLVMFuzzerInitialize(int *argc, char ***argv);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -107,7 +96,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 int
 LLVMFuzzerInitialize(int *argc, char ***argv)
 {
-    static u_char  path[64];
     ngx_uint_t     i;
     ngx_conf_t     cf;
     /* the module's default names (a scope added there fails the build
@@ -124,14 +112,7 @@ LLVMFuzzerInitialize(int *argc, char ***argv)
 
     ngx_stub_init();
 
-    file_fd = memfd_create("veto-fuzz-jwt", 0);
-    if (file_fd == -1) {
-        abort();
-    }
-
-    file_path.data = path;
-    file_path.len = ngx_snprintf(path, sizeof(path) - 1,
-                                 "/proc/self/fd/%d%Z", file_fd) - path - 1;
+    file_fd = fuzz_file_open("veto-fuzz-jwt", &file_path);
 
     conf_pool = ngx_create_pool(1024, ngx_cycle->log);
     ngx_stub_conf(&cf, conf_pool);
@@ -142,7 +123,7 @@ LLVMFuzzerInitialize(int *argc, char ***argv)
         abort();
     }
 
-    put_file(hs_secret, sizeof(hs_secret) - 1);
+    fuzz_file_put(file_fd, hs_secret, sizeof(hs_secret) - 1);
     if (ngx_http_veto_sandbox_keys_pem(&cf, vscf.keys,
                                        &(ngx_str_t) ngx_string("hs"),
                                        &(ngx_str_t) ngx_string("HS256"),
@@ -152,7 +133,7 @@ LLVMFuzzerInitialize(int *argc, char ***argv)
         abort();
     }
 
-    put_file(jwks_text, sizeof(jwks_text) - 1);
+    fuzz_file_put(file_fd, jwks_text, sizeof(jwks_text) - 1);
     if (ngx_http_veto_sandbox_keys_jwks(&cf, vscf.keys, &file_path)
         != NGX_CONF_OK || vscf.keys->nelts != 3)
     {
@@ -160,7 +141,7 @@ LLVMFuzzerInitialize(int *argc, char ***argv)
         abort();
     }
 
-    put_file(policy_text, sizeof(policy_text) - 1);
+    fuzz_file_put(file_fd, policy_text, sizeof(policy_text) - 1);
     vscf.policy = ngx_http_veto_sandbox_policy_load(&cf, &file_path,
                                                     ngx_http_veto_sandbox_ops_table());
     if (vscf.policy == NULL) {
@@ -402,7 +383,7 @@ fuzz_jwks(ngx_pool_t *pool, const uint8_t *data, size_t size)
         abort();
     }
 
-    put_file(data, size);
+    fuzz_file_put(file_fd, data, size);
     ngx_stub_clear_error();
 
     rv = ngx_http_veto_sandbox_keys_jwks(&cf, keys, &file_path);

@@ -54,6 +54,7 @@
 /* the harness reaches the op table (a face) to load its policy */
 #include "ngx_http_veto_sandbox_faces.h"
 #include "fuzz_module_request.h"
+#include "fuzz_module_file.h"
 
 
 #include "fuzz_module_jwt_unreached.h"
@@ -105,22 +106,10 @@ int LLVMFuzzerInitialize(int *argc, char ***argv);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 
-static void
-put_file(int fd, const void *data, size_t size)
-{
-    if (ftruncate(fd, 0) != 0
-        || pwrite(fd, data, size, 0) != (ssize_t) size)
-    {
-        abort();
-    }
-}
-
-
 int
 LLVMFuzzerInitialize(int *argc, char ***argv)
 {
     int           fd;
-    u_char        path[64];
     ngx_str_t     file, kid, alg;
     ngx_uint_t    i;
     ngx_conf_t    cf;
@@ -137,14 +126,7 @@ LLVMFuzzerInitialize(int *argc, char ***argv)
 
     ngx_stub_init();
 
-    fd = memfd_create("veto-fuzz-jwt-diff", 0);
-    if (fd == -1) {
-        abort();
-    }
-
-    file.data = path;
-    file.len = ngx_snprintf(path, sizeof(path) - 1, "/proc/self/fd/%d%Z",
-                            fd) - path - 1;
+    fd = fuzz_file_open("veto-fuzz-jwt-diff", &file);
 
     pool = ngx_create_pool(1024, ngx_cycle->log);
     ngx_stub_conf(&cf, pool);
@@ -156,7 +138,7 @@ LLVMFuzzerInitialize(int *argc, char ***argv)
     }
 
     for (i = 0; i < NKEYS; i++) {
-        put_file(fd, keys[i].key, keys[i].len);
+        fuzz_file_put(fd, keys[i].key, keys[i].len);
 
         kid.data = (u_char *) keys[i].kid;
         kid.len = ngx_strlen(keys[i].kid);
@@ -172,7 +154,7 @@ LLVMFuzzerInitialize(int *argc, char ***argv)
         }
     }
 
-    put_file(fd, policy_text, sizeof(policy_text) - 1);
+    fuzz_file_put(fd, policy_text, sizeof(policy_text) - 1);
     vscf.policy = ngx_http_veto_sandbox_policy_load(&cf, &file,
                                                     ngx_http_veto_sandbox_ops_table());
     if (vscf.policy == NULL) {

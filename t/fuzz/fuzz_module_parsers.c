@@ -46,6 +46,7 @@
 #include <sys/mman.h>
 
 #include "ngx_core_stub.h"
+#include "fuzz_module_file.h"
 
 /* the sandboxes, exec and files groups' builders (their files' code, without
  * their MCP tools) */
@@ -351,12 +352,7 @@ load(ngx_pool_t *pool, const uint8_t *data, size_t size)
 {
     ngx_conf_t  cf;
 
-    if (ftruncate(policy_fd, 0) != 0
-        || pwrite(policy_fd, data, size, 0) != (ssize_t) size)
-    {
-        abort();
-    }
-
+    fuzz_file_put(policy_fd, data, size);
     ngx_stub_conf(&cf, pool);
 
     return ngx_http_veto_sandbox_policy_load(&cf, &policy_path,
@@ -371,18 +367,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 int
 LLVMFuzzerInitialize(int *argc, char ***argv)
 {
-    static u_char  path[64];
-
     ngx_stub_init();
 
-    policy_fd = memfd_create("veto-fuzz-policy", 0);
-    if (policy_fd == -1) {
-        abort();
-    }
-
-    policy_path.data = path;
-    policy_path.len = ngx_snprintf(path, sizeof(path) - 1,
-                                   "/proc/self/fd/%d%Z", policy_fd) - path - 1;
+    policy_fd = fuzz_file_open("veto-fuzz-policy", &policy_path);
 
     policy_pool = ngx_create_pool(1024, ngx_cycle->log);
     policy = load(policy_pool, (const uint8_t *) policy_text,

@@ -105,6 +105,8 @@ like($out, qr/registry-ok https registry.example.test \/pys/, 'python https thro
 {
     # node ships with Debian (install-deps); its http module has no proxy
     # support, so the test speaks the proxy protocol as npm's agents do
+    # (the explicit half of VetoEgress's $NODE_CLIENT, kept apart: this
+    # test is of the explicit mode alone, and its CA is at $ca, not ./ca.pem)
     ($rc, $out) = $e->in_sandbox(q{node -e '
 const http = require("http"), tls = require("tls"), fs = require("fs");
 http.get({host: "127.0.0.1", port: 3128, path: "http://registry.example.test/node",

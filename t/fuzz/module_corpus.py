@@ -74,6 +74,11 @@ def jwt_seeds():
         s['jwks-' + name] = b'\x02' + (doc if isinstance(doc, bytes)
                                        else enc(doc))
 
+    def forged(alg, kid, sig):
+        """a token for the key kid whose signature is sig (not its own)"""
+        return (b'Bearer ' + b64u(enc({'alg': alg, 'kid': kid})) + b'.'
+                + b64u(claims()) + b'.' + b64u(sig))
+
     good = hs256(HS, claims())
     header('good', b'Bearer ' + good)
     header('good-kid', b'Bearer ' + hs256(enc({'alg': 'HS256', 'kid': 'hs'}),
@@ -94,21 +99,11 @@ def jwt_seeds():
            + b64u(claims()) + b'.AAAA')
     header('claims-not-json', b'Bearer ' + hs256(HS, b'[1,2]'))
     header('claims-not-b64', b'Bearer ' + b64u(HS) + b'.A.' + b'AAAA')
-    header('es256-garbage', b'Bearer ' + b64u(enc({'alg': 'ES256',
-                                                     'kid': 'ec'}))
-           + b'.' + b64u(claims()) + b'.' + b64u(b'\x01' * 64))
-    header('es256-zero', b'Bearer ' + b64u(enc({'alg': 'ES256',
-                                                  'kid': 'ec'}))
-           + b'.' + b64u(claims()) + b'.' + b64u(b'\x00' * 64))
-    header('es256-short', b'Bearer ' + b64u(enc({'alg': 'ES256',
-                                                   'kid': 'ec'}))
-           + b'.' + b64u(claims()) + b'.' + b64u(b'\x01' * 63))
-    header('rs256-garbage', b'Bearer ' + b64u(enc({'alg': 'RS256',
-                                                     'kid': 'rs'}))
-           + b'.' + b64u(claims()) + b'.' + b64u(b'\x02' * 256))
-    header('rs256-short', b'Bearer ' + b64u(enc({'alg': 'RS256',
-                                                   'kid': 'rs'}))
-           + b'.' + b64u(claims()) + b'.' + b64u(b'\x02' * 255))
+    header('es256-garbage', forged('ES256', 'ec', b'\x01' * 64))
+    header('es256-zero', forged('ES256', 'ec', b'\x00' * 64))
+    header('es256-short', forged('ES256', 'ec', b'\x01' * 63))
+    header('rs256-garbage', forged('RS256', 'rs', b'\x02' * 256))
+    header('rs256-short', forged('RS256', 'rs', b'\x02' * 255))
     header('sig-too-long', b'Bearer ' + b64u(HS) + b'.' + b64u(claims())
            + b'.' + b64u(b'\x03' * 2100))
     header('sig-lone-sextet', b'Bearer ' + b64u(HS) + b'.' + b64u(claims())

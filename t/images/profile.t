@@ -16,23 +16,9 @@ use VetoTest;
 my $s = VetoImage->new;
 my $marker = 'veto-profile-marker-' . VetoTest::random_hex(8);
 
-sub host_file
-{
-    my ($path) = @_;
-    open(my $fh, '<:raw', $path) or die "read $path: $!";
-    local $/;
-    my $d = <$fh>;
-    close $fh;
-    return $d;
-}
-
 # a root of its own: dash, its C library and loader, a marker, a script
 my $lay = $s->umoci_image({
-    '/bin/sh' => [ host_file('/bin/dash'), 0755 ],
-    '/lib64/ld-linux-x86-64.so.2' =>
-        [ host_file('/lib64/ld-linux-x86-64.so.2'), 0755 ],
-    '/lib/x86_64-linux-gnu/libc.so.6' =>
-        [ host_file('/lib/x86_64-linux-gnu/libc.so.6'), 0755 ],
+    VetoImage::dash_root(),
     '/etc/veto-marker' => "$marker\n",
     '/usr/local/bin/hello' => [ "#!/bin/sh\necho hello from the image\n",
                                 0755 ],
@@ -50,11 +36,7 @@ my $digest = $lay->{digest};
 # they only ever meet the image's own tree.
 my $sent = $s->sentinel;
 my $lay2 = $s->umoci_image({
-    '/bin/sh' => [ host_file('/bin/dash'), 0755 ],
-    '/lib64/ld-linux-x86-64.so.2' =>
-        [ host_file('/lib64/ld-linux-x86-64.so.2'), 0755 ],
-    '/lib/x86_64-linux-gnu/libc.so.6' =>
-        [ host_file('/lib/x86_64-linux-gnu/libc.so.6'), 0755 ],
+    VetoImage::dash_root(),
     '/etc/group' => "root:x:0:\n" . ("#" x 80 . "\n") x 14000,
     '/home/.keep' => '',
 });

@@ -90,6 +90,24 @@ sub read_file
     return $d;
 }
 
+# The smallest root a shell runs in, for umoci_image(): the host's dash
+# as /bin/sh, with its loader and C library (Debian's x86_64 paths), as a
+# list of path => [ bytes, mode ].
+sub dash_root
+{
+    my %root;
+    for my $f (['/bin/sh' => '/bin/dash'],
+               ['/lib64/ld-linux-x86-64.so.2'],
+               ['/lib/x86_64-linux-gnu/libc.so.6']) {
+        my $from = $f->[1] // $f->[0];
+        open(my $fh, '<:raw', $from) or die "read $from: $!";
+        local $/;
+        $root{$f->[0]} = [ scalar <$fh>, 0755 ];
+        close $fh;
+    }
+    return %root;
+}
+
 # sandbox-imagectl with this test's store and uid: (exit code, out, err)
 sub ctl
 {

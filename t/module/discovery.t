@@ -38,26 +38,10 @@ VetoNginx::need(qw(helper redis));
 
 my $JSON = JSON::PP->new->utf8(1)->canonical(1);
 
-sub host_file
-{
-    my ($path) = @_;
-    open(my $fh, '<:raw', $path) or die "read $path: $!";
-    local $/;
-    my $d = <$fh>;
-    close $fh;
-    return $d;
-}
-
 # ---- two images: "mark" stays, "gone" is removed while the helper runs
 
 my $s = VetoImage->new;
-my %root = (
-    '/bin/sh' => [ host_file('/bin/dash'), 0755 ],
-    '/lib64/ld-linux-x86-64.so.2' =>
-        [ host_file('/lib64/ld-linux-x86-64.so.2'), 0755 ],
-    '/lib/x86_64-linux-gnu/libc.so.6' =>
-        [ host_file('/lib/x86_64-linux-gnu/libc.so.6'), 0755 ],
-);
+my %root = VetoImage::dash_root();
 my $marker = 'veto-discovery-' . VetoTest::random_hex(8);
 my $lay = $s->umoci_image({ %root, '/etc/veto-marker' => "$marker\n" });
 my ($rc, $meta, $err) = $s->import_json('--description', 'discovery marker',

@@ -391,6 +391,23 @@ sub redis
     return $self->{rc};
 }
 
+# Waits up to 5 s for a sandbox to report no exec running (its GET, with
+# token); returns the count it last reported (-1: none was read), for the
+# test to show it is 0.
+sub execs_running_settled
+{
+    my ($self, $id, $token) = @_;
+    my $running = -1;
+    local $Test::Builder::Level = $Test::Builder::Level + 1;
+    eventually('no exec running', 5, sub {
+        my (undef, undef, undef, $j) =
+            $self->request(GET => "/v1/sandboxes/$id", $token);
+        $running = $j->{execs_running} // -1;
+        $running == 0;
+    });
+    return $running;
+}
+
 # Everything the private Redis holds, as text: each key's name, then its
 # values (a hash's fields and values, a stream's entry ids, fields and
 # values, a list's, set's or sorted set's members), for a test that shows

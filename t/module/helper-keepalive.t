@@ -147,13 +147,7 @@ all_ok('after kill -9 and a new helper', 10, GET => '/v1/health');
                        'Content-Type' => 'application/json' },
           content => '{"argv": ["sleep", "20"], "timeout_s": 25}' });
     is($r->{status}, 599, 'client gave up after 1 s');
-    my $running = -1;
-    eventually('no exec running', 5, sub {
-        (undef, undef, undef, $j) = $n->request(GET => "/v1/sandboxes/$id",
-                                                $t);
-        $running = $j->{execs_running} // -1;
-        $running == 0;
-    });
+    my $running = $n->execs_running_settled($id, $t);
     is($running, 0, 'the abandoned exec was cancelled');
     ($st) = $n->request(DELETE => "/v1/sandboxes/$id", $t);
     is($st, 200, 'delete after the cancel');
@@ -258,13 +252,7 @@ all_ok('after kill -9 and a new helper', 10, GET => '/v1/health');
        'cut mid-stream: its connection closed, not kept');
     $mixed->('after a stream cut mid-frame');
 
-    my $running = -1;
-    eventually('no exec running', 5, sub {
-        (undef, undef, undef, $j) = $n->request(GET => "/v1/sandboxes/$id",
-                                                $t);
-        $running = $j->{execs_running} // -1;
-        $running == 0;
-    });
+    my $running = $n->execs_running_settled($id, $t);
     is($running, 0, 'the cut exec was killed');
 
     # cut while paused: the client read nothing, the helper waits for it

@@ -146,12 +146,7 @@ my ($st, $h, $b, $j);
                        'Content-Type' => 'application/json' },
           content => '{"argv": ["sleep", "20"], "timeout_s": 25}' });
     is($r->{status}, 599, 'client gave up after 1 s');
-    my $running = -1;
-    eventually('no exec running', 5, sub {
-        (undef, undef, undef, $j) = $n->request(GET => "/v1/sandboxes/$id", $t);
-        $running = $j->{execs_running} // -1;
-        $running == 0;
-    });
+    my $running = $n->execs_running_settled($id, $t);
     is($running, 0, "the abandoned exec was cancelled, not left running");
     $n->request(DELETE => "/v1/sandboxes/$id", $t);
 }

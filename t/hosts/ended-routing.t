@@ -21,7 +21,7 @@ use Test::More;
 use lib 't/lib';
 use VetoNginx;
 use VetoSentinel;
-use VetoHosts qw(up);
+use VetoHosts qw(hosts_ready);
 use Eventually qw(eventually);
 use JSON::PP;
 use Time::HiRes qw(sleep time);
@@ -45,15 +45,10 @@ my %gw = VetoHosts::gateways(
            . "    veto_sandbox_host_grace ${grace_s}s;\n");
 my ($A, $B, $C) = @gw{qw(a b c)};
 
-eventually('all hosts found the master', 15,
-           sub { up($A) && up($B) && up($C) });
+hosts_ready($s, %gw);
 # the master, asked again whenever its connection went (a failover, or
 # Sentinel's CLIENT KILL when it turns a server into a replica)
 sub M { $s->live_master }
-eventually('all hosts hold a lease', 10, sub {
-    M()->exists('veto:{:hosts}:lease:gw-a')
-        && M()->exists('veto:{:hosts}:lease:gw-b')
-        && M()->exists('veto:{:hosts}:lease:gw-c') });
 
 my $agent = $A->token(sub => 'agent-1');
 my $other = $A->token(sub => 'agent-2');

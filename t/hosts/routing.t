@@ -21,7 +21,7 @@ use Test::More;
 use lib 't/lib';
 use VetoNginx;
 use VetoSentinel;
-use VetoHosts qw(up);
+use VetoHosts qw(up hosts_ready);
 use Eventually qw(eventually);
 use JSON::PP;
 use Digest::SHA qw(hmac_sha256_hex sha256_hex);
@@ -70,15 +70,10 @@ my %gw = VetoHosts::gateways(
     helper => sub { (max_sandboxes => $_[0] eq 'c' ? 1 : 8) });
 my ($A, $B, $C) = @gw{qw(a b c)};
 
-eventually('all hosts found the master', 15,
-           sub { up($A) && up($B) && up($C) });
+hosts_ready($s, %gw);
 # the master, asked again whenever its connection went (a failover, or
 # Sentinel's CLIENT KILL when it turns a server into a replica)
 sub M { $s->live_master }
-eventually('all hosts hold a lease', 10, sub {
-    M()->exists('veto:{:hosts}:lease:gw-a')
-        && M()->exists('veto:{:hosts}:lease:gw-b')
-        && M()->exists('veto:{:hosts}:lease:gw-c') });
 is(M()->hget('veto:{:hosts}:lease:gw-a', 'addr'), "$host_addr{a}:" . $A->port,
    "a's lease names its address in its namespace");
 

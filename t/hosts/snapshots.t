@@ -19,7 +19,7 @@ use Test::More;
 use lib 't/lib';
 use VetoNginx;
 use VetoSentinel;
-use VetoHosts qw(up);
+use VetoHosts qw(hosts_ready);
 use Eventually qw(eventually);
 
 VetoNginx::need(qw(helper redis));
@@ -35,11 +35,8 @@ my %gw = VetoHosts::gateways(
     address => 1, routing => 1, peer_key => $peer_key, read_timeout => '60s',
     extra => "    veto_sandbox_host_lease 2s;\n", check => 1);
 my ($A, $B) = @gw{qw(a b)};
-eventually('both hosts found the master', 15, sub { up($A) && up($B) });
+hosts_ready($s, %gw);
 sub M { $s->live_master }
-eventually('both hosts hold a lease', 10, sub {
-    M()->exists('veto:{:hosts}:lease:gw-a')
-        && M()->exists('veto:{:hosts}:lease:gw-b') });
 
 my $t = $A->token(sub => 'agent-1');
 my ($st, $h, $b, $j);

@@ -25,7 +25,7 @@ use warnings;
 use Exporter qw(import);
 use File::Copy qw(copy);
 
-our @EXPORT_OK = qw(up);
+our @EXPORT_OK = qw(up hosts_ready);
 
 my @CLEANUP;
 
@@ -90,6 +90,23 @@ sub up
     my ($n) = @_;
     my (undef, undef, undef, $hj) = $n->request(GET => '/v1/health');
     return ($hj->{redis} // '') eq 'up';
+}
+
+# Waits until every host of gateways() (its name => VetoNginx list) found
+# the Redis master and holds its lease there (gw-<name>); asks Sentinel's
+# master again on each poll, as a failover or Sentinel's CLIENT KILL may
+# have taken the last connection.
+sub hosts_ready
+{
+    my ($sentinel, %gw) = @_;
+    require Eventually;
+    local $Test::Builder::Level = ($Test::Builder::Level // 1) + 1;
+    Eventually::eventually('all hosts found the master', 15,
+                           sub { !grep { !up($_) } values %gw });
+    Eventually::eventually('all hosts hold a lease', 10, sub {
+        my $m = $sentinel->live_master;
+        !grep { !$m->exists("veto:{:hosts}:lease:gw-$_") } keys %gw;
+    });
 }
 
 # One gateway host per name, each a VetoNginx with its own helper (its

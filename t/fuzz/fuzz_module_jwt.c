@@ -43,6 +43,7 @@
 #include "ngx_http_veto_sandbox_faces.h"
 #include "fuzz_module_request.h"
 #include "fuzz_module_file.h"
+#include "fuzz_module_jwt_conf.h"
 
 
 enum {
@@ -96,19 +97,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 int
 LLVMFuzzerInitialize(int *argc, char ***argv)
 {
-    ngx_uint_t     i;
-    ngx_conf_t     cf;
-    /* the module's default names (a scope added there fails the build
-     * here until it is named) */
-    static ngx_str_t  scopes[NGX_HTTP_VSB_NSCOPES] = {
-        ngx_string("sandbox:create"), ngx_string("sandbox:exec"),
-        ngx_string("sandbox:files"), ngx_string("approvals:review"),
-        ngx_string("audit:read"), ngx_string("sandbox:network"),
-        ngx_string("admin:revoke")
-    };
-
-    _Static_assert(sizeof(scopes) / sizeof(scopes[0]) == 7,
-                   "name every scope of NGX_HTTP_VSB_NSCOPES here");
+    ngx_conf_t  cf;
 
     ngx_stub_init();
 
@@ -148,23 +137,7 @@ LLVMFuzzerInitialize(int *argc, char ***argv)
         abort();
     }
 
-    ngx_str_set(&vscf.issuer, "https://issuer.test");
-    ngx_str_set(&vscf.audience, "veto-sandbox");
-    ngx_str_set(&vscf.tenant_claim, "tenant");
-    ngx_str_set(&vscf.scope_claim, "scope");
-    vscf.leeway = 30;
-    vscf.max_token_size = 8192;
-
-    /* the headers a worker has seen name a key: on, as in nginx */
-    if (ngx_http_veto_sandbox_jwt_init_conf(&cf, &vscf) != NGX_OK
-        || vscf.jwt_hdrs == NULL)
-    {
-        abort();
-    }
-
-    for (i = 0; i < NGX_HTTP_VSB_NSCOPES; i++) {
-        vscf.scope[i] = scopes[i];
-    }
+    fuzz_jwt_conf(&cf, &vscf);
 
     return 0;
 }

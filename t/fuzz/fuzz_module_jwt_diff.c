@@ -55,6 +55,7 @@
 #include "ngx_http_veto_sandbox_faces.h"
 #include "fuzz_module_request.h"
 #include "fuzz_module_file.h"
+#include "fuzz_module_jwt_conf.h"
 
 
 #include "fuzz_module_jwt_unreached.h"
@@ -115,13 +116,6 @@ LLVMFuzzerInitialize(int *argc, char ***argv)
     ngx_conf_t    cf;
     ngx_pool_t   *pool;
 
-    static ngx_str_t  scopes[NGX_HTTP_VSB_NSCOPES] = {
-        ngx_string("sandbox:create"), ngx_string("sandbox:exec"),
-        ngx_string("sandbox:files"), ngx_string("approvals:review"),
-        ngx_string("audit:read"), ngx_string("sandbox:network"),
-        ngx_string("admin:revoke")
-    };
-
     verbose = getenv("VETO_FUZZ_VERBOSE") != NULL;
 
     ngx_stub_init();
@@ -161,20 +155,7 @@ LLVMFuzzerInitialize(int *argc, char ***argv)
         abort();
     }
 
-    ngx_str_set(&vscf.issuer, "https://issuer.test");
-    ngx_str_set(&vscf.audience, "veto-sandbox");
-    ngx_str_set(&vscf.tenant_claim, "tenant");
-    ngx_str_set(&vscf.scope_claim, "scope");
-    vscf.leeway = 30;
-    vscf.max_token_size = 8192;
-
-    if (ngx_http_veto_sandbox_jwt_init_conf(&cf, &vscf) != NGX_OK) {
-        abort();
-    }
-
-    for (i = 0; i < NGX_HTTP_VSB_NSCOPES; i++) {
-        vscf.scope[i] = scopes[i];
-    }
+    fuzz_jwt_conf(&cf, &vscf);
 
     return 0;
 }

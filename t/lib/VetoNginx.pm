@@ -391,6 +391,19 @@ sub redis
     return $self->{rc};
 }
 
+# An exec whose client gives up: a 20 s sleep asked for by a client that
+# waits 1 s for the answer; returns that client's status (599: it gave up).
+sub abandon_exec
+{
+    my ($self, $id, $token) = @_;
+    my $ua = HTTP::Tiny->new(timeout => 1);
+    my $r = $ua->request(POST => $self->url("/v1/sandboxes/$id/exec"),
+        { headers => { Authorization => "Bearer $token",
+                       'Content-Type' => 'application/json' },
+          content => '{"argv": ["sleep", "20"], "timeout_s": 25}' });
+    return $r->{status};
+}
+
 # Waits up to 5 s for a sandbox to report no exec running (its GET, with
 # token); returns the count it last reported (-1: none was read), for the
 # test to show it is 0.

@@ -16,7 +16,6 @@ use strict;
 use warnings;
 
 use Test::More;
-use HTTP::Tiny;
 use POSIX qw(WNOHANG);
 use JSON::PP ();
 use Time::HiRes qw(sleep time);
@@ -141,12 +140,7 @@ all_ok('after kill -9 and a new helper', 10, GET => '/v1/health');
 {
     my ($st, undef, undef, $j) = $n->request(POST => '/v1/sandboxes', $t, {});
     my $id = $j->{id};
-    my $ua = HTTP::Tiny->new(timeout => 1);
-    my $r = $ua->request(POST => $n->url("/v1/sandboxes/$id/exec"),
-        { headers => { Authorization => "Bearer $t",
-                       'Content-Type' => 'application/json' },
-          content => '{"argv": ["sleep", "20"], "timeout_s": 25}' });
-    is($r->{status}, 599, 'client gave up after 1 s');
+    is($n->abandon_exec($id, $t), 599, 'client gave up after 1 s');
     my $running = $n->execs_running_settled($id, $t);
     is($running, 0, 'the abandoned exec was cancelled');
     ($st) = $n->request(DELETE => "/v1/sandboxes/$id", $t);

@@ -7,7 +7,6 @@ use strict;
 use warnings;
 
 use Test::More;
-use HTTP::Tiny;
 use POSIX qw(_exit);
 use Time::HiRes qw(time sleep);
 use lib 't/lib';
@@ -140,12 +139,7 @@ my ($st, $h, $b, $j);
 {
     ($st, $h, $b, $j) = $n->request(POST => '/v1/sandboxes', $t, {});
     my $id = $j->{id};
-    my $ua = HTTP::Tiny->new(timeout => 1);
-    my $r = $ua->request(POST => $n->url("/v1/sandboxes/$id/exec"),
-        { headers => { Authorization => "Bearer $t",
-                       'Content-Type' => 'application/json' },
-          content => '{"argv": ["sleep", "20"], "timeout_s": 25}' });
-    is($r->{status}, 599, 'client gave up after 1 s');
+    is($n->abandon_exec($id, $t), 599, 'client gave up after 1 s');
     my $running = $n->execs_running_settled($id, $t);
     is($running, 0, "the abandoned exec was cancelled, not left running");
     $n->request(DELETE => "/v1/sandboxes/$id", $t);

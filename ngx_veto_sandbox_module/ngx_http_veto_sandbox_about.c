@@ -129,22 +129,7 @@ ngx_http_veto_sandbox_reply_about(ngx_http_request_t *r,
 
 /* ---- the MCP tool describe_isolation ----------------------------------- */
 
-
-static ngx_int_t
-ngx_http_veto_sandbox_mcp_twin_about(ngx_http_request_t *r, json_t *args,
-    ngx_http_veto_sandbox_mcp_twin_t *twin, const char **why)
-{
-    if (json_object_size(args) != 0) {
-        *why = "describe_isolation takes no arguments";
-        return NGX_DECLINED;
-    }
-
-    twin->method = NGX_HTTP_GET;
-    ngx_str_set(&twin->method_name, "GET");
-    ngx_str_set(&twin->uri, "/v1/about");
-
-    return NGX_OK;
-}
+/* its twin is the generic one: its row's rest (_mcp_tools.c) */
 
 
 /* "a, b, c" of a JSON array of strings; "-" when empty */
@@ -343,10 +328,11 @@ ngx_http_veto_sandbox_mcp_tool_t  ngx_http_veto_sandbox_about_tools[] = {
       "{\"type\":\"object\",\"properties\":{},"
       "\"additionalProperties\":false}",
       "{\"readOnlyHint\":true,\"openWorldHint\":false}",
-      ngx_http_veto_sandbox_mcp_twin_about,
-      ngx_http_veto_sandbox_mcp_present_about },
+      ngx_http_veto_sandbox_mcp_rest_twin,
+      ngx_http_veto_sandbox_mcp_present_about,
+      { NGX_HTTP_GET, "/v1/about", NULL, NULL, NULL, 0 } },
 
-    { NULL, NULL, NULL, NULL, NULL, NULL, NULL }
+    ngx_http_vsb_null_tool
 };
 
 #endif /* the MCP tool */

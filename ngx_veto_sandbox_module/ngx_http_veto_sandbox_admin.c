@@ -774,7 +774,7 @@ ngx_http_veto_sandbox_op_t  ngx_http_veto_sandbox_admin_ops[] = {
 
 /* no MCP tool: the admin API is an operator's, not an agent's */
 ngx_http_veto_sandbox_mcp_tool_t  ngx_http_veto_sandbox_admin_tools[] = {
-    { NULL, NULL, NULL, NULL, NULL, NULL, NULL }
+    ngx_http_vsb_null_tool
 };
 
 #endif /* the (no) MCP tools */

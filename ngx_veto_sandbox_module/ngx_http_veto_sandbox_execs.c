@@ -770,30 +770,11 @@ ngx_http_veto_sandbox_record_exec_kill(ngx_http_request_t *r,
 /* ---- MCP: the exec tool's twin and presenter ---------------------------- */
 
 
+/* the arguments it takes (its row's rest.args): its twin is the generic
+ * one (_mcp_tools.c), POST /v1/sandboxes/{id}/exec with them as the body */
 static const char  *ngx_http_veto_sandbox_mcp_exec_args[] = {
     "sandbox_id", NGX_HTTP_VSB_MCP_FIELDS_EXEC, "approval_id", NULL
 };
-
-
-/* exec: POST /v1/sandboxes/{id}/exec, the arguments as the body */
-static ngx_int_t
-ngx_http_veto_sandbox_mcp_twin_exec(ngx_http_request_t *r, json_t *args,
-    ngx_http_veto_sandbox_mcp_twin_t *twin, const char **why)
-{
-    ngx_int_t  rc;
-
-    rc = ngx_http_veto_sandbox_mcp_sandbox_twin(r, args,
-                                   ngx_http_veto_sandbox_mcp_exec_args,
-                                   NGX_HTTP_POST, "POST", "/exec", twin, why);
-    if (rc != NGX_OK) {
-        return rc;
-    }
-
-    /* with a progress token its output streams as progress */
-    twin->progress = 1;
-
-    return ngx_http_veto_sandbox_mcp_json_body(r, args, &twin->body);
-}
 
 
 /* output as the REST API gave it (utf-8 or base64) back to bytes */
@@ -1038,10 +1019,13 @@ ngx_http_veto_sandbox_mcp_tool_t  ngx_http_veto_sandbox_execs_tools[] = {
       "\"additionalProperties\":false}",
       "{\"readOnlyHint\":false,\"destructiveHint\":true,"
       "\"idempotentHint\":false}",
-      ngx_http_veto_sandbox_mcp_twin_exec,
-      ngx_http_veto_sandbox_mcp_present_exec },
+      ngx_http_veto_sandbox_mcp_rest_twin,
+      ngx_http_veto_sandbox_mcp_present_exec,
+      { NGX_HTTP_POST, "/v1/sandboxes/{id}/exec",
+        ngx_http_veto_sandbox_mcp_exec_args, NULL, NULL,
+        NGX_HTTP_VSB_MCP_BODY|NGX_HTTP_VSB_MCP_PROGRESS } },
 
-    { NULL, NULL, NULL, NULL, NULL, NULL, NULL }
+    ngx_http_vsb_null_tool
 };
 
 #endif /* the MCP tool */

@@ -732,9 +732,12 @@ ngx_http_veto_sandbox_record_archive(ngx_http_request_t *r,
 /* ---- MCP: the tools' twins and presenters ------------------------------ */
 
 
-/* each tool's arguments: the query's (docs/openapi.json, through
- * scripts/gen-op-fields), and what the tool itself carries: the bytes of
- * the file or archive that the REST request sends as its body */
+/* each tool's arguments (its row's rest.args): the query's
+ * (docs/openapi.json, through scripts/gen-op-fields), and what the tool
+ * itself carries: the bytes of the file or archive that the REST request
+ * sends as its body.  The twins are written by hand for those: a path
+ * made a query, content decoded into the body; the start is the generic
+ * twin's (_mcp_tools.c) */
 static const char  *ngx_http_veto_sandbox_mcp_read_args[] = {
     "sandbox_id", NGX_HTTP_VSB_MCP_FIELDS_READ_FILE, "approval_id", NULL
 };
@@ -812,14 +815,13 @@ ngx_http_veto_sandbox_mcp_query(ngx_http_request_t *r, json_t *args,
 
 /* read_file: GET /v1/sandboxes/{id}/files?path= */
 static ngx_int_t
-ngx_http_veto_sandbox_mcp_twin_read(ngx_http_request_t *r, json_t *args,
+ngx_http_veto_sandbox_mcp_twin_read(ngx_http_request_t *r,
+    ngx_http_veto_sandbox_mcp_tool_t *tool, json_t *args,
     ngx_http_veto_sandbox_mcp_twin_t *twin, const char **why)
 {
     ngx_int_t  rc;
 
-    rc = ngx_http_veto_sandbox_mcp_sandbox_twin(r, args,
-                                   ngx_http_veto_sandbox_mcp_read_args,
-                                   NGX_HTTP_GET, "GET", "/files", twin, why);
+    rc = ngx_http_veto_sandbox_mcp_rest_twin(r, tool, args, twin, why);
     if (rc != NGX_OK) {
         return rc;
     }
@@ -831,7 +833,8 @@ ngx_http_veto_sandbox_mcp_twin_read(ngx_http_request_t *r, json_t *args,
 /* write_file: PUT /v1/sandboxes/{id}/files?path=, the content's bytes as
  * the body */
 static ngx_int_t
-ngx_http_veto_sandbox_mcp_twin_write(ngx_http_request_t *r, json_t *args,
+ngx_http_veto_sandbox_mcp_twin_write(ngx_http_request_t *r,
+    ngx_http_veto_sandbox_mcp_tool_t *tool, json_t *args,
     ngx_http_veto_sandbox_mcp_twin_t *twin, const char **why)
 {
     json_t      *v, *e;
@@ -839,9 +842,7 @@ ngx_http_veto_sandbox_mcp_twin_write(ngx_http_request_t *r, json_t *args,
     ngx_str_t    src;
     const char  *enc;
 
-    rc = ngx_http_veto_sandbox_mcp_sandbox_twin(r, args,
-                                   ngx_http_veto_sandbox_mcp_write_args,
-                                   NGX_HTTP_PUT, "PUT", "/files", twin, why);
+    rc = ngx_http_veto_sandbox_mcp_rest_twin(r, tool, args, twin, why);
     if (rc != NGX_OK) {
         return rc;
     }
@@ -897,7 +898,8 @@ ngx_http_veto_sandbox_mcp_twin_write(ngx_http_request_t *r, json_t *args,
 
 /* upload_archive: PUT /v1/sandboxes/{id}/archive[?path=][&format=] */
 static ngx_int_t
-ngx_http_veto_sandbox_mcp_twin_archive(ngx_http_request_t *r, json_t *args,
+ngx_http_veto_sandbox_mcp_twin_archive(ngx_http_request_t *r,
+    ngx_http_veto_sandbox_mcp_tool_t *tool, json_t *args,
     ngx_http_veto_sandbox_mcp_twin_t *twin, const char **why)
 {
     u_char      *p;
@@ -906,9 +908,7 @@ ngx_http_veto_sandbox_mcp_twin_archive(ngx_http_request_t *r, json_t *args,
     ngx_str_t    src, query;
     ngx_uint_t   i;
 
-    rc = ngx_http_veto_sandbox_mcp_sandbox_twin(r, args,
-                                   ngx_http_veto_sandbox_mcp_archive_args,
-                                   NGX_HTTP_PUT, "PUT", "/archive", twin, why);
+    rc = ngx_http_veto_sandbox_mcp_rest_twin(r, tool, args, twin, why);
     if (rc != NGX_OK) {
         return rc;
     }
@@ -1206,7 +1206,9 @@ ngx_http_veto_sandbox_mcp_tool_t  ngx_http_veto_sandbox_files_tools[] = {
       "{\"readOnlyHint\":false,\"destructiveHint\":true,"
       "\"idempotentHint\":true,\"openWorldHint\":false}",
       ngx_http_veto_sandbox_mcp_twin_write,
-      ngx_http_veto_sandbox_mcp_present_written },
+      ngx_http_veto_sandbox_mcp_present_written,
+      { NGX_HTTP_PUT, "/v1/sandboxes/{id}/files",
+        ngx_http_veto_sandbox_mcp_write_args, NULL, NULL, 0 } },
 
     { "upload_archive", "Upload a tree of files",
       "Extract an archive (tar, tar.gz, tar.zst or tar.xz), sent as "
@@ -1234,7 +1236,9 @@ ngx_http_veto_sandbox_mcp_tool_t  ngx_http_veto_sandbox_files_tools[] = {
       "{\"readOnlyHint\":false,\"destructiveHint\":true,"
       "\"idempotentHint\":true,\"openWorldHint\":false}",
       ngx_http_veto_sandbox_mcp_twin_archive,
-      ngx_http_veto_sandbox_mcp_present_archive },
+      ngx_http_veto_sandbox_mcp_present_archive,
+      { NGX_HTTP_PUT, "/v1/sandboxes/{id}/archive",
+        ngx_http_veto_sandbox_mcp_archive_args, NULL, NULL, 0 } },
 
     { "read_file", "Read a file",
       "Read one file from a sandbox's /workspace. Text comes back as it "
@@ -1251,9 +1255,11 @@ ngx_http_veto_sandbox_mcp_tool_t  ngx_http_veto_sandbox_files_tools[] = {
       "],\"additionalProperties\":false}",
       "{\"readOnlyHint\":true,\"openWorldHint\":false}",
       ngx_http_veto_sandbox_mcp_twin_read,
-      ngx_http_veto_sandbox_mcp_present_file },
+      ngx_http_veto_sandbox_mcp_present_file,
+      { NGX_HTTP_GET, "/v1/sandboxes/{id}/files",
+        ngx_http_veto_sandbox_mcp_read_args, NULL, NULL, 0 } },
 
-    { NULL, NULL, NULL, NULL, NULL, NULL, NULL }
+    ngx_http_vsb_null_tool
 };
 
 #endif /* the MCP tools */

@@ -250,7 +250,7 @@ ngx_http_veto_sandbox_op_t  ngx_http_veto_sandbox_health_ops[] = {
 
 /* no MCP tool: the probe is for load balancers and monitors */
 ngx_http_veto_sandbox_mcp_tool_t  ngx_http_veto_sandbox_health_tools[] = {
-    { NULL, NULL, NULL, NULL, NULL, NULL, NULL }
+    ngx_http_vsb_null_tool
 };
 
 #endif

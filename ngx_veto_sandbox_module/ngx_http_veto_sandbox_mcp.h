@@ -86,9 +86,11 @@ typedef struct {
 
 
 /* The arguments as the twin (NGX_OK), or NGX_DECLINED with *why the
- * message an agent gets (an isError result), or NGX_ERROR. */
+ * message an agent gets (an isError result), or NGX_ERROR.  tool is the
+ * row called (its rest says the twin, for the generic one). */
 typedef ngx_int_t (*ngx_http_veto_sandbox_mcp_twin_pt)(ngx_http_request_t *r,
-    json_t *args, ngx_http_veto_sandbox_mcp_twin_t *twin, const char **why);
+    ngx_http_veto_sandbox_mcp_tool_t *tool, json_t *args,
+    ngx_http_veto_sandbox_mcp_twin_t *twin, const char **why);
 
 /* A successful REST response of the twin (its JSON, or its bytes for a
  * file) as the result's content: text and structuredContent set in
@@ -96,6 +98,30 @@ typedef ngx_int_t (*ngx_http_veto_sandbox_mcp_twin_pt)(ngx_http_request_t *r,
 typedef ngx_int_t (*ngx_http_veto_sandbox_mcp_present_pt)(
     ngx_http_request_t *r, ngx_http_veto_sandbox_mcp_call_t *call,
     json_t *rest, u_char *data, size_t len, json_t *result);
+
+
+/* what the generic twin makes of the arguments (rest.flags) */
+#define NGX_HTTP_VSB_MCP_BODY      0x01  /* all but the ids: the JSON body */
+#define NGX_HTTP_VSB_MCP_PROGRESS  0x02  /* an exec: its output may stream as
+                                          * progress (_mcp_progress.c) */
+
+/*
+ * A tool's REST twin as data, for ngx_http_veto_sandbox_mcp_rest_twin()
+ * (_mcp_tools.c): the method, the route as its op row spells it ("{id}"
+ * is the sandbox_id argument; any other route is taken as it is), every
+ * argument the tool takes (NULL: none), at least one of one_of required
+ * (else why_none is the agent's message), and the flags above.  A twin
+ * that reshapes its arguments (a query, a body of another shape) runs
+ * the generic one first, then does its own part.
+ */
+typedef struct {
+    ngx_uint_t                           method;        /* NGX_HTTP_* */
+    const char                          *route;
+    const char                         **args;
+    const char                         **one_of;
+    const char                          *why_none;
+    ngx_uint_t                           flags;
+} ngx_http_veto_sandbox_mcp_rest_t;
 
 
 struct ngx_http_veto_sandbox_mcp_tool_s {
@@ -106,7 +132,13 @@ struct ngx_http_veto_sandbox_mcp_tool_s {
     const char                          *annotations;   /* JSON text */
     ngx_http_veto_sandbox_mcp_twin_pt    twin;
     ngx_http_veto_sandbox_mcp_present_pt present;
+    ngx_http_veto_sandbox_mcp_rest_t     rest;
 };
+
+/* a group's tool list ends with this row */
+#define ngx_http_vsb_null_tool                                                \
+    { NULL, NULL, NULL, NULL, NULL, NULL, NULL,                               \
+      { 0, NULL, NULL, NULL, NULL, 0 } }
 
 
 typedef struct ngx_http_veto_sandbox_mcp_progress_s
@@ -139,18 +171,13 @@ ngx_http_veto_sandbox_mcp_tool_t *ngx_http_veto_sandbox_mcp_tool(
 ngx_int_t ngx_http_veto_sandbox_mcp_tools_init(ngx_conf_t *cf);
 
 /* _mcp_tools.c */
-/* the twins' parts, for the op groups' twins: the start of a
- * /v1/sandboxes/<id><tail> twin (the arguments all among names,
- * sandbox_id and approval_id, the method, the URI); of another
- * (approval_id, the method, the URI as it is) */
-ngx_int_t ngx_http_veto_sandbox_mcp_plain_twin(ngx_http_request_t *r,
-    json_t *args, const char **names, ngx_uint_t method, const char *name,
-    const char *uri, ngx_http_veto_sandbox_mcp_twin_t *twin,
-    const char **why);
-ngx_int_t ngx_http_veto_sandbox_mcp_sandbox_twin(ngx_http_request_t *r,
-    json_t *args, const char **names, ngx_uint_t method, const char *name,
-    const char *tail, ngx_http_veto_sandbox_mcp_twin_t *twin,
-    const char **why);
+/* the twin tool->rest describes (the generic twin, or the first part of
+ * one that reshapes): the arguments all among rest.args, sandbox_id and
+ * approval_id taken apart, the method and the URI set, one of
+ * rest.one_of there, the body made with NGX_HTTP_VSB_MCP_BODY */
+ngx_int_t ngx_http_veto_sandbox_mcp_rest_twin(ngx_http_request_t *r,
+    ngx_http_veto_sandbox_mcp_tool_t *tool, json_t *args,
+    ngx_http_veto_sandbox_mcp_twin_t *twin, const char **why);
 /* every argument is one of names (NULL ended): NGX_OK, or NGX_DECLINED
  * with *why naming the first other */
 ngx_int_t ngx_http_veto_sandbox_mcp_known(ngx_http_request_t *r,

@@ -12,7 +12,7 @@
 
 
 ngx_http_veto_sandbox_mcp_tool_t  ngx_http_veto_sandbox_mcp_tools[] = {
-    { NULL, NULL, NULL, NULL, NULL, NULL, NULL }
+    ngx_http_vsb_null_tool
 };
 
 

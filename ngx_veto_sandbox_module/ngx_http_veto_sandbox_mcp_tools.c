@@ -1,12 +1,16 @@
 /*
  * Each MCP tools/call as its REST twin.
  *
- * A tool is a row of the table in _mcp_tool_table.c: its name,
- * description and JSON Schema for the agent, and a twin() here that says
- * which REST request the call is: method, path, query and body, exactly
- * as a REST client would send them.  ngx_http_veto_sandbox_mcp_call()
- * puts the twin in ctx->in, routes it through the op table and runs that
- * row (_ops.c): the same scope check, builder, gate (revocation, quota,
+ * A tool is a row of an op group's tool list (_mcp_tool_table.c walks
+ * them): its name, description and JSON Schema for the agent, and a twin
+ * that says which REST request the call is: method, path, query and
+ * body, exactly as a REST client would send them.  Most twins are the
+ * generic one here, ngx_http_veto_sandbox_mcp_rest_twin(), reading the
+ * row's rest (the method, the route, the arguments, which are required,
+ * whether they are the body); a twin that reshapes its arguments is
+ * written by hand beside its tool and starts with the generic one.
+ * ngx_http_veto_sandbox_mcp_call() puts the twin in ctx->in, routes it
+ * through the op table and runs that row (_ops.c): the same scope check, builder, gate (revocation, quota,
  * approval bound to the twin's canonical request hash), helper op and
  * record as the REST API.  Nothing here reaches the helper or Redis
  * itself.
@@ -139,13 +143,30 @@ ngx_http_veto_sandbox_mcp_path(ngx_http_request_t *r, ngx_str_t *sandbox,
 }
 
 
+/* the method of a twin, and its name as a REST request's line has it */
 static void
 ngx_http_veto_sandbox_mcp_method(ngx_http_veto_sandbox_mcp_twin_t *twin,
-    ngx_uint_t method, const char *name)
+    ngx_uint_t method)
 {
     twin->method = method;
-    twin->method_name.data = (u_char *) name;
-    twin->method_name.len = ngx_strlen(name);
+
+    switch (method) {
+    case NGX_HTTP_POST:
+        ngx_str_set(&twin->method_name, "POST");
+        break;
+    case NGX_HTTP_PUT:
+        ngx_str_set(&twin->method_name, "PUT");
+        break;
+    case NGX_HTTP_PATCH:
+        ngx_str_set(&twin->method_name, "PATCH");
+        break;
+    case NGX_HTTP_DELETE:
+        ngx_str_set(&twin->method_name, "DELETE");
+        break;
+    default:
+        ngx_str_set(&twin->method_name, "GET");
+        break;
+    }
 }
 
 
@@ -183,62 +204,93 @@ ngx_http_veto_sandbox_mcp_json_body(ngx_http_request_t *r, json_t *args,
 
 
 /*
- * The start every twin of a request outside /v1/sandboxes/{id} shares:
- * the arguments are all among names, approval_id taken apart, the method
- * and the URI (static) set.  NGX_DECLINED with *why for the agent.
+ * The twin tool->rest describes: the arguments all among rest.args,
+ * approval_id taken apart (and sandbox_id, into the URI, for a route
+ * under /v1/sandboxes/{id}), the method and the URI set, one of
+ * rest.one_of given, and with NGX_HTTP_VSB_MCP_BODY the arguments but the
+ * ids as the body (the REST builder judges them, with its messages).
+ * NGX_DECLINED with *why for the agent.
  */
 ngx_int_t
-ngx_http_veto_sandbox_mcp_plain_twin(ngx_http_request_t *r, json_t *args,
-    const char **names, ngx_uint_t method, const char *name, const char *uri,
+ngx_http_veto_sandbox_mcp_rest_twin(ngx_http_request_t *r,
+    ngx_http_veto_sandbox_mcp_tool_t *tool, json_t *args,
     ngx_http_veto_sandbox_mcp_twin_t *twin, const char **why)
 {
-    ngx_int_t  rc;
+    u_char                            *msg;
+    ngx_int_t                          rc;
+    ngx_str_t                          sandbox;
+    ngx_uint_t                         i;
+    ngx_http_veto_sandbox_mcp_rest_t  *rest;
 
-    rc = ngx_http_veto_sandbox_mcp_known(r, args, names, why);
-    if (rc != NGX_OK) {
-        return rc;
+    static const char  sandboxes[] = "/v1/sandboxes/{id}";
+
+    rest = &tool->rest;
+
+    if (rest->args == NULL && json_object_size(args) != 0) {
+        msg = ngx_pnalloc(r->pool, ngx_strlen(tool->name)
+                                   + sizeof(" takes no arguments"));
+        if (msg == NULL) {
+            return NGX_ERROR;
+        }
+
+        ngx_sprintf(msg, "%s takes no arguments%Z", tool->name);
+
+        *why = (const char *) msg;
+        return NGX_DECLINED;
     }
 
-    rc = ngx_http_veto_sandbox_mcp_ids(args, NULL, twin, why);
-    if (rc != NGX_OK) {
-        return rc;
+    if (rest->args != NULL) {
+        rc = ngx_http_veto_sandbox_mcp_known(r, args, rest->args, why);
+        if (rc != NGX_OK) {
+            return rc;
+        }
     }
 
-    ngx_http_veto_sandbox_mcp_method(twin, method, name);
+    if (ngx_strncmp(rest->route, sandboxes, sizeof(sandboxes) - 1) == 0) {
+        rc = ngx_http_veto_sandbox_mcp_ids(args, &sandbox, twin, why);
+        if (rc != NGX_OK) {
+            return rc;
+        }
 
-    twin->uri.data = (u_char *) uri;
-    twin->uri.len = ngx_strlen(uri);
+        rc = ngx_http_veto_sandbox_mcp_path(r, &sandbox,
+                                  rest->route + sizeof(sandboxes) - 1,
+                                  &twin->uri);
+        if (rc != NGX_OK) {
+            return rc;
+        }
+
+    } else {
+        rc = ngx_http_veto_sandbox_mcp_ids(args, NULL, twin, why);
+        if (rc != NGX_OK) {
+            return rc;
+        }
+
+        twin->uri.data = (u_char *) rest->route;
+        twin->uri.len = ngx_strlen(rest->route);
+    }
+
+    ngx_http_veto_sandbox_mcp_method(twin, rest->method);
+
+    if (rest->one_of != NULL) {
+        for (i = 0; rest->one_of[i]; i++) {
+            if (json_object_get(args, rest->one_of[i]) != NULL) {
+                break;
+            }
+        }
+
+        if (rest->one_of[i] == NULL) {
+            *why = rest->why_none;
+            return NGX_DECLINED;
+        }
+    }
+
+    twin->progress = (rest->flags & NGX_HTTP_VSB_MCP_PROGRESS) ? 1 : 0;
+
+    if (rest->flags & NGX_HTTP_VSB_MCP_BODY) {
+        return ngx_http_veto_sandbox_mcp_json_body(r, args, &twin->body);
+    }
 
     return NGX_OK;
-}
-
-
-/*
- * The start every twin of a /v1/sandboxes/{id}<tail> request shares: the
- * arguments are all among names, sandbox_id and approval_id taken apart,
- * the method and the URI set.  NGX_DECLINED with *why for the agent.
- */
-ngx_int_t
-ngx_http_veto_sandbox_mcp_sandbox_twin(ngx_http_request_t *r, json_t *args,
-    const char **names, ngx_uint_t method, const char *name, const char *tail,
-    ngx_http_veto_sandbox_mcp_twin_t *twin, const char **why)
-{
-    ngx_int_t  rc;
-    ngx_str_t  sandbox;
-
-    rc = ngx_http_veto_sandbox_mcp_known(r, args, names, why);
-    if (rc != NGX_OK) {
-        return rc;
-    }
-
-    rc = ngx_http_veto_sandbox_mcp_ids(args, &sandbox, twin, why);
-    if (rc != NGX_OK) {
-        return rc;
-    }
-
-    ngx_http_veto_sandbox_mcp_method(twin, method, name);
-
-    return ngx_http_veto_sandbox_mcp_path(r, &sandbox, tail, &twin->uri);
 }
 
 
@@ -331,7 +383,7 @@ ngx_http_veto_sandbox_mcp_call(ngx_http_request_t *r,
 
     why = NULL;
 
-    rc = call->tool->twin(r, args, &twin, &why);
+    rc = call->tool->twin(r, call->tool, args, &twin, &why);
 
     if (rc == NGX_DECLINED) {
         /* the agent can fix its arguments: a tool error, not a protocol one */

@@ -116,7 +116,7 @@ ngx_http_veto_sandbox_op_t  ngx_http_veto_sandbox_openapi_ops[] = {
 
 /* no MCP tool: an agent gets its tools from tools/list */
 ngx_http_veto_sandbox_mcp_tool_t  ngx_http_veto_sandbox_openapi_tools[] = {
-    { NULL, NULL, NULL, NULL, NULL, NULL, NULL }
+    ngx_http_vsb_null_tool
 };
 
 #endif

@@ -175,22 +175,7 @@ ngx_http_veto_sandbox_reply_profiles(ngx_http_request_t *r,
 
 /* ---- the MCP tool list_profiles ------------------------------------- */
 
-
-static ngx_int_t
-ngx_http_veto_sandbox_mcp_twin_profiles(ngx_http_request_t *r,
-    json_t *args, ngx_http_veto_sandbox_mcp_twin_t *twin, const char **why)
-{
-    if (json_object_size(args) != 0) {
-        *why = "list_profiles takes no arguments";
-        return NGX_DECLINED;
-    }
-
-    twin->method = NGX_HTTP_GET;
-    ngx_str_set(&twin->method_name, "GET");
-    ngx_str_set(&twin->uri, "/v1/profiles");
-
-    return NGX_OK;
-}
+/* its twin is the generic one: its row's rest (_mcp_tools.c) */
 
 
 /* One profile, a line for a model: its name, what it is, its notable
@@ -335,10 +320,11 @@ ngx_http_veto_sandbox_mcp_tool_t  ngx_http_veto_sandbox_profiles_tools[] = {
       "{\"type\":\"object\",\"properties\":{},"
       "\"additionalProperties\":false}",
       "{\"readOnlyHint\":true,\"openWorldHint\":false}",
-      ngx_http_veto_sandbox_mcp_twin_profiles,
-      ngx_http_veto_sandbox_mcp_present_profiles },
+      ngx_http_veto_sandbox_mcp_rest_twin,
+      ngx_http_veto_sandbox_mcp_present_profiles,
+      { NGX_HTTP_GET, "/v1/profiles", NULL, NULL, NULL, 0 } },
 
-    { NULL, NULL, NULL, NULL, NULL, NULL, NULL }
+    ngx_http_vsb_null_tool
 };
 
 #endif /* the MCP tool */

@@ -729,9 +729,12 @@ static const char  *ngx_http_veto_sandbox_mcp_approval_args[] = {
 };
 
 
-/* approval_status: GET /v1/approvals/{approval} */
+/* approval_status: GET /v1/approvals/{approval}: written by hand, as its
+ * approval_id is the path's id, not the Veto-Approval the generic twin
+ * makes of one */
 static ngx_int_t
-ngx_http_veto_sandbox_mcp_twin_approval(ngx_http_request_t *r, json_t *args,
+ngx_http_veto_sandbox_mcp_twin_approval(ngx_http_request_t *r,
+    ngx_http_veto_sandbox_mcp_tool_t *tool, json_t *args,
     ngx_http_veto_sandbox_mcp_twin_t *twin, const char **why)
 {
     json_t     *v;
@@ -897,9 +900,10 @@ ngx_http_veto_sandbox_mcp_tool_t  ngx_http_veto_sandbox_review_tools[] = {
       "},\"required\":[\"approval_id\"],\"additionalProperties\":false}",
       "{\"readOnlyHint\":true,\"openWorldHint\":false}",
       ngx_http_veto_sandbox_mcp_twin_approval,
-      ngx_http_veto_sandbox_mcp_present_approval },
+      ngx_http_veto_sandbox_mcp_present_approval,
+      { 0, NULL, NULL, NULL, NULL, 0 } },     /* its twin's own */
 
-    { NULL, NULL, NULL, NULL, NULL, NULL, NULL }
+    ngx_http_vsb_null_tool
 };
 
 #endif /* the MCP tool */

@@ -749,8 +749,14 @@ ngx_http_veto_sandbox_record_destroyed(ngx_http_request_t *r,
 /* ---- MCP: the tools' twins and presenters ------------------------------- */
 
 
+/* the arguments each tool takes (its row's rest.args) */
+
 static const char  *ngx_http_veto_sandbox_mcp_create_args[] = {
     NGX_HTTP_VSB_MCP_FIELDS_CREATE, "approval_id", NULL
+};
+
+static const char  *ngx_http_veto_sandbox_mcp_get_args[] = {
+    "sandbox_id", NULL
 };
 
 static const char  *ngx_http_veto_sandbox_mcp_sandbox_args[] = {
@@ -761,131 +767,41 @@ static const char  *ngx_http_veto_sandbox_mcp_hosts_args[] = {
     "sandbox_id", "hosts", "approval_id", NULL
 };
 
+static const char  *ngx_http_veto_sandbox_mcp_hosts_one[] = {
+    "hosts", NULL
+};
+
 static const char  *ngx_http_veto_sandbox_mcp_lifetime_args[] = {
     "sandbox_id", NGX_HTTP_VSB_MCP_FIELDS_EXTEND, "approval_id", NULL
 };
 
+static const char  *ngx_http_veto_sandbox_mcp_lifetime_one[] = {
+    NGX_HTTP_VSB_MCP_FIELDS_EXTEND, NULL
+};
 
-/* create_sandbox: POST /v1/sandboxes, the arguments as the body */
+
+/*
+ * allow_hosts: PATCH /v1/sandboxes/{id} {"network": {"add": hosts}}, the
+ * body a REST client sends (compact, keys sorted).  The one twin of the
+ * group written by hand: its body is not its arguments but hosts put
+ * into network.add; the rest is its row's (the generic twin's).
+ */
 static ngx_int_t
-ngx_http_veto_sandbox_mcp_twin_create(ngx_http_request_t *r, json_t *args,
-    ngx_http_veto_sandbox_mcp_twin_t *twin, const char **why)
-{
-    ngx_int_t  rc;
-
-    rc = ngx_http_veto_sandbox_mcp_plain_twin(r, args,
-                                   ngx_http_veto_sandbox_mcp_create_args,
-                                   NGX_HTTP_POST, "POST", "/v1/sandboxes",
-                                   twin, why);
-    if (rc != NGX_OK) {
-        return rc;
-    }
-
-    return ngx_http_veto_sandbox_mcp_json_body(r, args, &twin->body);
-}
-
-
-/* list_sandboxes: GET /v1/sandboxes */
-static ngx_int_t
-ngx_http_veto_sandbox_mcp_twin_list(ngx_http_request_t *r, json_t *args,
-    ngx_http_veto_sandbox_mcp_twin_t *twin, const char **why)
-{
-    static const char  *none[] = { NULL };
-
-    return ngx_http_veto_sandbox_mcp_plain_twin(r, args, none, NGX_HTTP_GET,
-                                                "GET", "/v1/sandboxes", twin,
-                                                why);
-}
-
-
-/* get_sandbox: GET /v1/sandboxes/{id} */
-static ngx_int_t
-ngx_http_veto_sandbox_mcp_twin_get(ngx_http_request_t *r, json_t *args,
-    ngx_http_veto_sandbox_mcp_twin_t *twin, const char **why)
-{
-    static const char  *names[] = { "sandbox_id", NULL };
-
-    return ngx_http_veto_sandbox_mcp_sandbox_twin(r, args, names,
-                                                  NGX_HTTP_GET, "GET", "",
-                                                  twin, why);
-}
-
-
-/* destroy_sandbox: DELETE /v1/sandboxes/{id} */
-static ngx_int_t
-ngx_http_veto_sandbox_mcp_twin_destroy(ngx_http_request_t *r, json_t *args,
-    ngx_http_veto_sandbox_mcp_twin_t *twin, const char **why)
-{
-    return ngx_http_veto_sandbox_mcp_sandbox_twin(r, args,
-                                   ngx_http_veto_sandbox_mcp_sandbox_args,
-                                   NGX_HTTP_DELETE, "DELETE", "", twin, why);
-}
-
-
-/* allow_hosts: PATCH /v1/sandboxes/{id} {"network": {"add": hosts}}, the
- * body a REST client sends (compact, keys sorted) */
-static ngx_int_t
-ngx_http_veto_sandbox_mcp_twin_hosts(ngx_http_request_t *r, json_t *args,
+ngx_http_veto_sandbox_mcp_twin_hosts(ngx_http_request_t *r,
+    ngx_http_veto_sandbox_mcp_tool_t *tool, json_t *args,
     ngx_http_veto_sandbox_mcp_twin_t *twin, const char **why)
 {
     json_t     *body;
     ngx_int_t   rc;
 
-    rc = ngx_http_veto_sandbox_mcp_sandbox_twin(r, args,
-                                   ngx_http_veto_sandbox_mcp_hosts_args,
-                                   NGX_HTTP_PATCH, "PATCH", "", twin, why);
+    rc = ngx_http_veto_sandbox_mcp_rest_twin(r, tool, args, twin, why);
     if (rc != NGX_OK) {
         return rc;
-    }
-
-    if (json_object_get(args, "hosts") == NULL) {
-        *why = "hosts is required: the host, host:port or *.suffix entries "
-               "to add";
-        return NGX_DECLINED;
     }
 
     /* the entries are the REST builder's to judge, as ever */
     body = json_pack("{s:{s:O}}", "network", "add",
                      json_object_get(args, "hosts"));
-    if (body == NULL) {
-        return NGX_ERROR;
-    }
-
-    rc = ngx_http_veto_sandbox_mcp_json_body(r, body, &twin->body);
-
-    json_decref(body);
-
-    return rc;
-}
-
-
-/* extend_sandbox: PATCH /v1/sandboxes/{id} {"ttl_s": n, "idle_s": n} */
-static ngx_int_t
-ngx_http_veto_sandbox_mcp_twin_lifetime(ngx_http_request_t *r, json_t *args,
-    ngx_http_veto_sandbox_mcp_twin_t *twin, const char **why)
-{
-    json_t     *body;
-    ngx_int_t   rc;
-
-    rc = ngx_http_veto_sandbox_mcp_sandbox_twin(r, args,
-                                   ngx_http_veto_sandbox_mcp_lifetime_args,
-                                   NGX_HTTP_PATCH, "PATCH", "", twin, why);
-    if (rc != NGX_OK) {
-        return rc;
-    }
-
-    if (json_object_get(args, "ttl_s") == NULL
-        && json_object_get(args, "idle_s") == NULL)
-    {
-        *why = "ttl_s or idle_s is required: the new lifetime (from the "
-               "sandbox's creation) or idle timeout, in seconds";
-        return NGX_DECLINED;
-    }
-
-    /* the values are the REST builder's to judge, as ever */
-    body = json_pack("{s:O*, s:O*}",
-                     "ttl_s", json_object_get(args, "ttl_s"),
-                     "idle_s", json_object_get(args, "idle_s"));
     if (body == NULL) {
         return NGX_ERROR;
     }
@@ -1260,8 +1176,11 @@ ngx_http_veto_sandbox_mcp_tool_t  ngx_http_veto_sandbox_sandboxes_tools[] = {
       "},\"additionalProperties\":false}",
       "{\"readOnlyHint\":false,\"destructiveHint\":false,"
       "\"idempotentHint\":false,\"openWorldHint\":false}",
-      ngx_http_veto_sandbox_mcp_twin_create,
-      ngx_http_veto_sandbox_mcp_present_sandbox },
+      ngx_http_veto_sandbox_mcp_rest_twin,
+      ngx_http_veto_sandbox_mcp_present_sandbox,
+      { NGX_HTTP_POST, "/v1/sandboxes",
+        ngx_http_veto_sandbox_mcp_create_args, NULL, NULL,
+        NGX_HTTP_VSB_MCP_BODY } },
 
     { "list_sandboxes", "List my sandboxes",
       "List the sandboxes this agent owns that are still running: id, "
@@ -1269,8 +1188,9 @@ ngx_http_veto_sandbox_mcp_tool_t  ngx_http_veto_sandbox_sandboxes_tools[] = {
       "{\"type\":\"object\",\"properties\":{},"
       "\"additionalProperties\":false}",
       "{\"readOnlyHint\":true,\"openWorldHint\":false}",
-      ngx_http_veto_sandbox_mcp_twin_list,
-      ngx_http_veto_sandbox_mcp_present_list },
+      ngx_http_veto_sandbox_mcp_rest_twin,
+      ngx_http_veto_sandbox_mcp_present_list,
+      { NGX_HTTP_GET, "/v1/sandboxes", NULL, NULL, NULL, 0 } },
 
     { "get_sandbox", "Show a sandbox",
       "One of this agent's sandboxes: its state, limits, usage and "
@@ -1280,8 +1200,10 @@ ngx_http_veto_sandbox_mcp_tool_t  ngx_http_veto_sandbox_sandboxes_tools[] = {
         NGX_HTTP_VSB_MCP_SANDBOX_ARG
       "},\"required\":[\"sandbox_id\"],\"additionalProperties\":false}",
       "{\"readOnlyHint\":true,\"openWorldHint\":false}",
-      ngx_http_veto_sandbox_mcp_twin_get,
-      ngx_http_veto_sandbox_mcp_present_sandbox },
+      ngx_http_veto_sandbox_mcp_rest_twin,
+      ngx_http_veto_sandbox_mcp_present_sandbox,
+      { NGX_HTTP_GET, "/v1/sandboxes/{id}",
+        ngx_http_veto_sandbox_mcp_get_args, NULL, NULL, 0 } },
 
     { "allow_hosts", "Let a sandbox reach more hosts",
       "Add hosts to the network allowlist of a sandbox created with one "
@@ -1302,7 +1224,12 @@ ngx_http_veto_sandbox_mcp_tool_t  ngx_http_veto_sandbox_sandboxes_tools[] = {
       "{\"readOnlyHint\":false,\"destructiveHint\":false,"
       "\"idempotentHint\":true,\"openWorldHint\":true}",
       ngx_http_veto_sandbox_mcp_twin_hosts,
-      ngx_http_veto_sandbox_mcp_present_hosts },
+      ngx_http_veto_sandbox_mcp_present_hosts,
+      { NGX_HTTP_PATCH, "/v1/sandboxes/{id}",
+        ngx_http_veto_sandbox_mcp_hosts_args,
+        ngx_http_veto_sandbox_mcp_hosts_one,
+        "hosts is required: the host, host:port or *.suffix entries to add",
+        0 } },
 
     { "extend_sandbox", "Change a sandbox's lifetime",
       "Set how long a sandbox lives: ttl_s is its whole lifetime counted "
@@ -1320,8 +1247,14 @@ ngx_http_veto_sandbox_mcp_tool_t  ngx_http_veto_sandbox_sandboxes_tools[] = {
       "},\"required\":[\"sandbox_id\"],\"additionalProperties\":false}",
       "{\"readOnlyHint\":false,\"destructiveHint\":false,"
       "\"idempotentHint\":true,\"openWorldHint\":false}",
-      ngx_http_veto_sandbox_mcp_twin_lifetime,
-      ngx_http_veto_sandbox_mcp_present_lifetime },
+      ngx_http_veto_sandbox_mcp_rest_twin,
+      ngx_http_veto_sandbox_mcp_present_lifetime,
+      { NGX_HTTP_PATCH, "/v1/sandboxes/{id}",
+        ngx_http_veto_sandbox_mcp_lifetime_args,
+        ngx_http_veto_sandbox_mcp_lifetime_one,
+        "ttl_s or idle_s is required: the new lifetime (from the "
+        "sandbox's creation) or idle timeout, in seconds",
+        NGX_HTTP_VSB_MCP_BODY } },
 
     { "destroy_sandbox", "Destroy a sandbox",
       "End a sandbox: every process in it is killed and its files are "
@@ -1333,10 +1266,12 @@ ngx_http_veto_sandbox_mcp_tool_t  ngx_http_veto_sandbox_sandboxes_tools[] = {
       "},\"required\":[\"sandbox_id\"],\"additionalProperties\":false}",
       "{\"readOnlyHint\":false,\"destructiveHint\":true,"
       "\"idempotentHint\":true,\"openWorldHint\":false}",
-      ngx_http_veto_sandbox_mcp_twin_destroy,
-      ngx_http_veto_sandbox_mcp_present_destroyed },
+      ngx_http_veto_sandbox_mcp_rest_twin,
+      ngx_http_veto_sandbox_mcp_present_destroyed,
+      { NGX_HTTP_DELETE, "/v1/sandboxes/{id}",
+        ngx_http_veto_sandbox_mcp_sandbox_args, NULL, NULL, 0 } },
 
-    { NULL, NULL, NULL, NULL, NULL, NULL, NULL }
+    ngx_http_vsb_null_tool
 };
 
 #endif /* the MCP tools */

@@ -571,57 +571,27 @@ ngx_http_veto_sandbox_record_changes(ngx_http_request_t *r,
     "gave it (sb- and 24 hex digits).\"}"
 
 
-/* snapshot_sandbox: POST /v1/sandboxes/{id}/snapshots {ttl_s?, metadata?} */
-static ngx_int_t
-ngx_http_veto_sandbox_mcp_twin_snapshot(ngx_http_request_t *r, json_t *args,
-    ngx_http_veto_sandbox_mcp_twin_t *twin, const char **why)
-{
-    ngx_int_t  rc;
+/* the arguments each tool takes (its row's rest.args) */
 
-    static const char  *names[] = {
-        "sandbox_id", NGX_HTTP_VSB_MCP_FIELDS_SNAPSHOT, NULL
-    };
+static const char  *ngx_http_veto_sandbox_mcp_snapshot_args[] = {
+    "sandbox_id", NGX_HTTP_VSB_MCP_FIELDS_SNAPSHOT, NULL
+};
 
-    rc = ngx_http_veto_sandbox_mcp_sandbox_twin(r, args, names, NGX_HTTP_POST,
-                                                "POST", "/snapshots", twin,
-                                                why);
-    if (rc != NGX_OK) {
-        return rc;
-    }
+static const char  *ngx_http_veto_sandbox_mcp_pause_args[] = {
+    "sandbox_id", NULL
+};
 
-    return ngx_http_veto_sandbox_mcp_json_body(r, args, &twin->body);
-}
-
-
-/* pause_sandbox, resume_sandbox */
-static ngx_int_t
-ngx_http_veto_sandbox_mcp_twin_pause(ngx_http_request_t *r, json_t *args,
-    ngx_http_veto_sandbox_mcp_twin_t *twin, const char **why)
-{
-    static const char  *names[] = { "sandbox_id", NULL };
-
-    return ngx_http_veto_sandbox_mcp_sandbox_twin(r, args, names,
-                                                  NGX_HTTP_POST, "POST",
-                                                  "/pause", twin, why);
-}
-
-
-static ngx_int_t
-ngx_http_veto_sandbox_mcp_twin_resume(ngx_http_request_t *r, json_t *args,
-    ngx_http_veto_sandbox_mcp_twin_t *twin, const char **why)
-{
-    static const char  *names[] = { "sandbox_id", NULL };
-
-    return ngx_http_veto_sandbox_mcp_sandbox_twin(r, args, names,
-                                                  NGX_HTTP_POST, "POST",
-                                                  "/resume", twin, why);
-}
+static const char  *ngx_http_veto_sandbox_mcp_changes_args[] = {
+    "sandbox_id", "since", "format", "approval_id", NULL
+};
 
 
 /* sandbox_changes: GET /v1/sandboxes/{id}/changes?since=&format= (json or
- * diff; a tar is for REST) */
+ * diff; a tar is for REST): written by hand for its query, made of two
+ * arguments it checks; the rest is its row's (the generic twin's) */
 static ngx_int_t
-ngx_http_veto_sandbox_mcp_twin_changes(ngx_http_request_t *r, json_t *args,
+ngx_http_veto_sandbox_mcp_twin_changes(ngx_http_request_t *r,
+    ngx_http_veto_sandbox_mcp_tool_t *tool, json_t *args,
     ngx_http_veto_sandbox_mcp_twin_t *twin, const char **why)
 {
     u_char      *p;
@@ -629,11 +599,7 @@ ngx_http_veto_sandbox_mcp_twin_changes(ngx_http_request_t *r, json_t *args,
     ngx_int_t    rc;
     const char  *s, *f;
 
-    static const char  *names[] = { "sandbox_id", "since", "format",
-                                    "approval_id", NULL };
-
-    rc = ngx_http_veto_sandbox_mcp_sandbox_twin(r, args, names, NGX_HTTP_GET,
-                                                "GET", "/changes", twin, why);
+    rc = ngx_http_veto_sandbox_mcp_rest_twin(r, tool, args, twin, why);
     if (rc != NGX_OK) {
         return rc;
     }
@@ -674,32 +640,12 @@ ngx_http_veto_sandbox_mcp_twin_changes(ngx_http_request_t *r, json_t *args,
 }
 
 
-/* list_snapshots: GET /v1/snapshots */
-static ngx_int_t
-ngx_http_veto_sandbox_mcp_twin_snapshots(ngx_http_request_t *r, json_t *args,
-    ngx_http_veto_sandbox_mcp_twin_t *twin, const char **why)
-{
-    ngx_int_t  rc;
-
-    static const char  *none[] = { NULL };
-
-    rc = ngx_http_veto_sandbox_mcp_known(r, args, none, why);
-    if (rc != NGX_OK) {
-        return rc;
-    }
-
-    twin->method = NGX_HTTP_GET;
-    ngx_str_set(&twin->method_name, "GET");
-    ngx_str_set(&twin->uri, "/v1/snapshots");
-
-    return NGX_OK;
-}
-
-
-/* delete_snapshot: DELETE /v1/snapshots/{snap} */
+/* delete_snapshot: DELETE /v1/snapshots/{snap}: written by hand, as the
+ * id in its path is a snapshot's (the generic twin knows {id} only) */
 static ngx_int_t
 ngx_http_veto_sandbox_mcp_twin_snapshot_delete(ngx_http_request_t *r,
-    json_t *args, ngx_http_veto_sandbox_mcp_twin_t *twin, const char **why)
+    ngx_http_veto_sandbox_mcp_tool_t *tool, json_t *args,
+    ngx_http_veto_sandbox_mcp_twin_t *twin, const char **why)
 {
     json_t     *v;
     ngx_int_t   rc;
@@ -948,8 +894,11 @@ ngx_http_veto_sandbox_mcp_tool_t  ngx_http_veto_sandbox_snapshots_tools[] = {
       "},\"required\":[\"sandbox_id\"],\"additionalProperties\":false}",
       "{\"readOnlyHint\":false,\"destructiveHint\":false,"
       "\"idempotentHint\":false,\"openWorldHint\":false}",
-      ngx_http_veto_sandbox_mcp_twin_snapshot,
-      ngx_http_veto_sandbox_mcp_present_snapshot },
+      ngx_http_veto_sandbox_mcp_rest_twin,
+      ngx_http_veto_sandbox_mcp_present_snapshot,
+      { NGX_HTTP_POST, "/v1/sandboxes/{id}/snapshots",
+        ngx_http_veto_sandbox_mcp_snapshot_args, NULL, NULL,
+        NGX_HTTP_VSB_MCP_BODY } },
 
     { "list_snapshots", "List my snapshots",
       "The snapshots this agent owns: id, the sandbox and profile each was "
@@ -957,8 +906,9 @@ ngx_http_veto_sandbox_mcp_tool_t  ngx_http_veto_sandbox_snapshots_tools[] = {
       "{\"type\":\"object\",\"properties\":{},"
       "\"additionalProperties\":false}",
       "{\"readOnlyHint\":true,\"openWorldHint\":false}",
-      ngx_http_veto_sandbox_mcp_twin_snapshots,
-      ngx_http_veto_sandbox_mcp_present_snapshots },
+      ngx_http_veto_sandbox_mcp_rest_twin,
+      ngx_http_veto_sandbox_mcp_present_snapshots,
+      { NGX_HTTP_GET, "/v1/snapshots", NULL, NULL, NULL, 0 } },
 
     { "delete_snapshot", "Delete a snapshot",
       "Delete one of your snapshots; its files are removed and that is "
@@ -970,7 +920,8 @@ ngx_http_veto_sandbox_mcp_tool_t  ngx_http_veto_sandbox_snapshots_tools[] = {
       "{\"readOnlyHint\":false,\"destructiveHint\":true,"
       "\"idempotentHint\":true,\"openWorldHint\":false}",
       ngx_http_veto_sandbox_mcp_twin_snapshot_delete,
-      ngx_http_veto_sandbox_mcp_present_snapshot_deleted },
+      ngx_http_veto_sandbox_mcp_present_snapshot_deleted,
+      { 0, NULL, NULL, NULL, NULL, 0 } },     /* its twin's own */
 
     { "pause_sandbox", "Pause a sandbox",
       "Freeze every process of a sandbox (nothing runs, its memory is "
@@ -982,8 +933,10 @@ ngx_http_veto_sandbox_mcp_tool_t  ngx_http_veto_sandbox_snapshots_tools[] = {
       "},\"required\":[\"sandbox_id\"],\"additionalProperties\":false}",
       "{\"readOnlyHint\":false,\"destructiveHint\":false,"
       "\"idempotentHint\":true,\"openWorldHint\":false}",
-      ngx_http_veto_sandbox_mcp_twin_pause,
-      ngx_http_veto_sandbox_mcp_present_paused },
+      ngx_http_veto_sandbox_mcp_rest_twin,
+      ngx_http_veto_sandbox_mcp_present_paused,
+      { NGX_HTTP_POST, "/v1/sandboxes/{id}/pause",
+        ngx_http_veto_sandbox_mcp_pause_args, NULL, NULL, 0 } },
 
     { "resume_sandbox", "Resume a sandbox",
       "Let a paused sandbox's processes run on where they stopped; "
@@ -993,8 +946,10 @@ ngx_http_veto_sandbox_mcp_tool_t  ngx_http_veto_sandbox_snapshots_tools[] = {
       "},\"required\":[\"sandbox_id\"],\"additionalProperties\":false}",
       "{\"readOnlyHint\":false,\"destructiveHint\":false,"
       "\"idempotentHint\":true,\"openWorldHint\":false}",
-      ngx_http_veto_sandbox_mcp_twin_resume,
-      ngx_http_veto_sandbox_mcp_present_paused },
+      ngx_http_veto_sandbox_mcp_rest_twin,
+      ngx_http_veto_sandbox_mcp_present_paused,
+      { NGX_HTTP_POST, "/v1/sandboxes/{id}/resume",
+        ngx_http_veto_sandbox_mcp_pause_args, NULL, NULL, 0 } },
 
     { "sandbox_changes", "What a sandbox's files changed",
       "What differs in a sandbox's files since its creation or since one "
@@ -1015,9 +970,11 @@ ngx_http_veto_sandbox_mcp_tool_t  ngx_http_veto_sandbox_snapshots_tools[] = {
       "},\"required\":[\"sandbox_id\"],\"additionalProperties\":false}",
       "{\"readOnlyHint\":true,\"openWorldHint\":false}",
       ngx_http_veto_sandbox_mcp_twin_changes,
-      ngx_http_veto_sandbox_mcp_present_changes },
+      ngx_http_veto_sandbox_mcp_present_changes,
+      { NGX_HTTP_GET, "/v1/sandboxes/{id}/changes",
+        ngx_http_veto_sandbox_mcp_changes_args, NULL, NULL, 0 } },
 
-    { NULL, NULL, NULL, NULL, NULL, NULL, NULL }
+    ngx_http_vsb_null_tool
 };
 
 #endif /* the MCP tools */

@@ -4,8 +4,8 @@
  * session headers, initialize, tools/list, tools/call) and the tool
  * arguments it turns into a REST twin (_mcp_tool_table.c: the tools;
  * _mcp_tools.c: each tool's arguments checked against its schema and
- * written as the method, path, query and body a REST client would send;
- * the discovery tools' twins are in _about.c and _profiles.c).
+ * written as the method, path, query and body a REST client would send,
+ * by the generic twin from the tool's row or by a group's own twin).
  *
  * The first byte picks the headers the message comes with: bit 0 an
  * Mcp-Session-Id the sessions know, bit 1 one they do not, bit 2 a
@@ -24,11 +24,10 @@
  * FUZZ-COVERS: ngx_veto_sandbox_module/ngx_http_veto_sandbox_headers.c:ngx_http_veto_sandbox_header_(next|in)
  * FUZZ-COVERS: ngx_veto_sandbox_module/ngx_http_veto_sandbox_mcp.c:ngx_http_veto_sandbox_mcp_(post|body|envelope|message|session|initialize|tools_call|error|header|accepted)
  * FUZZ-COVERS: ngx_veto_sandbox_module/ngx_http_veto_sandbox_mcp_respond.c:ngx_http_veto_sandbox_mcp_respond
- * FUZZ-COVERS: ngx_veto_sandbox_module/ngx_http_veto_sandbox_mcp_tools.c:ngx_http_veto_sandbox_mcp_(known|ids|path|method|json_body|twin_.*|input|call)
+ * FUZZ-COVERS: ngx_veto_sandbox_module/ngx_http_veto_sandbox_mcp_tools.c:ngx_http_veto_sandbox_mcp_(known|ids|path|method|json_body|rest_twin|input|call)
  * FUZZ-COVERS: ngx_veto_sandbox_module/ngx_http_veto_sandbox_mcp_tool_table.c:ngx_http_veto_sandbox_mcp_(tool|tool_list|tool_json)
- * FUZZ-COVERS: ngx_veto_sandbox_module/ngx_http_veto_sandbox_sandboxes.c:ngx_http_veto_sandbox_mcp_twin_(create|list|get|destroy|hosts|lifetime)
- * FUZZ-COVERS: ngx_veto_sandbox_module/ngx_http_veto_sandbox_snapshots.c:ngx_http_veto_sandbox_mcp_twin_(snapshot|pause|resume|changes|snapshots|snapshot_delete)
- * FUZZ-COVERS: ngx_veto_sandbox_module/ngx_http_veto_sandbox_execs.c:ngx_http_veto_sandbox_mcp_twin_exec
+ * FUZZ-COVERS: ngx_veto_sandbox_module/ngx_http_veto_sandbox_sandboxes.c:ngx_http_veto_sandbox_mcp_twin_hosts
+ * FUZZ-COVERS: ngx_veto_sandbox_module/ngx_http_veto_sandbox_snapshots.c:ngx_http_veto_sandbox_mcp_twin_(changes|snapshot_delete)
  * FUZZ-COVERS: ngx_veto_sandbox_module/ngx_http_veto_sandbox_review.c:ngx_http_veto_sandbox_mcp_twin_approval
  * FUZZ-COVERS: ngx_veto_sandbox_module/ngx_http_veto_sandbox_files.c:ngx_http_veto_sandbox_mcp_(query|twin_.*)
  *

@@ -564,12 +564,6 @@ ngx_http_veto_sandbox_record_changes(ngx_http_request_t *r,
     "\"description\":\"The snapshot, as snapshot_sandbox or list_snapshots "  \
     "gave it (snap- and 24 hex digits).\"}"
 
-#define NGX_HTTP_VSB_MCP_SANDBOX_ID_ARG                                       \
-    "\"sandbox_id\":{\"type\":\"string\","                                    \
-    "\"pattern\":\"^sb-[0-9a-f]{24}$\","                                      \
-    "\"description\":\"The sandbox, as create_sandbox or list_sandboxes "    \
-    "gave it (sb- and 24 hex digits).\"}"
-
 
 /* the arguments each tool takes (its row's rest.args) */
 
@@ -889,7 +883,7 @@ ngx_http_veto_sandbox_mcp_tool_t  ngx_http_veto_sandbox_snapshots_tools[] = {
       "each patch in a fresh fork. Pause the sandbox first for a "
       "consistent one. Returns the snapshot's id, size and expiry.",
       "{\"type\":\"object\",\"properties\":{"
-        NGX_HTTP_VSB_MCP_SANDBOX_ID_ARG ","
+        NGX_HTTP_VSB_MCP_SANDBOX_ARG ","
         NGX_HTTP_VSB_MCP_PROPS_SNAPSHOT
       "},\"required\":[\"sandbox_id\"],\"additionalProperties\":false}",
       "{\"readOnlyHint\":false,\"destructiveHint\":false,"
@@ -929,7 +923,7 @@ ngx_http_veto_sandbox_mcp_tool_t  ngx_http_veto_sandbox_snapshots_tools[] = {
       "resume_sandbox. Its ttl keeps running; its idle timeout does not "
       "end it while paused.",
       "{\"type\":\"object\",\"properties\":{"
-        NGX_HTTP_VSB_MCP_SANDBOX_ID_ARG
+        NGX_HTTP_VSB_MCP_SANDBOX_ARG
       "},\"required\":[\"sandbox_id\"],\"additionalProperties\":false}",
       "{\"readOnlyHint\":false,\"destructiveHint\":false,"
       "\"idempotentHint\":true,\"openWorldHint\":false}",
@@ -942,7 +936,7 @@ ngx_http_veto_sandbox_mcp_tool_t  ngx_http_veto_sandbox_snapshots_tools[] = {
       "Let a paused sandbox's processes run on where they stopped; "
       "commands and file calls work again.",
       "{\"type\":\"object\",\"properties\":{"
-        NGX_HTTP_VSB_MCP_SANDBOX_ID_ARG
+        NGX_HTTP_VSB_MCP_SANDBOX_ARG
       "},\"required\":[\"sandbox_id\"],\"additionalProperties\":false}",
       "{\"readOnlyHint\":false,\"destructiveHint\":false,"
       "\"idempotentHint\":true,\"openWorldHint\":false}",
@@ -960,7 +954,7 @@ ngx_http_veto_sandbox_mcp_tool_t  ngx_http_veto_sandbox_snapshots_tools[] = {
       "the changed text files. Paths and contents are the workload's: "
       "untrusted.",
       "{\"type\":\"object\",\"properties\":{"
-        NGX_HTTP_VSB_MCP_SANDBOX_ID_ARG ","
+        NGX_HTTP_VSB_MCP_SANDBOX_ARG ","
         "\"since\":{\"type\":\"string\",\"description\":\"\\\"created\\\" "
         "(the default) or a snapshot_id.\"},"
         "\"format\":{\"type\":\"string\",\"enum\":[\"json\",\"diff\"]},"

@@ -1039,25 +1039,17 @@ ngx_http_veto_sandbox_mcp_present_written(ngx_http_request_t *r,
     ngx_http_veto_sandbox_mcp_call_t *call, json_t *rest, u_char *data,
     size_t len, json_t *result)
 {
-    u_char      *text, *p;
     const char  *path, *sha;
 
     path = json_string_value(json_object_get(rest, "path"));
     sha = json_string_value(json_object_get(rest, "sha256"));
 
-    text = ngx_pnalloc(r->pool, VSB_MAX_PATH + 256);
-    if (text == NULL) {
-        return NGX_ERROR;
-    }
-
-    p = ngx_snprintf(text, VSB_MAX_PATH + 256,
+    return ngx_http_veto_sandbox_mcp_text_restf(r, result, rest,
+                     VSB_MAX_PATH + 256,
                      "Wrote %L bytes to %s in the sandbox's workspace "
                      "(sha256 %s).",
                      json_integer_value(json_object_get(rest, "size")),
                      path ? path : "the file", sha ? sha : "?");
-
-    return ngx_http_veto_sandbox_mcp_text_rest(result, (char *) text,
-                                               p - text, rest);
 }
 
 

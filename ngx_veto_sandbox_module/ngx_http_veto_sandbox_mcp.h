@@ -203,6 +203,10 @@ ngx_int_t ngx_http_veto_sandbox_mcp_text(json_t *result, const char *text,
 /* the same, and rest (the REST answer) as structuredContent */
 ngx_int_t ngx_http_veto_sandbox_mcp_text_rest(json_t *result,
     const char *text, size_t len, json_t *rest);
+/* the same, the text formatted (ngx_slprintf) into at most size bytes
+ * of r's pool */
+ngx_int_t ngx_http_veto_sandbox_mcp_text_restf(ngx_http_request_t *r,
+    json_t *result, json_t *rest, size_t size, const char *fmt, ...);
 /* unix seconds as 2026-01-31T12:00:00Z and a NUL; buf holds 21 bytes */
 u_char *ngx_http_veto_sandbox_mcp_time(u_char *buf, time_t t);
 /* data within max bytes, head and tail kept: into structured as

@@ -1,11 +1,11 @@
 /*
- * The tools' results when their REST twin succeeded (the presenters of
- * the tool table, _mcp_tools.c): a text an agent reads and the data as
+ * What the tools' presenters share (a presenter makes a tool's result
+ * when its REST twin succeeded): a text an agent reads and the data as
  * structuredContent.  File content and exec output are bounded
  * (veto_sandbox_mcp_reply_bytes per stream or file: its head and tail
  * kept, the middle counted), kept as text when it is UTF-8 without NUL,
- * as base64 otherwise.  The op groups' presenters are in their files
- * (_execs.c, _files.c, _snapshots.c).
+ * as base64 otherwise.  The presenters themselves are in their op
+ * groups' files, beside their tools.
  */
 
 #include "ngx_http_veto_sandbox_faces.h"
@@ -39,6 +39,29 @@ ngx_http_veto_sandbox_mcp_text_rest(json_t *result, const char *text,
 
     return json_object_set(result, "structuredContent", rest) == 0
            ? NGX_OK : NGX_ERROR;
+}
+
+
+/* the same, the text formatted as ngx_slprintf() does, at most size bytes
+ * (from r's pool): the one text of most presenters */
+ngx_int_t
+ngx_http_veto_sandbox_mcp_text_restf(ngx_http_request_t *r, json_t *result,
+    json_t *rest, size_t size, const char *fmt, ...)
+{
+    u_char   *text, *p;
+    va_list   args;
+
+    text = ngx_pnalloc(r->pool, size);
+    if (text == NULL) {
+        return NGX_ERROR;
+    }
+
+    va_start(args, fmt);
+    p = ngx_vslprintf(text, text + size, fmt, args);
+    va_end(args);
+
+    return ngx_http_veto_sandbox_mcp_text_rest(result, (char *) text,
+                                               p - text, rest);
 }
 
 

@@ -982,9 +982,9 @@ ngx_http_veto_sandbox_mcp_present_hosts(ngx_http_request_t *r,
     ngx_http_veto_sandbox_mcp_call_t *call, json_t *rest, u_char *data,
     size_t len, json_t *result)
 {
-    u_char      *text, *p;
     char        *added, *allow;
     size_t       size;
+    ngx_int_t    rc;
     const char  *id;
 
     id = json_string_value(json_object_get(rest, "id"));
@@ -995,22 +995,15 @@ ngx_http_veto_sandbox_mcp_present_hosts(ngx_http_request_t *r,
     size = 256 + (added ? ngx_strlen(added) : 0)
            + (allow ? ngx_strlen(allow) : 0);
 
-    text = ngx_pnalloc(r->pool, size);
-    if (text == NULL) {
-        free(added);
-        free(allow);
-        return NGX_ERROR;
-    }
-
-    p = ngx_snprintf(text, size, "Sandbox %s: added %s (new connections "
-                     "only). Its allowlist now: %s.", id ? id : "?",
+    rc = ngx_http_veto_sandbox_mcp_text_restf(r, result, rest, size,
+                     "Sandbox %s: added %s (new connections only). Its "
+                     "allowlist now: %s.", id ? id : "?",
                      added ? added : "[]", allow ? allow : "[]");
 
     free(added);
     free(allow);
 
-    return ngx_http_veto_sandbox_mcp_text_rest(result, (char *) text,
-                                               p - text, rest);
+    return rc;
 }
 
 
@@ -1060,28 +1053,22 @@ ngx_http_veto_sandbox_mcp_present_destroyed(ngx_http_request_t *r,
     ngx_http_veto_sandbox_mcp_call_t *call, json_t *rest, u_char *data,
     size_t len, json_t *result)
 {
-    u_char      *text, *p;
     char        *confirmed;
+    ngx_int_t    rc;
     const char  *id, *state;
 
     id = json_string_value(json_object_get(rest, "id"));
     state = json_string_value(json_object_get(rest, "state"));
     confirmed = json_dumps(json_object_get(rest, "confirmed"), JSON_COMPACT);
 
-    text = ngx_pnalloc(r->pool, 512);
-    if (text == NULL) {
-        free(confirmed);
-        return NGX_ERROR;
-    }
-
-    p = ngx_snprintf(text, 512, "Sandbox %s ended: %s. Confirmed gone: %s.",
+    rc = ngx_http_veto_sandbox_mcp_text_restf(r, result, rest, 512,
+                     "Sandbox %s ended: %s. Confirmed gone: %s.",
                      id ? id : "?", state ? state : "?",
                      confirmed ? confirmed : "{}");
 
     free(confirmed);
 
-    return ngx_http_veto_sandbox_mcp_text_rest(result, (char *) text,
-                                               p - text, rest);
+    return rc;
 }
 
 #endif /* the MCP tools' code */

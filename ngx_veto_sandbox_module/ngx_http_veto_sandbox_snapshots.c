@@ -684,24 +684,18 @@ static ngx_int_t
 ngx_http_veto_sandbox_mcp_present_json(ngx_http_request_t *r,
     json_t *rest, const char *prefix, json_t *result)
 {
-    u_char  *text, *p;
-    char    *s;
-    size_t   size;
+    char       *s;
+    size_t      size;
+    ngx_int_t   rc;
 
     s = json_dumps(rest, JSON_COMPACT);
     size = ngx_strlen(prefix) + 2 + (s ? ngx_strlen(s) : 2);
 
-    text = ngx_pnalloc(r->pool, size);
-    if (text == NULL) {
-        free(s);
-        return NGX_ERROR;
-    }
-
-    p = ngx_snprintf(text, size, "%s %s", prefix, s ? s : "{}");
+    rc = ngx_http_veto_sandbox_mcp_text_restf(r, result, rest, size, "%s %s",
+                                              prefix, s ? s : "{}");
     free(s);
 
-    return ngx_http_veto_sandbox_mcp_text_rest(result, (char *) text,
-                                               p - text, rest);
+    return rc;
 }
 
 

@@ -587,6 +587,8 @@ ngx_http_veto_sandbox_admin_unrevoked(ngx_http_request_t *r,
 }
 
 
+/* the same shape as _admin_revocation() above: kept apart, as each names
+ * the one store call and reply it makes (a read; a delete, audited) */
 static ngx_int_t
 ngx_http_veto_sandbox_admin_unrevoke(ngx_http_request_t *r,
     ngx_http_veto_sandbox_ctx_t *ctx)

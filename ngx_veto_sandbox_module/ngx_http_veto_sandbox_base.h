@@ -15,7 +15,8 @@
  *   _output.c     an exec's output streams as JSON strings or base64
  *   _problem.c    responses, problem+json, 401/403, the error filter
  *   _headers.c    a header list walked by name
- *   _shm.c        a shared memory zone's data, made once
+ *   _shm.c        a shared memory zone's data, made once; a keyed table
+ *                 in a zone (the token cache, the MCP sessions)
  *   _ctx.c        the request's context, the $veto_* variables; which
  *                 URIs are the API's; the request an op sees (ctx->in);
  *                 the request's id, what a sandbox id looks like
@@ -42,6 +43,59 @@
  * memory.  A reload's previous data is the caller's to keep. */
 void *ngx_http_veto_sandbox_shm_data(ngx_shm_zone_t *shm_zone, size_t size,
     const char *directive, ngx_uint_t *fresh);
+
+/* _shm.c: a keyed table in a shared memory zone (entries found by a byte
+ * string of at most 255 bytes, the same length for all, kept most
+ * recently used first).  Its zone's data (shm_zone->data) starts with
+ * the table; each entry starts with ngx_http_veto_sandbox_shm_entry_t,
+ * its key's bytes right after it. */
+typedef struct {
+    ngx_rbtree_t                     rbtree;
+    ngx_rbtree_node_t                sentinel;
+    ngx_queue_t                      queue;      /* most recently used first */
+    ngx_uint_t                       count;
+} ngx_http_veto_sandbox_shm_sh_t;
+
+typedef struct {
+    ngx_http_veto_sandbox_shm_sh_t  *sh;
+    ngx_slab_pool_t                 *shpool;
+} ngx_http_veto_sandbox_shm_table_t;
+
+typedef struct {
+    ngx_rbtree_node_t                node;   /* key: the key's first 4
+                                                bytes; data: its length */
+    ngx_queue_t                      queue;
+} ngx_http_veto_sandbox_shm_entry_t;
+
+#define ngx_http_veto_sandbox_shm_key(e)                                     \
+    ((u_char *) ((ngx_http_veto_sandbox_shm_entry_t *) (e) + 1))
+
+/* "zone=name:size" (value, its prefix checked by the caller) added for
+ * directive: a new zone gets init and data, a zone of that name already
+ * declared keeps its own data (the caller compares what it must); NULL
+ * after a message (a bad value, a zone too small, or one that another
+ * directive declared) */
+ngx_shm_zone_t *ngx_http_veto_sandbox_shm_zone(ngx_conf_t *cf,
+    ngx_str_t *directive, ngx_str_t *value, ngx_shm_zone_init_pt init,
+    void *data);
+/* the zone's init: a reload keeps the old table, a new zone starts empty */
+ngx_int_t ngx_http_veto_sandbox_shm_table_init(ngx_shm_zone_t *shm_zone,
+    void *data, const char *directive);
+/* with the pool's mutex held: */
+ngx_http_veto_sandbox_shm_entry_t *ngx_http_veto_sandbox_shm_find(
+    ngx_http_veto_sandbox_shm_table_t *table, u_char *key, size_t len);
+/* e's key already in place; e becomes the most recently used */
+void ngx_http_veto_sandbox_shm_add(ngx_http_veto_sandbox_shm_table_t *table,
+    ngx_http_veto_sandbox_shm_entry_t *e, size_t len);
+void ngx_http_veto_sandbox_shm_used(ngx_http_veto_sandbox_shm_table_t *table,
+    ngx_http_veto_sandbox_shm_entry_t *e);
+/* the least recently used entry, or NULL */
+ngx_http_veto_sandbox_shm_entry_t *ngx_http_veto_sandbox_shm_coldest(
+    ngx_http_veto_sandbox_shm_table_t *table);
+/* out of the table and freed */
+void ngx_http_veto_sandbox_shm_delete(
+    ngx_http_veto_sandbox_shm_table_t *table,
+    ngx_http_veto_sandbox_shm_entry_t *e);
 
 /* _ctx.c */
 ngx_http_veto_sandbox_ctx_t *ngx_http_veto_sandbox_get_ctx(

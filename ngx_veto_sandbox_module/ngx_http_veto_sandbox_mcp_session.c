@@ -25,16 +25,7 @@
 
 
 typedef struct {
-    ngx_rbtree_t                 rbtree;
-    ngx_rbtree_node_t            sentinel;
-    ngx_queue_t                  queue;     /* most recently used first */
-    ngx_uint_t                   count;
-} ngx_http_veto_sandbox_mcp_sh_t;
-
-
-typedef struct {
-    ngx_http_veto_sandbox_mcp_sh_t  *sh;
-    ngx_slab_pool_t                 *shpool;
+    ngx_http_veto_sandbox_shm_table_t  table;   /* first: the zone's data */
     ngx_uint_t                       max;
     ngx_uint_t                       per_agent;
     time_t                           idle;
@@ -43,8 +34,7 @@ typedef struct {
 
 
 typedef struct {
-    ngx_rbtree_node_t            node;      /* key: the id's first bytes */
-    ngx_queue_t                  queue;
+    ngx_http_veto_sandbox_shm_entry_t  entry;   /* key: id */
     u_char                       id[NGX_HTTP_VSB_MCP_SID_LEN / 2];
     u_char                       owner[32]; /* SHA-256 of tenant, agent */
     time_t                       opened;
@@ -53,11 +43,13 @@ typedef struct {
     u_char                       initialized;
 } ngx_http_veto_sandbox_mcp_node_t;
 
+_Static_assert(offsetof(ngx_http_veto_sandbox_mcp_node_t, id)
+               == sizeof(ngx_http_veto_sandbox_shm_entry_t),
+               "the id is the entry's key, right after it");
+
 
 static ngx_int_t ngx_http_veto_sandbox_mcp_zone_init(ngx_shm_zone_t *shm_zone,
     void *data);
-static void ngx_http_veto_sandbox_mcp_insert(ngx_rbtree_node_t *temp,
-    ngx_rbtree_node_t *node, ngx_rbtree_node_t *sentinel);
 
 
 char *
@@ -67,13 +59,12 @@ ngx_http_veto_sandbox_mcp_sessions(ngx_conf_t *cf, ngx_command_t *cmd,
     ngx_http_veto_sandbox_srv_conf_t *vscf = conf;
 
     u_char                            *p;
-    ssize_t                            size;
     ngx_int_t                          n;
-    ngx_str_t                         *value, name, s;
+    ngx_str_t                         *value, *zone_arg, s;
     ngx_uint_t                         i, max, per_agent;
     time_t                             idle, lifetime;
     ngx_shm_zone_t                    *zone;
-    ngx_http_veto_sandbox_mcp_zone_t  *mz;
+    ngx_http_veto_sandbox_mcp_zone_t  *mz, *omz;
 
     if (vscf->mcp.sessions != NGX_CONF_UNSET_PTR) {
         return "is duplicate";
@@ -81,8 +72,7 @@ ngx_http_veto_sandbox_mcp_sessions(ngx_conf_t *cf, ngx_command_t *cmd,
 
     value = cf->args->elts;
 
-    size = 0;
-    ngx_str_null(&name);
+    zone_arg = NULL;
     max = 1024;
     per_agent = 16;
     idle = 3600;
@@ -91,31 +81,7 @@ ngx_http_veto_sandbox_mcp_sessions(ngx_conf_t *cf, ngx_command_t *cmd,
     for (i = 1; i < cf->args->nelts; i++) {
 
         if (ngx_strncmp(value[i].data, "zone=", 5) == 0) {
-            name.data = value[i].data + 5;
-
-            p = (u_char *) ngx_strchr(name.data, ':');
-            if (p == NULL) {
-                goto invalid;
-            }
-
-            name.len = p - name.data;
-
-            s.data = p + 1;
-            s.len = value[i].data + value[i].len - s.data;
-
-            size = ngx_parse_size(&s);
-            if (name.len == 0 || size == NGX_ERROR) {
-                goto invalid;
-            }
-
-            if (size < (ssize_t) (8 * ngx_pagesize)) {
-                ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
-                                   "\"%V\": zone \"%V\" is too small, at "
-                                   "least %uz bytes", &cmd->name, &name,
-                                   8 * ngx_pagesize);
-                return NGX_CONF_ERROR;
-            }
-
+            zone_arg = &value[i];
             continue;
         }
 
@@ -161,50 +127,41 @@ ngx_http_veto_sandbox_mcp_sessions(ngx_conf_t *cf, ngx_command_t *cmd,
         goto invalid;
     }
 
-    if (name.len == 0) {
+    if (zone_arg == NULL) {
         ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
                            "\"%V\" needs \"zone=name:size\"", &cmd->name);
         return NGX_CONF_ERROR;
     }
 
-    zone = ngx_shared_memory_add(cf, &name, size,
-                                 &ngx_http_veto_sandbox_module);
+    mz = ngx_pcalloc(cf->pool, sizeof(ngx_http_veto_sandbox_mcp_zone_t));
+    if (mz == NULL) {
+        return NGX_CONF_ERROR;
+    }
+
+    mz->max = max;
+    mz->per_agent = per_agent;
+    mz->idle = idle;
+    mz->lifetime = lifetime;
+
+    zone = ngx_http_veto_sandbox_shm_zone(cf, &cmd->name, zone_arg,
+                                          ngx_http_veto_sandbox_mcp_zone_init,
+                                          mz);
     if (zone == NULL) {
         return NGX_CONF_ERROR;
     }
 
-    if (zone->data != NULL) {
-        mz = zone->data;
+    if (zone->data != mz) {
+        omz = zone->data;
 
-        if (zone->init != ngx_http_veto_sandbox_mcp_zone_init) {
-            ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
-                               "\"%V\": zone \"%V\" is used for something "
-                               "else", &cmd->name, &name);
-            return NGX_CONF_ERROR;
-        }
-
-        if (mz->max != max || mz->per_agent != per_agent || mz->idle != idle
-            || mz->lifetime != lifetime)
+        if (omz->max != max || omz->per_agent != per_agent
+            || omz->idle != idle || omz->lifetime != lifetime)
         {
             ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
                                "\"%V\": zone \"%V\" is already declared "
-                               "with other bounds", &cmd->name, &name);
+                               "with other bounds", &cmd->name,
+                               &zone->shm.name);
             return NGX_CONF_ERROR;
         }
-
-    } else {
-        mz = ngx_pcalloc(cf->pool, sizeof(ngx_http_veto_sandbox_mcp_zone_t));
-        if (mz == NULL) {
-            return NGX_CONF_ERROR;
-        }
-
-        mz->max = max;
-        mz->per_agent = per_agent;
-        mz->idle = idle;
-        mz->lifetime = lifetime;
-
-        zone->init = ngx_http_veto_sandbox_mcp_zone_init;
-        zone->data = mz;
     }
 
     vscf->mcp.sessions = zone;
@@ -221,85 +178,12 @@ invalid:
 }
 
 
+/* a full zone is answered with 503 and logged once per refusal */
 static ngx_int_t
 ngx_http_veto_sandbox_mcp_zone_init(ngx_shm_zone_t *shm_zone, void *data)
 {
-    ngx_http_veto_sandbox_mcp_zone_t  *omz = data;
-
-    ngx_uint_t                         fresh;
-    ngx_http_veto_sandbox_mcp_zone_t  *mz;
-
-    mz = shm_zone->data;
-
-    if (omz) {
-        /* a reload keeps the sessions */
-        mz->sh = omz->sh;
-        mz->shpool = omz->shpool;
-        return NGX_OK;
-    }
-
-    /* a full zone is answered with 503 and logged once per refusal */
-    mz->shpool = (ngx_slab_pool_t *) shm_zone->shm.addr;
-    mz->sh = ngx_http_veto_sandbox_shm_data(shm_zone,
-                                   sizeof(ngx_http_veto_sandbox_mcp_sh_t),
-                                   "veto_sandbox_mcp_sessions", &fresh);
-    if (mz->sh == NULL) {
-        return NGX_ERROR;
-    }
-
-    if (fresh) {
-        ngx_rbtree_init(&mz->sh->rbtree, &mz->sh->sentinel,
-                        ngx_http_veto_sandbox_mcp_insert);
-        ngx_queue_init(&mz->sh->queue);
-    }
-
-    return NGX_OK;
-}
-
-
-static ngx_rbtree_key_t
-ngx_http_veto_sandbox_mcp_key(u_char *id)
-{
-    return ((ngx_rbtree_key_t) id[0] << 24) | (id[1] << 16) | (id[2] << 8)
-           | id[3];
-}
-
-
-static void
-ngx_http_veto_sandbox_mcp_insert(ngx_rbtree_node_t *temp,
-    ngx_rbtree_node_t *node, ngx_rbtree_node_t *sentinel)
-{
-    ngx_rbtree_node_t                 **p;
-    ngx_http_veto_sandbox_mcp_node_t   *n, *t;
-
-    for ( ;; ) {
-
-        if (node->key < temp->key) {
-            p = &temp->left;
-
-        } else if (node->key > temp->key) {
-            p = &temp->right;
-
-        } else {
-            n = (ngx_http_veto_sandbox_mcp_node_t *) node;
-            t = (ngx_http_veto_sandbox_mcp_node_t *) temp;
-
-            p = ngx_memcmp(n->id, t->id, sizeof(n->id)) < 0
-                ? &temp->left : &temp->right;
-        }
-
-        if (*p == sentinel) {
-            break;
-        }
-
-        temp = *p;
-    }
-
-    *p = node;
-    node->parent = temp;
-    node->left = sentinel;
-    node->right = sentinel;
-    ngx_rbt_red(node);
+    return ngx_http_veto_sandbox_shm_table_init(shm_zone, data,
+                                                "veto_sandbox_mcp_sessions");
 }
 
 
@@ -307,46 +191,9 @@ static ngx_http_veto_sandbox_mcp_node_t *
 ngx_http_veto_sandbox_mcp_find(ngx_http_veto_sandbox_mcp_zone_t *mz,
     u_char *id)
 {
-    ngx_int_t                          rc;
-    ngx_rbtree_key_t                   key;
-    ngx_rbtree_node_t                 *node, *sentinel;
-    ngx_http_veto_sandbox_mcp_node_t  *n;
-
-    key = ngx_http_veto_sandbox_mcp_key(id);
-
-    node = mz->sh->rbtree.root;
-    sentinel = mz->sh->rbtree.sentinel;
-
-    while (node != sentinel) {
-
-        if (key != node->key) {
-            node = key < node->key ? node->left : node->right;
-            continue;
-        }
-
-        n = (ngx_http_veto_sandbox_mcp_node_t *) node;
-
-        rc = ngx_memcmp(id, n->id, sizeof(n->id));
-
-        if (rc == 0) {
-            return n;
-        }
-
-        node = rc < 0 ? node->left : node->right;
-    }
-
-    return NULL;
-}
-
-
-static void
-ngx_http_veto_sandbox_mcp_delete(ngx_http_veto_sandbox_mcp_zone_t *mz,
-    ngx_http_veto_sandbox_mcp_node_t *n)
-{
-    ngx_queue_remove(&n->queue);
-    ngx_rbtree_delete(&mz->sh->rbtree, &n->node);
-    ngx_slab_free_locked(mz->shpool, n);
-    mz->sh->count--;
+    return (ngx_http_veto_sandbox_mcp_node_t *)
+               ngx_http_veto_sandbox_shm_find(&mz->table, id,
+                                              NGX_HTTP_VSB_MCP_SID_LEN / 2);
 }
 
 
@@ -412,21 +259,21 @@ ngx_http_veto_sandbox_mcp_session_create(ngx_http_request_t *r,
 
     now = ngx_time();
 
-    ngx_shmtx_lock(&mz->shpool->mutex);
+    ngx_shmtx_lock(&mz->table.shpool->mutex);
 
     /* the expired go first; then this agent's oldest beyond per_agent */
     mine = 0;
     oldest = NULL;
 
-    for (q = ngx_queue_last(&mz->sh->queue);
-         q != ngx_queue_sentinel(&mz->sh->queue);
+    for (q = ngx_queue_last(&mz->table.sh->queue);
+         q != ngx_queue_sentinel(&mz->table.sh->queue);
          q = prev)
     {
         prev = ngx_queue_prev(q);
-        n = ngx_queue_data(q, ngx_http_veto_sandbox_mcp_node_t, queue);
+        n = ngx_queue_data(q, ngx_http_veto_sandbox_mcp_node_t, entry.queue);
 
         if (ngx_http_veto_sandbox_mcp_expired(mz, n, now)) {
-            ngx_http_veto_sandbox_mcp_delete(mz, n);
+            ngx_http_veto_sandbox_shm_delete(&mz->table, &n->entry);
             continue;
         }
 
@@ -440,20 +287,20 @@ ngx_http_veto_sandbox_mcp_session_create(ngx_http_request_t *r,
     }
 
     if (mine >= mz->per_agent && oldest != NULL) {
-        ngx_http_veto_sandbox_mcp_delete(mz, oldest);
+        ngx_http_veto_sandbox_shm_delete(&mz->table, &oldest->entry);
     }
 
     n = NULL;
 
-    if (mz->sh->count < mz->max
+    if (mz->table.sh->count < mz->max
         && ngx_http_veto_sandbox_mcp_find(mz, raw) == NULL)
     {
-        n = ngx_slab_alloc_locked(mz->shpool,
+        n = ngx_slab_alloc_locked(mz->table.shpool,
                                   sizeof(ngx_http_veto_sandbox_mcp_node_t));
     }
 
     if (n == NULL) {
-        ngx_shmtx_unlock(&mz->shpool->mutex);
+        ngx_shmtx_unlock(&mz->table.shpool->mutex);
 
         ngx_log_error(NGX_LOG_WARN, r->connection->log, 0,
                       "veto_sandbox: MCP sessions zone \"%V\" is full "
@@ -464,17 +311,14 @@ ngx_http_veto_sandbox_mcp_session_create(ngx_http_request_t *r,
 
     ngx_memcpy(n->id, raw, sizeof(raw));
     ngx_memcpy(n->owner, owner, sizeof(owner));
-    n->node.key = ngx_http_veto_sandbox_mcp_key(raw);
     n->opened = now;
     n->used = now;
     n->version = (u_char) version;
     n->initialized = 0;
 
-    ngx_rbtree_insert(&mz->sh->rbtree, &n->node);
-    ngx_queue_insert_head(&mz->sh->queue, &n->queue);
-    mz->sh->count++;
+    ngx_http_veto_sandbox_shm_add(&mz->table, &n->entry, sizeof(raw));
 
-    ngx_shmtx_unlock(&mz->shpool->mutex);
+    ngx_shmtx_unlock(&mz->table.shpool->mutex);
 
     ngx_hex_dump(id, raw, sizeof(raw));
 
@@ -510,26 +354,26 @@ ngx_http_veto_sandbox_mcp_session_use(ngx_http_request_t *r,
         return NGX_ERROR;
     }
 
-    ngx_shmtx_lock(&mz->shpool->mutex);
+    ngx_shmtx_lock(&mz->table.shpool->mutex);
 
     n = ngx_http_veto_sandbox_mcp_find(mz, raw);
 
     if (n != NULL && ngx_http_veto_sandbox_mcp_expired(mz, n, ngx_time())) {
-        ngx_http_veto_sandbox_mcp_delete(mz, n);
+        ngx_http_veto_sandbox_shm_delete(&mz->table, &n->entry);
         n = NULL;
     }
 
     /* another agent's session is no session at all */
     if (n == NULL || ngx_memcmp(n->owner, owner, sizeof(owner)) != 0) {
-        ngx_shmtx_unlock(&mz->shpool->mutex);
+        ngx_shmtx_unlock(&mz->table.shpool->mutex);
         return NGX_DECLINED;
     }
 
     *version = n->version;
 
     if (what == NGX_HTTP_VSB_MCP_END) {
-        ngx_http_veto_sandbox_mcp_delete(mz, n);
-        ngx_shmtx_unlock(&mz->shpool->mutex);
+        ngx_http_veto_sandbox_shm_delete(&mz->table, &n->entry);
+        ngx_shmtx_unlock(&mz->table.shpool->mutex);
         return NGX_OK;
     }
 
@@ -542,10 +386,9 @@ ngx_http_veto_sandbox_mcp_session_use(ngx_http_request_t *r,
     }
 
     n->used = ngx_time();
-    ngx_queue_remove(&n->queue);
-    ngx_queue_insert_head(&mz->sh->queue, &n->queue);
+    ngx_http_veto_sandbox_shm_used(&mz->table, &n->entry);
 
-    ngx_shmtx_unlock(&mz->shpool->mutex);
+    ngx_shmtx_unlock(&mz->table.shpool->mutex);
 
     return NGX_OK;
 }

@@ -81,6 +81,19 @@ my ($ok, $out) = $n->test_config;
 ok(!$ok, 'nginx -t refuses "veto_sandbox_mcp on" in a server without the API');
 like($out, qr/needs "veto_sandbox_api"/, '... saying it needs the API') or diag $out;
 
+# one zone name for the token cache and the MCP sessions, in either order:
+# the second directive would read the first one's table as its own
+for my $veto ($n->default_veto
+                  . "        veto_sandbox_mcp_sessions zone=veto_jwt:1m;\n",
+              "        veto_sandbox_mcp_sessions zone=veto_jwt:1m;\n"
+                  . $n->default_veto) {
+    $n->render(redis => 1, veto => $veto);
+    my ($ok, $out) = $n->test_config;
+    ok(!$ok, 'nginx -t refuses one zone for the token cache and the MCP sessions');
+    like($out, qr/zone "veto_jwt" is used for something else/, '... saying why')
+        or diag $out;
+}
+
 # off (the default): /v1/mcp is no endpoint, the metadata none either
 $n->start(redis => 1, policy => $policy,
           server_extra => "location /.well-known/oauth-protected-resource "

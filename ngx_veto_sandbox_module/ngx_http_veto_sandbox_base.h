@@ -189,6 +189,8 @@ json_t *ngx_http_veto_sandbox_json_ngx_str(ngx_str_t *s);
 void ngx_http_veto_sandbox_json_cleanup(void *data);
 u_char *ngx_http_veto_sandbox_json_dump(ngx_pool_t *pool, json_t *j,
     size_t before, size_t after, size_t *len);
+ngx_int_t ngx_http_veto_sandbox_json_pick(json_t *to, json_t *from,
+    const char *const *names);
 
 
 #endif /* _NGX_HTTP_VSB_BASE_H_INCLUDED_ */

@@ -543,13 +543,19 @@ ngx_http_veto_sandbox_ended_str(ngx_pool_t *pool, json_t *rec,
 }
 
 
+/* what the audit entry of an end keeps of the helper's record */
+static const char *const  ngx_http_veto_sandbox_ended_fields[] = {
+    "end_reason", "limit", "step", "cause", "detail", "epoch", "created_at",
+    "expires_at", "idle_s", "ended_at", "termination_ms", "confirmed", NULL
+};
+
+
 /* One record: its script; NGX_DECLINED for a record that names no valid
  * owner (logged and skipped: it can never be handled). */
 static ngx_int_t
 ngx_http_veto_sandbox_ended_one(ngx_http_veto_sandbox_poll_t *p, json_t *rec)
 {
     int                                  argc;
-    char                                *text;
     u_char                              *t, *when;
     json_t                              *d, *v;
     size_t                               argvlen[40];
@@ -588,38 +594,24 @@ ngx_http_veto_sandbox_ended_one(ngx_http_veto_sandbox_poll_t *p, json_t *rec)
         why = ngx_http_veto_sandbox_ended_str(p->pool, rec, "step", 32);
     }
 
-    d = json_pack("{s:O?, s:O?, s:O?, s:O?, s:O?, s:O?, s:O?, s:O?, s:O?, "
-                  "s:O?, s:O?, s:O?}",
-                  "end_reason", json_object_get(rec, "end_reason"),
-                  "limit", json_object_get(rec, "limit"),
-                  "step", json_object_get(rec, "step"),
-                  "cause", json_object_get(rec, "cause"),
-                  "detail", json_object_get(rec, "detail"),
-                  "epoch", json_object_get(rec, "epoch"),
-                  "created_at", json_object_get(rec, "created_at"),
-                  "expires_at", json_object_get(rec, "expires_at"),
-                  "idle_s", json_object_get(rec, "idle_s"),
-                  "ended_at", json_object_get(rec, "ended_at"),
-                  "termination_ms", json_object_get(rec, "termination_ms"),
-                  "confirmed", json_object_get(rec, "confirmed"));
+    d = json_object();
 
-    text = d ? json_dumps(d, JSON_COMPACT) : NULL;
+    if (d == NULL
+        || ngx_http_veto_sandbox_json_pick(d, rec,
+                                           ngx_http_veto_sandbox_ended_fields)
+           != NGX_OK)
+    {
+        json_decref(d);
+        return NGX_ERROR;
+    }
+
+    detail.data = ngx_http_veto_sandbox_json_dump(p->pool, d, 0, 0,
+                                                  &detail.len);
     json_decref(d);
 
-    if (text == NULL) {
+    if (detail.data == NULL || detail.len == 0) {
         return NGX_ERROR;
     }
-
-    detail.len = ngx_strlen(text);
-    detail.data = ngx_pnalloc(p->pool, detail.len);
-
-    if (detail.data == NULL) {
-        free(text);
-        return NGX_ERROR;
-    }
-
-    ngx_memcpy(detail.data, text, detail.len);
-    free(text);
 
     /* as every audit entry: secrets never enter the stream */
     if (ngx_http_veto_sandbox_redact(p->pool, &detail, &red) != NGX_OK) {

@@ -701,6 +701,27 @@ ngx_http_veto_sandbox_json_dump(ngx_pool_t *pool, json_t *j, size_t before,
 }
 
 
+/* to's fields names (NULL-ended) copied from from, null where from has
+ * none (json_pack()'s "O?" for a list of names): what a record keeps of
+ * a helper's reply */
+ngx_int_t
+ngx_http_veto_sandbox_json_pick(json_t *to, json_t *from,
+    const char *const *names)
+{
+    json_t  *v;
+
+    for ( /* void */ ; *names != NULL; names++) {
+        v = json_object_get(from, *names);
+
+        if (json_object_set(to, *names, v != NULL ? v : json_null()) != 0) {
+            return NGX_ERROR;
+        }
+    }
+
+    return NGX_OK;
+}
+
+
 void
 ngx_http_veto_sandbox_json_cleanup(void *data)
 {

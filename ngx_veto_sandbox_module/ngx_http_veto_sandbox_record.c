@@ -142,25 +142,11 @@ void
 ngx_http_veto_sandbox_json_text(ngx_http_request_t *r, json_t *json,
     ngx_str_t *out)
 {
-    char  *s;
-
-    out->len = 0;
-
-    s = json_dumps(json, JSON_COMPACT);
-    if (s == NULL) {
-        return;
-    }
-
-    out->len = ngx_strlen(s);
-    out->data = ngx_pnalloc(r->pool, out->len);
-
+    out->data = ngx_http_veto_sandbox_json_dump(r->pool, json, 0, 0,
+                                                &out->len);
     if (out->data == NULL) {
         out->len = 0;
-    } else {
-        ngx_memcpy(out->data, s, out->len);
     }
-
-    free(s);
 }
 
 
@@ -592,6 +578,18 @@ ngx_http_veto_sandbox_output_sha256(u_char *data, size_t len)
 }
 
 
+/* what the execution record keeps of the helper's reply */
+static const char *const  ngx_http_veto_sandbox_exec_fields[] = {
+    "exit_code", "signal", "timed_out", "oom_killed", "limits_hit",
+    "stdout_truncated", "stderr_truncated", "usage", NULL
+};
+
+/* what the creation record keeps of the new sandbox */
+static const char *const  ngx_http_veto_sandbox_create_fields[] = {
+    "profile", "network", "limits", "ttl_s", "expires_at", "epoch", NULL
+};
+
+
 /*
  * The execution record: what ran (the redacted request summary: argv,
  * cwd, env names, timeout, stdin size), how it ended, its usage, and the
@@ -648,17 +646,14 @@ ngx_http_veto_sandbox_exec_detail(ngx_http_request_t *r,
 
     json_decref(view);
 
-    d = json_pack("{s:o?, s:O?, s:O?, s:O?, s:O?, s:O?, s:O?, s:O?, s:O?}",
-                  "request", req,
-                  "exit_code", json_object_get(j, "exit_code"),
-                  "signal", json_object_get(j, "signal"),
-                  "timed_out", json_object_get(j, "timed_out"),
-                  "oom_killed", json_object_get(j, "oom_killed"),
-                  "limits_hit", json_object_get(j, "limits_hit"),
-                  "stdout_truncated", json_object_get(j, "stdout_truncated"),
-                  "stderr_truncated", json_object_get(j, "stderr_truncated"),
-                  "usage", json_object_get(j, "usage"));
-    if (d == NULL) {
+    d = json_pack("{s:o?}", "request", req);
+
+    if (d == NULL
+        || ngx_http_veto_sandbox_json_pick(d, j,
+                                           ngx_http_veto_sandbox_exec_fields)
+           != NGX_OK)
+    {
+        json_decref(d);
         json_decref(extra);
         return;
     }
@@ -723,14 +718,14 @@ ngx_http_veto_sandbox_create_detail(ngx_http_request_t *r,
     out->len = 0;
     sb = json_object_get(j, "sandbox");
 
-    d = json_pack("{s:O?, s:O?, s:O?, s:O?, s:O?, s:O?}",
-                  "profile", json_object_get(sb, "profile"),
-                  "network", json_object_get(sb, "network"),
-                  "limits", json_object_get(sb, "limits"),
-                  "ttl_s", json_object_get(sb, "ttl_s"),
-                  "expires_at", json_object_get(sb, "expires_at"),
-                  "epoch", json_object_get(sb, "epoch"));
-    if (d == NULL) {
+    d = json_object();
+
+    if (d == NULL
+        || ngx_http_veto_sandbox_json_pick(d, sb,
+                                           ngx_http_veto_sandbox_create_fields)
+           != NGX_OK)
+    {
+        json_decref(d);
         return;
     }
 

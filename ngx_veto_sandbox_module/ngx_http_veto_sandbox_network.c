@@ -41,6 +41,33 @@ ngx_http_veto_sandbox_network_json_cleanup(void *data)
 
 
 /* host strictly below suffix: "x.a.test" below "a.test", not "xa.test" */
+/* v appended to *ask, the list made on the first (freed with pool): what
+ * a request asks for, hosts or credentials; NGX_ERROR: no memory */
+static ngx_int_t
+ngx_http_veto_sandbox_network_ask_add(ngx_pool_t *pool, json_t **ask,
+    json_t *v)
+{
+    ngx_pool_cleanup_t  *cln;
+
+    if (*ask == NULL) {
+        cln = ngx_pool_cleanup_add(pool, 0);
+        if (cln == NULL) {
+            return NGX_ERROR;
+        }
+
+        *ask = json_array();
+        if (*ask == NULL) {
+            return NGX_ERROR;
+        }
+
+        cln->handler = ngx_http_veto_sandbox_network_json_cleanup;
+        cln->data = *ask;
+    }
+
+    return json_array_append(*ask, v) == 0 ? NGX_OK : NGX_ERROR;
+}
+
+
 static ngx_uint_t
 ngx_http_veto_sandbox_network_below(const char *host, const char *suffix)
 {
@@ -395,7 +422,6 @@ ngx_http_veto_sandbox_network_classify(ngx_pool_t *pool,
 {
     size_t               i;
     json_t              *v, *a;
-    ngx_pool_cleanup_t  *cln;
     eg_allow_entry_t     e;
 
     *ask = NULL;
@@ -420,20 +446,9 @@ ngx_http_veto_sandbox_network_classify(ngx_pool_t *pool,
 
         case NGX_HTTP_VSB_NET_ASKABLE:
 
-            if (a == NULL) {
-                cln = ngx_pool_cleanup_add(pool, 0);
-                a = json_array();
-
-                if (cln == NULL || a == NULL) {
-                    json_decref(a);
-                    return NGX_ABORT;
-                }
-
-                cln->handler = ngx_http_veto_sandbox_network_json_cleanup;
-                cln->data = a;
-            }
-
-            if (json_array_append(a, v) != 0) {
+            if (ngx_http_veto_sandbox_network_ask_add(pool, &a, v)
+                != NGX_OK)
+            {
                 return NGX_ABORT;
             }
 
@@ -634,7 +649,6 @@ ngx_http_veto_sandbox_credentials_classify(ngx_pool_t *pool,
     size_t               i, j;
     json_t              *v, *a;
     const char          *n;
-    ngx_pool_cleanup_t  *cln;
 
     *ask = NULL;
     *bad = 0;
@@ -671,20 +685,7 @@ ngx_http_veto_sandbox_credentials_classify(ngx_pool_t *pool,
             return NGX_DECLINED;
         }
 
-        if (a == NULL) {
-            cln = ngx_pool_cleanup_add(pool, 0);
-            a = json_array();
-
-            if (cln == NULL || a == NULL) {
-                json_decref(a);
-                return NGX_ABORT;
-            }
-
-            cln->handler = ngx_http_veto_sandbox_network_json_cleanup;
-            cln->data = a;
-        }
-
-        if (json_array_append(a, v) != 0) {
+        if (ngx_http_veto_sandbox_network_ask_add(pool, &a, v) != NGX_OK) {
             return NGX_ABORT;
         }
     }

@@ -541,6 +541,7 @@ ngx_http_veto_sandbox_merge_srv_conf(ngx_conf_t *cf, void *parent,
     ngx_http_veto_sandbox_srv_conf_t *conf = child;
 
     ngx_uint_t                          i;
+    const char                         *missing;
     ngx_http_veto_sandbox_main_conf_t  *vmcf;
 
     if (conf->keys == NULL) {
@@ -630,38 +631,28 @@ ngx_http_veto_sandbox_merge_srv_conf(ngx_conf_t *cf, void *parent,
     /* a server serving the API must be able to verify and to decide */
 
     if (conf->keys == NULL || conf->keys->nelts == 0) {
-        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
-                           "\"veto_sandbox_api\" requires "
-                           "\"veto_sandbox_jwt_jwks\" or "
-                           "\"veto_sandbox_jwt_key\" in its server");
-        return NGX_CONF_ERROR;
+        missing = "\"veto_sandbox_jwt_jwks\" or \"veto_sandbox_jwt_key\"";
+
+    } else if (conf->issuer.len == 0) {
+        missing = "\"veto_sandbox_jwt_issuer\"";
+
+    } else if (conf->audience.len == 0) {
+        missing = "\"veto_sandbox_jwt_audience\"";
+
+    } else if (conf->policy == NULL) {
+        missing = "\"veto_sandbox_policy\"";
+
+    } else if (conf->helper == NULL) {
+        missing = "\"veto_sandbox_helper\"";
+
+    } else {
+        missing = NULL;
     }
 
-    if (conf->issuer.len == 0) {
+    if (missing != NULL) {
         ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
-                           "\"veto_sandbox_api\" requires "
-                           "\"veto_sandbox_jwt_issuer\" in its server");
-        return NGX_CONF_ERROR;
-    }
-
-    if (conf->audience.len == 0) {
-        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
-                           "\"veto_sandbox_api\" requires "
-                           "\"veto_sandbox_jwt_audience\" in its server");
-        return NGX_CONF_ERROR;
-    }
-
-    if (conf->policy == NULL) {
-        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
-                           "\"veto_sandbox_api\" requires "
-                           "\"veto_sandbox_policy\" in its server");
-        return NGX_CONF_ERROR;
-    }
-
-    if (conf->helper == NULL) {
-        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
-                           "\"veto_sandbox_api\" requires "
-                           "\"veto_sandbox_helper\" in its server");
+                           "\"veto_sandbox_api\" requires %s in its server",
+                           missing);
         return NGX_CONF_ERROR;
     }
 

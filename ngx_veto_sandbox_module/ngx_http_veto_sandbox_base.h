@@ -106,6 +106,8 @@ void ngx_http_veto_sandbox_input_rest(ngx_http_request_t *r,
 ngx_int_t ngx_http_veto_sandbox_protected(ngx_http_request_t *r,
     ngx_http_veto_sandbox_srv_conf_t *vscf);
 ngx_int_t ngx_http_veto_sandbox_add_variables(ngx_conf_t *cf);
+ngx_int_t ngx_http_veto_sandbox_variables_add(ngx_conf_t *cf,
+    ngx_http_variable_t *vars);
 ngx_int_t ngx_http_veto_sandbox_request_id(ngx_http_request_t *r,
     ngx_http_veto_sandbox_ctx_t *ctx);
 ngx_uint_t ngx_http_veto_sandbox_id_valid(u_char *id, size_t len);

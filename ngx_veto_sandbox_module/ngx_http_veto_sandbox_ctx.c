@@ -197,9 +197,17 @@ ngx_http_veto_sandbox_variable(ngx_http_request_t *r,
 ngx_int_t
 ngx_http_veto_sandbox_add_variables(ngx_conf_t *cf)
 {
+    return ngx_http_veto_sandbox_variables_add(cf, ngx_http_veto_sandbox_vars);
+}
+
+
+/* a table of variables, ended by an empty name: each one added */
+ngx_int_t
+ngx_http_veto_sandbox_variables_add(ngx_conf_t *cf, ngx_http_variable_t *vars)
+{
     ngx_http_variable_t  *var, *v;
 
-    for (v = ngx_http_veto_sandbox_vars; v->name.len; v++) {
+    for (v = vars; v->name.len; v++) {
         var = ngx_http_add_variable(cf, &v->name, v->flags);
         if (var == NULL) {
             return NGX_ERROR;

@@ -187,6 +187,7 @@ ngx_int_t ngx_http_veto_sandbox_send(ngx_http_request_t *r,
 ngx_int_t ngx_http_veto_sandbox_send_chain(ngx_http_request_t *r,
     ngx_uint_t status, const char *type, ngx_chain_t *out, off_t len);
 ngx_int_t ngx_http_veto_sandbox_filter_init(ngx_conf_t *cf);
+void ngx_http_veto_sandbox_resume(ngx_http_request_t *r, ngx_int_t rc);
 json_t *ngx_http_veto_sandbox_json_ngx_str(ngx_str_t *s);
 void ngx_http_veto_sandbox_json_cleanup(void *data);
 u_char *ngx_http_veto_sandbox_json_dump(ngx_pool_t *pool, json_t *j,

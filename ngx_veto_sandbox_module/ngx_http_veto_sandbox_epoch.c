@@ -13,8 +13,6 @@
 
 static void ngx_http_veto_sandbox_epoch_reply(ngx_http_request_t *r,
     ngx_http_veto_sandbox_ctx_t *ctx);
-static void ngx_http_veto_sandbox_epoch_done(ngx_http_request_t *r,
-    ngx_int_t rc);
 
 
 /*
@@ -103,7 +101,7 @@ ngx_http_veto_sandbox_epoch_reply(ngx_http_request_t *r,
                                            "helper_unavailable",
                                            "the sandbox helper did not answer",
                                            NULL);
-        ngx_http_veto_sandbox_epoch_done(r, rc);
+        ngx_http_veto_sandbox_resume(r, rc);
         return;
     }
 
@@ -118,8 +116,7 @@ ngx_http_veto_sandbox_epoch_reply(ngx_http_request_t *r,
         ctx->epoch.data = ngx_pnalloc(r->pool, ctx->epoch.len);
 
         if (ctx->epoch.data == NULL) {
-            ngx_http_veto_sandbox_epoch_done(r,
-                                             NGX_HTTP_INTERNAL_SERVER_ERROR);
+            ngx_http_veto_sandbox_resume(r, NGX_HTTP_INTERNAL_SERVER_ERROR);
             return;
         }
 
@@ -134,23 +131,5 @@ ngx_http_veto_sandbox_epoch_reply(ngx_http_request_t *r,
 
     rc = ctx->epoch_next(r, ctx);
 
-    ngx_http_veto_sandbox_epoch_done(r, rc);
-}
-
-
-/* The request waited for the helper: finish it, unless next() took it
- * over (NGX_DONE). */
-static void
-ngx_http_veto_sandbox_epoch_done(ngx_http_request_t *r, ngx_int_t rc)
-{
-    ngx_connection_t  *c;
-
-    if (rc == NGX_DONE) {
-        return;
-    }
-
-    c = r->connection;
-
-    ngx_http_finalize_request(r, rc);
-    ngx_http_run_posted_requests(c);
+    ngx_http_veto_sandbox_resume(r, rc);
 }

@@ -297,13 +297,12 @@ json_t *ngx_http_veto_sandbox_stream_detail(ngx_http_veto_sandbox_ctx_t *ctx);
 ngx_int_t ngx_http_veto_sandbox_gate(ngx_http_request_t *r,
     ngx_http_veto_sandbox_ctx_t *ctx, ngx_http_veto_sandbox_gate_pt next);
 
-/* _wait.c: a request that waits for Redis (the call, its cancel, the
- * resume) and the refusals every step answers */
+/* _wait.c: a request that waits for Redis (the call, its cancel; the
+ * resume is _problem.c's) and the refusals every step answers */
 ngx_int_t ngx_http_veto_sandbox_redis_problem(ngx_http_request_t *r,
     ngx_http_veto_sandbox_ctx_t *ctx, ngx_int_t rc);
 ngx_int_t ngx_http_veto_sandbox_redis_replied(ngx_http_request_t *r,
     ngx_http_veto_sandbox_ctx_t *ctx, redisReply *reply, ngx_int_t *rc);
-void ngx_http_veto_sandbox_resume(ngx_http_request_t *r, ngx_int_t rc);
 ngx_int_t ngx_http_veto_sandbox_wait(ngx_http_request_t *r,
     ngx_http_veto_sandbox_ctx_t *ctx);
 void ngx_http_veto_sandbox_waiting_call(ngx_http_request_t *r,

@@ -653,6 +653,24 @@ ngx_http_veto_sandbox_filter_init(ngx_conf_t *cf)
 }
 
 
+/* Finishes a request that waited (for Redis, for the helper), unless the
+ * next step took it over (NGX_DONE); then what it posted runs. */
+void
+ngx_http_veto_sandbox_resume(ngx_http_request_t *r, ngx_int_t rc)
+{
+    ngx_connection_t  *c;
+
+    if (rc == NGX_DONE) {
+        return;
+    }
+
+    c = r->connection;
+
+    ngx_http_finalize_request(r, rc);
+    ngx_http_run_posted_requests(c);
+}
+
+
 json_t *
 ngx_http_veto_sandbox_json_ngx_str(ngx_str_t *s)
 {

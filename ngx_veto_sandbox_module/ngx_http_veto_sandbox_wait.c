@@ -154,23 +154,6 @@ ngx_http_veto_sandbox_cancel_cleanup(void *data)
 }
 
 
-/* Finishes a request that waited for Redis. */
-void
-ngx_http_veto_sandbox_resume(ngx_http_request_t *r, ngx_int_t rc)
-{
-    ngx_connection_t  *c;
-
-    if (rc == NGX_DONE) {
-        return;
-    }
-
-    c = r->connection;
-
-    ngx_http_finalize_request(r, rc);
-    ngx_http_run_posted_requests(c);
-}
-
-
 /*
  * Every handler of a Redis reply a request waited for starts here: NGX_OK
  * when the reply is one to read; else the refusal (503: Redis could not

@@ -213,10 +213,10 @@ ngx_http_veto_sandbox_approval_create(
         return NGX_ERROR;
     }
 
-    a[3].data = p;
-    p = ngx_sprintf(p, NGX_HTTP_VSB_KEY_PREFIX "{%V}:appr:open:%V",
-                    &bind->tenant, &bind->agent);
-    a[3].len = p - a[3].data;
+    p = ngx_http_veto_sandbox_redis_arg(&a[3], p,
+                                        NGX_HTTP_VSB_KEY_PREFIX
+                                        "{%V}:appr:open:%V",
+                                        &bind->tenant, &bind->agent);
 
     a[4] = *id;
     a[5] = bind->tenant;
@@ -226,29 +226,22 @@ ngx_http_veto_sandbox_approval_create(
     a[8].len = NGX_HTTP_VSB_HASH_HEX_LEN;
     a[9] = *summary;
 
-    a[10].data = p;
-    p = ngx_sprintf(p, "%M", ttl);
-    a[10].len = p - a[10].data;
+    p = ngx_http_veto_sandbox_redis_arg(&a[10], p, "%M", ttl);
 
-    a[11].data = p;
-    p = ngx_sprintf(p, "%ui", threshold ? threshold : 1);
-    a[11].len = p - a[11].data;
+    p = ngx_http_veto_sandbox_redis_arg(&a[11], p, "%ui",
+                                        threshold ? threshold : 1);
 
-    a[12].data = p;
-    p = ngx_sprintf(p, "%M", retention);
-    a[12].len = p - a[12].data;
+    p = ngx_http_veto_sandbox_redis_arg(&a[12], p, "%M", retention);
 
     max = max ? max : NGX_HTTP_VSB_APPROVAL_MAX;
 
-    a[13].data = p;
-    p = ngx_sprintf(p, "%ui", max);
-    a[13].len = p - a[13].data;
+    p = ngx_http_veto_sandbox_redis_arg(&a[13], p, "%ui", max);
 
-    a[14].data = p;
-    p = ngx_sprintf(p, "%ui",
-                    agent_max ? agent_max
-                              : ngx_http_veto_sandbox_approval_agent_max(max));
-    a[14].len = p - a[14].data;
+    if (agent_max == 0) {
+        agent_max = ngx_http_veto_sandbox_approval_agent_max(max);
+    }
+
+    p = ngx_http_veto_sandbox_redis_arg(&a[14], p, "%ui", agent_max);
 
     return ngx_http_veto_sandbox_approval_call(call,
                                                NGX_HTTP_VSB_APPROVAL_CREATE,
@@ -386,9 +379,9 @@ ngx_http_veto_sandbox_approval_list(ngx_http_veto_sandbox_redis_call_t *call,
 
     a[1] = *tenant;
 
-    a[2].data = p;
-    p = ngx_sprintf(p, NGX_HTTP_VSB_KEY_PREFIX "{%V}:appr:", tenant);
-    a[2].len = p - a[2].data;
+    p = ngx_http_veto_sandbox_redis_arg(&a[2], p,
+                                        NGX_HTTP_VSB_KEY_PREFIX "{%V}:appr:",
+                                        tenant);
 
     if (state && state->len) {
         a[3] = *state;
@@ -398,9 +391,7 @@ ngx_http_veto_sandbox_approval_list(ngx_http_veto_sandbox_redis_call_t *call,
         a[3].len = 0;
     }
 
-    a[4].data = p;
-    p = ngx_sprintf(p, "%ui", limit ? limit : 100);
-    a[4].len = p - a[4].data;
+    p = ngx_http_veto_sandbox_redis_arg(&a[4], p, "%ui", limit ? limit : 100);
 
     if (cursor && cursor->len) {
         a[5] = *cursor;
@@ -410,9 +401,8 @@ ngx_http_veto_sandbox_approval_list(ngx_http_veto_sandbox_redis_call_t *call,
         a[5].len = 0;
     }
 
-    a[6].data = p;
-    p = ngx_sprintf(p, "%ui", (ngx_uint_t) NGX_HTTP_VSB_APPROVAL_LIST_BYTES);
-    a[6].len = p - a[6].data;
+    p = ngx_http_veto_sandbox_redis_arg(&a[6], p, "%ui", (ngx_uint_t)
+                                        NGX_HTTP_VSB_APPROVAL_LIST_BYTES);
 
     return ngx_http_veto_sandbox_approval_call(call,
                                                NGX_HTTP_VSB_APPROVAL_LIST,

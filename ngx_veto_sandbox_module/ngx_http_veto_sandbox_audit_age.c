@@ -161,14 +161,12 @@ ngx_http_veto_sandbox_audit_age_trim(ngx_log_t *log)
     /* entry ids are "<ms>-<n>" on Redis' clock; ours is close enough for
      * an age counted in minutes or more.  "<ms>" as the end of a range:
      * every entry of that millisecond and older */
-    a[2].data = p;
-    p = ngx_sprintf(p, "%uL", (uint64_t) ngx_time() * 1000
-                              - (uint64_t) age - 1);
-    a[2].len = p - a[2].data;
+    p = ngx_http_veto_sandbox_redis_arg(&a[2], p, "%uL",
+                                        (uint64_t) ngx_time() * 1000
+                                        - (uint64_t) age - 1);
 
-    a[3].data = p;
-    p = ngx_sprintf(p, "%ui", (ngx_uint_t) NGX_HTTP_VSB_AUDIT_SCAN);
-    a[3].len = p - a[3].data;
+    p = ngx_http_veto_sandbox_redis_arg(&a[3], p, "%ui",
+                                        (ngx_uint_t) NGX_HTTP_VSB_AUDIT_SCAN);
 
     t = ngx_http_veto_sandbox_age_tenants->elts;
 

@@ -118,35 +118,31 @@ ngx_http_veto_sandbox_quota_acquire(ngx_http_veto_sandbox_redis_call_t *call,
     a[3] = *sandbox;
     a[4] = *agent;
 
-    a[5].data = p;
-    p = ngx_sprintf(p, "%ui", limits->tenant_sandboxes);
-    a[5].len = p - a[5].data;
+    p = ngx_http_veto_sandbox_redis_arg(&a[5], p, "%ui",
+                                        limits->tenant_sandboxes);
 
-    a[6].data = p;
-    p = ngx_sprintf(p, "%ui", limits->agent_sandboxes);
-    a[6].len = p - a[6].data;
+    p = ngx_http_veto_sandbox_redis_arg(&a[6], p, "%ui",
+                                        limits->agent_sandboxes);
 
-    a[7].data = p;
-    p = ngx_sprintf(p, "%M", ttl);
-    a[7].len = p - a[7].data;
+    p = ngx_http_veto_sandbox_redis_arg(&a[7], p, "%M", ttl);
 
     a[8] = owner->gateway;
     a[9] = owner->epoch;
 
-    a[10].data = p;
-    p = ngx_sprintf(p, NGX_HTTP_VSB_KEY_PREFIX "{%V}:sbx:own:", tenant);
-    a[10].len = p - a[10].data;
+    p = ngx_http_veto_sandbox_redis_arg(&a[10], p,
+                                        NGX_HTTP_VSB_KEY_PREFIX
+                                        "{%V}:sbx:own:",
+                                        tenant);
 
-    a[11].data = p;
-    p = ngx_sprintf(p, NGX_HTTP_VSB_KEY_PREFIX "{%V}:sbx:live:", tenant);
-    a[11].len = p - a[11].data;
+    p = ngx_http_veto_sandbox_redis_arg(&a[11], p,
+                                        NGX_HTTP_VSB_KEY_PREFIX
+                                        "{%V}:sbx:live:",
+                                        tenant);
 
     a[12] = owner->env;
     a[13] = owner->env_sha256;
 
-    a[14].data = p;
-    p = ngx_sprintf(p, "%ui", owner->env_dropped);
-    a[14].len = p - a[14].data;
+    p = ngx_http_veto_sandbox_redis_arg(&a[14], p, "%ui", owner->env_dropped);
 
     return ngx_http_veto_sandbox_quota_call(call, NGX_HTTP_VSB_QUOTA_ACQUIRE,
                                             3, 15, a);
@@ -220,15 +216,13 @@ ngx_http_veto_sandbox_quota_release_ended(
     a[5].data = (u_char *) json_string_value(why);
     a[5].len = json_string_length(why);
 
-    a[6].data = p;
-    p = ngx_sprintf(p, "%L", json_is_integer(at)
-                             ? (int64_t) json_integer_value(at)
-                             : (int64_t) ngx_time());
-    a[6].len = p - a[6].data;
+    p = ngx_http_veto_sandbox_redis_arg(&a[6], p, "%L",
+                                        json_is_integer(at)
+                                        ? (int64_t) json_integer_value(at)
+                                        : (int64_t) ngx_time());
 
-    a[7].data = p;
-    p = ngx_sprintf(p, "%L", (int64_t) json_integer_value(until));
-    a[7].len = p - a[7].data;
+    p = ngx_http_veto_sandbox_redis_arg(&a[7], p, "%L",
+                                        (int64_t) json_integer_value(until));
 
     return ngx_http_veto_sandbox_quota_call(call, NGX_HTTP_VSB_QUOTA_RELEASE,
                                             4, 8, a);
@@ -287,18 +281,13 @@ ngx_http_veto_sandbox_quota_exec(ngx_http_veto_sandbox_redis_call_t *call,
         return NGX_ERROR;
     }
 
-    a[2].data = p;
-    p = ngx_sprintf(p, "%ui", limits->tenant_execs);
-    a[2].len = p - a[2].data;
+    p = ngx_http_veto_sandbox_redis_arg(&a[2], p, "%ui", limits->tenant_execs);
 
-    a[3].data = p;
-    p = ngx_sprintf(p, "%ui", limits->agent_execs);
-    a[3].len = p - a[3].data;
+    p = ngx_http_veto_sandbox_redis_arg(&a[3], p, "%ui", limits->agent_execs);
 
-    a[4].data = p;
-    p = ngx_sprintf(p, "%M", limits->exec_window ? limits->exec_window
-                                                 : 60000);
-    a[4].len = p - a[4].data;
+    p = ngx_http_veto_sandbox_redis_arg(&a[4], p, "%M",
+                                        limits->exec_window
+                                        ? limits->exec_window : 60000);
 
     a[5] = *event_id;
 

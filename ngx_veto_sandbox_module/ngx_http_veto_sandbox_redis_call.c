@@ -302,6 +302,22 @@ ngx_http_veto_sandbox_redis_eval(ngx_http_veto_sandbox_redis_call_t *call,
 }
 
 
+u_char *
+ngx_http_veto_sandbox_redis_arg(ngx_str_t *arg, u_char *p, const char *fmt,
+    ...)
+{
+    va_list  args;
+
+    va_start(args, fmt);
+    arg->data = p;
+    p = ngx_vslprintf(p, (void *) -1, fmt, args);
+    arg->len = p - arg->data;
+    va_end(args);
+
+    return p;
+}
+
+
 ngx_int_t
 ngx_http_veto_sandbox_redis_eval_str(ngx_http_veto_sandbox_redis_call_t *call,
     ngx_http_veto_sandbox_redis_script_t *script, int numkeys, int argc,

@@ -99,6 +99,11 @@ ngx_int_t ngx_http_veto_sandbox_redis_eval_str(
     ngx_http_veto_sandbox_redis_script_t *script, int numkeys, int argc,
     ngx_str_t *args);
 
+/* An argument printed with ngx_sprintf()'s fmt at p (room the caller
+ * made) into *arg; returns the end, where the next one may go. */
+u_char *ngx_http_veto_sandbox_redis_arg(ngx_str_t *arg, u_char *p,
+    const char *fmt, ...);
+
 /* The handler will not be called; a late reply is dropped. */
 void ngx_http_veto_sandbox_redis_cancel(
     ngx_http_veto_sandbox_redis_cmd_t *cmd);

@@ -149,6 +149,22 @@ ngx_http_veto_sandbox_tenant_key(ngx_pool_t *pool, ngx_str_t *key,
 }
 
 
+/* the same for a tenant and a part that a request or a reply named:
+ * NGX_DECLINED when one cannot be part of a key */
+ngx_int_t
+ngx_http_veto_sandbox_tenant_key_valid(ngx_pool_t *pool, ngx_str_t *key,
+    const char *what, ngx_str_t *tenant, ngx_str_t *part)
+{
+    if (!ngx_http_veto_sandbox_redis_key_part_valid(tenant->data, tenant->len)
+        || !ngx_http_veto_sandbox_redis_key_part_valid(part->data, part->len))
+    {
+        return NGX_DECLINED;
+    }
+
+    return ngx_http_veto_sandbox_tenant_key(pool, key, what, tenant, part);
+}
+
+
 /* commands */
 
 /* A command can be queued: connected, or connecting (it waits). */

@@ -11,10 +11,6 @@
 #include "ngx_http_veto_sandbox_revoke.h"
 
 
-static ngx_int_t ngx_http_veto_sandbox_revoke_key(ngx_pool_t *pool,
-    ngx_str_t *key, const char *what, ngx_str_t *tenant, ngx_str_t *part);
-
-
 /* lua/revoke_check.lua: a revoked jti or agent, "*" for a key of
  * another type */
 NGX_HTTP_VSB_LUA(revoke_check);
@@ -31,21 +27,6 @@ ngx_http_veto_sandbox_revoke_init(void)
 }
 
 
-/* what: "revoked:jti" or "revoked:agent" */
-static ngx_int_t
-ngx_http_veto_sandbox_revoke_key(ngx_pool_t *pool, ngx_str_t *key,
-    const char *what, ngx_str_t *tenant, ngx_str_t *part)
-{
-    if (!ngx_http_veto_sandbox_redis_key_part_valid(tenant->data, tenant->len)
-        || !ngx_http_veto_sandbox_redis_key_part_valid(part->data, part->len))
-    {
-        return NGX_DECLINED;
-    }
-
-    return ngx_http_veto_sandbox_tenant_key(pool, key, what, tenant, part);
-}
-
-
 ngx_int_t
 ngx_http_veto_sandbox_revoke_check(ngx_http_veto_sandbox_redis_call_t *call,
     ngx_str_t *tenant, ngx_str_t *agent, ngx_str_t *jti)
@@ -55,8 +36,9 @@ ngx_http_veto_sandbox_revoke_check(ngx_http_veto_sandbox_redis_call_t *call,
     size_t        argvlen[2];
     const char   *argv[2];
 
-    rc = ngx_http_veto_sandbox_revoke_key(call->pool, &kagent, "revoked:agent",
-                                          tenant, agent);
+    rc = ngx_http_veto_sandbox_tenant_key_valid(call->pool, &kagent,
+                                                "revoked:agent", tenant,
+                                                agent);
     if (rc != NGX_OK) {
         return rc;
     }
@@ -77,8 +59,9 @@ ngx_http_veto_sandbox_revoke_check(ngx_http_veto_sandbox_redis_call_t *call,
         }
 
     } else {
-        rc = ngx_http_veto_sandbox_revoke_key(call->pool, &kjti, "revoked:jti",
-                                              tenant, jti);
+        rc = ngx_http_veto_sandbox_tenant_key_valid(call->pool, &kjti,
+                                                    "revoked:jti", tenant,
+                                                    jti);
         if (rc != NGX_OK) {
             return rc;
         }
@@ -162,8 +145,8 @@ ngx_http_veto_sandbox_revoke_jti(ngx_http_veto_sandbox_redis_call_t *call,
     size_t       argvlen[5];
     const char  *argv[5];
 
-    rc = ngx_http_veto_sandbox_revoke_key(call->pool, &key, "revoked:jti",
-                                          tenant, jti);
+    rc = ngx_http_veto_sandbox_tenant_key_valid(call->pool, &key,
+                                                "revoked:jti", tenant, jti);
     if (rc != NGX_OK) {
         return rc;
     }
@@ -203,8 +186,9 @@ ngx_http_veto_sandbox_revoke_agent(ngx_http_veto_sandbox_redis_call_t *call,
     size_t       argvlen[3];
     const char  *argv[3];
 
-    rc = ngx_http_veto_sandbox_revoke_key(call->pool, &key, "revoked:agent",
-                                          tenant, agent);
+    rc = ngx_http_veto_sandbox_tenant_key_valid(call->pool, &key,
+                                                "revoked:agent", tenant,
+                                                agent);
     if (rc != NGX_OK) {
         return rc;
     }
@@ -240,12 +224,12 @@ ngx_http_veto_sandbox_revocation_cmd(ngx_http_veto_sandbox_redis_call_t *call,
     ngx_int_t    rc;
     ngx_str_t    key;
     size_t       argvlen[2];
-    const char  *argv[2];
+    const char  *argv[2], *what;
 
-    rc = ngx_http_veto_sandbox_revoke_key(call->pool, &key,
-                                          ngx_strcmp(kind, "jti") == 0
-                                          ? "revoked:jti" : "revoked:agent",
-                                          tenant, value);
+    what = ngx_strcmp(kind, "jti") == 0 ? "revoked:jti" : "revoked:agent";
+
+    rc = ngx_http_veto_sandbox_tenant_key_valid(call->pool, &key, what,
+                                                tenant, value);
     if (rc != NGX_OK) {
         return rc;
     }

@@ -31,22 +31,6 @@ ngx_http_veto_sandbox_snap_route_init(void)
 }
 
 
-/* the record's key; NGX_DECLINED: a tenant or id that cannot be a key */
-static ngx_int_t
-ngx_http_veto_sandbox_snap_route_key(ngx_pool_t *pool, ngx_str_t *key,
-    ngx_str_t *tenant, ngx_str_t *snap)
-{
-    if (!ngx_http_veto_sandbox_redis_key_part_valid(tenant->data, tenant->len)
-        || !ngx_http_veto_sandbox_redis_key_part_valid(snap->data, snap->len))
-    {
-        return NGX_DECLINED;
-    }
-
-    return ngx_http_veto_sandbox_tenant_key(pool, key, "snap:route", tenant,
-                                            snap);
-}
-
-
 /* The snapshot is held by gateway, for agent, until at least at (Unix
  * seconds).  The redis_command() contract, or NGX_DECLINED (bad key). */
 ngx_int_t
@@ -62,7 +46,8 @@ ngx_http_veto_sandbox_snap_route_keep(ngx_http_veto_sandbox_redis_call_t *call,
         return NGX_DECLINED;
     }
 
-    rc = ngx_http_veto_sandbox_snap_route_key(call->pool, &a[0], tenant, snap);
+    rc = ngx_http_veto_sandbox_tenant_key_valid(call->pool, &a[0],
+                                                "snap:route", tenant, snap);
     if (rc != NGX_OK) {
         return rc;
     }
@@ -92,7 +77,8 @@ ngx_http_veto_sandbox_snap_route_drop(ngx_http_veto_sandbox_redis_call_t *call,
     const char  *argv[2];
     size_t       argvlen[2];
 
-    rc = ngx_http_veto_sandbox_snap_route_key(call->pool, &key, tenant, snap);
+    rc = ngx_http_veto_sandbox_tenant_key_valid(call->pool, &key,
+                                                "snap:route", tenant, snap);
     if (rc != NGX_OK) {
         return rc;
     }

@@ -122,6 +122,9 @@ ngx_uint_t ngx_http_veto_sandbox_redis_key_part_valid(u_char *p, size_t len);
 
 ngx_int_t ngx_http_veto_sandbox_tenant_key(ngx_pool_t *pool, ngx_str_t *key,
     const char *what, ngx_str_t *tenant, ngx_str_t *part);
+/* the same, NGX_DECLINED when tenant or part cannot be part of a key */
+ngx_int_t ngx_http_veto_sandbox_tenant_key_valid(ngx_pool_t *pool,
+    ngx_str_t *key, const char *what, ngx_str_t *tenant, ngx_str_t *part);
 
 /* between the connection and the call layer: a stalled connection goes */
 void ngx_http_veto_sandbox_redis_drop(ngx_http_veto_sandbox_redis_t *rds,

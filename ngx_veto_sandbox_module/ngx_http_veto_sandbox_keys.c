@@ -762,6 +762,8 @@ done:
 }
 
 
+/* same shape as ngx_http_veto_sandbox_jwk_rsa(): kept apart, a key's
+ * parameters are its type's (jwk_from() is the part they share) */
 static EVP_PKEY *
 ngx_http_veto_sandbox_jwk_ec(ngx_conf_t *cf, json_t *jwk, ngx_str_t *file,
     ngx_uint_t i)

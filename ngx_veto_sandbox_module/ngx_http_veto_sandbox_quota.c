@@ -229,6 +229,8 @@ ngx_http_veto_sandbox_quota_release_ended(
 }
 
 
+/* same shape as ngx_http_veto_sandbox_quota_release(): each is the
+ * argument list of its own script */
 ngx_int_t
 ngx_http_veto_sandbox_quota_gone(ngx_http_veto_sandbox_redis_call_t *call,
     ngx_str_t *tenant, ngx_str_t *agent, ngx_str_t *sandbox,

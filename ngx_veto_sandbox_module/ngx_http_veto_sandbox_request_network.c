@@ -136,6 +136,9 @@ ngx_http_veto_sandbox_network_entries(ngx_http_request_t *r,
  * human).  No field of the API names a host, header or value: the
  * operator's bindings (the helper's) set them.  NGX_OK with
  * ctx->cred_names set, or NGX_ABORT with *rc the refusal.
+ * Same shape as ngx_http_veto_sandbox_network_entries() above: kept
+ * apart because each refuses in its own terms (422 network_not_allowed
+ * or 403 credential_not_allowed, its own bounds, detail and record).
  */
 static ngx_int_t
 ngx_http_veto_sandbox_credential_names(ngx_http_request_t *r,

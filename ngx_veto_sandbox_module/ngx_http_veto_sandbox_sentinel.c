@@ -96,6 +96,8 @@ static void ngx_http_veto_sandbox_sentinel_sub_gone(
 
 /* worker */
 
+/* its links and timers are set up as _redis.c's are, field by field:
+ * each with its own handler and owner */
 ngx_http_veto_sandbox_sentinel_t *
 ngx_http_veto_sandbox_sentinel_create(ngx_http_veto_sandbox_redis_t *rds,
     ngx_pool_t *pool,

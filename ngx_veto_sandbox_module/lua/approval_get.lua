@@ -1,5 +1,7 @@
 -- approval_get: a record and its reviewers.
 -- KEYS: rec, rv;  ARGV: tenant
+-- (its first lines are approval_expire's: a script's early return cannot
+-- move into the prelude)
 local now = vsb_now()
 local f = vsb_record(KEYS[1], ARGV[1])
 if not f then

@@ -3,6 +3,8 @@
 -- oldest event leaves the window.
 -- KEYS: tenant exec log, agent exec log
 -- ARGV: tenant max, agent max, window_ms, unique event id
+-- (read as quota_acquire reads its limits and ttl: each script names its
+-- own arguments and error)
 local now = vsb_now()
 local tmax = tonumber(ARGV[1])
 local amax = tonumber(ARGV[2])

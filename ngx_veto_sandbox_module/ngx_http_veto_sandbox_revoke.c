@@ -176,6 +176,8 @@ ngx_http_veto_sandbox_revoke_jti(ngx_http_veto_sandbox_redis_call_t *call,
 }
 
 
+/* opens as ngx_http_veto_sandbox_revoke_jti() does: kept apart, a jti's
+ * record ends with its token (EXAT), an agent's holds a time and stays */
 ngx_int_t
 ngx_http_veto_sandbox_revoke_agent(ngx_http_veto_sandbox_redis_call_t *call,
     ngx_str_t *tenant, ngx_str_t *agent, time_t before)

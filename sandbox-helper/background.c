@@ -487,14 +487,7 @@ vsb_bg_start(vsb_conn_t *c, json_t *root, const vsb_request_t *r,
     bg->next = vsb_bgs;
     vsb_bgs = bg;
 
-    memset(&req, 0, sizeof(req));
-    req.argv = r->argv;
-    req.cwd = r->cwd;
-    req.env = r->env;
-    req.timeout_s = r->timeout_s;
-    req.timeout_cap = r->caps[VSB_CAP_TIMEOUT_S];
-    req.stdin_data = payload;
-    req.stdin_len = payload_len;
+    vsb_exec_request_init(&req, r, payload, payload_len);
     req.stream_stdout = 1;
     req.stream_stderr = 1;
     req.output = vsb_bg_output;

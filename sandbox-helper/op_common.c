@@ -52,6 +52,21 @@ vsb_ok(const char *request_id)
 }
 
 
+void
+vsb_exec_request_init(vsb_exec_request_t *req, const vsb_request_t *r,
+    const unsigned char *payload, size_t payload_len)
+{
+    memset(req, 0, sizeof(*req));
+    req->argv = r->argv;
+    req->cwd = r->cwd;
+    req->env = r->env;
+    req->timeout_s = r->timeout_s;
+    req->timeout_cap = r->caps[VSB_CAP_TIMEOUT_S];
+    req->stdin_data = payload;
+    req->stdin_len = payload_len;
+}
+
+
 vsb_pending_t *
 vsb_pending_new(vsb_pending_kind_t kind, vsb_conn_t *c, const char *rid)
 {

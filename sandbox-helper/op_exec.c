@@ -501,14 +501,7 @@ vsb_op_exec(vsb_conn_t *c, json_t *root, const vsb_request_t *r,
         p->hooks = &vsb_exec_stream_hooks;
     }
 
-    memset(&req, 0, sizeof(req));
-    req.argv = r->argv;
-    req.cwd = r->cwd;
-    req.env = r->env;
-    req.timeout_s = r->timeout_s;
-    req.timeout_cap = r->caps[VSB_CAP_TIMEOUT_S];
-    req.stdin_data = payload;
-    req.stdin_len = payload_len;
+    vsb_exec_request_init(&req, r, payload, payload_len);
     req.output_bytes = r->output_bytes;
     req.output_cap = r->caps[VSB_CAP_OUTPUT_BYTES];
 

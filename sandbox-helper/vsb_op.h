@@ -83,6 +83,13 @@ vsb_sandbox_t *vsb_find_ready(const vsb_request_t *r, vsb_error_t *e);
  * it or touches its files (exec, files, archives). */
 vsb_sandbox_t *vsb_find_running(const vsb_request_t *r, vsb_error_t *e);
 
+/* What an exec request ("exec", in the foreground or the background)
+ * asks of vsb_exec_start(): argv, cwd, env, its timeout_s under the
+ * gateway's cap, payload as stdin; req zeroed first.  How its output is
+ * kept or streamed is the caller's to add. */
+void vsb_exec_request_init(vsb_exec_request_t *req, const vsb_request_t *r,
+    const unsigned char *payload, size_t payload_len);
+
 /* op_exec.c: cancels every running exec of sb (a destroy has begun). */
 void vsb_op_exec_cancel_all(vsb_sandbox_t *sb);
 

@@ -15,7 +15,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/random.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -392,11 +391,9 @@ vsb_bg_done(vsb_exec_t *ex, const vsb_exec_result_t *res, void *data)
 static vsb_bg_t *
 vsb_bg_new(vsb_sandbox_t *sb, uint64_t output_bytes, vsb_error_t *e)
 {
-    static const char  hex[] = "0123456789abcdef";
-    unsigned char      rnd[8];
-    char               name[VSB_EXEC_ID_LEN + 8];
-    vsb_bg_t          *bg;
-    int                dfd, fd, i, k;
+    char       name[VSB_EXEC_ID_LEN + 8];
+    vsb_bg_t  *bg;
+    int        dfd, fd, i;
 
     bg = calloc(1, sizeof(*bg));
     if (bg == NULL) {
@@ -410,18 +407,15 @@ vsb_bg_new(vsb_sandbox_t *sb, uint64_t output_bytes, vsb_error_t *e)
     bg->out[VSB_EXEC_STDERR].fd = -1;
 
     do {
-        if (getrandom(rnd, sizeof(rnd), 0) != (ssize_t) sizeof(rnd)) {
+        memcpy(bg->id, "ex-", 3);
+        if (vsb_registry_random_hex(bg->id + 3, (VSB_EXEC_ID_LEN - 3) / 2)
+            != 0)
+        {
             vsb_error_set(e, VSB_E_INTERNAL, NULL, "getrandom(): %s",
                           strerror(errno));
             free(bg);
             return NULL;
         }
-        memcpy(bg->id, "ex-", 3);
-        for (k = 0; k < 8; k++) {
-            bg->id[3 + 2 * k] = hex[rnd[k] >> 4];
-            bg->id[4 + 2 * k] = hex[rnd[k] & 0xf];
-        }
-        bg->id[VSB_EXEC_ID_LEN] = '\0';
     } while (vsb_bg_find(sb, bg->id) != NULL);
 
     dfd = vsb_bg_dir(sb, 1);

@@ -23,8 +23,7 @@ static char            vsb_epoch[VSB_EPOCH_LEN + 1];
 static time_t          vsb_started_at;
 
 
-/* 2 * n lowercase hex digits of fresh randomness, NUL-terminated. */
-static int
+int
 vsb_registry_random_hex(char *buf, size_t n)
 {
     static const char  hex[] = "0123456789abcdef";

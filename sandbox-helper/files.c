@@ -25,16 +25,13 @@
 
 
 int
-vsb_sha256_hex(const unsigned char *data, size_t len,
+vsb_sha256_md_hex(const unsigned char *md, unsigned int mdlen,
     char out[VSB_SHA256_HEX_LEN + 1])
 {
     static const char  hex[] = "0123456789abcdef";
-    unsigned char      md[EVP_MAX_MD_SIZE];
-    unsigned int       mdlen, i;
+    unsigned int       i;
 
-    if (EVP_Digest(data, len, md, &mdlen, EVP_sha256(), NULL) != 1
-        || mdlen != 32)
-    {
+    if (mdlen != 32) {
         return -1;
     }
 
@@ -44,6 +41,21 @@ vsb_sha256_hex(const unsigned char *data, size_t len,
     }
     out[64] = '\0';
     return 0;
+}
+
+
+int
+vsb_sha256_hex(const unsigned char *data, size_t len,
+    char out[VSB_SHA256_HEX_LEN + 1])
+{
+    unsigned char  md[EVP_MAX_MD_SIZE];
+    unsigned int   mdlen;
+
+    if (EVP_Digest(data, len, md, &mdlen, EVP_sha256(), NULL) != 1) {
+        return -1;
+    }
+
+    return vsb_sha256_md_hex(md, mdlen, out);
 }
 
 

@@ -160,20 +160,14 @@ vsb_archive_free(vsb_archive_t *a)
 static int
 vsb_archive_sha_hex(vsb_archive_t *a, char out[65])
 {
-    static const char  hex[] = "0123456789abcdef";
-    unsigned char      md[EVP_MAX_MD_SIZE];
-    unsigned int       len, i;
+    unsigned char  md[EVP_MAX_MD_SIZE];
+    unsigned int   len;
 
-    if (EVP_DigestFinal_ex(a->sha, md, &len) != 1 || len != 32) {
+    if (EVP_DigestFinal_ex(a->sha, md, &len) != 1) {
         return -1;
     }
 
-    for (i = 0; i < 32; i++) {
-        out[2 * i] = hex[md[i] >> 4];
-        out[2 * i + 1] = hex[md[i] & 0xf];
-    }
-    out[64] = '\0';
-    return 0;
+    return vsb_sha256_md_hex(md, len, out);
 }
 
 

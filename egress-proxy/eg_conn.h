@@ -96,6 +96,12 @@ void eg_relay_start(eg_conn_t *c);
 void eg_relay_client_event(eg_conn_t *c, uint32_t events);
 void eg_relay_upstream_event(eg_conn_t *c, uint32_t events);
 void eg_relay_update(eg_conn_t *c);
+/* read(2) from fd of at most cap bytes, within the byte budget of dir
+ * (a plain relay's and an intercepted connection's): what is read counts
+ * against the sandbox's budget and c's bytes.  read(2)'s return (errno
+ * set on -1), or -3 when the budget is spent (nothing read). */
+ssize_t eg_relay_budget_read(eg_conn_t *c, int fd, unsigned char *buf,
+    size_t cap, eg_dir_t dir);
 
 /* intercept.c: TLS terminated at the proxy for a host a credential of
  * the sandbox is bound to (docs/security.md "Credentials"). */

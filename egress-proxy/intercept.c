@@ -260,25 +260,16 @@ static int
 eg_icpt_fill(eg_conn_t *c, int fd, BIO *bio, eg_dir_t dir)
 {
     unsigned char  buf[EG_ICPT_RAW];
-    uint64_t       ok;
     ssize_t        n;
 
     if (BIO_ctrl_pending(bio) >= EG_ICPT_BIO_MAX) {
         return 0;
     }
-    ok = eg_limits_allow_bytes(&c->sb->limits, &c->sb->usage, dir,
-                               sizeof(buf));
-    if (ok == 0) {
+    n = eg_relay_budget_read(c, fd, buf, sizeof(buf), dir);
+    if (n == -3) {
         return -3;
     }
-    n = read(fd, buf, (size_t) ok);
     if (n > 0) {
-        eg_limits_account(&c->sb->usage, dir, (uint64_t) n);
-        if (dir == EG_DIR_OUT) {
-            c->bytes_out += (uint64_t) n;
-        } else {
-            c->bytes_in += (uint64_t) n;
-        }
         if (BIO_write(bio, buf, (int) n) != (int) n) {
             return -1;
         }

@@ -189,11 +189,9 @@ fail:
 }
 
 
-/* Reads from fd into buf (empty) within the byte budget of dir.
- * 1 data, 0 EOF, -1 would block, -2 error (reason set), -3 over budget. */
-static int
-eg_relay_read(eg_conn_t *c, int fd, unsigned char *buf, size_t cap,
-    size_t *len, eg_dir_t dir)
+ssize_t
+eg_relay_budget_read(eg_conn_t *c, int fd, unsigned char *buf, size_t cap,
+    eg_dir_t dir)
 {
     uint64_t  ok;
     ssize_t   n;
@@ -204,13 +202,31 @@ eg_relay_read(eg_conn_t *c, int fd, unsigned char *buf, size_t cap,
     }
     n = read(fd, buf, (size_t) ok);
     if (n > 0) {
-        *len = (size_t) n;
         eg_limits_account(&c->sb->usage, dir, (uint64_t) n);
         if (dir == EG_DIR_OUT) {
             c->bytes_out += (uint64_t) n;
         } else {
             c->bytes_in += (uint64_t) n;
         }
+    }
+    return n;
+}
+
+
+/* Reads from fd into buf (empty) within the byte budget of dir.
+ * 1 data, 0 EOF, -1 would block, -2 error (reason set), -3 over budget. */
+static int
+eg_relay_read(eg_conn_t *c, int fd, unsigned char *buf, size_t cap,
+    size_t *len, eg_dir_t dir)
+{
+    ssize_t  n;
+
+    n = eg_relay_budget_read(c, fd, buf, cap, dir);
+    if (n == -3) {
+        return -3;
+    }
+    if (n > 0) {
+        *len = (size_t) n;
         return 1;
     }
     if (n == 0) {

@@ -19,6 +19,7 @@
 
 #include "vsb_cgroup_fs.h"
 #include "vsb_log.h"
+#include "vsb_readfull.h"
 
 vsb_cg_ctx_t  vsb_cg;
 
@@ -103,8 +104,7 @@ vsb_cg_read(const char *dir, const char *file, char *buf, size_t len)
 {
     int      fd, e;
     char     path[PATH_MAX];
-    size_t   got;
-    ssize_t  r;
+    ssize_t  got;
 
     if (vsb_cg_file(path, dir, file) == -1) {
         return -1;
@@ -115,22 +115,12 @@ vsb_cg_read(const char *dir, const char *file, char *buf, size_t len)
         return -1;
     }
 
-    got = 0;
-    while (got < len - 1) {
-        r = read(fd, buf + got, len - 1 - got);
-        if (r == -1) {
-            if (errno == EINTR) {
-                continue;
-            }
-            e = errno;
-            close(fd);
-            errno = e;
-            return -1;
-        }
-        if (r == 0) {
-            break;
-        }
-        got += (size_t) r;
+    got = vsb_read_full(fd, buf, len - 1);
+    if (got == -1) {
+        e = errno;
+        close(fd);
+        errno = e;
+        return -1;
     }
 
     buf[got] = '\0';

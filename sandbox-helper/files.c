@@ -19,6 +19,7 @@
 
 #include "vsb_files.h"
 #include "vsb_log.h"
+#include "vsb_readfull.h"
 
 #define VSB_RESOLVE  (RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS                \
                       | RESOLVE_NO_MAGICLINKS | RESOLVE_NO_XDEV)
@@ -455,36 +456,28 @@ vsb_files_read_in(int wfd, const char *path, uint64_t max,
 
     have = 0;
     for ( ;; ) {
-        if (have == cap) {
-            if (cap > max) {
-                break;
-            }
-            /* It grew: allow up to max + 1. */
-            cap = cap * 2 > max + 1 ? (size_t) max + 1 : cap * 2;
-            nb = realloc(buf, cap);
-            if (nb == NULL) {
-                free(buf);
-                close(fd);
-                return vsb_error_set(e, VSB_E_INTERNAL, NULL,
-                                     "out of memory");
-            }
-            buf = nb;
-        }
-
-        n = read(fd, buf + have, cap - have);
+        n = vsb_read_full(fd, buf + have, cap - have);
         if (n == -1) {
-            if (errno == EINTR) {
-                continue;
-            }
             vsb_files_lookup_error(e, "read", path);
             free(buf);
             close(fd);
             return -1;
         }
-        if (n == 0) {
-            break;
-        }
         have += (size_t) n;
+
+        if (have < cap || cap > max) {
+            break;              /* its end, or a byte past max */
+        }
+
+        /* It grew: allow up to max + 1. */
+        cap = cap * 2 > max + 1 ? (size_t) max + 1 : cap * 2;
+        nb = realloc(buf, cap);
+        if (nb == NULL) {
+            free(buf);
+            close(fd);
+            return vsb_error_set(e, VSB_E_INTERNAL, NULL, "out of memory");
+        }
+        buf = nb;
     }
 
     close(fd);

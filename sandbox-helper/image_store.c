@@ -18,6 +18,7 @@
 #include "vsb_image_meta.h"
 #include "vsb_image_store.h"
 #include "vsb_image_unpack.h"
+#include "vsb_readfull.h"
 
 typedef struct {
     vsb_owner_rec_t  *recs;
@@ -436,14 +437,14 @@ vsb_store_load_json(int dfd, const char *name, char *err, size_t errlen)
         return NULL;
     }
 
-    while (off < (size_t) st.st_size) {
-        n = read(fd, buf + off, (size_t) st.st_size - off);
-        if (n <= 0) {
-            break;
-        }
-        off += (size_t) n;
-    }
+    n = vsb_read_full(fd, buf, (size_t) st.st_size);
     close(fd);
+    if (n == -1) {
+        snprintf(err, errlen, "%s: read: %s", name, strerror(errno));
+        free(buf);
+        return NULL;
+    }
+    off = (size_t) n;
 
     j = json_loadb(buf, off, JSON_REJECT_DUPLICATES, &je);
     free(buf);

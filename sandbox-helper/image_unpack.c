@@ -26,6 +26,7 @@
 #include "vsb_image_oci.h"
 #include "vsb_image_tar.h"
 #include "vsb_image_unpack.h"
+#include "vsb_readfull.h"
 
 #define VSB_DB_MAX   (64 << 20)     /* dpkg status, apk installed */
 #define VSB_OSR_MAX  (64 << 10)     /* os-release */
@@ -260,18 +261,13 @@ vsb_unpack_json_blob(vsb_unpack_t *u, const char *digest, uint64_t size,
         return NULL;
     }
 
-    while (off < (size_t) st.st_size) {
-        n = read(fd, buf + off, (size_t) st.st_size - off);
-        if (n == -1 && errno == EINTR) {
-            continue;
-        }
-        if (n <= 0) {
-            snprintf(err, errlen, "read blob %s: %s", digest,
-                     n == 0 ? "short" : strerror(errno));
-            goto failed;
-        }
-        off += (size_t) n;
+    n = vsb_read_full(fd, buf, (size_t) st.st_size);
+    if (n != (ssize_t) st.st_size) {
+        snprintf(err, errlen, "read blob %s: %s", digest,
+                 n == -1 ? strerror(errno) : "short");
+        goto failed;
     }
+    off = (size_t) n;
 
     if (vsb_image_sha256_buf(buf, off, got) != 0) {
         snprintf(err, errlen, "sha256 failed");
@@ -568,7 +564,6 @@ vsb_unpack_read_tree(int rootfd, const char *path, size_t max, size_t *len)
     struct stat      st;
     char            *buf;
     ssize_t          n;
-    size_t           off = 0;
     int              fd;
 
     memset(&how, 0, sizeof(how));
@@ -595,17 +590,15 @@ vsb_unpack_read_tree(int rootfd, const char *path, size_t max, size_t *len)
         return NULL;
     }
 
-    while (off < max) {
-        n = read(fd, buf + off, max - off);
-        if (n <= 0) {
-            break;
-        }
-        off += (size_t) n;
+    n = vsb_read_full(fd, buf, max);
+    close(fd);
+    if (n == -1) {
+        free(buf);
+        return NULL;
     }
 
-    close(fd);
-    buf[off] = '\0';
-    *len = off;
+    buf[n] = '\0';
+    *len = (size_t) n;
     return buf;
 }
 

@@ -18,6 +18,7 @@
 #include "vsb_log.h"
 #include "vsb_op.h"
 #include "vsb_overlay.h"
+#include "vsb_readfull.h"
 #include "vsb_registry.h"
 #include "vsb_rmtree.h"
 #include "vsb_snap_changes.h"
@@ -770,7 +771,6 @@ vsb_op_snapshot_get(vsb_conn_t *c, json_t *root, const vsb_request_t *r,
     char            path[PATH_MAX];
     unsigned char  *buf = NULL;
     struct stat     st;
-    ssize_t         n;
     size_t          got = 0;
     int             fd;
 
@@ -810,17 +810,12 @@ vsb_op_snapshot_get(vsb_conn_t *c, json_t *root, const vsb_request_t *r,
         }
 
         buf = malloc((size_t) st.st_size + 1);
-        while (buf != NULL && got < (size_t) st.st_size) {
-            n = read(fd, buf + got, (size_t) st.st_size - got);
-            if (n == -1 && errno == EINTR) {
-                continue;
-            }
-            if (n <= 0) {
-                free(buf);
-                buf = NULL;
-                break;
-            }
-            got += (size_t) n;
+        if (buf != NULL
+            && vsb_read_full(fd, buf, (size_t) st.st_size)
+               != (ssize_t) st.st_size)
+        {
+            free(buf);
+            buf = NULL;
         }
         close(fd);
 
@@ -830,6 +825,7 @@ vsb_op_snapshot_get(vsb_conn_t *c, json_t *root, const vsb_request_t *r,
             vsb_conn_reply_error(c, r->request_id, e);
             return;
         }
+        got = (size_t) st.st_size;
     }
 
     reply = vsb_ok(r->request_id);

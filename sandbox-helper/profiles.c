@@ -17,6 +17,7 @@
 #include "vsb_log.h"
 #include "vsb_overlay.h"
 #include "vsb_profile.h"
+#include "vsb_readfull.h"
 
 #define VSB_PROFILE_OS_RELEASE_MAX  (64 << 10)
 #define VSB_PROFILE_PKG_DB_MAX      (32 << 20)
@@ -187,7 +188,6 @@ vsb_profile_read(const char *root, const char *path, size_t max,
     struct stat      st;
     char            *buf;
     ssize_t          n;
-    size_t           off = 0;
     int              rfd, fd;
 
     rfd = open(root, O_PATH | O_DIRECTORY | O_CLOEXEC);
@@ -214,17 +214,15 @@ vsb_profile_read(const char *root, const char *path, size_t max,
         return NULL;
     }
 
-    while (off < (size_t) st.st_size) {
-        n = read(fd, buf + off, (size_t) st.st_size - off);
-        if (n <= 0) {
-            break;
-        }
-        off += (size_t) n;
+    n = vsb_read_full(fd, buf, (size_t) st.st_size);
+    close(fd);
+    if (n == -1) {
+        free(buf);
+        return NULL;
     }
 
-    close(fd);
-    buf[off] = '\0';
-    *len = off;
+    buf[n] = '\0';
+    *len = (size_t) n;
     return buf;
 }
 

@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "vsb_config.h"
+#include "vsb_readfull.h"
 #include "vsb_snap_tree.h"
 
 #define VSB_MF_OPAQUE_XATTR  "trusted.overlay.opaque"
@@ -1065,7 +1066,6 @@ vsb_mf_load_file(int dirfd, const char *name, size_t max, vsb_mf_t *m,
     struct stat  st;
     char        *buf;
     ssize_t      n;
-    size_t       got = 0;
     int          rc;
 
     fd = openat(dirfd, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
@@ -1090,23 +1090,17 @@ vsb_mf_load_file(int dirfd, const char *name, size_t max, vsb_mf_t *m,
         return -1;
     }
 
-    while (got < (size_t) st.st_size) {
-        n = read(fd, buf + got, (size_t) st.st_size - got);
-        if (n == -1 && errno == EINTR) {
-            continue;
-        }
-        if (n <= 0) {
-            snprintf(why, wlen, "read %s: %s", name,
-                     n == 0 ? "short" : strerror(errno));
-            free(buf);
-            close(fd);
-            return -1;
-        }
-        got += (size_t) n;
+    n = vsb_read_full(fd, buf, (size_t) st.st_size);
+    if (n != (ssize_t) st.st_size) {
+        snprintf(why, wlen, "read %s: %s", name,
+                 n == -1 ? strerror(errno) : "short");
+        free(buf);
+        close(fd);
+        return -1;
     }
 
     close(fd);
-    rc = vsb_mf_load(buf, got, m, why, wlen);
+    rc = vsb_mf_load(buf, (size_t) n, m, why, wlen);
     free(buf);
     return rc;
 }

@@ -22,6 +22,7 @@
 
 #include "vsb_durable.h"
 #include "vsb_log.h"
+#include "vsb_readfull.h"
 #include "vsb_statefile.h"
 #include "vsb_storage.h"
 
@@ -201,7 +202,7 @@ vsb_statefile_read(const char *dir, const char *name, char *buf, size_t size,
 {
     char         path[PATH_MAX];
     int          fd;
-    size_t       got = 0;
+    size_t       got;
     ssize_t      n;
     struct stat  st;
 
@@ -233,21 +234,13 @@ vsb_statefile_read(const char *dir, const char *name, char *buf, size_t size,
         return -1;
     }
 
-    while (got < size - 1) {
-        n = read(fd, buf + got, size - 1 - got);
-        if (n == -1) {
-            if (errno == EINTR) {
-                continue;
-            }
-            snprintf(err, errlen, "read(\"%s\"): %s", path, strerror(errno));
-            close(fd);
-            return -1;
-        }
-        if (n == 0) {
-            break;
-        }
-        got += (size_t) n;
+    n = vsb_read_full(fd, buf, size - 1);
+    if (n == -1) {
+        snprintf(err, errlen, "read(\"%s\"): %s", path, strerror(errno));
+        close(fd);
+        return -1;
     }
+    got = (size_t) n;
 
     close(fd);
 

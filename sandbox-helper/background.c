@@ -21,6 +21,7 @@
 
 #include "vsb_background.h"
 #include "vsb_exec.h"
+#include "vsb_hex.h"
 #include "vsb_log.h"
 #include "vsb_op.h"
 #include "vsb_registry.h"
@@ -408,8 +409,7 @@ vsb_bg_new(vsb_sandbox_t *sb, uint64_t output_bytes, vsb_error_t *e)
 
     do {
         memcpy(bg->id, "ex-", 3);
-        if (vsb_registry_random_hex(bg->id + 3, (VSB_EXEC_ID_LEN - 3) / 2)
-            != 0)
+        if (vsb_random_hex(bg->id + 3, (VSB_EXEC_ID_LEN - 3) / 2) != 0)
         {
             vsb_error_set(e, VSB_E_INTERNAL, NULL, "getrandom(): %s",
                           strerror(errno));

@@ -16,6 +16,7 @@
 #include "eg_cred_parse.h"
 #include "vsb_egress_cred.h"
 #include "vsb_egress_proxy.h"
+#include "vsb_hex.h"
 #include "vsb_log.h"
 
 static eg_cred_binding_t  vsb_ecreds[EG_CRED_MAX];
@@ -136,18 +137,12 @@ vsb_ecred_req(json_t *names, const char *field, json_t *attached,
 static int
 vsb_ecred_placeholder(char ph[EG_CRED_PLACEHOLDER_LEN + 1], vsb_error_t *e)
 {
-    unsigned char  rnd[16];
-    size_t         k, j;
+    size_t  k = sizeof(EG_CRED_PLACEHOLDER_PREFIX) - 1;
 
-    if (getrandom(rnd, sizeof(rnd), 0) != (ssize_t) sizeof(rnd)) {
+    memcpy(ph, EG_CRED_PLACEHOLDER_PREFIX, k);
+    if (vsb_random_hex(ph + k, (EG_CRED_PLACEHOLDER_LEN - k) / 2) != 0) {
         return vsb_error_set(e, VSB_E_INTERNAL, NULL, "getrandom(): %s",
                              strerror(errno));
-    }
-    k = (size_t) snprintf(ph, EG_CRED_PLACEHOLDER_LEN + 1, "%s",
-                          EG_CRED_PLACEHOLDER_PREFIX);
-    for (j = 0; j < sizeof(rnd); j++) {
-        k += (size_t) snprintf(ph + k, EG_CRED_PLACEHOLDER_LEN + 1 - k,
-                               "%02x", rnd[j]);
     }
     return 0;
 }

@@ -10,7 +10,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/fsuid.h>
-#include <sys/random.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -18,31 +17,12 @@
 #include <openssl/evp.h>
 
 #include "vsb_files.h"
+#include "vsb_hex.h"
 #include "vsb_log.h"
 #include "vsb_readfull.h"
 
 #define VSB_RESOLVE  (RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS                \
                       | RESOLVE_NO_MAGICLINKS | RESOLVE_NO_XDEV)
-
-
-int
-vsb_sha256_md_hex(const unsigned char *md, unsigned int mdlen,
-    char out[VSB_SHA256_HEX_LEN + 1])
-{
-    static const char  hex[] = "0123456789abcdef";
-    unsigned int       i;
-
-    if (mdlen != 32) {
-        return -1;
-    }
-
-    for (i = 0; i < 32; i++) {
-        out[2 * i] = hex[md[i] >> 4];
-        out[2 * i + 1] = hex[md[i] & 0xf];
-    }
-    out[64] = '\0';
-    return 0;
-}
 
 
 int
@@ -310,7 +290,7 @@ vsb_files_write_in(int wfd, const char *path, unsigned mode,
 {
     const char     *name = NULL;
     char            tmp[64];
-    unsigned char   rnd[8];
+    char            rnd[2 * 8 + 1];
     struct stat     st;
     size_t          off;
     ssize_t         n;
@@ -335,13 +315,12 @@ vsb_files_write_in(int wfd, const char *path, unsigned mode,
         }
     }
 
-    if (getrandom(rnd, sizeof(rnd), 0) != (ssize_t) sizeof(rnd)) {
+    if (vsb_random_hex(rnd, 8) != 0) {
         vsb_error_set(e, VSB_E_INTERNAL, NULL, "getrandom(): %s",
                       strerror(errno));
         goto out;
     }
-    snprintf(tmp, sizeof(tmp), ".vsb-%02x%02x%02x%02x%02x%02x%02x%02x.tmp",
-             rnd[0], rnd[1], rnd[2], rnd[3], rnd[4], rnd[5], rnd[6], rnd[7]);
+    snprintf(tmp, sizeof(tmp), ".vsb-%s.tmp", rnd);
 
     fd = vsb_openat2(dfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW,
                      mode);

@@ -7,6 +7,7 @@
 
 #include <openssl/evp.h>
 
+#include "vsb_hex.h"
 #include "vsb_image.h"
 
 
@@ -63,22 +64,22 @@ vsb_image_digest_parse(const char *s, char *hex, char *err, size_t errlen)
 
 
 int
+vsb_image_digest_md(const unsigned char *md, unsigned int mdlen, char *digest)
+{
+    memcpy(digest, VSB_IMAGE_DIGEST_PREFIX, 7);
+    return vsb_sha256_md_hex(md, mdlen, digest + 7);
+}
+
+
+int
 vsb_image_sha256_buf(const void *p, size_t len, char *digest)
 {
-    unsigned char  md[32];
+    unsigned char  md[EVP_MAX_MD_SIZE];
     unsigned int   mdlen = 0;
-    size_t         i;
 
-    if (EVP_Digest(p, len, md, &mdlen, EVP_sha256(), NULL) != 1
-        || mdlen != 32)
-    {
+    if (EVP_Digest(p, len, md, &mdlen, EVP_sha256(), NULL) != 1) {
         return -1;
     }
 
-    memcpy(digest, VSB_IMAGE_DIGEST_PREFIX, 7);
-    for (i = 0; i < 32; i++) {
-        snprintf(digest + 7 + i * 2, 3, "%02x", md[i]);
-    }
-
-    return 0;
+    return vsb_image_digest_md(md, mdlen, digest);
 }

@@ -189,7 +189,7 @@ vsb_stream_finish(vsb_stream_t *s, uint64_t max, char *digest, char *err,
     size_t errlen)
 {
     unsigned char  buf[8192], md[EVP_MAX_MD_SIZE];
-    unsigned int   mdlen = 0, i;
+    unsigned int   mdlen = 0;
     uint64_t       extra = 0;
     ssize_t        n;
 
@@ -215,14 +215,11 @@ vsb_stream_finish(vsb_stream_t *s, uint64_t max, char *digest, char *err,
         }
     }
 
-    if (EVP_DigestFinal_ex(s->md, md, &mdlen) != 1 || mdlen != 32) {
+    if (EVP_DigestFinal_ex(s->md, md, &mdlen) != 1
+        || vsb_image_digest_md(md, mdlen, digest) != 0)
+    {
         snprintf(err, errlen, "sha256: final failed");
         return -1;
-    }
-
-    memcpy(digest, VSB_IMAGE_DIGEST_PREFIX, 7);
-    for (i = 0; i < 32; i++) {
-        snprintf(digest + 7 + i * 2, 3, "%02x", md[i]);
     }
 
     return 0;

@@ -140,20 +140,6 @@ vsb_unpack_blob(vsb_unpack_t *u, const char *digest, char *err,
 }
 
 
-static int
-vsb_unpack_hex(const unsigned char *md, char *digest)
-{
-    unsigned  i;
-
-    memcpy(digest, VSB_IMAGE_DIGEST_PREFIX, 7);
-    for (i = 0; i < 32; i++) {
-        snprintf(digest + 7 + i * 2, 3, "%02x", md[i]);
-    }
-
-    return 0;
-}
-
-
 /* Hashes a whole blob; its size and digest must be what was named. */
 static int
 vsb_unpack_verify(int fd, const char *want, uint64_t size, char *err,
@@ -206,12 +192,12 @@ vsb_unpack_verify(int fd, const char *want, uint64_t size, char *err,
         }
     }
 
-    if (EVP_DigestFinal_ex(ctx, md, &mdlen) != 1 || mdlen != 32) {
+    if (EVP_DigestFinal_ex(ctx, md, &mdlen) != 1
+        || vsb_image_digest_md(md, mdlen, got) != 0)
+    {
         snprintf(err, errlen, "sha256: final failed");
         goto done;
     }
-
-    vsb_unpack_hex(md, got);
 
     if (strcmp(got, want) != 0) {
         snprintf(err, errlen, "blob %s does not match its digest: its "

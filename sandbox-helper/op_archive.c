@@ -22,6 +22,7 @@
 
 #include "vsb_exec.h"
 #include "vsb_files.h"
+#include "vsb_hex.h"
 #include "vsb_log.h"
 #include "vsb_op.h"
 #include "vsb_registry.h"

@@ -6,11 +6,11 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/random.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "vsb_egress.h"
+#include "vsb_hex.h"
 #include "vsb_overlay.h"
 #include "vsb_registry.h"
 #include "vsb_snap_store.h"
@@ -24,44 +24,11 @@ static time_t          vsb_started_at;
 
 
 int
-vsb_registry_random_hex(char *buf, size_t n)
-{
-    static const char  hex[] = "0123456789abcdef";
-    unsigned char      rnd[32];
-    size_t             got, i;
-    ssize_t            r;
-
-    if (n > sizeof(rnd)) {
-        errno = EINVAL;
-        return -1;
-    }
-
-    for (got = 0; got < n; got += (size_t) r) {
-        r = getrandom(rnd + got, n - got, 0);
-        if (r == -1) {
-            if (errno == EINTR) {
-                r = 0;
-                continue;
-            }
-            return -1;
-        }
-    }
-
-    for (i = 0; i < n; i++) {
-        buf[2 * i] = hex[rnd[i] >> 4];
-        buf[2 * i + 1] = hex[rnd[i] & 0xf];
-    }
-    buf[2 * n] = '\0';
-    return 0;
-}
-
-
-int
 vsb_registry_init(unsigned max_sandboxes)
 {
     /* this run's identity: a sandbox carrying another epoch was ended
      * by a restart, whatever its id */
-    if (vsb_registry_random_hex(vsb_epoch, VSB_EPOCH_LEN / 2) != 0) {
+    if (vsb_random_hex(vsb_epoch, VSB_EPOCH_LEN / 2) != 0) {
         return -1;
     }
 
@@ -95,7 +62,7 @@ int
 vsb_registry_new_id(char *buf)
 {
     memcpy(buf, "sb-", 3);
-    return vsb_registry_random_hex(buf + 3, (VSB_SANDBOX_ID_LEN - 3) / 2);
+    return vsb_random_hex(buf + 3, (VSB_SANDBOX_ID_LEN - 3) / 2);
 }
 
 

@@ -17,6 +17,7 @@
 #include <sys/xattr.h>
 #include <unistd.h>
 
+#include "vsb_hex.h"
 #include "vsb_snap_changes.h"
 #include "vsb_worker.h"
 
@@ -261,7 +262,6 @@ vsb_hash_fd(int fd, unsigned char *buf, uint64_t max, char out[65],
     unsigned int    hl;
     ssize_t         n;
     uint64_t        total = 0;
-    unsigned        i;
 
     md = EVP_MD_CTX_new();
     if (md == NULL || EVP_DigestInit_ex(md, EVP_sha256(), NULL) != 1) {
@@ -285,15 +285,14 @@ vsb_hash_fd(int fd, unsigned char *buf, uint64_t max, char out[65],
         }
     }
 
-    if (n == -1 || EVP_DigestFinal_ex(md, h, &hl) != 1) {
+    if (n == -1 || EVP_DigestFinal_ex(md, h, &hl) != 1
+        || vsb_sha256_md_hex(h, hl, out) != 0)
+    {
         EVP_MD_CTX_free(md);
         return -1;
     }
 
     EVP_MD_CTX_free(md);
-    for (i = 0; i < 32; i++) {
-        snprintf(out + 2 * i, 3, "%02x", h[i]);
-    }
     *size = total;
     return 0;
 }

@@ -12,6 +12,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "vsb_hex.h"
 #include "vsb_log.h"
 #include "vsb_loop.h"
 #include "vsb_overlay.h"
@@ -83,27 +84,8 @@ vsb_snap_id_ok(const char *s)
 int
 vsb_snap_new_id(char id[VSB_SNAPSHOT_ID_LEN + 1])
 {
-    unsigned char  rnd[12];
-    size_t         got = 0, i;
-    ssize_t        r;
-
-    while (got < sizeof(rnd)) {
-        r = getrandom(rnd + got, sizeof(rnd) - got, 0);
-        if (r == -1 && errno == EINTR) {
-            continue;
-        }
-        if (r == -1) {
-            return -1;
-        }
-        got += (size_t) r;
-    }
-
     memcpy(id, "snap-", 5);
-    for (i = 0; i < sizeof(rnd); i++) {
-        snprintf(id + 5 + 2 * i, 3, "%02x", rnd[i]);
-    }
-
-    return 0;
+    return vsb_random_hex(id + 5, (VSB_SNAPSHOT_ID_LEN - 5) / 2);
 }
 
 

@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "vsb_config.h"
+#include "vsb_hex.h"
 #include "vsb_readfull.h"
 #include "vsb_snap_tree.h"
 
@@ -244,7 +245,6 @@ vsb_mf_file(vsb_mf_walk_t *w, int sfd, int dfd, const char *name,
     unsigned int   hl;
     ssize_t        n;
     uint64_t       total = 0, room;
-    unsigned       i;
 
     fd = openat(sfd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY
                 | O_CLOEXEC);
@@ -328,13 +328,11 @@ vsb_mf_file(vsb_mf_walk_t *w, int sfd, int dfd, const char *name,
         }
     }
 
-    if (EVP_DigestFinal_ex(md, h, &hl) != 1) {
+    if (EVP_DigestFinal_ex(md, h, &hl) != 1
+        || vsb_sha256_md_hex(h, hl, x->sha256) != 0)
+    {
         vsb_error_set(w->e, VSB_E_INTERNAL, NULL, "sha256");
         goto done;
-    }
-
-    for (i = 0; i < 32; i++) {
-        snprintf(x->sha256 + 2 * i, 3, "%02x", h[i]);
     }
 
     x->size = total;
@@ -901,7 +899,6 @@ vsb_mf_dump(const vsb_mf_t *m, size_t *len, char digest[72])
     char           *s;
     unsigned char   h[32];
     unsigned int    hl;
-    unsigned        k;
 
     arr = json_array();
     root = json_pack("{s:i, s:o}", "version", 1, "entries", arr);
@@ -953,14 +950,12 @@ vsb_mf_dump(const vsb_mf_t *m, size_t *len, char digest[72])
 
     *len = strlen(s);
 
-    if (EVP_Digest(s, *len, h, &hl, EVP_sha256(), NULL) != 1) {
+    memcpy(digest, "sha256:", 7);
+    if (EVP_Digest(s, *len, h, &hl, EVP_sha256(), NULL) != 1
+        || vsb_sha256_md_hex(h, hl, digest + 7) != 0)
+    {
         free(s);
         return NULL;
-    }
-
-    memcpy(digest, "sha256:", 7);
-    for (k = 0; k < 32; k++) {
-        snprintf(digest + 7 + 2 * k, 3, "%02x", h[k]);
     }
 
     return s;

@@ -10,10 +10,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "vsb_hex.h"
 #include "vsb_request.h"
 #include "vsb_sandbox.h"
-
-#define VSB_SHA256_HEX_LEN  64
 
 /* path must have passed vsb_path_check().  Creates missing parent
  * directories (0755), writes via a temporary name and renames. */
@@ -32,10 +31,6 @@ int vsb_files_read(const vsb_sandbox_t *sb, const char *path, uint64_t max,
 int vsb_files_dir(const vsb_sandbox_t *sb, const char *path, int create,
     vsb_error_t *e);
 
-/* The 64 lowercase hex digits of a SHA-256 digest md of mdlen bytes
- * (what EVP_Digest*() gave); -1 if mdlen is not 32. */
-int vsb_sha256_md_hex(const unsigned char *md, unsigned int mdlen,
-    char out[VSB_SHA256_HEX_LEN + 1]);
 /* Hex SHA-256 of data (libcrypto); -1 on failure. */
 int vsb_sha256_hex(const unsigned char *data, size_t len,
     char out[VSB_SHA256_HEX_LEN + 1]);

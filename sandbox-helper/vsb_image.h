@@ -70,6 +70,10 @@ void vsb_image_limits_default(vsb_image_limits_t *l);
 int vsb_image_digest_parse(const char *s, char *hex, char *err,
     size_t errlen);
 
+/* A SHA-256 digest md of mdlen bytes as "sha256:<hex>"
+ * (VSB_IMAGE_DIGEST_LEN + 1); -1 if mdlen is not 32. */
+int vsb_image_digest_md(const unsigned char *md, unsigned int mdlen,
+    char *digest);
 /* sha256 of a buffer as "sha256:<hex>" (VSB_IMAGE_DIGEST_LEN + 1). */
 int vsb_image_sha256_buf(const void *p, size_t len, char *digest);
 

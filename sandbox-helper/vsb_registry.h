@@ -60,9 +60,5 @@ unsigned vsb_registry_count(void);
 
 /* Fills buf (VSB_SANDBOX_ID_LEN + 1) with "sb-" and 24 random hex. */
 int vsb_registry_new_id(char *buf);
-/* 2 * n lowercase hex digits of fresh randomness, NUL-terminated (the
- * epoch, sandbox ids, background exec ids); n at most 32.  -1 with errno
- * set (EINVAL: n too large; getrandom's). */
-int vsb_registry_random_hex(char *buf, size_t n);
 
 #endif

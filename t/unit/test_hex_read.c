@@ -1,0 +1,165 @@
+/*
+ * The helper's hex encoder and whole-file read (sandbox-helper/hex.c,
+ * readfull.c), which every digest, random id and bounded file reader of
+ * the helper goes through: a SHA-256 digest's hex is the known one for
+ * "abc" and a digest of another length is refused; random hex is 2n
+ * lowercase digits, differs between draws, and more than 32 bytes is
+ * EINVAL; a read through a pipe written in small pieces gets every byte
+ * up to the room given and stops there, a read past the end returns what
+ * there was, and a failed read is -1 with errno.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+#include <openssl/evp.h>
+
+#include "vsb_hex.h"
+#include "vsb_readfull.h"
+
+
+static void
+test_sha256_hex(void **state)
+{
+    unsigned char  md[EVP_MAX_MD_SIZE];
+    unsigned int   mdlen = 0;
+    char           out[VSB_SHA256_HEX_LEN + 1];
+
+    (void) state;
+
+    assert_int_equal(EVP_Digest("abc", 3, md, &mdlen, EVP_sha256(), NULL), 1);
+    assert_int_equal(vsb_sha256_md_hex(md, mdlen, out), 0);
+    assert_string_equal(out, "ba7816bf8f01cfea414140de5dae2223"
+                             "b00361a396177a9cb410ff61f20015ad");
+
+    memset(out, 'x', sizeof(out));
+    assert_int_equal(vsb_sha256_md_hex(md, 20, out), -1);
+    assert_int_equal(out[0], 'x');
+}
+
+
+static void
+test_hex(void **state)
+{
+    static const unsigned char  b[] = { 0x00, 0x0f, 0xf0, 0xff, 0x5a };
+    char                        out[2 * sizeof(b) + 1];
+
+    (void) state;
+
+    vsb_hex(out, b, sizeof(b));
+    assert_string_equal(out, "000ff0ff5a");
+    vsb_hex(out, b, 0);
+    assert_string_equal(out, "");
+}
+
+
+static void
+test_random_hex(void **state)
+{
+    char    a[65], b[65];
+    size_t  i;
+
+    (void) state;
+
+    assert_int_equal(vsb_random_hex(a, 32), 0);
+    assert_int_equal(strlen(a), 64);
+    assert_int_equal(strspn(a, "0123456789abcdef"), 64);
+
+    assert_int_equal(vsb_random_hex(b, 32), 0);
+    assert_string_not_equal(a, b);
+
+    memset(a, 'x', sizeof(a));
+    assert_int_equal(vsb_random_hex(a, 8), 0);
+    assert_int_equal(strlen(a), 16);
+    for (i = 17; i < sizeof(a); i++) {
+        assert_int_equal(a[i], 'x');        /* nothing past its room */
+    }
+
+    errno = 0;
+    assert_int_equal(vsb_random_hex(a, 33), -1);
+    assert_int_equal(errno, EINVAL);
+}
+
+
+/* A child writes 3000 bytes in pieces of 7, then closes its end. */
+static int
+pipe_of_pieces(pid_t *pid)
+{
+    int            p[2];
+    unsigned char  piece[7];
+    size_t         sent, n, i;
+
+    assert_int_equal(pipe(p), 0);
+    *pid = fork();
+    assert_true(*pid != -1);
+
+    if (*pid == 0) {
+        close(p[0]);
+        for (sent = 0; sent < 3000; sent += n) {
+            n = 3000 - sent < sizeof(piece) ? 3000 - sent : sizeof(piece);
+            for (i = 0; i < n; i++) {
+                piece[i] = (unsigned char) ((sent + i) % 251);
+            }
+            if (write(p[1], piece, n) != (ssize_t) n) {
+                _exit(1);
+            }
+            usleep(100);
+        }
+        _exit(0);
+    }
+
+    close(p[1]);
+    return p[0];
+}
+
+
+static void
+test_read_full(void **state)
+{
+    static unsigned char  buf[4096];
+    pid_t                 pid;
+    int                   fd, status;
+    size_t                i;
+
+    (void) state;
+
+    /* room for less than there is: exactly the room, in order */
+    fd = pipe_of_pieces(&pid);
+    assert_int_equal(vsb_read_full(fd, buf, 1000), 1000);
+    for (i = 0; i < 1000; i++) {
+        assert_int_equal(buf[i], i % 251);
+    }
+    /* the rest, then the end: fewer than asked */
+    assert_int_equal(vsb_read_full(fd, buf, sizeof(buf)), 2000);
+    assert_int_equal(buf[0], 1000 % 251);
+    assert_int_equal(vsb_read_full(fd, buf, sizeof(buf)), 0);
+    close(fd);
+    assert_int_equal(waitpid(pid, &status, 0), pid);
+    assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+
+    /* a failed read */
+    errno = 0;
+    assert_int_equal(vsb_read_full(fd, buf, sizeof(buf)), -1);
+    assert_int_equal(errno, EBADF);
+}
+
+
+int
+main(void)
+{
+    const struct CMUnitTest  tests[] = {
+        cmocka_unit_test(test_sha256_hex),
+        cmocka_unit_test(test_hex),
+        cmocka_unit_test(test_random_hex),
+        cmocka_unit_test(test_read_full),
+    };
+
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -28,6 +28,7 @@
 #include "egress.h"
 #include "vsb_egress_protocol.h"
 #include "vsb_frame.h"
+#include "vsb_unixsock.h"
 
 #define EG_CTL_MAX_PENDING_FDS  16
 
@@ -797,34 +798,10 @@ eg_ctl_accept(vsb_event_t *h, uint32_t events)
 int
 eg_control_listen(const char *path, unsigned mode, char *err, size_t errlen)
 {
-    struct sockaddr_un  sa;
-    struct stat         st;
-    int                 fd;
+    int  fd;
 
-    if (lstat(path, &st) == 0) {
-        if (!S_ISSOCK(st.st_mode)) {
-            snprintf(err, errlen, "control socket %s exists and is not a "
-                     "socket", path);
-            return -1;
-        }
-        if (unlink(path) != 0) {
-            snprintf(err, errlen, "unlink %s: %s", path, strerror(errno));
-            return -1;
-        }
-    }
-
-    fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    fd = vsb_unix_bind(path, err, errlen);
     if (fd == -1) {
-        snprintf(err, errlen, "socket(AF_UNIX): %s", strerror(errno));
-        return -1;
-    }
-    memset(&sa, 0, sizeof(sa));
-    sa.sun_family = AF_UNIX;
-    snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", path);
-
-    if (bind(fd, (struct sockaddr *) &sa, sizeof(sa)) != 0) {
-        snprintf(err, errlen, "bind %s: %s", path, strerror(errno));
-        close(fd);
         return -1;
     }
     if (chmod(path, mode) != 0) {

@@ -16,14 +16,17 @@ EG_CFLAGS     = $(CSTD) $(WARN) $(OPT) $(EG_PKG_CFLAGS) $(EG_SANDEF) \
 
 EG_HEADERS    = $(wildcard $(EG_DIR)/*.h) sandbox-helper/vsb_frame.h \
                 sandbox-helper/vsb_loop.h \
+                sandbox-helper/vsb_unixsock.h \
                 sandbox-helper/vsb_protocol.h \
                 sandbox-helper/vsb_egress_protocol.h \
                 sandbox-helper/vsb_egress_link.h
 EG_PROXY_SRCS = $(filter-out $(EG_DIR)/egress-linkctl.c, \
                   $(wildcard $(EG_DIR)/*.c))
-# with the helper's frame parser and the event loop both processes run on
+# with the helper's frame parser, the event loop both processes run on
+# and the bind of their listening Unix sockets
 EG_PROXY_OBJS = $(patsubst $(EG_DIR)/%.c,$(BUILD)/eg-obj/%.o,$(EG_PROXY_SRCS)) \
-                $(BUILD)/eg-obj/vsb_frame.o $(BUILD)/eg-obj/vsb_loop.o
+                $(BUILD)/eg-obj/vsb_frame.o $(BUILD)/eg-obj/vsb_loop.o \
+                $(BUILD)/eg-obj/vsb_unixsock.o
 EG_PARSERS    = $(EG_DIR)/addr.c $(EG_DIR)/allow.c $(EG_DIR)/sni.c \
                 $(EG_DIR)/cred_parse.c $(EG_DIR)/ireq.c \
                 $(EG_DIR)/http.c $(EG_DIR)/dns.c $(EG_DIR)/limits.c
@@ -44,6 +47,10 @@ $(BUILD)/eg-obj/vsb_frame.o: sandbox-helper/frame.c $(EG_HEADERS)
 	$(CC) $(EG_CFLAGS) -c -o $@ $<
 
 $(BUILD)/eg-obj/vsb_loop.o: sandbox-helper/loop.c $(EG_HEADERS)
+	@mkdir -p $(dir $@)
+	$(CC) $(EG_CFLAGS) -c -o $@ $<
+
+$(BUILD)/eg-obj/vsb_unixsock.o: sandbox-helper/unixsock.c $(EG_HEADERS)
 	@mkdir -p $(dir $@)
 	$(CC) $(EG_CFLAGS) -c -o $@ $<
 

@@ -23,6 +23,7 @@
 
 #include "vsb_log.h"
 #include "vsb_server_int.h"
+#include "vsb_unixsock.h"
 
 #define VSB_READ_CHUNK      65536
 #define VSB_READS_PER_EVENT 16        /* fairness: 1 MiB, then yield */
@@ -653,10 +654,8 @@ int
 vsb_server_init(const vsb_config_t *cf, const vsb_server_hooks_t *hooks,
     char *err, size_t errlen)
 {
-    struct sockaddr_un  sa;
-    struct stat         st;
-    char                dir[sizeof(cf->socket_path)], *slash;
-    int                 fd;
+    char  dir[sizeof(cf->socket_path)], *slash;
+    int   fd;
 
     snprintf(dir, sizeof(dir), "%s", cf->socket_path);
     slash = strrchr(dir, '/');
@@ -671,38 +670,9 @@ vsb_server_init(const vsb_config_t *cf, const vsb_server_hooks_t *hooks,
         return -1;
     }
 
-    if (lstat(cf->socket_path, &st) == 0) {
-        if (!S_ISSOCK(st.st_mode)) {
-            snprintf(err, errlen, "\"%s\" exists and is not a socket",
-                     cf->socket_path);
-            return -1;
-        }
-        if (unlink(cf->socket_path) == -1) {
-            snprintf(err, errlen, "unlink(\"%s\"): %s", cf->socket_path,
-                     strerror(errno));
-            return -1;
-        }
-    } else if (errno != ENOENT) {
-        snprintf(err, errlen, "lstat(\"%s\"): %s", cf->socket_path,
-                 strerror(errno));
-        return -1;
-    }
-
-    fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-    if (fd == -1) {
-        snprintf(err, errlen, "socket(AF_UNIX): %s", strerror(errno));
-        return -1;
-    }
-
-    memset(&sa, 0, sizeof(sa));
-    sa.sun_family = AF_UNIX;
-    snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", cf->socket_path);
-
     /* umask 077 makes it 0600 until the chown/chmod below. */
-    if (bind(fd, (struct sockaddr *) &sa, sizeof(sa)) == -1) {
-        snprintf(err, errlen, "bind(\"%s\"): %s", cf->socket_path,
-                 strerror(errno));
-        close(fd);
+    fd = vsb_unix_bind(cf->socket_path, err, errlen);
+    if (fd == -1) {
         return -1;
     }
 

@@ -17,6 +17,7 @@ EG_CFLAGS     = $(CSTD) $(WARN) $(OPT) $(EG_PKG_CFLAGS) $(EG_SANDEF) \
 EG_HEADERS    = $(wildcard $(EG_DIR)/*.h) sandbox-helper/vsb_frame.h \
                 sandbox-helper/vsb_loop.h \
                 sandbox-helper/vsb_unixsock.h \
+                sandbox-helper/vsb_fdio.h \
                 sandbox-helper/vsb_protocol.h \
                 sandbox-helper/vsb_egress_protocol.h \
                 sandbox-helper/vsb_egress_link.h
@@ -31,6 +32,7 @@ EG_PARSERS    = $(EG_DIR)/addr.c $(EG_DIR)/allow.c $(EG_DIR)/sni.c \
                 $(EG_DIR)/cred_parse.c $(EG_DIR)/ireq.c \
                 $(EG_DIR)/http.c $(EG_DIR)/dns.c $(EG_DIR)/limits.c
 EG_LINK_SRCS  = $(EG_DIR)/egress-linkctl.c sandbox-helper/egress_link.c \
+                sandbox-helper/fdio.c \
                 sandbox-helper/net.c \
                 sandbox-helper/frame.c
 

@@ -18,8 +18,8 @@
 #include <unistd.h>
 
 #include "vsb_cgroup_fs.h"
+#include "vsb_fdio.h"
 #include "vsb_log.h"
-#include "vsb_readfull.h"
 
 vsb_cg_ctx_t  vsb_cg;
 

@@ -18,6 +18,7 @@
 #include "vsb_egress_ctl.h"
 #include "vsb_egress_int.h"
 #include "vsb_egress_proxy.h"
+#include "vsb_fdio.h"
 #include "vsb_log.h"
 #include "vsb_snap_tree.h"
 
@@ -216,10 +217,9 @@ static int
 vsb_egress_write_etc(const vsb_sandbox_t *sb, const char *name,
     const char *text, vsb_error_t *e)
 {
-    char     path[PATH_MAX + 32], rel[64];
-    int      fd, rfd;
-    size_t   off = 0, len = strlen(text);
-    ssize_t  n;
+    char    path[PATH_MAX + 32], rel[64];
+    int     fd, rfd;
+    size_t  len = strlen(text);
 
     snprintf(path, sizeof(path), "%s/root", sb->dir);
     rfd = open(path, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
@@ -233,18 +233,11 @@ vsb_egress_write_etc(const vsb_sandbox_t *sb, const char *name,
         return vsb_error_set(e, VSB_E_INTERNAL, NULL, "network: open %s: %s",
                              path, strerror(errno));
     }
-    while (off < len) {
-        n = write(fd, text + off, len - off);
-        if (n < 0 && errno == EINTR) {
-            continue;
-        }
-        if (n <= 0) {
-            vsb_error_set(e, VSB_E_INTERNAL, NULL, "network: write %s: %s",
-                          path, n < 0 ? strerror(errno) : "short write");
-            close(fd);
-            return -1;
-        }
-        off += (size_t) n;
+    if (vsb_write_full(fd, text, len) != 0) {
+        vsb_error_set(e, VSB_E_INTERNAL, NULL, "network: write %s: %s",
+                      path, strerror(errno));
+        close(fd);
+        return -1;
     }
     if (close(fd) != 0) {
         return vsb_error_set(e, VSB_E_INTERNAL, NULL, "network: close %s: %s",

@@ -16,6 +16,7 @@
 #include "eg_cred_parse.h"
 #include "vsb_egress_cred.h"
 #include "vsb_egress_proxy.h"
+#include "vsb_fdio.h"
 #include "vsb_hex.h"
 #include "vsb_log.h"
 
@@ -255,8 +256,7 @@ static int
 vsb_ecred_copy(int fd, const char *path, size_t *total, vsb_error_t *e)
 {
     char     buf[16384];
-    ssize_t  n, w;
-    size_t   off;
+    ssize_t  n;
     int      in;
 
     in = open(path, O_RDONLY | O_CLOEXEC);
@@ -279,18 +279,11 @@ vsb_ecred_copy(int fd, const char *path, size_t *total, vsb_error_t *e)
                                  "trust bundle would pass %d bytes",
                                  VSB_ECRED_BUNDLE_MAX);
         }
-        for (off = 0; off < (size_t) n; off += (size_t) w) {
-            w = write(fd, buf + off, (size_t) n - off);
-            if (w < 0 && errno == EINTR) {
-                w = 0;
-                continue;
-            }
-            if (w <= 0) {
-                close(in);
-                return vsb_error_set(e, VSB_E_INTERNAL, NULL, "credentials: "
-                                     "write the trust bundle: %s",
-                                     strerror(errno));
-            }
+        if (vsb_write_full(fd, buf, (size_t) n) != 0) {
+            close(in);
+            return vsb_error_set(e, VSB_E_INTERNAL, NULL, "credentials: "
+                                 "write the trust bundle: %s",
+                                 strerror(errno));
         }
     }
     close(in);

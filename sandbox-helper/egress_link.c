@@ -27,6 +27,7 @@
 #include <unistd.h>
 
 #include "vsb_egress_link.h"
+#include "vsb_fdio.h"
 #include "vsb_frame.h"
 #include "vsb_net.h"
 
@@ -281,7 +282,7 @@ vsb_egress_nft(const char *nft_path, char *err, size_t errlen)
     int          in[2], out[2], status;
     pid_t        pid;
     char         msg[VSB_EG_NFT_ERR_MAX];
-    size_t       mlen = 0, off = 0, len = sizeof(vsb_egress_ruleset) - 1;
+    size_t       mlen = 0, len = sizeof(vsb_egress_ruleset) - 1;
     ssize_t      n;
     char *const  argv[] = { (char *) "nft", (char *) "-f", (char *) "-",
                             NULL };
@@ -327,16 +328,8 @@ vsb_egress_nft(const char *nft_path, char *err, size_t errlen)
     close(in[0]);
     close(out[1]);
 
-    while (off < len) {
-        n = write(in[1], vsb_egress_ruleset + off, len - off);
-        if (n < 0 && errno == EINTR) {
-            continue;
-        }
-        if (n <= 0) {
-            break;                   /* nft died; its status says why */
-        }
-        off += (size_t) n;
-    }
+    /* a failure: nft died, its status says why */
+    (void) vsb_write_full(in[1], vsb_egress_ruleset, len);
     close(in[1]);
 
     for ( ;; ) {

@@ -16,10 +16,10 @@
 
 #include <openssl/evp.h>
 
+#include "vsb_fdio.h"
 #include "vsb_files.h"
 #include "vsb_hex.h"
 #include "vsb_log.h"
-#include "vsb_readfull.h"
 
 #define VSB_RESOLVE  (RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS                \
                       | RESOLVE_NO_MAGICLINKS | RESOLVE_NO_XDEV)
@@ -292,8 +292,6 @@ vsb_files_write_in(int wfd, const char *path, unsigned mode,
     char            tmp[64];
     char            rnd[2 * 8 + 1];
     struct stat     st;
-    size_t          off;
-    ssize_t         n;
     int             dfd, fd, rc = -1;
 
     dfd = vsb_files_parent(wfd, path, 1, &name, e);
@@ -329,18 +327,11 @@ vsb_files_write_in(int wfd, const char *path, unsigned mode,
         goto out;
     }
 
-    for (off = 0; off < len; off += (size_t) n) {
-        n = write(fd, data + off, len - off);
-        if (n == -1) {
-            if (errno == EINTR) {
-                n = 0;
-                continue;
-            }
-            vsb_files_lookup_error(e, "write", path);
-            close(fd);
-            (void) unlinkat(dfd, tmp, 0);
-            goto out;
-        }
+    if (vsb_write_full(fd, data, len) != 0) {
+        vsb_files_lookup_error(e, "write", path);
+        close(fd);
+        (void) unlinkat(dfd, tmp, 0);
+        goto out;
     }
 
     if (close(fd) == -1) {

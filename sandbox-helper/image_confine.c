@@ -28,6 +28,7 @@
 #include <seccomp.h>
 
 #include "vsb_caps.h"
+#include "vsb_fdio.h"
 #include "vsb_image.h"
 #include "vsb_image_unpack.h"
 
@@ -74,16 +75,8 @@ static void vsb_confine_child(const vsb_unpack_args_t *a)
 static void
 vsb_confine_report(const char *msg)
 {
-    size_t   len = strlen(msg), off = 0;
-    ssize_t  n;
-
-    while (off < len) {
-        n = write(VSB_FD_REPORT, msg + off, len - off);
-        if (n <= 0) {
-            break;
-        }
-        off += (size_t) n;
-    }
+    /* nowhere to tell of a failure: the parent reads what came */
+    (void) vsb_write_full(VSB_FD_REPORT, msg, strlen(msg));
 }
 
 

@@ -20,6 +20,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "vsb_fdio.h"
 #include "vsb_image_layer.h"
 #include "vsb_image_tar.h"
 
@@ -214,20 +215,11 @@ vsb_layer_remove(int dfd, const char *name, unsigned depth, char *err,
 int
 vsb_layer_flush(vsb_layer_t *l, char *err, size_t errlen)
 {
-    size_t   len = l->nrec * sizeof(vsb_owner_rec_t), off = 0;
-    ssize_t  n;
-
-    while (off < len) {
-        n = write(l->ownersfd, (char *) l->rec + off, len - off);
-        if (n == -1 && errno == EINTR) {
-            continue;
-        }
-        if (n <= 0) {
-            snprintf(err, errlen, "write the owners file: %s",
-                     n == -1 ? strerror(errno) : "short write");
-            return -1;
-        }
-        off += (size_t) n;
+    if (vsb_write_full(l->ownersfd, l->rec,
+                       l->nrec * sizeof(vsb_owner_rec_t)) != 0)
+    {
+        snprintf(err, errlen, "write the owners file: %s", strerror(errno));
+        return -1;
     }
 
     l->nrec = 0;
@@ -466,8 +458,8 @@ vsb_layer_copy(vsb_layer_t *l, vsb_tar_t *t, int fd, const char *path,
     uint64_t size, char *err, size_t errlen)
 {
     unsigned char  *buf;
-    ssize_t         n, w;
-    size_t          i, off;
+    ssize_t         n;
+    size_t          i;
     int             holes = 0, ret = -1;
 
     buf = malloc(VSB_COPY_BUF);
@@ -501,17 +493,10 @@ vsb_layer_copy(vsb_layer_t *l, vsb_tar_t *t, int fd, const char *path,
             continue;
         }
 
-        for (off = 0; off < (size_t) n; off += (size_t) w) {
-            w = write(fd, buf + off, (size_t) n - off);
-            if (w == -1 && errno == EINTR) {
-                w = 0;
-                continue;
-            }
-            if (w <= 0) {
-                snprintf(err, errlen, "write \"%.200s\": %s", path,
-                         w == -1 ? strerror(errno) : "short write");
-                goto done;
-            }
+        if (vsb_write_full(fd, buf, (size_t) n) != 0) {
+            snprintf(err, errlen, "write \"%.200s\": %s", path,
+                     strerror(errno));
+            goto done;
         }
     }
 

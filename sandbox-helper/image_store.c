@@ -14,11 +14,11 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "vsb_fdio.h"
 #include "vsb_image_layer.h"
 #include "vsb_image_meta.h"
 #include "vsb_image_store.h"
 #include "vsb_image_unpack.h"
-#include "vsb_readfull.h"
 
 typedef struct {
     vsb_owner_rec_t  *recs;

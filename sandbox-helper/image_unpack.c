@@ -21,12 +21,12 @@
 #include <jansson.h>
 #include <openssl/evp.h>
 
+#include "vsb_fdio.h"
 #include "vsb_image_layer.h"
 #include "vsb_image_meta.h"
 #include "vsb_image_oci.h"
 #include "vsb_image_tar.h"
 #include "vsb_image_unpack.h"
-#include "vsb_readfull.h"
 
 #define VSB_DB_MAX   (64 << 20)     /* dpkg status, apk installed */
 #define VSB_OSR_MAX  (64 << 10)     /* os-release */
@@ -314,8 +314,7 @@ vsb_unpack_tarball(vsb_unpack_t *u, int tar_fd, char *err, size_t errlen)
     unsigned char     magic[2], *buf;
     char              path[VSB_IMAGE_PATH_MAX + 1], why[256];
     uint64_t          entries = 0, bytes = 0;
-    ssize_t           n, w;
-    size_t            off;
+    ssize_t           n;
     int               fd, rc, ret = -1;
 
     if (mkdir("layout", 0700) != 0 || mkdir("layout/blobs", 0700) != 0
@@ -393,14 +392,11 @@ vsb_unpack_tarball(vsb_unpack_t *u, int tar_fd, char *err, size_t errlen)
             if (n == 0) {
                 break;
             }
-            for (off = 0; off < (size_t) n; off += (size_t) w) {
-                w = write(fd, buf + off, (size_t) n - off);
-                if (w <= 0) {
-                    snprintf(err, errlen, "write \"%.200s\": %s", path,
-                             w == -1 ? strerror(errno) : "short write");
-                    close(fd);
-                    goto out;
-                }
+            if (vsb_write_full(fd, buf, (size_t) n) != 0) {
+                snprintf(err, errlen, "write \"%.200s\": %s", path,
+                         strerror(errno));
+                close(fd);
+                goto out;
             }
         }
 

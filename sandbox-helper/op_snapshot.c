@@ -15,10 +15,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "vsb_fdio.h"
 #include "vsb_log.h"
 #include "vsb_op.h"
 #include "vsb_overlay.h"
-#include "vsb_readfull.h"
 #include "vsb_registry.h"
 #include "vsb_rmtree.h"
 #include "vsb_snap_changes.h"
@@ -391,7 +391,7 @@ vsb_snap_create_work(void *arg, int hfd, int pfd)
         int  mf = openat(dst, "manifest.json", O_WRONLY | O_CREAT | O_EXCL
                          | O_NOFOLLOW | O_CLOEXEC, 0600);
 
-        if (mf == -1 || vsb_worker_write(mf, text, len) != 0
+        if (mf == -1 || vsb_write_full(mf, text, len) != 0
             || fsync(mf) != 0)
         {
             vsb_error_set(&e, VSB_E_IO, NULL, "write the manifest: %s",

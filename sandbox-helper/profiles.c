@@ -13,11 +13,11 @@
 #include <unistd.h>
 
 #include "vsb_config.h"
+#include "vsb_fdio.h"
 #include "vsb_image_meta.h"
 #include "vsb_log.h"
 #include "vsb_overlay.h"
 #include "vsb_profile.h"
-#include "vsb_readfull.h"
 
 #define VSB_PROFILE_OS_RELEASE_MAX  (64 << 10)
 #define VSB_PROFILE_PKG_DB_MAX      (32 << 20)

@@ -24,6 +24,7 @@
 
 #include <jansson.h>
 
+#include "vsb_fdio.h"
 #include "vsb_frame.h"
 
 #define VSB_CTL_DEFAULT_SOCKET  "/run/veto-sandbox/helper.sock"
@@ -90,23 +91,13 @@ static int
 vsb_ctl_write_all(int fd, const unsigned char *p, size_t len,
     const char *what)
 {
-    ssize_t  n;
-
-    while (len > 0) {
-        n = write(fd, p, len);
-        if (n == -1) {
-            if (errno == EINTR) {
-                continue;
-            }
-            /* The helper refused early; its reply says why. */
-            if (errno != EPIPE && errno != ECONNRESET) {
-                fprintf(stderr, "sandbox-helperctl: write(%s): %s\n", what,
-                        strerror(errno));
-            }
-            return -1;
+    if (vsb_write_full(fd, p, len) != 0) {
+        /* The helper refused early; its reply says why. */
+        if (errno != EPIPE && errno != ECONNRESET) {
+            fprintf(stderr, "sandbox-helperctl: write(%s): %s\n", what,
+                    strerror(errno));
         }
-        p += n;
-        len -= (size_t) n;
+        return -1;
     }
 
     return 0;

@@ -17,6 +17,7 @@
 #include <sys/xattr.h>
 #include <unistd.h>
 
+#include "vsb_fdio.h"
 #include "vsb_hex.h"
 #include "vsb_snap_changes.h"
 #include "vsb_worker.h"
@@ -487,7 +488,7 @@ vsb_cx_out(vsb_cx_t *cx, const void *data, size_t len)
         return -1;
     }
 
-    if (vsb_worker_write(cx->pfd, data, len) != 0) {
+    if (vsb_write_full(cx->pfd, data, len) != 0) {
         return vsb_error_set(&cx->e, VSB_E_IO, NULL, "write the result: %s",
                              strerror(errno));
     }
@@ -748,7 +749,7 @@ vsb_diff_side(vsb_cx_t *cx, const vsb_res_t *r)
             close(mfd);
             return -2;
         }
-        if (vsb_worker_write(mfd, cx->buf, (size_t) n) != 0) {
+        if (vsb_write_full(mfd, cx->buf, (size_t) n) != 0) {
             close(fd);
             close(mfd);
             return -1;
@@ -1299,7 +1300,7 @@ vsb_changes_baseline(const char *layer, const char *out,
 
     fd = open(out, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC,
               0600);
-    if (fd == -1 || vsb_worker_write(fd, text, len) != 0) {
+    if (fd == -1 || vsb_write_full(fd, text, len) != 0) {
         snprintf(err, errlen, "write %s: %s", out, strerror(errno));
         if (fd != -1) {
             close(fd);

@@ -12,6 +12,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "vsb_fdio.h"
 #include "vsb_hex.h"
 #include "vsb_log.h"
 #include "vsb_loop.h"
@@ -228,7 +229,7 @@ vsb_snap_write_meta(const vsb_snap_t *s, const char *dir, char *err,
         return -1;
     }
 
-    if (vsb_worker_write(fd, text, strlen(text)) != 0 || fsync(fd) != 0) {
+    if (vsb_write_full(fd, text, strlen(text)) != 0 || fsync(fd) != 0) {
         snprintf(err, errlen, "write %s: %s", tmp, strerror(errno));
     } else if (rename(tmp, path) != 0) {
         snprintf(err, errlen, "rename %s: %s", tmp, strerror(errno));

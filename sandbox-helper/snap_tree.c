@@ -19,8 +19,8 @@
 #include <unistd.h>
 
 #include "vsb_config.h"
+#include "vsb_fdio.h"
 #include "vsb_hex.h"
-#include "vsb_readfull.h"
 #include "vsb_snap_tree.h"
 
 #define VSB_MF_OPAQUE_XATTR  "trusted.overlay.opaque"
@@ -306,25 +306,14 @@ vsb_mf_file(vsb_mf_walk_t *w, int sfd, int dfd, const char *name,
             vsb_error_set(w->e, VSB_E_INTERNAL, NULL, "sha256");
             goto done;
         }
-        if (out != -1) {
-            ssize_t  off = 0, k;
-
-            while (off < n) {
-                k = write(out, w->buf + off, (size_t) (n - off));
-                if (k == -1 && errno == EINTR) {
-                    continue;
-                }
-                if (k == -1) {
-                    if (errno == ENOSPC || errno == EDQUOT) {
-                        vsb_error_set(w->e, VSB_E_NO_SPACE, NULL, "the "
-                                      "snapshot store is full");
-                    } else {
-                        vsb_mf_io(w, "write the copy of");
-                    }
-                    goto done;
-                }
-                off += k;
+        if (out != -1 && vsb_write_full(out, w->buf, (size_t) n) != 0) {
+            if (errno == ENOSPC || errno == EDQUOT) {
+                vsb_error_set(w->e, VSB_E_NO_SPACE, NULL, "the snapshot "
+                              "store is full");
+            } else {
+                vsb_mf_io(w, "write the copy of");
             }
+            goto done;
         }
     }
 

@@ -21,8 +21,8 @@
 #include <unistd.h>
 
 #include "vsb_durable.h"
+#include "vsb_fdio.h"
 #include "vsb_log.h"
-#include "vsb_readfull.h"
 #include "vsb_statefile.h"
 #include "vsb_storage.h"
 
@@ -85,10 +85,8 @@ int
 vsb_statefile_write(const char *dir, const char *name, const char *data,
     size_t len, char *err, size_t errlen)
 {
-    char     tmp[PATH_MAX], path[PATH_MAX];
-    int      fd;
-    size_t   off;
-    ssize_t  n;
+    char  tmp[PATH_MAX], path[PATH_MAX];
+    int   fd;
 
     if (len > VSB_STATEFILE_MAX) {
         snprintf(err, errlen, "record %.64s: %zu bytes, more than %d", name,
@@ -117,16 +115,9 @@ vsb_statefile_write(const char *dir, const char *name, const char *data,
         return -1;
     }
 
-    for (off = 0; off < len; off += (size_t) n) {
-        n = write(fd, data + off, len - off);
-        if (n == -1) {
-            if (errno == EINTR) {
-                n = 0;
-                continue;
-            }
-            snprintf(err, errlen, "write(\"%s\"): %s", tmp, strerror(errno));
-            goto failed;
-        }
+    if (vsb_write_full(fd, data, len) != 0) {
+        snprintf(err, errlen, "write(\"%s\"): %s", tmp, strerror(errno));
+        goto failed;
     }
 
     if (close(fd) != 0) {

@@ -40,8 +40,6 @@ vsb_worker_t *vsb_worker_start(const char *name, vsb_worker_fn_pt fn,
  * returns, with why "cancelled" (w is freed then). */
 void vsb_worker_cancel(vsb_worker_t *w);
 
-/* In the child: writes all of len bytes to fd; -1 on error. */
-int vsb_worker_write(int fd, const void *buf, size_t len);
 /* In the child: writes the JSON object (compact) to hfd. */
 int vsb_worker_json(int hfd, json_t *obj);
 

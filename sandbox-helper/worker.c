@@ -20,6 +20,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "vsb_fdio.h"
 #include "vsb_log.h"
 #include "vsb_loop.h"
 #include "vsb_protocol.h"
@@ -42,28 +43,6 @@ struct vsb_worker_s {
 
 
 int
-vsb_worker_write(int fd, const void *buf, size_t len)
-{
-    const unsigned char  *p = buf;
-    ssize_t               n;
-
-    while (len > 0) {
-        n = write(fd, p, len);
-        if (n == -1) {
-            if (errno == EINTR) {
-                continue;
-            }
-            return -1;
-        }
-        p += n;
-        len -= (size_t) n;
-    }
-
-    return 0;
-}
-
-
-int
 vsb_worker_json(int hfd, json_t *obj)
 {
     char  *s;
@@ -74,7 +53,7 @@ vsb_worker_json(int hfd, json_t *obj)
         return -1;
     }
 
-    rc = vsb_worker_write(hfd, s, strlen(s));
+    rc = vsb_write_full(hfd, s, strlen(s));
     free(s);
     return rc;
 }

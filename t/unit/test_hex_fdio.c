@@ -1,12 +1,14 @@
 /*
- * The helper's hex encoder and whole-file read (sandbox-helper/hex.c,
- * readfull.c), which every digest, random id and bounded file reader of
- * the helper goes through: a SHA-256 digest's hex is the known one for
+ * The helper's hex encoder, whole-file read and whole write
+ * (sandbox-helper/hex.c, fdio.c), which every digest, random id, bounded
+ * file reader and file, pipe or report writer of the helper goes through: a SHA-256 digest's hex is the known one for
  * "abc" and a digest of another length is refused; random hex is 2n
  * lowercase digits, differs between draws, and more than 32 bytes is
  * EINVAL; a read through a pipe written in small pieces gets every byte
  * up to the room given and stops there, a read past the end returns what
- * there was, and a failed read is -1 with errno.
+ * there was, and a failed read is -1 with errno; a write of more than a
+ * pipe holds, read by a slow child, arrives whole and in order, and a
+ * write into a pipe whose reader is gone is -1 with EPIPE.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -14,6 +16,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <signal.h>
 #include <string.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -22,7 +25,7 @@
 #include <openssl/evp.h>
 
 #include "vsb_hex.h"
-#include "vsb_readfull.h"
+#include "vsb_fdio.h"
 
 
 static void
@@ -151,6 +154,59 @@ test_read_full(void **state)
 }
 
 
+static void
+test_write_full(void **state)
+{
+    static unsigned char  out[256 * 1024], in[4096];
+    int                   p[2], status;
+    pid_t                 pid;
+    size_t                i, got;
+    ssize_t               n;
+
+    (void) state;
+
+    for (i = 0; i < sizeof(out); i++) {
+        out[i] = (unsigned char) (i % 253);
+    }
+
+    /* the child reads slowly and checks every byte: exit 0 if all came */
+    assert_int_equal(pipe(p), 0);
+    pid = fork();
+    assert_true(pid != -1);
+    if (pid == 0) {
+        close(p[1]);
+        for (got = 0; ; got += (size_t) n) {
+            usleep(200);
+            n = read(p[0], in, sizeof(in));
+            if (n <= 0) {
+                break;
+            }
+            for (i = 0; i < (size_t) n; i++) {
+                if (in[i] != (unsigned char) ((got + i) % 253)) {
+                    _exit(2);
+                }
+            }
+        }
+        _exit(n == 0 && got == sizeof(out) ? 0 : 1);
+    }
+    close(p[0]);
+    assert_int_equal(vsb_write_full(p[1], out, sizeof(out)), 0);
+    close(p[1]);
+    assert_int_equal(waitpid(pid, &status, 0), pid);
+    assert_true(WIFEXITED(status));
+    assert_int_equal(WEXITSTATUS(status), 0);
+
+    /* no reader: EPIPE (SIGPIPE ignored, as the helper does) */
+    assert_true(signal(SIGPIPE, SIG_IGN) != SIG_ERR);
+    assert_int_equal(pipe(p), 0);
+    close(p[0]);
+    errno = 0;
+    assert_int_equal(vsb_write_full(p[1], out, 16), -1);
+    assert_int_equal(errno, EPIPE);
+    close(p[1]);
+}
+
+
 int
 main(void)
 {
@@ -159,6 +215,7 @@ main(void)
         cmocka_unit_test(test_hex),
         cmocka_unit_test(test_random_hex),
         cmocka_unit_test(test_read_full),
+        cmocka_unit_test(test_write_full),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -29,11 +29,6 @@ typedef struct {
     uint64_t          max_entries;
 } vsb_adopt_t;
 
-/* what the tree of an adopted image must not have as a symlink */
-static const char  *vsb_store_no_symlink[] = {
-    "dev", "proc", "sys", "etc", "tmp", "run", "workspace",
-    "etc/resolv.conf", "etc/hosts", "etc/hostname",
-};
 
 
 static int
@@ -384,21 +379,18 @@ vsb_adopt_check(int rootfd, char *err, size_t errlen)
     struct stat  st;
     size_t       i;
 
-    for (i = 0;
-         i < sizeof(vsb_store_no_symlink) / sizeof(vsb_store_no_symlink[0]);
-         i++)
-    {
-        if (fstatat(rootfd, vsb_store_no_symlink[i], &st,
+    for (i = 0; vsb_image_no_symlink[i] != NULL; i++) {
+        if (fstatat(rootfd, vsb_image_no_symlink[i], &st,
                     AT_SYMLINK_NOFOLLOW) != 0)
         {
             snprintf(err, errlen, "adopt: /%s missing: %s",
-                     vsb_store_no_symlink[i], strerror(errno));
+                     vsb_image_no_symlink[i], strerror(errno));
             return -1;
         }
 
         if (S_ISLNK(st.st_mode)) {
             snprintf(err, errlen, "image refused: /%s is a symlink",
-                     vsb_store_no_symlink[i]);
+                     vsb_image_no_symlink[i]);
             return -1;
         }
     }

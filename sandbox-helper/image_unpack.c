@@ -44,9 +44,10 @@ typedef struct {
 } vsb_mount_point_t;
 
 /* what must not be a symlink: the sandbox mounts on or binds over them */
-static const char  *vsb_unpack_no_symlink[] = {
+const char *const  vsb_image_no_symlink[] = {
     "dev", "proc", "sys", "etc", "tmp", "run", "workspace",
     "etc/resolv.conf", "etc/hosts", "etc/hostname",
+    NULL
 };
 
 static const vsb_mount_point_t  vsb_unpack_mount_points[] = {
@@ -453,11 +454,8 @@ vsb_unpack_finish(vsb_layer_t *l, char *err, size_t errlen)
     size_t                    i;
     int                       pfd, fd;
 
-    for (i = 0;
-         i < sizeof(vsb_unpack_no_symlink) / sizeof(vsb_unpack_no_symlink[0]);
-         i++)
-    {
-        if (vsb_unpack_at(l, vsb_unpack_no_symlink[i], &pfd, &base, dir,
+    for (i = 0; vsb_image_no_symlink[i] != NULL; i++) {
+        if (vsb_unpack_at(l, vsb_image_no_symlink[i], &pfd, &base, dir,
                           err, errlen) != 0)
         {
             continue;            /* its directory is missing: made below */
@@ -470,7 +468,7 @@ vsb_unpack_finish(vsb_layer_t *l, char *err, size_t errlen)
             target[n > 0 ? n : 0] = '\0';
             snprintf(err, errlen, "image refused: /%s is a symlink (to "
                      "\"%.100s\"); the sandbox mounts or binds there",
-                     vsb_unpack_no_symlink[i], target);
+                     vsb_image_no_symlink[i], target);
             close(pfd);
             return -1;
         }

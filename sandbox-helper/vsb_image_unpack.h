@@ -38,6 +38,11 @@ typedef struct {
 int vsb_image_unpack_confined(const vsb_unpack_args_t *a, char *err,
     size_t errlen);
 
+/* What must not be a symlink in an image's tree, NULL-terminated: the
+ * sandbox mounts on or binds over them.  The unpack refuses such a
+ * symlink; the store checks an adopted tree for them again, as root. */
+extern const char *const  vsb_image_no_symlink[];
+
 /*
  * In the confined child, "/" being the staging directory: fetches blobs
  * through get_blob (fd 3 is the broker socket, or -1 with a local

@@ -29,6 +29,7 @@
 
 #include "vsb_caps.h"
 #include "vsb_fdio.h"
+#include "vsb_fdpass.h"
 #include "vsb_image.h"
 #include "vsb_image_unpack.h"
 
@@ -297,12 +298,8 @@ static int
 vsb_confine_serve(int sock, int layout_fd)
 {
     char             req[VSB_IMAGE_DIGEST_LEN + 2], path[96], why[160];
-    char             cbuf[CMSG_SPACE(sizeof(int))];
     int              code = 0, fd = -1;
     ssize_t          n;
-    struct msghdr    mh;
-    struct iovec     iov;
-    struct cmsghdr  *cm;
     struct open_how  how;
     struct stat      st;
 
@@ -332,24 +329,7 @@ vsb_confine_serve(int sock, int layout_fd)
         }
     }
 
-    memset(&mh, 0, sizeof(mh));
-    iov.iov_base = &code;
-    iov.iov_len = sizeof(code);
-    mh.msg_iov = &iov;
-    mh.msg_iovlen = 1;
-
-    if (fd != -1) {
-        memset(cbuf, 0, sizeof(cbuf));
-        mh.msg_control = cbuf;
-        mh.msg_controllen = sizeof(cbuf);
-        cm = CMSG_FIRSTHDR(&mh);
-        cm->cmsg_level = SOL_SOCKET;
-        cm->cmsg_type = SCM_RIGHTS;
-        cm->cmsg_len = CMSG_LEN(sizeof(int));
-        memcpy(CMSG_DATA(cm), &fd, sizeof(int));
-    }
-
-    n = sendmsg(sock, &mh, MSG_NOSIGNAL);
+    n = vsb_fd_send(sock, &code, sizeof(code), fd);
 
     if (fd != -1) {
         close(fd);

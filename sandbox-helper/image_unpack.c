@@ -22,6 +22,7 @@
 #include <openssl/evp.h>
 
 #include "vsb_fdio.h"
+#include "vsb_fdpass.h"
 #include "vsb_image_layer.h"
 #include "vsb_image_meta.h"
 #include "vsb_image_oci.h"
@@ -87,12 +88,9 @@ static int
 vsb_unpack_blob(vsb_unpack_t *u, const char *digest, char *err,
     size_t errlen)
 {
-    char             path[96], cbuf[CMSG_SPACE(sizeof(int))];
-    int              code = 0, fd = -1;
-    ssize_t          n;
-    struct msghdr    mh;
-    struct iovec     iov;
-    struct cmsghdr  *cm;
+    char     path[96];
+    int      code = 0, fd = -1;
+    ssize_t  n;
 
     if (u->broker == -1) {
         snprintf(path, sizeof(path), "blobs/sha256/%s", digest + 7);
@@ -111,27 +109,20 @@ vsb_unpack_blob(vsb_unpack_t *u, const char *digest, char *err,
         return -1;
     }
 
-    memset(&mh, 0, sizeof(mh));
-    iov.iov_base = &code;
-    iov.iov_len = sizeof(code);
-    mh.msg_iov = &iov;
-    mh.msg_iovlen = 1;
-    mh.msg_control = cbuf;
-    mh.msg_controllen = sizeof(cbuf);
-
-    n = recvmsg(u->broker, &mh, MSG_CMSG_CLOEXEC);
+    n = vsb_fd_recv(u->broker, &code, sizeof(code), 0, &fd);
     if (n != (ssize_t) sizeof(code)) {
+        if (fd != -1) {
+            close(fd);
+        }
         snprintf(err, errlen, "blob %s: no answer from the store", digest);
         return -1;
     }
 
-    cm = CMSG_FIRSTHDR(&mh);
-    if (code == 0 && cm != NULL && cm->cmsg_level == SOL_SOCKET
-        && cm->cmsg_type == SCM_RIGHTS
-        && cm->cmsg_len == CMSG_LEN(sizeof(int)))
-    {
-        memcpy(&fd, CMSG_DATA(cm), sizeof(int));
+    if (code == 0 && fd != -1) {
         return fd;
+    }
+    if (fd != -1) {
+        close(fd);
     }
 
     snprintf(err, errlen, "blob %s: %s in the layout directory (is it an "

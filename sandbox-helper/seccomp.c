@@ -24,6 +24,7 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
+#include "vsb_fdpass.h"
 #include "vsb_seccomp.h"
 #include "vsb_seccomp_int.h"
 
@@ -438,37 +439,10 @@ vsb_seccomp_refusal_errno(long nr)
 static int
 vsb_seccomp_send_listener(int sock, int listener, char *err, size_t errlen)
 {
-    char            byte;
-    ssize_t         n;
-    struct iovec    iov;
-    struct msghdr   msg;
-    struct cmsghdr *cmsg;
-    union {
-        char            buf[CMSG_SPACE(sizeof(int))];
-        struct cmsghdr  align;
-    } u;
+    char     byte = 'L';
+    ssize_t  n;
 
-    byte = 'L';
-    iov.iov_base = &byte;
-    iov.iov_len = 1;
-
-    memset(&msg, 0, sizeof(msg));
-    memset(&u, 0, sizeof(u));
-    msg.msg_iov = &iov;
-    msg.msg_iovlen = 1;
-    msg.msg_control = u.buf;
-    msg.msg_controllen = sizeof(u.buf);
-
-    cmsg = CMSG_FIRSTHDR(&msg);
-    cmsg->cmsg_level = SOL_SOCKET;
-    cmsg->cmsg_type = SCM_RIGHTS;
-    cmsg->cmsg_len = CMSG_LEN(sizeof(int));
-    memcpy(CMSG_DATA(cmsg), &listener, sizeof(int));
-
-    do {
-        n = sendmsg(sock, &msg, MSG_NOSIGNAL);
-    } while (n == -1 && errno == EINTR);
-
+    n = vsb_fd_send(sock, &byte, 1, listener);
     if (n != 1) {
         snprintf(err, errlen, "seccomp: hand the listener to the init: %s",
                  n == -1 ? strerror(errno) : "short write");

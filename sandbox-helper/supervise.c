@@ -15,6 +15,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "vsb_fdpass.h"
 #include "vsb_seccomp_int.h"
 #include "vsb_supervise.h"
 
@@ -37,31 +38,16 @@ static union {
 static int
 vsb_sv_recv_listener(int sock, char *err, size_t errlen)
 {
-    int             fd;
-    char            byte;
-    ssize_t         n;
-    struct iovec    iov;
-    struct msghdr   msg;
-    struct cmsghdr *cmsg;
-    union {
-        char            buf[CMSG_SPACE(sizeof(int))];
-        struct cmsghdr  align;
-    } u;
+    int      fd;
+    char     byte;
+    ssize_t  n;
 
-    iov.iov_base = &byte;
-    iov.iov_len = 1;
-
-    memset(&msg, 0, sizeof(msg));
-    msg.msg_iov = &iov;
-    msg.msg_iovlen = 1;
-    msg.msg_control = u.buf;
-    msg.msg_controllen = sizeof(u.buf);
-
-    do {
-        n = recvmsg(sock, &msg, MSG_CMSG_CLOEXEC | MSG_DONTWAIT);
-    } while (n == -1 && errno == EINTR);
+    n = vsb_fd_recv(sock, &byte, 1, MSG_DONTWAIT, &fd);
 
     if (n == 0 || (n == -1 && errno == ECONNRESET)) {
+        if (fd != -1) {
+            close(fd);
+        }
         return -1;
     }
 
@@ -71,18 +57,15 @@ vsb_sv_recv_listener(int sock, char *err, size_t errlen)
         return -2;
     }
 
-    cmsg = CMSG_FIRSTHDR(&msg);
-
-    if (n != 1 || (msg.msg_flags & MSG_CTRUNC) || cmsg == NULL
-        || cmsg->cmsg_level != SOL_SOCKET || cmsg->cmsg_type != SCM_RIGHTS
-        || cmsg->cmsg_len != CMSG_LEN(sizeof(int)))
-    {
+    if (n != 1 || fd == -1) {
+        if (fd != -1) {
+            close(fd);
+        }
         snprintf(err, errlen, "supervise: the workload sent no seccomp "
                  "listener");
         return -2;
     }
 
-    memcpy(&fd, CMSG_DATA(cmsg), sizeof(int));
     return fd;
 }
 

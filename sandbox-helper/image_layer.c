@@ -711,6 +711,9 @@ done:
 }
 
 
+/* Same opening as vsb_layer_prepare(): the walk itself is one
+ * (vsb_tar_walk, image_stream.c); the two passes decide different things
+ * of each entry (check and count, then write). */
 int
 vsb_layer_extract(vsb_layer_t *l, int blobfd, const vsb_oci_layer_t *ly,
     char *err, size_t errlen)

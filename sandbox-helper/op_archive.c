@@ -813,6 +813,9 @@ vsb_export_drained(vsb_pending_t *p)
 }
 
 
+/* Same shape as extract's hooks and parser above: each op's row names its
+ * own (an export is drained, an extract takes input); what both parse is
+ * vsb_req_archive()'s. */
 static const vsb_pending_hooks_t  vsb_export_hooks = {
     .detach = vsb_archive_detach,
     .drained = vsb_export_drained,

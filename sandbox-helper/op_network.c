@@ -84,6 +84,9 @@ vsb_req_update_network(json_t *root, const vsb_config_t *cf,
 }
 
 
+/* Same opening as vsb_create_served() (op_sandbox.c): kept apart because
+ * a failed create destroys its sandbox, a failed update leaves it as it
+ * was, and each replies with its own fields. */
 static void
 vsb_network_updated(vsb_sandbox_t *sb, void *data, const char *error,
     const char *detail)

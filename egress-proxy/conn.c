@@ -190,14 +190,7 @@ eg_conn_accepted(eg_sandbox_t *sb, eg_listen_kind_t via, int fd)
     if (c == NULL || c->c2u == NULL || c->u2c == NULL) {
         eg_log(EG_LOG_ERROR, "sandbox %s: out of memory for a connection",
                sb->id);
-        if (c != NULL) {
-            free(c->c2u);
-            free(c->u2c);
-            free(c);
-        }
-        eg_conn_release(sb);
-        close(fd);
-        return;
+        goto failed;
     }
 
     c->sb = sb;
@@ -216,12 +209,7 @@ eg_conn_accepted(eg_sandbox_t *sb, eg_listen_kind_t via, int fd)
     c->decision = "error";
 
     if (vsb_loop_add(&c->client, EPOLLIN) != 0) {
-        free(c->c2u);
-        free(c->u2c);
-        free(c);
-        eg_conn_release(sb);
-        close(fd);
-        return;
+        goto failed;
     }
 
     if (via == EG_L_TRANSPARENT) {
@@ -236,6 +224,17 @@ eg_conn_accepted(eg_sandbox_t *sb, eg_listen_kind_t via, int fd)
         sb->conns->prev = c;
     }
     sb->conns = c;
+    return;
+
+failed:
+
+    if (c != NULL) {
+        free(c->c2u);
+        free(c->u2c);
+        free(c);
+    }
+    eg_conn_release(sb);
+    close(fd);
 }
 
 

@@ -539,6 +539,9 @@ vsb_ended_list(const char *tenant, const char *agent, int *truncated)
 }
 
 
+/* Same shape as vsb_ended_list() above: kept apart because a page walks
+ * every owner's records oldest first from a sequence number, and stops at
+ * a count too; the list walks one owner's newest first. */
 json_t *
 vsb_ended_page(uint64_t after, unsigned max, uint64_t *next, int *more)
 {

@@ -550,10 +550,7 @@ vsb_req_archive(json_t *root, const char *what, vsb_request_t *r,
         "format", NULL
     };
 
-    if (vsb_req_fields(root, allowed, what, e) != 0
-        || vsb_req_owner(root, "tenant", 1, &r->tenant, e) != 0
-        || vsb_req_owner(root, "agent", 1, &r->agent, e) != 0
-        || vsb_req_sandbox_id(root, r, e) != 0
+    if (vsb_req_sandbox_ref(root, allowed, what, r, e) != 0
         || vsb_req_ws_path(root, "path", 0, 1, r, e) != 0
         || vsb_req_string(root, "format", 0, 16, &r->format, e) != 0)
     {

@@ -23,10 +23,7 @@ static int
 vsb_req_exec_ref(json_t *root, const char *const *allowed, const char *what,
     vsb_request_t *r, vsb_error_t *e)
 {
-    if (vsb_req_fields(root, allowed, what, e) != 0
-        || vsb_req_owner(root, "tenant", 1, &r->tenant, e) != 0
-        || vsb_req_owner(root, "agent", 1, &r->agent, e) != 0
-        || vsb_req_sandbox_id(root, r, e) != 0
+    if (vsb_req_sandbox_ref(root, allowed, what, r, e) != 0
         || vsb_req_exec_id(root, r, e) != 0)
     {
         return -1;

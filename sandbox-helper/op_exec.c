@@ -318,10 +318,7 @@ vsb_req_exec(json_t *root, const vsb_config_t *cf, vsb_request_t *r,
     size_t     i;
     unsigned   b;
 
-    if (vsb_req_fields(root, allowed, "exec", e) != 0
-        || vsb_req_owner(root, "tenant", 1, &r->tenant, e) != 0
-        || vsb_req_owner(root, "agent", 1, &r->agent, e) != 0
-        || vsb_req_sandbox_id(root, r, e) != 0)
+    if (vsb_req_sandbox_ref(root, allowed, "exec", r, e) != 0)
     {
         return -1;
     }

@@ -22,11 +22,8 @@ vsb_req_file(json_t *root, int write, vsb_request_t *r, vsb_error_t *e)
     json_t  *m;
 
     /* "src/a.c" and "/workspace/src/a.c" name the same file */
-    if (vsb_req_fields(root, write ? allowed_w : allowed_r,
-                       write ? "write_file" : "read_file", e) != 0
-        || vsb_req_owner(root, "tenant", 1, &r->tenant, e) != 0
-        || vsb_req_owner(root, "agent", 1, &r->agent, e) != 0
-        || vsb_req_sandbox_id(root, r, e) != 0
+    if (vsb_req_sandbox_ref(root, write ? allowed_w : allowed_r,
+                            write ? "write_file" : "read_file", r, e) != 0
         || vsb_req_ws_path(root, "path", 1, 0, r, e) != 0)
     {
         return -1;

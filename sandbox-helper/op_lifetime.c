@@ -30,10 +30,7 @@ vsb_req_update_lifetime(json_t *root, const vsb_config_t *cf,
         "idle_s", NULL
     };
 
-    if (vsb_req_fields(root, allowed, VSB_OP_UPDATE_LIFETIME, e) != 0
-        || vsb_req_owner(root, "tenant", 1, &r->tenant, e) != 0
-        || vsb_req_owner(root, "agent", 1, &r->agent, e) != 0
-        || vsb_req_sandbox_id(root, r, e) != 0
+    if (vsb_req_sandbox_ref(root, allowed, VSB_OP_UPDATE_LIFETIME, r, e) != 0
         || vsb_req_uint(root, "ttl_s", 0, &r->ttl_s, e) != 0
         || vsb_req_uint(root, "idle_s", 0, &r->idle_s, e) != 0)
     {

@@ -28,10 +28,7 @@ vsb_req_update_network(json_t *root, const vsb_config_t *cf,
     };
     json_t  *creds, *gone, *secret;
 
-    if (vsb_req_fields(root, allowed, VSB_OP_UPDATE_NETWORK, e) != 0
-        || vsb_req_owner(root, "tenant", 1, &r->tenant, e) != 0
-        || vsb_req_owner(root, "agent", 1, &r->agent, e) != 0
-        || vsb_req_sandbox_id(root, r, e) != 0
+    if (vsb_req_sandbox_ref(root, allowed, VSB_OP_UPDATE_NETWORK, r, e) != 0
         || vsb_req_get(root, "add", 0, &r->network, e) != 0)
     {
         return -1;

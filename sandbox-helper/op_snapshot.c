@@ -234,10 +234,7 @@ vsb_req_snapshot_create(json_t *root, const vsb_config_t *cf,
         "metadata", "max_snapshots", "max_bytes", NULL
     };
 
-    if (vsb_req_fields(root, allowed, VSB_OP_SNAPSHOT_CREATE, e) != 0
-        || vsb_req_owner(root, "tenant", 1, &r->tenant, e) != 0
-        || vsb_req_owner(root, "agent", 1, &r->agent, e) != 0
-        || vsb_req_sandbox_id(root, r, e) != 0)
+    if (vsb_req_sandbox_ref(root, allowed, VSB_OP_SNAPSHOT_CREATE, r, e) != 0)
     {
         return -1;
     }
@@ -953,10 +950,7 @@ vsb_req_changes(json_t *root, const vsb_config_t *cf, vsb_request_t *r,
         "format", "max_bytes", NULL
     };
 
-    if (vsb_req_fields(root, allowed, VSB_OP_CHANGES, e) != 0
-        || vsb_req_owner(root, "tenant", 1, &r->tenant, e) != 0
-        || vsb_req_owner(root, "agent", 1, &r->agent, e) != 0
-        || vsb_req_sandbox_id(root, r, e) != 0
+    if (vsb_req_sandbox_ref(root, allowed, VSB_OP_CHANGES, r, e) != 0
         || vsb_req_string(root, "since", 0, VSB_SNAPSHOT_ID_LEN, &r->since,
                           e) != 0
         || vsb_req_string(root, "format", 0, 8, &r->format, e) != 0)

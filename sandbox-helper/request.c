@@ -421,6 +421,21 @@ vsb_req_metadata(json_t *root, json_t **out, vsb_error_t *e)
 }
 
 
+int
+vsb_req_sandbox_ref(json_t *root, const char *const *allowed,
+    const char *what, vsb_request_t *r, vsb_error_t *e)
+{
+    if (vsb_req_fields(root, allowed, what, e) != 0
+        || vsb_req_owner(root, "tenant", 1, &r->tenant, e) != 0
+        || vsb_req_owner(root, "agent", 1, &r->agent, e) != 0
+        || vsb_req_sandbox_id(root, r, e) != 0)
+    {
+        return -1;
+    }
+    return 0;
+}
+
+
 /* status and destroy: tenant, agent, id and nothing else. */
 int
 vsb_req_owned(json_t *root, const char *what, vsb_request_t *r,
@@ -430,14 +445,7 @@ vsb_req_owned(json_t *root, const char *what, vsb_request_t *r,
         "op", "request_id", "tenant", "agent", "id", "epoch", NULL
     };
 
-    if (vsb_req_fields(root, allowed_owned, what, e) != 0
-        || vsb_req_owner(root, "tenant", 1, &r->tenant, e) != 0
-        || vsb_req_owner(root, "agent", 1, &r->agent, e) != 0
-        || vsb_req_sandbox_id(root, r, e) != 0)
-    {
-        return -1;
-    }
-    return 0;
+    return vsb_req_sandbox_ref(root, allowed_owned, what, r, e);
 }
 
 

@@ -148,6 +148,11 @@ int vsb_req_metadata(json_t *root, json_t **out, vsb_error_t *e);
 /* over_ceiling naming field and limit; always -1. */
 int vsb_req_over(vsb_error_t *e, const char *field, const char *limit,
     uint64_t v, uint64_t max);
+/* The sandbox a request names, within its op's schema: only the fields
+ * of allowed (what names the op in errors), then tenant, agent and id
+ * (with its epoch), each required.  The op's own fields are its own. */
+int vsb_req_sandbox_ref(json_t *root, const char *const *allowed,
+    const char *what, vsb_request_t *r, vsb_error_t *e);
 /* A request naming one sandbox and nothing else (status, destroy). */
 int vsb_req_owned(json_t *root, const char *what, vsb_request_t *r,
     vsb_error_t *e);

@@ -793,20 +793,7 @@ vsb_export_output(vsb_exec_t *ex, int stream, uint64_t offset,
     a->size += len;
     vsb_conn_event(a->p.conn, ev, copy, len);
 
-    if (vsb_conn_queued(a->p.conn) >= VSB_STREAM_WINDOW) {
-        a->p.paused = 1;
-        vsb_exec_pause(ex, 1);
-    }
-}
-
-
-static void
-vsb_export_drained(vsb_pending_t *p)
-{
-    if (p->paused && p->ex != NULL) {
-        p->paused = 0;
-        vsb_exec_pause(p->ex, 0);
-    }
+    vsb_pending_stream_throttle(&a->p, ex);
 }
 
 
@@ -815,7 +802,7 @@ vsb_export_drained(vsb_pending_t *p)
  * vsb_req_archive()'s. */
 static const vsb_pending_hooks_t  vsb_export_hooks = {
     .detach = vsb_archive_detach,
-    .drained = vsb_export_drained,
+    .drained = vsb_pending_stream_drained,
     .room = NULL,
     .input = NULL,
 };

@@ -96,6 +96,27 @@ vsb_pending_free(vsb_pending_t *p)
 }
 
 
+void
+vsb_pending_stream_throttle(vsb_pending_t *p, vsb_exec_t *ex)
+{
+    /* a slow reader: the workload waits, the helper does not buffer */
+    if (vsb_conn_queued(p->conn) >= VSB_STREAM_WINDOW) {
+        p->paused = 1;
+        vsb_exec_pause(ex, 1);
+    }
+}
+
+
+void
+vsb_pending_stream_drained(vsb_pending_t *p)
+{
+    if (p->paused && p->ex != NULL) {
+        p->paused = 0;
+        vsb_exec_pause(p->ex, 0);
+    }
+}
+
+
 /* "ended" naming why and when (UTC). */
 static void
 vsb_find_ended(vsb_error_t *e, const char *id, const char *reason,

@@ -248,27 +248,13 @@ vsb_exec_stream_output(vsb_exec_t *ex, int stream, uint64_t offset,
     memcpy(copy, data, len);
     vsb_conn_event(p->conn, ev, copy, len);
 
-    /* a slow reader: the workload waits, the helper does not buffer */
-    if (vsb_conn_queued(p->conn) >= VSB_STREAM_WINDOW) {
-        p->paused = 1;
-        vsb_exec_pause(ex, 1);
-    }
-}
-
-
-static void
-vsb_exec_stream_drained(vsb_pending_t *p)
-{
-    if (p->paused && p->ex != NULL) {
-        p->paused = 0;
-        vsb_exec_pause(p->ex, 0);
-    }
+    vsb_pending_stream_throttle(p, ex);
 }
 
 
 static const vsb_pending_hooks_t  vsb_exec_stream_hooks = {
     .detach = NULL,                     /* the default: cancel the exec */
-    .drained = vsb_exec_stream_drained,
+    .drained = vsb_pending_stream_drained,
     .room = NULL,
     .input = NULL,
 };

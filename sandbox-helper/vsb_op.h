@@ -67,6 +67,12 @@ vsb_pending_t *vsb_pending_new(vsb_pending_kind_t kind, vsb_conn_t *c,
     const char *rid);
 void vsb_pending_free(vsb_pending_t *p);
 
+/* An exec whose output p streams to its client as events (a streamed
+ * exec, an export): after an event, ex is paused once a window is
+ * queued; the drained hook resumes it when the client has read them. */
+void vsb_pending_stream_throttle(vsb_pending_t *p, vsb_exec_t *ex);
+void vsb_pending_stream_drained(vsb_pending_t *p);
+
 /* {"ok":true} with request_id echoed when not NULL. */
 json_t *vsb_ok(const char *request_id);
 

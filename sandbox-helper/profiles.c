@@ -179,7 +179,11 @@ vsb_profile_image(const vsb_profile_t *p, vsb_profile_info_t *pi, char *err,
 
 
 /* A file of a directory profile, resolved inside it, at most max bytes;
- * NULL when absent or too big. */
+ * NULL when absent or too big.  Same shape as vsb_unpack_read_tree()
+ * (image_unpack.c), which reads the same files of an image: kept apart
+ * because a profile's root is a host directory that may span mounts and
+ * a file over max is refused here, where an image's tree is one file
+ * system and the unpack keeps a file's first max bytes. */
 static char *
 vsb_profile_read(const char *root, const char *path, size_t max,
     size_t *len)

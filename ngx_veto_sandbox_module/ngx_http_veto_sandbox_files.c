@@ -53,6 +53,44 @@
 #define NGX_HTTP_VSB_READ      (NGX_HTTP_GET|NGX_HTTP_HEAD)
 
 
+#if !defined(NGX_HTTP_VSB_OPS_DATA_ONLY) || defined(NGX_HTTP_VSB_OPS_CODE) \
+    || defined(NGX_HTTP_VSB_OPS_TOOLS)
+
+/* the archive formats (the enum of docs/openapi.json's format), for the
+ * builders' ?format= and upload_archive's "format" */
+typedef struct {
+    ngx_str_t    name;
+    const char  *type;          /* Content-Type of an export */
+} ngx_http_veto_sandbox_format_t;
+
+
+static ngx_http_veto_sandbox_format_t  ngx_http_veto_sandbox_formats[] = {
+    { ngx_string("tar"),     "application/x-tar" },
+    { ngx_string("tar.gz"),  "application/gzip" },
+    { ngx_string("tar.zst"), "application/zstd" },
+    { ngx_string("tar.xz"),  "application/x-xz" },
+    { ngx_null_string, NULL }
+};
+
+
+/* the format of that name, or NULL */
+static ngx_http_veto_sandbox_format_t *
+ngx_http_veto_sandbox_format(u_char *name, size_t len)
+{
+    ngx_http_veto_sandbox_format_t  *f;
+
+    for (f = ngx_http_veto_sandbox_formats; f->type; f++) {
+        if (f->name.len == len && ngx_strncmp(f->name.data, name, len) == 0) {
+            return f;
+        }
+    }
+
+    return NULL;
+}
+
+#endif
+
+
 #if !defined(NGX_HTTP_VSB_OPS_DATA_ONLY) || defined(NGX_HTTP_VSB_OPS_CODE)
 
 #include "vsb_paths.h"
@@ -349,21 +387,6 @@ ngx_http_veto_sandbox_reply_file(ngx_http_request_t *r,
 /* ---- archives: builders, mapper, record -------------------------------- */
 
 
-typedef struct {
-    ngx_str_t    name;
-    const char  *type;          /* Content-Type of an export */
-} ngx_http_veto_sandbox_format_t;
-
-
-static ngx_http_veto_sandbox_format_t  ngx_http_veto_sandbox_formats[] = {
-    { ngx_string("tar"),     "application/x-tar" },
-    { ngx_string("tar.gz"),  "application/gzip" },
-    { ngx_string("tar.zst"), "application/zstd" },
-    { ngx_string("tar.xz"),  "application/x-xz" },
-    { ngx_null_string, NULL }
-};
-
-
 /*
  * ?path= (absent: the workspace) and ?format=, read as the hash reads
  * them, into req; *fmt the format named (NULL: none).  NGX_DECLINED: go
@@ -417,15 +440,9 @@ ngx_http_veto_sandbox_archive_query(ngx_http_request_t *r,
         return NGX_DECLINED;
     }
 
-    for (f = ngx_http_veto_sandbox_formats; f->type; f++) {
-        if (f->name.len == q[1].value.len
-            && ngx_strncmp(f->name.data, q[1].value.data, f->name.len) == 0)
-        {
-            break;
-        }
-    }
+    f = ngx_http_veto_sandbox_format(q[1].value.data, q[1].value.len);
 
-    if (f->type == NULL) {
+    if (f == NULL) {
         return ngx_http_veto_sandbox_bad_field(r, "bad_value", "format",
                                                "\"format\" is tar, tar.gz, "
                                                "tar.zst or tar.xz");
@@ -752,10 +769,6 @@ static const char  *ngx_http_veto_sandbox_mcp_archive_args[] = {
     "approval_id", NULL
 };
 
-static const char  *ngx_http_veto_sandbox_mcp_archive_formats[] = {
-    "tar", "tar.gz", "tar.zst", "tar.xz", NULL
-};
-
 
 /* "path=<path>", every byte but the unreserved ones and '/' as %XX: the
  * query the REST builder and the approval hash read back as path */
@@ -906,7 +919,6 @@ ngx_http_veto_sandbox_mcp_twin_archive(ngx_http_request_t *r,
     json_t      *v, *f;
     ngx_int_t    rc;
     ngx_str_t    src, query;
-    ngx_uint_t   i;
 
     rc = ngx_http_veto_sandbox_mcp_rest_twin(r, tool, args, twin, why);
     if (rc != NGX_OK) {
@@ -926,17 +938,11 @@ ngx_http_veto_sandbox_mcp_twin_archive(ngx_http_request_t *r,
     f = json_object_get(args, "format");
 
     if (f != NULL) {
-        for (i = 0; ngx_http_veto_sandbox_mcp_archive_formats[i]; i++) {
-            if (json_is_string(f)
-                && ngx_strcmp(json_string_value(f),
-                              ngx_http_veto_sandbox_mcp_archive_formats[i])
-                   == 0)
-            {
-                break;
-            }
-        }
-
-        if (ngx_http_veto_sandbox_mcp_archive_formats[i] == NULL) {
+        if (!json_is_string(f)
+            || ngx_http_veto_sandbox_format((u_char *) json_string_value(f),
+                                            json_string_length(f))
+               == NULL)
+        {
             *why = "format must be \"tar\", \"tar.gz\", \"tar.zst\" or "
                    "\"tar.xz\" (or left out: told by the archive's first "
                    "bytes)";

@@ -163,7 +163,6 @@ ngx_int_t ngx_http_veto_sandbox_mcp_respond(ngx_http_request_t *r,
     ngx_uint_t status, json_t *id, json_t *result, json_t *error);
 
 /* _mcp_tool_table.c */
-extern ngx_http_veto_sandbox_mcp_tool_t  ngx_http_veto_sandbox_mcp_tools[];
 /* the tools/list result: built once per worker, shared */
 json_t *ngx_http_veto_sandbox_mcp_tool_list(void);
 ngx_http_veto_sandbox_mcp_tool_t *ngx_http_veto_sandbox_mcp_tool(

@@ -1,23 +1,17 @@
 /*
- * The MCP tools' table: each tool's name, title, description, JSON
- * Schema and annotations as tools/list gives them to an agent, with the
- * twin (_mcp_tools.c) that makes
- * its call a REST request and the presenter (_mcp_present.c) that makes
- * the REST response its result, then the op groups' tools (each group's
- * file: NGX_HTTP_VSB_OP_GROUPS).  Data, and the lookups over it.
+ * The MCP tools' table: the op groups' tools (each group's file:
+ * NGX_HTTP_VSB_OP_GROUPS), each with its name, title, description, JSON
+ * Schema and annotations as tools/list gives them to an agent, the twin
+ * that makes its call a REST request (_mcp_tools.c's generic one, or the
+ * group's) and the presenter that makes the REST response its result.
+ * The lookups over them.
  */
 
 #include "ngx_http_veto_sandbox_faces.h"
 #include "ngx_http_veto_sandbox_mcp.h"
 
 
-ngx_http_veto_sandbox_mcp_tool_t  ngx_http_veto_sandbox_mcp_tools[] = {
-    ngx_http_vsb_null_tool
-};
-
-
-/* the op groups' tools (NGX_HTTP_VSB_OP_GROUPS, faces.h), after the
- * table above's */
+/* the op groups' tools (NGX_HTTP_VSB_OP_GROUPS, faces.h) */
 #define NGX_HTTP_VSB_OP_GROUP_TOOLS(g)                                        \
     extern ngx_http_veto_sandbox_mcp_tool_t                                   \
         ngx_http_veto_sandbox_##g##_tools[];
@@ -27,7 +21,6 @@ NGX_HTTP_VSB_OP_GROUPS(NGX_HTTP_VSB_OP_GROUP_TOOLS)
 #define NGX_HTTP_VSB_OP_GROUP_TOOLS(g)  ngx_http_veto_sandbox_##g##_tools,
 
 static ngx_http_veto_sandbox_mcp_tool_t  *ngx_http_veto_sandbox_mcp_groups[] = {
-    ngx_http_veto_sandbox_mcp_tools,
     NGX_HTTP_VSB_OP_GROUPS(NGX_HTTP_VSB_OP_GROUP_TOOLS)
     NULL
 };

@@ -39,7 +39,7 @@ typedef enum {
     VSB_K_EGRESS_ROOTS,
     VSB_K_IMAGE_PROFILE, VSB_K_IMAGE_STORE,
     VSB_K_SNAP_COUNT, VSB_K_SNAP_BYTES, VSB_K_SNAP_FILES, VSB_K_SNAP_MAX_TTL,
-    VSB_K_SNAP_DEF_TTL,
+    VSB_K_SNAP_DEF_TTL, VSB_K_TEST_CLOCK,
     VSB_K_COUNT
 } vsb_key_t;
 
@@ -132,6 +132,7 @@ static const vsb_conf_key_t  vsb_conf_keys[] = {
       VSB_OFF(snapshot_max_ttl_s) },
     { "snapshot_default_ttl_s", VSB_K_SNAP_DEF_TTL, VSB_ABS_SNAPSHOT_TTL_S,
       VSB_OFF(snapshot_default_ttl_s) },
+    { "test_clock", VSB_K_TEST_CLOCK, 0, 0 },
 };
 
 /* default_* key -> its max_* key, for the "default <= max" check. */
@@ -756,6 +757,14 @@ vsb_conf_set(vsb_config_t *cf, const vsb_conf_key_t *k, char *val,
                                 "other than \"/\"");
         }
         snprintf(cf->image_store, sizeof(cf->image_store), "%s", val);
+        return 0;
+
+    case VSB_K_TEST_CLOCK:
+        if (strcmp(val, "on") != 0 && strcmp(val, "off") != 0) {
+            return vsb_conf_err(err, errlen, file, line,
+                                "\"test_clock\" must be on or off");
+        }
+        cf->test_clock = strcmp(val, "on") == 0;
         return 0;
 
     default:

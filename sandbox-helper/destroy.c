@@ -15,6 +15,7 @@
 #include "vsb_destroy.h"
 #include "vsb_egress.h"
 #include "vsb_ended.h"
+#include "vsb_lifeclock.h"
 #include "vsb_lifetime.h"
 #include "vsb_log.h"
 #include "vsb_op.h"
@@ -252,8 +253,10 @@ vsb_destroy_start(vsb_sandbox_t *sb)
     int             populated;
 
     en->state = VSB_SB_DESTROYING;
+    /* termination_ms and the destroy bound are real time; the end's
+     * reported time is the lifetime clock's, as ended_at is */
     sb->end.start_ms = vsb_now_ms();
-    sb->end.start_at = time(NULL);
+    sb->end.start_at = vsb_life_now();
     vsb_lifetime_stop(sb);
 
     vsb_op_exec_cancel_all(sb);

@@ -4,7 +4,8 @@
  * atomically by statefile.c).  A list ordered by seq (oldest first) with
  * at most ended_max records, each at most VSB_MAX_ENDED_JSON bytes; a
  * timer removes each at its retained_until, and every removal is
- * verified and logged.
+ * verified and logged.  ended_at and retained_until are the lifetime
+ * clock's (vsb_lifeclock.h), as is every retention decision.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -14,6 +15,7 @@
 
 #include "vsb_config.h"
 #include "vsb_ended.h"
+#include "vsb_lifeclock.h"
 #include "vsb_log.h"
 #include "vsb_loop.h"
 #include "vsb_registry.h"
@@ -153,7 +155,7 @@ static void
 vsb_ended_expire(vsb_timer_t *t)
 {
     vsb_ended_t  *e, *next;
-    time_t        now = time(NULL);
+    time_t        now = vsb_life_now();
 
     for (e = vsb_ended_head; e != NULL; e = next) {
         next = e->next;
@@ -191,10 +193,18 @@ vsb_ended_arm(void)
         return;
     }
 
-    now = time(NULL);
+    now = vsb_life_now();
     vsb_ended_timer.handler = vsb_ended_expire;
     vsb_timer_add(&vsb_ended_timer,
                   first > now ? (uint64_t) (first - now) * 1000 + 50 : 0);
+}
+
+
+void
+vsb_ended_due(void)
+{
+    vsb_timer_del(&vsb_ended_timer);
+    vsb_ended_expire(&vsb_ended_timer);     /* it re-arms the timer */
 }
 
 
@@ -355,7 +365,7 @@ vsb_ended_put(const vsb_ended_info_t *in)
     uint64_t       seq;
     vsb_ended_t   *e, *old;
 
-    now = time(NULL);
+    now = vsb_life_now();
     seq = vsb_ended_seq++;
 
     text = vsb_ended_text(in, in->step, seq, now,
@@ -454,7 +464,7 @@ vsb_ended_owned(const char *tenant, const char *agent, const char *id)
         return NULL;
     }
 
-    if (e->retained_until <= time(NULL) && !vsb_ended_pinned(e)) {
+    if (e->retained_until <= vsb_life_now() && !vsb_ended_pinned(e)) {
         vsb_ended_drop(e, "retention");
         vsb_ended_arm();
         return NULL;
@@ -504,7 +514,7 @@ vsb_ended_list(const char *tenant, const char *agent, int *truncated)
 {
     json_t       *arr, *j;
     size_t        bytes = 0;
-    time_t        now = time(NULL);
+    time_t        now = vsb_life_now();
     vsb_ended_t  *e;
 
     *truncated = 0;
@@ -749,7 +759,7 @@ vsb_ended_init(char *err, size_t errlen)
     }
 
     memset(&l, 0, sizeof(l));
-    l.now = time(NULL);
+    l.now = vsb_life_now();
 
     if (vsb_statefile_each(vsb_ended_dir, vsb_ended_load_one, &l) != 0) {
         for (i = 0; i < l.n; i++) {

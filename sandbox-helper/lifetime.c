@@ -1,16 +1,18 @@
 /*
  * A sandbox's lifetime, idle timeout and fatal limit breach, enforced by
  * timers of the helper's loop (no client needed).  The lifetime counts
- * from creation on the monotonic clock; the idle timer is armed once and
- * looks again when it fires (a request only moves active_ms), so a busy
- * sandbox costs no timer work per request.
+ * from creation on the lifetime clock (vsb_lifeclock.h: the monotonic
+ * clock, moved ahead only by a test clock); the idle timer is armed once
+ * and looks again when it fires (a request only moves active_ms), so a
+ * busy sandbox costs no timer work per request.  Every time here is the
+ * lifetime clock's; a timer's delay is a difference of two of them.
  */
 #include <stdio.h>
 #include <string.h>
-#include <time.h>
 
 #include "vsb_cgroup.h"
 #include "vsb_destroy.h"
+#include "vsb_lifeclock.h"
 #include "vsb_lifetime.h"
 #include "vsb_log.h"
 #include "vsb_op.h"
@@ -40,7 +42,7 @@ vsb_lifetime_expired(vsb_timer_t *t)
         return;
     }
 
-    now = vsb_now_ms();
+    now = vsb_life_now_ms();
     if (now < end) {
         vsb_timer_add(t, end - now);    /* extended meanwhile */
         return;
@@ -69,7 +71,7 @@ vsb_lifetime_idle(vsb_timer_t *t)
         return;
     }
 
-    now = vsb_now_ms();
+    now = vsb_life_now_ms();
     if (now - sb->active_ms < idle_ms) {
         vsb_timer_add(t, sb->active_ms + idle_ms - now);
         return;
@@ -131,8 +133,8 @@ vsb_lifetime_check(vsb_timer_t *t)
 void
 vsb_lifetime_start(vsb_sandbox_t *sb)
 {
-    sb->active_ms = vsb_now_ms();
-    sb->active_at = time(NULL);
+    sb->active_ms = vsb_life_now_ms();
+    sb->active_at = vsb_life_now();
 
     sb->ttl_timer.handler = vsb_lifetime_expired;
     sb->ttl_timer.data = sb;
@@ -148,13 +150,37 @@ vsb_lifetime_start(vsb_sandbox_t *sb)
 void
 vsb_lifetime_rearm(vsb_sandbox_t *sb)
 {
-    uint64_t  now = vsb_now_ms(), end, idle;
+    uint64_t  now = vsb_life_now_ms(), end, idle;
 
     end = sb->created_ms + sb->ttl_s * 1000;
     vsb_timer_add(&sb->ttl_timer, end > now ? end - now : 0);
 
     idle = sb->active_ms + sb->idle_s * 1000;
     vsb_timer_add(&sb->idle_timer, idle > now ? idle - now : 0);
+}
+
+
+void
+vsb_lifetime_due_all(void)
+{
+    vsb_sandbox_t  *sb, *next;
+
+    /* the handlers run now rather than on the loop's next turn, so a
+     * client's next request sees what the new time ended; each ends its
+     * sandbox (which leaves it in the registry, destroying) or re-arms
+     * itself for what is left */
+    for (sb = vsb_registry_first(); sb != NULL; sb = next) {
+        next = sb->next;
+
+        if (!vsb_lifetime_live(sb) || sb->ttl_timer.handler == NULL) {
+            continue;
+        }
+
+        vsb_timer_del(&sb->ttl_timer);
+        vsb_timer_del(&sb->idle_timer);
+        vsb_lifetime_expired(&sb->ttl_timer);
+        vsb_lifetime_idle(&sb->idle_timer);
+    }
 }
 
 
@@ -170,8 +196,8 @@ vsb_lifetime_stop(vsb_sandbox_t *sb)
 void
 vsb_lifetime_touch(vsb_sandbox_t *sb)
 {
-    sb->active_ms = vsb_now_ms();
-    sb->active_at = time(NULL);
+    sb->active_ms = vsb_life_now_ms();
+    sb->active_at = vsb_life_now();
 }
 
 

@@ -24,6 +24,7 @@
 #include "vsb_egress.h"
 #include "vsb_ended.h"
 #include "vsb_landlock.h"
+#include "vsb_lifeclock.h"
 #include "vsb_log.h"
 #include "vsb_loop.h"
 #include "vsb_netns.h"
@@ -306,6 +307,7 @@ main(int argc, char **argv)
             "allowed uids", vsb_registry_epoch(),
             vsb_cgroup_mode() == VSB_CGROUP_V1 ? "v1" : "v2",
             vsb_cf.state_dir, vsb_cf.n_allowed_uids);
+    vsb_life_init(vsb_cf.test_clock);
 
     if (vsb_loop_run(&vsb_stop) != 0) {
         rc = 1;

@@ -6,10 +6,10 @@
  */
 #include <stdio.h>
 #include <string.h>
-#include <time.h>
 
 #include "vsb_config.h"
 #include "vsb_ended.h"
+#include "vsb_lifeclock.h"
 #include "vsb_lifetime.h"
 #include "vsb_log.h"
 #include "vsb_op.h"
@@ -82,7 +82,7 @@ vsb_op_update_lifetime(vsb_conn_t *c, json_t *root, const vsb_request_t *r,
     if (r->ttl_set) {
         /* the lifetime counts from creation: one that is over already
          * would end the sandbox, which is destroy's job */
-        lived_ms = vsb_now_ms() - sb->created_ms;
+        lived_ms = vsb_life_now_ms() - sb->created_ms;
 
         if (r->ttl_s * 1000 <= lived_ms) {
             vsb_error_set(e, VSB_E_BAD_VALUE, "ttl_s", "ttl_s %llu would "
@@ -114,7 +114,7 @@ vsb_op_update_lifetime(vsb_conn_t *c, json_t *root, const vsb_request_t *r,
 
     vsb_lifetime_rearm(sb);
 
-    now = time(NULL);
+    now = vsb_life_now();
     vsb_log(VSB_LOG_INFO, "sandbox %s: lifetime %llu s (ends in %lld s), "
             "idle %llu s", sb->id, (unsigned long long) sb->ttl_s,
             (long long) (sb->expires_at - now),

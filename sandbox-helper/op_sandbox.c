@@ -14,6 +14,7 @@
 #include "vsb_egress_cred.h"
 #include "vsb_ended.h"
 #include "vsb_landlock.h"
+#include "vsb_lifeclock.h"
 #include "vsb_lifetime.h"
 #include "vsb_log.h"
 #include "vsb_netns.h"
@@ -644,8 +645,9 @@ vsb_op_create(vsb_conn_t *c, json_t *root, const vsb_request_t *r,
     sb->limits = r->limits;
     sb->ttl_s = r->ttl_s;
     sb->idle_s = r->idle_s;
-    sb->created_at = time(NULL);
-    sb->created_ms = vsb_now_ms();
+    /* the lifetime clock: its ttl_s counts from here */
+    sb->created_at = vsb_life_now();
+    sb->created_ms = vsb_life_now_ms();
     sb->expires_at = sb->created_at + (time_t) r->ttl_s;
     sb->env = r->env ? json_deep_copy(r->env) : json_object();
     sb->metadata = r->metadata ? json_deep_copy(r->metadata) : NULL;

@@ -135,6 +135,10 @@ typedef struct {
     vsb_egress_config_t  egress;
 
     int            log_level;
+
+    /* test_clock = on: the clock_advance op moves lifetimes ahead
+     * (vsb_lifeclock.h); tests only, never in production */
+    unsigned       test_clock:1;
 } vsb_config_t;
 
 extern vsb_config_t  vsb_cf;

@@ -76,6 +76,11 @@ json_t *vsb_ended_page(uint64_t after, unsigned max, uint64_t *next,
 
 unsigned vsb_ended_count(void);
 
+/* The lifetime clock moved ahead (clock_advance): the records past
+ * their retention go now, before the op's reply; the timer is re-armed
+ * for the next. */
+void vsb_ended_due(void);
+
 /* END names */
 const char *vsb_end_name(vsb_end_reason_t r);
 

@@ -18,6 +18,11 @@ void vsb_lifetime_start(vsb_sandbox_t *sb);
 /* ttl_s or idle_s changed: the timers follow. */
 void vsb_lifetime_rearm(vsb_sandbox_t *sb);
 
+/* The lifetime clock moved ahead (clock_advance): every live sandbox's
+ * ttl and idle checks run now, before the op's reply; what is due begins
+ * its end, the rest re-arms its timers for what is left. */
+void vsb_lifetime_due_all(void);
+
 /* Its end began: no timer may end it again. */
 void vsb_lifetime_stop(vsb_sandbox_t *sb);
 

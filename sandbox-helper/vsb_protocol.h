@@ -360,6 +360,25 @@
  *             "since": a snapshot of another image), busy (limit
  *             "snapshots"), io_error, over_ceiling (limit
  *             "snapshot_files").
+ *   clock_advance {seconds}         -> {advanced_s, offset_s, now}
+ *             the test clock: only with "test_clock = on" in the
+ *             helper's configuration (a test setting; the helper logs a
+ *             warning at start when it is on), otherwise not_enabled and
+ *             nothing moves.  Moves the lifetime clock seconds (1 ..
+ *             VSB_CLOCK_ADVANCE_MAX_S) ahead, at most
+ *             VSB_CLOCK_OFFSET_MAX_S in all (bad_value past it), and runs
+ *             the lifetime checks before the reply: a sandbox the new
+ *             time puts past its ttl_s or idle_s is ending ("expired",
+ *             "idle"; its ENDED record follows once its termination is
+ *             confirmed), ENDED records past their retention are gone.
+ *             The lifetime clock is what ttl_s, idle_s and
+ *             ended_retention_s are counted on and what created_at,
+ *             expires_at, active_at, ended_at and retained_until report;
+ *             nothing else moves (exec timeouts, destroy bounds, freeze
+ *             waits, an exec's own times, snapshots' retention).
+ *             offset_s: how far ahead in all; now: the lifetime clock's
+ *             unix seconds.  The schema is checked first (unknown_field,
+ *             missing_field, bad_type, bad_value), then test_clock.
  *   create's from_snapshot: "snap-..." of the owner: the new sandbox's
  *             root is an overlay of its own upper layer (on its tmpfs of
  *             disk_mb) over the snapshot's tree (read-only, idmapped to
@@ -572,6 +591,8 @@
 #define VSB_ENDED_PAGE            16          /* ended: records by default */
 #define VSB_ENDED_PAGE_MAX        64
 #define VSB_SNAPSHOT_ID_LEN       29          /* "snap-" + 24 hex */
+#define VSB_CLOCK_ADVANCE_MAX_S   (31 * 24 * 3600)  /* clock_advance, once */
+#define VSB_CLOCK_OFFSET_MAX_S    (10 * 366 * 24 * 3600)  /* and in all */
 
 /*
  * Ops: the name a request's "op" holds, and VSB_OPS, every op once.  The
@@ -587,7 +608,7 @@
     X(exec_output) X(exec_kill) X(extract_archive) X(export_archive)        \
     X(stats) X(update_lifetime) X(ended) X(usage) X(snapshot_create)     \
     X(snapshot_list) X(snapshot_get) X(snapshot_delete) X(pause)            \
-    X(resume) X(changes)
+    X(resume) X(changes) X(clock_advance)
 
 /*
  * The ops answered at once: the helper replies while it handles the
@@ -630,6 +651,7 @@
 #define VSB_OP_PAUSE              "pause"
 #define VSB_OP_RESUME             "resume"
 #define VSB_OP_CHANGES            "changes"
+#define VSB_OP_CLOCK_ADVANCE      "clock_advance"
 
 /* Event frames (no "ok"): "event" is one of these. */
 #define VSB_EVENT_OUTPUT          "output"
@@ -677,6 +699,7 @@
 #define VSB_E_UNSUPPORTED_FILE    "unsupported_file"
 #define VSB_E_PAUSED              "paused"
 #define VSB_E_SNAPSHOT_PROFILE    "snapshot_profile_gone"
+#define VSB_E_NOT_ENABLED         "not_enabled"     /* clock_advance */
 #define VSB_E_INTERNAL            "internal"
 
 /* Limit names carried in "limit" with over_ceiling, and in LIMITS. */

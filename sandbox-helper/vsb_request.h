@@ -67,6 +67,7 @@ typedef struct {
     unsigned              brief:1;        /* ping: "brief": true */
     uint64_t              after;          /* ended: the cursor */
     uint64_t              max_records;    /* ended: at most */
+    uint64_t              advance_s;      /* clock_advance: seconds */
     json_t               *env;            /* create, exec; may be NULL */
     json_t               *metadata;
     json_t               *network;        /* create: allowlist object, NULL

@@ -172,7 +172,7 @@ check_accepted(const vsb_request_t *r, size_t plen)
 
     if (r->op != &vsb_ping_op && r->op != &vsb_profiles_op
         && r->op != &vsb_stats_op && r->op != &vsb_ended_op
-        && !owner_ok(r->tenant))
+        && r->op != &vsb_clock_advance_op && !owner_ok(r->tenant))
     {
         abort();
     }
@@ -206,6 +206,14 @@ check_accepted(const vsb_request_t *r, size_t plen)
         }
         /* "brief" is the ping's alone */
         if (r->brief && r->op != &vsb_ping_op) {
+            abort();
+        }
+
+    } else if (r->op == &vsb_clock_advance_op) {
+        /* the test clock: no owner, seconds within its ceiling */
+        if (r->tenant != NULL || r->agent != NULL || r->id != NULL
+            || r->advance_s < 1 || r->advance_s > VSB_CLOCK_ADVANCE_MAX_S)
+        {
             abort();
         }
 

@@ -393,6 +393,24 @@ def request_seeds():
     req('ended-owner', {'op': 'ended', 'tenant': 't1'})
     req('ended-payload', {'op': 'ended'}, payload=True)
 
+    # -- clock_advance: the test clock (served only with test_clock = on;
+    # the schema is checked either way)
+    req('clock_advance', {'op': 'clock_advance', 'seconds': 60})
+    req('clock_advance-full', {'op': 'clock_advance', 'request_id': 'r40',
+                               'seconds': 1})
+    req('clock_advance-max', {'op': 'clock_advance',
+                              'seconds': need('VSB_CLOCK_ADVANCE_MAX_S')})
+    for desc, val in (('over', need('VSB_CLOCK_ADVANCE_MAX_S') + 1),
+                      ('zero', 0), ('negative', -1), ('float', 1.5),
+                      ('string', '5'), ('null', None), ('bool', True),
+                      ('huge', 9223372036854775807)):
+        req('clock_advance-' + desc, {'op': 'clock_advance', 'seconds': val})
+    req('clock_advance-none', {'op': 'clock_advance'})
+    req('clock_advance-unknown-field', {'op': 'clock_advance', 'seconds': 5,
+                                        'tenant': 't1'})
+    req('clock_advance-payload', {'op': 'clock_advance', 'seconds': 5},
+        payload=True)
+
     # -- list
     req('list', {'op': 'list', 'tenant': 't1'})
     req('list-ended', owned('list', ended=True))
@@ -1087,6 +1105,9 @@ def config_seeds():
         add('cgroup_mode-' + val, 'cgroup_mode = %s\n' % val)
     for val in ('error', 'warn', 'info', 'debug', 'trace', 'INFO'):
         add('log_level-' + val, 'log_level = %s\n' % val)
+    for val in ('on', 'off', 'yes', 'ON', '1'):
+        add('test_clock-' + val, 'test_clock = %s\n' % val)
+    add('test_clock-duplicate', 'test_clock = on\ntest_clock = off\n')
     # profiles
     add('profile-alt', 'profile = alt /\n')
     add('profile-default-redefined', 'profile = default /\nprofile = b /\n')

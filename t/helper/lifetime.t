@@ -6,7 +6,11 @@
 # killed_by_limit (memory; a pids limit an exec hits is reported to it
 # and ends nothing), helper_restart (kill -9 with running execs,
 # and SIGTERM), termination_failed (a host process holding the tmpfs);
-# state files are written atomically and survive what they must.
+# state files are written atomically and survive what they must.  Time
+# goes by on the helper's test clock (test_clock = on, clock_advance:
+# t/helper/clock.t), not in sleeps: each wait is the clock moved to just
+# short of the end, then the last second in real time, which the
+# helper's own timers end with no client; or moved past it.
 use strict;
 use warnings;
 use Test::More;
@@ -16,8 +20,21 @@ use lib 't/lib';
 use VetoTest;
 use Eventually qw(eventually);
 
-my $h = VetoTest->start(max_ttl_s => 600, default_ttl_s => 60,
-                        max_idle_s => 300, default_idle_s => 120);
+# the advances below come to about 100 s: the first sandbox (the
+# defaults) must live through them to end at the restart
+my $h = VetoTest->start(test_clock => 'on', max_ttl_s => 600,
+                        default_ttl_s => 300, max_idle_s => 300,
+                        default_idle_s => 240);
+
+# Moves the helper's lifetime clock; what it puts past its end is ending
+# at the reply.  The lifetime clock's time (unix seconds).
+sub advance
+{
+    my ($hh, $seconds) = @_;
+    my ($r) = $hh->call({ op => 'clock_advance', seconds => $seconds });
+    $r->{ok} or die "clock_advance $seconds: " . encode_json($r) . "\n";
+    return $r->{now};
+}
 
 sub status
 {
@@ -35,6 +52,15 @@ sub ended_of
                           ended => JSON::PP::true });
     my ($e) = grep { $_->{id} eq $id } @{ $r->{ended} // [] };
     return $e;
+}
+
+# its state in the list of the live (not a request naming it)
+sub live_state
+{
+    my ($hh, $id) = @_;
+    my ($r) = $hh->call({ op => 'list', tenant => 't1', agent => 'a1' });
+    my ($sb) = grep { $_->{id} eq $id } @{ $r->{sandboxes} // [] };
+    return $sb ? $sb->{state} : 'gone';
 }
 
 sub wait_ended
@@ -64,8 +90,8 @@ is($r->{limit}, 'idle_s', 'limit idle_s');
 $r = $h->create(idle_s => 0);
 is($r->{error}, 'bad_value', 'idle_s 0: bad_value');
 $r = $h->create;
-is($r->{sandbox}{idle_s}, 120, 'default_idle_s applies');
-is($r->{sandbox}{ttl_s}, 60, 'default_ttl_s applies');
+is($r->{sandbox}{idle_s}, 240, 'default_idle_s applies');
+is($r->{sandbox}{ttl_s}, 300, 'default_ttl_s applies');
 ok($r->{sandbox}{active_at} >= $r->{sandbox}{created_at}, 'active_at');
 my $id0 = $r->{sandbox}{id};
 ok(-f $h->state_dir . "/run/$id0.json", 'a live sandbox has a state file');
@@ -73,7 +99,7 @@ my $sf = do { local $/; open(my $fh, '<', $h->state_dir . "/run/$id0.json")
               or die; <$fh> };
 my $st = decode_json($sf);
 is($st->{tenant}, 't1', 'state file: owner');
-is($st->{ttl_s}, 60, 'state file: ttl_s');
+is($st->{ttl_s}, 300, 'state file: ttl_s');
 is((stat($h->state_dir . "/run/$id0.json"))[2] & 07777, 0600,
    'state file: mode 0600');
 is((stat($h->state_dir . "/run"))[2] & 07777, 0700, 'run/: mode 0700');
@@ -81,13 +107,17 @@ unlike($sf, qr/\Q${\ $h->marker }\E/, 'no env value in the state file');
 $h->live_ok(1, 'with one sandbox');
 
 # --- idle: no client connected ----------------------------------------
-my $idi = $h->create_ok(idle_s => 2);
-my $t0 = time;
-my $e = wait_ended($h, $idi, 10);
+$r = $h->create(idle_s => 10);
+my $idi = $r->{sandbox}{id};
+my $ci = $r->{sandbox}{created_at};
+advance($h, 9);
+is(live_state($h, $idi), 'ready', '9 s of its idle_s 10: ready');
+my $e = wait_ended($h, $idi, 5);    # the last second: the helper's timer
 ended_ok($e, 'idle', 'idle with no client');
-is($e->{idle_s}, 2, 'the record names its idle_s');
-like($e->{detail} // '', qr/2 s/, 'detail says how long');
-ok($e->{ended_at} >= int($t0) + 2 - 1, 'ended after its idle_s');
+is($e->{idle_s}, 10, 'the record names its idle_s');
+like($e->{detail} // '', qr/10 s/, 'detail says how long');
+ok($e->{ended_at} >= $ci + 10, 'ended after its idle_s, by the clock')
+    or diag explain $e;
 $r = status($idi);
 is($r->{sandbox}{end_reason}, 'idle', 'status: idle');
 ok(!-e $h->state_dir . "/sb/$idi", 'its directory is gone');
@@ -96,42 +126,57 @@ eventually('its state file is gone', 10,
 ok(-f $h->state_dir . "/ended/$idi.json", 'its ENDED record is on disk');
 
 # requests keep it alive
-my $ida = $h->create_ok(idle_s => 2);
+$r = $h->create(idle_s => 10);
+my $ida = $r->{sandbox}{id};
+my $ca = $r->{sandbox}{created_at};
 for (1 .. 5) {
-    sleep 0.8;    # on purpose: 4 s go by, past idle_s, with requests
+    advance($h, 4);    # 20 s go by, past idle_s, with requests
     $r = status($ida);
 }
-is($r->{sandbox}{state}, 'ready', 'status every 0.8 s for 4 s: not idle');
+is($r->{sandbox}{state}, 'ready', 'status every 4 s for 20 s: not idle');
+ok($r->{sandbox}{active_at} >= $ca + 20,
+   'active_at: the last request, by the clock') or diag explain $r;
 
 # a running exec keeps it alive, background ones too
 my ($bg) = $h->call({ op => 'exec', tenant => 't1', agent => 'a1', id => $ida,
-                      argv => ['sleep', '4'], background => JSON::PP::true });
-ok($bg->{ok}, 'a background exec of 4 s') or diag explain $bg;
-sleep 3.2;    # on purpose: past idle_s with no request
-ok(!ended_of($h, $ida), 'no request for 3 s, but an exec runs: not idle');
-$e = wait_ended($h, $ida, 10);
+                      argv => ['sleep', '1000'], background => JSON::PP::true });
+ok($bg->{ok}, 'a background exec') or diag explain $bg;
+advance($h, 15);
+is(live_state($h, $ida), 'ready',
+   'no request for 15 s, but an exec runs: ready, not idle');
+($r) = $h->exec_op('exec_kill', $ida, $bg->{exec}{id});
+ok($r->{killed}, 'the exec killed') or diag explain $r;
+eventually('the exec ended', 10, sub {
+    my ($x) = $h->exec_op('exec_status', $ida, $bg->{exec}{id});
+    ($x->{exec}{state} // '') ne 'running';
+});
+advance($h, 11);
+$e = wait_ended($h, $ida, 5);
 ended_ok($e, 'idle', 'idle once the exec ended');
 
 # --- lifetime: no client connected -------------------------------------
-my $idt = $h->create_ok(ttl_s => 2, idle_s => 300);
+my $idt = $h->create_ok(ttl_s => 10, idle_s => 300);
 $r = status($idt);
 my $created = $r->{sandbox}{created_at};
-is($r->{sandbox}{expires_at}, $created + 2, 'expires_at');
-$e = wait_ended($h, $idt, 10);
+is($r->{sandbox}{expires_at}, $created + 10, 'expires_at');
+advance($h, 9);
+is(status($idt)->{sandbox}{state}, 'ready', '9 s of its ttl_s 10: ready');
+$e = wait_ended($h, $idt, 5);    # the last second: the helper's timer
 ended_ok($e, 'expired', 'expired with no client');
-ok($e->{ended_at} >= $created + 2, 'ended at or after expires_at');
-is($e->{expires_at}, $created + 2, 'the record keeps expires_at');
+ok($e->{ended_at} >= $created + 10, 'ended at or after expires_at');
+is($e->{expires_at}, $created + 10, 'the record keeps expires_at');
 
 # --- extension ----------------------------------------------------------
-my $idx = $h->create_ok(ttl_s => 2, idle_s => 300);
+my $idx = $h->create_ok(ttl_s => 10, idle_s => 300);
 ($r) = $h->call({ op => 'update_lifetime', tenant => 't1', agent => 'a1',
-                  id => $idx, ttl_s => 6 });
-ok($r->{ok}, 'update_lifetime ttl_s 6') or diag explain $r;
-is($r->{ttl_s}, 6, '... ttl_s');
-is($r->{expires_at}, $r->{created_at} + 6, '... expires_at');
+                  id => $idx, ttl_s => 30 });
+ok($r->{ok}, 'update_lifetime ttl_s 30') or diag explain $r;
+is($r->{ttl_s}, 30, '... ttl_s');
+is($r->{expires_at}, $r->{created_at} + 30, '... expires_at');
+my $cx = $r->{created_at};
 $st = decode_json(do { local $/; open(my $fh, '<',
     $h->state_dir . "/run/$idx.json") or die; <$fh> });
-is($st->{ttl_s}, 6, 'the state file has the new lifetime');
+is($st->{ttl_s}, 30, 'the state file has the new lifetime');
 ($r) = $h->call({ op => 'update_lifetime', tenant => 't1', agent => 'a1',
                   id => $idx, ttl_s => 601 });
 is($r->{error}, 'over_ceiling', 'past max_ttl_s: over_ceiling');
@@ -145,14 +190,18 @@ is($r->{limit}, 'idle_s', 'idle_s past its ceiling');
 ($r) = $h->call({ op => 'update_lifetime', tenant => 't1', agent => 'a2',
                   id => $idx, ttl_s => 10 });
 is($r->{error}, 'not_found', "another agent's sandbox: not_found");
-sleep 3;    # on purpose: past the first ttl_s
+advance($h, 12);    # past the first ttl_s
 is(status($idx)->{sandbox}{state}, 'ready', 'alive past its first lifetime');
 ($r) = $h->call({ op => 'update_lifetime', tenant => 't1', agent => 'a1',
-                  id => $idx, ttl_s => 1 });
+                  id => $idx, ttl_s => 11 });
 is($r->{error}, 'bad_value', 'a lifetime already over: bad_value');
-$e = wait_ended($h, $idx, 10);
+like($r->{detail} // '', qr/lived 1[23] s/, '... it has lived 12 s, by the clock')
+    or diag explain $r;
+advance($h, 19);    # 31 s: past the extended one
+$e = wait_ended($h, $idx, 5);
 ended_ok($e, 'expired', 'the extended lifetime');
-is($e->{ttl_s}, 6, 'with its new ttl_s');
+is($e->{ttl_s}, 30, 'with its new ttl_s');
+ok($e->{ended_at} >= $cx + 30, '... ended after it, by the clock');
 ($r) = $h->call({ op => 'update_lifetime', tenant => 't1', agent => 'a1',
                   id => $idx, ttl_s => 60 });
 is($r->{error}, 'ended', 'extending an ended sandbox: ended');
@@ -163,6 +212,7 @@ my $idy = $h->create_ok(idle_s => 300);
 ($r) = $h->call({ op => 'update_lifetime', tenant => 't1', agent => 'a1',
                   id => $idy, idle_s => 1 });
 is($r->{idle_s}, 1, 'idle_s lowered to 1');
+advance($h, 2);
 $e = wait_ended($h, $idy, 10);
 ended_ok($e, 'idle', 'the lowered idle_s');
 
@@ -430,16 +480,22 @@ is($h->stop, 0, 'helper exits 0');
 $h->leaks_ok('at the end');
 
 # --- retention: then not_found, and the files are gone -----------------
-my $h2 = VetoTest->start(ended_retention_s => 2, ended_max => 3);
+my $h2 = VetoTest->start(test_clock => 'on', ended_retention_s => 60,
+                         ended_max => 3);
 my @ids = map { $h2->create_ok } 1 .. 4;
 $h2->destroy($_) for @ids[0, 1];
 is(scalar(() = $h2->ended_files), 2, 'two ENDED records on disk');
 my ($r2) = $h2->call({ op => 'status', tenant => 't1', agent => 'a1',
                        id => $ids[0] });
 is($r2->{sandbox}{end_reason}, 'deleted', 'within retention: deleted');
-ok($r2->{sandbox}{retained_until} <= $r2->{sandbox}{ended_at} + 2,
+is($r2->{sandbox}{retained_until}, $r2->{sandbox}{ended_at} + 60,
    'retained_until is ended_at + ended_retention_s');
-sleep 3;    # on purpose: past ended_retention_s
+advance($h2, 55);
+($r2) = $h2->call({ op => 'status', tenant => 't1', agent => 'a1',
+                    id => $ids[0] });
+is($r2->{sandbox}{end_reason}, 'deleted', '55 s of 60: still retained');
+is(scalar(() = $h2->ended_files), 2, '... both on disk');
+advance($h2, 6);    # past ended_retention_s
 ($r2) = $h2->call({ op => 'status', tenant => 't1', agent => 'a1',
                     id => $ids[0] });
 is($r2->{error}, 'not_found', 'after the retention: not_found');

@@ -377,7 +377,9 @@
  *             nothing else moves (exec timeouts, destroy bounds, freeze
  *             waits, an exec's own times, snapshots' retention).
  *             offset_s: how far ahead in all; now: the lifetime clock's
- *             unix seconds.  The schema is checked first (unknown_field,
+ *             unix seconds.  The offset is the run's: a restarted helper
+ *             counts from the real time again (what was made ahead keeps
+ *             its times).  The schema is checked first (unknown_field,
  *             missing_field, bad_type, bad_value), then test_clock.
  *   create's from_snapshot: "snap-..." of the owner: the new sandbox's
  *             root is an overlay of its own upper layer (on its tmpfs of

@@ -35,7 +35,7 @@ typedef struct {
     const char           *limit;             /* killed_by_limit */
     char                  detail[256];
     uint64_t              start_ms;          /* vsb_now_ms() */
-    time_t                start_at;
+    time_t                start_at;          /* the lifetime clock */
 } vsb_end_t;
 
 struct vsb_sandbox_s {
@@ -46,9 +46,9 @@ struct vsb_sandbox_s {
     vsb_limits_t          limits;            /* effective */
     uint64_t              ttl_s;
     uint64_t              idle_s;
-    time_t                created_at;
-    time_t                expires_at;
-    uint64_t              created_ms;        /* vsb_now_ms() */
+    time_t                created_at;        /* these three: the */
+    time_t                expires_at;        /* lifetime clock's */
+    uint64_t              created_ms;        /* (vsb_lifeclock.h) */
 
     unsigned              slot;              /* 0 .. max_sandboxes-1 */
     uid_t                 host_uid;          /* inside uid/gid 0 */
@@ -77,8 +77,8 @@ struct vsb_sandbox_s {
     vsb_timer_t           ttl_timer;
     vsb_timer_t           idle_timer;
     vsb_timer_t           check_timer;       /* after an exec ended */
-    uint64_t              active_ms;         /* last request or exec end */
-    time_t                active_at;
+    uint64_t              active_ms;         /* last request or exec end, */
+    time_t                active_at;         /* on the lifetime clock */
     unsigned              oom_seen:1;        /* an exec was OOM-killed */
     unsigned              state_file:1;      /* state_dir/run/<id>.json */
     unsigned              destroying:1;

@@ -41,16 +41,9 @@ vsb_sha256_hex(const unsigned char *data, size_t len,
 
 
 static int
-vsb_openat2(int dirfd, const char *path, uint64_t flags, uint64_t mode)
+vsb_files_open(int dirfd, const char *path, uint64_t flags, uint64_t mode)
 {
-    struct open_how  how;
-
-    memset(&how, 0, sizeof(how));
-    how.flags = flags | O_CLOEXEC;
-    how.mode = (flags & O_CREAT) ? mode : 0;
-    how.resolve = VSB_RESOLVE;
-
-    return (int) syscall(SYS_openat2, dirfd, path, &how, sizeof(how));
+    return vsb_openat2(dirfd, path, flags, mode, VSB_RESOLVE);
 }
 
 
@@ -117,7 +110,7 @@ vsb_files_workspace(const vsb_sandbox_t *sb, vsb_error_t *e)
 
     close(wfd);
 
-    wfd = vsb_openat2(dfd, "workspace", O_PATH | O_DIRECTORY, 0);
+    wfd = vsb_files_open(dfd, "workspace", O_PATH | O_DIRECTORY, 0);
     if (wfd == -1) {
         vsb_error_set(e, VSB_E_IO, NULL, "open(\"%s/root/workspace\"): %s",
                       sb->dir, strerror(errno));
@@ -216,14 +209,14 @@ vsb_files_step(int cur, const char *comp, int create, int last,
     struct stat  st;
     int          next;
 
-    next = vsb_openat2(cur, comp, O_PATH | O_DIRECTORY | O_NOFOLLOW, 0);
+    next = vsb_files_open(cur, comp, O_PATH | O_DIRECTORY | O_NOFOLLOW, 0);
 
     if (next == -1 && errno == ENOENT && create) {
         if (mkdirat(cur, comp, 0755) == -1 && errno != EEXIST) {
             vsb_files_lookup_error(e, "mkdir", path);
             return -1;
         }
-        next = vsb_openat2(cur, comp, O_PATH | O_DIRECTORY | O_NOFOLLOW, 0);
+        next = vsb_files_open(cur, comp, O_PATH | O_DIRECTORY | O_NOFOLLOW, 0);
     }
 
     if (next == -1 && errno == ENOTDIR) {
@@ -320,7 +313,7 @@ vsb_files_write_in(int wfd, const char *path, unsigned mode,
     }
     snprintf(tmp, sizeof(tmp), ".vsb-%s.tmp", rnd);
 
-    fd = vsb_openat2(dfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW,
+    fd = vsb_files_open(dfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW,
                      mode);
     if (fd == -1) {
         vsb_files_lookup_error(e, "create", path);
@@ -387,7 +380,7 @@ vsb_files_read_in(int wfd, const char *path, uint64_t max,
     ssize_t         n;
     int             fd;
 
-    fd = vsb_openat2(wfd, path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK, 0);
+    fd = vsb_files_open(wfd, path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK, 0);
     if (fd == -1) {
         return vsb_files_lookup_error(e, "open", path);
     }

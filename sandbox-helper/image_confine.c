@@ -300,7 +300,6 @@ vsb_confine_serve(int sock, int layout_fd)
     char             req[VSB_IMAGE_DIGEST_LEN + 2], path[96], why[160];
     int              code = 0, fd = -1;
     ssize_t          n;
-    struct open_how  how;
     struct stat      st;
 
     n = recv(sock, req, sizeof(req) - 1, MSG_DONTWAIT);
@@ -314,12 +313,9 @@ vsb_confine_serve(int sock, int layout_fd)
     } else {
         snprintf(path, sizeof(path), "blobs/sha256/%s", req + 7);
 
-        memset(&how, 0, sizeof(how));
-        how.flags = O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC;
-        how.resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS
-                      | RESOLVE_NO_MAGICLINKS;
-
-        fd = (int) syscall(SYS_openat2, layout_fd, path, &how, sizeof(how));
+        fd = vsb_openat2(layout_fd, path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK,
+                         0, RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS
+                            | RESOLVE_NO_MAGICLINKS);
         if (fd == -1) {
             code = errno;
         } else if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {

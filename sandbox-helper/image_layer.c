@@ -36,13 +36,9 @@
 static int
 vsb_layer_openat2(int dirfd, const char *path, uint64_t flags)
 {
-    struct open_how  how;
-
-    memset(&how, 0, sizeof(how));
-    how.flags = flags | O_CLOEXEC;
-    how.resolve = RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS | RESOLVE_NO_XDEV;
-
-    return (int) syscall(SYS_openat2, dirfd, path, &how, sizeof(how));
+    return vsb_openat2(dirfd, path, flags, 0,
+                       RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS
+                       | RESOLVE_NO_XDEV);
 }
 
 

@@ -71,15 +71,9 @@ static const vsb_mount_point_t  vsb_unpack_mount_points[] = {
 static int
 vsb_unpack_beneath(int dirfd, const char *path, uint64_t flags)
 {
-    struct open_how  how;
-
-    memset(&how, 0, sizeof(how));
-    how.flags = flags | O_CLOEXEC;
-    how.mode = (flags & O_CREAT) ? 0600 : 0;
-    how.resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS
-                  | RESOLVE_NO_MAGICLINKS;
-
-    return (int) syscall(SYS_openat2, dirfd, path, &how, sizeof(how));
+    return vsb_openat2(dirfd, path, flags, 0600,
+                       RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS
+                       | RESOLVE_NO_MAGICLINKS);
 }
 
 
@@ -531,17 +525,14 @@ vsb_unpack_finish(vsb_layer_t *l, char *err, size_t errlen)
 static char *
 vsb_unpack_read_tree(int rootfd, const char *path, size_t max, size_t *len)
 {
-    struct open_how  how;
     struct stat      st;
     char            *buf;
     ssize_t          n;
     int              fd;
 
-    memset(&how, 0, sizeof(how));
-    how.flags = O_RDONLY | O_NONBLOCK | O_CLOEXEC;
-    how.resolve = RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS | RESOLVE_NO_XDEV;
-
-    fd = (int) syscall(SYS_openat2, rootfd, path, &how, sizeof(how));
+    fd = vsb_openat2(rootfd, path, O_RDONLY | O_NONBLOCK, 0,
+                     RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS
+                     | RESOLVE_NO_XDEV);
     if (fd == -1) {
         return NULL;
     }

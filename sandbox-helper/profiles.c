@@ -188,7 +188,6 @@ static char *
 vsb_profile_read(const char *root, const char *path, size_t max,
     size_t *len)
 {
-    struct open_how  how;
     struct stat      st;
     char            *buf;
     ssize_t          n;
@@ -199,11 +198,8 @@ vsb_profile_read(const char *root, const char *path, size_t max,
         return NULL;
     }
 
-    memset(&how, 0, sizeof(how));
-    how.flags = O_RDONLY | O_NONBLOCK | O_CLOEXEC;
-    how.resolve = RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS;
-
-    fd = (int) syscall(SYS_openat2, rfd, path, &how, sizeof(how));
+    fd = vsb_openat2(rfd, path, O_RDONLY | O_NONBLOCK, 0,
+                     RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS);
     close(rfd);
 
     if (fd == -1) {

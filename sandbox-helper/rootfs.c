@@ -15,6 +15,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "vsb_fdio.h"
 #include "vsb_rootfs.h"
 
 #define VSB_ROOTFS_DEV_OPTS   "mode=0755,size=64k,nr_inodes=64"
@@ -133,18 +134,14 @@ static int
 vsb_rootfs_open_in(const char *root, const char *path, int flags)
 {
     int              rfd, fd, saved;
-    struct open_how  how;
 
     rfd = open(root, O_PATH | O_DIRECTORY | O_CLOEXEC);
     if (rfd == -1) {
         return -1;
     }
 
-    memset(&how, 0, sizeof(how));
-    how.flags = (uint64_t) flags | O_CLOEXEC;
-    how.resolve = RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS;
-
-    fd = (int) syscall(SYS_openat2, rfd, path, &how, sizeof(how));
+    fd = vsb_openat2(rfd, path, (uint64_t) flags, 0,
+                     RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS);
     saved = errno;
     close(rfd);
     errno = saved;

@@ -15,6 +15,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "vsb_fdio.h"
 #include "vsb_rootfs.h"
 
 /* an image's passwd or group larger than this is replaced, not kept */
@@ -40,13 +41,9 @@ static const struct {
 static int
 vsb_rootfs_image_open(int rfd, const char *path, int flags)
 {
-    struct open_how  how;
-
-    memset(&how, 0, sizeof(how));
-    how.flags = (uint64_t) (flags | O_NOFOLLOW | O_CLOEXEC);
-    how.resolve = RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS | RESOLVE_NO_XDEV;
-
-    return (int) syscall(SYS_openat2, rfd, path, &how, sizeof(how));
+    return vsb_openat2(rfd, path, (uint64_t) (flags | O_NOFOLLOW), 0,
+                       RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS
+                       | RESOLVE_NO_XDEV);
 }
 
 

@@ -158,14 +158,9 @@ vsb_mf_add(vsb_mf_t *m, const char *path)
 int
 vsb_mf_open(int rootfd, const char *path, int flags)
 {
-    struct open_how  how;
-
-    memset(&how, 0, sizeof(how));
-    how.flags = (uint64_t) flags | O_NOFOLLOW | O_CLOEXEC;
-    how.resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS
-                  | RESOLVE_NO_MAGICLINKS | RESOLVE_NO_XDEV;
-
-    return (int) syscall(SYS_openat2, rootfd, path, &how, sizeof(how));
+    return vsb_openat2(rootfd, path, (uint64_t) flags | O_NOFOLLOW, 0,
+                       RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS
+                       | RESOLVE_NO_MAGICLINKS | RESOLVE_NO_XDEV);
 }
 
 

@@ -8,7 +8,12 @@
  * up to the room given and stops there, a read past the end returns what
  * there was, and a failed read is -1 with errno; a write of more than a
  * pipe holds, read by a slow child, arrives whole and in order, and a
- * write into a pipe whose reader is gone is -1 with EPIPE.
+ * write into a pipe whose reader is gone is -1 with EPIPE; an openat2
+ * of "sub/../f" with RESOLVE_IN_ROOT, while a child renames a file
+ * elsewhere without pause, opens every time through vsb_openat2(),
+ * where the bare syscall is seen to answer EAGAIN (the race the kernel
+ * asks its callers to try again on: an image's etc/os-release, a link
+ * to ../usr/lib/os-release, read while the host renamed something).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -17,8 +22,14 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <linux/openat2.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -207,6 +218,87 @@ test_write_full(void **state)
 }
 
 
+static void
+test_openat2_race(void **state)
+{
+    int              root, fd, i, bare_eagain, failed;
+    char             dir[] = "/tmp/vsb-openat2-XXXXXX", path[64], a[64],
+                     b[64];
+    pid_t            child;
+    time_t           until;
+    struct open_how  how;
+
+    (void) state;
+
+    assert_non_null(mkdtemp(dir));
+    snprintf(path, sizeof(path), "%s/sub", dir);
+    assert_int_equal(mkdir(path, 0700), 0);
+    snprintf(path, sizeof(path), "%s/f", dir);
+    fd = open(path, O_CREAT | O_WRONLY | O_CLOEXEC, 0600);
+    assert_true(fd != -1);
+    close(fd);
+    snprintf(a, sizeof(a), "%s/a", dir);
+    snprintf(b, sizeof(b), "%s/b", dir);
+    fd = open(a, O_CREAT | O_WRONLY | O_CLOEXEC, 0600);
+    assert_true(fd != -1);
+    close(fd);
+
+    child = fork();
+    assert_true(child != -1);
+    if (child == 0) {
+        for ( ;; ) {
+            (void) rename(a, b);
+            (void) rename(b, a);
+        }
+    }
+
+    root = open(dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
+    assert_true(root != -1);
+
+    memset(&how, 0, sizeof(how));
+    how.flags = O_RDONLY | O_CLOEXEC;
+    how.resolve = RESOLVE_IN_ROOT;
+
+    /* until the bare call met the race a few times (or 20 s went by),
+     * each bare call followed by one through vsb_openat2() */
+    bare_eagain = 0;
+    failed = 0;
+    until = time(NULL) + 20;
+
+    for (i = 0; bare_eagain < 20 && time(NULL) < until; i++) {
+        fd = (int) syscall(SYS_openat2, root, "sub/../f", &how, sizeof(how));
+        if (fd == -1 && errno == EAGAIN) {
+            bare_eagain++;
+        } else if (fd != -1) {
+            close(fd);
+        }
+
+        fd = vsb_openat2(root, "sub/../f", O_RDONLY, 0, RESOLVE_IN_ROOT);
+        if (fd == -1) {
+            failed++;
+        } else {
+            close(fd);
+        }
+    }
+
+    kill(child, SIGKILL);
+    waitpid(child, NULL, 0);
+    close(root);
+    (void) unlink(a);
+    (void) unlink(b);
+    snprintf(path, sizeof(path), "%s/f", dir);
+    (void) unlink(path);
+    snprintf(path, sizeof(path), "%s/sub", dir);
+    (void) rmdir(path);
+    (void) rmdir(dir);
+
+    print_message("openat2 race: %d calls, the bare one EAGAIN %d times\n",
+                  i, bare_eagain);
+    assert_true(bare_eagain > 0);
+    assert_int_equal(failed, 0);
+}
+
+
 int
 main(void)
 {
@@ -216,6 +308,7 @@ main(void)
         cmocka_unit_test(test_random_hex),
         cmocka_unit_test(test_read_full),
         cmocka_unit_test(test_write_full),
+        cmocka_unit_test(test_openat2_race),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);

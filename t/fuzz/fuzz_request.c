@@ -337,8 +337,18 @@ check_accepted(const vsb_request_t *r, size_t plen)
             abort();
         }
 
-    } else if (r->op == &vsb_status_op || r->op == &vsb_destroy_op) {
+    } else if (r->op == &vsb_status_op) {
         if (!owner_ok(r->agent) || !vsb_req_id_ok(r->id)) {
+            abort();
+        }
+
+    } else if (r->op == &vsb_destroy_op) {
+        /* an administrator's destroy (reason "admin") may name no agent:
+         * the tenant's sandbox of that id, whoever made it */
+        if ((!r->admin && !owner_ok(r->agent))
+            || (r->agent != NULL && !owner_ok(r->agent))
+            || !vsb_req_id_ok(r->id))
+        {
             abort();
         }
 

@@ -358,6 +358,12 @@ def request_seeds():
         req('id-' + desc, owned('destroy', id=val))
 
     req('destroy-reason-admin', owned('destroy', reason='admin'))
+    # an administrator's destroy may name no agent
+    req('destroy-admin-no-agent',
+        {k: v for k, v in owned('destroy', reason='admin').items()
+         if k != 'agent'})
+    req('destroy-no-agent',
+        {k: v for k, v in owned('destroy').items() if k != 'agent'})
     req('destroy-reason-deleted', owned('destroy', reason='deleted'))
     for desc, val in (('other', 'expired'), ('empty', ''), ('number', 1),
                       ('long', 'a' * 17)):

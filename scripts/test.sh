@@ -349,5 +349,9 @@ done
 for s in "${step_failures[@]+"${step_failures[@]}"}"; do
     echo "step failed: $s"
 done
-echo "$passed passed, $failed failed"
+if [ ${#step_failures[@]} -eq 0 ]; then
+    echo "$passed passed, $failed failed"
+else
+    echo "$passed passed, $failed failed, ${#step_failures[@]} step(s) failed"
+fi
 [ "$failed" -eq 0 ] && [ ${#step_failures[@]} -eq 0 ]

@@ -12,6 +12,7 @@
 #include <ngx_core.h>
 #include <ngx_event.h>
 #include <ngx_http.h>
+#include <openssl/sha.h>
 
 #include "ngx_http_veto_sandbox_transport.h"
 #include "ngx_http_veto_sandbox_redis.h"
@@ -60,6 +61,7 @@ static char  ngx_http_veto_sandbox_redis_step_auth[] = "AUTH";
 static char  ngx_http_veto_sandbox_redis_step_select[] = "SELECT";
 static char  ngx_http_veto_sandbox_redis_step_ping[] = "PING";
 static char  ngx_http_veto_sandbox_redis_step_role[] = "ROLE";
+static char  ngx_http_veto_sandbox_redis_step_script[] = "SCRIPT LOAD";
 
 
 /* configuration time */
@@ -443,16 +445,65 @@ ngx_http_veto_sandbox_redis_switched(ngx_http_veto_sandbox_redis_t *rds,
 }
 
 
+/* every script made known (script_init()), for a new connection to load
+ * before any EVALSHA it carries (ngx_http_veto_sandbox_redis_scripts(), below) */
+#define NGX_HTTP_VSB_REDIS_SCRIPTS_MAX  64
+
+static ngx_http_veto_sandbox_redis_script_t
+    *ngx_http_veto_sandbox_redis_known[NGX_HTTP_VSB_REDIS_SCRIPTS_MAX + 1];
+
+
+ngx_int_t
+ngx_http_veto_sandbox_redis_script_init(
+    ngx_http_veto_sandbox_redis_script_t *script)
+{
+    u_char       md[SHA_DIGEST_LENGTH];
+    ngx_uint_t   i;
+
+    if (SHA1((const u_char *) script->text, ngx_strlen(script->text), md)
+        == NULL)
+    {
+        return NGX_ERROR;
+    }
+
+    ngx_hex_dump(script->sha1, md, SHA_DIGEST_LENGTH);
+    script->sha1[40] = '\0';
+
+    for (i = 0; ngx_http_veto_sandbox_redis_known[i]; i++) {
+        if (ngx_http_veto_sandbox_redis_known[i] == script) {
+            return NGX_OK;
+        }
+    }
+
+    if (i == NGX_HTTP_VSB_REDIS_SCRIPTS_MAX) {
+        return NGX_ERROR;
+    }
+
+    ngx_http_veto_sandbox_redis_known[i] = script;
+
+    return NGX_OK;
+}
+
+
+ngx_http_veto_sandbox_redis_script_t **
+ngx_http_veto_sandbox_redis_scripts(void)
+{
+    return ngx_http_veto_sandbox_redis_known;
+}
+
+
 /* Opens the link and pipelines the handshake: AUTH, SELECT, then PING
- * (or ROLE, to a master a sentinel named). */
+ * (or ROLE, to a master a sentinel named), then SCRIPT LOAD of every
+ * script. */
 static void
 ngx_http_veto_sandbox_redis_open(ngx_http_veto_sandbox_redis_t *rds,
     const char *host, in_port_t port, const char *unix_path)
 {
-    int                 argc;
-    char               *last;
-    const char         *argv[3];
-    redisAsyncContext  *ac;
+    int                                     argc;
+    char                                   *last;
+    const char                             *argv[3];
+    redisAsyncContext                      *ac;
+    ngx_http_veto_sandbox_redis_script_t  **script;
 
     if (ngx_http_veto_sandbox_redis_link_open(&rds->link, host, port,
                                               unix_path)
@@ -508,6 +559,24 @@ ngx_http_veto_sandbox_redis_open(ngx_http_veto_sandbox_redis_t *rds,
         != REDIS_OK)
     {
         goto failed;
+    }
+
+    /*
+     * Every script, loaded before any command this connection carries
+     * once it is ready: an EVALSHA of a script Redis does not have yet
+     * is sent again as EVAL only when its NOSCRIPT comes back, after the
+     * request that sent it may have answered, and a write meant to be in
+     * Redis before the client has its answer (a create's ownership record
+     * and env, read by the next request on another worker) would not be.
+     */
+    for (script = ngx_http_veto_sandbox_redis_scripts(); *script; script++) {
+        if (redisAsyncCommand(ac, ngx_http_veto_sandbox_redis_handshake_reply,
+                              ngx_http_veto_sandbox_redis_step_script,
+                              "SCRIPT LOAD %s", (*script)->text)
+            != REDIS_OK)
+        {
+            goto failed;
+        }
     }
 
     ngx_add_timer(&rds->handshake, rds->conf.connect_timeout);

@@ -59,25 +59,6 @@ static ngx_int_t ngx_http_veto_sandbox_redis_send(
 
 
 ngx_int_t
-ngx_http_veto_sandbox_redis_script_init(
-    ngx_http_veto_sandbox_redis_script_t *script)
-{
-    u_char  md[SHA_DIGEST_LENGTH];
-
-    if (SHA1((const u_char *) script->text, ngx_strlen(script->text), md)
-        == NULL)
-    {
-        return NGX_ERROR;
-    }
-
-    ngx_hex_dump(script->sha1, md, SHA_DIGEST_LENGTH);
-    script->sha1[40] = '\0';
-
-    return NGX_OK;
-}
-
-
-ngx_int_t
 ngx_http_veto_sandbox_redis_scripts_init(
     ngx_http_veto_sandbox_redis_script_t *scripts)
 {

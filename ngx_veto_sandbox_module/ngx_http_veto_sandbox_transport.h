@@ -42,6 +42,9 @@ ngx_int_t ngx_http_veto_sandbox_redis_script_init(
 /* every script of a table ended by a NULL name */
 ngx_int_t ngx_http_veto_sandbox_redis_scripts_init(
     ngx_http_veto_sandbox_redis_script_t *scripts);
+/* the scripts made known so far, NULL-ended: what a new connection loads */
+ngx_http_veto_sandbox_redis_script_t **ngx_http_veto_sandbox_redis_scripts(
+    void);
 
 /* _redis.c: the worker's connection (init_process / exit_process) */
 

@@ -41,7 +41,7 @@ my $sb = $j->{id};
 
 my $exec = { argv => ['echo', 'once'] };
 ($st, $h, $b, $j) = $n->request(POST => "/v1/sandboxes/$sb/exec", $agent, $exec);
-is($st, 202, 'exec needs approval: 202');
+is($st, 202, 'exec needs approval: 202') or diag $b;
 my $id = $j->{approval_id};
 ($st) = $n->request(POST => "/v1/approvals/$id/approve", $rev, '');
 is($st, 200, 'approved');
